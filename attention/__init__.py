@@ -1,0 +1,31 @@
+"""Scaled dot-product self-attention, step by step, in numpy (no Streamlit below ``attention.ui``).
+
+Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
+``Options``, ``Trace``, ``AttentionError``.
+"""
+
+from .errors import AttentionError
+from .heads import MultiHeadTrace, merge_heads, multi_head, split_heads
+from .presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
+from .shapes import shape_trace
+from .trace import ARRAY_NAMES, Options, Trace, scaled_dot_product_attention, self_attention
+
+__all__ = [
+    "ARRAY_NAMES",
+    "AttentionError",
+    "MultiHeadTrace",
+    "Options",
+    "Preset",
+    "Trace",
+    "blank",
+    "from_state",
+    "list_presets",
+    "load_preset",
+    "merge_heads",
+    "multi_head",
+    "parse_preset",
+    "scaled_dot_product_attention",
+    "self_attention",
+    "shape_trace",
+    "split_heads",
+]

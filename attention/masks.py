@@ -1,0 +1,58 @@
+"""Attention masks, with PyTorch's meaning: a boolean mask is True where a query MAY attend a key.
+
+Every helper returns a boolean array of shape (n_queries, n_keys); combine them with
+:func:`combine`, which keeps a cell only where every mask allows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import AttentionError
+
+
+def causal(n_queries: int, n_keys: int | None = None) -> np.ndarray:
+    """Query i may attend key j only when j <= i (top-left aligned, as ``torch.tril``). Shape (L, S)."""
+    n_keys = n_queries if n_keys is None else n_keys
+    return np.tril(np.ones((n_queries, n_keys), dtype=bool))  # (L, S)
+
+
+def padding(is_padding: Sequence[bool], n_queries: int | None = None) -> np.ndarray:
+    """No query may attend a key flagged as padding. Shape (L, S), S = len(is_padding).
+
+    Padding queries still attend the real keys (like PyTorch's ``key_padding_mask``); their rows are
+    usually ignored downstream. If every key is padding, every row is fully masked.
+    """
+    keep = ~np.asarray(is_padding, dtype=bool)  # (S,)
+    n_queries = keep.shape[0] if n_queries is None else n_queries
+    return np.broadcast_to(keep, (n_queries, keep.shape[0])).copy()  # (L, S)
+
+
+def custom(allowed: object, n_queries: int, n_keys: int) -> np.ndarray:
+    """A user's own boolean mask, checked to be (L, S). True = may attend."""
+    arr = np.asarray(allowed)
+    if arr.shape != (n_queries, n_keys):
+        raise AttentionError(f"mask must have shape ({n_queries}, {n_keys}) (queries × keys); got {arr.shape}", matrix="mask")
+    if arr.dtype != bool:
+        raise AttentionError("a custom mask must be boolean (True = may attend)", matrix="mask")
+    return arr
+
+
+def combine(*masks: np.ndarray | None) -> np.ndarray | None:
+    """Logical AND of the given boolean masks (None entries are ignored); None if all are None."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    out = present[0]
+    for m in present[1:]:
+        out = out & m
+    return out
+
+
+def fully_masked_rows(allowed: np.ndarray | None) -> np.ndarray:
+    """Indices of query rows that may attend no key at all (their weights are all 0)."""
+    if allowed is None:
+        return np.zeros(0, dtype=int)
+    return np.flatnonzero(~allowed.reshape(-1, allowed.shape[-1]).any(axis=-1))

@@ -1,0 +1,364 @@
+"""Presets: one human-readable JSON file per document, validated against a schema on load.
+
+A preset holds the tokens, the fixed matrices and/or a random draw spec (seed + order on numpy's
+legacy generator), the conventions (``Options``), and the numbers its document prints, so the app
+can say "matches the document" and the tests can check it. Floats are written with ``repr``
+precision, so a saved preset loads back bit-exact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import rng
+from .errors import AttentionError
+from .trace import MASK_KINDS, Options, Trace, self_attention
+
+FORMAT = "attention-preset/1"
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+PRESET_IDS = ("she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42")
+MATRIX_NAMES = ("X", "W_q", "W_k", "W_v")
+EXPECTED_NAMES = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
+MAX_TOKENS, MAX_DIM, MAX_SEED = 4096, 1024, 2**32 - 1
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """Seed and draw order: ``RandomState(seed).rand(*shape)`` for each (name, shape), in order."""
+
+    seed: int
+    draws: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.draws)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A loaded preset. ``matrices()`` gives X, W_q, W_k, W_v (fixed ones plus the random draws for
+    ``seed``); ``compute()`` runs the engine with the preset's conventions."""
+
+    id: str
+    title: str
+    tokens: tuple[str, ...]
+    options: Options
+    fixed: Mapping[str, np.ndarray]
+    random: RandomSpec | None = None
+    seed: int | None = None
+    source: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+    expected: Mapping[str, np.ndarray] = field(default_factory=dict)
+    expected_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    notes: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_random(self) -> bool:
+        return self.random is not None
+
+    def with_seed(self, seed: int | None) -> Preset:
+        """The same preset with its random parts drawn from ``seed`` (None: the preset's own seed)."""
+        if seed is None or self.random is None:
+            return self
+        return replace(self, seed=_check_seed(seed, "seed"))
+
+    def matrices(self) -> dict[str, np.ndarray]:
+        """X, W_q, W_k, W_v as float arrays (X may carry a batch axis, as document 003's (1, 6, 8))."""
+        out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
+        if self.random is not None:
+            out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws))
+        return {name: out[name] for name in MATRIX_NAMES}
+
+    def compute(self) -> Trace:
+        m = self.matrices()
+        return self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=self.tokens, options=self.options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preset as the JSON-ready dict of the file format."""
+        d: dict[str, Any] = {"format": FORMAT, "id": self.id, "title": self.title}
+        if self.source:
+            d["source"] = dict(self.source)
+        if self.description:
+            d["description"] = self.description
+        d["tokens"] = list(self.tokens)
+        d["options"] = _options_to_dict(self.options)
+        d["matrices"] = {name: np.asarray(v).tolist() for name, v in self.fixed.items()}
+        if self.random is not None:
+            d["random"] = {
+                "generator": rng.GENERATOR,
+                "seed": self.seed if self.seed is not None else self.random.seed,
+                "draws": [{"name": n, "shape": list(s)} for n, s in self.random.draws],
+            }
+        if self.expected or self.expected_shapes:
+            d["expected"] = {name: np.asarray(v).tolist() for name, v in self.expected.items()}
+            if self.expected_shapes:
+                d["expected"]["shapes"] = {k: list(v) for k, v in self.expected_shapes.items()}
+        if self.notes:
+            d["notes"] = dict(self.notes)
+        return d
+
+    def to_json(self) -> str:
+        """Serialise; floats keep full precision (``repr``), so loading gives identical arrays."""
+        return _dump(self.to_dict()) + "\n"
+
+
+def from_state(tokens: Sequence[str], matrices: Mapping[str, np.ndarray], options: Options, *,
+               id: str = "my_preset", title: str = "My preset", description: str = "",
+               source: Mapping[str, str] | None = None) -> Preset:
+    """A preset holding the given state as fixed matrices (what 'save my preset' writes)."""
+    fixed = {name: np.array(matrices[name], dtype=np.float64) for name in MATRIX_NAMES}
+    preset = Preset(id=id, title=title, tokens=tuple(tokens), options=options, fixed=fixed,
+                    description=description, source=dict(source or {}))
+    return parse_preset(preset.to_json(), f"{id}.json")  # one validation path for every preset
+
+
+def blank(n: int, d_model: int, d_k: int | None = None, seed: int = 0, tokens: Sequence[str] | None = None) -> Preset:
+    """A "blank n×d" preset: n tokens, X (n, d_model) and W (d_model, d_k) all drawn from ``seed``."""
+    d_k = d_model if d_k is None else d_k
+    for what, v, hi in (("n (tokens)", n, MAX_TOKENS), ("d_model", d_model, MAX_DIM), ("d_k", d_k, MAX_DIM)):
+        if not (isinstance(v, (int, np.integer)) and 1 <= v <= hi):
+            raise AttentionError(f"{what} must be a whole number from 1 to {hi}; got {v!r}")
+    toks = tuple(tokens) if tokens is not None else tuple(f"t{i + 1}" for i in range(n))
+    if len(toks) != n:
+        raise AttentionError(f"{len(toks)} tokens given for n = {n}")
+    draws = (("X", (n, d_model)), ("W_q", (d_model, d_k)), ("W_k", (d_model, d_k)), ("W_v", (d_model, d_k)))
+    return Preset(id="blank", title=f"Blank {n}×{d_model}", tokens=toks, options=Options(), fixed={},
+                  random=RandomSpec(seed, draws), seed=_check_seed(seed, "seed"),
+                  description="Every matrix drawn uniformly on [0, 1) from the seed, in the order X, W_q, W_k, W_v.")
+
+
+def list_presets() -> list[str]:
+    """The document presets' ids, in document order (000 to 004)."""
+    return list(PRESET_IDS)
+
+
+def load_preset(preset_id: str, seed: int | None = None) -> Preset:
+    """Load ``presets/<id>.json``; ``seed`` redraws the preset's random parts (None keeps its own)."""
+    if preset_id not in PRESET_IDS:
+        raise AttentionError(f"unknown preset {preset_id!r}; choose one of {', '.join(PRESET_IDS)}")
+    return read_preset_file(PRESET_DIR / f"{preset_id}.json").with_seed(seed)
+
+
+def read_preset_file(path: Path) -> Preset:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AttentionError(f"{Path(path).name}: cannot read the preset file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise AttentionError(f"{Path(path).name}: the preset file is not UTF-8 text") from None
+    return parse_preset(text, Path(path).name)
+
+
+def parse_preset(text: str | bytes, filename: str = "preset.json") -> Preset:
+    """Parse and validate preset JSON; every failure names the file and the field."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise AttentionError(f"{filename}: the preset file is not UTF-8 text") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise AttentionError(f"{filename}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise AttentionError(f"{filename}: {exc}") from None
+    return _Validator(filename).preset(data)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not allowed in a preset; every number must be finite")
+
+
+class _Validator:
+    """Hand-written schema check; each error names the file and the dotted field path."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+
+    def fail(self, where: str, message: str) -> AttentionError:
+        return AttentionError(f"{self.filename}: field '{where}' {message}")
+
+    def obj(self, value: Any, where: str, required: set[str], optional: set[str]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"must be an object, got {type(value).__name__}")
+        missing = sorted(required - value.keys())
+        if missing:
+            raise self.fail(f"{where}.{missing[0]}" if where != "(top level)" else missing[0], "is missing")
+        extra = sorted(value.keys() - required - optional)
+        if extra:
+            name = f"{where}.{extra[0]}" if where != "(top level)" else extra[0]
+            raise self.fail(name, f"is not a known field (known: {', '.join(sorted(required | optional))})")
+        return value
+
+    def text(self, value: Any, where: str, max_len: int = 10_000) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"must be text, got {type(value).__name__}")
+        if len(value) > max_len:
+            raise self.fail(where, f"is longer than {max_len} characters")
+        return value
+
+    def number(self, value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            raise self.fail(where, f"must be a finite number, got {value!r}")
+        return float(value)
+
+    def matrix(self, value: Any, where: str) -> np.ndarray:
+        def walk(v: Any, path: str, depth: int) -> None:
+            if depth > 3:
+                raise self.fail(path, "is nested too deeply (at most 3-D)")
+            if isinstance(v, list):
+                if not v:
+                    raise self.fail(path, "is an empty list")
+                for i, item in enumerate(v):
+                    walk(item, f"{path}[{i}]", depth + 1)
+            else:
+                self.number(v, path)
+
+        walk(value, where, 0)
+        try:
+            arr = np.array(value, dtype=np.float64)
+        except ValueError:
+            raise self.fail(where, "has rows of different lengths") from None
+        if arr.ndim not in (2, 3):
+            raise self.fail(where, f"must be a 2-D matrix (or 3-D with a batch axis), got {arr.ndim}-D")
+        return arr
+
+    def shape(self, value: Any, where: str, max_dims: int = 3) -> tuple[int, ...]:
+        if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS for v in value)):
+            raise self.fail(where, f"must be a list of 1 to {max_dims} whole numbers from 1 to {MAX_TOKENS}, got {value!r}")
+        return tuple(value)
+
+    def preset(self, data: Any) -> Preset:
+        top = self.obj(data, "(top level)", {"format", "id", "title", "tokens", "options"},
+                       {"source", "description", "matrices", "random", "expected", "notes"})
+        if top["format"] != FORMAT:
+            raise self.fail("format", f"must be {FORMAT!r}, got {top['format']!r}")
+        pid = self.text(top["id"], "id", 100)
+        if not pid or not all(c.isalnum() or c in "_-" for c in pid):
+            raise self.fail("id", f"must be letters, digits, '_' or '-', got {pid!r}")
+        title = self.text(top["title"], "title", 200)
+        tokens = top["tokens"]
+        if not isinstance(tokens, list) or not tokens:
+            raise self.fail("tokens", "must be a non-empty list of token strings")
+        if len(tokens) > MAX_TOKENS:
+            raise self.fail("tokens", f"lists {len(tokens)} tokens; at most {MAX_TOKENS}")
+        tokens = tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(tokens))
+        options = self.options(top["options"], len(tokens))
+        source = {k: self.text(v, f"source.{k}", 2000) for k, v in self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"}).items()}
+        description = self.text(top.get("description", ""), "description")
+        fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in self.obj(top.get("matrices", {}), "matrices", set(), set(MATRIX_NAMES)).items()}
+        random = None
+        if top.get("random") is not None:
+            r = self.obj(top["random"], "random", {"generator", "seed", "draws"}, set())
+            if r["generator"] != rng.GENERATOR:
+                raise self.fail("random.generator", f"must be {rng.GENERATOR!r}")
+            seed = r["seed"]
+            if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
+                raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
+            if not isinstance(r["draws"], list) or not r["draws"]:
+                raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
+            draws = []
+            for i, dr in enumerate(r["draws"]):
+                dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, set())
+                if dr["name"] not in MATRIX_NAMES:
+                    raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(MATRIX_NAMES)}, got {dr['name']!r}")
+                if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
+                    raise self.fail(f"random.draws[{i}].name", f"{dr['name']!r} is given twice")
+                draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
+            random = RandomSpec(seed, tuple(draws))
+        have = set(fixed) | set(random.names if random else ())
+        missing = [n for n in MATRIX_NAMES if n not in have]
+        if missing:
+            raise self.fail(f"matrices.{missing[0]}", "is missing (give it in 'matrices' or draw it in 'random.draws')")
+        expected, shapes = {}, {}
+        if "expected" in top:
+            exp = self.obj(top["expected"], "expected", set(), set(EXPECTED_NAMES) | {"shapes"})
+            for name, v in exp.items():
+                if name == "shapes":
+                    shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in self.obj(v, "expected.shapes", set(), set(EXPECTED_NAMES) | {"scores_np_dot"}).items()}
+                else:
+                    expected[name] = self.matrix(v, f"expected.{name}")
+        notes = top.get("notes", {})
+        if not isinstance(notes, dict):
+            raise self.fail("notes", "must be an object")
+        preset = Preset(id=pid, title=title, tokens=tokens, options=options, fixed=fixed, random=random,
+                        seed=random.seed if random else None, source=source, description=description,
+                        expected=expected, expected_shapes=shapes, notes=notes)
+        self.consistent(preset)
+        return preset
+
+    def options(self, value: Any, n: int) -> Options:
+        names = {f.name for f in fields(Options)}
+        o = self.obj(value, "options", set(), names)
+        kw: dict[str, Any] = {}
+        for key, allowed in (("projection", ("x_w", "x_wt")), ("softmax", ("row_max", "global_max", "none")), ("mask", MASK_KINDS)):
+            if key in o:
+                if o[key] not in allowed:
+                    raise self.fail(f"options.{key}", f"must be one of {', '.join(allowed)}, got {o[key]!r}")
+                kw[key] = o[key]
+        if o.get("scale") is not None:
+            kw["scale"] = self.number(o["scale"], "options.scale")
+            if kw["scale"] <= 0:
+                raise self.fail("options.scale", "must be > 0 (or null for 1/√d_k)")
+        if "temperature" in o:
+            kw["temperature"] = self.number(o["temperature"], "options.temperature")
+            if kw["temperature"] <= 0:
+                raise self.fail("options.temperature", "must be > 0")
+        if "heads" in o:
+            if not (isinstance(o["heads"], int) and not isinstance(o["heads"], bool) and 1 <= o["heads"] <= MAX_DIM):
+                raise self.fail("options.heads", f"must be a whole number ≥ 1, got {o['heads']!r}")
+            kw["heads"] = o["heads"]
+        if "padding" in o:
+            pad = o["padding"]
+            if not (isinstance(pad, list) and all(isinstance(p, bool) for p in pad)) or (pad and len(pad) != n):
+                raise self.fail("options.padding", f"must be a list of {n} true/false flags, one per token")
+            kw["padding"] = tuple(pad)
+        if kw.get("mask") == "padding" and len(kw.get("padding", ())) != n:
+            raise self.fail("options.padding", f"must list {n} flags when options.mask is 'padding'")
+        return Options(**kw)
+
+    def consistent(self, preset: Preset) -> None:
+        """Shapes agree with the tokens and with each other (checked by a dry run of the engine)."""
+        try:
+            m = preset.matrices()
+            if m["X"].shape[-2] != len(preset.tokens):
+                raise self.fail("tokens", f"lists {len(preset.tokens)} tokens but X has {m['X'].shape[-2]} rows")
+            preset.compute()
+        except AttentionError as exc:
+            if exc.message.startswith(self.filename):
+                raise
+            raise AttentionError(f"{self.filename}: {exc.message}", matrix=exc.matrix, cell=exc.cell) from None
+
+
+def _check_seed(seed: object, where: str) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+        raise AttentionError(f"{where} must be a whole number from 0 to {MAX_SEED}; got {seed!r}")
+    return int(seed)
+
+
+def _options_to_dict(o: Options) -> dict[str, Any]:
+    d: dict[str, Any] = {"projection": o.projection, "softmax": o.softmax, "scale": o.scale,
+                         "temperature": o.temperature, "mask": o.mask, "heads": o.heads}
+    if o.padding:
+        d["padding"] = list(o.padding)
+    return d
+
+
+def _dump(value: Any, indent: int = 0) -> str:
+    """JSON with one matrix row per line (readable), floats in full ``repr`` precision."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f'{pad}  {json.dumps(k, ensure_ascii=False)}: {_dump(v, indent + 1)}' for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        rows = [f"{pad}  {_dump(v, indent + 1)}" for v in value]
+        return "[\n" + ",\n".join(rows) + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)

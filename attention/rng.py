@@ -1,0 +1,20 @@
+"""The documents' random draws: numpy's legacy generator, a seed, and a declared draw order.
+
+``np.random.seed(s); np.random.rand(*shape)`` and ``np.random.RandomState(s).rand(*shape)`` give the
+same stream, so a preset that says "seed 0, then W_q (4, 4), W_k (4, 4), W_v (4, 4)" reproduces the
+document exactly. ``np.random.default_rng`` would give other numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+GENERATOR = "numpy.random.RandomState(seed).rand"
+
+
+def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]]) -> dict[str, np.ndarray]:
+    """Draw each (name, shape) in order from one stream, uniform on [0, 1)."""
+    rs = np.random.RandomState(seed)
+    return {name: rs.rand(*shape) for name, shape in order}

@@ -1,0 +1,116 @@
+"""One small pure function per step of scaled dot-product attention.
+
+Shapes use n = tokens, d_model = embedding width, d_k = query/key width, d_v = value width; every
+function also accepts leading batch dimensions (written ``...``) and uses ``@``, which batches
+correctly (``np.dot`` on 3-D arrays does not: see :mod:`attention.shapes`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from .errors import AttentionError
+
+Projection = Literal["x_w", "x_wt"]
+SoftmaxVariant = Literal["row_max", "global_max", "none"]
+
+# exp(x) overflows float64 above this, and is exactly 0 below -745.13.
+EXP_MAX = float(np.log(np.finfo(np.float64).max))  # 709.78...
+
+
+def project(X: np.ndarray, W: np.ndarray, projection: Projection = "x_w") -> np.ndarray:
+    """Q, K or V from embeddings: ``X @ W`` (W is d_model × d_k) or ``X @ W.T`` (W is d_k × d_model)."""
+    return X @ (W if projection == "x_w" else W.T)  # (..., n, d_model) @ (d_model, d_k) -> (..., n, d_k)
+
+
+def scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """Raw scores: entry (i, j) is the dot product of query i with key j."""
+    return Q @ np.swapaxes(K, -1, -2)  # (..., n, d_k) @ (..., d_k, n) -> (..., n, n)
+
+
+def default_scale(d_k: int) -> float:
+    """PyTorch's default: 1/√d_k, which keeps the scores' variance near 1 for unit-variance Q and K."""
+    return 1.0 / float(np.sqrt(d_k))
+
+
+def scale(S: np.ndarray, factor: float) -> np.ndarray:
+    """Multiply every score by ``factor`` (1/√d_k by default; 1 means no scaling)."""
+    return S * factor  # (..., n, n)
+
+
+def mask(S: np.ndarray, allowed: np.ndarray | None = None, additive: np.ndarray | None = None) -> np.ndarray:
+    """Apply masks to scaled scores: a boolean ``allowed`` sets forbidden cells to -inf; a float
+    ``additive`` mask is added (PyTorch's float attn_mask). Returns ``S`` itself when there is no mask."""
+    if additive is not None:
+        S = S + additive  # (..., n, n)
+    if allowed is not None:
+        S = np.where(allowed, S, -np.inf)  # (..., n, n)
+    return S
+
+
+def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] | None = None) -> np.ndarray:
+    """Row-wise softmax over the last axis: ``exp(x - m) / sum(exp(x - m))``.
+
+    ``variant`` chooses m: ``"row_max"`` (each row's own max; never overflows, the default and what
+    documents 001, 002 and 004 compute), ``"global_max"`` (the max of the whole matrix: a row far below
+    it underflows to 0/0), or ``"none"`` (m = 0, document 000: exp overflows above 709.78).
+    The unsafe variants raise AttentionError naming the row instead of returning NaN.
+
+    A row whose entries are all -inf (fully masked) gets all-zero weights, not NaN, as PyTorch's
+    safe softmax does; its output row is then 0.
+    """
+    if variant == "row_max":
+        m = x.max(axis=-1, keepdims=True)  # (..., n, 1)
+    elif variant == "global_max":
+        m = x.max(axis=(-2, -1), keepdims=True) if x.ndim >= 2 else x.max(keepdims=True)  # (..., 1, 1)
+    elif variant == "none":
+        m = np.zeros((1,) * x.ndim)
+    else:
+        raise AttentionError(f"softmax variant must be 'row_max', 'global_max' or 'none'; got {variant!r}")
+    m = np.where(np.isfinite(m), m, 0.0)  # a fully masked row has max -inf: use 0 so exp(-inf) = 0
+    with np.errstate(over="ignore", under="ignore"):
+        e = np.exp(x - m)  # (..., n, n)
+    total = e.sum(axis=-1, keepdims=True)  # (..., n, 1)
+    ok = (total > 0) & np.isfinite(total)
+    if ok.all():
+        return e / total  # (..., n, n)
+    _raise_for_rows(x, m, total, ok, variant, rows)
+    return np.divide(e, total, out=np.zeros_like(e), where=ok)  # fully masked rows -> 0
+
+
+def _raise_for_rows(x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndarray, variant: str, rows: list[str] | None) -> None:
+    """Raise for the first row that over- or underflowed; fully masked rows are allowed through."""
+    flat_x = x.reshape(-1, x.shape[-1])
+    flat_total = total.reshape(-1)
+    for r in np.flatnonzero(~ok.reshape(-1)):
+        row = flat_x[r]
+        if np.isneginf(row).all():
+            continue  # fully masked: weights 0 by definition
+        i = int(r % x.shape[-2]) if x.ndim >= 2 else 0
+        name = f"row {i + 1}" + (f" ({rows[i]!r})" if rows and i < len(rows) else "")
+        finite = row[np.isfinite(row)]
+        hi, lo = float(finite.max()), float(finite.min())
+        shift = float(np.broadcast_to(m, x.shape).reshape(-1, x.shape[-1])[r, 0])
+        if not np.isfinite(flat_total[r]):
+            raise AttentionError(
+                f"softmax ({_VARIANT_NAMES[variant]}) overflows on {name}: the largest score there is {hi:.6g}, "
+                f"and exp({hi - shift:.6g}) is infinite (float64 overflows above exp({EXP_MAX:.2f})). "
+                "Subtract the row max (the default variant) or use smaller values.",
+                matrix="weights", cell=(i, int(np.argmax(row))),
+            )
+        raise AttentionError(
+            f"softmax ({_VARIANT_NAMES[variant]}) underflows on {name}: every score there (at most {hi:.6g}, at least {lo:.6g}) "
+            f"is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is NaN. "
+            "Subtract each row's own max (the default variant) instead.",
+            matrix="weights", cell=(i, int(np.argmax(row))),
+        )
+
+
+_VARIANT_NAMES = {"row_max": "row max subtracted", "global_max": "whole-matrix max subtracted", "none": "nothing subtracted"}
+
+
+def weighted_sum(weights: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Output row i is the weights of row i mixing the value vectors."""
+    return weights @ V  # (..., n, n) @ (..., n, d_v) -> (..., n, d_v)

@@ -1,0 +1,229 @@
+"""The trace: every intermediate array of one attention pass, and the function that runs all steps.
+
+In prose: project the embeddings, Q = X W_q, K = X W_k, V = X W_v; score every query against
+every key, S = Q Kᵀ; scale, S' = S · s (s = 1/√d_k unless told otherwise) and mask forbidden cells to
+-inf; turn each row into weights, A = softmax(S' / T); mix the values, O = A V.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from . import masks, steps
+from .errors import AttentionError, as_matrix, check_finite
+
+MASK_KINDS = ("none", "causal", "padding")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The conventions of one computation (the documents differ in these, so they are options).
+
+    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, document 001).
+    softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
+    scale: the factor applied to the scores; None means 1/√d_k, 1.0 means no scaling.
+    temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
+    mask: "none", "causal" (token i sees tokens 0..i) or "padding" (no token attends a padding token).
+    padding: one flag per token, True where the token is padding (used when mask == "padding").
+    heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
+    """
+
+    projection: steps.Projection = "x_w"
+    softmax: steps.SoftmaxVariant = "row_max"
+    scale: float | None = None
+    temperature: float = 1.0
+    mask: str = "none"
+    padding: tuple[bool, ...] = ()
+    heads: int = 1
+
+    def validate(self) -> Options:
+        """Raise AttentionError naming the first option that is out of range."""
+        if self.projection not in ("x_w", "x_wt"):
+            raise AttentionError(f"projection must be 'x_w' (X @ W) or 'x_wt' (X @ W.T); got {self.projection!r}")
+        if self.softmax not in ("row_max", "global_max", "none"):
+            raise AttentionError(f"softmax must be 'row_max', 'global_max' or 'none'; got {self.softmax!r}")
+        if self.scale is not None and not (isinstance(self.scale, (int, float)) and np.isfinite(self.scale) and self.scale > 0):
+            raise AttentionError(f"scale must be a finite number > 0 (or None for 1/√d_k); got {self.scale!r}")
+        if not (isinstance(self.temperature, (int, float)) and np.isfinite(self.temperature) and self.temperature > 0):
+            raise AttentionError(f"temperature must be a finite number > 0; got {self.temperature!r}")
+        if self.mask not in MASK_KINDS:
+            raise AttentionError(f"mask must be one of {', '.join(MASK_KINDS)}; got {self.mask!r}")
+        if not (isinstance(self.heads, (int, np.integer)) and not isinstance(self.heads, bool) and self.heads >= 1):
+            raise AttentionError(f"heads must be a whole number ≥ 1; got {self.heads!r}")
+        return self
+
+    def replace(self, **changes: object) -> Options:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Options(**values)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every array of one pass. Shapes for n tokens (plus any leading batch dims):
+    X (n, d_model); W_q, W_k (d_model, d_k) or transposed; W_v (d_model, d_v);
+    Q, K (n, d_k); V (n, d_v); scores, scaled, weights (n, n); output (n, d_v).
+
+    ``scores`` is QKᵀ before scaling; ``scaled`` is after scaling and masking (masked cells are -inf);
+    ``weights`` is after softmax (rows sum to 1; a fully masked row is all 0). ``allowed`` is the boolean
+    mask in force (True = may attend) or None; ``fully_masked`` lists rows that may attend nothing.
+    """
+
+    X: np.ndarray
+    W_q: np.ndarray
+    W_k: np.ndarray
+    W_v: np.ndarray
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    scores: np.ndarray
+    scaled: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+    scale: float
+    d_k: int
+    options: Options = field(default_factory=Options)
+    allowed: np.ndarray | None = None
+    fully_masked: tuple[int, ...] = ()
+    tokens: tuple[str, ...] = ()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The eleven named arrays, in pipeline order."""
+        return {name: getattr(self, name) for name in ARRAY_NAMES}
+
+
+ARRAY_NAMES = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
+
+
+def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Options, tokens: Sequence[str] | None = None):
+    """Validate the four input matrices against each other and the options; return them as float arrays."""
+    rows = list(tokens) if tokens else None
+    X = as_matrix("X", X, ndim=(2, 3), rows=rows)
+    n, d_model = X.shape[-2:]
+    if tokens is not None and len(tokens) != n:
+        raise AttentionError(f"X has {n} rows but there are {len(tokens)} tokens; there must be one row per token", matrix="X")
+    Ws = {name: as_matrix(name, W) for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v))}
+    in_axis = 0 if options.projection == "x_w" else 1
+    layout = "d_model × d_k (X @ W)" if in_axis == 0 else "d_k × d_model (X @ W.T)"
+    for name, W in Ws.items():
+        if W.shape[in_axis] != d_model:
+            side = "rows" if in_axis == 0 else "columns"
+            raise AttentionError(
+                f"{name} has {W.shape[in_axis]} {side} but X has {d_model} columns (d_model); {name} must be {layout}, got {W.shape}",
+                matrix=name,
+            )
+    d_q, d_k = Ws["W_q"].shape[1 - in_axis], Ws["W_k"].shape[1 - in_axis]
+    if d_q != d_k:
+        raise AttentionError(f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)", matrix="W_k")
+    for name in ("W_q", "W_v"):
+        width = Ws[name].shape[1 - in_axis]
+        if width % options.heads:
+            raise AttentionError(
+                f"{name} gives width {width}, which does not divide into {options.heads} heads; choose a width that is a multiple of {options.heads}",
+                matrix=name,
+            )
+    if options.mask == "padding" and len(options.padding) != n:
+        raise AttentionError(f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token", matrix="mask")
+    return X, Ws["W_q"], Ws["W_k"], Ws["W_v"]
+
+
+def build_mask(options: Options, n: int) -> np.ndarray | None:
+    """The boolean mask (n, n) the options ask for, or None."""
+    if options.mask == "causal":
+        return masks.causal(n)
+    if options.mask == "padding":
+        return masks.padding(options.padding, n)
+    return None
+
+
+def self_attention(
+    X: object,
+    W_q: object,
+    W_k: object,
+    W_v: object,
+    *,
+    tokens: Sequence[str] | None = None,
+    options: Options | None = None,
+    attn_mask: np.ndarray | None = None,
+    **option_values: object,
+) -> Trace:
+    """Run every step and return the trace. Options may be given as an ``Options`` or as keywords
+    (``projection="x_wt"``, ``softmax="none"``, ``scale=1.0``, ``mask="causal"``, ``temperature=2``...).
+    ``attn_mask`` adds a custom boolean mask (True = may attend), ANDed with the options' mask.
+    ``tokens`` (one per row of X) only improves error messages and labels.
+
+    With ``heads > 1`` the per-head traces are computed by :func:`attention.heads.multi_head` and this
+    returns their concatenation (scores/weights then have a head axis: (..., h, n, n)).
+    """
+    opts = (options or Options()).replace(**option_values) if option_values else (options or Options())
+    opts.validate()
+    X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, opts, tokens)
+    if opts.heads > 1:
+        from .heads import multi_head
+
+        return multi_head(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask).combined
+    return run_steps(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask)
+
+
+def run_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, opts: Options, *,
+              tokens: Sequence[str] | None = None, attn_mask: np.ndarray | None = None) -> Trace:
+    """The steps themselves, on already validated inputs (shapes in the trailing comments)."""
+    rows = list(tokens) if tokens else None
+    n = X.shape[-2]
+    Q = steps.project(X, W_q, opts.projection)  # (..., n, d_k)
+    K = steps.project(X, W_k, opts.projection)  # (..., n, d_k)
+    V = steps.project(X, W_v, opts.projection)  # (..., n, d_v)
+    for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
+        check_finite(name, M, f"the values of X and {w}", rows)
+    d_k = Q.shape[-1]
+    factor = steps.default_scale(d_k) if opts.scale is None else float(opts.scale)
+    S = steps.scores(Q, K)  # (..., n, n)
+    check_finite("scores", S, "the values of Q and K", rows, rows)
+    allowed = masks.combine(build_mask(opts, n), None if attn_mask is None else masks.custom(attn_mask, n, n))
+    S_scaled = steps.mask(steps.scale(S, factor), allowed)  # (..., n, n)
+    A = steps.softmax(S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows)  # (..., n, n)
+    O = steps.weighted_sum(A, V)  # (..., n, d_v)
+    return Trace(X, W_q, W_k, W_v, Q, K, V, S, S_scaled, A, O, factor, d_k, opts, allowed,
+                 tuple(int(i) for i in masks.fully_masked_rows(allowed)), tuple(tokens or ()))
+
+
+def scaled_dot_product_attention(
+    q: object, k: object, v: object, attn_mask: object = None, is_causal: bool = False, scale: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's ``scaled_dot_product_attention`` in numpy: returns ``(output, weights)``.
+
+    q (..., L, E), k (..., S, E), v (..., S, Ev) -> output (..., L, Ev), weights (..., L, S).
+    ``attn_mask``: boolean (True = may attend) or float (added to the scaled scores), broadcastable to
+    (..., L, S). ``is_causal``: top-left causal mask; not together with ``attn_mask``. ``scale``: default
+    1/√E. A fully masked row gets weights 0 and output 0 (PyTorch's math path gives NaN before 2.5).
+    """
+    q = as_matrix("q", q, ndim=(2, 3, 4))
+    k = as_matrix("k", k, ndim=(2, 3, 4))
+    v = as_matrix("v", v, ndim=(2, 3, 4))
+    if q.shape[-1] != k.shape[-1]:
+        raise AttentionError(f"q has width {q.shape[-1]} but k has width {k.shape[-1]}; they must match (E)", matrix="k")
+    if k.shape[-2] != v.shape[-2]:
+        raise AttentionError(f"k has {k.shape[-2]} rows but v has {v.shape[-2]}; one value per key is needed", matrix="v")
+    if is_causal and attn_mask is not None:
+        raise AttentionError("give either attn_mask or is_causal=True, not both", matrix="mask")
+    L, S_len = q.shape[-2], k.shape[-2]
+    factor = steps.default_scale(q.shape[-1]) if scale is None else float(scale)
+    allowed, additive = None, None
+    if is_causal:
+        allowed = masks.causal(L, S_len)
+    elif attn_mask is not None:
+        m = np.asarray(attn_mask)
+        try:
+            np.broadcast_shapes(m.shape, (L, S_len))
+        except ValueError:
+            raise AttentionError(f"attn_mask of shape {m.shape} does not broadcast to (L, S) = ({L}, {S_len})", matrix="mask") from None
+        if m.dtype == bool:
+            allowed = m
+        else:
+            additive = as_matrix("attn_mask", m, ndim=tuple(range(0, 5))) if not np.isneginf(m).any() else m.astype(float)
+    S = steps.mask(steps.scale(steps.scores(q, k), factor), allowed, additive)  # (..., L, S)
+    weights = steps.softmax(S)  # (..., L, S)
+    return steps.weighted_sum(weights, v), weights  # (..., L, Ev), (..., L, S)
