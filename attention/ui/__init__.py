@@ -1,0 +1,1 @@
+"""The only part of the package that imports Streamlit: state, sidebar, editors, charts, page frame."""

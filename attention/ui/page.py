@@ -1,0 +1,446 @@
+"""The step-page frame: set-up, title, formula, explanation, editors, matrices, heatmap, downloads.
+
+Every page file is one call: ``render("scores")``. ``setup()`` is the one guarded entry that every
+page (and the overview) runs first, so a page works when opened by URL, after any page switch, and
+under AppTest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from .. import export
+from ..errors import AttentionError
+from ..trace import Trace
+from . import charts, editors, sidebar, state
+
+OVERVIEW = "streamlit_app.py"
+STYLE_MAX_CELLS = 4096  # highlight changed cells with a Styler up to this size
+VIEW_ROWS, VIEW_COLS = 64, 64  # matrices larger than this are shown a window at a time
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    file: str
+    nav: str
+    title: str
+    latex: str
+    explain: Callable[[state.Session, Trace | None], str]
+    editors: tuple[str, ...] = ()
+    show: tuple[str, ...] = ()
+    heatmap: str | None = None
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """Token names made unique for axes and tables: a repeated token gets its position, 'the (5)'."""
+    counts: dict[str, int] = {}
+    for t in tokens:
+        counts[t] = counts.get(t, 0) + 1
+    return [t if counts[t] == 1 else f"{t} ({i + 1})" for i, t in enumerate(tokens)]
+
+
+def labels(name: str, s: state.Session, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
+    """Row and column labels of a named matrix (tokens, d1.., k1.., v1..)."""
+    toks = token_labels(s.tokens)
+    if name in ("X", "W_q", "W_k", "W_v"):
+        d_rows = export.dimension_labels("d", shape[0])
+        if name == "X":
+            return toks, export.dimension_labels("d", shape[1])
+        out = "v" if name == "W_v" else "k"
+        if s.options.projection == "x_w":
+            return d_rows, export.dimension_labels(out, shape[1])
+        return export.dimension_labels(out, shape[0]), export.dimension_labels("d", shape[1])
+    if name in ("Q", "K"):
+        return toks, export.dimension_labels("k", shape[1])
+    if name in ("V", "output"):
+        return toks, export.dimension_labels("v", shape[1])
+    return toks, toks
+
+
+def _first(tokens: Sequence[str]) -> str:
+    return f"“{tokens[0]}”" if tokens else "the first token"
+
+
+def _explain_tokens(s: state.Session, t: Trace | None) -> str:
+    n, d = s.matrices["X"].shape
+    return (f"The sentence is split into **{n} tokens**, and each token is a row of **X**: a vector of **d_model = {d}** numbers "
+            f"(its embedding). Row 1 is {_first(s.tokens)}. Attention never looks at word order or spelling, only at these rows, so "
+            "editing a row changes everything downstream of it. Change the sentence to add or remove tokens; new rows start as random "
+            "numbers from the seed.")
+
+
+def _explain_weights(s: state.Session, t: Trace | None) -> str:
+    how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (document 001's convention)"
+    return ("Three weight matrices turn each embedding into a **query** (what this token is looking for), a **key** (what it offers "
+            f"to be found by) and a **value** (what it passes on when attended to), computed as {how}. In a trained model these are "
+            "learned; here they are typed in the document or drawn from the seed, and you can edit any cell.")
+
+
+def _explain_qkv(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Q, K and V are X projected by the three weight matrices."
+    return (f"Each row is one token's query, key or value: Q and K have **d_k = {t.d_k}** columns, V has {t.V.shape[-1]}. "
+            f"Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; row 1 of V is what it contributes "
+            "when another token attends to it. Highlighted cells differ from the unedited preset.")
+
+
+def _explain_scores(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
+    i, j = np.unravel_index(np.argmax(_2d(t.scores)), _2d(t.scores).shape)
+    tk = token_labels(s.tokens)
+    return (f"Entry (i, j) is the dot product of token i's query with token j's key: how well j matches what i looks for. "
+            f"Rows are queries (who attends), columns are keys (who is attended to). The largest score here is "
+            f"**{tk[i]} → {tk[j]}** ({_2d(t.scores)[i, j]:.4g}). Scores are not yet probabilities: they can be any size or sign.")
+
+
+def _explain_scaling(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "The scores are multiplied by the scale factor, 1/√d_k by default."
+    mask = {"none": "", "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞, shown grey.",
+            "padding": " The padding mask sets every column of a padding token to −∞, shown grey."}[s.options.mask]
+    if t.scale == 1.0:
+        how = "Scaling is switched off (factor 1), so these equal the raw scores."
+    else:
+        how = (f"Every score is multiplied by **{t.scale:.6g}**" + (f" = 1/√{t.d_k}" if s.options.scale is None else " (custom)")
+               + ". Dot products of d_k-dimensional vectors grow like √d_k; without this, softmax would saturate to nearly one-hot "
+               "weights as d_k grows and its gradients would vanish.")
+    return how + mask
+
+
+def _explain_softmax(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Softmax turns each row of scaled scores into weights that are ≥ 0 and sum to 1."
+    w = _2d(t.weights)
+    tk = token_labels(s.tokens)
+    j = int(np.argmax(w[0]))
+    temp = "" if s.options.temperature == 1 else f" With temperature T = {s.options.temperature:g} the scores are divided by T first (T > 1 flattens, T < 1 sharpens)."
+    return (f"Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of exps, so every "
+            f"weight is ≥ 0 and each row sums to 1. Row 1 says how {tk[0]!r} spreads its attention: most of it "
+            f"(**{w[0, j]:.1%}**) goes to **{tk[j]}**. Subtracting a constant from a row (its max, by default) changes nothing "
+            "mathematically but keeps exp from overflowing." + temp)
+
+
+def _explain_output(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Each output row is a weighted average of the value rows."
+    w = _2d(t.weights)
+    tk = token_labels(s.tokens)
+    parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
+    more = " + …" if w.shape[1] > 3 else ""
+    return (f"Each output row is the value rows mixed by that token's weights: row 1 = {parts}{more}. The output has one row per token, "
+            "like X, but each row now carries information from the tokens it attended to.")
+
+
+def _explain_reading(s: state.Session, t: Trace | None) -> str:
+    return ("For each token, the key it gives the most weight to, how much, and the row's entropy: 0 bits means all attention "
+            "on one token, log₂(n) bits means spread evenly. Document 003 reads “The → on” this way, and warns that with random "
+            "weights such a reading means nothing yet.")
+
+
+STEPS: dict[str, Step] = {s.key: s for s in (
+    Step("tokens", "pages/1_tokens.py", "Tokens & embeddings (X)", "Tokens and embeddings", r"X \in \mathbb{R}^{n \times d_{model}}",
+         _explain_tokens, editors=("X",)),
+    Step("weights", "pages/2_weights.py", "Weights (W_q, W_k, W_v)", "Weight matrices",
+         r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}", _explain_weights,
+         editors=("W_q", "W_k", "W_v")),
+    Step("qkv", "pages/3_qkv.py", "Q·K·V", "Queries, keys and values", r"Q = X W_q,\quad K = X W_k,\quad V = X W_v", _explain_qkv,
+         show=("Q", "K", "V")),
+    Step("scores", "pages/4_scores.py", "Scores (QKᵀ)", "Raw scores", r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j", _explain_scores,
+         show=("scores",), heatmap="scores"),
+    Step("scaling", "pages/5_scaling.py", "Scaling (÷√d_k)", "Scaling (and masking)",
+         r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}", _explain_scaling, show=("scaled",), heatmap="scaled"),
+    Step("softmax", "pages/6_softmax.py", "Softmax (attention weights)", "Softmax: attention weights",
+         r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}", _explain_softmax, show=("weights",), heatmap="weights"),
+    Step("output", "pages/7_output.py", "Output (weights·V)", "Output: weighted sum of values", r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
+         _explain_output, show=("output",), heatmap="weights"),
+    Step("reading", "pages/8_reading.py", "Reading the weights", "Reading the weights",
+         r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}", _explain_reading),
+)}
+NAV = [(OVERVIEW, "Overview")] + [(st_.file, st_.nav) for st_ in STEPS.values()]
+
+
+def _2d(a: np.ndarray) -> np.ndarray:
+    """The matrix a page shows: batch item 0 when there is a batch axis."""
+    return a[0] if a.ndim == 3 else a
+
+
+def setup(title: str) -> state.Session:
+    """Page config, session state, sidebar and URL; every page calls this first."""
+    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon="🔎", layout="wide")
+    s = state.ensure()
+    sidebar.draw(NAV)
+    s = state.get()
+    state.sync_query_params(s)
+    for note in s.notices:
+        st.warning(note)
+    s.notices.clear()
+    return s
+
+
+def render(key: str) -> None:
+    """Draw one step page."""
+    step = STEPS[key]
+    s = setup(step.nav)
+    st.title(step.title)
+    st.latex(step.latex)
+    if key == "tokens":
+        _token_controls(s)
+    if key == "weights":
+        _dk_control(s)
+    for name in step.editors:
+        rows, cols = labels(name, s, s.matrices[name].shape)
+        editors.matrix_editor(name, rows, cols)
+    s = state.get()
+    trace = state.current_trace(s)
+    ok = isinstance(trace, Trace)
+    st.markdown(step.explain(s, trace if ok else None))
+    if not ok:
+        _show_error(trace)
+        if not step.editors:
+            return
+    else:
+        doc_check(s, trace)
+    if ok:
+        base = state.base_trace(s)
+        for name in step.show:
+            show_matrix(name, s, trace, base, key)
+        if step.heatmap:
+            show_heatmap(step.heatmap, s, trace, key)
+        if key == "reading":
+            show_reading(s, trace)
+    for name in step.editors:
+        download_button(name, s.matrices[name], *labels(name, s, s.matrices[name].shape), s, key)
+    if ok:
+        download_all(s, trace, key)
+
+
+def _show_error(exc: AttentionError) -> None:
+    where = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v": "Weights"}.get(exc.matrix or "", "")
+    st.error(exc.message + (f"\n\nFix it on the **{where}** page." if where else ""), icon="🚫")
+
+
+def _token_controls(s: state.Session) -> None:
+    c1, c2 = st.columns([3, 1])
+    sentence_key = f"tok.sentence.{s.version}"
+    if sentence_key not in st.session_state:
+        st.session_state[sentence_key] = " ".join(s.tokens)
+    text = c1.text_input("Sentence (tokens are split on spaces)", key=sentence_key,
+                         help="Add or remove words to change the number of tokens; existing rows of X are kept.")
+    tokens = tuple(text.split())
+    if not tokens:
+        c1.error("The sentence is empty: attention needs at least one token. The previous tokens are kept until you type one.")
+    elif len(tokens) > 4096:
+        c1.error(f"{len(tokens)} tokens is more than the 4096 this dashboard supports; the previous tokens are kept.")
+    elif tokens != s.tokens:
+        if len(tokens) == len(s.tokens):
+            s.tokens = tokens
+        else:
+            state.resize(tokens=tokens)
+            st.session_state[f"tok.sentence.{state.get().version}"] = text
+            st.rerun()
+    dm_key = f"tok.dmodel.{s.version}"
+    if dm_key not in st.session_state:
+        st.session_state[dm_key] = int(s.matrices["X"].shape[1])
+    d_model = c2.number_input("d_model", 1, 1024, key=dm_key, help="Columns of X (and rows of each W). Values that still fit are kept.")
+    if d_model != s.matrices["X"].shape[1]:
+        state.resize(d_model=int(d_model))
+        st.session_state[f"tok.sentence.{state.get().version}"] = text
+        st.rerun()
+    if s.preset_id == "the_cat_sat_on_the_mat":
+        st.info("Document 003 uses a batch of one: its X has shape (1, 6, 8). The dashboard shows and edits its single item, (6, 8); "
+                "the engine computes the batch with `@`. The document's `np.dot` on 3-D arrays gives scores of shape (1, 6, 1, 6) "
+                "(every query against every key of every batch item) where `@` gives (1, 6, 6).")
+
+
+def _dk_control(s: state.Session) -> None:
+    x_w = s.options.projection == "x_w"
+    dk_now = int(s.matrices["W_q"].shape[1 if x_w else 0])
+    key = f"w.dk.{s.version}"
+    if key not in st.session_state:
+        st.session_state[key] = dk_now
+    dk = st.number_input("d_k (width of Q, K and V)", 1, 1024, key=key, help="Columns of each W; values that still fit are kept.")
+    if dk != dk_now:
+        state.resize(d_k=int(dk))
+        st.rerun()
+
+
+def _changed(cur: np.ndarray, base: np.ndarray | None) -> np.ndarray | None:
+    if base is None or base.shape != cur.shape:
+        return None
+    same = (cur == base) | (np.isnan(cur) & np.isnan(base))
+    return ~same
+
+
+def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
+    """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
+    full = getattr(trace, name)
+    m = _2d(full)
+    rows, cols = labels(name, s, m.shape)
+    shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape}, a batch of one)" if full.ndim == 3 else "")
+    st.markdown(f"**{name}** · {shape_note}")
+    changed = _changed(m, None if base is None else _2d(getattr(base, name)))
+    r0, c0 = editors.window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
+    win = m[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
+    df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
+    if changed is not None and changed.any():
+        cw = changed[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
+        delta = np.abs(np.where(changed, m - _2d(getattr(base, name)), 0))
+        st.caption(f"{int(changed.sum())} of {changed.size} cells differ from the unedited preset (highlighted); "
+                   f"largest change {np.nanmax(np.where(np.isfinite(delta), delta, np.nan)) if np.isfinite(delta).any() else 0:.4g}.")
+        if win.size <= STYLE_MAX_CELLS:
+            st.dataframe(df.style.apply(lambda _: np.where(cw, "background-color: #fff3b0; font-weight: 600", ""), axis=None).format("{:.8g}"),
+                         width="stretch")
+        else:
+            st.dataframe(df, width="stretch")
+    else:
+        if changed is None and base is not None:
+            st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
+        st.dataframe(df.style.format("{:.8g}") if win.size <= STYLE_MAX_CELLS else df, width="stretch")
+    if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
+        st.caption(f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns {c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
+                   "the CSV has every cell.")
+    download_button(name, m, rows, cols, s, page_key)
+
+
+def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> None:
+    m = _2d(getattr(trace, name))
+    toks = token_labels(s.tokens)
+    kind = "weights" if name == "weights" else "scores"
+    titles = {"scores": "Raw scores QKᵀ", "scaled": "Scaled scores (masked cells grey)", "weights": "Attention weights (each row sums to 1)"}
+    chart = charts.heatmap(m, toks, toks, kind=kind, title=titles[name], allowed=trace.allowed)
+    st.altair_chart(chart, width="content")
+    n = m.shape[0]
+    if n > charts.RECT_MAX:
+        st.caption(f"{n} × {n} is drawn as one image ({'each pixel averages a block of cells; ' if n > charts.IMAGE_PX else ''}"
+                   "grey = masked). Choose a window below to read exact values with tooltips.")
+        c1, c2, c3 = st.columns(3)
+        size = int(c3.selectbox("window", [16, 32, 64], index=1, key=f"zoom.{page_key}.size"))
+        r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
+        c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
+        st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
+                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed))
+    if name == "weights":
+        w = m
+        j = np.argmax(w, axis=1)
+        lines = [f"**{toks[i]}** attends most to **{toks[j[i]]}** ({w[i, j[i]]:.1%})" for i in range(min(n, 8))]
+        st.markdown("Reading the rows: " + "; ".join(lines) + ("; …" if n > 8 else "."))
+
+
+def show_reading(s: state.Session, trace: Trace) -> None:
+    w = _2d(trace.weights)
+    toks = token_labels(s.tokens)
+    n = w.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)
+    j = np.argmax(w, axis=1)
+    order = np.argsort(-w, axis=1)
+    second = order[:, 1] if n > 1 else order[:, 0]
+    masked_rows = set(trace.fully_masked)
+    df = pd.DataFrame({
+        "token": toks,
+        "attends most to": ["(fully masked)" if i in masked_rows else toks[j[i]] for i in range(n)],
+        "weight": w[np.arange(n), j],
+        "then": ["" if i in masked_rows or n < 2 else toks[second[i]] for i in range(n)],
+        "weight 2": w[np.arange(n), second] if n > 1 else np.zeros(n),
+        "entropy (bits)": ent,
+        "of max (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
+        "reading": ["" if i in masked_rows else f"{toks[i]} → {toks[j[i]]}" for i in range(n)],
+    })
+    st.dataframe(df.head(512), width="stretch", hide_index=True)
+    if n > 512:
+        st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
+    st.download_button("Download reading.csv", data=lambda: export.table_csv(df), file_name=f"{s.preset_id}_reading.csv", mime="text/csv",
+                       key=f"dl.reading.{s.version}", on_click="ignore")
+    preset = state.preset_for(s)
+    note = preset.notes.get("reading") if state.is_unedited(s) else None
+    if note:
+        st.info(note)
+
+
+def download_button(name: str, m: np.ndarray, rows: Sequence[str], cols: Sequence[str], s: state.Session, page_key: str) -> None:
+    corner = "token" if name in ("X", "Q", "K", "V", "output") else ("query \\ key" if name in ("scores", "scaled", "weights") else "dim")
+    st.download_button(f"Download {name}.csv", data=lambda: export.matrix_csv(m, rows, cols, corner=corner),
+                       file_name=f"{s.preset_id}_{name}.csv", mime="text/csv", key=f"dl.{page_key}.{name}", on_click="ignore")
+
+
+def download_all(s: state.Session, trace: Trace, page_key: str) -> None:
+    def build() -> bytes:
+        preset = state.preset_for(s) if state.is_unedited(s) else _state_preset(s)
+        return export.trace_zip(trace, preset)
+
+    st.download_button("Download everything (.zip: every matrix as CSV + settings as a preset file)", data=build,
+                       file_name=f"{s.preset_id}_attention.zip", mime="application/zip", key=f"dl.{page_key}.zip", on_click="ignore")
+
+
+def _state_preset(s: state.Session):
+    from .. import presets
+
+    return presets.from_state(s.tokens, s.matrices, s.options, id=f"{s.preset_id}_edited", title="Edited " + s.preset_id,
+                              description="Saved from the dashboard.")
+
+
+def doc_check(s: state.Session, trace: Trace) -> None:
+    """When the preset is unedited, show whether the numbers match the ones its document prints."""
+    preset = state.preset_for(s)
+    if not preset.source.get("document"):
+        return
+    doc = f"{preset.source['document'][:3]} ({preset.source['document']})"
+    if not state.is_unedited(s):
+        st.caption(f"Edited: the numbers no longer correspond to document {doc}. “Reset to preset” brings them back.")
+        return
+    if preset.random is not None and preset.seed != preset.random.seed:
+        st.caption(f"Seed changed from the document's: its printed numbers apply to seed {preset.random.seed}.")
+        return
+    ok, detail = state.document_match(s.preset_id, s.seed, s.blank_shape)
+    if preset.expected:
+        (st.success if ok else st.error)(("✓ Matches" if ok else "✗ Does not match") + f" document {doc}: {detail}")
+    elif preset.expected_shapes:
+        (st.info if ok else st.error)(("✓ Shapes match" if ok else "✗ Shapes differ from") + f" document {doc}: {detail}")
+
+def render_overview() -> None:
+    """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
+    s = setup("Overview")
+    preset = state.preset_for(s)
+    st.title("Self-attention, step by step")
+    st.markdown("Every matrix of scaled dot-product attention, computed live from the numbers below. Pick a preset in the sidebar "
+                "(the five documents' examples), edit any cell of X or the weights, and watch every later step move. "
+                "Each step has its own page; everything downloads as CSV.")
+    src = preset.source.get("document")
+    st.markdown(f"**{preset.title}**" + (f" · from document `{src}`" if src else "") + f" · tokens: {', '.join(s.tokens[:20])}"
+                + (" …" if len(s.tokens) > 20 else ""))
+    if preset.description:
+        st.caption(preset.description)
+    trace = state.current_trace(s)
+    if not isinstance(trace, Trace):
+        _show_error(trace)
+        return
+    doc_check(s, trace)
+    n, d_model = s.matrices["X"].shape
+    rows = [
+        ("Tokens & embeddings", "X", _shape(trace.X)),
+        ("Weights", "W_q, W_k, W_v", f"{_shape(trace.W_q)}, {_shape(trace.W_k)}, {_shape(trace.W_v)}"),
+        ("Q·K·V", "Q = XW_q, K = XW_k, V = XW_v", f"{_shape(trace.Q)}, {_shape(trace.K)}, {_shape(trace.V)}"),
+        ("Scores", "S = QKᵀ", _shape(trace.scores)),
+        ("Scaling", f"S' = S × {trace.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none" else ""), _shape(trace.scaled)),
+        ("Softmax", "A = softmax(S'" + (f"/{s.options.temperature:g}" if s.options.temperature != 1 else "") + ")", _shape(trace.weights)),
+        ("Output", "O = AV", _shape(trace.output)),
+    ]
+    left, right = st.columns([3, 2])
+    with left:
+        st.dataframe(pd.DataFrame(rows, columns=["step", "computes", "shape"]), hide_index=True, width="stretch")
+        sidebar.nav_links(st, [(path, f"→ {label}") for path, label in NAV[1:]])
+    with right:
+        toks = token_labels(s.tokens)
+        st.altair_chart(charts.heatmap(_2d(trace.weights), toks, toks, kind="weights", title="Attention weights", allowed=trace.allowed))
+    download_all(s, trace, "overview")
+
+
+def _shape(a: np.ndarray) -> str:
+    return " × ".join(str(v) for v in a.shape)

@@ -1,0 +1,3 @@
+from attention.ui.page import render
+
+render("reading")

@@ -1,0 +1,70 @@
+"""Helpers for AppTest: run a page, find its matrices, edit a grid cell through the editor protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = {
+    "overview": "streamlit_app.py",
+    "tokens": "pages/1_tokens.py",
+    "weights": "pages/2_weights.py",
+    "qkv": "pages/3_qkv.py",
+    "scores": "pages/4_scores.py",
+    "scaling": "pages/5_scaling.py",
+    "softmax": "pages/6_softmax.py",
+    "output": "pages/7_output.py",
+    "reading": "pages/8_reading.py",
+}
+TIMEOUT = 60
+
+
+def app(page: str = "overview", query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / PAGES[page]), default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def journey(page: str = "overview", query: dict[str, str] | None = None) -> AppTest:
+    """Open the app at its entry point (as a browser does), then switch to ``page``."""
+    at = app("overview", query)
+    return at if page == "overview" else goto(at, page)
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    return at.switch_page(PAGES[page]).run()
+
+
+def session(at: AppTest):
+    return at.session_state["attention_session"]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.ndarray:
+    """The index-th dataframe element of the given shape, as floats."""
+    found = [df.value for df in at.dataframe if getattr(df.value, "shape", None) == shape]
+    assert len(found) > index, f"no dataframe of shape {shape}; have {[getattr(d.value, 'shape', None) for d in at.dataframe]}"
+    return found[index].to_numpy(dtype=float)
+
+
+def edit_cell(at: AppTest, name: str, row: int, col_label: str, value: object) -> AppTest:
+    """Edit one cell of the matrix editor ``name`` the way the browser grid does."""
+    version = session(at).version
+    key = f"ed.{name}.{version}.0.0"
+    at.session_state[key] = {"edited_rows": {row: {col_label: value}}, "added_rows": [], "deleted_rows": []}
+    return at.run()
+
+
+def select(at: AppTest, key: str, value: object) -> AppTest:
+    return at.selectbox(key=key).set_value(value).run()

@@ -1,0 +1,67 @@
+"""AppTest: every page renders for every preset, with no exception and the right content."""
+
+from __future__ import annotations
+
+import pytest
+
+import attention
+from tests.apptest_util import PAGES, app, errors, no_exception
+
+PRESET_IDS = attention.list_presets()
+
+
+@pytest.mark.parametrize("preset_id", PRESET_IDS)
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_for_every_preset(page: str, preset_id: str) -> None:
+    at = app(page, {"preset": preset_id})
+    no_exception(at)
+    assert not errors(at), errors(at)
+    assert at.title, "each page has a title"
+    assert at.session_state["attention_session"].preset_id == preset_id
+
+
+@pytest.mark.parametrize("preset_id", ["she_likes_coffee", "i_am_batman", "the_cat_sat", "random_seed_42"])
+def test_unedited_preset_shows_document_match(preset_id: str) -> None:
+    at = app("softmax", {"preset": preset_id})
+    assert any("Matches document" in s.value for s in at.success), [s.value for s in at.success]
+
+
+def test_batched_preset_says_shapes_match_and_explains_np_dot() -> None:
+    at = app("tokens", {"preset": "the_cat_sat_on_the_mat"})
+    infos = " ".join(i.value for i in at.info)
+    assert "Shapes match document 003" in infos
+    assert "(1, 6, 1, 6)" in infos
+
+
+def test_steps_have_formula_and_heatmaps() -> None:
+    for page, charts in (("scores", 1), ("scaling", 1), ("softmax", 1), ("output", 1), ("overview", 1)):
+        at = app(page, {"preset": "the_cat_sat"})
+        assert at.get("vega_lite_chart"), page
+        assert len(at.get("vega_lite_chart")) >= charts
+        if page != "overview":
+            assert at.latex, page
+
+
+def test_opens_on_first_document_preset_without_setup() -> None:
+    at = app("overview")
+    no_exception(at)
+    s = at.session_state["attention_session"]
+    assert s.preset_id == "she_likes_coffee"
+    assert s.tokens == ("she", "likes", "coffee")
+
+
+def test_reading_page_reads_the_on_for_003() -> None:
+    at = app("reading", {"preset": "the_cat_sat_on_the_mat"})
+    no_exception(at)
+    table = at.dataframe[0].value
+    row = table[table["token"] == "The"].iloc[0]
+    assert row["attends most to"] == "on"
+    assert row["reading"] == "The → on"
+
+
+def test_bad_link_parameters_give_a_message_not_a_crash() -> None:
+    at = app("scores", {"preset": "no_such_thing", "seed": "abc"})
+    no_exception(at)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "no_such_thing" in warnings and "abc" in warnings
+    assert at.session_state["attention_session"].preset_id == "she_likes_coffee"
