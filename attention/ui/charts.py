@@ -115,7 +115,7 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
                 f"datum.masked || (datum.value {'>' if light_is_high else '<'} {mid})" if kind != "delta" else f"datum.masked || abs(datum.value) < {abs(colour.domain[-1]) / 2}",
                 alt.value("#222222"), alt.value("white")),
         ))
-    return alt.layer(*layers).properties(title=title, width=cell * n_c, height=cell * n_r)
+    return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
 
 
 def png_for(values: np.ndarray, colour: Colour, allowed: np.ndarray | None = None, max_px: int = IMAGE_PX) -> bytes:

@@ -45,7 +45,7 @@ def matrix_editor(name: str, rows: Sequence[str], cols: Sequence[str], *, captio
     df = pd.DataFrame(window, index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
     edited = st.data_editor(
         df, key=f"ed.{name}.{s.version}.{r0}.{c0}", num_rows="fixed", width="stretch",
-        column_config={c: st.column_config.NumberColumn(c, format="%.8g", step=1e-8) for c in df.columns},
+        column_config={c: st.column_config.NumberColumn(c, step=1e-12) for c in df.columns},
     )
     apply_edits(name, edited, r0, c0, rows, cols)
 

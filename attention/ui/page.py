@@ -175,7 +175,7 @@ def setup(title: str) -> state.Session:
     """Page config, session state, sidebar and URL; every page calls this first."""
     st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon="🔎", layout="wide")
     s = state.ensure()
-    sidebar.draw(NAV)
+    sidebar.draw()
     s = state.get()
     state.sync_query_params(s)
     for note in s.notices:
@@ -325,7 +325,7 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
         c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
         st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
-                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed))
+                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
     if name == "weights":
         w = m
         j = np.argmax(w, axis=1)
@@ -438,7 +438,7 @@ def render_overview() -> None:
         sidebar.nav_links(st, [(path, f"→ {label}") for path, label in NAV[1:]])
     with right:
         toks = token_labels(s.tokens)
-        st.altair_chart(charts.heatmap(_2d(trace.weights), toks, toks, kind="weights", title="Attention weights", allowed=trace.allowed))
+        st.altair_chart(charts.heatmap(_2d(trace.weights), toks, toks, kind="weights", title="Attention weights", allowed=trace.allowed), width="content")
     download_all(s, trace, "overview")
 
 

@@ -39,13 +39,11 @@ def _on(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
     return lambda: fn(st.session_state[key])
 
 
-def draw(nav: list[tuple[str, str]]) -> None:
-    """Navigation links, then the controls. ``nav`` is [(page file, label)]."""
+def draw() -> None:
+    """The controls (the navigation itself is declared in streamlit_app.py)."""
     s = state.get()
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
-    nav_links(sb, nav)
-    sb.divider()
 
     _bind("sb.preset", s.preset_id)
     sb.selectbox("Preset", list(PRESET_LABELS), format_func=PRESET_LABELS.get, key="sb.preset",
