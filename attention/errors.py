@@ -76,30 +76,46 @@ def _first_non_numeric(name: str, value: object, rows: Sequence[str] | None, col
         items = list(value)  # type: ignore[call-overload]
     except TypeError:
         raise AttentionError(f"{name} must be a matrix of numbers; got {type(value).__name__}", matrix=name) from None
-    widths = set()
+    widths: set[int] = set()
+    _walk_cells(name, items, (), widths, rows, cols)
+    if len(widths) > 1:
+        raise AttentionError(
+            f"{name} has rows of different lengths ({sorted(widths)}); every row needs the same number of columns", matrix=name
+        )
+    raise AttentionError(f"{name} could not be read as a matrix of numbers", matrix=name)
+
+
+def _is_seq(value: object) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+def _walk_cells(name: str, items: list, lead: tuple[int, ...], widths: set[int],
+                rows: Sequence[str] | None, cols: Sequence[str] | None) -> None:
+    """Name the first non-numeric cell (batch items of a 3-D value are walked too); collect row widths."""
     for r, row in enumerate(items):
-        try:
-            cells = list(row)
-        except TypeError:
-            cells = [row]
+        if _is_seq(row) and any(_is_seq(cell) for cell in row):  # a batch item: a matrix of its own
+            _walk_cells(name, list(row), lead + (r,), widths, rows, cols)
+            continue
+        cells = list(row) if _is_seq(row) else [row]
         widths.add(len(cells))
         for c, cell in enumerate(cells):
             try:
                 float(cell)
             except (TypeError, ValueError):
                 raise AttentionError(
-                    f"{name} {cell_name((r, c), rows, cols)} is {str(cell)[:40]!r}, which is not a number",
+                    f"{name} {cell_name(lead + (r, c), rows, cols)} is {str(cell)[:40]!r}, which is not a number",
                     matrix=name,
-                    cell=(r, c),
+                    cell=lead + (r, c),
                 ) from None
-    if len(widths) > 1:
-        raise AttentionError(f"{name} has rows of different lengths ({sorted(widths)}); every row needs the same number of columns", matrix=name)
-    raise AttentionError(f"{name} could not be read as a matrix of numbers", matrix=name)
 
 
 def check_finite(name: str, arr: np.ndarray, cause: str, rows: Sequence[str] | None = None, cols: Sequence[str] | None = None) -> None:
     """Raise if a computed array overflowed; ``cause`` says which inputs were too large."""
-    if np.isfinite(arr).all():
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(arr)
+    if np.isfinite(total):  # one cheap pass: a sum is finite only if every term is (the full check is the fallback)
+        return
+    if np.isfinite(arr).all():  # finite values whose sum overflowed
         return
     idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
     raise AttentionError(

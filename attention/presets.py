@@ -64,9 +64,12 @@ class Preset:
 
     def with_seed(self, seed: int | None) -> Preset:
         """The same preset with its random parts drawn from ``seed`` (None: the preset's own seed)."""
-        if seed is None or self.random is None:
+        if seed is None:
             return self
-        return replace(self, seed=_check_seed(seed, "seed"))
+        seed = _check_seed(seed, "seed")  # checked even where it is ignored, so a bad seed never passes silently
+        if self.random is None:
+            return self
+        return replace(self, seed=seed)
 
     def matrices(self) -> dict[str, np.ndarray]:
         """X, W_q, W_k, W_v as float arrays (X may carry a batch axis, as document 003's (1, 6, 8))."""
@@ -163,16 +166,37 @@ def parse_preset(text: str | bytes, filename: str = "preset.json") -> Preset:
         except UnicodeDecodeError:
             raise AttentionError(f"{filename}: the preset file is not UTF-8 text") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_NonFinite)
     except json.JSONDecodeError as exc:
         raise AttentionError(f"{filename}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except ValueError as exc:
         raise AttentionError(f"{filename}: {exc}") from None
+    found = _find_non_finite(data, "")
+    if found is not None:
+        where, literal = found
+        raise _Validator(filename).fail(where or "(top level)", f"is {literal}, which is not allowed in a preset; every number must be finite")
     return _Validator(filename).preset(data)
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not allowed in a preset; every number must be finite")
+class _NonFinite(str):
+    """Marks a NaN / Infinity / -Infinity literal while parsing, so the error can name its field."""
+
+
+def _find_non_finite(value: Any, where: str) -> tuple[str, str] | None:
+    """The dotted path and text of the first NaN/Infinity literal in parsed JSON, or None."""
+    if isinstance(value, _NonFinite):
+        return where, str(value)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            hit = _find_non_finite(v, f"{where}.{k}" if where else str(k))
+            if hit:
+                return hit
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            hit = _find_non_finite(v, f"{where}[{i}]")
+            if hit:
+                return hit
+    return None
 
 
 class _Validator:
@@ -230,7 +254,10 @@ class _Validator:
         return arr
 
     def shape(self, value: Any, where: str, max_dims: int = 3) -> tuple[int, ...]:
-        if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS for v in value)):
+        def whole(v: Any) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS
+
+        if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(whole(v) for v in value)):
             raise self.fail(where, f"must be a list of 1 to {max_dims} whole numbers from 1 to {MAX_TOKENS}, got {value!r}")
         return tuple(value)
 
@@ -250,9 +277,11 @@ class _Validator:
             raise self.fail("tokens", f"lists {len(tokens)} tokens; at most {MAX_TOKENS}")
         tokens = tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(tokens))
         options = self.options(top["options"], len(tokens))
-        source = {k: self.text(v, f"source.{k}", 2000) for k, v in self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"}).items()}
+        source_obj = self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"})
+        source = {k: self.text(v, f"source.{k}", 2000) for k, v in source_obj.items()}
         description = self.text(top.get("description", ""), "description")
-        fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in self.obj(top.get("matrices", {}), "matrices", set(), set(MATRIX_NAMES)).items()}
+        matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(MATRIX_NAMES))
+        fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in matrices_obj.items()}
         random = None
         if top.get("random") is not None:
             r = self.obj(top["random"], "random", {"generator", "seed", "draws"}, set())
@@ -281,7 +310,8 @@ class _Validator:
             exp = self.obj(top["expected"], "expected", set(), set(EXPECTED_NAMES) | {"shapes"})
             for name, v in exp.items():
                 if name == "shapes":
-                    shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in self.obj(v, "expected.shapes", set(), set(EXPECTED_NAMES) | {"scores_np_dot"}).items()}
+                    shapes_obj = self.obj(v, "expected.shapes", set(), set(EXPECTED_NAMES) | {"scores_np_dot"})
+                    shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in shapes_obj.items()}
                 else:
                     expected[name] = self.matrix(v, f"expected.{name}")
         notes = top.get("notes", {})
@@ -333,7 +363,17 @@ class _Validator:
         except AttentionError as exc:
             if exc.message.startswith(self.filename):
                 raise
-            raise AttentionError(f"{self.filename}: {exc.message}", matrix=exc.matrix, cell=exc.cell) from None
+            where = self.field_of(preset, exc.matrix)
+            raise AttentionError(f"{self.filename}: field '{where}': {exc.message}", matrix=exc.matrix, cell=exc.cell) from None
+
+    @staticmethod
+    def field_of(preset: Preset, matrix: str | None) -> str:
+        """The file field a dry-run error points at: the matrix's entry, the padding flags, or the softmax."""
+        if matrix in preset.fixed:
+            return f"matrices.{matrix}"
+        if preset.random is not None and matrix in preset.random.names:
+            return f"random.draws ({matrix})"
+        return {"mask": "options.padding", "weights": "options.softmax"}.get(matrix or "", "matrices")
 
 
 def _check_seed(seed: object, where: str) -> int:

@@ -26,7 +26,7 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     lead_a, lead_b = a[:-2], b[:-2]
     n = max(len(lead_a), len(lead_b))
     lead_a, lead_b = (1,) * (n - len(lead_a)) + lead_a, (1,) * (n - len(lead_b)) + lead_b
-    lead = tuple(max(x, y) for x, y in zip(lead_a, lead_b))
+    lead = tuple(max(x, y) for x, y in zip(lead_a, lead_b, strict=True))
     return lead + (a[-2], b[-1])
 
 

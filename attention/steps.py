@@ -70,12 +70,14 @@ def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] 
     else:
         raise AttentionError(f"softmax variant must be 'row_max', 'global_max' or 'none'; got {variant!r}")
     m = np.where(np.isfinite(m), m, 0.0)  # a fully masked row has max -inf: use 0 so exp(-inf) = 0
-    with np.errstate(over="ignore", under="ignore"):
-        e = np.exp(x - m)  # (..., n, n)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        e = np.subtract(x, m)  # (..., n, n), a new array: exp and the division then work in place
+        np.exp(e, out=e)
     total = e.sum(axis=-1, keepdims=True)  # (..., n, 1)
     ok = (total > 0) & np.isfinite(total)
     if ok.all():
-        return e / total  # (..., n, n)
+        e /= total
+        return e  # (..., n, n)
     _raise_for_rows(x, m, total, ok, variant, rows)
     return np.divide(e, total, out=np.zeros_like(e), where=ok)  # fully masked rows -> 0
 
@@ -90,7 +92,15 @@ def _raise_for_rows(x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndar
             continue  # fully masked: weights 0 by definition
         i = int(r % x.shape[-2]) if x.ndim >= 2 else 0
         name = f"row {i + 1}" + (f" ({rows[i]!r})" if rows and i < len(rows) else "")
-        finite = row[np.isfinite(row)]
+        live = row[~np.isneginf(row)]  # the cells not masked out
+        if not np.isfinite(live).all():
+            j = int(np.flatnonzero(~np.isneginf(row) & ~np.isfinite(row))[0])
+            raise AttentionError(
+                f"softmax ({_VARIANT_NAMES[variant]}) cannot weigh {name}: the score in column {j + 1} is {row[j]} "
+                "(the scaled scores are too large for 64-bit floats). Use smaller values, a smaller scale or a higher temperature.",
+                matrix="weights", cell=(i, j),
+            )
+        finite = live
         hi, lo = float(finite.max()), float(finite.min())
         shift = float(np.broadcast_to(m, x.shape).reshape(-1, x.shape[-1])[r, 0])
         if not np.isfinite(flat_total[r]):
@@ -101,14 +111,18 @@ def _raise_for_rows(x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndar
                 matrix="weights", cell=(i, int(np.argmax(row))),
             )
         raise AttentionError(
-            f"softmax ({_VARIANT_NAMES[variant]}) underflows on {name}: every score there (at most {hi:.6g}, at least {lo:.6g}) "
-            f"is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is NaN. "
+            f"softmax ({_VARIANT_NAMES[variant]}) underflows on {name}: every score there (at most {hi:.6g}, "
+            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is NaN. "
             "Subtract each row's own max (the default variant) instead.",
             matrix="weights", cell=(i, int(np.argmax(row))),
         )
 
 
-_VARIANT_NAMES = {"row_max": "row max subtracted", "global_max": "whole-matrix max subtracted", "none": "nothing subtracted"}
+_VARIANT_NAMES = {
+    "row_max": "row max subtracted",
+    "global_max": "whole-matrix max subtracted",
+    "none": "nothing subtracted",
+}
 
 
 def weighted_sum(weights: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -45,9 +45,9 @@ class Options:
             raise AttentionError(f"projection must be 'x_w' (X @ W) or 'x_wt' (X @ W.T); got {self.projection!r}")
         if self.softmax not in ("row_max", "global_max", "none"):
             raise AttentionError(f"softmax must be 'row_max', 'global_max' or 'none'; got {self.softmax!r}")
-        if self.scale is not None and not (isinstance(self.scale, (int, float)) and np.isfinite(self.scale) and self.scale > 0):
+        if self.scale is not None and not (_is_real(self.scale) and np.isfinite(self.scale) and self.scale > 0):
             raise AttentionError(f"scale must be a finite number > 0 (or None for 1/√d_k); got {self.scale!r}")
-        if not (isinstance(self.temperature, (int, float)) and np.isfinite(self.temperature) and self.temperature > 0):
+        if not (_is_real(self.temperature) and np.isfinite(self.temperature) and self.temperature > 0):
             raise AttentionError(f"temperature must be a finite number > 0; got {self.temperature!r}")
         if self.mask not in MASK_KINDS:
             raise AttentionError(f"mask must be one of {', '.join(MASK_KINDS)}; got {self.mask!r}")
@@ -59,6 +59,11 @@ class Options:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return Options(**values)  # type: ignore[arg-type]
+
+
+def _is_real(value: object) -> bool:
+    """A real number (numpy scalars included), but not a bool (True is not a scale)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,9 @@ def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Opti
     X = as_matrix("X", X, ndim=(2, 3), rows=rows)
     n, d_model = X.shape[-2:]
     if tokens is not None and len(tokens) != n:
-        raise AttentionError(f"X has {n} rows but there are {len(tokens)} tokens; there must be one row per token", matrix="X")
+        raise AttentionError(
+            f"X has {n} rows but there are {len(tokens)} tokens; there must be one row per token", matrix="X"
+        )
     Ws = {name: as_matrix(name, W) for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v))}
     in_axis = 0 if options.projection == "x_w" else 1
     layout = "d_model × d_k (X @ W)" if in_axis == 0 else "d_k × d_model (X @ W.T)"
@@ -117,16 +124,21 @@ def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Opti
             )
     d_q, d_k = Ws["W_q"].shape[1 - in_axis], Ws["W_k"].shape[1 - in_axis]
     if d_q != d_k:
-        raise AttentionError(f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)", matrix="W_k")
+        raise AttentionError(
+            f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)", matrix="W_k"
+        )
     for name in ("W_q", "W_v"):
         width = Ws[name].shape[1 - in_axis]
         if width % options.heads:
             raise AttentionError(
-                f"{name} gives width {width}, which does not divide into {options.heads} heads; choose a width that is a multiple of {options.heads}",
+                f"{name} gives width {width}, which does not divide into {options.heads} heads; "
+                f"choose a width that is a multiple of {options.heads}",
                 matrix=name,
             )
     if options.mask == "padding" and len(options.padding) != n:
-        raise AttentionError(f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token", matrix="mask")
+        raise AttentionError(
+            f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token", matrix="mask"
+        )
     return X, Ws["W_q"], Ws["W_k"], Ws["W_v"]
 
 
@@ -173,18 +185,22 @@ def run_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, 
     """The steps themselves, on already validated inputs (shapes in the trailing comments)."""
     rows = list(tokens) if tokens else None
     n = X.shape[-2]
-    Q = steps.project(X, W_q, opts.projection)  # (..., n, d_k)
-    K = steps.project(X, W_k, opts.projection)  # (..., n, d_k)
-    V = steps.project(X, W_v, opts.projection)  # (..., n, d_v)
-    for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
-        check_finite(name, M, f"the values of X and {w}", rows)
-    d_k = Q.shape[-1]
-    factor = steps.default_scale(d_k) if opts.scale is None else float(opts.scale)
-    S = steps.scores(Q, K)  # (..., n, n)
-    check_finite("scores", S, "the values of Q and K", rows, rows)
-    allowed = masks.combine(build_mask(opts, n), None if attn_mask is None else masks.custom(attn_mask, n, n))
-    S_scaled = steps.mask(steps.scale(S, factor), allowed)  # (..., n, n)
-    A = steps.softmax(S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows)  # (..., n, n)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below and raised with a clear message
+        Q = steps.project(X, W_q, opts.projection)  # (..., n, d_k)
+        K = steps.project(X, W_k, opts.projection)  # (..., n, d_k)
+        V = steps.project(X, W_v, opts.projection)  # (..., n, d_v)
+        for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
+            check_finite(name, M, f"the values of X and {w}", rows)
+        d_k = Q.shape[-1]
+        factor = steps.default_scale(d_k) if opts.scale is None else float(opts.scale)
+        S = steps.scores(Q, K)  # (..., n, n)
+        check_finite("scores", S, "the values of Q and K", rows, rows)
+        allowed = masks.combine(build_mask(opts, n), None if attn_mask is None else masks.custom(attn_mask, n, n))
+        S_scaled = steps.scale(S, factor)  # (..., n, n)
+        if factor > 1:  # only a factor above 1 can push a finite score past the float64 range
+            check_finite("scaled", S_scaled, f"the scores times the scale {factor:g}", rows, rows)
+        S_scaled = steps.mask(S_scaled, allowed)  # (..., n, n)
+        A = steps.softmax(S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows)  # (..., n, n)
     O = steps.weighted_sum(A, V)  # (..., n, d_v)
     return Trace(X, W_q, W_k, W_v, Q, K, V, S, S_scaled, A, O, factor, d_k, opts, allowed,
                  tuple(int(i) for i in masks.fully_masked_rows(allowed)), tuple(tokens or ()))
@@ -209,6 +225,8 @@ def scaled_dot_product_attention(
         raise AttentionError(f"k has {k.shape[-2]} rows but v has {v.shape[-2]}; one value per key is needed", matrix="v")
     if is_causal and attn_mask is not None:
         raise AttentionError("give either attn_mask or is_causal=True, not both", matrix="mask")
+    if scale is not None and not (_is_real(scale) and np.isfinite(scale)):
+        raise AttentionError(f"scale must be a finite number (or None for 1/√E); got {scale!r}")
     L, S_len = q.shape[-2], k.shape[-2]
     factor = steps.default_scale(q.shape[-1]) if scale is None else float(scale)
     allowed, additive = None, None
@@ -223,7 +241,12 @@ def scaled_dot_product_attention(
         if m.dtype == bool:
             allowed = m
         else:
-            additive = as_matrix("attn_mask", m, ndim=tuple(range(0, 5))) if not np.isneginf(m).any() else m.astype(float)
-    S = steps.mask(steps.scale(steps.scores(q, k), factor), allowed, additive)  # (..., L, S)
-    weights = steps.softmax(S)  # (..., L, S)
+            # -inf is allowed (it masks the cell, as in PyTorch); NaN, +inf and text are not.
+            as_matrix("attn_mask", np.where(np.isneginf(m), 0.0, m) if m.dtype.kind == "f" else m, ndim=tuple(range(0, 5)))
+            additive = m.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked and raised with a clear message
+        raw = steps.scores(q, k)  # (..., L, S)
+        check_finite("scores", raw, "the values of q and k")
+        S = steps.mask(steps.scale(raw, factor), allowed, additive)  # (..., L, S)
+        weights = steps.softmax(S)  # (..., L, S)
     return steps.weighted_sum(weights, v), weights  # (..., L, Ev), (..., L, S)

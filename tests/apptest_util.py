@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
-    "overview": "streamlit_app.py",
+    "overview": "pages/0_overview.py",
     "tokens": "pages/1_tokens.py",
     "weights": "pages/2_weights.py",
     "qkv": "pages/3_qkv.py",
@@ -31,12 +31,16 @@ def app(page: str = "overview", query: dict[str, str] | None = None) -> AppTest:
 
 def journey(page: str = "overview", query: dict[str, str] | None = None) -> AppTest:
     """Open the app at its entry point (as a browser does), then switch to ``page``."""
-    at = app("overview", query)
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at = at.run()
     return at if page == "overview" else goto(at, page)
 
 
 def goto(at: AppTest, page: str) -> AppTest:
-    return at.switch_page(PAGES[page]).run()
+    """Switch page within the session, as the sidebar navigation does ."""
+    return at.switch_page(str(ROOT / PAGES[page])).run()
 
 
 def session(at: AppTest):

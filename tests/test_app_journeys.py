@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from tests.apptest_util import journey, edit_cell, errors, frame_by_shape, goto, no_exception, select, session
+from tests.apptest_util import edit_cell, errors, frame_by_shape, goto, journey, no_exception, select, session
 
 
 def _engine(s) -> attention.Trace:

@@ -107,14 +107,11 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
         layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=0.5).encode(
             tooltip=[alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"), alt.Tooltip("text:N", title="cell")]))
     if max(n_r, n_c) <= TEXT_MAX:
+        # Dark text on light cells: viridis is light at the top of its range, the diverging scale near 0.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
-        light_is_high = kind != "delta"
+        light = f"datum.value > {mid}" if kind != "delta" else f"abs(datum.value) < {abs(colour.domain[-1]) / 2}"
         layers.append(base.mark_text(fontSize=12).encode(
-            text="text:N",
-            color=alt.condition(
-                f"datum.masked || (datum.value {'>' if light_is_high else '<'} {mid})" if kind != "delta" else f"datum.masked || abs(datum.value) < {abs(colour.domain[-1]) / 2}",
-                alt.value("#222222"), alt.value("white")),
-        ))
+            text="text:N", color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white"))))
     return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
 
 

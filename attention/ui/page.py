@@ -7,8 +7,10 @@ under AppTest.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +21,8 @@ from ..errors import AttentionError
 from ..trace import Trace
 from . import charts, editors, sidebar, state
 
-OVERVIEW = "streamlit_app.py"
+OVERVIEW = "pages/0_overview.py"
+ROOT = Path(__file__).resolve().parent.parent.parent
 STYLE_MAX_CELLS = 4096  # highlight changed cells with a Styler up to this size
 VIEW_ROWS, VIEW_COLS = 64, 64  # matrices larger than this are shown a window at a time
 
@@ -120,7 +123,8 @@ def _explain_softmax(s: state.Session, t: Trace | None) -> str:
     w = _2d(t.weights)
     tk = token_labels(s.tokens)
     j = int(np.argmax(w[0]))
-    temp = "" if s.options.temperature == 1 else f" With temperature T = {s.options.temperature:g} the scores are divided by T first (T > 1 flattens, T < 1 sharpens)."
+    temp = "" if s.options.temperature == 1 else (f" With temperature T = {s.options.temperature:g} the scores are divided by T first "
+                                                   "(T > 1 flattens, T < 1 sharpens).")
     return (f"Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of exps, so every "
             f"weight is ≥ 0 and each row sums to 1. Row 1 says how {tk[0]!r} spreads its attention: most of it "
             f"(**{w[0, j]:.1%}**) goes to **{tk[j]}**. Subtracting a constant from a row (its max, by default) changes nothing "
@@ -171,8 +175,29 @@ def _2d(a: np.ndarray) -> np.ndarray:
     return a[0] if a.ndim == 3 else a
 
 
+_NAV = threading.local()
+
+
+def navigation() -> None:
+    """Declare the pages (labels that read as the steps) and run the chosen one. Called by the entry
+    point; a page that Streamlit runs on its own (a direct URL served from ``pages/`` before any
+    session has run the entry point, or AppTest) declares the same navigation in ``setup()``."""
+    _NAV.active = True
+    try:
+        st.navigation(_pages()).run()
+    finally:
+        _NAV.active = False
+
+
+def _pages() -> list:
+    return [st.Page(ROOT / path, title=label, url_path=path.split("_", 1)[1].removesuffix(".py"), default=(path == OVERVIEW))
+            for path, label in NAV]
+
+
 def setup(title: str) -> state.Session:
     """Page config, session state, sidebar and URL; every page calls this first."""
+    if not getattr(_NAV, "active", False):
+        st.navigation(_pages())  # draws the same sidebar navigation; this page goes on rendering itself
     st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon="🔎", layout="wide")
     s = state.ensure()
     sidebar.draw()
@@ -435,10 +460,12 @@ def render_overview() -> None:
     left, right = st.columns([3, 2])
     with left:
         st.dataframe(pd.DataFrame(rows, columns=["step", "computes", "shape"]), hide_index=True, width="stretch")
-        sidebar.nav_links(st, [(path, f"→ {label}") for path, label in NAV[1:]])
+        for p in _pages()[1:]:
+            st.page_link(p, label=f"→ {p.title}")
     with right:
         toks = token_labels(s.tokens)
-        st.altair_chart(charts.heatmap(_2d(trace.weights), toks, toks, kind="weights", title="Attention weights", allowed=trace.allowed), width="content")
+        chart = charts.heatmap(_2d(trace.weights), toks, toks, kind="weights", title="Attention weights", allowed=trace.allowed)
+        st.altair_chart(chart, width="content")
     download_all(s, trace, "overview")
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from .. import presets as presets_mod
 from ..trace import MASK_KINDS
@@ -93,16 +92,6 @@ def draw() -> None:
         sb.multiselect("Padding tokens", labels, key="sb.padding",
                        on_change=_on(lambda v: _set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
                        help="No token attends to a padding token; masked cells are grey in the heatmaps.")
-
-
-def nav_links(container: Any, nav: list[tuple[str, str]]) -> None:
-    """Page links; when a page file runs on its own as the app (no other pages exist, as under
-    AppTest.from_file), the labels are listed as plain text instead."""
-    try:
-        for path, label in nav:
-            container.page_link(path, label=label)
-    except StreamlitPageNotFoundError:
-        container.caption(" · ".join(label for _, label in nav))
 
 
 def state_token_labels(tokens: tuple[str, ...]) -> list[str]:

@@ -1,0 +1,180 @@
+"""The shareable link's payload: small matrix edits, packed compactly and restored bit-exact.
+
+Token format (version 1)::
+
+    v1.<base64url, no padding, of: checksum (8 bytes) + zlib(payload)>
+
+payload = count (1 byte), then per matrix: name index (1 byte: 0 X, 1 W_q, 2 W_k, 3 W_v), number of
+dimensions (1 byte, 1 to 3), each dimension (uint16, big-endian), then the values as little-endian
+float64 (the exact bits: -0.0 and subnormals survive). checksum = the first 8 bytes of
+SHA-256(b"attention-link/v1" + zlib bytes), so a changed, cut or forged token is refused before
+anything is decompressed. Only the canonical base64 text is accepted, so every single-character
+change is detected. Decompression is capped at the largest payload a valid token can hold (no zip
+bomb), and the token itself is capped at :data:`MAX_TOKEN_CHARS` before any decoding.
+
+Size: at most :data:`MAX_LINK_CELLS` = 512 cells × 8 bytes = 4 KiB of numbers, about 5.5 KB of base64
+for incompressible values: fine in a URL (browsers and servers accept far longer). The checksum is an
+integrity check, not a signature: anyone can make a valid token, so decoded matrices still go through
+the usual validation (shapes against the preset, finite values) before use.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import struct
+import zlib
+from collections.abc import Mapping
+
+import numpy as np
+
+from .errors import AttentionError
+
+VERSION = "v1"
+MAX_LINK_CELLS = 512
+MAX_TOKEN_CHARS = 16_384
+NAMES = ("X", "W_q", "W_k", "W_v")
+MAX_NDIM = 3  # X may carry a batch axis of one (document 003)
+_SALT = b"attention-link/v1"
+_CHECK = 8
+# The largest payload a valid token can carry: count + 4 headers of (index, ndim, 3 dims) + the numbers.
+MAX_PAYLOAD_BYTES = 1 + len(NAMES) * (2 + 2 * MAX_NDIM) + MAX_LINK_CELLS * 8
+_B64 = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def _fail(message: str) -> AttentionError:
+    return AttentionError(f"the link's edits cannot be restored: {message}", matrix="link")
+
+
+def encode_edits(edits: Mapping[str, np.ndarray]) -> str:
+    """Pack edited matrices (name -> array, names among X, W_q, W_k, W_v) into a URL-safe token.
+
+    Each array is stored with its shape (1 to 3 dimensions, each 1 to 65535) and exact float64 bits.
+    Raises AttentionError for an unknown name, a non-finite value, an empty or too-deep array, or more
+    than :data:`MAX_LINK_CELLS` cells in total (the link then cannot carry the edits: share a preset
+    file instead). The caller's arrays are not modified.
+    """
+    if not isinstance(edits, Mapping):
+        raise AttentionError(f"edits must be a mapping of matrix name to array, got {type(edits).__name__}", matrix="link")
+    unknown = sorted(set(edits) - set(NAMES))
+    if unknown:
+        raise AttentionError(f"a link can only carry {', '.join(NAMES)}; got {unknown[0]!r}", matrix="link")
+    parts = [bytes([len(edits)])]
+    total = 0
+    for index, name in enumerate(NAMES):
+        if name not in edits:
+            continue
+        try:
+            arr = np.asarray(edits[name], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise AttentionError(f"{name} must be a matrix of numbers to go in a link", matrix=name) from None
+        if not 1 <= arr.ndim <= MAX_NDIM or arr.size == 0 or max(arr.shape) > 0xFFFF:
+            raise AttentionError(f"{name} has shape {arr.shape}; a link carries 1-D to {MAX_NDIM}-D arrays that are not empty",
+                                 matrix=name)
+        if not np.isfinite(arr).all():
+            raise AttentionError(f"{name} has a value that is NaN or infinite; only finite numbers go in a link", matrix=name)
+        total += arr.size
+        if total > MAX_LINK_CELLS:
+            raise AttentionError(
+                f"the edits hold more than {MAX_LINK_CELLS} numbers, too many for a link; download the preset file to share them",
+                matrix="link",
+            )
+        parts.append(struct.pack(">BB", index, arr.ndim) + struct.pack(f">{arr.ndim}H", *arr.shape))
+        parts.append(arr.astype("<f8").tobytes())
+    compressed = zlib.compress(b"".join(parts), 9)
+    digest = hashlib.sha256(_SALT + compressed).digest()[:_CHECK]
+    body = base64.urlsafe_b64encode(digest + compressed).rstrip(b"=").decode("ascii")
+    return f"{VERSION}.{body}"
+
+
+def decode_edits(token: str, expected_shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
+    """The exact inverse of :func:`encode_edits`: name -> float64 array (new, writable arrays).
+
+    ``expected_shapes`` (optional, name -> shape of the current preset's matrix) also checks each
+    restored matrix fits. Raises AttentionError, with a message fit for the page, for: a token too long
+    (over :data:`MAX_TOKEN_CHARS`, refused before decoding), an unknown version, text that is not
+    base64url, a failed checksum ("the link was changed or cut short"), a payload that inflates beyond
+    :data:`MAX_PAYLOAD_BYTES`, unknown or repeated matrix names, sizes that do not add up, non-finite
+    values, more than :data:`MAX_LINK_CELLS` cells, or a shape that differs from ``expected_shapes``.
+    """
+    if not isinstance(token, str):
+        raise _fail(f"expected text, got {type(token).__name__}")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise _fail(f"it is {len(token):,} characters long; a valid link carries at most {MAX_TOKEN_CHARS:,}")
+    version, dot, body = token.strip().partition(".")
+    if not dot or not re.fullmatch(r"v\d{1,4}", version):
+        raise _fail("it does not start with a version such as 'v1.'; the link was changed or cut short")
+    if version != VERSION:
+        raise _fail(f"it was made in format {version!r}, which this version of the dashboard does not know (it reads {VERSION!r})")
+    if not body or not _B64.fullmatch(body) or len(body) % 4 == 1:
+        raise _fail("it is not valid base64url text; the link was changed or cut short")
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        raise _fail("it is not valid base64url text; the link was changed or cut short") from None
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != body:
+        raise _fail("it is not valid base64url text; the link was changed or cut short")
+    if len(raw) <= _CHECK:
+        raise _fail("it is too short; the link was changed or cut short")
+    digest, compressed = raw[:_CHECK], raw[_CHECK:]
+    if hashlib.sha256(_SALT + compressed).digest()[:_CHECK] != digest:
+        raise _fail("the checksum does not match; the link was changed or cut short")
+    inflater = zlib.decompressobj()
+    try:
+        payload = inflater.decompress(compressed, MAX_PAYLOAD_BYTES + 1)
+    except zlib.error:
+        raise _fail("its data is corrupt; the link was changed or cut short") from None
+    if len(payload) > MAX_PAYLOAD_BYTES or inflater.unconsumed_tail:
+        raise _fail(f"it unpacks to more than {MAX_PAYLOAD_BYTES:,} bytes, more than any valid link holds")
+    if not inflater.eof or inflater.unused_data:
+        raise _fail("its data is incomplete or has extra bytes; the link was changed or cut short")
+    return _unpack(payload, expected_shapes)
+
+
+def _unpack(payload: bytes, expected_shapes: Mapping[str, tuple[int, ...]] | None) -> dict[str, np.ndarray]:
+    if not payload:
+        raise _fail("it is empty")
+    count, pos = payload[0], 1
+    if count > len(NAMES):
+        raise _fail(f"it claims {count} matrices; a link carries at most {len(NAMES)}")
+    out: dict[str, np.ndarray] = {}
+    total = 0
+    for _ in range(count):
+        if pos + 2 > len(payload):
+            raise _fail("it ends in the middle of a matrix header")
+        index, ndim = payload[pos], payload[pos + 1]
+        pos += 2
+        if index >= len(NAMES):
+            raise _fail(f"it names an unknown matrix (number {index}); only {', '.join(NAMES)} can be edited")
+        name = NAMES[index]
+        if name in out:
+            raise _fail(f"it holds {name} twice")
+        if not 1 <= ndim <= MAX_NDIM:
+            raise _fail(f"{name} has {ndim} dimensions; a matrix has 1 to {MAX_NDIM}")
+        if pos + 2 * ndim > len(payload):
+            raise _fail(f"it ends in the middle of {name}'s shape")
+        shape = struct.unpack_from(f">{ndim}H", payload, pos)
+        pos += 2 * ndim
+        size = int(np.prod(shape))
+        if size == 0:
+            raise _fail(f"{name} has shape {shape}, which is empty")
+        total += size
+        if total > MAX_LINK_CELLS:
+            raise _fail(f"it holds more than {MAX_LINK_CELLS} numbers, more than a link may carry")
+        end = pos + 8 * size
+        if end > len(payload):
+            raise _fail(f"{name} should hold {size} numbers but the data stops early")
+        arr = np.frombuffer(payload, dtype="<f8", count=size, offset=pos).astype(np.float64).reshape(shape)
+        pos = end
+        if not np.isfinite(arr).all():
+            raise _fail(f"{name} holds a value that is NaN or infinite")
+        if expected_shapes is not None and name in expected_shapes and tuple(expected_shapes[name]) != arr.shape:
+            want = " × ".join(str(s) for s in expected_shapes[name])
+            got = " × ".join(str(s) for s in arr.shape)
+            raise _fail(f"its {name} is {got} but the current {name} is {want}; the link was made for other sizes")
+        out[name] = arr
+    if pos != len(payload):
+        raise _fail(f"it has {len(payload) - pos} unexpected bytes after the matrices")
+    return out

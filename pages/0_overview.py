@@ -1,0 +1,3 @@
+from attention.ui.page import render_overview
+
+render_overview()
