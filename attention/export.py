@@ -21,6 +21,7 @@ import zipfile
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from .errors import AttentionError
 from .parse import is_number_text
@@ -605,3 +606,15 @@ __all__ = [
     "trace_files",
     "trace_zip",
 ]
+
+
+def table_csv(df: pd.DataFrame) -> bytes:
+    """A small table (text and number columns) as UTF-8 CSV: numbers at full precision, every text
+    cell guarded against formula injection like :func:`matrix_csv`'s labels."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([protect_text(str(c)) for c in df.columns])
+    for row in df.itertuples(index=False):
+        writer.writerow([repr(float(v)) if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool)
+                         else protect_text(str(v)) for v in row])
+    return out.getvalue().encode("utf-8")

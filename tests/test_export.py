@@ -292,3 +292,16 @@ def test_trace_zip_for_an_edited_state_round_trips():
     assert bits_equal(got, m["W_q"])
     again = attention.parse_preset(members["preset.json"])
     assert bits_equal(again.matrices()["X"], m["X"])
+
+
+def test_table_csv_guards_text_and_keeps_full_precision() -> None:
+    import pandas as pd
+
+    from attention.export import table_csv
+
+    df = pd.DataFrame({"token": ["=1+1", "@cmd", "cat"], "weight": [0.1 + 0.2, 1e-300, 0.5]})
+    text = table_csv(df).decode("utf-8").splitlines()
+    assert text[0] == "token,weight"
+    assert text[1] == "'=1+1,0.30000000000000004"
+    assert text[2] == "'@cmd,1e-300"
+    assert text[3] == "cat,0.5"

@@ -19,7 +19,7 @@ import streamlit as st
 from .. import export
 from ..errors import AttentionError
 from ..trace import Trace
-from . import charts, editors, sidebar, state
+from . import charts, editors, io_panel, sidebar, state
 
 OVERVIEW = "pages/0_overview.py"
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -222,6 +222,7 @@ def render(key: str) -> None:
     for name in step.editors:
         rows, cols = labels(name, s, s.matrices[name].shape)
         editors.matrix_editor(name, rows, cols)
+        io_panel.matrix_import(name, rows, cols)
     s = state.get()
     trace = state.current_trace(s)
     ok = isinstance(trace, Trace)

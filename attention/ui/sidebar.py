@@ -92,6 +92,9 @@ def draw() -> None:
         sb.multiselect("Padding tokens", labels, key="sb.padding",
                        on_change=_on(lambda v: _set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
                        help="No token attends to a padding token; masked cells are grey in the heatmaps.")
+    from .io_panel import sidebar_tools
+
+    sidebar_tools()
 
 
 def state_token_labels(tokens: tuple[str, ...]) -> list[str]:

@@ -116,6 +116,9 @@ def _from_query_params() -> Session:
             notices.append(f"The link's size {qp['size']!r} is not n x d_model x d_k within range; using {DEFAULT_BLANK}.")
     s = new_session(pid, seed, blank_shape)
     s.notices = notices
+    from .io_panel import restore_link_edits
+
+    restore_link_edits(s)
     return s
 
 
