@@ -1,27 +1,25 @@
 """Altair heatmaps, one function per chart kind; the rendering path is chosen by size.
 
 Up to ``RECT_MAX`` rows and columns every cell is an Altair rect with a tooltip (and its value
-written in the cell when the matrix is small). Larger matrices are drawn as one Altair image mark
-carrying a PNG of the matrix (rect marks for a 1024×1024 matrix take ~20 s to draw in a browser; the
-image takes well under a second); a cell is then read with :func:`attention.ui.page` 's zoom window,
-which draws the chosen region with rect marks and tooltips.
+written in the cell when the matrix is small).
+Larger matrices are pooled into blocks (at most BLOCK_GRID per side; rect marks for a 1024×1024
+matrix take ~20 s to draw in a browser, 96×96 blocks well under a second), each block with a
+tooltip; exact cells are read in the zoom window (:func:`zoom_heatmap`), which draws the chosen
+region cell by cell on the whole matrix's colour scale.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
 import pandas as pd
-from PIL import Image
 
-RECT_MAX = 64  # rows/cols drawn as rect marks with tooltips
+RECT_MAX = 64  # rows/cols drawn cell by cell as rect marks with tooltips
 TEXT_MAX = 12  # rows/cols that also get the value written in each cell
-IMAGE_PX = 512  # longest side of the PNG for large matrices
+BLOCK_GRID = 96  # larger matrices are pooled into at most this many blocks per side
 MASKED_COLOR = "#d9d9d9"
 
 # Viridis anchors (as Vega's "viridis" scheme), used by both paths so colours mean the same at every size.
@@ -67,7 +65,7 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
     n_r, n_c = values.shape
     if max(n_r, n_c) <= RECT_MAX:
         return _rect_heatmap(values, rows, cols, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title)
-    return _image_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title)
+    return _block_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title)
 
 
 def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None,
@@ -88,9 +86,10 @@ def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], all
 
 
 def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
-                  allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0) -> alt.Chart:
+                  allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0,
+                  colour: Colour | None = None) -> alt.Chart:
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset)
-    colour = colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
+    colour = colour or colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
     n_r, n_c = values.shape
     cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))
     x = alt.X("key:N", sort=list(cols), title=col_title, axis=alt.Axis(labelAngle=-45, labelLimit=120))
@@ -98,13 +97,14 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
     tooltip = [alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"),
                alt.Tooltip("value:Q", title=colour.title, format=".8f"), alt.Tooltip("row:Q"), alt.Tooltip("col:Q")]
     base = alt.Chart(df).encode(x=x, y=y)
-    cells = base.transform_filter("!datum.masked").mark_rect(stroke="white", strokeWidth=0.5).encode(
+    stroke = 0.5 if max(n_r, n_c) <= 32 else 0
+    cells = base.transform_filter("!datum.masked").mark_rect(stroke="white", strokeWidth=stroke).encode(
         color=alt.Color("value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right")),
         tooltip=tooltip,
     )
     layers = [cells]
     if allowed is not None and not allowed.all():
-        layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=0.5).encode(
+        layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke).encode(
             tooltip=[alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"), alt.Tooltip("text:N", title="cell")]))
     if max(n_r, n_c) <= TEXT_MAX:
         # Dark text on light cells: viridis is light at the top of its range, the diverging scale near 0.
@@ -115,55 +115,37 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
     return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
 
 
-def png_for(values: np.ndarray, colour: Colour, allowed: np.ndarray | None = None, max_px: int = IMAGE_PX) -> bytes:
-    """A PNG of the matrix in the given colour scale; blocks of cells are averaged when the matrix is
-    larger than ``max_px`` (each pixel then shows its block's mean; masked cells stay grey)."""
-    v = values.astype(np.float64, copy=True)
-    if allowed is not None:
-        v[~allowed] = np.nan
-    v[~np.isfinite(v)] = np.nan
-    f_r, f_c = -(-v.shape[0] // max_px), -(-v.shape[1] // max_px)
-    if f_r > 1 or f_c > 1:
-        pad_r, pad_c = (-v.shape[0]) % f_r, (-v.shape[1]) % f_c
-        v = np.pad(v, ((0, pad_r), (0, pad_c)), constant_values=np.nan)
-        blocks = v.reshape(v.shape[0] // f_r, f_r, v.shape[1] // f_c, f_c)
-        with np.errstate(invalid="ignore"):
-            count = np.sum(np.isfinite(blocks), axis=(1, 3))
-            total = np.nansum(blocks, axis=(1, 3))
-            v = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-    lut = _lut(colour)
-    lo, hi = colour.domain[0], colour.domain[-1]
-    t = np.clip((v - lo) / (hi - lo), 0, 1)
-    idx = np.where(np.isfinite(t), np.round(t * 255), 0).astype(np.uint8)
-    rgb = lut[idx]
-    rgb[~np.isfinite(v)] = np.array([int(MASKED_COLOR[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(rgb, "RGB").save(buf, format="PNG", optimize=False, compress_level=1)
-    return buf.getvalue()
+def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarray:
+    """Shrink a matrix by ``factor`` in both directions: each output cell is its block's ``pool``
+    ("mean", or "max" so one strong weight stays visible). Non-finite cells (masked, -inf) are left
+    out of their block; a block with no finite cell is NaN (drawn grey)."""
+    v = np.where(np.isfinite(values), values, np.nan)
+    pad_r, pad_c = (-v.shape[0]) % factor, (-v.shape[1]) % factor
+    v = np.pad(v, ((0, pad_r), (0, pad_c)), constant_values=np.nan)
+    blocks = v.reshape(v.shape[0] // factor, factor, v.shape[1] // factor, factor)
+    count = np.sum(np.isfinite(blocks), axis=(1, 3))
+    if pool == "max":
+        out = np.max(np.where(np.isfinite(blocks), blocks, -np.inf), axis=(1, 3))
+    else:
+        out = np.nansum(blocks, axis=(1, 3)) / np.maximum(count, 1)
+    return np.where(count > 0, out, np.nan)
 
 
-def _lut(colour: Colour) -> np.ndarray:
-    anchors = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colour.colours], dtype=np.float64)
-    pos = np.linspace(0, 1, len(anchors))
-    t = np.linspace(0, 1, 256)
-    return np.stack([np.interp(t, pos, anchors[:, k]) for k in range(3)], axis=1).round().astype(np.uint8)
-
-
-def _image_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str) -> alt.Chart:
-    colour = colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
-    png = png_for(values, colour, allowed)
+def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str) -> alt.Chart:
+    """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
+    (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 96² blocks take well under a
+    second). Each block's tooltip names its token range and pooled value."""
     n_r, n_c = values.shape
-    side = 560
-    w, h = (side, max(120, int(side * n_r / n_c))) if n_c >= n_r else (max(120, int(side * n_c / n_r)), side)
-    img = pd.DataFrame({"x": [n_c / 2 + 0.5], "y": [n_r / 2 + 0.5], "url": ["data:image/png;base64," + base64.b64encode(png).decode()]})
-    image = alt.Chart(img).mark_image(width=w, height=h).encode(
-        x=alt.X("x:Q", scale=alt.Scale(domain=[0.5, n_c + 0.5], nice=False), title=f"{col_title}: token 1 … {n_c}"),
-        y=alt.Y("y:Q", scale=alt.Scale(domain=[n_r + 0.5, 0.5], nice=False), title=f"{row_title}: token 1 … {n_r}"),
-        url="url:N",
-    )
-    legend = pd.DataFrame({"value": np.linspace(colour.domain[0], colour.domain[-1], 2)})
-    key = alt.Chart(legend).mark_rect(opacity=0).encode(color=alt.Color("value:Q", scale=colour.altair(), title=colour.title))
-    return alt.layer(image, key).properties(title=title, width=w, height=h)
+    factor = -(-max(n_r, n_c) // BLOCK_GRID)
+    masked_values = values if allowed is None else np.where(allowed, values, np.nan)
+    pool = "max" if kind == "weights" else "mean"
+    pooled = pool_blocks(masked_values, factor, pool)
+    r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[0])]
+    c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
+    chart = _rect_heatmap(pooled, r_lbl, c_lbl, kind=kind, title=f"{title} · blocks of {factor}×{factor} tokens ({pool})",
+                          allowed=np.isfinite(pooled) if allowed is not None else None,
+                          row_title=f"{row_title}, tokens", col_title=f"{col_title}, tokens", colour=colour_for(kind, masked_values))
+    return chart
 
 
 def zoom_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], r0: int, c0: int, size: int, *, kind: str,
@@ -172,6 +154,6 @@ def zoom_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], r
     on the whole matrix's scale so colours match the overview."""
     win = values[r0:r0 + size, c0:c0 + size]
     win_allowed = None if allowed is None else allowed[r0:r0 + size, c0:c0 + size]
-    chart = _rect_heatmap(win, list(rows[r0:r0 + size]), list(cols[c0:c0 + size]), kind=kind, title=title, allowed=win_allowed,
-                          row_title="query (attends from)", col_title="key (attends to)", row_offset=r0, col_offset=c0)
-    return chart
+    whole = colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
+    return _rect_heatmap(win, list(rows[r0:r0 + size]), list(cols[c0:c0 + size]), kind=kind, title=title, allowed=win_allowed,
+                         row_title="query (attends from)", col_title="key (attends to)", row_offset=r0, col_offset=c0, colour=whole)

@@ -344,8 +344,9 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
     st.altair_chart(chart, width="content")
     n = m.shape[0]
     if n > charts.RECT_MAX:
-        st.caption(f"{n} × {n} is drawn as one image ({'each pixel averages a block of cells; ' if n > charts.IMAGE_PX else ''}"
-                   "grey = masked). Choose a window below to read exact values with tooltips.")
+        pooled = "the largest weight" if kind == "weights" else "the mean score"
+        st.caption(f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
+                   "grey = masked). Choose a window below to read every cell with tooltips.")
         c1, c2, c3 = st.columns(3)
         size = int(c3.selectbox("window", [16, 32, 64], index=1, key=f"zoom.{page_key}.size"))
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
