@@ -69,8 +69,9 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
 
 
 def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None,
-               row_offset: int = 0, col_offset: int = 0) -> pd.DataFrame:
+               row_offset: int = 0, col_offset: int = 0, kind: str = "scores") -> pd.DataFrame:
     n_r, n_c = values.shape
+    fmt = (lambda v: f"{v:.3f}") if kind == "weights" else (lambda v: f"{v:.3g}")
     r_idx, c_idx = np.divmod(np.arange(n_r * n_c), n_c)
     flat = values.reshape(-1)
     masked = np.zeros(flat.shape, bool) if allowed is None else ~allowed.reshape(-1)
@@ -80,7 +81,7 @@ def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], all
         "row": r_idx + 1 + row_offset,
         "col": c_idx + 1 + col_offset,
         "value": np.where(np.isfinite(flat), flat, np.nan),
-        "text": [("masked" if m else f"{v:.3g}") for v, m in zip(flat, masked, strict=True)] if n_r * n_c <= TEXT_MAX**2 else "",
+        "text": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)] if n_r * n_c <= TEXT_MAX**2 else "",
         "masked": masked,
     })
 
@@ -88,7 +89,7 @@ def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], all
 def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
                   allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0,
                   colour: Colour | None = None) -> alt.Chart:
-    df = _long_form(values, rows, cols, allowed, row_offset, col_offset)
+    df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind)
     colour = colour or colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
     n_r, n_c = values.shape
     cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))

@@ -215,6 +215,8 @@ def render(key: str) -> None:
     s = setup(step.nav)
     st.title(step.title)
     st.latex(step.latex)
+    if step.editors:
+        st.markdown(step.explain(s, None))
     if key == "tokens":
         _token_controls(s)
     if key == "weights":
@@ -226,7 +228,8 @@ def render(key: str) -> None:
     s = state.get()
     trace = state.current_trace(s)
     ok = isinstance(trace, Trace)
-    st.markdown(step.explain(s, trace if ok else None))
+    if not step.editors:
+        st.markdown(step.explain(s, trace if ok else None))
     if not ok:
         _show_error(trace)
         if not step.editors:
@@ -377,7 +380,7 @@ def show_reading(s: state.Session, trace: Trace) -> None:
         "then": ["" if i in masked_rows or n < 2 else toks[second[i]] for i in range(n)],
         "weight 2": w[np.arange(n), second] if n > 1 else np.zeros(n),
         "entropy (bits)": ent,
-        "of max (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
+        "max possible (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
         "reading": ["" if i in masked_rows else f"{toks[i]} → {toks[j[i]]}" for i in range(n)],
     })
     st.dataframe(df.head(512), width="stretch", hide_index=True)
