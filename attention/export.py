@@ -75,37 +75,37 @@ def dimension_labels(prefix: str, n: int) -> list[str]:
 
 
 def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-    """(row labels, column labels) of the named matrix of ``trace``.
-
-    With n tokens, d_model = X's width, d_k = Q's width (all heads together), d_v = V's width:
-    X: tokens × d1..d_model; W_q, W_k: d1.. × k1.. (projection "x_wt": k1.. × d1..); W_v: d1.. × v1..
-    ("x_wt": v1.. × d1..); Q, K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights:
-    tokens (queries) × tokens (keys). ``tokens`` defaults to the trace's tokens, then to t1..tn.
-    """
-    n, d_model = trace.X.shape[-2], trace.X.shape[-1]
-    d_k, d_v = trace.Q.shape[-1], trace.V.shape[-1]
+    """(row labels, column labels) of the named matrix of ``trace`` (see :func:`shape_labels`).
+    ``tokens`` defaults to the trace's tokens, then to t1..tn."""
+    if name not in ARRAY_NAMES:
+        raise AttentionError(f"unknown matrix {name!r}; choose one of {', '.join(ARRAY_NAMES)}")
+    n = trace.X.shape[-2]
     toks = list(tokens) if tokens is not None else (list(trace.tokens) or dimension_labels("t", n))
     if len(toks) != n:
         raise AttentionError(f"{len(toks)} token labels given for {n} rows of X; give one label per token")
-    toks = [str(t) for t in toks]
-    d, k, v = dimension_labels("d", d_model), dimension_labels("k", d_k), dimension_labels("v", d_v)
-    transposed = trace.options.projection == "x_wt"
-    table = {
-        "X": (toks, d),
-        "W_q": (k, d) if transposed else (d, k),
-        "W_k": (k, d) if transposed else (d, k),
-        "W_v": (v, d) if transposed else (d, v),
-        "Q": (toks, k),
-        "K": (toks, k),
-        "V": (toks, v),
-        "output": (toks, v),
-    }
+    return shape_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection)
+
+
+def shape_labels(name: str, shape: Sequence[int], tokens: Sequence[str], projection: str = "x_w") -> tuple[list[str], list[str]]:
+    """(row labels, column labels) of a named matrix of the given 2-D shape.
+
+    X: tokens × d1..d_model; W_q, W_k: d1.. × k1.. (projection "x_wt": k1.. × d1..); W_v: d1.. × v1..
+    ("x_wt": v1.. × d1..); Q, K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights:
+    tokens (queries) × tokens (keys).
+    """
+    toks = [str(t) for t in tokens]
+    r, c = int(shape[-2]), int(shape[-1])
     if name in _SQUARE:
         return list(toks), list(toks)
-    if name not in table:
+    if name in ("W_q", "W_k", "W_v"):
+        out = "v" if name == "W_v" else "k"
+        if projection == "x_wt":
+            return dimension_labels(out, r), dimension_labels("d", c)
+        return dimension_labels("d", r), dimension_labels(out, c)
+    cols = {"X": "d", "Q": "k", "K": "k", "V": "v", "output": "v"}.get(name)
+    if cols is None:
         raise AttentionError(f"unknown matrix {name!r}; choose one of {', '.join(ARRAY_NAMES)}")
-    rows, cols = table[name]
-    return list(rows), list(cols)
+    return list(toks), dimension_labels(cols, c)
 
 
 def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "token", *,

@@ -49,21 +49,8 @@ def token_labels(tokens: Sequence[str]) -> list[str]:
 
 
 def labels(name: str, s: state.Session, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
-    """Row and column labels of a named matrix (tokens, d1.., k1.., v1..)."""
-    toks = token_labels(s.tokens)
-    if name in ("X", "W_q", "W_k", "W_v"):
-        d_rows = export.dimension_labels("d", shape[0])
-        if name == "X":
-            return toks, export.dimension_labels("d", shape[1])
-        out = "v" if name == "W_v" else "k"
-        if s.options.projection == "x_w":
-            return d_rows, export.dimension_labels(out, shape[1])
-        return export.dimension_labels(out, shape[0]), export.dimension_labels("d", shape[1])
-    if name in ("Q", "K"):
-        return toks, export.dimension_labels("k", shape[1])
-    if name in ("V", "output"):
-        return toks, export.dimension_labels("v", shape[1])
-    return toks, toks
+    """Row and column labels of a named matrix (tokens, d1.., k1.., v1..), as the CSVs write them."""
+    return export.shape_labels(name, shape, token_labels(s.tokens), s.options.projection)
 
 
 def _first(tokens: Sequence[str]) -> str:
