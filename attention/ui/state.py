@@ -18,6 +18,7 @@ from .. import presets as presets_mod
 from ..errors import AttentionError
 from ..presets import Preset
 from ..trace import Options, Trace, self_attention
+from .cache import TraceCache
 
 KEY = "attention_session"
 BLANK = "blank"
@@ -217,18 +218,20 @@ def content_key(tokens: tuple[str, ...], matrices: dict[str, np.ndarray], option
     return h.hexdigest()
 
 
-@st.cache_resource(max_entries=6, ttl=1800, show_spinner=False)
-def _trace(key: str, _tokens: tuple[str, ...], _matrices: dict[str, np.ndarray], _options: Options) -> Trace:
-    """Cached by content: an edit recomputes once, and every page reuses the result."""
-    trace = self_attention(_matrices["X"], _matrices["W_q"], _matrices["W_k"], _matrices["W_v"], tokens=_tokens, options=_options)
-    for a in trace.arrays().values():
-        a.setflags(write=False)
-    return trace
+TRACES = TraceCache(max_bytes=256 * 2**20, max_entries=8, ttl=1800)  # two n = 2048 traces at most
 
 
 def compute(tokens: tuple[str, ...], matrices: dict[str, np.ndarray], options: Options) -> Trace:
-    """The trace for this content (raises AttentionError on bad input)."""
-    return _trace(content_key(tokens, matrices, options), tokens, matrices, options)
+    """The trace for this content, cached by content so an edit recomputes once and every page reuses
+    it (raises AttentionError on bad input; errors are not cached)."""
+
+    def run() -> Trace:
+        trace = self_attention(matrices["X"], matrices["W_q"], matrices["W_k"], matrices["W_v"], tokens=tokens, options=options)
+        for a in trace.arrays().values():
+            a.setflags(write=False)
+        return trace
+
+    return TRACES.get(content_key(tokens, matrices, options), run)
 
 
 def current_trace(s: Session) -> Trace | AttentionError:

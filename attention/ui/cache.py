@@ -1,0 +1,57 @@
+"""A process-wide cache of traces bounded by bytes, entries and age.
+
+``st.cache_resource(max_entries=...)`` bounds the number of entries, but one trace at n = 2048 holds
+three 2048 × 2048 float64 arrays (~100 MB), so a handful of edits at that size would hold most of a
+gigabyte. This cache evicts least-recently-used traces once their arrays together exceed
+``max_bytes`` (always keeping the newest), and drops any entry older than ``ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from ..trace import Trace
+
+
+def trace_bytes(trace: Trace) -> int:
+    return sum(a.nbytes for a in trace.arrays().values()) + (0 if trace.allowed is None else trace.allowed.nbytes)
+
+
+class TraceCache:
+    def __init__(self, max_bytes: int, max_entries: int, ttl: float):
+        self.max_bytes, self.max_entries, self.ttl = max_bytes, max_entries, ttl
+        self._items: OrderedDict[str, tuple[float, int, Trace]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, compute: Callable[[], Trace]) -> Trace:
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][2]
+        trace = compute()  # outside the lock: other sessions are not blocked by a long computation
+        with self._lock:
+            self._items[key] = (now, trace_bytes(trace), trace)
+            self._items.move_to_end(key)
+            while len(self._items) > 1 and (len(self._items) > self.max_entries or self.total_bytes > self.max_bytes):
+                self._items.popitem(last=False)
+        return trace
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(size for _, size, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _expire(self, now: float) -> None:
+        for key in [k for k, (t, _, _) in self._items.items() if now - t > self.ttl]:
+            del self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
