@@ -168,3 +168,16 @@ def test_blank_preset_and_url_carry_preset_and_seed() -> None:
     s = session(at)
     assert s.matrices["X"].shape == (5, 6) and s.matrices["W_q"].shape == (6, 4)
     np.testing.assert_array_equal(s.matrices["X"], np.random.RandomState(7).rand(5, 6))
+
+
+def test_cells_take_exactly_what_was_typed_and_name_text_that_is_not_a_number() -> None:
+    at = journey("weights", {"preset": "she_likes_coffee"})
+    at = edit_cell(at, "W_q", 0, "k2", "1.2345678901234567e-15")
+    assert session(at).matrices["W_q"][0, 1] == 1.2345678901234567e-15  # scientific notation, every digit kept
+    at = edit_cell(at, "W_q", 1, "k1", "abc")
+    no_exception(at)
+    msg = " ".join(errors(at))
+    assert "W_q row 2 ('d2'), column 1 ('k1') is 'abc', which is not a number" in msg
+    assert session(at).matrices["W_q"][1, 0] == 0.1  # previous value kept
+    at = edit_cell(at, "W_q", 1, "k1", "inf")
+    assert "infinite" in " ".join(errors(at))

@@ -42,19 +42,27 @@ def matrix_editor(name: str, rows: Sequence[str], cols: Sequence[str], *, captio
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
         st.caption(f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV).")
     window = m[r0:r1, c0:c1]
-    df = pd.DataFrame(window, index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
+    # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
+    # decimals, while text keeps exactly what was typed; it is parsed (and checked) in apply_edits.
+    df = pd.DataFrame(to_text(window), index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
     edited = st.data_editor(
         df, key=f"ed.{name}.{s.version}.{r0}.{c0}", num_rows="fixed", width="stretch",
-        column_config={c: st.column_config.NumberColumn(c, step=1e-12) for c in df.columns},
+        column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     apply_edits(name, edited, r0, c0, rows, cols)
+
+
+def to_text(values: np.ndarray) -> np.ndarray:
+    """Each number as its shortest exact text (``repr``), so what is shown is what is stored."""
+    return np.vectorize(lambda v: repr(float(v)), otypes=[object])(values) if values.size else values.astype(object)
 
 
 def apply_edits(name: str, edited: pd.DataFrame, r0: int, c0: int, rows: Sequence[str], cols: Sequence[str]) -> None:
     """Copy every finite changed cell of the editor's window into the matrix; report bad cells."""
     s = state.get()
     m = s.matrices[name]
-    values = pd.DataFrame(edited).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    raw = pd.DataFrame(edited).to_numpy(dtype=object)
+    values = pd.DataFrame(raw).apply(lambda col: pd.to_numeric(col.map(_clean), errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
     window = m[r0:r0 + values.shape[0], c0:c0 + values.shape[1]]
     if values.shape != window.shape:
         st.error(f"{name}: the editor returned shape {values.shape}, expected {window.shape}; the edit was not applied.")
@@ -68,8 +76,24 @@ def apply_edits(name: str, edited: pd.DataFrame, r0: int, c0: int, rows: Sequenc
     if bad.any():
         messages = []
         for r, c in np.argwhere(bad)[:5]:
-            what = "blank or not a number" if np.isnan(values[r, c]) else "infinite"
+            text = _clean(raw[r, c])
+            if text is None:
+                what = "blank"
+            elif np.isnan(values[r, c]):
+                what = f"{str(raw[r, c])[:40]!r}, which is not a number" if str(text).lower() != "nan" else "NaN"
+            else:
+                what = f"{str(raw[r, c])[:40]!r}, which is infinite"
             messages.append(f"{name} {cell_name((r0 + r, c0 + c), rows, cols)} is {what}; "
                             f"it keeps its previous value {window[r, c]:.8g} until you enter a finite number.")
         more = int(bad.sum()) - len(messages)
         st.error("\n\n".join(messages) + (f"\n\n…and {more} more such cells." if more > 0 else ""), icon="⚠️")
+
+
+def _clean(v: object) -> object:
+    """Blank cells become None; text is stripped; numbers pass through."""
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return None
+    if isinstance(v, str):
+        v = v.strip()
+        return v or None
+    return v
