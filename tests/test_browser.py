@@ -101,7 +101,7 @@ def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value
     box = grid.bounding_box()
     width = (box["width"] - index_width) / n_cols
     page.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
-    editor = page.locator("#portal input.gdg-input")
+    editor = page.locator("#portal .gdg-input")
     editor.wait_for(timeout=5000)
     editor.fill(value)
     page.keyboard.press("Enter")
