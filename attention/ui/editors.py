@@ -86,7 +86,7 @@ def apply_edits(name: str, edited: pd.DataFrame, r0: int, c0: int, rows: Sequenc
             messages.append(f"{name} {cell_name((r0 + r, c0 + c), rows, cols)} is {what}; "
                             f"it keeps its previous value {window[r, c]:.8g} until you enter a finite number.")
         more = int(bad.sum()) - len(messages)
-        st.error("\n\n".join(messages) + (f"\n\n…and {more} more such cells." if more > 0 else ""), icon="⚠️")
+        st.error("\n\n".join(messages) + (f"\n\n…and {more} more such cells." if more > 0 else ""), icon=":material/warning:")
 
 
 def _clean(v: object) -> object:

@@ -185,7 +185,7 @@ def setup(title: str) -> state.Session:
     """Page config, session state, sidebar and URL; every page calls this first."""
     if not getattr(_NAV, "active", False):
         st.navigation(_pages())  # draws the same sidebar navigation; this page goes on rendering itself
-    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon="🔎", layout="wide")
+    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=":material/search:", layout="wide")
     s = state.ensure()
     sidebar.draw()
     s = state.get()
@@ -239,7 +239,7 @@ def render(key: str) -> None:
 
 def _show_error(exc: AttentionError) -> None:
     where = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v": "Weights"}.get(exc.matrix or "", "")
-    st.error(exc.message + (f"\n\nFix it on the **{where}** page." if where else ""), icon="🚫")
+    st.error(exc.message + (f"\n\nFix it on the **{where}** page." if where else ""), icon=":material/error:")
 
 
 def _token_controls(s: state.Session) -> None:
