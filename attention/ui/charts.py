@@ -3,7 +3,7 @@
 Up to ``RECT_MAX`` rows and columns every cell is an Altair rect with a tooltip (and its value
 written in the cell when the matrix is small).
 Larger matrices are pooled into blocks (at most BLOCK_GRID per side; rect marks for a 1024×1024
-matrix take ~20 s to draw in a browser, 96×96 blocks well under a second), each block with a
+matrix take ~20 s to draw in a browser, 48×48 blocks a few tenths of a second), each block with a
 tooltip; exact cells are read in the zoom window (:func:`zoom_heatmap`), which draws the chosen
 region cell by cell on the whole matrix's colour scale.
 """
@@ -19,7 +19,7 @@ import pandas as pd
 
 RECT_MAX = 64  # rows/cols drawn cell by cell as rect marks with tooltips
 TEXT_MAX = 12  # rows/cols that also get the value written in each cell
-BLOCK_GRID = 96  # larger matrices are pooled into at most this many blocks per side
+BLOCK_GRID = 48  # larger matrices are pooled into at most this many blocks per side (~2,300 rects)
 MASKED_COLOR = "#d9d9d9"
 
 # Viridis anchors (as Vega's "viridis" scheme), used by both paths so colours mean the same at every size.
@@ -43,14 +43,15 @@ class Colour:
 
 def colour_for(kind: str, values: np.ndarray) -> Colour:
     """Each step's own scale: weights 0–1; scores and scaled scores their finite range; deltas symmetric."""
-    finite = values[np.isfinite(values)]
     if kind == "weights":
         return Colour((0.0, 1.0), tuple(VIRIDIS), "weight")
+    finite = np.isfinite(values)
+    any_finite = bool(finite.any())
+    lo = float(values.min() if finite.all() else np.where(finite, values, np.inf).min()) if any_finite else 0.0
+    hi = float(values.max() if finite.all() else np.where(finite, values, -np.inf).max()) if any_finite else 1.0
     if kind == "delta":
-        m = float(np.abs(finite).max()) if finite.size else 1.0
-        m = m if m > 0 else 1.0
+        m = max(abs(lo), abs(hi)) or 1.0
         return Colour((-m, 0.0, m), tuple(DIVERGING), "change")
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     if hi <= lo:
         lo, hi = lo - 0.5, hi + 0.5
     return Colour((lo, hi), tuple(VIRIDIS), "score")
@@ -118,17 +119,24 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
 
 def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarray:
     """Shrink a matrix by ``factor`` in both directions: each output cell is its block's ``pool``
-    ("mean", or "max" so one strong weight stays visible). Non-finite cells (masked, -inf) are left
-    out of their block; a block with no finite cell is NaN (drawn grey)."""
-    v = np.where(np.isfinite(values), values, np.nan)
-    pad_r, pad_c = (-v.shape[0]) % factor, (-v.shape[1]) % factor
-    v = np.pad(v, ((0, pad_r), (0, pad_c)), constant_values=np.nan)
-    blocks = v.reshape(v.shape[0] // factor, factor, v.shape[1] // factor, factor)
-    count = np.sum(np.isfinite(blocks), axis=(1, 3))
-    if pool == "max":
-        out = np.max(np.where(np.isfinite(blocks), blocks, -np.inf), axis=(1, 3))
+    ("mean", or "max" so one strong weight stays visible); the last blocks may be smaller. Non-finite
+    cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn grey).
+    Works with ``reduceat``, so no full-size copy is made when every cell is finite."""
+    edges_r, edges_c = np.arange(0, values.shape[0], factor), np.arange(0, values.shape[1], factor)
+    finite = np.isfinite(values)
+    all_finite = bool(finite.all())
+
+    def reduce(ufunc: np.ufunc, a: np.ndarray) -> np.ndarray:
+        return ufunc.reduceat(ufunc.reduceat(a, edges_r, axis=0), edges_c, axis=1)  # (n_r/f, n_c/f)
+
+    if all_finite:
+        count = np.outer(np.diff(np.append(edges_r, values.shape[0])), np.diff(np.append(edges_c, values.shape[1])))
     else:
-        out = np.nansum(blocks, axis=(1, 3)) / np.maximum(count, 1)
+        count = reduce(np.add, finite.astype(np.int32))
+    if pool == "max":
+        out = reduce(np.maximum, values if all_finite else np.where(finite, values, -np.inf))
+    else:
+        out = reduce(np.add, values if all_finite else np.where(finite, values, 0.0)) / np.maximum(count, 1)
     return np.where(count > 0, out, np.nan)
 
 

@@ -232,9 +232,9 @@ def render(key: str) -> None:
         if key == "reading":
             show_reading(s, trace)
     for name in step.editors:
-        download_button(name, s.matrices[name], *labels(name, s, s.matrices[name].shape), s, key)
+        download_button(name, s, key)
     if ok:
-        download_all(s, trace, key)
+        download_all(s, key)
 
 
 def _show_error(exc: AttentionError) -> None:
@@ -301,15 +301,18 @@ def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, p
     rows, cols = labels(name, s, m.shape)
     shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape}, a batch of one)" if full.ndim == 3 else "")
     st.markdown(f"**{name}** · {shape_note}")
-    changed = _changed(m, None if base is None else _2d(getattr(base, name)))
+    base_m = None if base is None else _2d(getattr(base, name))
+    changed = _changed(m, base_m)
     r0, c0 = editors.window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
     win = m[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
     df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
     if changed is not None and changed.any():
         cw = changed[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
-        delta = np.abs(np.where(changed, m - _2d(getattr(base, name)), 0))
-        st.caption(f"{int(changed.sum())} of {changed.size} cells differ from the unedited preset (highlighted); "
-                   f"largest change {np.nanmax(np.where(np.isfinite(delta), delta, np.nan)) if np.isfinite(delta).any() else 0:.4g}.")
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(m[changed] - base_m[changed])  # only the changed cells: no full-size temporaries
+        finite = diff[np.isfinite(diff)]
+        largest = f"largest change {finite.max():.4g}" if finite.size else "the change is between masked and unmasked cells"
+        st.caption(f"{int(changed.sum())} of {changed.size} cells differ from the unedited preset (highlighted); {largest}.")
         if win.size <= STYLE_MAX_CELLS:
             st.dataframe(df.style.apply(lambda _: np.where(cw, "background-color: #fff3b0; font-weight: 600", ""), axis=None).format("{:.8g}"),
                          width="stretch")
@@ -322,7 +325,7 @@ def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, p
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns {c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
                    "the CSV has every cell.")
-    download_button(name, m, rows, cols, s, page_key)
+    download_button(name, s, page_key)
 
 
 def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> None:
@@ -338,7 +341,7 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
         st.caption(f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
                    "grey = masked). Choose a window below to read every cell with tooltips.")
         c1, c2, c3 = st.columns(3)
-        size = int(c3.selectbox("window", [16, 32, 64], index=1, key=f"zoom.{page_key}.size"))
+        size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
         c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
         st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
@@ -381,16 +384,25 @@ def show_reading(s: state.Session, trace: Trace) -> None:
         st.info(note)
 
 
-def download_button(name: str, m: np.ndarray, rows: Sequence[str], cols: Sequence[str], s: state.Session, page_key: str) -> None:
+def download_button(name: str, s: state.Session, page_key: str) -> None:
+    """A CSV download of one matrix, built when clicked from the session's current numbers.
+
+    The callable holds the (small) session, never the trace: Streamlit keeps a session's deferred
+    downloads alive, and a captured n = 2048 trace would pin ~100 MB per session."""
     corner = "token" if name in ("X", "Q", "K", "V", "output") else ("query \\ key" if name in ("scores", "scaled", "weights") else "dim")
-    st.download_button(f"Download {name}.csv", data=lambda: export.matrix_csv(m, rows, cols, corner=corner),
-                       file_name=f"{s.preset_id}_{name}.csv", mime="text/csv", key=f"dl.{page_key}.{name}", on_click="ignore")
+
+    def data() -> bytes:
+        m = s.matrices[name] if name in state.MATRICES else _2d(getattr(state.compute(s.tokens, s.matrices, s.options), name))
+        return export.matrix_csv(m, *labels(name, s, m.shape), corner=corner)
+
+    st.download_button(f"Download {name}.csv", data=data, file_name=f"{s.preset_id}_{name}.csv", mime="text/csv",
+                       key=f"dl.{page_key}.{name}", on_click="ignore")
 
 
-def download_all(s: state.Session, trace: Trace, page_key: str) -> None:
+def download_all(s: state.Session, page_key: str) -> None:
     def build() -> bytes:
         preset = state.preset_for(s) if state.is_unedited(s) else _state_preset(s)
-        return export.trace_zip(trace, preset)
+        return export.trace_zip(state.compute(s.tokens, s.matrices, s.options), preset)
 
     st.download_button("Download everything (.zip: every matrix as CSV + settings as a preset file)", data=build,
                        file_name=f"{s.preset_id}_attention.zip", mime="application/zip", key=f"dl.{page_key}.zip", on_click="ignore")
@@ -458,7 +470,7 @@ def render_overview() -> None:
         toks = token_labels(s.tokens)
         chart = charts.heatmap(_2d(trace.weights), toks, toks, kind="weights", title="Attention weights", allowed=trace.allowed)
         st.altair_chart(chart, width="content")
-    download_all(s, trace, "overview")
+    download_all(s, "overview")
 
 
 def _shape(a: np.ndarray) -> str:

@@ -1,0 +1,47 @@
+"""Heatmap helpers: block pooling against a naive loop, colour scales, the path chosen by size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention.ui import charts
+
+
+def _naive_pool(a: np.ndarray, f: int, pool: str) -> np.ndarray:
+    rows, cols = -(-a.shape[0] // f), -(-a.shape[1] // f)
+    out = np.full((rows, cols), np.nan)
+    for i in range(rows):
+        for j in range(cols):
+            block = a[i * f:(i + 1) * f, j * f:(j + 1) * f]
+            block = block[np.isfinite(block)]
+            if block.size:
+                out[i, j] = block.max() if pool == "max" else block.mean()
+    return out
+
+
+@pytest.mark.parametrize("pool", ["max", "mean"])
+@pytest.mark.parametrize("shape,factor", [((10, 7), 3), ((64, 64), 8), ((5, 5), 5), ((9, 4), 2)])
+def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], factor: int) -> None:
+    a = np.random.RandomState(sum(shape)).randn(*shape)
+    np.testing.assert_allclose(charts.pool_blocks(a, factor, pool), _naive_pool(a, factor, pool))
+    a[: factor, : factor] = -np.inf  # a fully masked block stays NaN (grey)
+    a[-1, -1] = np.nan
+    np.testing.assert_allclose(charts.pool_blocks(a, factor, pool), _naive_pool(a, factor, pool))
+
+
+def test_colour_scales_fit_each_step() -> None:
+    assert charts.colour_for("weights", np.array([[0.2, 0.8]])).domain == (0.0, 1.0)
+    assert charts.colour_for("scores", np.array([[-3.0, -np.inf, 5.0]])).domain == (-3.0, 5.0)
+    assert charts.colour_for("delta", np.array([[-2.0, 1.0]])).domain == (-2.0, 0.0, 2.0)
+
+
+def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
+    small = charts.heatmap(np.eye(3), list("abc"), list("abc"), kind="weights", title="t").to_dict()
+    assert len(small["datasets"][next(iter(small["datasets"]))]) == 9
+    n = 1000
+    big = charts.heatmap(np.full((n, n), 1 / n), [str(i) for i in range(n)], [str(i) for i in range(n)], kind="weights", title="t")
+    data = big.to_dict()["datasets"]
+    cells = len(data[next(iter(data))])
+    assert cells <= charts.BLOCK_GRID ** 2
+    assert "blocks of" in big.to_dict()["title"]
