@@ -39,3 +39,13 @@ def test_entry_and_age_bounds() -> None:
     cache.ttl = -1.0  # everything is now too old
     cache.get("new", lambda: _trace(8, 99))
     assert len(cache) == 1
+
+
+def test_makes_room_before_computing_when_told_the_size() -> None:
+    one = trace_bytes(_trace(64, 0))
+    cache = TraceCache(max_bytes=int(one * 2.5), max_entries=100, ttl=1e9)
+    cache.get("a", lambda: _trace(64, 1))
+    cache.get("b", lambda: _trace(64, 2))
+    seen = []
+    cache.get("c", lambda: seen.append(len(cache)) or _trace(64, 3), expected_bytes=one)
+    assert seen == [1]  # "a" was evicted before "c" was computed

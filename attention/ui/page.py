@@ -294,6 +294,18 @@ def _changed(cur: np.ndarray, base: np.ndarray | None) -> np.ndarray | None:
     return ~same
 
 
+def _largest_change(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256) -> float | None:
+    """Largest finite |cur - base|, a block of rows at a time (no full-size temporaries at n = 2048)."""
+    best = None
+    with np.errstate(invalid="ignore"):
+        for r in range(0, cur.shape[0], rows_per_chunk):
+            d = np.abs(cur[r:r + rows_per_chunk] - base[r:r + rows_per_chunk])
+            d = d[np.isfinite(d)]
+            if d.size:
+                best = float(d.max()) if best is None else max(best, float(d.max()))
+    return best
+
+
 def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
     """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
     full = getattr(trace, name)
@@ -308,10 +320,8 @@ def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, p
     df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
     if changed is not None and changed.any():
         cw = changed[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(m[changed] - base_m[changed])  # only the changed cells: no full-size temporaries
-        finite = diff[np.isfinite(diff)]
-        largest = f"largest change {finite.max():.4g}" if finite.size else "the change is between masked and unmasked cells"
+        big = _largest_change(m, base_m)
+        largest = f"largest change {big:.4g}" if big is not None else "the change is between masked and unmasked cells"
         st.caption(f"{int(changed.sum())} of {changed.size} cells differ from the unedited preset (highlighted); {largest}.")
         if win.size <= STYLE_MAX_CELLS:
             st.dataframe(df.style.apply(lambda _: np.where(cw, "background-color: #fff3b0; font-weight: 600", ""), axis=None).format("{:.8g}"),

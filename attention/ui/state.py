@@ -18,7 +18,7 @@ from .. import presets as presets_mod
 from ..errors import AttentionError
 from ..presets import Preset
 from ..trace import Options, Trace, self_attention
-from .cache import TraceCache
+from .cache import TraceCache, return_large_frees_to_the_os
 
 KEY = "attention_session"
 BLANK = "blank"
@@ -218,6 +218,7 @@ def content_key(tokens: tuple[str, ...], matrices: dict[str, np.ndarray], option
     return h.hexdigest()
 
 
+return_large_frees_to_the_os()
 TRACES = TraceCache(max_bytes=256 * 2**20, max_entries=8, ttl=1800)  # two n = 2048 traces at most
 
 
@@ -231,7 +232,8 @@ def compute(tokens: tuple[str, ...], matrices: dict[str, np.ndarray], options: O
             a.setflags(write=False)
         return trace
 
-    return TRACES.get(content_key(tokens, matrices, options), run)
+    n = matrices["X"].shape[-2]
+    return TRACES.get(content_key(tokens, matrices, options), run, expected_bytes=3 * n * n * 8)  # scores, scaled, weights
 
 
 def current_trace(s: Session) -> Trace | AttentionError:
