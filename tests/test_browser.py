@@ -46,6 +46,8 @@ def page(browser):
     pg.console_errors = []
     pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" and "Failed to load resource" not in m.text else None)
     pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    pg.external = []  # the app must work offline: nothing may be fetched from outside this machine
+    pg.on("request", lambda r: pg.external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
     yield pg
     context.close()
 
@@ -84,11 +86,13 @@ def test_every_page_with_every_document_preset(page, base_url, preset_id) -> Non
         assert not error_texts(page), (name, error_texts(page))
         assert page.get_by_test_id("stHeading").count() >= 1
         if name in ("scores", "scaling", "softmax"):
-            assert page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").count() >= 1, name
+            # the chart library loads lazily: wait (bounded) until the heatmap is drawn
+            page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for(timeout=15000)
         page.screenshot(path=str(SHOTS / f"{preset_id}__{name or 'overview'}.png"), full_page=True)
     if preset_id in ("she_likes_coffee", "i_am_batman", "the_cat_sat", "random_seed_42"):
         assert "Matches document" in page.get_by_test_id("stAlertContentSuccess").first.inner_text()
     assert not page.console_errors, page.console_errors
+    assert not page.external, page.external
 
 
 def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:

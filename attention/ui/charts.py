@@ -19,7 +19,7 @@ import pandas as pd
 
 RECT_MAX = 64  # rows/cols drawn cell by cell as rect marks with tooltips
 TEXT_MAX = 12  # rows/cols that also get the value written in each cell
-BLOCK_GRID = 48  # larger matrices are pooled into at most this many blocks per side (~2,300 rects)
+BLOCK_GRID = 32  # larger matrices are pooled into at most this many blocks per side (1,024 rects)
 MASKED_COLOR = "#d9d9d9"
 
 # Viridis anchors (as Vega's "viridis" scheme), used by both paths so colours mean the same at every size.

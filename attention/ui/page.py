@@ -185,7 +185,7 @@ def setup(title: str) -> state.Session:
     """Page config, session state, sidebar and URL; every page calls this first."""
     if not getattr(_NAV, "active", False):
         st.navigation(_pages())  # draws the same sidebar navigation; this page goes on rendering itself
-    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=":material/search:", layout="wide")
+    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=str(ROOT / "docs" / "icon.png"), layout="wide")
     s = state.ensure()
     sidebar.draw()
     s = state.get()
