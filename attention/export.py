@@ -86,6 +86,14 @@ def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) 
     return shape_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection)
 
 
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """Token names made unique for axes, tables and CSVs: a repeated token gets its position, 'the (5)'."""
+    counts: dict[str, int] = {}
+    for t in tokens:
+        counts[t] = counts.get(t, 0) + 1
+    return [t if counts[t] == 1 else f"{t} ({i + 1})" for i, t in enumerate(tokens)]
+
+
 def shape_labels(name: str, shape: Sequence[int], tokens: Sequence[str], projection: str = "x_w") -> tuple[list[str], list[str]]:
     """(row labels, column labels) of a named matrix of the given 2-D shape.
 

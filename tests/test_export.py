@@ -305,3 +305,10 @@ def test_table_csv_guards_text_and_keeps_full_precision() -> None:
     assert text[1] == "'=1+1,0.30000000000000004"
     assert text[2] == "'@cmd,1e-300"
     assert text[3] == "cat,0.5"
+
+
+def test_token_labels_make_repeated_tokens_unique_for_axes_and_csvs() -> None:
+    from attention.export import token_labels
+
+    assert token_labels(["the", "cat", "the"]) == ["the (1)", "cat", "the (3)"]
+    assert token_labels(["a", "b"]) == ["a", "b"]

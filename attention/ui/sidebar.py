@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from .. import presets as presets_mod
+from ..export import token_labels
 from ..trace import MASK_KINDS
 from . import state
 
@@ -87,7 +88,7 @@ def draw() -> None:
     _bind("sb.mask", o.mask)
     sb.selectbox("Mask", list(MASK_KINDS), format_func=MASKS.get, key="sb.mask", on_change=_on(_set_mask, "sb.mask"))
     if o.mask == "padding":
-        labels = state_token_labels(s.tokens)
+        labels = token_labels(s.tokens)
         _bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
         sb.multiselect("Padding tokens", labels, key="sb.padding",
                        on_change=_on(lambda v: _set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
@@ -95,12 +96,6 @@ def draw() -> None:
     from .io_panel import sidebar_tools
 
     sidebar_tools()
-
-
-def state_token_labels(tokens: tuple[str, ...]) -> list[str]:
-    from .page import token_labels
-
-    return token_labels(tokens)
 
 
 def _set_option(**changes: Any) -> None:

@@ -1,0 +1,139 @@
+"""What each step page says and shows: its navigation label, title, formula, explanation, editors,
+matrices and heatmap. The page frame (:mod:`attention.ui.page`) draws any of them; a new step is one
+more ``Step`` here and a three-line file in ``pages/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..export import token_labels
+from ..trace import Trace
+from . import state
+
+OVERVIEW = "pages/0_overview.py"
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    file: str
+    nav: str
+    title: str
+    latex: str
+    explain: Callable[[state.Session, Trace | None], str]
+    editors: tuple[str, ...] = ()
+    show: tuple[str, ...] = ()
+    heatmap: str | None = None
+
+
+def as_2d(a: np.ndarray) -> np.ndarray:
+    """The matrix a page shows: batch item 0 when there is a batch axis."""
+    return a[0] if a.ndim == 3 else a
+
+
+def _first(tokens: Sequence[str]) -> str:
+    return f"“{tokens[0]}”" if tokens else "the first token"
+
+
+def _explain_tokens(s: state.Session, t: Trace | None) -> str:
+    n, d = s.matrices["X"].shape
+    return (f"The sentence is split into **{n} tokens**, and each token is a row of **X**: a vector of **d_model = {d}** numbers "
+            f"(its embedding). Row 1 is {_first(s.tokens)}. Attention never looks at word order or spelling, only at these rows, so "
+            "editing a row changes everything downstream of it. Change the sentence to add or remove tokens; new rows start as random "
+            "numbers from the seed.")
+
+
+def _explain_weights(s: state.Session, t: Trace | None) -> str:
+    how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (document 001's convention)"
+    return ("Three weight matrices turn each embedding into a **query** (what this token is looking for), a **key** (what it offers "
+            f"to be found by) and a **value** (what it passes on when attended to), computed as {how}. In a trained model these are "
+            "learned; here they are typed in the document or drawn from the seed, and you can edit any cell.")
+
+
+def _explain_qkv(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Q, K and V are X projected by the three weight matrices."
+    return (f"Each row is one token's query, key or value: Q and K have **d_k = {t.d_k}** columns, V has {t.V.shape[-1]}. "
+            f"Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; row 1 of V is what it contributes "
+            "when another token attends to it. Highlighted cells differ from the unedited preset.")
+
+
+def _explain_scores(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
+    i, j = np.unravel_index(np.argmax(as_2d(t.scores)), as_2d(t.scores).shape)
+    tk = token_labels(s.tokens)
+    return (f"Entry (i, j) is the dot product of token i's query with token j's key: how well j matches what i looks for. "
+            f"Rows are queries (who attends), columns are keys (who is attended to). The largest score here is "
+            f"**{tk[i]} → {tk[j]}** ({as_2d(t.scores)[i, j]:.4g}). Scores are not yet probabilities: they can be any size or sign.")
+
+
+def _explain_scaling(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "The scores are multiplied by the scale factor, 1/√d_k by default."
+    mask = {"none": "", "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞, shown grey.",
+            "padding": " The padding mask sets every column of a padding token to −∞, shown grey."}[s.options.mask]
+    if t.scale == 1.0:
+        how = "Scaling is switched off (factor 1), so these equal the raw scores."
+    else:
+        how = (f"Every score is multiplied by **{t.scale:.6g}**" + (f" = 1/√{t.d_k}" if s.options.scale is None else " (custom)")
+               + ". Dot products of d_k-dimensional vectors grow like √d_k; without this, softmax would saturate to nearly one-hot "
+               "weights as d_k grows and its gradients would vanish.")
+    return how + mask
+
+
+def _explain_softmax(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Softmax turns each row of scaled scores into weights that are ≥ 0 and sum to 1."
+    w = as_2d(t.weights)
+    tk = token_labels(s.tokens)
+    j = int(np.argmax(w[0]))
+    temp = "" if s.options.temperature == 1 else (f" With temperature T = {s.options.temperature:g} the scores are divided by T first "
+                                                   "(T > 1 flattens, T < 1 sharpens).")
+    return (f"Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of exps, so every "
+            f"weight is ≥ 0 and each row sums to 1. Row 1 says how {tk[0]!r} spreads its attention: most of it "
+            f"(**{w[0, j]:.1%}**) goes to **{tk[j]}**. Subtracting a constant from a row (its max, by default) changes nothing "
+            "mathematically but keeps exp from overflowing." + temp)
+
+
+def _explain_output(s: state.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Each output row is a weighted average of the value rows."
+    w = as_2d(t.weights)
+    tk = token_labels(s.tokens)
+    parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
+    more = " + …" if w.shape[1] > 3 else ""
+    return (f"Each output row is the value rows mixed by that token's weights: row 1 = {parts}{more}. The output has one row per token, "
+            "like X, but each row now carries information from the tokens it attended to.")
+
+
+def _explain_reading(s: state.Session, t: Trace | None) -> str:
+    return ("For each token, the key it gives the most weight to, how much, and the row's entropy: 0 bits means all attention "
+            "on one token, log₂(n) bits means spread evenly. Document 003 reads “The → on” this way, and warns that with random "
+            "weights such a reading means nothing yet.")
+
+
+STEPS: dict[str, Step] = {s.key: s for s in (
+    Step("tokens", "pages/1_tokens.py", "Tokens & embeddings (X)", "Tokens and embeddings", r"X \in \mathbb{R}^{n \times d_{model}}",
+         _explain_tokens, editors=("X",)),
+    Step("weights", "pages/2_weights.py", "Weights (W_q, W_k, W_v)", "Weight matrices",
+         r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}", _explain_weights,
+         editors=("W_q", "W_k", "W_v")),
+    Step("qkv", "pages/3_qkv.py", "Q·K·V", "Queries, keys and values", r"Q = X W_q,\quad K = X W_k,\quad V = X W_v", _explain_qkv,
+         show=("Q", "K", "V")),
+    Step("scores", "pages/4_scores.py", "Scores (QKᵀ)", "Raw scores", r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j", _explain_scores,
+         show=("scores",), heatmap="scores"),
+    Step("scaling", "pages/5_scaling.py", "Scaling (÷√d_k)", "Scaling (and masking)",
+         r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}", _explain_scaling, show=("scaled",), heatmap="scaled"),
+    Step("softmax", "pages/6_softmax.py", "Softmax (attention weights)", "Softmax: attention weights",
+         r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}", _explain_softmax, show=("weights",), heatmap="weights"),
+    Step("output", "pages/7_output.py", "Output (weights·V)", "Output: weighted sum of values", r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
+         _explain_output, show=("output",), heatmap="weights"),
+    Step("reading", "pages/8_reading.py", "Reading the weights", "Reading the weights",
+         r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}", _explain_reading),
+)}
+NAV = [(OVERVIEW, "Overview")] + [(st_.file, st_.nav) for st_ in STEPS.values()]
