@@ -45,7 +45,8 @@ def shape_trace(x_shape: tuple[int, ...], d_k: int, d_v: int | None = None) -> l
     """Shapes of Q, scores, weights and output computed with ``@`` and with ``np.dot``.
 
     ``x_shape`` is (..., n, d_model); W is (d_model, d_k). Document 003's np.dot path carries its
-    4-D scores into softmax and into np.dot with V, giving output (1, 6, 1, 8).
+    4-D scores into softmax and into np.dot with V, giving output (1, 6, 1, 1, 8) (the document prints
+    (1, 6, 1, 8), which that line cannot produce).
     """
     d_v = d_k if d_v is None else d_v
     w, wv = (x_shape[-1], d_k), (x_shape[-1], d_v)

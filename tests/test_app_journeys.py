@@ -181,3 +181,56 @@ def test_cells_take_exactly_what_was_typed_and_name_text_that_is_not_a_number() 
     assert session(at).matrices["W_q"][1, 0] == 0.1  # previous value kept
     at = edit_cell(at, "W_q", 1, "k1", "inf")
     assert "infinite" in " ".join(errors(at))
+
+
+def test_seed_after_resizing_keeps_the_shapes_and_never_crashes() -> None:
+    for preset_id in ("blank", "random_seed_42", "the_cat_sat"):
+        at = journey("tokens", {"preset": preset_id})
+        key = f"tok.sentence.{session(at).version}"
+        at = at.text_input(key=key).set_value("a b c d e").run()
+        at = goto(goto(at, "weights"), "tokens")  # fresh widgets (AppTest re-sends a widget set up from session state as blank)
+        at = at.number_input(key=f"tok.dmodel.{session(at).version}").set_value(6).run()
+        at = at.number_input(key="sb.seed").set_value(5).run()
+        no_exception(at)
+        assert not errors(at), (preset_id, errors(at))
+        s = session(at)
+        assert s.matrices["X"].shape == (5, 6) and s.matrices["W_q"].shape[0] == 6, preset_id
+        for page in ("weights", "softmax", "reading"):
+            at = goto(at, page)
+            no_exception(at)
+            assert not errors(at), (preset_id, page, errors(at))
+
+
+def test_switching_projection_transposes_the_weights_so_nothing_changes_downstream() -> None:
+    at = journey("weights", {"preset": "blank", "size": "4x6x3"})
+    before = {k: v.copy() for k, v in session(at).matrices.items()}
+    q_before = _engine(session(at)).Q
+    at = at.radio(key="sb.projection").set_value("x_wt").run()
+    no_exception(at)
+    s = session(at)
+    for name in ("W_q", "W_k", "W_v"):
+        np.testing.assert_array_equal(s.matrices[name], before[name].T)
+    np.testing.assert_array_equal(_engine(s).Q, q_before)
+    at = at.radio(key="sb.projection").set_value("x_w").run()
+    for name in ("W_q", "W_k", "W_v"):
+        np.testing.assert_array_equal(session(at).matrices[name], before[name])
+
+
+def test_resizing_d_k_gives_each_weight_matrix_its_own_new_cells() -> None:
+    at = journey("weights", {"preset": "the_cat_sat"})
+    at = at.number_input(key=f"w.dk.{session(at).version}.x_w").set_value(6).run()
+    s = session(at)
+    assert s.matrices["W_q"].shape == (4, 6)
+    assert not np.array_equal(s.matrices["W_q"][:, 4:], s.matrices["W_k"][:, 4:])
+    assert not np.array_equal(s.matrices["W_k"][:, 4:], s.matrices["W_v"][:, 4:])
+
+
+def test_fully_masked_rows_are_read_as_attending_to_nothing() -> None:
+    at = journey("softmax", {"preset": "she_likes_coffee"})
+    at = at.selectbox(key="sb.mask").set_value("padding").run()
+    at = at.multiselect(key="sb.padding").set_value(["she", "likes", "coffee"]).run()
+    no_exception(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "attends to nothing" in text and "attends most to" not in text
+    at = goto(at, "reading")
+    assert list(at.dataframe[0].value["attends most to"]) == ["(fully masked)"] * 3

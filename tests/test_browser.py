@@ -155,3 +155,31 @@ def test_download_matches_engine_for_every_matrix_of_a_preset(page, base_url, tm
         _, rows, got = read_csv(download(page, f"Download {name}.csv", tmp_path))
         assert rows == ["I", "am", "Batman"]
         np.testing.assert_array_equal(got, getattr(trace, name))
+
+
+def test_a_direct_page_url_as_a_fresh_servers_first_request_keeps_working(browser, tmp_path) -> None:
+    """Streamlit serves pages/ files directly until a session runs the entry point; the app must
+    behave the same either way (this once emptied the sentence box and reset d_model on first edit)."""
+    with streamlit_server() as url:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        pg = context.new_page()
+        pg.goto(f"{url}/tokens?preset=the_cat_sat")
+        settle(pg)
+        main = pg.get_by_test_id("stMain")
+        sentence = main.get_by_role("textbox", name="Sentence (tokens are split on spaces)")
+        sentence.wait_for()
+        assert sentence.input_value() == "The cat sat"
+        assert "seed=0" in pg.url and "preset=the_cat_sat" in pg.url
+        sentence.fill("The cat sat down")
+        sentence.press("Enter")
+        settle(pg)
+        d_model = main.get_by_role("spinbutton", name="d_model")
+        d_model.fill("6")
+        d_model.press("Enter")
+        settle(pg)
+        assert not error_texts(pg), error_texts(pg)
+        assert sentence.input_value() == "The cat sat down"
+        cols, rows, x = read_csv(download(pg, "Download X.csv", tmp_path))
+        assert rows == ["The", "cat", "sat", "down"] and x.shape == (4, 6)
+        np.testing.assert_array_equal(x[:3, :4], attention.load_preset("the_cat_sat").matrices()["X"])
+        context.close()

@@ -33,7 +33,6 @@ def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], fac
 def test_colour_scales_fit_each_step() -> None:
     assert charts.colour_for("weights", np.array([[0.2, 0.8]])).domain == (0.0, 1.0)
     assert charts.colour_for("scores", np.array([[-3.0, -np.inf, 5.0]])).domain == (-3.0, 5.0)
-    assert charts.colour_for("delta", np.array([[-2.0, 1.0]])).domain == (-2.0, 0.0, 2.0)
 
 
 def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:

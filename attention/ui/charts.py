@@ -3,7 +3,7 @@
 Up to ``RECT_MAX`` rows and columns every cell is an Altair rect with a tooltip (and its value
 written in the cell when the matrix is small).
 Larger matrices are pooled into blocks (at most BLOCK_GRID per side; rect marks for a 1024×1024
-matrix take ~20 s to draw in a browser, 48×48 blocks a few tenths of a second), each block with a
+matrix take ~20 s to draw in a browser, 32×32 blocks a few tenths of a second), each block with a
 tooltip; exact cells are read in the zoom window (:func:`zoom_heatmap`), which draws the chosen
 region cell by cell on the whole matrix's colour scale.
 """
@@ -24,34 +24,28 @@ MASKED_COLOR = "#d9d9d9"
 
 # Viridis anchors (as Vega's "viridis" scheme), used by both paths so colours mean the same at every size.
 VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"]
-DIVERGING = ["#2166ac", "#f7f7f7", "#b2182b"]
 
 
 @dataclass(frozen=True)
 class Colour:
     """A colour scale: ``domain`` endpoints and the anchor colours spread evenly between them."""
 
-    domain: tuple[float, ...]
+    domain: tuple[float, float]
     colours: tuple[str, ...]
     title: str
 
     def altair(self) -> alt.Scale:
-        if len(self.domain) == len(self.colours):
-            return alt.Scale(domain=list(self.domain), range=list(self.colours), clamp=True)
         return alt.Scale(domain=list(self.domain), range=list(self.colours), interpolate="rgb", clamp=True)
 
 
 def colour_for(kind: str, values: np.ndarray) -> Colour:
-    """Each step's own scale: weights 0–1; scores and scaled scores their finite range; deltas symmetric."""
+    """Each step's own scale: weights 0–1; scores and scaled scores their finite range."""
     if kind == "weights":
         return Colour((0.0, 1.0), tuple(VIRIDIS), "weight")
     finite = np.isfinite(values)
     any_finite = bool(finite.any())
     lo = float(values.min() if finite.all() else np.where(finite, values, np.inf).min()) if any_finite else 0.0
     hi = float(values.max() if finite.all() else np.where(finite, values, -np.inf).max()) if any_finite else 1.0
-    if kind == "delta":
-        m = max(abs(lo), abs(hi)) or 1.0
-        return Colour((-m, 0.0, m), tuple(DIVERGING), "change")
     if hi <= lo:
         lo, hi = lo - 0.5, hi + 0.5
     return Colour((lo, hi), tuple(VIRIDIS), "score")
@@ -109,9 +103,9 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
         layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke).encode(
             tooltip=[alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"), alt.Tooltip("text:N", title="cell")]))
     if max(n_r, n_c) <= TEXT_MAX:
-        # Dark text on light cells: viridis is light at the top of its range, the diverging scale near 0.
+        # Dark text on light cells: viridis is light at the top of its range.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
-        light = f"datum.value > {mid}" if kind != "delta" else f"abs(datum.value) < {abs(colour.domain[-1]) / 2}"
+        light = f"datum.value > {mid}"
         layers.append(base.mark_text(fontSize=12).encode(
             text="text:N", color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white"))))
     return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
@@ -142,7 +136,7 @@ def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarr
 
 def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str) -> alt.Chart:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
-    (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 96² blocks take well under a
+    (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
     second). Each block's tooltip names its token range and pooled value."""
     n_r, n_c = values.shape
     factor = -(-max(n_r, n_c) // BLOCK_GRID)

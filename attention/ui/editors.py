@@ -32,11 +32,14 @@ def window_controls(key: str, n_rows: int, n_cols: int, rows_per: int = EDIT_ROW
     return int(r0), int(c0)
 
 
-def matrix_editor(name: str, rows: Sequence[str], cols: Sequence[str], *, caption: str = "") -> None:
+def matrix_editor(name: str, rows: Sequence[str], cols: Sequence[str]) -> None:
     """Draw the editor for one of X, W_q, W_k, W_v and apply its valid edits to the session."""
     s = state.get()
     m = s.matrices[name]
-    st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}" + (f" · {caption}" if caption else ""))
+    st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")
+    if (len(rows), len(cols)) != m.shape:  # a state bug must not become a traceback
+        st.error(f"{name} has shape {m.shape} but there are {len(rows)} × {len(cols)} labels; press “Reset to preset”.")
+        return
     r0, c0 = window_controls(f"edwin.{name}", *m.shape)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + EDIT_COLS)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):

@@ -23,8 +23,9 @@ import streamlit as st
 
 from .. import export, links, parse
 from ..errors import AttentionError
-from ..presets import MAX_DIM, MAX_TOKENS, Preset, parse_preset
+from ..presets import Preset, parse_preset
 from . import state
+from .sidebar import FACTOR_RANGE
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 _LINK = threading.local()  # this script run's link box (each session's runs happen on its own thread)
@@ -61,13 +62,24 @@ def resized_shapes(name: str, shape: tuple[int, int], projection: str) -> tuple[
         n, dk, dm = None, r, c
     else:
         n, dm, dk = None, r, c
-    if (n is not None and not 1 <= n <= MAX_TOKENS) or not 1 <= dm <= MAX_DIM or (dk is not None and not 1 <= dk <= MAX_DIM):
+    if (n is not None and not 1 <= n <= state.MAX_TOKENS) or not 1 <= dm <= state.MAX_DIM or (dk is not None and not 1 <= dk <= state.MAX_DIM):
         return None
     return n, dm, dk  # type: ignore[return-value]
 
 
 def session_from_preset(s: state.Session, preset: Preset) -> None:
     """Put a loaded preset's tokens, matrices (2-D) and options into the session (checked first)."""
+    if preset.options.heads != 1:
+        raise AttentionError(f"{preset.title!r} asks for {preset.options.heads} heads; the dashboard shows single-head attention "
+                             "(export it as code to run the heads). Nothing was changed.")
+    n, d_model = preset.matrices()["X"].shape[-2:]
+    if n > state.MAX_TOKENS or d_model > state.MAX_DIM:
+        raise AttentionError(f"{preset.title!r} has {n} tokens × {d_model} dimensions; the dashboard supports up to "
+                             f"{state.MAX_TOKENS} × {state.MAX_DIM}. Nothing was changed.")
+    lo, hi = FACTOR_RANGE
+    for what, v in (("temperature", preset.options.temperature), ("scale", preset.options.scale)):
+        if v is not None and not lo <= v <= hi:
+            raise AttentionError(f"{preset.title!r} asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed.")
     preset.compute()  # raises AttentionError when the file's numbers cannot be computed; nothing is changed then
     matrices = {}
     for name, m in preset.matrices().items():
@@ -79,13 +91,7 @@ def session_from_preset(s: state.Session, preset: Preset) -> None:
     s.version += 1
 
 
-def export_preset(s: state.Session) -> Preset:
-    """What the downloads describe: the unedited preset itself, or the current state as fixed matrices."""
-    if state.is_unedited(s):
-        return state.preset_for(s)
-    from .page import _state_preset
 
-    return _state_preset(s)
 
 
 def link_params(s: state.Session) -> tuple[dict[str, str], list[str]]:
@@ -245,7 +251,7 @@ def matrix_import(name: str, rows: Sequence[str], cols: Sequence[str]) -> None:
             parts.append(f"{n} tokens" + (f" (new ones named t{shape[0] + 1}…)" if n > shape[0] else ""))
         if dm != s.matrices["X"].shape[1]:
             parts.append(f"d_model = {dm}")
-        if dk is not None and dk != (s.matrices["W_q"].shape[1 if s.options.projection == "x_w" else 0]):
+        if dk is not None and dk != state.d_k_of(s):
             parts.append(f"d_k = {dk}")
         st.button(f"Change the shape to match: {', '.join(parts) or 'resize'}", key=f"imp.{name}.resize",
                   on_click=_on_resize, args=(name,),
@@ -280,7 +286,7 @@ def _export(s: state.Session, build: Callable[[Preset], str]) -> Callable[[], st
     """A download's data, built only when clicked; a state that cannot be exported gives a note instead of a crash."""
     def data() -> str:
         try:
-            return build(export_preset(s))
+            return build(state.export_preset(s))
         except AttentionError as exc:
             return f"The current state cannot be exported: {exc.message}\n"
     return data

@@ -18,7 +18,7 @@ from .. import export
 from ..errors import AttentionError
 from ..trace import Trace
 from . import charts, editors, io_panel, sidebar, state
-from .steps import NAV, OVERVIEW, STEPS, as_2d
+from .steps import NAV, OVERVIEW, STEPS, as_2d, read_rows, reading_line
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STYLE_MAX_CELLS = 4096  # highlight changed cells with a Styler up to this size
@@ -44,15 +44,33 @@ def navigation() -> None:
         _NAV.active = False
 
 
+def _url_path(path: str) -> str:
+    return path.split("_", 1)[1].removesuffix(".py")
+
+
 def _pages() -> list:
-    return [st.Page(ROOT / path, title=label, url_path=path.split("_", 1)[1].removesuffix(".py"), default=(path == OVERVIEW))
-            for path, label in NAV]
+    return [st.Page(ROOT / path, title=label, url_path=_url_path(path), default=(path == OVERVIEW)) for path, label in NAV]
 
 
-def setup(title: str) -> state.Session:
+def _in_browser() -> bool:
+    """False under AppTest, which runs a page file directly and has no browser behind it."""
+    try:
+        return st.context.headers.get("Host") is not None
+    except Exception:  # noqa: BLE001 - no request context at all
+        return False
+
+
+def setup(title: str, page_file: str) -> state.Session:
     """Page config, session state, sidebar and URL; every page calls this first."""
     if not getattr(_NAV, "active", False):
-        st.navigation(_pages())  # draws the same sidebar navigation; this page goes on rendering itself
+        # Streamlit ran this page file on its own: a direct URL served from pages/ before any session
+        # ran the entry point, or AppTest. Declare the same navigation; in a browser session, switch to
+        # this page through it at once, so every later run of the session (and every widget's identity)
+        # is the same as when the app is entered through streamlit_app.py.
+        pages = _pages()
+        st.navigation(pages)
+        if _in_browser():
+            st.switch_page(pages[[path for path, _ in NAV].index(page_file)], query_params=st.query_params.to_dict())
     st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=str(ROOT / "docs" / "icon.png"), layout="wide")
     s = state.ensure()
     sidebar.draw()
@@ -67,7 +85,7 @@ def setup(title: str) -> state.Session:
 def render(key: str) -> None:
     """Draw one step page."""
     step = STEPS[key]
-    s = setup(step.nav)
+    s = setup(step.nav, step.file)
     st.title(step.title)
     st.latex(step.latex)
     if step.editors:
@@ -118,10 +136,12 @@ def _token_controls(s: state.Session) -> None:
     text = c1.text_input("Sentence (tokens are split on spaces)", key=sentence_key,
                          help="Add or remove words to change the number of tokens; existing rows of X are kept.")
     tokens = tuple(text.split())
-    if not tokens:
+    if text == " ".join(s.tokens):
+        pass  # unchanged (tokens that themselves contain spaces, from a preset file, are not re-split)
+    elif not tokens:
         c1.error("The sentence is empty: attention needs at least one token. The previous tokens are kept until you type one.")
-    elif len(tokens) > 4096:
-        c1.error(f"{len(tokens)} tokens is more than the 4096 this dashboard supports; the previous tokens are kept.")
+    elif len(tokens) > state.MAX_TOKENS:
+        c1.error(f"{len(tokens)} tokens is more than the {state.MAX_TOKENS} this dashboard supports; the previous tokens are kept.")
     elif tokens != s.tokens:
         if len(tokens) == len(s.tokens):
             s.tokens = tokens
@@ -132,7 +152,7 @@ def _token_controls(s: state.Session) -> None:
     dm_key = f"tok.dmodel.{s.version}"
     if dm_key not in st.session_state:
         st.session_state[dm_key] = int(s.matrices["X"].shape[1])
-    d_model = c2.number_input("d_model", 1, 1024, key=dm_key, help="Columns of X (and rows of each W). Values that still fit are kept.")
+    d_model = c2.number_input("d_model", 1, state.MAX_DIM, key=dm_key, help="Columns of X (and rows of each W). Values that still fit are kept.")
     if d_model != s.matrices["X"].shape[1]:
         state.resize(d_model=int(d_model))
         st.session_state[f"tok.sentence.{state.get().version}"] = text
@@ -144,12 +164,11 @@ def _token_controls(s: state.Session) -> None:
 
 
 def _dk_control(s: state.Session) -> None:
-    x_w = s.options.projection == "x_w"
-    dk_now = int(s.matrices["W_q"].shape[1 if x_w else 0])
-    key = f"w.dk.{s.version}"
+    dk_now = state.d_k_of(s)
+    key = f"w.dk.{s.version}.{s.options.projection}"
     if key not in st.session_state:
         st.session_state[key] = dk_now
-    dk = st.number_input("d_k (width of Q, K and V)", 1, 1024, key=key, help="Columns of each W; values that still fit are kept.")
+    dk = st.number_input("d_k (width of Q, K and V)", 1, state.MAX_DIM, key=key, help="Columns of each W; values that still fit are kept.")
     if dk != dk_now:
         state.resize(d_k=int(dk))
         st.rerun()
@@ -225,31 +244,23 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
         st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
                                             f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
     if name == "weights":
-        w = m
-        j = np.argmax(w, axis=1)
-        lines = [f"**{toks[i]}** attends most to **{toks[j[i]]}** ({w[i, j[i]]:.1%})" for i in range(min(n, 8))]
+        lines = [reading_line(trace, s.tokens, i) for i in range(min(n, 8))]
         st.markdown("Reading the rows: " + "; ".join(lines) + ("; …" if n > 8 else "."))
 
 
 def show_reading(s: state.Session, trace: Trace) -> None:
-    w = as_2d(trace.weights)
-    toks = export.token_labels(s.tokens)
-    n = w.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ent = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)
-    j = np.argmax(w, axis=1)
-    order = np.argsort(-w, axis=1)
-    second = order[:, 1] if n > 1 else order[:, 0]
-    masked_rows = set(trace.fully_masked)
+    r = read_rows(trace)
+    toks = np.asarray(export.token_labels(s.tokens), dtype=object)
+    n = len(toks)
     df = pd.DataFrame({
         "token": toks,
-        "attends most to": ["(fully masked)" if i in masked_rows else toks[j[i]] for i in range(n)],
-        "weight": w[np.arange(n), j],
-        "then": ["" if i in masked_rows or n < 2 else toks[second[i]] for i in range(n)],
-        "weight 2": w[np.arange(n), second] if n > 1 else np.zeros(n),
-        "entropy (bits)": ent,
+        "attends most to": np.where(r.masked, "(fully masked)", toks[r.top]),
+        "weight": r.top_weight,
+        "then": np.where(r.masked | (n < 2), "", toks[r.second]),
+        "weight 2": r.second_weight if n > 1 else np.zeros(n),
+        "entropy (bits)": r.entropy,
         "max possible (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
-        "reading": ["" if i in masked_rows else f"{toks[i]} → {toks[j[i]]}" for i in range(n)],
+        "reading": np.where(r.masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[r.top], strict=True)]),
     })
     st.dataframe(df.head(512), width="stretch", hide_index=True)
     if n > 512:
@@ -279,18 +290,10 @@ def download_button(name: str, s: state.Session, page_key: str) -> None:
 
 def download_all(s: state.Session, page_key: str) -> None:
     def build() -> bytes:
-        preset = state.preset_for(s) if state.is_unedited(s) else _state_preset(s)
-        return export.trace_zip(state.compute(s.tokens, s.matrices, s.options), preset)
+        return export.trace_zip(state.compute(s.tokens, s.matrices, s.options), state.export_preset(s))
 
     st.download_button("Download everything (.zip: every matrix as CSV + settings as a preset file)", data=build,
                        file_name=f"{s.preset_id}_attention.zip", mime="application/zip", key=f"dl.{page_key}.zip", on_click="ignore")
-
-
-def _state_preset(s: state.Session):
-    from .. import presets
-
-    return presets.from_state(s.tokens, s.matrices, s.options, id=f"{s.preset_id}_edited", title="Edited " + s.preset_id,
-                              description="Saved from the dashboard.")
 
 
 def doc_check(s: state.Session, trace: Trace) -> None:
@@ -313,7 +316,7 @@ def doc_check(s: state.Session, trace: Trace) -> None:
 
 def render_overview() -> None:
     """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
-    s = setup("Overview")
+    s = setup("Overview", OVERVIEW)
     preset = state.preset_for(s)
     st.title("Self-attention, step by step")
     st.markdown("Every matrix of scaled dot-product attention, computed live from the numbers below. Pick a preset in the sidebar "

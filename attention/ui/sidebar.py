@@ -27,6 +27,7 @@ PRESET_LABELS = {
 PROJECTIONS = {"x_w": "Q = X · W  (W is d_model × d_k)", "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, doc 001)"}
 SOFTMAXES = {"row_max": "subtract each row's max (stable)", "global_max": "subtract the whole matrix's max", "none": "subtract nothing (doc 000)"}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
+FACTOR_RANGE = (1e-6, 1e6)  # scale and temperature: what the widgets accept, and what a loaded preset file may ask for
 MASKS = {"none": "no mask", "causal": "causal (token i sees tokens 1…i)", "padding": "padding (ignore marked tokens)"}
 
 
@@ -52,7 +53,8 @@ def draw() -> None:
     if s.preset_id == state.BLANK:
         c1, c2, c3 = sb.columns(3)
         n, dm, dk = s.blank_shape
-        for col, label, idx, hi, val in ((c1, "n", 0, presets_mod.MAX_TOKENS, n), (c2, "d_model", 1, 256, dm), (c3, "d_k", 2, 256, dk)):
+        for col, label, idx, hi, val in ((c1, "n", 0, state.MAX_TOKENS, n), (c2, "d_model", 1, state.MAX_DIM, dm),
+                                         (c3, "d_k", 2, state.MAX_DIM, dk)):
             _bind(f"sb.blank.{idx}", val)
             col.number_input(label, 1, hi, key=f"sb.blank.{idx}", on_change=_blank_size, args=(idx,))
     preset = state.preset_for(s)
@@ -70,20 +72,24 @@ def draw() -> None:
     o = s.options
     _bind("sb.projection", o.projection)
     sb.radio("Projection", list(PROJECTIONS), format_func=PROJECTIONS.get, key="sb.projection",
-             on_change=_on(lambda v: _set_option(projection=v), "sb.projection"))
+             on_change=_on(state.set_projection, "sb.projection"),
+             help="Switching transposes W_q, W_k and W_v, so Q, K and V (and everything after) stay the same.")
     _bind("sb.softmax", o.softmax)
     sb.selectbox("Softmax stabiliser", list(SOFTMAXES), format_func=SOFTMAXES.get, key="sb.softmax",
                  on_change=_on(lambda v: _set_option(softmax=v), "sb.softmax"),
                  help="Mathematically the same weights; numerically, only 'row max' can never overflow or underflow.")
-    scale_kind = "default" if o.scale is None else ("none" if o.scale == 1.0 else "custom")
+    # a custom factor of exactly 1 stays "custom" while the user is typing in it
+    scale_kind = "default" if o.scale is None else (
+        "custom" if o.scale != 1.0 or st.session_state.get("sb.scale") == "custom" else "none")
     _bind("sb.scale", scale_kind)
     sb.selectbox("Scale", list(SCALES), format_func=SCALES.get, key="sb.scale", on_change=_scale_kind)
     if scale_kind == "custom":
         _bind("sb.scale_value", float(o.scale))
-        sb.number_input("Scale factor", min_value=1e-6, max_value=1e6, format="%.6g", key="sb.scale_value",
+        sb.number_input("Scale factor", min_value=FACTOR_RANGE[0], max_value=FACTOR_RANGE[1], format="%.6g", key="sb.scale_value",
                         on_change=_on(lambda v: _set_option(scale=float(v)), "sb.scale_value"))
     _bind("sb.temperature", float(o.temperature))
-    sb.number_input("Temperature T (softmax of S/T)", min_value=0.01, max_value=100.0, step=0.1, format="%.3g", key="sb.temperature",
+    sb.number_input("Temperature T (softmax of S/T)", min_value=FACTOR_RANGE[0], max_value=FACTOR_RANGE[1], step=0.1, format="%.6g",
+                    key="sb.temperature",
                     on_change=_on(lambda v: _set_option(temperature=float(v)), "sb.temperature"))
     _bind("sb.mask", o.mask)
     sb.selectbox("Mask", list(MASK_KINDS), format_func=MASKS.get, key="sb.mask", on_change=_on(_set_mask, "sb.mask"))

@@ -25,6 +25,8 @@ BLANK = "blank"
 DEFAULT_PRESET = "she_likes_coffee"
 MATRICES = ("X", "W_q", "W_k", "W_v")
 DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
+MAX_TOKENS = 2048  # the dashboard's supported sizes (the engine and preset files allow more)
+MAX_DIM = 256
 
 
 @dataclass
@@ -39,7 +41,6 @@ class Session:
     options: Options
     version: int = 0
     notices: list[str] = field(default_factory=list)
-    cell_errors: dict[str, str] = field(default_factory=dict)
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
@@ -109,12 +110,12 @@ def _from_query_params() -> Session:
     if pid == BLANK and "size" in qp:
         try:
             n, d_model, d_k = (int(v) for v in qp["size"].split("x"))
-            presets_mod.blank(1, d_model, d_k)  # range check only
-            if not 1 <= n <= presets_mod.MAX_TOKENS:
+            if not (1 <= n <= MAX_TOKENS and 1 <= d_model <= MAX_DIM and 1 <= d_k <= MAX_DIM):
                 raise ValueError
             blank_shape = (n, d_model, d_k)
         except (ValueError, AttentionError):
-            notices.append(f"The link's size {qp['size']!r} is not n x d_model x d_k within range; using {DEFAULT_BLANK}.")
+            notices.append(f"The link's size {qp['size']!r} is not n x d_model x d_k with n ≤ {MAX_TOKENS} and d ≤ {MAX_DIM}; "
+                           f"using {DEFAULT_BLANK}.")
     s = new_session(pid, seed, blank_shape)
     s.notices = notices
     from .io_panel import restore_link_edits
@@ -159,8 +160,10 @@ def set_seed(seed: int) -> None:
     if not preset.is_random:
         return
     s.seed = preset.seed
-    for name in preset.random.names:
-        s.matrices[name] = fresh[name]
+    for i, name in enumerate(preset.random.names):
+        # the fresh draw, fitted to the current shape (the user may have resized): cells beyond the
+        # preset's shape are new draws too, so nothing keeps a value from the old seed
+        s.matrices[name] = fill_new_cells(fresh[name], s.matrices[name].shape, preset.seed + 101 + i)
     s.version += 1
 
 
@@ -174,6 +177,30 @@ def is_unedited(s: Session) -> bool:
     preset, base = _preset_and_base(s.preset_id, s.seed, s.blank_shape)
     return (s.tokens == preset.tokens and s.options == preset.options
             and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in MATRICES))
+
+
+def d_k_of(s: Session) -> int:
+    """The width of Q and K under the session's projection (W_q is d_model × d_k, or d_k × d_model)."""
+    return int(s.matrices["W_q"].shape[1 if s.options.projection == "x_w" else 0])
+
+
+def set_projection(projection: str) -> None:
+    """Switch X·W / X·Wᵀ, transposing W_q, W_k, W_v so Q, K and V stay exactly the same."""
+    s = get()
+    if projection == s.options.projection:
+        return
+    for name in ("W_q", "W_k", "W_v"):
+        s.matrices[name] = np.ascontiguousarray(s.matrices[name].T)
+    s.options = s.options.replace(projection=projection)
+    s.version += 1
+
+
+def export_preset(s: Session) -> Preset:
+    """What downloads describe: the unedited preset itself, or the current state as fixed matrices."""
+    if is_unedited(s):
+        return preset_for(s)
+    return presets_mod.from_state(s.tokens, s.matrices, s.options, id=f"{s.preset_id}_edited", title="Edited " + s.preset_id,
+                                  description="Saved from the dashboard.")
 
 
 def fill_new_cells(old: np.ndarray, shape: tuple[int, int], seed: int) -> np.ndarray:
@@ -192,12 +219,11 @@ def resize(tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_
     n = len(tokens) if tokens is not None else s.matrices["X"].shape[0]
     dm = d_model if d_model is not None else s.matrices["X"].shape[1]
     x_w = s.options.projection == "x_w"
-    dk_now = s.matrices["W_q"].shape[1 if x_w else 0]
-    dk = d_k if d_k is not None else dk_now
+    dk = d_k if d_k is not None else d_k_of(s)
     s.matrices["X"] = fill_new_cells(s.matrices["X"], (n, dm), seed)
-    for name in ("W_q", "W_k", "W_v"):
+    for i, name in enumerate(("W_q", "W_k", "W_v")):
         shape = (dm, dk) if x_w else (dk, dm)
-        s.matrices[name] = fill_new_cells(s.matrices[name], shape, seed + 1)
+        s.matrices[name] = fill_new_cells(s.matrices[name], shape, seed + 1 + i)  # each W its own new cells
     if tokens is not None:
         s.tokens = tokens
         if len(s.options.padding) != n:

@@ -35,6 +35,41 @@ def as_2d(a: np.ndarray) -> np.ndarray:
     return a[0] if a.ndim == 3 else a
 
 
+@dataclass(frozen=True)
+class Reading:
+    """Per query row of the weights: the key it attends to most and next, their weights, the row's
+    entropy in bits, and whether the row is fully masked (weights all 0: it attends to nothing)."""
+
+    top: np.ndarray
+    top_weight: np.ndarray
+    second: np.ndarray
+    second_weight: np.ndarray
+    entropy: np.ndarray
+    masked: np.ndarray
+
+
+def read_rows(t: Trace) -> Reading:
+    """The one place that reads the weights row by row (used by the Softmax, Output and Reading pages)."""
+    w = as_2d(t.weights)
+    n = w.shape[1]
+    rows = np.arange(w.shape[0])
+    order = np.argsort(-w, axis=1, kind="stable")
+    top, second = order[:, 0], order[:, 1 if n > 1 else 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)
+    masked = np.zeros(w.shape[0], dtype=bool)
+    masked[list(t.fully_masked)] = True
+    return Reading(top, w[rows, top], second, w[rows, second], entropy, masked)
+
+
+def reading_line(t: Trace, tokens: Sequence[str], i: int) -> str:
+    """“**The** attends most to **on** (89.7%)”, or that the row is fully masked."""
+    r, tk = read_rows(t), token_labels(tokens)
+    if r.masked[i]:
+        return f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
+    return f"**{tk[i]}** attends most to **{tk[r.top[i]]}** ({r.top_weight[i]:.1%})"
+
+
 def _first(tokens: Sequence[str]) -> str:
     return f"“{tokens[0]}”" if tokens else "the first token"
 
@@ -89,15 +124,12 @@ def _explain_scaling(s: state.Session, t: Trace | None) -> str:
 def _explain_softmax(s: state.Session, t: Trace | None) -> str:
     if t is None:
         return "Softmax turns each row of scaled scores into weights that are ≥ 0 and sum to 1."
-    w = as_2d(t.weights)
-    tk = token_labels(s.tokens)
-    j = int(np.argmax(w[0]))
     temp = "" if s.options.temperature == 1 else (f" With temperature T = {s.options.temperature:g} the scores are divided by T first "
                                                    "(T > 1 flattens, T < 1 sharpens).")
+    masked = " A fully masked row (every key masked) has all weights 0 instead." if t.fully_masked else ""
     return (f"Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of exps, so every "
-            f"weight is ≥ 0 and each row sums to 1. Row 1 says how {tk[0]!r} spreads its attention: most of it "
-            f"(**{w[0, j]:.1%}**) goes to **{tk[j]}**. Subtracting a constant from a row (its max, by default) changes nothing "
-            "mathematically but keeps exp from overflowing." + temp)
+            f"weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_line(t, s.tokens, 0)}. Subtracting a constant from a row "
+            "(its max, by default) changes nothing mathematically but keeps exp from overflowing." + temp)
 
 
 def _explain_output(s: state.Session, t: Trace | None) -> str:
