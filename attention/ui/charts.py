@@ -51,6 +51,11 @@ def colour_for(kind: str, values: np.ndarray) -> Colour:
     return Colour((lo, hi), tuple(VIRIDIS), "score")
 
 
+def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """The values with masked cells as NaN (left out of colour ranges and block pools)."""
+    return values if allowed is None else np.where(allowed, values, np.nan)
+
+
 def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
             allowed: np.ndarray | None = None, row_title: str = "query (attends from)", col_title: str = "key (attends to)") -> alt.Chart:
     """A heatmap of a 2-D matrix with queries on rows and keys on columns.
@@ -85,7 +90,7 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
                   allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0,
                   colour: Colour | None = None) -> alt.Chart:
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind)
-    colour = colour or colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
+    colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
     cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))
     x = alt.X("key:N", sort=list(cols), title=col_title, axis=alt.Axis(labelAngle=-45, labelLimit=120))
@@ -140,7 +145,7 @@ def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.nda
     second). Each block's tooltip names its token range and pooled value."""
     n_r, n_c = values.shape
     factor = -(-max(n_r, n_c) // BLOCK_GRID)
-    masked_values = values if allowed is None else np.where(allowed, values, np.nan)
+    masked_values = _unmasked(values, allowed)
     pool = "max" if kind == "weights" else "mean"
     pooled = pool_blocks(masked_values, factor, pool)
     r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[0])]
@@ -157,6 +162,6 @@ def zoom_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], r
     on the whole matrix's scale so colours match the overview."""
     win = values[r0:r0 + size, c0:c0 + size]
     win_allowed = None if allowed is None else allowed[r0:r0 + size, c0:c0 + size]
-    whole = colour_for(kind, values if allowed is None else np.where(allowed, values, np.nan))
+    whole = colour_for(kind, _unmasked(values, allowed))
     return _rect_heatmap(win, list(rows[r0:r0 + size]), list(cols[c0:c0 + size]), kind=kind, title=title, allowed=win_allowed,
                          row_title="query (attends from)", col_title="key (attends to)", row_offset=r0, col_offset=c0, colour=whole)

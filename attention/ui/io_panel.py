@@ -96,11 +96,7 @@ def session_from_preset(s: state.Session, preset: Preset) -> None:
 
 def link_params(s: state.Session) -> tuple[dict[str, str], list[str]]:
     """The URL query that reproduces the session (preset, seed, size, edits) and notes on what it leaves out."""
-    params = {"preset": s.preset_id}
-    if s.seed is not None:
-        params["seed"] = str(s.seed)
-    if s.preset_id == state.BLANK:
-        params["size"] = "x".join(str(v) for v in s.blank_shape)
+    params = state.url_params(s)
     base = state.base_for(s)
     preset = state.preset_for(s)
     notes: list[str] = []

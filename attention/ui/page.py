@@ -16,6 +16,7 @@ import streamlit as st
 
 from .. import export
 from ..errors import AttentionError
+from ..shapes import shape_trace
 from ..trace import Trace
 from . import charts, editors, io_panel, sidebar, state
 from .steps import NAV, OVERVIEW, STEPS, as_2d, read_rows, reading_line
@@ -158,9 +159,13 @@ def _token_controls(s: state.Session) -> None:
         st.session_state[f"tok.sentence.{state.get().version}"] = text
         st.rerun()
     if s.preset_id == "the_cat_sat_on_the_mat":
-        st.info("Document 003 uses a batch of one: its X has shape (1, 6, 8). The dashboard shows and edits its single item, (6, 8); "
-                "the engine computes the batch with `@`. The document's `np.dot` on 3-D arrays gives scores of shape (1, 6, 1, 6) "
-                "(every query against every key of every batch item) where `@` gives (1, 6, 6).")
+        n, d = s.matrices["X"].shape
+        steps = {step.step: step for step in shape_trace((1, n, d), state.d_k_of(s))}
+        scores, out = steps["scores = Q·Kᵀ"], steps["output = weights·V"]
+        st.info(f"Document 003 uses a batch of one: its X has shape (1, {n}, {d}). The dashboard shows and edits its single item, "
+                f"({n}, {d}); the engine computes the batch with `@`. The document's `np.dot` on 3-D arrays gives scores of shape "
+                f"{scores.np_dot} (every query against every key of every batch item) where `@` gives {scores.matmul}, and its "
+                f"output {out.np_dot} where `@` gives {out.matmul} (the document prints (1, 6, 1, 8)).")
 
 
 def _dk_control(s: state.Session) -> None:

@@ -124,13 +124,19 @@ def _from_query_params() -> Session:
     return s
 
 
-def sync_query_params(s: Session) -> None:
-    """Write preset and seed (and blank size) into the URL so a link reproduces the view."""
+def url_params(s: Session) -> dict[str, str]:
+    """The query parameters that reproduce the session's preset: preset, seed, and size for blank."""
     want = {"preset": s.preset_id}
     if s.seed is not None:
         want["seed"] = str(s.seed)
     if s.preset_id == BLANK:
         want["size"] = "x".join(str(v) for v in s.blank_shape)
+    return want
+
+
+def sync_query_params(s: Session) -> None:
+    """Write preset and seed (and blank size) into the URL so a link reproduces the view."""
+    want = url_params(s)
     current = st.query_params.to_dict()
     for k in ("preset", "seed", "size"):
         if k in want and current.get(k) != want[k]:
