@@ -44,3 +44,20 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
     cells = len(data[next(iter(data))])
     assert cells <= charts.BLOCK_GRID ** 2
     assert "blocks of" in big.to_dict()["title"]
+
+
+def test_read_rows_matches_a_full_sort_and_marks_fully_masked_rows() -> None:
+    import attention
+    from attention.ui.steps import read_rows
+
+    rs = np.random.RandomState(3)
+    t = attention.self_attention(rs.randn(7, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
+                                 padding=(False, True, False, False, False, False, False))
+    r = read_rows(t)
+    order = np.argsort(-t.weights, axis=1, kind="stable")
+    np.testing.assert_array_equal(r.top, order[:, 0])
+    np.testing.assert_array_equal(r.second_weight, t.weights[np.arange(7), order[:, 1]])
+    assert not r.masked.any() and (r.top != 1).all()  # nobody attends the padding token
+    all_pad = attention.self_attention(rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
+                                       padding=(True, True, True))
+    assert read_rows(all_pad).masked.all()

@@ -249,7 +249,8 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
         st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
                                             f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
     if name == "weights":
-        lines = [reading_line(trace, s.tokens, i) for i in range(min(n, 8))]
+        r = read_rows(trace)
+        lines = [reading_line(r, s.tokens, i) for i in range(min(n, 8))]
         st.markdown("Reading the rows: " + "; ".join(lines) + ("; …" if n > 8 else "."))
 
 
