@@ -46,18 +46,18 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
     assert "blocks of" in big.to_dict()["title"]
 
 
-def test_read_rows_matches_a_full_sort_and_marks_fully_masked_rows() -> None:
+def test_top_keys_match_a_full_sort_and_mark_fully_masked_rows() -> None:
     import attention
-    from attention.ui.steps import read_rows
+    from attention.ui.steps import top_keys
 
     rs = np.random.RandomState(3)
     t = attention.self_attention(rs.randn(7, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
                                  padding=(False, True, False, False, False, False, False))
-    r = read_rows(t)
+    top, weight, masked = top_keys(t)
     order = np.argsort(-t.weights, axis=1, kind="stable")
-    np.testing.assert_array_equal(r.top, order[:, 0])
-    np.testing.assert_array_equal(r.second_weight, t.weights[np.arange(7), order[:, 1]])
-    assert not r.masked.any() and (r.top != 1).all()  # nobody attends the padding token
+    np.testing.assert_array_equal(top, order[:, 0])
+    np.testing.assert_array_equal(weight, t.weights.max(axis=1))
+    assert not masked.any() and (top != 1).all()  # nobody attends the padding token
     all_pad = attention.self_attention(rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
                                        padding=(True, True, True))
-    assert read_rows(all_pad).masked.all()
+    assert top_keys(all_pad)[2].all()

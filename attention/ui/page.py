@@ -19,7 +19,7 @@ from ..errors import AttentionError
 from ..shapes import shape_trace
 from ..trace import Trace
 from . import charts, editors, io_panel, sidebar, state
-from .steps import NAV, OVERVIEW, STEPS, as_2d, read_rows, reading_line
+from .steps import NAV, OVERVIEW, STEPS, as_2d, reading_line, top_keys
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STYLE_MAX_CELLS = 4096  # highlight changed cells with a Styler up to this size
@@ -249,24 +249,29 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
         st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
                                             f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
     if name == "weights":
-        r = read_rows(trace)
-        lines = [reading_line(r, s.tokens, i) for i in range(min(n, 8))]
+        lines = [reading_line(trace, s.tokens, i) for i in range(min(n, 8))]
         st.markdown("Reading the rows: " + "; ".join(lines) + ("; …" if n > 8 else "."))
 
 
 def show_reading(s: state.Session, trace: Trace) -> None:
-    r = read_rows(trace)
+    w = as_2d(trace.weights)
+    top, top_weight, masked = top_keys(trace)
     toks = np.asarray(export.token_labels(s.tokens), dtype=object)
-    n = len(toks)
+    n, rows = len(toks), np.arange(len(toks))
+    rest = w.copy()
+    rest[rows, top] = -np.inf
+    second = np.argmax(rest, axis=1) if n > 1 else top  # the next key after the top one
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)  # bits; 0 * log 0 counts as 0
     df = pd.DataFrame({
         "token": toks,
-        "attends most to": np.where(r.masked, "(fully masked)", toks[r.top]),
-        "weight": r.top_weight,
-        "then": np.where(r.masked | (n < 2), "", toks[r.second]),
-        "weight 2": r.second_weight if n > 1 else np.zeros(n),
-        "entropy (bits)": r.entropy,
+        "attends most to": np.where(masked, "(fully masked)", toks[top]),
+        "weight": top_weight,
+        "then": np.where(masked | (n < 2), "", toks[second]),
+        "weight 2": w[rows, second] if n > 1 else np.zeros(n),
+        "entropy (bits)": entropy,
         "max possible (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
-        "reading": np.where(r.masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[r.top], strict=True)]),
+        "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
     })
     st.dataframe(df.head(512), width="stretch", hide_index=True)
     if n > 512:

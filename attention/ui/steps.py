@@ -35,55 +35,23 @@ def as_2d(a: np.ndarray) -> np.ndarray:
     return a[0] if a.ndim == 3 else a
 
 
-@dataclass(frozen=True)
-class Reading:
-    """Per query row of the weights: the key it attends to most and next, their weights, the row's
-    entropy in bits, and whether the row is fully masked (weights all 0: it attends to nothing)."""
-
-    top: np.ndarray
-    top_weight: np.ndarray
-    second: np.ndarray
-    second_weight: np.ndarray
-    entropy: np.ndarray
-    masked: np.ndarray
-
-
-def read_rows(t: Trace) -> Reading:
-    """The one place that reads the weights row by row (used by the Softmax, Output and Reading
-    pages). Cached per trace: at n = 2048 this reads 4 M weights."""
-    key = id(t.weights)
-    hit = _READINGS.get(key)
-    if hit is not None and hit[0] is t.weights:
-        return hit[1]
+def top_keys(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each query row: the key it attends to most, that weight, and whether the row is fully
+    masked (weights all 0: it attends to nothing). The one place that reads "attends most to"."""
     w = as_2d(t.weights)
-    n = w.shape[1]
-    rows = np.arange(w.shape[0])
     top = np.argmax(w, axis=1)  # (n,)
-    if n > 1:
-        rest = w.copy()
-        rest[rows, top] = -np.inf
-        second = np.argmax(rest, axis=1)  # (n,)
-    else:
-        second = top
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)
     masked = np.zeros(w.shape[0], dtype=bool)
     masked[list(t.fully_masked)] = True
-    reading = Reading(top, w[rows, top], second, w[rows, second], entropy, masked)
-    _READINGS.clear()  # keep only the latest trace's reading
-    _READINGS[key] = (t.weights, reading)
-    return reading
+    return top, w[np.arange(w.shape[0]), top], masked
 
 
-_READINGS: dict[int, tuple[np.ndarray, Reading]] = {}
-
-
-def reading_line(r: Reading, tokens: Sequence[str], i: int) -> str:
+def reading_line(t: Trace, tokens: Sequence[str], i: int) -> str:
     """“**The** attends most to **on** (89.7%)”, or that the row is fully masked."""
+    top, weight, masked = top_keys(t)
     tk = token_labels(tokens)
-    if r.masked[i]:
+    if masked[i]:
         return f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
-    return f"**{tk[i]}** attends most to **{tk[r.top[i]]}** ({r.top_weight[i]:.1%})"
+    return f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})"
 
 
 def _first(tokens: Sequence[str]) -> str:
@@ -144,7 +112,7 @@ def _explain_softmax(s: state.Session, t: Trace | None) -> str:
                                                    "(T > 1 flattens, T < 1 sharpens).")
     masked = " A fully masked row (every key masked) has all weights 0 instead." if t.fully_masked else ""
     return (f"Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of exps, so every "
-            f"weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_line(read_rows(t), s.tokens, 0)}. Subtracting a constant from a row "
+            f"weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_line(t, s.tokens, 0)}. Subtracting a constant from a row "
             "(its max, by default) changes nothing mathematically but keeps exp from overflowing." + temp)
 
 
