@@ -72,7 +72,8 @@ def session_from_preset(s: state.Session, preset: Preset) -> None:
     if preset.options.heads != 1:
         raise AttentionError(f"{preset.title!r} asks for {preset.options.heads} heads; the dashboard shows single-head attention "
                              "(export it as code to run the heads). Nothing was changed.")
-    n, d_model = preset.matrices()["X"].shape[-2:]
+    matrices = state.matrices_2d(preset)  # fresh arrays the session may own
+    n, d_model = matrices["X"].shape
     if n > state.MAX_TOKENS or d_model > state.MAX_DIM:
         raise AttentionError(f"{preset.title!r} has {n} tokens × {d_model} dimensions; the dashboard supports up to "
                              f"{state.MAX_TOKENS} × {state.MAX_DIM}. Nothing was changed.")
@@ -81,10 +82,6 @@ def session_from_preset(s: state.Session, preset: Preset) -> None:
         if v is not None and not lo <= v <= hi:
             raise AttentionError(f"{preset.title!r} asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed.")
     preset.compute()  # raises AttentionError when the file's numbers cannot be computed; nothing is changed then
-    matrices = {}
-    for name, m in preset.matrices().items():
-        m = np.array(m[0] if m.ndim == 3 else m, dtype=np.float64)
-        matrices[name] = m
     s.tokens = tuple(preset.tokens)
     s.matrices = matrices
     s.options = preset.options

@@ -51,12 +51,15 @@ def _preset_and_base(preset_id: str, seed: int | None, blank_shape: tuple[int, i
         preset = presets_mod.blank(n, d_model, d_k, seed=0 if seed is None else seed)
     else:
         preset = presets_mod.load_preset(preset_id, seed)
-    base = {}
-    for name, m in preset.matrices().items():
-        m = m[0] if m.ndim == 3 else m
+    base = matrices_2d(preset)
+    for m in base.values():
         m.setflags(write=False)
-        base[name] = m
     return preset, base
+
+
+def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
+    """A preset's X, W_q, W_k, W_v as the dashboard holds them: 2-D (a leading batch of one dropped)."""
+    return {name: (m[0] if m.ndim == 3 else m) for name, m in preset.matrices().items()}
 
 
 def _preset(preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]) -> Preset:
