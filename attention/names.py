@@ -1,0 +1,162 @@
+"""The one home of names and shapes: input and array names, sizes, each matrix's shape, axis labels, the batch squeeze.
+
+Every other module asks here what a matrix is called, what shape it has for given sizes, and how its rows
+and columns are labelled, so no two files work a shape out for themselves.
+
+Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, document 001):
+
+    X            (n, d_model)
+    P            (n, d_model)              learned positions, added to X
+    W_q, W_k     (d_model, d_k)            "x_wt": (d_k, d_model)
+    W_v          (d_model, d_v)            "x_wt": (d_v, d_model)
+    W_o          (d_v, d_v)                mixes the concatenated heads
+    Q, K         (n, d_k)
+    V, output    (n, d_v)
+    scores, scaled, weights   (n, n), or (h, n, n) with h > 1 heads
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+INPUTS = ("X", "W_q", "W_k", "W_v")  # what a preset defines and a person edits
+WEIGHTS = ("W_q", "W_k", "W_v")
+PROJECTED = ("Q", "K", "V")
+SQUARE = ("scores", "scaled", "weights")  # queries × keys
+# the arrays of a trace, in pipeline order
+ARRAYS = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
+PROJECTIONS = ("x_w", "x_wt")
+
+# Limits. The dashboard edits up to MAX_TOKENS × MAX_DIM; files (presets, uploads) may describe the same.
+MAX_TOKENS = 2048
+MAX_DIM = 256
+MAX_SEED = 2**32 - 1
+MAX_TOKEN_CHARS = 200  # one token's text
+
+_OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
+_COL_PREFIX = {"X": "d", "P": "d", "Q": "k", "K": "k", "V": "v", "output": "v"}
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The sizes of one attention state: n tokens, d_model, d_k (Q and K), d_v (V), heads, projection."""
+
+    n: int
+    d_model: int
+    d_k: int
+    d_v: int
+    heads: int = 1
+    projection: str = "x_w"
+
+    def shape(self, name: str) -> tuple[int, int]:
+        """The 2-D shape of a named matrix for these sizes."""
+        if name in ("X", "P"):
+            return (self.n, self.d_model)
+        if name in WEIGHTS:
+            return weight_shape(self.d_model, self.d_k if name != "W_v" else self.d_v, self.projection)
+        if name == "W_o":
+            return (self.d_v, self.d_v)
+        if name in ("Q", "K"):
+            return (self.n, self.d_k)
+        if name in ("V", "output"):
+            return (self.n, self.d_v)
+        if name in SQUARE:
+            return (self.n, self.n)
+        raise KeyError(f"unknown matrix {name!r}")
+
+
+def weight_shape(d_in: int, d_out: int, projection: str) -> tuple[int, int]:
+    """A projection matrix: d_in × d_out for X·W, d_out × d_in for X·Wᵀ."""
+    return (d_in, d_out) if projection == "x_w" else (d_out, d_in)
+
+
+def out_axis(projection: str) -> int:
+    """The axis of W that gives the width of Q, K or V (1 for X·W, 0 for X·Wᵀ); the other axis is d_model."""
+    return 1 if projection == "x_w" else 0
+
+
+def axis_names(name: str, projection: str = "x_w") -> tuple[str, str]:
+    """What the rows and columns of a named matrix are, for messages: ("tokens", "d_model"), ("d_model", "d_k")..."""
+    if name in WEIGHTS:
+        return ("d_model", _OUT_DIM[name]) if projection == "x_w" else (_OUT_DIM[name], "d_model")
+    if name == "W_o":
+        return ("d_v", "d_v")
+    if name in SQUARE:
+        return ("queries", "keys")
+    cols = {"X": "d_model", "P": "d_model", "Q": "d_k", "K": "d_k", "V": "d_v", "output": "d_v"}
+    if name not in cols:
+        raise KeyError(f"unknown matrix {name!r}")
+    return ("tokens", cols[name])
+
+
+def dims_of(matrices: dict[str, np.ndarray], projection: str = "x_w", heads: int = 1) -> Dims:
+    """The sizes implied by X, W_q and W_v (2-D, or X with a batch of one)."""
+    n, d_model = matrices["X"].shape[-2:]
+    ax = out_axis(projection)
+    return Dims(int(n), int(d_model), int(matrices["W_q"].shape[ax]), int(matrices["W_v"].shape[ax]), heads, projection)
+
+
+def squeeze_batch(a: np.ndarray) -> np.ndarray:
+    """The matrix a person sees: a leading batch of one dropped ((1, n, d) -> (n, d)); 2-D arrays as they are."""
+    return a[0] if a.ndim == 3 and a.shape[0] == 1 else a
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """Token names made unique for axes, tables and CSVs, by construction.
+
+    A token that occurs once keeps its text; a repeated one gets its position, 'the (5)'. If that still
+    collides with another token's text (tokens 'a', 'a', 'a (2)'), primes are added until it is unique.
+    """
+    counts: dict[str, int] = {}
+    for t in tokens:
+        counts[str(t)] = counts.get(str(t), 0) + 1
+    labels = [str(t) if counts[str(t)] == 1 else f"{t} ({i + 1})" for i, t in enumerate(tokens)]
+    seen: set[str] = set()
+    out = []
+    for label in labels:
+        while label in seen:
+            label += "′"
+        seen.add(label)
+        out.append(label)
+    return out
+
+
+def dimension_labels(prefix: str, n: int) -> list[str]:
+    """``[prefix1, prefix2, ..., prefix<n>]``, e.g. ``dimension_labels("d", 3) == ["d1", "d2", "d3"]``."""
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"the number of dimension labels must be a whole number ≥ 0; got {n!r}")
+    return [f"{prefix}{i}" for i in range(1, int(n) + 1)]
+
+
+def axis_labels(name: str, shape: Sequence[int], tokens: Sequence[str],
+                projection: str = "x_w") -> tuple[list[str], list[str]]:
+    """(row labels, column labels) of a named matrix of the given shape (the last two axes count).
+
+    X: tokens × d1..d_model; W_q, W_k: d1.. × k1.. ("x_wt": k1.. × d1..); W_v: d1.. × v1.. ("x_wt": v1.. × d1..);
+    W_o: v1.. × v1..; Q, K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights: tokens × tokens.
+    Token labels are made unique by :func:`token_labels`.
+    """
+    r, c = int(shape[-2]), int(shape[-1])
+    if name in SQUARE:
+        toks = token_labels(tokens)
+        return toks, list(toks)
+    if name in WEIGHTS:
+        out = "v" if name == "W_v" else "k"
+        if projection == "x_wt":
+            return dimension_labels(out, r), dimension_labels("d", c)
+        return dimension_labels("d", r), dimension_labels(out, c)
+    if name == "W_o":
+        return dimension_labels("v", r), dimension_labels("v", c)
+    if name not in _COL_PREFIX:
+        raise KeyError(f"unknown matrix {name!r}")
+    return token_labels(tokens), dimension_labels(_COL_PREFIX[name], c)
+
+
+def corner_label(name: str) -> str:
+    """The top-left cell of a matrix's CSV: what its rows are."""
+    if name in SQUARE:
+        return "query \\ key"
+    return "dim" if name in WEIGHTS or name == "W_o" else "token"
