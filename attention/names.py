@@ -107,19 +107,23 @@ def squeeze_batch(a: np.ndarray) -> np.ndarray:
 def token_labels(tokens: Sequence[str]) -> list[str]:
     """Token names made unique for axes, tables and CSVs, by construction.
 
-    A token that occurs once keeps its text; a repeated one gets its position, 'the (5)'. If that still
-    collides with another token's text (tokens 'a', 'a', 'a (2)'), primes are added until it is unique.
+    A token that occurs once keeps its text; a repeated one gets its position, 'the (5)'. If that collides
+    with another token's text (tokens 'a', 'a', 'a (2)'), primes are added to it until it is unique.
     """
+    texts = [str(t) for t in tokens]
     counts: dict[str, int] = {}
-    for t in tokens:
-        counts[str(t)] = counts.get(str(t), 0) + 1
-    labels = [str(t) if counts[str(t)] == 1 else f"{t} ({i + 1})" for i, t in enumerate(tokens)]
-    seen: set[str] = set()
+    for t in texts:
+        counts[t] = counts.get(t, 0) + 1
+    taken = {t for t in texts if counts[t] == 1}  # a token that occurs once keeps its own text
     out = []
-    for label in labels:
-        while label in seen:
+    for i, t in enumerate(texts):
+        if counts[t] == 1:
+            out.append(t)
+            continue
+        label = f"{t} ({i + 1})"
+        while label in taken:
             label += "′"
-        seen.add(label)
+        taken.add(label)
         out.append(label)
     return out
 
