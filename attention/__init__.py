@@ -1,4 +1,7 @@
-"""Scaled dot-product self-attention, step by step, in numpy (no Streamlit below ``attention.ui``).
+"""Scaled dot-product self-attention, step by step, in numpy (no Streamlit outside ``attention.ui``).
+
+Layers: the math (names, steps, masks, heads, trace, shapes, rng, errors), file formats in ``attention.io``,
+Altair chart builders in ``attention.charts``, and the Streamlit app in ``attention.ui``.
 
 Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
 ``Options``, ``Trace``, ``AttentionError``.
@@ -6,7 +9,7 @@ Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_do
 
 from .errors import AttentionError
 from .heads import MultiHeadTrace, merge_heads, multi_head, split_heads
-from .presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
+from .io.presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
 from .shapes import shape_trace
 from .trace import ARRAY_NAMES, Options, Trace, scaled_dot_product_attention, self_attention
 

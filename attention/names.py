@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import AttentionError
+
 INPUTS = ("X", "W_q", "W_k", "W_v")  # what a preset defines and a person edits
 WEIGHTS = ("W_q", "W_k", "W_v")
 PROJECTED = ("Q", "K", "V")
@@ -131,7 +133,7 @@ def token_labels(tokens: Sequence[str]) -> list[str]:
 def dimension_labels(prefix: str, n: int) -> list[str]:
     """``[prefix1, prefix2, ..., prefix<n>]``, e.g. ``dimension_labels("d", 3) == ["d1", "d2", "d3"]``."""
     if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"the number of dimension labels must be a whole number ≥ 0; got {n!r}")
+        raise AttentionError(f"the number of dimension labels must be a whole number ≥ 0; got {n!r}")
     return [f"{prefix}{i}" for i in range(1, int(n) + 1)]
 
 

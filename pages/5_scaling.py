@@ -1,3 +1,3 @@
-from attention.ui.page import render
+from attention.ui.frame import render
 
 render("scaling")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,8 +54,19 @@ def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+def shown(markdown: str) -> str:
+    """The text a person sees for a Markdown source string: backslash escapes (how user text is kept literal,
+    see attention/ui/text.py) removed."""
+    return re.sub(r"\\([!-/:-@[-`{-~])", r"\1", markdown)
+
+
+def texts(elements) -> list[str]:
+    """What a person reads in these elements (errors, warnings, markdown...)."""
+    return [shown(e.value) for e in elements]
+
+
 def errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error]
+    return texts(at.error)
 
 
 def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.ndarray:
@@ -62,12 +76,26 @@ def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.nd
     return found[index].to_numpy(dtype=float)
 
 
+def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
+    """Send a data editor's edit payload the way the browser does: as the widget's value in the next run's
+    widget states, so Streamlit calls the editor's on_change callback (setting ``at.session_state[key]``
+    would not: callbacks run only for changes that come from a client)."""
+    found = [e for e in at.dataframe if e.key == key]
+    assert found, f"no data editor with key {key!r}; have {[e.key for e in at.dataframe]}"
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=found[0].proto.id, string_value=json.dumps(payload)))
+    return at._run(states)
+
+
+def edit_cells(at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0)) -> AppTest:
+    """Edit cells of the matrix editor ``name``: ``{row: {column label: value}}``."""
+    key = f"ed.{name}.{session(at).version}.{page_window[0]}.{page_window[1]}"
+    return grid_edit(at, key, {"edited_rows": edited_rows, "added_rows": [], "deleted_rows": []})
+
+
 def edit_cell(at: AppTest, name: str, row: int, col_label: str, value: object) -> AppTest:
     """Edit one cell of the matrix editor ``name`` the way the browser grid does."""
-    version = session(at).version
-    key = f"ed.{name}.{version}.0.0"
-    at.session_state[key] = {"edited_rows": {row: {col_label: value}}, "added_rows": [], "deleted_rows": []}
-    return at.run()
+    return edit_cells(at, name, {row: {col_label: value}})
 
 
 def select(at: AppTest, key: str, value: object) -> AppTest:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import attention
-from attention import export, links, parse
-from attention.ui import io_panel, state
+from attention.io import codegen, links, parse, tables
+from attention.names import dimension_labels
+from attention.ui import state, url
 from tests.apptest_util import edit_cell, errors, frame_by_shape, goto, journey, no_exception, select, session
 
 A = np.random.RandomState(7).rand(3, 4) * 2 - 1  # full-precision values for she_likes_coffee's 3 × 4 X
@@ -168,7 +169,7 @@ def test_csv_upload_round_trip_is_bit_exact_and_applied_once() -> None:
     at = journey("tokens", {"preset": "she_likes_coffee"})
     s = session(at)
     rows = list(s.tokens)
-    data = export.matrix_csv(A, rows, export.dimension_labels("d", 4), corner="token")
+    data = tables.matrix_csv(A, rows, dimension_labels("d", 4), corner="token")
     at = at.file_uploader(key="imp.X.file").set_value(("mine.csv", data, "text/csv")).run()
     no_exception(at)
     assert session(at).matrices["X"].tobytes() == A.tobytes()
@@ -220,7 +221,7 @@ def test_link_round_trip_restores_the_edits_bit_exact() -> None:
     s = session(at)
     query = _link_query(at)
     assert query["preset"] == "the_cat_sat" and query["seed"] == "5" and "edits" in query
-    assert query["edits"] == io_panel.link_params(s)[0]["edits"]
+    assert query["edits"] == url.link(s)[0]["edits"]
     at2 = journey("scores", query)
     no_exception(at2)
     assert not at2.warning, [w.value for w in at2.warning]
@@ -331,9 +332,9 @@ def test_export_buttons_are_there_and_describe_the_current_state() -> None:
     s = session(at)
     preset = state.export_preset(s)
     assert preset.matrices()["W_k"].tobytes() == s.matrices["W_k"].tobytes()
-    script = export.python_script(preset)
+    script = codegen.python_script(preset)
     assert "-3.25" in script
-    nb = json.loads(export.notebook(preset))
+    nb = json.loads(codegen.notebook(preset))
     assert nb["nbformat"] == 4
     labels = {e.proto.label for e in at.get("download_button")}
     for label in ("Download preset file (.json)", "Export as Python script", "Export as Jupyter notebook (.ipynb)"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from tests.apptest_util import edit_cell, errors, frame_by_shape, goto, journey, no_exception, select, session
+from tests.apptest_util import edit_cell, edit_cells, errors, frame_by_shape, goto, journey, no_exception, select, session
 
 
 def _engine(s) -> attention.Trace:
@@ -94,10 +94,7 @@ def test_reset_restores_the_preset() -> None:
 
 def test_bad_cell_shows_a_message_and_keeps_other_edits() -> None:
     at = journey("weights", {"preset": "she_likes_coffee"})
-    version = session(at).version
-    at.session_state[f"ed.W_v.{version}.0.0"] = {
-        "edited_rows": {0: {"v1": 0.123}, 2: {"v3": None}}, "added_rows": [], "deleted_rows": []}
-    at = at.run()
+    at = edit_cells(at, "W_v", {0: {"v1": 0.123}, 2: {"v3": None}})
     no_exception(at)
     msgs = " ".join(errors(at))
     assert "W_v row 3" in msgs and "column 3 ('v3')" in msgs and "blank" in msgs

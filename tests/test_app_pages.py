@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import attention
-from tests.apptest_util import PAGES, app, errors, no_exception
+from tests.apptest_util import PAGES, app, errors, no_exception, texts
 
 PRESET_IDS = attention.list_presets()
 
@@ -68,7 +68,7 @@ def test_reading_page_reads_the_on_for_003() -> None:
 def test_bad_link_parameters_give_a_message_not_a_crash() -> None:
     at = app("scores", {"preset": "no_such_thing", "seed": "abc"})
     no_exception(at)
-    warnings = " ".join(w.value for w in at.warning)
+    warnings = " ".join(texts(at.warning))
     assert "no_such_thing" in warnings and "abc" in warnings
     assert at.session_state["attention_session"].preset_id == "she_likes_coffee"
 

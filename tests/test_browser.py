@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import attention
-from attention.parse import read_matrix_csv
+from attention.io.parse import read_matrix_csv
 from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, SHOTS, error_texts, settle, streamlit_server
 
 pytestmark = pytest.mark.browser

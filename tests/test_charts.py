@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attention.ui import charts
+from attention import charts
 
 
 def _naive_pool(a: np.ndarray, f: int, pool: str) -> np.ndarray:
@@ -48,7 +48,7 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
 
 def test_top_keys_match_a_full_sort_and_mark_fully_masked_rows() -> None:
     import attention
-    from attention.ui.steps import top_keys
+    from attention.ui.specs import top_keys
 
     rs = np.random.RandomState(3)
     t = attention.self_attention(rs.randn(7, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import attention
-from attention.export import notebook, python_script
+from attention.io.codegen import notebook, python_script
 
 NAMES = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
 

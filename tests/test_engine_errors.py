@@ -334,11 +334,11 @@ def test_numpy_integer_seed_is_accepted():
 
 
 @pytest.mark.parametrize(("args", "pattern"), [
-    ((0, 4), r"n \(tokens\) must be a whole number from 1 to 4096; got 0"),
-    ((3, 0), r"d_model must be a whole number from 1 to 1024; got 0"),
-    ((3, 4, 0), r"d_k must be a whole number from 1 to 1024; got 0"),
-    ((2.5, 4), r"n \(tokens\) must be a whole number from 1 to 4096; got 2.5"),
-    ((5000, 4), r"n \(tokens\) must be a whole number from 1 to 4096; got 5000"),
+    ((0, 4), r"n \(tokens\) must be a whole number from 1 to 2048; got 0"),
+    ((3, 0), r"d_model must be a whole number from 1 to 256; got 0"),
+    ((3, 4, 0), r"d_k must be a whole number from 1 to 256; got 0"),
+    ((2.5, 4), r"n \(tokens\) must be a whole number from 1 to 2048; got 2.5"),
+    ((5000, 4), r"n \(tokens\) must be a whole number from 1 to 2048; got 5000"),
 ])
 def test_blank_bad_sizes(args, pattern):
     with pytest.raises(AttentionError, match=pattern):

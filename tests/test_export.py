@@ -13,8 +13,9 @@ import pytest
 
 import attention
 from attention import AttentionError
-from attention.export import dimension_labels, matrix_csv, matrix_labels, protect_text, trace_files, trace_zip
-from attention.parse import read_matrix_csv
+from attention.io.parse import read_matrix_csv
+from attention.io.tables import matrix_csv, matrix_labels, protect_text, trace_files, trace_zip
+from attention.names import dimension_labels
 
 
 def rows_of(data: bytes) -> list[list[str]]:
@@ -91,7 +92,7 @@ def test_no_text_cell_starts_with_a_formula_character():
 
 
 def test_protect_text_is_reversed_by_the_reader():
-    from attention.parse import unprotect_label
+    from attention.io.parse import unprotect_label
 
     for token in ["=1+1", "@cmd", "'s", "''", "2", "-x", "x", "", " a ", "é", "a\nb"]:
         assert unprotect_label(protect_text(token)) == token
@@ -297,7 +298,7 @@ def test_trace_zip_for_an_edited_state_round_trips():
 def test_table_csv_guards_text_and_keeps_full_precision() -> None:
     import pandas as pd
 
-    from attention.export import table_csv
+    from attention.io.tables import table_csv
 
     df = pd.DataFrame({"token": ["=1+1", "@cmd", "cat"], "weight": [0.1 + 0.2, 1e-300, 0.5]})
     text = table_csv(df).decode("utf-8").splitlines()
@@ -308,7 +309,7 @@ def test_table_csv_guards_text_and_keeps_full_precision() -> None:
 
 
 def test_token_labels_make_repeated_tokens_unique_for_axes_and_csvs() -> None:
-    from attention.export import token_labels
+    from attention.names import token_labels
 
     assert token_labels(["the", "cat", "the"]) == ["the (1)", "cat", "the (3)"]
     assert token_labels(["a", "b"]) == ["a", "b"]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention import AttentionError
-from attention.links import MAX_LINK_CELLS, MAX_PAYLOAD_BYTES, MAX_TOKEN_CHARS, decode_edits, encode_edits
+from attention.io.links import MAX_LINK_CELLS, MAX_PAYLOAD_BYTES, MAX_TOKEN_CHARS, decode_edits, encode_edits
 
 NAMES = ("X", "W_q", "W_k", "W_v")
 

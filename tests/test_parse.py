@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention import AttentionError
-from attention.export import matrix_csv
-from attention.parse import MAX_CELLS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_matrix_text, read_matrix_csv, read_upload
+from attention.io.parse import MAX_CELLS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_matrix_text, read_matrix_csv, read_upload
+from attention.io.tables import matrix_csv
 
 
 def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:

@@ -22,7 +22,7 @@ DOCUMENTS = {  # from ../shared/seeds/README.md
     "the_cat_sat_on_the_mat": "003_0bf7ff419bbeba6a.txt",
     "random_seed_42": "004_ab895bb7ebeb8173.txt",
 }
-PRESET_FILE = Path(attention.presets.PRESET_DIR)
+PRESET_FILE = Path(attention.io.presets.PRESET_DIR)
 
 
 def test_list_presets_in_document_order():
@@ -175,12 +175,12 @@ def test_non_utf8_file(tmp_path):
     path = tmp_path / "broken.json"
     path.write_bytes(b'{"title": "caf\xe9"}')
     with pytest.raises(AttentionError, match=r"^broken\.json: the preset file is not UTF-8 text"):
-        attention.presets.read_preset_file(path)
+        attention.io.presets.read_preset_file(path)
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(AttentionError, match=r"^absent\.json: cannot read the preset file"):
-        attention.presets.read_preset_file(tmp_path / "absent.json")
+        attention.io.presets.read_preset_file(tmp_path / "absent.json")
 
 
 @pytest.mark.parametrize("text", ['{"format": "attention-preset/1",', "", "[1, 2", "{'single': 'quotes'}"])

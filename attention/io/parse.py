@@ -44,7 +44,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import AttentionError, cell_name
+from ..errors import AttentionError, cell_name
 
 MAX_UPLOAD_MB = 16
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024  # 16,777,216: what Streamlit's maxUploadSize = 16 allows
@@ -124,7 +124,7 @@ def read_matrix_csv(data: bytes | str, name: str, expected_shape: tuple[int, int
     layout, an empty corner and 0..n-1 indices, is recognised). When ``expected_shape`` is given and
     the detection leaves one row/column too many, a first row/column holding text is taken as labels.
     Labels lose one leading ``'`` (the formula-injection guard written by
-    :func:`attention.export.matrix_csv`), so ``matrix_csv`` output re-reads bit-exact, labels included.
+    :func:`attention.io.tables.matrix_csv`), so ``matrix_csv`` output re-reads bit-exact, labels included.
     ``allow_neg_inf`` accepts ``-inf`` cells (masked cells of the ``scaled`` matrix); everything else
     must be finite. Returns labels as None when the file has none.
     """
@@ -173,7 +173,7 @@ def read_upload(data: bytes, filename: str, name: str, expected_shape: tuple[int
 
 
 def unprotect_label(text: str) -> str:
-    """A label cell as text: undo :func:`attention.export.protect_text`.
+    """A label cell as text: undo :func:`attention.io.tables.protect_text`.
 
     A guarded cell (``'`` after optional spaces) loses the spaces and that one ``'`` and keeps the
     rest exactly, trailing spaces included; an unguarded cell is stripped of surrounding whitespace.
@@ -186,6 +186,26 @@ def is_number_text(text: str) -> bool:
     """True when ``text`` (stripped) would be read as a number or as a non-finite word (nan, inf)."""
     t = text.strip()
     return bool(NUMBER.fullmatch(t) or NONFINITE.fullmatch(t))
+
+
+def cell_number(raw: object) -> float | None:
+    """The one numeric-cell rule, for grid cells and any single typed value: the number in ``raw`` (text or a
+    number), or None when it is blank or not a number. Text must be a plain decimal number (``0.5``,
+    ``-1e-3``, ``+2``) or nan / inf / infinity; numbers too large for a 64-bit float (``1e400``, a 400-digit
+    integer) come back as ±inf, never as an exception. Callers decide whether a non-finite value is allowed."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, (int, float, np.integer, np.floating)):
+        try:
+            return float(raw)
+        except OverflowError:
+            return math.copysign(math.inf, raw)  # type: ignore[arg-type]
+    if not isinstance(raw, str):
+        return None
+    t = raw.strip()
+    if not (NUMBER.fullmatch(t) or NONFINITE.fullmatch(t)):
+        return None
+    return float(t)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

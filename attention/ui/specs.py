@@ -1,6 +1,7 @@
-"""What each step page says and shows: its navigation label, title, formula, explanation, editors,
-matrices and heatmap. The page frame (:mod:`attention.ui.page`) draws any of them; a new step is one
-more ``Step`` here and a three-line file in ``pages/``.
+"""What each page says and shows, as data: navigation label, title, formula, explanation, controls, editors,
+matrices, heatmap and extra views. The frame (:mod:`attention.ui.frame`) draws any of them with no per-page
+branches; the navigation and the overview's list of steps come from the same specs. A new step is one more
+``Step`` here and a three-line file in ``pages/``.
 """
 
 from __future__ import annotations
@@ -10,15 +11,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..export import token_labels
+from ..names import squeeze_batch, token_labels
 from ..trace import Trace
 from . import state
+from .text import esc
 
 OVERVIEW = "pages/0_overview.py"
 
 
 @dataclass(frozen=True)
 class Step:
+    """One page. ``controls`` and ``views`` name entries of the frame's registries (drawn before the editors
+    and after the matrices); ``editors`` are the input matrices edited here; ``show`` the arrays shown as
+    tables; ``heatmap`` the array drawn as a heatmap; ``overview`` what the overview's table says it computes."""
+
     key: str
     file: str
     nav: str
@@ -28,11 +34,14 @@ class Step:
     editors: tuple[str, ...] = ()
     show: tuple[str, ...] = ()
     heatmap: str | None = None
+    controls: tuple[str, ...] = ()
+    views: tuple[str, ...] = ()
+    overview: Callable[[state.Session, Trace], str] | None = None
 
 
 def as_2d(a: np.ndarray) -> np.ndarray:
-    """The matrix a page shows: batch item 0 when there is a batch axis."""
-    return a[0] if a.ndim == 3 else a
+    """The matrix a page shows: the single item of a batch of one."""
+    return squeeze_batch(a)
 
 
 def top_keys(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,17 +54,17 @@ def top_keys(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return top, w[np.arange(w.shape[0]), top], masked
 
 
-def reading_line(t: Trace, tokens: Sequence[str], i: int) -> str:
-    """“**The** attends most to **on** (89.7%)”, or that the row is fully masked."""
+def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int]) -> list[str]:
+    """“**The** attends most to **on** (89.7%)” for each of ``rows`` (or that the row is fully masked);
+    the top keys are found once for all of them."""
     top, weight, masked = top_keys(t)
-    tk = token_labels(tokens)
-    if masked[i]:
-        return f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
-    return f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})"
+    tk = [esc(t) for t in token_labels(tokens)]
+    return [f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)" if masked[i]
+            else f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})" for i in rows]
 
 
 def _first(tokens: Sequence[str]) -> str:
-    return f"“{tokens[0]}”" if tokens else "the first token"
+    return f"“{esc(tokens[0])}”" if tokens else "the first token"
 
 
 def _explain_tokens(s: state.Session, t: Trace | None) -> str:
@@ -85,7 +94,7 @@ def _explain_scores(s: state.Session, t: Trace | None) -> str:
     if t is None:
         return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
     i, j = np.unravel_index(np.argmax(as_2d(t.scores)), as_2d(t.scores).shape)
-    tk = token_labels(s.tokens)
+    tk = [esc(t) for t in token_labels(s.tokens)]
     return (f"Entry (i, j) is the dot product of token i's query with token j's key: how well j matches what i looks for. "
             f"Rows are queries (who attends), columns are keys (who is attended to). The largest score here is "
             f"**{tk[i]} → {tk[j]}** ({as_2d(t.scores)[i, j]:.4g}). Scores are not yet probabilities: they can be any size or sign.")
@@ -112,7 +121,7 @@ def _explain_softmax(s: state.Session, t: Trace | None) -> str:
                                                    "(T > 1 flattens, T < 1 sharpens).")
     masked = " A fully masked row (every key masked) has all weights 0 instead." if t.fully_masked else ""
     return (f"Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of exps, so every "
-            f"weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_line(t, s.tokens, 0)}. Subtracting a constant from a row "
+            f"weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_lines(t, s.tokens, [0])[0]}. Subtracting a constant from a row "
             "(its max, by default) changes nothing mathematically but keeps exp from overflowing." + temp)
 
 
@@ -120,7 +129,7 @@ def _explain_output(s: state.Session, t: Trace | None) -> str:
     if t is None:
         return "Each output row is a weighted average of the value rows."
     w = as_2d(t.weights)
-    tk = token_labels(s.tokens)
+    tk = [esc(t) for t in token_labels(s.tokens)]
     parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
     more = " + …" if w.shape[1] > 3 else ""
     return (f"Each output row is the value rows mixed by that token's weights: row 1 = {parts}{more}. The output has one row per token, "
@@ -133,23 +142,37 @@ def _explain_reading(s: state.Session, t: Trace | None) -> str:
             "weights such a reading means nothing yet.")
 
 
+def _shape(a: np.ndarray) -> str:
+    return " × ".join(str(v) for v in a.shape)
+
+
 STEPS: dict[str, Step] = {s.key: s for s in (
-    Step("tokens", "pages/1_tokens.py", "Tokens & embeddings (X)", "Tokens and embeddings", r"X \in \mathbb{R}^{n \times d_{model}}",
-         _explain_tokens, editors=("X",)),
+    Step("tokens", "pages/1_tokens.py", "Tokens & embeddings (X)", "Tokens and embeddings",
+         r"X \in \mathbb{R}^{n \times d_{model}}", _explain_tokens, editors=("X",), controls=("sentence", "batch_note"),
+         overview=lambda s, t: ("X", _shape(t.X))),
     Step("weights", "pages/2_weights.py", "Weights (W_q, W_k, W_v)", "Weight matrices",
          r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}", _explain_weights,
-         editors=("W_q", "W_k", "W_v")),
-    Step("qkv", "pages/3_qkv.py", "Q·K·V", "Queries, keys and values", r"Q = X W_q,\quad K = X W_k,\quad V = X W_v", _explain_qkv,
-         show=("Q", "K", "V")),
-    Step("scores", "pages/4_scores.py", "Scores (QKᵀ)", "Raw scores", r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j", _explain_scores,
-         show=("scores",), heatmap="scores"),
+         editors=("W_q", "W_k", "W_v"), controls=("d_k",),
+         overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}")),
+    Step("qkv", "pages/3_qkv.py", "Q·K·V", "Queries, keys and values", r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
+         _explain_qkv, show=("Q", "K", "V"),
+         overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", f"{_shape(t.Q)}, {_shape(t.K)}, {_shape(t.V)}")),
+    Step("scores", "pages/4_scores.py", "Scores (QKᵀ)", "Raw scores", r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j",
+         _explain_scores, show=("scores",), heatmap="scores", overview=lambda s, t: ("S = QKᵀ", _shape(t.scores))),
     Step("scaling", "pages/5_scaling.py", "Scaling (÷√d_k)", "Scaling (and masking)",
-         r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}", _explain_scaling, show=("scaled",), heatmap="scaled"),
+         r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}", _explain_scaling, show=("scaled",),
+         heatmap="scaled", overview=lambda s, t: (f"S' = S × {t.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none"
+                                                                                else ""), _shape(t.scaled))),
     Step("softmax", "pages/6_softmax.py", "Softmax (attention weights)", "Softmax: attention weights",
-         r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}", _explain_softmax, show=("weights",), heatmap="weights"),
-    Step("output", "pages/7_output.py", "Output (weights·V)", "Output: weighted sum of values", r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
-         _explain_output, show=("output",), heatmap="weights"),
+         r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}", _explain_softmax, show=("weights",), heatmap="weights",
+         views=("reading_lines",),
+         overview=lambda s, t: ("A = softmax(S'" + (f"/{s.options.temperature:g}" if s.options.temperature != 1 else "") + ")",
+                                _shape(t.weights))),
+    Step("output", "pages/7_output.py", "Output (weights·V)", "Output: weighted sum of values",
+         r"O = A V,\qquad o_i = \sum_j A_{ij} v_j", _explain_output, show=("output",), heatmap="weights", views=("reading_lines",),
+         overview=lambda s, t: ("O = AV", _shape(t.output))),
     Step("reading", "pages/8_reading.py", "Reading the weights", "Reading the weights",
-         r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}", _explain_reading),
+         r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}", _explain_reading,
+         views=("reading_table",)),
 )}
-NAV = [(OVERVIEW, "Overview")] + [(st_.file, st_.nav) for st_ in STEPS.values()]
+NAV = [(OVERVIEW, "Overview")] + [(step.file, step.nav) for step in STEPS.values()]

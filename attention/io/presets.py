@@ -1,4 +1,4 @@
-"""Presets: one human-readable JSON file per document, validated against a schema on load.
+"""Presets: one human-readable JSON file each in ``presets/``, found by listing the folder, validated on load.
 
 A preset holds the tokens, the fixed matrices and/or a random draw spec (seed + order on numpy's
 legacy generator), the conventions (``Options``), and the numbers its document prints, so the app
@@ -8,6 +8,7 @@ precision, so a saved preset loads back bit-exact.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -16,16 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from . import rng
-from .errors import AttentionError
-from .trace import MASK_KINDS, Options, Trace, self_attention
+from .. import rng
+from ..errors import AttentionError
+from ..names import ARRAYS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS
+from ..trace import MASK_KINDS, Options, Trace, self_attention
 
 FORMAT = "attention-preset/1"
-PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
-PRESET_IDS = ("she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42")
-MATRIX_NAMES = ("X", "W_q", "W_k", "W_v")
-EXPECTED_NAMES = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
-MAX_TOKENS, MAX_DIM, MAX_SEED = 4096, 1024, 2**32 - 1
+PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
 
 
 @dataclass(frozen=True)
@@ -57,6 +55,8 @@ class Preset:
     expected: Mapping[str, np.ndarray] = field(default_factory=dict)
     expected_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     notes: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""  # the sidebar's name for it (the title when empty)
+    order: float = 1000.0  # where it sits in the sidebar's list (then by id)
 
     @property
     def is_random(self) -> bool:
@@ -76,7 +76,7 @@ class Preset:
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
             out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws))
-        return {name: out[name] for name in MATRIX_NAMES}
+        return {name: out[name] for name in INPUTS}
 
     def compute(self) -> Trace:
         m = self.matrices()
@@ -85,6 +85,10 @@ class Preset:
     def to_dict(self) -> dict[str, Any]:
         """The preset as the JSON-ready dict of the file format."""
         d: dict[str, Any] = {"format": FORMAT, "id": self.id, "title": self.title}
+        if self.label:
+            d["label"] = self.label
+        if self.order != 1000.0:
+            d["order"] = self.order
         if self.source:
             d["source"] = dict(self.source)
         if self.description:
@@ -115,7 +119,7 @@ def from_state(tokens: Sequence[str], matrices: Mapping[str, np.ndarray], option
                id: str = "my_preset", title: str = "My preset", description: str = "",
                source: Mapping[str, str] | None = None) -> Preset:
     """A preset holding the given state as fixed matrices (what 'save my preset' writes)."""
-    fixed = {name: np.array(matrices[name], dtype=np.float64) for name in MATRIX_NAMES}
+    fixed = {name: np.array(matrices[name], dtype=np.float64) for name in INPUTS}
     preset = Preset(id=id, title=title, tokens=tuple(tokens), options=options, fixed=fixed,
                     description=description, source=dict(source or {}))
     return parse_preset(preset.to_json(), f"{id}.json")  # one validation path for every preset
@@ -137,14 +141,45 @@ def blank(n: int, d_model: int, d_k: int | None = None, seed: int = 0, tokens: S
 
 
 def list_presets() -> list[str]:
-    """The document presets' ids, in document order (000 to 004)."""
-    return list(PRESET_IDS)
+    """The ids of the preset files in ``presets/``, in the order their files give (then by id).
+
+    A new ``<id>.json`` dropped into the folder is listed with no code change. A file that does not
+    validate is left out here; :func:`load_preset` names what is wrong with it.
+    """
+    return [p.id for p in _catalogue(_folder_stamp())]
+
+
+def preset_label(preset_id: str) -> str:
+    """The sidebar's name for a preset: its file's ``label``, else its title."""
+    for p in _catalogue(_folder_stamp()):
+        if p.id == preset_id:
+            return p.label or p.title
+    return preset_id
+
+
+def _folder_stamp() -> tuple[tuple[str, int, int], ...]:
+    """What the folder holds now (name, size, mtime), so the catalogue is re-read only when a file changes."""
+    return tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(PRESET_DIR.glob("*.json")))
+
+
+@functools.lru_cache(maxsize=4)
+def _catalogue(stamp: tuple[tuple[str, int, int], ...]) -> tuple[Preset, ...]:
+    found = []
+    for name, _, _ in stamp:
+        try:
+            preset = read_preset_file(PRESET_DIR / name)
+        except AttentionError:
+            continue
+        if preset.id == name.removesuffix(".json"):
+            found.append(preset)
+    return tuple(sorted(found, key=lambda p: (p.order, p.id)))
 
 
 def load_preset(preset_id: str, seed: int | None = None) -> Preset:
     """Load ``presets/<id>.json``; ``seed`` redraws the preset's random parts (None keeps its own)."""
-    if preset_id not in PRESET_IDS:
-        raise AttentionError(f"unknown preset {preset_id!r}; choose one of {', '.join(PRESET_IDS)}")
+    ids = list_presets()
+    if preset_id not in ids:
+        raise AttentionError(f"unknown preset {preset_id!r}; choose one of {', '.join(ids)}")
     return read_preset_file(PRESET_DIR / f"{preset_id}.json").with_seed(seed)
 
 
@@ -263,13 +298,15 @@ class _Validator:
 
     def preset(self, data: Any) -> Preset:
         top = self.obj(data, "(top level)", {"format", "id", "title", "tokens", "options"},
-                       {"source", "description", "matrices", "random", "expected", "notes"})
+                       {"source", "description", "matrices", "random", "expected", "notes", "label", "order"})
         if top["format"] != FORMAT:
             raise self.fail("format", f"must be {FORMAT!r}, got {top['format']!r}")
         pid = self.text(top["id"], "id", 100)
         if not pid or not all(c.isalnum() or c in "_-" for c in pid):
             raise self.fail("id", f"must be letters, digits, '_' or '-', got {pid!r}")
         title = self.text(top["title"], "title", 200)
+        label = self.text(top.get("label", ""), "label", 80)
+        order = self.number(top.get("order", 1000.0), "order")
         tokens = top["tokens"]
         if not isinstance(tokens, list) or not tokens:
             raise self.fail("tokens", "must be a non-empty list of token strings")
@@ -280,7 +317,7 @@ class _Validator:
         source_obj = self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"})
         source = {k: self.text(v, f"source.{k}", 2000) for k, v in source_obj.items()}
         description = self.text(top.get("description", ""), "description")
-        matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(MATRIX_NAMES))
+        matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(INPUTS))
         fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in matrices_obj.items()}
         random = None
         if top.get("random") is not None:
@@ -295,22 +332,22 @@ class _Validator:
             draws = []
             for i, dr in enumerate(r["draws"]):
                 dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, set())
-                if dr["name"] not in MATRIX_NAMES:
-                    raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(MATRIX_NAMES)}, got {dr['name']!r}")
+                if dr["name"] not in INPUTS:
+                    raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {dr['name']!r}")
                 if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
                     raise self.fail(f"random.draws[{i}].name", f"{dr['name']!r} is given twice")
                 draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
             random = RandomSpec(seed, tuple(draws))
         have = set(fixed) | set(random.names if random else ())
-        missing = [n for n in MATRIX_NAMES if n not in have]
+        missing = [n for n in INPUTS if n not in have]
         if missing:
             raise self.fail(f"matrices.{missing[0]}", "is missing (give it in 'matrices' or draw it in 'random.draws')")
         expected, shapes = {}, {}
         if "expected" in top:
-            exp = self.obj(top["expected"], "expected", set(), set(EXPECTED_NAMES) | {"shapes"})
+            exp = self.obj(top["expected"], "expected", set(), set(ARRAYS) | {"shapes"})
             for name, v in exp.items():
                 if name == "shapes":
-                    shapes_obj = self.obj(v, "expected.shapes", set(), set(EXPECTED_NAMES) | {"scores_np_dot"})
+                    shapes_obj = self.obj(v, "expected.shapes", set(), set(ARRAYS) | {"scores_np_dot"})
                     shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in shapes_obj.items()}
                 else:
                     expected[name] = self.matrix(v, f"expected.{name}")
@@ -319,7 +356,7 @@ class _Validator:
             raise self.fail("notes", "must be an object")
         preset = Preset(id=pid, title=title, tokens=tokens, options=options, fixed=fixed, random=random,
                         seed=random.seed if random else None, source=source, description=description,
-                        expected=expected, expected_shapes=shapes, notes=notes)
+                        expected=expected, expected_shapes=shapes, notes=notes, label=label, order=order)
         self.consistent(preset)
         return preset
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .errors import AttentionError
+from ..errors import AttentionError
 
 VERSION = "v1"
 MAX_LINK_CELLS = 512

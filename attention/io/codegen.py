@@ -1,263 +1,30 @@
-"""Taking the numbers home: CSV per matrix, a zip of the whole trace, and the state as runnable code.
+"""The state as runnable code: a numpy-only Python script and a Jupyter notebook that rebuild it step by step.
 
-* :func:`matrix_csv` writes one labelled matrix as UTF-8 CSV at full precision (``repr`` of every
-  float, so ``-0.0``, ``1e-300`` and subnormals re-read bit-exact), with every text cell guarded
-  against spreadsheet formula injection. :func:`attention.parse.read_matrix_csv` reads it back.
-* :func:`trace_zip` bundles every matrix of a trace, the preset JSON and a README.
-* :func:`python_script` and :func:`notebook` turn a preset (the current state) into a numpy-only
-  script / Jupyter notebook that rebuilds it and prints every step like the documents do.
-
-No Streamlit here: everything returns bytes or text for the UI to offer as a download.
+:func:`python_script` and :func:`notebook` turn a preset (the current state) into code that rebuilds it and
+prints every step like the documents do. No Streamlit here: both return text for the UI to offer as a download.
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
-import unicodedata
-import zipfile
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
-from .errors import AttentionError
-from .parse import is_number_text
+from ..errors import AttentionError
+from ..names import ARRAYS
 from .presets import Preset
-from .trace import ARRAY_NAMES, Trace
-
-# OWASP "CSV injection": a cell starting with one of these may run as a formula in a spreadsheet.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same trace always gives the same zip bytes
-
-_SQUARE = ("scores", "scaled", "weights")
-_BATCHED = ("X", "Q", "K", "V", "scores", "scaled", "weights", "output")
-_DESCRIPTIONS = {
-    "X": "input embeddings, one row per token",
-    "W_q": "query weights",
-    "W_k": "key weights",
-    "W_v": "value weights",
-    "Q": "queries, Q = X·W_q",
-    "K": "keys, K = X·W_k",
-    "V": "values, V = X·W_v",
-    "scores": "raw scores Q·Kᵀ (rows: queries, columns: keys)",
-    "scaled": "scaled (and masked) scores; masked cells are written as -inf",
-    "weights": "attention weights, softmax of each row (rows sum to 1; a fully masked row is all 0)",
-    "output": "output, weights·V",
-}
-
-
-# ------------------------------------------------------------------------------------------------- CSV
-
-
-def protect_text(text: str) -> str:
-    """A text cell made safe for spreadsheets, reversibly.
-
-    Prefixes ``'`` when the text starts with ``=``, ``+``, ``-``, ``@``, tab or CR (the OWASP rule for
-    formula injection), when it already starts with ``'`` (so reading strips exactly one again), when
-    it would read as a number (so a token such as ``"2"`` comes back as a label, not as data), and when
-    it is empty or has surrounding whitespace (so the reader, which strips unguarded cells, keeps it).
-    :func:`attention.parse.unprotect_label` undoes it.
-    """
-    text = str(text)
-    if not text or text != text.strip() or text.startswith(FORMULA_START) or text.startswith("'") or is_number_text(text):
-        return "'" + text
-    return text
-
-
-def dimension_labels(prefix: str, n: int) -> list[str]:
-    """``[prefix1, prefix2, ..., prefix<n>]``, e.g. ``dimension_labels("d", 3) == ["d1", "d2", "d3"]``."""
-    if not isinstance(n, (int, np.integer)) or n < 0:
-        raise AttentionError(f"the number of dimension labels must be a whole number ≥ 0; got {n!r}")
-    return [f"{prefix}{i}" for i in range(1, int(n) + 1)]
-
-
-def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-    """(row labels, column labels) of the named matrix of ``trace`` (see :func:`shape_labels`).
-    ``tokens`` defaults to the trace's tokens, then to t1..tn."""
-    if name not in ARRAY_NAMES:
-        raise AttentionError(f"unknown matrix {name!r}; choose one of {', '.join(ARRAY_NAMES)}")
-    n = trace.X.shape[-2]
-    toks = list(tokens) if tokens is not None else (list(trace.tokens) or dimension_labels("t", n))
-    if len(toks) != n:
-        raise AttentionError(f"{len(toks)} token labels given for {n} rows of X; give one label per token")
-    return shape_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection)
-
-
-def token_labels(tokens: Sequence[str]) -> list[str]:
-    """Token names made unique for axes, tables and CSVs: a repeated token gets its position, 'the (5)'."""
-    counts: dict[str, int] = {}
-    for t in tokens:
-        counts[t] = counts.get(t, 0) + 1
-    return [t if counts[t] == 1 else f"{t} ({i + 1})" for i, t in enumerate(tokens)]
-
-
-def shape_labels(name: str, shape: Sequence[int], tokens: Sequence[str], projection: str = "x_w") -> tuple[list[str], list[str]]:
-    """(row labels, column labels) of a named matrix of the given 2-D shape.
-
-    X: tokens × d1..d_model; W_q, W_k: d1.. × k1.. (projection "x_wt": k1.. × d1..); W_v: d1.. × v1..
-    ("x_wt": v1.. × d1..); Q, K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights:
-    tokens (queries) × tokens (keys).
-    """
-    toks = [str(t) for t in tokens]
-    r, c = int(shape[-2]), int(shape[-1])
-    if name in _SQUARE:
-        return list(toks), list(toks)
-    if name in ("W_q", "W_k", "W_v"):
-        out = "v" if name == "W_v" else "k"
-        if projection == "x_wt":
-            return dimension_labels(out, r), dimension_labels("d", c)
-        return dimension_labels("d", r), dimension_labels(out, c)
-    cols = {"X": "d", "Q": "k", "K": "k", "V": "v", "output": "v"}.get(name)
-    if cols is None:
-        raise AttentionError(f"unknown matrix {name!r}; choose one of {', '.join(ARRAY_NAMES)}")
-    return list(toks), dimension_labels(cols, c)
-
-
-def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "token", *,
-               bom: bool = False) -> bytes:
-    """One labelled matrix as UTF-8 CSV bytes.
-
-    ``matrix`` is 2-D (rows, cols); the header is ``corner, col_labels...`` and each row starts with its
-    row label. Numbers are ``repr(float)`` (shortest text that re-reads to the same float64: ``-0.0``,
-    ``1e-300``, ``5e-324``, ``0.30000000000000004``; a masked cell is ``-inf``) and are never prefixed.
-    Every text cell (labels, corner) goes through :func:`protect_text`. Quoting is the csv module's
-    minimal quoting; lines end with CRLF (RFC 4180). ``bom=True`` adds a UTF-8 byte order mark (helps
-    Excel show non-ASCII labels). Raises AttentionError for a non-2-D matrix or a label count mismatch.
-    """
-    try:
-        arr = np.asarray(matrix, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise AttentionError("the matrix to write must hold numbers") from None
-    if arr.ndim != 2:
-        raise AttentionError(f"only a 2-D matrix can be written as CSV; got shape {arr.shape}")
-    rows, cols = list(row_labels), list(col_labels)
-    if len(rows) != arr.shape[0]:
-        raise AttentionError(f"{len(rows)} row labels for a matrix with {arr.shape[0]} rows; give one label per row")
-    if len(cols) != arr.shape[1]:
-        raise AttentionError(f"{len(cols)} column labels for a matrix with {arr.shape[1]} columns; give one label per column")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow([protect_text(corner)] + [protect_text(c) for c in cols])
-    for label, values in zip(rows, arr.tolist(), strict=True):
-        writer.writerow([protect_text(label)] + [repr(float(x)) for x in values])
-    return ("\ufeff" if bom else "").encode("utf-8") + out.getvalue().encode("utf-8")
-
-
-def _corner(name: str) -> str:
-    if name in _SQUARE:
-        return "query \\ key"
-    if name.startswith("W_"):
-        return "dim"
-    return "token"
-
-
-def trace_files(trace: Trace, tokens: Sequence[str] | None = None) -> dict[str, tuple[np.ndarray, list[str], list[str]]]:
-    """The CSV files of :func:`trace_zip` before writing: ``{file name: (2-D array, row labels, col labels)}``.
-
-    With a batch axis, batch item 0 is used; with h > 1 heads, scores/scaled/weights (h, n, n) become
-    one file per head (``scores_head1.csv`` ...).
-    """
-    out: dict[str, tuple[np.ndarray, list[str], list[str]]] = {}
-    batched = trace.X.ndim == 3
-    for name in ARRAY_NAMES:
-        arr = np.asarray(getattr(trace, name))
-        if batched and name in _BATCHED:
-            arr = arr[0]
-        rows, cols = matrix_labels(name, trace, tokens)
-        if arr.ndim == 3:  # heads
-            for h in range(arr.shape[0]):
-                out[f"{name}_head{h + 1}.csv"] = (arr[h], rows, cols)
-        else:
-            out[f"{name}.csv"] = (arr, rows, cols)
-    return out
-
-
-def _zip_write(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
-    info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.create_system = 3  # Unix, on every platform: the same bytes everywhere
-    info.external_attr = 0o100644 << 16
-    zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
-
-
-def trace_zip(trace: Trace, preset: Preset) -> bytes:
-    """A zip of every matrix of ``trace`` as CSV, plus ``preset.json`` and ``README.txt``; deterministic bytes.
-
-    Files: X, W_q, W_k, W_v, Q, K, V, scores, scaled, weights, output (``.csv``, labelled as
-    :func:`matrix_labels`; masked cells of ``scaled`` are ``-inf``), ``preset.json`` (=
-    ``preset.to_json()``: settings and matrices, loadable with :func:`attention.parse_preset`) and
-    ``README.txt`` (file list with shapes). A batched trace (X of shape (B, n, d)) is written for batch
-    item 0, and the README says so. Every entry has a fixed 1980-01-01 timestamp.
-    """
-    tokens = list(trace.tokens) or list(preset.tokens)
-    files = trace_files(trace, tokens)
-    batched = trace.X.ndim == 3
-    lines = [
-        f"{_one_line(preset.title)}: scaled dot-product self-attention, every step",
-        "",
-        f"Tokens: {', '.join(_one_line(t) for t in tokens)}",
-        f"Conventions: {_conventions(trace.options)}",
-        "",
-        "Files (rows × columns):",
-    ]
-    for fname, (arr, _, _) in files.items():
-        base = fname.rsplit(".", 1)[0].split("_head")[0]
-        head = f", head {fname.split('_head')[1].split('.')[0]}" if "_head" in fname else ""
-        lines.append(f"  {fname:<20} {arr.shape[0]} × {arr.shape[1]}  {_DESCRIPTIONS[base]}{head}")
-    lines += [
-        "  preset.json          the settings and the input matrices (load it in the dashboard, or with attention.parse_preset)",
-        "  README.txt           this file",
-        "",
-        "Numbers are written at full precision (Python's repr of each 64-bit float), so they re-read bit-exact.",
-        "Masked cells of scaled.csv (forbidden by the causal or padding mask) are written as -inf; their weights are 0.",
-        "Text cells that a spreadsheet could run as a formula (starting with = + - @, tab or CR), that start with ', or",
-        "that look like numbers are prefixed with ' ; strip one leading ' to get the label back.",
-    ]
-    if batched:
-        lines.append(f"X has a batch axis (shape {trace.X.shape}); the CSV files hold batch item 1 of {trace.X.shape[0]} "
-                     "(index 0), and preset.json keeps the full shape.")
-    if trace.options.heads > 1:
-        lines.append(f"{trace.options.heads} heads: Q, K, V and output hold all heads side by side (head i is the i-th block of "
-                     "columns); scores, scaled and weights are written once per head.")
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for fname, (arr, rows, cols) in files.items():
-            base = fname.rsplit(".", 1)[0].split("_head")[0]
-            _zip_write(zf, fname, matrix_csv(arr, rows, cols, corner=_corner(base)))
-        _zip_write(zf, "preset.json", preset.to_json().encode("utf-8"))
-        _zip_write(zf, "README.txt", ("\n".join(lines) + "\n").encode("utf-8"))
-    return buf.getvalue()
-
-
-# ------------------------------------------------------------------------------------------ code export
-
-
-def _one_line(text: object, limit: int = 200) -> str:
-    """User text made safe for a comment line: control and line-break characters become spaces."""
-    s = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in str(text))
-    s = " ".join(s.split())
-    return s if len(s) <= limit else s[:limit - 1] + "…"
+from .tables import conventions, one_line
 
 
 def _md(text: object) -> str:
     """User text made safe for notebook markdown (no HTML, no markdown syntax)."""
-    s = html.escape(_one_line(text), quote=False)
+    s = html.escape(one_line(text), quote=False)
     for ch in "\\`*_{}[]()#+!|~":
         s = s.replace(ch, "\\" + ch)
     return s
-
-
-def _conventions(o) -> str:
-    proj = "Q = X·W (W is d_model × d_k)" if o.projection == "x_w" else "Q = X·Wᵀ (W is d_k × d_model)"
-    soft = {"row_max": "softmax subtracts each row's max", "global_max": "softmax subtracts the whole matrix's max",
-            "none": "softmax is a plain exp / row sum (nothing subtracted)"}[o.softmax]
-    scale = "scale 1/√d_k" if o.scale is None else f"scale {float(o.scale)!r}"
-    mask = {"none": "no mask", "causal": "causal mask", "padding": "padding mask"}[o.mask]
-    parts = [proj, soft, scale, f"temperature {float(o.temperature)!r}", mask, f"{o.heads} head" + ("s" if o.heads > 1 else "")]
-    return "; ".join(parts)
 
 
 def _num(x: float) -> str:
@@ -499,13 +266,13 @@ class _Builder:
         p = self.p
         src = p.source.get("document") if p.source else None
         return "\n".join(filter(None, [
-            f"{_one_line(p.title)}: scaled dot-product self-attention, step by step.",
-            f"Rebuilt from the dashboard's preset {_one_line(p.id)!r}" + (f" (document {_one_line(src)})." if src else "."),
-            f"Conventions: {_conventions(self.o)}.",
+            f"{one_line(p.title)}: scaled dot-product self-attention, step by step.",
+            f"Rebuilt from the dashboard's preset {one_line(p.id)!r}" + (f" (document {one_line(src)})." if src else "."),
+            f"Conventions: {conventions(self.o)}.",
         ]))
 
 
-_RESULT_NAMES = ARRAY_NAMES
+_RESULT_NAMES = ARRAYS
 
 
 def python_script(preset: Preset) -> str:
@@ -555,15 +322,9 @@ def python_script(preset: Preset) -> str:
 
 
 def _wrap_comment(text: str, width: int = 100) -> list[str]:
-    words, out, line = text.split(), [], "#"
-    for word in words:
-        if len(line) + 1 + len(word) > width and line != "#":
-            out.append(line)
-            line = "#"
-        line += " " + word
-    if line != "#":
-        out.append(line)
-    return out
+    """A paragraph as ``# ``-prefixed comment lines of at most ``width`` characters."""
+    return textwrap.wrap(" ".join(text.split()), width=width, initial_indent="# ", subsequent_indent="# ",
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def notebook(preset: Preset) -> str:
@@ -577,7 +338,7 @@ def notebook(preset: Preset) -> str:
     intro = [f"# {_md(p.title)}", "", "Scaled dot-product self-attention, step by step, in numpy."]
     if p.description:
         intro += ["", _md(p.description)]
-    intro += ["", f"Conventions: {_md(_conventions(b.o))}.", "",
+    intro += ["", f"Conventions: {_md(conventions(b.o))}.", "",
               "Generated by the attention dashboard; running every cell in order rebuilds exactly the numbers it showed."]
     cells = [_cell("markdown", "intro", "\n".join(intro)), _cell("code", "setup", "import numpy as np")]
     for i, (md, code) in enumerate(b.sections(), start=1):
@@ -603,26 +364,3 @@ def _cell(kind: str, cell_id: str, text: str) -> dict:
     return cell
 
 
-__all__ = [
-    "FORMULA_START",
-    "dimension_labels",
-    "matrix_csv",
-    "matrix_labels",
-    "notebook",
-    "protect_text",
-    "python_script",
-    "trace_files",
-    "trace_zip",
-]
-
-
-def table_csv(df: pd.DataFrame) -> bytes:
-    """A small table (text and number columns) as UTF-8 CSV: numbers at full precision, every text
-    cell guarded against formula injection like :func:`matrix_csv`'s labels."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow([protect_text(str(c)) for c in df.columns])
-    for row in df.itertuples(index=False):
-        writer.writerow([repr(float(v)) if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool)
-                         else protect_text(str(v)) for v in row])
-    return out.getvalue().encode("utf-8")

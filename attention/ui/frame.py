@@ -1,0 +1,91 @@
+"""The frame every page is drawn in: set-up, then any step page from its spec (no per-page branches), and the overview.
+
+Every page file is one call: ``render("scores")``. :func:`setup` is the one guarded entry that every page runs
+first, so a page works when opened by URL, after any page switch, and under AppTest.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from .. import charts
+from ..trace import Trace
+from . import controls, downloads, editors, imports, nav, sidebar, state, url, views
+from .specs import OVERVIEW, STEPS, as_2d
+from .text import esc
+
+
+def setup(title: str, page_file: str) -> state.Session:
+    """Navigation, page config, session state, sidebar and address; every page calls this first."""
+    nav.bootstrap(page_file)
+    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=str(nav.ROOT / "docs" / "icon.png"),
+                       layout="wide")
+    s = state.ensure(url.read)
+    sidebar.draw(s)
+    url.write(s)
+    controls.show_messages("page.notice")
+    return s
+
+
+def render(key: str) -> None:
+    """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views."""
+    step = STEPS[key]
+    s = setup(step.nav, step.file)
+    st.title(step.title)
+    st.latex(step.latex)
+    trace = state.current_trace(s)
+    ok = isinstance(trace, Trace)
+    st.markdown(step.explain(s, trace if ok else None))
+    for name in step.controls:
+        controls.CONTROLS[name](s)
+    for name in step.editors:
+        editors.matrix_editor(name, s)
+        imports.matrix_import(name, s)
+    if not ok:
+        views.show_error(trace)
+    else:
+        views.doc_check(s, trace)
+        base = state.base_trace(s)
+        for name in step.show:
+            views.show_matrix(name, s, trace, base, key)
+        if step.heatmap:
+            views.show_heatmap(step.heatmap, s, trace, key)
+        for name in step.views:
+            views.VIEWS[name](s, trace, key)
+    for name in step.editors:
+        downloads.matrix(name, s, key)
+    if ok:
+        downloads.everything(s, key)
+
+
+def render_overview() -> None:
+    """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
+    s = setup("Overview", OVERVIEW)
+    preset = state.preset_for(s)
+    st.title("Self-attention, step by step")
+    st.markdown("Every matrix of scaled dot-product attention, computed live from the numbers below. Pick a preset in the sidebar "
+                "(the five documents' examples), edit any cell of X or the weights, and watch every later step move. "
+                "Each step has its own page; everything downloads as CSV.")
+    src = preset.source.get("document")
+    toks = ", ".join(esc(t, 60) for t in s.tokens[:20])
+    st.markdown(f"**{esc(preset.title)}**" + (f" · from document `{esc(src)}`" if src else "") + f" · tokens: {toks}"
+                + (" …" if len(s.tokens) > 20 else ""))
+    if preset.description:
+        st.caption(esc(preset.description, 2000))
+    trace = state.current_trace(s)
+    if not isinstance(trace, Trace):
+        views.show_error(trace)
+        return
+    views.doc_check(s, trace)
+    rows = [(step.nav.split(" (")[0], *step.overview(s, trace)) for step in STEPS.values() if step.overview]
+    left, right = st.columns([3, 2])
+    with left:
+        st.dataframe(pd.DataFrame(rows, columns=["step", "computes", "shape"]), hide_index=True, width="stretch")
+        for p in nav.pages()[1:]:
+            st.page_link(p, label=f"→ {p.title}")
+    with right:
+        chart = charts.heatmap(as_2d(trace.weights), s.labels, s.labels, kind="weights", title="Attention weights",
+                               allowed=trace.allowed)
+        st.altair_chart(chart, width="content")
+    downloads.everything(s, "overview")

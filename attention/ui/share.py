@@ -1,0 +1,80 @@
+"""Save, share, export (in the sidebar): the state as a preset file (download and load), as a Python script or a
+notebook, and a link that carries small edits. Loading a file goes through :func:`attention.ui.state.apply_preset`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ..errors import AttentionError
+from ..io import codegen, parse
+from ..io.presets import Preset, parse_preset
+from . import state, url
+from .controls import show_messages
+from .text import esc, quoted
+
+
+def _on_preset_upload() -> None:
+    f = st.session_state.get("io.preset.file")
+    if f is None:
+        return
+    data = f.getvalue()
+    try:
+        if len(data) > parse.MAX_UPLOAD_BYTES:
+            raise AttentionError(f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {parse.MAX_UPLOAD_MB} MB")
+        preset = parse_preset(data, f.name)
+        state.apply_preset(preset)
+    except AttentionError as exc:
+        message = exc.message.removeprefix(f"{f.name}: ")
+        state.say("sidebar.preset_file", "error", f"{quoted(f.name)} was not loaded: {esc(message, 2000)}")
+        return
+    state.say("sidebar.preset_file", "success", f"Loaded preset {quoted(preset.title)} from {quoted(f.name)}.")
+
+
+def _export(s: state.Session, build: Callable[[Preset], str]) -> Callable[[], str]:
+    """A download's data, built only when clicked; a state that cannot be exported gives a note instead of a crash."""
+    def data() -> str:
+        try:
+            return build(state.export_preset(s))
+        except AttentionError as exc:
+            return f"The current state cannot be exported: {exc.message}\n"
+    return data
+
+
+def sidebar_tools(s: state.Session) -> None:
+    """Preset file download/upload, export as code / notebook, copy link."""
+    show_messages("sidebar.preset_file", st.sidebar)
+    with st.sidebar.expander("Save, share, export", key="io.exp"):
+        broken = isinstance(state.current_trace(s), AttentionError)
+        why = "Fix the error shown on the page first." if broken else None
+        stem = s.preset_id if state.is_unedited(s) else f"{s.preset_id}_edited"
+        st.download_button("Download preset file (.json)", data=_export(s, Preset.to_json), file_name=f"{stem}.json",
+                           mime="application/json", key="io.dl.preset", on_click="ignore", width="stretch", disabled=broken,
+                           help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.")
+        st.file_uploader("Load a preset file saved earlier", type=["json"], key="io.preset.file", on_change=_on_preset_upload)
+        st.download_button("Export as Python script", data=_export(s, codegen.python_script),
+                           file_name=f"{stem}_attention.py", mime="text/x-python", key="io.dl.py", on_click="ignore",
+                           width="stretch", disabled=broken,
+                           help=why or "A self-contained numpy script that rebuilds this state and prints every step.")
+        st.download_button("Export as Jupyter notebook (.ipynb)", data=_export(s, codegen.notebook),
+                           file_name=f"{stem}_attention.ipynb", mime="application/x-ipynb+json", key="io.dl.ipynb",
+                           on_click="ignore", width="stretch", disabled=broken, help=why)
+        st.markdown("**Copy link**")
+        link_box(s)
+
+
+def link_box(s: state.Session) -> None:
+    """The link for the session as it is now (edits were applied in callbacks, before this run)."""
+    params, notes = url.link(s)
+    query = urlencode(params)
+    try:
+        base = st.context.url
+    except Exception:  # noqa: BLE001 - older or test contexts have no URL
+        base = None
+    st.code(f"{base}?{query}" if base else f"?{query}", language=None, wrap_lines=True)
+    st.caption(("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
+               + ("It carries the preset, seed and your cell edits." if "edits" in params else "It carries the preset and seed."))
+    for note in notes:
+        st.caption(note + " Download the preset file to share everything.")

@@ -1,0 +1,161 @@
+"""What a page shows of a trace: matrices as labelled tables (changed cells highlighted), heatmaps, the reading,
+the document check and errors. Each view is a function of the session and the trace; the specs name them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from .. import charts
+from ..errors import AttentionError
+from ..io import tables
+from ..trace import Trace
+from . import downloads, state
+from .specs import as_2d, reading_lines, top_keys
+from .text import esc
+from .windows import VIEW_COLS, VIEW_ROWS, window_controls
+
+STYLE_MAX_CELLS = 4096  # highlight changed cells with a Styler up to this size
+_FIX_ON = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v": "Weights"}
+
+
+def show_error(exc: AttentionError) -> None:
+    where = _FIX_ON.get(exc.matrix or "", "")
+    st.error(esc(exc.message, 2000) + (f"\n\nFix it on the **{where}** page." if where else ""), icon=":material/error:")
+
+
+def _changed(cur: np.ndarray, base: np.ndarray | None) -> np.ndarray | None:
+    if base is None or base.shape != cur.shape:
+        return None
+    same = (cur == base) | (np.isnan(cur) & np.isnan(base))
+    return ~same
+
+
+def _largest_change(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256) -> float | None:
+    """Largest finite |cur - base|, a block of rows at a time (no full-size temporaries at n = 2048)."""
+    best = None
+    with np.errstate(invalid="ignore"):
+        for r in range(0, cur.shape[0], rows_per_chunk):
+            d = np.abs(cur[r:r + rows_per_chunk] - base[r:r + rows_per_chunk])
+            d = d[np.isfinite(d)]
+            if d.size:
+                best = float(d.max()) if best is None else max(best, float(d.max()))
+    return best
+
+
+def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
+    """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
+    full = getattr(trace, name)
+    m = as_2d(full)
+    rows, cols = s.axis_labels(name, m.shape)
+    shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape}, a batch of one)" if full.ndim == 3 else "")
+    st.markdown(f"**{name}** · {shape_note}")
+    base_m = None if base is None else as_2d(getattr(base, name))
+    changed = _changed(m, base_m)
+    r0, c0 = window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
+    win = m[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
+    df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
+    if changed is not None and changed.any():
+        cw = changed[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
+        big = _largest_change(m, base_m)
+        largest = f"largest change {big:.4g}" if big is not None else "the change is between masked and unmasked cells"
+        st.caption(f"{int(changed.sum())} of {changed.size} cells differ from the unedited preset (highlighted); {largest}.")
+        if win.size <= STYLE_MAX_CELLS:
+            st.dataframe(df.style.apply(lambda _: np.where(cw, "background-color: #fff3b0; font-weight: 600", ""), axis=None)
+                         .format("{:.8g}"), width="stretch")
+        else:
+            st.dataframe(df, width="stretch")
+    else:
+        if changed is None and base is not None:
+            st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
+        st.dataframe(df.style.format("{:.8g}") if win.size <= STYLE_MAX_CELLS else df, width="stretch")
+    if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
+        st.caption(f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns {c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
+                   "the CSV has every cell.")
+    downloads.matrix(name, s, page_key)
+
+
+_TITLES = {"scores": "Raw scores QKᵀ", "scaled": "Scaled scores (masked cells grey)", "weights": "Attention weights (each row sums to 1)"}
+
+
+def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> None:
+    m = as_2d(getattr(trace, name))
+    toks = s.labels
+    kind = "weights" if name == "weights" else "scores"
+    st.altair_chart(charts.heatmap(m, toks, toks, kind=kind, title=_TITLES[name], allowed=trace.allowed), width="content")
+    n = m.shape[0]
+    if n > charts.RECT_MAX:
+        pooled = "the largest weight" if kind == "weights" else "the mean score"
+        st.caption(f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
+                   "grey = masked). Choose a window below to read every cell with tooltips.")
+        c1, c2, c3 = st.columns(3)
+        size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
+        r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
+        c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
+        st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
+                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
+
+
+def show_reading_lines(s: state.Session, trace: Trace, page_key: str) -> None:
+    n = as_2d(trace.weights).shape[0]
+    st.markdown("Reading the rows: " + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)))) + ("; …" if n > 8 else "."))
+
+
+def show_reading_table(s: state.Session, trace: Trace, page_key: str) -> None:
+    w = as_2d(trace.weights)
+    top, top_weight, masked = top_keys(trace)
+    toks = np.asarray(s.labels, dtype=object)
+    n, rows = len(toks), np.arange(len(toks))
+    rest = w.copy()
+    rest[rows, top] = -np.inf
+    second = np.argmax(rest, axis=1) if n > 1 else top  # the next key after the top one
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)  # bits; 0 * log 0 counts as 0
+    df = pd.DataFrame({
+        "token": toks,
+        "attends most to": np.where(masked, "(fully masked)", toks[top]),
+        "weight": top_weight,
+        "then": np.where(masked | (n < 2), "", toks[second]),
+        "weight 2": w[rows, second] if n > 1 else np.zeros(n),
+        "entropy (bits)": entropy,
+        "max possible (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
+        "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
+    })
+    st.dataframe(df.head(512), width="stretch", hide_index=True)
+    if n > 512:
+        st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
+    st.download_button("Download reading.csv", data=lambda: tables.table_csv(df), file_name=f"{s.preset_id}_reading.csv",
+                       mime="text/csv", key=f"dl.reading.{s.version}", on_click="ignore")
+    note = state.preset_for(s).notes.get("reading") if state.is_unedited(s) else None
+    if isinstance(note, str):
+        st.info(esc(note, 2000))
+
+
+VIEWS: dict[str, Callable[[state.Session, Trace, str], None]] = {
+    "reading_lines": show_reading_lines,
+    "reading_table": show_reading_table,
+}
+
+
+def doc_check(s: state.Session, trace: Trace) -> None:
+    """When the preset is unedited, show whether the numbers match the ones its document prints."""
+    preset = state.preset_for(s)
+    if not preset.source.get("document"):
+        return
+    doc = esc(f"{preset.source['document'][:3]} ({preset.source['document']})")
+    if not state.is_unedited(s):
+        st.caption(f"Edited: the numbers no longer correspond to document {doc}. “Reset to preset” brings them back.")
+        return
+    if preset.random is not None and preset.seed != preset.random.seed:
+        st.caption(f"Seed changed from the document's: its printed numbers apply to seed {preset.random.seed}.")
+        return
+    ok, detail = state.document_match(s.preset_id, s.seed, s.blank_shape)
+    if preset.expected:
+        (st.success if ok else st.error)(("✓ Matches" if ok else "✗ Does not match") + f" document {doc}: {detail}")
+    elif preset.expected_shapes:
+        note = preset.notes.get("seed")
+        (st.info if ok else st.error)(("✓ Shapes match" if ok else "✗ Shapes differ from") + f" document {doc}: {detail}"
+                                      + (f" {esc(note, 1000)}" if isinstance(note, str) else ""))
