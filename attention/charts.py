@@ -1,4 +1,4 @@
-"""Altair heatmaps, one function per chart kind; the rendering path is chosen by size.
+"""Altair chart builders (no Streamlit): the heatmaps the app draws, for a notebook too; the path is chosen by size.
 
 Up to ``RECT_MAX`` rows and columns every cell is an Altair rect with a tooltip (and its value
 written in the cell when the matrix is small).
@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import altair as alt
 import numpy as np
 import pandas as pd
+
+from .errors import AttentionError
+from .names import squeeze_batch, token_labels
 
 RECT_MAX = 64  # rows/cols drawn cell by cell as rect marks with tooltips
 TEXT_MAX = 12  # rows/cols that also get the value written in each cell
@@ -56,12 +59,19 @@ def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
     return values if allowed is None else np.where(allowed, values, np.nan)
 
 
-def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
+def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str = "weights", title: str = "",
             allowed: np.ndarray | None = None, row_title: str = "query (attends from)", col_title: str = "key (attends to)") -> alt.Chart:
-    """A heatmap of a 2-D matrix with queries on rows and keys on columns.
+    """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
 
-    ``allowed`` (same shape, True = may attend) marks masked cells, drawn grey and labelled "masked".
+    ``kind`` "weights" uses a 0–1 colour scale, "scores" the matrix's own finite range. ``allowed`` (same shape,
+    True = may attend) marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is
+    drawn as its single matrix. In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
     """
+    values = squeeze_batch(np.asarray(values, dtype=np.float64))
+    if values.ndim != 2:
+        raise AttentionError(f"a heatmap needs a 2-D matrix; got shape {values.shape}")
+    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
+    rows, cols = token_labels(rows), token_labels(cols)  # axis labels must be unique
     n_r, n_c = values.shape
     if max(n_r, n_c) <= RECT_MAX:
         return _rect_heatmap(values, rows, cols, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title)

@@ -11,7 +11,8 @@ import pytest
 import attention
 from attention.io import codegen, links, parse, tables
 from attention.names import dimension_labels
-from attention.ui import state, url
+from attention.ui import session as ui_session
+from attention.ui import url
 from tests.apptest_util import edit_cell, errors, frame_by_shape, goto, journey, no_exception, select, session
 
 A = np.random.RandomState(7).rand(3, 4) * 2 - 1  # full-precision values for she_likes_coffee's 3 × 4 X
@@ -281,7 +282,7 @@ def test_preset_file_round_trip_through_the_uploader() -> None:
     at = edit_cell(at, "X", 1, "d2", 0.1 + 0.2)
     at = select(at, "sb.mask", "causal")
     s = session(at)
-    data = state.export_preset(s).to_json().encode()
+    data = ui_session.export_preset(s).to_json().encode()
     saved = {k: v.copy() for k, v in s.matrices.items()}
     tokens, options = s.tokens, s.options
 
@@ -310,7 +311,7 @@ def test_a_bad_preset_file_shows_why_and_changes_nothing(what: str, mutate, word
     at = journey("weights", {"preset": "she_likes_coffee"})
     at = edit_cell(at, "W_q", 0, "k1", 7.0)
     s = session(at)
-    good = json.loads(state.export_preset(s).to_json())
+    good = json.loads(ui_session.export_preset(s).to_json())
     kept = {k: v.copy() for k, v in s.matrices.items()}
     version, tokens, options = s.version, s.tokens, s.options
     at = at.file_uploader(key="io.preset.file").set_value(("bad.json", mutate(good), "application/json")).run()
@@ -327,10 +328,10 @@ def test_a_bad_preset_file_shows_why_and_changes_nothing(what: str, mutate, word
 
 def test_export_buttons_are_there_and_describe_the_current_state() -> None:
     at = journey("weights", {"preset": "she_likes_coffee"})
-    assert state.export_preset(session(at)).id == "she_likes_coffee"
+    assert ui_session.export_preset(session(at)).id == "she_likes_coffee"
     at = edit_cell(at, "W_k", 1, "k2", -3.25)
     s = session(at)
-    preset = state.export_preset(s)
+    preset = ui_session.export_preset(s)
     assert preset.matrices()["W_k"].tobytes() == s.matrices["W_k"].tobytes()
     script = codegen.python_script(preset)
     assert "-3.25" in script

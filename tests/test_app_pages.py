@@ -75,11 +75,11 @@ def test_bad_link_parameters_give_a_message_not_a_crash() -> None:
 
 @pytest.mark.parametrize("preset_id", PRESET_IDS)
 def test_visiting_every_page_changes_nothing(preset_id: str) -> None:
-    from attention.ui import state
+    from attention.ui import session as ui_session
     from tests.apptest_util import goto, journey
 
     at = journey("overview", {"preset": preset_id})
     for page in PAGES:
         at = goto(at, page)
         no_exception(at)
-        assert state.is_unedited(at.session_state["attention_session"]), (preset_id, page)
+        assert ui_session.is_unedited(at.session_state["attention_session"]), (preset_id, page)

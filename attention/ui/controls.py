@@ -1,6 +1,7 @@
-"""Page controls named by the specs (sentence, d_k, the batch note...): each draws its widget and, in its
-callback, validates the value and calls one of :mod:`attention.ui.state`'s changes, or leaves a message and
-changes nothing. Number boxes have no browser-side limits: an out-of-range value reaches the callback,
+"""Page controls named by the specs (sentence, d_model, d_k, the batch note), each validated in its callback.
+
+Each draws its widget and, in its callback, validates the value and calls one of :mod:`attention.ui.state`'s
+changes, or leaves a message and changes nothing. Number boxes have no browser-side limits: an out-of-range value reaches the callback,
 which refuses it on the page and puts the box back, instead of a widget silently clamping it."""
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import streamlit as st
 
 from .. import names
 from ..shapes import shape_trace
-from . import state
+from . import session, state
 from .text import esc, quoted
 
 
 def show_messages(place: str, where=st) -> None:
     """The messages left for ``place`` by the last change or refusal."""
-    for kind, text in state.messages(place):
+    for kind, text in session.messages(place):
         icon = {"success": ":material/check_circle:", "error": ":material/error:", "warning": ":material/warning:"}.get(kind)
         getattr(where, kind)(text, icon=icon)
 
@@ -44,7 +45,7 @@ def _bind(key: str, value: object) -> None:
 
 
 def _on_sentence(key: str) -> None:
-    s = state.get()
+    s = session.get()
     text = st.session_state.get(key, "")
     tokens = tuple(text.split())
     if text == " ".join(s.tokens) or tokens == s.tokens:
@@ -60,10 +61,10 @@ def _on_sentence(key: str) -> None:
                                                f"at most {names.MAX_TOKEN_CHARS}. The previous tokens are kept.")
     else:
         state.set_tokens(tokens)
-        st.session_state[f"tok.sentence.{state.get().version}"] = text  # the box keeps the text if the editors were renewed
+        st.session_state[f"tok.sentence.{session.get().version}"] = text  # the box keeps the text if the editors were renewed
 
 
-def sentence(s: state.Session) -> None:
+def sentence(s: session.Session) -> None:
     c1, c2 = st.columns([3, 1])
     key = f"tok.sentence.{s.version}"
     _bind(key, " ".join(s.tokens))
@@ -78,18 +79,18 @@ def sentence(s: state.Session) -> None:
 
 
 def _on_d_model(key: str) -> None:
-    s = state.get()
+    s = session.get()
     d = whole_number(key, "d_model", 1, names.MAX_DIM, "control.d_model", s.dims.d_model)
     if d is not None and d != s.dims.d_model:
         text = " ".join(s.tokens)
         state.resize(d_model=d)
-        st.session_state[f"tok.sentence.{state.get().version}"] = text
+        st.session_state[f"tok.sentence.{session.get().version}"] = text
 
 
 # ------------------------------------------------------------------------------------------ d_k
 
 
-def d_k(s: state.Session) -> None:
+def d_k(s: session.Session) -> None:
     key = f"w.dk.{s.version}.{s.options.projection}"
     _bind(key, s.dims.d_k)
     st.number_input("d_k (width of Q, K and V)", key=key, step=1, on_change=_on_d_k, args=(key,),
@@ -98,7 +99,7 @@ def d_k(s: state.Session) -> None:
 
 
 def _on_d_k(key: str) -> None:
-    s = state.get()
+    s = session.get()
     d = whole_number(key, "d_k", 1, names.MAX_DIM, "control.d_k", s.dims.d_k)
     if d is not None and d != s.dims.d_k:
         state.resize(d_k=d)
@@ -107,9 +108,9 @@ def _on_d_k(key: str) -> None:
 # ------------------------------------------------------------------------------------------ batch note
 
 
-def batch_note(s: state.Session) -> None:
+def batch_note(s: session.Session) -> None:
     """For a preset whose X has a batch axis of one: what the dashboard shows, and what np.dot would give."""
-    preset = state.preset_for(s)
+    preset = session.preset_for(s)
     if preset.matrices()["X"].ndim != 3:
         return
     d = s.dims
@@ -122,4 +123,4 @@ def batch_note(s: state.Session) -> None:
             f"output {out.np_dot} where `@` gives {out.matmul}." + (f"\n\n{esc(printed, 600)}" if isinstance(printed, str) else ""))
 
 
-CONTROLS: dict[str, Callable[[state.Session], None]] = {"sentence": sentence, "d_k": d_k, "batch_note": batch_note}
+CONTROLS: dict[str, Callable[[session.Session], None]] = {"sentence": sentence, "d_k": d_k, "batch_note": batch_note}

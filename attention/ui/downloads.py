@@ -6,27 +6,27 @@ import streamlit as st
 
 from .. import names
 from ..io import tables
-from . import state
+from . import compute, session
 from .specs import as_2d
 
 
-def matrix(name: str, s: state.Session, page_key: str) -> None:
+def matrix(name: str, s: session.Session, page_key: str) -> None:
     """A CSV download of one matrix, built when clicked from the session's current numbers.
 
     The callable holds the (small) session, never the trace: Streamlit keeps a session's deferred
     downloads alive, and a captured n = 2048 trace would pin ~100 MB per session."""
 
     def data() -> bytes:
-        m = s.matrices[name] if name in names.INPUTS else as_2d(getattr(state.compute(s.tokens, s.matrices, s.options), name))
+        m = s.matrices[name] if name in names.INPUTS else as_2d(getattr(compute.compute(s.tokens, s.matrices, s.options), name))
         return tables.matrix_csv(m, *s.axis_labels(name, m.shape), corner=names.corner_label(name))
 
     st.download_button(f"Download {name}.csv", data=data, file_name=f"{s.preset_id}_{name}.csv", mime="text/csv",
                        key=f"dl.{page_key}.{name}", on_click="ignore")
 
 
-def everything(s: state.Session, page_key: str) -> None:
+def everything(s: session.Session, page_key: str) -> None:
     def build() -> bytes:
-        return tables.trace_zip(state.compute(s.tokens, s.matrices, s.options), state.export_preset(s))
+        return tables.trace_zip(compute.compute(s.tokens, s.matrices, s.options), session.export_preset(s))
 
     st.download_button("Download everything (.zip: every matrix as CSV + settings as a preset file)", data=build,
                        file_name=f"{s.preset_id}_attention.zip", mime="application/zip", key=f"dl.{page_key}.zip", on_click="ignore")

@@ -1,5 +1,6 @@
-"""Matrix editors: ``st.data_editor`` grids with token/dimension labels; each edit is checked cell by cell in the
-grid's ``on_change`` callback and applied through :func:`attention.ui.state.edit_cells`.
+"""Matrix editors: labelled ``st.data_editor`` grids whose edits are checked cell by cell in their callback.
+
+Each edit is checked in the grid's ``on_change`` callback and applied through :func:`attention.ui.state.edit_cells`.
 
 A valid cell goes straight into the session's matrices (and so to every page); a bad cell (blank, NaN,
 infinite, not a number) is named and keeps its previous value, while every other edit in the grid is kept.
@@ -18,17 +19,17 @@ import streamlit as st
 
 from ..errors import cell_name
 from ..io.parse import cell_number
-from . import state
+from . import session, state
 from .controls import show_messages
 from .text import esc
 from .windows import EDIT_COLS, EDIT_ROWS, window_controls
 
 
-def editor_key(name: str, s: state.Session, r0: int = 0, c0: int = 0) -> str:
+def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
     return f"ed.{name}.{s.version}.{r0}.{c0}"
 
 
-def matrix_editor(name: str, s: state.Session) -> None:
+def matrix_editor(name: str, s: session.Session) -> None:
     """Draw the editor for one of X, W_q, W_k, W_v; its edits reach the session through :func:`_on_edit`."""
     m = s.matrices[name]
     rows, cols = s.axis_labels(name, m.shape)
@@ -53,7 +54,7 @@ def to_text(values: np.ndarray) -> np.ndarray:
 
 def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
     """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones."""
-    s = state.get()
+    s = session.get()
     m = s.matrices[name]
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + EDIT_COLS)
     rows, cols = s.axis_labels(name, m.shape)

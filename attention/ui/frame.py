@@ -11,12 +11,12 @@ import streamlit as st
 
 from .. import charts
 from ..trace import Trace
-from . import controls, downloads, editors, imports, nav, sidebar, state, url, views
+from . import compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
 from .specs import OVERVIEW, STEPS, as_2d
 from .text import esc
 
 
-def setup(title: str, page_file: str) -> state.Session:
+def setup(title: str, page_file: str) -> session.Session:
     """Navigation, page config, session state, sidebar and address; every page calls this first."""
     nav.bootstrap(page_file)
     st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=str(nav.ROOT / "docs" / "icon.png"),
@@ -34,7 +34,7 @@ def render(key: str) -> None:
     s = setup(step.nav, step.file)
     st.title(step.title)
     st.latex(step.latex)
-    trace = state.current_trace(s)
+    trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))
     for name in step.controls:
@@ -46,7 +46,7 @@ def render(key: str) -> None:
         views.show_error(trace)
     else:
         views.doc_check(s, trace)
-        base = state.base_trace(s)
+        base = compute.base_trace(s)
         for name in step.show:
             views.show_matrix(name, s, trace, base, key)
         if step.heatmap:
@@ -62,7 +62,7 @@ def render(key: str) -> None:
 def render_overview() -> None:
     """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
     s = setup("Overview", OVERVIEW)
-    preset = state.preset_for(s)
+    preset = session.preset_for(s)
     st.title("Self-attention, step by step")
     st.markdown("Every matrix of scaled dot-product attention, computed live from the numbers below. Pick a preset in the sidebar "
                 "(the five documents' examples), edit any cell of X or the weights, and watch every later step move. "
@@ -73,7 +73,7 @@ def render_overview() -> None:
                 + (" …" if len(s.tokens) > 20 else ""))
     if preset.description:
         st.caption(esc(preset.description, 2000))
-    trace = state.current_trace(s)
+    trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
         views.show_error(trace)
         return

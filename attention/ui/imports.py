@@ -14,7 +14,7 @@ import streamlit as st
 from .. import names
 from ..errors import AttentionError
 from ..io import parse
-from . import state
+from . import session, state
 from .controls import show_messages
 from .text import esc, quoted
 
@@ -53,7 +53,7 @@ def _applied(name: str, arr: np.ndarray, what: str) -> None:
 
 def _refuse(name: str, exc: AttentionError, *, text: str | None = None, data: bytes | None = None, filename: str = "") -> None:
     """Say why; when only the shape is wrong, hold the array so it can be applied with a resize."""
-    s = state.get()
+    s = session.get()
     state.hold_import(name, None)
     try:
         arr = parse_import(name, None, s.options.projection, text=text, data=data, filename=filename)
@@ -65,7 +65,7 @@ def _refuse(name: str, exc: AttentionError, *, text: str | None = None, data: by
 
 
 def _on_paste(name: str) -> None:
-    s = state.get()
+    s = session.get()
     text = st.session_state.get(f"imp.{name}.text", "")
     try:
         arr = parse_import(name, s.matrices[name].shape, s.options.projection, text=text)
@@ -81,7 +81,7 @@ def _on_upload(name: str) -> None:
     f = st.session_state.get(f"imp.{name}.file")
     if f is None:
         return
-    s = state.get()
+    s = session.get()
     data = f.getvalue()
     try:
         arr = parse_import(name, s.matrices[name].shape, s.options.projection, data=data, filename=f.name)
@@ -93,7 +93,7 @@ def _on_upload(name: str) -> None:
 
 
 def _on_resize(name: str) -> None:
-    s = state.get()
+    s = session.get()
     held = s.held.get(name)
     if held is None:
         return
@@ -103,7 +103,7 @@ def _on_resize(name: str) -> None:
     _applied(name, arr, what)
 
 
-def matrix_import(name: str, s: state.Session) -> None:
+def matrix_import(name: str, s: session.Session) -> None:
     """Upload a CSV or paste a numpy literal for one matrix, under its editor."""
     shape = s.matrices[name].shape
     d = names.axis_names(name, s.options.projection)

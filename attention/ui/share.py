@@ -1,5 +1,7 @@
-"""Save, share, export (in the sidebar): the state as a preset file (download and load), as a Python script or a
-notebook, and a link that carries small edits. Loading a file goes through :func:`attention.ui.state.apply_preset`."""
+"""Save, share, export (in the sidebar): preset file download and load, script, notebook, and a link.
+
+The state goes out as a preset file, a Python script or a notebook, and a link that carries small edits.
+Loading a file goes through :func:`attention.ui.state.apply_preset`."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import streamlit as st
 from ..errors import AttentionError
 from ..io import codegen, parse
 from ..io.presets import Preset, parse_preset
-from . import state, url
+from . import compute, session, state, url
 from .controls import show_messages
 from .text import esc, quoted
 
@@ -33,23 +35,23 @@ def _on_preset_upload() -> None:
     state.say("sidebar.preset_file", "success", f"Loaded preset {quoted(preset.title)} from {quoted(f.name)}.")
 
 
-def _export(s: state.Session, build: Callable[[Preset], str]) -> Callable[[], str]:
+def _export(s: session.Session, build: Callable[[Preset], str]) -> Callable[[], str]:
     """A download's data, built only when clicked; a state that cannot be exported gives a note instead of a crash."""
     def data() -> str:
         try:
-            return build(state.export_preset(s))
+            return build(session.export_preset(s))
         except AttentionError as exc:
             return f"The current state cannot be exported: {exc.message}\n"
     return data
 
 
-def sidebar_tools(s: state.Session) -> None:
+def sidebar_tools(s: session.Session) -> None:
     """Preset file download/upload, export as code / notebook, copy link."""
     show_messages("sidebar.preset_file", st.sidebar)
     with st.sidebar.expander("Save, share, export", key="io.exp"):
-        broken = isinstance(state.current_trace(s), AttentionError)
+        broken = isinstance(compute.current_trace(s), AttentionError)
         why = "Fix the error shown on the page first." if broken else None
-        stem = s.preset_id if state.is_unedited(s) else f"{s.preset_id}_edited"
+        stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"
         st.download_button("Download preset file (.json)", data=_export(s, Preset.to_json), file_name=f"{stem}.json",
                            mime="application/json", key="io.dl.preset", on_click="ignore", width="stretch", disabled=broken,
                            help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.")
@@ -65,7 +67,7 @@ def sidebar_tools(s: state.Session) -> None:
         link_box(s)
 
 
-def link_box(s: state.Session) -> None:
+def link_box(s: session.Session) -> None:
     """The link for the session as it is now (edits were applied in callbacks, before this run)."""
     params, notes = url.link(s)
     query = urlencode(params)

@@ -16,7 +16,7 @@ import streamlit as st
 from .. import names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
-from . import share, state
+from . import session, share, state
 from .controls import show_messages, whole_number
 from .text import esc
 
@@ -37,18 +37,18 @@ def _on(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
 
 
 def preset_label(preset_id: str) -> str:
-    return BLANK_LABEL if preset_id == state.BLANK else presets_mod.preset_label(preset_id)
+    return BLANK_LABEL if preset_id == session.BLANK else presets_mod.preset_label(preset_id)
 
 
-def draw(s: state.Session) -> None:
+def draw(s: session.Session) -> None:
     """The controls (the navigation itself is declared by the entry point)."""
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
     _bind("sb.preset", s.preset_id)
-    sb.selectbox("Preset", [*presets_mod.list_presets(), state.BLANK], format_func=preset_label, key="sb.preset",
+    sb.selectbox("Preset", [*presets_mod.list_presets(), session.BLANK], format_func=preset_label, key="sb.preset",
                  on_change=_on(state.load_preset, "sb.preset"),
                  help="The documents' worked examples, or random matrices of a size you choose. Loading replaces all edits.")
-    if s.preset_id == state.BLANK:
+    if s.preset_id == session.BLANK:
         cols = sb.columns(3)
         for col, label, idx, hi in zip(cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM),
                                        strict=True):
@@ -56,7 +56,7 @@ def draw(s: state.Session) -> None:
             col.number_input(label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi),
                              help=f"1 to {hi}")
         show_messages("sidebar.blank", sb)
-    preset = state.preset_for(s)
+    preset = session.preset_for(s)
     _bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input("Seed", key="sb.seed", step=1, disabled=not preset.is_random, on_change=_seed,
                     help=(f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: " + ", ".join(preset.random.names)
@@ -81,7 +81,7 @@ def draw(s: state.Session) -> None:
         "custom" if o.scale != 1.0 or st.session_state.get("sb.scale") == "custom" else "none")
     _bind("sb.scale", scale_kind)
     sb.selectbox("Scale", list(SCALES), format_func=SCALES.get, key="sb.scale", on_change=_scale_kind)
-    lo, hi = state.FACTOR_RANGE
+    lo, hi = session.FACTOR_RANGE
     if scale_kind == "custom":
         _bind("sb.scale_value", float(o.scale))
         sb.number_input("Scale factor", format="%.6g", key="sb.scale_value", help=f"{lo:g} to {hi:g}",
@@ -103,7 +103,7 @@ def draw(s: state.Session) -> None:
 
 
 def _seed() -> None:
-    s = state.get()
+    s = session.get()
     seed = whole_number("sb.seed", "the seed", 0, names.MAX_SEED, "sidebar.seed", s.seed or 0)
     if seed is not None:
         state.set_seed(seed)
@@ -112,12 +112,12 @@ def _seed() -> None:
 def _factor(key: str, option: str, what: str) -> None:
     """A scale factor or temperature from its box, if it is a number in range; else a message and no change."""
     value = st.session_state.get(key)
-    lo, hi = state.FACTOR_RANGE
+    lo, hi = session.FACTOR_RANGE
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and lo <= value <= hi
     if ok:
         state.set_option(**{option: float(value)})
         return
-    current = getattr(state.get().options, option)
+    current = getattr(session.get().options, option)
     state.say(f"sidebar.{option}", "error", f"{what.capitalize()} must be a number from {lo:g} to {hi:g}; {esc(repr(value))} was not "
                                             f"applied and it stays {current:g}.")
 
@@ -128,9 +128,9 @@ def _scale_kind() -> None:
 
 
 def _blank_size(idx: int, label: str, hi: int) -> None:
-    s = state.get()
+    s = session.get()
     value = whole_number(f"sb.blank.{idx}", label, 1, hi, "sidebar.blank", s.blank_shape[idx])
     if value is not None:
         shape = list(s.blank_shape)
         shape[idx] = value
-        state.load_preset(state.BLANK, s.seed, tuple(shape))  # type: ignore[arg-type]
+        state.load_preset(session.BLANK, s.seed, tuple(shape))  # type: ignore[arg-type]

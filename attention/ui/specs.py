@@ -1,5 +1,7 @@
-"""What each page says and shows, as data: navigation label, title, formula, explanation, controls, editors,
-matrices, heatmap and extra views. The frame (:mod:`attention.ui.frame`) draws any of them with no per-page
+"""What each page says and shows, as data: label, title, formula, explanation, controls, editors, views.
+
+Each spec names its navigation label, title, formula, explanation, controls, editors, matrices, heatmap and
+extra views. The frame (:mod:`attention.ui.frame`) draws any of them with no per-page
 branches; the navigation and the overview's list of steps come from the same specs. A new step is one more
 ``Step`` here and a three-line file in ``pages/``.
 """
@@ -13,7 +15,7 @@ import numpy as np
 
 from ..names import squeeze_batch, token_labels
 from ..trace import Trace
-from . import state
+from . import session
 from .text import esc
 
 OVERVIEW = "pages/0_overview.py"
@@ -30,13 +32,13 @@ class Step:
     nav: str
     title: str
     latex: str
-    explain: Callable[[state.Session, Trace | None], str]
+    explain: Callable[[session.Session, Trace | None], str]
     editors: tuple[str, ...] = ()
     show: tuple[str, ...] = ()
     heatmap: str | None = None
     controls: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
-    overview: Callable[[state.Session, Trace], str] | None = None
+    overview: Callable[[session.Session, Trace], str] | None = None
 
 
 def as_2d(a: np.ndarray) -> np.ndarray:
@@ -67,7 +69,7 @@ def _first(tokens: Sequence[str]) -> str:
     return f"“{esc(tokens[0])}”" if tokens else "the first token"
 
 
-def _explain_tokens(s: state.Session, t: Trace | None) -> str:
+def _explain_tokens(s: session.Session, t: Trace | None) -> str:
     n, d = s.matrices["X"].shape
     return (f"The sentence is split into **{n} tokens**, and each token is a row of **X**: a vector of **d_model = {d}** numbers "
             f"(its embedding). Row 1 is {_first(s.tokens)}. Attention never looks at word order or spelling, only at these rows, so "
@@ -75,14 +77,14 @@ def _explain_tokens(s: state.Session, t: Trace | None) -> str:
             "numbers from the seed.")
 
 
-def _explain_weights(s: state.Session, t: Trace | None) -> str:
+def _explain_weights(s: session.Session, t: Trace | None) -> str:
     how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (document 001's convention)"
     return ("Three weight matrices turn each embedding into a **query** (what this token is looking for), a **key** (what it offers "
             f"to be found by) and a **value** (what it passes on when attended to), computed as {how}. In a trained model these are "
             "learned; here they are typed in the document or drawn from the seed, and you can edit any cell.")
 
 
-def _explain_qkv(s: state.Session, t: Trace | None) -> str:
+def _explain_qkv(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Q, K and V are X projected by the three weight matrices."
     return (f"Each row is one token's query, key or value: Q and K have **d_k = {t.d_k}** columns, V has {t.V.shape[-1]}. "
@@ -90,7 +92,7 @@ def _explain_qkv(s: state.Session, t: Trace | None) -> str:
             "when another token attends to it. Highlighted cells differ from the unedited preset.")
 
 
-def _explain_scores(s: state.Session, t: Trace | None) -> str:
+def _explain_scores(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
     i, j = np.unravel_index(np.argmax(as_2d(t.scores)), as_2d(t.scores).shape)
@@ -100,7 +102,7 @@ def _explain_scores(s: state.Session, t: Trace | None) -> str:
             f"**{tk[i]} → {tk[j]}** ({as_2d(t.scores)[i, j]:.4g}). Scores are not yet probabilities: they can be any size or sign.")
 
 
-def _explain_scaling(s: state.Session, t: Trace | None) -> str:
+def _explain_scaling(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "The scores are multiplied by the scale factor, 1/√d_k by default."
     mask = {"none": "", "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞, shown grey.",
@@ -114,7 +116,7 @@ def _explain_scaling(s: state.Session, t: Trace | None) -> str:
     return how + mask
 
 
-def _explain_softmax(s: state.Session, t: Trace | None) -> str:
+def _explain_softmax(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Softmax turns each row of scaled scores into weights that are ≥ 0 and sum to 1."
     temp = "" if s.options.temperature == 1 else (f" With temperature T = {s.options.temperature:g} the scores are divided by T first "
@@ -125,7 +127,7 @@ def _explain_softmax(s: state.Session, t: Trace | None) -> str:
             "(its max, by default) changes nothing mathematically but keeps exp from overflowing." + temp)
 
 
-def _explain_output(s: state.Session, t: Trace | None) -> str:
+def _explain_output(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Each output row is a weighted average of the value rows."
     w = as_2d(t.weights)
@@ -136,7 +138,7 @@ def _explain_output(s: state.Session, t: Trace | None) -> str:
             "like X, but each row now carries information from the tokens it attended to.")
 
 
-def _explain_reading(s: state.Session, t: Trace | None) -> str:
+def _explain_reading(s: session.Session, t: Trace | None) -> str:
     return ("For each token, the key it gives the most weight to, how much, and the row's entropy: 0 bits means all attention "
             "on one token, log₂(n) bits means spread evenly. Document 003 reads “The → on” this way, and warns that with random "
             "weights such a reading means nothing yet.")

@@ -1,70 +1,25 @@
-"""The session's state and every change to it: the one writer of ``st.session_state``'s attention session.
+"""Every change to the session, as named functions called from widget callbacks: the one writer of the state.
 
-Everything a page shows is derived from one ``Session`` kept in ``st.session_state``. It changes only
-through the named functions below (``load_preset``, ``edit_cells``, ``resize``, ``set_option`` ...), and
-those are called only from widget callbacks (``on_change`` / ``on_click``), which Streamlit runs before the
-script: so every page, the sidebar included, draws from the state as it is after the change, and no run
-changes state half-way or needs ``st.rerun()``. A change that is refused leaves the session exactly as
-it was and leaves a message (:func:`say`) that the page shows next to the control that caused it.
+The ``Session`` (:mod:`attention.ui.session`) changes only through the functions below (``load_preset``,
+``edit_cells``, ``resize``, ``set_option`` ...), and those are called only from widget callbacks
+(``on_change`` / ``on_click``), which Streamlit runs before the script: so every page, the sidebar included,
+draws from the state as it is after the change, and no run changes state half-way or needs ``st.rerun()``.
+A change that is refused leaves the session exactly as it was and leaves a message (:func:`say`) that the
+page shows next to the control that caused it.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
 
 from .. import names
 from ..errors import AttentionError
-from ..io import presets as presets_mod
 from ..io.presets import Preset
-from ..trace import Options, Trace, self_attention
-from .cache import TraceCache, return_large_frees_to_the_os
-
-KEY = "attention_session"
-BLANK = "blank"
-DEFAULT_PRESET = "she_likes_coffee"
-DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
-FACTOR_RANGE = (1e-6, 1e6)  # scale and temperature: what the controls accept, and what a loaded preset file may ask for
-
-
-@dataclass
-class Session:
-    """One user's dashboard state. ``matrices`` are 2-D (a batch of one is shown as its single item).
-
-    ``version`` changes whenever the matrices change other than by a grid edit (a preset, a resize, an
-    import...), so every editor gets a fresh key and no pending grid edit is re-applied to new numbers.
-    ``messages`` holds what the last change or refusal had to say, by place (see :func:`say`).
-    """
-
-    preset_id: str
-    seed: int | None
-    blank_shape: tuple[int, int, int]
-    tokens: tuple[str, ...]
-    matrices: dict[str, np.ndarray]
-    options: Options
-    version: int = 0
-    epoch: int = 0  # every change adds 1; a message is shown while nothing has changed since it was left
-    messages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
-    held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
-
-    @property
-    def dims(self) -> names.Dims:
-        return names.dims_of(self.matrices, self.options.projection, self.options.heads)
-
-    @property
-    def labels(self) -> list[str]:
-        """The tokens as unique labels for axes, tables and CSVs."""
-        return names.token_labels(self.tokens)
-
-    def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
-        return names.axis_labels(name, shape, self.tokens, self.options.projection)
-
-
-# ----------------------------------------------------------------------------------------- reading
+from .session import FACTOR_RANGE, KEY, Session, get, matrices_2d, new_session, preset_and_base
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
@@ -78,60 +33,6 @@ def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
     return st.session_state[KEY]
 
 
-def get() -> Session:
-    return st.session_state[KEY]
-
-
-@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
-def _preset_and_base(preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]) -> tuple[Preset, dict[str, np.ndarray]]:
-    """Load a preset and its X, W_q, W_k, W_v as read-only 2-D arrays (a batch of one is dropped)."""
-    if preset_id == BLANK:
-        n, d_model, d_k = blank_shape
-        preset = presets_mod.blank(n, d_model, d_k, seed=0 if seed is None else seed)
-    else:
-        preset = presets_mod.load_preset(preset_id, seed)
-    base = matrices_2d(preset)
-    for m in base.values():
-        m.setflags(write=False)
-    return preset, base
-
-
-def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
-    """A preset's X, W_q, W_k, W_v as the dashboard holds them: 2-D (a leading batch of one dropped)."""
-    return {name: np.array(names.squeeze_batch(m)) for name, m in preset.matrices().items()}
-
-
-def preset_for(s: Session) -> Preset:
-    """The unedited preset the session started from (with the session's seed)."""
-    return _preset_and_base(s.preset_id, s.seed, s.blank_shape)[0]
-
-
-def base_for(s: Session) -> dict[str, np.ndarray]:
-    """The unedited preset's matrices (2-D, read-only)."""
-    return _preset_and_base(s.preset_id, s.seed, s.blank_shape)[1]
-
-
-def new_session(preset_id: str = DEFAULT_PRESET, seed: int | None = None,
-                blank_shape: tuple[int, int, int] = DEFAULT_BLANK) -> Session:
-    preset, base = _preset_and_base(preset_id, seed, blank_shape)
-    return Session(preset_id=preset_id, seed=preset.seed, blank_shape=blank_shape, tokens=preset.tokens,
-                   matrices={k: np.array(v) for k, v in base.items()}, options=preset.options)
-
-
-def is_unedited(s: Session) -> bool:
-    """True when tokens, matrices and options are exactly the preset's."""
-    preset, base = _preset_and_base(s.preset_id, s.seed, s.blank_shape)
-    return (s.tokens == preset.tokens and s.options == preset.options
-            and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in names.INPUTS))
-
-
-def export_preset(s: Session) -> Preset:
-    """What downloads describe: the unedited preset itself, or the current state as fixed matrices."""
-    if is_unedited(s):
-        return preset_for(s)
-    return presets_mod.from_state(s.tokens, s.matrices, s.options, id=f"{s.preset_id}_edited",
-                                  title="Edited " + s.preset_id, description="Saved from the dashboard.")
-
 
 # ----------------------------------------------------------------------------------------- messages
 
@@ -142,12 +43,6 @@ def say(place: str, kind: str, text: str) -> None:
     ``text`` is Markdown: user text in it must go through :mod:`attention.ui.text`."""
     s = get()
     s.messages[place] = (s.epoch, kind, text)
-
-
-def messages(prefix: str) -> list[tuple[str, str]]:
-    """(kind, text) of the messages still current at places starting with ``prefix``, oldest first."""
-    s = get()
-    return [(kind, text) for place, (epoch, kind, text) in s.messages.items() if place.startswith(prefix) and epoch == s.epoch]
 
 
 def _touch(s: Session) -> None:
@@ -189,7 +84,7 @@ def reset() -> None:
 def set_seed(seed: int) -> None:
     """Redraw only what the preset draws at random; the user's edits to fixed parts are kept."""
     s = get()
-    preset, fresh = _preset_and_base(s.preset_id, seed, s.blank_shape)
+    preset, fresh = preset_and_base(s.preset_id, seed, s.blank_shape)
     if not preset.is_random:
         return
     s.seed = preset.seed
@@ -338,70 +233,3 @@ def restore_edits(decoded: Mapping[str, np.ndarray]) -> None:
         s.matrices[name] = np.array(arr, dtype=np.float64)
     s.version += 1
     _touch(s)
-
-
-# ----------------------------------------------------------------------------------------- computing
-
-
-def content_key(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options) -> str:
-    """A hash of everything a trace depends on (Streamlit's own hashing samples large arrays, so a
-    one-cell edit in a big matrix could be missed; this reads every byte)."""
-    h = hashlib.blake2b(digest_size=20)
-    h.update(repr((tokens, options)).encode())
-    for name in names.INPUTS:
-        m = np.ascontiguousarray(matrices[name])
-        h.update(f"{name}{m.shape}".encode())
-        h.update(m.tobytes())
-    return h.hexdigest()
-
-
-return_large_frees_to_the_os()
-TRACES = TraceCache(max_bytes=256 * 2**20, max_entries=8, ttl=1800)  # two n = 2048 traces at most
-
-
-def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options) -> Trace:
-    """The trace for this content, cached by content so an edit recomputes once and every page reuses
-    it (raises AttentionError on bad input; errors are not cached)."""
-
-    def run() -> Trace:
-        trace = self_attention(matrices["X"], matrices["W_q"], matrices["W_k"], matrices["W_v"], tokens=tokens, options=options)
-        for a in trace.arrays().values():
-            a.setflags(write=False)
-        return trace
-
-    n = matrices["X"].shape[-2]
-    return TRACES.get(content_key(tokens, matrices, options), run, expected_bytes=3 * n * n * 8)  # scores, scaled, weights
-
-
-def current_trace(s: Session) -> Trace | AttentionError:
-    """The trace of the session's current state, or the error that stops it."""
-    try:
-        return compute(s.tokens, s.matrices, s.options)
-    except AttentionError as exc:
-        return exc
-
-
-def base_trace(s: Session) -> Trace | None:
-    """The unedited preset's trace (for the 'what moved' view), or None if it cannot be computed."""
-    preset, base = _preset_and_base(s.preset_id, s.seed, s.blank_shape)
-    try:
-        return compute(preset.tokens, base, preset.options)
-    except AttentionError:
-        return None
-
-
-DOC_TOL = 1e-8
-
-
-@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
-def document_match(preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]) -> tuple[bool, str]:
-    """Does the engine, run on the unedited preset, give the numbers (or shapes) its document prints?"""
-    preset = _preset_and_base(preset_id, seed, blank_shape)[0]
-    trace = preset.compute()
-    if preset.expected:
-        worst = max(float(np.max(np.abs(getattr(trace, k).reshape(v.shape) - v))) for k, v in preset.expected.items())
-        listed = ", ".join(preset.expected)
-        return worst <= DOC_TOL, f"{listed} agree with its printed numbers to {worst:.1e} (tolerance {DOC_TOL:g})."
-    shapes = {k: tuple(getattr(trace, k).shape) for k in preset.expected_shapes if hasattr(trace, k)}
-    ok = all(shapes[k] == tuple(v) for k, v in preset.expected_shapes.items() if k in shapes)
-    return ok, ", ".join(f"{k} {shapes[k]}" for k in shapes) + "."

@@ -15,22 +15,22 @@ from .. import names
 from ..errors import AttentionError
 from ..io import links
 from ..io import presets as presets_mod
-from . import state
+from . import session
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 PARAMS = ("preset", "seed", "size", "edits")
 
 
-def read() -> tuple[state.Session, list[str]]:
+def read() -> tuple[session.Session, list[str]]:
     """The session the URL asks for, and notes (Markdown, user text escaped) on what it could not restore."""
     qp = st.query_params
     notices: list[str] = []
-    pid = qp.get("preset", state.DEFAULT_PRESET)
-    if pid not in (*presets_mod.list_presets(), state.BLANK):
+    pid = qp.get("preset", session.DEFAULT_PRESET)
+    if pid not in (*presets_mod.list_presets(), session.BLANK):
         notices.append(f"The link asked for preset {quoted(pid)}, which does not exist; showing "
-                       f"{quoted(presets_mod.preset_label(state.DEFAULT_PRESET))} instead.")
-        pid = state.DEFAULT_PRESET
+                       f"{quoted(presets_mod.preset_label(session.DEFAULT_PRESET))} instead.")
+        pid = session.DEFAULT_PRESET
     seed = None
     if "seed" in qp:
         text = qp["seed"]
@@ -39,27 +39,27 @@ def read() -> tuple[state.Session, list[str]]:
         else:
             notices.append(f"The link's seed {quoted(text)} is not a whole number from 0 to {names.MAX_SEED}; "
                            "using the preset's own seed.")
-    blank_shape = state.DEFAULT_BLANK
-    if pid == state.BLANK and "size" in qp:
+    blank_shape = session.DEFAULT_BLANK
+    if pid == session.BLANK and "size" in qp:
         shape = _size(qp["size"])
         if shape is None:
             notices.append(f"The link's size {quoted(qp['size'])} is not n x d_model x d_k with n ≤ {names.MAX_TOKENS} "
-                           f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, state.DEFAULT_BLANK))}.")
+                           f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}.")
         else:
             blank_shape = shape
-    session = state.new_session(pid, seed, blank_shape)
+    new = session.new_session(pid, seed, blank_shape)
     token = qp.get("edits")
     if token:
         try:
-            decoded = links.decode_edits(token, expected_shapes={n: session.matrices[n].shape for n in names.INPUTS})
+            decoded = links.decode_edits(token, expected_shapes={n: new.matrices[n].shape for n in names.INPUTS})
         except AttentionError as exc:
             why = exc.message.removeprefix(_LINK_PREFIX)
             notices.append(f"The link's edits could not be restored: {quoted(why, 200)}; showing the unedited preset.")
         else:
             for name, arr in decoded.items():
-                session.matrices[name] = np.array(arr, dtype=np.float64)
-            session.version += 1
-    return session, notices
+                new.matrices[name] = np.array(arr, dtype=np.float64)
+            new.version += 1
+    return new, notices
 
 
 def _size(text: str) -> tuple[int, int, int] | None:
@@ -72,17 +72,17 @@ def _size(text: str) -> tuple[int, int, int] | None:
     return n, d_model, d_k
 
 
-def params(s: state.Session) -> dict[str, str]:
+def params(s: session.Session) -> dict[str, str]:
     """The query parameters that reproduce the session's preset: preset, seed, and size for blank."""
     want = {"preset": s.preset_id}
     if s.seed is not None:
         want["seed"] = str(s.seed)
-    if s.preset_id == state.BLANK:
+    if s.preset_id == session.BLANK:
         want["size"] = "x".join(str(v) for v in s.blank_shape)
     return want
 
 
-def write(s: state.Session) -> None:
+def write(s: session.Session) -> None:
     """Write preset and seed (and blank size) into the address bar so a reload or a copied address reproduces
     the view; an ``edits`` parameter the state no longer has is dropped (a reload must not bring it back)."""
     want = params(s)
@@ -96,11 +96,11 @@ def write(s: state.Session) -> None:
         del st.query_params["edits"]
 
 
-def link(s: state.Session) -> tuple[dict[str, str], list[str]]:
+def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     """The URL query that reproduces the session (preset, seed, size, edits) and notes on what it leaves out."""
     query = params(s)
-    base = state.base_for(s)
-    preset = state.preset_for(s)
+    base = session.base_for(s)
+    preset = session.preset_for(s)
     notes: list[str] = []
     changed = {n: s.matrices[n] for n in names.INPUTS
                if s.matrices[n].shape == base[n].shape and not np.array_equal(s.matrices[n], base[n])}

@@ -1,5 +1,6 @@
-"""What a page shows of a trace: matrices as labelled tables (changed cells highlighted), heatmaps, the reading,
-the document check and errors. Each view is a function of the session and the trace; the specs name them."""
+"""What a page shows of a trace: labelled tables, heatmaps, the reading, the document check and errors.
+
+Changed cells are highlighted in the tables. Each view is a function of the session and the trace; the specs name them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .. import charts
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import downloads, state
+from . import compute, downloads, session
 from .specs import as_2d, reading_lines, top_keys
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
@@ -46,7 +47,7 @@ def _largest_change(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256
     return best
 
 
-def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
+def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
     """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
     full = getattr(trace, name)
     m = as_2d(full)
@@ -81,7 +82,7 @@ def show_matrix(name: str, s: state.Session, trace: Trace, base: Trace | None, p
 _TITLES = {"scores": "Raw scores QKᵀ", "scaled": "Scaled scores (masked cells grey)", "weights": "Attention weights (each row sums to 1)"}
 
 
-def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> None:
+def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
     m = as_2d(getattr(trace, name))
     toks = s.labels
     kind = "weights" if name == "weights" else "scores"
@@ -99,12 +100,12 @@ def show_heatmap(name: str, s: state.Session, trace: Trace, page_key: str) -> No
                                             f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
 
 
-def show_reading_lines(s: state.Session, trace: Trace, page_key: str) -> None:
+def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
     n = as_2d(trace.weights).shape[0]
     st.markdown("Reading the rows: " + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)))) + ("; …" if n > 8 else "."))
 
 
-def show_reading_table(s: state.Session, trace: Trace, page_key: str) -> None:
+def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     w = as_2d(trace.weights)
     top, top_weight, masked = top_keys(trace)
     toks = np.asarray(s.labels, dtype=object)
@@ -129,30 +130,30 @@ def show_reading_table(s: state.Session, trace: Trace, page_key: str) -> None:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
     st.download_button("Download reading.csv", data=lambda: tables.table_csv(df), file_name=f"{s.preset_id}_reading.csv",
                        mime="text/csv", key=f"dl.reading.{s.version}", on_click="ignore")
-    note = state.preset_for(s).notes.get("reading") if state.is_unedited(s) else None
+    note = session.preset_for(s).notes.get("reading") if session.is_unedited(s) else None
     if isinstance(note, str):
         st.info(esc(note, 2000))
 
 
-VIEWS: dict[str, Callable[[state.Session, Trace, str], None]] = {
+VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "reading_lines": show_reading_lines,
     "reading_table": show_reading_table,
 }
 
 
-def doc_check(s: state.Session, trace: Trace) -> None:
+def doc_check(s: session.Session, trace: Trace) -> None:
     """When the preset is unedited, show whether the numbers match the ones its document prints."""
-    preset = state.preset_for(s)
+    preset = session.preset_for(s)
     if not preset.source.get("document"):
         return
     doc = esc(f"{preset.source['document'][:3]} ({preset.source['document']})")
-    if not state.is_unedited(s):
+    if not session.is_unedited(s):
         st.caption(f"Edited: the numbers no longer correspond to document {doc}. “Reset to preset” brings them back.")
         return
     if preset.random is not None and preset.seed != preset.random.seed:
         st.caption(f"Seed changed from the document's: its printed numbers apply to seed {preset.random.seed}.")
         return
-    ok, detail = state.document_match(s.preset_id, s.seed, s.blank_shape)
+    ok, detail = compute.document_match(s.preset_id, s.seed, s.blank_shape)
     if preset.expected:
         (st.success if ok else st.error)(("✓ Matches" if ok else "✗ Does not match") + f" document {doc}: {detail}")
     elif preset.expected_shapes:

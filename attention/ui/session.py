@@ -1,0 +1,117 @@
+"""The session's state as data, and what derives from it without changing it: the preset, labels, messages.
+
+One ``Session`` per user lives in ``st.session_state`` under :data:`KEY`. This module only reads it; every
+change goes through :mod:`attention.ui.state`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import streamlit as st
+
+from .. import names
+from ..io import presets as presets_mod
+from ..io.presets import Preset
+from ..trace import Options
+
+KEY = "attention_session"
+BLANK = "blank"
+DEFAULT_PRESET = "she_likes_coffee"
+DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
+FACTOR_RANGE = (1e-6, 1e6)  # scale and temperature: what the controls accept, and what a loaded preset file may ask for
+
+
+@dataclass
+class Session:
+    """One user's dashboard state. ``matrices`` are 2-D (a batch of one is shown as its single item).
+
+    ``version`` changes whenever the matrices change other than by a grid edit (a preset, a resize, an
+    import...), so every editor gets a fresh key and no pending grid edit is re-applied to new numbers.
+    ``messages`` holds what the last change or refusal had to say, by place (see :func:`say`).
+    """
+
+    preset_id: str
+    seed: int | None
+    blank_shape: tuple[int, int, int]
+    tokens: tuple[str, ...]
+    matrices: dict[str, np.ndarray]
+    options: Options
+    version: int = 0
+    epoch: int = 0  # every change adds 1; a message is shown while nothing has changed since it was left
+    messages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
+
+    @property
+    def dims(self) -> names.Dims:
+        return names.dims_of(self.matrices, self.options.projection, self.options.heads)
+
+    @property
+    def labels(self) -> list[str]:
+        """The tokens as unique labels for axes, tables and CSVs."""
+        return names.token_labels(self.tokens)
+
+    def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
+        return names.axis_labels(name, shape, self.tokens, self.options.projection)
+
+
+def get() -> Session:
+    return st.session_state[KEY]
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def preset_and_base(preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]) -> tuple[Preset, dict[str, np.ndarray]]:
+    """Load a preset and its X, W_q, W_k, W_v as read-only 2-D arrays (a batch of one is dropped)."""
+    if preset_id == BLANK:
+        n, d_model, d_k = blank_shape
+        preset = presets_mod.blank(n, d_model, d_k, seed=0 if seed is None else seed)
+    else:
+        preset = presets_mod.load_preset(preset_id, seed)
+    base = matrices_2d(preset)
+    for m in base.values():
+        m.setflags(write=False)
+    return preset, base
+
+
+def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
+    """A preset's X, W_q, W_k, W_v as the dashboard holds them: 2-D (a leading batch of one dropped)."""
+    return {name: np.array(names.squeeze_batch(m)) for name, m in preset.matrices().items()}
+
+
+def preset_for(s: Session) -> Preset:
+    """The unedited preset the session started from (with the session's seed)."""
+    return preset_and_base(s.preset_id, s.seed, s.blank_shape)[0]
+
+
+def base_for(s: Session) -> dict[str, np.ndarray]:
+    """The unedited preset's matrices (2-D, read-only)."""
+    return preset_and_base(s.preset_id, s.seed, s.blank_shape)[1]
+
+
+def new_session(preset_id: str = DEFAULT_PRESET, seed: int | None = None,
+                blank_shape: tuple[int, int, int] = DEFAULT_BLANK) -> Session:
+    preset, base = preset_and_base(preset_id, seed, blank_shape)
+    return Session(preset_id=preset_id, seed=preset.seed, blank_shape=blank_shape, tokens=preset.tokens,
+                   matrices={k: np.array(v) for k, v in base.items()}, options=preset.options)
+
+
+def is_unedited(s: Session) -> bool:
+    """True when tokens, matrices and options are exactly the preset's."""
+    preset, base = preset_and_base(s.preset_id, s.seed, s.blank_shape)
+    return (s.tokens == preset.tokens and s.options == preset.options
+            and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in names.INPUTS))
+
+
+def export_preset(s: Session) -> Preset:
+    """What downloads describe: the unedited preset itself, or the current state as fixed matrices."""
+    if is_unedited(s):
+        return preset_for(s)
+    return presets_mod.from_state(s.tokens, s.matrices, s.options, id=f"{s.preset_id}_edited",
+                                  title="Edited " + s.preset_id, description="Saved from the dashboard.")
+
+
+def messages(prefix: str) -> list[tuple[str, str]]:
+    """(kind, text) of the messages still current at places starting with ``prefix``, oldest first."""
+    s = get()
+    return [(kind, text) for place, (epoch, kind, text) in s.messages.items() if place.startswith(prefix) and epoch == s.epoch]
