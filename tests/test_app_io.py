@@ -187,7 +187,7 @@ def test_csv_upload_round_trip_is_bit_exact_and_applied_once() -> None:
 
 @pytest.mark.parametrize(("filename", "data", "words"), [
     ("bad.csv", b"\xff\xfe1,2,3,4", ["not UTF-8"]),
-    ("short.csv", b"1,2\n3,4\n", ["must be 3 × 4", "the file is 2 × 2"]),
+    ("short.csv", b"1,2\n3,4\n", ["must be 3 × 4", "'short.csv' is 2 × 2"]),
     ("formula.csv", b"=HYPERLINK(1),2,3,4\n1,2,3,4\n1,2,3,4\n", ["not a number"]),
     ("preset.txt", b'{"format": "attention-preset/1"}', ["preset"]),
 ])

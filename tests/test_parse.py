@@ -198,10 +198,13 @@ def test_read_matrix_csv_labels_absent():
 
 def test_read_upload_forms():
     assert read_upload(b"\xef\xbb\xbftoken,d1\r\nshe,0.5\r\n", "x.csv", "X", (1, 1)).tolist() == [[0.5]]
-    assert read_upload(b"[[1, 2], [3, 4]]", "w.json", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
+    assert read_upload(b"[[1, 2], [3, 4]]", "w.txt", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
     assert read_upload(b"np.array([[1, 2], [3, 4]])", "w.txt", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
     assert read_upload(b"1\t2\n3\t4", "w.tsv", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
-    assert read_upload(bytearray(b"1,2\n3,4"), "w", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
+    assert read_upload(bytearray(b"1,2\n3,4"), "w.csv", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
+    # one list of accepted formats (what the uploader offers); anything else is refused naming the file and the list
+    refused(r"'w\.json' is a \.json file; upload one of \.csv, \.tsv, \.txt, \.npy, \.npz", read_upload, b"[[1]]", "w.json", "W_q")
+    refused(r"'w' is a file with no extension", read_upload, b"1,2", "w", "W_q")
 
 
 def test_parsing_is_pure():
@@ -350,9 +353,9 @@ def test_bad_bytes(data, match):
 
 
 def test_unsupported_and_preset_uploads():
-    refused(r"\.xlsx file; save the matrix as CSV", read_upload, b"PK\x03\x04", "w.xlsx", "W_q", (2, 2))
-    refused(r"unsupported type \(\.exe\)", read_upload, b"1,2", "w.exe", "W_q", (2, 2))
-    refused("looks like a preset file", read_upload, b'{"format": "attention-preset/1"}', "p.json", "W_q", (2, 2))
+    refused(r"\.xlsx file; upload one of .*save a spreadsheet as CSV", read_upload, b"PK\x03\x04", "w.xlsx", "W_q", (2, 2))
+    refused(r"'w\.exe' is a \.exe file; upload one of", read_upload, b"1,2", "w.exe", "W_q", (2, 2))
+    refused("looks like a preset file", read_upload, b'{"format": "attention-preset/1"}', "p.txt", "W_q", (2, 2))
 
 
 def test_huge_input_is_refused_quickly():

@@ -40,12 +40,16 @@ import io
 import itertools
 import math
 import re
+import zipfile
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import AttentionError, cell_name
+from ..names import MAX_TOKENS
 
+MATRIX_FORMATS = ("csv", "tsv", "txt", "npy", "npz")  # what a matrix upload may be: the uploader offers exactly these
+PRESET_FORMATS = ("json",)  # what a preset upload may be
 MAX_UPLOAD_MB = 16
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024  # 16,777,216: what Streamlit's maxUploadSize = 16 allows
 MAX_CELLS = 1 << 20  # 1,048,576 cells = 2 × (2048 × 256)
@@ -82,36 +86,78 @@ _CODE = re.compile(r"[()\[\]{}]|\blambda\b|__|\bimport\b|\bexec\b|\beval\b")
 
 
 def parse_matrix_text(text: str, name: str, expected_shape: tuple[int, int] | None = None, *,
-                      dims: tuple[str, str] | None = None) -> np.ndarray:
+                      dims: tuple[str, str] | None = None, source: str = "paste") -> np.ndarray:
     """Parse pasted text (any form listed in the module docstring) into a float64 (rows, cols) array.
 
     ``expected_shape`` (rows, cols), when given, must match; ``dims`` names the two axes in the
     message (default by ``name``: X is tokens × d_model, W_q/W_k d_model × d_k, W_v d_model × d_v; pass
-    ``("d_k", "d_model")`` for the X @ W.T convention). Raises AttentionError, never evaluates code.
+    ``("d_k", "d_model")`` for the X @ W.T convention). ``source`` names the input in messages ("paste", or
+    "file 'w.txt'"). The work is bounded before any row is built (:func:`_bound_work`). Raises AttentionError,
+    never evaluates code.
     """
     if not isinstance(text, str):
-        raise AttentionError(f"{name}: the paste must be text, got {type(text).__name__}", matrix=name)
-    _check_size(len(text), name, "paste")
+        raise AttentionError(f"{name}: the {source} must be text, got {type(text).__name__}", matrix=name)
+    _check_size(len(text), name, source)
     if len(text) > MAX_UPLOAD_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_UPLOAD_BYTES:
-        _check_size(MAX_UPLOAD_BYTES + 1, name, "paste")
+        _check_size(MAX_UPLOAD_BYTES + 1, name, source)
     body = text.strip().lstrip("\ufeff").strip()
     if not body:
-        raise AttentionError(f"{name}: the paste is empty; paste a matrix such as [[0.2, 0.9], [0.1, 0.5]]", matrix=name)
+        raise AttentionError(f"{name}: the {source} is empty; paste a matrix such as [[0.2, 0.9], [0.1, 0.5]]", matrix=name)
+    _bound_work(body, name, expected_shape, dims, source)
     caption = _CAPTION.match(body)
     if caption and body[caption.end():].lstrip().startswith(("[", "array(", "np.array(", "numpy.array(")):
         body = body[caption.end():].strip()  # a printed caption line such as "Attention weights:"
-    literal = _literal_body(body, name)
+    literal = _literal_body(body, name, source)
     if literal is not None:
-        arr = _parse_brackets(literal, name)
-        return _final_shape(arr, name, expected_shape, dims, "paste")
+        arr = _parse_brackets(literal, name, source)
+        return _final_shape(arr, name, expected_shape, dims, source)
     if _CODE.search(body):
         raise AttentionError(
-            f"{name}: the paste is not a matrix literal ({_short(body)}); only numbers, brackets, commas and spaces "
+            f"{name}: the {source} is not a matrix literal ({_short(body)}); only numbers, brackets, commas and spaces "
             "are read, and nothing pasted is ever run",
             matrix=name,
         )
-    matrix, _, _ = _parse_rows(body, name, expected_shape, dims, "paste", allow_neg_inf=False)
+    _bound_lines(body, name, source)
+    matrix, _, _ = _parse_rows(body, name, expected_shape, dims, source, allow_neg_inf=False)
     return matrix
+
+
+# The most characters one cell can take (a full-precision float is at most 24, numpy pads with spaces) and one
+# label (a token), and the widest row any matrix has (scores: one column per token, plus the label column).
+_CELL_CHARS, _LABEL_CHARS = 64, 256
+MAX_LINE_CHARS = (MAX_TOKENS + 1) * _CELL_CHARS
+
+
+def _bound_work(text: str, name: str, expected: tuple[int, int] | None, dims: tuple[str, str] | None, source: str) -> None:
+    """Refuse, before building anything, text that cannot be a matrix of the expected shape: more characters
+    than its cells and labels could take, or (whatever the shape) more numbers than any supported matrix has,
+    counted from its commas. Costs a few C-level passes over the text, so a 16 MB paste is refused at once."""
+    if expected is not None:
+        r, c = expected
+        limit = (r + 1) * (c + 1) * _CELL_CHARS + (r + c) * _LABEL_CHARS + 4096
+        if len(text) > limit:
+            d = _dims(name, dims)
+            raise AttentionError(
+                f"{name} must be {r} × {c} ({d[0]} × {d[1]}); the {source} has {len(text):,} characters, more than such a "
+                f"matrix can take (about {limit:,}), so it was not read", matrix=name)
+    at_least = text.count(",") - text.count("]") - text.count(")") - text.count("\n")  # numbers separated by commas
+    if at_least > MAX_CELLS:
+        raise AttentionError(f"{name}: the {source} has more than {MAX_CELLS:,} numbers; that is larger than any "
+                             "supported matrix", matrix=name)
+
+
+def _bound_lines(text: str, name: str, source: str) -> None:
+    """Plain rows: refuse a line longer than the widest row of any matrix before splitting it into cells."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if end - start > MAX_LINE_CHARS:
+            line = text.count("\n", 0, start) + 1
+            raise AttentionError(f"{name}: line {line} of the {source} has {end - start:,} characters; a matrix row has at "
+                                 f"most {MAX_TOKENS + 1:,} cells (about {MAX_LINE_CHARS:,} characters), so it was not read",
+                                 matrix=name)
+        start = end + 1
 
 
 def read_matrix_csv(data: bytes | str, name: str, expected_shape: tuple[int, int] | None = None, *,
@@ -143,33 +189,77 @@ def read_matrix_csv(data: bytes | str, name: str, expected_shape: tuple[int, int
 
 def read_upload(data: bytes, filename: str, name: str, expected_shape: tuple[int, int] | None = None, *,
                 dims: tuple[str, str] | None = None) -> np.ndarray:
-    """An uploaded matrix file as a float64 (rows, cols) array.
+    """An uploaded matrix file as a float64 (rows, cols) array; every message names the file.
 
-    ``.csv``/``.tsv`` (and files with no extension) go through :func:`read_matrix_csv`; ``.txt``, ``.npy``-like
-    text and ``.json`` (a nested list) through :func:`parse_matrix_text`. Preset files are not matrices:
-    load them with :func:`attention.parse_preset`. Refuses input over :data:`MAX_UPLOAD_BYTES` before reading.
+    The file's extension must be one of :data:`MATRIX_FORMATS`: ``.csv``/``.tsv`` go through
+    :func:`read_matrix_csv`; ``.txt`` (a numpy literal, numpy's printed form or plain rows) through
+    :func:`parse_matrix_text`; numpy's own ``.npy`` and ``.npz`` through :func:`read_numpy` (never
+    unpickling). Preset files are not matrices: load them with :func:`attention.parse_preset`. Refuses input
+    over :data:`MAX_UPLOAD_BYTES` before reading.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise AttentionError(f"{name}: expected the uploaded file's bytes, got {type(data).__name__}", matrix=name)
     data = bytes(data)
-    label = filename or "the file"
-    _check_size(len(data), name, f"file {label!r}")
+    label = repr(filename) if filename else "the file"
+    source = f"file {label}"
+    _check_size(len(data), name, source)
     ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-    if ext in ("xlsx", "xls", "ods", "npy", "npz", "pkl", "pickle"):
-        raise AttentionError(f"{name}: {label} is a .{ext} file; save the matrix as CSV (comma separated text) and upload that", matrix=name)
-    if ext not in ("", "csv", "tsv", "txt", "json", "dat"):
-        raise AttentionError(f"{name}: {label} has an unsupported type (.{ext}); upload a .csv, .tsv, .txt or .json file", matrix=name)
-    text = _decode(data, name)
+    if ext not in MATRIX_FORMATS:
+        kind = f"a .{_short(ext, 12)[1:-1]} file" if ext else "a file with no extension"
+        raise AttentionError(f"{name}: {label} is {kind}; upload one of {', '.join('.' + f for f in MATRIX_FORMATS)}"
+                             + (" (save a spreadsheet as CSV)" if ext in ("xlsx", "xls", "ods") else ""), matrix=name)
+    if ext in ("npy", "npz"):
+        return _final_shape(read_numpy(data, name, label, ext), name, expected_shape, dims, source)
+    text = _decode(data, name, label)
     stripped = text.lstrip("\ufeff").strip()
     if stripped.startswith("{"):
         raise AttentionError(
             f"{name}: {label} looks like a preset file (a JSON object), not a single matrix; load it as a preset instead",
             matrix=name,
         )
-    if ext in ("txt", "json", "dat") or stripped.startswith(("[", "np.", "numpy.", "array(")):
-        return parse_matrix_text(text, name, expected_shape, dims=dims)
-    matrix, _, _ = read_matrix_csv(text, name, expected_shape, dims=dims)
+    if ext == "txt" or stripped.startswith(("[", "np.", "numpy.", "array(")):
+        return parse_matrix_text(text, name, expected_shape, dims=dims, source=source)
+    try:
+        matrix, _, _ = read_matrix_csv(text, name, expected_shape, dims=dims)
+    except AttentionError as exc:
+        raise AttentionError(exc.message.replace(" the file ", f" {label} ", 1), matrix=exc.matrix, cell=exc.cell) from None
     return matrix
+
+
+def read_numpy(data: bytes, name: str, label: str = "the file", ext: str = "npy") -> np.ndarray:
+    """numpy's own ``.npy`` (one array) or ``.npz`` (exactly one array inside) as float64, read with
+    ``allow_pickle=False``: an object array (which would need unpickling, and so could run code) is refused."""
+    try:
+        loaded = np.load(io.BytesIO(data), allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                keys = list(loaded.files)
+                if len(keys) != 1:
+                    raise AttentionError(f"{name}: {label} holds {len(keys)} arrays ({', '.join(map(repr, keys[:5]))}); "
+                                         "save one matrix per .npz file (np.savez(path, M))", matrix=name)
+                arr = np.asarray(loaded[keys[0]])
+        else:
+            arr = np.asarray(loaded)
+    except AttentionError:
+        raise
+    except ValueError as exc:
+        why = "it holds Python objects, which are never unpickled here" if "pickle" in str(exc) else "numpy cannot read it"
+        raise AttentionError(f"{name}: {label} is not a readable .{ext} array ({why})", matrix=name) from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile):
+        raise AttentionError(f"{name}: {label} is not a valid .{ext} file (it may be cut short or renamed)", matrix=name) from None
+    if arr.dtype.kind not in "biuf":
+        raise AttentionError(f"{name}: {label} holds {arr.dtype} values; a matrix needs numbers", matrix=name)
+    if arr.size > MAX_CELLS:
+        raise AttentionError(f"{name}: {label} has {arr.size:,} numbers; that is larger than any supported matrix", matrix=name)
+    arr = arr.astype(np.float64)
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        where = ", ".join(str(i + 1) for i in bad[0])
+        raise AttentionError(f"{name}: {label} has {arr[tuple(bad[0])]} at index ({where}); every value must be a finite number",
+                             matrix=name)
+    if arr.ndim not in (1, 2, 3):
+        raise AttentionError(f"{name}: {label} holds a {arr.ndim}-D array of shape {arr.shape}; a matrix is 2-D", matrix=name)
+    return arr
 
 
 def unprotect_label(text: str) -> str:
@@ -220,22 +310,22 @@ def _check_size(size: int, name: str, what: str) -> None:
         )
 
 
-def _decode(data: bytes, name: str) -> str:
+def _decode(data: bytes, name: str, label: str = "the file") -> str:
     _check_size(len(data), name, "file")
     if data.startswith(b"PK\x03\x04"):
-        raise AttentionError(f"{name}: the file is a zip or Excel workbook, not CSV text; save the matrix as CSV and upload that", matrix=name)
+        raise AttentionError(f"{name}: {label} is a zip archive (an Excel workbook or an .npz), not CSV text; save the matrix "
+                             "as CSV, or upload an .npz with its own extension", matrix=name)
     if data.startswith(b"\x93NUMPY"):
-        raise AttentionError(f"{name}: the file is a binary .npy array; save it as CSV (np.savetxt(path, M, delimiter=',')) and upload that",
-                             matrix=name)
+        raise AttentionError(f"{name}: {label} is a binary .npy array; upload it with the .npy extension", matrix=name)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise AttentionError(
-            f"{name}: the file is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); save it as UTF-8 CSV",
+            f"{name}: {label} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); save it as UTF-8 CSV",
             matrix=name,
         ) from None
     if "\x00" in text:
-        raise AttentionError(f"{name}: the file contains NUL bytes, so it is binary, not CSV text", matrix=name)
+        raise AttentionError(f"{name}: {label} contains NUL bytes, so it is binary, not CSV text", matrix=name)
     return text
 
 
@@ -307,7 +397,7 @@ def _final_shape(arr: np.ndarray, name: str, expected: tuple[int, int] | None, d
 # ------------------------------------------------------------------------------------ bracketed literals
 
 
-def _literal_body(body: str, name: str) -> str | None:
+def _literal_body(body: str, name: str, source: str = "paste") -> str | None:
     """The bracketed part of a numpy/Python literal, or None when ``body`` is not one.
 
     Strips ``W = ``, ``np.array(``/``numpy.array(``/``array(`` and a trailing ``dtype=...``.
@@ -322,12 +412,12 @@ def _literal_body(body: str, name: str) -> str | None:
         if dtype is not None:
             plain = dtype.strip("'\"").removeprefix("np.").removeprefix("numpy.")
             if plain not in _DTYPES:
-                raise AttentionError(f"{name}: the paste is not a matrix literal (dtype={_short(dtype, 20)} is not a number type)",
+                raise AttentionError(f"{name}: the {source} is not a matrix literal (dtype={_short(dtype, 20)} is not a number type)",
                                      matrix=name)
         inner = w.group("body").strip()
         if not inner.startswith("["):
             raise AttentionError(
-                f"{name}: the paste is not a matrix literal ({_short(body)}); inside np.array(...) there must be "
+                f"{name}: the {source} is not a matrix literal ({_short(body)}); inside np.array(...) there must be "
                 "a bracketed list of numbers, and nothing pasted is ever run",
                 matrix=name,
             )
@@ -343,10 +433,10 @@ def _where_in(text: str, pos: int) -> str:
     return f"line {line}, character {col}"
 
 
-def _parse_brackets(text: str, name: str) -> np.ndarray:
+def _parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
     """Tokenize and parse a bracketed literal into an array (1-D, 2-D or 3-D); never evaluates."""
     def not_literal(why: str) -> AttentionError:
-        return AttentionError(f"{name}: the paste is not a matrix literal ({why}); only numbers, brackets, commas and spaces "
+        return AttentionError(f"{name}: the {source} is not a matrix literal ({why}); only numbers, brackets, commas and spaces "
                               "are read, and nothing pasted is ever run", matrix=name)
 
     stack: list[list] = []
@@ -362,7 +452,7 @@ def _parse_brackets(text: str, name: str) -> np.ndarray:
             raise not_literal(f"unexpected {_short(tok, 20)} after the closing bracket, at {_where_in(text, m.start())}")
         if tok in "[(":
             if len(stack) >= MAX_DEPTH:
-                raise AttentionError(f"{name}: the paste is nested more than {MAX_DEPTH} levels deep; a matrix is [[row], [row], ...]",
+                raise AttentionError(f"{name}: the {source} is nested more than {MAX_DEPTH} levels deep; a matrix is [[row], [row], ...]",
                                      matrix=name)
             new: list = []
             if stack:
@@ -387,7 +477,7 @@ def _parse_brackets(text: str, name: str) -> np.ndarray:
                 raise not_literal(f"{_short(tok, 20)} outside the brackets")
             if tok == "..." or tok == "…":
                 raise AttentionError(
-                    f"{name}: the paste contains '...', so numpy shortened the array when printing it; print it in full "
+                    f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it in full "
                     "with np.set_printoptions(threshold=sys.maxsize) and paste again",
                     matrix=name,
                 )
@@ -395,18 +485,18 @@ def _parse_brackets(text: str, name: str) -> np.ndarray:
                 raise not_literal(f"{_short(tok, 20)} at {_where_in(text, m.start())} is not a number")
             cells += 1
             if cells > MAX_CELLS:
-                raise AttentionError(f"{name}: the paste has more than {MAX_CELLS:,} numbers; that is larger than any supported matrix",
+                raise AttentionError(f"{name}: the {source} has more than {MAX_CELLS:,} numbers; that is larger than any supported matrix",
                                      matrix=name)
             stack[-1].append(tok)
             after_item = True
     if stack:
         raise not_literal(f"{len(stack)} bracket(s) left open at the end")
     if root is None:
-        raise AttentionError(f"{name}: the paste is empty", matrix=name)
-    return _nested_to_array(root, name)
+        raise AttentionError(f"{name}: the {source} is empty", matrix=name)
+    return _nested_to_array(root, name, source)
 
 
-def _nested_to_array(root: list, name: str) -> np.ndarray:
+def _nested_to_array(root: list, name: str, source: str = "paste") -> np.ndarray:
     """Check a nested list of atom strings is rectangular, then convert every atom (row/column named on error)."""
     depth, node = 1, root
     while node and isinstance(node[0], list):
@@ -415,10 +505,10 @@ def _nested_to_array(root: list, name: str) -> np.ndarray:
 
     def shape_of(node: list, level: int, where: str) -> tuple[int, ...]:
         if not node:
-            raise AttentionError(f"{name}: {where or 'the paste'} is empty; every row needs numbers", matrix=name)
+            raise AttentionError(f"{name}: {where or 'the ' + source} is empty; every row needs numbers", matrix=name)
         kinds = {isinstance(x, list) for x in node}
         if len(kinds) > 1 or (True in kinds) != (level < depth - 1):
-            raise AttentionError(f"{name}: {where or 'the paste'} mixes numbers and bracketed rows; every row must be a list of numbers",
+            raise AttentionError(f"{name}: {where or 'the ' + source} mixes numbers and bracketed rows; every row must be a list of numbers",
                                  matrix=name)
         if level == depth - 1:
             return (len(node),)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from .. import rng
 from ..errors import AttentionError
 from ..names import ARRAYS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS
 from ..trace import MASK_KINDS, Options, Trace, self_attention
+from .jsonfile import NonFinite, load_json
 
 FORMAT = "attention-preset/1"
 PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
@@ -194,18 +196,8 @@ def read_preset_file(path: Path) -> Preset:
 
 
 def parse_preset(text: str | bytes, filename: str = "preset.json") -> Preset:
-    """Parse and validate preset JSON; every failure names the file and the field."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise AttentionError(f"{filename}: the preset file is not UTF-8 text") from None
-    try:
-        data = json.loads(text, parse_constant=_NonFinite)
-    except json.JSONDecodeError as exc:
-        raise AttentionError(f"{filename}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:
-        raise AttentionError(f"{filename}: {exc}") from None
+    """Parse and validate preset JSON; every failure names the file and the field (bounded: see :mod:`.jsonfile`)."""
+    data = load_json(text, filename)
     found = _find_non_finite(data, "")
     if found is not None:
         where, literal = found
@@ -213,13 +205,9 @@ def parse_preset(text: str | bytes, filename: str = "preset.json") -> Preset:
     return _Validator(filename).preset(data)
 
 
-class _NonFinite(str):
-    """Marks a NaN / Infinity / -Infinity literal while parsing, so the error can name its field."""
-
-
 def _find_non_finite(value: Any, where: str) -> tuple[str, str] | None:
     """The dotted path and text of the first NaN/Infinity literal in parsed JSON, or None."""
-    if isinstance(value, _NonFinite):
+    if isinstance(value, NonFinite):
         return where, str(value)
     if isinstance(value, dict):
         for k, v in value.items():
@@ -263,8 +251,10 @@ class _Validator:
         return value
 
     def number(self, value: Any, where: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-            raise self.fail(where, f"must be a finite number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(where, f"must be a finite number, got {_short(value)}")
+        if not math.isfinite(value):  # NaN/Infinity literals are caught earlier: this is a number too large to hold
+            raise self.fail(where, "is a number too large for a 64-bit float (the largest is about 1.8e308)")
         return float(value)
 
     def matrix(self, value: Any, where: str) -> np.ndarray:
@@ -293,17 +283,17 @@ class _Validator:
             return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS
 
         if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(whole(v) for v in value)):
-            raise self.fail(where, f"must be a list of 1 to {max_dims} whole numbers from 1 to {MAX_TOKENS}, got {value!r}")
+            raise self.fail(where, f"must be a list of 1 to {max_dims} whole numbers from 1 to {MAX_TOKENS}, got {_short(value)}")
         return tuple(value)
 
     def preset(self, data: Any) -> Preset:
         top = self.obj(data, "(top level)", {"format", "id", "title", "tokens", "options"},
                        {"source", "description", "matrices", "random", "expected", "notes", "label", "order"})
         if top["format"] != FORMAT:
-            raise self.fail("format", f"must be {FORMAT!r}, got {top['format']!r}")
+            raise self.fail("format", f"must be {FORMAT!r}, got {_short(top['format'])}")
         pid = self.text(top["id"], "id", 100)
         if not pid or not all(c.isalnum() or c in "_-" for c in pid):
-            raise self.fail("id", f"must be letters, digits, '_' or '-', got {pid!r}")
+            raise self.fail("id", f"must be letters, digits, '_' or '-', got {_short(pid)}")
         title = self.text(top["title"], "title", 200)
         label = self.text(top.get("label", ""), "label", 80)
         order = self.number(top.get("order", 1000.0), "order")
@@ -326,16 +316,16 @@ class _Validator:
                 raise self.fail("random.generator", f"must be {rng.GENERATOR!r}")
             seed = r["seed"]
             if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
-                raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
+                raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
             if not isinstance(r["draws"], list) or not r["draws"]:
                 raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
             draws = []
             for i, dr in enumerate(r["draws"]):
                 dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, set())
                 if dr["name"] not in INPUTS:
-                    raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {dr['name']!r}")
+                    raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}")
                 if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
-                    raise self.fail(f"random.draws[{i}].name", f"{dr['name']!r} is given twice")
+                    raise self.fail(f"random.draws[{i}].name", f"{_short(dr['name'])} is given twice")
                 draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
             random = RandomSpec(seed, tuple(draws))
         have = set(fixed) | set(random.names if random else ())
@@ -367,7 +357,7 @@ class _Validator:
         for key, allowed in (("projection", ("x_w", "x_wt")), ("softmax", ("row_max", "global_max", "none")), ("mask", MASK_KINDS)):
             if key in o:
                 if o[key] not in allowed:
-                    raise self.fail(f"options.{key}", f"must be one of {', '.join(allowed)}, got {o[key]!r}")
+                    raise self.fail(f"options.{key}", f"must be one of {', '.join(allowed)}, got {_short(o[key])}")
                 kw[key] = o[key]
         if o.get("scale") is not None:
             kw["scale"] = self.number(o["scale"], "options.scale")
@@ -379,7 +369,7 @@ class _Validator:
                 raise self.fail("options.temperature", "must be > 0")
         if "heads" in o:
             if not (isinstance(o["heads"], int) and not isinstance(o["heads"], bool) and 1 <= o["heads"] <= MAX_DIM):
-                raise self.fail("options.heads", f"must be a whole number ≥ 1, got {o['heads']!r}")
+                raise self.fail("options.heads", f"must be a whole number ≥ 1, got {_short(o['heads'])}")
             kw["heads"] = o["heads"]
         if "padding" in o:
             pad = o["padding"]
@@ -411,6 +401,12 @@ class _Validator:
         if preset.random is not None and matrix in preset.random.names:
             return f"random.draws ({matrix})"
         return {"mask": "options.padding", "weights": "options.softmax"}.get(matrix or "", "matrices")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """A value for a message: its repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _check_seed(seed: object, where: str) -> int:
