@@ -10,6 +10,8 @@ import numpy as np
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
+from attention.ui.editors import editor_key
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
     "overview": "pages/0_overview.py",
@@ -87,9 +89,13 @@ def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
     return at._run(states)
 
 
-def edit_cells(at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0)) -> AppTest:
-    """Edit cells of the matrix editor ``name``: ``{row: {column label: value}}``."""
-    key = f"ed.{name}.{session(at).version}.{page_window[0]}.{page_window[1]}"
+def edit_cells(at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False) -> AppTest:
+    """Edit cells of the matrix editor ``name``: ``{row: {column label: value}}``. Numbers are sent as the text the
+    browser's grid sends for its text cells (``raw=True`` sends the values as given, as a hostile client could)."""
+    if not raw:
+        edited_rows = {r: {c: (v if v is None or isinstance(v, str) else str(v)) for c, v in cells.items()}
+                       for r, cells in edited_rows.items()}
+    key = editor_key(name, session(at), *page_window)
     return grid_edit(at, key, {"edited_rows": edited_rows, "added_rows": [], "deleted_rows": []})
 
 

@@ -50,6 +50,14 @@ from ..names import MAX_TOKENS
 
 MATRIX_FORMATS = ("csv", "tsv", "txt", "npy", "npz")  # what a matrix upload may be: the uploader offers exactly these
 PRESET_FORMATS = ("json",)  # what a preset upload may be
+
+
+def uploader_types(formats: Sequence[str]) -> list[str]:
+    """The ``type=`` list for a Streamlit file uploader offering ``formats``. Its browser filter offers exactly
+    these; one MIME type in the list makes Streamlit leave the server-side check to us, so a file of another type
+    (sent by a client that ignores the filter) reaches the parser, which refuses it with a message naming the
+    file and this list, instead of Streamlit raising an uncaught "Invalid file extension"."""
+    return [f".{f}" for f in formats] + ["text/csv" if "csv" in formats else "application/json"]
 MAX_UPLOAD_MB = 16
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024  # 16,777,216: what Streamlit's maxUploadSize = 16 allows
 MAX_CELLS = 1 << 20  # 1,048,576 cells = 2 × (2048 × 256)
@@ -288,8 +296,8 @@ def cell_number(raw: object) -> float | None:
     if isinstance(raw, (int, float, np.integer, np.floating)):
         try:
             return float(raw)
-        except OverflowError:
-            return math.copysign(math.inf, raw)  # type: ignore[arg-type]
+        except OverflowError:  # an integer beyond the float range
+            return math.inf if raw > 0 else -math.inf
     if not isinstance(raw, str):
         return None
     t = raw.strip()

@@ -26,7 +26,7 @@ from .windows import EDIT_COLS, EDIT_ROWS, window_controls
 
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
-    return f"ed.{name}.{s.version}.{r0}.{c0}"
+    return f"ed.{name}.{s.version}.{s.grids}.{r0}.{c0}"
 
 
 def matrix_editor(name: str, s: session.Session) -> None:
@@ -61,6 +61,7 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
     col_index = {c: j for j, c in enumerate(cols[c0:c1])}
     problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)
     if problem:
+        state.renew_grids()
         state.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
         return
     good: dict[tuple[int, int], float] = {}
@@ -107,7 +108,7 @@ def check_payload(payload: object, n_rows: int, col_index: dict[str, int]) -> tu
         for c, value in cells.items():
             if c not in col_index:
                 return f"the grid sent an edit for column {esc(repr(c)[:40])}, which it does not have", {}
-            if value is not None and not isinstance(value, (str, int, float)):
+            if value is not None and not isinstance(value, str):  # the grids' columns are text columns
                 return f"the grid sent {type(value).__name__} for row {row + 1}, column {esc(c)}", {}
             out[(row, col_index[c])] = value
     return None, out

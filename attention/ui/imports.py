@@ -112,7 +112,7 @@ def matrix_import(name: str, s: session.Session) -> None:
                    "`np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form `[[0.2 0.9]\\n [0.1 0.5]]`. "
                    "Nothing you paste is run as code.")
         formats = ", ".join("." + f for f in parse.MATRIX_FORMATS)
-        st.file_uploader(f"Upload {name} ({formats})", type=list(parse.MATRIX_FORMATS), key=f"imp.{name}.file",
+        st.file_uploader(f"Upload {name} ({formats})", type=parse.uploader_types(parse.MATRIX_FORMATS), key=f"imp.{name}.file",
                          on_change=_on_upload, args=(name,))
         with st.form(f"imp.{name}.form", border=False):
             st.text_area(f"Paste {name}", key=f"imp.{name}.text", height=120,

@@ -42,6 +42,7 @@ class Session:
     epoch: int = 0  # every change adds 1; a message is shown while nothing has changed since it was left
     messages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
+    grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property
     def dims(self) -> names.Dims:

@@ -55,7 +55,7 @@ def sidebar_tools(s: session.Session) -> None:
         st.download_button("Download preset file (.json)", data=_export(s, Preset.to_json), file_name=f"{stem}.json",
                            mime="application/json", key="io.dl.preset", on_click="ignore", width="stretch", disabled=broken,
                            help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.")
-        st.file_uploader("Load a preset file saved earlier", type=list(parse.PRESET_FORMATS), key="io.preset.file",
+        st.file_uploader("Load a preset file saved earlier", type=parse.uploader_types(parse.PRESET_FORMATS), key="io.preset.file",
                          on_change=_on_preset_upload)
         st.download_button("Export as Python script", data=_export(s, codegen.python_script),
                            file_name=f"{stem}_attention.py", mime="text/x-python", key="io.dl.py", on_click="ignore",

@@ -118,7 +118,7 @@ def _factor(key: str, option: str, what: str) -> None:
         state.set_option(**{option: float(value)})
         return
     current = getattr(session.get().options, option)
-    state.say(f"sidebar.{option}", "error", f"{what.capitalize()} must be a number from {lo:g} to {hi:g}; {esc(repr(value))} was not "
+    state.say(f"sidebar.{option}", "error", f"{what[0].upper() + what[1:]} must be a number from {lo:g} to {hi:g}; {esc(repr(value))} was not "
                                             f"applied and it stays {current:g}.")
 
 

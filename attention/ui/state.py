@@ -52,6 +52,12 @@ def _touch(s: Session) -> None:
     s.held.clear()
 
 
+def renew_grids() -> None:
+    """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
+    would apply it to the table on the next run). The matrices are not touched."""
+    get().grids += 1
+
+
 def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
     """Keep (or drop, with None) an import whose shape differs, so a button can apply it with a resize."""
     s = get()
