@@ -29,11 +29,14 @@ MASKED_COLOR = "#d9d9d9"
 VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"]
 
 
+DIVERGING = ("#2166ac", "#f7f7f7", "#b2182b")  # blue (down), white (unchanged), red (up): ColorBrewer RdBu ends
+
+
 @dataclass(frozen=True)
 class Colour:
     """A colour scale: ``domain`` endpoints and the anchor colours spread evenly between them."""
 
-    domain: tuple[float, float]
+    domain: tuple[float, ...]
     colours: tuple[str, ...]
     title: str
 
@@ -42,9 +45,15 @@ class Colour:
 
 
 def colour_for(kind: str, values: np.ndarray) -> Colour:
-    """Each step's own scale: weights 0–1; scores and scaled scores their finite range."""
+    """Each step's own scale: weights 0–1; scores and scaled scores their finite range; differences ("diff") a
+    diverging scale centred at 0 and symmetric, so white means "unchanged" and the two colours the two signs."""
     if kind == "weights":
         return Colour((0.0, 1.0), tuple(VIRIDIS), "weight")
+    if kind == "diff":
+        finite = values[np.isfinite(values)]
+        m = float(np.abs(finite).max()) if finite.size else 0.0
+        m = m if m > 0 else 1.0
+        return Colour((-m, 0.0, m), DIVERGING, "now − A")
     finite = np.isfinite(values)
     any_finite = bool(finite.any())
     lo = float(values.min() if finite.all() else np.where(finite, values, np.inf).min()) if any_finite else 0.0
@@ -81,7 +90,7 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
 def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None,
                row_offset: int = 0, col_offset: int = 0, kind: str = "scores") -> pd.DataFrame:
     n_r, n_c = values.shape
-    fmt = (lambda v: f"{v:.3f}") if kind == "weights" else (lambda v: f"{v:.3g}")
+    fmt = (lambda v: f"{v:.3f}") if kind == "weights" else (lambda v: f"{v:+.3g}") if kind == "diff" else (lambda v: f"{v:.3g}")
     r_idx, c_idx = np.divmod(np.arange(n_r * n_c), n_c)
     flat = values.reshape(-1)
     masked = np.zeros(flat.shape, bool) if allowed is None else ~allowed.reshape(-1)
@@ -120,7 +129,7 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
     if max(n_r, n_c) <= TEXT_MAX:
         # Dark text on light cells: viridis is light at the top of its range.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
-        light = f"datum.value > {mid}"
+        light = f"datum.value > {mid}" if kind != "diff" else f"abs(datum.value) < {colour.domain[-1] / 2}"
         layers.append(base.mark_text(fontSize=12).encode(
             text="text:N", color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white"))))
     return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))

@@ -10,8 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from .. import charts
+from ..names import INPUTS
 from ..trace import Trace
-from . import compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
+from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
 from .specs import OVERVIEW, STEPS, as_2d
 from .text import esc
 
@@ -42,21 +43,36 @@ def render(key: str) -> None:
     for name in step.editors:
         editors.matrix_editor(name, s)
         imports.matrix_import(name, s)
-    if not ok:
-        views.show_error(trace)
-    else:
-        views.doc_check(s, trace)
-        base = compute.base_trace(s)
-        for name in step.show:
-            views.show_matrix(name, s, trace, base, key)
-        if step.heatmap:
-            views.show_heatmap(step.heatmap, s, trace, key)
-        for name in step.views:
-            views.VIEWS[name](s, trace, key)
+    results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
+    if inputs is not None:
+        with inputs:
+            input_panel(s)
+    with results:
+        if not ok:
+            views.show_error(trace)
+        else:
+            views.doc_check(s, trace)
+            base = compute.base_trace(s)
+            for name in step.show:
+                views.show_matrix(name, s, trace, base, key)
+            if step.heatmap:
+                views.show_heatmap(step.heatmap, s, trace, key)
+            for name in step.views:
+                views.VIEWS[name](s, trace, key)
+            for name in step.compare:
+                compare.show(name, s, trace, key)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
         downloads.everything(s, key)
+
+
+def input_panel(s: session.Session) -> None:
+    """The four input matrices as editors in tabs, beside a step's result: one edit redraws the result next to it."""
+    st.markdown("**Inputs** · edit any cell; the result beside redraws")
+    for name, tab in zip(INPUTS, st.tabs(list(INPUTS)), strict=True):
+        with tab:
+            editors.matrix_editor(name, s)
 
 
 def render_overview() -> None:

@@ -23,6 +23,16 @@ DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
 FACTOR_RANGE = (1e-6, 1e6)  # scale and temperature: what the controls accept, and what a loaded preset file may ask for
 
 
+@dataclass(frozen=True)
+class Pinned:
+    """A snapshot of a whole state ("A"), to compare the current one with."""
+
+    tokens: tuple[str, ...]
+    matrices: dict[str, np.ndarray]
+    options: Options
+    label: str
+
+
 @dataclass
 class Session:
     """One user's dashboard state. ``matrices`` are 2-D (a batch of one is shown as its single item).
@@ -42,6 +52,7 @@ class Session:
     epoch: int = 0  # every change adds 1; a message is shown while nothing has changed since it was left
     messages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
+    pin: Pinned | None = None  # the state pinned as A, if any
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property
@@ -78,6 +89,11 @@ def preset_and_base(preset_id: str, seed: int | None, blank_shape: tuple[int, in
 def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
     """A preset's X, W_q, W_k, W_v as the dashboard holds them: 2-D (a leading batch of one dropped)."""
     return {name: np.array(names.squeeze_batch(m)) for name, m in preset.matrices().items()}
+
+
+def preset_label(preset_id: str) -> str:
+    """A preset's name in lists: its file's label, or "Blank n × d (random)"."""
+    return "Blank n × d (random)" if preset_id == BLANK else presets_mod.preset_label(preset_id)
 
 
 def preset_for(s: Session) -> Preset:

@@ -16,7 +16,7 @@ import streamlit as st
 from .. import names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
-from . import session, share, state
+from . import compare, session, share, state
 from .controls import show_messages, whole_number
 from .text import esc
 
@@ -24,7 +24,6 @@ PROJECTIONS = {"x_w": "Q = X · W  (W is d_model × d_k)", "x_wt": "Q = X · W�
 SOFTMAXES = {"row_max": "subtract each row's max (stable)", "global_max": "subtract the whole matrix's max", "none": "subtract nothing (doc 000)"}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
 MASKS = {"none": "no mask", "causal": "causal (token i sees tokens 1…i)", "padding": "padding (ignore marked tokens)"}
-BLANK_LABEL = "Blank n × d (random)"
 
 
 def _bind(key: str, value: Any) -> None:
@@ -36,16 +35,12 @@ def _on(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
     return lambda: fn(st.session_state[key])
 
 
-def preset_label(preset_id: str) -> str:
-    return BLANK_LABEL if preset_id == session.BLANK else presets_mod.preset_label(preset_id)
-
-
 def draw(s: session.Session) -> None:
     """The controls (the navigation itself is declared by the entry point)."""
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
     _bind("sb.preset", s.preset_id)
-    sb.selectbox("Preset", [*presets_mod.list_presets(), session.BLANK], format_func=preset_label, key="sb.preset",
+    sb.selectbox("Preset", [*presets_mod.list_presets(), session.BLANK], format_func=session.preset_label, key="sb.preset",
                  on_change=_on(state.load_preset, "sb.preset"),
                  help="The documents' worked examples, or random matrices of a size you choose. Loading replaces all edits.")
     if s.preset_id == session.BLANK:
@@ -99,6 +94,7 @@ def draw(s: session.Session) -> None:
         sb.multiselect("Padding tokens", labels, key="sb.padding",
                        on_change=_on(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
                        help="No token attends to a padding token; masked cells are grey in the heatmaps.")
+    compare.pin_controls(s)
     share.sidebar_tools(s)
 
 

@@ -39,6 +39,8 @@ class Step:
     controls: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
     overview: Callable[[session.Session, Trace], str] | None = None
+    inputs: bool = False  # the input editors (X, W_q, W_k, W_v) beside the result, so an edit redraws it on one screen
+    compare: tuple[str, ...] = ()  # the arrays shown beside a pinned state A
 
 
 def as_2d(a: np.ndarray) -> np.ndarray:
@@ -157,24 +159,27 @@ STEPS: dict[str, Step] = {s.key: s for s in (
          editors=("W_q", "W_k", "W_v"), controls=("d_k",),
          overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}")),
     Step("qkv", "pages/3_qkv.py", "Q·K·V", "Queries, keys and values", r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
-         _explain_qkv, show=("Q", "K", "V"),
+         _explain_qkv, show=("Q", "K", "V"), inputs=True, compare=("Q", "K", "V"),
          overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", f"{_shape(t.Q)}, {_shape(t.K)}, {_shape(t.V)}")),
     Step("scores", "pages/4_scores.py", "Scores (QKᵀ)", "Raw scores", r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j",
-         _explain_scores, show=("scores",), heatmap="scores", overview=lambda s, t: ("S = QKᵀ", _shape(t.scores))),
+         _explain_scores, show=("scores",), heatmap="scores", inputs=True, compare=("scores",),
+         overview=lambda s, t: ("S = QKᵀ", _shape(t.scores))),
     Step("scaling", "pages/5_scaling.py", "Scaling (÷√d_k)", "Scaling (and masking)",
          r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}", _explain_scaling, show=("scaled",),
-         heatmap="scaled", overview=lambda s, t: (f"S' = S × {t.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none"
-                                                                                else ""), _shape(t.scaled))),
+         heatmap="scaled", inputs=True, compare=("scaled",),
+         overview=lambda s, t: (f"S' = S × {t.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none" else ""),
+                                _shape(t.scaled))),
     Step("softmax", "pages/6_softmax.py", "Softmax (attention weights)", "Softmax: attention weights",
          r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}", _explain_softmax, show=("weights",), heatmap="weights",
-         views=("reading_lines",),
+         views=("reading_lines",), inputs=True, compare=("weights",),
          overview=lambda s, t: ("A = softmax(S'" + (f"/{s.options.temperature:g}" if s.options.temperature != 1 else "") + ")",
                                 _shape(t.weights))),
     Step("output", "pages/7_output.py", "Output (weights·V)", "Output: weighted sum of values",
          r"O = A V,\qquad o_i = \sum_j A_{ij} v_j", _explain_output, show=("output",), heatmap="weights", views=("reading_lines",),
+         inputs=True, compare=("output",),
          overview=lambda s, t: ("O = AV", _shape(t.output))),
     Step("reading", "pages/8_reading.py", "Reading the weights", "Reading the weights",
          r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}", _explain_reading,
-         views=("reading_table",)),
+         views=("reading_table",), inputs=True, compare=("weights",)),
 )}
 NAV = [(OVERVIEW, "Overview")] + [(step.file, step.nav) for step in STEPS.values()]

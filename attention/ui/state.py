@@ -19,7 +19,7 @@ import streamlit as st
 from .. import names
 from ..errors import AttentionError
 from ..io.presets import Preset
-from .session import FACTOR_RANGE, KEY, Session, get, matrices_2d, new_session, preset_and_base
+from .session import FACTOR_RANGE, KEY, Pinned, Session, get, is_unedited, matrices_2d, new_session, preset_and_base, preset_label
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
@@ -52,6 +52,32 @@ def _touch(s: Session) -> None:
     s.held.clear()
 
 
+def pin() -> None:
+    """Snapshot the whole current state as A (replacing an earlier pin)."""
+    s = get()
+    label = f"{preset_label(s.preset_id)}" + ("" if is_unedited(s) else ", edited")
+    s.pin = Pinned(s.tokens, {k: v.copy() for k, v in s.matrices.items()}, s.options, label)
+    _touch(s)
+
+
+def swap_pin() -> None:
+    """Make A the current state and the current state A."""
+    s = get()
+    if s.pin is None:
+        return
+    now = Pinned(s.tokens, dict(s.matrices), s.options, "the state before the swap")
+    s.tokens, s.matrices, s.options = s.pin.tokens, {k: v.copy() for k, v in s.pin.matrices.items()}, s.pin.options
+    s.pin = now
+    s.version += 1
+    _touch(s)
+
+
+def clear_pin() -> None:
+    s = get()
+    s.pin = None
+    _touch(s)
+
+
 def renew_grids() -> None:
     """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
     would apply it to the table on the next run). The matrices are not touched."""
@@ -72,7 +98,7 @@ def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
 
 def _replace_session(new: Session) -> None:
     old = get()
-    new.version, new.epoch = old.version + 1, old.epoch + 1
+    new.version, new.epoch, new.pin = old.version + 1, old.epoch + 1, old.pin  # a pin survives loading another preset
     st.session_state[KEY] = new
 
 
