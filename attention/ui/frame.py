@@ -52,11 +52,11 @@ def render(key: str) -> None:
             views.show_error(trace)
         else:
             views.doc_check(s, trace)
+            if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
+                views.show_heatmap(step.heatmap, s, trace, key)
             base = compute.base_trace(s)
             for name in step.show:
                 views.show_matrix(name, s, trace, base, key)
-            if step.heatmap:
-                views.show_heatmap(step.heatmap, s, trace, key)
             for name in step.views:
                 views.VIEWS[name](s, trace, key)
             for name in step.compare:
