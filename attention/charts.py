@@ -63,18 +63,36 @@ def colour_for(kind: str, values: np.ndarray) -> Colour:
     return Colour((lo, hi), tuple(VIRIDIS), "score")
 
 
+def decimals_for(values: np.ndarray, digits: int | None) -> str:
+    """One number format for a whole table or chart, so its numbers line up: fixed decimals chosen so the largest
+    finite |value| shows ``digits`` significant digits ("0.9550" beside "0.0000", not "0.955" beside "6.7e-09");
+    a general format when the values are all tiny or huge; Python's shortest exact ``repr`` when ``digits`` is None.
+    Returns a ``str.format`` pattern such as ``"{:.4f}"``."""
+    if digits is None:
+        return "{!r}"
+    finite = np.abs(values[np.isfinite(values)]) if np.size(values) else np.zeros(0)
+    big = float(finite.max()) if finite.size else 0.0
+    if big == 0.0:
+        return f"{{:.{max(digits - 1, 0)}f}}"
+    if big >= 1e6 or big < 1e-4:
+        return f"{{:.{digits}g}}"
+    return f"{{:.{max(0, digits - 1 - int(np.floor(np.log10(big))))}f}}"
+
+
 def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
     """The values with masked cells as NaN (left out of colour ranges and block pools)."""
     return values if allowed is None else np.where(allowed, values, np.nan)
 
 
 def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str = "weights", title: str = "",
-            allowed: np.ndarray | None = None, row_title: str = "query (attends from)", col_title: str = "key (attends to)") -> alt.Chart:
+            allowed: np.ndarray | None = None, row_title: str = "query (attends from)", col_title: str = "key (attends to)",
+            digits: int | None = 3) -> alt.Chart:
     """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
 
     ``kind`` "weights" uses a 0–1 colour scale, "scores" the matrix's own finite range. ``allowed`` (same shape,
     True = may attend) marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is
-    drawn as its single matrix. In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
+    drawn as its single matrix. ``digits``: significant digits of the numbers written in the cells (the tooltip
+    always shows full precision). In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
     """
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
     if values.ndim != 2:
@@ -83,14 +101,16 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
     rows, cols = token_labels(rows), token_labels(cols)  # axis labels must be unique
     n_r, n_c = values.shape
     if max(n_r, n_c) <= RECT_MAX:
-        return _rect_heatmap(values, rows, cols, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title)
-    return _block_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title)
+        return _rect_heatmap(values, rows, cols, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title,
+                             digits=digits)
+    return _block_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title, digits=digits)
 
 
 def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None,
-               row_offset: int = 0, col_offset: int = 0, kind: str = "scores") -> pd.DataFrame:
+               row_offset: int = 0, col_offset: int = 0, kind: str = "scores", digits: int | None = 3) -> pd.DataFrame:
     n_r, n_c = values.shape
-    fmt = (lambda v: f"{v:.3f}") if kind == "weights" else (lambda v: f"{v:+.3g}") if kind == "diff" else (lambda v: f"{v:.3g}")
+    pattern = decimals_for(_unmasked(values, allowed), digits)
+    fmt = (lambda v: ("+" if v > 0 else "") + pattern.format(v)) if kind == "diff" else pattern.format
     r_idx, c_idx = np.divmod(np.arange(n_r * n_c), n_c)
     flat = values.reshape(-1)
     masked = np.zeros(flat.shape, bool) if allowed is None else ~allowed.reshape(-1)
@@ -100,38 +120,41 @@ def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], all
         "row": r_idx + 1 + row_offset,
         "col": c_idx + 1 + col_offset,
         "value": np.where(np.isfinite(flat), flat, np.nan),
-        "text": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)] if n_r * n_c <= TEXT_MAX**2 else "",
+        "shown": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)] if n_r * n_c <= TEXT_MAX**2 else "",
         "masked": masked,
     })
 
 
 def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
                   allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0,
-                  colour: Colour | None = None) -> alt.Chart:
-    df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind)
+                  colour: Colour | None = None, digits: int | None = 3) -> alt.Chart:
+    df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
     cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))
-    x = alt.X("key:N", sort=list(cols), title=col_title, axis=alt.Axis(labelAngle=-45, labelLimit=120))
-    y = alt.Y("query:N", sort=list(rows), title=row_title, axis=alt.Axis(labelLimit=120))
+    font = min(12, max(6, cell - 2))  # every row and column labelled, at any size up to RECT_MAX
+    x = alt.X("key:N", sort=list(cols), title=col_title,
+              axis=alt.Axis(labelAngle=-45 if cell >= 20 else -90, labelLimit=120, labelOverlap=False, labelFontSize=font))
+    y = alt.Y("query:N", sort=list(rows), title=row_title, axis=alt.Axis(labelLimit=120, labelOverlap=False, labelFontSize=font))
     tooltip = [alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"),
-               alt.Tooltip("value:Q", title=colour.title, format=".8f"), alt.Tooltip("row:Q"), alt.Tooltip("col:Q")]
+               alt.Tooltip("value:Q", title=colour.title + " (full precision)", format=".17~g"), alt.Tooltip("row:Q"),
+               alt.Tooltip("col:Q")]
     base = alt.Chart(df).encode(x=x, y=y)
     stroke = 0.5 if max(n_r, n_c) <= 32 else 0
     cells = base.transform_filter("!datum.masked").mark_rect(stroke="white", strokeWidth=stroke).encode(
-        color=alt.Color("value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right")),
+        color=alt.Color("value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right", titleLimit=200)),
         tooltip=tooltip,
     )
     layers = [cells]
     if allowed is not None and not allowed.all():
         layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke).encode(
-            tooltip=[alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"), alt.Tooltip("text:N", title="cell")]))
+            tooltip=[alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"), alt.Tooltip("shown:N", title="cell")]))
     if max(n_r, n_c) <= TEXT_MAX:
         # Dark text on light cells: viridis is light at the top of its range.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
         light = f"datum.value > {mid}" if kind != "diff" else f"abs(datum.value) < {colour.domain[-1] / 2}"
         layers.append(base.mark_text(fontSize=12).encode(
-            text="text:N", color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white"))))
+            text="shown:N", color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white"))))
     return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
 
 
@@ -158,7 +181,8 @@ def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarr
     return np.where(count > 0, out, np.nan)
 
 
-def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str) -> alt.Chart:
+def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str,
+                   digits: int | None = 3) -> alt.Chart:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
     second). Each block's tooltip names its token range and pooled value."""
@@ -171,16 +195,18 @@ def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.nda
     c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
     chart = _rect_heatmap(pooled, r_lbl, c_lbl, kind=kind, title=f"{title} · blocks of {factor}×{factor} tokens ({pool})",
                           allowed=np.isfinite(pooled) if allowed is not None else None,
-                          row_title=f"{row_title}, tokens", col_title=f"{col_title}, tokens", colour=colour_for(kind, masked_values))
+                          row_title=f"{row_title}, tokens", col_title=f"{col_title}, tokens", colour=colour_for(kind, masked_values),
+                          digits=digits)
     return chart
 
 
 def zoom_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], r0: int, c0: int, size: int, *, kind: str,
-                 title: str, allowed: np.ndarray | None = None) -> alt.Chart:
+                 title: str, allowed: np.ndarray | None = None, digits: int | None = 3) -> alt.Chart:
     """Rect heatmap (with tooltips) of the window [r0:r0+size, c0:c0+size] of a large matrix, coloured
     on the whole matrix's scale so colours match the overview."""
     win = values[r0:r0 + size, c0:c0 + size]
     win_allowed = None if allowed is None else allowed[r0:r0 + size, c0:c0 + size]
     whole = colour_for(kind, _unmasked(values, allowed))
     return _rect_heatmap(win, list(rows[r0:r0 + size]), list(cols[c0:c0 + size]), kind=kind, title=title, allowed=win_allowed,
-                         row_title="query (attends from)", col_title="key (attends to)", row_offset=r0, col_offset=c0, colour=whole)
+                         row_title="query (attends from)", col_title="key (attends to)", row_offset=r0, col_offset=c0, colour=whole,
+                         digits=digits)

@@ -39,7 +39,8 @@ MAX_SEED = 2**32 - 1
 MAX_TOKEN_CHARS = 200  # one token's text
 
 _OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
-_COL_PREFIX = {"X": "d", "P": "d", "Q": "k", "K": "k", "V": "v", "output": "v"}
+_COL_PREFIX = {"X": "d", "P": "d", "Q": "q", "K": "k", "V": "v", "output": "v"}
+_OUT_PREFIX = {"W_q": "q", "W_k": "k", "W_v": "v"}  # W_q makes query columns q1.., W_k key columns k1.., W_v value columns v1..
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,9 @@ def axis_labels(name: str, shape: Sequence[int], tokens: Sequence[str],
                 projection: str = "x_w") -> tuple[list[str], list[str]]:
     """(row labels, column labels) of a named matrix of the given shape (the last two axes count).
 
-    X: tokens × d1..d_model; W_q, W_k: d1.. × k1.. ("x_wt": k1.. × d1..); W_v: d1.. × v1.. ("x_wt": v1.. × d1..);
-    W_o: v1.. × v1..; Q, K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights: tokens × tokens.
+    X: tokens × d1..d_model; W_q: d1.. × q1.. ("x_wt": q1.. × d1..); W_k: d1.. × k1..; W_v: d1.. × v1..;
+    W_o: v1.. × v1..; Q: tokens × q1..; K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights:
+    tokens × tokens. (Q's columns are q1.., not k1..: they are the query's dimensions.)
     Token labels are made unique by :func:`token_labels`.
     """
     r, c = int(shape[-2]), int(shape[-1])
@@ -150,7 +152,7 @@ def axis_labels(name: str, shape: Sequence[int], tokens: Sequence[str],
         toks = token_labels(tokens)
         return toks, list(toks)
     if name in WEIGHTS:
-        out = "v" if name == "W_v" else "k"
+        out = _OUT_PREFIX[name]
         if projection == "x_wt":
             return dimension_labels(out, r), dimension_labels("d", c)
         return dimension_labels("d", r), dimension_labels(out, c)

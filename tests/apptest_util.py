@@ -67,6 +67,16 @@ def texts(elements) -> list[str]:
     return [shown(e.value) for e in elements]
 
 
+def badges(at: AppTest) -> list[tuple[str, str]]:
+    """(label, hover text) of every st.badge on the page."""
+    out = []
+    for m in at.markdown:
+        found = re.fullmatch(r":[a-z]+-badge\[(?::material/[a-z_]+: )?(.*)\]", m.value)
+        if found:
+            out.append((found.group(1), shown(m.proto.help)))
+    return out
+
+
 def errors(at: AppTest) -> list[str]:
     return texts(at.error)
 

@@ -216,7 +216,7 @@ def _link_query(at) -> dict[str, str]:
 
 def test_link_round_trip_restores_the_edits_bit_exact() -> None:
     at = journey("weights", {"preset": "the_cat_sat", "seed": "5"})
-    at = edit_cell(at, "W_q", 0, "k1", 0.1 + 0.2)
+    at = edit_cell(at, "W_q", 0, "q1", 0.1 + 0.2)
     at = edit_cell(at, "W_v", 2, "v3", -1e-310)  # a subnormal survives too
     no_exception(at)
     s = session(at)
@@ -265,7 +265,7 @@ def test_a_tampered_link_gives_a_notice_and_the_unedited_preset(how: str) -> Non
 
 def test_edits_too_large_for_a_link_are_said_plainly() -> None:
     at = journey("weights", {"preset": "blank", "size": "8x16x16"})
-    for name, col in (("W_q", "k1"), ("W_k", "k1"), ("W_v", "v1")):
+    for name, col in (("W_q", "q1"), ("W_k", "k1"), ("W_v", "v1")):
         at = edit_cell(at, name, 0, col, 3.0)
     no_exception(at)
     query = _link_query(at)
@@ -309,7 +309,7 @@ def test_preset_file_round_trip_through_the_uploader() -> None:
 ])
 def test_a_bad_preset_file_shows_why_and_changes_nothing(what: str, mutate, word: str) -> None:
     at = journey("weights", {"preset": "she_likes_coffee"})
-    at = edit_cell(at, "W_q", 0, "k1", 7.0)
+    at = edit_cell(at, "W_q", 0, "q1", 7.0)
     s = session(at)
     good = json.loads(ui_session.export_preset(s).to_json())
     kept = {k: v.copy() for k, v in s.matrices.items()}

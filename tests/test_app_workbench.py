@@ -29,7 +29,7 @@ def test_every_result_page_has_the_four_input_editors(page: str) -> None:
 def test_an_edit_of_w_q_on_the_softmax_page_changes_the_weights_as_the_engine_says() -> None:
     at = journey("softmax", {"preset": "the_cat_sat"})
     before = _engine(session(at)).weights
-    at = edit_cell(at, "W_q", 1, "k2", 3.0)
+    at = edit_cell(at, "W_q", 1, "q2", 3.0)
     no_exception(at)
     s = session(at)
     assert s.matrices["W_q"][1, 1] == 3.0

@@ -90,7 +90,7 @@ def test_every_page_with_every_document_preset(page, base_url, preset_id) -> Non
             page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for(timeout=15000)
         page.screenshot(path=str(SHOTS / f"{preset_id}__{name or 'overview'}.png"), full_page=True)
     if preset_id in ("she_likes_coffee", "i_am_batman", "the_cat_sat", "random_seed_42"):
-        assert "Matches document" in page.get_by_test_id("stAlertContentSuccess").first.inner_text()
+        assert page.get_by_text("Same numbers as its tutorial").first.is_visible()
     assert not page.console_errors, page.console_errors
     assert not page.external, page.external
 
@@ -144,7 +144,7 @@ def test_seed_change_and_reset(page, base_url, tmp_path) -> None:
     page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Seed").fill("0")
     page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Seed").press("Enter")
     settle(page)
-    assert "Matches document 002" in page.get_by_test_id("stAlertContentSuccess").first.inner_text()
+    assert page.get_by_text("Same numbers as its tutorial").first.is_visible()
     assert not page.console_errors, page.console_errors
 
 

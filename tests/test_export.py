@@ -150,9 +150,9 @@ def test_matrix_labels_x_w():
     toks = ["she", "likes", "coffee"]
     d4 = ["d1", "d2", "d3", "d4"]
     assert matrix_labels("X", t, toks) == (toks, d4)
-    assert matrix_labels("W_q", t, toks) == (d4, ["k1", "k2", "k3", "k4"])
+    assert matrix_labels("W_q", t, toks) == (d4, ["q1", "q2", "q3", "q4"])
     assert matrix_labels("W_v", t, toks) == (d4, ["v1", "v2", "v3", "v4"])
-    assert matrix_labels("Q", t, toks) == (toks, ["k1", "k2", "k3", "k4"])
+    assert matrix_labels("Q", t, toks) == (toks, ["q1", "q2", "q3", "q4"])
     assert matrix_labels("V", t, toks) == (toks, ["v1", "v2", "v3", "v4"])
     assert matrix_labels("output", t) == (toks, ["v1", "v2", "v3", "v4"])
     for name in ("scores", "scaled", "weights"):
@@ -161,7 +161,7 @@ def test_matrix_labels_x_w():
 
 def test_matrix_labels_transposed_projection():
     t = attention.load_preset("i_am_batman").compute()
-    assert matrix_labels("W_q", t) == (["k1", "k2"], ["d1", "d2"])
+    assert matrix_labels("W_q", t) == (["q1", "q2"], ["d1", "d2"])
     assert matrix_labels("W_v", t) == (["v1", "v2"], ["d1", "d2"])
     assert matrix_labels("X", t) == (["I", "am", "Batman"], ["d1", "d2"])
 

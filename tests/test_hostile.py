@@ -61,7 +61,7 @@ def tokens_page():
 # ----------------------------------------------------------------------------------------- grid cells
 
 CELLS = {
-    "text": ("abc", ["W_q row 1", "column 1 ('k1')", "not a number"]),
+    "text": ("abc", ["W_q row 1", "column 1 ('q1')", "not a number"]),
     "blank": ("", ["W_q row 1", "blank"]),
     "spaces": ("   ", ["W_q row 1", "blank"]),
     "none": (None, ["W_q row 1", "blank"]),
@@ -84,13 +84,13 @@ CELLS = {
 def test_a_bad_grid_cell_is_named_and_changes_nothing(weights_page, case: str) -> None:
     at, before = weights_page
     value, words = CELLS[case]
-    at = edit_cells(at, "W_q", {0: {"k1": value}}, raw=True)
+    at = edit_cells(at, "W_q", {0: {"q1": value}}, raw=True)
     refused(at, before, *words)
 
 
 def test_markdown_in_a_cell_is_shown_as_text(weights_page) -> None:
     at, _ = weights_page
-    at = edit_cells(at, "W_q", {0: {"k1": IMG}})
+    at = edit_cells(at, "W_q", {0: {"q1": IMG}})
     sources = [e.value for e in at.error]
     assert any("\\!" in m or "\\[" in m for m in sources), sources  # escaped in the Markdown source
     assert not any("![x](" in m for m in sources), sources
@@ -100,12 +100,12 @@ def test_markdown_in_a_cell_is_shown_as_text(weights_page) -> None:
 
 PAYLOADS = {
     "deleted row": ({"edited_rows": {}, "added_rows": [], "deleted_rows": [1]}, "cannot be added or deleted"),
-    "added row": ({"edited_rows": {}, "added_rows": [{"k1": "1"}], "deleted_rows": []}, "cannot be added or deleted"),
-    "row 99": ({"edited_rows": {99: {"k1": "1"}}, "added_rows": [], "deleted_rows": []}, "row 99"),
-    "row -1": ({"edited_rows": {-1: {"k1": "1"}}, "added_rows": [], "deleted_rows": []}, "row -1"),
+    "added row": ({"edited_rows": {}, "added_rows": [{"q1": "1"}], "deleted_rows": []}, "cannot be added or deleted"),
+    "row 99": ({"edited_rows": {99: {"q1": "1"}}, "added_rows": [], "deleted_rows": []}, "row 99"),
+    "row -1": ({"edited_rows": {-1: {"q1": "1"}}, "added_rows": [], "deleted_rows": []}, "row -1"),
     "unknown column": ({"edited_rows": {0: {"zz": "1"}}, "added_rows": [], "deleted_rows": []}, "column 'zz'"),
     "cells not a table": ({"edited_rows": {0: [1, 2]}, "added_rows": [], "deleted_rows": []}, "row 1 is not a set"),
-    "a list value": ({"edited_rows": {0: {"k1": [1]}}, "added_rows": [], "deleted_rows": []}, "sent list"),
+    "a list value": ({"edited_rows": {0: {"q1": [1]}}, "added_rows": [], "deleted_rows": []}, "sent list"),
 }
 
 
@@ -115,7 +115,7 @@ def test_a_grid_payload_that_does_not_fit_is_refused_whole(weights_page, case: s
     payload, words = PAYLOADS[case]
     # a good edit in the same payload must not be applied either: the payload is refused whole
     if isinstance(payload, dict) and isinstance(payload.get("edited_rows"), dict):
-        payload["edited_rows"] = {**payload["edited_rows"], 1: {"k2": "0.5"}}
+        payload["edited_rows"] = {**payload["edited_rows"], 1: {"q2": "0.5"}}
     at = grid_edit(at, editor_key("W_q", session(at)), payload)
     refused(at, before, "W_q", words, "nothing was applied")
 

@@ -81,3 +81,43 @@ def document_match(preset_id: str, seed: int | None, blank_shape: tuple[int, int
     shapes = {k: tuple(getattr(trace, k).shape) for k in preset.expected_shapes if hasattr(trace, k)}
     ok = all(shapes[k] == tuple(v) for k, v in preset.expected_shapes.items() if k in shapes)
     return ok, ", ".join(f"{k} {shapes[k]}" for k in shapes) + "."
+
+
+ROUNDING = 1e-12  # relative: differences below this are floating-point rounding, not a change
+
+
+def changes(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Cells whose value changed beyond rounding, cells masked on one side only (−∞ against a number), and the
+    largest change among the first kind; a block of rows at a time (no full-size temporaries at n = 2048)."""
+    value = np.zeros(cur.shape, dtype=bool)
+    masked = np.zeros(cur.shape, dtype=bool)
+    best = None
+    with np.errstate(invalid="ignore", over="ignore"):
+        for r in range(0, cur.shape[0], rows_per_chunk):
+            c, b = cur[r:r + rows_per_chunk], base[r:r + rows_per_chunk]
+            both = np.isfinite(c) & np.isfinite(b)
+            d = np.where(both, np.abs(c - b), 0.0)
+            value[r:r + rows_per_chunk] = both & (d > ROUNDING * np.maximum(1.0, np.abs(b)))
+            masked[r:r + rows_per_chunk] = np.isfinite(c) != np.isfinite(b)
+            moved = d[value[r:r + rows_per_chunk]]
+            if moved.size:
+                best = float(moved.max()) if best is None else max(best, float(moved.max()))
+    return value, masked, best
+
+
+def same_numbers(s: Session, trace: Trace) -> bool:
+    """True when the state gives the unedited preset's numbers, up to rounding: same tokens and, for every array
+    of the trace, the same shape, the same masked cells and no value moved beyond :data:`ROUNDING`. A changed
+    softmax stabiliser or a projection switch (which transposes W) is then not an edit."""
+    preset = preset_and_base(s.preset_id, s.seed, s.blank_shape)[0]
+    base = base_trace(s)
+    if base is None or s.tokens != preset.tokens:
+        return False
+    for name in ("Q", "K", "V", "scores", "scaled", "weights", "output"):
+        cur, was = getattr(trace, name), getattr(base, name)
+        if cur.shape != was.shape:
+            return False
+        value, masked, _ = changes(cur.reshape(-1, cur.shape[-1]), was.reshape(-1, was.shape[-1]))
+        if value.any() or masked.any():
+            return False
+    return True

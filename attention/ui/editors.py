@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from .. import charts
 from ..errors import cell_name
 from ..io.parse import cell_number
 from . import session, state
@@ -40,16 +41,17 @@ def matrix_editor(name: str, s: session.Session) -> None:
         st.caption(f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV).")
     # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
     # decimals, while text keeps exactly what was typed; it is parsed (and checked) in the callback.
-    df = pd.DataFrame(to_text(m[r0:r1, c0:c1]), index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
+    df = pd.DataFrame(to_text(m[r0:r1, c0:c1], charts.decimals_for(m, s.digits)), index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
     key = editor_key(name, s, r0, c0)
     st.data_editor(df, key=key, num_rows="fixed", width="stretch", on_change=_on_edit, args=(name, key, r0, c0),
                    column_config={c: st.column_config.TextColumn(c) for c in df.columns})
     show_messages(f"edit.{name}")
 
 
-def to_text(values: np.ndarray) -> np.ndarray:
-    """Each number as its shortest exact text (``repr``), so what is shown is what is stored."""
-    return np.vectorize(lambda v: repr(float(v)), otypes=[object])(values) if values.size else values.astype(object)
+def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
+    """Each number as text in the table's format (``"{!r}"``: its shortest exact text, what is stored). A rounded
+    display is safe to edit: the grid sends only the cells a person changes, so the others keep every digit."""
+    return np.vectorize(lambda v: pattern.format(float(v)), otypes=[object])(values) if values.size else values.astype(object)
 
 
 def _on_edit(name: str, key: str, r0: int, c0: int) -> None:

@@ -53,6 +53,7 @@ class Session:
     messages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
     pin: Pinned | None = None  # the state pinned as A, if any
+    digits: int | None = 4  # significant digits shown in tables, editors and heatmaps (None: full precision)
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property

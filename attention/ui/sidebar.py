@@ -20,8 +20,11 @@ from . import compare, session, share, state
 from .controls import show_messages, whole_number
 from .text import esc
 
-PROJECTIONS = {"x_w": "Q = X · W  (W is d_model × d_k)", "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, doc 001)"}
-SOFTMAXES = {"row_max": "subtract each row's max (stable)", "global_max": "subtract the whole matrix's max", "none": "subtract nothing (doc 000)"}
+PROJECTIONS = {"x_w": "Q = X · W  (W is d_model × d_k)", "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, as in “I am Batman”)"}
+SOFTMAXES = {"row_max": "subtract each row's max (stable)", "global_max": "subtract the whole matrix's max",
+             "none": "subtract nothing (as in “She likes coffee”)"}
+DIGITS = {3: "3 significant digits", 4: "4 significant digits", 6: "6 significant digits", 8: "8 significant digits",
+          None: "every digit (exact)"}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
 MASKS = {"none": "no mask", "causal": "causal (token i sees tokens 1…i)", "padding": "padding (ignore marked tokens)"}
 
@@ -42,7 +45,8 @@ def draw(s: session.Session) -> None:
     _bind("sb.preset", s.preset_id)
     sb.selectbox("Preset", [*presets_mod.list_presets(), session.BLANK], format_func=session.preset_label, key="sb.preset",
                  on_change=_on(state.load_preset, "sb.preset"),
-                 help="The documents' worked examples, or random matrices of a size you choose. Loading replaces all edits.")
+                 help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
+                      "matrices of a size you choose. Loading replaces all edits.")
     if s.preset_id == session.BLANK:
         cols = sb.columns(3)
         for col, label, idx, hi in zip(cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM),
@@ -94,6 +98,10 @@ def draw(s: session.Session) -> None:
         sb.multiselect("Padding tokens", labels, key="sb.padding",
                        on_change=_on(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
                        help="No token attends to a padding token; masked cells are grey in the heatmaps.")
+    _bind("sb.digits", s.digits)
+    sb.selectbox("Numbers shown with", list(DIGITS), format_func=DIGITS.get, key="sb.digits",
+                 on_change=_on(state.set_digits, "sb.digits"),
+                 help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.")
     compare.pin_controls(s)
     share.sidebar_tools(s)
 

@@ -141,9 +141,10 @@ def _explain_output(s: session.Session, t: Trace | None) -> str:
 
 
 def _explain_reading(s: session.Session, t: Trace | None) -> str:
-    return ("For each token, the key it gives the most weight to, how much, and the row's entropy: 0 bits means all attention "
-            "on one token, log₂(n) bits means spread evenly. Document 003 reads “The → on” this way, and warns that with random "
-            "weights such a reading means nothing yet.")
+    return ("For each token (a row of the weights): the key it gives the most weight to and that weight, the key it gives the "
+            "second most to and that weight, and the row's entropy: 0 bits means all attention on one key, log₂(n) bits means "
+            "spread evenly over all n. With random weights such a reading means nothing yet: it only shows how the mechanism "
+            "works.")
 
 
 def _shape(a: np.ndarray) -> str:

@@ -72,6 +72,11 @@ def swap_pin() -> None:
     _touch(s)
 
 
+def set_digits(digits: int | None) -> None:
+    """How many significant digits tables, editors and heatmaps show (None: every digit). Display only."""
+    get().digits = digits
+
+
 def clear_pin() -> None:
     s = get()
     s.pin = None
@@ -98,7 +103,7 @@ def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
 
 def _replace_session(new: Session) -> None:
     old = get()
-    new.version, new.epoch, new.pin = old.version + 1, old.epoch + 1, old.pin  # a pin survives loading another preset
+    new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits  # kept across presets
     st.session_state[KEY] = new
 
 

@@ -28,25 +28,6 @@ def show_error(exc: AttentionError) -> None:
     st.error(esc(exc.message, 2000) + (f"\n\nFix it on the **{where}** page." if where else ""), icon=":material/error:")
 
 
-def _changed(cur: np.ndarray, base: np.ndarray | None) -> np.ndarray | None:
-    if base is None or base.shape != cur.shape:
-        return None
-    same = (cur == base) | (np.isnan(cur) & np.isnan(base))
-    return ~same
-
-
-def _largest_change(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256) -> float | None:
-    """Largest finite |cur - base|, a block of rows at a time (no full-size temporaries at n = 2048)."""
-    best = None
-    with np.errstate(invalid="ignore"):
-        for r in range(0, cur.shape[0], rows_per_chunk):
-            d = np.abs(cur[r:r + rows_per_chunk] - base[r:r + rows_per_chunk])
-            d = d[np.isfinite(d)]
-            if d.size:
-                best = float(d.max()) if best is None else max(best, float(d.max()))
-    return best
-
-
 def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
     """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
     full = getattr(trace, name)
@@ -55,38 +36,48 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape}, a batch of one)" if full.ndim == 3 else "")
     st.markdown(f"**{name}** · {shape_note}")
     base_m = None if base is None else as_2d(getattr(base, name))
-    changed = _changed(m, base_m)
     r0, c0 = window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
     win = m[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
     df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
-    if changed is not None and changed.any():
-        cw = changed[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
-        big = _largest_change(m, base_m)
-        largest = f"largest change {big:.4g}" if big is not None else "the change is between masked and unmasked cells"
-        st.caption(f"{int(changed.sum())} of {changed.size} cells differ from the unedited preset (highlighted); {largest}.")
-        if win.size <= STYLE_MAX_CELLS:
-            st.dataframe(df.style.apply(lambda _: np.where(cw, "background-color: #fff3b0; font-weight: 600", ""), axis=None)
-                         .format("{:.8g}"), width="stretch")
-        else:
-            st.dataframe(df, width="stretch")
+    fmt = charts.decimals_for(m, s.digits)
+    highlight = None
+    if base_m is not None and base_m.shape == m.shape:
+        value, masked, big = compute.changes(m, base_m)
+        notes = []
+        if value.any():
+            notes.append(f"{int(value.sum())} of {value.size} cells differ from the unedited preset (highlighted); "
+                         f"largest change {big:.4g}")
+        if masked.any():
+            notes.append(f"{int(masked.sum())} cells are masked here and not in the unedited preset, or the other way round "
+                         "(−∞ in the scaled scores, weight 0): a mask, not a change of value")
+        if notes:
+            st.caption("; ".join(notes) + ".")
+            highlight = (value | masked)[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
+    elif base is not None:
+        st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
+    if win.size > STYLE_MAX_CELLS:
+        st.dataframe(df, width="stretch")
     else:
-        if changed is None and base is not None:
-            st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
-        st.dataframe(df.style.format("{:.8g}") if win.size <= STYLE_MAX_CELLS else df, width="stretch")
+        styler = df.style.format(fmt.format)
+        if highlight is not None and highlight.any():
+            styler = styler.apply(lambda _: np.where(highlight, "background-color: #fff3b0; font-weight: 600", ""), axis=None)
+        st.dataframe(styler, width="stretch")
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns {c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
                    "the CSV has every cell.")
     downloads.matrix(name, s, page_key)
 
 
-_TITLES = {"scores": "Raw scores QKᵀ", "scaled": "Scaled scores (masked cells grey)", "weights": "Attention weights (each row sums to 1)"}
+_TITLES = {"scores": "Raw scores QKᵀ", "weights": "Attention weights (each row sums to 1)"}
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
     m = as_2d(getattr(trace, name))
     toks = s.labels
     kind = "weights" if name == "weights" else "scores"
-    st.altair_chart(charts.heatmap(m, toks, toks, kind=kind, title=_TITLES[name], allowed=trace.allowed), width="content")
+    title = "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "") \
+        if name == "scaled" else _TITLES[name]
+    st.altair_chart(charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits), width="content")
     n = m.shape[0]
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
@@ -97,7 +88,8 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
         c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
         st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
-                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed), width="content")
+                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed, digits=s.digits),
+                        width="content")
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -128,6 +120,8 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     st.dataframe(df.head(512), width="stretch", hide_index=True)
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
+    st.caption("“attends most to” is the key with the largest weight in the row, “weight” that weight; “then” is the key with "
+               "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = spread evenly.")
     st.download_button("Download reading.csv", data=lambda: tables.table_csv(df), file_name=f"{s.preset_id}_reading.csv",
                        mime="text/csv", key=f"dl.reading.{s.version}", on_click="ignore")
     note = session.preset_for(s).notes.get("reading") if session.is_unedited(s) else None
@@ -142,21 +136,26 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
 
 
 def doc_check(s: session.Session, trace: Trace) -> None:
-    """When the preset is unedited, show whether the numbers match the ones its document prints."""
+    """A small badge saying whether the numbers are the ones the preset's tutorial prints (details on hover)."""
     preset = session.preset_for(s)
     if not preset.source.get("document"):
         return
-    doc = esc(f"{preset.source['document'][:3]} ({preset.source['document']})")
-    if not session.is_unedited(s):
-        st.caption(f"Edited: the numbers no longer correspond to document {doc}. “Reset to preset” brings them back.")
+    where = f"the tutorial {esc(preset.source['document'])}"
+    if not session.is_unedited(s) and not compute.same_numbers(s, trace):
+        st.caption("Edited: these numbers are no longer the tutorial's. “Reset to preset” brings them back.")
         return
     if preset.random is not None and preset.seed != preset.random.seed:
-        st.caption(f"Seed changed from the document's: its printed numbers apply to seed {preset.random.seed}.")
+        st.caption(f"Seed changed: the tutorial's printed numbers are for seed {preset.random.seed}.")
         return
     ok, detail = compute.document_match(s.preset_id, s.seed, s.blank_shape)
+    same = "" if session.is_unedited(s) else " (an option changed, but only rounding moved)"
     if preset.expected:
-        (st.success if ok else st.error)(("✓ Matches" if ok else "✗ Does not match") + f" document {doc}: {detail}")
+        text, hover = ("Same numbers as its tutorial" + same, f"Checked against {where}: {detail}") if ok else \
+            ("Numbers differ from its tutorial", f"{where}: {detail}")
     elif preset.expected_shapes:
         note = preset.notes.get("seed")
-        (st.info if ok else st.error)(("✓ Shapes match" if ok else "✗ Shapes differ from") + f" document {doc}: {detail}"
-                                      + (f" {esc(note, 1000)}" if isinstance(note, str) else ""))
+        text = ("Same shapes as its tutorial" if ok else "Shapes differ from its tutorial") + same
+        hover = f"{where}: {detail}" + (f" {esc(note, 1000)}" if isinstance(note, str) else "")
+    else:
+        return
+    st.badge(text, icon=":material/check:" if ok else ":material/error:", color="green" if ok else "red", help=hover)
