@@ -270,8 +270,8 @@ def test_edits_too_large_for_a_link_are_said_plainly() -> None:
     no_exception(at)
     query = _link_query(at)
     assert "edits" not in query
-    captions = " ".join(c.value for c in at.caption)
-    assert "more than the 512 a link can carry" in captions and "preset file" in captions
+    said = " ".join(c.value for c in [*at.caption, *at.sidebar.warning])
+    assert "more than the 512 a link can carry" in said and "preset file" in said
 
 
 # ------------------------------------------------------------------------------------------ preset file

@@ -16,7 +16,7 @@ from .. import names
 from ..errors import AttentionError
 from ..trace import Options, Trace, self_attention
 from .cache import TraceCache, return_large_frees_to_the_os
-from .state import Session, preset_and_base
+from .session import Session, origin, preset_and_base
 
 
 def content_key(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options) -> str:
@@ -59,7 +59,7 @@ def current_trace(s: Session) -> Trace | AttentionError:
 
 def base_trace(s: Session) -> Trace | None:
     """The unedited preset's trace (for the 'what moved' view), or None if it cannot be computed."""
-    preset, base = preset_and_base(s.preset_id, s.seed, s.blank_shape)
+    preset, base = origin(s)
     try:
         return compute(preset.tokens, base, preset.options)
     except AttentionError:
@@ -109,7 +109,7 @@ def same_numbers(s: Session, trace: Trace) -> bool:
     """True when the state gives the unedited preset's numbers, up to rounding: same tokens and, for every array
     of the trace, the same shape, the same masked cells and no value moved beyond :data:`ROUNDING`. A changed
     softmax stabiliser or a projection switch (which transposes W) is then not an edit."""
-    preset = preset_and_base(s.preset_id, s.seed, s.blank_shape)[0]
+    preset = origin(s)[0]
     base = base_trace(s)
     if base is None or s.tokens != preset.tokens:
         return False

@@ -18,6 +18,7 @@ from ..trace import Options
 
 KEY = "attention_session"
 BLANK = "blank"
+FILE = "file"  # the preset_id of a state loaded from a preset file
 DEFAULT_PRESET = "she_likes_coffee"
 DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
 FACTOR_RANGE = (1e-6, 1e6)  # scale and temperature: what the controls accept, and what a loaded preset file may ask for
@@ -54,6 +55,7 @@ class Session:
     held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
     pin: Pinned | None = None  # the state pinned as A, if any
     digits: int | None = 4  # significant digits shown in tables, editors and heatmaps (None: full precision)
+    loaded: Preset | None = None  # the preset file this state was loaded from (preset_id is then FILE)
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property
@@ -81,10 +83,7 @@ def preset_and_base(preset_id: str, seed: int | None, blank_shape: tuple[int, in
         preset = presets_mod.blank(n, d_model, d_k, seed=0 if seed is None else seed)
     else:
         preset = presets_mod.load_preset(preset_id, seed)
-    base = matrices_2d(preset)
-    for m in base.values():
-        m.setflags(write=False)
-    return preset, base
+    return preset, _read_only(matrices_2d(preset))
 
 
 def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
@@ -92,19 +91,33 @@ def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
     return {name: np.array(names.squeeze_batch(m)) for name, m in preset.matrices().items()}
 
 
-def preset_label(preset_id: str) -> str:
-    """A preset's name in lists: its file's label, or "Blank n × d (random)"."""
+def preset_label(preset_id: str, s: Session | None = None) -> str:
+    """A preset's name in lists: its file's label, "Blank n × d (random)", or the title of a loaded file."""
+    if preset_id == FILE:
+        return f"From a file: {s.loaded.title}" if s is not None and s.loaded is not None else "From a file"
     return "Blank n × d (random)" if preset_id == BLANK else presets_mod.preset_label(preset_id)
 
 
+def origin(s: Session) -> tuple[Preset, dict[str, np.ndarray]]:
+    """The unedited preset the session started from (a preset file it loaded, or a listed preset with the session's
+    seed) and its matrices (2-D, read-only)."""
+    if s.preset_id == FILE and s.loaded is not None:
+        return s.loaded, _read_only(matrices_2d(s.loaded))
+    return preset_and_base(s.preset_id, s.seed, s.blank_shape)
+
+
+def _read_only(matrices: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    for m in matrices.values():
+        m.setflags(write=False)
+    return matrices
+
+
 def preset_for(s: Session) -> Preset:
-    """The unedited preset the session started from (with the session's seed)."""
-    return preset_and_base(s.preset_id, s.seed, s.blank_shape)[0]
+    return origin(s)[0]
 
 
 def base_for(s: Session) -> dict[str, np.ndarray]:
-    """The unedited preset's matrices (2-D, read-only)."""
-    return preset_and_base(s.preset_id, s.seed, s.blank_shape)[1]
+    return origin(s)[1]
 
 
 def new_session(preset_id: str = DEFAULT_PRESET, seed: int | None = None,
@@ -116,7 +129,7 @@ def new_session(preset_id: str = DEFAULT_PRESET, seed: int | None = None,
 
 def is_unedited(s: Session) -> bool:
     """True when tokens, matrices and options are exactly the preset's."""
-    preset, base = preset_and_base(s.preset_id, s.seed, s.blank_shape)
+    preset, base = origin(s)
     return (s.tokens == preset.tokens and s.options == preset.options
             and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in names.INPUTS))
 

@@ -48,6 +48,9 @@ def _export(s: session.Session, build: Callable[[Preset], str]) -> Callable[[], 
 def sidebar_tools(s: session.Session) -> None:
     """Preset file download/upload, export as code / notebook, copy link."""
     show_messages("sidebar.preset_file", st.sidebar)
+    params, notes = url.link(s)
+    if notes:  # said outside the (often closed) expander: a reload would lose this
+        st.sidebar.warning("Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:")
     with st.sidebar.expander("Save, share, export", key="io.exp"):
         broken = isinstance(compute.current_trace(s), AttentionError)
         why = "Fix the error shown on the page first." if broken else None
@@ -65,12 +68,11 @@ def sidebar_tools(s: session.Session) -> None:
                            file_name=f"{stem}_attention.ipynb", mime="application/x-ipynb+json", key="io.dl.ipynb",
                            on_click="ignore", width="stretch", disabled=broken, help=why)
         st.markdown("**Copy link**")
-        link_box(s)
+        link_box(params)
 
 
-def link_box(s: session.Session) -> None:
+def link_box(params: dict[str, str]) -> None:
     """The link for the session as it is now (edits were applied in callbacks, before this run)."""
-    params, notes = url.link(s)
     query = urlencode(params)
     try:
         base = st.context.url
@@ -78,6 +80,5 @@ def link_box(s: session.Session) -> None:
         base = None
     st.code(f"{base}?{query}" if base else f"?{query}", language=None, wrap_lines=True)
     st.caption(("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
-               + ("It carries the preset, seed and your cell edits." if "edits" in params else "It carries the preset and seed."))
-    for note in notes:
-        st.caption(note + " Download the preset file to share everything.")
+               + "It carries the whole state: preset, seed, sentence, sizes, options"
+               + (" and your cell edits." if "edits" in params else "."))

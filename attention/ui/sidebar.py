@@ -43,7 +43,8 @@ def draw(s: session.Session) -> None:
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
     _bind("sb.preset", s.preset_id)
-    sb.selectbox("Preset", [*presets_mod.list_presets(), session.BLANK], format_func=session.preset_label, key="sb.preset",
+    options = [*presets_mod.list_presets(), session.BLANK] + ([session.FILE] if s.preset_id == session.FILE else [])
+    sb.selectbox("Preset", options, format_func=lambda pid: session.preset_label(pid, s), key="sb.preset",
                  on_change=_on(state.load_preset, "sb.preset"),
                  help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
                       "matrices of a size you choose. Loading replaces all edits.")

@@ -19,7 +19,7 @@ import streamlit as st
 from .. import names
 from ..errors import AttentionError
 from ..io.presets import Preset
-from .session import FACTOR_RANGE, KEY, Pinned, Session, get, is_unedited, matrices_2d, new_session, preset_and_base, preset_label
+from .session import FACTOR_RANGE, FILE, KEY, Pinned, Session, get, is_unedited, matrices_2d, new_session, preset_and_base, preset_label
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
@@ -115,12 +115,17 @@ def load_preset(preset_id: str, seed: int | None = None, blank_shape: tuple[int,
 
 def reset() -> None:
     s = get()
-    load_preset(s.preset_id, s.seed, s.blank_shape)
+    if s.preset_id == FILE and s.loaded is not None:
+        apply_preset(s.loaded)
+    else:
+        load_preset(s.preset_id, s.seed, s.blank_shape)
 
 
 def set_seed(seed: int) -> None:
     """Redraw only what the preset draws at random; the user's edits to fixed parts are kept."""
     s = get()
+    if s.preset_id == FILE:
+        return
     preset, fresh = preset_and_base(s.preset_id, seed, s.blank_shape)
     if not preset.is_random:
         return
@@ -180,11 +185,16 @@ def set_projection(projection: str) -> None:
     s = get()
     if projection == s.options.projection:
         return
+    project_session(s, projection)
+    s.version += 1
+    _touch(s)
+
+
+def project_session(s: Session, projection: str) -> None:
+    """The projection switch on a given session (also one being rebuilt from a link): W_q, W_k, W_v transposed."""
     for name in names.WEIGHTS:
         s.matrices[name] = np.ascontiguousarray(s.matrices[name].T)
     s.options = replace(s.options, projection=projection)
-    s.version += 1
-    _touch(s)
 
 
 def replace_matrix(name: str, value: np.ndarray) -> None:
@@ -226,11 +236,8 @@ def apply_preset(preset: Preset) -> None:
             raise AttentionError(f"it asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed.")
     preset.compute()  # raises AttentionError when the file's numbers cannot be computed; nothing is changed then
     s = get()
-    s.tokens = tuple(preset.tokens)
-    s.matrices = matrices
-    s.options = preset.options
-    s.version += 1
-    _touch(s)
+    _replace_session(Session(preset_id=FILE, seed=preset.seed, blank_shape=s.blank_shape, tokens=tuple(preset.tokens),
+                             matrices=matrices, options=preset.options, loaded=preset))
 
 
 def fill_new_cells(old: np.ndarray, shape: tuple[int, int], seed: int) -> np.ndarray:
@@ -245,6 +252,15 @@ def fill_new_cells(old: np.ndarray, shape: tuple[int, int], seed: int) -> np.nda
 def resize(tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None) -> None:
     """Change the number of tokens, d_model or d_k, keeping existing values where they still fit."""
     s = get()
+    resize_session(s, tokens, d_model, d_k)
+    s.version += 1
+    _touch(s)
+
+
+def resize_session(s: Session, tokens: tuple[str, ...] | None = None, d_model: int | None = None,
+                   d_k: int | None = None) -> None:
+    """The resize on a given session (also one being rebuilt from a link): new cells drawn from the seed, so the
+    same sizes always give the same numbers."""
     seed = s.seed or 0
     dims = s.dims
     n = len(tokens) if tokens is not None else dims.n
@@ -259,8 +275,6 @@ def resize(tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_
         if len(s.options.padding) != n:
             pad = tuple(s.options.padding[:n]) + (False,) * max(0, n - len(s.options.padding))
             s.options = replace(s.options, padding=pad)
-    s.version += 1
-    _touch(s)
 
 
 def restore_edits(decoded: Mapping[str, np.ndarray]) -> None:

@@ -1,12 +1,20 @@
-"""Reading and writing the address: the query parameters that reproduce a state (preset, seed, size, edits).
+"""Reading and writing the address: the query parameters that reproduce the whole state, so a reload or a link restores it.
 
-:func:`read` builds the first state of a session from the URL (and says what it could not restore);
-:func:`write` keeps the address bar in step with the state; :func:`link` builds the shareable link's
-parameters and says what a link cannot carry. Every value read from the URL is user text: messages
-quote it through :func:`attention.ui.text.quoted`.
+Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
+``tokens`` (the sentence), ``dm`` / ``dk`` (a resized d_model / d_k), the options ``proj``, ``softmax``,
+``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based), the display ``digits``, and ``edits`` (the
+matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
+:func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
+bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
+more than 512 numbers, a pinned A, a state loaded from a file). Every value read from the address is user
+text: messages quote it through :func:`attention.ui.text.quoted`.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -15,29 +23,50 @@ from .. import names
 from ..errors import AttentionError
 from ..io import links
 from ..io import presets as presets_mod
-from . import session
+from ..trace import MASK_KINDS
+from . import session, state
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
-PARAMS = ("preset", "seed", "size", "edits")
+PARAMS = ("preset", "seed", "size", "tokens", "dm", "dk", "proj", "softmax", "scale", "temp", "mask", "pad", "digits", "edits")
+MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
+SOFTMAXES = ("row_max", "global_max", "none")
 
 
-def read() -> tuple[session.Session, list[str]]:
-    """The session the URL asks for, and notes (Markdown, user text escaped) on what it could not restore."""
-    qp = st.query_params
+def _whole(text: str, lo: int, hi: int) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 10 and lo <= int(text) <= hi else None
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text) if len(text) <= 40 else math.nan
+    except ValueError:
+        return None
+    lo, hi = session.FACTOR_RANGE
+    return value if math.isfinite(value) and lo <= value <= hi else None
+
+
+def _size(text: str) -> tuple[int, int, int] | None:
+    parts = text.split("x")
+    if len(parts) != 3:
+        return None
+    n, d_model, d_k = (_whole(parts[0], 1, names.MAX_TOKENS), _whole(parts[1], 1, names.MAX_DIM), _whole(parts[2], 1, names.MAX_DIM))
+    return None if None in (n, d_model, d_k) else (n, d_model, d_k)  # type: ignore[return-value]
+
+
+def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
+    """The session the parameters describe, edits aside, and notes (Markdown, user text escaped) on what was refused."""
     notices: list[str] = []
     pid = qp.get("preset", session.DEFAULT_PRESET)
     if pid not in (*presets_mod.list_presets(), session.BLANK):
         notices.append(f"The link asked for preset {quoted(pid)}, which does not exist; showing "
-                       f"{quoted(presets_mod.preset_label(session.DEFAULT_PRESET))} instead.")
+                       f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead.")
         pid = session.DEFAULT_PRESET
     seed = None
     if "seed" in qp:
-        text = qp["seed"]
-        if text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= names.MAX_SEED:
-            seed = int(text)
-        else:
-            notices.append(f"The link's seed {quoted(text)} is not a whole number from 0 to {names.MAX_SEED}; "
+        seed = _whole(qp["seed"], 0, names.MAX_SEED)
+        if seed is None:
+            notices.append(f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
                            "using the preset's own seed.")
     blank_shape = session.DEFAULT_BLANK
     if pid == session.BLANK and "size" in qp:
@@ -47,77 +76,162 @@ def read() -> tuple[session.Session, list[str]]:
                            f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}.")
         else:
             blank_shape = shape
-    new = session.new_session(pid, seed, blank_shape)
+    s = session.new_session(pid, seed, blank_shape)
+    if qp.get("proj") in names.PROJECTIONS and qp["proj"] != s.options.projection:
+        state.project_session(s, qp["proj"])
+    elif "proj" in qp and qp["proj"] not in names.PROJECTIONS:
+        notices.append(f"The link's projection {quoted(qp['proj'])} is not x_w or x_wt; keeping the preset's.")
+    tokens = None
+    if "tokens" in qp:
+        words = tuple(qp["tokens"].split())
+        if not words or len(words) > names.MAX_TOKENS or len(qp["tokens"]) > MAX_TOKENS_TEXT \
+                or any(len(w) > names.MAX_TOKEN_CHARS for w in words):
+            notices.append(f"The link's sentence {quoted(qp['tokens'])} is empty or too long; keeping the preset's.")
+        else:
+            tokens = words
+    dm = _whole(qp["dm"], 1, names.MAX_DIM) if "dm" in qp else None
+    dk = _whole(qp["dk"], 1, names.MAX_DIM) if "dk" in qp else None
+    for key, value in (("dm", dm), ("dk", dk)):
+        if key in qp and value is None:
+            notices.append(f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored.")
+    if tokens is not None and len(tokens) == len(s.tokens):
+        s.tokens = tokens
+        tokens = None
+    if tokens is not None or dm is not None or dk is not None:
+        state.resize_session(s, tokens, dm, dk)
+    _options(s, qp, notices)
+    if "digits" in qp:
+        s.digits = None if qp["digits"] == "full" else _whole(qp["digits"], 1, 17) or session.Session.digits
+    return s, notices
+
+
+def _options(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
+    o, changes = s.options, {}
+    if "softmax" in qp:
+        if qp["softmax"] in SOFTMAXES:
+            changes["softmax"] = qp["softmax"]
+        else:
+            notices.append(f"The link's softmax {quoted(qp['softmax'])} is not one of {', '.join(SOFTMAXES)}; keeping the preset's.")
+    if "scale" in qp:
+        value = {"default": None, "none": 1.0}.get(qp["scale"], _number(qp["scale"]))
+        if value is None and qp["scale"] != "default":
+            notices.append(f"The link's scale {quoted(qp['scale'])} is not default, none or a number from "
+                           f"{session.FACTOR_RANGE[0]:g} to {session.FACTOR_RANGE[1]:g}; keeping the preset's.")
+        else:
+            changes["scale"] = value
+    if "temp" in qp:
+        value = _number(qp["temp"])
+        if value is None:
+            notices.append(f"The link's temperature {quoted(qp['temp'])} is not a number from {session.FACTOR_RANGE[0]:g} "
+                           f"to {session.FACTOR_RANGE[1]:g}; keeping the preset's.")
+        else:
+            changes["temperature"] = value
+    if "mask" in qp:
+        if qp["mask"] in MASK_KINDS:
+            changes["mask"] = qp["mask"]
+        else:
+            notices.append(f"The link's mask {quoted(qp['mask'])} is not one of {', '.join(MASK_KINDS)}; no mask.")
+    n = len(s.tokens)
+    pad = [False] * n
+    for part in qp.get("pad", "").split(",") if qp.get("pad") else []:
+        i = _whole(part, 1, n)
+        if i is None:
+            notices.append(f"The link's padding token {quoted(part)} is not a token number from 1 to {n}; ignored.")
+        else:
+            pad[i - 1] = True
+    if any(pad) or changes.get("mask", o.mask) == "padding":
+        changes["padding"] = tuple(pad)
+    s.options = replace(o, **changes)
+
+
+def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
+    """The parameters for everything but the edits, and what cannot travel."""
+    notes: list[str] = []
+    if s.preset_id == session.FILE:
+        notes.append("a state loaded from a file: download the preset file to share it.")
+    base_id = s.preset_id if s.preset_id != session.FILE else session.DEFAULT_PRESET
+    q = {"preset": base_id}
+    if s.seed is not None and s.preset_id != session.FILE:
+        q["seed"] = str(s.seed)
+    if s.preset_id == session.BLANK:
+        q["size"] = "x".join(str(v) for v in s.blank_shape)
+    preset, base = session.origin(s) if s.preset_id != session.FILE else session.preset_and_base(base_id, None, s.blank_shape)
+    o, po = s.options, preset.options
+    if o.projection != po.projection:
+        q["proj"] = o.projection
+    if s.tokens != preset.tokens:
+        text = " ".join(s.tokens)
+        if any(len(t.split()) != 1 for t in s.tokens) or len(text) > MAX_TOKENS_TEXT:
+            notes.append("the sentence (tokens with spaces in them, or more than 4,000 characters).")
+        else:
+            q["tokens"] = text
+    d, pd_ = s.dims, names.dims_of(base, po.projection)
+    if d.d_model != pd_.d_model:
+        q["dm"] = str(d.d_model)
+    if d.d_k != pd_.d_k:
+        q["dk"] = str(d.d_k)
+    if o.softmax != po.softmax:
+        q["softmax"] = o.softmax
+    if o.scale != po.scale:
+        q["scale"] = "default" if o.scale is None else "none" if o.scale == 1.0 else repr(float(o.scale))
+    if o.temperature != po.temperature:
+        q["temp"] = repr(float(o.temperature))
+    if o.mask != po.mask:
+        q["mask"] = o.mask
+    if any(o.padding):
+        q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
+    if s.digits != session.Session.digits:
+        q["digits"] = "full" if s.digits is None else str(s.digits)
+    if s.pin is not None:
+        notes.append("the pinned state A.")
+    return q, notes
+
+
+def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
+    """The query that reproduces the session, and notes on what it leaves out."""
+    q, notes = state_params(s)
+    rebuilt, _ = rebuild(q)
+    changed = {n: s.matrices[n] for n in names.INPUTS
+               if rebuilt.matrices[n].shape != s.matrices[n].shape or not np.array_equal(rebuilt.matrices[n], s.matrices[n])}
+    if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
+        changed = {}  # cannot happen unless the sizes could not be written: nothing to add then
+        notes.append("the matrices' shapes.")
+    cells = sum(m.size for m in changed.values())
+    if changed and cells > links.MAX_LINK_CELLS:
+        notes.append(f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
+                     "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them.")
+    elif changed:
+        try:
+            q["edits"] = links.encode_edits(changed)
+        except AttentionError as exc:
+            notes.append(f"your edits ({exc.message}).")
+    return q, notes
+
+
+def read() -> tuple[session.Session, list[str]]:
+    """The session the address describes (edits included), and notes on what it could not restore."""
+    qp = st.query_params.to_dict()
+    s, notices = rebuild(qp)
     token = qp.get("edits")
     if token:
         try:
-            decoded = links.decode_edits(token, expected_shapes={n: new.matrices[n].shape for n in names.INPUTS})
+            decoded = links.decode_edits(token, expected_shapes={n: s.matrices[n].shape for n in names.INPUTS})
         except AttentionError as exc:
             why = exc.message.removeprefix(_LINK_PREFIX)
             notices.append(f"The link's edits could not be restored: {quoted(why, 200)}; showing the unedited preset.")
         else:
             for name, arr in decoded.items():
-                new.matrices[name] = np.array(arr, dtype=np.float64)
-            new.version += 1
-    return new, notices
-
-
-def _size(text: str) -> tuple[int, int, int] | None:
-    parts = text.split("x")
-    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) <= 5 for p in parts):
-        return None
-    n, d_model, d_k = (int(p) for p in parts)
-    if not (1 <= n <= names.MAX_TOKENS and 1 <= d_model <= names.MAX_DIM and 1 <= d_k <= names.MAX_DIM):
-        return None
-    return n, d_model, d_k
-
-
-def params(s: session.Session) -> dict[str, str]:
-    """The query parameters that reproduce the session's preset: preset, seed, and size for blank."""
-    want = {"preset": s.preset_id}
-    if s.seed is not None:
-        want["seed"] = str(s.seed)
-    if s.preset_id == session.BLANK:
-        want["size"] = "x".join(str(v) for v in s.blank_shape)
-    return want
+                s.matrices[name] = np.array(arr, dtype=np.float64)
+            s.version += 1
+    return s, notices
 
 
 def write(s: session.Session) -> None:
-    """Write preset and seed (and blank size) into the address bar so a reload or a copied address reproduces
-    the view; an ``edits`` parameter the state no longer has is dropped (a reload must not bring it back)."""
-    want = params(s)
+    """Put the whole state in the address bar (a reload restores it); drop parameters the state no longer has."""
+    want, _ = link(s)
     current = st.query_params.to_dict()
-    for k in ("preset", "seed", "size"):
+    for k in PARAMS:
         if k in want and current.get(k) != want[k]:
             st.query_params[k] = want[k]
         elif k not in want and k in current:
             del st.query_params[k]
-    if "edits" in current and current["edits"] != link(s)[0].get("edits"):
-        del st.query_params["edits"]
-
-
-def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
-    """The URL query that reproduces the session (preset, seed, size, edits) and notes on what it leaves out."""
-    query = params(s)
-    base = session.base_for(s)
-    preset = session.preset_for(s)
-    notes: list[str] = []
-    changed = {n: s.matrices[n] for n in names.INPUTS
-               if s.matrices[n].shape == base[n].shape and not np.array_equal(s.matrices[n], base[n])}
-    reshaped = [n for n in names.INPUTS if s.matrices[n].shape != base[n].shape]
-    if reshaped:
-        notes.append(f"{', '.join(reshaped)} changed shape, which a link cannot carry.")
-    if s.tokens != preset.tokens and not reshaped:
-        notes.append("The tokens (the sentence) are not in the link.")
-    if s.options != preset.options:
-        notes.append("Option changes (projection, softmax, scale, temperature, mask) are not in the link.")
-    cells = sum(m.size for m in changed.values())
-    if changed and cells > links.MAX_LINK_CELLS:
-        notes.append(f"The edited matrices ({', '.join(changed)}) hold {cells:,} numbers, more than the {links.MAX_LINK_CELLS} "
-                     "a link can carry, so the link gives the unedited preset.")
-    elif changed:
-        try:
-            query["edits"] = links.encode_edits(changed)
-        except AttentionError as exc:
-            notes.append(f"The edits cannot go in a link: {exc.message}.")
-    return query, notes

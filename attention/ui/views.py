@@ -138,7 +138,7 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
 def doc_check(s: session.Session, trace: Trace) -> None:
     """A small badge saying whether the numbers are the ones the preset's tutorial prints (details on hover)."""
     preset = session.preset_for(s)
-    if not preset.source.get("document"):
+    if not preset.source.get("document") or s.preset_id == session.FILE:
         return
     where = f"the tutorial {esc(preset.source['document'])}"
     if not session.is_unedited(s) and not compute.same_numbers(s, trace):
