@@ -119,7 +119,9 @@ def nearest(word_or_vector: str | Sequence[float] | np.ndarray, k: int = 8) -> l
     cos = table.vectors @ query / (table.norms * np.linalg.norm(query))  # (V,)
     if skip >= 0:
         cos[skip] = -np.inf
-    order = np.argsort(-cos, kind="stable")[:k]  # (k,) largest first, ties by rank
+    cut = cos[np.argpartition(-cos, k - 1)[k - 1]]  # the k-th largest cosine
+    candidates = np.flatnonzero(cos >= cut)  # (m,) m >= k, in rank order
+    order = candidates[np.argsort(-cos[candidates], kind="stable")][:k]  # (k,) largest first, ties by rank
     return [(table.words[i], float(cos[i])) for i in order]
 
 
