@@ -26,7 +26,8 @@ PRESET_FILE = Path(attention.io.presets.PRESET_DIR)
 
 
 def test_list_presets_in_document_order():
-    assert attention.list_presets() == ["she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42"]
+    assert attention.list_presets() == ["she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42",
+                                        "glove_the_cat_sat_on_the_mat"]  # the documents' presets first, then the GloVe one
 
 
 @pytest.mark.parametrize("preset_id", list(DOCUMENTS))
