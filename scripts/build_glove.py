@@ -151,7 +151,7 @@ def table_arrays(words: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]
 
 def check_written(path: Path, words: list[str], vectors: np.ndarray) -> float:
     """Step 6: read the file as the app does and compare with the source; returns the max abs error."""
-    from attention import vectors as glove
+    from attention.io import vectors as glove
 
     glove.clear_cache()
     assert path.stat().st_size <= MAX_BYTES, f"{path.name} is {path.stat().st_size:,} bytes, over {MAX_BYTES:,}"
@@ -175,7 +175,7 @@ def check_written(path: Path, words: list[str], vectors: np.ndarray) -> float:
 
 def write_preset() -> None:
     """Step 7: the preset "GloVe: the cat sat on the mat", X from the written table, every W the identity."""
-    from attention import vectors as glove
+    from attention.io import vectors as glove
     from attention.io.presets import Preset, parse_preset
     from attention.trace import Options
 

@@ -1,4 +1,4 @@
-"""The GloVe table and attention.vectors: values vs the source and typed-in ones, cosine by naive loops, stand-ins."""
+"""The GloVe table and attention.io.vectors: values vs the source and typed-in ones, cosine by naive loops, stand-ins."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention import vectors
+from attention.io import vectors
 from attention.errors import AttentionError
 from attention.io.presets import parse_preset
 

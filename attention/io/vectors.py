@@ -31,7 +31,7 @@ from .errors import AttentionError
 from .names import MAX_SEED
 
 DIM = 50
-TABLE_PATH = Path(__file__).resolve().parent / "data" / "glove50.npz"
+TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "glove50.npz"
 
 
 @dataclass(frozen=True)
