@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention.io import vectors
 from attention.errors import AttentionError
+from attention.io import vectors
 from attention.io.presets import parse_preset
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import AttentionError
-from .names import MAX_SEED
+from ..errors import AttentionError
+from ..names import MAX_SEED
 
 DIM = 50
 TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "glove50.npz"
