@@ -11,10 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-GENERATOR = "numpy.random.RandomState(seed).rand"
+GENERATOR = "numpy.random.RandomState(seed).rand"  # uniform on [0, 1): what the documents draw
+NORMAL = "numpy.random.RandomState(seed).randn"  # standard normal: centred values, for blank presets
+GENERATORS = {GENERATOR: "rand", NORMAL: "randn"}
 
 
-def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]]) -> dict[str, np.ndarray]:
-    """Draw each (name, shape) in order from one stream, uniform on [0, 1)."""
+def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]], generator: str = GENERATOR) -> dict[str, np.ndarray]:
+    """Draw each (name, shape) in order from one stream: uniform on [0, 1) (``rand``) or standard normal (``randn``)."""
     rs = np.random.RandomState(seed)
-    return {name: rs.rand(*shape) for name, shape in order}
+    method = getattr(rs, GENERATORS[generator])
+    return {name: method(*shape) for name, shape in order}

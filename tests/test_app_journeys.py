@@ -164,7 +164,7 @@ def test_blank_preset_and_url_carry_preset_and_seed() -> None:
     no_exception(at)
     s = session(at)
     assert s.matrices["X"].shape == (5, 6) and s.matrices["W_q"].shape == (6, 4)
-    np.testing.assert_array_equal(s.matrices["X"], np.random.RandomState(7).rand(5, 6))
+    np.testing.assert_array_equal(s.matrices["X"], np.random.RandomState(7).randn(5, 6))
 
 
 def test_cells_take_exactly_what_was_typed_and_name_text_that_is_not_a_number() -> None:

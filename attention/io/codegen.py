@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import rng
 from ..errors import AttentionError
 from ..names import ARRAYS
 from .presets import Preset
@@ -73,7 +74,9 @@ class _Builder:
                 if not self.seeded:
                     out.append(f"np.random.seed({self.seed})  # numpy's legacy global generator: the documents' stream")
                     self.seeded = True
-                out.append(f"{name} = np.random.rand({', '.join(str(s) for s in shape)})  # uniform on [0, 1), shape {_shape_text(shape)}")
+                normal = self.p.random is not None and self.p.random.generator == rng.NORMAL
+                fn, what = ("randn", "standard normal") if normal else ("rand", "uniform on [0, 1)")
+                out.append(f"{name} = np.random.{fn}({', '.join(str(s) for s in shape)})  # {what}, shape {_shape_text(shape)}")
         return out
 
     def fixed_lines(self, name: str) -> list[str]:

@@ -34,6 +34,7 @@ class RandomSpec:
 
     seed: int
     draws: tuple[tuple[str, tuple[int, ...]], ...]
+    generator: str = rng.GENERATOR
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -77,7 +78,7 @@ class Preset:
         """X, W_q, W_k, W_v as float arrays (X may carry a batch axis, as document 003's (1, 6, 8))."""
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
-            out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws))
+            out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws, self.random.generator))
         return {name: out[name] for name in INPUTS}
 
     def compute(self) -> Trace:
@@ -100,7 +101,7 @@ class Preset:
         d["matrices"] = {name: np.asarray(v).tolist() for name, v in self.fixed.items()}
         if self.random is not None:
             d["random"] = {
-                "generator": rng.GENERATOR,
+                "generator": self.random.generator,
                 "seed": self.seed if self.seed is not None else self.random.seed,
                 "draws": [{"name": n, "shape": list(s)} for n, s in self.random.draws],
             }
@@ -138,8 +139,11 @@ def blank(n: int, d_model: int, d_k: int | None = None, seed: int = 0, tokens: S
         raise AttentionError(f"{len(toks)} tokens given for n = {n}")
     draws = (("X", (n, d_model)), ("W_q", (d_model, d_k)), ("W_k", (d_model, d_k)), ("W_v", (d_model, d_k)))
     return Preset(id="blank", title=f"Blank {n}×{d_model}", tokens=toks, options=Options(), fixed={},
-                  random=RandomSpec(seed, draws), seed=_check_seed(seed, "seed"),
-                  description="Every matrix drawn uniformly on [0, 1) from the seed, in the order X, W_q, W_k, W_v.")
+                  random=RandomSpec(seed, draws, rng.NORMAL), seed=_check_seed(seed, "seed"),
+                  description="Every matrix drawn from a standard normal distribution (mean 0, variance 1) with the seed, "
+                              "in the order X, W_q, W_k, W_v. Centred values give scores of both signs, so different "
+                              "tokens attend to different keys; with the tutorials' uniform [0, 1) values every score is "
+                              "positive and every row prefers the same few keys (the ones with the largest key vectors).")
 
 
 def list_presets() -> list[str]:
@@ -312,8 +316,8 @@ class _Validator:
         random = None
         if top.get("random") is not None:
             r = self.obj(top["random"], "random", {"generator", "seed", "draws"}, set())
-            if r["generator"] != rng.GENERATOR:
-                raise self.fail("random.generator", f"must be {rng.GENERATOR!r}")
+            if r["generator"] not in rng.GENERATORS:
+                raise self.fail("random.generator", f"must be {rng.GENERATOR!r} or {rng.NORMAL!r}")
             seed = r["seed"]
             if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
                 raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
@@ -327,7 +331,7 @@ class _Validator:
                 if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
                     raise self.fail(f"random.draws[{i}].name", f"{_short(dr['name'])} is given twice")
                 draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
-            random = RandomSpec(seed, tuple(draws))
+            random = RandomSpec(seed, tuple(draws), r["generator"])
         have = set(fixed) | set(random.names if random else ())
         missing = [n for n in INPUTS if n not in have]
         if missing:
