@@ -86,13 +86,14 @@ def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
 
 def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str = "weights", title: str = "",
             allowed: np.ndarray | None = None, row_title: str = "query (attends from)", col_title: str = "key (attends to)",
-            digits: int | None = 3) -> alt.Chart:
+            digits: int | None = 3, select: bool = False) -> alt.Chart:
     """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
 
     ``kind`` "weights" uses a 0–1 colour scale, "scores" the matrix's own finite range. ``allowed`` (same shape,
     True = may attend) marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is
     drawn as its single matrix. ``digits``: significant digits of the numbers written in the cells (the tooltip
-    always shows full precision). In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
+    always shows full precision). ``select`` adds a click selection named "cell" (fields query and key) to a
+    cell-by-cell heatmap, for an app to react to. In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
     """
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
     if values.ndim != 2:
@@ -102,7 +103,7 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
     n_r, n_c = values.shape
     if max(n_r, n_c) <= RECT_MAX:
         return _rect_heatmap(values, rows, cols, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title,
-                             digits=digits)
+                             digits=digits, select=select)
     return _block_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title, digits=digits)
 
 
@@ -127,7 +128,7 @@ def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], all
 
 def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
                   allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0,
-                  colour: Colour | None = None, digits: int | None = 3) -> alt.Chart:
+                  colour: Colour | None = None, digits: int | None = 3, select: bool = False) -> alt.Chart:
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
@@ -145,6 +146,8 @@ def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], 
         color=alt.Color("value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right", titleLimit=200)),
         tooltip=tooltip,
     )
+    if select:
+        cells = cells.add_params(alt.selection_point(name="cell", fields=["query", "key"], on="click", clear="dblclick"))
     layers = [cells]
     if allowed is not None and not allowed.all():
         layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke).encode(

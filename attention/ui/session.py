@@ -56,6 +56,7 @@ class Session:
     pin: Pinned | None = None  # the state pinned as A, if any
     digits: int | None = 4  # significant digits shown in tables, editors and heatmaps (None: full precision)
     loaded: Preset | None = None  # the preset file this state was loaded from (preset_id is then FILE)
+    cell: tuple[int, int] = (0, 0)  # the (query, key) cell being explained
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property

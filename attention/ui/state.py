@@ -72,6 +72,14 @@ def swap_pin() -> None:
     _touch(s)
 
 
+def set_cell(i: int, j: int) -> None:
+    """The (query, key) cell the "explain this cell" view takes apart. Display only."""
+    s = get()
+    n = len(s.tokens)
+    if 0 <= i < n and 0 <= j < n:
+        s.cell = (i, j)
+
+
 def set_digits(digits: int | None) -> None:
     """How many significant digits tables, editors and heatmaps show (None: every digit). Display only."""
     get().digits = digits
@@ -104,6 +112,7 @@ def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
 def _replace_session(new: Session) -> None:
     old = get()
     new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits  # kept across presets
+    new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
     st.session_state[KEY] = new
 
 

@@ -4,6 +4,7 @@ Changed cells are highlighted in the tables. Each view is a function of the sess
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -14,7 +15,7 @@ from .. import charts
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import compute, downloads, session
+from . import cellview, compute, downloads, session
 from .specs import as_2d, reading_lines, top_keys
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
@@ -77,8 +78,13 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     kind = "weights" if name == "weights" else "scores"
     title = "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "") \
         if name == "scaled" else _TITLES[name]
-    st.altair_chart(charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits), width="content")
     n = m.shape[0]
+    chart = charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, select=n <= charts.RECT_MAX)
+    if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview)
+        st.altair_chart(chart, width="content", on_select=functools.partial(cellview.on_heatmap_click, page_key),
+                        selection_mode="cell", key=cellview.HEATMAP_KEY.format(page=page_key))
+    else:
+        st.altair_chart(chart, width="content")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
         st.caption(f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
@@ -132,6 +138,12 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
 VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "reading_lines": show_reading_lines,
     "reading_table": show_reading_table,
+    "explain_cell": cellview.explain,
+    "softmax_steps": cellview.softmax_steps,
+    "takes_q_k": cellview.context(("Q", "K")),
+    "takes_scores": cellview.context(("scores",)),
+    "takes_scaled": cellview.context(("scaled",)),
+    "takes_v_weights": cellview.context(("weights", "V")),
 }
 
 

@@ -1,0 +1,105 @@
+"""The "why" views: explain one cell (choose it, or click it in the heatmap), a step's inputs, softmax's middle steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from .. import charts
+from ..explain import explain_cell
+from ..trace import Trace
+from . import session, state
+from .specs import as_2d
+from .text import esc
+
+HEATMAP_KEY = "hm.{page}"
+
+
+def on_heatmap_click(page_key: str) -> None:
+    """The heatmap's selection callback: a clicked cell becomes the explained cell."""
+    event = st.session_state.get(HEATMAP_KEY.format(page=page_key))
+    picked = (((event or {}).get("selection") or {}).get("cell") or [None])[0]
+    if not isinstance(picked, dict):
+        return
+    labels = session.get().labels
+    q, k = picked.get("query"), picked.get("key")
+    if q in labels and k in labels:
+        state.set_cell(labels.index(q), labels.index(k))
+
+
+def _on_pick(page_key: str) -> None:
+    labels = session.get().labels
+    q, k = st.session_state.get(f"cell.{page_key}.q"), st.session_state.get(f"cell.{page_key}.k")
+    if q in labels and k in labels:
+        state.set_cell(labels.index(q), labels.index(k))
+
+
+def explain(s: session.Session, trace: Trace, page_key: str) -> None:
+    """Cell (i, j) taken apart: q_i and k_j side by side, each product, the sum, × scale, minus the row's shift,
+    exp, the row sum and the share, each number the engine's own."""
+    labels = s.labels
+    n = len(labels)
+    i, j = (min(c, n - 1) for c in s.cell)
+    st.markdown("**Explain a cell** · click a cell of the heatmap, or choose it here")
+    c1, c2 = st.columns(2)
+    for col, key, idx, what in ((c1, "q", i, "query (row)"), (c2, "k", j, "key (column)")):
+        st.session_state[f"cell.{page_key}.{key}"] = labels[idx]
+        col.selectbox(what, labels, key=f"cell.{page_key}.{key}", on_change=_on_pick, args=(page_key,))
+    e = explain_cell(trace, i, j)
+    fmt = charts.decimals_for(np.concatenate([e.q, e.k, e.products]), s.digits).format
+    d = len(e.q)
+    cols = [f"q{c + 1}·k{c + 1}" for c in range(d)]
+    table = pd.DataFrame({f"q ({labels[i]})": [fmt(v) for v in e.q], f"k ({labels[j]})": [fmt(v) for v in e.k],
+                          "q × k": [fmt(v) for v in e.products]}, index=cols)
+    st.dataframe(table, width="stretch")
+    qi, kj = esc(labels[i]), esc(labels[j])
+    lines = [f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks for)."]
+    if e.masked:
+        lines.append(f"2. Masked: {qi} may not attend to {kj}, so S' = −∞ and its weight is 0 whatever the score.")
+    else:
+        lines.append(f"2. Scaled: S' = S × {e.scale:.6g} = **{e.scaled:.6g}**"
+                     + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "") + ".")
+        what = {"row_max": "the row's largest value", "global_max": "the whole matrix's largest value",
+                "none": "nothing"}[trace.options.softmax]
+        lines.append(f"3. Subtract {what}, {e.shift:.6g}: {e.shifted[j]:.6g}; exp of that: **{e.exps[j]:.6g}** "
+                     "(subtracting a constant from the whole row changes no weight, it only keeps exp from overflowing).")
+        lines.append(f"4. The row's exps add up to {e.row_sum:.6g}, so {qi}'s weight on {kj} is {e.exps[j]:.6g} / "
+                     f"{e.row_sum:.6g} = **{e.exps[j] / e.row_sum:.6g}** ({e.weight:.1%} of {qi}'s attention).")
+    st.markdown("\n".join(lines))
+
+
+def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
+    """Softmax's middle steps for every row: the scaled scores minus the row's shift, their exp, the row sums."""
+    st.markdown("**Softmax, step by step** (each row: subtract, exp, divide by the row sum)")
+    rows = s.labels
+    steps = [explain_cell(trace, i, 0) for i in range(min(len(rows), 16))]
+    shifted = np.array([e.shifted for e in steps])
+    exps = np.array([e.exps for e in steps])
+    tabs = st.tabs(["S'/T − shift", "exp(…)", "row sums"])
+    for tab, values in zip(tabs[:2], (shifted, exps), strict=True):
+        fmt = charts.decimals_for(values, s.digits).format
+        tab.dataframe(pd.DataFrame(values, index=rows[: len(steps)], columns=rows).style.format(
+            lambda v, f=fmt: "−∞" if np.isneginf(v) else f(v)), width="stretch")
+    tabs[2].dataframe(pd.DataFrame({"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]},
+                                   index=rows[: len(steps)]), width="stretch")
+    if len(rows) > 16:
+        st.caption(f"The first 16 of {len(rows)} rows.")
+
+
+def context(names: tuple[str, ...]):
+    """A view showing the arrays a step takes in (Q and K for the scores...), as compact tables."""
+
+    def view(s: session.Session, trace: Trace, page_key: str) -> None:
+        st.markdown("**What this step takes in**")
+        for col, name in zip(st.columns(len(names)), names, strict=True):
+            m = as_2d(getattr(trace, name))
+            if m.ndim != 2:
+                continue
+            rows, cols = s.axis_labels(name, m.shape)
+            fmt = charts.decimals_for(m, s.digits)
+            col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
+            col.dataframe(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]).style.format(
+                lambda v, f=fmt: "−∞" if np.isneginf(v) else f.format(v)), width="stretch")
+
+    return view
