@@ -7,7 +7,7 @@ document exactly. ``np.random.default_rng`` would give other numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -16,8 +16,11 @@ NORMAL = "numpy.random.RandomState(seed).randn"  # standard normal: centred valu
 GENERATORS = {GENERATOR: "rand", NORMAL: "randn"}
 
 
-def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]], generator: str = GENERATOR) -> dict[str, np.ndarray]:
-    """Draw each (name, shape) in order from one stream: uniform on [0, 1) (``rand``) or standard normal (``randn``)."""
+def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]], generator: str = GENERATOR,
+         scales: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+    """Draw each (name, shape) in order from one stream: uniform on [0, 1) (``rand``) or standard normal (``randn``),
+    each times its factor in ``scales`` (1 when absent)."""
     rs = np.random.RandomState(seed)
     method = getattr(rs, GENERATORS[generator])
-    return {name: method(*shape) for name, shape in order}
+    scales = scales or {}
+    return {name: method(*shape) * scales[name] if name in scales else method(*shape) for name, shape in order}

@@ -324,9 +324,10 @@ def test_blank_sizes(n, d_model, d_k):
     assert p.tokens == tuple(f"t{i + 1}" for i in range(n))
     t = p.compute()
     assert t.weights.shape == (n, n) and t.output.shape == (n, dk)
-    rs = np.random.RandomState(3)  # centred values: standard normal draws in the declared order
+    rs = np.random.RandomState(3)  # centred values: normal draws in the declared order, W with variance 1/d_model
     for name in ("X", "W_q", "W_k", "W_v"):
-        assert bits_equal(m[name], rs.randn(*m[name].shape)), name
+        want = rs.randn(*m[name].shape) * (1 / np.sqrt(d_model) if name != "X" else 1.0)
+        assert bits_equal(m[name], want), name
 
 
 def test_blank_is_deterministic_and_in_declared_order():
@@ -335,7 +336,7 @@ def test_blank_is_deterministic_and_in_declared_order():
         assert bits_equal(a.matrices()[name], b.matrices()[name])
     rs = np.random.RandomState(11)
     for name, shape in (("X", (4, 3)), ("W_q", (3, 3)), ("W_k", (3, 3)), ("W_v", (3, 3))):
-        assert bits_equal(a.matrices()[name], rs.randn(*shape)), name
+        assert bits_equal(a.matrices()[name], rs.randn(*shape) * (1 / np.sqrt(3) if name != "X" else 1.0)), name
     c = attention.blank(4, 3, seed=12)
     assert not np.array_equal(a.matrices()["X"], c.matrices()["X"])
     assert attention.blank(4, 3, seed=11).with_seed(12).matrices()["X"].tobytes() == c.matrices()["X"].tobytes()

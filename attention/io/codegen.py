@@ -76,7 +76,9 @@ class _Builder:
                     self.seeded = True
                 normal = self.p.random is not None and self.p.random.generator == rng.NORMAL
                 fn, what = ("randn", "standard normal") if normal else ("rand", "uniform on [0, 1)")
-                out.append(f"{name} = np.random.{fn}({', '.join(str(s) for s in shape)})  # {what}, shape {_shape_text(shape)}")
+                factor = self.p.random.scales.get(name) if self.p.random is not None else None
+                times = f" * {factor!r}" if factor is not None else ""
+                out.append(f"{name} = np.random.{fn}({', '.join(str(s) for s in shape)}){times}  # {what}, shape {_shape_text(shape)}")
         return out
 
     def fixed_lines(self, name: str) -> list[str]:

@@ -35,6 +35,7 @@ class RandomSpec:
     seed: int
     draws: tuple[tuple[str, tuple[int, ...]], ...]
     generator: str = rng.GENERATOR
+    scales: Mapping[str, float] = field(default_factory=dict)  # a factor per drawn matrix (1 when absent)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -78,7 +79,8 @@ class Preset:
         """X, W_q, W_k, W_v as float arrays (X may carry a batch axis, as document 003's (1, 6, 8))."""
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
-            out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws, self.random.generator))
+            out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws,
+                                self.random.generator, self.random.scales))
         return {name: out[name] for name in INPUTS}
 
     def compute(self) -> Trace:
@@ -103,7 +105,8 @@ class Preset:
             d["random"] = {
                 "generator": self.random.generator,
                 "seed": self.seed if self.seed is not None else self.random.seed,
-                "draws": [{"name": n, "shape": list(s)} for n, s in self.random.draws],
+                "draws": [{"name": n, "shape": list(s)} | ({"scale": self.random.scales[n]} if n in self.random.scales else {})
+                          for n, s in self.random.draws],
             }
         if self.expected or self.expected_shapes:
             d["expected"] = {name: np.asarray(v).tolist() for name, v in self.expected.items()}
@@ -139,11 +142,13 @@ def blank(n: int, d_model: int, d_k: int | None = None, seed: int = 0, tokens: S
         raise AttentionError(f"{len(toks)} tokens given for n = {n}")
     draws = (("X", (n, d_model)), ("W_q", (d_model, d_k)), ("W_k", (d_model, d_k)), ("W_v", (d_model, d_k)))
     return Preset(id="blank", title=f"Blank {n}×{d_model}", tokens=toks, options=Options(), fixed={},
-                  random=RandomSpec(seed, draws, rng.NORMAL), seed=_check_seed(seed, "seed"),
-                  description="Every matrix drawn from a standard normal distribution (mean 0, variance 1) with the seed, "
-                              "in the order X, W_q, W_k, W_v. Centred values give scores of both signs, so different "
-                              "tokens attend to different keys; with the tutorials' uniform [0, 1) values every score is "
-                              "positive and every row prefers the same few keys (the ones with the largest key vectors).")
+                  random=RandomSpec(seed, draws, rng.NORMAL, {w: 1 / float(np.sqrt(d_model)) for w in ("W_q", "W_k", "W_v")}),
+                  seed=_check_seed(seed, "seed"),
+                  description="Every matrix drawn from a normal distribution with the seed, in the order X, W_q, W_k, W_v: "
+                              "X with variance 1 and each W with variance 1/d_model, so Q, K and V have variance about 1 "
+                              "(as a trained model is initialised). Centred values give scores of both signs, so "
+                              "different tokens attend to different keys; with the tutorials' uniform [0, 1) values every "
+                              "score is positive and every row prefers the same few keys (those with the largest keys).")
 
 
 def list_presets() -> list[str]:
@@ -324,14 +329,17 @@ class _Validator:
             if not isinstance(r["draws"], list) or not r["draws"]:
                 raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
             draws = []
+            scales: dict[str, float] = {}
             for i, dr in enumerate(r["draws"]):
-                dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, set())
+                dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, {"scale"})
                 if dr["name"] not in INPUTS:
                     raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}")
                 if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
                     raise self.fail(f"random.draws[{i}].name", f"{_short(dr['name'])} is given twice")
                 draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
-            random = RandomSpec(seed, tuple(draws), r["generator"])
+                if "scale" in dr:
+                    scales[dr["name"]] = self.number(dr["scale"], f"random.draws[{i}].scale")
+            random = RandomSpec(seed, tuple(draws), r["generator"], scales)
         have = set(fixed) | set(random.names if random else ())
         missing = [n for n in INPUTS if n not in have]
         if missing:

@@ -80,9 +80,10 @@ def render_overview() -> None:
     s = setup("Overview", OVERVIEW)
     preset = session.preset_for(s)
     st.title("Self-attention, step by step")
-    st.markdown("Every matrix of scaled dot-product attention, computed live from the numbers below. Pick a preset in the sidebar "
-                "(the five documents' examples), edit any cell of X or the weights, and watch every later step move. "
-                "Each step has its own page; everything downloads as CSV.")
+    st.markdown("Every matrix of scaled dot-product attention, computed live from numbers you can change. The presets in the "
+                "sidebar are worked examples from five numpy tutorials (each gives the numbers its tutorial prints), a "
+                "GloVe example with real word vectors, and random matrices of any size. Edit any cell of X or the weights "
+                "and watch every later step move; each step has its own page, and everything downloads as CSV.")
     src = preset.source.get("document")
     toks = ", ".join(esc(t, 60) for t in s.tokens[:20])
     st.markdown(f"**{esc(preset.title)}**" + (f" · from document `{esc(src)}`" if src else "") + f" · tokens: {toks}"
@@ -98,10 +99,10 @@ def render_overview() -> None:
     left, right = st.columns([3, 2])
     with left:
         st.dataframe(pd.DataFrame(rows, columns=["step", "computes", "shape"]), hide_index=True, width="stretch")
+    with right:
         for p in nav.pages()[1:]:
             st.page_link(p, label=f"→ {p.title}")
-    with right:
-        chart = charts.heatmap(as_2d(trace.weights), s.labels, s.labels, kind="weights", title="Attention weights",
-                               allowed=trace.allowed)
-        st.altair_chart(chart, width="content")
+    # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
+    st.altair_chart(charts.heatmap(as_2d(trace.weights), s.labels, s.labels, kind="weights", title="Attention weights",
+                                   allowed=trace.allowed, digits=s.digits), width="content")
     downloads.everything(s, "overview")
