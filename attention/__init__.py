@@ -8,10 +8,10 @@ Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_do
 """
 
 from .errors import AttentionError
-from .heads import MultiHeadTrace, merge_heads, multi_head, split_heads
+from .heads import merge_heads, split_heads
 from .io.presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
 from .shapes import shape_trace
-from .trace import ARRAY_NAMES, Options, Trace, scaled_dot_product_attention, self_attention
+from .trace import ARRAY_NAMES, MultiHeadTrace, Options, Trace, multi_head, scaled_dot_product_attention, self_attention
 
 __all__ = [
     "ARRAY_NAMES",

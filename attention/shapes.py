@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from .errors import AttentionError
+
 
 def dot_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     """Shape of ``np.dot(a, b)`` (numpy's rule, without computing it)."""
@@ -22,12 +26,15 @@ def dot_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """Shape of ``a @ b`` for arrays of 2 or more dims (batch axes broadcast)."""
-    lead_a, lead_b = a[:-2], b[:-2]
-    n = max(len(lead_a), len(lead_b))
-    lead_a, lead_b = (1,) * (n - len(lead_a)) + lead_a, (1,) * (n - len(lead_b)) + lead_b
-    lead = tuple(max(x, y) for x, y in zip(lead_a, lead_b, strict=True))
-    return lead + (a[-2], b[-1])
+    """Shape of ``a @ b`` for arrays of 2 or more dims: the batch axes broadcast (numpy's own rule,
+    ``np.broadcast_shapes``), then (rows of a, columns of b). Raises AttentionError where numpy would raise."""
+    if a[-1] != b[-2]:
+        raise AttentionError(f"a @ b needs a's last axis ({a[-1]}) to equal b's second-to-last ({b[-2]}); shapes {a} and {b}")
+    try:
+        lead = np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        raise AttentionError(f"the batch axes {a[:-2]} and {b[:-2]} do not broadcast; shapes {a} and {b}") from None
+    return tuple(lead) + (a[-2], b[-1])
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,16 @@ every key, S = Q Kᵀ; scale, S' = S · s (s = 1/√d_k unless told otherwise) a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import masks, steps
+from . import masks, names, steps
 from .errors import AttentionError, as_matrix, check_finite
+from .heads import head_weights
+from .reading import Reading, read
 
 MASK_KINDS = ("none", "causal", "padding")
 
@@ -56,9 +59,7 @@ class Options:
         return self
 
     def replace(self, **changes: object) -> Options:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        return Options(**values)  # type: ignore[arg-type]
+        return replace(self, **changes)
 
 
 def _is_real(value: object) -> bool:
@@ -99,8 +100,13 @@ class Trace:
         """The eleven named arrays, in pipeline order."""
         return {name: getattr(self, name) for name in ARRAY_NAMES}
 
+    @functools.cached_property
+    def reading(self) -> Reading:
+        """Top key, second key and entropy per query row, computed once (see :mod:`attention.reading`)."""
+        return read(self.weights[0] if self.X.ndim == 3 else self.weights, self.allowed)
 
-ARRAY_NAMES = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
+
+ARRAY_NAMES = names.ARRAYS
 
 
 def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Options, tokens: Sequence[str] | None = None):
@@ -167,15 +173,13 @@ def self_attention(
     ``attn_mask`` adds a custom boolean mask (True = may attend), ANDed with the options' mask.
     ``tokens`` (one per row of X) only improves error messages and labels.
 
-    With ``heads > 1`` the per-head traces are computed by :func:`attention.heads.multi_head` and this
+    With ``heads > 1`` the per-head traces are computed by :func:`multi_head` and this
     returns their concatenation (scores/weights then have a head axis: (..., h, n, n)).
     """
     opts = (options or Options()).replace(**option_values) if option_values else (options or Options())
     opts.validate()
     X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, opts, tokens)
     if opts.heads > 1:
-        from .heads import multi_head
-
         return multi_head(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask).combined
     return run_steps(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask)
 
@@ -250,3 +254,56 @@ def scaled_dot_product_attention(
         S = steps.mask(steps.scale(raw, factor), allowed, additive)  # (..., L, S)
         weights = steps.softmax(S)  # (..., L, S)
     return steps.weighted_sum(weights, v), weights  # (..., L, Ev), (..., L, S)
+
+
+@dataclass(frozen=True)
+class MultiHeadTrace:
+    """Per-head traces, their concatenation, and the final output.
+
+    ``heads[i]`` is a full Trace for head i; ``concat`` is (..., n, d_v); ``output`` is concat @ W_o
+    (or concat when W_o is None). ``combined`` is one Trace over all heads: Q, K, V full width,
+    scores/scaled/weights stacked as (..., h, n, n), output the final output.
+    """
+
+    heads: tuple[Trace, ...]
+    concat: np.ndarray
+    W_o: np.ndarray | None
+    output: np.ndarray
+    combined: Trace
+
+
+def multi_head(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, options: Options, *,
+               W_o: object = None, tokens: Sequence[str] | None = None, attn_mask: np.ndarray | None = None) -> MultiHeadTrace:
+    """Multi-head attention with ``options.heads`` heads; inputs are validated here too.
+
+    head_i = Attention(X W_q^i, X W_k^i, X W_v^i), where W^i is the i-th block of d_k/h columns of W;
+    MultiHead(X) = Concat(head_1, ..., head_h) W_o (W_o optional, d_v × d_out). Each head scales by 1/√(d_k/h)
+    unless a scale is given.
+    """
+    options.validate()
+    X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, options, tokens)
+    h = options.heads
+    per_head = tuple(
+        run_steps(X, *(head_weights(W, h, i, options.projection) for W in (W_q, W_k, W_v)), options, tokens=tokens, attn_mask=attn_mask)
+        for i in range(h)
+    )
+    concat = np.concatenate([t.output for t in per_head], axis=-1)  # (..., n, d_v)
+    W_o_arr = None
+    output = concat
+    if W_o is not None:
+        W_o_arr = as_matrix("W_o", W_o)
+        if W_o_arr.shape[0] != concat.shape[-1]:
+            raise AttentionError(f"W_o has {W_o_arr.shape[0]} rows but the heads concatenate to width {concat.shape[-1]}", matrix="W_o")
+        output = concat @ W_o_arr  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
+
+    def stack(name: str) -> np.ndarray:
+        return np.stack([getattr(t, name) for t in per_head], axis=-3)  # (..., h, n, n)
+
+    first = per_head[0]
+    combined = replace(
+        first, W_q=W_q, W_k=W_k, W_v=W_v,
+        Q=np.concatenate([t.Q for t in per_head], axis=-1), K=np.concatenate([t.K for t in per_head], axis=-1),
+        V=np.concatenate([t.V for t in per_head], axis=-1),
+        scores=stack("scores"), scaled=stack("scaled"), weights=stack("weights"), output=output,
+    )
+    return MultiHeadTrace(per_head, concat, W_o_arr, output, combined)

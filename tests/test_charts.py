@@ -46,18 +46,20 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
     assert "blocks of" in big.to_dict()["title"]
 
 
-def test_top_keys_match_a_full_sort_and_mark_fully_masked_rows() -> None:
+def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:
     import attention
-    from attention.ui.specs import top_keys
 
     rs = np.random.RandomState(3)
     t = attention.self_attention(rs.randn(7, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
                                  padding=(False, True, False, False, False, False, False))
-    top, weight, masked = top_keys(t)
-    order = np.argsort(-t.weights, axis=1, kind="stable")
-    np.testing.assert_array_equal(top, order[:, 0])
-    np.testing.assert_array_equal(weight, t.weights.max(axis=1))
-    assert not masked.any() and (top != 1).all()  # nobody attends the padding token
+    r = t.reading
+    for i, row in enumerate(t.weights):
+        order = sorted(range(7), key=lambda j: (-row[j], j))  # a full sort, ties to the first key, as argmax
+        assert (r.top[i], r.second[i]) == (order[0], order[1])
+        assert r.top_weight[i] == row[order[0]] and r.second_weight[i] == row[order[1]]
+        assert r.entropy[i] == pytest.approx(-sum(p * np.log2(p) for p in row if p > 0), rel=1e-12)
+    assert not r.fully_masked.any() and (r.top != 1).all()  # nobody attends the padding token
+    assert t.reading is r  # computed once per trace
     all_pad = attention.self_attention(rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
                                        padding=(True, True, True))
-    assert top_keys(all_pad)[2].all()
+    assert all_pad.reading.fully_masked.all()

@@ -357,3 +357,20 @@ def test_fixed_presets_ignore_seed(preset_id, seed):
     t = attention.load_preset(preset_id, seed=seed).compute()
     for name, expected in doc_numbers(preset_id).items():
         close(getattr(t, name), expected, f"{preset_id}.{name} with seed {seed}")
+
+
+def test_matmul_shape_is_numpys_rule_and_raises_where_numpy_raises():
+    import itertools
+
+    from attention.errors import AttentionError
+
+    for a, b in itertools.product([(2, 3), (1, 2, 3), (4, 2, 3), (2, 1, 2, 3)], [(3, 5), (1, 3, 5), (4, 3, 5), (3, 3, 5)]):
+        try:
+            want = (np.zeros(a) @ np.zeros(b)).shape
+        except ValueError:
+            with pytest.raises(AttentionError):
+                matmul_shape(a, b)
+        else:
+            assert matmul_shape(a, b) == want, (a, b)
+    with pytest.raises(AttentionError):
+        matmul_shape((2, 3), (4, 5))

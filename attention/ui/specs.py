@@ -48,20 +48,11 @@ def as_2d(a: np.ndarray) -> np.ndarray:
     return squeeze_batch(a)
 
 
-def top_keys(t: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each query row: the key it attends to most, that weight, and whether the row is fully
-    masked (weights all 0: it attends to nothing). The one place that reads "attends most to"."""
-    w = as_2d(t.weights)
-    top = np.argmax(w, axis=1)  # (n,)
-    masked = np.zeros(w.shape[0], dtype=bool)
-    masked[list(t.fully_masked)] = True
-    return top, w[np.arange(w.shape[0]), top], masked
-
-
 def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int]) -> list[str]:
     """“**The** attends most to **on** (89.7%)” for each of ``rows`` (or that the row is fully masked);
     the top keys are found once for all of them."""
-    top, weight, masked = top_keys(t)
+    r = t.reading
+    top, weight, masked = r.top, r.top_weight, r.fully_masked
     tk = [esc(t) for t in token_labels(tokens)]
     return [f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)" if masked[i]
             else f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})" for i in rows]

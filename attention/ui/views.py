@@ -16,7 +16,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, session
-from .specs import as_2d, reading_lines, top_keys
+from .specs import as_2d, reading_lines
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -104,24 +104,18 @@ def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
 
 
 def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
-    w = as_2d(trace.weights)
-    top, top_weight, masked = top_keys(trace)
+    r = trace.reading
     toks = np.asarray(s.labels, dtype=object)
-    n, rows = len(toks), np.arange(len(toks))
-    rest = w.copy()
-    rest[rows, top] = -np.inf
-    second = np.argmax(rest, axis=1) if n > 1 else top  # the next key after the top one
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=1)  # bits; 0 * log 0 counts as 0
+    n, masked = len(toks), r.fully_masked
     df = pd.DataFrame({
         "token": toks,
-        "attends most to": np.where(masked, "(fully masked)", toks[top]),
-        "weight": top_weight,
-        "then": np.where(masked | (n < 2), "", toks[second]),
-        "weight 2": w[rows, second] if n > 1 else np.zeros(n),
-        "entropy (bits)": entropy,
-        "max possible (bits)": np.full(n, np.log2(n) if n > 1 else 0.0),
-        "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
+        "attends most to": np.where(masked, "(fully masked)", toks[r.top]),
+        "weight": r.top_weight,
+        "then": np.where(masked | (n < 2), "", toks[r.second]),
+        "weight 2": r.second_weight,
+        "entropy (bits)": r.entropy,
+        "max possible (bits)": np.full(n, r.max_entropy),
+        "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[r.top], strict=True)]),
     })
     st.dataframe(df.head(512), width="stretch", hide_index=True)
     if n > 512:
