@@ -18,11 +18,13 @@ class AttentionError(ValueError):
     ``cell`` gives the (row, column) index of the first bad cell, so a UI can point at it.
     """
 
-    def __init__(self, message: str, *, matrix: str | None = None, cell: tuple[int, ...] | None = None):
+    def __init__(self, message: str, *, matrix: str | None = None, cell: tuple[int, ...] | None = None,
+                 field: str | None = None):
         super().__init__(message)
         self.message = message
         self.matrix = matrix
         self.cell = cell
+        self.field = field  # an option's name, when an option is at fault
 
 
 def cell_name(index: tuple[int, ...], rows: Sequence[str] | None = None, cols: Sequence[str] | None = None) -> str:

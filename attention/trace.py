@@ -8,6 +8,7 @@ every key, S = Q Kᵀ; scale, S' = S · s (s = 1/√d_k unless told otherwise) a
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -43,23 +44,44 @@ class Options:
     heads: int = 1
 
     def validate(self) -> Options:
-        """Raise AttentionError naming the first option that is out of range."""
-        if self.projection not in ("x_w", "x_wt"):
-            raise AttentionError(f"projection must be 'x_w' (X @ W) or 'x_wt' (X @ W.T); got {self.projection!r}")
+        """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name).
+        The one check of options: the preset files' validator calls it too."""
+        def fail(name: str, message: str) -> AttentionError:
+            return AttentionError(f"{name} {message}; got {_short(getattr(self, name))}", field=name)
+
+        if self.projection not in names.PROJECTIONS:
+            raise fail("projection", "must be 'x_w' (X @ W) or 'x_wt' (X @ W.T)")
         if self.softmax not in ("row_max", "global_max", "none"):
-            raise AttentionError(f"softmax must be 'row_max', 'global_max' or 'none'; got {self.softmax!r}")
-        if self.scale is not None and not (_is_real(self.scale) and np.isfinite(self.scale) and self.scale > 0):
-            raise AttentionError(f"scale must be a finite number > 0 (or None for 1/√d_k); got {self.scale!r}")
-        if not (_is_real(self.temperature) and np.isfinite(self.temperature) and self.temperature > 0):
-            raise AttentionError(f"temperature must be a finite number > 0; got {self.temperature!r}")
+            raise fail("softmax", "must be 'row_max', 'global_max' or 'none'")
+        if self.scale is not None and not _positive(self.scale):
+            raise fail("scale", "must be a finite number > 0 (or None for 1/√d_k)")
+        if not _positive(self.temperature):
+            raise fail("temperature", "must be a finite number > 0")
         if self.mask not in MASK_KINDS:
-            raise AttentionError(f"mask must be one of {', '.join(MASK_KINDS)}; got {self.mask!r}")
-        if not (isinstance(self.heads, (int, np.integer)) and not isinstance(self.heads, bool) and self.heads >= 1):
-            raise AttentionError(f"heads must be a whole number ≥ 1; got {self.heads!r}")
+            raise fail("mask", f"must be one of {', '.join(MASK_KINDS)}")
+        if not (isinstance(self.heads, (int, np.integer)) and not isinstance(self.heads, bool) and 1 <= self.heads <= names.MAX_DIM):
+            raise fail("heads", f"must be a whole number from 1 to {names.MAX_DIM}")
+        if not (isinstance(self.padding, tuple) and all(isinstance(p, (bool, np.bool_)) for p in self.padding)):
+            raise fail("padding", "must be true/false flags, one per token")
         return self
 
     def replace(self, **changes: object) -> Options:
         return replace(self, **changes)
+
+
+def _positive(value: object) -> bool:
+    """A finite real number > 0 (a Python int too large for a float is not finite here, and never a TypeError)."""
+    if not _is_real(value):
+        return False
+    try:
+        return math.isfinite(float(value)) and float(value) > 0  # type: ignore[arg-type]
+    except OverflowError:
+        return False
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _is_real(value: object) -> bool:

@@ -171,10 +171,10 @@ def test_padding_flag_count_mismatch(flags):
     ("temperature", "hot", r"temperature must be a finite number > 0; got 'hot'"),
     ("temperature", True, r"temperature must be a finite number > 0; got True"),
     ("mask", "diagonal", r"mask must be one of none, causal, padding; got 'diagonal'"),
-    ("heads", 0, r"heads must be a whole number ≥ 1; got 0"),
-    ("heads", -1, r"heads must be a whole number ≥ 1; got -1"),
-    ("heads", True, r"heads must be a whole number ≥ 1; got True"),
-    ("heads", 2.0, r"heads must be a whole number ≥ 1; got 2.0"),
+    ("heads", 0, r"heads must be a whole number from 1 to 256; got 0"),
+    ("heads", -1, r"heads must be a whole number from 1 to 256; got -1"),
+    ("heads", True, r"heads must be a whole number from 1 to 256; got True"),
+    ("heads", 2.0, r"heads must be a whole number from 1 to 256; got 2.0"),
 ])
 def test_bad_option_values(option, value, pattern):
     with pytest.raises(AttentionError, match=pattern):

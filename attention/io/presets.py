@@ -21,7 +21,7 @@ import numpy as np
 from .. import rng
 from ..errors import AttentionError
 from ..names import ARRAYS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS
-from ..trace import MASK_KINDS, Options, Trace, self_attention
+from ..trace import Options, Trace, self_attention
 from .jsonfile import NonFinite, load_json
 
 FORMAT = "attention-preset/1"
@@ -363,34 +363,25 @@ class _Validator:
         return preset
 
     def options(self, value: Any, n: int) -> Options:
-        names = {f.name for f in fields(Options)}
-        o = self.obj(value, "options", set(), names)
-        kw: dict[str, Any] = {}
-        for key, allowed in (("projection", ("x_w", "x_wt")), ("softmax", ("row_max", "global_max", "none")), ("mask", MASK_KINDS)):
-            if key in o:
-                if o[key] not in allowed:
-                    raise self.fail(f"options.{key}", f"must be one of {', '.join(allowed)}, got {_short(o[key])}")
-                kw[key] = o[key]
-        if o.get("scale") is not None:
-            kw["scale"] = self.number(o["scale"], "options.scale")
-            if kw["scale"] <= 0:
-                raise self.fail("options.scale", "must be > 0 (or null for 1/√d_k)")
-        if "temperature" in o:
-            kw["temperature"] = self.number(o["temperature"], "options.temperature")
-            if kw["temperature"] <= 0:
-                raise self.fail("options.temperature", "must be > 0")
-        if "heads" in o:
-            if not (isinstance(o["heads"], int) and not isinstance(o["heads"], bool) and 1 <= o["heads"] <= MAX_DIM):
-                raise self.fail("options.heads", f"must be a whole number ≥ 1, got {_short(o['heads'])}")
-            kw["heads"] = o["heads"]
+        """The options object: JSON types turned into the dataclass's, numbers checked to fit a float, then
+        :meth:`Options.validate` (the one check of the options), its message given the field's path."""
+        o = self.obj(value, "options", set(), {f.name for f in fields(Options)})
+        kw: dict[str, Any] = {k: v for k, v in o.items() if k != "padding"}
+        for key in ("scale", "temperature"):
+            if kw.get(key) is not None:
+                kw[key] = self.number(kw[key], f"options.{key}")
         if "padding" in o:
             pad = o["padding"]
             if not (isinstance(pad, list) and all(isinstance(p, bool) for p in pad)) or (pad and len(pad) != n):
                 raise self.fail("options.padding", f"must be a list of {n} true/false flags, one per token")
             kw["padding"] = tuple(pad)
-        if kw.get("mask") == "padding" and len(kw.get("padding", ())) != n:
+        try:
+            options = Options(**kw).validate()
+        except AttentionError as exc:
+            raise self.fail(f"options.{exc.field}", exc.message.removeprefix(f"{exc.field} ")) from None
+        if options.mask == "padding" and len(options.padding) != n:
             raise self.fail("options.padding", f"must list {n} flags when options.mask is 'padding'")
-        return Options(**kw)
+        return options
 
     def consistent(self, preset: Preset) -> None:
         """Shapes agree with the tokens and with each other (checked by a dry run of the engine)."""
