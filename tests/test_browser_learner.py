@@ -1,0 +1,120 @@
+"""Real headless Chromium, as a learner uses it: edit on a result page and see the heatmap move, click a heatmap cell to
+have it explained, reload and keep everything, a 64-token overview that fits, and a hostile link that stays text."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import attention
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
+from tests.test_browser import base_url, browser, download, edit_grid_cell, open_page, page, read_csv  # noqa: F401
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)")]
+
+
+def _no_skeletons(pg) -> None:
+    for _ in range(100):
+        if pg.locator("[data-testid='stSkeleton']").count() == 0:
+            break
+        pg.wait_for_timeout(50)
+
+
+def _wait_charts(pg) -> None:
+    pg.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").first.wait_for(timeout=15000)
+    _no_skeletons(pg)
+
+
+def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, base_url) -> None:  # noqa: F811
+    open_page(page, base_url, "softmax", "preset=the_cat_sat")
+    _wait_charts(page)
+    page.get_by_role("tab", name="W_q").click()
+    page.wait_for_timeout(300)
+    grids = page.get_by_test_id("stDataFrame")
+    index = [i for i in range(grids.count()) if grids.nth(i).is_visible()]
+    # the visible grids: the weights table and the W_q editor (the last visible one)
+    edit_grid_cell(page, index[-1], 1, 1, 4, "3")
+    _wait_charts(page)
+    assert not error_texts(page)
+    m = attention.load_preset("the_cat_sat").matrices()
+    m["W_q"][1, 1] = 3.0
+    want = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).weights
+    text = page.get_by_test_id("stVegaLiteChart").first.inner_text()  # the numbers written in the heatmap's cells
+    for v in want.reshape(-1):
+        assert f"{v:.4f}" in page.content() or f"{v:.4f}" in text
+    page.screenshot(path=str(SHOTS / "learner_edit_on_softmax.png"), full_page=True)
+    assert not page.console_errors, page.console_errors
+    assert not page.external, page.external
+
+
+def test_clicking_a_heatmap_cell_explains_it(page, base_url) -> None:  # noqa: F811
+    open_page(page, base_url, "scores", "preset=the_cat_sat")
+    _wait_charts(page)
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    chart.scroll_into_view_if_needed()
+    svg = chart.locator("svg").first
+    box = svg.bounding_box()
+    # the 3 × 3 rect grid sits right of the row labels: click the cell (sat, cat) by finding its text label
+    target = chart.get_by_text(re.compile(r"^23\.14")).first
+    tb = target.bounding_box() if target.count() else None
+    assert tb is not None, "the score 23.14 (sat → cat) is written in its cell"
+    page.mouse.click(tb["x"] + tb["width"] / 2, tb["y"] + tb["height"] / 2)
+    page.wait_for_timeout(300)
+    settle(page)
+    body = page.inner_text("body")
+    t = attention.load_preset("the_cat_sat").compute()
+    assert f"S = {t.scores[2, 1]:.6g}" in body, body[-1500:]
+    assert box is not None
+    page.screenshot(path=str(SHOTS / "learner_explain_cell.png"), full_page=True)
+    assert not page.console_errors, page.console_errors
+
+
+def test_a_reload_keeps_edits_and_options(page, base_url, tmp_path) -> None:  # noqa: F811
+    open_page(page, base_url, "weights", "preset=the_cat_sat")
+    edit_grid_cell(page, 0, 0, 0, 4, "2.5")  # W_q[0, 0]
+    temp = page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)")
+    temp.fill("2")
+    temp.press("Enter")
+    settle(page)
+    assert "temp=2.0" in page.url and "edits=" in page.url
+    page.reload()
+    settle(page)
+    _no_skeletons(page)
+    page.wait_for_timeout(500)
+    assert page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)").input_value() == "2"
+    open_page(page, base_url, "softmax", page.url.split("?", 1)[1])
+    m = attention.load_preset("the_cat_sat").matrices()
+    m["W_q"][0, 0] = 2.5
+    want = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], temperature=2.0).weights
+    _, _, got = read_csv(download(page, "Download weights.csv", tmp_path))
+    np.testing.assert_array_equal(got, want)  # the reloaded state, to the last bit
+    assert not error_texts(page)
+
+
+def test_the_64_token_overview_fits_with_every_label_and_the_colour_bar(page, base_url) -> None:  # noqa: F811
+    open_page(page, base_url, "", "preset=blank&size=64x16x16")
+    _wait_charts(page)
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    chart.scroll_into_view_if_needed()
+    svg_box = chart.locator("svg, canvas").first.bounding_box()
+    main = page.get_by_test_id("stMain").bounding_box()
+    assert svg_box["x"] + svg_box["width"] <= main["x"] + main["width"] + 1, (svg_box, main)
+    text = chart.inner_text()
+    assert "weight" in text  # the colour bar's title, whole
+    assert "t64" in text and "t41" in text  # keys past t41 are drawn
+    page.screenshot(path=str(SHOTS / "learner_overview_64.png"), full_page=True)
+
+
+def test_a_markdown_link_stays_text_and_fetches_nothing(page, base_url) -> None:  # noqa: F811
+    evil = "![x](http://127.0.0.2:9/p.png)"
+    open_page(page, base_url, "softmax", f"preset={evil}&seed={evil}")
+    page.wait_for_timeout(1000)
+    assert not page.external, page.external  # no request to the outside address
+    assert page.locator("img[src*='127.0.0.2']").count() == 0
+    assert "which does not exist" in page.inner_text("body")
+    assert evil in page.inner_text("body")  # shown literally
