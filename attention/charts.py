@@ -107,6 +107,26 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
     return _block_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title, digits=digits)
 
 
+def head_heatmaps(stack: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str = "weights", title: str = "",
+                  allowed: np.ndarray | None = None, digits: int | None = 3) -> alt.HConcatChart:
+    """One heatmap per head, side by side, on one colour scale: ``stack`` is (h, n, n). Large matrices are pooled
+    into blocks as in :func:`heatmap`."""
+    stack = np.asarray(stack, dtype=np.float64)
+    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
+    rows, cols = token_labels(rows), token_labels(cols)
+    shared = colour_for(kind, _unmasked(stack, allowed))
+    charts = []
+    for k, values in enumerate(stack):
+        label = f"{title} · head {k + 1}" if title else f"head {k + 1}"
+        if max(values.shape) <= RECT_MAX:
+            charts.append(_rect_heatmap(values, rows, cols, kind=kind, title=label, allowed=allowed, row_title="query",
+                                        col_title="key", colour=shared, digits=digits))
+        else:
+            charts.append(_block_heatmap(values, kind=kind, title=label, allowed=allowed, row_title="query", col_title="key",
+                                         digits=digits, colour=shared))
+    return alt.hconcat(*charts).resolve_scale(color="shared")
+
+
 def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None,
                row_offset: int = 0, col_offset: int = 0, kind: str = "scores", digits: int | None = 3) -> pd.DataFrame:
     n_r, n_c = values.shape
@@ -185,7 +205,7 @@ def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarr
 
 
 def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str,
-                   digits: int | None = 3) -> alt.Chart:
+                   digits: int | None = 3, colour: Colour | None = None) -> alt.Chart:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
     second). Each block's tooltip names its token range and pooled value."""
@@ -198,8 +218,8 @@ def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.nda
     c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
     chart = _rect_heatmap(pooled, r_lbl, c_lbl, kind=kind, title=f"{title} · blocks of {factor}×{factor} tokens ({pool})",
                           allowed=np.isfinite(pooled) if allowed is not None else None,
-                          row_title=f"{row_title}, tokens", col_title=f"{col_title}, tokens", colour=colour_for(kind, masked_values),
-                          digits=digits)
+                          row_title=f"{row_title}, tokens", col_title=f"{col_title}, tokens",
+                          colour=colour or colour_for(kind, masked_values), digits=digits)
     return chart
 
 

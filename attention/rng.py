@@ -24,3 +24,12 @@ def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]], generator: str
     method = getattr(rs, GENERATORS[generator])
     scales = scales or {}
     return {name: method(*shape) * scales[name] if name in scales else method(*shape) for name, shape in order}
+
+
+def fill_new_cells(old: np.ndarray, shape: tuple[int, int], seed: int) -> np.ndarray:
+    """Resize ``old`` to ``shape``, keeping every value that still fits; new cells are drawn
+    uniformly on [0, 1) from ``seed`` (the same seed always gives the same new cells)."""
+    new = np.random.RandomState(seed).rand(*shape)
+    r, c = min(old.shape[0], shape[0]), min(old.shape[1], shape[1])
+    new[:r, :c] = old[:r, :c]
+    return new

@@ -116,3 +116,56 @@ def test_choosing_a_cell_explains_it_with_the_engine_numbers() -> None:
     said = " ".join(texts(at.markdown))
     w = _engine(session(at)).weights[2, 1]
     assert f"{w:.6g}" in said and "sat" in said and "cat" in said
+
+
+def test_heads_offers_only_divisors_and_two_heads_draw_two_heatmaps_with_the_engines_weights() -> None:
+    at = journey("softmax", {"preset": "the_cat_sat"})
+    import json
+
+    assert at.selectbox(key="sb.heads").options == ["1", "2", "4"]  # the divisors of d_k = d_v = 4
+    assert "must divide d_k = 4 and d_v = 4" in at.selectbox(key="sb.heads").help
+    at = at.selectbox(key="sb.heads").set_value(2).run()
+    no_exception(at)
+    s = session(at)
+    want = _engine(s)
+    assert want.weights.shape == (2, 3, 3)
+    el = at.get("vega_lite_chart")[0]
+    assert len(json.loads(el.proto.spec)["hconcat"]) == 2  # small multiples, one per head
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    drawn = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in el.proto.datasets]
+    for k in range(2):  # each head's cells carry the engine's weights of that head, to the last bit
+        want_cells = {(q, key): want.weights[k, i, j] for i, q in enumerate(s.tokens) for j, key in enumerate(s.tokens)}
+        assert any(all(row["value"] == want_cells[(row["query"], row["key"])] for _, row in df.iterrows()) for df in drawn), k
+    # one head against independent single-head runs on column blocks (the oracle)
+    m = s.matrices
+    for k in range(2):
+        cols = slice(2 * k, 2 * k + 2)
+        one = attention.self_attention(m["X"], m["W_q"][:, cols], m["W_k"][:, cols], m["W_v"][:, cols])
+        np.testing.assert_allclose(want.weights[k], one.weights, rtol=1e-12)
+    assert "Head 2:" in " ".join(texts(at.markdown))  # the reading, per head
+    at = goto(at, "reading")
+    table = at.dataframe[0].value
+    assert list(table["head"].unique()) == [1, 2]
+
+
+def test_heads_travel_in_the_link_and_the_preset_file() -> None:
+    at = journey("scores", {"preset": "the_cat_sat", "heads": "2"})
+    no_exception(at)
+    assert session(at).options.heads == 2
+    at = journey("scores", {"preset": "the_cat_sat", "heads": "3"})
+    assert session(at).options.heads == 1
+    assert "do not divide" in " ".join(texts(at.warning))
+    from attention.ui import session as ui_session
+
+    at = journey("scores", {"preset": "the_cat_sat", "heads": "2"})
+    preset = attention.parse_preset(ui_session.export_preset(session(at)).to_json())
+    assert preset.options.heads == 2
+    np.testing.assert_array_equal(preset.compute().weights, _engine(session(at)).weights)
+
+
+def test_resizing_d_k_so_heads_no_longer_divide_goes_back_to_one_head() -> None:
+    at = journey("weights", {"preset": "the_cat_sat", "heads": "2"})
+    at = at.number_input(key=f"w.dk.{session(at).version}.x_w").set_value(3).run()
+    no_exception(at)
+    assert session(at).options.heads == 1 and session(at).dims.d_k == 3

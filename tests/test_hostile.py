@@ -333,7 +333,7 @@ PRESET_FILES = {
     "5000-digit number": (lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": ' + "9" * 5000),
                           "number too large"),
     "NaN": (lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": NaN'), "NaN"),
-    "two heads": (lambda d: d["options"].update(heads=2), "2 heads"),
+    "three heads of width 4": (lambda d: d["options"].update(heads=3), "3 heads"),
     "not json": (lambda d: b"{not json", "not valid JSON"),
     "not utf-8": (lambda d: b"\xff\xfe{}", "not UTF-8"),
     "string too long": (lambda d: d.update(title="x" * 20000), "longer than"),

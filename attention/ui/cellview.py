@@ -10,7 +10,7 @@ from .. import charts
 from ..explain import explain_cell
 from ..trace import Trace
 from . import session, state
-from .specs import as_2d
+from .specs import shown
 from .text import esc
 
 HEATMAP_KEY = "hm.{page}"
@@ -46,7 +46,12 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     for col, key, idx, what in ((c1, "q", i, "query (row)"), (c2, "k", j, "key (column)")):
         st.session_state[f"cell.{page_key}.{key}"] = labels[idx]
         col.selectbox(what, labels, key=f"cell.{page_key}.{key}", on_change=_on_pick, args=(page_key,))
-    e = explain_cell(trace, i, j)
+    head = min(s.head, trace.options.heads - 1)
+    if trace.options.heads > 1:
+        st.session_state[f"cell.{page_key}.head"] = head + 1
+        st.selectbox("head", list(range(1, trace.options.heads + 1)), key=f"cell.{page_key}.head",
+                     on_change=lambda: state.set_head(st.session_state[f"cell.{page_key}.head"] - 1))
+    e = explain_cell(trace, i, j, head)
     fmt = charts.decimals_for(np.concatenate([e.q, e.k, e.products]), s.digits).format
     d = len(e.q)
     cols = [f"q{c + 1}·k{c + 1}" for c in range(d)]
@@ -73,7 +78,10 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
     """Softmax's middle steps for every row: the scaled scores minus the row's shift, their exp, the row sums."""
     st.markdown("**Softmax, step by step** (each row: subtract, exp, divide by the row sum)")
     rows = s.labels
-    steps = [explain_cell(trace, i, 0) for i in range(min(len(rows), 16))]
+    head = min(s.head, trace.options.heads - 1)
+    steps = [explain_cell(trace, i, 0, head) for i in range(min(len(rows), 16))]
+    if trace.options.heads > 1:
+        st.caption(f"Head {head + 1} (choose the head under “Explain a cell”).")
     shifted = np.array([e.shifted for e in steps])
     exps = np.array([e.exps for e in steps])
     tabs = st.tabs(["S'/T − shift", "exp(…)", "row sums"])
@@ -93,10 +101,7 @@ def context(names: tuple[str, ...]):
     def view(s: session.Session, trace: Trace, page_key: str) -> None:
         st.markdown("**What this step takes in**")
         for col, name in zip(st.columns(len(names)), names, strict=True):
-            m = as_2d(getattr(trace, name))
-            if m.ndim != 2:
-                continue
-            rows, cols = s.axis_labels(name, m.shape)
+            m, rows, cols = shown(s, trace, name)
             fmt = charts.decimals_for(m, s.digits)
             col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
             col.dataframe(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]).style.format(

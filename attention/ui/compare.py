@@ -9,7 +9,7 @@ from .. import charts
 from ..errors import AttentionError
 from ..trace import Trace
 from . import compute, session, state
-from .specs import as_2d
+from .specs import as_2d, shown
 from .text import esc
 
 TOP = 5  # largest changes listed
@@ -62,14 +62,14 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
     except AttentionError as exc:
         st.caption(f"A cannot be computed ({esc(exc.message, 300)}), so there is nothing to compare.")
         return
-    now, was = as_2d(getattr(trace, name)), as_2d(getattr(a_trace, name))
+    now, rows, cols = shown(s, trace, name)
+    was = shown(s, a_trace, name)[0] if a_trace.options.heads == trace.options.heads else as_2d(getattr(a_trace, name))
     st.markdown(f"**Compare {name} with A** ({esc(pin.label)})")
     if now.shape != was.shape:
         st.caption(f"A's {name} is {was.shape[0]} × {was.shape[1]} and now it is {now.shape[0]} × {now.shape[1]}: "
                    "different shapes cannot be compared cell by cell.")
         return
-    rows, cols = s.axis_labels(name, now.shape)
-    square = name in ("scores", "scaled", "weights")
+    square = name in ("scores", "scaled", "weights") and trace.options.heads == 1
     with np.errstate(invalid="ignore"):
         diff = now - was
     both = np.isfinite(now) & np.isfinite(was)
@@ -79,7 +79,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
         return
     kind = "weights" if name == "weights" else "scores"
     left, right = st.columns(2)
-    left.altair_chart(charts.heatmap(was, rows, cols, kind=kind, title=f"A: {name}", allowed=a_trace.allowed if square else None,
+    left.altair_chart(charts.heatmap(was, rows, cols, kind=kind, title=f"A: {name}", allowed=np.isfinite(was) if square else None,
                                      row_title="row", col_title="column"), width="content", key=f"cmp.{page_key}.{name}.a")
     right.altair_chart(charts.heatmap(np.where(both, diff, np.nan), rows, cols, kind="diff", title=f"now − A: {name}",
                                       allowed=both if not both.all() else None, row_title="row", col_title="column"),

@@ -7,7 +7,7 @@ import streamlit as st
 from .. import names
 from ..io import tables
 from . import compute, session
-from .specs import as_2d
+from .specs import shown
 
 
 def matrix(name: str, s: session.Session, page_key: str) -> None:
@@ -17,8 +17,11 @@ def matrix(name: str, s: session.Session, page_key: str) -> None:
     downloads alive, and a captured n = 2048 trace would pin ~100 MB per session."""
 
     def data() -> bytes:
-        m = s.matrices[name] if name in names.INPUTS else as_2d(getattr(compute.compute(s.tokens, s.matrices, s.options), name))
-        return tables.matrix_csv(m, *s.axis_labels(name, m.shape), corner=names.corner_label(name))
+        if name in names.INPUTS:
+            m, rows, cols = s.matrices[name], *s.axis_labels(name, s.matrices[name].shape)
+        else:
+            m, rows, cols = shown(s, compute.compute(s.tokens, s.matrices, s.options), name)
+        return tables.matrix_csv(m, rows, cols, corner=names.corner_label(name))
 
     st.download_button(f"Download {name}.csv", data=data, file_name=f"{s.preset_id}_{name}.csv", mime="text/csv",
                        key=f"dl.{page_key}.{name}", on_click="ignore")

@@ -13,7 +13,7 @@ from .. import charts
 from ..names import INPUTS
 from ..trace import Trace
 from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
-from .specs import OVERVIEW, STEPS, as_2d
+from .specs import OVERVIEW, STEPS, per_head
 from .text import esc
 
 
@@ -103,6 +103,7 @@ def render_overview() -> None:
         for p in nav.pages()[1:]:
             st.page_link(p, label=f"→ {p.title}")
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
-    st.altair_chart(charts.heatmap(as_2d(trace.weights), s.labels, s.labels, kind="weights", title="Attention weights",
+    st.altair_chart(charts.heatmap(per_head(trace.weights)[0], s.labels, s.labels, kind="weights",
+                                   title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
                                    allowed=trace.allowed, digits=s.digits), width="content")
     downloads.everything(s, "overview")

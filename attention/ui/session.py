@@ -57,6 +57,7 @@ class Session:
     digits: int | None = 4  # significant digits shown in tables, editors and heatmaps (None: full precision)
     loaded: Preset | None = None  # the preset file this state was loaded from (preset_id is then FILE)
     cell: tuple[int, int] = (0, 0)  # the (query, key) cell being explained
+    head: int = 0  # ... in this head
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property
@@ -70,6 +71,12 @@ class Session:
 
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
         return names.axis_labels(name, shape, self.tokens, self.options.projection)
+
+
+def valid_heads(s: Session) -> list[int]:
+    """The numbers of heads this state can be split into: the common divisors of d_k and d_v."""
+    d = s.dims
+    return [h for h in range(1, min(d.d_k, d.d_v) + 1) if d.d_k % h == 0 and d.d_v % h == 0]
 
 
 def get() -> Session:

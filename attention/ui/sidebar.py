@@ -91,6 +91,13 @@ def draw(s: session.Session) -> None:
     sb.number_input("Temperature T (softmax of S/T)", step=0.1, format="%.6g", key="sb.temperature", help=f"{lo:g} to {hi:g}",
                     on_change=_factor, args=("sb.temperature", "temperature", "the temperature T"))
     show_messages("sidebar.temperature", sb)
+    valid = session.valid_heads(s)
+    _bind("sb.heads", o.heads if o.heads in valid else 1)
+    d = s.dims
+    sb.selectbox("Heads", valid, key="sb.heads", on_change=_on(state.set_heads, "sb.heads"),
+                 help=f"Split Q, K and V into h heads of d_k/h columns each, attended separately and concatenated. h must "
+                      f"divide d_k = {d.d_k} and d_v = {d.d_v}, so the choices are {', '.join(map(str, valid))}.")
+    show_messages("sidebar.heads", sb)
     _bind("sb.mask", o.mask)
     sb.selectbox("Mask", list(MASK_KINDS), format_func=MASKS.get, key="sb.mask", on_change=_on(state.set_mask, "sb.mask"))
     if o.mask == "padding":

@@ -44,15 +44,32 @@ class Step:
 
 
 def as_2d(a: np.ndarray) -> np.ndarray:
-    """The matrix a page shows: the single item of a batch of one."""
-    return squeeze_batch(a)
+    """The matrix a page shows: the single item of a batch of one; h heads' (h, n, n) stacked as (h·n, n)."""
+    a = a[0] if a.ndim == 4 else squeeze_batch(a)  # (1, h, n, n) -> (h, n, n); (1, n, d) -> (n, d)
+    return a.reshape(-1, a.shape[-1]) if a.ndim == 3 else a
 
 
-def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int]) -> list[str]:
-    """“**The** attends most to **on** (89.7%)” for each of ``rows`` (or that the row is fully masked);
-    the top keys are found once for all of them."""
+def per_head(a: np.ndarray) -> np.ndarray:
+    """A square array as (h, n, n): one matrix per head (h = 1 without heads), a batch of one dropped."""
+    a = a[0] if a.ndim == 4 else squeeze_batch(a)
+    return a if a.ndim == 3 else a[None]
+
+
+def shown(s: session.Session, trace: Trace, name: str) -> tuple[np.ndarray, list[str], list[str]]:
+    """A trace array as the 2-D table a page shows, with its row and column labels (rows "head 2 · cat" with heads)."""
+    m = as_2d(getattr(trace, name))
+    rows, cols = s.axis_labels(name, m.shape)
+    if m.shape[0] != len(rows):  # heads stacked
+        rows = [f"head {k + 1} · {t}" for k in range(m.shape[0] // len(rows)) for t in rows]
+    return m, rows, cols
+
+
+def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int], head: int = 0) -> list[str]:
+    """“**The** attends most to **on** (89.7%)” for each of ``rows`` (or that the row is fully masked), in ``head``;
+    the top keys are found once per trace (``Trace.reading``)."""
     r = t.reading
-    top, weight, masked = r.top, r.top_weight, r.fully_masked
+    pick = (lambda a: a[head]) if r.top.ndim == 2 else (lambda a: a)
+    top, weight, masked = pick(r.top), pick(r.top_weight), pick(r.fully_masked)
     tk = [esc(t) for t in token_labels(tokens)]
     return [f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)" if masked[i]
             else f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})" for i in rows]
@@ -80,19 +97,25 @@ def _explain_weights(s: session.Session, t: Trace | None) -> str:
 def _explain_qkv(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Q, K and V are X projected by the three weight matrices."
-    return (f"Each row is one token's query, key or value: Q and K have **d_k = {t.d_k}** columns, V has {t.V.shape[-1]}. "
+    h = t.options.heads
+    heads = "" if h == 1 else (f" With **{h} heads**, head k uses its own block of columns: " + "; ".join(
+        f"head {k + 1}: q{k * t.Q.shape[-1] // h + 1}–q{(k + 1) * t.Q.shape[-1] // h}, k{k * t.K.shape[-1] // h + 1}–"
+        f"k{(k + 1) * t.K.shape[-1] // h}, v{k * t.V.shape[-1] // h + 1}–v{(k + 1) * t.V.shape[-1] // h}" for k in range(h)) + ".")
+    return (f"Each row is one token's query, key or value: Q and K have **d_k = {t.Q.shape[-1]}** columns, V has {t.V.shape[-1]}. "
             f"Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; row 1 of V is what it contributes "
-            "when another token attends to it. Highlighted cells differ from the unedited preset.")
+            "when another token attends to it. Highlighted cells differ from the unedited preset." + heads)
 
 
 def _explain_scores(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
-    i, j = np.unravel_index(np.argmax(as_2d(t.scores)), as_2d(t.scores).shape)
+    first = per_head(t.scores)[0]
+    i, j = np.unravel_index(np.argmax(first), first.shape)
     tk = [esc(t) for t in token_labels(s.tokens)]
     return (f"Entry (i, j) is the dot product of token i's query with token j's key: how well j matches what i looks for. "
             f"Rows are queries (who attends), columns are keys (who is attended to). The largest score here is "
-            f"**{tk[i]} → {tk[j]}** ({as_2d(t.scores)[i, j]:.4g}). Scores are not yet probabilities: they can be any size or sign.")
+            f"**{tk[i]} → {tk[j]}** ({first[i, j]:.4g})" + (" in head 1" if t.options.heads > 1 else "")
+            + ". Scores are not yet probabilities: they can be any size or sign.")
 
 
 def _explain_scaling(s: session.Session, t: Trace | None) -> str:
@@ -123,7 +146,7 @@ def _explain_softmax(s: session.Session, t: Trace | None) -> str:
 def _explain_output(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Each output row is a weighted average of the value rows."
-    w = as_2d(t.weights)
+    w = per_head(t.weights)[0]
     tk = [esc(t) for t in token_labels(s.tokens)]
     parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
     more = " + …" if w.shape[1] > 3 else ""

@@ -16,10 +16,10 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from .. import names
+from .. import names, rng
 from ..errors import AttentionError
 from ..io.presets import Preset
-from .session import FACTOR_RANGE, FILE, KEY, Pinned, Session, get, is_unedited, matrices_2d, new_session, preset_and_base, preset_label
+from .session import FACTOR_RANGE, FILE, KEY, Pinned, Session, get, is_unedited, matrices_2d, new_session, preset_and_base, preset_label, valid_heads
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
@@ -31,7 +31,6 @@ def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
         for i, note in enumerate(notices):
             say(f"page.notice.{i}", "warning", note)
     return st.session_state[KEY]
-
 
 
 # ----------------------------------------------------------------------------------------- messages
@@ -70,6 +69,24 @@ def swap_pin() -> None:
     s.pin = now
     s.version += 1
     _touch(s)
+
+
+def set_heads(h: int) -> None:
+    """Split attention into ``h`` heads (h must divide d_k and d_v; the control offers only those)."""
+    s = get()
+    if h not in valid_heads(s):
+        say("sidebar.heads", "error", f"{h} heads do not divide d_k = {s.dims.d_k} and d_v = {s.dims.d_v}; "
+                                      f"choose one of {', '.join(map(str, valid_heads(s)))}.")
+        return
+    s.head = min(s.head, h - 1)
+    set_option(heads=h)
+
+
+def set_head(head: int) -> None:
+    """Which head the explained cell is in. Display only."""
+    s = get()
+    if 0 <= head < s.options.heads:
+        s.head = head
 
 
 def set_cell(i: int, j: int) -> None:
@@ -142,7 +159,7 @@ def set_seed(seed: int) -> None:
     for i, name in enumerate(preset.random.names):
         # the fresh draw, fitted to the current shape (the user may have resized): cells beyond the
         # preset's shape are new draws too, so nothing keeps a value from the old seed
-        s.matrices[name] = fill_new_cells(fresh[name], s.matrices[name].shape, preset.seed + 101 + i)
+        s.matrices[name] = rng.fill_new_cells(fresh[name], s.matrices[name].shape, preset.seed + 101 + i)
     s.version += 1
     _touch(s)
 
@@ -228,9 +245,6 @@ def resize_and_replace(name: str, value: np.ndarray, n: int | None, d_model: int
 def apply_preset(preset: Preset) -> None:
     """Put a loaded preset file's tokens, matrices (2-D) and options into the session, after checking the
     dashboard can show it (raises AttentionError, changing nothing, if not)."""
-    if preset.options.heads != 1:
-        raise AttentionError(f"it asks for {preset.options.heads} heads; the dashboard shows single-head attention "
-                             "(export it as code to run the heads). Nothing was changed.")
     if preset.matrices()["X"].ndim == 3 and preset.matrices()["X"].shape[0] != 1:
         raise AttentionError(f"its X holds a batch of {preset.matrices()['X'].shape[0]}; the dashboard shows one sentence "
                              "(a batch of one). Nothing was changed.")
@@ -247,15 +261,6 @@ def apply_preset(preset: Preset) -> None:
     s = get()
     _replace_session(Session(preset_id=FILE, seed=preset.seed, blank_shape=s.blank_shape, tokens=tuple(preset.tokens),
                              matrices=matrices, options=preset.options, loaded=preset))
-
-
-def fill_new_cells(old: np.ndarray, shape: tuple[int, int], seed: int) -> np.ndarray:
-    """Resize ``old`` to ``shape``, keeping every value that still fits; new cells are drawn
-    uniformly on [0, 1) from ``seed`` (the same seed always gives the same new cells)."""
-    new = np.random.RandomState(seed).rand(*shape)
-    r, c = min(old.shape[0], shape[0]), min(old.shape[1], shape[1])
-    new[:r, :c] = old[:r, :c]
-    return new
 
 
 def resize(tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None) -> None:
@@ -275,21 +280,15 @@ def resize_session(s: Session, tokens: tuple[str, ...] | None = None, d_model: i
     n = len(tokens) if tokens is not None else dims.n
     dm = d_model if d_model is not None else dims.d_model
     dk = d_k if d_k is not None else dims.d_k
-    s.matrices["X"] = fill_new_cells(s.matrices["X"], (n, dm), seed)
+    s.matrices["X"] = rng.fill_new_cells(s.matrices["X"], (n, dm), seed)
     for i, name in enumerate(names.WEIGHTS):
         shape = names.weight_shape(dm, dk, s.options.projection)
-        s.matrices[name] = fill_new_cells(s.matrices[name], shape, seed + 1 + i)  # each W its own new cells
+        s.matrices[name] = rng.fill_new_cells(s.matrices[name], shape, seed + 1 + i)  # each W its own new cells
+    if dk % s.options.heads:  # the heads no longer divide d_k: back to one head
+        s.options = replace(s.options, heads=1)
+        s.head = 0
     if tokens is not None:
         s.tokens = tokens
         if len(s.options.padding) != n:
             pad = tuple(s.options.padding[:n]) + (False,) * max(0, n - len(s.options.padding))
             s.options = replace(s.options, padding=pad)
-
-
-def restore_edits(decoded: Mapping[str, np.ndarray]) -> None:
-    """Edits carried by a link (already decoded and checked against the preset's shapes)."""
-    s = get()
-    for name, arr in decoded.items():
-        s.matrices[name] = np.array(arr, dtype=np.float64)
-    s.version += 1
-    _touch(s)

@@ -28,7 +28,8 @@ from . import session, state
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
-PARAMS = ("preset", "seed", "size", "tokens", "dm", "dk", "proj", "softmax", "scale", "temp", "mask", "pad", "digits", "edits")
+PARAMS = ("preset", "seed", "size", "tokens", "dm", "dk", "proj", "softmax", "scale", "temp", "mask", "pad", "heads", "digits",
+          "edits")
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 SOFTMAXES = ("row_max", "global_max", "none")
 
@@ -141,6 +142,12 @@ def _options(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> N
             pad[i - 1] = True
     if any(pad) or changes.get("mask", o.mask) == "padding":
         changes["padding"] = tuple(pad)
+    if "heads" in qp:
+        h = _whole(qp["heads"], 1, names.MAX_DIM)
+        if h is None or h not in session.valid_heads(s):
+            notices.append(f"The link's heads {quoted(qp['heads'])} do not divide d_k and d_v; one head.")
+        else:
+            changes["heads"] = h
     s.options = replace(o, **changes)
 
 
@@ -180,6 +187,8 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["mask"] = o.mask
     if any(o.padding):
         q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
+    if o.heads != po.heads:
+        q["heads"] = str(o.heads)
     if s.digits != session.Session.digits:
         q["digits"] = "full" if s.digits is None else str(s.digits)
     if s.pin is not None:

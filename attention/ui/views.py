@@ -16,7 +16,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, session
-from .specs import as_2d, reading_lines
+from .specs import per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -32,11 +32,10 @@ def show_error(exc: AttentionError) -> None:
 def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
     """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
     full = getattr(trace, name)
-    m = as_2d(full)
-    rows, cols = s.axis_labels(name, m.shape)
-    shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape}, a batch of one)" if full.ndim == 3 else "")
+    m, rows, cols = shown(s, trace, name)
+    shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape})" if full.ndim > 2 else "")
     st.markdown(f"**{name}** · {shape_note}")
-    base_m = None if base is None else as_2d(getattr(base, name))
+    base_m = None if base is None else shown(s, base, name)[0]
     r0, c0 = window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
     win = m[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
     df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
@@ -73,12 +72,18 @@ _TITLES = {"scores": "Raw scores QKᵀ", "weights": "Attention weights (each row
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
-    m = as_2d(getattr(trace, name))
+    stack = per_head(getattr(trace, name))  # (h, n, n)
+    h, n = stack.shape[0], stack.shape[-1]
     toks = s.labels
     kind = "weights" if name == "weights" else "scores"
     title = "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "") \
         if name == "scaled" else _TITLES[name]
-    n = m.shape[0]
+    if h > 1:  # small multiples, one per head, on one colour scale
+        st.altair_chart(charts.head_heatmaps(stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits),
+                        width="content")
+        st.caption(f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale.")
+        return
+    m = stack[0]
     chart = charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, select=n <= charts.RECT_MAX)
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview)
         st.altair_chart(chart, width="content", on_select=functools.partial(cellview.on_heatmap_click, page_key),
@@ -99,24 +104,32 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
-    n = as_2d(trace.weights).shape[0]
-    st.markdown("Reading the rows: " + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)))) + ("; …" if n > 8 else "."))
+    n = len(s.tokens)
+    for head in range(trace.options.heads):
+        lead = f"Head {head + 1}: " if trace.options.heads > 1 else "Reading the rows: "
+        st.markdown(lead + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)), head)) + ("; …" if n > 8 else "."))
 
 
 def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     r = trace.reading
     toks = np.asarray(s.labels, dtype=object)
-    n, masked = len(toks), r.fully_masked
-    df = pd.DataFrame({
-        "token": toks,
-        "attends most to": np.where(masked, "(fully masked)", toks[r.top]),
-        "weight": r.top_weight,
-        "then": np.where(masked | (n < 2), "", toks[r.second]),
-        "weight 2": r.second_weight,
-        "entropy (bits)": r.entropy,
-        "max possible (bits)": np.full(n, r.max_entropy),
-        "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[r.top], strict=True)]),
-    })
+    n, h = len(toks), trace.options.heads
+    frames = []
+    for head in range(h):
+        pick = (lambda a, k=head: a[k]) if h > 1 else (lambda a: a)
+        top, second, masked = pick(r.top), pick(r.second), pick(r.fully_masked)
+        frames.append(pd.DataFrame({
+            **({"head": np.full(n, head + 1)} if h > 1 else {}),
+            "token": toks,
+            "attends most to": np.where(masked, "(fully masked)", toks[top]),
+            "weight": pick(r.top_weight),
+            "then": np.where(masked | (n < 2), "", toks[second]),
+            "weight 2": pick(r.second_weight),
+            "entropy (bits)": pick(r.entropy),
+            "max possible (bits)": np.full(n, r.max_entropy),
+            "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
+        }))
+    df = pd.concat(frames, ignore_index=True)
     st.dataframe(df.head(512), width="stretch", hide_index=True)
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
