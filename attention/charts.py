@@ -84,9 +84,19 @@ def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
     return values if allowed is None else np.where(allowed, values, np.nan)
 
 
-def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str = "weights", title: str = "",
-            allowed: np.ndarray | None = None, row_title: str = "query (attends from)", col_title: str = "key (attends to)",
-            digits: int | None = 3, select: bool = False) -> alt.Chart:
+def heatmap(
+    values: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    kind: str = "weights",
+    title: str = "",
+    allowed: np.ndarray | None = None,
+    row_title: str = "query (attends from)",
+    col_title: str = "key (attends to)",
+    digits: int | None = 3,
+    select: bool = False,
+) -> alt.Chart:
     """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
 
     ``kind`` "weights" uses a 0–1 colour scale, "scores" the matrix's own finite range. ``allowed`` (same shape,
@@ -102,13 +112,33 @@ def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kin
     rows, cols = token_labels(rows), token_labels(cols)  # axis labels must be unique
     n_r, n_c = values.shape
     if max(n_r, n_c) <= RECT_MAX:
-        return _rect_heatmap(values, rows, cols, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title,
-                             digits=digits, select=select)
-    return _block_heatmap(values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title, digits=digits)
+        return _rect_heatmap(
+            values,
+            rows,
+            cols,
+            kind=kind,
+            title=title,
+            allowed=allowed,
+            row_title=row_title,
+            col_title=col_title,
+            digits=digits,
+            select=select,
+        )
+    return _block_heatmap(
+        values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title, digits=digits
+    )
 
 
-def head_heatmaps(stack: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str = "weights", title: str = "",
-                  allowed: np.ndarray | None = None, digits: int | None = 3) -> alt.HConcatChart:
+def head_heatmaps(
+    stack: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    kind: str = "weights",
+    title: str = "",
+    allowed: np.ndarray | None = None,
+    digits: int | None = 3,
+) -> alt.HConcatChart:
     """One heatmap per head, side by side, on one colour scale: ``stack`` is (h, n, n). Large matrices are pooled
     into blocks as in :func:`heatmap`."""
     stack = np.asarray(stack, dtype=np.float64)
@@ -119,65 +149,146 @@ def head_heatmaps(stack: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
     for k, values in enumerate(stack):
         label = f"{title} · head {k + 1}" if title else f"head {k + 1}"
         if max(values.shape) <= RECT_MAX:
-            charts.append(_rect_heatmap(values, rows, cols, kind=kind, title=label, allowed=allowed, row_title="query",
-                                        col_title="key", colour=shared, digits=digits))
+            charts.append(
+                _rect_heatmap(
+                    values,
+                    rows,
+                    cols,
+                    kind=kind,
+                    title=label,
+                    allowed=allowed,
+                    row_title="query",
+                    col_title="key",
+                    colour=shared,
+                    digits=digits,
+                )
+            )
         else:
-            charts.append(_block_heatmap(values, kind=kind, title=label, allowed=allowed, row_title="query", col_title="key",
-                                         digits=digits, colour=shared))
+            charts.append(
+                _block_heatmap(
+                    values,
+                    kind=kind,
+                    title=label,
+                    allowed=allowed,
+                    row_title="query",
+                    col_title="key",
+                    digits=digits,
+                    colour=shared,
+                )
+            )
     return alt.hconcat(*charts).resolve_scale(color="shared")
 
 
-def _long_form(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None,
-               row_offset: int = 0, col_offset: int = 0, kind: str = "scores", digits: int | None = 3) -> pd.DataFrame:
+def _long_form(
+    values: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    allowed: np.ndarray | None,
+    row_offset: int = 0,
+    col_offset: int = 0,
+    kind: str = "scores",
+    digits: int | None = 3,
+) -> pd.DataFrame:
     n_r, n_c = values.shape
     pattern = decimals_for(_unmasked(values, allowed), digits)
     fmt = (lambda v: ("+" if v > 0 else "") + pattern.format(v)) if kind == "diff" else pattern.format
     r_idx, c_idx = np.divmod(np.arange(n_r * n_c), n_c)
     flat = values.reshape(-1)
     masked = np.zeros(flat.shape, bool) if allowed is None else ~allowed.reshape(-1)
-    return pd.DataFrame({
-        "query": np.asarray(rows, dtype=object)[r_idx],
-        "key": np.asarray(cols, dtype=object)[c_idx],
-        "row": r_idx + 1 + row_offset,
-        "col": c_idx + 1 + col_offset,
-        "value": np.where(np.isfinite(flat), flat, np.nan),
-        "shown": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)] if n_r * n_c <= TEXT_MAX**2 else "",
-        "masked": masked,
-    })
+    return pd.DataFrame(
+        {
+            "query": np.asarray(rows, dtype=object)[r_idx],
+            "key": np.asarray(cols, dtype=object)[c_idx],
+            "row": r_idx + 1 + row_offset,
+            "col": c_idx + 1 + col_offset,
+            "value": np.where(np.isfinite(flat), flat, np.nan),
+            "shown": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)]
+            if n_r * n_c <= TEXT_MAX**2
+            else "",
+            "masked": masked,
+        }
+    )
 
 
-def _rect_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, kind: str, title: str,
-                  allowed: np.ndarray | None, row_title: str, col_title: str, row_offset: int = 0, col_offset: int = 0,
-                  colour: Colour | None = None, digits: int | None = 3, select: bool = False) -> alt.Chart:
+def _rect_heatmap(
+    values: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    kind: str,
+    title: str,
+    allowed: np.ndarray | None,
+    row_title: str,
+    col_title: str,
+    row_offset: int = 0,
+    col_offset: int = 0,
+    colour: Colour | None = None,
+    digits: int | None = 3,
+    select: bool = False,
+) -> alt.Chart:
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
     cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))
     font = min(12, max(6, cell - 2))  # every row and column labelled, at any size up to RECT_MAX
-    x = alt.X("key:N", sort=list(cols), title=col_title,
-              axis=alt.Axis(labelAngle=-45 if cell >= 20 else -90, labelLimit=120, labelOverlap=False, labelFontSize=font))
-    y = alt.Y("query:N", sort=list(rows), title=row_title, axis=alt.Axis(labelLimit=120, labelOverlap=False, labelFontSize=font))
-    tooltip = [alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"),
-               alt.Tooltip("value:Q", title=colour.title + " (full precision)", format=".17~g"), alt.Tooltip("row:Q"),
-               alt.Tooltip("col:Q")]
+    x = alt.X(
+        "key:N",
+        sort=list(cols),
+        title=col_title,
+        axis=alt.Axis(labelAngle=-45 if cell >= 20 else -90, labelLimit=120, labelOverlap=False, labelFontSize=font),
+    )
+    y = alt.Y(
+        "query:N",
+        sort=list(rows),
+        title=row_title,
+        axis=alt.Axis(labelLimit=120, labelOverlap=False, labelFontSize=font),
+    )
+    tooltip = [
+        alt.Tooltip("query:N", title="query (row)"),
+        alt.Tooltip("key:N", title="key (column)"),
+        alt.Tooltip("value:Q", title=colour.title + " (full precision)", format=".17~g"),
+        alt.Tooltip("row:Q"),
+        alt.Tooltip("col:Q"),
+    ]
     base = alt.Chart(df).encode(x=x, y=y)
     stroke = 0.5 if max(n_r, n_c) <= 32 else 0
-    cells = base.transform_filter("!datum.masked").mark_rect(stroke="white", strokeWidth=stroke).encode(
-        color=alt.Color("value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right", titleLimit=200)),
-        tooltip=tooltip,
+    cells = (
+        base.transform_filter("!datum.masked")
+        .mark_rect(stroke="white", strokeWidth=stroke)
+        .encode(
+            color=alt.Color(
+                "value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right", titleLimit=200)
+            ),
+            tooltip=tooltip,
+        )
     )
     if select:
-        cells = cells.add_params(alt.selection_point(name="cell", fields=["query", "key"], on="click", clear="dblclick"))
+        cells = cells.add_params(
+            alt.selection_point(name="cell", fields=["query", "key"], on="click", clear="dblclick")
+        )
     layers = [cells]
     if allowed is not None and not allowed.all():
-        layers.append(base.transform_filter("datum.masked").mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke).encode(
-            tooltip=[alt.Tooltip("query:N", title="query (row)"), alt.Tooltip("key:N", title="key (column)"), alt.Tooltip("shown:N", title="cell")]))
+        layers.append(
+            base.transform_filter("datum.masked")
+            .mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke)
+            .encode(
+                tooltip=[
+                    alt.Tooltip("query:N", title="query (row)"),
+                    alt.Tooltip("key:N", title="key (column)"),
+                    alt.Tooltip("shown:N", title="cell"),
+                ]
+            )
+        )
     if max(n_r, n_c) <= TEXT_MAX:
         # Dark text on light cells: viridis is light at the top of its range.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
         light = f"datum.value > {mid}" if kind != "diff" else f"abs(datum.value) < {colour.domain[-1] / 2}"
-        layers.append(base.mark_text(fontSize=12).encode(
-            text="shown:N", color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white"))))
+        layers.append(
+            base.mark_text(fontSize=12).encode(
+                text="shown:N",
+                color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white")),
+            )
+        )
     return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
 
 
@@ -204,8 +315,17 @@ def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarr
     return np.where(count > 0, out, np.nan)
 
 
-def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.ndarray | None, row_title: str, col_title: str,
-                   digits: int | None = 3, colour: Colour | None = None) -> alt.Chart:
+def _block_heatmap(
+    values: np.ndarray,
+    *,
+    kind: str,
+    title: str,
+    allowed: np.ndarray | None,
+    row_title: str,
+    col_title: str,
+    digits: int | None = 3,
+    colour: Colour | None = None,
+) -> alt.Chart:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
     second). Each block's tooltip names its token range and pooled value."""
@@ -216,20 +336,50 @@ def _block_heatmap(values: np.ndarray, *, kind: str, title: str, allowed: np.nda
     pooled = pool_blocks(masked_values, factor, pool)
     r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[0])]
     c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
-    chart = _rect_heatmap(pooled, r_lbl, c_lbl, kind=kind, title=f"{title} · blocks of {factor}×{factor} tokens ({pool})",
-                          allowed=np.isfinite(pooled) if allowed is not None else None,
-                          row_title=f"{row_title}, tokens", col_title=f"{col_title}, tokens",
-                          colour=colour or colour_for(kind, masked_values), digits=digits)
+    chart = _rect_heatmap(
+        pooled,
+        r_lbl,
+        c_lbl,
+        kind=kind,
+        title=f"{title} · blocks of {factor}×{factor} tokens ({pool})",
+        allowed=np.isfinite(pooled) if allowed is not None else None,
+        row_title=f"{row_title}, tokens",
+        col_title=f"{col_title}, tokens",
+        colour=colour or colour_for(kind, masked_values),
+        digits=digits,
+    )
     return chart
 
 
-def zoom_heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], r0: int, c0: int, size: int, *, kind: str,
-                 title: str, allowed: np.ndarray | None = None, digits: int | None = 3) -> alt.Chart:
+def zoom_heatmap(
+    values: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    r0: int,
+    c0: int,
+    size: int,
+    *,
+    kind: str,
+    title: str,
+    allowed: np.ndarray | None = None,
+    digits: int | None = 3,
+) -> alt.Chart:
     """Rect heatmap (with tooltips) of the window [r0:r0+size, c0:c0+size] of a large matrix, coloured
     on the whole matrix's scale so colours match the overview."""
-    win = values[r0:r0 + size, c0:c0 + size]
-    win_allowed = None if allowed is None else allowed[r0:r0 + size, c0:c0 + size]
+    win = values[r0 : r0 + size, c0 : c0 + size]
+    win_allowed = None if allowed is None else allowed[r0 : r0 + size, c0 : c0 + size]
     whole = colour_for(kind, _unmasked(values, allowed))
-    return _rect_heatmap(win, list(rows[r0:r0 + size]), list(cols[c0:c0 + size]), kind=kind, title=title, allowed=win_allowed,
-                         row_title="query (attends from)", col_title="key (attends to)", row_offset=r0, col_offset=c0, colour=whole,
-                         digits=digits)
+    return _rect_heatmap(
+        win,
+        list(rows[r0 : r0 + size]),
+        list(cols[c0 : c0 + size]),
+        kind=kind,
+        title=title,
+        allowed=win_allowed,
+        row_title="query (attends from)",
+        col_title="key (attends to)",
+        row_offset=r0,
+        col_offset=c0,
+        colour=whole,
+        digits=digits,
+    )

@@ -18,8 +18,9 @@ class AttentionError(ValueError):
     ``cell`` gives the (row, column) index of the first bad cell, so a UI can point at it.
     """
 
-    def __init__(self, message: str, *, matrix: str | None = None, cell: tuple[int, ...] | None = None,
-                 field: str | None = None):
+    def __init__(
+        self, message: str, *, matrix: str | None = None, cell: tuple[int, ...] | None = None, field: str | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.matrix = matrix
@@ -57,7 +58,9 @@ def as_matrix(
         want = " or ".join(f"{d}-D" for d in ndim)
         raise AttentionError(f"{name} must be a {want} matrix; got shape {arr.shape}", matrix=name)
     if 0 in arr.shape:
-        raise AttentionError(f"{name} is empty (shape {arr.shape}); it needs at least one row and one column", matrix=name)
+        raise AttentionError(
+            f"{name} is empty (shape {arr.shape}); it needs at least one row and one column", matrix=name
+        )
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -82,7 +85,8 @@ def _first_non_numeric(name: str, value: object, rows: Sequence[str] | None, col
     _walk_cells(name, items, (), widths, rows, cols)
     if len(widths) > 1:
         raise AttentionError(
-            f"{name} has rows of different lengths ({sorted(widths)}); every row needs the same number of columns", matrix=name
+            f"{name} has rows of different lengths ({sorted(widths)}); every row needs the same number of columns",
+            matrix=name,
         )
     raise AttentionError(f"{name} could not be read as a matrix of numbers", matrix=name)
 
@@ -91,8 +95,14 @@ def _is_seq(value: object) -> bool:
     return isinstance(value, (list, tuple, np.ndarray))
 
 
-def _walk_cells(name: str, items: list, lead: tuple[int, ...], widths: set[int],
-                rows: Sequence[str] | None, cols: Sequence[str] | None) -> None:
+def _walk_cells(
+    name: str,
+    items: list,
+    lead: tuple[int, ...],
+    widths: set[int],
+    rows: Sequence[str] | None,
+    cols: Sequence[str] | None,
+) -> None:
     """Name the first non-numeric cell (batch items of a 3-D value are walked too); collect row widths."""
     for r, row in enumerate(items):
         if _is_seq(row) and any(_is_seq(cell) for cell in row):  # a batch item: a matrix of its own
@@ -111,7 +121,9 @@ def _walk_cells(name: str, items: list, lead: tuple[int, ...], widths: set[int],
                 ) from None
 
 
-def check_finite(name: str, arr: np.ndarray, cause: str, rows: Sequence[str] | None = None, cols: Sequence[str] | None = None) -> None:
+def check_finite(
+    name: str, arr: np.ndarray, cause: str, rows: Sequence[str] | None = None, cols: Sequence[str] | None = None
+) -> None:
     """Raise if a computed array overflowed; ``cause`` says which inputs were too large."""
     with np.errstate(over="ignore", invalid="ignore"):
         total = np.sum(arr)

@@ -68,6 +68,21 @@ def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         shifted = row - shift  # (n,)
         exps = np.exp(shifted)  # (n,)
-    return CellExplanation(i, j, q, k, products, float(scores[i, j]), float(trace.scale), float(scaled[i, j]),
-                           bool(np.isneginf(scaled[i, j])), float(trace.options.temperature), row, shift, shifted, exps,
-                           float(exps.sum()), float(weights[i, j]))
+    return CellExplanation(
+        i,
+        j,
+        q,
+        k,
+        products,
+        float(scores[i, j]),
+        float(trace.scale),
+        float(scaled[i, j]),
+        bool(np.isneginf(scaled[i, j])),
+        float(trace.options.temperature),
+        row,
+        shift,
+        shifted,
+        exps,
+        float(exps.sum()),
+        float(weights[i, j]),
+    )

@@ -29,6 +29,6 @@ def head_weights(W: np.ndarray, h: int, i: int, projection: str) -> np.ndarray:
     """The block of W that produces head i's columns of Q, K or V."""
     if projection == "x_w":
         dh = W.shape[1] // h
-        return W[:, i * dh:(i + 1) * dh]  # (d_model, d_k/h)
+        return W[:, i * dh : (i + 1) * dh]  # (d_model, d_k/h)
     dh = W.shape[0] // h
-    return W[i * dh:(i + 1) * dh, :]  # (d_k/h, d_model)
+    return W[i * dh : (i + 1) * dh, :]  # (d_k/h, d_model)

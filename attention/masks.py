@@ -34,7 +34,9 @@ def custom(allowed: object, n_queries: int, n_keys: int) -> np.ndarray:
     """A user's own boolean mask, checked to be (L, S). True = may attend."""
     arr = np.asarray(allowed)
     if arr.shape != (n_queries, n_keys):
-        raise AttentionError(f"mask must have shape ({n_queries}, {n_keys}) (queries × keys); got {arr.shape}", matrix="mask")
+        raise AttentionError(
+            f"mask must have shape ({n_queries}, {n_keys}) (queries × keys); got {arr.shape}", matrix="mask"
+        )
     if arr.dtype != bool:
         raise AttentionError("a custom mask must be boolean (True = may attend)", matrix="mask")
     return arr

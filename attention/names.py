@@ -40,7 +40,11 @@ MAX_TOKEN_CHARS = 200  # one token's text
 
 _OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
 _COL_PREFIX = {"X": "d", "P": "d", "Q": "q", "K": "k", "V": "v", "output": "v"}
-_OUT_PREFIX = {"W_q": "q", "W_k": "k", "W_v": "v"}  # W_q makes query columns q1.., W_k key columns k1.., W_v value columns v1..
+_OUT_PREFIX = {
+    "W_q": "q",
+    "W_k": "k",
+    "W_v": "v",
+}  # W_q makes query columns q1.., W_k key columns k1.., W_v value columns v1..
 
 
 @dataclass(frozen=True)
@@ -138,8 +142,9 @@ def dimension_labels(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(1, int(n) + 1)]
 
 
-def axis_labels(name: str, shape: Sequence[int], tokens: Sequence[str],
-                projection: str = "x_w") -> tuple[list[str], list[str]]:
+def axis_labels(
+    name: str, shape: Sequence[int], tokens: Sequence[str], projection: str = "x_w"
+) -> tuple[list[str], list[str]]:
     """(row labels, column labels) of a named matrix of the given shape (the last two axes count).
 
     X: tokens × d1..d_model; W_q: d1.. × q1.. ("x_wt": q1.. × d1..); W_k: d1.. × k1..; W_v: d1.. × v1..;

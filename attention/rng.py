@@ -16,8 +16,12 @@ NORMAL = "numpy.random.RandomState(seed).randn"  # standard normal: centred valu
 GENERATORS = {GENERATOR: "rand", NORMAL: "randn"}
 
 
-def draw(seed: int, order: Sequence[tuple[str, tuple[int, ...]]], generator: str = GENERATOR,
-         scales: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+def draw(
+    seed: int,
+    order: Sequence[tuple[str, tuple[int, ...]]],
+    generator: str = GENERATOR,
+    scales: Mapping[str, float] | None = None,
+) -> dict[str, np.ndarray]:
     """Draw each (name, shape) in order from one stream: uniform on [0, 1) (``rand``) or standard normal (``randn``),
     each times its factor in ``scales`` (1 when absent)."""
     rs = np.random.RandomState(seed)

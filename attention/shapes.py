@@ -29,7 +29,9 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     """Shape of ``a @ b`` for arrays of 2 or more dims: the batch axes broadcast (numpy's own rule,
     ``np.broadcast_shapes``), then (rows of a, columns of b). Raises AttentionError where numpy would raise."""
     if a[-1] != b[-2]:
-        raise AttentionError(f"a @ b needs a's last axis ({a[-1]}) to equal b's second-to-last ({b[-2]}); shapes {a} and {b}")
+        raise AttentionError(
+            f"a @ b needs a's last axis ({a[-1]}) to equal b's second-to-last ({b[-2]}); shapes {a} and {b}"
+        )
     try:
         lead = np.broadcast_shapes(a[:-2], b[:-2])
     except ValueError:

@@ -82,7 +82,9 @@ def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] 
     return np.divide(e, total, out=np.zeros_like(e), where=ok)  # fully masked rows -> 0
 
 
-def _raise_for_rows(x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndarray, variant: str, rows: list[str] | None) -> None:
+def _raise_for_rows(
+    x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndarray, variant: str, rows: list[str] | None
+) -> None:
     """Raise for the first row that over- or underflowed; fully masked rows are allowed through."""
     flat_x = x.reshape(-1, x.shape[-1])
     flat_total = total.reshape(-1)
@@ -97,8 +99,10 @@ def _raise_for_rows(x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndar
             j = int(np.flatnonzero(~np.isneginf(row) & ~np.isfinite(row))[0])
             raise AttentionError(
                 f"softmax ({_VARIANT_NAMES[variant]}) cannot weigh {name}: the score in column {j + 1} is {row[j]} "
-                "(the scaled scores are too large for 64-bit floats). Use smaller values, a smaller scale or a higher temperature.",
-                matrix="weights", cell=(i, j),
+                "(the scaled scores are too large for 64-bit floats). Use smaller values, a smaller scale or a "
+                "higher temperature.",
+                matrix="weights",
+                cell=(i, j),
             )
         finite = live
         hi, lo = float(finite.max()), float(finite.min())
@@ -108,13 +112,16 @@ def _raise_for_rows(x: np.ndarray, m: np.ndarray, total: np.ndarray, ok: np.ndar
                 f"softmax ({_VARIANT_NAMES[variant]}) overflows on {name}: the largest score there is {hi:.6g}, "
                 f"and exp({hi - shift:.6g}) is infinite (float64 overflows above exp({EXP_MAX:.2f})). "
                 "Subtract the row max (the default variant) or use smaller values.",
-                matrix="weights", cell=(i, int(np.argmax(row))),
+                matrix="weights",
+                cell=(i, int(np.argmax(row))),
             )
         raise AttentionError(
             f"softmax ({_VARIANT_NAMES[variant]}) underflows on {name}: every score there (at most {hi:.6g}, "
-            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is NaN. "
+            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is "
+            f"NaN. "
             "Subtract each row's own max (the default variant) instead.",
-            matrix="weights", cell=(i, int(np.argmax(row))),
+            matrix="weights",
+            cell=(i, int(np.argmax(row))),
         )
 
 

@@ -46,6 +46,7 @@ class Options:
     def validate(self) -> Options:
         """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name).
         The one check of options: the preset files' validator calls it too."""
+
         def fail(name: str, message: str) -> AttentionError:
             return AttentionError(f"{name} {message}; got {_short(getattr(self, name))}", field=name)
 
@@ -59,7 +60,11 @@ class Options:
             raise fail("temperature", "must be a finite number > 0")
         if self.mask not in MASK_KINDS:
             raise fail("mask", f"must be one of {', '.join(MASK_KINDS)}")
-        if not (isinstance(self.heads, (int, np.integer)) and not isinstance(self.heads, bool) and 1 <= self.heads <= names.MAX_DIM):
+        if not (
+            isinstance(self.heads, (int, np.integer))
+            and not isinstance(self.heads, bool)
+            and 1 <= self.heads <= names.MAX_DIM
+        ):
             raise fail("heads", f"must be a whole number from 1 to {names.MAX_DIM}")
         if not (isinstance(self.padding, tuple) and all(isinstance(p, (bool, np.bool_)) for p in self.padding)):
             raise fail("padding", "must be true/false flags, one per token")
@@ -131,7 +136,9 @@ class Trace:
 ARRAY_NAMES = names.ARRAYS
 
 
-def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Options, tokens: Sequence[str] | None = None):
+def check_inputs(
+    X: object, W_q: object, W_k: object, W_v: object, options: Options, tokens: Sequence[str] | None = None
+):
     """Validate the four input matrices against each other and the options; return them as float arrays."""
     rows = list(tokens) if tokens else None
     X = as_matrix("X", X, ndim=(2, 3), rows=rows)
@@ -147,13 +154,15 @@ def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Opti
         if W.shape[in_axis] != d_model:
             side = "rows" if in_axis == 0 else "columns"
             raise AttentionError(
-                f"{name} has {W.shape[in_axis]} {side} but X has {d_model} columns (d_model); {name} must be {layout}, got {W.shape}",
+                f"{name} has {W.shape[in_axis]} {side} but X has {d_model} columns (d_model); {name} must be "
+                f"{layout}, got {W.shape}",
                 matrix=name,
             )
     d_q, d_k = Ws["W_q"].shape[1 - in_axis], Ws["W_k"].shape[1 - in_axis]
     if d_q != d_k:
         raise AttentionError(
-            f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)", matrix="W_k"
+            f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)",
+            matrix="W_k",
         )
     for name in ("W_q", "W_v"):
         width = Ws[name].shape[1 - in_axis]
@@ -165,7 +174,8 @@ def check_inputs(X: object, W_q: object, W_k: object, W_v: object, options: Opti
             )
     if options.mask == "padding" and len(options.padding) != n:
         raise AttentionError(
-            f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token", matrix="mask"
+            f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token",
+            matrix="mask",
         )
     return X, Ws["W_q"], Ws["W_k"], Ws["W_v"]
 
@@ -206,8 +216,16 @@ def self_attention(
     return run_steps(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask)
 
 
-def run_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, opts: Options, *,
-              tokens: Sequence[str] | None = None, attn_mask: np.ndarray | None = None) -> Trace:
+def run_steps(
+    X: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    opts: Options,
+    *,
+    tokens: Sequence[str] | None = None,
+    attn_mask: np.ndarray | None = None,
+) -> Trace:
     """The steps themselves, on already validated inputs (shapes in the trailing comments)."""
     rows = list(tokens) if tokens else None
     n = X.shape[-2]
@@ -226,10 +244,29 @@ def run_steps(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, 
         if factor > 1:  # only a factor above 1 can push a finite score past the float64 range
             check_finite("scaled", S_scaled, f"the scores times the scale {factor:g}", rows, rows)
         S_scaled = steps.mask(S_scaled, allowed)  # (..., n, n)
-        A = steps.softmax(S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows)  # (..., n, n)
+        A = steps.softmax(
+            S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows
+        )  # (..., n, n)
     O = steps.weighted_sum(A, V)  # (..., n, d_v)
-    return Trace(X, W_q, W_k, W_v, Q, K, V, S, S_scaled, A, O, factor, d_k, opts, allowed,
-                 tuple(int(i) for i in masks.fully_masked_rows(allowed)), tuple(tokens or ()))
+    return Trace(
+        X,
+        W_q,
+        W_k,
+        W_v,
+        Q,
+        K,
+        V,
+        S,
+        S_scaled,
+        A,
+        O,
+        factor,
+        d_k,
+        opts,
+        allowed,
+        tuple(int(i) for i in masks.fully_masked_rows(allowed)),
+        tuple(tokens or ()),
+    )
 
 
 def scaled_dot_product_attention(
@@ -246,9 +283,13 @@ def scaled_dot_product_attention(
     k = as_matrix("k", k, ndim=(2, 3, 4))
     v = as_matrix("v", v, ndim=(2, 3, 4))
     if q.shape[-1] != k.shape[-1]:
-        raise AttentionError(f"q has width {q.shape[-1]} but k has width {k.shape[-1]}; they must match (E)", matrix="k")
+        raise AttentionError(
+            f"q has width {q.shape[-1]} but k has width {k.shape[-1]}; they must match (E)", matrix="k"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise AttentionError(f"k has {k.shape[-2]} rows but v has {v.shape[-2]}; one value per key is needed", matrix="v")
+        raise AttentionError(
+            f"k has {k.shape[-2]} rows but v has {v.shape[-2]}; one value per key is needed", matrix="v"
+        )
     if is_causal and attn_mask is not None:
         raise AttentionError("give either attn_mask or is_causal=True, not both", matrix="mask")
     if scale is not None and not (_is_real(scale) and np.isfinite(scale)):
@@ -263,12 +304,16 @@ def scaled_dot_product_attention(
         try:
             np.broadcast_shapes(m.shape, (L, S_len))
         except ValueError:
-            raise AttentionError(f"attn_mask of shape {m.shape} does not broadcast to (L, S) = ({L}, {S_len})", matrix="mask") from None
+            raise AttentionError(
+                f"attn_mask of shape {m.shape} does not broadcast to (L, S) = ({L}, {S_len})", matrix="mask"
+            ) from None
         if m.dtype == bool:
             allowed = m
         else:
             # -inf is allowed (it masks the cell, as in PyTorch); NaN, +inf and text are not.
-            as_matrix("attn_mask", np.where(np.isneginf(m), 0.0, m) if m.dtype.kind == "f" else m, ndim=tuple(range(0, 5)))
+            as_matrix(
+                "attn_mask", np.where(np.isneginf(m), 0.0, m) if m.dtype.kind == "f" else m, ndim=tuple(range(0, 5))
+            )
             additive = m.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked and raised with a clear message
         raw = steps.scores(q, k)  # (..., L, S)
@@ -294,8 +339,17 @@ class MultiHeadTrace:
     combined: Trace
 
 
-def multi_head(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, options: Options, *,
-               W_o: object = None, tokens: Sequence[str] | None = None, attn_mask: np.ndarray | None = None) -> MultiHeadTrace:
+def multi_head(
+    X: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    options: Options,
+    *,
+    W_o: object = None,
+    tokens: Sequence[str] | None = None,
+    attn_mask: np.ndarray | None = None,
+) -> MultiHeadTrace:
     """Multi-head attention with ``options.heads`` heads; inputs are validated here too.
 
     head_i = Attention(X W_q^i, X W_k^i, X W_v^i), where W^i is the i-th block of d_k/h columns of W;
@@ -306,7 +360,13 @@ def multi_head(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray,
     X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, options, tokens)
     h = options.heads
     per_head = tuple(
-        run_steps(X, *(head_weights(W, h, i, options.projection) for W in (W_q, W_k, W_v)), options, tokens=tokens, attn_mask=attn_mask)
+        run_steps(
+            X,
+            *(head_weights(W, h, i, options.projection) for W in (W_q, W_k, W_v)),
+            options,
+            tokens=tokens,
+            attn_mask=attn_mask,
+        )
         for i in range(h)
     )
     concat = np.concatenate([t.output for t in per_head], axis=-1)  # (..., n, d_v)
@@ -315,7 +375,9 @@ def multi_head(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray,
     if W_o is not None:
         W_o_arr = as_matrix("W_o", W_o)
         if W_o_arr.shape[0] != concat.shape[-1]:
-            raise AttentionError(f"W_o has {W_o_arr.shape[0]} rows but the heads concatenate to width {concat.shape[-1]}", matrix="W_o")
+            raise AttentionError(
+                f"W_o has {W_o_arr.shape[0]} rows but the heads concatenate to width {concat.shape[-1]}", matrix="W_o"
+            )
         output = concat @ W_o_arr  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
 
     def stack(name: str) -> np.ndarray:
@@ -323,9 +385,16 @@ def multi_head(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray,
 
     first = per_head[0]
     combined = replace(
-        first, W_q=W_q, W_k=W_k, W_v=W_v,
-        Q=np.concatenate([t.Q for t in per_head], axis=-1), K=np.concatenate([t.K for t in per_head], axis=-1),
+        first,
+        W_q=W_q,
+        W_k=W_k,
+        W_v=W_v,
+        Q=np.concatenate([t.Q for t in per_head], axis=-1),
+        K=np.concatenate([t.K for t in per_head], axis=-1),
         V=np.concatenate([t.V for t in per_head], axis=-1),
-        scores=stack("scores"), scaled=stack("scaled"), weights=stack("weights"), output=output,
+        scores=stack("scores"),
+        scaled=stack("scaled"),
+        weights=stack("weights"),
+        output=output,
     )
     return MultiHeadTrace(per_head, concat, W_o_arr, output, combined)

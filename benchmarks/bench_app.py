@@ -43,13 +43,25 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PAGE_FILES = {
-    "overview": "pages/0_overview.py", "tokens": "pages/1_tokens.py", "weights": "pages/2_weights.py", "qkv": "pages/3_qkv.py",
-    "scores": "pages/4_scores.py", "scaling": "pages/5_scaling.py", "softmax": "pages/6_softmax.py", "output": "pages/7_output.py",
+    "overview": "pages/0_overview.py",
+    "tokens": "pages/1_tokens.py",
+    "weights": "pages/2_weights.py",
+    "qkv": "pages/3_qkv.py",
+    "scores": "pages/4_scores.py",
+    "scaling": "pages/5_scaling.py",
+    "softmax": "pages/6_softmax.py",
+    "output": "pages/7_output.py",
     "reading": "pages/8_reading.py",
 }
 NAV_LABELS = {
-    "overview": "Overview", "tokens": "Tokens & embeddings (X)", "weights": "Weights (W_q, W_k, W_v)", "qkv": "Q·K·V",
-    "scores": "Scores (QKᵀ)", "scaling": "Scaling (÷√d_k)", "softmax": "Softmax (attention weights)", "output": "Output (weights·V)",
+    "overview": "Overview",
+    "tokens": "Tokens & embeddings (X)",
+    "weights": "Weights (W_q, W_k, W_v)",
+    "qkv": "Q·K·V",
+    "scores": "Scores (QKᵀ)",
+    "scaling": "Scaling (÷√d_k)",
+    "softmax": "Softmax (attention weights)",
+    "output": "Output (weights·V)",
     "reading": "Reading the weights",
 }
 HEATMAP_PAGES = ("scores", "scaling", "softmax", "output")
@@ -80,12 +92,18 @@ def fmt(x: float | None, digits: int = 3) -> str:
 
 def table(title: str, head: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))  # noqa: E731
+
+    def line(r):
+        return "  ".join(
+            str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+
     out = [title, line(head), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
     return "\n".join(out)
 
 
 # ----------------------------------------------------------------------------- 1. AppTest (server)
+
 
 def apptest_worker(size: str, warm: int) -> dict:
     """In a fresh process: entry run, then every page once (cold) and ``warm`` more times."""
@@ -121,8 +139,14 @@ def apptest_worker(size: str, warm: int) -> dict:
 def run_apptest(sizes: list[str], warm: int) -> dict[str, dict]:
     res = {}
     for size in sizes:
-        p = subprocess.run([sys.executable, __file__, "--apptest-worker", size, "--warm", str(warm)], cwd=ROOT,
-                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=900)
+        p = subprocess.run(
+            [sys.executable, __file__, "--apptest-worker", size, "--warm", str(warm)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=900,
+        )
         if p.returncode != 0:
             raise RuntimeError(f"AppTest worker for {size} failed:\n{p.stderr[-3000:]}")
         res[size] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -137,7 +161,11 @@ def apptest_table(res: dict[str, dict]) -> str:
     with_ratio = big in res and mid in res
     if with_ratio:
         head.append("warm 2048÷1024")
-    rows = [["entry run (new session: preset + trace + overview)"] + [fmt(res[s]["entry"]) for s in sizes] + ([""] if with_ratio else [])]
+    rows = [
+        ["entry run (new session: preset + trace + overview)"]
+        + [fmt(res[s]["entry"]) for s in sizes]
+        + ([""] if with_ratio else [])
+    ]
     for name in PAGE_FILES:
         row = [name]
         for s in sizes:
@@ -148,7 +176,9 @@ def apptest_table(res: dict[str, dict]) -> str:
             row.append(f"{a / b:.1f}×" if a and b else "—")
         rows.append(row)
     errors = [f"{label(s)}: {e}" for s in sizes for e in res[s]["errors"]]
-    text = table("1. Server-side rerun per page, AppTest (seconds; cold = first run of the page in the session)", head, rows)
+    text = table(
+        "1. Server-side rerun per page, AppTest (seconds; cold = first run of the page in the session)", head, rows
+    )
     return text + ("\n  errors: " + "; ".join(errors) if errors else "")
 
 
@@ -213,7 +243,9 @@ HEAT_JS = """
 
 
 def reset_heat(page) -> None:
-    page.evaluate("() => { window.__bench.heatT = undefined; window.__bench.pending = false; window.__bench.kind = undefined; }")
+    page.evaluate(
+        "() => { window.__bench.heatT = undefined; window.__bench.pending = false; window.__bench.kind = undefined; }"
+    )
 
 
 def now(page) -> float:
@@ -312,8 +344,13 @@ def browser_edit(ctx, base: str, size: str, value: str) -> dict:
         wait_run(page, t_nav)
         nav_done = quiet_finish(page, t_nav)
         changed = "differ from the unedited preset" in page.inner_text("body")
-        return {"edit": (edit_done - t_edit) / 1000, "nav_finished": (nav_done - t_nav) / 1000, "nav_visible": (heat - t_nav) / 1000,
-                "after": (heat - nav_done) / 1000, "applied": changed}
+        return {
+            "edit": (edit_done - t_edit) / 1000,
+            "nav_finished": (nav_done - t_nav) / 1000,
+            "nav_visible": (heat - t_nav) / 1000,
+            "after": (heat - nav_done) / 1000,
+            "applied": changed,
+        }
     finally:
         page.close()
 
@@ -340,7 +377,11 @@ def run_browser(browser, base: str, sizes: list[str], loads: int, edits: int) ->
             ld += [browser_load(warm, base, size) for _ in range(loads - 1)]
             ed = [browser_edit(warm, base, size, f"{0.5 + 0.0137 * (k + 1):.4f}") for k in range(edits)]
             res[size] = {"load": ld, "edit": ed}
-            print(f"  browser {label(size)}: load {ld[-1]['visible']:.2f} s, edit {ed[-1]['edit']:.2f} s", file=sys.stderr, flush=True)
+            print(
+                f"  browser {label(size)}: load {ld[-1]['visible']:.2f} s, edit {ed[-1]['edit']:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         warm.close()
     return res
@@ -368,21 +409,29 @@ def browser_table(res: dict[str, dict]) -> str:
         ["load /softmax -> run finished (first / repeat)"] + cold_warm("load", "finished"),
         ["load /softmax -> heatmap visible (first / repeat)"] + cold_warm("load", "visible"),
         ["  heatmap after run finished (first / repeat)"] + cold_warm("load", "after"),
-        ["  heatmap after run finished, worst repeat"] + [fmt(max((r["after"] for r in res[s]["load"][1:]), default=None), 2) for s in sizes],
+        ["  heatmap after run finished, worst repeat"]
+        + [fmt(max((r["after"] for r in res[s]["load"][1:]), default=None), 2) for s in sizes],
         ["edit X[0,0] on /tokens -> run finished, median"] + median_of("edit", "edit"),
         ["then nav -> Softmax run finished, median"] + median_of("edit", "nav_finished"),
         ["then nav -> Softmax heatmap visible, median"] + median_of("edit", "nav_visible"),
         ["  heatmap visible after run finished, median"] + median_of("edit", "after"),
         ["  heatmap visible after run finished, worst"] + worst("edit", "after"),
-        ["edit reached Softmax ('cells differ' shown)"] + [f"{sum(r['applied'] for r in res[s]['edit'])}/{len(res[s]['edit'])}" for s in sizes],
+        ["edit reached Softmax ('cells differ' shown)"]
+        + [f"{sum(r['applied'] for r in res[s]['edit'])}/{len(res[s]['edit'])}" for s in sizes],
         ["samples: loads / edits"] + [f"{len(res[s]['load'])} / {len(res[s]['edit'])}" for s in sizes],
     ]
-    return table("2. Browser, headless Chromium (seconds from navigation start / Enter / nav click; first = first load of the size, "
-                 "new browser context and cold server cache; repeat = median of new tabs in a warm context; negative 'after' = "
-                 "visible before the run ended)", head, rows)
+    return table(
+        "2. Browser, headless Chromium (seconds from navigation start / Enter / nav click; first = first load of the "
+        "size, "
+        "new browser context and cold server cache; repeat = median of new tabs in a warm context; negative 'after' = "
+        "visible before the run ended)",
+        head,
+        rows,
+    )
 
 
 # ----------------------------------------------------------------------------- 3. memory
+
 
 class RssSampler:
     """Peak RSS of one process, sampled every 50 ms on a background thread."""
@@ -464,8 +513,14 @@ def memory_one_session(browser, size: str, edits: int) -> dict:
         finally:
             ctx.close()
         sampler.stop()
-        return {"idle": idle / MB, "pages": pages / MB, "peak_pages": peak_pages / MB, "edits": after_edits / MB,
-                "peak": sampler.peak / MB, "n_edits": edits}
+        return {
+            "idle": idle / MB,
+            "pages": pages / MB,
+            "peak_pages": peak_pages / MB,
+            "edits": after_edits / MB,
+            "peak": sampler.peak / MB,
+            "n_edits": edits,
+        }
 
 
 def memory_many_sessions(browser, size: str, sessions: int) -> dict:
@@ -496,30 +551,38 @@ def memory_tables(one: dict[str, dict], many: dict, many_size: str) -> str:
         ["idle server (fresh, before any session)"] + [f"{one[s]['idle']:.0f}" for s in sizes],
         ["after one session loaded and visited all 9 pages"] + [f"{one[s]['pages']:.0f}" for s in sizes],
         ["  peak while visiting the pages"] + [f"{one[s]['peak_pages']:.0f}" for s in sizes],
-        [f"after {one[sizes[0]]['n_edits']} edits of X (tokens page), then Softmax"] + [f"{one[s]['edits']:.0f}" for s in sizes],
+        [f"after {one[sizes[0]]['n_edits']} edits of X (tokens page), then Softmax"]
+        + [f"{one[s]['edits']:.0f}" for s in sizes],
         ["  peak over the whole session"] + [f"{one[s]['peak']:.0f}" for s in sizes],
         ["budget (issue 4)"] + [f"{BUDGET_RSS_MB:.0f}" for _ in sizes],
     ]
     t1 = table("3a. Memory, one session (fresh server per column)", head, rows)
     s = many["series"]
     half = len(s) // 2
-    t2 = (f"3b. Cache bound: {len(s)} sequential sessions at {label(many_size)}, seeds 0..{len(s) - 1}, each a new browser context "
-          f"closed after loading /softmax (fresh server)\n"
-          f"  idle {many['idle']:.0f} MB; RSS after each session: " + " ".join(f"{v:.0f}" for v in s) + "\n"
-          f"  max RSS after a session {max(s):.0f} MB; peak sampled {many['peak']:.0f} MB; "
-          f"growth over the 2nd half {s[-1] - s[half - 1]:+.0f} MB vs 1st half {s[half - 1] - s[0]:+.0f} MB")
+    t2 = (
+        f"3b. Cache bound: {len(s)} sequential sessions at {label(many_size)}, seeds 0..{len(s) - 1}, each a new "
+        f"browser context "
+        f"closed after loading /softmax (fresh server)\n"
+        f"  idle {many['idle']:.0f} MB; RSS after each session: " + " ".join(f"{v:.0f}" for v in s) + "\n"
+        f"  max RSS after a session {max(s):.0f} MB; peak sampled {many['peak']:.0f} MB; "
+        f"growth over the 2nd half {s[-1] - s[half - 1]:+.0f} MB vs 1st half {s[half - 1] - s[0]:+.0f} MB"
+    )
     return t1 + "\n\n" + t2
 
 
 # ----------------------------------------------------------------------------- main
+
 
 def facts(browser_version: str) -> str:
     import altair
     import numpy
     import streamlit
 
-    return (f"machine: cpu_count={os.cpu_count()} {platform.machine()} · python {platform.python_version()} · numpy {numpy.__version__} · "
-            f"streamlit {streamlit.__version__} · altair {altair.__version__} · chromium {browser_version}")
+    return (
+        f"machine: cpu_count={os.cpu_count()} {platform.machine()} · python {platform.python_version()} · numpy "
+        f"{numpy.__version__} · "
+        f"streamlit {streamlit.__version__} · altair {altair.__version__} · chromium {browser_version}"
+    )
 
 
 def main() -> None:
@@ -559,8 +622,11 @@ def main() -> None:
         finally:
             browser.close()
     print(facts(version))
-    print(f"mode: {'quick' if args.quick else 'full'} · AppTest warm reruns per page {warm} · browser loads {loads}, edits {edits} per size · "
-          f"total {time.perf_counter() - t_start:.0f} s\n")
+    print(
+        f"mode: {'quick' if args.quick else 'full'} · AppTest warm reruns per page {warm} · browser loads {loads}, "
+        f"edits {edits} per size · "
+        f"total {time.perf_counter() - t_start:.0f} s\n"
+    )
     print(apptest_table(at), end="\n\n")
     print(browser_table(br), end="\n\n")
     print(memory_tables(one, many, many_size), end="\n\n")
@@ -578,8 +644,11 @@ def flags(at: dict, br: dict, one: dict, many: dict) -> str:
         if r["entry"] > BUDGET_RERUN_S:
             out.append(f"server entry run {label(s)} {r['entry']:.2f} s > {BUDGET_RERUN_S} s")
     for s, r in br.items():
-        for what, xs in (("first load (new browser context)", r["load"][:1]), ("repeat load", r["load"][1:]),
-                         ("nav to Softmax after an edit", r["edit"])):
+        for what, xs in (
+            ("first load (new browser context)", r["load"][:1]),
+            ("repeat load", r["load"][1:]),
+            ("nav to Softmax after an edit", r["edit"]),
+        ):
             worst = max((x["after"] for x in xs), default=0.0)
             if worst > BUDGET_HEAT_S:
                 out.append(f"browser {label(s)} {what}: heatmap {worst:.2f} s after run finished > {BUDGET_HEAT_S} s")
@@ -587,8 +656,11 @@ def flags(at: dict, br: dict, one: dict, many: dict) -> str:
             out.append(f"browser {label(s)}: an edit did not reach the Softmax page")
     for s, r in one.items():
         if r["peak"] > BUDGET_RSS_MB:
-            out.append(f"memory {label(s)}: peak RSS {r['peak']:.0f} MB > {BUDGET_RSS_MB:.0f} MB (after pages {r['pages']:.0f}, "
-                       f"after edits {r['edits']:.0f})")
+            out.append(
+                f"memory {label(s)}: peak RSS {r['peak']:.0f} MB > {BUDGET_RSS_MB:.0f} MB (after pages "
+                f"{r['pages']:.0f}, "
+                f"after edits {r['edits']:.0f})"
+            )
     if many["peak"] > BUDGET_RSS_MB:
         out.append(f"memory, many sessions: peak RSS {many['peak']:.0f} MB > {BUDGET_RSS_MB:.0f} MB")
     return "Over budget: " + ("none" if not out else "\n  " + "\n  ".join(out))

@@ -53,7 +53,10 @@ def blas_line() -> str:
         name = f"{blas.get('name')} {blas.get('version')}"
     except (AttributeError, KeyError, TypeError):
         name = "unknown BLAS"
-    env = ", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ) or "no thread env vars"
+    env = (
+        ", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ)
+        or "no thread env vars"
+    )
     return f"{name}; {env}; cpu_count={os.cpu_count()} (install threadpoolctl for the live thread count)"
 
 

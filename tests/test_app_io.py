@@ -1,4 +1,4 @@
-"""AppTest: bring your own numbers (paste, upload, preset file), the shareable link and the exports (issue 5, UI part)."""
+"""AppTest: bring your own numbers (paste, upload, preset file), the shareable link and the exports."""
 
 from __future__ import annotations
 
@@ -34,10 +34,18 @@ LITERALS = {
     "numpy print": str(A),
     "print with caption": "X:\n" + str(A),
     "comma rows": _rows(A, ","),
-    "tab rows with labels": "token\td1\td2\td3\td4\n" + "\n".join(f"w{i}\t" + "\t".join(repr(float(v)) for v in row)
-                                                                    for i, row in enumerate(A)),
+    "tab rows with labels": "token\td1\td2\td3\td4\n"
+    + "\n".join(f"w{i}\t" + "\t".join(repr(float(v)) for v in row) for i, row in enumerate(A)),
 }
-FULL_PRECISION = {"np.array", "numpy.array with dtype", "assignment", "nested lists", "batch of one", "comma rows", "tab rows with labels"}
+FULL_PRECISION = {
+    "np.array",
+    "numpy.array with dtype",
+    "assignment",
+    "nested lists",
+    "batch of one",
+    "comma rows",
+    "tab rows with labels",
+}
 
 
 def paste(at, name: str, text: str):
@@ -58,8 +66,12 @@ def check_downstream(at) -> None:
     """Every step page computes from the session's matrices (the engine's numbers, to the last bit)."""
     want = _engine(session(at))
     n = want.scores.shape[-1]
-    for page, name, shape in (("qkv", "Q", want.Q.shape), ("scores", "scores", (n, n)), ("softmax", "weights", (n, n)),
-                              ("output", "output", want.output.shape)):
+    for page, name, shape in (
+        ("qkv", "Q", want.Q.shape),
+        ("scores", "scores", (n, n)),
+        ("softmax", "weights", (n, n)),
+        ("output", "output", want.output.shape),
+    ):
         at = goto(at, page)
         no_exception(at)
         assert not errors(at), (page, errors(at))
@@ -185,12 +197,15 @@ def test_csv_upload_round_trip_is_bit_exact_and_applied_once() -> None:
     assert session(at).matrices["X"][1, 2] == A[1, 2]
 
 
-@pytest.mark.parametrize(("filename", "data", "words"), [
-    ("bad.csv", b"\xff\xfe1,2,3,4", ["not UTF-8"]),
-    ("short.csv", b"1,2\n3,4\n", ["must be 3 × 4", "'short.csv' is 2 × 2"]),
-    ("formula.csv", b"=HYPERLINK(1),2,3,4\n1,2,3,4\n1,2,3,4\n", ["not a number"]),
-    ("preset.txt", b'{"format": "attention-preset/1"}', ["preset"]),
-])
+@pytest.mark.parametrize(
+    ("filename", "data", "words"),
+    [
+        ("bad.csv", b"\xff\xfe1,2,3,4", ["not UTF-8"]),
+        ("short.csv", b"1,2\n3,4\n", ["must be 3 × 4", "'short.csv' is 2 × 2"]),
+        ("formula.csv", b"=HYPERLINK(1),2,3,4\n1,2,3,4\n1,2,3,4\n", ["not a number"]),
+        ("preset.txt", b'{"format": "attention-preset/1"}', ["preset"]),
+    ],
+)
 def test_a_refused_upload_shows_why_and_changes_nothing(filename: str, data: bytes, words: list[str]) -> None:
     at = journey("tokens", {"preset": "she_likes_coffee"})
     kept = {k: v.copy() for k, v in session(at).matrices.items()}
@@ -300,13 +315,16 @@ def test_preset_file_round_trip_through_the_uploader() -> None:
     check_downstream(at2)
 
 
-@pytest.mark.parametrize(("what", "mutate", "word"), [
-    ("not json", lambda d: b"{not json", "not valid JSON"),
-    ("missing field", lambda d: json.dumps({k: v for k, v in d.items() if k != "tokens"}).encode(), "tokens"),
-    ("extra field", lambda d: json.dumps({**d, "evil": 1}).encode(), "evil"),
-    ("nan", lambda d: json.dumps(d).replace("0.3", "NaN", 1).encode(), "finite"),
-    ("non-utf8", lambda d: b"\xff\xfe{}", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("what", "mutate", "word"),
+    [
+        ("not json", lambda d: b"{not json", "not valid JSON"),
+        ("missing field", lambda d: json.dumps({k: v for k, v in d.items() if k != "tokens"}).encode(), "tokens"),
+        ("extra field", lambda d: json.dumps({**d, "evil": 1}).encode(), "evil"),
+        ("nan", lambda d: json.dumps(d).replace("0.3", "NaN", 1).encode(), "finite"),
+        ("non-utf8", lambda d: b"\xff\xfe{}", "UTF-8"),
+    ],
+)
 def test_a_bad_preset_file_shows_why_and_changes_nothing(what: str, mutate, word: str) -> None:
     at = journey("weights", {"preset": "she_likes_coffee"})
     at = edit_cell(at, "W_q", 0, "q1", 7.0)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from tests.apptest_util import badges, edit_cell, edit_cells, errors, frame_by_shape, goto, journey, no_exception, select, session
+from tests.apptest_util import (
+    badges,
+    edit_cell,
+    edit_cells,
+    errors,
+    frame_by_shape,
+    goto,
+    journey,
+    no_exception,
+    select,
+    session,
+)
 
 
 def _engine(s) -> attention.Trace:
@@ -185,7 +196,9 @@ def test_seed_after_resizing_keeps_the_shapes_and_never_crashes() -> None:
         at = journey("tokens", {"preset": preset_id})
         key = f"tok.sentence.{session(at).version}"
         at = at.text_input(key=key).set_value("a b c d e").run()
-        at = goto(goto(at, "weights"), "tokens")  # fresh widgets (AppTest re-sends a widget set up from session state as blank)
+        at = goto(
+            goto(at, "weights"), "tokens"
+        )  # fresh widgets (AppTest re-sends a widget set up from session state as blank)
         at = at.number_input(key=f"tok.dmodel.{session(at).version}").set_value(6).run()
         at = at.number_input(key="sb.seed").set_value(5).run()
         no_exception(at)

@@ -60,7 +60,9 @@ def test_reading_page_reads_the_on_for_003() -> None:
     import numpy as np
 
     w = attention.load_preset("the_cat_sat_on_the_mat").compute().weights[0]
-    np.testing.assert_allclose(table["entropy (bits)"], [-sum(p * np.log2(p) for p in r if p > 0) for r in w], rtol=1e-12)
+    np.testing.assert_allclose(
+        table["entropy (bits)"], [-sum(p * np.log2(p) for p in r if p > 0) for r in w], rtol=1e-12
+    )
     second = [r.argsort()[-2] for r in w]
     np.testing.assert_array_equal(table["weight 2"], [r[j] for r, j in zip(w, second, strict=True)])
 

@@ -24,7 +24,7 @@ def test_every_result_page_has_the_four_input_editors(page: str) -> None:
     keys = {df.key.split(".")[1] for df in at.dataframe if df.key and df.key.startswith("ed.")}
     assert keys == {"X", "W_q", "W_k", "W_v"}
     labels = [t.label for t in at.tabs]
-    assert any(labels[k:k + 4] == ["X", "W_q", "W_k", "W_v"] for k in range(len(labels))), labels
+    assert any(labels[k : k + 4] == ["X", "W_q", "W_k", "W_v"] for k in range(len(labels))), labels
 
 
 def test_an_edit_of_w_q_on_the_softmax_page_changes_the_weights_as_the_engine_says() -> None:
@@ -136,7 +136,9 @@ def test_heads_offers_only_divisors_and_two_heads_draw_two_heatmaps_with_the_eng
     drawn = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in el.proto.datasets]
     for k in range(2):  # each head's cells carry the engine's weights of that head, to the last bit
         want_cells = {(q, key): want.weights[k, i, j] for i, q in enumerate(s.tokens) for j, key in enumerate(s.tokens)}
-        assert any(all(row["value"] == want_cells[(row["query"], row["key"])] for _, row in df.iterrows()) for df in drawn), k
+        assert any(
+            all(row["value"] == want_cells[(row["query"], row["key"])] for _, row in df.iterrows()) for df in drawn
+        ), k
     # one head against independent single-head runs on column blocks (the oracle)
     m = s.matrices
     for k in range(2):

@@ -77,8 +77,14 @@ ALLOWED = {
     "ui": {"engine", "io", "charts", "labs", "ui", "facade"},
     "facade": {"engine", "io", "facade"},
 }
-THIRD_PARTY = {"engine": {"numpy"}, "io": {"numpy", "pandas"}, "charts": {"numpy", "pandas", "altair"},
-               "labs": {"numpy"}, "ui": {"numpy", "pandas", "altair", "streamlit"}, "facade": set()}
+THIRD_PARTY = {
+    "engine": {"numpy"},
+    "io": {"numpy", "pandas"},
+    "charts": {"numpy", "pandas", "altair"},
+    "labs": {"numpy"},
+    "ui": {"numpy", "pandas", "altair", "streamlit"},
+    "facade": set(),
+}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -104,7 +110,7 @@ def test_no_import_cycles() -> None:
         stack.append(m)
         for d in graph[m]:
             if state.get(d) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(d):] + [d]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(d) :] + [d]))
             if d not in state:
                 visit(d)
         stack.pop()
@@ -156,7 +162,9 @@ def test_a_new_preset_file_is_listed_and_selectable(tmp_path: Path, monkeypatch:
     assert session(at).tokens == ("The", "cat", "sat")
 
 
-def test_a_broken_preset_file_is_left_out_and_named_when_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_preset_file_is_left_out_and_named_when_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "presets"
     shutil.copytree(presets_mod.PRESET_DIR, folder)
     (folder / "broken.json").write_text("{not json", encoding="utf-8")
@@ -177,6 +185,8 @@ def test_a_notebook_draws_the_same_heatmap_as_the_app() -> None:
         for j, k in enumerate(tokens):
             assert by_cell[(q, k)] == pytest.approx(trace.weights[i, j], abs=0)
     batched = attention.load_preset("the_cat_sat_on_the_mat").compute()
-    assert charts.heatmap(batched.weights, list(batched.tokens), list(batched.tokens)).to_dict()  # (1, 6, 6) drawn as 6 × 6
+    assert charts.heatmap(
+        batched.weights, list(batched.tokens), list(batched.tokens)
+    ).to_dict()  # (1, 6, 6) drawn as 6 × 6
     with pytest.raises(attention.AttentionError, match="2-D"):
         charts.heatmap(np.zeros((2, 2, 2)), ["a", "b"], ["a", "b"])

@@ -18,7 +18,10 @@ from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, SHOTS, error_texts, sett
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)")]
+    pytestmark = [
+        pytest.mark.browser,
+        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
+    ]
 
 PAGES = ["", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"]
 
@@ -44,10 +47,18 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = context.new_page()
     pg.console_errors = []
-    pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" and "Failed to load resource" not in m.text else None)
+    pg.on(
+        "console",
+        lambda m: (
+            pg.console_errors.append(m.text) if m.type == "error" and "Failed to load resource" not in m.text else None
+        ),
+    )
     pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
     pg.external = []  # the app must work offline: nothing may be fetched from outside this machine
-    pg.on("request", lambda r: pg.external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+    pg.on(
+        "request",
+        lambda r: pg.external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None,
+    )
     yield pg
     context.close()
 
@@ -87,7 +98,9 @@ def test_every_page_with_every_document_preset(page, base_url, preset_id) -> Non
         assert page.get_by_test_id("stHeading").count() >= 1
         if name in ("scores", "scaling", "softmax"):
             # the chart library loads lazily: wait (bounded) until the heatmap is drawn
-            page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for(timeout=15000)
+            page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for(
+                timeout=15000
+            )
         page.screenshot(path=str(SHOTS / f"{preset_id}__{name or 'overview'}.png"), full_page=True)
     if preset_id in ("she_likes_coffee", "i_am_batman", "the_cat_sat", "random_seed_42"):
         assert page.get_by_text("Same numbers as its tutorial").first.is_visible()

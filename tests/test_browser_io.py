@@ -94,7 +94,9 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
     page2.goto(url)
     settle(page2)
     assert not error_texts(page2), error_texts(page2)
-    page2.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text="Save, share, export").first.locator("summary").click()
+    page2.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text="Save, share, export").first.locator(
+        "summary"
+    ).click()
     page2.wait_for_timeout(300)
     assert page2.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip() == link
     page2.screenshot(path=str(SHOTS / "weights_from_link.png"), full_page=True)

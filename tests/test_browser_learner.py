@@ -15,7 +15,10 @@ from tests.test_browser import base_url, browser, download, edit_grid_cell, open
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)")]
+    pytestmark = [
+        pytest.mark.browser,
+        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
+    ]
 
 
 def _no_skeletons(pg) -> None:
@@ -26,7 +29,9 @@ def _no_skeletons(pg) -> None:
 
 
 def _wait_charts(pg) -> None:
-    pg.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").first.wait_for(timeout=15000)
+    pg.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").first.wait_for(
+        timeout=15000
+    )
     _no_skeletons(pg)
 
 
@@ -86,7 +91,10 @@ def test_a_reload_keeps_edits_and_options(page, base_url, tmp_path) -> None:  # 
     settle(page)
     _no_skeletons(page)
     page.wait_for_timeout(500)
-    assert page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)").input_value() == "2"
+    assert (
+        page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)").input_value()
+        == "2"
+    )
     open_page(page, base_url, "softmax", page.url.split("?", 1)[1])
     m = attention.load_preset("the_cat_sat").matrices()
     m["W_q"][0, 0] = 2.5

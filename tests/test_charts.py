@@ -13,7 +13,7 @@ def _naive_pool(a: np.ndarray, f: int, pool: str) -> np.ndarray:
     out = np.full((rows, cols), np.nan)
     for i in range(rows):
         for j in range(cols):
-            block = a[i * f:(i + 1) * f, j * f:(j + 1) * f]
+            block = a[i * f : (i + 1) * f, j * f : (j + 1) * f]
             block = block[np.isfinite(block)]
             if block.size:
                 out[i, j] = block.max() if pool == "max" else block.mean()
@@ -25,7 +25,7 @@ def _naive_pool(a: np.ndarray, f: int, pool: str) -> np.ndarray:
 def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], factor: int) -> None:
     a = np.random.RandomState(sum(shape)).randn(*shape)
     np.testing.assert_allclose(charts.pool_blocks(a, factor, pool), _naive_pool(a, factor, pool))
-    a[: factor, : factor] = -np.inf  # a fully masked block stays NaN (grey)
+    a[:factor, :factor] = -np.inf  # a fully masked block stays NaN (grey)
     a[-1, -1] = np.nan
     np.testing.assert_allclose(charts.pool_blocks(a, factor, pool), _naive_pool(a, factor, pool))
 
@@ -39,10 +39,12 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
     small = charts.heatmap(np.eye(3), list("abc"), list("abc"), kind="weights", title="t").to_dict()
     assert len(small["datasets"][next(iter(small["datasets"]))]) == 9
     n = 1000
-    big = charts.heatmap(np.full((n, n), 1 / n), [str(i) for i in range(n)], [str(i) for i in range(n)], kind="weights", title="t")
+    big = charts.heatmap(
+        np.full((n, n), 1 / n), [str(i) for i in range(n)], [str(i) for i in range(n)], kind="weights", title="t"
+    )
     data = big.to_dict()["datasets"]
     cells = len(data[next(iter(data))])
-    assert cells <= charts.BLOCK_GRID ** 2
+    assert cells <= charts.BLOCK_GRID**2
     assert "blocks of" in big.to_dict()["title"]
 
 
@@ -50,8 +52,14 @@ def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:
     import attention
 
     rs = np.random.RandomState(3)
-    t = attention.self_attention(rs.randn(7, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
-                                 padding=(False, True, False, False, False, False, False))
+    t = attention.self_attention(
+        rs.randn(7, 4),
+        rs.randn(4, 4),
+        rs.randn(4, 4),
+        rs.randn(4, 4),
+        mask="padding",
+        padding=(False, True, False, False, False, False, False),
+    )
     r = t.reading
     for i, row in enumerate(t.weights):
         order = sorted(range(7), key=lambda j: (-row[j], j))  # a full sort, ties to the first key, as argmax
@@ -60,6 +68,7 @@ def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:
         assert r.entropy[i] == pytest.approx(-sum(p * np.log2(p) for p in row if p > 0), rel=1e-12)
     assert not r.fully_masked.any() and (r.top != 1).all()  # nobody attends the padding token
     assert t.reading is r  # computed once per trace
-    all_pad = attention.self_attention(rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding",
-                                       padding=(True, True, True))
+    all_pad = attention.self_attention(
+        rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding", padding=(True, True, True)
+    )
     assert all_pad.reading.fully_masked.all()

@@ -29,7 +29,9 @@ def edited_w_q() -> attention.Preset:
 
 def blank_heads_fixed() -> attention.Preset:
     base = attention.blank(4, 4, seed=0)
-    return attention.from_state(base.tokens, base.matrices(), base.options.replace(mask="causal", temperature=2.0, heads=2))
+    return attention.from_state(
+        base.tokens, base.matrices(), base.options.replace(mask="causal", temperature=2.0, heads=2)
+    )
 
 
 def blank_heads_random() -> attention.Preset:
@@ -62,16 +64,18 @@ def transposed_heads_all_padding() -> attention.Preset:
 
 
 CASES = {pid: (lambda pid=pid: attention.load_preset(pid)) for pid in attention.list_presets()}
-CASES.update({
-    "the_cat_sat_seed_5": lambda: attention.load_preset("the_cat_sat", seed=5),
-    "edited_w_q": edited_w_q,
-    "blank_causal_T2_heads2_fixed": blank_heads_fixed,
-    "blank_causal_T2_heads2_random": blank_heads_random,
-    "batman_padding_global_max_scale": transposed_padding,
-    "batched_heads4_causal": batched_heads,
-    "hostile_tokens": hostile_tokens,
-    "transposed_heads3_all_padding": transposed_heads_all_padding,
-})
+CASES.update(
+    {
+        "the_cat_sat_seed_5": lambda: attention.load_preset("the_cat_sat", seed=5),
+        "edited_w_q": edited_w_q,
+        "blank_causal_T2_heads2_fixed": blank_heads_fixed,
+        "blank_causal_T2_heads2_random": blank_heads_random,
+        "batman_padding_global_max_scale": transposed_padding,
+        "batched_heads4_causal": batched_heads,
+        "hostile_tokens": hostile_tokens,
+        "transposed_heads3_all_padding": transposed_heads_all_padding,
+    }
+)
 
 
 def assert_matches(got: dict, trace: attention.Trace) -> None:
@@ -88,17 +92,31 @@ def test_script_prints_the_engines_numbers(case, tmp_path):
     script = python_script(preset)
     path = tmp_path / "attention_script.py"
     path.write_text(script, encoding="utf-8")
-    run = subprocess.run([sys.executable, "-I", str(path), "--json"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-I", str(path), "--json"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[-1].startswith("RESULTS_JSON ")
-    got = json.loads(lines[-1][len("RESULTS_JSON "):])
+    got = json.loads(lines[-1][len("RESULTS_JSON ") :])
     trace = preset.compute()
     assert_matches(got, trace)
-    assert_matches(got, attention.self_attention(*(preset.matrices()[n] for n in ("X", "W_q", "W_k", "W_v")),
-                                                 tokens=preset.tokens, options=preset.options))
+    assert_matches(
+        got,
+        attention.self_attention(
+            *(preset.matrices()[n] for n in ("X", "W_q", "W_k", "W_v")), tokens=preset.tokens, options=preset.options
+        ),
+    )
     out = run.stdout
-    for label in ("Input tokens:", "Q:\n", "K:\n", "V:\n", "Scaled scores:\n", "Attention weights:\n", "Self-attention output:\n"):
+    for label in (
+        "Input tokens:",
+        "Q:\n",
+        "K:\n",
+        "V:\n",
+        "Scaled scores:\n",
+        "Attention weights:\n",
+        "Self-attention output:\n",
+    ):
         assert label in out
     assert repr(list(preset.tokens)) in out
     assert "attends most to" in out or "attends to nothing" in out
@@ -116,22 +134,32 @@ def test_script_without_flag_has_no_json_line(tmp_path):
 
 
 def test_script_reproduces_the_documents_printed_weights(tmp_path):
-    for pid, printed in [("the_cat_sat", "[[0.01495411 0.63870437 0.34634152]"),
-                         ("random_seed_42", "[[0.52735889 0.11510842 0.35753269]"),
-                         ("she_likes_coffee", "[[0.33567137 0.30004505 0.36428358]")]:
+    for pid, printed in [
+        ("the_cat_sat", "[[0.01495411 0.63870437 0.34634152]"),
+        ("random_seed_42", "[[0.52735889 0.11510842 0.35753269]"),
+        ("she_likes_coffee", "[[0.33567137 0.30004505 0.36428358]"),
+    ]:
         path = tmp_path / f"{pid}.py"
         path.write_text(python_script(attention.load_preset(pid)), encoding="utf-8")
-        run = subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-I", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+        )
         assert printed in run.stdout, pid
 
 
-@pytest.mark.parametrize("pid, needles", [
-    ("she_likes_coffee", ["X = np.array([", "[0.2, 0.9, 0.1, 0.5]", "e = np.exp(x)", "Q = X @ W_q "]),
-    ("i_am_batman", ["Q = X @ W_q.T", "W_q = np.array(["]),
-    ("the_cat_sat", ["np.random.seed(0)", "W_q = np.random.rand(4, 4)", "np.max(x, axis=-1, keepdims=True)"]),
-    ("the_cat_sat_on_the_mat", ["np.random.seed(89299)", "X = np.random.rand(1, 6, 8)", "np.swapaxes(K, -1, -2)", "np.dot"]),
-    ("random_seed_42", ["np.random.seed(42)", "X = np.random.rand(3, 4)"]),
-])
+@pytest.mark.parametrize(
+    "pid, needles",
+    [
+        ("she_likes_coffee", ["X = np.array([", "[0.2, 0.9, 0.1, 0.5]", "e = np.exp(x)", "Q = X @ W_q "]),
+        ("i_am_batman", ["Q = X @ W_q.T", "W_q = np.array(["]),
+        ("the_cat_sat", ["np.random.seed(0)", "W_q = np.random.rand(4, 4)", "np.max(x, axis=-1, keepdims=True)"]),
+        (
+            "the_cat_sat_on_the_mat",
+            ["np.random.seed(89299)", "X = np.random.rand(1, 6, 8)", "np.swapaxes(K, -1, -2)", "np.dot"],
+        ),
+        ("random_seed_42", ["np.random.seed(42)", "X = np.random.rand(3, 4)"]),
+    ],
+)
 def test_script_follows_the_documents_conventions(pid, needles):
     script = python_script(attention.load_preset(pid))
     for needle in needles:
@@ -184,6 +212,9 @@ def test_notebook_is_deterministic_and_escapes_markdown():
     assert a == notebook(transposed_padding())
     nb = nbformat.reads(a, as_version=4)
     assert "<" not in nb.cells[0].source or "&lt;" in nb.cells[0].source
-    html_nb = notebook(attention.from_state(["a", "b"], attention.blank(2, 2).matrices(), attention.Options(),
-                                            title="<script>alert(1)</script>"))
+    html_nb = notebook(
+        attention.from_state(
+            ["a", "b"], attention.blank(2, 2).matrices(), attention.Options(), title="<script>alert(1)</script>"
+        )
+    )
     assert "<script>" not in html_nb

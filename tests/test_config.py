@@ -1,4 +1,4 @@
-"""The server configuration is ready for a classroom: no e-mail prompt, no error details, XSRF on, upload limit = parser's."""
+"""The server is ready for a classroom: no e-mail prompt, no error details, XSRF on, upload limit = the parser's."""
 
 from __future__ import annotations
 
@@ -26,8 +26,10 @@ def test_hosting_settings() -> None:
 
 def test_streamlit_reads_these_settings() -> None:
     """Streamlit itself, started in this folder, reports the values (so a typo in an option name would show)."""
-    code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
-            "print(config.get_option('server.headless'), config.get_option('client.showErrorDetails'), "
-            "config.get_option('server.enableXsrfProtection'), config.get_option('server.maxUploadSize'))")
+    code = (
+        "from streamlit import config; config.get_config_options(force_reparse=True); "
+        "print(config.get_option('server.headless'), config.get_option('client.showErrorDetails'), "
+        "config.get_option('server.enableXsrfProtection'), config.get_option('server.maxUploadSize'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["True", "none", "True", "16"]

@@ -84,7 +84,9 @@ def naive_sdpa(q, k, v, allowed=None, additive=None, scale=None):
 
 
 def assert_close(actual, expected, what=""):
-    np.testing.assert_allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float), rtol=RTOL, atol=ATOL, err_msg=what)
+    np.testing.assert_allclose(
+        np.asarray(actual, dtype=float), np.asarray(expected, dtype=float), rtol=RTOL, atol=ATOL, err_msg=what
+    )
 
 
 # ---------------------------------------------------------------- strategies
@@ -267,9 +269,14 @@ def test_sdpa_matches_oracle(qkv, data):
         allowed = np.tril(np.ones((L, S_len), dtype=bool))  # top-left aligned, like torch
         kwargs["is_causal"] = True
     out, w = attention.scaled_dot_product_attention(q, k, v, scale=scale, **kwargs)
-    ref_out, ref_w = naive_sdpa(q.tolist(), k.tolist(), v.tolist(),
-                                None if allowed is None else allowed.tolist(),
-                                None if additive is None else additive.tolist(), scale)
+    ref_out, ref_w = naive_sdpa(
+        q.tolist(),
+        k.tolist(),
+        v.tolist(),
+        None if allowed is None else allowed.tolist(),
+        None if additive is None else additive.tolist(),
+        scale,
+    )
     assert out.shape == (L, v.shape[1]) and w.shape == (L, S_len)
     assert_close(w, ref_w, "weights")
     assert_close(out, ref_out, "output")
@@ -301,8 +308,13 @@ def test_sdpa_float_mask_with_neg_inf_and_broadcast():
     add = np.array([0.0, -np.inf, 1.5])  # broadcasts over the query rows
     out, w = attention.scaled_dot_product_attention(q, k, v, attn_mask=add)
     full = np.broadcast_to(add, (3, 3))
-    ref_out, ref_w = naive_sdpa(q.tolist(), k.tolist(), v.tolist(), allowed=np.isfinite(full).tolist(),
-                                additive=np.where(np.isfinite(full), full, 0.0).tolist())
+    ref_out, ref_w = naive_sdpa(
+        q.tolist(),
+        k.tolist(),
+        v.tolist(),
+        allowed=np.isfinite(full).tolist(),
+        additive=np.where(np.isfinite(full), full, 0.0).tolist(),
+    )
     assert_close(w, ref_w)
     assert_close(out, ref_out)
     assert np.all(w[:, 1] == 0.0)
@@ -331,7 +343,12 @@ def test_sdpa_batch_equals_per_item(B, qkv):
     vb = np.stack([v - b for b in range(B)])
     out, w = attention.scaled_dot_product_attention(qb, kb, vb, is_causal=True)
     for b in range(B):
-        o1, w1 = naive_sdpa(qb[b].tolist(), kb[b].tolist(), vb[b].tolist(), allowed=np.tril(np.ones((q.shape[0], k.shape[0]), bool)).tolist())
+        o1, w1 = naive_sdpa(
+            qb[b].tolist(),
+            kb[b].tolist(),
+            vb[b].tolist(),
+            allowed=np.tril(np.ones((q.shape[0], k.shape[0]), bool)).tolist(),
+        )
         assert_close(out[b], o1)
         assert_close(w[b], w1)
 
@@ -360,10 +377,10 @@ def naive_multi_head(X, W_q, W_k, W_v, h, projection, W_o=None, scale=None):
         for W in (W_q, W_k, W_v):
             if projection == "x_w":
                 dh = W.shape[1] // h
-                blocks.append(W[:, i * dh:(i + 1) * dh])
+                blocks.append(W[:, i * dh : (i + 1) * dh])
             else:
                 dh = W.shape[0] // h
-                blocks.append(W[i * dh:(i + 1) * dh, :])
+                blocks.append(W[i * dh : (i + 1) * dh, :])
         r = naive_attention(X, *blocks, projection=projection, scale=scale)
         outs.append(r["output"])
         weights.append(r["weights"])
@@ -407,7 +424,7 @@ def test_split_merge_round_trip(h, dh, n, nbatch, data):
     parts = attention.split_heads(x, h)
     assert parts.shape == x.shape[:-2] + (h, n, dh)
     for i in range(h):
-        assert np.array_equal(parts[..., i, :, :], x[..., i * dh:(i + 1) * dh])
+        assert np.array_equal(parts[..., i, :, :], x[..., i * dh : (i + 1) * dh])
     assert np.array_equal(attention.merge_heads(parts), x)
 
 

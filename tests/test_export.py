@@ -42,40 +42,46 @@ def test_custom_corner_and_bom():
     assert rows == ["a"] and cols == ["k1"] and m.tolist() == [[1.0]]
 
 
-@pytest.mark.parametrize("value, text", [
-    (0.1 + 0.2, "0.30000000000000004"),
-    (-0.0, "-0.0"),
-    (1e-300, "1e-300"),
-    (5e-324, "5e-324"),
-    (2.225073858507201e-308, "2.225073858507201e-308"),
-    (-0.5, "-0.5"),
-    (1.7976931348623157e308, "1.7976931348623157e+308"),
-    (123456789012345.67, "123456789012345.67"),
-    (1.0, "1.0"),
-    (-np.inf, "-inf"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.1 + 0.2, "0.30000000000000004"),
+        (-0.0, "-0.0"),
+        (1e-300, "1e-300"),
+        (5e-324, "5e-324"),
+        (2.225073858507201e-308, "2.225073858507201e-308"),
+        (-0.5, "-0.5"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (123456789012345.67, "123456789012345.67"),
+        (1.0, "1.0"),
+        (-np.inf, "-inf"),
+    ],
+)
 def test_numbers_full_precision_and_never_prefixed(value, text):
     data = matrix_csv(np.array([[value]]), ["t"], ["d1"])
     assert rows_of(data)[1] == ["t", text]
 
 
-@pytest.mark.parametrize("token, written", [
-    ("=1+1", "'=1+1"),
-    ("@cmd", "'@cmd"),
-    ("+x", "'+x"),
-    ("-x", "'-x"),
-    ("\tx", "'\tx"),
-    ("\rx", "'\rx"),
-    ("=HYPERLINK(\"http://evil\",\"click\")", "'=HYPERLINK(\"http://evil\",\"click\")"),
-    ("'s", "''s"),
-    ("2", "'2"),
-    ("nan", "'nan"),
-    ("", "'"),
-    (" the", "' the"),
-    ("she", "she"),
-    ("a,b", "a,b"),
-    ('say "hi"', 'say "hi"'),
-])
+@pytest.mark.parametrize(
+    "token, written",
+    [
+        ("=1+1", "'=1+1"),
+        ("@cmd", "'@cmd"),
+        ("+x", "'+x"),
+        ("-x", "'-x"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("=HYPERLINK(\"http://evil\",\"click\")", "'=HYPERLINK(\"http://evil\",\"click\")"),
+        ("'s", "''s"),
+        ("2", "'2"),
+        ("nan", "'nan"),
+        ("", "'"),
+        (" the", "' the"),
+        ("she", "she"),
+        ("a,b", "a,b"),
+        ('say "hi"', 'say "hi"'),
+    ],
+)
 def test_formula_injection_guard_on_text_cells(token, written):
     data = matrix_csv(np.array([[-1.5]]), [token], [token], corner=token)
     header, row = rows_of(data)
@@ -238,7 +244,9 @@ def test_trace_zip_masked_cells_are_minus_inf():
 
 def test_trace_zip_with_heads_writes_one_file_per_head():
     base = attention.blank(4, 4, seed=1)
-    preset = attention.from_state(base.tokens, base.matrices(), base.options.replace(heads=2, mask="causal", temperature=2.0))
+    preset = attention.from_state(
+        base.tokens, base.matrices(), base.options.replace(heads=2, mask="causal", temperature=2.0)
+    )
     trace = preset.compute()
     members = zip_members(trace_zip(trace, preset))
     for name in ("scores", "scaled", "weights"):

@@ -24,8 +24,15 @@ IMG = "![x](http://127.0.0.2:9/p.png)"
 
 def snapshot(s) -> tuple:
     """Everything a session holds that a refused input must leave alone."""
-    return (s.preset_id, s.seed, s.blank_shape, s.tokens, s.options, s.version,
-            {k: (v.shape, v.tobytes()) for k, v in s.matrices.items()})
+    return (
+        s.preset_id,
+        s.seed,
+        s.blank_shape,
+        s.tokens,
+        s.options,
+        s.version,
+        {k: (v.shape, v.tobytes()) for k, v in s.matrices.items()},
+    )
 
 
 def messages(at) -> str:
@@ -161,9 +168,24 @@ NUMBERS = {
     "d_k 10**6": ("weights", lambda s: f"w.dk.{s.version}.x_w", 10**6, "d_k must be a whole number from 1 to 256"),
     "seed -1": ("softmax", lambda s: "sb.seed", -1, "the seed must be a whole number from 0 to 4294967295"),
     "seed 2**33": ("softmax", lambda s: "sb.seed", 2**33, "the seed must be a whole number from 0 to 4294967295"),
-    "temperature 0": ("softmax", lambda s: "sb.temperature", 0.0, "The temperature T must be a number from 1e-06 to 1e+06"),
-    "temperature -1": ("softmax", lambda s: "sb.temperature", -1.0, "The temperature T must be a number from 1e-06 to 1e+06"),
-    "temperature 1e9": ("softmax", lambda s: "sb.temperature", 1e9, "The temperature T must be a number from 1e-06 to 1e+06"),
+    "temperature 0": (
+        "softmax",
+        lambda s: "sb.temperature",
+        0.0,
+        "The temperature T must be a number from 1e-06 to 1e+06",
+    ),
+    "temperature -1": (
+        "softmax",
+        lambda s: "sb.temperature",
+        -1.0,
+        "The temperature T must be a number from 1e-06 to 1e+06",
+    ),
+    "temperature 1e9": (
+        "softmax",
+        lambda s: "sb.temperature",
+        1e9,
+        "The temperature T must be a number from 1e-06 to 1e+06",
+    ),
     "temperature nan": ("softmax", lambda s: "sb.temperature", float("nan"), "The temperature T must be a number"),
 }
 
@@ -326,12 +348,22 @@ def _deep(n: int) -> str:
 PRESET_FILES = {
     "nested 10,000 deep": (lambda d: _deep(10000), "nested 10,000 levels deep"),
     "deep inside notes": (lambda d: json.dumps(d)[:-1] + ', "notes": {"x": ' + _deep(10000) + "}}", "nested"),
-    "400-digit temperature": (lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": ' + "9" * 400),
-                              "options.temperature' is a number too large"),
-    "400-digit matrix cell": (lambda d: json.dumps(d).replace('"matrices": {"X": [[', '"matrices": {"X": [[' + "9" * 400 + ", ", 1)
-                              .replace("1.0, 0.0, 1.0, 0.0]", "0.0, 1.0, 0.0]", 1), "too large"),
-    "5000-digit number": (lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": ' + "9" * 5000),
-                          "number too large"),
+    "400-digit temperature": (
+        lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": ' + "9" * 400),
+        "options.temperature' is a number too large",
+    ),
+    "400-digit matrix cell": (
+        lambda d: (
+            json.dumps(d)
+            .replace('"matrices": {"X": [[', '"matrices": {"X": [[' + "9" * 400 + ", ", 1)
+            .replace("1.0, 0.0, 1.0, 0.0]", "0.0, 1.0, 0.0]", 1)
+        ),
+        "too large",
+    ),
+    "5000-digit number": (
+        lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": ' + "9" * 5000),
+        "number too large",
+    ),
     "NaN": (lambda d: json.dumps(d).replace('"temperature": 1.0', '"temperature": NaN'), "NaN"),
     "three heads of width 4": (lambda d: d["options"].update(heads=3), "3 heads"),
     "not json": (lambda d: b"{not json", "not valid JSON"),

@@ -47,7 +47,9 @@ def refused(match: str, token: str, **kwargs) -> None:
 # ----------------------------------------------------------------------------------------- round trips
 
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
-special = st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1 + 0.2, 1e-300])
+special = st.sampled_from(
+    [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1 + 0.2, 1e-300]
+)
 
 
 @st.composite
@@ -114,16 +116,19 @@ def test_expected_shapes_are_checked():
 # ------------------------------------------------------------------------------------- encode refusals
 
 
-@pytest.mark.parametrize("edits, match", [
-    ({"W_o": np.zeros((2, 2))}, "can only carry"),
-    ({"X": np.array([[1.0, np.nan]])}, "NaN or infinite"),
-    ({"X": np.array([[1.0, -np.inf]])}, "NaN or infinite"),
-    ({"X": np.zeros((0, 3))}, "not empty"),
-    ({"X": np.zeros((1, 1, 1, 1))}, "1-D to 3-D"),
-    ({"X": np.zeros((MAX_LINK_CELLS + 1, 1))}, f"more than {MAX_LINK_CELLS} numbers"),
-    ({"X": np.zeros((16, 16)), "W_q": np.zeros((16, 16)), "W_k": np.zeros((1, 1))}, "too many for a link"),
-    ({"X": [["a"]]}, "must be a matrix of numbers"),
-])
+@pytest.mark.parametrize(
+    "edits, match",
+    [
+        ({"W_o": np.zeros((2, 2))}, "can only carry"),
+        ({"X": np.array([[1.0, np.nan]])}, "NaN or infinite"),
+        ({"X": np.array([[1.0, -np.inf]])}, "NaN or infinite"),
+        ({"X": np.zeros((0, 3))}, "not empty"),
+        ({"X": np.zeros((1, 1, 1, 1))}, "1-D to 3-D"),
+        ({"X": np.zeros((MAX_LINK_CELLS + 1, 1))}, f"more than {MAX_LINK_CELLS} numbers"),
+        ({"X": np.zeros((16, 16)), "W_q": np.zeros((16, 16)), "W_k": np.zeros((1, 1))}, "too many for a link"),
+        ({"X": [["a"]]}, "must be a matrix of numbers"),
+    ],
+)
 def test_encode_refusals(edits, match):
     with pytest.raises(AttentionError, match=match):
         encode_edits(edits)
@@ -143,14 +148,14 @@ def test_every_single_character_change_is_detected():
     alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
     for i in range(len(TOKEN)):
         for c in {alphabet[(alphabet.index(TOKEN[i]) + 1) % len(alphabet)], "A", "_"} - {TOKEN[i]}:
-            bad = TOKEN[:i] + c + TOKEN[i + 1:]
+            bad = TOKEN[:i] + c + TOKEN[i + 1 :]
             with pytest.raises(AttentionError, match="the link's edits cannot be restored"):
                 decode_edits(bad)
 
 
 def test_flipped_character_message():
     i = len(TOKEN) // 2
-    bad = TOKEN[:i] + ("B" if TOKEN[i] != "B" else "C") + TOKEN[i + 1:]
+    bad = TOKEN[:i] + ("B" if TOKEN[i] != "B" else "C") + TOKEN[i + 1 :]
     refused("the link was changed or cut short", bad)
 
 
@@ -159,22 +164,25 @@ def test_truncated(cut):
     refused("changed or cut short", TOKEN[:-cut])
 
 
-@pytest.mark.parametrize("token, match", [
-    ("v2." + TOKEN[3:], "format 'v2'"),
-    ("v0." + TOKEN[3:], "format 'v0'"),
-    (TOKEN[3:], "version"),
-    ("", "version"),
-    ("v1.", "not valid base64url"),
-    ("v1.!!!!", "not valid base64url"),
-    ("v1.abc=", "not valid base64url"),
-    ("v1.a b", "not valid base64url"),
-    ("v1.A", "not valid base64url"),
-    ("v1.AAAA", "too short"),
-    ("v1.AAAAAAAAAAAAAAAAAAAA", "checksum"),
-    ("hello world", "version"),
-    ("<script>alert(1)</script>", "version"),
-    ("v1.%2F%2F", "not valid base64url"),
-])
+@pytest.mark.parametrize(
+    "token, match",
+    [
+        ("v2." + TOKEN[3:], "format 'v2'"),
+        ("v0." + TOKEN[3:], "format 'v0'"),
+        (TOKEN[3:], "version"),
+        ("", "version"),
+        ("v1.", "not valid base64url"),
+        ("v1.!!!!", "not valid base64url"),
+        ("v1.abc=", "not valid base64url"),
+        ("v1.a b", "not valid base64url"),
+        ("v1.A", "not valid base64url"),
+        ("v1.AAAA", "too short"),
+        ("v1.AAAAAAAAAAAAAAAAAAAA", "checksum"),
+        ("hello world", "version"),
+        ("<script>alert(1)</script>", "version"),
+        ("v1.%2F%2F", "not valid base64url"),
+    ],
+)
 def test_garbage(token, match):
     refused(match, token)
 
@@ -205,25 +213,28 @@ def zeros(n: int) -> bytes:
     return struct.pack(f"<{n}d", *([0.0] * n))
 
 
-@pytest.mark.parametrize("payload, match", [
-    (b"", "empty"),
-    (b"\x09", "claims 9 matrices"),
-    (b"\x01", "middle of a matrix header"),
-    (b"\x01" + bytes([7, 2]) + struct.pack(">2H", 1, 1) + zeros(1), "unknown matrix"),
-    (b"\x02" + header(0, (1, 1)) + zeros(1) + header(0, (1, 1)) + zeros(1), "holds X twice"),
-    (b"\x01" + bytes([1, 4]) + struct.pack(">4H", 1, 1, 1, 1) + zeros(1), "4 dimensions"),
-    (b"\x01" + bytes([1, 0]) + zeros(1), "0 dimensions"),
-    (b"\x01" + bytes([1, 2]) + b"\x00", "middle of W_q's shape"),
-    (b"\x01" + header(1, (0, 3)), "empty"),
-    (b"\x01" + header(1, (2, 2)) + zeros(3), "should hold 4 numbers but the data stops early"),
-    (b"\x01" + header(1, (1, 1)) + zeros(1) + b"junk", "4 unexpected bytes"),
-    (b"\x01" + header(1, (1, 1)) + struct.pack("<d", float("nan")), "NaN or infinite"),
-    (b"\x01" + header(1, (1, 1)) + struct.pack("<d", float("inf")), "NaN or infinite"),
-    (b"\x01" + header(0, (600, 1)) + zeros(600), f"unpacks to more than {MAX_PAYLOAD_BYTES:,} bytes"),
-    (b"\x01" + header(0, (600, 1)) + zeros(10), f"more than {MAX_LINK_CELLS} numbers"),
-    (b"\x02" + header(0, (400, 1)) + zeros(400) + header(1, (200, 1)), f"more than {MAX_LINK_CELLS} numbers"),
-    (b"\x01" + header(0, (65535, 65535, 65535)), f"more than {MAX_LINK_CELLS} numbers"),
-])
+@pytest.mark.parametrize(
+    "payload, match",
+    [
+        (b"", "empty"),
+        (b"\x09", "claims 9 matrices"),
+        (b"\x01", "middle of a matrix header"),
+        (b"\x01" + bytes([7, 2]) + struct.pack(">2H", 1, 1) + zeros(1), "unknown matrix"),
+        (b"\x02" + header(0, (1, 1)) + zeros(1) + header(0, (1, 1)) + zeros(1), "holds X twice"),
+        (b"\x01" + bytes([1, 4]) + struct.pack(">4H", 1, 1, 1, 1) + zeros(1), "4 dimensions"),
+        (b"\x01" + bytes([1, 0]) + zeros(1), "0 dimensions"),
+        (b"\x01" + bytes([1, 2]) + b"\x00", "middle of W_q's shape"),
+        (b"\x01" + header(1, (0, 3)), "empty"),
+        (b"\x01" + header(1, (2, 2)) + zeros(3), "should hold 4 numbers but the data stops early"),
+        (b"\x01" + header(1, (1, 1)) + zeros(1) + b"junk", "4 unexpected bytes"),
+        (b"\x01" + header(1, (1, 1)) + struct.pack("<d", float("nan")), "NaN or infinite"),
+        (b"\x01" + header(1, (1, 1)) + struct.pack("<d", float("inf")), "NaN or infinite"),
+        (b"\x01" + header(0, (600, 1)) + zeros(600), f"unpacks to more than {MAX_PAYLOAD_BYTES:,} bytes"),
+        (b"\x01" + header(0, (600, 1)) + zeros(10), f"more than {MAX_LINK_CELLS} numbers"),
+        (b"\x02" + header(0, (400, 1)) + zeros(400) + header(1, (200, 1)), f"more than {MAX_LINK_CELLS} numbers"),
+        (b"\x01" + header(0, (65535, 65535, 65535)), f"more than {MAX_LINK_CELLS} numbers"),
+    ],
+)
 def test_forged_payloads_with_valid_checksums(payload, match):
     refused(match, forge(payload))
 

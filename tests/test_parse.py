@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention import AttentionError
-from attention.io.parse import MAX_CELLS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_matrix_text, read_matrix_csv, read_upload
+from attention.io.parse import (
+    MAX_CELLS,
+    MAX_UPLOAD_BYTES,
+    MAX_UPLOAD_MB,
+    parse_matrix_text,
+    read_matrix_csv,
+    read_upload,
+)
 from attention.io.tables import matrix_csv
 
 
@@ -85,8 +92,13 @@ def test_round_trip_injection_labels_are_restored():
 
 
 @settings(max_examples=100, deadline=None)
-@given(m=arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 9)),
-                elements=st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)))
+@given(
+    m=arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.integers(1, 9)),
+        elements=st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False),
+    )
+)
 def test_numpy_repr_and_str_parse_to_the_printed_precision(m):
     for text in (repr(m), str(m), np.array2string(m, separator=", ")):
         got = parse_matrix_text(text, "W_q", m.shape)
@@ -103,36 +115,41 @@ def test_numpy_repr_at_full_precision_is_bit_exact(m):
     assert bits_equal(parse_matrix_text(str(m.tolist()), "X"), m)  # nested lists, Python's repr
 
 
-@pytest.mark.parametrize("text, want", [
-    ("np.array([[0.2, 0.9], [0.1, 0.5]])", [[0.2, 0.9], [0.1, 0.5]]),
-    ("numpy.array([[0.2, 0.9], [0.1, 0.5]])", [[0.2, 0.9], [0.1, 0.5]]),
-    ("array([[1., 2.],\n       [3., 4.]])", [[1, 2], [3, 4]]),
-    ("array([[1., 2.],\n       [3., 4.]], dtype=float32)", [[1, 2], [3, 4]]),
-    ("np.array([[1, 2], [3, 4]], dtype=np.float64)", [[1, 2], [3, 4]]),
-    ("W_q = np.array([[1, 2], [3, 4]])", [[1, 2], [3, 4]]),
-    ("X = [[1, 2], [3, 4]]", [[1, 2], [3, 4]]),
-    ("[[1, 2], [3, 4]]", [[1, 2], [3, 4]]),
-    ("[[1, 2,], [3, 4],]", [[1, 2], [3, 4]]),
-    ("[(1, 2), (3, 4)]", [[1, 2], [3, 4]]),
-    ("[[0.33 0.89]\n [0.84 0.44]]", [[0.33, 0.89], [0.84, 0.44]]),
-    ("[[1.  0. ]\n [-0.  1.2e-05]]", [[1, 0], [-0.0, 1.2e-05]]),
-    ("[[ 3.53553391  0.          2.82842712]\n [ 0.          0.          0.        ]]",
-     [[3.53553391, 0, 2.82842712], [0, 0, 0]]),
-    ("[[1.e-300 5.e-324]]", [[1e-300, 5e-324]]),
-    ("[[+1, .5, -2E3]]", [[1, 0.5, -2000]]),
-    ("[[[1, 2], [3, 4]]]", [[1, 2], [3, 4]]),  # a batch of one, as document 003's X
-    ("Attention weights:\n [[0.5 0.5]\n [1.  0. ]]", [[0.5, 0.5], [1, 0]]),
-    ("Raw attention scores (Q·Kᵀ / sqrt(dk)):\n [[ 2.5  6.2]\n [ 4.6 10.5]]", [[2.5, 6.2], [4.6, 10.5]]),
-    ("1,2\n3,4", [[1, 2], [3, 4]]),
-    ("1\t2\n3\t4\n", [[1, 2], [3, 4]]),
-    ("1;2\n3;4", [[1, 2], [3, 4]]),
-    ("1 2\n\n3 4\n", [[1, 2], [3, 4]]),
-    ("  1.5   -2\n 3e2   4 ", [[1.5, -2], [300, 4]]),
-    ("d1,d2\n1,2\n3,4", [[1, 2], [3, 4]]),
-    ("she,1,2\nlikes,3,4", [[1, 2], [3, 4]]),
-    ("token,d1,d2\nshe,1,2\nlikes,3,4", [[1, 2], [3, 4]]),
-    ("1,2,\n3,4,\n", [[1, 2], [3, 4]]),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("np.array([[0.2, 0.9], [0.1, 0.5]])", [[0.2, 0.9], [0.1, 0.5]]),
+        ("numpy.array([[0.2, 0.9], [0.1, 0.5]])", [[0.2, 0.9], [0.1, 0.5]]),
+        ("array([[1., 2.],\n       [3., 4.]])", [[1, 2], [3, 4]]),
+        ("array([[1., 2.],\n       [3., 4.]], dtype=float32)", [[1, 2], [3, 4]]),
+        ("np.array([[1, 2], [3, 4]], dtype=np.float64)", [[1, 2], [3, 4]]),
+        ("W_q = np.array([[1, 2], [3, 4]])", [[1, 2], [3, 4]]),
+        ("X = [[1, 2], [3, 4]]", [[1, 2], [3, 4]]),
+        ("[[1, 2], [3, 4]]", [[1, 2], [3, 4]]),
+        ("[[1, 2,], [3, 4],]", [[1, 2], [3, 4]]),
+        ("[(1, 2), (3, 4)]", [[1, 2], [3, 4]]),
+        ("[[0.33 0.89]\n [0.84 0.44]]", [[0.33, 0.89], [0.84, 0.44]]),
+        ("[[1.  0. ]\n [-0.  1.2e-05]]", [[1, 0], [-0.0, 1.2e-05]]),
+        (
+            "[[ 3.53553391  0.          2.82842712]\n [ 0.          0.          0.        ]]",
+            [[3.53553391, 0, 2.82842712], [0, 0, 0]],
+        ),
+        ("[[1.e-300 5.e-324]]", [[1e-300, 5e-324]]),
+        ("[[+1, .5, -2E3]]", [[1, 0.5, -2000]]),
+        ("[[[1, 2], [3, 4]]]", [[1, 2], [3, 4]]),  # a batch of one, as document 003's X
+        ("Attention weights:\n [[0.5 0.5]\n [1.  0. ]]", [[0.5, 0.5], [1, 0]]),
+        ("Raw attention scores (Q·Kᵀ / sqrt(dk)):\n [[ 2.5  6.2]\n [ 4.6 10.5]]", [[2.5, 6.2], [4.6, 10.5]]),
+        ("1,2\n3,4", [[1, 2], [3, 4]]),
+        ("1\t2\n3\t4\n", [[1, 2], [3, 4]]),
+        ("1;2\n3;4", [[1, 2], [3, 4]]),
+        ("1 2\n\n3 4\n", [[1, 2], [3, 4]]),
+        ("  1.5   -2\n 3e2   4 ", [[1.5, -2], [300, 4]]),
+        ("d1,d2\n1,2\n3,4", [[1, 2], [3, 4]]),
+        ("she,1,2\nlikes,3,4", [[1, 2], [3, 4]]),
+        ("token,d1,d2\nshe,1,2\nlikes,3,4", [[1, 2], [3, 4]]),
+        ("1,2,\n3,4,\n", [[1, 2], [3, 4]]),
+    ],
+)
 def test_accepted_forms(text, want):
     got = parse_matrix_text(text, "X")
     assert got.dtype == np.float64
@@ -203,7 +220,13 @@ def test_read_upload_forms():
     assert read_upload(b"1\t2\n3\t4", "w.tsv", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
     assert read_upload(bytearray(b"1,2\n3,4"), "w.csv", "W_q", (2, 2)).tolist() == [[1, 2], [3, 4]]
     # one list of accepted formats (what the uploader offers); anything else is refused naming the file and the list
-    refused(r"'w\.json' is a \.json file; upload one of \.csv, \.tsv, \.txt, \.npy, \.npz", read_upload, b"[[1]]", "w.json", "W_q")
+    refused(
+        r"'w\.json' is a \.json file; upload one of \.csv, \.tsv, \.txt, \.npy, \.npz",
+        read_upload,
+        b"[[1]]",
+        "w.json",
+        "W_q",
+    )
     refused(r"'w' is a file with no extension", read_upload, b"1,2", "w", "W_q")
 
 
@@ -219,56 +242,64 @@ def test_parsing_is_pure():
 # -------------------------------------------------------------------------------------- hostile battery
 
 
-@pytest.mark.parametrize("text", [
-    "__import__('os').system('x')",
-    "np.ones((3,3))",
-    "np.ones((2, 2))",
-    "[1]*3",
-    "[[1, 2]] * 2",
-    "[[1, 2]] + [[3, 4]]",
-    "lambda: [[1, 2], [3, 4]]",
-    "exec('import os')",
-    "eval('[[1]]')",
-    "[x for x in range(3)]",
-    "[[1, 2], [3, __import__('os').getpid()]]",
-    "np.array([[1, 2], [3, 4]]).T",
-    "np.array([[1, 2]], dtype=object)",
-    "np.array(open('/etc/passwd').read())",
-    "{'a': 1}",
-    "[[1, 2], [3, 4]]; import os",
-    "[[1, 'a']]",
-    "[[1, x]]",
-    "[[1, 2]]]",
-    "[[1, 2]",
-    "[[1,, 2]]",
-    "[, 1]",
-    "[[0x10, 1]]",
-    "[[1_000, 1]]",
-    "[[1+2j, 1]]",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os').system('x')",
+        "np.ones((3,3))",
+        "np.ones((2, 2))",
+        "[1]*3",
+        "[[1, 2]] * 2",
+        "[[1, 2]] + [[3, 4]]",
+        "lambda: [[1, 2], [3, 4]]",
+        "exec('import os')",
+        "eval('[[1]]')",
+        "[x for x in range(3)]",
+        "[[1, 2], [3, __import__('os').getpid()]]",
+        "np.array([[1, 2], [3, 4]]).T",
+        "np.array([[1, 2]], dtype=object)",
+        "np.array(open('/etc/passwd').read())",
+        "{'a': 1}",
+        "[[1, 2], [3, 4]]; import os",
+        "[[1, 'a']]",
+        "[[1, x]]",
+        "[[1, 2]]]",
+        "[[1, 2]",
+        "[[1,, 2]]",
+        "[, 1]",
+        "[[0x10, 1]]",
+        "[[1_000, 1]]",
+        "[[1+2j, 1]]",
+    ],
+)
 def test_code_like_pastes_are_not_matrix_literals(text):
     refused("not a matrix literal", parse_matrix_text, text, "W_q", (2, 2))
 
 
 def test_code_in_a_paste_is_never_run(tmp_path):
     marker = tmp_path / "pwned"
-    for text in (f"__import__('os').system('touch {marker}')",
-                 f"[[1, 2], [3, open({str(marker)!r}, 'w').write('x')]]",
-                 f"np.array([[1, 2], [3, __import__('pathlib').Path({str(marker)!r}).touch()]])"):
+    for text in (
+        f"__import__('os').system('touch {marker}')",
+        f"[[1, 2], [3, open({str(marker)!r}, 'w').write('x')]]",
+        f"np.array([[1, 2], [3, __import__('pathlib').Path({str(marker)!r}).touch()]])",
+    ):
         with pytest.raises(AttentionError):
             parse_matrix_text(text, "X", (2, 2))
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("text, where", [
-    ("1,=1+1\n3,4", "row 1, column 2"),
-    ("=1+1,2\n3,4", "row 1, column 1"),
-    ("1,2\n@cmd,4", "row 2, column 1"),
-    ("=1+1,2\n@cmd,4", "row 1, column 1"),
-    ("1,2\n3,=HYPERLINK(\"x\")", "row 2, column 2"),
-    ("1,2\n3,+x", "row 2, column 2"),
-    ("1,abc\n3,4", "row 1, column 2"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("1,=1+1\n3,4", "row 1, column 2"),
+        ("=1+1,2\n3,4", "row 1, column 1"),
+        ("1,2\n@cmd,4", "row 2, column 1"),
+        ("=1+1,2\n@cmd,4", "row 1, column 1"),
+        ("1,2\n3,=HYPERLINK(\"x\")", "row 2, column 2"),
+        ("1,2\n3,+x", "row 2, column 2"),
+        ("1,abc\n3,4", "row 1, column 2"),
+    ],
+)
 def test_formula_cells_in_numeric_positions(text, where):
     err = refused("which is not a number", read_matrix_csv, text.encode(), "W_q", (2, 2))
     assert where in str(err) and str(err).startswith("W_q")
@@ -285,8 +316,20 @@ def test_non_numeric_cell_names_the_labels_and_shortens_the_value():
     assert err.matrix == "X" and err.cell == (0, 1)
 
 
-@pytest.mark.parametrize("text", ["[[nan, 1]]", "[[1, inf]]", "[[-inf, 1]]", "[[1, Infinity]]", "[[NaN, 1]]",
-                                  "nan,1\n2,3", "1,inf\n2,3", "1,2\n-Infinity,3", "np.array([[1, nan], [2, 3]])"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[[nan, 1]]",
+        "[[1, inf]]",
+        "[[-inf, 1]]",
+        "[[1, Infinity]]",
+        "[[NaN, 1]]",
+        "nan,1\n2,3",
+        "1,inf\n2,3",
+        "1,2\n-Infinity,3",
+        "np.array([[1, nan], [2, 3]])",
+    ],
+)
 def test_nan_and_inf_text(text):
     refused("NaN and infinity are not allowed", parse_matrix_text, text, "W_q", None)
 
@@ -296,15 +339,18 @@ def test_numbers_that_overflow_float64(text):
     refused("too large for a 64-bit float", parse_matrix_text, text, "W_q", None)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("[[1, 2], [3]]", "row 2 has 1 number but row 1 has 2"),
-    ("[[1, 2, 3], [4, 5, 6], [7, 8]]", "row 3 has 2 numbers but row 1 has 3"),
-    ("[[1, 2], 3]", "mixes numbers and bracketed rows"),
-    ("1,2\n3,4,5", r"row 2 \(line 2\) has 3 cells but row 1 has 2"),
-    ("1 2\n3", r"row 2 \(line 2\) has 1 cell but row 1 has 2"),
-    ("token,d1,d2\nshe,1,2\nlikes,3", r"row 2 \('likes'\) \(line 3\) has 2 cells but row 1 has 3"),
-    ("[[[1, 2]], [[3]]]", "batch item 2"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[[1, 2], [3]]", "row 2 has 1 number but row 1 has 2"),
+        ("[[1, 2, 3], [4, 5, 6], [7, 8]]", "row 3 has 2 numbers but row 1 has 3"),
+        ("[[1, 2], 3]", "mixes numbers and bracketed rows"),
+        ("1,2\n3,4,5", r"row 2 \(line 2\) has 3 cells but row 1 has 2"),
+        ("1 2\n3", r"row 2 \(line 2\) has 1 cell but row 1 has 2"),
+        ("token,d1,d2\nshe,1,2\nlikes,3", r"row 2 \('likes'\) \(line 3\) has 2 cells but row 1 has 3"),
+        ("[[[1, 2]], [[3]]]", "batch item 2"),
+    ],
+)
 def test_ragged_rows(text, match):
     refused(match, parse_matrix_text, text, "W_q", None)
 
@@ -312,9 +358,13 @@ def test_ragged_rows(text, match):
 def test_wrong_shape_messages():
     three_by_four = "[[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]]"
     refused(r"W_q must be 4 × 4 \(d_model × d_k\); the paste is 3 × 4", parse_matrix_text, three_by_four, "W_q", (4, 4))
-    refused(r"X must be 3 × 4 \(tokens × d_model\); the paste is 2 × 2", parse_matrix_text, "[[1, 2], [3, 4]]", "X", (3, 4))
+    refused(
+        r"X must be 3 × 4 \(tokens × d_model\); the paste is 2 × 2", parse_matrix_text, "[[1, 2], [3, 4]]", "X", (3, 4)
+    )
     refused(r"W_v must be 2 × 2 \(d_model × d_v\)", parse_matrix_text, "[1, 2, 3]", "W_v", (2, 2))
-    refused(r"W_q must be 2 × 3 \(d_k × d_model\)", parse_matrix_text, "1,2\n3,4", "W_q", (2, 3), dims=("d_k", "d_model"))
+    refused(
+        r"W_q must be 2 × 3 \(d_k × d_model\)", parse_matrix_text, "1,2\n3,4", "W_q", (2, 3), dims=("d_k", "d_model")
+    )
     refused(r"W_k must be 2 × 2 \(d_model × d_k\); the file is 3 × 2", read_matrix_csv, b"1,2\n3,4\n5,6", "W_k", (2, 2))
     refused(r"only a single matrix \(or a batch of one\)", parse_matrix_text, "[[[1]], [[2]]]", "X", None)
     refused("nested more than 3 levels", parse_matrix_text, "[[[[1]]]]", "X", None)
@@ -326,10 +376,16 @@ def test_empty_input(text):
     refused("empty", read_matrix_csv, text.encode(), "X", (2, 2))
 
 
-@pytest.mark.parametrize("text, match", [
-    ("[]", "empty"), ("[[]]", "empty"), ("np.array([])", "empty"), ("[[1, 2], []]", "empty"),
-    ("token,d1,d2", "empty|no rows of numbers|not a number"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[]", "empty"),
+        ("[[]]", "empty"),
+        ("np.array([])", "empty"),
+        ("[[1, 2], []]", "empty"),
+        ("token,d1,d2", "empty|no rows of numbers|not a number"),
+    ],
+)
 def test_empty_structures(text, match):
     refused(match, parse_matrix_text, text, "X", None)
 
@@ -340,20 +396,25 @@ def test_summarised_numpy_output():
     refused(r"numpy shortened the array", parse_matrix_text, text, "X", (20, 20))
 
 
-@pytest.mark.parametrize("data, match", [
-    (b"\xff\xfe1\x002\x00", "not UTF-8"),
-    (b"1,2\n3,\xe9", r"not UTF-8 text \(byte 0xe9 at position 6\)"),
-    (b"PK\x03\x04rest-of-a-workbook", "Excel"),
-    (b"\x93NUMPY\x01\x00", "npy"),
-    (b"1,2\x00\n3,4", "NUL"),
-])
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        (b"\xff\xfe1\x002\x00", "not UTF-8"),
+        (b"1,2\n3,\xe9", r"not UTF-8 text \(byte 0xe9 at position 6\)"),
+        (b"PK\x03\x04rest-of-a-workbook", "Excel"),
+        (b"\x93NUMPY\x01\x00", "npy"),
+        (b"1,2\x00\n3,4", "NUL"),
+    ],
+)
 def test_bad_bytes(data, match):
     refused(match, read_upload, data, "W_q.csv", "W_q", (2, 2))
     refused(match, read_matrix_csv, data, "W_q", (2, 2))
 
 
 def test_unsupported_and_preset_uploads():
-    refused(r"\.xlsx file; upload one of .*save a spreadsheet as CSV", read_upload, b"PK\x03\x04", "w.xlsx", "W_q", (2, 2))
+    refused(
+        r"\.xlsx file; upload one of .*save a spreadsheet as CSV", read_upload, b"PK\x03\x04", "w.xlsx", "W_q", (2, 2)
+    )
     refused(r"'w\.exe' is a \.exe file; upload one of", read_upload, b"1,2", "w.exe", "W_q", (2, 2))
     refused("looks like a preset file", read_upload, b'{"format": "attention-preset/1"}', "p.txt", "W_q", (2, 2))
 

@@ -26,8 +26,14 @@ PRESET_FILE = Path(attention.io.presets.PRESET_DIR)
 
 
 def test_list_presets_in_document_order():
-    assert attention.list_presets() == ["she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42",
-                                        "glove_the_cat_sat_on_the_mat"]  # the documents' presets first, then the GloVe one
+    assert attention.list_presets() == [
+        "she_likes_coffee",
+        "i_am_batman",
+        "the_cat_sat",
+        "the_cat_sat_on_the_mat",
+        "random_seed_42",
+        "glove_the_cat_sat_on_the_mat",
+    ]  # the documents' presets first, then the GloVe one
 
 
 @pytest.mark.parametrize("preset_id", list(DOCUMENTS))
@@ -50,8 +56,16 @@ def test_each_preset_loads_and_validates(preset_id):
     assert again.id == preset_id
 
 
-@pytest.mark.parametrize(("preset_id", "random"), [("she_likes_coffee", False), ("i_am_batman", False), ("the_cat_sat", True),
-                                                   ("the_cat_sat_on_the_mat", True), ("random_seed_42", True)])
+@pytest.mark.parametrize(
+    ("preset_id", "random"),
+    [
+        ("she_likes_coffee", False),
+        ("i_am_batman", False),
+        ("the_cat_sat", True),
+        ("the_cat_sat_on_the_mat", True),
+        ("random_seed_42", True),
+    ],
+)
 def test_random_or_fixed(preset_id, random):
     p = attention.load_preset(preset_id)
     assert p.is_random is random
@@ -95,62 +109,113 @@ def test_missing_required_field(field):
 
 def test_missing_nested_field():
     expect_error(broken(lambda d: d["random"].pop("seed")), r"field 'random\.seed' is missing")
-    expect_error(broken(lambda d: d["random"]["draws"][1].pop("shape")), r"field 'random\.draws\[1\]\.shape' is missing")
+    expect_error(
+        broken(lambda d: d["random"]["draws"][1].pop("shape")), r"field 'random\.draws\[1\]\.shape' is missing"
+    )
 
 
 def test_missing_matrix():
     def drop_w_v(d):
         d["random"]["draws"].pop()
+
     expect_error(broken(drop_w_v), r"field 'matrices\.W_v' is missing")
 
 
-@pytest.mark.parametrize(("where", "pattern"), [
-    ((), r"field 'colour' is not a known field"),
-    (("options",), r"field 'options\.colour' is not a known field"),
-    (("random",), r"field 'random\.colour' is not a known field"),
-    (("expected",), r"field 'expected\.colour' is not a known field"),
-    (("matrices",), r"field 'matrices\.colour' is not a known field"),
-])
+@pytest.mark.parametrize(
+    ("where", "pattern"),
+    [
+        ((), r"field 'colour' is not a known field"),
+        (("options",), r"field 'options\.colour' is not a known field"),
+        (("random",), r"field 'random\.colour' is not a known field"),
+        (("expected",), r"field 'expected\.colour' is not a known field"),
+        (("matrices",), r"field 'matrices\.colour' is not a known field"),
+    ],
+)
 def test_extra_field(where, pattern):
     def add(d):
         target = d
         for key in where:
             target = target[key]
         target["colour"] = "red"
+
     expect_error(broken(add), pattern)
 
 
-@pytest.mark.parametrize(("mutate", "pattern"), [
-    (lambda d: d.update(title=5), r"field 'title' must be text, got int"),
-    (lambda d: d.update(tokens="The cat sat"), r"field 'tokens' must be a non-empty list"),
-    (lambda d: d.update(tokens=[]), r"field 'tokens' must be a non-empty list"),
-    (lambda d: d.update(tokens=["The", 2, "sat"]), r"field 'tokens\[1\]' must be text, got int"),
-    (lambda d: d.update(options=[]), r"field 'options' must be an object, got list"),
-    (lambda d: d["options"].update(heads="1"), r"field 'options\.heads' must be a whole number from 1 to 256; got '1'"),
-    (lambda d: d["options"].update(heads=True), r"field 'options\.heads' must be a whole number from 1 to 256; got True"),
-    (lambda d: d["options"].update(scale="big"), r"field 'options\.scale' must be a finite number, got 'big'"),
-    (lambda d: d["options"].update(scale=0), r"field 'options\.scale' must be a finite number > 0"),
-    (lambda d: d["options"].update(temperature=-1), r"field 'options\.temperature' must be a finite number > 0"),
-    (lambda d: d["options"].update(projection="X@W"), r"field 'options\.projection' must be 'x_w' \(X @ W\) or 'x_wt' \(X @ W.T\); got 'X@W'"),
-    (lambda d: d["options"].update(softmax="max"), r"field 'options\.softmax' must be 'row_max', 'global_max' or 'none'"),
-    (lambda d: d["options"].update(mask="diag"), r"field 'options\.mask' must be one of none, causal, padding"),
-    (lambda d: d["options"].update(mask="padding"), r"field 'options\.padding' must list 3 flags"),
-    (lambda d: d["options"].update(padding=[True]), r"field 'options\.padding' must be a list of 3 true/false flags"),
-    (lambda d: d["matrices"].update(X=[[1, 0, 1, "0"], [0, 2, 0, 2], [1, 1, 1, 1]]),
-     r"field 'matrices\.X\[0\]\[3\]' must be a finite number, got '0'"),
-    (lambda d: d["matrices"].update(X=[[1, 0, 1, 0], [0, 2, 0], [1, 1, 1, 1]]), r"field 'matrices\.X' has rows of different lengths"),
-    (lambda d: d["matrices"].update(X=[1, 0, 1, 0]), r"field 'matrices\.X' must be a 2-D matrix \(or 3-D with a batch axis\), got 1-D"),
-    (lambda d: d["matrices"].update(X=[[1, 0, 1, 0], [], [1, 1, 1, 1]]), r"field 'matrices\.X\[1\]' is an empty list"),
-    (lambda d: d["random"]["draws"][0].update(shape=[4, "4"]), r"field 'random\.draws\[0\]\.shape' must be a list of 1 to 3 whole numbers"),
-    (lambda d: d["random"]["draws"][0].update(name="W_o"), r"field 'random\.draws\[0\]\.name' must be one of X, W_q, W_k, W_v, got 'W_o'"),
-    (lambda d: d["random"]["draws"][1].update(name="W_q"), r"field 'random\.draws\[1\]\.name' 'W_q' is given twice"),
-    (lambda d: d["random"]["draws"][0].update(name="X"), r"field 'random\.draws\[0\]\.name' 'X' is given twice"),
-    (lambda d: d["random"].update(draws=[]), r"field 'random\.draws' must be a non-empty list"),
-    (lambda d: d.update(notes=[]), r"field 'notes' must be an object"),
-    (lambda d: d["expected"].update(weights=[[0.5, "x"]]), r"field 'expected\.weights\[0\]\[1\]' must be a finite number"),
-    (lambda d: d.update(format="attention-preset/2"), r"field 'format' must be 'attention-preset/1', got 'attention-preset/2'"),
-    (lambda d: d.update(id="the cat sat"), r"field 'id' must be letters, digits, '_' or '-', got 'the cat sat'"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "pattern"),
+    [
+        (lambda d: d.update(title=5), r"field 'title' must be text, got int"),
+        (lambda d: d.update(tokens="The cat sat"), r"field 'tokens' must be a non-empty list"),
+        (lambda d: d.update(tokens=[]), r"field 'tokens' must be a non-empty list"),
+        (lambda d: d.update(tokens=["The", 2, "sat"]), r"field 'tokens\[1\]' must be text, got int"),
+        (lambda d: d.update(options=[]), r"field 'options' must be an object, got list"),
+        (
+            lambda d: d["options"].update(heads="1"),
+            r"field 'options\.heads' must be a whole number from 1 to 256; got '1'",
+        ),
+        (
+            lambda d: d["options"].update(heads=True),
+            r"field 'options\.heads' must be a whole number from 1 to 256; got True",
+        ),
+        (lambda d: d["options"].update(scale="big"), r"field 'options\.scale' must be a finite number, got 'big'"),
+        (lambda d: d["options"].update(scale=0), r"field 'options\.scale' must be a finite number > 0"),
+        (lambda d: d["options"].update(temperature=-1), r"field 'options\.temperature' must be a finite number > 0"),
+        (
+            lambda d: d["options"].update(projection="X@W"),
+            r"field 'options\.projection' must be 'x_w' \(X @ W\) or 'x_wt' \(X @ W.T\); got 'X@W'",
+        ),
+        (
+            lambda d: d["options"].update(softmax="max"),
+            r"field 'options\.softmax' must be 'row_max', 'global_max' or 'none'",
+        ),
+        (lambda d: d["options"].update(mask="diag"), r"field 'options\.mask' must be one of none, causal, padding"),
+        (lambda d: d["options"].update(mask="padding"), r"field 'options\.padding' must list 3 flags"),
+        (
+            lambda d: d["options"].update(padding=[True]),
+            r"field 'options\.padding' must be a list of 3 true/false flags",
+        ),
+        (
+            lambda d: d["matrices"].update(X=[[1, 0, 1, "0"], [0, 2, 0, 2], [1, 1, 1, 1]]),
+            r"field 'matrices\.X\[0\]\[3\]' must be a finite number, got '0'",
+        ),
+        (
+            lambda d: d["matrices"].update(X=[[1, 0, 1, 0], [0, 2, 0], [1, 1, 1, 1]]),
+            r"field 'matrices\.X' has rows of different lengths",
+        ),
+        (
+            lambda d: d["matrices"].update(X=[1, 0, 1, 0]),
+            r"field 'matrices\.X' must be a 2-D matrix \(or 3-D with a batch axis\), got 1-D",
+        ),
+        (
+            lambda d: d["matrices"].update(X=[[1, 0, 1, 0], [], [1, 1, 1, 1]]),
+            r"field 'matrices\.X\[1\]' is an empty list",
+        ),
+        (
+            lambda d: d["random"]["draws"][0].update(shape=[4, "4"]),
+            r"field 'random\.draws\[0\]\.shape' must be a list of 1 to 3 whole numbers",
+        ),
+        (
+            lambda d: d["random"]["draws"][0].update(name="W_o"),
+            r"field 'random\.draws\[0\]\.name' must be one of X, W_q, W_k, W_v, got 'W_o'",
+        ),
+        (
+            lambda d: d["random"]["draws"][1].update(name="W_q"),
+            r"field 'random\.draws\[1\]\.name' 'W_q' is given twice",
+        ),
+        (lambda d: d["random"]["draws"][0].update(name="X"), r"field 'random\.draws\[0\]\.name' 'X' is given twice"),
+        (lambda d: d["random"].update(draws=[]), r"field 'random\.draws' must be a non-empty list"),
+        (lambda d: d.update(notes=[]), r"field 'notes' must be an object"),
+        (
+            lambda d: d["expected"].update(weights=[[0.5, "x"]]),
+            r"field 'expected\.weights\[0\]\[1\]' must be a finite number",
+        ),
+        (
+            lambda d: d.update(format="attention-preset/2"),
+            r"field 'format' must be 'attention-preset/1', got 'attention-preset/2'",
+        ),
+        (lambda d: d.update(id="the cat sat"), r"field 'id' must be letters, digits, '_' or '-', got 'the cat sat'"),
+    ],
+)
 def test_wrong_type_or_value(mutate, pattern):
     expect_error(broken(mutate), pattern)
 
@@ -159,7 +224,10 @@ def test_wrong_type_or_value(mutate, pattern):
 def test_nan_and_infinity_literals(literal):
     text = json.dumps(base()).replace("[1.0, 0.0, 1.0, 0.0]", f"[1.0, {literal}, 1.0, 0.0]", 1)
     assert literal in text
-    expect_error(text, rf"field 'matrices\.X\[0\]\[1\]' is {literal}, which is not allowed in a preset; every number must be finite")
+    expect_error(
+        text,
+        rf"field 'matrices\.X\[0\]\[1\]' is {literal}, which is not allowed in a preset; every number must be finite",
+    )
 
 
 def test_nan_literal_anywhere_is_refused():
@@ -194,23 +262,32 @@ def test_top_level_not_an_object():
 
 
 def test_wrong_generator():
-    expect_error(broken(lambda d: d["random"].update(generator="numpy.random.default_rng")),
-                 r"field 'random\.generator' must be 'numpy\.random\.RandomState\(seed\)\.rand'")
+    expect_error(
+        broken(lambda d: d["random"].update(generator="numpy.random.default_rng")),
+        r"field 'random\.generator' must be 'numpy\.random\.RandomState\(seed\)\.rand'",
+    )
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32, 1.5, "0", True, None])
 def test_bad_seed_in_file(seed):
-    expect_error(broken(lambda d: d["random"].update(seed=seed)), r"field 'random\.seed' must be a whole number from 0 to 4294967295, got ")
+    expect_error(
+        broken(lambda d: d["random"].update(seed=seed)),
+        r"field 'random\.seed' must be a whole number from 0 to 4294967295, got ",
+    )
 
 
 def test_token_count_differs_from_x_rows():
-    expect_error(broken(lambda d: d.update(tokens=["The", "cat", "sat", "down"])), r"field 'tokens' lists 4 tokens but X has 3 rows")
+    expect_error(
+        broken(lambda d: d.update(tokens=["The", "cat", "sat", "down"])),
+        r"field 'tokens' lists 4 tokens but X has 3 rows",
+    )
     expect_error(broken(lambda d: d.update(tokens=["The", "cat"])), r"field 'tokens' lists 2 tokens but X has 3 rows")
 
 
 def test_shape_mismatch_between_x_and_drawn_w():
     def narrow_x(d):
         d["matrices"]["X"] = [[1.0, 0.0, 1.0], [0.0, 2.0, 0.0], [1.0, 1.0, 1.0]]
+
     expect_error(broken(narrow_x), r"field 'random\.draws \(W_q\)': W_q has 4 rows but X has 3 columns \(d_model\)")
 
 
@@ -221,8 +298,10 @@ def test_shape_mismatch_between_fixed_matrices():
 
 
 def test_drawn_shape_mismatch():
-    expect_error(broken(lambda d: d["random"]["draws"][2].update(shape=[3, 4])),
-                 r"field 'random\.draws \(W_v\)': W_v has 3 rows but X has 4 columns")
+    expect_error(
+        broken(lambda d: d["random"]["draws"][2].update(shape=[3, 4])),
+        r"field 'random\.draws \(W_v\)': W_v has 3 rows but X has 4 columns",
+    )
 
 
 # ---------------------------------------------------------------- round trips
@@ -233,11 +312,13 @@ TRICKY = [0.1 + 0.2, 1e-300, 2.0**-1074, -0.0, 1 / 3, 2.0**-1022, 1.234567890123
 
 def bits_equal(a, b) -> bool:
     a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype == np.float64 and a.shape == b.shape and np.array_equal(a, b) and a.tobytes() == b.tobytes()
+    return (
+        a.dtype == b.dtype == np.float64 and a.shape == b.shape and np.array_equal(a, b) and a.tobytes() == b.tobytes()
+    )
 
 
 def test_save_load_round_trip_is_bit_exact():
-    X = np.array([TRICKY[:4], TRICKY[4:8], [TRICKY[8], TRICKY[9], -2.0**-1074, 5e-324]])
+    X = np.array([TRICKY[:4], TRICKY[4:8], [TRICKY[8], TRICKY[9], -(2.0**-1074), 5e-324]])
     W_q = np.array([[0.1 + 0.2, -0.0], [1e-300, 2.0**-1074], [1.0, 3.0], [math.pi, -math.e]])
     W_k = np.array([[1 / 7, 2 / 7], [3 / 7, 4 / 7], [5 / 7, 6 / 7], [-1e-12, 1e12]]) / 1e12
     W_v = np.array([[0.3, 0.6, 0.9], [0.7, 0.2, -0.0], [1e-5, 2.5e-7, 1e-300], [0.5, 0.25, 0.125]])
@@ -262,9 +343,18 @@ def test_save_load_round_trip_is_bit_exact():
 
 def test_from_state_round_trip_from_a_trace():
     t = attention.load_preset("i_am_batman").compute()
-    p = attention.from_state(["I", "am", "Batman"], {n: getattr(t, n) for n in ("X", "W_q", "W_k", "W_v")}, t.options,
-                             id="mine", title="Mine", description="saved", source={"note": "from the dashboard"})
-    assert p.id == "mine" and p.title == "Mine" and p.description == "saved" and p.source == {"note": "from the dashboard"}
+    p = attention.from_state(
+        ["I", "am", "Batman"],
+        {n: getattr(t, n) for n in ("X", "W_q", "W_k", "W_v")},
+        t.options,
+        id="mine",
+        title="Mine",
+        description="saved",
+        source={"note": "from the dashboard"},
+    )
+    assert (
+        p.id == "mine" and p.title == "Mine" and p.description == "saved" and p.source == {"note": "from the dashboard"}
+    )
     assert p.options.projection == "x_wt"
     q = attention.parse_preset(p.to_json(), "mine.json")
     t2 = q.compute()
@@ -283,14 +373,27 @@ def test_from_state_with_padding_options_round_trips():
 
 def test_from_state_validates():
     with pytest.raises(AttentionError, match=r"^my_preset\.json: field 'tokens' lists 2 tokens but X has 3 rows"):
-        attention.from_state(["a", "b"], {"X": np.eye(3), "W_q": np.eye(3), "W_k": np.eye(3), "W_v": np.eye(3)}, attention.Options())
-    with pytest.raises(AttentionError, match=r"^my_preset\.json: field 'matrices\.W_q': W_q has 2 rows but X has 3 columns"):
-        attention.from_state(["a", "b", "c"], {"X": np.eye(3), "W_q": np.eye(2), "W_k": np.eye(3), "W_v": np.eye(3)}, attention.Options())
+        attention.from_state(
+            ["a", "b"], {"X": np.eye(3), "W_q": np.eye(3), "W_k": np.eye(3), "W_v": np.eye(3)}, attention.Options()
+        )
+    with pytest.raises(
+        AttentionError, match=r"^my_preset\.json: field 'matrices\.W_q': W_q has 2 rows but X has 3 columns"
+    ):
+        attention.from_state(
+            ["a", "b", "c"], {"X": np.eye(3), "W_q": np.eye(2), "W_k": np.eye(3), "W_v": np.eye(3)}, attention.Options()
+        )
 
 
-@pytest.mark.parametrize(("preset_id", "seed"), [
-    ("the_cat_sat", 5), ("random_seed_42", 123), ("the_cat_sat_on_the_mat", None), ("she_likes_coffee", None), ("i_am_batman", 3),
-])
+@pytest.mark.parametrize(
+    ("preset_id", "seed"),
+    [
+        ("the_cat_sat", 5),
+        ("random_seed_42", 123),
+        ("the_cat_sat_on_the_mat", None),
+        ("she_likes_coffee", None),
+        ("i_am_batman", 3),
+    ],
+)
 def test_preset_round_trip(preset_id, seed):
     p = attention.load_preset(preset_id, seed=seed)
     q = attention.parse_preset(p.to_json(), f"{preset_id}.json")

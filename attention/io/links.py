@@ -57,7 +57,9 @@ def encode_edits(edits: Mapping[str, np.ndarray]) -> str:
     file instead). The caller's arrays are not modified.
     """
     if not isinstance(edits, Mapping):
-        raise AttentionError(f"edits must be a mapping of matrix name to array, got {type(edits).__name__}", matrix="link")
+        raise AttentionError(
+            f"edits must be a mapping of matrix name to array, got {type(edits).__name__}", matrix="link"
+        )
     unknown = sorted(set(edits) - set(NAMES))
     if unknown:
         raise AttentionError(f"a link can only carry {', '.join(NAMES)}; got {unknown[0]!r}", matrix="link")
@@ -71,14 +73,19 @@ def encode_edits(edits: Mapping[str, np.ndarray]) -> str:
         except (TypeError, ValueError):
             raise AttentionError(f"{name} must be a matrix of numbers to go in a link", matrix=name) from None
         if not 1 <= arr.ndim <= MAX_NDIM or arr.size == 0 or max(arr.shape) > 0xFFFF:
-            raise AttentionError(f"{name} has shape {arr.shape}; a link carries 1-D to {MAX_NDIM}-D arrays that are not empty",
-                                 matrix=name)
+            raise AttentionError(
+                f"{name} has shape {arr.shape}; a link carries 1-D to {MAX_NDIM}-D arrays that are not empty",
+                matrix=name,
+            )
         if not np.isfinite(arr).all():
-            raise AttentionError(f"{name} has a value that is NaN or infinite; only finite numbers go in a link", matrix=name)
+            raise AttentionError(
+                f"{name} has a value that is NaN or infinite; only finite numbers go in a link", matrix=name
+            )
         total += arr.size
         if total > MAX_LINK_CELLS:
             raise AttentionError(
-                f"the edits hold more than {MAX_LINK_CELLS} numbers, too many for a link; download the preset file to share them",
+                f"the edits hold more than {MAX_LINK_CELLS} numbers, too many for a link; download the preset file "
+                f"to share them",
                 matrix="link",
             )
         parts.append(struct.pack(">BB", index, arr.ndim) + struct.pack(f">{arr.ndim}H", *arr.shape))
@@ -107,7 +114,10 @@ def decode_edits(token: str, expected_shapes: Mapping[str, tuple[int, ...]] | No
     if not dot or not re.fullmatch(r"v\d{1,4}", version):
         raise _fail("it does not start with a version such as 'v1.'; the link was changed or cut short")
     if version != VERSION:
-        raise _fail(f"it was made in format {version!r}, which this version of the dashboard does not know (it reads {VERSION!r})")
+        raise _fail(
+            f"it was made in format {version!r}, which this version of the dashboard does not know (it reads "
+            f"{VERSION!r})"
+        )
     if not body or not _B64.fullmatch(body) or len(body) % 4 == 1:
         raise _fail("it is not valid base64url text; the link was changed or cut short")
     try:

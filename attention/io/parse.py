@@ -58,6 +58,8 @@ def uploader_types(formats: Sequence[str]) -> list[str]:
     (sent by a client that ignores the filter) reaches the parser, which refuses it with a message naming the
     file and this list, instead of Streamlit raising an uncaught "Invalid file extension"."""
     return [f".{f}" for f in formats] + ["text/csv" if "csv" in formats else "application/json"]
+
+
 MAX_UPLOAD_MB = 16
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024  # 16,777,216: what Streamlit's maxUploadSize = 16 allows
 MAX_CELLS = 1 << 20  # 1,048,576 cells = 2 × (2048 × 256)
@@ -80,8 +82,22 @@ _DEFAULT_DIMS = {
     "weights": ("queries", "keys"),
     "output": ("tokens", "d_v"),
 }
-_DTYPES = {"float64", "float32", "float16", "float", "double", "int64", "int32", "int16", "int8", "int",
-           "uint64", "uint32", "uint16", "uint8"}
+_DTYPES = {
+    "float64",
+    "float32",
+    "float16",
+    "float",
+    "double",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "int",
+    "uint64",
+    "uint32",
+    "uint16",
+    "uint8",
+}
 _WRAPPER = re.compile(
     r"(?:(?:np|numpy)\s*\.\s*)?(?:array|asarray)\s*\((?P<body>.*?)"
     r"(?:,\s*dtype\s*=\s*(?P<dtype>[\w.'\"]+)\s*)?\)\s*;?",
@@ -93,8 +109,14 @@ _CAPTION = re.compile(r"[^\n\[\]=]{1,80}:[ \t]*\r?\n")
 _CODE = re.compile(r"[()\[\]{}]|\blambda\b|__|\bimport\b|\bexec\b|\beval\b")
 
 
-def parse_matrix_text(text: str, name: str, expected_shape: tuple[int, int] | None = None, *,
-                      dims: tuple[str, str] | None = None, source: str = "paste") -> np.ndarray:
+def parse_matrix_text(
+    text: str,
+    name: str,
+    expected_shape: tuple[int, int] | None = None,
+    *,
+    dims: tuple[str, str] | None = None,
+    source: str = "paste",
+) -> np.ndarray:
     """Parse pasted text (any form listed in the module docstring) into a float64 (rows, cols) array.
 
     ``expected_shape`` (rows, cols), when given, must match; ``dims`` names the two axes in the
@@ -110,11 +132,13 @@ def parse_matrix_text(text: str, name: str, expected_shape: tuple[int, int] | No
         _check_size(MAX_UPLOAD_BYTES + 1, name, source)
     body = text.strip().lstrip("\ufeff").strip()
     if not body:
-        raise AttentionError(f"{name}: the {source} is empty; paste a matrix such as [[0.2, 0.9], [0.1, 0.5]]", matrix=name)
+        raise AttentionError(
+            f"{name}: the {source} is empty; paste a matrix such as [[0.2, 0.9], [0.1, 0.5]]", matrix=name
+        )
     _bound_work(body, name, expected_shape, dims, source)
     caption = _CAPTION.match(body)
-    if caption and body[caption.end():].lstrip().startswith(("[", "array(", "np.array(", "numpy.array(")):
-        body = body[caption.end():].strip()  # a printed caption line such as "Attention weights:"
+    if caption and body[caption.end() :].lstrip().startswith(("[", "array(", "np.array(", "numpy.array(")):
+        body = body[caption.end() :].strip()  # a printed caption line such as "Attention weights:"
     literal = _literal_body(body, name, source)
     if literal is not None:
         arr = _parse_brackets(literal, name, source)
@@ -136,7 +160,9 @@ _CELL_CHARS, _LABEL_CHARS = 64, 256
 MAX_LINE_CHARS = (MAX_TOKENS + 1) * _CELL_CHARS
 
 
-def _bound_work(text: str, name: str, expected: tuple[int, int] | None, dims: tuple[str, str] | None, source: str) -> None:
+def _bound_work(
+    text: str, name: str, expected: tuple[int, int] | None, dims: tuple[str, str] | None, source: str
+) -> None:
     """Refuse, before building anything, text that cannot be a matrix of the expected shape: more characters
     than its cells and labels could take, or (whatever the shape) more numbers than any supported matrix has,
     counted from its commas. Costs a few C-level passes over the text, so a 16 MB paste is refused at once."""
@@ -146,12 +172,17 @@ def _bound_work(text: str, name: str, expected: tuple[int, int] | None, dims: tu
         if len(text) > limit:
             d = _dims(name, dims)
             raise AttentionError(
-                f"{name} must be {r} × {c} ({d[0]} × {d[1]}); the {source} has {len(text):,} characters, more than such a "
-                f"matrix can take (about {limit:,}), so it was not read", matrix=name)
+                f"{name} must be {r} × {c} ({d[0]} × {d[1]}); the {source} has {len(text):,} characters, more than "
+                f"such a "
+                f"matrix can take (about {limit:,}), so it was not read",
+                matrix=name,
+            )
     at_least = text.count(",") - text.count("]") - text.count(")") - text.count("\n")  # numbers separated by commas
     if at_least > MAX_CELLS:
-        raise AttentionError(f"{name}: the {source} has more than {MAX_CELLS:,} numbers; that is larger than any "
-                             "supported matrix", matrix=name)
+        raise AttentionError(
+            f"{name}: the {source} has more than {MAX_CELLS:,} numbers; that is larger than any supported matrix",
+            matrix=name,
+        )
 
 
 def _bound_lines(text: str, name: str, source: str) -> None:
@@ -162,15 +193,22 @@ def _bound_lines(text: str, name: str, source: str) -> None:
         end = len(text) if end < 0 else end
         if end - start > MAX_LINE_CHARS:
             line = text.count("\n", 0, start) + 1
-            raise AttentionError(f"{name}: line {line} of the {source} has {end - start:,} characters; a matrix row has at "
-                                 f"most {MAX_TOKENS + 1:,} cells (about {MAX_LINE_CHARS:,} characters), so it was not read",
-                                 matrix=name)
+            raise AttentionError(
+                f"{name}: line {line} of the {source} has {end - start:,} characters; a matrix row has at "
+                f"most {MAX_TOKENS + 1:,} cells (about {MAX_LINE_CHARS:,} characters), so it was not read",
+                matrix=name,
+            )
         start = end + 1
 
 
-def read_matrix_csv(data: bytes | str, name: str, expected_shape: tuple[int, int] | None = None, *,
-                    dims: tuple[str, str] | None = None,
-                    allow_neg_inf: bool = False) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
+def read_matrix_csv(
+    data: bytes | str,
+    name: str,
+    expected_shape: tuple[int, int] | None = None,
+    *,
+    dims: tuple[str, str] | None = None,
+    allow_neg_inf: bool = False,
+) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
     """Read a CSV (comma, tab or semicolon separated) into ``(matrix, row_labels, col_labels)``.
 
     The label row and label column are optional and detected: a first row with no numbers after its
@@ -195,8 +233,14 @@ def read_matrix_csv(data: bytes | str, name: str, expected_shape: tuple[int, int
     return _parse_rows(text, name, expected_shape, dims, "file", allow_neg_inf=allow_neg_inf, csv_mode=True)
 
 
-def read_upload(data: bytes, filename: str, name: str, expected_shape: tuple[int, int] | None = None, *,
-                dims: tuple[str, str] | None = None) -> np.ndarray:
+def read_upload(
+    data: bytes,
+    filename: str,
+    name: str,
+    expected_shape: tuple[int, int] | None = None,
+    *,
+    dims: tuple[str, str] | None = None,
+) -> np.ndarray:
     """An uploaded matrix file as a float64 (rows, cols) array; every message names the file.
 
     The file's extension must be one of :data:`MATRIX_FORMATS`: ``.csv``/``.tsv`` go through
@@ -214,15 +258,19 @@ def read_upload(data: bytes, filename: str, name: str, expected_shape: tuple[int
     ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     if ext not in MATRIX_FORMATS:
         kind = f"a .{_short(ext, 12)[1:-1]} file" if ext else "a file with no extension"
-        raise AttentionError(f"{name}: {label} is {kind}; upload one of {', '.join('.' + f for f in MATRIX_FORMATS)}"
-                             + (" (save a spreadsheet as CSV)" if ext in ("xlsx", "xls", "ods") else ""), matrix=name)
+        raise AttentionError(
+            f"{name}: {label} is {kind}; upload one of {', '.join('.' + f for f in MATRIX_FORMATS)}"
+            + (" (save a spreadsheet as CSV)" if ext in ("xlsx", "xls", "ods") else ""),
+            matrix=name,
+        )
     if ext in ("npy", "npz"):
         return _final_shape(read_numpy(data, name, label, ext), name, expected_shape, dims, source)
     text = _decode(data, name, label)
     stripped = text.lstrip("\ufeff").strip()
     if stripped.startswith("{"):
         raise AttentionError(
-            f"{name}: {label} looks like a preset file (a JSON object), not a single matrix; load it as a preset instead",
+            f"{name}: {label} looks like a preset file (a JSON object), not a single matrix; load it as a preset "
+            f"instead",
             matrix=name,
         )
     if ext == "txt" or stripped.startswith(("[", "np.", "numpy.", "array(")):
@@ -230,7 +278,9 @@ def read_upload(data: bytes, filename: str, name: str, expected_shape: tuple[int
     try:
         matrix, _, _ = read_matrix_csv(text, name, expected_shape, dims=dims)
     except AttentionError as exc:
-        raise AttentionError(exc.message.replace(" the file ", f" {label} ", 1), matrix=exc.matrix, cell=exc.cell) from None
+        raise AttentionError(
+            exc.message.replace(" the file ", f" {label} ", 1), matrix=exc.matrix, cell=exc.cell
+        ) from None
     return matrix
 
 
@@ -243,30 +293,45 @@ def read_numpy(data: bytes, name: str, label: str = "the file", ext: str = "npy"
             with loaded:
                 keys = list(loaded.files)
                 if len(keys) != 1:
-                    raise AttentionError(f"{name}: {label} holds {len(keys)} arrays ({', '.join(map(repr, keys[:5]))}); "
-                                         "save one matrix per .npz file (np.savez(path, M))", matrix=name)
+                    raise AttentionError(
+                        f"{name}: {label} holds {len(keys)} arrays ({', '.join(map(repr, keys[:5]))}); "
+                        "save one matrix per .npz file (np.savez(path, M))",
+                        matrix=name,
+                    )
                 arr = np.asarray(loaded[keys[0]])
         else:
             arr = np.asarray(loaded)
     except AttentionError:
         raise
     except ValueError as exc:
-        why = "it holds Python objects, which are never unpickled here" if "pickle" in str(exc) else "numpy cannot read it"
+        why = (
+            "it holds Python objects, which are never unpickled here"
+            if "pickle" in str(exc)
+            else "numpy cannot read it"
+        )
         raise AttentionError(f"{name}: {label} is not a readable .{ext} array ({why})", matrix=name) from None
     except (OSError, EOFError, KeyError, zipfile.BadZipFile):
-        raise AttentionError(f"{name}: {label} is not a valid .{ext} file (it may be cut short or renamed)", matrix=name) from None
+        raise AttentionError(
+            f"{name}: {label} is not a valid .{ext} file (it may be cut short or renamed)", matrix=name
+        ) from None
     if arr.dtype.kind not in "biuf":
         raise AttentionError(f"{name}: {label} holds {arr.dtype} values; a matrix needs numbers", matrix=name)
     if arr.size > MAX_CELLS:
-        raise AttentionError(f"{name}: {label} has {arr.size:,} numbers; that is larger than any supported matrix", matrix=name)
+        raise AttentionError(
+            f"{name}: {label} has {arr.size:,} numbers; that is larger than any supported matrix", matrix=name
+        )
     arr = arr.astype(np.float64)
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
         where = ", ".join(str(i + 1) for i in bad[0])
-        raise AttentionError(f"{name}: {label} has {arr[tuple(bad[0])]} at index ({where}); every value must be a finite number",
-                             matrix=name)
+        raise AttentionError(
+            f"{name}: {label} has {arr[tuple(bad[0])]} at index ({where}); every value must be a finite number",
+            matrix=name,
+        )
     if arr.ndim not in (1, 2, 3):
-        raise AttentionError(f"{name}: {label} holds a {arr.ndim}-D array of shape {arr.shape}; a matrix is 2-D", matrix=name)
+        raise AttentionError(
+            f"{name}: {label} holds a {arr.ndim}-D array of shape {arr.shape}; a matrix is 2-D", matrix=name
+        )
     return arr
 
 
@@ -321,15 +386,19 @@ def _check_size(size: int, name: str, what: str) -> None:
 def _decode(data: bytes, name: str, label: str = "the file") -> str:
     _check_size(len(data), name, "file")
     if data.startswith(b"PK\x03\x04"):
-        raise AttentionError(f"{name}: {label} is a zip archive (an Excel workbook or an .npz), not CSV text; save the matrix "
-                             "as CSV, or upload an .npz with its own extension", matrix=name)
+        raise AttentionError(
+            f"{name}: {label} is a zip archive (an Excel workbook or an .npz), not CSV text; save the matrix "
+            "as CSV, or upload an .npz with its own extension",
+            matrix=name,
+        )
     if data.startswith(b"\x93NUMPY"):
         raise AttentionError(f"{name}: {label} is a binary .npy array; upload it with the .npy extension", matrix=name)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise AttentionError(
-            f"{name}: {label} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); save it as UTF-8 CSV",
+            f"{name}: {label} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); save it as "
+            f"UTF-8 CSV",
             matrix=name,
         ) from None
     if "\x00" in text:
@@ -351,7 +420,9 @@ def _dims(name: str, dims: tuple[str, str] | None) -> tuple[str, str]:
     return dims or _DEFAULT_DIMS.get(name, ("rows", "columns"))
 
 
-def _shape_error(name: str, expected: tuple[int, int], got: tuple[int, ...], dims: tuple[str, str] | None, source: str) -> AttentionError:
+def _shape_error(
+    name: str, expected: tuple[int, int], got: tuple[int, ...], dims: tuple[str, str] | None, source: str
+) -> AttentionError:
     d = _dims(name, dims)
     got_text = " × ".join(str(g) for g in got)
     return AttentionError(
@@ -368,7 +439,8 @@ def _cell_value(text: str, name: str, where: str, cell: tuple[int, int], allow_n
         if math.isinf(value):
             raise AttentionError(
                 f"{name} {where} is {_short(t)}, which is too large for a 64-bit float (the largest is about 1.8e308)",
-                matrix=name, cell=cell,
+                matrix=name,
+                cell=cell,
             )
         return value
     if NONFINITE.fullmatch(t):
@@ -376,19 +448,23 @@ def _cell_value(text: str, name: str, where: str, cell: tuple[int, int], allow_n
             return -math.inf
         raise AttentionError(
             f"{name} {where} is {_short(t)}: NaN and infinity are not allowed; every value must be a finite number",
-            matrix=name, cell=cell,
+            matrix=name,
+            cell=cell,
         )
     if not t:
         raise AttentionError(f"{name} {where} is blank; every cell needs a number", matrix=name, cell=cell)
     raise AttentionError(f"{name} {where} is {_short(t)}, which is not a number", matrix=name, cell=cell)
 
 
-def _final_shape(arr: np.ndarray, name: str, expected: tuple[int, int] | None, dims: tuple[str, str] | None, source: str) -> np.ndarray:
+def _final_shape(
+    arr: np.ndarray, name: str, expected: tuple[int, int] | None, dims: tuple[str, str] | None, source: str
+) -> np.ndarray:
     """Bring a parsed 1-D/2-D/batch-of-one array to 2-D and check it against ``expected``."""
     if arr.ndim == 3:
         if arr.shape[0] != 1:
             raise AttentionError(
-                f"{name}: the {source} is 3-D with shape {arr.shape}; only a single matrix (or a batch of one) can be read",
+                f"{name}: the {source} is 3-D with shape {arr.shape}; only a single matrix (or a batch of one) can "
+                f"be read",
                 matrix=name,
             )
         arr = arr[0]
@@ -412,16 +488,18 @@ def _literal_body(body: str, name: str, source: str = "paste") -> str | None:
     """
     rest = body
     m = _ASSIGN.match(rest)
-    if m and (rest[m.end():].startswith("[") or _WRAPPER.fullmatch(rest[m.end():])):
-        rest = rest[m.end():]
+    if m and (rest[m.end() :].startswith("[") or _WRAPPER.fullmatch(rest[m.end() :])):
+        rest = rest[m.end() :]
     w = _WRAPPER.fullmatch(rest)
     if w:
         dtype = w.group("dtype")
         if dtype is not None:
             plain = dtype.strip("'\"").removeprefix("np.").removeprefix("numpy.")
             if plain not in _DTYPES:
-                raise AttentionError(f"{name}: the {source} is not a matrix literal (dtype={_short(dtype, 20)} is not a number type)",
-                                     matrix=name)
+                raise AttentionError(
+                    f"{name}: the {source} is not a matrix literal (dtype={_short(dtype, 20)} is not a number type)",
+                    matrix=name,
+                )
         inner = w.group("body").strip()
         if not inner.startswith("["):
             raise AttentionError(
@@ -443,9 +521,13 @@ def _where_in(text: str, pos: int) -> str:
 
 def _parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
     """Tokenize and parse a bracketed literal into an array (1-D, 2-D or 3-D); never evaluates."""
+
     def not_literal(why: str) -> AttentionError:
-        return AttentionError(f"{name}: the {source} is not a matrix literal ({why}); only numbers, brackets, commas and spaces "
-                              "are read, and nothing pasted is ever run", matrix=name)
+        return AttentionError(
+            f"{name}: the {source} is not a matrix literal ({why}); only numbers, brackets, commas and spaces "
+            "are read, and nothing pasted is ever run",
+            matrix=name,
+        )
 
     stack: list[list] = []
     closers: list[str] = []
@@ -457,11 +539,16 @@ def _parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
         if tok[0].isspace():
             continue
         if root is not None:
-            raise not_literal(f"unexpected {_short(tok, 20)} after the closing bracket, at {_where_in(text, m.start())}")
+            raise not_literal(
+                f"unexpected {_short(tok, 20)} after the closing bracket, at {_where_in(text, m.start())}"
+            )
         if tok in "[(":
             if len(stack) >= MAX_DEPTH:
-                raise AttentionError(f"{name}: the {source} is nested more than {MAX_DEPTH} levels deep; a matrix is [[row], [row], ...]",
-                                     matrix=name)
+                raise AttentionError(
+                    f"{name}: the {source} is nested more than {MAX_DEPTH} levels deep; a matrix is [[row], [row], "
+                    f"...]",
+                    matrix=name,
+                )
             new: list = []
             if stack:
                 stack[-1].append(new)
@@ -485,7 +572,8 @@ def _parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
                 raise not_literal(f"{_short(tok, 20)} outside the brackets")
             if tok == "..." or tok == "…":
                 raise AttentionError(
-                    f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it in full "
+                    f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it "
+                    f"in full "
                     "with np.set_printoptions(threshold=sys.maxsize) and paste again",
                     matrix=name,
                 )
@@ -493,8 +581,11 @@ def _parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
                 raise not_literal(f"{_short(tok, 20)} at {_where_in(text, m.start())} is not a number")
             cells += 1
             if cells > MAX_CELLS:
-                raise AttentionError(f"{name}: the {source} has more than {MAX_CELLS:,} numbers; that is larger than any supported matrix",
-                                     matrix=name)
+                raise AttentionError(
+                    f"{name}: the {source} has more than {MAX_CELLS:,} numbers; that is larger than any supported "
+                    f"matrix",
+                    matrix=name,
+                )
             stack[-1].append(tok)
             after_item = True
     if stack:
@@ -516,8 +607,11 @@ def _nested_to_array(root: list, name: str, source: str = "paste") -> np.ndarray
             raise AttentionError(f"{name}: {where or 'the ' + source} is empty; every row needs numbers", matrix=name)
         kinds = {isinstance(x, list) for x in node}
         if len(kinds) > 1 or (True in kinds) != (level < depth - 1):
-            raise AttentionError(f"{name}: {where or 'the ' + source} mixes numbers and bracketed rows; every row must be a list of numbers",
-                                 matrix=name)
+            raise AttentionError(
+                f"{name}: {where or 'the ' + source} mixes numbers and bracketed rows; every row must be a list of "
+                f"numbers",
+                matrix=name,
+            )
         if level == depth - 1:
             return (len(node),)
         label = levels[level]
@@ -530,10 +624,13 @@ def _nested_to_array(root: list, name: str, source: str = "paste") -> np.ndarray
                     raise AttentionError(
                         f"{name}: {prefix}{label} {i} has {_count(s[0], 'number')} but {label} 1 has {first[0]}; "
                         "every row needs the same number of columns",
-                        matrix=name, cell=(i - 1, min(s[0], first[0])),
+                        matrix=name,
+                        cell=(i - 1, min(s[0], first[0])),
                     )
-                raise AttentionError(f"{name}: {prefix}{label} {i} has shape {s} but {label} 1 has {first}; the rows are ragged",
-                                     matrix=name)
+                raise AttentionError(
+                    f"{name}: {prefix}{label} {i} has shape {s} but {label} 1 has {first}; the rows are ragged",
+                    matrix=name,
+                )
         return (len(node),) + first
 
     shape = shape_of(root, 0, "")
@@ -574,7 +671,11 @@ def _sniff(text: str) -> str | None:
         if delim not in sample:
             continue
         try:
-            rows = [r for r in itertools.islice(csv.reader(io.StringIO(sample, newline=""), delimiter=delim), 51) if any(c.strip() for c in r)]
+            rows = [
+                r
+                for r in itertools.islice(csv.reader(io.StringIO(sample, newline=""), delimiter=delim), 51)
+                if any(c.strip() for c in r)
+            ]
         except csv.Error:
             continue
         if truncated and len(rows) > 1:
@@ -643,8 +744,16 @@ def _is_index(cells: Sequence[str], start: int) -> bool:
     return values == list(range(start, start + len(values)))
 
 
-def _parse_rows(text: str, name: str, expected: tuple[int, int] | None, dims: tuple[str, str] | None, source: str, *,
-                allow_neg_inf: bool, csv_mode: bool = False) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
+def _parse_rows(
+    text: str,
+    name: str,
+    expected: tuple[int, int] | None,
+    dims: tuple[str, str] | None,
+    source: str,
+    *,
+    allow_neg_inf: bool,
+    csv_mode: bool = False,
+) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
     try:
         rows, lines = _split(text, csv_mode)
     except AttentionError as exc:
@@ -657,13 +766,23 @@ def _parse_rows(text: str, name: str, expected: tuple[int, int] | None, dims: tu
     row0 = rows[0]
     header = len(rows) > 1 and not any(is_number_text(c) for c in row0) and any(_textual(c) for c in row0)
     pandas_header = len(rows) > 1 and not row0[0].strip() and len(row0) > 1 and _is_index(row0[1:], 0)
-    short_header = (not csv_mode and len(rows) > 1 and len(row0) == width - 1
-                    and all(len(r) == width for r in rows[1:]) and (header or _is_index(row0, 0)))
+    short_header = (
+        not csv_mode
+        and len(rows) > 1
+        and len(row0) == width - 1
+        and all(len(r) == width for r in rows[1:])
+        and (header or _is_index(row0, 0))
+    )
     header = header or pandas_header or short_header
     if expected is not None:
         # The expected shape settles doubtful cases: a formula such as =1+1 where the shape needs a number is
         # bad data (labels written by matrix_csv never start with one), and a first row that must be labels is labels.
-        if header and len(rows) == expected[0] and not (pandas_header or short_header) and any(_formula(c) for c in row0):
+        if (
+            header
+            and len(rows) == expected[0]
+            and not (pandas_header or short_header)
+            and any(_formula(c) for c in row0)
+        ):
             header = False
         elif not header and len(rows) == expected[0] + 1 and (any(_textual(c) for c in row0) or _is_index(row0, 0)):
             header = True
@@ -680,7 +799,12 @@ def _parse_rows(text: str, name: str, expected: tuple[int, int] | None, dims: tu
     if header and not label_col and not row0[0].strip() and width > 1:
         label_col = True
     if expected is not None:
-        if label_col and width == expected[1] and not (pandas_header or short_header) and any(_formula(c) for c in col0):
+        if (
+            label_col
+            and width == expected[1]
+            and not (pandas_header or short_header)
+            and any(_formula(c) for c in col0)
+        ):
             label_col = False
         elif not label_col and width == expected[1] + 1 and (header or any(_textual(c) for c in col0)):
             label_col = True
@@ -694,7 +818,8 @@ def _parse_rows(text: str, name: str, expected: tuple[int, int] | None, dims: tu
             raise AttentionError(
                 f"{name}: {what} (line {body_lines[i]}) has {_count(len(r), 'cell')} but row 1 has {data_width}; "
                 "every row needs the same number of cells",
-                matrix=name, cell=(i, min(len(r), data_width) - (1 if label_col else 0)),
+                matrix=name,
+                cell=(i, min(len(r), data_width) - (1 if label_col else 0)),
             )
     ncols = data_width - 1 if label_col else data_width
     if ncols < 1:
@@ -705,7 +830,8 @@ def _parse_rows(text: str, name: str, expected: tuple[int, int] | None, dims: tu
         names = row0[1:] if label_col and len(row0) == data_width else row0
         if len(names) != ncols:
             raise AttentionError(
-                f"{name}: the label row has {len(row0)} cells but the rows have {data_width}; they must line up", matrix=name,
+                f"{name}: the label row has {len(row0)} cells but the rows have {data_width}; they must line up",
+                matrix=name,
             )
         col_labels = [unprotect_label(c) for c in names]
     if expected is not None and (len(body), ncols) != tuple(expected):

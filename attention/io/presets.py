@@ -79,8 +79,14 @@ class Preset:
         """X, W_q, W_k, W_v as float arrays (X may carry a batch axis, as document 003's (1, 6, 8))."""
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
-            out.update(rng.draw(self.seed if self.seed is not None else self.random.seed, self.random.draws,
-                                self.random.generator, self.random.scales))
+            out.update(
+                rng.draw(
+                    self.seed if self.seed is not None else self.random.seed,
+                    self.random.draws,
+                    self.random.generator,
+                    self.random.scales,
+                )
+            )
         return {name: out[name] for name in INPUTS}
 
     def compute(self) -> Trace:
@@ -105,8 +111,11 @@ class Preset:
             d["random"] = {
                 "generator": self.random.generator,
                 "seed": self.seed if self.seed is not None else self.random.seed,
-                "draws": [{"name": n, "shape": list(s)} | ({"scale": self.random.scales[n]} if n in self.random.scales else {})
-                          for n, s in self.random.draws],
+                "draws": [
+                    {"name": n, "shape": list(s)}
+                    | ({"scale": self.random.scales[n]} if n in self.random.scales else {})
+                    for n, s in self.random.draws
+                ],
             }
         if self.expected or self.expected_shapes:
             d["expected"] = {name: np.asarray(v).tolist() for name, v in self.expected.items()}
@@ -121,13 +130,27 @@ class Preset:
         return _dump(self.to_dict()) + "\n"
 
 
-def from_state(tokens: Sequence[str], matrices: Mapping[str, np.ndarray], options: Options, *,
-               id: str = "my_preset", title: str = "My preset", description: str = "",
-               source: Mapping[str, str] | None = None) -> Preset:
+def from_state(
+    tokens: Sequence[str],
+    matrices: Mapping[str, np.ndarray],
+    options: Options,
+    *,
+    id: str = "my_preset",
+    title: str = "My preset",
+    description: str = "",
+    source: Mapping[str, str] | None = None,
+) -> Preset:
     """A preset holding the given state as fixed matrices (what 'save my preset' writes)."""
     fixed = {name: np.array(matrices[name], dtype=np.float64) for name in INPUTS}
-    preset = Preset(id=id, title=title, tokens=tuple(tokens), options=options, fixed=fixed,
-                    description=description, source=dict(source or {}))
+    preset = Preset(
+        id=id,
+        title=title,
+        tokens=tuple(tokens),
+        options=options,
+        fixed=fixed,
+        description=description,
+        source=dict(source or {}),
+    )
     return parse_preset(preset.to_json(), f"{id}.json")  # one validation path for every preset
 
 
@@ -141,14 +164,20 @@ def blank(n: int, d_model: int, d_k: int | None = None, seed: int = 0, tokens: S
     if len(toks) != n:
         raise AttentionError(f"{len(toks)} tokens given for n = {n}")
     draws = (("X", (n, d_model)), ("W_q", (d_model, d_k)), ("W_k", (d_model, d_k)), ("W_v", (d_model, d_k)))
-    return Preset(id="blank", title=f"Blank {n}×{d_model}", tokens=toks, options=Options(), fixed={},
-                  random=RandomSpec(seed, draws, rng.NORMAL, {w: 1 / float(np.sqrt(d_model)) for w in ("W_q", "W_k", "W_v")}),
-                  seed=_check_seed(seed, "seed"),
-                  description="Every matrix drawn from a normal distribution with the seed, in the order X, W_q, W_k, W_v: "
-                              "X with variance 1 and each W with variance 1/d_model, so Q, K and V have variance about 1 "
-                              "(as a trained model is initialised). Centred values give scores of both signs, so "
-                              "different tokens attend to different keys; with the tutorials' uniform [0, 1) values every "
-                              "score is positive and every row prefers the same few keys (those with the largest keys).")
+    return Preset(
+        id="blank",
+        title=f"Blank {n}×{d_model}",
+        tokens=toks,
+        options=Options(),
+        fixed={},
+        random=RandomSpec(seed, draws, rng.NORMAL, {w: 1 / float(np.sqrt(d_model)) for w in ("W_q", "W_k", "W_v")}),
+        seed=_check_seed(seed, "seed"),
+        description="Every matrix drawn from a normal distribution with the seed, in the order X, W_q, W_k, W_v: "
+        "X with variance 1 and each W with variance 1/d_model, so Q, K and V have variance about 1 "
+        "(as a trained model is initialised). Centred values give scores of both signs, so "
+        "different tokens attend to different keys; with the tutorials' uniform [0, 1) values every "
+        "score is positive and every row prefers the same few keys (those with the largest keys).",
+    )
 
 
 def list_presets() -> list[str]:
@@ -210,7 +239,9 @@ def parse_preset(text: str | bytes, filename: str = "preset.json") -> Preset:
     found = _find_non_finite(data, "")
     if found is not None:
         where, literal = found
-        raise _Validator(filename).fail(where or "(top level)", f"is {literal}, which is not allowed in a preset; every number must be finite")
+        raise _Validator(filename).fail(
+            where or "(top level)", f"is {literal}, which is not allowed in a preset; every number must be finite"
+        )
     return _Validator(filename).preset(data)
 
 
@@ -292,12 +323,18 @@ class _Validator:
             return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS
 
         if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(whole(v) for v in value)):
-            raise self.fail(where, f"must be a list of 1 to {max_dims} whole numbers from 1 to {MAX_TOKENS}, got {_short(value)}")
+            raise self.fail(
+                where, f"must be a list of 1 to {max_dims} whole numbers from 1 to {MAX_TOKENS}, got {_short(value)}"
+            )
         return tuple(value)
 
     def preset(self, data: Any) -> Preset:
-        top = self.obj(data, "(top level)", {"format", "id", "title", "tokens", "options"},
-                       {"source", "description", "matrices", "random", "expected", "notes", "label", "order"})
+        top = self.obj(
+            data,
+            "(top level)",
+            {"format", "id", "title", "tokens", "options"},
+            {"source", "description", "matrices", "random", "expected", "notes", "label", "order"},
+        )
         if top["format"] != FORMAT:
             raise self.fail("format", f"must be {FORMAT!r}, got {_short(top['format'])}")
         pid = self.text(top["id"], "id", 100)
@@ -333,7 +370,9 @@ class _Validator:
             for i, dr in enumerate(r["draws"]):
                 dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, {"scale"})
                 if dr["name"] not in INPUTS:
-                    raise self.fail(f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}")
+                    raise self.fail(
+                        f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}"
+                    )
                 if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
                     raise self.fail(f"random.draws[{i}].name", f"{_short(dr['name'])} is given twice")
                 draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
@@ -356,9 +395,22 @@ class _Validator:
         notes = top.get("notes", {})
         if not isinstance(notes, dict):
             raise self.fail("notes", "must be an object")
-        preset = Preset(id=pid, title=title, tokens=tokens, options=options, fixed=fixed, random=random,
-                        seed=random.seed if random else None, source=source, description=description,
-                        expected=expected, expected_shapes=shapes, notes=notes, label=label, order=order)
+        preset = Preset(
+            id=pid,
+            title=title,
+            tokens=tokens,
+            options=options,
+            fixed=fixed,
+            random=random,
+            seed=random.seed if random else None,
+            source=source,
+            description=description,
+            expected=expected,
+            expected_shapes=shapes,
+            notes=notes,
+            label=label,
+            order=order,
+        )
         self.consistent(preset)
         return preset
 
@@ -394,7 +446,9 @@ class _Validator:
             if exc.message.startswith(self.filename):
                 raise
             where = self.field_of(preset, exc.matrix)
-            raise AttentionError(f"{self.filename}: field '{where}': {exc.message}", matrix=exc.matrix, cell=exc.cell) from None
+            raise AttentionError(
+                f"{self.filename}: field '{where}': {exc.message}", matrix=exc.matrix, cell=exc.cell
+            ) from None
 
     @staticmethod
     def field_of(preset: Preset, matrix: str | None) -> str:
@@ -419,8 +473,14 @@ def _check_seed(seed: object, where: str) -> int:
 
 
 def _options_to_dict(o: Options) -> dict[str, Any]:
-    d: dict[str, Any] = {"projection": o.projection, "softmax": o.softmax, "scale": o.scale,
-                         "temperature": o.temperature, "mask": o.mask, "heads": o.heads}
+    d: dict[str, Any] = {
+        "projection": o.projection,
+        "softmax": o.softmax,
+        "scale": o.scale,
+        "temperature": o.temperature,
+        "mask": o.mask,
+        "heads": o.heads,
+    }
     if o.padding:
         d["padding"] = list(o.padding)
     return d

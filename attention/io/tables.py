@@ -58,7 +58,13 @@ def protect_text(text: str) -> str:
     :func:`attention.io.parse.unprotect_label` undoes it.
     """
     text = str(text)
-    if not text or text != text.strip() or text.startswith(FORMULA_START) or text.startswith("'") or is_number_text(text):
+    if (
+        not text
+        or text != text.strip()
+        or text.startswith(FORMULA_START)
+        or text.startswith("'")
+        or is_number_text(text)
+    ):
         return "'" + text
     return text
 
@@ -75,8 +81,14 @@ def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) 
     return axis_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection)
 
 
-def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], corner: str = "token", *,
-               bom: bool = False) -> bytes:
+def matrix_csv(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    corner: str = "token",
+    *,
+    bom: bool = False,
+) -> bytes:
     """One labelled matrix as UTF-8 CSV bytes.
 
     ``matrix`` is 2-D (rows, cols); the header is ``corner, col_labels...`` and each row starts with its
@@ -96,7 +108,9 @@ def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequen
     if len(rows) != arr.shape[0]:
         raise AttentionError(f"{len(rows)} row labels for a matrix with {arr.shape[0]} rows; give one label per row")
     if len(cols) != arr.shape[1]:
-        raise AttentionError(f"{len(cols)} column labels for a matrix with {arr.shape[1]} columns; give one label per column")
+        raise AttentionError(
+            f"{len(cols)} column labels for a matrix with {arr.shape[1]} columns; give one label per column"
+        )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow([protect_text(corner)] + [protect_text(c) for c in cols])
@@ -105,7 +119,9 @@ def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequen
     return ("\ufeff" if bom else "").encode("utf-8") + out.getvalue().encode("utf-8")
 
 
-def trace_files(trace: Trace, tokens: Sequence[str] | None = None) -> dict[str, tuple[np.ndarray, list[str], list[str]]]:
+def trace_files(
+    trace: Trace, tokens: Sequence[str] | None = None
+) -> dict[str, tuple[np.ndarray, list[str], list[str]]]:
     """The CSV files of :func:`trace_zip` before writing: ``{file name: (2-D array, row labels, col labels)}``.
 
     With a batch axis, batch item 0 is used; with h > 1 heads, scores/scaled/weights (h, n, n) become
@@ -139,17 +155,27 @@ def one_line(text: object, limit: int = 200) -> str:
     become spaces, runs of spaces one space, and long text is cut with an ellipsis."""
     s = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in str(text))
     s = " ".join(s.split())
-    return s if len(s) <= limit else s[:limit - 1] + "…"
+    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def conventions(o) -> str:
     """The options in words, for README files and code comments."""
     proj = "Q = X·W (W is d_model × d_k)" if o.projection == "x_w" else "Q = X·Wᵀ (W is d_k × d_model)"
-    soft = {"row_max": "softmax subtracts each row's max", "global_max": "softmax subtracts the whole matrix's max",
-            "none": "softmax is a plain exp / row sum (nothing subtracted)"}[o.softmax]
+    soft = {
+        "row_max": "softmax subtracts each row's max",
+        "global_max": "softmax subtracts the whole matrix's max",
+        "none": "softmax is a plain exp / row sum (nothing subtracted)",
+    }[o.softmax]
     scale = "scale 1/√d_k" if o.scale is None else f"scale {float(o.scale)!r}"
     mask = {"none": "no mask", "causal": "causal mask", "padding": "padding mask"}[o.mask]
-    parts = [proj, soft, scale, f"temperature {float(o.temperature)!r}", mask, f"{o.heads} head" + ("s" if o.heads > 1 else "")]
+    parts = [
+        proj,
+        soft,
+        scale,
+        f"temperature {float(o.temperature)!r}",
+        mask,
+        f"{o.heads} head" + ("s" if o.heads > 1 else ""),
+    ]
     return "; ".join(parts)
 
 
@@ -178,20 +204,27 @@ def trace_zip(trace: Trace, preset: Preset) -> bytes:
         head = f", head {fname.split('_head')[1].split('.')[0]}" if "_head" in fname else ""
         lines.append(f"  {fname:<20} {arr.shape[0]} × {arr.shape[1]}  {_DESCRIPTIONS[base]}{head}")
     lines += [
-        "  preset.json          the settings and the input matrices (load it in the dashboard, or with attention.parse_preset)",
+        "  preset.json          the settings and the input matrices (load it in the dashboard, or with "
+        "attention.parse_preset)",
         "  README.txt           this file",
         "",
         "Numbers are written at full precision (Python's repr of each 64-bit float), so they re-read bit-exact.",
-        "Masked cells of scaled.csv (forbidden by the causal or padding mask) are written as -inf; their weights are 0.",
-        "Text cells that a spreadsheet could run as a formula (starting with = + - @, tab or CR), that start with ', or",
+        "Masked cells of scaled.csv (forbidden by the causal or padding mask) are written as -inf; their weights are "
+        "0.",
+        "Text cells that a spreadsheet could run as a formula (starting with = + - @, tab or CR), that start with ', "
+        "or",
         "that look like numbers are prefixed with ' ; strip one leading ' to get the label back.",
     ]
     if batched:
-        lines.append(f"X has a batch axis (shape {trace.X.shape}); the CSV files hold batch item 1 of {trace.X.shape[0]} "
-                     "(index 0), and preset.json keeps the full shape.")
+        lines.append(
+            f"X has a batch axis (shape {trace.X.shape}); the CSV files hold batch item 1 of {trace.X.shape[0]} "
+            "(index 0), and preset.json keeps the full shape."
+        )
     if trace.options.heads > 1:
-        lines.append(f"{trace.options.heads} heads: Q, K, V and output hold all heads side by side (head i is the i-th block of "
-                     "columns); scores, scaled and weights are written once per head.")
+        lines.append(
+            f"{trace.options.heads} heads: Q, K, V and output hold all heads side by side (head i is the i-th block of "
+            "columns); scores, scaled and weights are written once per head."
+        )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for fname, (arr, rows, cols) in files.items():
@@ -202,8 +235,6 @@ def trace_zip(trace: Trace, preset: Preset) -> bytes:
     return buf.getvalue()
 
 
-
-
 def table_csv(df: pd.DataFrame) -> bytes:
     """A small table (text and number columns) as UTF-8 CSV: numbers at full precision, every text
     cell guarded against formula injection like :func:`matrix_csv`'s labels."""
@@ -211,6 +242,12 @@ def table_csv(df: pd.DataFrame) -> bytes:
     writer = csv.writer(out)
     writer.writerow([protect_text(str(c)) for c in df.columns])
     for row in df.itertuples(index=False):
-        writer.writerow([repr(float(v)) if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool)
-                         else protect_text(str(v)) for v in row])
+        writer.writerow(
+            [
+                repr(float(v))
+                if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool)
+                else protect_text(str(v))
+                for v in row
+            ]
+        )
     return out.getvalue().encode("utf-8")

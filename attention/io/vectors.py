@@ -57,8 +57,10 @@ def _table() -> _Table:
         raise AttentionError(f"the word-vector table {TABLE_PATH.name} cannot be read ({exc})") from None
     norms = np.linalg.norm(vectors, axis=1)  # (V,)
     if vectors.shape != (len(words), DIM) or not np.isfinite(vectors).all() or not (norms > 0).all():
-        raise AttentionError(f"the word-vector table {TABLE_PATH.name} is damaged: vectors {vectors.shape} "
-                             f"for {len(words)} words, or a row is not finite or all zeros")
+        raise AttentionError(
+            f"the word-vector table {TABLE_PATH.name} is damaged: vectors {vectors.shape} "
+            f"for {len(words)} words, or a row is not finite or all zeros"
+        )
     index = {word: i for i, word in enumerate(words)}
     return _Table(words, vectors, norms, index, vectors.mean(axis=0), vectors.std(axis=0))
 
@@ -106,8 +108,10 @@ def nearest(word_or_vector: str | Sequence[float] | np.ndarray, k: int = 8) -> l
     if isinstance(word_or_vector, str):
         key = word_or_vector.lower()
         if key not in table.index:
-            raise AttentionError(f"{word_or_vector!r} is not among the {len(table.words):,} GloVe words, so it has "
-                                 "no vector to compare; choose a word from the table or give a vector")
+            raise AttentionError(
+                f"{word_or_vector!r} is not among the {len(table.words):,} GloVe words, so it has "
+                "no vector to compare; choose a word from the table or give a vector"
+            )
         skip = table.index[key]
         query = table.vectors[skip]  # (50,)
     else:

@@ -1,4 +1,4 @@
-"""The "why" views: explain one cell (choose it, or click it in the heatmap), a step's inputs, softmax's middle steps."""
+"""The "why" views: explain one cell (chosen, or clicked in the heatmap), a step's inputs, softmax's middle steps."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .. import charts
 from ..explain import explain_cell
 from ..trace import Trace
 from . import session, state
-from .specs import shown
+from .arrays import shown
 from .text import esc
 
 HEATMAP_KEY = "hm.{page}"
@@ -49,28 +49,51 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     head = min(s.head, trace.options.heads - 1)
     if trace.options.heads > 1:
         st.session_state[f"cell.{page_key}.head"] = head + 1
-        st.selectbox("head", list(range(1, trace.options.heads + 1)), key=f"cell.{page_key}.head",
-                     on_change=lambda: state.set_head(st.session_state[f"cell.{page_key}.head"] - 1))
+        st.selectbox(
+            "head",
+            list(range(1, trace.options.heads + 1)),
+            key=f"cell.{page_key}.head",
+            on_change=lambda: state.set_head(st.session_state[f"cell.{page_key}.head"] - 1),
+        )
     e = explain_cell(trace, i, j, head)
     fmt = charts.decimals_for(np.concatenate([e.q, e.k, e.products]), s.digits).format
     d = len(e.q)
     cols = [f"q{c + 1}·k{c + 1}" for c in range(d)]
-    table = pd.DataFrame({f"q ({labels[i]})": [fmt(v) for v in e.q], f"k ({labels[j]})": [fmt(v) for v in e.k],
-                          "q × k": [fmt(v) for v in e.products]}, index=cols)
+    table = pd.DataFrame(
+        {
+            f"q ({labels[i]})": [fmt(v) for v in e.q],
+            f"k ({labels[j]})": [fmt(v) for v in e.k],
+            "q × k": [fmt(v) for v in e.products],
+        },
+        index=cols,
+    )
     st.dataframe(table, width="stretch")
     qi, kj = esc(labels[i]), esc(labels[j])
-    lines = [f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks for)."]
+    lines = [
+        f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks "
+        f"for)."
+    ]
     if e.masked:
         lines.append(f"2. Masked: {qi} may not attend to {kj}, so S' = −∞ and its weight is 0 whatever the score.")
     else:
-        lines.append(f"2. Scaled: S' = S × {e.scale:.6g} = **{e.scaled:.6g}**"
-                     + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "") + ".")
-        what = {"row_max": "the row's largest value", "global_max": "the whole matrix's largest value",
-                "none": "nothing"}[trace.options.softmax]
-        lines.append(f"3. Subtract {what}, {e.shift:.6g}: {e.shifted[j]:.6g}; exp of that: **{e.exps[j]:.6g}** "
-                     "(subtracting a constant from the whole row changes no weight, it only keeps exp from overflowing).")
-        lines.append(f"4. The row's exps add up to {e.row_sum:.6g}, so {qi}'s weight on {kj} is {e.exps[j]:.6g} / "
-                     f"{e.row_sum:.6g} = **{e.exps[j] / e.row_sum:.6g}** ({e.weight:.1%} of {qi}'s attention).")
+        lines.append(
+            f"2. Scaled: S' = S × {e.scale:.6g} = **{e.scaled:.6g}**"
+            + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "")
+            + "."
+        )
+        what = {
+            "row_max": "the row's largest value",
+            "global_max": "the whole matrix's largest value",
+            "none": "nothing",
+        }[trace.options.softmax]
+        lines.append(
+            f"3. Subtract {what}, {e.shift:.6g}: {e.shifted[j]:.6g}; exp of that: **{e.exps[j]:.6g}** "
+            "(subtracting a constant from the whole row changes no weight, it only keeps exp from overflowing)."
+        )
+        lines.append(
+            f"4. The row's exps add up to {e.row_sum:.6g}, so {qi}'s weight on {kj} is {e.exps[j]:.6g} / "
+            f"{e.row_sum:.6g} = **{e.exps[j] / e.row_sum:.6g}** ({e.weight:.1%} of {qi}'s attention)."
+        )
     st.markdown("\n".join(lines))
 
 
@@ -87,10 +110,19 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
     tabs = st.tabs(["S'/T − shift", "exp(…)", "row sums"])
     for tab, values in zip(tabs[:2], (shifted, exps), strict=True):
         fmt = charts.decimals_for(values, s.digits).format
-        tab.dataframe(pd.DataFrame(values, index=rows[: len(steps)], columns=rows).style.format(
-            lambda v, f=fmt: "−∞" if np.isneginf(v) else f(v)), width="stretch")
-    tabs[2].dataframe(pd.DataFrame({"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]},
-                                   index=rows[: len(steps)]), width="stretch")
+        tab.dataframe(
+            pd.DataFrame(values, index=rows[: len(steps)], columns=rows).style.format(
+                lambda v, f=fmt: "−∞" if np.isneginf(v) else f(v)
+            ),
+            width="stretch",
+        )
+    tabs[2].dataframe(
+        pd.DataFrame(
+            {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]},
+            index=rows[: len(steps)],
+        ),
+        width="stretch",
+    )
     if len(rows) > 16:
         st.caption(f"The first 16 of {len(rows)} rows.")
 
@@ -104,7 +136,11 @@ def context(names: tuple[str, ...]):
             m, rows, cols = shown(s, trace, name)
             fmt = charts.decimals_for(m, s.digits)
             col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
-            col.dataframe(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]).style.format(
-                lambda v, f=fmt: "−∞" if np.isneginf(v) else f.format(v)), width="stretch")
+            col.dataframe(
+                pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]).style.format(
+                    lambda v, f=fmt: "−∞" if np.isneginf(v) else f.format(v)
+                ),
+                width="stretch",
+            )
 
     return view

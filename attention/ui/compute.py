@@ -40,13 +40,17 @@ def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options
     it (raises AttentionError on bad input; errors are not cached)."""
 
     def run() -> Trace:
-        trace = self_attention(matrices["X"], matrices["W_q"], matrices["W_k"], matrices["W_v"], tokens=tokens, options=options)
+        trace = self_attention(
+            matrices["X"], matrices["W_q"], matrices["W_k"], matrices["W_v"], tokens=tokens, options=options
+        )
         for a in trace.arrays().values():
             a.setflags(write=False)
         return trace
 
     n = matrices["X"].shape[-2]
-    return TRACES.get(content_key(tokens, matrices, options), run, expected_bytes=3 * n * n * 8)  # scores, scaled, weights
+    return TRACES.get(
+        content_key(tokens, matrices, options), run, expected_bytes=3 * n * n * 8
+    )  # scores, scaled, weights
 
 
 def current_trace(s: Session) -> Trace | AttentionError:
@@ -86,7 +90,9 @@ def document_match(preset_id: str, seed: int | None, blank_shape: tuple[int, int
 ROUNDING = 1e-12  # relative: differences below this are floating-point rounding, not a change
 
 
-def changes(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256) -> tuple[np.ndarray, np.ndarray, float | None]:
+def changes(
+    cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256
+) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Cells whose value changed beyond rounding, cells masked on one side only (−∞ against a number), and the
     largest change among the first kind; a block of rows at a time (no full-size temporaries at n = 2048)."""
     value = np.zeros(cur.shape, dtype=bool)
@@ -94,12 +100,12 @@ def changes(cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256) -> tup
     best = None
     with np.errstate(invalid="ignore", over="ignore"):
         for r in range(0, cur.shape[0], rows_per_chunk):
-            c, b = cur[r:r + rows_per_chunk], base[r:r + rows_per_chunk]
+            c, b = cur[r : r + rows_per_chunk], base[r : r + rows_per_chunk]
             both = np.isfinite(c) & np.isfinite(b)
             d = np.where(both, np.abs(c - b), 0.0)
-            value[r:r + rows_per_chunk] = both & (d > ROUNDING * np.maximum(1.0, np.abs(b)))
-            masked[r:r + rows_per_chunk] = np.isfinite(c) != np.isfinite(b)
-            moved = d[value[r:r + rows_per_chunk]]
+            value[r : r + rows_per_chunk] = both & (d > ROUNDING * np.maximum(1.0, np.abs(b)))
+            masked[r : r + rows_per_chunk] = np.isfinite(c) != np.isfinite(b)
+            moved = d[value[r : r + rows_per_chunk]]
             if moved.size:
                 best = float(moved.max()) if best is None else max(best, float(moved.max()))
     return value, masked, best

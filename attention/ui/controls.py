@@ -1,7 +1,8 @@
 """Page controls named by the specs (sentence, d_model, d_k, the batch note), each validated in its callback.
 
 Each draws its widget and, in its callback, validates the value and calls one of :mod:`attention.ui.state`'s
-changes, or leaves a message and changes nothing. Number boxes have no browser-side limits: an out-of-range value reaches the callback,
+changes, or leaves a message and changes nothing. Number boxes have no browser-side limits: an out-of-range value
+reaches the callback,
 which refuses it on the page and puts the box back, instead of a widget silently clamping it."""
 
 from __future__ import annotations
@@ -19,18 +20,28 @@ from .text import esc, quoted
 def show_messages(place: str, where=st) -> None:
     """The messages left for ``place`` by the last change or refusal."""
     for kind, text in session.messages(place):
-        icon = {"success": ":material/check_circle:", "error": ":material/error:", "warning": ":material/warning:"}.get(kind)
+        icon = {"success": ":material/check_circle:", "error": ":material/error:", "warning": ":material/warning:"}.get(
+            kind
+        )
         getattr(where, kind)(text, icon=icon)
 
 
 def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
     """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
     value = st.session_state.get(key)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() and lo <= value <= hi
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and float(value).is_integer()
+        and lo <= value <= hi
+    )
     if ok:
         return int(value)
-    state.say(place, "error", f"{what} must be a whole number from {lo} to {hi}; {esc(value)} was not applied "
-                              f"and {what} stays {current}.")
+    state.say(
+        place,
+        "error",
+        f"{what} must be a whole number from {lo} to {hi}; {esc(value)} was not applied and {what} stays {current}.",
+    )
     st.session_state[key] = current
     return None
 
@@ -51,30 +62,55 @@ def _on_sentence(key: str) -> None:
     if text == " ".join(s.tokens) or tokens == s.tokens:
         return  # unchanged (tokens that themselves contain spaces, from a preset file, are not re-split)
     if not tokens:
-        state.say("control.sentence", "error", "The sentence is empty: attention needs at least one token. "
-                                               "The previous tokens are kept until you type one.")
+        state.say(
+            "control.sentence",
+            "error",
+            "The sentence is empty: attention needs at least one token. "
+            "The previous tokens are kept until you type one.",
+        )
     elif len(tokens) > names.MAX_TOKENS:
-        state.say("control.sentence", "error", f"{len(tokens):,} tokens is more than the {names.MAX_TOKENS} this dashboard "
-                                               "supports; the previous tokens are kept.")
+        state.say(
+            "control.sentence",
+            "error",
+            f"{len(tokens):,} tokens is more than the {names.MAX_TOKENS} this dashboard "
+            "supports; the previous tokens are kept.",
+        )
     elif (long := next((t for t in tokens if len(t) > names.MAX_TOKEN_CHARS), None)) is not None:
-        state.say("control.sentence", "error", f"The token {quoted(long)} is {len(long):,} characters long; a token may have "
-                                               f"at most {names.MAX_TOKEN_CHARS}. The previous tokens are kept.")
+        state.say(
+            "control.sentence",
+            "error",
+            f"The token {quoted(long)} is {len(long):,} characters long; a token may have "
+            f"at most {names.MAX_TOKEN_CHARS}. The previous tokens are kept.",
+        )
     else:
         state.set_tokens(tokens)
-        st.session_state[f"tok.sentence.{session.get().version}"] = text  # the box keeps the text if the editors were renewed
+        st.session_state[f"tok.sentence.{session.get().version}"] = (
+            text  # the box keeps the text if the editors were renewed
+        )
 
 
 def sentence(s: session.Session) -> None:
     c1, c2 = st.columns([3, 1])
     key = f"tok.sentence.{s.version}"
     _bind(key, " ".join(s.tokens))
-    c1.text_input("Sentence (tokens are split on spaces)", key=key, on_change=_on_sentence, args=(key,),
-                  help="Add or remove words to change the number of tokens; existing rows of X are kept.")
+    c1.text_input(
+        "Sentence (tokens are split on spaces)",
+        key=key,
+        on_change=_on_sentence,
+        args=(key,),
+        help="Add or remove words to change the number of tokens; existing rows of X are kept.",
+    )
     show_messages("control.sentence", c1)
     dm_key = f"tok.dmodel.{s.version}"
     _bind(dm_key, s.dims.d_model)
-    c2.number_input("d_model", key=dm_key, step=1, on_change=_on_d_model, args=(dm_key,),
-                    help=f"Columns of X (and rows of each W), 1 to {names.MAX_DIM}. Values that still fit are kept.")
+    c2.number_input(
+        "d_model",
+        key=dm_key,
+        step=1,
+        on_change=_on_d_model,
+        args=(dm_key,),
+        help=f"Columns of X (and rows of each W), 1 to {names.MAX_DIM}. Values that still fit are kept.",
+    )
     show_messages("control.d_model", c2)
 
 
@@ -93,8 +129,14 @@ def _on_d_model(key: str) -> None:
 def d_k(s: session.Session) -> None:
     key = f"w.dk.{s.version}.{s.options.projection}"
     _bind(key, s.dims.d_k)
-    st.number_input("d_k (width of Q, K and V)", key=key, step=1, on_change=_on_d_k, args=(key,),
-                    help=f"Columns of each W, 1 to {names.MAX_DIM}; values that still fit are kept.")
+    st.number_input(
+        "d_k (width of Q, K and V)",
+        key=key,
+        step=1,
+        on_change=_on_d_k,
+        args=(key,),
+        help=f"Columns of each W, 1 to {names.MAX_DIM}; values that still fit are kept.",
+    )
     show_messages("control.d_k")
 
 
@@ -117,10 +159,14 @@ def batch_note(s: session.Session) -> None:
     steps = {step.step: step for step in shape_trace((1, d.n, d.d_model), d.d_k, d.d_v)}
     scores, out = steps["scores = Q·Kᵀ"], steps["output = weights·V"]
     printed = preset.notes.get("output_shape")
-    st.info(f"This preset's X is a batch of one: shape (1, {d.n}, {d.d_model}). The dashboard shows and edits its single "
-            f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores of shape "
-            f"{scores.np_dot} (every query against every key of every batch item) where `@` gives {scores.matmul}, and "
-            f"output {out.np_dot} where `@` gives {out.matmul}." + (f"\n\n{esc(printed, 600)}" if isinstance(printed, str) else ""))
+    st.info(
+        f"This preset's X is a batch of one: shape (1, {d.n}, {d.d_model}). The dashboard shows and edits its single "
+        f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores of "
+        f"shape "
+        f"{scores.np_dot} (every query against every key of every batch item) where `@` gives {scores.matmul}, and "
+        f"output {out.np_dot} where `@` gives {out.matmul}."
+        + (f"\n\n{esc(printed, 600)}" if isinstance(printed, str) else "")
+    )
 
 
 CONTROLS: dict[str, Callable[[session.Session], None]] = {"sentence": sentence, "d_k": d_k, "batch_note": batch_note}

@@ -7,7 +7,7 @@ import streamlit as st
 from .. import names
 from ..io import tables
 from . import compute, session
-from .specs import shown
+from .arrays import shown
 
 
 def matrix(name: str, s: session.Session, page_key: str) -> None:
@@ -23,13 +23,25 @@ def matrix(name: str, s: session.Session, page_key: str) -> None:
             m, rows, cols = shown(s, compute.compute(s.tokens, s.matrices, s.options), name)
         return tables.matrix_csv(m, rows, cols, corner=names.corner_label(name))
 
-    st.download_button(f"Download {name}.csv", data=data, file_name=f"{s.preset_id}_{name}.csv", mime="text/csv",
-                       key=f"dl.{page_key}.{name}", on_click="ignore")
+    st.download_button(
+        f"Download {name}.csv",
+        data=data,
+        file_name=f"{s.preset_id}_{name}.csv",
+        mime="text/csv",
+        key=f"dl.{page_key}.{name}",
+        on_click="ignore",
+    )
 
 
 def everything(s: session.Session, page_key: str) -> None:
     def build() -> bytes:
         return tables.trace_zip(compute.compute(s.tokens, s.matrices, s.options), session.export_preset(s))
 
-    st.download_button("Download everything (.zip: every matrix as CSV + settings as a preset file)", data=build,
-                       file_name=f"{s.preset_id}_attention.zip", mime="application/zip", key=f"dl.{page_key}.zip", on_click="ignore")
+    st.download_button(
+        "Download everything (.zip: every matrix as CSV + settings as a preset file)",
+        data=build,
+        file_name=f"{s.preset_id}_attention.zip",
+        mime="application/zip",
+        key=f"dl.{page_key}.zip",
+        on_click="ignore",
+    )

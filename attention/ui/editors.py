@@ -38,20 +38,35 @@ def matrix_editor(name: str, s: session.Session) -> None:
     r0, c0 = window_controls(f"edwin.{name}", *m.shape)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + EDIT_COLS)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
-        st.caption(f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV).")
+        st.caption(
+            f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV)."
+        )
     # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
     # decimals, while text keeps exactly what was typed; it is parsed (and checked) in the callback.
-    df = pd.DataFrame(to_text(m[r0:r1, c0:c1], charts.decimals_for(m, s.digits)), index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
+    df = pd.DataFrame(
+        to_text(m[r0:r1, c0:c1], charts.decimals_for(m, s.digits)), index=list(rows[r0:r1]), columns=list(cols[c0:c1])
+    )
     key = editor_key(name, s, r0, c0)
-    st.data_editor(df, key=key, num_rows="fixed", width="stretch", on_change=_on_edit, args=(name, key, r0, c0),
-                   column_config={c: st.column_config.TextColumn(c) for c in df.columns})
+    st.data_editor(
+        df,
+        key=key,
+        num_rows="fixed",
+        width="stretch",
+        on_change=_on_edit,
+        args=(name, key, r0, c0),
+        column_config={c: st.column_config.TextColumn(c) for c in df.columns},
+    )
     show_messages(f"edit.{name}")
 
 
 def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
     """Each number as text in the table's format (``"{!r}"``: its shortest exact text, what is stored). A rounded
     display is safe to edit: the grid sends only the cells a person changes, so the others keep every digit."""
-    return np.vectorize(lambda v: pattern.format(float(v)), otypes=[object])(values) if values.size else values.astype(object)
+    return (
+        np.vectorize(lambda v: pattern.format(float(v)), otypes=[object])(values)
+        if values.size
+        else values.astype(object)
+    )
 
 
 def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
@@ -72,20 +87,33 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
         value = cell_number(raw)
         where = cell_name((r0 + r, c0 + c), rows, cols)
         if value is None or not math.isfinite(value):
-            what = "blank" if raw is None or not str(raw).strip() else (
-                "NaN" if str(raw).strip().lower() == "nan" else f"{esc(repr(str(raw)[:40]))}, which is "
-                + ("infinite" if value is not None else "not a number"))
-            bad.append(f"{name} {esc(where)} is {what}; it keeps its previous value {m[r0 + r, c0 + c]:.8g} "
-                       "until you enter a finite number.")
+            what = (
+                "blank"
+                if raw is None or not str(raw).strip()
+                else (
+                    "NaN"
+                    if str(raw).strip().lower() == "nan"
+                    else f"{esc(repr(str(raw)[:40]))}, which is "
+                    + ("infinite" if value is not None else "not a number")
+                )
+            )
+            bad.append(
+                f"{name} {esc(where)} is {what}; it keeps its previous value {m[r0 + r, c0 + c]:.8g} "
+                "until you enter a finite number."
+            )
         else:
             good[(r0 + r, c0 + c)] = value
     state.edit_cells(name, good)
     if bad:
         more = len(bad) - 5
-        state.say(f"edit.{name}", "error", "\n\n".join(bad[:5]) + (f"\n\n…and {more} more such cells." if more > 0 else ""))
+        state.say(
+            f"edit.{name}", "error", "\n\n".join(bad[:5]) + (f"\n\n…and {more} more such cells." if more > 0 else "")
+        )
 
 
-def check_payload(payload: object, n_rows: int, col_index: dict[str, int]) -> tuple[str | None, dict[tuple[int, int], object]]:
+def check_payload(
+    payload: object, n_rows: int, col_index: dict[str, int]
+) -> tuple[str | None, dict[tuple[int, int], object]]:
     """The grid's edit payload as {(row, col): raw value} within an ``n_rows`` × ``len(col_index)`` grid, or the
     reason it does not fit (a message naming the row or column). Never raises, whatever the payload holds."""
     if payload is None:
@@ -93,7 +121,10 @@ def check_payload(payload: object, n_rows: int, col_index: dict[str, int]) -> tu
     if not isinstance(payload, dict):
         return f"the grid sent {type(payload).__name__} instead of its edits", {}
     if payload.get("added_rows") or payload.get("deleted_rows"):
-        return "rows cannot be added or deleted here (the matrix has one row per token or dimension; resize it instead)", {}
+        return (
+            "rows cannot be added or deleted here (the matrix has one row per token or dimension; resize it instead)",
+            {},
+        )
     edited = payload.get("edited_rows") or {}
     if not isinstance(edited, dict):
         return "the grid's edits are not a table of rows", {}

@@ -13,15 +13,19 @@ from .. import charts
 from ..names import INPUTS
 from ..trace import Trace
 from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
-from .specs import OVERVIEW, STEPS, per_head
+from .arrays import per_head
+from .specs import OVERVIEW, STEPS
 from .text import esc
 
 
 def setup(title: str, page_file: str) -> session.Session:
     """Navigation, page config, session state, sidebar and address; every page calls this first."""
     nav.bootstrap(page_file)
-    st.set_page_config(page_title=f"{title} · Self-attention, step by step", page_icon=str(nav.ROOT / "docs" / "icon.png"),
-                       layout="wide")
+    st.set_page_config(
+        page_title=f"{title} · Self-attention, step by step",
+        page_icon=str(nav.ROOT / "docs" / "icon.png"),
+        layout="wide",
+    )
     s = state.ensure(url.read)
     sidebar.draw(s)
     url.write(s)
@@ -80,14 +84,20 @@ def render_overview() -> None:
     s = setup("Overview", OVERVIEW)
     preset = session.preset_for(s)
     st.title("Self-attention, step by step")
-    st.markdown("Every matrix of scaled dot-product attention, computed live from numbers you can change. The presets in the "
-                "sidebar are worked examples from five numpy tutorials (each gives the numbers its tutorial prints), a "
-                "GloVe example with real word vectors, and random matrices of any size. Edit any cell of X or the weights "
-                "and watch every later step move; each step has its own page, and everything downloads as CSV.")
+    st.markdown(
+        "Every matrix of scaled dot-product attention, computed live from numbers you can change. The presets in the "
+        "sidebar are worked examples from five numpy tutorials (each gives the numbers its tutorial prints), a "
+        "GloVe example with real word vectors, and random matrices of any size. Edit any cell of X or the weights "
+        "and watch every later step move; each step has its own page, and everything downloads as CSV."
+    )
     src = preset.source.get("document")
     toks = ", ".join(esc(t, 60) for t in s.tokens[:20])
-    st.markdown(f"**{esc(preset.title)}**" + (f" · from document `{esc(src)}`" if src else "") + f" · tokens: {toks}"
-                + (" …" if len(s.tokens) > 20 else ""))
+    st.markdown(
+        f"**{esc(preset.title)}**"
+        + (f" · from document `{esc(src)}`" if src else "")
+        + f" · tokens: {toks}"
+        + (" …" if len(s.tokens) > 20 else "")
+    )
     if preset.description:
         st.caption(esc(preset.description, 2000))
     trace = compute.current_trace(s)
@@ -103,7 +113,16 @@ def render_overview() -> None:
         for p in nav.pages()[1:]:
             st.page_link(p, label=f"→ {p.title}")
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
-    st.altair_chart(charts.heatmap(per_head(trace.weights)[0], s.labels, s.labels, kind="weights",
-                                   title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
-                                   allowed=trace.allowed, digits=s.digits), width="content")
+    st.altair_chart(
+        charts.heatmap(
+            per_head(trace.weights)[0],
+            s.labels,
+            s.labels,
+            kind="weights",
+            title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
+            allowed=trace.allowed,
+            digits=s.digits,
+        ),
+        width="content",
+    )
     downloads.everything(s, "overview")

@@ -19,8 +19,15 @@ from .controls import show_messages
 from .text import esc, quoted
 
 
-def parse_import(name: str, expected: tuple[int, int] | None, projection: str, *, text: str | None = None,
-                 data: bytes | None = None, filename: str = "") -> np.ndarray:
+def parse_import(
+    name: str,
+    expected: tuple[int, int] | None,
+    projection: str,
+    *,
+    text: str | None = None,
+    data: bytes | None = None,
+    filename: str = "",
+) -> np.ndarray:
     """A pasted text or an uploaded file as a float64 matrix of the expected shape (AttentionError if not)."""
     dims = names.axis_names(name, projection)
     if text is not None:
@@ -31,14 +38,19 @@ def parse_import(name: str, expected: tuple[int, int] | None, projection: str, *
 
 
 def resized_shapes(name: str, shape: tuple[int, int], projection: str) -> tuple[int | None, int, int | None] | None:
-    """(n tokens, d_model, d_k) that would make ``shape`` fit ``name`` (None where it says nothing); None when out of range."""
+    """(n tokens, d_model, d_k) that would make ``shape`` fit ``name`` (None where it says nothing); None when out of
+    range."""
     r, c = shape
     if name == "X":
         n, dm, dk = r, c, None
     else:
         n = None
         dm, dk = (r, c) if projection == "x_w" else (c, r)
-    if (n is not None and not 1 <= n <= names.MAX_TOKENS) or not 1 <= dm <= names.MAX_DIM or (dk is not None and not 1 <= dk <= names.MAX_DIM):
+    if (
+        (n is not None and not 1 <= n <= names.MAX_TOKENS)
+        or not 1 <= dm <= names.MAX_DIM
+        or (dk is not None and not 1 <= dk <= names.MAX_DIM)
+    ):
         return None
     return n, dm, dk
 
@@ -51,7 +63,9 @@ def _applied(name: str, arr: np.ndarray, what: str) -> None:
     state.say(_place(name), "success", f"{name} replaced by {what}: shape {arr.shape[0]} × {arr.shape[1]}.")
 
 
-def _refuse(name: str, exc: AttentionError, *, text: str | None = None, data: bytes | None = None, filename: str = "") -> None:
+def _refuse(
+    name: str, exc: AttentionError, *, text: str | None = None, data: bytes | None = None, filename: str = ""
+) -> None:
     """Say why; when only the shape is wrong, hold the array so it can be applied with a resize."""
     s = session.get()
     state.hold_import(name, None)
@@ -59,7 +73,11 @@ def _refuse(name: str, exc: AttentionError, *, text: str | None = None, data: by
         arr = parse_import(name, None, s.options.projection, text=text, data=data, filename=filename)
     except AttentionError:
         arr = None
-    if arr is not None and arr.shape != s.matrices[name].shape and resized_shapes(name, arr.shape, s.options.projection):
+    if (
+        arr is not None
+        and arr.shape != s.matrices[name].shape
+        and resized_shapes(name, arr.shape, s.options.projection)
+    ):
         state.hold_import(name, (arr, quoted(filename) if filename else "the pasted matrix"))
     state.say(_place(name), "error", esc(exc.message, 2000))
 
@@ -108,15 +126,27 @@ def matrix_import(name: str, s: session.Session) -> None:
     shape = s.matrices[name].shape
     d = names.axis_names(name, s.options.projection)
     with st.expander(f"Import {name}: upload a CSV or paste a numpy array", key=f"imp.{name}.exp"):
-        st.caption(f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; a paste may be "
-                   "`np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form `[[0.2 0.9]\\n [0.1 0.5]]`. "
-                   "Nothing you paste is run as code.")
+        st.caption(
+            f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; a paste "
+            f"may be "
+            "`np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form `[[0.2 0.9]\\n [0.1 0.5]]`. "
+            "Nothing you paste is run as code."
+        )
         formats = ", ".join("." + f for f in parse.MATRIX_FORMATS)
-        st.file_uploader(f"Upload {name} ({formats})", type=parse.uploader_types(parse.MATRIX_FORMATS), key=f"imp.{name}.file",
-                         on_change=_on_upload, args=(name,))
+        st.file_uploader(
+            f"Upload {name} ({formats})",
+            type=parse.uploader_types(parse.MATRIX_FORMATS),
+            key=f"imp.{name}.file",
+            on_change=_on_upload,
+            args=(name,),
+        )
         with st.form(f"imp.{name}.form", border=False):
-            st.text_area(f"Paste {name}", key=f"imp.{name}.text", height=120,
-                         placeholder="np.array([[0.2, 0.9], [0.1, 0.5]])  or  [[0.2 0.9]\n [0.1 0.5]]")
+            st.text_area(
+                f"Paste {name}",
+                key=f"imp.{name}.text",
+                height=120,
+                placeholder="np.array([[0.2, 0.9], [0.1, 0.5]])  or  [[0.2 0.9]\n [0.1 0.5]]",
+            )
             st.form_submit_button("Apply", key=f"imp.{name}.apply", on_click=_on_paste, args=(name,))
     # The outcome is shown below the expander (not inside), so it is seen even when the expander is closed:
     # a new matrix gives the editor above a fresh key, and the browser may then redraw the expander collapsed.
@@ -131,6 +161,11 @@ def matrix_import(name: str, s: session.Session) -> None:
             parts.append(f"d_model = {dm}")
         if dk is not None and dk != s.dims.d_k:
             parts.append(f"d_k = {dk}")
-        st.button(f"Change the shape to match: {', '.join(parts) or 'resize'}", key=f"imp.{name}.resize",
-                  on_click=_on_resize, args=(name,),
-                  help="Resizes the other matrices too, keeping every value that still fits; new cells are drawn from the seed.")
+        st.button(
+            f"Change the shape to match: {', '.join(parts) or 'resize'}",
+            key=f"imp.{name}.resize",
+            on_click=_on_resize,
+            args=(name,),
+            help="Resizes the other matrices too, keeping every value that still fits; new cells are drawn from the "
+            "seed.",
+        )

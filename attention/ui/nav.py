@@ -10,7 +10,9 @@ import streamlit as st
 from .specs import NAV, OVERVIEW
 
 ROOT = Path(__file__).resolve().parents[2]
-_RUNNING = threading.local()  # True while the entry point's navigation runs a page (each session runs on its own thread)
+_RUNNING = (
+    threading.local()
+)  # True while the entry point's navigation runs a page (each session runs on its own thread)
 
 
 def navigation() -> None:
@@ -25,7 +27,9 @@ def navigation() -> None:
 
 
 def pages() -> list:
-    return [st.Page(ROOT / path, title=label, url_path=_url_path(path), default=(path == OVERVIEW)) for path, label in NAV]
+    return [
+        st.Page(ROOT / path, title=label, url_path=_url_path(path), default=(path == OVERVIEW)) for path, label in NAV
+    ]
 
 
 def _url_path(path: str) -> str:

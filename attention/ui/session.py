@@ -6,12 +6,12 @@ change goes through :mod:`attention.ui.state`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import streamlit as st
 
-from .. import names
+from .. import names, rng
 from ..io import presets as presets_mod
 from ..io.presets import Preset
 from ..trace import Options
@@ -72,6 +72,35 @@ class Session:
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
         return names.axis_labels(name, shape, self.tokens, self.options.projection)
 
+    # The two reshapes a state can undergo, used by the one writer (attention.ui.state) on the live session and by
+    # attention.ui.url on a session it rebuilds from an address (so a link reproduces a resize exactly).
+
+    def project(self, projection: str) -> None:
+        """Switch X·W / X·Wᵀ: W_q, W_k, W_v transposed, so Q, K and V stay exactly the same."""
+        for name in names.WEIGHTS:
+            self.matrices[name] = np.ascontiguousarray(self.matrices[name].T)
+        self.options = replace(self.options, projection=projection)
+
+    def resize(self, tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None) -> None:
+        """New sizes, keeping every value that still fits; new cells are drawn from the seed (the same sizes always
+        give the same numbers); heads that no longer divide d_k go back to one head."""
+        seed, dims = self.seed or 0, self.dims
+        n = len(tokens) if tokens is not None else dims.n
+        dm = d_model if d_model is not None else dims.d_model
+        dk = d_k if d_k is not None else dims.d_k
+        self.matrices["X"] = rng.fill_new_cells(self.matrices["X"], (n, dm), seed)
+        for i, name in enumerate(names.WEIGHTS):  # each W its own new cells
+            self.matrices[name] = rng.fill_new_cells(
+                self.matrices[name], names.weight_shape(dm, dk, self.options.projection), seed + 1 + i
+            )
+        if dk % self.options.heads:
+            self.options, self.head = replace(self.options, heads=1), 0
+        if tokens is not None:
+            self.tokens = tokens
+            if len(self.options.padding) != n:
+                pad = tuple(self.options.padding[:n]) + (False,) * max(0, n - len(self.options.padding))
+                self.options = replace(self.options, padding=pad)
+
 
 def valid_heads(s: Session) -> list[int]:
     """The numbers of heads this state can be split into: the common divisors of d_k and d_v."""
@@ -84,7 +113,9 @@ def get() -> Session:
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
-def preset_and_base(preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]) -> tuple[Preset, dict[str, np.ndarray]]:
+def preset_and_base(
+    preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]
+) -> tuple[Preset, dict[str, np.ndarray]]:
     """Load a preset and its X, W_q, W_k, W_v as read-only 2-D arrays (a batch of one is dropped)."""
     if preset_id == BLANK:
         n, d_model, d_k = blank_shape
@@ -128,29 +159,49 @@ def base_for(s: Session) -> dict[str, np.ndarray]:
     return origin(s)[1]
 
 
-def new_session(preset_id: str = DEFAULT_PRESET, seed: int | None = None,
-                blank_shape: tuple[int, int, int] = DEFAULT_BLANK) -> Session:
+def new_session(
+    preset_id: str = DEFAULT_PRESET, seed: int | None = None, blank_shape: tuple[int, int, int] = DEFAULT_BLANK
+) -> Session:
     preset, base = preset_and_base(preset_id, seed, blank_shape)
-    return Session(preset_id=preset_id, seed=preset.seed, blank_shape=blank_shape, tokens=preset.tokens,
-                   matrices={k: np.array(v) for k, v in base.items()}, options=preset.options)
+    return Session(
+        preset_id=preset_id,
+        seed=preset.seed,
+        blank_shape=blank_shape,
+        tokens=preset.tokens,
+        matrices={k: np.array(v) for k, v in base.items()},
+        options=preset.options,
+    )
 
 
 def is_unedited(s: Session) -> bool:
     """True when tokens, matrices and options are exactly the preset's."""
     preset, base = origin(s)
-    return (s.tokens == preset.tokens and s.options == preset.options
-            and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in names.INPUTS))
+    return (
+        s.tokens == preset.tokens
+        and s.options == preset.options
+        and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in names.INPUTS)
+    )
 
 
 def export_preset(s: Session) -> Preset:
     """What downloads describe: the unedited preset itself, or the current state as fixed matrices."""
     if is_unedited(s):
         return preset_for(s)
-    return presets_mod.from_state(s.tokens, s.matrices, s.options, id=f"{s.preset_id}_edited",
-                                  title="Edited " + s.preset_id, description="Saved from the dashboard.")
+    return presets_mod.from_state(
+        s.tokens,
+        s.matrices,
+        s.options,
+        id=f"{s.preset_id}_edited",
+        title="Edited " + s.preset_id,
+        description="Saved from the dashboard.",
+    )
 
 
 def messages(prefix: str) -> list[tuple[str, str]]:
     """(kind, text) of the messages still current at places starting with ``prefix``, oldest first."""
     s = get()
-    return [(kind, text) for place, (epoch, kind, text) in s.messages.items() if place.startswith(prefix) and epoch == s.epoch]
+    return [
+        (kind, text)
+        for place, (epoch, kind, text) in s.messages.items()
+        if place.startswith(prefix) and epoch == s.epoch
+    ]

@@ -25,7 +25,9 @@ def _on_preset_upload() -> None:
     data = f.getvalue()
     try:
         if len(data) > parse.MAX_UPLOAD_BYTES:
-            raise AttentionError(f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {parse.MAX_UPLOAD_MB} MB")
+            raise AttentionError(
+                f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {parse.MAX_UPLOAD_MB} MB"
+            )
         preset = parse_preset(data, f.name)
         state.apply_preset(preset)
     except AttentionError as exc:
@@ -37,11 +39,13 @@ def _on_preset_upload() -> None:
 
 def _export(s: session.Session, build: Callable[[Preset], str]) -> Callable[[], str]:
     """A download's data, built only when clicked; a state that cannot be exported gives a note instead of a crash."""
+
     def data() -> str:
         try:
             return build(session.export_preset(s))
         except AttentionError as exc:
             return f"The current state cannot be exported: {exc.message}\n"
+
     return data
 
 
@@ -50,23 +54,52 @@ def sidebar_tools(s: session.Session) -> None:
     show_messages("sidebar.preset_file", st.sidebar)
     params, notes = url.link(s)
     if notes:  # said outside the (often closed) expander: a reload would lose this
-        st.sidebar.warning("Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:")
+        st.sidebar.warning(
+            "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
+        )
     with st.sidebar.expander("Save, share, export", key="io.exp"):
         broken = isinstance(compute.current_trace(s), AttentionError)
         why = "Fix the error shown on the page first." if broken else None
         stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"
-        st.download_button("Download preset file (.json)", data=_export(s, Preset.to_json), file_name=f"{stem}.json",
-                           mime="application/json", key="io.dl.preset", on_click="ignore", width="stretch", disabled=broken,
-                           help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.")
-        st.file_uploader("Load a preset file saved earlier", type=parse.uploader_types(parse.PRESET_FORMATS), key="io.preset.file",
-                         on_change=_on_preset_upload)
-        st.download_button("Export as Python script", data=_export(s, codegen.python_script),
-                           file_name=f"{stem}_attention.py", mime="text/x-python", key="io.dl.py", on_click="ignore",
-                           width="stretch", disabled=broken,
-                           help=why or "A self-contained numpy script that rebuilds this state and prints every step.")
-        st.download_button("Export as Jupyter notebook (.ipynb)", data=_export(s, codegen.notebook),
-                           file_name=f"{stem}_attention.ipynb", mime="application/x-ipynb+json", key="io.dl.ipynb",
-                           on_click="ignore", width="stretch", disabled=broken, help=why)
+        st.download_button(
+            "Download preset file (.json)",
+            data=_export(s, Preset.to_json),
+            file_name=f"{stem}.json",
+            mime="application/json",
+            key="io.dl.preset",
+            on_click="ignore",
+            width="stretch",
+            disabled=broken,
+            help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.",
+        )
+        st.file_uploader(
+            "Load a preset file saved earlier",
+            type=parse.uploader_types(parse.PRESET_FORMATS),
+            key="io.preset.file",
+            on_change=_on_preset_upload,
+        )
+        st.download_button(
+            "Export as Python script",
+            data=_export(s, codegen.python_script),
+            file_name=f"{stem}_attention.py",
+            mime="text/x-python",
+            key="io.dl.py",
+            on_click="ignore",
+            width="stretch",
+            disabled=broken,
+            help=why or "A self-contained numpy script that rebuilds this state and prints every step.",
+        )
+        st.download_button(
+            "Export as Jupyter notebook (.ipynb)",
+            data=_export(s, codegen.notebook),
+            file_name=f"{stem}_attention.ipynb",
+            mime="application/x-ipynb+json",
+            key="io.dl.ipynb",
+            on_click="ignore",
+            width="stretch",
+            disabled=broken,
+            help=why,
+        )
         st.markdown("**Copy link**")
         link_box(params)
 
@@ -79,6 +112,8 @@ def link_box(params: dict[str, str]) -> None:
     except Exception:  # noqa: BLE001 - older or test contexts have no URL
         base = None
     st.code(f"{base}?{query}" if base else f"?{query}", language=None, wrap_lines=True)
-    st.caption(("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
-               + "It carries the whole state: preset, seed, sentence, sizes, options"
-               + (" and your cell edits." if "edits" in params else "."))
+    st.caption(
+        ("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
+        + "It carries the whole state: preset, seed, sentence, sizes, options"
+        + (" and your cell edits." if "edits" in params else ".")
+    )

@@ -20,11 +20,22 @@ from . import compare, session, share, state
 from .controls import show_messages, whole_number
 from .text import esc
 
-PROJECTIONS = {"x_w": "Q = X · W  (W is d_model × d_k)", "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, as in “I am Batman”)"}
-SOFTMAXES = {"row_max": "subtract each row's max (stable)", "global_max": "subtract the whole matrix's max",
-             "none": "subtract nothing (as in “She likes coffee”)"}
-DIGITS = {3: "3 significant digits", 4: "4 significant digits", 6: "6 significant digits", 8: "8 significant digits",
-          None: "every digit (exact)"}
+PROJECTIONS = {
+    "x_w": "Q = X · W  (W is d_model × d_k)",
+    "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, as in “I am Batman”)",
+}
+SOFTMAXES = {
+    "row_max": "subtract each row's max (stable)",
+    "global_max": "subtract the whole matrix's max",
+    "none": "subtract nothing (as in “She likes coffee”)",
+}
+DIGITS = {
+    3: "3 significant digits",
+    4: "4 significant digits",
+    6: "6 significant digits",
+    8: "8 significant digits",
+    None: "every digit (exact)",
+}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
 MASKS = {"none": "no mask", "causal": "causal (token i sees tokens 1…i)", "padding": "padding (ignore marked tokens)"}
 
@@ -44,72 +55,136 @@ def draw(s: session.Session) -> None:
     sb.markdown("### Self-attention, step by step")
     _bind("sb.preset", s.preset_id)
     options = [*presets_mod.list_presets(), session.BLANK] + ([session.FILE] if s.preset_id == session.FILE else [])
-    sb.selectbox("Preset", options, format_func=lambda pid: session.preset_label(pid, s), key="sb.preset",
-                 on_change=_on(state.load_preset, "sb.preset"),
-                 help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
-                      "matrices of a size you choose. Loading replaces all edits.")
+    sb.selectbox(
+        "Preset",
+        options,
+        format_func=lambda pid: session.preset_label(pid, s),
+        key="sb.preset",
+        on_change=_on(state.load_preset, "sb.preset"),
+        help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
+        "matrices of a size you choose. Loading replaces all edits.",
+    )
     if s.preset_id == session.BLANK:
         cols = sb.columns(3)
-        for col, label, idx, hi in zip(cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM),
-                                       strict=True):
+        for col, label, idx, hi in zip(
+            cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM), strict=True
+        ):
             _bind(f"sb.blank.{idx}", s.blank_shape[idx])
-            col.number_input(label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi),
-                             help=f"1 to {hi}")
+            col.number_input(
+                label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
+            )
         show_messages("sidebar.blank", sb)
     preset = session.preset_for(s)
     _bind("sb.seed", s.seed if s.seed is not None else 0)
-    sb.number_input("Seed", key="sb.seed", step=1, disabled=not preset.is_random, on_change=_seed,
-                    help=(f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: " + ", ".join(preset.random.names)
-                          + " (numpy's legacy RandomState(seed).rand, in the document's order)") if preset.is_random
-                    else "This preset has no random parts: every matrix is typed in its document.")
+    sb.number_input(
+        "Seed",
+        key="sb.seed",
+        step=1,
+        disabled=not preset.is_random,
+        on_change=_seed,
+        help=(
+            f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: "
+            + ", ".join(preset.random.names)
+            + " (numpy's legacy RandomState(seed).rand, in the document's order)"
+        )
+        if preset.is_random
+        else "This preset has no random parts: every matrix is typed in its document.",
+    )
     show_messages("sidebar.seed", sb)
-    sb.button("Reset to preset", width="stretch", on_click=state.reset, key="sb.reset",
-              help="Drop every edit and option change; reload the preset with this seed.")
+    sb.button(
+        "Reset to preset",
+        width="stretch",
+        on_click=state.reset,
+        key="sb.reset",
+        help="Drop every edit and option change; reload the preset with this seed.",
+    )
 
     sb.markdown("**Conventions**")
     o = s.options
     _bind("sb.projection", o.projection)
-    sb.radio("Projection", list(PROJECTIONS), format_func=PROJECTIONS.get, key="sb.projection",
-             on_change=_on(state.set_projection, "sb.projection"),
-             help="Switching transposes W_q, W_k and W_v, so Q, K and V (and everything after) stay the same.")
+    sb.radio(
+        "Projection",
+        list(PROJECTIONS),
+        format_func=PROJECTIONS.get,
+        key="sb.projection",
+        on_change=_on(state.set_projection, "sb.projection"),
+        help="Switching transposes W_q, W_k and W_v, so Q, K and V (and everything after) stay the same.",
+    )
     _bind("sb.softmax", o.softmax)
-    sb.selectbox("Softmax stabiliser", list(SOFTMAXES), format_func=SOFTMAXES.get, key="sb.softmax",
-                 on_change=_on(lambda v: state.set_option(softmax=v), "sb.softmax"),
-                 help="Mathematically the same weights; numerically, only 'row max' can never overflow or underflow.")
+    sb.selectbox(
+        "Softmax stabiliser",
+        list(SOFTMAXES),
+        format_func=SOFTMAXES.get,
+        key="sb.softmax",
+        on_change=_on(lambda v: state.set_option(softmax=v), "sb.softmax"),
+        help="Mathematically the same weights; numerically, only 'row max' can never overflow or underflow.",
+    )
     # a custom factor of exactly 1 stays "custom" while the user is typing in it
-    scale_kind = "default" if o.scale is None else (
-        "custom" if o.scale != 1.0 or st.session_state.get("sb.scale") == "custom" else "none")
+    scale_kind = (
+        "default"
+        if o.scale is None
+        else ("custom" if o.scale != 1.0 or st.session_state.get("sb.scale") == "custom" else "none")
+    )
     _bind("sb.scale", scale_kind)
     sb.selectbox("Scale", list(SCALES), format_func=SCALES.get, key="sb.scale", on_change=_scale_kind)
     lo, hi = session.FACTOR_RANGE
     if scale_kind == "custom":
         _bind("sb.scale_value", float(o.scale))
-        sb.number_input("Scale factor", format="%.6g", key="sb.scale_value", help=f"{lo:g} to {hi:g}",
-                        on_change=_factor, args=("sb.scale_value", "scale", "the scale factor"))
+        sb.number_input(
+            "Scale factor",
+            format="%.6g",
+            key="sb.scale_value",
+            help=f"{lo:g} to {hi:g}",
+            on_change=_factor,
+            args=("sb.scale_value", "scale", "the scale factor"),
+        )
         show_messages("sidebar.scale", sb)
     _bind("sb.temperature", float(o.temperature))
-    sb.number_input("Temperature T (softmax of S/T)", step=0.1, format="%.6g", key="sb.temperature", help=f"{lo:g} to {hi:g}",
-                    on_change=_factor, args=("sb.temperature", "temperature", "the temperature T"))
+    sb.number_input(
+        "Temperature T (softmax of S/T)",
+        step=0.1,
+        format="%.6g",
+        key="sb.temperature",
+        help=f"{lo:g} to {hi:g}",
+        on_change=_factor,
+        args=("sb.temperature", "temperature", "the temperature T"),
+    )
     show_messages("sidebar.temperature", sb)
     valid = session.valid_heads(s)
     _bind("sb.heads", o.heads if o.heads in valid else 1)
     d = s.dims
-    sb.selectbox("Heads", valid, key="sb.heads", on_change=_on(state.set_heads, "sb.heads"),
-                 help=f"Split Q, K and V into h heads of d_k/h columns each, attended separately and concatenated. h must "
-                      f"divide d_k = {d.d_k} and d_v = {d.d_v}, so the choices are {', '.join(map(str, valid))}.")
+    sb.selectbox(
+        "Heads",
+        valid,
+        key="sb.heads",
+        on_change=_on(state.set_heads, "sb.heads"),
+        help=f"Split Q, K and V into h heads of d_k/h columns each, attended separately and concatenated. h must "
+        f"divide d_k = {d.d_k} and d_v = {d.d_v}, so the choices are {', '.join(map(str, valid))}.",
+    )
     show_messages("sidebar.heads", sb)
     _bind("sb.mask", o.mask)
-    sb.selectbox("Mask", list(MASK_KINDS), format_func=MASKS.get, key="sb.mask", on_change=_on(state.set_mask, "sb.mask"))
+    sb.selectbox(
+        "Mask", list(MASK_KINDS), format_func=MASKS.get, key="sb.mask", on_change=_on(state.set_mask, "sb.mask")
+    )
     if o.mask == "padding":
         labels = s.labels
         _bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
-        sb.multiselect("Padding tokens", labels, key="sb.padding",
-                       on_change=_on(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
-                       help="No token attends to a padding token; masked cells are grey in the heatmaps.")
+        sb.multiselect(
+            "Padding tokens",
+            labels,
+            key="sb.padding",
+            on_change=_on(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
+            help="No token attends to a padding token; masked cells are grey in the heatmaps.",
+        )
     _bind("sb.digits", s.digits)
-    sb.selectbox("Numbers shown with", list(DIGITS), format_func=DIGITS.get, key="sb.digits",
-                 on_change=_on(state.set_digits, "sb.digits"),
-                 help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.")
+    sb.selectbox(
+        "Numbers shown with",
+        list(DIGITS),
+        format_func=DIGITS.get,
+        key="sb.digits",
+        on_change=_on(state.set_digits, "sb.digits"),
+        help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.",
+    )
     compare.pin_controls(s)
     share.sidebar_tools(s)
 
@@ -130,8 +205,12 @@ def _factor(key: str, option: str, what: str) -> None:
         state.set_option(**{option: float(value)})
         return
     current = getattr(session.get().options, option)
-    state.say(f"sidebar.{option}", "error", f"{what[0].upper() + what[1:]} must be a number from {lo:g} to {hi:g}; {esc(repr(value))} was not "
-                                            f"applied and it stays {current:g}.")
+    state.say(
+        f"sidebar.{option}",
+        "error",
+        f"{what[0].upper() + what[1:]} must be a number from {lo:g} to {hi:g}; {esc(repr(value))} was not "
+        f"applied and it stays {current:g}.",
+    )
 
 
 def _scale_kind() -> None:

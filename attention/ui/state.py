@@ -19,7 +19,20 @@ import streamlit as st
 from .. import names, rng
 from ..errors import AttentionError
 from ..io.presets import Preset
-from .session import FACTOR_RANGE, FILE, KEY, Pinned, Session, get, is_unedited, matrices_2d, new_session, preset_and_base, preset_label, valid_heads
+from .session import (
+    FACTOR_RANGE,
+    FILE,
+    KEY,
+    Pinned,
+    Session,
+    get,
+    is_unedited,
+    matrices_2d,
+    new_session,
+    preset_and_base,
+    preset_label,
+    valid_heads,
+)
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
@@ -75,8 +88,12 @@ def set_heads(h: int) -> None:
     """Split attention into ``h`` heads (h must divide d_k and d_v; the control offers only those)."""
     s = get()
     if h not in valid_heads(s):
-        say("sidebar.heads", "error", f"{h} heads do not divide d_k = {s.dims.d_k} and d_v = {s.dims.d_v}; "
-                                      f"choose one of {', '.join(map(str, valid_heads(s)))}.")
+        say(
+            "sidebar.heads",
+            "error",
+            f"{h} heads do not divide d_k = {s.dims.d_k} and d_v = {s.dims.d_v}; "
+            f"choose one of {', '.join(map(str, valid_heads(s)))}.",
+        )
         return
     s.head = min(s.head, h - 1)
     set_option(heads=h)
@@ -127,8 +144,9 @@ def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
 
 
 def _replace_session(new: Session) -> None:
+    """A new state; the pin, the display digits and the explained cell are kept across presets."""
     old = get()
-    new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits  # kept across presets
+    new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits
     new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
     st.session_state[KEY] = new
 
@@ -211,16 +229,9 @@ def set_projection(projection: str) -> None:
     s = get()
     if projection == s.options.projection:
         return
-    project_session(s, projection)
+    s.project(projection)
     s.version += 1
     _touch(s)
-
-
-def project_session(s: Session, projection: str) -> None:
-    """The projection switch on a given session (also one being rebuilt from a link): W_q, W_k, W_v transposed."""
-    for name in names.WEIGHTS:
-        s.matrices[name] = np.ascontiguousarray(s.matrices[name].T)
-    s.options = replace(s.options, projection=projection)
 
 
 def replace_matrix(name: str, value: np.ndarray) -> None:
@@ -246,49 +257,41 @@ def apply_preset(preset: Preset) -> None:
     """Put a loaded preset file's tokens, matrices (2-D) and options into the session, after checking the
     dashboard can show it (raises AttentionError, changing nothing, if not)."""
     if preset.matrices()["X"].ndim == 3 and preset.matrices()["X"].shape[0] != 1:
-        raise AttentionError(f"its X holds a batch of {preset.matrices()['X'].shape[0]}; the dashboard shows one sentence "
-                             "(a batch of one). Nothing was changed.")
+        raise AttentionError(
+            f"its X holds a batch of {preset.matrices()['X'].shape[0]}; the dashboard shows one sentence "
+            "(a batch of one). Nothing was changed."
+        )
     matrices = matrices_2d(preset)
     n, d_model = matrices["X"].shape
     if n > names.MAX_TOKENS or d_model > names.MAX_DIM:
-        raise AttentionError(f"it has {n} tokens × {d_model} dimensions; the dashboard supports up to "
-                             f"{names.MAX_TOKENS} × {names.MAX_DIM}. Nothing was changed.")
+        raise AttentionError(
+            f"it has {n} tokens × {d_model} dimensions; the dashboard supports up to "
+            f"{names.MAX_TOKENS} × {names.MAX_DIM}. Nothing was changed."
+        )
     lo, hi = FACTOR_RANGE
     for what, v in (("temperature", preset.options.temperature), ("scale", preset.options.scale)):
         if v is not None and not lo <= v <= hi:
-            raise AttentionError(f"it asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed.")
+            raise AttentionError(
+                f"it asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed."
+            )
     preset.compute()  # raises AttentionError when the file's numbers cannot be computed; nothing is changed then
     s = get()
-    _replace_session(Session(preset_id=FILE, seed=preset.seed, blank_shape=s.blank_shape, tokens=tuple(preset.tokens),
-                             matrices=matrices, options=preset.options, loaded=preset))
+    _replace_session(
+        Session(
+            preset_id=FILE,
+            seed=preset.seed,
+            blank_shape=s.blank_shape,
+            tokens=tuple(preset.tokens),
+            matrices=matrices,
+            options=preset.options,
+            loaded=preset,
+        )
+    )
 
 
 def resize(tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None) -> None:
     """Change the number of tokens, d_model or d_k, keeping existing values where they still fit."""
     s = get()
-    resize_session(s, tokens, d_model, d_k)
+    s.resize(tokens, d_model, d_k)
     s.version += 1
     _touch(s)
-
-
-def resize_session(s: Session, tokens: tuple[str, ...] | None = None, d_model: int | None = None,
-                   d_k: int | None = None) -> None:
-    """The resize on a given session (also one being rebuilt from a link): new cells drawn from the seed, so the
-    same sizes always give the same numbers."""
-    seed = s.seed or 0
-    dims = s.dims
-    n = len(tokens) if tokens is not None else dims.n
-    dm = d_model if d_model is not None else dims.d_model
-    dk = d_k if d_k is not None else dims.d_k
-    s.matrices["X"] = rng.fill_new_cells(s.matrices["X"], (n, dm), seed)
-    for i, name in enumerate(names.WEIGHTS):
-        shape = names.weight_shape(dm, dk, s.options.projection)
-        s.matrices[name] = rng.fill_new_cells(s.matrices[name], shape, seed + 1 + i)  # each W its own new cells
-    if dk % s.options.heads:  # the heads no longer divide d_k: back to one head
-        s.options = replace(s.options, heads=1)
-        s.head = 0
-    if tokens is not None:
-        s.tokens = tokens
-        if len(s.options.padding) != n:
-            pad = tuple(s.options.padding[:n]) + (False,) * max(0, n - len(s.options.padding))
-            s.options = replace(s.options, padding=pad)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 # Every ASCII punctuation character may be backslash-escaped in CommonMark; these are the ones that start
-# Markdown inside a line (emphasis, code, links and images (no "[", no link), tables, strike-through), Streamlit's directives
+# Markdown inside a line (emphasis, code, links and images (no "[", no link), tables, strike-through), Streamlit's
+# directives
 # (":red[...]", ":material/...:", emoji shortcodes), maths ("$") or HTML ("<", "&"). Line-start syntax
 # ("# ", "- ", "1. ") cannot occur: line breaks in user text become spaces and user text never starts a message.
 _SPECIAL = re.compile(r"([\\`*_{}\[\]#+|~<>&:$])")

@@ -1,4 +1,4 @@
-"""Reading and writing the address: the query parameters that reproduce the whole state, so a reload or a link restores it.
+"""Reading and writing the address: the query parameters that reproduce the whole state (a reload restores it).
 
 Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
 ``tokens`` (the sentence), ``dm`` / ``dk`` (a resized d_model / d_k), the options ``proj``, ``softmax``,
@@ -24,12 +24,27 @@ from ..errors import AttentionError
 from ..io import links
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
-from . import session, state
+from . import session
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
-PARAMS = ("preset", "seed", "size", "tokens", "dm", "dk", "proj", "softmax", "scale", "temp", "mask", "pad", "heads", "digits",
-          "edits")
+PARAMS = (
+    "preset",
+    "seed",
+    "size",
+    "tokens",
+    "dm",
+    "dk",
+    "proj",
+    "softmax",
+    "scale",
+    "temp",
+    "mask",
+    "pad",
+    "heads",
+    "digits",
+    "edits",
+)
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 SOFTMAXES = ("row_max", "global_max", "none")
 
@@ -51,7 +66,11 @@ def _size(text: str) -> tuple[int, int, int] | None:
     parts = text.split("x")
     if len(parts) != 3:
         return None
-    n, d_model, d_k = (_whole(parts[0], 1, names.MAX_TOKENS), _whole(parts[1], 1, names.MAX_DIM), _whole(parts[2], 1, names.MAX_DIM))
+    n, d_model, d_k = (
+        _whole(parts[0], 1, names.MAX_TOKENS),
+        _whole(parts[1], 1, names.MAX_DIM),
+        _whole(parts[2], 1, names.MAX_DIM),
+    )
     return None if None in (n, d_model, d_k) else (n, d_model, d_k)  # type: ignore[return-value]
 
 
@@ -60,33 +79,43 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
     notices: list[str] = []
     pid = qp.get("preset", session.DEFAULT_PRESET)
     if pid not in (*presets_mod.list_presets(), session.BLANK):
-        notices.append(f"The link asked for preset {quoted(pid)}, which does not exist; showing "
-                       f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead.")
+        notices.append(
+            f"The link asked for preset {quoted(pid)}, which does not exist; showing "
+            f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead."
+        )
         pid = session.DEFAULT_PRESET
     seed = None
     if "seed" in qp:
         seed = _whole(qp["seed"], 0, names.MAX_SEED)
         if seed is None:
-            notices.append(f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
-                           "using the preset's own seed.")
+            notices.append(
+                f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
+                "using the preset's own seed."
+            )
     blank_shape = session.DEFAULT_BLANK
     if pid == session.BLANK and "size" in qp:
         shape = _size(qp["size"])
         if shape is None:
-            notices.append(f"The link's size {quoted(qp['size'])} is not n x d_model x d_k with n ≤ {names.MAX_TOKENS} "
-                           f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}.")
+            notices.append(
+                f"The link's size {quoted(qp['size'])} is not n x d_model x d_k with n ≤ {names.MAX_TOKENS} "
+                f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}."
+            )
         else:
             blank_shape = shape
     s = session.new_session(pid, seed, blank_shape)
     if qp.get("proj") in names.PROJECTIONS and qp["proj"] != s.options.projection:
-        state.project_session(s, qp["proj"])
+        s.project(qp["proj"])
     elif "proj" in qp and qp["proj"] not in names.PROJECTIONS:
         notices.append(f"The link's projection {quoted(qp['proj'])} is not x_w or x_wt; keeping the preset's.")
     tokens = None
     if "tokens" in qp:
         words = tuple(qp["tokens"].split())
-        if not words or len(words) > names.MAX_TOKENS or len(qp["tokens"]) > MAX_TOKENS_TEXT \
-                or any(len(w) > names.MAX_TOKEN_CHARS for w in words):
+        if (
+            not words
+            or len(words) > names.MAX_TOKENS
+            or len(qp["tokens"]) > MAX_TOKENS_TEXT
+            or any(len(w) > names.MAX_TOKEN_CHARS for w in words)
+        ):
             notices.append(f"The link's sentence {quoted(qp['tokens'])} is empty or too long; keeping the preset's.")
         else:
             tokens = words
@@ -94,12 +123,14 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
     dk = _whole(qp["dk"], 1, names.MAX_DIM) if "dk" in qp else None
     for key, value in (("dm", dm), ("dk", dk)):
         if key in qp and value is None:
-            notices.append(f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored.")
+            notices.append(
+                f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored."
+            )
     if tokens is not None and len(tokens) == len(s.tokens):
         s.tokens = tokens
         tokens = None
     if tokens is not None or dm is not None or dk is not None:
-        state.resize_session(s, tokens, dm, dk)
+        s.resize(tokens, dm, dk)
     _options(s, qp, notices)
     if "digits" in qp:
         s.digits = None if qp["digits"] == "full" else _whole(qp["digits"], 1, 17) or session.Session.digits
@@ -112,19 +143,26 @@ def _options(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> N
         if qp["softmax"] in SOFTMAXES:
             changes["softmax"] = qp["softmax"]
         else:
-            notices.append(f"The link's softmax {quoted(qp['softmax'])} is not one of {', '.join(SOFTMAXES)}; keeping the preset's.")
+            notices.append(
+                f"The link's softmax {quoted(qp['softmax'])} is not one of {', '.join(SOFTMAXES)}; keeping the "
+                f"preset's."
+            )
     if "scale" in qp:
         value = {"default": None, "none": 1.0}.get(qp["scale"], _number(qp["scale"]))
         if value is None and qp["scale"] != "default":
-            notices.append(f"The link's scale {quoted(qp['scale'])} is not default, none or a number from "
-                           f"{session.FACTOR_RANGE[0]:g} to {session.FACTOR_RANGE[1]:g}; keeping the preset's.")
+            notices.append(
+                f"The link's scale {quoted(qp['scale'])} is not default, none or a number from "
+                f"{session.FACTOR_RANGE[0]:g} to {session.FACTOR_RANGE[1]:g}; keeping the preset's."
+            )
         else:
             changes["scale"] = value
     if "temp" in qp:
         value = _number(qp["temp"])
         if value is None:
-            notices.append(f"The link's temperature {quoted(qp['temp'])} is not a number from {session.FACTOR_RANGE[0]:g} "
-                           f"to {session.FACTOR_RANGE[1]:g}; keeping the preset's.")
+            notices.append(
+                f"The link's temperature {quoted(qp['temp'])} is not a number from {session.FACTOR_RANGE[0]:g} "
+                f"to {session.FACTOR_RANGE[1]:g}; keeping the preset's."
+            )
         else:
             changes["temperature"] = value
     if "mask" in qp:
@@ -162,7 +200,9 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["seed"] = str(s.seed)
     if s.preset_id == session.BLANK:
         q["size"] = "x".join(str(v) for v in s.blank_shape)
-    preset, base = session.origin(s) if s.preset_id != session.FILE else session.preset_and_base(base_id, None, s.blank_shape)
+    preset, base = (
+        session.origin(s) if s.preset_id != session.FILE else session.preset_and_base(base_id, None, s.blank_shape)
+    )
     o, po = s.options, preset.options
     if o.projection != po.projection:
         q["proj"] = o.projection
@@ -200,15 +240,20 @@ def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     """The query that reproduces the session, and notes on what it leaves out."""
     q, notes = state_params(s)
     rebuilt, _ = rebuild(q)
-    changed = {n: s.matrices[n] for n in names.INPUTS
-               if rebuilt.matrices[n].shape != s.matrices[n].shape or not np.array_equal(rebuilt.matrices[n], s.matrices[n])}
+    changed = {
+        n: s.matrices[n]
+        for n in names.INPUTS
+        if rebuilt.matrices[n].shape != s.matrices[n].shape or not np.array_equal(rebuilt.matrices[n], s.matrices[n])
+    }
     if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
         changed = {}  # cannot happen unless the sizes could not be written: nothing to add then
         notes.append("the matrices' shapes.")
     cells = sum(m.size for m in changed.values())
     if changed and cells > links.MAX_LINK_CELLS:
-        notes.append(f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
-                     "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them.")
+        notes.append(
+            f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
+            "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them."
+        )
     elif changed:
         try:
             q["edits"] = links.encode_edits(changed)

@@ -1,6 +1,7 @@
-"""What a page shows of a trace: labelled tables, heatmaps, the reading, the document check and errors.
+"""What a page shows of a trace: labelled tables, heatmaps, the reading, the tutorial check and errors.
 
-Changed cells are highlighted in the tables. Each view is a function of the session and the trace; the specs name them."""
+Changed cells are highlighted in the tables. Each view is a function of the session and the trace; the specs
+name them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, session
-from .specs import per_head, reading_lines, shown
+from .arrays import per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -26,33 +27,41 @@ _FIX_ON = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v"
 
 def show_error(exc: AttentionError) -> None:
     where = _FIX_ON.get(exc.matrix or "", "")
-    st.error(esc(exc.message, 2000) + (f"\n\nFix it on the **{where}** page." if where else ""), icon=":material/error:")
+    st.error(
+        esc(exc.message, 2000) + (f"\n\nFix it on the **{where}** page." if where else ""), icon=":material/error:"
+    )
 
 
 def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
     """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
     full = getattr(trace, name)
     m, rows, cols = shown(s, trace, name)
-    shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (f" (the engine's array is {full.shape})" if full.ndim > 2 else "")
+    shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (
+        f" (the engine's array is {full.shape})" if full.ndim > 2 else ""
+    )
     st.markdown(f"**{name}** · {shape_note}")
     base_m = None if base is None else shown(s, base, name)[0]
     r0, c0 = window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
-    win = m[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
-    df = pd.DataFrame(win, index=rows[r0:r0 + VIEW_ROWS], columns=cols[c0:c0 + VIEW_COLS])
+    win = m[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
+    df = pd.DataFrame(win, index=rows[r0 : r0 + VIEW_ROWS], columns=cols[c0 : c0 + VIEW_COLS])
     fmt = charts.decimals_for(m, s.digits)
     highlight = None
     if base_m is not None and base_m.shape == m.shape:
         value, masked, big = compute.changes(m, base_m)
         notes = []
         if value.any():
-            notes.append(f"{int(value.sum())} of {value.size} cells differ from the unedited preset (highlighted); "
-                         f"largest change {big:.4g}")
+            notes.append(
+                f"{int(value.sum())} of {value.size} cells differ from the unedited preset (highlighted); "
+                f"largest change {big:.4g}"
+            )
         if masked.any():
-            notes.append(f"{int(masked.sum())} cells are masked here and not in the unedited preset, or the other way round "
-                         "(−∞ in the scaled scores, weight 0): a mask, not a change of value")
+            notes.append(
+                f"{int(masked.sum())} cells are masked here and not in the unedited preset, or the other way round "
+                "(−∞ in the scaled scores, weight 0): a mask, not a change of value"
+            )
         if notes:
             st.caption("; ".join(notes) + ".")
-            highlight = (value | masked)[r0:r0 + VIEW_ROWS, c0:c0 + VIEW_COLS]
+            highlight = (value | masked)[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
     if win.size > STYLE_MAX_CELLS:
@@ -60,11 +69,16 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     else:
         styler = df.style.format(fmt.format)
         if highlight is not None and highlight.any():
-            styler = styler.apply(lambda _: np.where(highlight, "background-color: #fff3b0; font-weight: 600", ""), axis=None)
+            styler = styler.apply(
+                lambda _: np.where(highlight, "background-color: #fff3b0; font-weight: 600", ""), axis=None
+            )
         st.dataframe(styler, width="stretch")
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
-        st.caption(f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns {c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
-                   "the CSV has every cell.")
+        st.caption(
+            f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
+            f"{c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
+            "the CSV has every cell."
+        )
     downloads.matrix(name, s, page_key)
 
 
@@ -76,38 +90,68 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     h, n = stack.shape[0], stack.shape[-1]
     toks = s.labels
     kind = "weights" if name == "weights" else "scores"
-    title = "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "") \
-        if name == "scaled" else _TITLES[name]
+    title = (
+        "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "")
+        if name == "scaled"
+        else _TITLES[name]
+    )
     if h > 1:  # small multiples, one per head, on one colour scale
-        st.altair_chart(charts.head_heatmaps(stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits),
-                        width="content")
-        st.caption(f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale.")
+        st.altair_chart(
+            charts.head_heatmaps(stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits),
+            width="content",
+        )
+        st.caption(
+            f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale."
+        )
         return
     m = stack[0]
-    chart = charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, select=n <= charts.RECT_MAX)
+    chart = charts.heatmap(
+        m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, select=n <= charts.RECT_MAX
+    )
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview)
-        st.altair_chart(chart, width="content", on_select=functools.partial(cellview.on_heatmap_click, page_key),
-                        selection_mode="cell", key=cellview.HEATMAP_KEY.format(page=page_key))
+        st.altair_chart(
+            chart,
+            width="content",
+            on_select=functools.partial(cellview.on_heatmap_click, page_key),
+            selection_mode="cell",
+            key=cellview.HEATMAP_KEY.format(page=page_key),
+        )
     else:
         st.altair_chart(chart, width="content")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
-        st.caption(f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
-                   "grey = masked). Choose a window below to read every cell with tooltips.")
+        st.caption(
+            f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
+            "grey = masked). Choose a window below to read every cell with tooltips."
+        )
         c1, c2, c3 = st.columns(3)
         size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
         c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
-        st.altair_chart(charts.zoom_heatmap(m, toks, toks, r0, c0, size, kind=kind, title=f"rows {r0 + 1}–{min(n, r0 + size)}, "
-                                            f"columns {c0 + 1}–{min(n, c0 + size)}", allowed=trace.allowed, digits=s.digits),
-                        width="content")
+        st.altair_chart(
+            charts.zoom_heatmap(
+                m,
+                toks,
+                toks,
+                r0,
+                c0,
+                size,
+                kind=kind,
+                title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}",
+                allowed=trace.allowed,
+                digits=s.digits,
+            ),
+            width="content",
+        )
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
     n = len(s.tokens)
     for head in range(trace.options.heads):
         lead = f"Head {head + 1}: " if trace.options.heads > 1 else "Reading the rows: "
-        st.markdown(lead + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)), head)) + ("; …" if n > 8 else "."))
+        st.markdown(
+            lead + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)), head)) + ("; …" if n > 8 else ".")
+        )
 
 
 def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -118,25 +162,37 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     for head in range(h):
         pick = (lambda a, k=head: a[k]) if h > 1 else (lambda a: a)
         top, second, masked = pick(r.top), pick(r.second), pick(r.fully_masked)
-        frames.append(pd.DataFrame({
-            **({"head": np.full(n, head + 1)} if h > 1 else {}),
-            "token": toks,
-            "attends most to": np.where(masked, "(fully masked)", toks[top]),
-            "weight": pick(r.top_weight),
-            "then": np.where(masked | (n < 2), "", toks[second]),
-            "weight 2": pick(r.second_weight),
-            "entropy (bits)": pick(r.entropy),
-            "max possible (bits)": np.full(n, r.max_entropy),
-            "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    **({"head": np.full(n, head + 1)} if h > 1 else {}),
+                    "token": toks,
+                    "attends most to": np.where(masked, "(fully masked)", toks[top]),
+                    "weight": pick(r.top_weight),
+                    "then": np.where(masked | (n < 2), "", toks[second]),
+                    "weight 2": pick(r.second_weight),
+                    "entropy (bits)": pick(r.entropy),
+                    "max possible (bits)": np.full(n, r.max_entropy),
+                    "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
+                }
+            )
+        )
     df = pd.concat(frames, ignore_index=True)
     st.dataframe(df.head(512), width="stretch", hide_index=True)
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
-    st.caption("“attends most to” is the key with the largest weight in the row, “weight” that weight; “then” is the key with "
-               "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = spread evenly.")
-    st.download_button("Download reading.csv", data=lambda: tables.table_csv(df), file_name=f"{s.preset_id}_reading.csv",
-                       mime="text/csv", key=f"dl.reading.{s.version}", on_click="ignore")
+    st.caption(
+        "“attends most to” is the key with the largest weight in the row, “weight” that weight; “then” is the key with "
+        "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = spread evenly."
+    )
+    st.download_button(
+        "Download reading.csv",
+        data=lambda: tables.table_csv(df),
+        file_name=f"{s.preset_id}_reading.csv",
+        mime="text/csv",
+        key=f"dl.reading.{s.version}",
+        on_click="ignore",
+    )
     note = session.preset_for(s).notes.get("reading") if session.is_unedited(s) else None
     if isinstance(note, str):
         st.info(esc(note, 2000))
@@ -169,8 +225,11 @@ def doc_check(s: session.Session, trace: Trace) -> None:
     ok, detail = compute.document_match(s.preset_id, s.seed, s.blank_shape)
     same = "" if session.is_unedited(s) else " (an option changed, but only rounding moved)"
     if preset.expected:
-        text, hover = ("Same numbers as its tutorial" + same, f"Checked against {where}: {detail}") if ok else \
-            ("Numbers differ from its tutorial", f"{where}: {detail}")
+        text, hover = (
+            ("Same numbers as its tutorial" + same, f"Checked against {where}: {detail}")
+            if ok
+            else ("Numbers differ from its tutorial", f"{where}: {detail}")
+        )
     elif preset.expected_shapes:
         note = preset.notes.get("seed")
         text = ("Same shapes as its tutorial" if ok else "Shapes differ from its tutorial") + same

@@ -8,13 +8,25 @@ VIEW_ROWS, VIEW_COLS = 64, 64  # tables larger than this are shown a window at a
 EDIT_ROWS, EDIT_COLS = 64, 64  # editors likewise
 
 
-def window_controls(key: str, n_rows: int, n_cols: int, rows_per: int = EDIT_ROWS, cols_per: int = EDIT_COLS) -> tuple[int, int]:
+def window_controls(
+    key: str, n_rows: int, n_cols: int, rows_per: int = EDIT_ROWS, cols_per: int = EDIT_COLS
+) -> tuple[int, int]:
     """Row/column offsets of the window shown for a large matrix (0, 0 when it fits)."""
     if n_rows <= rows_per and n_cols <= cols_per:
         return 0, 0
     c1, c2 = st.columns(2)
-    r0 = c1.number_input(f"first row (of {n_rows})", 1, max(1, n_rows - rows_per + 1), 1, step=rows_per, key=f"{key}.r0") - 1 \
-        if n_rows > rows_per else 0
-    c0 = c2.number_input(f"first column (of {n_cols})", 1, max(1, n_cols - cols_per + 1), 1, step=cols_per, key=f"{key}.c0") - 1 \
-        if n_cols > cols_per else 0
+    r0 = (
+        c1.number_input(f"first row (of {n_rows})", 1, max(1, n_rows - rows_per + 1), 1, step=rows_per, key=f"{key}.r0")
+        - 1
+        if n_rows > rows_per
+        else 0
+    )
+    c0 = (
+        c2.number_input(
+            f"first column (of {n_cols})", 1, max(1, n_cols - cols_per + 1), 1, step=cols_per, key=f"{key}.c0"
+        )
+        - 1
+        if n_cols > cols_per
+        else 0
+    )
     return int(r0), int(c0)

@@ -1,0 +1,146 @@
+"""What each step page says in words about the numbers on it (user text escaped), one function per step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..names import token_labels
+from ..trace import Trace
+from . import session
+from .arrays import per_head, reading_lines
+from .text import esc
+
+
+def _first(tokens: Sequence[str]) -> str:
+    return f"“{esc(tokens[0])}”" if tokens else "the first token"
+
+
+def tokens(s: session.Session, t: Trace | None) -> str:
+    n, d = s.matrices["X"].shape
+    return (
+        f"The sentence is split into **{n} tokens**, and each token is a row of **X**: a vector of **d_model = {d}** "
+        f"numbers "
+        f"(its embedding). Row 1 is {_first(s.tokens)}. Attention never looks at word order or spelling, only at "
+        f"these rows, so "
+        "editing a row changes everything downstream of it. Change the sentence to add or remove tokens; new rows "
+        "start as random "
+        "numbers from the seed."
+    )
+
+
+def weights(s: session.Session, t: Trace | None) -> str:
+    how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (document 001's convention)"
+    return (
+        "Three weight matrices turn each embedding into a **query** (what this token is looking for), a **key** "
+        "(what it offers "
+        f"to be found by) and a **value** (what it passes on when attended to), computed as {how}. In a trained "
+        f"model these are "
+        "learned; here they are typed in the document or drawn from the seed, and you can edit any cell."
+    )
+
+
+def qkv(s: session.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Q, K and V are X projected by the three weight matrices."
+    h = t.options.heads
+    heads = (
+        ""
+        if h == 1
+        else (
+            f" With **{h} heads**, head k uses its own block of columns: "
+            + "; ".join(
+                f"head {k + 1}: q{k * t.Q.shape[-1] // h + 1}–q{(k + 1) * t.Q.shape[-1] // h}, "
+                f"k{k * t.K.shape[-1] // h + 1}–"
+                f"k{(k + 1) * t.K.shape[-1] // h}, v{k * t.V.shape[-1] // h + 1}–v{(k + 1) * t.V.shape[-1] // h}"
+                for k in range(h)
+            )
+            + "."
+        )
+    )
+    return (
+        f"Each row is one token's query, key or value: Q and K have **d_k = {t.Q.shape[-1]}** columns, V has "
+        f"{t.V.shape[-1]}. "
+        f"Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; row 1 of V is what it "
+        f"contributes "
+        "when another token attends to it. Highlighted cells differ from the unedited preset." + heads
+    )
+
+
+def scores(s: session.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
+    first = per_head(t.scores)[0]
+    i, j = np.unravel_index(np.argmax(first), first.shape)
+    tk = [esc(t) for t in token_labels(s.tokens)]
+    return (
+        f"Entry (i, j) is the dot product of token i's query with token j's key: how well j matches what i looks for. "
+        f"Rows are queries (who attends), columns are keys (who is attended to). The largest score here is "
+        f"**{tk[i]} → {tk[j]}** ({first[i, j]:.4g})"
+        + (" in head 1" if t.options.heads > 1 else "")
+        + ". Scores are not yet probabilities: they can be any size or sign."
+    )
+
+
+def scaling(s: session.Session, t: Trace | None) -> str:
+    if t is None:
+        return "The scores are multiplied by the scale factor, 1/√d_k by default."
+    mask = {
+        "none": "",
+        "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞, shown grey.",
+        "padding": " The padding mask sets every column of a padding token to −∞, shown grey.",
+    }[s.options.mask]
+    if t.scale == 1.0:
+        how = "Scaling is switched off (factor 1), so these equal the raw scores."
+    else:
+        how = (
+            f"Every score is multiplied by **{t.scale:.6g}**"
+            + (f" = 1/√{t.d_k}" if s.options.scale is None else " (custom)")
+            + ". Dot products of d_k-dimensional vectors grow like √d_k; without this, softmax would saturate to "
+            "nearly one-hot "
+            "weights as d_k grows and its gradients would vanish."
+        )
+    return how + mask
+
+
+def softmax(s: session.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Softmax turns each row of scaled scores into weights that are ≥ 0 and sum to 1."
+    temp = (
+        ""
+        if s.options.temperature == 1
+        else (
+            f" With temperature T = {s.options.temperature:g} the scores are divided by T first "
+            "(T > 1 flattens, T < 1 sharpens)."
+        )
+    )
+    masked = " A fully masked row (every key masked) has all weights 0 instead." if t.fully_masked else ""
+    return (
+        "Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of "
+        f"exps, so every weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_lines(t, s.tokens, [0])[0]}. "
+        "Subtracting a constant from a row (its max, by default) changes nothing mathematically but keeps exp from "
+        "overflowing." + temp
+    )
+
+
+def output(s: session.Session, t: Trace | None) -> str:
+    if t is None:
+        return "Each output row is a weighted average of the value rows."
+    w = per_head(t.weights)[0]
+    tk = [esc(t) for t in token_labels(s.tokens)]
+    parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
+    more = " + …" if w.shape[1] > 3 else ""
+    return (
+        f"Each output row is the value rows mixed by that token's weights: row 1 = {parts}{more}. "
+        "The output has one row per token, like X, but each row now carries information from the tokens it attended to."
+    )
+
+
+def reading(s: session.Session, t: Trace | None) -> str:
+    return (
+        "For each token (a row of the weights): the key it gives the most weight to and that weight, the key it "
+        "gives the second most to and that weight, and the row's entropy: 0 bits means all attention on one key, "
+        "log₂(n) bits means spread evenly over all n. With random weights such a reading means nothing yet: it only "
+        "shows how the mechanism works."
+    )
