@@ -12,6 +12,19 @@ import numpy as np
 
 from .errors import AttentionError
 
+PARTS = ("causal", "padding", "custom")  # the masks that can be combined; "none" is none of them
+
+
+def kinds() -> tuple[str, ...]:
+    """Every mask option: "none", each part, and each combination joined with "+" in the order of PARTS."""
+    combos = [[p for k, p in enumerate(PARTS) if bits >> k & 1] for bits in range(1, 2 ** len(PARTS))]
+    return ("none", *("+".join(c) for c in sorted(combos, key=lambda c: (len(c), [PARTS.index(p) for p in c]))))
+
+
+def parts(kind: str) -> tuple[str, ...]:
+    """The masks a mask option combines: ``parts("causal+custom") == ("causal", "custom")``; () for "none"."""
+    return () if kind == "none" else tuple(kind.split("+"))
+
 
 def causal(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     """Query i may attend key j only when j <= i (top-left aligned, as ``torch.tril``). Shape (L, S)."""

@@ -19,7 +19,7 @@ from .errors import AttentionError, as_matrix, check_finite
 from .heads import head_weights
 from .reading import Reading, read
 
-MASK_KINDS = ("none", "causal", "padding")
+MASK_KINDS = masks.kinds()  # "none", "causal", "padding", "custom", then their combinations ("causal+padding"...)
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,12 @@ class Options:
     softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
     scale: the factor applied to the scores; None means 1/√d_k, 1.0 means no scaling.
     temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
-    mask: "none", "causal" (token i sees tokens 0..i) or "padding" (no token attends a padding token).
+    mask: "none", "causal" (token i sees tokens 0..i), "padding" (no token attends a padding token), "custom"
+    (``custom_mask``), or a combination joined with "+" ("causal+custom"): a cell may be attended only where
+    every part allows it.
     padding: one flag per token, True where the token is padding (used when mask == "padding").
     heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
+    custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
     """
 
     projection: steps.Projection = "x_w"
@@ -42,6 +45,7 @@ class Options:
     mask: str = "none"
     padding: tuple[bool, ...] = ()
     heads: int = 1
+    custom_mask: tuple[tuple[bool, ...], ...] = ()
 
     def validate(self) -> Options:
         """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name).
@@ -68,6 +72,13 @@ class Options:
             raise fail("heads", f"must be a whole number from 1 to {names.MAX_DIM}")
         if not (isinstance(self.padding, tuple) and all(isinstance(p, (bool, np.bool_)) for p in self.padding)):
             raise fail("padding", "must be true/false flags, one per token")
+        grid = self.custom_mask
+        if not (
+            isinstance(grid, tuple)
+            and all(isinstance(r, tuple) and len(r) == len(grid) for r in grid)
+            and all(isinstance(v, (bool, np.bool_)) for r in grid for v in r)
+        ):
+            raise fail("custom_mask", "must be a square grid of true/false (query × key, true = may attend)")
         return self
 
     def replace(self, **changes: object) -> Options:
@@ -172,7 +183,13 @@ def check_inputs(
                 f"choose a width that is a multiple of {options.heads}",
                 matrix=name,
             )
-    if options.mask == "padding" and len(options.padding) != n:
+    if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
+        raise AttentionError(
+            f"the custom mask is {len(options.custom_mask)} × {len(options.custom_mask)} but there are {n} tokens; "
+            "give one row and one column per token",
+            matrix="mask",
+        )
+    if "padding" in masks.parts(options.mask) and len(options.padding) != n:
         raise AttentionError(
             f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token",
             matrix="mask",
@@ -181,12 +198,13 @@ def check_inputs(
 
 
 def build_mask(options: Options, n: int) -> np.ndarray | None:
-    """The boolean mask (n, n) the options ask for, or None."""
-    if options.mask == "causal":
-        return masks.causal(n)
-    if options.mask == "padding":
-        return masks.padding(options.padding, n)
-    return None
+    """The boolean mask (n, n) the options ask for (its parts combined with AND), or None."""
+    parts = masks.parts(options.mask)
+    return masks.combine(
+        masks.causal(n) if "causal" in parts else None,
+        masks.padding(options.padding, n) if "padding" in parts else None,
+        masks.custom(np.array(options.custom_mask, dtype=bool).reshape(n, n), n, n) if "custom" in parts else None,
+    )
 
 
 def self_attention(

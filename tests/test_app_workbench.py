@@ -171,3 +171,46 @@ def test_resizing_d_k_so_heads_no_longer_divide_goes_back_to_one_head() -> None:
     at = at.number_input(key=f"w.dk.{session(at).version}.x_w").set_value(3).run()
     no_exception(at)
     assert session(at).options.heads == 1 and session(at).dims.d_k == 3
+
+
+def test_a_custom_mask_grid_greys_cells_and_gives_them_zero_weight_combined_with_causal() -> None:
+    from tests.apptest_util import grid_edit
+
+    at = journey("scaling", {"preset": "the_cat_sat"})
+    at = at.selectbox(key="sb.mask").set_value("causal+custom").run()
+    key = next(d.key for d in at.dataframe if d.key and d.key.startswith("mask.grid"))
+    at = grid_edit(at, key, {"edited_rows": {2: {"cat": False}}, "added_rows": [], "deleted_rows": []})
+    no_exception(at)
+    s = session(at)
+    t = _engine(s)
+    allowed = np.tril(np.ones((3, 3), bool))
+    allowed[2, 1] = False  # causal AND the unticked cell
+    np.testing.assert_array_equal(t.allowed, allowed)
+    assert (t.weights[~allowed] == 0).all() and np.allclose(t.weights.sum(axis=1), 1)
+    assert np.isneginf(t.scaled[2, 1])
+    assert "cmask" in at.query_params and at.query_params["mask"] == "causal+custom"
+    # the whole state travels: a fresh session from the address has the same mask and weights
+    again = journey("softmax", dict(at.query_params))
+    np.testing.assert_array_equal(_engine(session(again)).weights, t.weights)
+    # and the preset file and the exported script carry it
+    from attention.io.codegen import python_script
+    from attention.ui import session as ui_session
+
+    preset = attention.parse_preset(ui_session.export_preset(s).to_json())
+    assert preset.options.custom_mask == s.options.custom_mask
+    np.testing.assert_array_equal(preset.compute().weights, t.weights)
+    assert "custom = np.array(" in python_script(preset)
+
+
+def test_a_fully_masked_row_is_explained_and_gives_zero_not_nan() -> None:
+    from tests.apptest_util import grid_edit
+
+    at = journey("scaling", {"preset": "the_cat_sat"})
+    at = at.selectbox(key="sb.mask").set_value("custom").run()
+    key = next(d.key for d in at.dataframe if d.key and d.key.startswith("mask.grid"))
+    at = grid_edit(at, key, {"edited_rows": {0: {"The": False, "cat": False, "sat": False}}, "added_rows": [],
+                             "deleted_rows": []})
+    no_exception(at)
+    t = _engine(session(at))
+    assert (t.weights[0] == 0).all() and (t.output[0] == 0).all()
+    assert "may attend no key" in " ".join(texts(at.caption))

@@ -381,3 +381,29 @@ def test_matmul_shape_is_numpys_rule_and_raises_where_numpy_raises():
             assert matmul_shape(a, b) == want, (a, b)
     with pytest.raises(AttentionError):
         matmul_shape((2, 3), (4, 5))
+
+
+def test_combined_masks_are_the_and_of_their_parts_against_a_naive_loop():
+    rs = np.random.RandomState(5)
+    X, W = rs.randn(4, 3), [rs.randn(3, 3) for _ in range(3)]
+    grid = tuple(tuple(bool(v) for v in row) for row in rs.rand(4, 4) > 0.3)
+    pad = (False, False, True, False)
+    for kind in attention.trace.MASK_KINDS:
+        t = attention.self_attention(X, *W, mask=kind, padding=pad, custom_mask=grid)
+        for i in range(4):
+            for j in range(4):
+                ok = (
+                    ("causal" not in kind or j <= i)
+                    and ("padding" not in kind or not pad[j])
+                    and ("custom" not in kind or grid[i][j])
+                )
+                assert (t.allowed is None and ok) or (t.allowed is not None and t.allowed[i, j] == ok), (kind, i, j)
+                if not ok:
+                    assert t.weights[i, j] == 0.0
+        assert np.isfinite(t.weights).all()
+
+
+def test_a_custom_mask_of_the_wrong_size_is_named():
+    rs = np.random.RandomState(1)
+    with pytest.raises(attention.AttentionError, match="custom mask is 2 × 2 but there are 3 tokens"):
+        attention.self_attention(rs.randn(3, 2), *[rs.randn(2, 2)] * 3, mask="custom", custom_mask=((True, True),) * 2)

@@ -219,24 +219,28 @@ class _Builder:
             if o.scale is None
             else "scaled = scores * scale"
         )
-        if o.mask == "causal":
-            code += [
-                "n = len(tokens)",
-                "allowed = np.tril(np.ones((n, n), dtype=bool))  # causal: token i may attend tokens 1..i",
-                "scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0",
-            ]
+        parts = o.mask.split("+") if o.mask != "none" else []
+        if parts:
+            code += ["n = len(tokens)", "allowed = np.ones((n, n), dtype=bool)  # True where a query may attend a key"]
+        if "causal" in parts:
+            code.append("allowed &= np.tril(np.ones((n, n), dtype=bool))  # causal: token i may attend tokens 1..i")
             md += "\n\nA causal mask forbids each token to look at later tokens: those cells become -inf."
-        elif o.mask == "padding":
+        if "padding" in parts:
             code += [
                 f"is_padding = np.array({list(o.padding)!r})  # one flag per token",
-                "n = len(tokens)",
-                "allowed = np.broadcast_to(~is_padding, (n, n))  # no token may attend a padding token",
-                "scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0",
+                "allowed &= ~is_padding[None, :]  # no token may attend a padding token",
             ]
             md += (
                 "\n\nA padding mask forbids every token to attend the tokens flagged as padding: "
                 "those cells become -inf."
             )
+        if "custom" in parts:
+            grid = ",\n    ".join(repr([bool(v) for v in row]) for row in o.custom_mask)
+            code.append(f"custom = np.array([\n    {grid},\n])  # your own grid: row = query, column = key")
+            code.append("allowed &= custom")
+            md += "\n\nA custom mask (a grid you set, query × key) forbids the cells marked false."
+        if parts:
+            code.append("scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0")
         code.append('print("Scaled scores:\\n", scaled)')
         secs.append((md, "\n".join(code)))
 

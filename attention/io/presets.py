@@ -427,12 +427,23 @@ class _Validator:
             if not (isinstance(pad, list) and all(isinstance(p, bool) for p in pad)) or (pad and len(pad) != n):
                 raise self.fail("options.padding", f"must be a list of {n} true/false flags, one per token")
             kw["padding"] = tuple(pad)
+        if "custom_mask" in o:
+            grid = o["custom_mask"]
+            if not (
+                isinstance(grid, list)
+                and len(grid) == n
+                and all(isinstance(r, list) and len(r) == n and all(isinstance(v, bool) for v in r) for r in grid)
+            ):
+                raise self.fail("options.custom_mask", f"must be {n} rows of {n} true/false flags (query × key)")
+            kw["custom_mask"] = tuple(tuple(r) for r in grid)
         try:
             options = Options(**kw).validate()
         except AttentionError as exc:
             raise self.fail(f"options.{exc.field}", exc.message.removeprefix(f"{exc.field} ")) from None
-        if options.mask == "padding" and len(options.padding) != n:
-            raise self.fail("options.padding", f"must list {n} flags when options.mask is 'padding'")
+        if "padding" in options.mask.split("+") and len(options.padding) != n:
+            raise self.fail("options.padding", f"must list {n} flags when options.mask has 'padding'")
+        if "custom" in options.mask.split("+") and len(options.custom_mask) != n:
+            raise self.fail("options.custom_mask", f"must be given ({n} × {n}) when options.mask has 'custom'")
         return options
 
     def consistent(self, preset: Preset) -> None:
@@ -483,6 +494,8 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
     }
     if o.padding:
         d["padding"] = list(o.padding)
+    if o.custom_mask:
+        d["custom_mask"] = [list(r) for r in o.custom_mask]
     return d
 
 

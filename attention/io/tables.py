@@ -167,7 +167,7 @@ def conventions(o) -> str:
         "none": "softmax is a plain exp / row sum (nothing subtracted)",
     }[o.softmax]
     scale = "scale 1/√d_k" if o.scale is None else f"scale {float(o.scale)!r}"
-    mask = {"none": "no mask", "causal": "causal mask", "padding": "padding mask"}[o.mask]
+    mask = "no mask" if o.mask == "none" else " + ".join(o.mask.split("+")) + " mask"
     parts = [
         proj,
         soft,

@@ -25,14 +25,14 @@ def on_heatmap_click(page_key: str) -> None:
     labels = session.get().labels
     q, k = picked.get("query"), picked.get("key")
     if q in labels and k in labels:
-        state.set_cell(labels.index(q), labels.index(k))
+        state.set_view(cell=(labels.index(q), labels.index(k)))
 
 
 def _on_pick(page_key: str) -> None:
     labels = session.get().labels
     q, k = st.session_state.get(f"cell.{page_key}.q"), st.session_state.get(f"cell.{page_key}.k")
     if q in labels and k in labels:
-        state.set_cell(labels.index(q), labels.index(k))
+        state.set_view(cell=(labels.index(q), labels.index(k)))
 
 
 def explain(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -53,7 +53,7 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
             "head",
             list(range(1, trace.options.heads + 1)),
             key=f"cell.{page_key}.head",
-            on_change=lambda: state.set_head(st.session_state[f"cell.{page_key}.head"] - 1),
+            on_change=lambda: state.set_view(head=st.session_state[f"cell.{page_key}.head"] - 1),
         )
     e = explain_cell(trace, i, j, head)
     fmt = charts.decimals_for(np.concatenate([e.q, e.k, e.products]), s.digits).format

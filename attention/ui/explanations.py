@@ -86,11 +86,13 @@ def scores(s: session.Session, t: Trace | None) -> str:
 def scaling(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "The scores are multiplied by the scale factor, 1/√d_k by default."
-    mask = {
-        "none": "",
-        "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞, shown grey.",
-        "padding": " The padding mask sets every column of a padding token to −∞, shown grey.",
-    }[s.options.mask]
+    said = {
+        "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞.",
+        "padding": " The padding mask sets every column of a padding token to −∞.",
+        "custom": " Your custom mask sets every unticked cell of its grid to −∞.",
+    }
+    parts = [] if s.options.mask == "none" else s.options.mask.split("+")
+    mask = "".join(said[p] for p in parts) + (" Masked cells are grey, and their weight will be 0." if parts else "")
     if t.scale == 1.0:
         how = "Scaling is switched off (factor 1), so these equal the raw scores."
     else:
@@ -98,8 +100,7 @@ def scaling(s: session.Session, t: Trace | None) -> str:
             f"Every score is multiplied by **{t.scale:.6g}**"
             + (f" = 1/√{t.d_k}" if s.options.scale is None else " (custom)")
             + ". Dot products of d_k-dimensional vectors grow like √d_k; without this, softmax would saturate to "
-            "nearly one-hot "
-            "weights as d_k grows and its gradients would vanish."
+            "nearly one-hot weights as d_k grows and its gradients would vanish."
         )
     return how + mask
 

@@ -100,6 +100,12 @@ class Session:
             if len(self.options.padding) != n:
                 pad = tuple(self.options.padding[:n]) + (False,) * max(0, n - len(self.options.padding))
                 self.options = replace(self.options, padding=pad)
+            grid = self.options.custom_mask
+            if grid and len(grid) != n:  # kept where it fits; new tokens may attend and be attended
+                grid = tuple(
+                    tuple(grid[i][j] if i < len(grid) and j < len(grid) else True for j in range(n)) for i in range(n)
+                )
+                self.options = replace(self.options, custom_mask=grid)
 
 
 def valid_heads(s: Session) -> list[int]:

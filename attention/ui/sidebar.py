@@ -37,7 +37,15 @@ DIGITS = {
     None: "every digit (exact)",
 }
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
-MASKS = {"none": "no mask", "causal": "causal (token i sees tokens 1…i)", "padding": "padding (ignore marked tokens)"}
+MASK_NAMES = {
+    "causal": "causal (token i sees tokens 1…i)",
+    "padding": "padding (ignore marked tokens)",
+    "custom": "custom (a grid on the Scaling page)",
+}
+
+
+def mask_label(kind: str) -> str:
+    return "no mask" if kind == "none" else " + ".join(MASK_NAMES[p] if "+" not in kind else p for p in kind.split("+"))
 
 
 def _bind(key: str, value: Any) -> None:
@@ -164,9 +172,14 @@ def draw(s: session.Session) -> None:
     show_messages("sidebar.heads", sb)
     _bind("sb.mask", o.mask)
     sb.selectbox(
-        "Mask", list(MASK_KINDS), format_func=MASKS.get, key="sb.mask", on_change=_on(state.set_mask, "sb.mask")
+        "Mask",
+        list(MASK_KINDS),
+        format_func=mask_label,
+        key="sb.mask",
+        on_change=_on(state.set_mask, "sb.mask"),
+        help="A cell may be attended only where every chosen mask allows it; masked cells are grey and get weight 0.",
     )
-    if o.mask == "padding":
+    if "padding" in o.mask.split("+"):
         labels = s.labels
         _bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
         sb.multiselect(
@@ -182,7 +195,7 @@ def draw(s: session.Session) -> None:
         list(DIGITS),
         format_func=DIGITS.get,
         key="sb.digits",
-        on_change=_on(state.set_digits, "sb.digits"),
+        on_change=_on(lambda v: state.set_view(digits=v), "sb.digits"),
         help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.",
     )
     compare.pin_controls(s)

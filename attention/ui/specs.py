@@ -105,6 +105,7 @@ STEPS: dict[str, Step] = {
             explanations.scaling,
             show=("scaled",),
             heatmap="scaled",
+            controls=("custom_mask",),
             inputs=True,
             compare=("scaled",),
             views=("takes_scores", "explain_cell"),

@@ -99,24 +99,16 @@ def set_heads(h: int) -> None:
     set_option(heads=h)
 
 
-def set_head(head: int) -> None:
-    """Which head the explained cell is in. Display only."""
+def set_view(cell: tuple[int, int] | None = None, head: int | None = None, digits: int | None | str = "keep") -> None:
+    """Display-only settings: the explained (query, key) cell and its head, and the digits numbers are shown with
+    (None: every digit). Values out of range are ignored; nothing computed changes."""
     s = get()
-    if 0 <= head < s.options.heads:
+    if cell is not None and all(0 <= c < len(s.tokens) for c in cell):
+        s.cell = cell
+    if head is not None and 0 <= head < s.options.heads:
         s.head = head
-
-
-def set_cell(i: int, j: int) -> None:
-    """The (query, key) cell the "explain this cell" view takes apart. Display only."""
-    s = get()
-    n = len(s.tokens)
-    if 0 <= i < n and 0 <= j < n:
-        s.cell = (i, j)
-
-
-def set_digits(digits: int | None) -> None:
-    """How many significant digits tables, editors and heatmaps show (None: every digit). Display only."""
-    get().digits = digits
+    if digits != "keep":
+        s.digits = digits  # type: ignore[assignment]
 
 
 def clear_pin() -> None:
@@ -218,10 +210,18 @@ def set_option(**changes: object) -> None:
 
 
 def set_mask(kind: str) -> None:
+    """Choose the mask; padding flags and a custom grid (all allowed at first) are sized to the tokens."""
     s = get()
-    pad = s.options.padding if len(s.options.padding) == len(s.tokens) else (False,) * len(s.tokens)
-    s.options = replace(s.options, mask=kind, padding=pad)
+    n = len(s.tokens)
+    pad = s.options.padding if len(s.options.padding) == n else (False,) * n
+    grid = s.options.custom_mask if len(s.options.custom_mask) == n else ((True,) * n,) * n
+    s.options = replace(s.options, mask=kind, padding=pad, custom_mask=grid if "custom" in kind.split("+") else ())
     _touch(s)
+
+
+def set_custom_mask(grid: tuple[tuple[bool, ...], ...]) -> None:
+    """The custom mask's grid (query × key, True = may attend), already checked to be n × n."""
+    set_option(custom_mask=grid)
 
 
 def set_projection(projection: str) -> None:

@@ -28,23 +28,9 @@ from . import session
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
-PARAMS = (
-    "preset",
-    "seed",
-    "size",
-    "tokens",
-    "dm",
-    "dk",
-    "proj",
-    "softmax",
-    "scale",
-    "temp",
-    "mask",
-    "pad",
-    "heads",
-    "digits",
-    "edits",
-)
+# every parameter this module writes (others in the address are left alone)
+_NAMES = "cmask preset seed size tokens dm dk proj softmax scale temp mask pad heads digits edits"
+PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 SOFTMAXES = ("row_max", "global_max", "none")
 
@@ -64,14 +50,9 @@ def _number(text: str) -> float | None:
 
 def _size(text: str) -> tuple[int, int, int] | None:
     parts = text.split("x")
-    if len(parts) != 3:
-        return None
-    n, d_model, d_k = (
-        _whole(parts[0], 1, names.MAX_TOKENS),
-        _whole(parts[1], 1, names.MAX_DIM),
-        _whole(parts[2], 1, names.MAX_DIM),
-    )
-    return None if None in (n, d_model, d_k) else (n, d_model, d_k)  # type: ignore[return-value]
+    his = (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM)
+    sizes = [_whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
+    return None if None in sizes else tuple(sizes)  # type: ignore[return-value]
 
 
 def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
@@ -180,6 +161,14 @@ def _options(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> N
             pad[i - 1] = True
     if any(pad) or changes.get("mask", o.mask) == "padding":
         changes["padding"] = tuple(pad)
+    if "cmask" in qp:
+        rows = qp["cmask"].split(".")
+        if len(rows) == n and all(len(r) == n and set(r) <= {"0", "1"} for r in rows):
+            changes["custom_mask"] = tuple(tuple(c == "1" for c in r) for r in rows)
+        else:
+            notices.append(f"The link's custom mask {quoted(qp['cmask'])} is not {n} rows of {n} 0/1 flags; ignored.")
+    if "custom" in changes.get("mask", o.mask).split("+") and len(changes.get("custom_mask", o.custom_mask)) != n:
+        changes["custom_mask"] = ((True,) * n,) * n  # a custom mask with no grid allows everything
     if "heads" in qp:
         h = _whole(qp["heads"], 1, names.MAX_DIM)
         if h is None or h not in session.valid_heads(s):
@@ -227,6 +216,11 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["mask"] = o.mask
     if any(o.padding):
         q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
+    if o.custom_mask and o.custom_mask != po.custom_mask:
+        if len(o.custom_mask) <= 64:
+            q["cmask"] = ".".join("".join("1" if v else "0" for v in row) for row in o.custom_mask)
+        else:
+            notes.append("the custom mask (more than 64 tokens).")
     if o.heads != po.heads:
         q["heads"] = str(o.heads)
     if s.digits != session.Session.digits:
