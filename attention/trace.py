@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import masks, names, steps
+from . import masks, names, positions, steps
 from .errors import AttentionError, as_matrix, check_finite
 from .heads import head_weights
 from .reading import Reading, read
@@ -36,6 +36,8 @@ class Options:
     padding: one flag per token, True where the token is padding (used when mask == "padding").
     heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
     custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
+    positions: "none", "sinusoidal" (PE added to X) or "rotary" (RoPE on each head's Q and K); see
+    :mod:`attention.positions`.
     """
 
     projection: steps.Projection = "x_w"
@@ -46,6 +48,7 @@ class Options:
     padding: tuple[bool, ...] = ()
     heads: int = 1
     custom_mask: tuple[tuple[bool, ...], ...] = ()
+    positions: str = "none"
 
     def validate(self) -> Options:
         """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name).
@@ -72,6 +75,8 @@ class Options:
             raise fail("heads", f"must be a whole number from 1 to {names.MAX_DIM}")
         if not (isinstance(self.padding, tuple) and all(isinstance(p, (bool, np.bool_)) for p in self.padding)):
             raise fail("padding", "must be true/false flags, one per token")
+        if self.positions not in positions.KINDS:
+            raise fail("positions", f"must be one of {', '.join(positions.KINDS)}")
         grid = self.custom_mask
         if not (
             isinstance(grid, tuple)
@@ -133,6 +138,9 @@ class Trace:
     allowed: np.ndarray | None = None
     fully_masked: tuple[int, ...] = ()
     tokens: tuple[str, ...] = ()
+    X_in: np.ndarray | None = None  # X + PE, what the projections saw (sinusoidal positions); None otherwise
+    Q_raw: np.ndarray | None = None  # Q and K before the rotation (rotary positions); None otherwise
+    K_raw: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The eleven named arrays, in pipeline order."""
@@ -247,10 +255,14 @@ def run_steps(
     """The steps themselves, on already validated inputs (shapes in the trailing comments)."""
     rows = list(tokens) if tokens else None
     n = X.shape[-2]
+    X_in = X + positions.sinusoidal(n, X.shape[-1]) if opts.positions == "sinusoidal" else X  # (..., n, d_model)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below and raised with a clear message
-        Q = steps.project(X, W_q, opts.projection)  # (..., n, d_k)
-        K = steps.project(X, W_k, opts.projection)  # (..., n, d_k)
-        V = steps.project(X, W_v, opts.projection)  # (..., n, d_v)
+        Q = steps.project(X_in, W_q, opts.projection)  # (..., n, d_k)
+        K = steps.project(X_in, W_k, opts.projection)  # (..., n, d_k)
+        V = steps.project(X_in, W_v, opts.projection)  # (..., n, d_v)
+        Q_raw, K_raw = (Q, K) if opts.positions == "rotary" else (None, None)
+        if opts.positions == "rotary":  # per head: run_steps sees one head's columns at a time
+            Q, K = positions.rotary(Q), positions.rotary(K)  # (..., n, d_k) each
         for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
             check_finite(name, M, f"the values of X and {w}", rows)
         d_k = Q.shape[-1]
@@ -284,6 +296,9 @@ def run_steps(
         allowed,
         tuple(int(i) for i in masks.fully_masked_rows(allowed)),
         tuple(tokens or ()),
+        X_in if opts.positions == "sinusoidal" else None,
+        Q_raw,
+        K_raw,
     )
 
 
@@ -414,5 +429,7 @@ def multi_head(
         scaled=stack("scaled"),
         weights=stack("weights"),
         output=output,
+        Q_raw=None if first.Q_raw is None else np.concatenate([t.Q_raw for t in per_head], axis=-1),
+        K_raw=None if first.K_raw is None else np.concatenate([t.K_raw for t in per_head], axis=-1),
     )
     return MultiHeadTrace(per_head, concat, W_o_arr, output, combined)

@@ -214,3 +214,28 @@ def test_a_fully_masked_row_is_explained_and_gives_zero_not_nan() -> None:
     t = _engine(session(at))
     assert (t.weights[0] == 0).all() and (t.output[0] == 0).all()
     assert "may attend no key" in " ".join(texts(at.caption))
+
+
+def test_positions_on_and_off_with_shuffle_show_why_order_matters() -> None:
+    at = journey("tokens", {"preset": "the_cat_sat"})
+    before = _engine(session(at))
+    assert "the same numbers, just moved" in " ".join(texts(at.caption))
+    at = at.button(key="tok.shuffle").click().run()
+    no_exception(at)
+    s = session(at)
+    assert s.tokens == ("sat", "The", "cat")
+    order = [2, 0, 1]
+    np.testing.assert_allclose(_engine(s).output, before.output[order], rtol=1e-12)  # a bag of words: rows only move
+    at = at.selectbox(key="tok.positions").set_value("sinusoidal").run()
+    no_exception(at)
+    s = session(at)
+    assert s.options.positions == "sinusoidal" and at.query_params["pos"] == "sinusoidal"
+    assert "the output rows change" in " ".join(texts(at.caption))
+    with_pe = _engine(s)
+    np.testing.assert_array_equal(with_pe.X_in, s.matrices["X"] + attention.positions.sinusoidal(3, 4))
+    at = at.selectbox(key="tok.positions").set_value("rotary").run()
+    no_exception(at)
+    for page in ("qkv", "scores", "softmax", "output", "reading"):
+        at = goto(at, page)
+        no_exception(at)
+    np.testing.assert_array_equal(frame_by_shape(goto(at, "softmax"), (3, 3)), _engine(session(at)).weights)

@@ -28,6 +28,48 @@ def _md(text: object) -> str:
     return s
 
 
+def _positions_section(kind: str) -> tuple[str, str]:
+    """The positions step (sinusoidal PE added to X, or the rotary function used on Q and K)."""
+    if kind == "sinusoidal":
+        md = (
+            "## Step 2b: positions\n\nAttention alone cannot see word order, so a sinusoidal position code is added "
+            "to each row of X (\"Attention is all you need\"): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), "
+            "PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))."
+        )
+        code = "\n".join(
+            [
+                "n, d_model = X.shape[-2], X.shape[-1]",
+                "pos = np.arange(n)[:, None]",
+                "angle = pos / np.power(10000.0, np.arange(0, d_model, 2)[None, :] / d_model)",
+                "PE = np.zeros((n, d_model))",
+                "PE[:, 0::2] = np.sin(angle)",
+                "PE[:, 1::2] = np.cos(angle[:, : d_model // 2])",
+                "X_in = X + PE  # what the projections see",
+                'print("X + PE:\\n", X_in)',
+            ]
+        )
+        return md, code
+    md = (
+        "## Step 2b: positions\n\nRotary positions (RoPE): each pair of columns (2i, 2i+1) of a query or key at "
+        "position pos is turned by the angle pos · 10000^(−2i/d), so q·k depends only on how far apart two tokens are."
+    )
+    code = "\n".join(
+        [
+            "def rotary(x, base=10000.0):",
+            "    n, d = x.shape[-2:]",
+            "    e = d - d % 2  # an odd last column is not turned",
+            "    theta = np.arange(n)[:, None] * np.power(base, -np.arange(0, e, 2)[None, :] / d)",
+            "    cos, sin = np.cos(theta), np.sin(theta)",
+            "    even, odd = x[..., 0:e:2], x[..., 1:e:2]",
+            "    out = x.copy()",
+            "    out[..., 0:e:2] = even * cos - odd * sin",
+            "    out[..., 1:e:2] = even * sin + odd * cos",
+            "    return out",
+        ]
+    )
+    return md, code
+
+
 def _num(x: float) -> str:
     return repr(float(x))
 
@@ -136,6 +178,9 @@ class _Builder:
             )
         secs.append((md, "\n".join(code)))
 
+        # 2b. positions
+        if o.positions != "none":
+            secs.append(_positions_section(o.positions))
         # 3. Q, K, V
         t = ".T" if o.projection == "x_wt" else ""
         op_q, op_k, op_v = (f"X·{w}ᵀ" if t else f"X·{w}" for w in ("W_q", "W_k", "W_v"))
@@ -143,6 +188,8 @@ class _Builder:
             qshape = _shape_text(self.X.shape[:-1] + (dk,))
             wshape = _shape_text(self.m["W_q"].shape)
             code = [f"Q = X @ W_q{t}  # {xshape} @ {wshape}{t} -> {qshape}", f"K = X @ W_k{t}", f"V = X @ W_v{t}"]
+            if o.positions == "rotary":
+                code += ["Q, K = rotary(Q), rotary(K)  # turn each pair of columns by its position's angle"]
             md = (
                 f"## Step 3: queries, keys and values\n\nQ = {op_q}, K = {op_k}, V = {op_v}: "
                 "one query, key and value per token."
@@ -163,6 +210,14 @@ class _Builder:
                 f"Q_heads = [X @ {sl_q} for i in range(h)]",
                 f"K_heads = [X @ {sl_k} for i in range(h)]",
                 f"V_heads = [X @ {sl_v} for i in range(h)]",
+                *(
+                    [
+                        "Q_heads = [rotary(q) for q in Q_heads]  # RoPE within each head's columns",
+                        "K_heads = [rotary(k) for k in K_heads]",
+                    ]
+                    if o.positions == "rotary"
+                    else []
+                ),
                 "Q = np.concatenate(Q_heads, axis=-1)  # all heads side by side",
                 "K = np.concatenate(K_heads, axis=-1)",
                 "V = np.concatenate(V_heads, axis=-1)",
@@ -178,6 +233,9 @@ class _Builder:
         code += ['print("Q:\\n", Q)', 'print("K:\\n", K)', 'print("V:\\n", V)']
         secs.append((md, "\n".join(code)))
 
+        if o.positions == "sinusoidal":  # the projections see X + PE
+            md_, code_ = secs[-1]
+            secs[-1] = (md_, code_.replace("X @ ", "X_in @ "))
         # 4. scores
         kt = "np.swapaxes({}, -1, -2)" if self.batched else "{}.T"
         if h == 1:

@@ -496,6 +496,8 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         d["padding"] = list(o.padding)
     if o.custom_mask:
         d["custom_mask"] = [list(r) for r in o.custom_mask]
+    if o.positions != "none":
+        d["positions"] = o.positions
     return d
 
 

@@ -175,6 +175,7 @@ def conventions(o) -> str:
         f"temperature {float(o.temperature)!r}",
         mask,
         f"{o.heads} head" + ("s" if o.heads > 1 else ""),
+        *([f"{o.positions} positions"] if o.positions != "none" else []),
     ]
     return "; ".join(parts)
 

@@ -9,43 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from .. import names
 from ..shapes import shape_trace
-from . import session, state
+from . import session, state, stepcontrols
 from .text import esc, quoted
-
-
-def show_messages(place: str, where=st) -> None:
-    """The messages left for ``place`` by the last change or refusal."""
-    for kind, text in session.messages(place):
-        icon = {"success": ":material/check_circle:", "error": ":material/error:", "warning": ":material/warning:"}.get(
-            kind
-        )
-        getattr(where, kind)(text, icon=icon)
-
-
-def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
-    """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
-    value = st.session_state.get(key)
-    ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and float(value).is_integer()
-        and lo <= value <= hi
-    )
-    if ok:
-        return int(value)
-    state.say(
-        place,
-        "error",
-        f"{what} must be a whole number from {lo} to {hi}; {esc(value)} was not applied and {what} stays {current}.",
-    )
-    st.session_state[key] = current
-    return None
+from .widgets import show_messages, whole_number
 
 
 def _bind(key: str, value: object) -> None:
@@ -171,66 +141,10 @@ def batch_note(s: session.Session) -> None:
     )
 
 
-CONTROLS: dict[str, Callable[[session.Session], None]] = {"sentence": sentence, "d_k": d_k, "batch_note": batch_note}
-
-
-# ------------------------------------------------------------------------------------------ custom mask
-
-MASK_GRID_MAX = 64  # tokens: a grid of checkboxes beyond this is not usable; load a preset file instead
-
-
-def _on_mask_grid(key: str) -> None:
-    s = session.get()
-    n = len(s.tokens)
-    payload = st.session_state.get(key) or {}
-    edited = payload.get("edited_rows") if isinstance(payload, dict) else None
-    if not isinstance(edited, dict) or payload.get("added_rows") or payload.get("deleted_rows"):
-        state.say("control.mask", "error", "The mask grid sent something other than ticked cells; nothing was changed.")
-        state.renew_grids()
-        return
-    grid = [list(row) for row in s.options.custom_mask]
-    labels = s.labels
-    for r, cells in edited.items():
-        row = int(r) if str(r).isdigit() else -1
-        if (
-            not 0 <= row < n
-            or not isinstance(cells, dict)
-            or any(c not in labels or not isinstance(v, bool) for c, v in cells.items())
-        ):
-            state.say("control.mask", "error", "The mask grid sent a cell it does not have; nothing was changed.")
-            state.renew_grids()
-            return
-        for c, v in cells.items():
-            grid[row][labels.index(c)] = v
-    state.set_custom_mask(tuple(tuple(r) for r in grid))
-
-
-def custom_mask(s: session.Session) -> None:
-    """A query × key grid of checkboxes for the custom mask (ticked = may attend), when the mask includes it."""
-    if "custom" not in s.options.mask.split("+"):
-        return
-    n, labels = len(s.tokens), s.labels
-    if n > MASK_GRID_MAX:
-        st.info(f"The custom mask is edited as a grid up to {MASK_GRID_MAX} tokens; with {n}, set it in a preset file.")
-        return
-    st.markdown("**Custom mask** · tick where a query (row) may attend a key (column); untick to forbid it")
-    df = pd.DataFrame(np.array(s.options.custom_mask, dtype=bool), index=labels, columns=labels)
-    key = f"mask.grid.{s.version}.{s.grids}.{n}"
-    st.data_editor(
-        df,
-        key=key,
-        num_rows="fixed",
-        on_change=_on_mask_grid,
-        args=(key,),
-        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in labels},
-    )
-    rows = [labels[i] for i, row in enumerate(s.options.custom_mask) if not any(row)]
-    if rows:
-        st.caption(
-            f"{', '.join(esc(r) for r in rows[:8])} may attend no key: such a row gets weight 0 everywhere and "
-            "output 0 (no NaN), as PyTorch's safe softmax does."
-        )
-    show_messages("control.mask")
-
-
-CONTROLS["custom_mask"] = custom_mask
+CONTROLS: dict[str, Callable[[session.Session], None]] = {
+    "sentence": sentence,
+    "d_k": d_k,
+    "batch_note": batch_note,
+    "custom_mask": stepcontrols.custom_mask,
+    "positions": stepcontrols.position_control,
+}

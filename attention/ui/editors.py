@@ -21,8 +21,8 @@ from .. import charts
 from ..errors import cell_name
 from ..io.parse import cell_number
 from . import session, state
-from .controls import show_messages
 from .text import esc
+from .widgets import show_messages
 from .windows import EDIT_COLS, EDIT_ROWS, window_controls
 
 

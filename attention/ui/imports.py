@@ -15,8 +15,8 @@ from .. import names
 from ..errors import AttentionError
 from ..io import parse
 from . import session, state
-from .controls import show_messages
 from .text import esc, quoted
+from .widgets import show_messages
 
 
 def parse_import(

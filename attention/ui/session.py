@@ -75,6 +75,16 @@ class Session:
     # The two reshapes a state can undergo, used by the one writer (attention.ui.state) on the live session and by
     # attention.ui.url on a session it rebuilds from an address (so a link reproduces a resize exactly).
 
+    def shuffle(self) -> None:
+        """Move every token one place on (the last to the front); each keeps its row of X, its padding flag and its
+        row and column of a custom mask, so without positions the outputs only move with their tokens."""
+        order = np.roll(np.arange(len(self.tokens)), 1)
+        self.tokens = tuple(self.tokens[i] for i in order)
+        self.matrices["X"] = self.matrices["X"][order].copy()
+        o = self.options
+        grid = tuple(tuple(o.custom_mask[i][j] for j in order) for i in order) if o.custom_mask else ()
+        self.options = replace(o, padding=tuple(o.padding[i] for i in order) if o.padding else (), custom_mask=grid)
+
     def project(self, projection: str) -> None:
         """Switch X·W / X·Wᵀ: W_q, W_k, W_v transposed, so Q, K and V stay exactly the same."""
         for name in names.WEIGHTS:

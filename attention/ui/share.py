@@ -14,8 +14,8 @@ from ..errors import AttentionError
 from ..io import codegen, parse
 from ..io.presets import Preset, parse_preset
 from . import compute, session, state, url
-from .controls import show_messages
 from .text import esc, quoted
+from .widgets import show_messages
 
 
 def _on_preset_upload() -> None:

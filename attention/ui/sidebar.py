@@ -17,8 +17,8 @@ from .. import names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
 from . import compare, session, share, state
-from .controls import show_messages, whole_number
 from .text import esc
+from .widgets import show_messages, whole_number
 
 PROJECTIONS = {
     "x_w": "Q = X · W  (W is d_model × d_k)",

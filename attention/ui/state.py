@@ -46,9 +46,6 @@ def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
     return st.session_state[KEY]
 
 
-# ----------------------------------------------------------------------------------------- messages
-
-
 def say(place: str, kind: str, text: str) -> None:
     """Leave a message ("success", "info", "warning" or "error") for the page to show at ``place``
     (e.g. ``"edit.X"``, ``"import.W_q"``, ``"sidebar.preset"``) until the state next changes.
@@ -132,9 +129,6 @@ def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
         s.held[name] = held
 
 
-# ----------------------------------------------------------------------------------------- changes
-
-
 def _replace_session(new: Session) -> None:
     """A new state; the pin, the display digits and the explained cell are kept across presets."""
     old = get()
@@ -216,6 +210,14 @@ def set_mask(kind: str) -> None:
     pad = s.options.padding if len(s.options.padding) == n else (False,) * n
     grid = s.options.custom_mask if len(s.options.custom_mask) == n else ((True,) * n,) * n
     s.options = replace(s.options, mask=kind, padding=pad, custom_mask=grid if "custom" in kind.split("+") else ())
+    _touch(s)
+
+
+def shuffle_tokens() -> None:
+    """Reorder the tokens (see :meth:`Session.shuffle`)."""
+    s = get()
+    s.shuffle()
+    s.version += 1
     _touch(s)
 
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from .. import names
+from .. import names, positions
 from ..errors import AttentionError
 from ..io import links
 from ..io import presets as presets_mod
@@ -29,7 +29,7 @@ from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
-_NAMES = "cmask preset seed size tokens dm dk proj softmax scale temp mask pad heads digits edits"
+_NAMES = "pos cmask preset seed size tokens dm dk proj softmax scale temp mask pad heads digits edits"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 SOFTMAXES = ("row_max", "global_max", "none")
@@ -161,6 +161,13 @@ def _options(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> N
             pad[i - 1] = True
     if any(pad) or changes.get("mask", o.mask) == "padding":
         changes["padding"] = tuple(pad)
+    if "pos" in qp:
+        if qp["pos"] in positions.KINDS:
+            changes["positions"] = qp["pos"]
+        else:
+            notices.append(
+                f"The link's positions {quoted(qp['pos'])} are not one of {', '.join(positions.KINDS)}; none."
+            )
     if "cmask" in qp:
         rows = qp["cmask"].split(".")
         if len(rows) == n and all(len(r) == n and set(r) <= {"0", "1"} for r in rows):
@@ -221,6 +228,8 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
             q["cmask"] = ".".join("".join("1" if v else "0" for v in row) for row in o.custom_mask)
         else:
             notes.append("the custom mask (more than 64 tokens).")
+    if o.positions != po.positions:
+        q["pos"] = o.positions
     if o.heads != po.heads:
         q["heads"] = str(o.heads)
     if s.digits != session.Session.digits:

@@ -1,0 +1,43 @@
+"""Word order: sinusoidal positions added to X ("Attention is all you need") and rotary positions applied to Q and K.
+
+Attention alone cannot see order: permute the tokens and the outputs are the same rows permuted. Sinusoidal
+positions add PE to each row of X, PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
+Rotary positions (RoPE) turn each pair of columns (2i, 2i+1) of a query or key at position pos by the angle
+pos · base^(−2i/d), so q·k depends on the two positions only through their offset.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+KINDS = ("none", "sinusoidal", "rotary")
+
+
+def sinusoidal(n: int, d_model: int) -> np.ndarray:
+    """PE (n, d_model): column 2i is sin(pos / 10000^(2i/d_model)), column 2i+1 the cosine of the same angle.
+    With an odd d_model the last column is a sine with no cosine partner."""
+    pos = np.arange(n)[:, None]  # (n, 1)
+    i2 = np.arange(0, d_model, 2)[None, :]  # (1, ceil(d/2)): the even column indices 2i
+    angle = pos / np.power(10000.0, i2 / d_model)  # (n, ceil(d/2))
+    pe = np.zeros((n, d_model))
+    pe[:, 0::2] = np.sin(angle)  # (n, ceil(d/2))
+    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])  # (n, floor(d/2))
+    return pe
+
+
+def angles(n: int, d: int, base: float = 10000.0) -> np.ndarray:
+    """The rotation angle of each position and column pair: (n, d // 2), pos · base^(−2i/d)."""
+    return np.arange(n)[:, None] * np.power(base, -np.arange(0, d - d % 2, 2)[None, :] / d)  # (n, d//2)
+
+
+def rotary(x: np.ndarray, base: float = 10000.0) -> np.ndarray:
+    """x (..., n, d) with each column pair (2i, 2i+1) of row pos turned by ``angles(n, d)[pos, i]``; an odd last
+    column is left as it is. Norms are kept; (R_i q)·(R_j k) depends only on j − i."""
+    n, d = x.shape[-2:]
+    theta = angles(n, d, base)  # (n, d//2)
+    cos, sin = np.cos(theta), np.sin(theta)  # (n, d//2)
+    even, odd = x[..., 0 : d - d % 2 : 2], x[..., 1 : d - d % 2 : 2]  # (..., n, d//2) each
+    out = x.copy()
+    out[..., 0 : d - d % 2 : 2] = even * cos - odd * sin  # (..., n, d//2)
+    out[..., 1 : d - d % 2 : 2] = even * sin + odd * cos  # (..., n, d//2)
+    return out
