@@ -138,8 +138,8 @@ def head_heatmaps(
     title: str = "",
     allowed: np.ndarray | None = None,
     digits: int | None = 3,
-) -> alt.HConcatChart:
-    """One heatmap per head, side by side, on one colour scale: ``stack`` is (h, n, n). Large matrices are pooled
+) -> alt.ConcatChart:
+    """One heatmap per head, two to a row, on one colour scale: ``stack`` is (h, n, n). Large matrices are pooled
     into blocks as in :func:`heatmap`."""
     stack = np.asarray(stack, dtype=np.float64)
     allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
@@ -147,7 +147,7 @@ def head_heatmaps(
     shared = colour_for(kind, _unmasked(stack, allowed))
     charts = []
     for k, values in enumerate(stack):
-        label = f"{title} · head {k + 1}" if title else f"head {k + 1}"
+        label = f"head {k + 1}"
         if max(values.shape) <= RECT_MAX:
             charts.append(
                 _rect_heatmap(
@@ -176,7 +176,7 @@ def head_heatmaps(
                     colour=shared,
                 )
             )
-    return alt.hconcat(*charts).resolve_scale(color="shared")
+    return alt.concat(*charts, columns=2, title=title).resolve_scale(color="shared")
 
 
 def _long_form(

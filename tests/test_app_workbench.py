@@ -130,7 +130,7 @@ def test_heads_offers_only_divisors_and_two_heads_draw_two_heatmaps_with_the_eng
     want = _engine(s)
     assert want.weights.shape == (2, 3, 3)
     el = at.get("vega_lite_chart")[0]
-    assert len(json.loads(el.proto.spec)["hconcat"]) == 2  # small multiples, one per head
+    assert len(json.loads(el.proto.spec)["concat"]) == 2  # small multiples, one per head
     from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
     drawn = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in el.proto.datasets]

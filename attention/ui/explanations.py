@@ -19,14 +19,15 @@ def _first(tokens: Sequence[str]) -> str:
 
 def tokens(s: session.Session, t: Trace | None) -> str:
     n, d = s.matrices["X"].shape
+    order = (
+        "Attention alone never looks at word order or spelling, only at these rows"
+        if s.options.positions == "none"
+        else f"Attention alone cannot see word order, so the {s.options.positions} positions chosen below put it in"
+    )
     return (
         f"The sentence is split into **{n} tokens**, and each token is a row of **X**: a vector of **d_model = {d}** "
-        f"numbers "
-        f"(its embedding). Row 1 is {_first(s.tokens)}. Attention never looks at word order or spelling, only at "
-        f"these rows, so "
-        "editing a row changes everything downstream of it. Change the sentence to add or remove tokens; new rows "
-        "start as random "
-        "numbers from the seed."
+        f"numbers (its embedding). Row 1 is {_first(s.tokens)}. {order}; editing a row changes everything downstream "
+        "of it. Change the sentence to add or remove tokens; new rows start as random numbers from the seed."
     )
 
 
