@@ -1,0 +1,109 @@
+"""This app against a floor app, side by side in one run: page load → first heatmap drawn, and edit one cell → the
+heatmap on the same screen shows the new numbers (issue goals: load ≤ 1.3× the floor, edit ≤ 1.5× the floor).
+
+The floor (benchmarks/floor/floor_app.py) is one 4 × 4 st.data_editor and one 3 × 3 Altair heatmap. This app is
+measured on /softmax?preset=the_cat_sat, editing W_q in the input tabs beside the heatmap. Both servers run at the
+same time on the same machine; loads and edits alternate between them, so noise hits both. Prints medians and the
+ratio. Needs /usr/bin/chromium and playwright. Run: python benchmarks/bench_floor.py [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, settle, streamlit_server  # noqa: E402
+
+HEATMAP = "[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas"
+
+
+def _ready(page) -> None:
+    settle(page)
+    page.locator(HEATMAP).first.wait_for(timeout=60_000)
+    for _ in range(200):
+        if page.locator("[data-testid='stSkeleton']").count() == 0:
+            return
+        page.wait_for_timeout(25)
+
+
+def _load(page, url: str) -> float:
+    t0 = time.perf_counter()
+    page.goto(url)
+    _ready(page)
+    return time.perf_counter() - t0
+
+
+def _edit(page, grid, value: str, text_after: str) -> float:
+    """Double-click cell (1, 1) of the grid, type, Enter; time until the heatmap shows ``text_after``."""
+    box = grid.bounding_box()
+    width = (box["width"] - 50) / 4
+    page.mouse.dblclick(box["x"] + 50 + width * 1.5, box["y"] + 35 * 2.5)
+    editor = page.locator("#portal .gdg-input")
+    editor.wait_for(timeout=5000)
+    editor.fill(value)
+    t0 = time.perf_counter()
+    page.keyboard.press("Enter")
+    page.get_by_test_id("stVegaLiteChart").first.get_by_text(text_after).first.wait_for(timeout=30_000)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args()
+    import numpy as np
+    from playwright.sync_api import sync_playwright
+
+    import attention
+
+    loads: dict[str, list[float]] = {"floor": [], "app": []}
+    edits: dict[str, list[float]] = {"floor": [], "app": []}
+    with streamlit_server("benchmarks/floor/floor_app.py") as floor, streamlit_server() as app, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        for rep in range(args.repeats + 1):  # the first round warms both servers and is not counted
+            for name, url in (("floor", f"{floor}/"), ("app", f"{app}/softmax?preset=the_cat_sat")):
+                ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+                page = ctx.new_page()
+                t_load = _load(page, url)
+                value = str(2.0 + rep)
+                if name == "floor":
+                    w = np.random.RandomState(0).rand(4, 4)
+                    w[1, 1] = float(value)
+                    x = np.array([[1.0, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
+                    s = (x @ w) @ (x @ w).T / 2
+                    a = np.exp(s - s.max(axis=1, keepdims=True))
+                    a /= a.sum(axis=1, keepdims=True)
+                    grid = page.get_by_test_id("stDataFrame").first
+                else:
+                    page.get_by_role("tab", name="W_q").click()
+                    page.wait_for_timeout(200)
+                    m = attention.load_preset("the_cat_sat").matrices()
+                    m["W_q"][1, 1] = float(value)
+                    a = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).weights
+                    grids = page.get_by_test_id("stDataFrame")
+                    grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
+                t_edit = _edit(page, grid, value, f"{a[1, 1]:.4f}")
+                if rep:
+                    loads[name].append(t_load)
+                    edits[name].append(t_edit)
+                ctx.close()
+        browser.close()
+    print(f"{'':34}{'floor app':>12}{'this app':>12}{'ratio':>8}{'goal':>8}")
+    for label, data, goal in (
+        ("page load -> heatmap drawn (s)", loads, 1.3),
+        ("edit a cell -> new heatmap (s)", edits, 1.5),
+    ):
+        f, a = statistics.median(data["floor"]), statistics.median(data["app"])
+        print(f"{label:34}{f:12.2f}{a:12.2f}{a / f:8.2f}{goal:8.1f}")
+    cores = Path("/proc/cpuinfo").read_text().count("processor")
+    print(f"medians of {args.repeats} alternating repeats; {cores} cores")
+
+
+if __name__ == "__main__":
+    main()
