@@ -178,7 +178,10 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
             )
         )
     df = pd.concat(frames, ignore_index=True)
-    st.dataframe(df.head(512), width="stretch", hide_index=True)
+    shown_df = df.head(512)
+    numbers = [c for c in shown_df.columns if c in ("weight", "weight 2", "entropy (bits)", "max possible (bits)")]
+    fmt = charts.decimals_for(shown_df[numbers].to_numpy(dtype=float), s.digits)
+    st.dataframe(shown_df.style.format(fmt.format, subset=numbers), width="stretch", hide_index=True)
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
     st.caption(
