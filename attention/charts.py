@@ -138,16 +138,17 @@ def head_heatmaps(
     title: str = "",
     allowed: np.ndarray | None = None,
     digits: int | None = 3,
+    heads: range | None = None,
 ) -> alt.ConcatChart:
-    """One heatmap per head, two to a row, on one colour scale: ``stack`` is (h, n, n). Large matrices are pooled
-    into blocks as in :func:`heatmap`."""
+    """One heatmap per head in ``heads`` (default: all), two to a row, on one colour scale fitted to every head:
+    ``stack`` is (h, n, n). Large matrices are pooled into blocks as in :func:`heatmap`."""
     stack = np.asarray(stack, dtype=np.float64)
     allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
     rows, cols = token_labels(rows), token_labels(cols)
     shared = colour_for(kind, _unmasked(stack, allowed))
     charts = []
-    for k, values in enumerate(stack):
-        label = f"head {k + 1}"
+    for k in heads if heads is not None else range(stack.shape[0]):
+        values, label = stack[k], f"head {k + 1}"
         if max(values.shape) <= RECT_MAX:
             charts.append(
                 _rect_heatmap(

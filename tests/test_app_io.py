@@ -148,6 +148,7 @@ def test_w_under_x_at_w_transpose_names_its_axes_and_the_shape_can_be_changed_to
     s = session(at)
     assert s.options.projection == "x_wt"
     dk, dm = s.matrices["W_q"].shape
+    dv = s.matrices["W_v"].shape[0]
     at = paste(at, "W_q", repr(np.ones((dk + 1, dm)).tolist()))
     msgs = errors(at)
     assert any(f"W_q must be {dk} × {dm} (d_k × d_model)" in m and f"{dk + 1} × {dm}" in m for m in msgs), msgs
@@ -158,7 +159,8 @@ def test_w_under_x_at_w_transpose_names_its_axes_and_the_shape_can_be_changed_to
     no_exception(at)
     s = session(at)
     np.testing.assert_array_equal(s.matrices["W_q"], np.ones((dk + 1, dm)))
-    assert s.matrices["W_k"].shape == s.matrices["W_v"].shape == (dk + 1, dm)
+    assert s.matrices["W_k"].shape == (dk + 1, dm)
+    assert s.matrices["W_v"].shape == (dv, dm)  # d_v is its own width: a new d_k leaves W_v alone
     check_downstream(at)
 
 

@@ -208,8 +208,9 @@ def test_a_fully_masked_row_is_explained_and_gives_zero_not_nan() -> None:
     at = journey("scaling", {"preset": "the_cat_sat"})
     at = at.selectbox(key="sb.mask").set_value("custom").run()
     key = next(d.key for d in at.dataframe if d.key and d.key.startswith("mask.grid"))
-    at = grid_edit(at, key, {"edited_rows": {0: {"The": False, "cat": False, "sat": False}}, "added_rows": [],
-                             "deleted_rows": []})
+    at = grid_edit(
+        at, key, {"edited_rows": {0: {"The": False, "cat": False, "sat": False}}, "added_rows": [], "deleted_rows": []}
+    )
     no_exception(at)
     t = _engine(session(at))
     assert (t.weights[0] == 0).all() and (t.output[0] == 0).all()

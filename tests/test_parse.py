@@ -295,7 +295,7 @@ def test_code_in_a_paste_is_never_run(tmp_path):
         ("=1+1,2\n3,4", "row 1, column 1"),
         ("1,2\n@cmd,4", "row 2, column 1"),
         ("=1+1,2\n@cmd,4", "row 1, column 1"),
-        ("1,2\n3,=HYPERLINK(\"x\")", "row 2, column 2"),
+        ('1,2\n3,=HYPERLINK("x")', "row 2, column 2"),
         ("1,2\n3,+x", "row 2, column 2"),
         ("1,abc\n3,4", "row 1, column 2"),
     ],

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import rng
+from .. import masks, rng
 from ..errors import AttentionError
 from ..names import ARRAYS
 from .presets import Preset
@@ -33,7 +33,7 @@ def _positions_section(kind: str) -> tuple[str, str]:
     if kind == "sinusoidal":
         md = (
             "## Step 2b: positions\n\nAttention alone cannot see word order, so a sinusoidal position code is added "
-            "to each row of X (\"Attention is all you need\"): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), "
+            'to each row of X ("Attention is all you need"): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), '
             "PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))."
         )
         code = "\n".join(
@@ -277,7 +277,7 @@ class _Builder:
             if o.scale is None
             else "scaled = scores * scale"
         )
-        parts = o.mask.split("+") if o.mask != "none" else []
+        parts = list(masks.parts(o.mask))
         if parts:
             code += ["n = len(tokens)", "allowed = np.ones((n, n), dtype=bool)  # True where a query may attend a key"]
         if "causal" in parts:
@@ -368,10 +368,10 @@ class _Builder:
                 f"A = {w}  # ({n}, {n})",
                 "for i, token in enumerate(tokens):",
                 "    if A[i].sum() == 0:",
-                "        print(f\"{token!r} attends to nothing (every key is masked)\")",
+                '        print(f"{token!r} attends to nothing (every key is masked)")',
                 "        continue",
                 "    j = int(np.argmax(A[i]))",
-                "    print(f\"{token!r} attends most to {tokens[j]!r} ({A[i, j]:.4f})\")",
+                '    print(f"{token!r} attends most to {tokens[j]!r} ({A[i, j]:.4f})")',
             ]
         else:
             code = [
@@ -379,10 +379,10 @@ class _Builder:
                 "for head in range(h):",
                 "    for i, token in enumerate(tokens):",
                 "        if A[head, i].sum() == 0:",
-                "            print(f\"head {head + 1}: {token!r} attends to nothing (every key is masked)\")",
+                '            print(f"head {head + 1}: {token!r} attends to nothing (every key is masked)")',
                 "            continue",
                 "        j = int(np.argmax(A[head, i]))",
-                "        print(f\"head {head + 1}: {token!r} attends most to {tokens[j]!r} ({A[head, i, j]:.4f})\")",
+                '        print(f"head {head + 1}: {token!r} attends most to {tokens[j]!r} ({A[head, i, j]:.4f})")',
             ]
         md = (
             "## Reading the weights\n\nFor each token, the key with the largest weight is the token it attends to most."
@@ -450,10 +450,10 @@ def python_script(preset: Preset) -> str:
         lines.append("")
     lines += [
         "# " + "-" * 98,
-        "if \"--json\" in sys.argv[1:]:",
+        'if "--json" in sys.argv[1:]:',
         "    results = {" + ", ".join(f"{n!r}: {n}" for n in _RESULT_NAMES) + "}",
         "    arrays = {name: np.asarray(value).tolist() for name, value in results.items()}",
-        "    print(\"RESULTS_JSON \" + json.dumps(arrays))",
+        '    print("RESULTS_JSON " + json.dumps(arrays))',
         "",
     ]
     return "\n".join(lines)

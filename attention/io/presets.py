@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import rng
+from .. import masks, rng
 from ..errors import AttentionError
 from ..names import ARRAYS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS
 from ..trace import Options, Trace, self_attention
@@ -440,9 +440,9 @@ class _Validator:
             options = Options(**kw).validate()
         except AttentionError as exc:
             raise self.fail(f"options.{exc.field}", exc.message.removeprefix(f"{exc.field} ")) from None
-        if "padding" in options.mask.split("+") and len(options.padding) != n:
+        if "padding" in masks.parts(options.mask) and len(options.padding) != n:
             raise self.fail("options.padding", f"must list {n} flags when options.mask has 'padding'")
-        if "custom" in options.mask.split("+") and len(options.custom_mask) != n:
+        if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
             raise self.fail("options.custom_mask", f"must be given ({n} × {n}) when options.mask has 'custom'")
         return options
 
@@ -507,7 +507,7 @@ def _dump(value: Any, indent: int = 0) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        items = [f'{pad}  {json.dumps(k, ensure_ascii=False)}: {_dump(v, indent + 1)}' for k, v in value.items()]
+        items = [f"{pad}  {json.dumps(k, ensure_ascii=False)}: {_dump(v, indent + 1)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + f"\n{pad}}}"
     if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
         rows = [f"{pad}  {_dump(v, indent + 1)}" for v in value]

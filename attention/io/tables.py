@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .. import masks
 from ..errors import AttentionError
 from ..names import ARRAYS, axis_labels, corner_label, dimension_labels
 from ..trace import Trace
@@ -167,7 +168,7 @@ def conventions(o) -> str:
         "none": "softmax is a plain exp / row sum (nothing subtracted)",
     }[o.softmax]
     scale = "scale 1/√d_k" if o.scale is None else f"scale {float(o.scale)!r}"
-    mask = "no mask" if o.mask == "none" else " + ".join(o.mask.split("+")) + " mask"
+    mask = "no mask" if o.mask == "none" else " + ".join(masks.parts(o.mask)) + " mask"
     parts = [
         proj,
         soft,

@@ -99,24 +99,29 @@ def _on_d_model(key: str) -> None:
 
 
 def d_k(s: session.Session) -> None:
-    key = f"w.dk.{s.version}.{s.options.projection}"
-    _bind(key, s.dims.d_k)
-    st.number_input(
-        "d_k (width of Q, K and V)",
-        key=key,
-        step=1,
-        on_change=_on_d_k,
-        args=(key,),
-        help=f"Columns of each W, 1 to {names.MAX_DIM}; values that still fit are kept.",
-    )
-    show_messages("control.d_k")
+    """Two boxes side by side: d_k (the width of Q and K) and d_v (the width of V)."""
+    c1, c2 = st.columns(2)
+    for col, dim, what in ((c1, "d_k", "Q and K"), (c2, "d_v", "V")):
+        key = f"w.{dim.replace('_', '')}.{s.version}.{s.options.projection}"
+        _bind(key, getattr(s.dims, dim))
+        col.number_input(
+            f"{dim} (width of {what})",
+            key=key,
+            step=1,
+            on_change=_on_width,
+            args=(key, dim),
+            help=f"Columns of {'W_q and W_k' if dim == 'd_k' else 'W_v'}, 1 to {names.MAX_DIM}; values that still fit "
+            "are kept.",
+        )
+        show_messages(f"control.{dim}", col)
 
 
-def _on_d_k(key: str) -> None:
+def _on_width(key: str, dim: str) -> None:
     s = session.get()
-    d = whole_number(key, "d_k", 1, names.MAX_DIM, "control.d_k", s.dims.d_k)
-    if d is not None and d != s.dims.d_k:
-        state.resize(d_k=d)
+    current = getattr(s.dims, dim)
+    d = whole_number(key, dim, 1, names.MAX_DIM, f"control.{dim}", current)
+    if d is not None and d != current:
+        state.resize(**{dim: d})
 
 
 # ------------------------------------------------------------------------------------------ batch note

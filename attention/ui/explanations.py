@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import masks
 from ..names import token_labels
 from ..trace import Trace
 from . import session
@@ -92,7 +93,7 @@ def scaling(s: session.Session, t: Trace | None) -> str:
         "padding": " The padding mask sets every column of a padding token to −∞.",
         "custom": " Your custom mask sets every unticked cell of its grid to −∞.",
     }
-    parts = [] if s.options.mask == "none" else s.options.mask.split("+")
+    parts = list(masks.parts(s.options.mask))
     mask = "".join(said[p] for p in parts) + (" Masked cells are grey, and their weight will be 0." if parts else "")
     if t.scale == 1.0:
         how = "Scaling is switched off (factor 1), so these equal the raw scores."

@@ -15,7 +15,7 @@ from ..trace import Trace
 from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
 from .arrays import per_head
 from .specs import OVERVIEW, STEPS
-from .text import esc
+from .text import esc, quoted
 
 
 def setup(title: str, page_file: str) -> session.Session:
@@ -37,7 +37,7 @@ def render(key: str) -> None:
     """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views."""
     step = STEPS[key]
     s = setup(step.nav, step.file)
-    st.title(step.title)
+    st.title(step.title)  # ours: the spec's title
     st.latex(step.latex)
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
@@ -91,11 +91,11 @@ def render_overview() -> None:
         "and watch every later step move; each step has its own page, and everything downloads as CSV."
     )
     src = preset.source.get("document")
-    toks = ", ".join(esc(t, 60) for t in s.tokens[:20])
+    toks_md = ", ".join(esc(t, 60) for t in s.tokens[:20])
     st.markdown(
         f"**{esc(preset.title)}**"
-        + (f" · from document `{esc(src)}`" if src else "")
-        + f" · tokens: {toks}"
+        + (f" · from document {quoted(src)}" if src else "")
+        + f" · tokens: {toks_md}"
         + (" …" if len(s.tokens) > 20 else "")
     )
     if preset.description:

@@ -38,8 +38,8 @@ def parse_import(
 
 
 def resized_shapes(name: str, shape: tuple[int, int], projection: str) -> tuple[int | None, int, int | None] | None:
-    """(n tokens, d_model, d_k) that would make ``shape`` fit ``name`` (None where it says nothing); None when out of
-    range."""
+    """(n tokens, d_model, d_out) that would make ``shape`` fit ``name`` (d_out is d_v for W_v, else d_k; None where
+    it says nothing); None when out of range."""
     r, c = shape
     if name == "X":
         n, dm, dk = r, c, None

@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from .. import names, rng
+from ..errors import AttentionError
 from ..io import presets as presets_mod
 from ..io.presets import Preset
 from ..trace import Options
@@ -21,6 +22,7 @@ BLANK = "blank"
 FILE = "file"  # the preset_id of a state loaded from a preset file
 DEFAULT_PRESET = "she_likes_coffee"
 DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
+DIGIT_CHOICES = (3, 4, 6, 8, None)  # significant digits shown (None: every digit); the control and links offer these
 FACTOR_RANGE = (1e-6, 1e6)  # scale and temperature: what the controls accept, and what a loaded preset file may ask for
 
 
@@ -58,6 +60,7 @@ class Session:
     loaded: Preset | None = None  # the preset file this state was loaded from (preset_id is then FILE)
     cell: tuple[int, int] = (0, 0)  # the (query, key) cell being explained
     head: int = 0  # ... in this head
+    rolled: int = 0  # how many places the tokens (and X's rows) were moved on by shuffles since the preset
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
 
     @property
@@ -79,6 +82,7 @@ class Session:
         """Move every token one place on (the last to the front); each keeps its row of X, its padding flag and its
         row and column of a custom mask, so without positions the outputs only move with their tokens."""
         order = np.roll(np.arange(len(self.tokens)), 1)
+        self.rolled = (self.rolled + 1) % len(self.tokens)
         self.tokens = tuple(self.tokens[i] for i in order)
         self.matrices["X"] = self.matrices["X"][order].copy()
         o = self.options
@@ -91,20 +95,33 @@ class Session:
             self.matrices[name] = np.ascontiguousarray(self.matrices[name].T)
         self.options = replace(self.options, projection=projection)
 
-    def resize(self, tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None) -> None:
-        """New sizes, keeping every value that still fits; new cells are drawn from the seed (the same sizes always
-        give the same numbers); heads that no longer divide d_k go back to one head."""
+    def resize(
+        self,
+        tokens: tuple[str, ...] | None = None,
+        d_model: int | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
+    ) -> str:
+        """New sizes, keeping every value that still fits; new cells are drawn from the seed, each a function of
+        its place only (the same sizes always give the same numbers). W_v keeps its d_v unless ``d_v`` is given.
+        Returns a note when the heads no longer divide d_k and d_v and go back to one head ("" otherwise)."""
         seed, dims = self.seed or 0, self.dims
         n = len(tokens) if tokens is not None else dims.n
         dm = d_model if d_model is not None else dims.d_model
         dk = d_k if d_k is not None else dims.d_k
-        self.matrices["X"] = rng.fill_new_cells(self.matrices["X"], (n, dm), seed)
-        for i, name in enumerate(names.WEIGHTS):  # each W its own new cells
+        dv = d_v if d_v is not None else dims.d_v
+        self.matrices["X"] = rng.fill_new_cells(self.matrices["X"], (n, dm), seed, stream=0)
+        for i, name in enumerate(names.WEIGHTS):  # each W its own new cells; W_v keeps d_v
+            out = dv if name == "W_v" else dk
             self.matrices[name] = rng.fill_new_cells(
-                self.matrices[name], names.weight_shape(dm, dk, self.options.projection), seed + 1 + i
+                self.matrices[name], names.weight_shape(dm, out, self.options.projection), seed, stream=1 + i
             )
-        if dk % self.options.heads:
+        note = ""
+        if dk % self.options.heads or dv % self.options.heads:
+            note = f"{self.options.heads} heads do not divide d_k = {dk} and d_v = {dv}: back to one head."
             self.options, self.head = replace(self.options, heads=1), 0
+        if n != dims.n:
+            self.rolled = 0  # no longer a pure reordering of the preset's rows (a link carries X as edits)
         if tokens is not None:
             self.tokens = tokens
             if len(self.options.padding) != n:
@@ -116,6 +133,7 @@ class Session:
                     tuple(grid[i][j] if i < len(grid) and j < len(grid) else True for j in range(n)) for i in range(n)
                 )
                 self.options = replace(self.options, custom_mask=grid)
+        return note
 
 
 def valid_heads(s: Session) -> list[int]:
@@ -189,13 +207,44 @@ def new_session(
     )
 
 
+def loadable(preset: Preset) -> dict[str, np.ndarray]:
+    """A preset file's matrices as the dashboard holds them (2-D), after checking the dashboard can show it: one
+    sentence, within the size limits, factors in range, numbers that compute. Raises AttentionError if not."""
+    batch = preset.matrices()["X"]
+    if batch.ndim == 3 and batch.shape[0] != 1:
+        raise AttentionError(
+            f"its X holds a batch of {batch.shape[0]}; the dashboard shows one sentence (a batch of one). "
+            "Nothing was changed."
+        )
+    matrices = matrices_2d(preset)
+    n, d_model = matrices["X"].shape
+    if n > names.MAX_TOKENS or d_model > names.MAX_DIM:
+        raise AttentionError(
+            f"it has {n} tokens × {d_model} dimensions; the dashboard supports up to "
+            f"{names.MAX_TOKENS} × {names.MAX_DIM}. Nothing was changed."
+        )
+    lo, hi = FACTOR_RANGE
+    for what, v in (("temperature", preset.options.temperature), ("scale", preset.options.scale)):
+        if v is not None and not lo <= v <= hi:
+            raise AttentionError(
+                f"it asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed."
+            )
+    preset.compute()  # raises AttentionError when the file's numbers cannot be computed
+    return matrices
+
+
+def identical(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same shape and the same numbers, bit for bit in sign: -0.0 (an edit a person can make) is not 0.0."""
+    return a.shape == b.shape and np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
 def is_unedited(s: Session) -> bool:
     """True when tokens, matrices and options are exactly the preset's."""
     preset, base = origin(s)
     return (
         s.tokens == preset.tokens
         and s.options == preset.options
-        and all(s.matrices[n].shape == base[n].shape and np.array_equal(s.matrices[n], base[n]) for n in names.INPUTS)
+        and all(identical(s.matrices[n], base[n]) for n in names.INPUTS)
     )
 
 

@@ -54,7 +54,7 @@ def sidebar_tools(s: session.Session) -> None:
     show_messages("sidebar.preset_file", st.sidebar)
     params, notes = url.link(s)
     if notes:  # said outside the (often closed) expander: a reload would lose this
-        st.sidebar.warning(
+        st.sidebar.warning(  # ours: url.link's notes quote user text
             "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
         )
     with st.sidebar.expander("Save, share, export", key="io.exp"):

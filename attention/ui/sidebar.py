@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from .. import names
+from .. import masks, names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
 from . import compare, session, share, state
@@ -29,13 +29,7 @@ SOFTMAXES = {
     "global_max": "subtract the whole matrix's max",
     "none": "subtract nothing (as in “She likes coffee”)",
 }
-DIGITS = {
-    3: "3 significant digits",
-    4: "4 significant digits",
-    6: "6 significant digits",
-    8: "8 significant digits",
-    None: "every digit (exact)",
-}
+DIGITS = {d: "every digit (exact)" if d is None else f"{d} significant digits" for d in session.DIGIT_CHOICES}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
 MASK_NAMES = {
     "causal": "causal (token i sees tokens 1…i)",
@@ -45,7 +39,8 @@ MASK_NAMES = {
 
 
 def mask_label(kind: str) -> str:
-    return "no mask" if kind == "none" else " + ".join(MASK_NAMES[p] if "+" not in kind else p for p in kind.split("+"))
+    parts = masks.parts(kind)
+    return "no mask" if not parts else MASK_NAMES[kind] if len(parts) == 1 else " + ".join(parts)
 
 
 def _bind(key: str, value: Any) -> None:
@@ -78,17 +73,18 @@ def draw(s: session.Session) -> None:
             cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM), strict=True
         ):
             _bind(f"sb.blank.{idx}", s.blank_shape[idx])
-            col.number_input(
+            col.number_input(  # ours: n, d_model, d_k
                 label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
             )
         show_messages("sidebar.blank", sb)
     preset = session.preset_for(s)
+    from_file = s.preset_id == session.FILE
     _bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input(
         "Seed",
         key="sb.seed",
         step=1,
-        disabled=not preset.is_random,
+        disabled=from_file or not preset.is_random,
         on_change=_seed,
         help=(
             f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: "
@@ -98,6 +94,10 @@ def draw(s: session.Session) -> None:
         if preset.is_random
         else "This preset has no random parts: every matrix is typed in its document.",
     )
+    if from_file:
+        sb.caption("The seed is off: a state loaded from a file keeps the file's numbers.")
+    elif not preset.is_random:
+        sb.caption("The seed is off: this preset has no random parts (every matrix is typed in).")
     show_messages("sidebar.seed", sb)
     sb.button(
         "Reset to preset",
@@ -179,7 +179,7 @@ def draw(s: session.Session) -> None:
         on_change=_on(state.set_mask, "sb.mask"),
         help="A cell may be attended only where every chosen mask allows it; masked cells are grey and get weight 0.",
     )
-    if "padding" in o.mask.split("+"):
+    if "padding" in masks.parts(o.mask):
         labels = s.labels
         _bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
         sb.multiselect(
@@ -211,6 +211,8 @@ def _seed() -> None:
 
 def _factor(key: str, option: str, what: str) -> None:
     """A scale factor or temperature from its box, if it is a number in range; else a message and no change."""
+    if option == "scale" and st.session_state.get("sb.scale") != "custom":
+        return  # the scale kind changed in the same run: the factor box no longer applies
     value = st.session_state.get(key)
     lo, hi = session.FACTOR_RANGE
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and lo <= value <= hi
@@ -218,12 +220,15 @@ def _factor(key: str, option: str, what: str) -> None:
         state.set_option(**{option: float(value)})
         return
     current = getattr(session.get().options, option)
+    now = "1/√d_k (the default)" if current is None else f"{current:g}"
     state.say(
         f"sidebar.{option}",
         "error",
         f"{what[0].upper() + what[1:]} must be a number from {lo:g} to {hi:g}; {esc(repr(value))} was not "
-        f"applied and it stays {current:g}.",
+        f"applied and it stays {now}.",
     )
+    if current is not None:
+        st.session_state[key] = float(current)
 
 
 def _scale_kind() -> None:
@@ -237,4 +242,4 @@ def _blank_size(idx: int, label: str, hi: int) -> None:
     if value is not None:
         shape = list(s.blank_shape)
         shape[idx] = value
-        state.load_preset(session.BLANK, s.seed, tuple(shape))  # type: ignore[arg-type]
+        state.set_blank_shape(tuple(shape))  # type: ignore[arg-type]

@@ -1,9 +1,10 @@
 """Reading and writing the address: the query parameters that reproduce the whole state (a reload restores it).
 
 Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
-``tokens`` (the sentence), ``dm`` / ``dk`` (a resized d_model / d_k), the options ``proj``, ``softmax``,
-``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based), the display ``digits``, and ``edits`` (the
-matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
+``tokens`` (the sentence), ``roll`` (shuffles: X's rows moved on), ``dm`` / ``dk`` / ``dv`` (a resized d_model /
+d_k / d_v), the options ``proj``, ``softmax``, ``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based),
+``cmask``, ``pos``, ``heads``, the display ``digits``, and ``edits`` (the matrices that differ from the state the
+other parameters rebuild, packed by :mod:`attention.io.links`).
 :func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
 bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
 more than 512 numbers, a pinned A, a state loaded from a file). Every value read from the address is user
@@ -12,46 +13,30 @@ text: messages quote it through :func:`attention.ui.text.quoted`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import replace
 
 import numpy as np
 import streamlit as st
 
-from .. import names, positions
+from .. import names
 from ..errors import AttentionError
 from ..io import links
 from ..io import presets as presets_mod
-from ..trace import MASK_KINDS
 from . import session
+from .linkoptions import read_options, whole
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
-_NAMES = "pos cmask preset seed size tokens dm dk proj softmax scale temp mask pad heads digits edits"
+_NAMES = "pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads digits edits"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
-SOFTMAXES = ("row_max", "global_max", "none")
-
-
-def _whole(text: str, lo: int, hi: int) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 10 and lo <= int(text) <= hi else None
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text) if len(text) <= 40 else math.nan
-    except ValueError:
-        return None
-    lo, hi = session.FACTOR_RANGE
-    return value if math.isfinite(value) and lo <= value <= hi else None
 
 
 def _size(text: str) -> tuple[int, int, int] | None:
     parts = text.split("x")
     his = (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM)
-    sizes = [_whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
+    sizes = [whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
     return None if None in sizes else tuple(sizes)  # type: ignore[return-value]
 
 
@@ -67,7 +52,7 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
         pid = session.DEFAULT_PRESET
     seed = None
     if "seed" in qp:
-        seed = _whole(qp["seed"], 0, names.MAX_SEED)
+        seed = whole(qp["seed"], 0, names.MAX_SEED)
         if seed is None:
             notices.append(
                 f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
@@ -100,9 +85,10 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
             notices.append(f"The link's sentence {quoted(qp['tokens'])} is empty or too long; keeping the preset's.")
         else:
             tokens = words
-    dm = _whole(qp["dm"], 1, names.MAX_DIM) if "dm" in qp else None
-    dk = _whole(qp["dk"], 1, names.MAX_DIM) if "dk" in qp else None
-    for key, value in (("dm", dm), ("dk", dk)):
+    dm = whole(qp["dm"], 1, names.MAX_DIM) if "dm" in qp else None
+    dk = whole(qp["dk"], 1, names.MAX_DIM) if "dk" in qp else None
+    dv = whole(qp["dv"], 1, names.MAX_DIM) if "dv" in qp else None
+    for key, value in (("dm", dm), ("dk", dk), ("dv", dv)):
         if key in qp and value is None:
             notices.append(
                 f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored."
@@ -110,79 +96,28 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
     if tokens is not None and len(tokens) == len(s.tokens):
         s.tokens = tokens
         tokens = None
-    if tokens is not None or dm is not None or dk is not None:
-        s.resize(tokens, dm, dk)
-    _options(s, qp, notices)
+    if "roll" in qp:
+        k = whole(qp["roll"], 0, len(s.tokens) - 1)
+        if k is None:
+            notices.append(
+                f"The link's shuffle {quoted(qp['roll'])} is not a whole number from 0 to {len(s.tokens) - 1}; the "
+                "tokens' rows stay in the preset's order."
+            )
+        else:  # X's rows moved on k places, as k clicks of "Shuffle tokens" do (the tokens travel as they are)
+            s.matrices["X"], s.rolled = np.roll(s.matrices["X"], k, axis=0), k
+    if tokens is not None or dm is not None or dk is not None or dv is not None:
+        s.resize(tokens, dm, dk, dv)
+    read_options(s, qp, notices)
     if "digits" in qp:
-        s.digits = None if qp["digits"] == "full" else _whole(qp["digits"], 1, 17) or session.Session.digits
+        allowed = {("full" if d is None else str(d)): d for d in session.DIGIT_CHOICES}
+        if qp["digits"] in allowed:
+            s.digits = allowed[qp["digits"]]
+        else:
+            notices.append(
+                f"The link's digits {quoted(qp['digits'])} are not one of {', '.join(allowed)}; showing "
+                f"{session.Session.digits} significant digits."
+            )
     return s, notices
-
-
-def _options(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    o, changes = s.options, {}
-    if "softmax" in qp:
-        if qp["softmax"] in SOFTMAXES:
-            changes["softmax"] = qp["softmax"]
-        else:
-            notices.append(
-                f"The link's softmax {quoted(qp['softmax'])} is not one of {', '.join(SOFTMAXES)}; keeping the "
-                f"preset's."
-            )
-    if "scale" in qp:
-        value = {"default": None, "none": 1.0}.get(qp["scale"], _number(qp["scale"]))
-        if value is None and qp["scale"] != "default":
-            notices.append(
-                f"The link's scale {quoted(qp['scale'])} is not default, none or a number from "
-                f"{session.FACTOR_RANGE[0]:g} to {session.FACTOR_RANGE[1]:g}; keeping the preset's."
-            )
-        else:
-            changes["scale"] = value
-    if "temp" in qp:
-        value = _number(qp["temp"])
-        if value is None:
-            notices.append(
-                f"The link's temperature {quoted(qp['temp'])} is not a number from {session.FACTOR_RANGE[0]:g} "
-                f"to {session.FACTOR_RANGE[1]:g}; keeping the preset's."
-            )
-        else:
-            changes["temperature"] = value
-    if "mask" in qp:
-        if qp["mask"] in MASK_KINDS:
-            changes["mask"] = qp["mask"]
-        else:
-            notices.append(f"The link's mask {quoted(qp['mask'])} is not one of {', '.join(MASK_KINDS)}; no mask.")
-    n = len(s.tokens)
-    pad = [False] * n
-    for part in qp.get("pad", "").split(",") if qp.get("pad") else []:
-        i = _whole(part, 1, n)
-        if i is None:
-            notices.append(f"The link's padding token {quoted(part)} is not a token number from 1 to {n}; ignored.")
-        else:
-            pad[i - 1] = True
-    if any(pad) or changes.get("mask", o.mask) == "padding":
-        changes["padding"] = tuple(pad)
-    if "pos" in qp:
-        if qp["pos"] in positions.KINDS:
-            changes["positions"] = qp["pos"]
-        else:
-            notices.append(
-                f"The link's positions {quoted(qp['pos'])} are not one of {', '.join(positions.KINDS)}; none."
-            )
-    if "cmask" in qp:
-        rows = qp["cmask"].split(".")
-        if len(rows) == n and all(len(r) == n and set(r) <= {"0", "1"} for r in rows):
-            changes["custom_mask"] = tuple(tuple(c == "1" for c in r) for r in rows)
-        else:
-            notices.append(f"The link's custom mask {quoted(qp['cmask'])} is not {n} rows of {n} 0/1 flags; ignored.")
-    if "custom" in changes.get("mask", o.mask).split("+") and len(changes.get("custom_mask", o.custom_mask)) != n:
-        changes["custom_mask"] = ((True,) * n,) * n  # a custom mask with no grid allows everything
-    if "heads" in qp:
-        h = _whole(qp["heads"], 1, names.MAX_DIM)
-        if h is None or h not in session.valid_heads(s):
-            notices.append(f"The link's heads {quoted(qp['heads'])} do not divide d_k and d_v; one head.")
-        else:
-            changes["heads"] = h
-    s.options = replace(o, **changes)
 
 
 def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
@@ -209,10 +144,14 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         else:
             q["tokens"] = text
     d, pd_ = s.dims, names.dims_of(base, po.projection)
+    if s.rolled:
+        q["roll"] = str(s.rolled)
     if d.d_model != pd_.d_model:
         q["dm"] = str(d.d_model)
     if d.d_k != pd_.d_k:
         q["dk"] = str(d.d_k)
+    if d.d_v != pd_.d_v:
+        q["dv"] = str(d.d_v)
     if o.softmax != po.softmax:
         q["softmax"] = o.softmax
     if o.scale != po.scale:
@@ -243,11 +182,7 @@ def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     """The query that reproduces the session, and notes on what it leaves out."""
     q, notes = state_params(s)
     rebuilt, _ = rebuild(q)
-    changed = {
-        n: s.matrices[n]
-        for n in names.INPUTS
-        if rebuilt.matrices[n].shape != s.matrices[n].shape or not np.array_equal(rebuilt.matrices[n], s.matrices[n])
-    }
+    changed = {n: s.matrices[n] for n in names.INPUTS if not session.identical(rebuilt.matrices[n], s.matrices[n])}
     if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
         changed = {}  # cannot happen unless the sizes could not be written: nothing to add then
         notes.append("the matrices' shapes.")

@@ -60,7 +60,7 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
                 "(−∞ in the scaled scores, weight 0): a mask, not a change of value"
             )
         if notes:
-            st.caption("; ".join(notes) + ".")
+            st.caption("; ".join(notes) + ".")  # ours: counts and our wording
             highlight = (value | masked)[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
@@ -82,6 +82,7 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     downloads.matrix(name, s, page_key)
 
 
+MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
 _TITLES = {"scores": "Raw scores QKᵀ", "weights": "Attention weights (each row sums to 1)"}
 
 
@@ -95,13 +96,28 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         if name == "scaled"
         else _TITLES[name]
     )
-    if h > 1:  # small multiples, one per head, on one colour scale
+    if h > 1:  # small multiples, one per head, on one colour scale; at most MAX_HEADS_DRAWN at a time
+        heads = range(h)
+        if h > MAX_HEADS_DRAWN:
+            starts = list(range(0, h, MAX_HEADS_DRAWN))
+            first = st.selectbox(
+                f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
+                starts,
+                format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
+                key=f"heads.window.{page_key}",
+            )
+            heads = range(first, min(h, first + MAX_HEADS_DRAWN))
         st.altair_chart(
-            charts.head_heatmaps(stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits),
+            charts.head_heatmaps(
+                stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
+            ),
             width="content",
         )
+        window = f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)"
         st.caption(
-            f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale."
+            f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale"
+            + (window if len(heads) < h else "")
+            + "."
         )
         return
     m = stack[0]
@@ -149,7 +165,7 @@ def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
     n = len(s.tokens)
     for head in range(trace.options.heads):
         lead = f"Head {head + 1}: " if trace.options.heads > 1 else "Reading the rows: "
-        st.markdown(
+        st.markdown(  # ours: reading_lines escapes the tokens
             lead + "; ".join(reading_lines(trace, s.tokens, range(min(n, 8)), head)) + ("; …" if n > 8 else ".")
         )
 

@@ -1,0 +1,42 @@
+"""Every change to the session, as named functions called from widget callbacks: the one writer of the state.
+
+The ``Session`` (:mod:`attention.ui.session`) changes only through the functions below (``load_preset``,
+``edit_cells``, ``resize``, ``set_option`` ...), and those are called only from widget callbacks
+(``on_change`` / ``on_click``), which Streamlit runs before the script: so every page, the sidebar included,
+draws from the state as it is after the change, and no run changes state half-way or needs ``st.rerun()``.
+A change that is refused leaves the session exactly as it was and leaves a message (:func:`say`) that the
+page shows next to the control that caused it.
+"""
+
+from .core import ensure, say
+from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
+from .options import set_custom_mask, set_heads, set_mask, set_option
+from .pins import clear_pin, hold_import, pin, renew_grids, set_view, swap_pin
+from .presets import apply_preset, load_preset, reset, set_blank_shape, set_seed
+
+__all__ = [
+    "apply_preset",
+    "clear_pin",
+    "edit_cells",
+    "ensure",
+    "hold_import",
+    "load_preset",
+    "pin",
+    "renew_grids",
+    "replace_matrix",
+    "reset",
+    "resize",
+    "resize_and_replace",
+    "say",
+    "set_blank_shape",
+    "set_custom_mask",
+    "set_heads",
+    "set_mask",
+    "set_option",
+    "set_projection",
+    "set_seed",
+    "set_tokens",
+    "set_view",
+    "shuffle_tokens",
+    "swap_pin",
+]

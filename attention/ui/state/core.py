@@ -1,0 +1,47 @@
+"""The state's guarded creation, its messages, and the bookkeeping every change shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from ..session import (
+    KEY,
+    Session,
+    get,
+)
+
+
+def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
+    """Create the session once, from ``initial()`` (the URL's state and notes on what it could not
+    restore), and return it: the one guarded initialiser."""
+    if KEY not in st.session_state:
+        session, notices = initial()
+        st.session_state[KEY] = session
+        for i, note in enumerate(notices):
+            say(f"page.notice.{i}", "warning", note)  # ours: url.rebuild's notices quote user text
+    return st.session_state[KEY]
+
+
+def say(place: str, kind: str, text: str) -> None:
+    """Leave a message ("success", "info", "warning" or "error") for the page to show at ``place``
+    (e.g. ``"edit.X"``, ``"import.W_q"``, ``"sidebar.preset"``) until the state next changes.
+    ``text`` is Markdown: user text in it must go through :mod:`attention.ui.text`."""
+    s = get()
+    s.messages[place] = (s.epoch, kind, text)
+
+
+def touch(s: Session) -> None:
+    """Record that the state changed (older messages and held imports no longer apply)."""
+    s.epoch += 1
+    s.messages.clear()
+    s.held.clear()
+
+
+def replace_session(new: Session) -> None:
+    """A new state; the pin, the display digits and the explained cell are kept across presets."""
+    old = get()
+    new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits
+    new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
+    st.session_state[KEY] = new

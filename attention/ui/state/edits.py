@@ -1,0 +1,90 @@
+"""Changes to the numbers and their shapes: grid edits, tokens, shuffles, projection, imports, resizes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..session import (
+    get,
+)
+from .core import say, touch
+
+
+def edit_cells(name: str, values: Mapping[tuple[int, int], float]) -> bool:
+    """Set cells of one input matrix: ``{(row, col): value}`` (already checked to be finite). Grid edits do
+    not change ``version``: the editor that sent them keeps its key. Returns whether anything changed."""
+    s = get()
+    m = s.matrices[name]
+    changed = {rc: v for rc, v in values.items() if m[rc] != v or np.signbit(m[rc]) != np.signbit(v)}
+    if not changed:
+        return False
+    new = m.copy()
+    for (r, c), v in changed.items():
+        new[r, c] = v
+    s.matrices[name] = new
+    touch(s)
+    return True
+
+
+def set_tokens(tokens: tuple[str, ...]) -> None:
+    """New tokens; with a different count, X (and the padding flags) are resized, keeping what still fits."""
+    s = get()
+    if len(tokens) == len(s.tokens):
+        s.tokens = tokens
+        touch(s)
+    else:
+        resize(tokens=tokens)
+
+
+def shuffle_tokens() -> None:
+    """Reorder the tokens (see :meth:`Session.shuffle`)."""
+    s = get()
+    s.shuffle()
+    s.version += 1
+    touch(s)
+
+
+def set_projection(projection: str) -> None:
+    """Switch X·W / X·Wᵀ, transposing W_q, W_k, W_v so Q, K and V stay exactly the same."""
+    s = get()
+    if projection == s.options.projection:
+        return
+    s.project(projection)
+    s.version += 1
+    touch(s)
+
+
+def replace_matrix(name: str, value: np.ndarray) -> None:
+    """A whole input matrix replaced (an import), same shape as before."""
+    s = get()
+    s.matrices[name] = np.array(value, dtype=np.float64)
+    s.version += 1
+    touch(s)
+
+
+def resize_and_replace(name: str, value: np.ndarray, n: int | None, d_model: int, d_out: int | None) -> None:
+    """An import of another shape: resize everything to fit it (``d_out`` is d_v for W_v, else d_k), then put it in."""
+    s = get()
+    if n is not None and n != len(s.tokens):
+        tokens = tuple(s.tokens[:n]) + tuple(f"t{i + 1}" for i in range(len(s.tokens), n))
+        resize(tokens=tokens, d_model=d_model)
+    elif name == "W_v":
+        resize(d_model=d_model, d_v=d_out)
+    else:
+        resize(d_model=d_model, d_k=d_out)
+    replace_matrix(name, value)
+
+
+def resize(
+    tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None, d_v: int | None = None
+) -> None:
+    """Change the number of tokens, d_model, d_k or d_v, keeping existing values where they still fit; says so when
+    the heads go back to one."""
+    s = get()
+    note = s.resize(tokens, d_model, d_k, d_v)
+    s.version += 1
+    touch(s)
+    if note:
+        say("sidebar.heads", "warning", note)  # ours: numbers only

@@ -1,0 +1,51 @@
+"""Changes to the options: softmax, scale, temperature, masks, positions, heads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ... import masks
+from ..session import (
+    get,
+    valid_heads,
+)
+from .core import say, touch
+
+
+def set_option(**changes: object) -> None:
+    """Change options (softmax, scale, temperature, mask, padding...); the matrices stay as they are."""
+    s = get()
+    new = replace(s.options, **changes)
+    if new != s.options:
+        s.options = new
+        touch(s)
+
+
+def set_mask(kind: str) -> None:
+    """Choose the mask; padding flags and a custom grid (all allowed at first) are sized to the tokens."""
+    s = get()
+    n = len(s.tokens)
+    pad = s.options.padding if len(s.options.padding) == n else (False,) * n
+    grid = s.options.custom_mask if len(s.options.custom_mask) == n else ((True,) * n,) * n
+    s.options = replace(s.options, mask=kind, padding=pad, custom_mask=grid if "custom" in masks.parts(kind) else ())
+    touch(s)
+
+
+def set_custom_mask(grid: tuple[tuple[bool, ...], ...]) -> None:
+    """The custom mask's grid (query × key, True = may attend), already checked to be n × n."""
+    set_option(custom_mask=grid)
+
+
+def set_heads(h: int) -> None:
+    """Split attention into ``h`` heads (h must divide d_k and d_v; the control offers only those)."""
+    s = get()
+    if h not in valid_heads(s):
+        say(
+            "sidebar.heads",
+            "error",
+            f"{h} heads do not divide d_k = {s.dims.d_k} and d_v = {s.dims.d_v}; "
+            f"choose one of {', '.join(map(str, valid_heads(s)))}.",
+        )
+        return
+    s.head = min(s.head, h - 1)
+    set_option(heads=h)

@@ -1,0 +1,66 @@
+"""The pinned state A, display-only settings (explained cell, head, digits), grids and held imports."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..session import (
+    Pinned,
+    get,
+    is_unedited,
+    preset_label,
+)
+from .core import touch
+
+
+def pin() -> None:
+    """Snapshot the whole current state as A (replacing an earlier pin)."""
+    s = get()
+    label = f"{preset_label(s.preset_id)}" + ("" if is_unedited(s) else ", edited")
+    s.pin = Pinned(s.tokens, {k: v.copy() for k, v in s.matrices.items()}, s.options, label)
+    touch(s)
+
+
+def swap_pin() -> None:
+    """Make A the current state and the current state A."""
+    s = get()
+    if s.pin is None:
+        return
+    now = Pinned(s.tokens, dict(s.matrices), s.options, "the state before the swap")
+    s.tokens, s.matrices, s.options = s.pin.tokens, {k: v.copy() for k, v in s.pin.matrices.items()}, s.pin.options
+    s.pin = now
+    s.version += 1
+    touch(s)
+
+
+def clear_pin() -> None:
+    s = get()
+    s.pin = None
+    touch(s)
+
+
+def renew_grids() -> None:
+    """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
+    would apply it to the table on the next run). The matrices are not touched."""
+    get().grids += 1
+
+
+def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
+    """Keep (or drop, with None) an import whose shape differs, so a button can apply it with a resize."""
+    s = get()
+    if held is None:
+        s.held.pop(name, None)
+    else:
+        s.held[name] = held
+
+
+def set_view(cell: tuple[int, int] | None = None, head: int | None = None, digits: int | None | str = "keep") -> None:
+    """Display-only settings: the explained (query, key) cell and its head, and the digits numbers are shown with
+    (None: every digit). Values out of range are ignored; nothing computed changes."""
+    s = get()
+    if cell is not None and all(0 <= c < len(s.tokens) for c in cell):
+        s.cell = cell
+    if head is not None and 0 <= head < s.options.heads:
+        s.head = head
+    if digits != "keep":
+        s.digits = digits  # type: ignore[assignment]

@@ -1,0 +1,98 @@
+"""Changes that replace the state: a listed preset, a preset file, a reset, a new seed, a blank of a new size."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ... import masks, rng
+from ...io.presets import Preset
+from ..session import (
+    BLANK,
+    FILE,
+    Session,
+    get,
+    is_unedited,
+    loadable,
+    new_session,
+    preset_and_base,
+)
+from .core import replace_session, say, touch
+
+
+def load_preset(preset_id: str, seed: int | None = None, blank_shape: tuple[int, int, int] | None = None) -> None:
+    """Replace the state with a preset; every editor gets a fresh key, so no pending edit of the old matrices
+    is re-applied to the new ones."""
+    replace_session(new_session(preset_id, seed, blank_shape or get().blank_shape))
+
+
+def reset() -> None:
+    s = get()
+    if s.preset_id == FILE and s.loaded is not None:
+        apply_preset(s.loaded)
+    else:
+        load_preset(s.preset_id, s.seed, s.blank_shape)
+
+
+def set_seed(seed: int) -> None:
+    """Redraw only what the preset draws at random; the user's edits to fixed parts are kept."""
+    s = get()
+    if s.preset_id == FILE:
+        say("sidebar.seed", "error", "A state loaded from a file keeps the file's numbers; the seed was not applied.")
+        return
+    preset, fresh = preset_and_base(s.preset_id, seed, s.blank_shape)
+    if not preset.is_random:
+        say("sidebar.seed", "error", "This preset has no random parts; the seed was not applied.")
+        return
+    s.seed = preset.seed
+    for i, name in enumerate(preset.random.names):
+        # the fresh draw, fitted to the current shape (the user may have resized): cells beyond the
+        # preset's shape are new draws too, so nothing keeps a value from the old seed
+        s.matrices[name] = rng.fill_new_cells(fresh[name], s.matrices[name].shape, preset.seed, stream=101 + i)
+    s.version += 1
+    touch(s)
+
+
+def apply_preset(preset: Preset) -> None:
+    """Put a loaded preset file's tokens, matrices (2-D) and options into the session, after checking the
+    dashboard can show it (raises AttentionError, changing nothing, if not)."""
+    matrices = loadable(preset)
+    s = get()
+    replace_session(
+        Session(
+            preset_id=FILE,
+            seed=preset.seed,
+            blank_shape=s.blank_shape,
+            tokens=tuple(preset.tokens),
+            matrices=matrices,
+            options=preset.options,
+            loaded=preset,
+        )
+    )
+
+
+def set_blank_shape(shape: tuple[int, int, int]) -> None:
+    """A blank preset of another size: new random numbers (centred, from the same seed); the options that do not
+    depend on the size are kept, and a message says what was redrawn."""
+    s = get()
+    old_options, edited = s.options, not is_unedited(s)
+    new = new_session(BLANK, s.seed, shape)
+    n, d = len(new.tokens), new.dims
+    keep = {"softmax", "scale", "temperature", "positions", "projection"}
+    options = replace(new.options, **{k: getattr(old_options, k) for k in keep if k != "projection"})
+    if old_options.projection != new.options.projection:
+        new.project(old_options.projection)
+    if masks.parts(old_options.mask) and not masks.parts(options.mask):
+        options = replace(options, mask=old_options.mask, padding=(False,) * n)
+        options = replace(options, custom_mask=((True,) * n,) * n if "custom" in masks.parts(old_options.mask) else ())
+    if old_options.heads > 1 and d.d_k % old_options.heads == 0 and d.d_v % old_options.heads == 0:
+        options = replace(options, heads=old_options.heads)
+    new.options = options
+    replace_session(new)
+    say(
+        "sidebar.blank",
+        "info",
+        f"New blank preset of {n} tokens, d_model = {d.d_model}, d_k = {d.d_k}: every number redrawn from seed "
+        f"{new.seed}" + (" (your edits to the old numbers were replaced)" if edited else "") + "; the softmax, "
+        "scale, temperature, mask kind, positions and heads were kept (padding flags and a custom grid start "
+        "afresh).",
+    )
