@@ -78,7 +78,7 @@ def test_saturation_curve_against_the_closed_form() -> None:
     ):
         p, b = math.exp(g) / (math.exp(g) + n - 1), 1 / (math.exp(g) + n - 1)  # the top weight, each other weight
         q = (n - 1) * b  # 1 − p, without the cancellation
-        # J = diag(a) − aaᵀ has J₁₁ = pq, 2(n − 1) entries −pb, n − 1 diagonal entries b(1 − b), (n − 1)(n − 2) entries −b²
+        # J = diag(a) − aaᵀ: J₁₁ = pq; 2(n − 1) entries −pb; n − 1 diagonal b(1 − b); (n − 1)(n − 2) entries −b²
         fro2 = (p * q) ** 2 + 2 * (n - 1) * (p * b) ** 2 + (n - 1) * (b * (1 - b)) ** 2 + (n - 1) * (n - 2) * b**4
         assert top == pytest.approx(p, rel=1e-12)
         assert norm == pytest.approx(math.sqrt(fro2), rel=1e-9)
@@ -139,7 +139,13 @@ def test_trace_point_leaves_out_fully_masked_rows() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"n": 1}, "n"), ({"seeds": 0}, "seeds"), ({"dims": (0, 4)}, "d_k"), ({"dims": ()}, "d_k"), ({"seed": -1}, "seed")],
+    [
+        ({"n": 1}, "n"),
+        ({"seeds": 0}, "seeds"),
+        ({"dims": (0, 4)}, "d_k"),
+        ({"dims": ()}, "d_k"),
+        ({"seed": -1}, "seed"),
+    ],
 )
 def test_bad_sizes_are_refused_naming_the_field(kwargs: dict, field: str) -> None:
     with pytest.raises(AttentionError, match=field) as info:
