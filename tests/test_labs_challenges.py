@@ -382,3 +382,13 @@ def test_a_challenge_too_big_for_a_link_says_so() -> None:
     big = ch.Challenge(**{**c.__dict__, "hint": noise})  # longer than a file allows, made in code
     with pytest.raises(AttentionError, match="share its JSON file instead"):
         ch.encode_link(big)
+
+
+def test_a_resized_editable_matrix_that_drops_the_cell_blocks_progress() -> None:
+    c, m, t = start("negative_output")  # reads output column 0 of 'token2'
+    d = good() | {"preset": "random_seed_42", "seed": 42, "editable": ["W_v"]}
+    d["condition"] = {"type": "cell", "array": "output", "row": "token2", "col": 3, "op": "<", "value": 0}
+    c = ch.parse_challenge(json.dumps(d), "t.json")
+    p = ch.evaluate(c, ch.run(c, {"W_v": m["W_v"][:, :2]}))  # d_v 4 -> 2: column 3 is gone
+    assert not p.met and p.blocked == "output now has 2 columns; this challenge reads its column 3"
+    assert ch.evaluate(c, ch.run(c, {"W_v": -m["W_v"]})).met

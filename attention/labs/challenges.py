@@ -104,7 +104,8 @@ class Challenge:
 class Progress:
     """Where a trace stands. value: the current number (for "all", the row furthest from the goal); target: the
     number it must pass (for argmax, the largest other entry); rows_met of rows_total rows meet it; blocked says
-    why the trace does not count (a locked matrix edited, other options, other tokens), else None."""
+    why the trace does not count (a locked matrix edited, other options or tokens, a resized array), else None
+    (when blocked, value is None and rows_met = rows_total = 0)."""
 
     met: bool
     value: float | None
@@ -157,11 +158,10 @@ def evaluate(challenge: Challenge, trace: Trace) -> Progress:
     """
     preset = challenge_preset(challenge)
     cond = challenge.condition
-    n = len(preset.tokens)
-    blocked = _blocked(challenge, preset, trace)
-    if blocked:
-        return Progress(False, None, cond.value, blocked, 0, n if cond.row == ALL else 1, blocked)
     A = squeeze_batch(np.asarray(getattr(trace, cond.array)))
+    blocked = _blocked(challenge, preset, trace) or _out_of_range(cond, A, preset.tokens)
+    if blocked:
+        return Progress(False, None, cond.value, blocked, 0, 0, blocked)
     rows_lbl, cols_lbl = axis_labels(cond.array, A.shape, preset.tokens, preset.options.projection)
     masked = set(trace.fully_masked)
     if cond.row == ALL:
@@ -237,10 +237,6 @@ def _describe(cond: Condition, rows: list[str], cols: list[str], i: int, c: _Row
     return f"{lead} '{cols[c.top]}' ({_num(c.target)}); the goal is '{cols[c.col]}' (now {_num(c.value)})"
 
 
-def _entry(array: str) -> str:
-    return "weight" if array == "weights" else f"entry of {array}"
-
-
 def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
@@ -260,6 +256,18 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     for name in INPUTS:
         if name not in challenge.editable and not np.array_equal(getattr(trace, name), start[name]):
             return f"{name} was edited, but {locked_edit(challenge, name)}"
+    return None
+
+
+def _out_of_range(cond: Condition, A: np.ndarray, tokens: tuple[str, ...]) -> str | None:
+    """Why the condition cannot be read on A (its shape changed with an edit of an editable matrix), or None."""
+    if A.ndim != 2:
+        return f"{cond.array} has shape {A.shape} here; this challenge reads one head's 2-D {cond.array}"
+    for ref, size, what in ((cond.row, A.shape[0], "row"), (cond.col, A.shape[1], "column")):
+        if ref not in (None, ALL, SELF) and _index(ref, tokens) >= size:
+            return f"{cond.array} now has {size} {what}s; this challenge reads its {what} {_index(ref, tokens)}"
+    if cond.col == SELF and A.shape[0] != A.shape[1]:
+        return f"{cond.array} is not square here {A.shape}; this challenge reads its diagonal"
     return None
 
 
