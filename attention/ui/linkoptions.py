@@ -1,5 +1,7 @@
-"""The options part of an address (softmax, scale, temperature, masks, positions, heads), read with a notice for each
-refused value: every value is user text, quoted in the notice through :func:`attention.ui.text.quoted`."""
+"""The options part of an address (softmax, scale, temperature, masks, positions, heads), read with notices.
+
+Each refused value gets a notice; every value is user text, quoted in it through :func:`attention.ui.text.quoted`.
+"""
 
 from __future__ import annotations
 
