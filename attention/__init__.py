@@ -4,14 +4,17 @@ Layers: the math (names, steps, masks, heads, trace, shapes, rng, errors), file 
 Altair chart builders in ``attention.charts``, and the Streamlit app in ``attention.ui``.
 
 Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
-``Options``, ``Trace``, ``AttentionError``.
+``Options``, ``Trace``, ``Reading``, ``AttentionError``; the modules ``positions``, ``masks`` and ``reading``.
 """
 
+from . import masks, positions, reading
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
 from .io.presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
+from .options import Options
+from .reading import Reading
 from .shapes import shape_trace
-from .trace import ARRAY_NAMES, MultiHeadTrace, Options, Trace, multi_head, scaled_dot_product_attention, self_attention
+from .trace import ARRAY_NAMES, MultiHeadTrace, Trace, multi_head, scaled_dot_product_attention, self_attention
 
 __all__ = [
     "ARRAY_NAMES",
@@ -19,14 +22,18 @@ __all__ = [
     "MultiHeadTrace",
     "Options",
     "Preset",
+    "Reading",
     "Trace",
     "blank",
     "from_state",
     "list_presets",
     "load_preset",
+    "masks",
     "merge_heads",
     "multi_head",
     "parse_preset",
+    "positions",
+    "reading",
     "scaled_dot_product_attention",
     "self_attention",
     "shape_trace",
