@@ -4,10 +4,12 @@ Layers: the math (names, steps, masks, heads, trace, shapes, rng, errors), file 
 Altair chart builders in ``attention.charts``, and the Streamlit app in ``attention.ui``.
 
 Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
-``Options``, ``Trace``, ``Reading``, ``AttentionError``; the modules ``positions``, ``masks`` and ``reading``.
+``Options``, ``Trace``, ``Reading``, ``backward``, ``AttentionError``; the modules ``positions``, ``masks``,
+``reading``.
 """
 
 from . import masks, positions, reading
+from .backward import backward
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
 from .io.presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
@@ -24,6 +26,7 @@ __all__ = [
     "Preset",
     "Reading",
     "Trace",
+    "backward",
     "blank",
     "from_state",
     "list_presets",
