@@ -4,15 +4,16 @@ Layers: the math (names, steps, masks, heads, trace, shapes, rng, errors), file 
 Altair chart builders in ``attention.charts``, and the Streamlit app in ``attention.ui``.
 
 Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
-``Options``, ``Trace``, ``Reading``, ``backward``, ``AttentionError``; the modules ``positions``, ``masks``,
-``reading``.
+``Options``, ``Trace``, ``Reading``, ``backward``, ``train``, ``train_many``, ``evaluate``, ``TrainResult``,
+``AttentionError``; the modules ``positions``, ``masks``, ``reading``, ``learn``, ``targets``, ``optimisers``.
 """
 
-from . import masks, positions, reading
+from . import learn, masks, optimisers, positions, reading, targets
 from .backward import backward
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
 from .io.presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
+from .learn import TrainResult, evaluate, train, train_many
 from .options import Options
 from .reading import Reading
 from .shapes import shape_trace
@@ -26,14 +27,18 @@ __all__ = [
     "Preset",
     "Reading",
     "Trace",
+    "TrainResult",
     "backward",
     "blank",
+    "evaluate",
     "from_state",
+    "learn",
     "list_presets",
     "load_preset",
     "masks",
     "merge_heads",
     "multi_head",
+    "optimisers",
     "parse_preset",
     "positions",
     "reading",
@@ -41,4 +46,7 @@ __all__ = [
     "self_attention",
     "shape_trace",
     "split_heads",
+    "targets",
+    "train",
+    "train_many",
 ]
