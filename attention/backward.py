@@ -102,8 +102,6 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
     V = split_heads(trace.V, h)  # (..., h, n, d_v/h)
     grads: dict[str, np.ndarray] = {}
 
-    d_A = np.zeros(A.shape) if d_w is None else np.array(d_w if head_axis else d_w[..., None, :, :])  # (..., h, n, n)
-    d_V = np.zeros(V.shape)  # (..., h, n, d_v/h)
     if trace.W_o is not None:
         d_concat, grads["W_o"] = (
             output_mix_backward(trace.concat, trace.W_o, d_out)
@@ -112,9 +110,14 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
         )
     else:
         d_concat = d_out
+    d_A, d_V = None, None
     if d_concat is not None:
-        d_A_from_O, d_V = weighted_sum_backward(A, V, split_heads(d_concat, h))  # (..., h, n, n), (..., h, n, d_v/h)
-        d_A += d_A_from_O
+        d_A, d_V = weighted_sum_backward(A, V, split_heads(d_concat, h))  # (..., h, n, n), (..., h, n, d_v/h)
+    if d_w is not None:
+        d_w = d_w if head_axis else d_w[..., None, :, :]  # (..., h, n, n)
+        d_A = np.array(d_w) if d_A is None else np.add(d_A, d_w, out=d_A)  # a new array: the steps below reuse it
+    d_A = np.zeros(A.shape) if d_A is None else d_A  # (..., h, n, n)
+    d_V = np.zeros(V.shape) if d_V is None else d_V  # (..., h, n, d_v/h)
     d_Z = softmax_backward(A, d_A)  # (..., h, n, n)
     d_S = scale_backward(d_Z, trace.scale, float(o.temperature))  # (..., h, n, n)
     d_Q, d_K = scores_backward(split_heads(trace.Q, h), split_heads(trace.K, h), d_S)  # (..., h, n, d_k/h) each

@@ -363,16 +363,18 @@ def _call(mats: Mapping[str, np.ndarray]) -> dict[str, Any]:
 def _target(
     target: object, tokens: Sequence[str], allowed: np.ndarray | None, j: int | None, include_self: bool
 ) -> Target:
-    """A target from a kind's name, a Target, or a painted grid; fitted to the mask."""
-    if isinstance(target, str):
-        return targets.make(target, tokens, j=j, include_self=include_self, allowed=allowed)
-    if isinstance(target, Target):
-        if target.pattern.shape != (len(tokens), len(tokens)):
-            raise AttentionError(
-                f"the target is {target.pattern.shape} but there are {len(tokens)} tokens", field="target"
-            )
-        return targets.fit(target, allowed, tokens)
-    return targets.make("custom", tokens, grid=target, allowed=allowed)
+    """A target from a kind's name, a Target, or a painted grid; fitted to the mask. Its errors name "target"."""
+    try:
+        if isinstance(target, str):
+            return targets.make(target, tokens, j=j, include_self=include_self, allowed=allowed)
+        if isinstance(target, Target):
+            if target.pattern.shape != (len(tokens), len(tokens)):
+                raise AttentionError(f"the target is {target.pattern.shape} but there are {len(tokens)} tokens")
+            return targets.fit(target, allowed, tokens)
+        return targets.make("custom", tokens, grid=target, allowed=allowed)
+    except AttentionError as exc:
+        exc.field = exc.field or "target"
+        raise
 
 
 def _loop(

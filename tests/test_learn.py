@@ -221,12 +221,12 @@ def test_positions_learned_with_p_and_w_o_learned() -> None:
         ({"steps": 0}, "steps", r"steps must be a whole number from 1 to 100000; got 0"),
         ({"learn": ("W_z",)}, "learn", r"learn must list some of X, W_q, W_k, W_v, W_o, P"),
         ({"learn": ("P",)}, "learn", r"learn has P but positions are 'none'"),
-        ({"target": [[1, 0, 0], [0, 0, 0], [0, 0, 1]]}, None, r"the target grid's row 2 \('cat'\) is all zero"),
+        ({"target": [[1, 0, 0], [0, 0, 0], [0, 0, 1]]}, "target", r"the target grid's row 2 \('cat'\) is all zero"),
         ({"target": "token"}, "target", r"the target 'token' needs the key j"),
         ({"optimiser": "lbfgs"}, "optimiser", r"optimiser must be one of sgd, momentum, adam"),
     ],
 )
-def test_bad_settings_stop_with_a_message_naming_the_setting(kwargs: dict, field: str | None, pattern: str) -> None:
+def test_bad_settings_stop_with_a_message_naming_the_setting(kwargs: dict, field: str, pattern: str) -> None:
     p, m = _preset()
     given = {k: v.copy() for k, v in m.items()}
     kwargs = {"target": "previous", **kwargs}
