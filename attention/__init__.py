@@ -4,14 +4,20 @@ Layers: the math (names, steps, masks, heads, trace, shapes, rng, errors), file 
 Altair chart builders in ``attention.charts``, and the Streamlit app in ``attention.ui``.
 
 Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
-``Options``, ``Trace``, ``AttentionError``.
+``Options``, ``Trace``, ``Reading``, ``backward``, ``train``, ``train_many``, ``evaluate``, ``TrainResult``,
+``AttentionError``; the modules ``positions``, ``masks``, ``reading``, ``learn``, ``targets``, ``optimisers``.
 """
 
+from . import learn, masks, optimisers, positions, reading, targets
+from .backward import backward
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
 from .io.presets import Preset, blank, from_state, list_presets, load_preset, parse_preset
+from .learn import TrainResult, evaluate, train, train_many
+from .options import Options
+from .reading import Reading
 from .shapes import shape_trace
-from .trace import ARRAY_NAMES, MultiHeadTrace, Options, Trace, multi_head, scaled_dot_product_attention, self_attention
+from .trace import ARRAY_NAMES, MultiHeadTrace, Trace, multi_head, scaled_dot_product_attention, self_attention
 
 __all__ = [
     "ARRAY_NAMES",
@@ -19,16 +25,28 @@ __all__ = [
     "MultiHeadTrace",
     "Options",
     "Preset",
+    "Reading",
     "Trace",
+    "TrainResult",
+    "backward",
     "blank",
+    "evaluate",
     "from_state",
+    "learn",
     "list_presets",
     "load_preset",
+    "masks",
     "merge_heads",
     "multi_head",
+    "optimisers",
     "parse_preset",
+    "positions",
+    "reading",
     "scaled_dot_product_attention",
     "self_attention",
     "shape_trace",
     "split_heads",
+    "targets",
+    "train",
+    "train_many",
 ]

@@ -13,6 +13,8 @@ from .errors import AttentionError
 
 def split_heads(x: np.ndarray, h: int) -> np.ndarray:
     """(..., n, d) -> (..., h, n, d/h): head i holds columns i*d/h .. (i+1)*d/h - 1."""
+    if h == 1:
+        return x[..., None, :, :]  # (..., 1, n, d): a view
     *lead, n, d = x.shape
     if d % h:
         raise AttentionError(f"width {d} does not divide into {h} heads", matrix="heads")
@@ -22,6 +24,8 @@ def split_heads(x: np.ndarray, h: int) -> np.ndarray:
 def merge_heads(x: np.ndarray) -> np.ndarray:
     """(..., h, n, d/h) -> (..., n, d): the inverse of :func:`split_heads` (concatenation of heads)."""
     *lead, h, n, dh = x.shape
+    if h == 1:
+        return x[..., 0, :, :]  # (..., n, d): a view
     return np.moveaxis(x, -3, -2).reshape(*lead, n, h * dh)  # (..., n, h, d/h) -> (..., n, d)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from .errors import AttentionError
 
 PARTS = ("causal", "padding", "custom")  # the masks that can be combined; "none" is none of them
+MASK_PARTS = PARTS
 
 
 def kinds() -> tuple[str, ...]:
@@ -21,9 +22,23 @@ def kinds() -> tuple[str, ...]:
     return ("none", *("+".join(c) for c in sorted(combos, key=lambda c: (len(c), [PARTS.index(p) for p in c]))))
 
 
+KINDS = kinds()  # "none", "causal", "padding", "custom", "causal+padding", ..., "causal+padding+custom"
+
+
 def parts(kind: str) -> tuple[str, ...]:
     """The masks a mask option combines: ``parts("causal+custom") == ("causal", "custom")``; () for "none"."""
     return () if kind == "none" else tuple(kind.split("+"))
+
+
+def join(chosen: object) -> str:
+    """The mask option for a set of parts, in the canonical order: ``join({"custom", "causal"}) == "causal+custom"``,
+    ``join(()) == "none"``. Raises AttentionError for a part that is not one of PARTS."""
+    chosen = set(chosen)  # type: ignore[call-overload]
+    chosen.discard("none")
+    unknown = sorted(str(p) for p in chosen - set(PARTS))
+    if unknown:
+        raise AttentionError(f"mask part {unknown[0]!r} is not one of {', '.join(PARTS)}", field="mask")
+    return "+".join(p for p in PARTS if p in chosen) or "none"
 
 
 def causal(n_queries: int, n_keys: int | None = None) -> np.ndarray:

@@ -1,21 +1,26 @@
-"""Word order: sinusoidal positions added to X ("Attention is all you need") and rotary positions applied to Q and K.
+"""Word order: sinusoidal or learned positions added to X, and rotary positions (RoPE) applied to Q and K.
 
 Attention alone cannot see order: permute the tokens and the outputs are the same rows permuted. Sinusoidal
-positions add PE to each row of X, PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
-Rotary positions (RoPE) turn each pair of columns (2i, 2i+1) of a query or key at position pos by the angle
-pos · base^(−2i/d), so q·k depends on the two positions only through their offset.
+positions ("Attention is all you need", section 3.5) add PE to each row of X:
+
+    PE[pos, 2i] = sin(pos / 10000^(2i/d_model)),   PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)).
+
+Learned positions add a matrix P (n, d_model) of free parameters instead. Rotary positions (RoPE, Su et al. 2021)
+turn each pair of columns (2i, 2i+1) of a query or key at position pos by the angle θ = pos · base^(−2i/d), within
+each head, so q·k depends on the two positions only through their offset.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-KINDS = ("none", "sinusoidal", "rotary")
+KINDS = ("none", "sinusoidal", "learned", "rotary")
+ADDED = ("sinusoidal", "learned")  # the kinds that add a matrix to X (rotary turns Q and K instead)
 
 
 def sinusoidal(n: int, d_model: int) -> np.ndarray:
     """PE (n, d_model): column 2i is sin(pos / 10000^(2i/d_model)), column 2i+1 the cosine of the same angle.
-    With an odd d_model the last column is a sine with no cosine partner."""
+    With an odd d_model the last column is a sine with no cosine partner (its angle uses 2i = d_model − 1)."""
     pos = np.arange(n)[:, None]  # (n, 1)
     i2 = np.arange(0, d_model, 2)[None, :]  # (1, ceil(d/2)): the even column indices 2i
     angle = pos / np.power(10000.0, i2 / d_model)  # (n, ceil(d/2))
@@ -26,16 +31,22 @@ def sinusoidal(n: int, d_model: int) -> np.ndarray:
 
 
 def angles(n: int, d: int, base: float = 10000.0) -> np.ndarray:
-    """The rotation angle of each position and column pair: (n, d // 2), pos · base^(−2i/d)."""
+    """The rotation angle of each position and column pair: (n, d // 2), θ[pos, i] = pos · base^(−2i/d)."""
     return np.arange(n)[:, None] * np.power(base, -np.arange(0, d - d % 2, 2)[None, :] / d)  # (n, d//2)
 
 
-def rotary(x: np.ndarray, base: float = 10000.0) -> np.ndarray:
-    """x (..., n, d) with each column pair (2i, 2i+1) of row pos turned by ``angles(n, d)[pos, i]``; an odd last
-    column is left as it is. Norms are kept; (R_i q)·(R_j k) depends only on j − i."""
+def rotary(x: np.ndarray, base: float = 10000.0, inverse: bool = False) -> np.ndarray:
+    """x (..., n, d) with each column pair (2i, 2i+1) of row pos turned by θ = ``angles(n, d)[pos, i]``:
+
+        (x_2i, x_2i+1) -> (x_2i cos θ − x_2i+1 sin θ, x_2i sin θ + x_2i+1 cos θ).
+
+    With an odd d the last column is left as it is. Norms are kept; (R_i q)·(R_j k) depends only on j − i.
+    ``inverse=True`` turns by −θ (the transpose of the rotation: what the backward pass applies)."""
     n, d = x.shape[-2:]
     theta = angles(n, d, base)  # (n, d//2)
     cos, sin = np.cos(theta), np.sin(theta)  # (n, d//2)
+    if inverse:
+        sin = -sin
     even, odd = x[..., 0 : d - d % 2 : 2], x[..., 1 : d - d % 2 : 2]  # (..., n, d//2) each
     out = x.copy()
     out[..., 0 : d - d % 2 : 2] = even * cos - odd * sin  # (..., n, d//2)

@@ -16,7 +16,9 @@ import numpy as np
 @dataclass(frozen=True)
 class Reading:
     """Per query row (shape (n,), or (h, n) with h heads): top key and its weight, second key and its weight,
-    entropy in bits, and whether the row is fully masked. ``max_entropy`` is log₂ n."""
+    entropy in bits, and whether the row is fully masked. ``max_entropy`` is log₂ n; ``row_max_entropy`` is the
+    most a row can have under the mask, log₂ (number of keys it may attend), 0 for a fully masked row.
+    A fully masked row has top = second = 0 with weights 0 (check ``fully_masked`` first)."""
 
     top: np.ndarray
     top_weight: np.ndarray
@@ -25,6 +27,7 @@ class Reading:
     entropy: np.ndarray
     fully_masked: np.ndarray
     max_entropy: float
+    row_max_entropy: np.ndarray
 
 
 def read(w: np.ndarray, allowed: np.ndarray | None = None) -> Reading:
@@ -38,5 +41,8 @@ def read(w: np.ndarray, allowed: np.ndarray | None = None) -> Reading:
     second_weight = np.take_along_axis(w, second[..., None], axis=-1)[..., 0] if n > 1 else np.zeros_like(top_weight)
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.sum(np.where(w > 0, w * np.log2(w), 0.0), axis=-1)  # bits; 0 · log 0 counts as 0
-    fully_masked = ~(w > 0).any(axis=-1) if allowed is None else ~np.broadcast_to(allowed, w.shape).any(axis=-1)
-    return Reading(top, top_weight, second, second_weight, entropy, fully_masked, float(np.log2(n)) if n > 1 else 0.0)
+    may = (w > 0) if allowed is None else np.broadcast_to(allowed, w.shape)  # (..., n, n)
+    count = may.sum(axis=-1) if allowed is not None else np.full(w.shape[:-1], n)  # (..., n) keys each row may see
+    row_max = np.log2(np.maximum(count, 1)).astype(float)  # (..., n)
+    fully_masked = ~may.any(axis=-1)  # (..., n)
+    return Reading(top, top_weight, second, second_weight, entropy, fully_masked, float(np.log2(n)), row_max)

@@ -1,124 +1,47 @@
 """The trace: every intermediate array of one attention pass, and the function that runs all steps.
 
-In prose: project the embeddings, Q = X W_q, K = X W_k, V = X W_v; score every query against
-every key, S = Q Kᵀ; scale, S' = S · s (s = 1/√d_k unless told otherwise) and mask forbidden cells to
--inf; turn each row into weights, A = softmax(S' / T); mix the values, O = A V.
+In prose: add positions to the embeddings if asked, X' = X + P; project, Q = X' W_q, K = X' W_k, V = X' W_v
+(rotary positions then turn Q and K); score every query against every key, S = Q Kᵀ; scale, S' = S · s
+(s = 1/√d_k unless told otherwise) and mask forbidden cells to -inf; turn each row into weights,
+A = softmax(S' / T); mix the values, O = A V. With h heads each head does this on its own block of d_k/h
+columns of W_q and W_k (d_v/h of W_v), the heads' outputs are concatenated, and W_o (if given) mixes them.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
 from . import masks, names, positions, steps
 from .errors import AttentionError, as_matrix, check_finite
 from .heads import head_weights
+from .options import Options, finite
 from .reading import Reading, read
 
-MASK_KINDS = masks.kinds()  # "none", "causal", "padding", "custom", then their combinations ("causal+padding"...)
-
-
-@dataclass(frozen=True)
-class Options:
-    """The conventions of one computation (the documents differ in these, so they are options).
-
-    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, document 001).
-    softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
-    scale: the factor applied to the scores; None means 1/√d_k, 1.0 means no scaling.
-    temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
-    mask: "none", "causal" (token i sees tokens 0..i), "padding" (no token attends a padding token), "custom"
-    (``custom_mask``), or a combination joined with "+" ("causal+custom"): a cell may be attended only where
-    every part allows it.
-    padding: one flag per token, True where the token is padding (used when mask == "padding").
-    heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
-    custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
-    positions: "none", "sinusoidal" (PE added to X) or "rotary" (RoPE on each head's Q and K); see
-    :mod:`attention.positions`.
-    """
-
-    projection: steps.Projection = "x_w"
-    softmax: steps.SoftmaxVariant = "row_max"
-    scale: float | None = None
-    temperature: float = 1.0
-    mask: str = "none"
-    padding: tuple[bool, ...] = ()
-    heads: int = 1
-    custom_mask: tuple[tuple[bool, ...], ...] = ()
-    positions: str = "none"
-
-    def validate(self) -> Options:
-        """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name).
-        The one check of options: the preset files' validator calls it too."""
-
-        def fail(name: str, message: str) -> AttentionError:
-            return AttentionError(f"{name} {message}; got {_short(getattr(self, name))}", field=name)
-
-        if self.projection not in names.PROJECTIONS:
-            raise fail("projection", "must be 'x_w' (X @ W) or 'x_wt' (X @ W.T)")
-        if self.softmax not in ("row_max", "global_max", "none"):
-            raise fail("softmax", "must be 'row_max', 'global_max' or 'none'")
-        if self.scale is not None and not _positive(self.scale):
-            raise fail("scale", "must be a finite number > 0 (or None for 1/√d_k)")
-        if not _positive(self.temperature):
-            raise fail("temperature", "must be a finite number > 0")
-        if self.mask not in MASK_KINDS:
-            raise fail("mask", f"must be one of {', '.join(MASK_KINDS)}")
-        if not (
-            isinstance(self.heads, (int, np.integer))
-            and not isinstance(self.heads, bool)
-            and 1 <= self.heads <= names.MAX_DIM
-        ):
-            raise fail("heads", f"must be a whole number from 1 to {names.MAX_DIM}")
-        if not (isinstance(self.padding, tuple) and all(isinstance(p, (bool, np.bool_)) for p in self.padding)):
-            raise fail("padding", "must be true/false flags, one per token")
-        if self.positions not in positions.KINDS:
-            raise fail("positions", f"must be one of {', '.join(positions.KINDS)}")
-        grid = self.custom_mask
-        if not (
-            isinstance(grid, tuple)
-            and all(isinstance(r, tuple) and len(r) == len(grid) for r in grid)
-            and all(isinstance(v, (bool, np.bool_)) for r in grid for v in r)
-        ):
-            raise fail("custom_mask", "must be a square grid of true/false (query × key, true = may attend)")
-        return self
-
-    def replace(self, **changes: object) -> Options:
-        return replace(self, **changes)
-
-
-def _positive(value: object) -> bool:
-    """A finite real number > 0 (a Python int too large for a float is not finite here, and never a TypeError)."""
-    if not _is_real(value):
-        return False
-    try:
-        return math.isfinite(float(value)) and float(value) > 0  # type: ignore[arg-type]
-    except OverflowError:
-        return False
-
-
-def _short(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _is_real(value: object) -> bool:
-    """A real number (numpy scalars included), but not a bool (True is not a scale)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+MASK_KINDS = masks.KINDS  # "none", "causal", "padding", "custom", then their combinations ("causal+padding"...)
+ARRAY_NAMES = names.ARRAYS  # the eleven arrays of a trace, in pipeline order
 
 
 @dataclass(frozen=True)
 class Trace:
-    """Every array of one pass. Shapes for n tokens (plus any leading batch dims):
+    """Every array of one pass. Shapes for n tokens and h heads (plus any leading batch dims):
     X (n, d_model); W_q, W_k (d_model, d_k) or transposed; W_v (d_model, d_v);
-    Q, K (n, d_k); V (n, d_v); scores, scaled, weights (n, n); output (n, d_v).
+    Q, K (n, d_k); V (n, d_v); scores, scaled, weights (n, n), or (h, n, n) when h > 1;
+    concat (n, d_v): the heads' outputs side by side; output (n, d_v): concat @ W_o, or concat without W_o.
 
     ``scores`` is QKᵀ before scaling; ``scaled`` is after scaling and masking (masked cells are -inf);
     ``weights`` is after softmax (rows sum to 1; a fully masked row is all 0). ``allowed`` is the boolean
     mask in force (True = may attend) or None; ``fully_masked`` lists rows that may attend nothing.
+    ``scale`` is the factor the scores were multiplied by; ``d_k`` the query/key width one head sees (d_k/h).
+
+    Positions: ``positions_added`` is the (n, d_model) matrix added to X (the sinusoidal PE, or the learned P)
+    and ``X_in`` = X + positions_added what the projections saw; both None when nothing is added (X stays the
+    embeddings as given). With rotary positions ``Q_raw`` and ``K_raw`` are Q and K before the rotation (Q and K
+    are after it: what the scores use); None otherwise. ``W_o`` is the output mixing matrix or None.
     """
 
     X: np.ndarray
@@ -138,9 +61,12 @@ class Trace:
     allowed: np.ndarray | None = None
     fully_masked: tuple[int, ...] = ()
     tokens: tuple[str, ...] = ()
-    X_in: np.ndarray | None = None  # X + PE, what the projections saw (sinusoidal positions); None otherwise
-    Q_raw: np.ndarray | None = None  # Q and K before the rotation (rotary positions); None otherwise
+    X_in: np.ndarray | None = None  # (..., n, d_model): X + positions_added; None when no positions are added
+    Q_raw: np.ndarray | None = None  # (..., n, d_k): Q and K before the rotation (rotary positions); None otherwise
     K_raw: np.ndarray | None = None
+    positions_added: np.ndarray | None = None  # (n, d_model): the PE or learned P added to X; None otherwise
+    W_o: np.ndarray | None = None  # (d_v, d_out) or None
+    concat: np.ndarray | None = None  # (..., n, d_v): the heads' outputs side by side, before W_o
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The eleven named arrays, in pipeline order."""
@@ -148,16 +74,49 @@ class Trace:
 
     @functools.cached_property
     def reading(self) -> Reading:
-        """Top key, second key and entropy per query row, computed once (see :mod:`attention.reading`)."""
-        return read(self.weights[0] if self.X.ndim == 3 else self.weights, self.allowed)
+        """Top key, second key and entropy per query row (per head: arrays (h, n) when h > 1), computed once
+        (see :mod:`attention.reading`). With a leading batch, the first batch item's."""
+        batched = self.X.ndim == 3
+        return read(self.weights[0] if batched else self.weights, self.allowed)
 
+    def head(self, i: int) -> Trace:
+        """Head i on its own, as a single-head trace: its blocks of W_q, W_k, W_v, its columns of Q, K, V and of
+        the concatenation (its output), its (n, n) scores and weights; no W_o."""
+        h, proj = self.options.heads, self.options.projection
+        if not (isinstance(i, (int, np.integer)) and 0 <= i < h):
+            raise AttentionError(f"there is no head {i!r}: this trace has {h} head(s), numbered 0 to {h - 1}")
+        dk, dv = self.Q.shape[-1] // h, self.V.shape[-1] // h
+        concat = self.output if self.concat is None else self.concat
 
-ARRAY_NAMES = names.ARRAYS
+        def cols(a: np.ndarray | None, w: int) -> np.ndarray | None:
+            return None if a is None else a[..., i * w : (i + 1) * w]  # (..., n, w)
+
+        def square(a: np.ndarray) -> np.ndarray:
+            return a if h == 1 else a[..., i, :, :]  # (..., n, n)
+
+        return replace(
+            self,
+            W_q=head_weights(self.W_q, h, i, proj),
+            W_k=head_weights(self.W_k, h, i, proj),
+            W_v=head_weights(self.W_v, h, i, proj),
+            Q=cols(self.Q, dk),
+            K=cols(self.K, dk),
+            V=cols(self.V, dv),
+            scores=square(self.scores),
+            scaled=square(self.scaled),
+            weights=square(self.weights),
+            output=cols(concat, dv),
+            concat=cols(concat, dv),
+            W_o=None,
+            Q_raw=cols(self.Q_raw, dk),
+            K_raw=cols(self.K_raw, dk),
+            options=replace(self.options, heads=1),
+        )
 
 
 def check_inputs(
     X: object, W_q: object, W_k: object, W_v: object, options: Options, tokens: Sequence[str] | None = None
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate the four input matrices against each other and the options; return them as float arrays."""
     rows = list(tokens) if tokens else None
     X = as_matrix("X", X, ndim=(2, 3), rows=rows)
@@ -167,24 +126,25 @@ def check_inputs(
             f"X has {n} rows but there are {len(tokens)} tokens; there must be one row per token", matrix="X"
         )
     Ws = {name: as_matrix(name, W) for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v))}
-    in_axis = 0 if options.projection == "x_w" else 1
-    layout = "d_model × d_k (X @ W)" if in_axis == 0 else "d_k × d_model (X @ W.T)"
+    out = names.out_axis(options.projection)  # the axis that gives Q's, K's or V's width; the other is d_model
+    layout = "d_model × d_k (X @ W)" if options.projection == "x_w" else "d_k × d_model (X @ W.T)"
     for name, W in Ws.items():
-        if W.shape[in_axis] != d_model:
-            side = "rows" if in_axis == 0 else "columns"
+        if W.shape[1 - out] != d_model:
+            side = "columns" if out == 0 else "rows"
+            want = names.weight_shape(int(d_model), W.shape[out], options.projection)
             raise AttentionError(
-                f"{name} has {W.shape[in_axis]} {side} but X has {d_model} columns (d_model); {name} must be "
-                f"{layout}, got {W.shape}",
+                f"{name} has {W.shape[1 - out]} {side} but X has {d_model} columns (d_model); {name} must be "
+                f"{layout}, got {W.shape}; expected {want}",
                 matrix=name,
             )
-    d_q, d_k = Ws["W_q"].shape[1 - in_axis], Ws["W_k"].shape[1 - in_axis]
+    d_q, d_k = Ws["W_q"].shape[out], Ws["W_k"].shape[out]
     if d_q != d_k:
         raise AttentionError(
             f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)",
             matrix="W_k",
         )
     for name in ("W_q", "W_v"):
-        width = Ws[name].shape[1 - in_axis]
+        width = Ws[name].shape[out]
         if width % options.heads:
             raise AttentionError(
                 f"{name} gives width {width}, which does not divide into {options.heads} heads; "
@@ -205,6 +165,46 @@ def check_inputs(
     return X, Ws["W_q"], Ws["W_k"], Ws["W_v"]
 
 
+def check_output_weights(W_o: object, d_v: int) -> np.ndarray | None:
+    """W_o (d_v, d_out) as a float array, or None; its rows must match the heads' concatenated width d_v."""
+    if W_o is None:
+        return None
+    W_o = as_matrix("W_o", W_o)
+    if W_o.shape[0] != d_v:
+        raise AttentionError(
+            f"W_o has {W_o.shape[0]} rows but the heads concatenate to width {d_v} (d_v); W_o must have {d_v} rows "
+            f"(d_v × d_v, e.g. {names.Dims(1, 1, 1, d_v).shape('W_o')})",
+            matrix="W_o",
+        )
+    return W_o
+
+
+def check_positions(P: object, options: Options, n: int, d_model: int) -> np.ndarray | None:
+    """The learned position matrix P (n, d_model) as a float array when positions are "learned"; None otherwise.
+    A missing P, or a P given while positions are not "learned", is an error naming P."""
+    if options.positions != "learned":
+        if P is not None:
+            raise AttentionError(
+                f"a position matrix P was given but positions are {options.positions!r}; "
+                "set positions to 'learned' to add P to X",
+                matrix="P",
+            )
+        return None
+    want = names.Dims(int(n), int(d_model), 1, 1).shape("P")
+    if P is None:
+        raise AttentionError(
+            f"positions are 'learned' but no position matrix P was given; give P of shape {want} (n × d_model)",
+            matrix="P",
+        )
+    P = as_matrix("P", P)
+    if P.shape != want:
+        raise AttentionError(
+            f"P has shape {P.shape} but X has {n} tokens of width {d_model}; P must be n × d_model = {want}",
+            matrix="P",
+        )
+    return P
+
+
 def build_mask(options: Options, n: int) -> np.ndarray | None:
     """The boolean mask (n, n) the options ask for (its parts combined with AND), or None."""
     parts = masks.parts(options.mask)
@@ -221,6 +221,8 @@ def self_attention(
     W_k: object,
     W_v: object,
     *,
+    W_o: object = None,
+    P: object = None,
     tokens: Sequence[str] | None = None,
     options: Options | None = None,
     attn_mask: np.ndarray | None = None,
@@ -228,18 +230,68 @@ def self_attention(
 ) -> Trace:
     """Run every step and return the trace. Options may be given as an ``Options`` or as keywords
     (``projection="x_wt"``, ``softmax="none"``, ``scale=1.0``, ``mask="causal"``, ``temperature=2``...).
-    ``attn_mask`` adds a custom boolean mask (True = may attend), ANDed with the options' mask.
-    ``tokens`` (one per row of X) only improves error messages and labels.
+    ``W_o`` (d_v, d_out) mixes the heads' concatenation (with one head too); ``P`` (n, d_model) is the learned
+    position matrix, required when ``positions="learned"``. ``attn_mask`` adds a custom boolean mask
+    (True = may attend), ANDed with the options' mask. ``tokens`` (one per row of X) only improves error
+    messages and labels.
 
-    With ``heads > 1`` the per-head traces are computed by :func:`multi_head` and this
-    returns their concatenation (scores/weights then have a head axis: (..., h, n, n)).
+    With ``heads > 1`` scores/scaled/weights have a head axis, (..., h, n, n); :meth:`Trace.head` gives one head.
     """
     opts = (options or Options()).replace(**option_values) if option_values else (options or Options())
     opts.validate()
     X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, opts, tokens)
-    if opts.heads > 1:
-        return multi_head(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask).combined
-    return run_steps(X, W_q, W_k, W_v, opts, tokens=tokens, attn_mask=attn_mask)
+    W_o = check_output_weights(W_o, W_v.shape[names.out_axis(opts.projection)])
+    P = check_positions(P, opts, *X.shape[-2:])
+    return run_steps(X, W_q, W_k, W_v, opts, W_o=W_o, P=P, tokens=tokens, attn_mask=attn_mask)
+
+
+class _Head(NamedTuple):
+    """One head's arrays (see :func:`attend`)."""
+
+    Q_raw: np.ndarray | None
+    K_raw: np.ndarray | None
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    scores: np.ndarray
+    scaled: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+    scale: float
+
+
+def attend(
+    X_in: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    opts: Options,
+    allowed: np.ndarray | None,
+    rows: list[str] | None = None,
+) -> _Head:
+    """One head on validated inputs: W_q, W_k, W_v are this head's blocks (shapes in the trailing comments)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below and raised with a clear message
+        Q = steps.project(X_in, W_q, opts.projection)  # (..., n, d_k)
+        K = steps.project(X_in, W_k, opts.projection)  # (..., n, d_k)
+        V = steps.project(X_in, W_v, opts.projection)  # (..., n, d_v)
+        Q_raw, K_raw = (Q, K) if opts.positions == "rotary" else (None, None)
+        if opts.positions == "rotary":
+            Q, K = positions.rotary(Q), positions.rotary(K)  # (..., n, d_k) each
+        for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
+            check_finite(name, M, f"the values of X and {w}", rows)
+        d_k = Q.shape[-1]
+        factor = steps.default_scale(d_k) if opts.scale is None else float(opts.scale)
+        S = steps.scores(Q, K)  # (..., n, n)
+        check_finite("scores", S, "the values of Q and K", rows, rows)
+        S_scaled = steps.scale(S, factor)  # (..., n, n)
+        if factor > 1:  # only a factor above 1 can push a finite score past the float64 range
+            check_finite("scaled", S_scaled, f"the scores times the scale {factor:g}", rows, rows)
+        S_scaled = steps.mask(S_scaled, allowed)  # (..., n, n)
+        A = steps.softmax(
+            S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows
+        )  # (..., n, n)
+    O = steps.weighted_sum(A, V)  # (..., n, d_v)
+    return _Head(Q_raw, K_raw, Q, K, V, S, S_scaled, A, O, factor)
 
 
 def run_steps(
@@ -249,56 +301,75 @@ def run_steps(
     W_v: np.ndarray,
     opts: Options,
     *,
+    W_o: np.ndarray | None = None,
+    P: np.ndarray | None = None,
     tokens: Sequence[str] | None = None,
     attn_mask: np.ndarray | None = None,
 ) -> Trace:
-    """The steps themselves, on already validated inputs (shapes in the trailing comments)."""
+    """The steps themselves, on already validated inputs: positions, each head (:func:`attend`), the heads
+    side by side, W_o. With h > 1 heads the per-head arrays are stacked on a head axis (shapes in comments)."""
     rows = list(tokens) if tokens else None
-    n = X.shape[-2]
-    X_in = X + positions.sinusoidal(n, X.shape[-1]) if opts.positions == "sinusoidal" else X  # (..., n, d_model)
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below and raised with a clear message
-        Q = steps.project(X_in, W_q, opts.projection)  # (..., n, d_k)
-        K = steps.project(X_in, W_k, opts.projection)  # (..., n, d_k)
-        V = steps.project(X_in, W_v, opts.projection)  # (..., n, d_v)
-        Q_raw, K_raw = (Q, K) if opts.positions == "rotary" else (None, None)
-        if opts.positions == "rotary":  # per head: run_steps sees one head's columns at a time
-            Q, K = positions.rotary(Q), positions.rotary(K)  # (..., n, d_k) each
-        for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
-            check_finite(name, M, f"the values of X and {w}", rows)
-        d_k = Q.shape[-1]
-        factor = steps.default_scale(d_k) if opts.scale is None else float(opts.scale)
-        S = steps.scores(Q, K)  # (..., n, n)
-        check_finite("scores", S, "the values of Q and K", rows, rows)
-        allowed = masks.combine(build_mask(opts, n), None if attn_mask is None else masks.custom(attn_mask, n, n))
-        S_scaled = steps.scale(S, factor)  # (..., n, n)
-        if factor > 1:  # only a factor above 1 can push a finite score past the float64 range
-            check_finite("scaled", S_scaled, f"the scores times the scale {factor:g}", rows, rows)
-        S_scaled = steps.mask(S_scaled, allowed)  # (..., n, n)
-        A = steps.softmax(
-            S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows
-        )  # (..., n, n)
-    O = steps.weighted_sum(A, V)  # (..., n, d_v)
+    n, d_model = X.shape[-2:]
+    added = positions.sinusoidal(n, d_model) if opts.positions == "sinusoidal" else P  # (n, d_model) or None
+    X_in = X if added is None else X + added  # (..., n, d_model)
+    allowed = masks.combine(build_mask(opts, n), None if attn_mask is None else masks.custom(attn_mask, n, n))
+    h = opts.heads
+    if h == 1:
+        r = attend(X_in, W_q, W_k, W_v, opts, allowed, rows)
+    else:
+        heads = [
+            attend(X_in, *(head_weights(W, h, i, opts.projection) for W in (W_q, W_k, W_v)), opts, allowed, rows)
+            for i in range(h)
+        ]
+        rotary = opts.positions == "rotary"
+
+        def cat(name: str) -> np.ndarray:
+            return np.concatenate([getattr(t, name) for t in heads], axis=-1)  # (..., n, width of all heads)
+
+        def stack(name: str) -> np.ndarray:
+            return np.stack([getattr(t, name) for t in heads], axis=-3)  # (..., h, n, n)
+
+        r = _Head(
+            cat("Q_raw") if rotary else None,
+            cat("K_raw") if rotary else None,
+            cat("Q"),  # (..., n, d_k)
+            cat("K"),  # (..., n, d_k)
+            cat("V"),  # (..., n, d_v)
+            stack("scores"),
+            stack("scaled"),
+            stack("weights"),
+            cat("output"),  # (..., n, d_v)
+            heads[0].scale,
+        )
+    output = r.output  # (..., n, d_v): the heads' outputs side by side
+    if W_o is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            output = r.output @ W_o  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
+        check_finite("output", output, "the heads' outputs and the values of W_o", rows)
     return Trace(
         X,
         W_q,
         W_k,
         W_v,
-        Q,
-        K,
-        V,
-        S,
-        S_scaled,
-        A,
-        O,
-        factor,
-        d_k,
+        r.Q,
+        r.K,
+        r.V,
+        r.scores,
+        r.scaled,
+        r.weights,
+        output,
+        r.scale,
+        r.Q.shape[-1] // h,
         opts,
         allowed,
         tuple(int(i) for i in masks.fully_masked_rows(allowed)),
         tuple(tokens or ()),
-        X_in if opts.positions == "sinusoidal" else None,
-        Q_raw,
-        K_raw,
+        None if added is None else X_in,
+        r.Q_raw,
+        r.K_raw,
+        added,
+        W_o,
+        r.output,
     )
 
 
@@ -325,7 +396,7 @@ def scaled_dot_product_attention(
         )
     if is_causal and attn_mask is not None:
         raise AttentionError("give either attn_mask or is_causal=True, not both", matrix="mask")
-    if scale is not None and not (_is_real(scale) and np.isfinite(scale)):
+    if scale is not None and not finite(scale):
         raise AttentionError(f"scale must be a finite number (or None for 1/√E); got {scale!r}")
     L, S_len = q.shape[-2], k.shape[-2]
     factor = steps.default_scale(q.shape[-1]) if scale is None else float(scale)
@@ -360,9 +431,9 @@ def scaled_dot_product_attention(
 class MultiHeadTrace:
     """Per-head traces, their concatenation, and the final output.
 
-    ``heads[i]`` is a full Trace for head i; ``concat`` is (..., n, d_v); ``output`` is concat @ W_o
-    (or concat when W_o is None). ``combined`` is one Trace over all heads: Q, K, V full width,
-    scores/scaled/weights stacked as (..., h, n, n), output the final output.
+    ``heads[i]`` is head i as a single-head Trace (:meth:`Trace.head`); ``concat`` is (..., n, d_v); ``output``
+    is concat @ W_o (or concat when W_o is None). ``combined`` is the one Trace over all heads: Q, K, V full
+    width, scores/scaled/weights stacked as (..., h, n, n) (a head axis even when h = 1), output the final output.
     """
 
     heads: tuple[Trace, ...]
@@ -373,63 +444,28 @@ class MultiHeadTrace:
 
 
 def multi_head(
-    X: np.ndarray,
-    W_q: np.ndarray,
-    W_k: np.ndarray,
-    W_v: np.ndarray,
+    X: object,
+    W_q: object,
+    W_k: object,
+    W_v: object,
     options: Options,
     *,
     W_o: object = None,
+    P: object = None,
     tokens: Sequence[str] | None = None,
     attn_mask: np.ndarray | None = None,
 ) -> MultiHeadTrace:
-    """Multi-head attention with ``options.heads`` heads; inputs are validated here too.
+    """Multi-head attention with ``options.heads`` heads, its heads also as separate traces.
 
     head_i = Attention(X W_q^i, X W_k^i, X W_v^i), where W^i is the i-th block of d_k/h columns of W;
     MultiHead(X) = Concat(head_1, ..., head_h) W_o (W_o optional, d_v × d_out). Each head scales by 1/√(d_k/h)
-    unless a scale is given.
+    unless a scale is given. The same computation as :func:`self_attention`, which returns ``combined``.
     """
-    options.validate()
-    X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, options, tokens)
-    h = options.heads
-    per_head = tuple(
-        run_steps(
-            X,
-            *(head_weights(W, h, i, options.projection) for W in (W_q, W_k, W_v)),
-            options,
-            tokens=tokens,
-            attn_mask=attn_mask,
+    t = self_attention(X, W_q, W_k, W_v, W_o=W_o, P=P, tokens=tokens, options=options, attn_mask=attn_mask)
+    heads = tuple(t.head(i) for i in range(t.options.heads))
+    if t.options.heads == 1:  # the combined trace always has a head axis here
+        t = replace(
+            t, scores=t.scores[..., None, :, :], scaled=t.scaled[..., None, :, :], weights=t.weights[..., None, :, :]
         )
-        for i in range(h)
-    )
-    concat = np.concatenate([t.output for t in per_head], axis=-1)  # (..., n, d_v)
-    W_o_arr = None
-    output = concat
-    if W_o is not None:
-        W_o_arr = as_matrix("W_o", W_o)
-        if W_o_arr.shape[0] != concat.shape[-1]:
-            raise AttentionError(
-                f"W_o has {W_o_arr.shape[0]} rows but the heads concatenate to width {concat.shape[-1]}", matrix="W_o"
-            )
-        output = concat @ W_o_arr  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
-
-    def stack(name: str) -> np.ndarray:
-        return np.stack([getattr(t, name) for t in per_head], axis=-3)  # (..., h, n, n)
-
-    first = per_head[0]
-    combined = replace(
-        first,
-        W_q=W_q,
-        W_k=W_k,
-        W_v=W_v,
-        Q=np.concatenate([t.Q for t in per_head], axis=-1),
-        K=np.concatenate([t.K for t in per_head], axis=-1),
-        V=np.concatenate([t.V for t in per_head], axis=-1),
-        scores=stack("scores"),
-        scaled=stack("scaled"),
-        weights=stack("weights"),
-        output=output,
-        Q_raw=None if first.Q_raw is None else np.concatenate([t.Q_raw for t in per_head], axis=-1),
-        K_raw=None if first.K_raw is None else np.concatenate([t.K_raw for t in per_head], axis=-1),
-    )
-    return MultiHeadTrace(per_head, concat, W_o_arr, output, combined)
+    concat = t.output if t.concat is None else t.concat
+    return MultiHeadTrace(heads, concat, t.W_o, t.output, t)

@@ -69,5 +69,5 @@ def test_sinusoidal_adds_pe_to_x_and_rotary_rotates_each_heads_q_and_k() -> None
     np.testing.assert_allclose(r.Q[:, :2], positions.rotary((X @ W[0])[:, :2]), rtol=1e-12)
     np.testing.assert_allclose(r.Q[:, 2:], positions.rotary((X @ W[0])[:, 2:]), rtol=1e-12)
     np.testing.assert_allclose(r.Q_raw, X @ W[0], rtol=1e-12)
-    with pytest.raises(attention.AttentionError, match="positions must be one of none, sinusoidal, rotary"):
-        attention.self_attention(X, *W, positions="learned")
+    with pytest.raises(attention.AttentionError, match="positions must be one of none, sinusoidal, learned, rotary"):
+        attention.self_attention(X, *W, positions="absolute")

@@ -1,0 +1,203 @@
+"""The options of one attention pass: a frozen dataclass checked in one place, from code or from a file.
+
+Every field has one rule (:data:`RULES`); :meth:`Options.validate` applies them to an ``Options`` built in code,
+and :meth:`Options.from_dict` turns a JSON object into an ``Options`` (lists into tuples) and applies the same
+rules, naming the field's path in its messages ("options.temperature must be a finite number > 0; got 0").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import masks, names, positions, steps
+from .errors import AttentionError
+
+SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The conventions of one computation (the documents differ in these, so they are options).
+
+    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, document 001).
+    softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
+    scale: the factor applied to the scores; None means 1/√d_k (1/√(d_k/h) per head), 1.0 means no scaling.
+    temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
+    mask: "none", "causal" (token i sees tokens 0..i), "padding" (no token attends a padding token), "custom"
+    (``custom_mask``), or a combination joined with "+" in that order ("causal+custom"): a cell may be attended
+    only where every part allows it.
+    padding: one flag per token, True where the token is padding (used when the mask has "padding").
+    heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
+    custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
+    positions: "none", "sinusoidal" (PE added to X), "learned" (a matrix P added to X) or "rotary" (RoPE on each
+    head's Q and K); see :mod:`attention.positions`.
+
+    In a preset file the options are a JSON object with these field names as keys (padding a list of booleans,
+    custom_mask a list of lists of booleans, scale a number or null); see :meth:`to_dict` and :meth:`from_dict`.
+    """
+
+    projection: steps.Projection = "x_w"
+    softmax: steps.SoftmaxVariant = "row_max"
+    scale: float | None = None
+    temperature: float = 1.0
+    mask: str = "none"
+    padding: tuple[bool, ...] = ()
+    heads: int = 1
+    custom_mask: tuple[tuple[bool, ...], ...] = ()
+    positions: str = "none"
+
+    def validate(self) -> Options:
+        """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name);
+        return self. The same rules as :meth:`from_dict`."""
+        for f in dataclasses.fields(self):
+            _check(f.name, getattr(self, f.name), f.name)
+        return self
+
+    def replace(self, **changes: object) -> Options:
+        """A copy with some fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON types (tuples as lists); ``Options.from_dict(o.to_dict()) == o``."""
+        return {
+            "projection": self.projection,
+            "softmax": self.softmax,
+            "scale": None if self.scale is None else float(self.scale),
+            "temperature": float(self.temperature),
+            "mask": self.mask,
+            "padding": [bool(p) for p in self.padding],
+            "heads": int(self.heads),
+            "custom_mask": [[bool(v) for v in row] for row in self.custom_mask],
+            "positions": self.positions,
+        }
+
+    @classmethod
+    def from_dict(cls, d: object, where: str = "options", n: int | None = None) -> Options:
+        """Options from a JSON object (missing keys take their defaults), every field checked, messages naming
+        ``where.field``. With ``n`` (the number of tokens) the padding flags and the custom grid are checked
+        to fit n, and a mask part that needs them (padding, custom) must have them."""
+        if not isinstance(d, Mapping):
+            raise AttentionError(f"{where} must be an object of option names and values; got {type(d).__name__}")
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(str(k) for k in d if k not in known)
+        if unknown:
+            raise AttentionError(
+                f"{where}.{unknown[0]} is not an option; the options are {', '.join(known)}", field=unknown[0]
+            )
+        values = {name: _from_json(name, d[name]) for name in known if name in d}
+        for name, value in values.items():
+            _check(name, value, f"{where}.{name}")
+        options = cls(**values)
+        if n is not None:
+            options.check_sizes(n, where)
+        return options
+
+    def check_sizes(self, n: int, where: str = "options") -> None:
+        """Padding flags and the custom grid fit n tokens, and are given when the mask uses them."""
+        parts = masks.parts(self.mask)
+        if (self.padding or "padding" in parts) and len(self.padding) != n:
+            raise AttentionError(
+                f"{where}.padding must list {n} true/false flags, one per token"
+                + (" (the mask has 'padding')" if "padding" in parts else "")
+                + f"; got {len(self.padding)}",
+                field="padding",
+            )
+        if (self.custom_mask or "custom" in parts) and len(self.custom_mask) != n:
+            raise AttentionError(
+                f"{where}.custom_mask must be {n} rows of {n} true/false flags (query × key)"
+                + (" (the mask has 'custom')" if "custom" in parts else "")
+                + f"; got {len(self.custom_mask)} rows",
+                field="custom_mask",
+            )
+
+
+def is_real(value: object) -> bool:
+    """A real number (numpy scalars included), but not a bool (True is not a scale)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def finite(value: object) -> bool:
+    """A finite real number (a Python int too large for a float is not finite here, and never an OverflowError)."""
+    if not is_real(value):
+        return False
+    try:
+        return math.isfinite(float(value))  # type: ignore[arg-type]
+    except OverflowError:
+        return False
+
+
+def _positive(value: object) -> bool:
+    return finite(value) and float(value) > 0  # type: ignore[arg-type]
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and low <= value <= high
+
+
+def _is_flag(value: object) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[object], bool]:
+    return lambda value: isinstance(value, str) and value in choices
+
+
+def _square_grid(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and all(isinstance(r, tuple) and len(r) == len(value) for r in value)
+        and all(_is_flag(v) for r in value for v in r)
+    )
+
+
+# field -> (the rule, what the message says when it is broken)
+RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "projection": (_one_of(names.PROJECTIONS), "must be 'x_w' (X @ W) or 'x_wt' (X @ W.T)"),
+    "softmax": (_one_of(SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
+    "scale": (lambda v: v is None or _positive(v), "must be a finite number > 0 (or None for 1/√d_k)"),
+    "temperature": (_positive, "must be a finite number > 0"),
+    "mask": (_one_of(masks.KINDS), f"must be one of {', '.join(masks.KINDS)}"),
+    "padding": (
+        lambda v: isinstance(v, tuple) and all(_is_flag(p) for p in v),
+        "must be true/false flags, one per token",
+    ),
+    "heads": (lambda v: _whole(v, 1, names.MAX_DIM), f"must be a whole number from 1 to {names.MAX_DIM}"),
+    "custom_mask": (_square_grid, "must be a square grid of true/false (query × key, true = may attend)"),
+    "positions": (_one_of(positions.KINDS), f"must be one of {', '.join(positions.KINDS)}"),
+}
+
+
+def _check(name: str, value: object, path: str) -> None:
+    rule, message = RULES[name]
+    if not rule(value):
+        raise AttentionError(f"{path} {message}; got {short(value)}", field=name)
+
+
+def _from_json(name: str, value: object) -> object:
+    """JSON's forms turned into the dataclass's: lists into tuples, whole numbers into floats where a float is
+    meant. Anything else is left as it is, for the rule to refuse."""
+    if name == "padding" and isinstance(value, list):
+        return tuple(value)
+    if name == "custom_mask" and isinstance(value, list):
+        return tuple(tuple(r) if isinstance(r, list) else r for r in value)
+    if name in ("scale", "temperature") and is_real(value) and _positive(value):
+        return float(value)  # type: ignore[arg-type]
+    return value
+
+
+def short(value: object, limit: int = 60) -> str:
+    """A value for a message: its repr cut to ``limit`` characters; a huge integer is described, not printed
+    (Python refuses to print one of more than 4300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"a whole number of about {int(value.bit_length() * math.log10(2))} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # a container holding a huge integer
+        text = f"a {type(value).__name__} that cannot be printed"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
