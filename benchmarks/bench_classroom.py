@@ -60,6 +60,14 @@ MB = 2**20
 GOAL_P95_S = 1.0  # issue 9: p95 edit -> run finished with 30 sessions, document presets, this 2-core machine
 
 
+def busy_cpu() -> float:
+    """CPU seconds the whole machine has spent busy (every process, every core)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
 def pct(xs: list[float], q: float) -> float | None:
     return float(np.percentile(xs, q)) if xs else None
 
@@ -91,9 +99,9 @@ async def run_wave(url: str, sids: range, args: argparse.Namespace) -> list[Outc
 
 def measure(label: str, url: str, pid: int, rss: RssSampler, sids: range, args: argparse.Namespace) -> dict:
     """One wave of sessions; its latencies, errors, the server's memory and CPU during it and after it closed."""
-    start, cpu0, client0 = time.monotonic(), tree_cpu(pid), time.process_time()
+    start, cpu0, client0, busy0 = time.monotonic(), tree_cpu(pid), time.process_time(), busy_cpu()
     outcomes = asyncio.run(run_wave(url, sids, args))
-    end, cpu1, client1 = time.monotonic(), tree_cpu(pid), time.process_time()
+    end, cpu1, client1, busy1 = time.monotonic(), tree_cpu(pid), time.process_time(), busy_cpu()
     time.sleep(args.settle)
     times: dict[str, list[float]] = {}
     for o in outcomes:
@@ -113,6 +121,7 @@ def measure(label: str, url: str, pid: int, rss: RssSampler, sids: range, args: 
         "rss_after": rss.now(),
         "server_cores": (cpu1 - cpu0) / (end - start),
         "client_cores": (client1 - client0) / (end - start),
+        "other_cores": ((busy1 - busy0) - (cpu1 - cpu0) - (client1 - client0)) / (end - start),
         "replicas_hit": sorted({u for o in outcomes for u in o.upstreams}),
         "sticky": all(len(set(o.upstreams)) <= 1 for o in outcomes),
     }
@@ -184,16 +193,17 @@ def latency_table(setups: list[dict]) -> str:
 
 def memory_table(setups: list[dict]) -> str:
     lines = [
-        "| run | server RSS peak | RSS after the sessions closed | server CPU (cores) | load generator CPU (cores) |",
-        "|---|---:|---:|---:|---:|",
+        "| run | server RSS peak | RSS after the sessions closed | CPU (cores): server | load generator "
+        "| other processes |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for s in setups:
-        lines.append(f"| {s['setup']}: idle, before any session | — | {fmt(s['rss_idle'], 'MB')} | — | — |")
-        lines.append(f"| {s['setup']}: after the warm-up | — | {fmt(s['rss_after_warmup'], 'MB')} | — | — |")
+        lines.append(f"| {s['setup']}: idle, before any session | — | {fmt(s['rss_idle'], 'MB')} | — | — | — |")
+        lines.append(f"| {s['setup']}: after the warm-up | — | {fmt(s['rss_after_warmup'], 'MB')} | — | — | — |")
         for r in s["rows"]:
             lines.append(
                 f"| {r['run']} | {fmt(r['rss_peak'], 'MB')} | {fmt(r['rss_after'], 'MB')} "
-                f"| {r['server_cores']:.2f} | {r['client_cores']:.2f} |"
+                f"| {r['server_cores']:.2f} | {r['client_cores']:.2f} | {r['other_cores']:.2f} |"
             )
     return "\n".join(lines)
 
