@@ -52,6 +52,7 @@ from benchmarks.classroom import (  # noqa: E402
     Replicas,
     RssSampler,
     Server,
+    big_session,
     student,
     tree_cpu,
 )
@@ -164,6 +165,7 @@ def scenario(setup: str, url: str, pid: int, args: argparse.Namespace) -> dict:
             "rss_after_warmup": warmup["rss_after"],
             "warmup": warmup,
             "rows": rows,
+            "big": big_sessions(url, rss, args) if args.big and setup == "1 server" else [],
         }
     finally:
         rss.stop()
@@ -171,6 +173,39 @@ def scenario(setup: str, url: str, pid: int, args: argparse.Namespace) -> dict:
 
 def kinds(row: dict) -> str:
     return " (" + ", ".join(f"{k} {n}" for k, n in row["error_kinds"].items()) + ")" if row["errors"] else ""
+
+
+def big_sessions(url: str, rss: RssSampler, args: argparse.Namespace) -> list[dict]:
+    """``args.big`` sessions one after another on blank presets of ``args.big_size`` (each its own seed): the server's
+    RSS after each has closed, and the peak while it ran."""
+    out = []
+    for i in range(args.big):
+        start = time.monotonic()
+        o = asyncio.run(big_session(url, seed=100 + i, size=args.big_size))
+        end = time.monotonic()
+        time.sleep(1.0)
+        out.append(
+            {
+                "rss_peak": rss.peak(start, end),
+                "rss_after": rss.now(),
+                "edit_max": max(o.times["edit"], default=None),
+                "problems": o.problems,
+            }
+        )
+        print(f"  big session {i + 1}: RSS after {fmt(out[-1]['rss_after'], 'MB')}, problems {o.problems}", flush=True)
+    return out
+
+
+def big_table(setups: list[dict]) -> str:
+    rows = [r for s in setups for r in s.get("big", [])]
+    if not rows:
+        return ""
+    head = "| session | " + " | ".join(str(i + 1) for i in range(len(rows))) + " |"
+    line = "|---|" + "---:|" * len(rows)
+    after = "| RSS after it closed | " + " | ".join(f"{r['rss_after'] / MB:.0f} MB" for r in rows) + " |"
+    peak = "| RSS peak while it ran | " + " | ".join(f"{r['rss_peak'] / MB:.0f} MB" for r in rows) + " |"
+    errors = sum(len(r["problems"]) for r in rows)
+    return "\n".join([head, line, after, peak]) + f"\n\nerrors: {errors}"
 
 
 def latency_table(setups: list[dict]) -> str:
@@ -250,12 +285,14 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--proxy", action="store_true", help="also through nginx with 2 replicas (deploy/run_replicas.sh)")
     ap.add_argument("--replicas", type=int, default=2)
+    ap.add_argument("--big", type=int, default=8, help="sessions in a row on a large blank preset (memory bound)")
+    ap.add_argument("--big-size", default="1024x64x64", help="n x d_model x d_k of those sessions")
     ap.add_argument("--fast", action="store_true", help="smoke run: 8 sessions, 6 edits 0.2-0.4 s apart, 2 waves")
     ap.add_argument("--out", type=Path, default=ROOT / "artifacts" / "bench_classroom.json")
     args = ap.parse_args()
     if args.fast:
         args.sessions, args.edits, args.waves, args.pace, args.ramp, args.settle = 8, 6, 2, (0.2, 0.4), 1.0, 1.0
-        args.switch_every = 2
+        args.switch_every, args.big, args.big_size = 2, 2, "256x64x64"
     args.replicas_warm = 1
 
     print(
@@ -283,6 +320,9 @@ def main() -> None:
     print(latency_table(setups))
     print("\nServer memory (RSS summed over the process tree) and CPU\n")
     print(memory_table(setups))
+    if args.big:
+        print(f"\nSessions one after another on blank {args.big_size} presets (1 server, after the waves)\n")
+        print(big_table(setups))
     print("\n" + verdicts(setups))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(

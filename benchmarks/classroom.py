@@ -183,6 +183,27 @@ async def student(
     return out
 
 
+async def big_session(
+    base_url: str, seed: int, size: str = "1024x64x64", edits: int = 2, timeout: float = 300.0
+) -> Outcome:
+    """A session on a large blank preset (from a link: ``?preset=blank&seed=<seed>&size=<n>x<d_model>x<d_k>``): the
+    Softmax page, ``edits`` edits of X beside its heatmap, then the Output page; for the memory bound."""
+    out = Outcome(seed, f"blank {size}")
+    tab = Tab(base_url, timeout=timeout)
+    try:
+        out.add("open", await tab.open(page="softmax", query=f"preset=blank&seed={seed}&size={size}"))
+        for k in range(edits):
+            grid = need(find_widget(tab, "editor", "X"), "the X grid")
+            frame = grid_frame(grid)  # type: ignore[arg-type]
+            out.add("edit", await tab.edit_cells(grid, {(k, str(frame.columns[0])): f"{0.25 + k / 8}"}))  # type: ignore[arg-type]
+        out.add("switch", await tab.goto(need(find_widget(tab, "page", "Output"), "page Output")))  # type: ignore[arg-type]
+    except TabError as exc:
+        out.problems.append(str(exc))
+    finally:
+        await tab.close()
+    return out
+
+
 # ------------------------------------------------------------------------------------------------- servers
 
 
