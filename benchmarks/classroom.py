@@ -29,13 +29,11 @@ from pathlib import Path
 import numpy as np
 import requests
 
-from benchmarks.st_client import Element, Run, Tab, TabError, find_widget, grid_frame
+from benchmarks.st_client import DOWNLOADS, EDIT_PAGES, Element, Run, Tab, TabError, find_widget, grid_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ("X", "W_q", "W_k", "W_v")
 DOCUMENT_PRESETS = ("she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42")
-EDIT_PAGES = ("Tokens", "Weights", "Q·K·V", "Scores", "Scaling", "Softmax", "Output")  # page titles, as shown
-DOWNLOADS = (("X", "Tokens"), ("W_q", "Weights"), ("W_k", "Weights"), ("W_v", "Weights"), ("weights", "Softmax"))
 
 
 # ------------------------------------------------------------------------------------------------- the oracle

@@ -102,8 +102,13 @@ def find(
 
 # ==================================================================================================================
 # THE APP'S WIDGETS, FOUND BY WHAT A PERSON SEES. The one place that knows this app's layout: when the UI changes
-# (labels, keys, pages), change this function and nothing else.
+# (labels, keys, pages), change this function and the two lists just below (page titles start with these words; the
+# CSV of each matrix is downloaded on that page), nothing else.
 # ==================================================================================================================
+EDIT_PAGES = ("Tokens", "Weights", "Q·K·V", "Scores", "Scaling", "Softmax", "Output")  # pages showing input grids
+DOWNLOADS = (("X", "Tokens"), ("W_q", "Weights"), ("W_k", "Weights"), ("W_v", "Weights"), ("weights", "Softmax"))
+
+
 def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
     """``"preset"``: the sidebar's Preset box; ``"editor"``: the grid of input matrix ``name`` (X, W_q, W_k, W_v;
     a grid has no label, so: an editable table whose key starts ``ed.<name>.``); ``"download"``: the

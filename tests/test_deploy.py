@@ -26,7 +26,7 @@ from benchmarks.classroom import (
     preset_inputs,
     student,
 )
-from benchmarks.st_client import Tab, find
+from benchmarks.st_client import DOWNLOADS, Tab, find
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
@@ -141,7 +141,7 @@ def test_replicas_behind_nginx(tmp_path):
                         edits=3,
                         pace=(0.05, 0.2),
                         switch_every=2,
-                        downloads=(("X", "Tokens"), ("W_q", "Weights"), ("weights", "Softmax")),
+                        downloads=tuple(d for d in DOWNLOADS if d[0] in ("X", "W_q", "weights")),
                         clicks=3,
                     )
                     for sid in range(n)
