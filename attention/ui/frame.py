@@ -14,7 +14,8 @@ from ..names import INPUTS
 from ..trace import Trace
 from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
 from .arrays import per_head
-from .specs import OVERVIEW, STEPS
+from .labpages import BODIES
+from .specs import LABS, OVERVIEW, STEPS
 from .text import esc, quoted
 
 
@@ -34,7 +35,15 @@ def setup(title: str, page_file: str) -> session.Session:
 
 
 def render(key: str) -> None:
-    """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views."""
+    """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views
+    (or a lab page: title, intro and its body)."""
+    if key in LABS:
+        lab = LABS[key]
+        s = setup(lab.nav, lab.file)
+        st.title(lab.title)  # ours: the spec's title
+        st.markdown(lab.intro)  # ours: the spec's intro
+        BODIES[key](s)
+        return
     step = STEPS[key]
     s = setup(step.nav, step.file)
     st.title(step.title)  # ours: the spec's title

@@ -158,4 +158,28 @@ STEPS: dict[str, Step] = {
         ),
     )
 }
-NAV = [(OVERVIEW, "Overview")] + [(step.file, step.nav) for step in STEPS.values()]
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A page beyond the steps (an experiment, the challenges, learning): its file, label, title and intro; the
+    frame draws the set-up, title and intro, then the page's body from :data:`attention.ui.labpages.BODIES`."""
+
+    key: str
+    file: str
+    nav: str
+    title: str
+    intro: str
+
+
+LABS: dict[str, Lab] = {
+    lab.key: lab
+    for lab in (
+        # entries are added here, each with a body in attention.ui.labpages.BODIES and a file in pages/
+    )
+}
+NAV = (
+    [(OVERVIEW, "Overview")]
+    + [(step.file, step.nav) for step in STEPS.values()]
+    + [(lab.file, lab.nav) for lab in LABS.values()]
+)
