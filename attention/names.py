@@ -25,6 +25,7 @@ import numpy as np
 from .errors import AttentionError
 
 INPUTS = ("X", "W_q", "W_k", "W_v")  # what a preset defines and a person edits
+EXTRAS = ("W_o", "P")  # inputs a state has only when used: W_o mixes the heads' outputs, P is learned positions
 WEIGHTS = ("W_q", "W_k", "W_v")
 PROJECTED = ("Q", "K", "V")
 SQUARE = ("scores", "scaled", "weights")  # queries × keys
@@ -73,6 +74,11 @@ class Dims:
         if name in SQUARE:
             return (self.n, self.n)
         raise KeyError(f"unknown matrix {name!r}")
+
+
+def inputs_of(matrices: Sequence[str] | dict) -> tuple[str, ...]:
+    """The input matrices a state has, in order: X, W_q, W_k, W_v, then W_o and P where present."""
+    return INPUTS + tuple(name for name in EXTRAS if name in matrices)
 
 
 def weight_shape(d_in: int, d_out: int, projection: str) -> tuple[int, int]:

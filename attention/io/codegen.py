@@ -179,7 +179,18 @@ class _Builder:
         secs.append((md, "\n".join(code)))
 
         # 2b. positions
-        if o.positions != "none":
+        if o.positions == "learned":
+            code = [
+                *self.fixed_lines("P"),
+                "X_in = X + P  # what the projections see",
+                'print("X + P:\\n", X_in)',
+            ]
+            md = (
+                "## Step 2b: positions\n\nLearned positions: a matrix P with one row per position (n × d_model), "
+                "added to X before the projections."
+            )
+            secs.append((md, "\n".join(code)))
+        elif o.positions != "none":
             secs.append(_positions_section(o.positions))
         # 3. Q, K, V
         t = ".T" if o.projection == "x_wt" else ""
@@ -233,7 +244,7 @@ class _Builder:
         code += ['print("Q:\\n", Q)', 'print("K:\\n", K)', 'print("V:\\n", V)']
         secs.append((md, "\n".join(code)))
 
-        if o.positions == "sinusoidal":  # the projections see X + PE
+        if o.positions in ("sinusoidal", "learned"):  # the projections see X + PE (or X + P)
             md_, code_ = secs[-1]
             secs[-1] = (md_, code_.replace("X @ ", "X_in @ "))
         # 4. scores
@@ -357,6 +368,15 @@ class _Builder:
                 "## Step 7: output\n\nEach head mixes its own value vectors with its weights; the heads' outputs are "
                 "concatenated "
                 "side by side (there is no output projection W_o here)."
+            )
+        if "W_o" in self.m:
+            code = [c.replace("output = ", "concat = ", 1) for c in code]
+            code += [
+                *self.fixed_lines("W_o"),
+                "output = concat @ W_o  # W_o mixes the heads' outputs (d_v × d_v)",
+            ]
+            md = md.replace(" (there is no output projection W_o here)", "") + (
+                " Then W_o mixes them: output = concat · W_o."
             )
         code.append('print("Self-attention output:\\n", output)')
         secs.append((md, "\n".join(code)))

@@ -35,7 +35,7 @@ from ..errors import AttentionError
 VERSION = "v1"
 MAX_LINK_CELLS = 512
 MAX_TOKEN_CHARS = 16_384
-NAMES = ("X", "W_q", "W_k", "W_v")
+NAMES = ("X", "W_q", "W_k", "W_v", "W_o", "P")  # by index in a link: new names only ever go at the end
 MAX_NDIM = 3  # X may carry a batch axis of one (document 003)
 _SALT = b"attention-link/v1"
 _CHECK = 8

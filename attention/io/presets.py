@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import masks, rng
 from ..errors import AttentionError
-from ..names import ARRAYS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS
+from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of
 from ..trace import Options, Trace, self_attention
 from .jsonfile import NonFinite, load_json
 
@@ -76,7 +76,8 @@ class Preset:
         return replace(self, seed=seed)
 
     def matrices(self) -> dict[str, np.ndarray]:
-        """X, W_q, W_k, W_v as float arrays (X may carry a batch axis, as document 003's (1, 6, 8))."""
+        """X, W_q, W_k, W_v (then W_o and P when the preset has them) as float arrays (X may carry a batch axis, as
+        document 003's (1, 6, 8))."""
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
             out.update(
@@ -87,11 +88,20 @@ class Preset:
                     self.random.scales,
                 )
             )
-        return {name: out[name] for name in INPUTS}
+        return {name: out[name] for name in inputs_of(out)}
 
     def compute(self) -> Trace:
         m = self.matrices()
-        return self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=self.tokens, options=self.options)
+        return self_attention(
+            m["X"],
+            m["W_q"],
+            m["W_k"],
+            m["W_v"],
+            W_o=m.get("W_o"),
+            P=m.get("P"),
+            tokens=self.tokens,
+            options=self.options,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The preset as the JSON-ready dict of the file format."""
@@ -141,7 +151,7 @@ def from_state(
     source: Mapping[str, str] | None = None,
 ) -> Preset:
     """A preset holding the given state as fixed matrices (what 'save my preset' writes)."""
-    fixed = {name: np.array(matrices[name], dtype=np.float64) for name in INPUTS}
+    fixed = {name: np.array(matrices[name], dtype=np.float64) for name in inputs_of(matrices)}
     preset = Preset(
         id=id,
         title=title,
@@ -353,7 +363,7 @@ class _Validator:
         source_obj = self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"})
         source = {k: self.text(v, f"source.{k}", 2000) for k, v in source_obj.items()}
         description = self.text(top.get("description", ""), "description")
-        matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(INPUTS))
+        matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(INPUTS) | set(EXTRAS))
         fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in matrices_obj.items()}
         random = None
         if top.get("random") is not None:

@@ -42,7 +42,10 @@ _DESCRIPTIONS = {
     "scores": "raw scores Q·Kᵀ (rows: queries, columns: keys)",
     "scaled": "scaled (and masked) scores; masked cells are written as -inf",
     "weights": "attention weights, softmax of each row (rows sum to 1; a fully masked row is all 0)",
-    "output": "output, weights·V",
+    "output": "output, weights·V (then ·W_o when W_o.csv is there)",
+    "P": "learned positions, added to X before the projections (one row per position)",
+    "W_o": "output mixing weights: output = concat·W_o",
+    "concat": "the heads' outputs side by side, before W_o",
 }
 
 
@@ -140,6 +143,17 @@ def trace_files(
                 out[f"{name}_head{h + 1}.csv"] = (arr[h], rows, cols)
         else:
             out[f"{name}.csv"] = (arr, rows, cols)
+    toks = list(tokens) if tokens is not None else (list(trace.tokens) or dimension_labels("t", trace.X.shape[-2]))
+    extras = {"P": trace.positions_added if trace.options.positions == "learned" else None, "W_o": trace.W_o}
+    if trace.W_o is not None:
+        extras["concat"] = trace.concat[0] if batched else trace.concat
+    for name, arr in extras.items():
+        if arr is not None:
+            label_as = "output" if name == "concat" else name
+            out[f"{name}.csv"] = (
+                np.asarray(arr),
+                *axis_labels(label_as, np.shape(arr), toks, trace.options.projection),
+            )
     return out
 
 

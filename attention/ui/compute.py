@@ -24,7 +24,7 @@ def content_key(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], opt
     one-cell edit in a big matrix could be missed; this reads every byte)."""
     h = hashlib.blake2b(digest_size=20)
     h.update(repr((tokens, options)).encode())
-    for name in names.INPUTS:
+    for name in names.inputs_of(matrices):
         m = np.ascontiguousarray(matrices[name])
         h.update(f"{name}{m.shape}".encode())
         h.update(m.tobytes())
@@ -40,8 +40,9 @@ def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options
     it (raises AttentionError on bad input; errors are not cached)."""
 
     def run() -> Trace:
+        m = matrices
         trace = self_attention(
-            matrices["X"], matrices["W_q"], matrices["W_k"], matrices["W_v"], tokens=tokens, options=options
+            m["X"], m["W_q"], m["W_k"], m["W_v"], W_o=m.get("W_o"), P=m.get("P"), tokens=tokens, options=options
         )
         for a in trace.arrays().values():
             a.setflags(write=False)

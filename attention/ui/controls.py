@@ -13,7 +13,7 @@ import streamlit as st
 
 from .. import names
 from ..shapes import shape_trace
-from . import session, state, stepcontrols
+from . import editors, session, state, stepcontrols
 from .text import esc, quoted
 from .widgets import show_messages, whole_number
 
@@ -124,6 +124,24 @@ def _on_width(key: str, dim: str) -> None:
         state.resize(**{dim: d})
 
 
+# ------------------------------------------------------------------------------------------ W_o
+
+
+def w_o(s: session.Session) -> None:
+    """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first), and its editor."""
+    st.session_state["w.w_o"] = "W_o" in s.matrices
+    st.checkbox(
+        "Mix the heads' outputs by W_o (output = concat · W_o)",
+        key="w.w_o",
+        on_change=lambda: state.set_w_o(bool(st.session_state["w.w_o"])),
+        help="Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
+        "found. It starts as the identity, so nothing changes until you edit it.",
+    )
+    show_messages("control.w_o")
+    if "W_o" in s.matrices:
+        editors.matrix_editor("W_o", s)
+
+
 # ------------------------------------------------------------------------------------------ batch note
 
 
@@ -149,6 +167,7 @@ def batch_note(s: session.Session) -> None:
 CONTROLS: dict[str, Callable[[session.Session], None]] = {
     "sentence": sentence,
     "d_k": d_k,
+    "w_o": w_o,
     "batch_note": batch_note,
     "custom_mask": stepcontrols.custom_mask,
     "positions": stepcontrols.position_control,

@@ -134,9 +134,15 @@ def output(s: session.Session, t: Trace | None) -> str:
     tk = [esc(t) for t in token_labels(s.tokens)]
     parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
     more = " + …" if w.shape[1] > 3 else ""
+    mixed = (
+        " Then W_o (edited on the Weights page) mixes the heads' outputs: output = concat · W_o, shown below."
+        if t.W_o is not None
+        else ""
+    )
     return (
         f"Each output row is the value rows mixed by that token's weights: row 1 = {parts}{more}. "
         "The output has one row per token, like X, but each row now carries information from the tokens it attended to."
+        + mixed
     )
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from .. import charts
-from ..names import INPUTS
+from ..names import inputs_of
 from ..trace import Trace
 from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
 from .arrays import per_head
@@ -83,7 +83,8 @@ def render(key: str) -> None:
 def input_panel(s: session.Session) -> None:
     """The four input matrices as editors in tabs, beside a step's result: one edit redraws the result next to it."""
     st.markdown("**Inputs** · edit any cell; the result beside redraws")
-    for name, tab in zip(INPUTS, st.tabs(list(INPUTS)), strict=True):
+    inputs = inputs_of(s.matrices)
+    for name, tab in zip(inputs, st.tabs(list(inputs)), strict=True):
         with tab:
             editors.matrix_editor(name, s)
 

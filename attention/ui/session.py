@@ -11,8 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import streamlit as st
 
-from .. import names, rng
-from ..errors import AttentionError
+from .. import names, positions, rng
 from ..io import presets as presets_mod
 from ..io.presets import Preset
 from ..trace import Options
@@ -89,6 +88,34 @@ class Session:
         grid = tuple(tuple(o.custom_mask[i][j] for j in order) for i in order) if o.custom_mask else ()
         self.options = replace(o, padding=tuple(o.padding[i] for i in order) if o.padding else (), custom_mask=grid)
 
+    def use_positions(self, kind: str) -> str:
+        """Switch the positions; "learned" brings an editable P (n × d_model) that starts as the sinusoidal code,
+        and leaving "learned" drops P. Returns a note saying so ("" when there is nothing to say)."""
+        note = ""
+        if kind == "learned" and "P" not in self.matrices:
+            self.matrices["P"] = positions.sinusoidal(*self.matrices["X"].shape[-2:])  # (n, d_model)
+            note = "P starts as the sinusoidal code: edit any cell on the Tokens page to change what is added to X."
+        elif kind != "learned" and "P" in self.matrices:
+            edited = not np.array_equal(self.matrices["P"], positions.sinusoidal(*self.matrices["P"].shape))
+            del self.matrices["P"]
+            note = "P was dropped (positions are no longer learned)" + (", with your edits to it." if edited else ".")
+        self.options = replace(self.options, positions=kind)
+        return note
+
+    def use_w_o(self, on: bool) -> str:
+        """Mix the heads' outputs by W_o (d_v × d_v), starting as the identity so nothing changes until it is
+        edited; or drop W_o. Returns a note saying so."""
+        if on and "W_o" not in self.matrices:
+            self.matrices["W_o"] = np.eye(self.dims.d_v)  # (d_v, d_v)
+            return "W_o starts as the identity (the output is unchanged): edit any cell to mix the heads' outputs."
+        if not on and "W_o" in self.matrices:
+            edited = not np.array_equal(self.matrices["W_o"], np.eye(self.matrices["W_o"].shape[0]))
+            del self.matrices["W_o"]
+            return "W_o was dropped: the output is the heads' outputs side by side" + (
+                ", and your edits to W_o are gone." if edited else "."
+            )
+        return ""
+
     def project(self, projection: str) -> None:
         """Switch X·W / X·Wᵀ: W_q, W_k, W_v transposed, so Q, K and V stay exactly the same."""
         for name in names.WEIGHTS:
@@ -116,6 +143,10 @@ class Session:
             self.matrices[name] = rng.fill_new_cells(
                 self.matrices[name], names.weight_shape(dm, out, self.options.projection), seed, stream=1 + i
             )
+        if "W_o" in self.matrices:  # (d_v, d_v)
+            self.matrices["W_o"] = rng.fill_new_cells(self.matrices["W_o"], (dv, dv), seed, stream=4)
+        if "P" in self.matrices:  # (n, d_model): one row per position
+            self.matrices["P"] = rng.fill_new_cells(self.matrices["P"], (n, dm), seed, stream=5)
         note = ""
         if dk % self.options.heads or dv % self.options.heads:
             note = f"{self.options.heads} heads do not divide d_k = {dk} and d_v = {dv}: back to one head."
@@ -207,32 +238,6 @@ def new_session(
     )
 
 
-def loadable(preset: Preset) -> dict[str, np.ndarray]:
-    """A preset file's matrices as the dashboard holds them (2-D), after checking the dashboard can show it: one
-    sentence, within the size limits, factors in range, numbers that compute. Raises AttentionError if not."""
-    batch = preset.matrices()["X"]
-    if batch.ndim == 3 and batch.shape[0] != 1:
-        raise AttentionError(
-            f"its X holds a batch of {batch.shape[0]}; the dashboard shows one sentence (a batch of one). "
-            "Nothing was changed."
-        )
-    matrices = matrices_2d(preset)
-    n, d_model = matrices["X"].shape
-    if n > names.MAX_TOKENS or d_model > names.MAX_DIM:
-        raise AttentionError(
-            f"it has {n} tokens × {d_model} dimensions; the dashboard supports up to "
-            f"{names.MAX_TOKENS} × {names.MAX_DIM}. Nothing was changed."
-        )
-    lo, hi = FACTOR_RANGE
-    for what, v in (("temperature", preset.options.temperature), ("scale", preset.options.scale)):
-        if v is not None and not lo <= v <= hi:
-            raise AttentionError(
-                f"it asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed."
-            )
-    preset.compute()  # raises AttentionError when the file's numbers cannot be computed
-    return matrices
-
-
 def identical(a: np.ndarray, b: np.ndarray) -> bool:
     """Same shape and the same numbers, bit for bit in sign: -0.0 (an edit a person can make) is not 0.0."""
     return a.shape == b.shape and np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
@@ -244,7 +249,8 @@ def is_unedited(s: Session) -> bool:
     return (
         s.tokens == preset.tokens
         and s.options == preset.options
-        and all(identical(s.matrices[n], base[n]) for n in names.INPUTS)
+        and names.inputs_of(s.matrices) == names.inputs_of(base)
+        and all(identical(s.matrices[n], base[n]) for n in names.inputs_of(base))
     )
 
 

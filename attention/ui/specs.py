@@ -67,7 +67,7 @@ STEPS: dict[str, Step] = {
             r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}",
             explanations.weights,
             editors=("W_q", "W_k", "W_v"),
-            controls=("d_k",),
+            controls=("d_k", "w_o"),
             overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}"),
         ),
         Step(

@@ -10,7 +10,7 @@ import streamlit as st
 
 from .. import charts, masks, positions
 from ..errors import AttentionError
-from . import compute, session, state
+from . import compute, editors, session, state
 from .text import esc
 from .widgets import show_messages
 
@@ -78,6 +78,7 @@ def custom_mask(s: session.Session) -> None:
 POSITION_NAMES = {
     "none": "none: attention cannot see word order",
     "sinusoidal": "sinusoidal (added to X)",
+    "learned": "learned (an editable P added to X)",
     "rotary": "rotary (RoPE, turns Q and K)",
 }
 
@@ -91,10 +92,12 @@ def position_control(s: session.Session) -> None:
         list(POSITION_NAMES),
         format_func=POSITION_NAMES.get,
         key="tok.positions",
-        on_change=lambda: state.set_option(positions=st.session_state["tok.positions"]),
-        help="How word order gets in: none, a sinusoidal code added to each row of X, or rotary positions "
-        "that turn each query and key by an angle that grows with its position.",
+        on_change=lambda: state.set_positions(st.session_state["tok.positions"]),
+        help="How word order gets in: none, a sinusoidal code added to each row of X, a learned matrix P added "
+        "to X (edit it here), or rotary positions that turn each query and key by an angle that grows with its "
+        "position.",
     )
+    show_messages("control.positions")
     c2.button(
         "Shuffle tokens",
         key="tok.shuffle",
@@ -118,6 +121,13 @@ def position_control(s: session.Session) -> None:
             ).style.format(fmt),
             width="stretch",
         )
+    elif s.options.positions == "learned":
+        st.latex(r"X' = X + P,\quad P \in \mathbb{R}^{n \times d_{model}}")
+        st.caption(
+            "P has one row per position (not per token: a shuffle moves the tokens, P stays). It starts as the "
+            "sinusoidal code; edit any cell, or let the Learn page learn it."
+        )
+        editors.matrix_editor("P", s)
     elif s.options.positions == "rotary":
         st.latex(
             r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = \begin{pmatrix} \cos\theta & -\sin\theta \\ "

@@ -3,8 +3,8 @@
 Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
 ``tokens`` (the sentence), ``roll`` (shuffles: X's rows moved on), ``dm`` / ``dk`` / ``dv`` (a resized d_model /
 d_k / d_v), the options ``proj``, ``softmax``, ``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based),
-``cmask``, ``pos``, ``heads``, the display ``digits``, and ``edits`` (the matrices that differ from the state the
-other parameters rebuild, packed by :mod:`attention.io.links`).
+``cmask``, ``pos``, ``heads``, ``wo`` (1: the heads' outputs mixed by W_o), the display ``digits``, and ``edits``
+(the matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
 :func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
 bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
 more than 512 numbers, a pinned A, a state loaded from a file). Every value read from the address is user
@@ -28,7 +28,7 @@ from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
-_NAMES = "pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads digits edits"
+_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads digits edits"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 
@@ -108,6 +108,13 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
     if tokens is not None or dm is not None or dk is not None or dv is not None:
         s.resize(tokens, dm, dk, dv)
     read_options(s, qp, notices)
+    if s.options.positions == "learned" and "P" not in s.matrices:
+        s.use_positions("learned")  # P starts as the sinusoidal code; edits travel as edits
+    if "wo" in qp:
+        if qp["wo"] in ("0", "1"):
+            s.use_w_o(qp["wo"] == "1")
+        else:
+            notices.append(f"The link's W_o switch {quoted(qp['wo'])} is not 0 or 1; no W_o.")
     if "digits" in qp:
         allowed = {("full" if d is None else str(d)): d for d in session.DIGIT_CHOICES}
         if qp["digits"] in allowed:
@@ -171,6 +178,8 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["pos"] = o.positions
     if o.heads != po.heads:
         q["heads"] = str(o.heads)
+    if ("W_o" in s.matrices) != ("W_o" in base):
+        q["wo"] = "1" if "W_o" in s.matrices else "0"
     if s.digits != session.Session.digits:
         q["digits"] = "full" if s.digits is None else str(s.digits)
     if s.pin is not None:
@@ -182,7 +191,14 @@ def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     """The query that reproduces the session, and notes on what it leaves out."""
     q, notes = state_params(s)
     rebuilt, _ = rebuild(q)
-    changed = {n: s.matrices[n] for n in names.INPUTS if not session.identical(rebuilt.matrices[n], s.matrices[n])}
+    if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):
+        notes.append("the matrices W_o and P.")  # cannot happen while wo and pos travel: nothing to add then
+        return q, notes
+    changed = {
+        n: s.matrices[n]
+        for n in names.inputs_of(s.matrices)
+        if not session.identical(rebuilt.matrices[n], s.matrices[n])
+    }
     if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
         changed = {}  # cannot happen unless the sizes could not be written: nothing to add then
         notes.append("the matrices' shapes.")
@@ -207,7 +223,9 @@ def read() -> tuple[session.Session, list[str]]:
     token = qp.get("edits")
     if token:
         try:
-            decoded = links.decode_edits(token, expected_shapes={n: s.matrices[n].shape for n in names.INPUTS})
+            decoded = links.decode_edits(
+                token, expected_shapes={n: s.matrices[n].shape for n in names.inputs_of(s.matrices)}
+            )
         except AttentionError as exc:
             why = exc.message.removeprefix(_LINK_PREFIX)
             notices.append(f"The link's edits could not be restored: {quoted(why, 200)}; showing the unedited preset.")

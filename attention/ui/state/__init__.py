@@ -10,7 +10,7 @@ page shows next to the control that caused it.
 
 from .core import ensure, say
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
-from .options import set_custom_mask, set_heads, set_mask, set_option
+from .options import set_custom_mask, set_heads, set_mask, set_option, set_positions, set_w_o
 from .pins import clear_pin, hold_import, pin, renew_grids, set_view, swap_pin
 from .presets import apply_preset, load_preset, reset, set_blank_shape, set_seed
 
@@ -33,10 +33,12 @@ __all__ = [
     "set_heads",
     "set_mask",
     "set_option",
+    "set_positions",
     "set_projection",
     "set_seed",
     "set_tokens",
     "set_view",
+    "set_w_o",
     "shuffle_tokens",
     "swap_pin",
 ]

@@ -49,3 +49,25 @@ def set_heads(h: int) -> None:
         return
     s.head = min(s.head, h - 1)
     set_option(heads=h)
+
+
+def set_positions(kind: str) -> None:
+    """None, sinusoidal, learned (an editable P, starting as the sinusoidal code) or rotary."""
+    s = get()
+    if kind == s.options.positions:
+        return
+    note = s.use_positions(kind)
+    s.version += 1
+    touch(s)
+    if note:
+        say("control.positions", "info", note)  # ours: our wording
+
+
+def set_w_o(on: bool) -> None:
+    """Mix the heads' outputs by an editable W_o (starting as the identity), or drop it."""
+    s = get()
+    note = s.use_w_o(on)
+    if note:
+        s.version += 1
+        touch(s)
+        say("control.w_o", "info", note)  # ours: our wording

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import masks, rng
+import numpy as np
+
+from ... import masks, names, rng
+from ...errors import AttentionError
 from ...io.presets import Preset
 from ..session import (
     BLANK,
+    FACTOR_RANGE,
     FILE,
     Session,
     get,
     is_unedited,
-    loadable,
+    matrices_2d,
     new_session,
     preset_and_base,
 )
@@ -96,3 +100,29 @@ def set_blank_shape(shape: tuple[int, int, int]) -> None:
         "scale, temperature, mask kind, positions and heads were kept (padding flags and a custom grid start "
         "afresh).",
     )
+
+
+def loadable(preset: Preset) -> dict[str, np.ndarray]:
+    """A preset file's matrices as the dashboard holds them (2-D), after checking the dashboard can show it: one
+    sentence, within the size limits, factors in range, numbers that compute. Raises AttentionError if not."""
+    batch = preset.matrices()["X"]
+    if batch.ndim == 3 and batch.shape[0] != 1:
+        raise AttentionError(
+            f"its X holds a batch of {batch.shape[0]}; the dashboard shows one sentence (a batch of one). "
+            "Nothing was changed."
+        )
+    matrices = matrices_2d(preset)
+    n, d_model = matrices["X"].shape
+    if n > names.MAX_TOKENS or d_model > names.MAX_DIM:
+        raise AttentionError(
+            f"it has {n} tokens × {d_model} dimensions; the dashboard supports up to "
+            f"{names.MAX_TOKENS} × {names.MAX_DIM}. Nothing was changed."
+        )
+    lo, hi = FACTOR_RANGE
+    for what, v in (("temperature", preset.options.temperature), ("scale", preset.options.scale)):
+        if v is not None and not lo <= v <= hi:
+            raise AttentionError(
+                f"it asks for {what} {v:g}; the dashboard accepts {lo:g} to {hi:g}. Nothing was changed."
+            )
+    preset.compute()  # raises AttentionError when the file's numbers cannot be computed
+    return matrices
