@@ -119,7 +119,7 @@ def test_expected_shapes_are_checked():
 @pytest.mark.parametrize(
     "edits, match",
     [
-        ({"W_o": np.zeros((2, 2))}, "can only carry"),
+        ({"W_out": np.zeros((2, 2))}, "can only carry"),
         ({"X": np.array([[1.0, np.nan]])}, "NaN or infinite"),
         ({"X": np.array([[1.0, -np.inf]])}, "NaN or infinite"),
         ({"X": np.zeros((0, 3))}, "not empty"),

@@ -13,7 +13,7 @@ import streamlit as st
 from ..errors import AttentionError
 from ..io import codegen, parse
 from ..io.presets import Preset, parse_preset
-from . import compute, session, state, url
+from . import compute, downloads, session, state, url
 from .text import esc, quoted
 from .widgets import show_messages
 
@@ -63,7 +63,7 @@ def sidebar_tools(s: session.Session) -> None:
         stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"
         st.download_button(
             "Download preset file (.json)",
-            data=_export(s, Preset.to_json),
+            data=downloads.payload(s, _export(s, Preset.to_json)),
             file_name=f"{stem}.json",
             mime="application/json",
             key="io.dl.preset",
@@ -80,7 +80,7 @@ def sidebar_tools(s: session.Session) -> None:
         )
         st.download_button(
             "Export as Python script",
-            data=_export(s, codegen.python_script),
+            data=downloads.payload(s, _export(s, codegen.python_script)),
             file_name=f"{stem}_attention.py",
             mime="text/x-python",
             key="io.dl.py",
@@ -91,7 +91,7 @@ def sidebar_tools(s: session.Session) -> None:
         )
         st.download_button(
             "Export as Jupyter notebook (.ipynb)",
-            data=_export(s, codegen.notebook),
+            data=downloads.payload(s, _export(s, codegen.notebook)),
             file_name=f"{stem}_attention.ipynb",
             mime="application/x-ipynb+json",
             key="io.dl.ipynb",

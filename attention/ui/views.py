@@ -206,7 +206,7 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     )
     st.download_button(
         "Download reading.csv",
-        data=lambda: tables.table_csv(df),
+        data=downloads.payload(s, lambda: tables.table_csv(df)),
         file_name=f"{s.preset_id}_reading.csv",
         mime="text/csv",
         key=f"dl.reading.{s.version}",
