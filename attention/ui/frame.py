@@ -6,6 +6,7 @@ first, so a page works when opened by URL, after any page switch, and under AppT
 
 from __future__ import annotations
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -17,6 +18,10 @@ from .arrays import per_head
 from .labpages import BODIES
 from .specs import LABS, OVERVIEW, STEPS
 from .text import esc, quoted
+
+# Altair re-validates every chart object against the Vega-Lite JSON schema as it is built ("debug mode", for better
+# tracebacks while writing a chart). Our charts are built by tested code, and that validation was ~10% of each run.
+alt.utils.schemapi.disable_debug_mode()
 
 
 def setup(title: str, page_file: str) -> session.Session:
