@@ -226,71 +226,143 @@ def _rect_heatmap(
     colour: Colour | None = None,
     digits: int | None = 3,
     select: bool = False,
-) -> alt.Chart:
+) -> alt.LayerChart:
+    spec = rect_spec(
+        values,
+        rows,
+        cols,
+        kind=kind,
+        title=title,
+        allowed=allowed,
+        row_title=row_title,
+        col_title=col_title,
+        row_offset=row_offset,
+        col_offset=col_offset,
+        colour=colour,
+        digits=digits,
+        select=select,
+    )
+    return alt.LayerChart.from_dict(spec, validate=False)
+
+
+def rect_spec(
+    values: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    kind: str = "weights",
+    title: str = "",
+    allowed: np.ndarray | None = None,
+    row_title: str = "query (attends from)",
+    col_title: str = "key (attends to)",
+    row_offset: int = 0,
+    col_offset: int = 0,
+    colour: Colour | None = None,
+    digits: int | None = 3,
+    select: bool = False,
+) -> dict:
+    """The cell-by-cell heatmap as a Vega-Lite spec (a plain dict, data inline): every cell a rect with a tooltip,
+    masked cells grey, the value written in each cell up to TEXT_MAX, a click selection "cell" when ``select``.
+
+    Written as the dict Altair would produce, because building the Altair objects and validating them took ~100 ms
+    of each run; a person's edit waits for it. :func:`heatmap` wraps it as an Altair chart for a notebook."""
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
     cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))
     font = min(12, max(6, cell - 2))  # every row and column labelled, at any size up to RECT_MAX
-    x = alt.X(
-        "key:N",
-        sort=list(cols),
-        title=col_title,
-        axis=alt.Axis(labelAngle=-45 if cell >= 20 else -90, labelLimit=120, labelOverlap=False, labelFontSize=font),
-    )
-    y = alt.Y(
-        "query:N",
-        sort=list(rows),
-        title=row_title,
-        axis=alt.Axis(labelLimit=120, labelOverlap=False, labelFontSize=font),
-    )
-    tooltip = [
-        alt.Tooltip("query:N", title="query (row)"),
-        alt.Tooltip("key:N", title="key (column)"),
-        alt.Tooltip("value:Q", title=colour.title + " (full precision)", format=".17~g"),
-        alt.Tooltip("row:Q"),
-        alt.Tooltip("col:Q"),
+    axis = {"labelFontSize": font, "labelLimit": 120, "labelOverlap": False}
+    position = {
+        "x": {
+            "field": "key",
+            "type": "nominal",
+            "sort": list(cols),
+            "title": col_title,
+            "axis": {"labelAngle": -45 if cell >= 20 else -90, **axis},
+        },
+        "y": {"field": "query", "type": "nominal", "sort": list(rows), "title": row_title, "axis": dict(axis)},
+    }
+    where = [
+        {"field": "query", "type": "nominal", "title": "query (row)"},
+        {"field": "key", "type": "nominal", "title": "key (column)"},
     ]
-    base = alt.Chart(df).encode(x=x, y=y)
     stroke = 0.5 if max(n_r, n_c) <= 32 else 0
-    cells = (
-        base.transform_filter("!datum.masked")
-        .mark_rect(stroke="white", strokeWidth=stroke)
-        .encode(
-            color=alt.Color(
-                "value:Q", scale=colour.altair(), title=colour.title, legend=alt.Legend(orient="right", titleLimit=200)
-            ),
-            tooltip=tooltip,
-        )
-    )
-    if select:
-        cells = cells.add_params(
-            alt.selection_point(name="cell", fields=["query", "key"], on="click", clear="dblclick")
-        )
+    scale = {"domain": list(colour.domain), "range": list(colour.colours), "interpolate": "rgb", "clamp": True}
+    cells = {
+        "name": "cells",
+        "transform": [{"filter": "!datum.masked"}],
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke},
+        "encoding": {
+            **position,
+            "color": {
+                "field": "value",
+                "type": "quantitative",
+                "scale": scale,
+                "title": colour.title,
+                "legend": {"orient": "right", "titleLimit": 200},
+            },
+            "tooltip": [
+                *where,
+                {
+                    "field": "value",
+                    "type": "quantitative",
+                    "title": colour.title + " (full precision)",
+                    "format": ".17~g",
+                },
+                {"field": "row", "type": "quantitative"},
+                {"field": "col", "type": "quantitative"},
+            ],
+        },
+    }
     layers = [cells]
     if allowed is not None and not allowed.all():
         layers.append(
-            base.transform_filter("datum.masked")
-            .mark_rect(color=MASKED_COLOR, stroke="white", strokeWidth=stroke)
-            .encode(
-                tooltip=[
-                    alt.Tooltip("query:N", title="query (row)"),
-                    alt.Tooltip("key:N", title="key (column)"),
-                    alt.Tooltip("shown:N", title="cell"),
-                ]
-            )
+            {
+                "transform": [{"filter": "datum.masked"}],
+                "mark": {"type": "rect", "color": MASKED_COLOR, "stroke": "white", "strokeWidth": stroke},
+                "encoding": {**position, "tooltip": [*where, {"field": "shown", "type": "nominal", "title": "cell"}]},
+            }
         )
     if max(n_r, n_c) <= TEXT_MAX:
         # Dark text on light cells: viridis is light at the top of its range.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
         light = f"datum.value > {mid}" if kind != "diff" else f"abs(datum.value) < {colour.domain[-1] / 2}"
         layers.append(
-            base.mark_text(fontSize=12).encode(
-                text="shown:N",
-                color=alt.condition(f"datum.masked || {light}", alt.value("#222222"), alt.value("white")),
-            )
+            {
+                "mark": {"type": "text", "fontSize": 12},
+                "encoding": {
+                    **position,
+                    "text": {"field": "shown", "type": "nominal"},
+                    "color": {"condition": {"test": f"datum.masked || {light}", "value": "#222222"}, "value": "white"},
+                },
+            }
         )
-    return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
+    spec: dict = {
+        "data": {"values": _records(df)},
+        "layer": layers,
+        "title": title,
+        "width": {"step": cell},
+        "height": {"step": cell},
+    }
+    if select:
+        spec["params"] = [
+            {
+                "name": "cell",
+                "select": {"type": "point", "fields": ["query", "key"], "on": "click", "clear": "dblclick"},
+                "views": ["cells"],
+            }
+        ]
+    return spec
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    """A long-form frame as JSON-ready rows: numpy scalars as Python numbers, NaN as null (JSON has no NaN)."""
+    out = df.astype(object).where(df.notna(), None).to_dict("records")
+    for r in out:
+        for k, v in r.items():
+            if isinstance(v, np.generic):
+                r[k] = v.item()
+    return out
 
 
 def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from .. import charts
+from .. import charts, names
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
@@ -121,18 +121,18 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         )
         return
     m = stack[0]
-    chart = charts.heatmap(
-        m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, select=n <= charts.RECT_MAX
-    )
-    if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview)
-        st.altair_chart(
-            chart,
+    if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
+        allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
+        spec = charts.rect_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits, select=True)
+        st.vega_lite_chart(
+            spec,
             width="content",
             on_select=functools.partial(cellview.on_heatmap_click, page_key),
             selection_mode="cell",
             key=cellview.HEATMAP_KEY.format(page=page_key),
         )
     else:
+        chart = charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
         st.altair_chart(chart, width="content")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
