@@ -129,6 +129,17 @@ def heatmap(
     )
 
 
+def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:
+    """:func:`heatmap` as a Vega-Lite spec (a plain dict) for an app: built directly for a cell-by-cell heatmap (no
+    Altair objects to build and validate), converted unvalidated for the pooled one. Same options as :func:`heatmap`."""
+    values = squeeze_batch(np.asarray(values, dtype=np.float64))
+    if values.ndim == 2 and max(values.shape) <= RECT_MAX:
+        allowed = options.pop("allowed", None)
+        allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
+        return rect_spec(values, token_labels(rows), token_labels(cols), allowed=allowed, **options)  # type: ignore[arg-type]
+    return heatmap(values, rows, cols, **options).to_dict(validate=False)  # type: ignore[arg-type]
+
+
 def head_heatmaps(
     stack: np.ndarray,
     rows: Sequence[str],
@@ -143,6 +154,9 @@ def head_heatmaps(
     """One heatmap per head in ``heads`` (default: all), two to a row, on one colour scale fitted to every head:
     ``stack`` is (h, n, n). Large matrices are pooled into blocks as in :func:`heatmap`."""
     stack = np.asarray(stack, dtype=np.float64)
+    if max(stack.shape[-2:]) <= RECT_MAX:
+        spec = head_spec(stack, rows, cols, kind=kind, title=title, allowed=allowed, digits=digits, heads=heads)
+        return alt.ConcatChart.from_dict(spec, validate=False)
     allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
     rows, cols = token_labels(rows), token_labels(cols)
     shared = colour_for(kind, _unmasked(stack, allowed))
@@ -178,6 +192,41 @@ def head_heatmaps(
                 )
             )
     return alt.concat(*charts, columns=2, title=title).resolve_scale(color="shared")
+
+
+def head_spec(
+    stack: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    kind: str = "weights",
+    title: str = "",
+    allowed: np.ndarray | None = None,
+    digits: int | None = 3,
+    heads: range | None = None,
+) -> dict:
+    """:func:`head_heatmaps` for matrices of up to RECT_MAX tokens, as a Vega-Lite spec (a plain dict): one
+    cell-by-cell heatmap per head in ``heads``, two to a row, on one colour scale fitted to every head."""
+    stack = np.asarray(stack, dtype=np.float64)  # (h, n, n)
+    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
+    rows, cols = token_labels(rows), token_labels(cols)
+    shared = colour_for(kind, _unmasked(stack, allowed))
+    panels = [
+        rect_spec(
+            stack[k],
+            rows,
+            cols,
+            kind=kind,
+            title=f"head {k + 1}",
+            allowed=allowed,
+            row_title="query",
+            col_title="key",
+            colour=shared,
+            digits=digits,
+        )
+        for k in (heads if heads is not None else range(stack.shape[0]))
+    ]
+    return {"concat": panels, "columns": 2, "title": title, "resolve": {"scale": {"color": "shared"}}}
 
 
 def _long_form(
@@ -289,7 +338,7 @@ def rect_spec(
     stroke = 0.5 if max(n_r, n_c) <= 32 else 0
     scale = {"domain": list(colour.domain), "range": list(colour.colours), "interpolate": "rgb", "clamp": True}
     cells = {
-        "name": "cells",
+        **({"name": "cells"} if select else {}),  # view names must be unique in a spec: only the selectable one
         "transform": [{"filter": "!datum.masked"}],
         "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke},
         "encoding": {
@@ -357,12 +406,14 @@ def rect_spec(
 
 def _records(df: pd.DataFrame) -> list[dict]:
     """A long-form frame as JSON-ready rows: numpy scalars as Python numbers, NaN as null (JSON has no NaN)."""
-    out = df.astype(object).where(df.notna(), None).to_dict("records")
-    for r in out:
-        for k, v in r.items():
-            if isinstance(v, np.generic):
-                r[k] = v.item()
-    return out
+    columns = {}
+    for name in df.columns:
+        col = df[name].to_numpy()
+        values = col.tolist()  # numpy scalars -> Python numbers, strings and bools
+        if col.dtype.kind == "f" and not np.isfinite(col).all():
+            values = [v if np.isfinite(v) else None for v in values]
+        columns[name] = values
+    return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
 def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarray:

@@ -90,6 +90,29 @@ def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.nd
     return found[index].to_numpy(dtype=float)
 
 
+def drawn_cells(chart) -> list[list[dict]]:
+    """The rows each view of a drawn Vega-Lite chart holds: inline ``data.values`` anywhere in its spec (the app's
+    cell-by-cell heatmaps) and Arrow datasets (Altair charts), one list of row dicts per data source."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    found: list[list[dict]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                found.append(data["values"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads(chart.proto.spec))
+    found += [convert_arrow_bytes_to_pandas_df(d.data.data).to_dict("records") for d in chart.proto.datasets]
+    return found
+
+
 def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
     """Send a data editor's edit payload the way the browser does: as the widget's value in the next run's
     widget states, so Streamlit calls the editor's on_change callback (setting ``at.session_state[key]``

@@ -7,7 +7,7 @@ import pytest
 
 import attention
 from attention.ui.compare import largest_changes
-from tests.apptest_util import edit_cell, frame_by_shape, goto, journey, no_exception, session, texts
+from tests.apptest_util import drawn_cells, edit_cell, frame_by_shape, goto, journey, no_exception, session, texts
 
 RESULT_PAGES = ["qkv", "scores", "scaling", "softmax", "output", "reading"]
 
@@ -131,14 +131,11 @@ def test_heads_offers_only_divisors_and_two_heads_draw_two_heatmaps_with_the_eng
     assert want.weights.shape == (2, 3, 3)
     el = at.get("vega_lite_chart")[0]
     assert len(json.loads(el.proto.spec)["concat"]) == 2  # small multiples, one per head
-    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
-
-    drawn = [convert_arrow_bytes_to_pandas_df(d.data.data) for d in el.proto.datasets]
+    drawn = drawn_cells(el)
+    assert len(drawn) == 2
     for k in range(2):  # each head's cells carry the engine's weights of that head, to the last bit
         want_cells = {(q, key): want.weights[k, i, j] for i, q in enumerate(s.tokens) for j, key in enumerate(s.tokens)}
-        assert any(
-            all(row["value"] == want_cells[(row["query"], row["key"])] for _, row in df.iterrows()) for df in drawn
-        ), k
+        assert any(all(row["value"] == want_cells[(row["query"], row["key"])] for row in rows) for rows in drawn), k
     # one head against independent single-head runs on column blocks (the oracle)
     m = s.matrices
     for k in range(2):

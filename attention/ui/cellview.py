@@ -9,7 +9,7 @@ import streamlit as st
 from .. import charts
 from ..explain import explain_cell
 from ..trace import Trace
-from . import session, state
+from . import frames, session, state
 from .arrays import shown
 from .text import esc
 
@@ -109,13 +109,8 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
     exps = np.array([e.exps for e in steps])
     tabs = st.tabs(["S'/T − shift", "exp(…)", "row sums"])
     for tab, values in zip(tabs[:2], (shifted, exps), strict=True):
-        fmt = charts.decimals_for(values, s.digits).format
-        tab.dataframe(
-            pd.DataFrame(values, index=rows[: len(steps)], columns=rows).style.format(
-                lambda v, f=fmt: "−∞" if np.isneginf(v) else f(v)
-            ),
-            width="stretch",
-        )
+        fmt = charts.decimals_for(values, s.digits)
+        frames.number_table(pd.DataFrame(values, index=rows[: len(steps)], columns=rows), fmt, where=tab)
     tabs[2].dataframe(
         pd.DataFrame(
             {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]},
@@ -136,11 +131,6 @@ def context(names: tuple[str, ...]):
             m, rows, cols = shown(s, trace, name)
             fmt = charts.decimals_for(m, s.digits)
             col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
-            col.dataframe(
-                pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]).style.format(
-                    lambda v, f=fmt: "−∞" if np.isneginf(v) else f.format(v)
-                ),
-                width="stretch",
-            )
+            frames.number_table(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]), fmt, where=col)
 
     return view

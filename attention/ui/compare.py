@@ -91,8 +91,8 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
         return
     kind = "weights" if name == "weights" else "scores"
     left, right = st.columns(2)
-    left.altair_chart(
-        charts.heatmap(
+    left.vega_lite_chart(
+        charts.heatmap_spec(
             was,
             rows,
             cols,
@@ -105,8 +105,8 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
         width="content",
         key=f"cmp.{page_key}.{name}.a",
     )
-    right.altair_chart(
-        charts.heatmap(
+    right.vega_lite_chart(
+        charts.heatmap_spec(
             np.where(both, diff, np.nan),
             rows,
             cols,

@@ -37,12 +37,15 @@ def _on_preset_upload() -> None:
     state.say("sidebar.preset_file", "success", f"Loaded preset {quoted(preset.title)} from {quoted(f.name)}.")
 
 
-def _export(s: session.Session, build: Callable[[Preset], str]) -> Callable[[], str]:
-    """A download's data, built only when clicked; a state that cannot be exported gives a note instead of a crash."""
+def _export(s: session.Session, build: Callable[[Preset], str], memo: dict) -> Callable[[], str]:
+    """A download's data (see :func:`attention.ui.downloads.payload`); the state's preset is made once per run for
+    every export (``memo``); a state that cannot be exported gives a note instead of a crash."""
 
     def data() -> str:
         try:
-            return build(session.export_preset(s))
+            if "preset" not in memo:
+                memo["preset"] = session.export_preset(s)
+            return build(memo["preset"])
         except AttentionError as exc:
             return f"The current state cannot be exported: {exc.message}\n"
 
@@ -57,13 +60,14 @@ def sidebar_tools(s: session.Session) -> None:
         st.sidebar.warning(  # ours: url.link's notes quote user text
             "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
         )
+    memo: dict = {}
     with st.sidebar.expander("Save, share, export", key="io.exp"):
         broken = isinstance(compute.current_trace(s), AttentionError)
         why = "Fix the error shown on the page first." if broken else None
         stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"
         st.download_button(
             "Download preset file (.json)",
-            data=downloads.payload(s, _export(s, Preset.to_json)),
+            data=downloads.payload(s, _export(s, Preset.to_json, memo)),
             file_name=f"{stem}.json",
             mime="application/json",
             key="io.dl.preset",
@@ -80,7 +84,7 @@ def sidebar_tools(s: session.Session) -> None:
         )
         st.download_button(
             "Export as Python script",
-            data=downloads.payload(s, _export(s, codegen.python_script)),
+            data=downloads.payload(s, _export(s, codegen.python_script, memo)),
             file_name=f"{stem}_attention.py",
             mime="text/x-python",
             key="io.dl.py",
@@ -91,7 +95,7 @@ def sidebar_tools(s: session.Session) -> None:
         )
         st.download_button(
             "Export as Jupyter notebook (.ipynb)",
-            data=downloads.payload(s, _export(s, codegen.notebook)),
+            data=downloads.payload(s, _export(s, codegen.notebook, memo)),
             file_name=f"{stem}_attention.ipynb",
             mime="application/x-ipynb+json",
             key="io.dl.ipynb",

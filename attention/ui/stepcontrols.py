@@ -10,7 +10,7 @@ import streamlit as st
 
 from .. import charts, masks, positions
 from ..errors import AttentionError
-from . import compute, editors, session, state
+from . import compute, editors, frames, session, state
 from .text import esc
 from .widgets import show_messages
 
@@ -113,13 +113,10 @@ def position_control(s: session.Session) -> None:
             r"PE_{pos,2i+1} = \cos\frac{pos}{10000^{2i/d_{model}}}"
         )
         pe = positions.sinusoidal(n, d)
-        fmt = charts.decimals_for(pe, s.digits).format
         st.caption("PE (rows: positions 1…n): what is added to X before the projections.")
-        st.dataframe(
-            pd.DataFrame(
-                pe[:16, :16], index=s.labels[:16], columns=[f"d{c + 1}" for c in range(min(d, 16))]
-            ).style.format(fmt),
-            width="stretch",
+        frames.number_table(
+            pd.DataFrame(pe[:16, :16], index=s.labels[:16], columns=[f"d{c + 1}" for c in range(min(d, 16))]),
+            charts.decimals_for(pe, s.digits),
         )
     elif s.options.positions == "learned":
         st.latex(r"X' = X + P,\quad P \in \mathbb{R}^{n \times d_{model}}")

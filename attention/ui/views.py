@@ -16,7 +16,7 @@ from .. import charts, names
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import cellview, compute, downloads, session
+from . import cellview, compute, downloads, frames, session
 from .arrays import per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
@@ -67,12 +67,7 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     if win.size > STYLE_MAX_CELLS:
         st.dataframe(df, width="stretch")
     else:
-        styler = df.style.format(fmt.format)
-        if highlight is not None and highlight.any():
-            styler = styler.apply(
-                lambda _: np.where(highlight, "background-color: #fff3b0; font-weight: 600", ""), axis=None
-            )
-        st.dataframe(styler, width="stretch")
+        frames.number_table(df, fmt, highlight=highlight)
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
@@ -107,12 +102,20 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
                 key=f"heads.window.{page_key}",
             )
             heads = range(first, min(h, first + MAX_HEADS_DRAWN))
-        st.altair_chart(
-            charts.head_heatmaps(
-                stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
-            ),
-            width="content",
-        )
+        if n <= charts.RECT_MAX:  # a plain Vega-Lite dict: fast to build
+            st.vega_lite_chart(
+                charts.head_spec(
+                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
+                ),
+                width="content",
+            )
+        else:
+            st.altair_chart(
+                charts.head_heatmaps(
+                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
+                ),
+                width="content",
+            )
         window = f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)"
         st.caption(
             f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale"
@@ -132,8 +135,8 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
             key=cellview.HEATMAP_KEY.format(page=page_key),
         )
     else:
-        chart = charts.heatmap(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
-        st.altair_chart(chart, width="content")
+        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
+        st.vega_lite_chart(spec, width="content")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
         st.caption(

@@ -1,0 +1,30 @@
+"""Tables of numbers on a page: one format per table, applied by the browser, or by a Styler when cells need it.
+
+A pandas Styler is formatted on the server cell by cell (about a fifth of a run, for a page's few tables), so a
+table whose numbers are all finite and need no highlight is sent as numbers with a printf format per column, which
+the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as such, every digit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+_HIGHLIGHT = "background-color: #fff3b0; font-weight: 600"
+
+
+def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray | None = None, **kwargs) -> None:
+    """Show ``df`` (all numbers) with ``pattern`` (a ``str.format`` pattern from :func:`attention.charts.decimals_for`,
+    e.g. ``"{:.4f}"``); ``highlight`` (a boolean array of df's shape) marks cells; −∞ is written "−∞"."""
+    values = df.to_numpy(dtype=float)
+    marked = highlight is not None and bool(np.any(highlight))
+    if not marked and pattern != "{!r}" and np.isfinite(values).all():
+        printf = "%" + pattern[3:-1]  # "{:.4f}" -> "%.4f"
+        config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
+        where.dataframe(df, width="stretch", column_config=config, **kwargs)
+        return
+    styler = df.style.format(lambda v: "−∞" if np.isneginf(v) else pattern.format(v))
+    if marked:
+        styler = styler.apply(lambda _: np.where(highlight, _HIGHLIGHT, ""), axis=None)
+    where.dataframe(styler, width="stretch", **kwargs)
