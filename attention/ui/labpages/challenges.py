@@ -136,7 +136,7 @@ def _progress(p: ch.Progress) -> None:
         return
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
     if p.met:
-        st.success(f"✓ Goal met{rows}: {esc(p.description, 500)}", icon=":material/check_circle:")
+        st.success(f"✓ Goal met{rows}: {esc(p.description, 500)}")
     else:
         st.info(f"Not yet{rows}: {esc(p.description, 500)}", icon=":material/pending:")
 
