@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..labs.stability import overflow_limit
 from . import nav, session, state
 
 # page file -> (what to notice, what to try); pages not listed here are left out of the path
@@ -45,7 +46,7 @@ STOPS = {
         "find your sentence's diamond on each chart.",
     ),
     "pages/10_stability.py": (
-        "exp overflows above 709.78 in float64; subtracting the row max avoids it.",
+        f"exp overflows above {overflow_limit('float64'):.2f} in float64; subtracting the row max avoids it.",
         "set the temperature to 0.01 and read your headroom.",
     ),
     "pages/11_challenges.py": (
@@ -69,8 +70,11 @@ def show(s: session.Session) -> None:
             "everything you change carries over to the next page."
         )
         pages = {p: page for p, page in zip([path for path, _ in nav.NAV], nav.pages(), strict=True)}
-        for i, (path, (notice, attempt)) in enumerate(((p, STOPS[p]) for p in pages if p in STOPS), start=1):
-            left, right = st.columns([1, 3], vertical_alignment="center")
-            left.page_link(pages[path], label=f"{i}. {pages[path].title}")
-            right.markdown(f"**Notice** {notice}  \n**Try** {attempt}")
+        stops = [(pages[p], *STOPS[p]) for p in pages if p in STOPS]
+        half = (len(stops) + 1) // 2
+        columns = st.columns(2, gap="large")
+        for i, (page, notice, attempt) in enumerate(stops):  # down the left column, then the right
+            with columns[i // half]:
+                st.page_link(page, label=f"**{i + 1}. {page.title}**", icon=":material/arrow_forward:")
+                st.markdown(f"**Notice** {notice}  \n**Try** {attempt}")
         st.button("Got it, hide this", key="tour.hide", on_click=state.set_tour, args=(True,), icon=":material/close:")
