@@ -155,9 +155,17 @@ def _masking() -> None:
     for c in cases:
         row = table.setdefault((c.dtype, c.fill, c.method), {"dtype": c.dtype, "fill": c.fill, "method": c.method})
         row["stored as"] = f"{c.fill_stored:.4g}"
-        part = "2 masked" if c.row == "normal" else "all masked"
-        row |= {f"{part}: naive": c.naive_says, f"{part}: stable": c.stable_says, f"{part}: engine": c.engine_says}
-    st.dataframe(pd.DataFrame(table.values()), hide_index=True, width="stretch", height=36 * (len(table) + 1) + 2)
+        says = (c.naive_says, c.stable_says, c.engine_says)
+        part = "two keys masked" if c.row == "normal" else "every key masked"
+        row[f"{part}: naive / stable / engine"] = f"all three: {says[0]}" if len(set(says)) == 1 else " / ".join(says)
+    narrow = {c: st.column_config.TextColumn(c, width="small") for c in ("dtype", "fill", "method", "stored as")}
+    st.dataframe(
+        pd.DataFrame(table.values()),
+        hide_index=True,
+        width="stretch",
+        height=35 * (len(table) + 1) + 3,
+        column_config=narrow,
+    )
     st.caption(
         "With every key masked there are no right weights: −∞ makes every exp 0 and 0/0 = NaN; a finite fill "
         "cancels out and gives uniform 1/n, quietly attending to padding. In float16, −1e9 is stored as −∞."
