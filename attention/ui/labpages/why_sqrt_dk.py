@@ -13,7 +13,8 @@ from .. import compute, session, views
 from ..text import esc
 
 SEEDS = (1, 4, 16, 64)  # draws averaged per d_k
-TOKENS = (4, 8, 16, 64, 256)  # n: rows (and keys) per draw
+TOKENS = (4, 8, 16, 32, 64)  # n: rows (and keys) per draw
+BUDGET = 64 * 32 * 32  # seeds × n² scores per d_k at most: ~2 s for the whole grid of d_k on one core
 QUOTED_DK = 64  # the d_k the prose quotes (as the paper's d_k = 64)
 CHARTS = (  # measure, chart title, y-axis title, log y
     ("variance", "Variance of the scores", "variance", True),
@@ -41,9 +42,10 @@ def body(s: session.Session) -> None:
         return
     point = p = sqrt_dk.trace_point(trace)
     left, right = st.columns(2)
-    sizes = sorted({*TOKENS, p.n} if 2 <= p.n <= sqrt_dk.MAX_N else set(TOKENS))  # your n first, to compare
+    sizes = sorted({*TOKENS, p.n} if 2 <= p.n <= TOKENS[-1] else set(TOKENS))  # your n among them, to compare
     n = left.select_slider("Tokens per draw (n)", sizes, value=p.n if p.n in sizes else 16, key=f"sqrt.n.{p.n}")
-    seeds = right.select_slider("Draws averaged per d_k", SEEDS, value=16, key="sqrt.seeds")
+    counts = [k for k in SEEDS if k * n * n <= BUDGET]
+    seeds = right.select_slider("Draws averaged per d_k", counts, value=min(16, counts[-1]), key=f"sqrt.seeds.{n}")
     dims = tuple(sorted({*sqrt_dk.DIMS, point.d_k} if point.d_k <= sqrt_dk.MAX_DIM else set(sqrt_dk.DIMS)))
     c = curves(dims, n, seeds)
     _in_words(c, point)
