@@ -83,6 +83,14 @@ def test_sqrt_dk_saturation_rows_are_the_sentences_rows() -> None:
     assert "√(n−1)/n = 0.471 when every weight is 1/3" in all_text(at)
 
 
+@pytest.mark.parametrize("page", ["why_sqrt_dk", "stability"])
+def test_a_2048_token_state_draws_its_own_points(page: str) -> None:
+    """The largest state the dashboard holds: the per-row statistics stay O(n) per row (no n × n Jacobians)."""
+    at = journey(page, {"preset": "blank", "size": "2048x16x16"})
+    no_exception(at)
+    assert not errors(at)
+
+
 # ------------------------------------------------------------------------------------------------ stability
 
 

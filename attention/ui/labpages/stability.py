@@ -35,6 +35,15 @@ def widths() -> list[lab.DtypeLimits]:
     return lab.dtype_limits()
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def headroom(content: str, _trace: Trace) -> lab.Headroom | AttentionError:
+    """The trace's headroom, cached on its content key (the trace itself is not hashed)."""
+    try:
+        return lab.trace_headroom(_trace)
+    except AttentionError as exc:
+        return exc
+
+
 def _num(v: float | None, fmt: str = ".4g") -> str:
     return "never" if v is None else format(v, fmt)
 
@@ -43,12 +52,10 @@ def body(s: session.Session) -> None:
     trace = compute.current_trace(s)
     room = None
     if isinstance(trace, Trace):
-        try:
-            room = lab.trace_headroom(trace)
-        except AttentionError as exc:
-            views.show_error(exc)
-    else:
-        views.show_error(trace)
+        room = headroom(compute.content_key(s.tokens, s.matrices, s.options), trace)
+    if isinstance(room, AttentionError) or not isinstance(trace, Trace):
+        views.show_error(room if isinstance(room, AttentionError) else trace)
+        room = None
     _variants(room)
     _masking()
     _dtypes(room)

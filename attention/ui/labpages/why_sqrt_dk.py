@@ -35,12 +35,21 @@ def saturation(n: int) -> dict[str, np.ndarray]:
     return sqrt_dk.saturation_curve(n)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def own_rows(content: str, _trace: Trace) -> tuple[sqrt_dk.TracePoint, np.ndarray, np.ndarray]:
+    """The trace's point and, per row, its largest weight and ‖J‖, cached on its content key."""
+    w = _trace.weights.reshape(-1, _trace.weights.shape[-1])  # (rows, n): heads and batch one after another
+    top, _, jac = sqrt_dk.row_stats(w)
+    return sqrt_dk.trace_point(_trace), top, jac
+
+
 def body(s: session.Session) -> None:
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
         views.show_error(trace)
         return
-    point = p = sqrt_dk.trace_point(trace)
+    point, top, jac = own_rows(compute.content_key(s.tokens, s.matrices, s.options), trace)
+    p = point
     left, right = st.columns(2)
     sizes = sorted({*TOKENS, p.n} if 2 <= p.n <= TOKENS[-1] else set(TOKENS))  # your n among them, to compare
     n = left.select_slider("Tokens per draw (n)", sizes, value=p.n if p.n in sizes else 16, key=f"sqrt.n.{p.n}")
@@ -55,7 +64,7 @@ def body(s: session.Session) -> None:
             col.altair_chart(_chart(data, measure, title, y_title, log_y, _marks(point, measure)), width="stretch")
     with st.expander("The numbers behind the charts"):
         st.dataframe(_table(c), hide_index=True, width="stretch")
-    _saturation(s, trace, point)
+    _saturation(s, trace, point, top, jac)
 
 
 def _value_at(c: sqrt_dk.SqrtDkCurves, name: str, d_k: int) -> float:
@@ -132,15 +141,14 @@ def _table(c: sqrt_dk.SqrtDkCurves) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint) -> None:
+def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint, top: np.ndarray, jac: np.ndarray) -> None:
     """The gradient against the largest weight, one score pulling ahead of the n − 1 others; the current rows on it."""
     st.subheader("Why a saturated row learns nothing")
-    n = max(p.n, 2)
+    n = min(max(p.n, 2), sqrt_dk.MAX_N)
     curve = pd.DataFrame(saturation(n))
-    w = trace.weights.reshape(-1, trace.weights.shape[-1])  # (rows, n): heads and batch one after another
-    top, _, jac = sqrt_dk.row_stats(w)
-    labels = (s.labels * (len(w) // max(len(s.labels), 1)))[: len(w)]
-    rows = pd.DataFrame({"row": labels, "largest weight": top, "‖J‖": jac})[w.sum(axis=-1) > 0]
+    live = trace.weights.reshape(-1, trace.weights.shape[-1]).sum(axis=-1) > 0  # (rows,): fully masked rows left out
+    labels = (s.labels * (len(top) // max(len(s.labels), 1)))[: len(top)]
+    rows = pd.DataFrame({"row": labels, "largest weight": top, "‖J‖": jac})[live]
     uniform = np.sqrt(n - 1) / n
     at99 = curve.jacobian_norm[np.searchsorted(curve.max_weight, 0.99)] if curve.max_weight.max() >= 0.99 else None
     st.markdown(
@@ -149,6 +157,7 @@ def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint) -> None
         + (f" (‖J‖ = {at99:.3f} once the largest weight passes 0.99)" if at99 is not None else "")
         + ": a saturated row barely changes whatever the scores do, so the weights that made them stop learning. "
         "The line moves one score ahead of the others; the diamonds are the rows of your sentence."
+        + (f" (The line is drawn for n = {n}; your rows have {p.n} weights.)" if n != p.n else "")
     )
     x = alt.X("max_weight:Q", title="largest weight in the row", scale=alt.Scale(domain=[0, 1]))
     line = (
