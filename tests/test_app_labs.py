@@ -136,6 +136,8 @@ def test_each_built_in_starts_on_its_own_preset(cid: str) -> None:
 
 def test_a_locked_edit_is_refused_with_the_matrix_named_and_changes_nothing() -> None:
     at = goto(start("sat_looks_back"), "weights")
+    locks = [c for c in texts(at.caption) if "locked by the challenge" in c]
+    assert len(locks) == 2 and any(c.startswith(":material/lock: W_q") for c in locks)  # W_q and W_v; W_k is free
     before = snapshot(at)
     cols = session(at).axis_labels("W_q", session(at).matrices["W_q"].shape)[1]
     at = edit_cells(at, "W_q", {0: {cols[0]: "5"}})
@@ -145,6 +147,17 @@ def test_a_locked_edit_is_refused_with_the_matrix_named_and_changes_nothing() ->
     k_cols = session(at).axis_labels("W_k", session(at).matrices["W_k"].shape)[1]
     at = edit_cells(at, "W_k", {0: {k_cols[0]: "5"}})  # the editable one goes through
     assert session(at).matrices["W_k"][0, 0] == 5.0
+
+
+def test_a_pasted_import_of_a_locked_matrix_is_refused_and_changes_nothing() -> None:
+    at = goto(start("sat_looks_back"), "weights")
+    before = snapshot(at)
+    at.text_area(key="imp.W_q.text").input("[[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]]")
+    at = at.button(key="imp.W_q.apply").click().run()
+    no_exception(at)
+    assert any("W_q is locked in this challenge" in e for e in errors(at)), errors(at)
+    assert not any("replaced" in m for m in texts(at.success))
+    assert_same(before, snapshot(at))
 
 
 def test_an_allowed_edit_that_meets_the_goal_shows_the_tick() -> None:
