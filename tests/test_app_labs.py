@@ -185,6 +185,21 @@ def test_sharpen_cat_met_by_scaling_w_q_as_proved() -> None:
     assert any(t.startswith("✓ Goal met") for t in texts(at.success))
 
 
+def test_show_a_solution_meets_the_goal_and_leaves_the_locked_matrices_alone() -> None:
+    at = start("sat_looks_back")
+    before = snapshot(at)
+    at = at.button(key="ch.solve").click().run()
+    no_exception(at)
+    s = session(at)
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success)), texts(at.success)
+    assert any("A solution: W_k after" in t for t in texts(at.info))
+    for name in ("X", "W_q", "W_v"):
+        np.testing.assert_array_equal(s.matrices[name], before[4][name])
+    assert not np.array_equal(s.matrices["W_k"], before[4]["W_k"])
+    w = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v"))).weights
+    assert w[2, 0] >= 0.6  # 'sat' gives 'The' at least 0.6
+
+
 def test_stop_clears_the_challenge_and_reset_restarts_it() -> None:
     at = start("sat_looks_back")
     cols = session(at).axis_labels("W_k", (4, 4))[1]

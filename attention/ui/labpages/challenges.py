@@ -7,6 +7,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io.presets import preset_label
 from ...labs import challenges as ch
+from ...labs.solutions import solvable
 from ...trace import Trace
 from .. import compute, editors, session, state, views
 from ..text import esc, quoted
@@ -112,9 +113,18 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
         views.show_error(trace)
     else:
         _progress(ch.evaluate(c, trace))
-    a, b, _ = st.columns([1, 1, 3])
-    a.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
-    b.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
+    with st.container(horizontal=True):
+        st.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
+        st.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
+        if solvable(c):
+            st.button(
+                "Show a solution",
+                key="ch.solve",
+                on_click=state.show_solution,
+                icon=":material/auto_fix_high:",
+                help="Trains only the matrices you may edit until the goal is met; replaces your edits.",
+            )
+    show_messages("challenge.solution")
     if c.hint:
         with st.expander("Show the hint", icon=":material/lightbulb:"):
             st.markdown(esc(c.hint, 2000))

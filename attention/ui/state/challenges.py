@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import AttentionError
 from ...labs.challenges import Challenge, challenge_preset, locked_edit
+from ...labs.solutions import solve
 from ..session import get, new_session
 from ..text import esc, quoted
 from .core import replace_session, say, touch
@@ -24,6 +27,33 @@ def start_challenge(challenge: Challenge) -> None:
     s = get()
     s.challenge = challenge
     say("challenge.start", "success", f"Challenge {quoted(challenge.title)} started on its own preset.")
+
+
+def show_solution() -> None:
+    """Restart the active challenge and put in the editable matrices that training found to meet it (the learner's
+    own edits are replaced); says how it was found, or that training found none (then nothing changes)."""
+    s = get()
+    challenge = s.challenge
+    if challenge is None:
+        return
+    found = solve(challenge)
+    if found is None:
+        say("challenge.solution", "info", "Training the editable matrices did not meet this goal; nothing changed.")
+        return
+    start_challenge(challenge)
+    s = get()
+    for name, value in found.matrices.items():
+        s.matrices[name] = np.array(value, dtype=np.float64).reshape(s.matrices[name].shape)
+    s.version += 1
+    touch(s)
+    names = " and ".join(found.matrices)
+    say(
+        "challenge.solution",
+        "info",
+        f"A solution: {names} after {found.steps} steps of gradient descent (Adam, learning rate {found.lr:g}) "
+        "from the challenge's start, learning only what you may edit. Your edits were replaced; press Restart to "
+        "try again yourself.",
+    )
 
 
 def stop_challenge() -> None:
