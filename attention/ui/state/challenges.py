@@ -10,6 +10,7 @@ from ...labs.solutions import solve
 from ..session import get, new_session
 from ..text import esc, quoted
 from .core import replace_session, say, touch
+from .pins import renew_grids
 
 
 def start_challenge(challenge: Challenge) -> None:
@@ -73,7 +74,7 @@ def refuse_locked(name: str, place: str) -> bool:
     message = locked_edit(s.challenge, name) if s.challenge is not None else None
     if message is None:
         return False
-    s.grids += 1  # the refused value must not stay in the grid's widget (see renew_grids)
+    renew_grids()  # the refused value must not stay in the grid's widget
     say(place, "error", f"Refused: {esc(message)} Nothing was changed.")
     return True
 
