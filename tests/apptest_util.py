@@ -23,6 +23,9 @@ PAGES = {
     "softmax": "pages/6_softmax.py",
     "output": "pages/7_output.py",
     "reading": "pages/8_reading.py",
+    "why_sqrt_dk": "pages/9_why_sqrt_dk.py",
+    "stability": "pages/10_stability.py",
+    "challenges": "pages/11_challenges.py",
 }
 TIMEOUT = 60
 

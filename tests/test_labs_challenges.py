@@ -184,6 +184,19 @@ def test_locked_matrices_are_refused_and_a_locked_edit_blocks_progress() -> None
     assert not p.met and p.blocked and "W_q was edited" in p.blocked
 
 
+def test_a_batch_of_one_held_as_its_single_sentence_is_not_an_edit() -> None:
+    """The dashboard holds X (1, n, d) as (n, d): the same numbers, so the locked X is untouched and progress reads."""
+    c, m, t = start("causal_on_sees_cat")
+    assert m["X"].shape == (1, 6, 8)
+    flat = attention.self_attention(m["X"][0], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=t.options)
+    p = ch.evaluate(c, flat)
+    assert p.blocked is None and p.description.startswith("'on' attends most to 'on'")
+    X = m["X"][0].copy()
+    X[0, 0] += 1.0
+    edited = attention.self_attention(X, m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=t.options)
+    assert "X was edited" in ch.evaluate(c, edited).blocked
+
+
 def test_other_options_or_tokens_block_progress() -> None:
     c, m, t = start("causal_on_sees_cat")
     plain = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens)

@@ -3,6 +3,7 @@ form, log₂ n bits for a uniform row, and the largest weight growing with d_k o
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -68,6 +69,31 @@ def test_uniform_row_has_log2_n_bits_and_known_jacobian_norm() -> None:
         assert top[0] == pytest.approx(1 / n, abs=1e-15)
         # J = I/n − 11ᵀ/n²: n diagonal entries (1/n − 1/n²)² and n² − n off-diagonal (1/n²)² sum to (n − 1)/n²
         assert jac[0] == pytest.approx(math.sqrt(n - 1) / n, rel=1e-12)
+
+
+def test_jacobian_norm_is_the_norm_of_the_built_jacobian_without_building_it() -> None:
+    """Against ‖diag(a) − aaᵀ‖_F of the explicit matrix, on ordinary, saturated, one-hot and fully masked rows; and
+    at n = 2048 (where the explicit Jacobians of every row would take 2048³ floats) it runs on the rows alone."""
+    rng = np.random.default_rng(11)
+    rows = steps.softmax(rng.standard_normal((5, 9)) * np.array([[0.1], [1], [5], [20], [60]]))
+    rows = np.vstack([rows, np.eye(9)[:1], np.zeros((1, 9))])  # a one-hot row, and a fully masked row (all 0)
+    explicit = np.linalg.norm(sqrt_dk.softmax_jacobian(rows), axis=(-2, -1))
+    np.testing.assert_allclose(sqrt_dk.jacobian_norm(rows), explicit, rtol=1e-12, atol=1e-300)
+    assert sqrt_dk.jacobian_norm(rows)[-2:].tolist() == [0.0, 0.0]
+    # a row so saturated that the explicit a_1(1 − a_1) is 1 − 1: against the exact softmax and J in 60 digits
+    x = 200 * rng.standard_normal(9)
+    with decimal.localcontext(decimal.Context(prec=60)):
+        e = [decimal.Decimal(float(v)).exp() for v in x]
+        a = [v / sum(e) for v in e]
+        fro2 = sum((a[i] * ((1 if i == j else 0) - a[j])) ** 2 for i in range(9) for j in range(9))
+        exact = float(fro2.sqrt())
+    assert 0 < exact < 1e-20
+    assert sqrt_dk.jacobian_norm(steps.softmax(x)) == pytest.approx(exact, rel=1e-12)
+    big = steps.softmax(rng.standard_normal((2048, 2048)))
+    norms = sqrt_dk.jacobian_norm(big)
+    assert norms.shape == (2048,)
+    for i in (0, 777, 2047):
+        assert norms[i] == pytest.approx(np.linalg.norm(sqrt_dk.softmax_jacobian(big[i])), rel=1e-12)
 
 
 def test_saturation_curve_against_the_closed_form() -> None:

@@ -253,8 +253,9 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         ]
         return "the options differ from the challenge's: " + "; ".join(diff)
     start = preset.matrices()
-    for name in INPUTS:
-        if name not in challenge.editable and not np.array_equal(getattr(trace, name), start[name]):
+    for name in INPUTS:  # a batch of one is the same sentence as its single item (the dashboard holds it 2-D)
+        now, was = squeeze_batch(np.asarray(getattr(trace, name))), squeeze_batch(start[name])
+        if name not in challenge.editable and not np.array_equal(now, was):
             return f"{name} was edited, but {locked_edit(challenge, name)}"
     return None
 

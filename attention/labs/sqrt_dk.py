@@ -81,8 +81,24 @@ def softmax_jacobian(a: np.ndarray) -> np.ndarray:
 
 
 def jacobian_norm(weights: np.ndarray) -> np.ndarray:
-    """The Frobenius norm of each row's softmax Jacobian: weights (..., n) -> (...). √(n−1)/n for a uniform row."""
-    return np.linalg.norm(softmax_jacobian(weights), axis=(-2, -1))  # (...)
+    """The Frobenius norm of each row's softmax Jacobian: weights (..., n) -> (...). √(n−1)/n for a uniform row.
+
+    Without building J (n × n per row): for a row a summing to 1, ‖J‖² = Σ_i a_i² (o_i² + s_i), with
+    o_i = Σ_{j≠i} a_j = 1 − a_i (the diagonal's a_i − a_i²) and s_i = Σ_{j≠i} a_j² (the off-diagonal a_i a_j).
+    Both are sums over the other entries, taken from exclusive prefix and suffix sums, so a saturated row
+    (a_i ≈ 1) keeps full relative precision instead of cancelling 1 − 1.
+    """
+    a = np.asarray(weights, dtype=np.float64)
+    others, others_sq = _sum_of_others(a), _sum_of_others(a * a)  # (..., n) each
+    return np.sqrt(np.sum(a * a * (others * others + others_sq), axis=-1))  # (...)
+
+
+def _sum_of_others(x: np.ndarray) -> np.ndarray:
+    """Σ_{j≠i} x_j for every i of the last axis, by exclusive prefix plus suffix sums (no x_i added then taken)."""
+    zero = np.zeros(x.shape[:-1] + (1,))
+    before = np.concatenate([zero, np.cumsum(x, axis=-1)[..., :-1]], axis=-1)  # (..., n): Σ_{j<i}
+    after = np.concatenate([np.cumsum(x[..., ::-1], axis=-1)[..., ::-1][..., 1:], zero], axis=-1)  # Σ_{j>i}
+    return before + after
 
 
 def row_stats(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -127,12 +143,13 @@ def saturation_curve(n: int = 16, points: int = 61, max_gap: float = 24.0) -> di
     x = np.zeros((points, n))
     x[:, 0] = gap  # (points, n)
     a = steps.softmax(x)  # (points, n)
-    J = softmax_jacobian(a)  # (points, n, n)
+    diagonal = a * _sum_of_others(a)  # (points, n): J_ii = a_i (1 − a_i), the largest entries of their rows
+    top2 = np.sort(a, axis=-1)[:, -2:]  # (points, 2): the largest off-diagonal |J_ij| = a_i a_j is the top two's
     return {
         "gap": gap,
         "max_weight": a.max(axis=-1),
-        "jacobian_norm": np.linalg.norm(J, axis=(-2, -1)),
-        "largest_entry": np.abs(J).max(axis=(-2, -1)),
+        "jacobian_norm": jacobian_norm(a),
+        "largest_entry": np.maximum(diagonal.max(axis=-1), top2[:, 0] * top2[:, 1]),
     }
 
 

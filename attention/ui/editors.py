@@ -35,6 +35,8 @@ def matrix_editor(name: str, s: session.Session) -> None:
     m = s.matrices[name]
     rows, cols = s.axis_labels(name, m.shape)
     st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")
+    if s.challenge is not None and name not in s.challenge.editable:
+        st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
     r0, c0 = window_controls(f"edwin.{name}", *m.shape)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + EDIT_COLS)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):

@@ -13,7 +13,7 @@ import streamlit as st
 from .. import charts
 from ..names import inputs_of
 from ..trace import Trace
-from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, url, views
+from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, tour, url, views
 from .arrays import per_head
 from .labpages import BODIES
 from .specs import LABS, OVERVIEW, STEPS
@@ -115,6 +115,7 @@ def render_overview() -> None:
     )
     if preset.description:
         st.caption(esc(preset.description, 2000))
+    tour.show(s)
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
         views.show_error(trace)

@@ -90,7 +90,8 @@ def _on_paste(name: str) -> None:
     except AttentionError as exc:
         _refuse(name, exc, text=text)  # the text stays in the box, to be fixed
         return
-    state.replace_matrix(name, arr)
+    if not state.replace_matrix(name, arr):
+        return  # refused (a challenge locks it): the message says so
     _applied(name, arr, "the pasted matrix")
     st.session_state[f"imp.{name}.text"] = ""  # applied: the box is emptied
 
@@ -106,8 +107,8 @@ def _on_upload(name: str) -> None:
     except AttentionError as exc:
         _refuse(name, exc, data=data, filename=f.name)
         return
-    state.replace_matrix(name, arr)
-    _applied(name, arr, quoted(f.name))
+    if state.replace_matrix(name, arr):
+        _applied(name, arr, quoted(f.name))
 
 
 def _on_resize(name: str) -> None:
@@ -117,8 +118,8 @@ def _on_resize(name: str) -> None:
         return
     arr, what = held
     n, dm, dk = resized_shapes(name, arr.shape, s.options.projection)  # type: ignore[misc]
-    state.resize_and_replace(name, arr, n, dm, dk)
-    _applied(name, arr, what)
+    if state.resize_and_replace(name, arr, n, dm, dk):
+        _applied(name, arr, what)
 
 
 def matrix_import(name: str, s: session.Session) -> None:

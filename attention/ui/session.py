@@ -14,6 +14,7 @@ import streamlit as st
 from .. import names, positions, rng
 from ..io import presets as presets_mod
 from ..io.presets import Preset
+from ..labs.challenges import Challenge
 from ..trace import Options
 
 KEY = "attention_session"
@@ -61,6 +62,10 @@ class Session:
     head: int = 0  # ... in this head
     rolled: int = 0  # how many places the tokens (and X's rows) were moved on by shuffles since the preset
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
+    # --- labs: the challenge being played and the overview's guided path (see attention.ui.state.challenges) ---
+    challenge: Challenge | None = None  # while set, edits of the matrices it locks are refused
+    tour_dismissed: bool = False  # the overview's "Start here" was put away (kept across presets)
+    # --- end of labs ---
 
     @property
     def dims(self) -> names.Dims:

@@ -176,6 +176,36 @@ LABS: dict[str, Lab] = {
     lab.key: lab
     for lab in (
         # entries are added here, each with a body in attention.ui.labpages.BODIES and a file in pages/
+        Lab(
+            "why_sqrt_dk",
+            "pages/9_why_sqrt_dk.py",
+            "Why √d_k?",
+            "Why divide by √d_k?",
+            "A score is a dot product of d_k numbers: with random queries and keys whose entries have variance 1, "
+            "its variance is d_k. Below, Q and K are drawn at random for d_k from 1 to 512 and averaged over several "
+            "draws: the spread of the scores, the largest softmax weight in each row, the row's entropy and the "
+            "gradient through softmax, **without** and **with** the division by √d_k. The diamond marks the numbers "
+            "of the sentence in the sidebar.",
+        ),
+        Lab(
+            "stability",
+            "pages/10_stability.py",
+            "Numerical stability",
+            "Numerical stability of softmax",
+            "softmax(x) is the same for x and for x − m, whatever m is, but the computer's numbers are not: "
+            "`exp` overflows to ∞ or underflows to 0 at limits set by the float width. Everything on this page is "
+            "computed live, by the engine, from the limits of numpy's float types; nothing is typed in.",
+        ),
+        Lab(
+            "challenges",
+            "pages/11_challenges.py",
+            "Challenges",
+            "Challenges",
+            "A challenge sets a goal on one of the arrays (a weight, the top key of a row, a row's entropy) and "
+            "says which matrices you may edit; the others are locked. Choose one, press **Start**, then edit the "
+            "numbers here or on any page: the progress below is checked live. Teachers can write their own at "
+            "the bottom of the page and share it as a link or a file.",
+        ),
     )
 }
 NAV = (

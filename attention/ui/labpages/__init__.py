@@ -5,5 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import session
+from . import challenges, stability, why_sqrt_dk
 
-BODIES: dict[str, Callable[[session.Session], None]] = {}
+BODIES: dict[str, Callable[[session.Session], None]] = {
+    "why_sqrt_dk": why_sqrt_dk.body,
+    "stability": stability.body,
+    "challenges": challenges.body,
+}

@@ -8,6 +8,7 @@ A change that is refused leaves the session exactly as it was and leaves a messa
 page shows next to the control that caused it.
 """
 
+from .challenges import refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
 from .core import ensure, say
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
 from .options import set_custom_mask, set_heads, set_mask, set_option, set_positions, set_w_o
@@ -22,6 +23,7 @@ __all__ = [
     "hold_import",
     "load_preset",
     "pin",
+    "refuse_locked",
     "renew_grids",
     "replace_matrix",
     "reset",
@@ -37,8 +39,12 @@ __all__ = [
     "set_projection",
     "set_seed",
     "set_tokens",
+    "set_tour",
     "set_view",
     "set_w_o",
+    "show_solution",
     "shuffle_tokens",
+    "start_challenge",
+    "stop_challenge",
     "swap_pin",
 ]

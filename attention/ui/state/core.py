@@ -44,4 +44,7 @@ def replace_session(new: Session) -> None:
     old = get()
     new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits
     new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
+    new.tour_dismissed = old.tour_dismissed
     st.session_state[KEY] = new
+    if old.challenge is not None:  # another preset ends the challenge (a challenge is played on its own preset)
+        say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")

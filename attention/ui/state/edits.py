@@ -9,12 +9,16 @@ import numpy as np
 from ..session import (
     get,
 )
+from .challenges import refuse_locked
 from .core import say, touch
 
 
 def edit_cells(name: str, values: Mapping[tuple[int, int], float]) -> bool:
     """Set cells of one input matrix: ``{(row, col): value}`` (already checked to be finite). Grid edits do
-    not change ``version``: the editor that sent them keeps its key. Returns whether anything changed."""
+    not change ``version``: the editor that sent them keeps its key. Returns whether anything changed (False, with
+    a message, when the active challenge locks the matrix)."""
+    if refuse_locked(name, f"edit.{name}"):
+        return False
     s = get()
     m = s.matrices[name]
     changed = {rc: v for rc, v in values.items() if m[rc] != v or np.signbit(m[rc]) != np.signbit(v)}
@@ -56,16 +60,23 @@ def set_projection(projection: str) -> None:
     touch(s)
 
 
-def replace_matrix(name: str, value: np.ndarray) -> None:
-    """A whole input matrix replaced (an import), same shape as before."""
+def replace_matrix(name: str, value: np.ndarray) -> bool:
+    """A whole input matrix replaced (an import), same shape as before. Returns False, with a message, when the
+    active challenge locks the matrix."""
+    if refuse_locked(name, f"import.{name}"):
+        return False
     s = get()
     s.matrices[name] = np.array(value, dtype=np.float64)
     s.version += 1
     touch(s)
+    return True
 
 
-def resize_and_replace(name: str, value: np.ndarray, n: int | None, d_model: int, d_out: int | None) -> None:
-    """An import of another shape: resize everything to fit it (``d_out`` is d_v for W_v, else d_k), then put it in."""
+def resize_and_replace(name: str, value: np.ndarray, n: int | None, d_model: int, d_out: int | None) -> bool:
+    """An import of another shape: resize everything to fit it (``d_out`` is d_v for W_v, else d_k), then put it in.
+    Returns False, with a message and nothing resized, when the active challenge locks the matrix."""
+    if refuse_locked(name, f"import.{name}"):
+        return False
     s = get()
     if n is not None and n != len(s.tokens):
         tokens = tuple(s.tokens[:n]) + tuple(f"t{i + 1}" for i in range(len(s.tokens), n))
@@ -74,7 +85,7 @@ def resize_and_replace(name: str, value: np.ndarray, n: int | None, d_model: int
         resize(d_model=d_model, d_v=d_out)
     else:
         resize(d_model=d_model, d_k=d_out)
-    replace_matrix(name, value)
+    return replace_matrix(name, value)
 
 
 def resize(

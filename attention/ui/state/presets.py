@@ -20,6 +20,7 @@ from ..session import (
     new_session,
     preset_and_base,
 )
+from .challenges import start_challenge
 from .core import replace_session, say, touch
 
 
@@ -30,8 +31,11 @@ def load_preset(preset_id: str, seed: int | None = None, blank_shape: tuple[int,
 
 
 def reset() -> None:
+    """Back to the unedited preset; during a challenge, back to the challenge's start."""
     s = get()
-    if s.preset_id == FILE and s.loaded is not None:
+    if s.challenge is not None:
+        start_challenge(s.challenge)
+    elif s.preset_id == FILE and s.loaded is not None:
         apply_preset(s.loaded)
     else:
         load_preset(s.preset_id, s.seed, s.blank_shape)

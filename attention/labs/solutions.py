@@ -1,0 +1,117 @@
+"""A solution of a challenge found by gradient descent on its editable matrices (attention.learn.train).
+
+In prose: the goal becomes a training target. A goal on the weights is a pattern for the cross-entropy loss, on
+the rows it reads only: one-hot at the goal's column for a cell (≥, >) or an argmax, one-hot at the row's current
+top for a low entropy, uniform over the keys it may see for a high entropy or a cell that must fall. A goal on the
+output is a target output for the squared error: the output as it is, with the goal's cell moved one unit past the
+goal's value. Only the editable matrices are learned; the result counts only if :func:`challenges.evaluate` says
+it meets the goal. Goals on Q, K, V or the scores are not attempted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AttentionError
+from ..learn import train
+from ..names import squeeze_batch
+from ..targets import Target
+from ..trace import Trace
+from .challenges import ALL, SELF, Challenge, challenge_preset, evaluate
+
+SCHEDULE = ((0.05, 500), (0.2, 2000))  # (learning rate, steps) tried in turn with Adam
+SOLVABLE = ("weights", "output")
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The learned editable matrices (2-D, as the dashboard holds them), the steps and learning rate it took."""
+
+    matrices: dict[str, np.ndarray]
+    steps: int
+    lr: float
+    loss: float
+
+
+def solvable(challenge: Challenge) -> bool:
+    """True when :func:`solve` knows how to turn this challenge's goal into a training target."""
+    return challenge.condition.array in SOLVABLE
+
+
+def solve(challenge: Challenge, schedule: Sequence[tuple[float, int]] = SCHEDULE) -> Solution | None:
+    """Train the editable matrices from the challenge's start until the goal is met; None when no run of the
+    schedule meets it (or the goal is not on the weights or the output)."""
+    if not solvable(challenge):
+        return None
+    preset = challenge_preset(challenge)
+    mats = {k: squeeze_batch(np.asarray(v, dtype=np.float64)) for k, v in preset.matrices().items()}  # 2-D
+    start = preset.compute()
+    cond = challenge.condition
+    if cond.array == "weights":
+        kwargs = {"target": _pattern(challenge, start)}
+    else:
+        kwargs = {"target": _output(challenge, start), "loss": "mse"}
+    for lr, steps in schedule:
+        try:
+            result = train(preset.tokens, mats, preset.options, learn=challenge.editable, lr=lr, steps=steps, **kwargs)
+        except AttentionError:
+            continue  # diverged at this rate: try the next
+        if evaluate(challenge, result.trace).met:
+            learned = {k: result.matrices[k] for k in challenge.editable}
+            return Solution(learned, result.steps_done, lr, result.loss)
+    return None
+
+
+def _rows(challenge: Challenge, n: int, live: np.ndarray) -> list[int]:
+    row = challenge.condition.row
+    if row == ALL:
+        return [i for i in range(n) if live[i]]
+    return [row if isinstance(row, int) else challenge_preset(challenge).tokens.index(row)]
+
+
+def _col(challenge: Challenge, i: int) -> int:
+    col = challenge.condition.col
+    if col == SELF:
+        return i
+    return col if isinstance(col, int) else challenge_preset(challenge).tokens.index(col)
+
+
+def _pattern(challenge: Challenge, start: Trace) -> Target:
+    """The cross-entropy target (n, n) for a goal on the weights: only the rows the goal reads count."""
+    cond = challenge.condition
+    w = squeeze_batch(start.weights)  # (n, n)
+    allowed = np.ones(w.shape, dtype=bool) if start.allowed is None else squeeze_batch(start.allowed).astype(bool)
+    pattern = np.zeros(w.shape)
+    counts = np.zeros(w.shape[0], dtype=bool)
+    for i in _rows(challenge, w.shape[0], allowed.any(axis=-1)):
+        up = cond.kind == "argmax" or cond.op in (">", ">=")
+        if cond.kind == "entropy" and up:  # spread: uniform over the keys the row may see
+            pattern[i] = allowed[i] / allowed[i].sum()
+        elif cond.kind == "entropy":  # focus: on the key the row already likes best
+            pattern[i, int(np.argmax(w[i]))] = 1.0
+        elif up:
+            pattern[i, _col(challenge, i)] = 1.0
+        else:  # a weight that must fall: spread the row over the other keys it may see
+            others = allowed[i].copy()
+            others[_col(challenge, i)] = False
+            pattern[i] = others / max(others.sum(), 1)
+        counts[i] = pattern[i].sum() > 0
+    return Target("challenge", pattern, counts)
+
+
+def _output(challenge: Challenge, start: Trace) -> np.ndarray:
+    """The squared-error target for a goal on the output: the output with the goal's cell one unit past the goal."""
+    cond = challenge.condition
+    out = np.array(start.output, dtype=np.float64)  # as the trace holds it (a batch of one kept)
+    flat = squeeze_batch(out)  # a view: edits reach out
+    step = 1.0 if cond.kind == "argmax" or cond.op in (">", ">=") else -1.0
+    for i in _rows(challenge, flat.shape[0], np.ones(flat.shape[0], dtype=bool)):
+        j = _col(challenge, i) if cond.col is not None else 0
+        if cond.kind == "argmax":
+            flat[i, j] = flat[i].max() + 1.0
+        else:
+            flat[i, j] = cond.value + step
+    return out

@@ -1,0 +1,159 @@
+"""The "Challenges" page: choose one (built-in, link or file), start it, edit, and watch the goal checked live."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ...errors import AttentionError
+from ...io.presets import preset_label
+from ...labs import challenges as ch
+from ...labs.solutions import solvable
+from ...trace import Trace
+from .. import compute, editors, session, state, views
+from ..text import esc, quoted
+from ..widgets import show_messages
+from . import challenge_form
+
+LINK_PARAM = "challenge"
+MAX_UPLOAD = ch.MAX_BYTES
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def builtins() -> dict[str, ch.Challenge]:
+    return {cid: ch.load_challenge(cid) for cid in ch.list_challenges()}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def from_link(token: str) -> ch.Challenge | AttentionError:
+    try:
+        return ch.decode_link(token)
+    except AttentionError as exc:
+        return exc
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def from_file(data: bytes, name: str) -> ch.Challenge | AttentionError:
+    try:
+        return ch.parse_challenge(data, name)
+    except AttentionError as exc:
+        return exc
+
+
+def body(s: session.Session) -> None:
+    show_messages("challenge.start")
+    if s.challenge is not None:
+        _playing(s, s.challenge)
+        with st.expander("Choose another challenge"):
+            _chooser()
+    else:
+        _chooser()
+    challenge_form.draw(s)
+
+
+def _chooser() -> None:
+    """A challenge from this page's address, a built-in, or one from a file, each with its Start button. A link or
+    file that does not read is named in an error; nothing changes."""
+    token = st.query_params.get(LINK_PARAM)
+    if token:
+        got = from_link(token)
+        if isinstance(got, AttentionError):
+            st.error(f"The challenge in this page's address cannot be used: {esc(got.message, 500)}. Nothing changed.")
+        else:
+            _offer(got, "link", "The challenge in this page's address")
+    table = builtins()
+    cid = st.selectbox("A built-in challenge", list(table), format_func=lambda k: table[k].title, key="ch.choice")
+    if cid is not None:
+        _offer(table[cid], "builtin", None)
+    upload = st.file_uploader("…or open a challenge file (.json)", type=["json"], key="ch.upload")
+    if upload is not None:
+        data = upload.getvalue()
+        got = (
+            AttentionError(f"{upload.name}: the file is larger than {MAX_UPLOAD // 1024} KB")
+            if len(data) > MAX_UPLOAD
+            else from_file(data, upload.name)
+        )
+        if isinstance(got, AttentionError):
+            st.error(f"That challenge file cannot be used: {esc(got.message, 500)}. Nothing changed.")
+        else:
+            _offer(got, "file", "The challenge in the file")
+
+
+def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
+    with st.container(border=True):
+        if heading:
+            st.caption(heading)  # ours
+        _describe(c)
+        st.button(
+            "Start",
+            type="primary",
+            key=f"ch.start.{where}",
+            on_click=state.start_challenge,
+            args=(c,),
+            icon=":material/flag:",
+        )
+
+
+def _describe(c: ch.Challenge) -> None:
+    st.markdown(f"#### {esc(c.title, 200)}")
+    st.markdown(esc(c.goal, 2000))
+    opts = ", ".join(f"{k} = {esc(v, 60)}" for k, v in c.options.items())
+    seed = f", seed {c.seed}" if c.seed is not None else ""
+    st.caption(
+        f"On the preset {quoted(preset_label(c.preset))}{seed}"
+        + (f" with {opts}" if opts else "")
+        + f". You may edit: **{', '.join(c.editable)}**; every other matrix is locked."
+    )
+
+
+def _playing(s: session.Session, c: ch.Challenge) -> None:
+    st.markdown(f"### Playing: {esc(c.title, 200)}")
+    st.markdown(esc(c.goal, 2000))
+    trace = compute.current_trace(s)
+    if not isinstance(trace, Trace):
+        views.show_error(trace)
+    else:
+        _progress(ch.evaluate(c, trace))
+    with st.container(horizontal=True):
+        st.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
+        st.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
+        if solvable(c):
+            st.button(
+                "Show a solution",
+                key="ch.solve",
+                on_click=state.show_solution,
+                icon=":material/auto_fix_high:",
+                help="Trains only the matrices you may edit until the goal is met; replaces your edits.",
+            )
+    show_messages("challenge.solution")
+    if c.hint:
+        with st.expander("Show the hint", icon=":material/lightbulb:"):
+            st.markdown(esc(c.hint, 2000))
+    locked = [m for m in ("X", "W_q", "W_k", "W_v") if m not in c.editable]
+    st.caption(f"You may edit **{', '.join(c.editable)}** (here or on any page); locked: {', '.join(locked)}.")
+    cols = st.columns(2) if len(c.editable) > 1 else [st.container()]
+    for i, name in enumerate(c.editable):
+        with cols[i % len(cols)]:
+            editors.matrix_editor(name, s)
+    if isinstance(trace, Trace):
+        _show_array(s, trace, c.condition.array)
+
+
+def _progress(p: ch.Progress) -> None:
+    if p.blocked:
+        st.warning(
+            f"This state does not count: {esc(p.blocked, 500)}. Press Restart to begin again.", icon=":material/block:"
+        )
+        return
+    rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
+    if p.met:
+        st.success(f"✓ Goal met{rows}: {esc(p.description, 500)}")
+    else:
+        st.info(f"Not yet{rows}: {esc(p.description, 500)}", icon=":material/pending:")
+
+
+def _show_array(s: session.Session, trace: Trace, name: str) -> None:
+    """The array the goal reads, as the step pages show it."""
+    if name in ("scores", "scaled", "weights"):
+        views.show_heatmap(name, s, trace, "challenges")
+    else:
+        views.show_matrix(name, s, trace, compute.base_trace(s), "challenges")

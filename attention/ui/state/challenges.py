@@ -1,0 +1,85 @@
+"""Changes for the labs: start and stop a challenge, refuse edits of the matrices it locks, the overview's tour."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import AttentionError
+from ...labs.challenges import Challenge, challenge_preset, locked_edit
+from ...labs.solutions import solve
+from ..session import get, new_session
+from ..text import esc, quoted
+from .core import replace_session, say, touch
+from .pins import renew_grids
+
+
+def start_challenge(challenge: Challenge) -> None:
+    """Load the challenge's preset (its seed, its options with the challenge's overrides) and make it the active
+    challenge: from now on an edit of a matrix it locks is refused. Changes nothing if the preset cannot load."""
+    try:
+        preset = challenge_preset(challenge)
+        fresh = new_session(challenge.preset, challenge.seed, get().blank_shape)
+    except AttentionError as exc:
+        say("challenge.start", "error", f"The challenge could not start: {esc(exc.message, 500)}. Nothing changed.")
+        return
+    fresh.options = preset.options
+    get().challenge = None  # a restart or another challenge: no "stopped" notice
+    replace_session(fresh)
+    s = get()
+    s.challenge = challenge
+    say("challenge.start", "success", f"Challenge {quoted(challenge.title)} started on its own preset.")
+
+
+def show_solution() -> None:
+    """Restart the active challenge and put in the editable matrices that training found to meet it (the learner's
+    own edits are replaced); says how it was found, or that training found none (then nothing changes)."""
+    s = get()
+    challenge = s.challenge
+    if challenge is None:
+        return
+    found = solve(challenge)
+    if found is None:
+        say("challenge.solution", "info", "Training the editable matrices did not meet this goal; nothing changed.")
+        return
+    start_challenge(challenge)
+    s = get()
+    for name, value in found.matrices.items():
+        s.matrices[name] = np.array(value, dtype=np.float64).reshape(s.matrices[name].shape)
+    s.version += 1
+    touch(s)
+    names = " and ".join(found.matrices)
+    say(
+        "challenge.solution",
+        "info",
+        f"A solution: {names} after {found.steps} steps of gradient descent (Adam, learning rate {found.lr:g}) "
+        "from the challenge's start, learning only what you may edit. Your edits were replaced; press Restart to "
+        "try again yourself.",
+    )
+
+
+def stop_challenge() -> None:
+    """End the active challenge: every matrix may be edited again; the numbers stay as they are."""
+    s = get()
+    if s.challenge is None:
+        return
+    title = s.challenge.title
+    s.challenge = None
+    touch(s)
+    say("challenge.start", "info", f"Challenge {quoted(title)} stopped; every matrix may be edited again.")
+
+
+def refuse_locked(name: str, place: str) -> bool:
+    """True (after leaving a message at ``place`` naming the matrix) when the active challenge locks ``name``."""
+    s = get()
+    message = locked_edit(s.challenge, name) if s.challenge is not None else None
+    if message is None:
+        return False
+    renew_grids()  # the refused value must not stay in the grid's widget
+    say(place, "error", f"Refused: {esc(message)} Nothing was changed.")
+    return True
+
+
+def set_tour(dismissed: bool) -> None:
+    """Put the overview's "Start here" away, or bring it back."""
+    s = get()
+    s.tour_dismissed = bool(dismissed)

@@ -1,0 +1,296 @@
+"""AppTest: the lab pages (Why √d_k?, Numerical stability, Challenges) and the overview's Start here.
+
+Oracles: Var(q·k) = d_k for unit-variance entries (1 once scaled), numpy's own variance of QKᵀ for the sentence,
+log(finfo.max) from the float's largest value, the challenges' solutions proved in tests/test_labs_challenges.py
+(checked again here against the engine's weights and outputs), and the session compared field by field before and
+after anything that must change nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import attention
+from attention.labs import challenges as ch
+from attention.labs import sqrt_dk
+from attention.ui import session as ss
+from tests.apptest_util import edit_cells, errors, goto, journey, no_exception, select, session, shown, texts
+
+BUILT_INS = ch.list_challenges()
+
+
+def snapshot(at) -> tuple:
+    s = session(at)
+    return (
+        s.preset_id,
+        s.tokens,
+        s.options,
+        s.challenge,
+        {k: v.copy() for k, v in s.matrices.items()},
+    )
+
+
+def assert_same(a: tuple, b: tuple) -> None:
+    assert a[:4] == b[:4]
+    assert a[4].keys() == b[4].keys() and all(np.array_equal(a[4][k], b[4][k]) for k in a[4])
+
+
+def all_text(at) -> str:
+    return "\n".join(texts(at.markdown) + texts(at.caption) + errors(at) + texts(at.info) + texts(at.success))
+
+
+# ------------------------------------------------------------------------------------------------ Why √d_k?
+
+
+def test_sqrt_dk_numbers_are_the_model_and_the_engine() -> None:
+    at = journey("why_sqrt_dk", {"preset": "the_cat_sat"})
+    no_exception(at)
+    at = at.select_slider(key="sqrt.n.3").set_value(64).run()
+    no_exception(at)
+    table = next(d.value for d in at.dataframe if "d_k" in getattr(d.value, "columns", []))
+    d_k = table["d_k"].to_numpy()
+    assert set(sqrt_dk.DIMS) <= set(d_k)
+    # the model: Var(q·k) = d_k, and 1 after dividing by √d_k (65,536 scores per d_k: a few % of sampling error)
+    np.testing.assert_allclose(table["variance, not scaled"], d_k, rtol=0.1)
+    np.testing.assert_allclose(table["variance, scaled"], 1.0, rtol=0.1)
+    # the largest weight grows towards 1 without the scaling and stays put with it
+    assert table["largest weight, not scaled"].iloc[-1] > 0.9 > 0.2 > table["largest weight, scaled"].iloc[-1]
+    c = sqrt_dk.sqrt_dk_curves(tuple(d_k), 64, 16)
+    np.testing.assert_array_equal(table["entropy (bits), not scaled"], c.entropy_raw)
+    text = all_text(at)
+    i64 = list(d_k).index(64)
+    assert f"unscaled scores have variance ≈ {table['variance, not scaled'][i64]:.1f}" in text
+    assert f"averages {table['largest weight, not scaled'][i64]:.2f}" in text
+    # the sentence's own numbers, from plain numpy
+    m = attention.load_preset("the_cat_sat").matrices()
+    S = (m["X"] @ m["W_q"]) @ (m["X"] @ m["W_k"]).T
+    assert f"They have {np.var(S):.4g}, and {np.var(S / 2):.4g} once divided by √d_k" in text
+
+
+def test_sqrt_dk_saturation_rows_are_the_sentences_rows() -> None:
+    at = journey("why_sqrt_dk", {"preset": "the_cat_sat"})
+    rows = next(d.value for d in at.dataframe if "‖J‖" in getattr(d.value, "columns", []))
+    w = attention.load_preset("the_cat_sat").compute().weights
+    for i, row in enumerate(w):
+        J = np.diag(row) - np.outer(row, row)  # the softmax Jacobian, by its formula
+        assert rows["largest weight"][i] == pytest.approx(row.max(), abs=1e-15)
+        assert rows["‖J‖"][i] == pytest.approx(math.sqrt((J**2).sum()), rel=1e-12)
+    assert "√(n−1)/n = 0.471 when every weight is 1/3" in all_text(at)
+
+
+@pytest.mark.parametrize("page", ["why_sqrt_dk", "stability"])
+def test_a_2048_token_state_draws_its_own_points(page: str) -> None:
+    """The largest state the dashboard holds: the per-row statistics stay O(n) per row (no n × n Jacobians)."""
+    at = journey(page, {"preset": "blank", "size": "2048x16x16"})
+    no_exception(at)
+    assert not errors(at)
+
+
+# ------------------------------------------------------------------------------------------------ stability
+
+
+def test_stability_shows_the_overflow_limits_derived_from_the_floats() -> None:
+    at = journey("stability", {"preset": "the_cat_sat"})
+    no_exception(at)
+    assert "log(finfo.max) = **709.78**" in all_text(at)
+    widths = next(d.value for d in at.dataframe if "exp = ∞ above" in getattr(d.value, "columns", []))
+    limits = dict(zip(widths["dtype"], widths["exp = ∞ above"], strict=True))
+    assert limits["float64"] == pytest.approx(math.log(sys.float_info.max), abs=1e-4)  # 709.7827
+    assert limits["float32"] == pytest.approx(math.log((2 - 2**-23) * 2.0**127), abs=1e-4)  # 88.7228
+    assert limits["float16"] == pytest.approx(math.log(65504.0), abs=1e-4)  # 11.0898
+    variants = next(d.value for d in at.dataframe if "variant" in getattr(d.value, "columns", []))
+    by = dict(zip(variants["variant"], variants["first break on the grid"], strict=True))
+    assert by["row_max"] == "never" and float(by["none"]) > 709 and float(by["global_max"]) > 745.13 / 2
+    here = next(d.value for d in at.dataframe if "headroom" in getattr(d.value, "columns", []))
+    t = attention.load_preset("the_cat_sat").compute()
+    top = float(np.max(t.scaled))
+    assert here["headroom"].iloc[-1] == pytest.approx(math.log(sys.float_info.max) - top, abs=1e-4)
+
+
+# ------------------------------------------------------------------------------------------------ challenges
+
+
+def start(cid: str, query: dict | None = None):
+    at = journey("challenges", query)
+    at = select(at, "ch.choice", cid)
+    return at.button(key="ch.start.builtin").click().run()
+
+
+@pytest.mark.parametrize("cid", BUILT_INS)
+def test_each_built_in_starts_on_its_own_preset(cid: str) -> None:
+    at = start(cid)
+    no_exception(at)
+    c, s = ch.load_challenge(cid), session(at)
+    preset = ch.challenge_preset(c)
+    assert s.challenge == c and s.tokens == preset.tokens and s.options == preset.options
+    for name, m in preset.matrices().items():
+        np.testing.assert_array_equal(s.matrices[name], np.asarray(m).reshape(s.matrices[name].shape))
+    assert any(t.startswith("Not yet") for t in texts(at.info)), texts(at.info) + texts(at.warning)
+    assert not at.warning and not errors(at)
+
+
+def test_a_locked_edit_is_refused_with_the_matrix_named_and_changes_nothing() -> None:
+    at = goto(start("sat_looks_back"), "weights")
+    locks = [c for c in texts(at.caption) if "locked by the challenge" in c]
+    assert len(locks) == 2 and any(c.startswith(":material/lock: W_q") for c in locks)  # W_q and W_v; W_k is free
+    before = snapshot(at)
+    cols = session(at).axis_labels("W_q", session(at).matrices["W_q"].shape)[1]
+    at = edit_cells(at, "W_q", {0: {cols[0]: "5"}})
+    no_exception(at)
+    assert any("W_q is locked in this challenge: you may edit only W_k" in e for e in errors(at)), errors(at)
+    assert_same(before, snapshot(at))
+    k_cols = session(at).axis_labels("W_k", session(at).matrices["W_k"].shape)[1]
+    at = edit_cells(at, "W_k", {0: {k_cols[0]: "5"}})  # the editable one goes through
+    assert session(at).matrices["W_k"][0, 0] == 5.0
+
+
+def test_a_pasted_import_of_a_locked_matrix_is_refused_and_changes_nothing() -> None:
+    at = goto(start("sat_looks_back"), "weights")
+    before = snapshot(at)
+    at.text_area(key="imp.W_q.text").input("[[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]]")
+    at = at.button(key="imp.W_q.apply").click().run()
+    no_exception(at)
+    assert any("W_q is locked in this challenge" in e for e in errors(at)), errors(at)
+    assert not any("replaced" in m for m in texts(at.success))
+    assert_same(before, snapshot(at))
+
+
+def test_an_allowed_edit_that_meets_the_goal_shows_the_tick() -> None:
+    at = start("negative_output")
+    assert not any("✓" in t for t in texts(at.success))
+    cols = session(at).axis_labels("W_v", session(at).matrices["W_v"].shape)[1]
+    at = edit_cells(at, "W_v", {0: {cols[0]: "-10"}})
+    no_exception(at)
+    m = ch.challenge_preset(ch.load_challenge("negative_output")).matrices()
+    m["W_v"][0, 0] = -10.0
+    assert attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).output[1, 0] < 0  # the oracle
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success)), texts(at.success)
+
+
+def test_sharpen_cat_met_by_scaling_w_q_as_proved() -> None:
+    at = start("sharpen_cat")
+    s = session(at)
+    W = s.matrices["W_q"]
+    cols = s.axis_labels("W_q", W.shape)[1]
+    at = edit_cells(
+        at, "W_q", {r: {cols[j]: repr(float(8 * W[r, j])) for j in range(W.shape[1])} for r in range(W.shape[0])}
+    )
+    row = attention.self_attention(*(session(at).matrices[k] for k in ("X", "W_q", "W_k", "W_v"))).weights[1]
+    assert -math.fsum(v * math.log2(v) for v in row if v > 0) <= 0.2
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success))
+
+
+def test_show_a_solution_meets_the_goal_and_leaves_the_locked_matrices_alone() -> None:
+    at = start("sat_looks_back")
+    before = snapshot(at)
+    at = at.button(key="ch.solve").click().run()
+    no_exception(at)
+    s = session(at)
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success)), texts(at.success)
+    assert any("A solution: W_k after" in t for t in texts(at.info))
+    for name in ("X", "W_q", "W_v"):
+        np.testing.assert_array_equal(s.matrices[name], before[4][name])
+    assert not np.array_equal(s.matrices["W_k"], before[4]["W_k"])
+    w = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v"))).weights
+    assert w[2, 0] >= 0.6  # 'sat' gives 'The' at least 0.6
+
+
+def test_stop_clears_the_challenge_and_reset_restarts_it() -> None:
+    at = start("sat_looks_back")
+    cols = session(at).axis_labels("W_k", (4, 4))[1]
+    at = edit_cells(at, "W_k", {0: {cols[0]: "5"}})
+    at = at.button(key="sb.reset").click().run()
+    assert session(at).challenge.id == "sat_looks_back" and session(at).matrices["W_k"][0, 0] != 5.0
+    at = at.button(key="ch.stop").click().run()
+    assert session(at).challenge is None
+    q_cols = session(at).axis_labels("W_q", (4, 4))[1]
+    at = edit_cells(goto(at, "weights"), "W_q", {0: {q_cols[0]: "5"}})
+    assert session(at).matrices["W_q"][0, 0] == 5.0
+
+
+def test_a_link_starts_its_challenge_and_a_tampered_one_is_refused() -> None:
+    token = ch.encode_link(ch.load_challenge("spread_out"))
+    at = journey("challenges", {"challenge": token})
+    at = at.button(key="ch.start.link").click().run()
+    assert session(at).challenge.id == "spread_out"
+    body = token[3:]
+    k = len(body) // 2
+    bad = "c1." + body[:k] + ("A" if body[k] != "A" else "B") + body[k + 1 :]
+    at = journey("challenges", {"challenge": bad})
+    before = snapshot(at)
+    assert any("checksum does not match" in e for e in errors(at)), errors(at)
+    assert not [b for b in at.button if b.key == "ch.start.link"]
+    assert_same(before, snapshot(at))
+    assert session(at).challenge is None
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"{not json", "bad.json"),
+        (json.dumps({**json.loads(ch.to_json(ch.load_challenge("sharpen_cat"))), "title": 7}).encode(), "'title'"),
+        (ch.to_json(ch.load_challenge("sharpen_cat")).replace('"cat"', '"dog"').encode(), "'condition.row'"),
+    ],
+)
+def test_a_malformed_upload_is_named_and_changes_nothing(data: bytes, words: str) -> None:
+    at = start("sat_looks_back")
+    before = snapshot(at)
+    at = at.file_uploader(key="ch.upload").set_value(("bad.json", data, "application/json")).run()
+    no_exception(at)
+    assert any(words in e and "cannot be used" in e for e in errors(at)), errors(at)
+    assert_same(before, snapshot(at))
+
+
+def test_a_markdown_title_shows_as_text_everywhere() -> None:
+    title = "![x](http://example.invalid/p.png)"
+    data = json.loads(ch.to_json(ch.load_challenge("sat_looks_back")))
+    data |= {"title": title, "goal": "**bold** [link](http://example.invalid)", "hint": ":red[hint]"}
+    at = journey("challenges", {"challenge": ch.encode_link(ch.parse_challenge(json.dumps(data)))})
+    at = at.button(key="ch.start.link").click().run()
+    no_exception(at)
+    raw = [e.value for e in (*at.markdown, *at.caption, *at.success, *at.info)]
+    assert not any("](" in r and "\\]" not in r for r in raw), raw  # no Markdown link or image survives
+    assert not any("**bold**" in r or ":red[" in r for r in raw)
+    assert any(f"Playing: {title}" in shown(r) for r in raw)
+    assert any(shown(r) == "**bold** [link](http://example.invalid)" for r in raw)
+
+
+def test_the_teachers_form_makes_a_link_that_reads_back_and_names_a_bad_field() -> None:
+    at = journey("challenges")
+    code = [c.value for c in at.code if "challenge=c1." in c.value]
+    assert code, "the prefilled form gives a link"
+    made = ch.decode_link(re.search(r"challenge=(c1\.[A-Za-z0-9_-]+)", code[0]).group(1))
+    assert made.title == "Make 'cat' look at 'sat'" and made.editable == ("W_q",) and made.condition.col == "sat"
+    at.text_input(key="cf.row").set_value("dog")
+    at = at.button[[b.label for b in at.button].index("Check it")].click().run()
+    no_exception(at)
+    assert any("'condition.row'" in e and "'dog' is no token" in e for e in errors(at)), errors(at)
+    assert not [c for c in at.code if "challenge=c1." in c.value]
+
+
+# ------------------------------------------------------------------------------------------------ Start here
+
+
+def test_start_here_shows_can_be_dismissed_and_stays_dismissed_across_pages() -> None:
+    at = journey("overview")
+    assert "#### Start here" in [m.value for m in at.markdown]
+    stops = [m.value for m in at.markdown if m.value.startswith("**Notice**")]
+    assert len(stops) == 11 and all("**Try**" in s for s in stops)
+    at = at.button(key="tour.hide").click().run()
+    assert session(at).tour_dismissed and "#### Start here" not in [m.value for m in at.markdown]
+    at = goto(goto(at, "softmax"), "overview")
+    assert "#### Start here" not in [m.value for m in at.markdown]
+    at = select(at, "sb.preset", "i_am_batman")  # a new preset keeps it put away
+    assert session(at).tour_dismissed
+    at = at.button(key="tour.show").click().run()
+    assert "#### Start here" in [m.value for m in at.markdown] and not session(at).tour_dismissed
+
+
+def test_a_new_session_has_no_challenge_and_the_tour_out() -> None:
+    s = ss.Session("x", None, (1, 1, 1), (), {}, attention.Options())
+    assert s.challenge is None and s.tour_dismissed is False

@@ -1,0 +1,61 @@
+"""Solutions found by training: every built-in is met, checked by a naive reading of its goal (loops over the trace's
+arrays, not ``evaluate``), and only the editable matrices move."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import attention
+from attention.labs import challenges as ch
+from attention.labs import solutions
+
+
+def naive_met(c: ch.Challenge, trace: attention.Trace) -> bool:
+    """The goal read straight off the definition: each row the goal names, compared by plain Python."""
+    A = np.asarray(getattr(trace, c.condition.array))
+    A = A[0] if A.ndim == 3 else A
+    tokens = list(trace.tokens)
+    cond = c.condition
+    index = {t: k for k, t in enumerate(tokens)}
+    rows = range(A.shape[0]) if cond.row == ch.ALL else [index.get(cond.row, cond.row)]
+    ops = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+    for i in rows:
+        row = [float(v) for v in A[i]]
+        j = i if cond.col == ch.SELF else index.get(cond.col, cond.col)
+        if cond.kind == "entropy":
+            ok = ops[cond.op](-math.fsum(v * math.log2(v) for v in row if v > 0), cond.value)
+        elif cond.kind == "argmax":
+            ok = all(row[j] > v for k, v in enumerate(row) if k != j)
+        else:
+            ok = ops[cond.op](row[j], cond.value)
+        if not ok:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("cid", ch.list_challenges())
+def test_every_built_in_is_solved_by_training_only_its_editable_matrices(cid: str) -> None:
+    c = ch.load_challenge(cid)
+    preset = ch.challenge_preset(c)
+    assert solutions.solvable(c)
+    found = solutions.solve(c)
+    assert found is not None and set(found.matrices) == set(c.editable)
+    m = {k: np.asarray(v) for k, v in preset.matrices().items()}
+    unsolved = attention.self_attention(
+        m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=preset.tokens, options=preset.options
+    )
+    assert not naive_met(c, unsolved)
+    for name, value in found.matrices.items():
+        m[name] = value.reshape(m[name].shape)
+    trace = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=preset.tokens, options=preset.options)
+    assert naive_met(c, trace)
+    assert ch.evaluate(c, trace).met  # and the engine's own reading agrees, so the page shows the tick
+
+
+def test_goals_on_other_arrays_are_not_attempted() -> None:
+    c = ch.load_challenge("sat_looks_back")
+    other = ch.Challenge(**{**c.__dict__, "condition": ch.Condition("cell", 0, 0, "scores", ">=", 1e9)})
+    assert not solutions.solvable(other) and solutions.solve(other) is None
