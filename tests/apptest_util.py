@@ -23,6 +23,7 @@ PAGES = {
     "softmax": "pages/6_softmax.py",
     "output": "pages/7_output.py",
     "reading": "pages/8_reading.py",
+    "learn": "pages/12_learn.py",
 }
 TIMEOUT = 60
 

@@ -15,6 +15,7 @@ from .. import names, positions, rng
 from ..io import presets as presets_mod
 from ..io.presets import Preset
 from ..trace import Options
+from .learned import Learned, LearnSettings
 
 KEY = "attention_session"
 BLANK = "blank"
@@ -61,6 +62,10 @@ class Session:
     head: int = 0  # ... in this head
     rolled: int = 0  # how many places the tokens (and X's rows) were moved on by shuffles since the preset
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
+    # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
+    learn: LearnSettings = field(default_factory=LearnSettings)
+    learned: Learned | None = None
+    embedding: tuple[str, int] = ("preset", 0)
 
     @property
     def dims(self) -> names.Dims:

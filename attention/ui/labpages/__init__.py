@@ -5,5 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import session
+from . import learn
 
 BODIES: dict[str, Callable[[session.Session], None]] = {}
+BODIES["learn"] = learn.body

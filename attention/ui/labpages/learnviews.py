@@ -1,0 +1,119 @@
+"""What the Learn page shows of a run: the loss curve, learned weights beside the target through the snapshots."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...names import token_labels
+from .. import compute, session, state
+from ..arrays import per_head
+from ..learned import Learned
+from ..text import esc
+from ..widgets import show_messages
+
+OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
+
+
+def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.Chart:
+    """The loss after each step (a line over 0…steps), with a rule at step ``mark`` if given."""
+    df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses})
+    x = alt.X("step:Q", scale=alt.Scale(domain=[0, steps]), title="step")
+    line = alt.Chart(df).mark_line().encode(x, alt.Y("loss:Q", title="loss (cross-entropy)"), tooltip=["step", "loss"])
+    if mark is None:
+        return line.properties(height=220, title="Loss")
+    rule = alt.Chart(pd.DataFrame({"step": [mark]})).mark_rule(color="#b2182b", strokeDash=[4, 3]).encode(x)
+    return (line + rule).properties(height=220, title="Loss")
+
+
+def is_current(s: session.Session, run: Learned) -> bool:
+    """The run started from exactly this state (its weights can go in), or its weights are already in."""
+    if run.tokens != s.tokens:
+        return False
+    if run.start == compute.content_key(s.tokens, s.matrices, s.options):
+        return True
+    return all(k in s.matrices and session.identical(s.matrices[k], run.result.matrices[k]) for k in run.settings.learn)
+
+
+def result(s: session.Session) -> None:
+    """The last run: summary, loss curve, the learned weights beside the target at a chosen snapshot, the final
+    weights as a table, and "Use these weights"."""
+    run = s.learned
+    if run is None:
+        st.caption("Press **Train** to learn; the result stays here while you visit the other pages.")
+        return
+    r, cfg = run.result, run.settings
+    current = is_current(s, run)
+    acc = "" if r.accuracy is None else f"; accuracy {r.accuracy:.0%} (rows whose largest weight is on a target key)"
+    st.markdown(
+        f"**Last run**: {r.steps_done:,} steps of {OPTIMISER_NAMES[cfg.optimiser]} (learning rate {cfg.lr:g}, seed "
+        f"{cfg.seed}) learning {', '.join(cfg.learn)}: loss {r.losses[0]:.4g} → {r.loss:.4g}{acc}."
+    )
+    if not current:
+        st.warning(
+            "The tokens, matrices or options changed since this run, so its weights belong to the state it started "
+            "from. Train again to learn for this state (or “Reset to preset” if it started from the preset).",
+            icon=":material/warning:",
+        )
+    snaps = r.snapshots
+    steps = [sn.step for sn in snaps]
+    at = st.select_slider(
+        "Snapshot: the weights after step",
+        options=steps,
+        value=steps[-1],
+        key=f"learn.snap.{abs(hash((run.start, cfg)))}",
+    )
+    snap = snaps[steps.index(at)]
+    st.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch")
+    labels = token_labels(run.tokens)
+    left, right = st.columns(2, gap="medium")
+    heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
+    with left:
+        st.altair_chart(
+            charts.heatmap(
+                per_head(snap.weights)[0],
+                labels,
+                labels,
+                kind="weights",
+                title=f"Learned weights after step {at:,}{heads} (loss {snap.loss:.3g})",
+                allowed=None if r.trace is None else r.trace.allowed,
+                digits=s.digits,
+            ),
+            width="content",
+        )
+    with right:
+        st.altair_chart(
+            charts.heatmap(
+                r.target.pattern,
+                labels,
+                labels,
+                kind="weights",
+                title=f"Target: {cfg.target.replace('_', ' ')}",
+                digits=s.digits,
+            ),
+            width="content",
+        )
+    skipped = [labels[i] for i in np.flatnonzero(~r.target.rows)]
+    if skipped:
+        st.caption(
+            f"Not counted in the loss: {', '.join(esc(x) for x in skipped[:8])}"
+            + (" …" if len(skipped) > 8 else "")
+            + " (nothing to attend under this target or the mask)."
+        )
+    final = per_head(r.weights)[0]
+    st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
+    fmt = charts.decimals_for(final, s.digits)
+    st.dataframe(pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format), width="stretch")
+    st.button(
+        "Use these weights",
+        key="learn.use",
+        on_click=state.use_learned,
+        disabled=not current,
+        icon=":material/input:",
+        help="Put the learned " + ", ".join(cfg.learn) + " into the state: every step page then shows them, and "
+        "every download and export carries them. “Reset to preset” in the sidebar undoes it.",
+    )
+    show_messages("learn.use")
