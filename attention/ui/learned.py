@@ -8,6 +8,17 @@ from ..learn import TrainResult
 
 MAX_STEPS = 5000  # the page's limit (the engine's is higher): 5,000 steps at n = 64, d = 64 take about 25 s
 LR_RANGE = (1e-6, 1e6)  # large enough to show divergence
+TARGETS = {
+    "previous": "previous token",
+    "next": "next token",
+    "self": "itself (self)",
+    "first": "the first token",
+    "uniform": "every token equally (uniform)",
+    "token": "one token j, for every row",
+    "same_word": "the same word",
+    "custom": "a grid you paint",
+}
+OPTIMISERS = {"sgd": "SGD (plain gradient descent)", "momentum": "momentum (β = 0.9)", "adam": "Adam"}
 
 
 @dataclass(frozen=True)

@@ -12,22 +12,11 @@ import streamlit as st
 from ... import learn
 from ...errors import AttentionError
 from .. import compute, session, state
-from ..learned import LR_RANGE, MAX_STEPS, Learned, LearnSettings
+from ..learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..text import esc, quoted
 from ..widgets import show_messages
 from . import learnviews
 
-TARGETS = {
-    "previous": "previous token",
-    "next": "next token",
-    "self": "itself (self)",
-    "first": "the first token",
-    "uniform": "every token equally (uniform)",
-    "token": "one token j, for every row",
-    "same_word": "the same word",
-    "custom": "a grid you paint",
-}
-OPTIMISERS = {"sgd": "SGD (plain gradient descent)", "momentum": "momentum (β = 0.9)", "adam": "Adam"}
 SETTING_NAMES = {"lr": "Learning rate", "steps": "Steps", "seed": "Seed", "target": "Target", "learn": "What learns"}
 NUMBERS = {  # setting: (label, low, high, whole number?)
     "lr": ("Learning rate", *LR_RANGE, False),

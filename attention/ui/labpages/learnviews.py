@@ -11,7 +11,7 @@ from ... import charts
 from ...names import token_labels
 from .. import compute, session, state
 from ..arrays import per_head
-from ..learned import Learned
+from ..learned import TARGETS, Learned
 from ..text import esc
 from ..widgets import show_messages
 
@@ -19,10 +19,12 @@ OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
 
 
 def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.Chart:
-    """The loss after each step (a line over 0…steps), with a rule at step ``mark`` if given."""
-    df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses})
+    """The loss after each step (a line over 0…steps, log scale: a loss of 0 is drawn at 1e-12), with a rule at step
+    ``mark`` if given."""
+    df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses, "shown": np.maximum(losses, 1e-12)})
     x = alt.X("step:Q", scale=alt.Scale(domain=[0, steps]), title="step")
-    line = alt.Chart(df).mark_line().encode(x, alt.Y("loss:Q", title="loss (cross-entropy)"), tooltip=["step", "loss"])
+    y = alt.Y("shown:Q", scale=alt.Scale(type="log"), title="loss (cross-entropy, log scale)")
+    line = alt.Chart(df).mark_line().encode(x, y, tooltip=["step", "loss"])
     if mark is None:
         return line.properties(height=220, title="Loss")
     rule = alt.Chart(pd.DataFrame({"step": [mark]})).mark_rule(color="#b2182b", strokeDash=[4, 3]).encode(x)
@@ -60,14 +62,15 @@ def result(s: session.Session) -> None:
         )
     snaps = r.snapshots
     steps = [sn.step for sn in snaps]
+    chart = st.empty()  # drawn after the slider below it is read, with a rule at the chosen step
     at = st.select_slider(
-        "Snapshot: the weights after step",
+        "Snapshot: move through training to watch the weights form",
         options=steps,
         value=steps[-1],
         key=f"learn.snap.{abs(hash((run.start, cfg)))}",
     )
     snap = snaps[steps.index(at)]
-    st.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch")
+    chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch")
     labels = token_labels(run.tokens)
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
@@ -91,7 +94,7 @@ def result(s: session.Session) -> None:
                 labels,
                 labels,
                 kind="weights",
-                title=f"Target: {cfg.target.replace('_', ' ')}",
+                title=f"Target: {TARGETS[cfg.target]}",
                 digits=s.digits,
             ),
             width="content",
