@@ -31,6 +31,18 @@ def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.C
     return (line + rule).properties(height=220, title="Loss")
 
 
+def heatmap(values: np.ndarray, labels: list[str], title: str, allowed: np.ndarray | None, digits: int | None) -> None:
+    """A weights heatmap (n, n): cell by cell as a plain Vega-Lite dict up to charts.RECT_MAX tokens (building the
+    Altair objects for 64 × 64 cells took seconds), in blocks beyond."""
+    allowed = None if allowed is None else per_head(np.asarray(allowed))[0]
+    if values.shape[-1] <= charts.RECT_MAX:
+        spec = charts.rect_spec(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
+        st.vega_lite_chart(spec, width="content")
+    else:
+        chart = charts.heatmap(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
+        st.altair_chart(chart, width="content")
+
+
 def is_current(s: session.Session, run: Learned) -> bool:
     """The run started from exactly this state (its weights can go in), or its weights are already in."""
     if run.tokens != s.tokens:
@@ -75,30 +87,10 @@ def result(s: session.Session) -> None:
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
     with left:
-        st.altair_chart(
-            charts.heatmap(
-                per_head(snap.weights)[0],
-                labels,
-                labels,
-                kind="weights",
-                title=f"Learned weights after step {at:,}{heads} (loss {snap.loss:.3g})",
-                allowed=None if r.trace is None else r.trace.allowed,
-                digits=s.digits,
-            ),
-            width="content",
-        )
+        title = f"Learned weights after step {at:,}{heads} (loss {snap.loss:.3g})"
+        heatmap(per_head(snap.weights)[0], labels, title, None if r.trace is None else r.trace.allowed, s.digits)
     with right:
-        st.altair_chart(
-            charts.heatmap(
-                r.target.pattern,
-                labels,
-                labels,
-                kind="weights",
-                title=f"Target: {TARGETS[cfg.target]}",
-                digits=s.digits,
-            ),
-            width="content",
-        )
+        heatmap(r.target.pattern, labels, f"Target: {TARGETS[cfg.target]}", None, s.digits)
     skipped = [labels[i] for i in np.flatnonzero(~r.target.rows)]
     if skipped:
         st.caption(
