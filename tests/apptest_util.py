@@ -26,6 +26,7 @@ PAGES = {
     "why_sqrt_dk": "pages/9_why_sqrt_dk.py",
     "stability": "pages/10_stability.py",
     "challenges": "pages/11_challenges.py",
+    "learn": "pages/12_learn.py",
 }
 TIMEOUT = 60
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from .. import names
 from ..shapes import shape_trace
-from . import editors, session, state, stepcontrols
+from . import editors, embeddings, session, state, stepcontrols
 from .text import esc, quoted
 from .widgets import show_messages, whole_number
 
@@ -56,6 +56,8 @@ def _on_sentence(key: str) -> None:
         )
     else:
         state.set_tokens(tokens)
+        if s.embedding[0] != "preset":  # the new words get their own vectors, made the same way
+            state.set_embeddings(*s.embedding)
         st.session_state[f"tok.sentence.{session.get().version}"] = (
             text  # the box keeps the text if the editors were renewed
         )
@@ -166,6 +168,7 @@ def batch_note(s: session.Session) -> None:
 
 CONTROLS: dict[str, Callable[[session.Session], None]] = {
     "sentence": sentence,
+    "embeddings": embeddings.control,
     "d_k": d_k,
     "w_o": w_o,
     "batch_note": batch_note,

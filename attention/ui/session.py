@@ -16,6 +16,7 @@ from ..io import presets as presets_mod
 from ..io.presets import Preset
 from ..labs.challenges import Challenge
 from ..trace import Options
+from .learned import Learned, LearnSettings
 
 KEY = "attention_session"
 BLANK = "blank"
@@ -66,6 +67,10 @@ class Session:
     challenge: Challenge | None = None  # while set, edits of the matrices it locks are refused
     tour_dismissed: bool = False  # the overview's "Start here" was put away (kept across presets)
     # --- end of labs ---
+    # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
+    learn: LearnSettings = field(default_factory=LearnSettings)
+    learned: Learned | None = None
+    embedding: tuple[str, int] = ("preset", 0)
 
     @property
     def dims(self) -> names.Dims:

@@ -56,7 +56,7 @@ STEPS: dict[str, Step] = {
             r"X \in \mathbb{R}^{n \times d_{model}}",
             explanations.tokens,
             editors=("X",),
-            controls=("sentence", "positions", "batch_note"),
+            controls=("sentence", "embeddings", "positions", "batch_note"),
             overview=lambda s, t: ("X", _shape(t.X)),
         ),
         Step(
@@ -205,6 +205,18 @@ LABS: dict[str, Lab] = {
             "says which matrices you may edit; the others are locked. Choose one, press **Start**, then edit the "
             "numbers here or on any page: the progress below is checked live. Teachers can write their own at "
             "the bottom of the page and share it as a link or a file.",
+        ),
+        Lab(
+            "learn",
+            "pages/12_learn.py",
+            "Learn the weights",
+            "Learn the weights",
+            "So far every number was typed in. Here the weights **learn**: choose the pattern attention should "
+            "make (each token attends to the previous one, say), and gradient descent changes W_q and W_k (or any "
+            "matrix you tick) step by step until the weights match it. The loss measures how far the weights are "
+            "from the target (cross-entropy: 0 when every row puts all its weight where the target does). "
+            "“Use these weights” puts the learned numbers into every step page, so you can follow exactly how "
+            "they make that pattern.",
         ),
     )
 }

@@ -53,6 +53,10 @@ STOPS = {
         "a challenge locks some matrices and checks a goal live.",
         "start the first challenge and meet it.",
     ),
+    "pages/12_learn.py": (
+        "the weights can be learned: gradient descent moves W_q and W_k until the pattern matches a target.",
+        "train 'previous token', press Use these weights, then read the Softmax page.",
+    ),
 }
 
 

@@ -1,0 +1,269 @@
+"""The Learn page: choose a target pattern and what learns, train with a moving progress bar, use the weights."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import learn
+from ...errors import AttentionError
+from .. import compute, session, state
+from ..learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
+from ..text import esc, quoted
+from ..widgets import show_messages
+from . import learnviews
+
+SETTING_NAMES = {"lr": "Learning rate", "steps": "Steps", "seed": "Seed", "target": "Target", "learn": "What learns"}
+NUMBERS = {  # setting: (label, low, high, whole number?)
+    "lr": ("Learning rate", *LR_RANGE, False),
+    "steps": ("Steps", 1, MAX_STEPS, True),
+    "seed": ("Seed", 0, 2**32 - 1, True),
+}
+SNAPSHOTS = 20
+REDRAW_SECONDS = 0.15  # the progress bar and live loss curve are redrawn at most this often
+
+
+def _key(s: session.Session, name: str) -> str:
+    """A widget's key; renewed (``s.grids``) after a refused value, so the widget shows the kept value again."""
+    return f"learn.{name}.{s.grids}"
+
+
+def body(s: session.Session) -> None:
+    """Settings, the Train button (training runs in this script run, so its progress bar can move), the result."""
+    settings_panel(s)
+    clicked = st.button("Train", type="primary", key="learn.train", icon=":material/model_training:")
+    show_messages("learn.train")
+    if clicked:
+        train(s)
+    learnviews.result(s)
+
+
+# ------------------------------------------------------------------------------------------ settings
+
+
+def settings_panel(s: session.Session) -> None:
+    cfg, n = s.learn, len(s.tokens)
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        st.selectbox(
+            "Target: what each query (row) should attend",
+            list(TARGETS),
+            index=list(TARGETS).index(cfg.target),
+            format_func=TARGETS.get,
+            key=_key(s, "target"),
+            on_change=_on_pick,
+            args=("target", _key(s, "target")),
+        )
+        if cfg.target == "token":
+            st.selectbox(
+                "Token j that every row attends",
+                list(range(n)),
+                index=min(cfg.j, n - 1),
+                format_func=lambda j: f"{j + 1}: {s.labels[j]}",
+                key=_key(s, "j"),
+                on_change=_on_pick,
+                args=("j", _key(s, "j")),
+            )
+        if cfg.target == "custom":
+            painted_grid(s)
+        show_messages("learn.target")
+        st.markdown("**What learns**")
+        offered = [k for k in learn.LEARNABLE if k in s.matrices]
+        for col, name in zip(st.columns(len(offered)), offered, strict=True):
+            key = _key(s, f"learns.{name}")
+            col.checkbox(name, value=name in cfg.learn, key=key, on_change=_on_learns, args=(name, key))
+        show_messages("learn.learn")
+    with right:
+        st.selectbox(
+            "Optimiser",
+            list(OPTIMISERS),
+            index=list(OPTIMISERS).index(cfg.optimiser),
+            format_func=OPTIMISERS.get,
+            key=_key(s, "optimiser"),
+            on_change=_on_pick,
+            args=("optimiser", _key(s, "optimiser")),
+        )
+        c1, c2, c3 = st.columns(3)
+        for col, name in zip((c1, c2, c3), NUMBERS, strict=True):
+            setting, lo, hi, whole = NUMBERS[name]
+            key = _key(s, name)
+            col.number_input(
+                setting,
+                value=int(getattr(cfg, name)) if whole else float(getattr(cfg, name)),
+                step=1 if whole else None,
+                format=None if whole else "%g",
+                key=key,
+                on_change=_on_number,
+                args=(name, key),
+                help=f"{lo:g} to {hi:g}",
+            )
+        for name in NUMBERS:
+            show_messages(f"learn.{name}")
+
+
+def _on_number(name: str, key: str) -> None:
+    """A number box's callback: apply the value if it is in range, else name the setting and keep the old value."""
+    setting, lo, hi, whole = NUMBERS[name]
+    value = st.session_state.get(key)
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and lo <= value <= hi
+        and (not whole or float(value).is_integer())
+    )
+    if ok:
+        state.set_learn(**{name: int(value) if whole else float(value)})
+        return
+    current = getattr(session.get().learn, name)
+    kind = "a whole number" if whole else "a number"
+    state.say(
+        f"learn.{name}",
+        "error",
+        f"{setting} must be {kind} from {lo:g} to {hi:g}; {esc(value)} was not applied and it stays {current:g}.",
+    )
+    state.renew_grids()
+
+
+def _on_pick(name: str, key: str) -> None:
+    """A choice from a list (target, j, optimiser): every option is valid, so it is applied as it is."""
+    state.set_learn(**{name: st.session_state[key]})
+
+
+def _on_learns(name: str, key: str) -> None:
+    cfg = session.get().learn
+    ticked = {k for k in cfg.learn if k != name} | ({name} if st.session_state[key] else set())
+    chosen = tuple(k for k in learn.LEARNABLE if k in ticked)
+    if not chosen:
+        state.say("learn.learn", "error", "What learns: choose at least one matrix; the last one stays ticked.")
+        state.renew_grids()
+        return
+    state.set_learn(learn=chosen)
+
+
+def grid_of(s: session.Session) -> tuple[tuple[bool, ...], ...]:
+    """The painted target grid (query × key), or the identity until one is painted for these tokens."""
+    n = len(s.tokens)
+    return s.learn.grid if len(s.learn.grid) == n else tuple(tuple(i == j for j in range(n)) for i in range(n))
+
+
+def painted_grid(s: session.Session) -> None:
+    """A query × key grid of checkboxes: tick the keys each row should attend (each row is normalised to sum 1)."""
+    labels = s.labels
+    key = _key(s, f"grid.{len(labels)}")
+    st.data_editor(
+        pd.DataFrame(np.array(grid_of(s), dtype=bool), index=labels, columns=labels),
+        key=key,
+        num_rows="fixed",
+        on_change=_on_grid,
+        args=(key,),
+        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in labels},
+    )
+    st.caption("Tick the keys (columns) each query (row) should attend; a row's ticked keys share its weight equally.")
+
+
+def _on_grid(key: str) -> None:
+    s = session.get()
+    labels, grid = s.labels, [list(r) for r in grid_of(s)]
+    payload = st.session_state.get(key) or {}
+    edited = payload.get("edited_rows") if isinstance(payload, dict) else None
+    if not isinstance(edited, dict) or payload.get("added_rows") or payload.get("deleted_rows"):
+        state.say("learn.target", "error", "The target grid sent something other than ticked cells; nothing changed.")
+        state.renew_grids()
+        return
+    for r, cells in edited.items():
+        row = int(r) if str(r).isdigit() else -1
+        if not 0 <= row < len(labels) or not isinstance(cells, dict) or any(c not in labels for c in cells):
+            state.say("learn.target", "error", "The target grid sent a cell it does not have; nothing changed.")
+            state.renew_grids()
+            return
+        for c, v in cells.items():
+            grid[row][labels.index(c)] = bool(v)
+    empty = [i for i, row in enumerate(grid) if not any(row)]
+    if empty:
+        i = empty[0]
+        state.say(
+            "learn.target",
+            "error",
+            f"Target grid: row {i + 1} ({quoted(labels[i])}) would attend nothing; every row needs at least one "
+            "ticked key. The grid was not changed.",
+        )
+        state.renew_grids()
+        return
+    state.set_learn(grid=tuple(tuple(r) for r in grid))
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+def target_of(s: session.Session, cfg: LearnSettings) -> object:
+    """The ``target`` argument of :func:`attention.learn.train` for these settings."""
+    return np.array(grid_of(s), dtype=float) if cfg.target == "custom" else cfg.target
+
+
+def train(s: session.Session) -> None:
+    """Run :func:`attention.learn.train` on the session's matrices with a moving progress bar and a live loss curve;
+    keep the result (a state function), or name the setting that stopped it (the matrices are never changed)."""
+    cfg = s.learn
+    learned = tuple(k for k in cfg.learn if k in s.matrices)
+    start = compute.content_key(s.tokens, s.matrices, s.options)
+    bar = st.progress(0.0, text="Starting…")
+    live = st.empty()
+    losses: list[float] = []
+    last = [-math.inf]
+
+    def on_step(step: int, loss: float) -> None:
+        losses.append(loss)
+        now = time.perf_counter()
+        if step == cfg.steps or now - last[0] >= REDRAW_SECONDS:
+            last[0] = now
+            bar.progress(step / cfg.steps, text=f"Step {step:,} of {cfg.steps:,} · loss {loss:.4g}")
+            live.altair_chart(learnviews.loss_chart(np.array(losses), cfg.steps), width="stretch")
+
+    try:
+        result = learn.train(
+            s.tokens,
+            s.matrices,
+            s.options,
+            target_of(s, cfg),
+            learn=learned or cfg.learn,
+            optimiser=cfg.optimiser,
+            lr=cfg.lr,
+            steps=cfg.steps,
+            seed=cfg.seed,
+            snapshots=SNAPSHOTS,
+            on_step=on_step,
+            j=min(cfg.j, len(s.tokens) - 1),
+        )
+    except AttentionError as exc:
+        bar.empty()
+        live.empty()
+        what = SETTING_NAMES.get(exc.field or "", "Training")
+        state.say(
+            "learn.train",
+            "error",
+            f"**{what}**: {esc(exc.message, 2000)}. Nothing was changed: the matrices are exactly as they were.",
+        )
+        show_messages("learn.train")
+        return
+    if result.loss > result.losses[0]:  # saturated: finite numbers, but every step made things worse
+        bar.empty()
+        live.empty()
+        state.say(
+            "learn.train",
+            "error",
+            f"**Learning rate**: training made the loss worse ({result.losses[0]:.4g} → {result.loss:.4g}): the "
+            f"learning rate {cfg.lr:g} is too large for {OPTIMISERS[cfg.optimiser]}. The first steps threw the "
+            "weights so far that softmax saturated (each weight 0 or 1, the wrong way) and the gradient vanished. "
+            f"Try a smaller one (for example {cfg.lr / 100:g}). Nothing was changed: the matrices are exactly as "
+            "they were.",
+        )
+        show_messages("learn.train")
+        return
+    bar.progress(1.0, text=f"Done: {result.steps_done:,} steps, loss {result.losses[0]:.4g} → {result.loss:.4g}")
+    live.empty()
+    state.store_learned(Learned(result, cfg, s.tokens, start))

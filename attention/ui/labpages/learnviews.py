@@ -1,0 +1,114 @@
+"""What the Learn page shows of a run: the loss curve, learned weights beside the target through the snapshots."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...names import token_labels
+from .. import compute, session, state
+from ..arrays import per_head
+from ..learned import TARGETS, Learned
+from ..text import esc
+from ..widgets import show_messages
+
+OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
+
+
+def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.Chart:
+    """The loss after each step (a line over 0…steps, log scale: a loss of 0 is drawn at 1e-12), with a rule at step
+    ``mark`` if given."""
+    df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses, "shown": np.maximum(losses, 1e-12)})
+    x = alt.X("step:Q", scale=alt.Scale(domain=[0, steps]), title="step")
+    y = alt.Y("shown:Q", scale=alt.Scale(type="log"), title="loss (cross-entropy, log scale)")
+    line = alt.Chart(df).mark_line().encode(x, y, tooltip=["step", "loss"])
+    if mark is None:
+        return line.properties(height=220, title="Loss")
+    rule = alt.Chart(pd.DataFrame({"step": [mark]})).mark_rule(color="#b2182b", strokeDash=[4, 3]).encode(x)
+    return (line + rule).properties(height=220, title="Loss")
+
+
+def heatmap(values: np.ndarray, labels: list[str], title: str, allowed: np.ndarray | None, digits: int | None) -> None:
+    """A weights heatmap (n, n): cell by cell as a plain Vega-Lite dict up to charts.RECT_MAX tokens (building the
+    Altair objects for 64 × 64 cells took seconds), in blocks beyond."""
+    allowed = None if allowed is None else per_head(np.asarray(allowed))[0]
+    if values.shape[-1] <= charts.RECT_MAX:
+        spec = charts.rect_spec(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
+        st.vega_lite_chart(spec, width="content")
+    else:
+        chart = charts.heatmap(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
+        st.altair_chart(chart, width="content")
+
+
+def is_current(s: session.Session, run: Learned) -> bool:
+    """The run started from exactly this state (its weights can go in), or its weights are already in."""
+    if run.tokens != s.tokens:
+        return False
+    if run.start == compute.content_key(s.tokens, s.matrices, s.options):
+        return True
+    return all(k in s.matrices and session.identical(s.matrices[k], run.result.matrices[k]) for k in run.settings.learn)
+
+
+def result(s: session.Session) -> None:
+    """The last run: summary, loss curve, the learned weights beside the target at a chosen snapshot, the final
+    weights as a table, and "Use these weights"."""
+    run = s.learned
+    if run is None:
+        st.caption("Press **Train** to learn; the result stays here while you visit the other pages.")
+        return
+    r, cfg = run.result, run.settings
+    current = is_current(s, run)
+    acc = "" if r.accuracy is None else f"; accuracy {r.accuracy:.0%} (rows whose largest weight is on a target key)"
+    st.markdown(
+        f"**Last run**: {r.steps_done:,} steps of {OPTIMISER_NAMES[cfg.optimiser]} (learning rate {cfg.lr:g}, seed "
+        f"{cfg.seed}) learning {', '.join(cfg.learn)}: loss {r.losses[0]:.4g} → {r.loss:.4g}{acc}."
+    )
+    if not current:
+        st.warning(
+            "The tokens, matrices or options changed since this run, so its weights belong to the state it started "
+            "from. Train again to learn for this state (or “Reset to preset” if it started from the preset).",
+            icon=":material/warning:",
+        )
+    snaps = r.snapshots
+    steps = [sn.step for sn in snaps]
+    chart = st.empty()  # drawn after the slider below it is read, with a rule at the chosen step
+    at = st.select_slider(
+        "Snapshot: move through training to watch the weights form",
+        options=steps,
+        value=steps[-1],
+        key=f"learn.snap.{abs(hash((run.start, cfg)))}",
+    )
+    snap = snaps[steps.index(at)]
+    chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch")
+    labels = token_labels(run.tokens)
+    left, right = st.columns(2, gap="medium")
+    heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
+    with left:
+        title = f"Learned weights after step {at:,}{heads} (loss {snap.loss:.3g})"
+        heatmap(per_head(snap.weights)[0], labels, title, None if r.trace is None else r.trace.allowed, s.digits)
+    with right:
+        heatmap(r.target.pattern, labels, f"Target: {TARGETS[cfg.target]}", None, s.digits)
+    skipped = [labels[i] for i in np.flatnonzero(~r.target.rows)]
+    if skipped:
+        st.caption(
+            f"Not counted in the loss: {', '.join(esc(x) for x in skipped[:8])}"
+            + (" …" if len(skipped) > 8 else "")
+            + " (nothing to attend under this target or the mask)."
+        )
+    final = per_head(r.weights)[0]
+    st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
+    fmt = charts.decimals_for(final, s.digits)
+    st.dataframe(pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format), width="stretch")
+    st.button(
+        "Use these weights",
+        key="learn.use",
+        on_click=state.use_learned,
+        disabled=not current,
+        icon=":material/input:",
+        help="Put the learned " + ", ".join(cfg.learn) + " into the state: every step page then shows them, and "
+        "every download and export carries them. “Reset to preset” in the sidebar undoes it.",
+    )
+    show_messages("learn.use")
