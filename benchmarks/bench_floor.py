@@ -81,8 +81,8 @@ def main() -> None:
                     a /= a.sum(axis=1, keepdims=True)
                     grid = page.get_by_test_id("stDataFrame").first
                 else:
-                    page.get_by_role("tab", name="W_q").click()
-                    page.wait_for_timeout(200)
+                    page.get_by_role("tab", name="W_q").click()  # reruns the page with the W_q editor
+                    _ready(page)
                     m = attention.load_preset("the_cat_sat").matrices()
                     m["W_q"][1, 1] = float(value)
                     a = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).weights

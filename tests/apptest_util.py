@@ -128,6 +128,39 @@ def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
     return at._run(states)
 
 
+def _tab_containers(at: AppTest) -> dict[str, object]:
+    found: dict[str, object] = {}
+
+    def walk(node: object) -> None:
+        for child in getattr(node, "children", {}).values():
+            if getattr(child, "type", "") == "tab_container":
+                found[child.proto.tab_container.id.rsplit("-", 1)[-1]] = child
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def choose_tab(at: AppTest, place: str, label: str) -> AppTest:
+    """Open tab ``label`` of the lazy tab set at ``place`` (widgets.open_tab) the way the browser does: the tab
+    container's new value in the next run's widget states, so its on_change callback runs."""
+    block = _tab_containers(at).get(f"tabs.{place}")
+    assert block is not None, f"no tab set tabs.{place}; have {list(_tab_containers(at))}"
+    assert label in [t.label for t in block.children.values()], label
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=block.proto.tab_container.id, string_value=label))
+    return at._run(states)
+
+
+def open_expander(at: AppTest, place: str) -> AppTest:
+    """Open the lazy expander at ``place`` (widgets.open_expander) the way the browser does, so its callback runs."""
+    found = [e for e in at.expander if e.proto.id.endswith(f"-open.{place}")]
+    assert found, f"no expander open.{place}"
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=found[0].proto.id, bool_value=True))
+    return at._run(states)
+
+
 def edit_cells(
     at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False
 ) -> AppTest:
@@ -139,6 +172,8 @@ def edit_cells(
             for r, cells in edited_rows.items()
         }
     key = editor_key(name, session(at), *page_window)
+    if key not in [e.key for e in at.dataframe] and "tabs.inputs" in _tab_containers(at):
+        at = choose_tab(at, "inputs", name)  # a result page draws the open input tab's editor only
     return grid_edit(at, key, {"edited_rows": edited_rows, "added_rows": [], "deleted_rows": []})
 
 

@@ -13,7 +13,17 @@ from attention.io import codegen, links, parse, tables
 from attention.names import dimension_labels
 from attention.ui import session as ui_session
 from attention.ui import url
-from tests.apptest_util import edit_cell, errors, frame_by_shape, goto, journey, no_exception, select, session
+from tests.apptest_util import (
+    edit_cell,
+    errors,
+    frame_by_shape,
+    goto,
+    journey,
+    no_exception,
+    open_expander,
+    select,
+    session,
+)
 
 A = np.random.RandomState(7).rand(3, 4) * 2 - 1  # full-precision values for she_likes_coffee's 3 × 4 X
 A[0, 0] = 0.1 + 0.2  # 0.30000000000000004: only an exact reader keeps the last bit
@@ -225,6 +235,8 @@ def test_a_refused_upload_shows_why_and_changes_nothing(filename: str, data: byt
 
 
 def _link_query(at) -> dict[str, str]:
+    if not [c for c in at.code if "preset=" in c.value]:
+        at = open_expander(at, "io")  # the link is drawn inside "Save, share, export"
     codes = [c.value for c in at.code if "preset=" in c.value]
     assert len(codes) == 1, [c.value for c in at.code]
     query = codes[0].split("?", 1)[1]
@@ -305,7 +317,12 @@ def test_preset_file_round_trip_through_the_uploader() -> None:
 
     at2 = journey("weights", {"preset": "i_am_batman"})
     version = session(at2).version
-    at2 = at2.file_uploader(key="io.preset.file").set_value(("mine.json", data, "application/json")).run()
+    at2 = (
+        open_expander(at2, "io")
+        .file_uploader(key="io.preset.file")
+        .set_value(("mine.json", data, "application/json"))
+        .run()
+    )
     no_exception(at2)
     assert any("Loaded preset" in m and "mine.json" in m for m in successes(at2)), successes(at2)
     s2 = session(at2)
@@ -334,7 +351,12 @@ def test_a_bad_preset_file_shows_why_and_changes_nothing(what: str, mutate, word
     good = json.loads(ui_session.export_preset(s).to_json())
     kept = {k: v.copy() for k, v in s.matrices.items()}
     version, tokens, options = s.version, s.tokens, s.options
-    at = at.file_uploader(key="io.preset.file").set_value(("bad.json", mutate(good), "application/json")).run()
+    at = (
+        open_expander(at, "io")
+        .file_uploader(key="io.preset.file")
+        .set_value(("bad.json", mutate(good), "application/json"))
+        .run()
+    )
     no_exception(at)
     assert any(word in m for m in errors(at)), (word, errors(at))
     s = session(at)
@@ -357,6 +379,8 @@ def test_export_buttons_are_there_and_describe_the_current_state() -> None:
     assert "-3.25" in script
     nb = json.loads(codegen.notebook(preset))
     assert nb["nbformat"] == 4
+    assert not [e for e in at.get("download_button") if "Export" in e.proto.label]  # closed: nothing built
+    at = open_expander(at, "io")
     labels = {e.proto.label for e in at.get("download_button")}
     for label in ("Download preset file (.json)", "Export as Python script", "Export as Jupyter notebook (.ipynb)"):
         assert label in labels, labels

@@ -7,7 +7,17 @@ import pytest
 
 import attention
 from attention.ui.compare import largest_changes
-from tests.apptest_util import drawn_cells, edit_cell, frame_by_shape, goto, journey, no_exception, session, texts
+from tests.apptest_util import (
+    choose_tab,
+    drawn_cells,
+    edit_cell,
+    frame_by_shape,
+    goto,
+    journey,
+    no_exception,
+    session,
+    texts,
+)
 
 RESULT_PAGES = ["qkv", "scores", "scaling", "softmax", "output", "reading"]
 
@@ -21,10 +31,19 @@ def _engine(s) -> attention.Trace:
 def test_every_result_page_has_the_four_input_editors(page: str) -> None:
     at = journey(page, {"preset": "the_cat_sat"})
     no_exception(at)
-    keys = {df.key.split(".")[1] for df in at.dataframe if df.key and df.key.startswith("ed.")}
-    assert keys == {"X", "W_q", "W_k", "W_v"}
     labels = [t.label for t in at.tabs]
     assert any(labels[k : k + 4] == ["X", "W_q", "W_k", "W_v"] for k in range(len(labels))), labels
+    for name in ("X", "W_q", "W_k", "W_v"):  # each tab, when chosen, draws that matrix's editor (and only that one)
+        if name != "X":
+            at = choose_tab(at, "inputs", name)
+        no_exception(at)
+        grids = [df for df in at.dataframe if df.key and df.key.startswith("ed.")]
+        assert [g.key.split(".")[1] for g in grids] == [name]
+        shown = grids[0].value.to_numpy(dtype=float)  # as displayed, to 4 decimals here
+        np.testing.assert_allclose(shown, session(at).matrices[name], atol=5.01e-5)
+    assert session(at).tabs["inputs"] == "W_v"
+    at = goto(goto(at, "weights"), page)  # the chosen tab stays open across pages
+    assert {df.key.split(".")[1] for df in at.dataframe if df.key and df.key.startswith("ed.")} == {"W_v"}
 
 
 def test_an_edit_of_w_q_on_the_softmax_page_changes_the_weights_as_the_engine_says() -> None:

@@ -77,8 +77,9 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
 
     side = page.get_by_test_id("stSidebar")
     tools = side.get_by_test_id("stExpander").filter(has_text="Save, share, export").first
-    tools.locator("summary").click()
-    page.wait_for_timeout(300)
+    tools.locator("summary").click()  # opening it reruns the page with its content
+    settle(page)
+    tools.get_by_role("button", name="Export as Python script").wait_for()
     tools.scroll_into_view_if_needed()
     side.screenshot(path=str(SHOTS / "sidebar_tools.png"))
     with page.expect_download() as info:
@@ -97,7 +98,8 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
     page2.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text="Save, share, export").first.locator(
         "summary"
     ).click()
-    page2.wait_for_timeout(300)
+    settle(page2)
+    page2.get_by_test_id("stSidebar").get_by_test_id("stCode").wait_for()
     assert page2.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip() == link
     page2.screenshot(path=str(SHOTS / "weights_from_link.png"), full_page=True)
     np.testing.assert_array_equal(w[1, 2], -1.75)

@@ -38,8 +38,9 @@ def _wait_charts(pg) -> None:
 def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, base_url) -> None:  # noqa: F811
     open_page(page, base_url, "softmax", "preset=the_cat_sat")
     _wait_charts(page)
-    page.get_by_role("tab", name="W_q").click()
-    page.wait_for_timeout(300)
+    page.get_by_role("tab", name="W_q").click()  # choosing a tab reruns the page with that editor
+    settle(page)
+    _no_skeletons(page)
     grids = page.get_by_test_id("stDataFrame")
     index = [i for i in range(grids.count()) if grids.nth(i).is_visible()]
     # the visible grids: the weights table and the W_q editor (the last visible one)

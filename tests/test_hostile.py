@@ -15,7 +15,18 @@ import numpy as np
 import pytest
 
 from attention.ui.editors import editor_key
-from tests.apptest_util import edit_cells, errors, goto, grid_edit, journey, no_exception, session, shown, texts
+from tests.apptest_util import (
+    edit_cells,
+    errors,
+    goto,
+    grid_edit,
+    journey,
+    no_exception,
+    open_expander,
+    session,
+    shown,
+    texts,
+)
 
 MARKER = Path("/tmp") / "attention-hostile-marker"
 CODE = f"__import__('os').system('touch {MARKER}')"
@@ -378,7 +389,12 @@ def test_a_hostile_preset_file_is_refused_naming_the_field(case: str) -> None:
     mutate, words = PRESET_FILES[case]
     at = journey("softmax", {"preset": "she_likes_coffee"})
     before = snapshot(session(at))
-    at = at.file_uploader(key="io.preset.file").set_value(("evil.json", _preset(mutate), "application/json")).run()
+    at = (
+        open_expander(at, "io")
+        .file_uploader(key="io.preset.file")
+        .set_value(("evil.json", _preset(mutate), "application/json"))
+        .run()
+    )
     refused(at, before, "“evil.json” was not loaded", words)
 
 
@@ -389,7 +405,12 @@ def test_markdown_in_a_preset_file_is_shown_as_text_and_colliding_labels_work() 
         d.update(title=IMG, description=IMG, tokens=["a", "a", "a (2)"])
         d["notes"] = {"reading": IMG}
 
-    at = at.file_uploader(key="io.preset.file").set_value((f"{IMG}.json", _preset(mutate), "application/json")).run()
+    at = (
+        open_expander(at, "io")
+        .file_uploader(key="io.preset.file")
+        .set_value((f"{IMG}.json", _preset(mutate), "application/json"))
+        .run()
+    )
     no_exception(at)
     assert session(at).tokens == ("a", "a", "a (2)")
     sources = [e.value for e in [*at.sidebar.success, *at.markdown, *at.caption]]

@@ -9,7 +9,7 @@ import streamlit as st
 from .. import charts
 from ..explain import explain_cell
 from ..trace import Trace
-from . import frames, session, state
+from . import frames, session, state, widgets
 from .arrays import shown
 from .text import esc
 
@@ -107,17 +107,15 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
         st.caption(f"Head {head + 1} (choose the head under “Explain a cell”).")
     shifted = np.array([e.shifted for e in steps])
     exps = np.array([e.exps for e in steps])
-    tabs = st.tabs(["S'/T − shift", "exp(…)", "row sums"])
-    for tab, values in zip(tabs[:2], (shifted, exps), strict=True):
-        fmt = charts.decimals_for(values, s.digits)
-        frames.number_table(pd.DataFrame(values, index=rows[: len(steps)], columns=rows), fmt, where=tab)
-    tabs[2].dataframe(
-        pd.DataFrame(
-            {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]},
-            index=rows[: len(steps)],
-        ),
-        width="stretch",
-    )
+    for tab in widgets.open_tab("softmax_steps", ["S'/T − shift", "exp(…)", "row sums"], s):
+        if tab == "row sums":
+            sums = {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]}
+            st.dataframe(pd.DataFrame(sums, index=rows[: len(steps)]), width="stretch")
+            continue
+        values = shifted if tab.startswith("S'") else exps
+        frames.number_table(
+            pd.DataFrame(values, index=rows[: len(steps)], columns=rows), charts.decimals_for(values, s.digits)
+        )
     if len(rows) > 16:
         st.caption(f"The first 16 of {len(rows)} rows.")
 

@@ -13,7 +13,22 @@ import streamlit as st
 from .. import charts
 from ..names import inputs_of
 from ..trace import Trace
-from . import compare, compute, controls, downloads, editors, imports, nav, session, sidebar, state, tour, url, views
+from . import (
+    compare,
+    compute,
+    controls,
+    downloads,
+    editors,
+    imports,
+    nav,
+    session,
+    sidebar,
+    state,
+    tour,
+    url,
+    views,
+    widgets,
+)
 from .arrays import per_head
 from .labpages import BODIES
 from .specs import LABS, OVERVIEW, STEPS
@@ -89,9 +104,8 @@ def input_panel(s: session.Session) -> None:
     """The four input matrices as editors in tabs, beside a step's result: one edit redraws the result next to it."""
     st.markdown("**Inputs** · edit any cell; the result beside redraws")
     inputs = inputs_of(s.matrices)
-    for name, tab in zip(inputs, st.tabs(list(inputs)), strict=True):
-        with tab:
-            editors.matrix_editor(name, s)
+    for name in widgets.open_tab("inputs", list(inputs), s):
+        editors.matrix_editor(name, s)
 
 
 def render_overview() -> None:

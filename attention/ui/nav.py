@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from .specs import NAV, OVERVIEW
+from .specs import LABS, NAV, OVERVIEW
 
 ROOT = Path(__file__).resolve().parents[2]
 _RUNNING = (
@@ -21,7 +21,7 @@ def navigation() -> None:
     declares the same navigation in :func:`bootstrap`."""
     _RUNNING.active = True
     try:
-        st.navigation(pages()).run()
+        st.navigation(sections(pages()), expanded=True).run()
     finally:
         _RUNNING.active = False
 
@@ -30,6 +30,15 @@ def pages() -> list:
     return [
         st.Page(ROOT / path, title=label, url_path=_url_path(path), default=(path == OVERVIEW)) for path, label in NAV
     ]
+
+
+def sections(declared: list) -> dict[str, list]:
+    """The pages in the sidebar's groups: the overview and the steps, then the pages that go further. All shown:
+    Streamlit folds a long list behind "View more", where a learner would not find the Learn page."""
+    further = {lab.file for lab in LABS.values()}
+    steps = [page for (path, _), page in zip(NAV, declared, strict=True) if path not in further]
+    labs = [page for (path, _), page in zip(NAV, declared, strict=True) if path in further]
+    return {"Step by step": steps, "Go further": labs}
 
 
 def _url_path(path: str) -> str:
@@ -51,6 +60,6 @@ def bootstrap(page_file: str) -> None:
     if getattr(_RUNNING, "active", False):
         return
     declared = pages()
-    st.navigation(declared)
+    st.navigation(sections(declared), expanded=True)
     if _in_browser():
         st.switch_page(declared[[path for path, _ in NAV].index(page_file)], query_params=st.query_params.to_dict())

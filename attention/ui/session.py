@@ -61,6 +61,7 @@ class Session:
     loaded: Preset | None = None  # the preset file this state was loaded from (preset_id is then FILE)
     cell: tuple[int, int] = (0, 0)  # the (query, key) cell being explained
     head: int = 0  # ... in this head
+    tabs: dict[str, str] = field(default_factory=dict)  # open tab of each lazy tab set; expanders open (display)
     rolled: int = 0  # how many places the tokens (and X's rows) were moved on by shuffles since the preset
     grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
     # --- labs: the challenge being played and the overview's guided path (see attention.ui.state.challenges) ---

@@ -13,7 +13,7 @@ import streamlit as st
 from ..errors import AttentionError
 from ..io import codegen, parse
 from ..io.presets import Preset, parse_preset
-from . import compute, downloads, session, state, url
+from . import compute, downloads, session, state, url, widgets
 from .text import esc, quoted
 from .widgets import show_messages
 
@@ -61,7 +61,10 @@ def sidebar_tools(s: session.Session) -> None:
             "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
         )
     memo: dict = {}
-    with st.sidebar.expander("Save, share, export", key="io.exp"):
+    box = widgets.open_expander("io", "Save, share, export", s, st.sidebar)
+    if box is None:  # closed: nothing inside is built (three exports and a link every run, otherwise)
+        return
+    with box:
         broken = isinstance(compute.current_trace(s), AttentionError)
         why = "Fix the error shown on the page first." if broken else None
         stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"

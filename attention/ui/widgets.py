@@ -1,6 +1,9 @@
-"""Small shared widget helpers: the messages left for a place, and a whole number read back from a box."""
+"""Small shared widget helpers: the messages left for a place, a whole number read back from a box, lazy tabs and
+expanders."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
 
 import streamlit as st
 
@@ -35,3 +38,35 @@ def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int
     )
     st.session_state[key] = current
     return None
+
+
+def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[str]:
+    """Tabs whose content only the open one draws: yields the open tab's label once, inside that tab.
+
+    Every tab's content would otherwise be computed and sent on every run (four grids where one is seen); choosing
+    another tab reruns the page with that tab's content instead. The choice is kept in the session (display only)."""
+    key = f"tabs.{place}"
+    labels = list(labels)
+    chosen = s.tabs.get(place)
+
+    def changed() -> None:
+        if st.session_state.get(key) in labels:
+            state.set_tab(place, st.session_state[key])
+
+    tabs = st.tabs(labels, key=key, default=chosen if chosen in labels else labels[0], on_change=changed)
+    for label, tab in zip(labels, tabs, strict=True):
+        if tab.open:
+            with tab:
+                yield label
+
+
+def open_expander(place: str, label: str, s: session.Session, where=st):
+    """An expander whose content is drawn only while it is open: returns its container when open, else None.
+    Opening or closing it reruns the page; whether it is open is kept in the session (display only)."""
+    key = f"open.{place}"
+
+    def changed() -> None:
+        state.set_tab(place, "open" if st.session_state.get(key) else "closed")
+
+    box = where.expander(label, expanded=s.tabs.get(place) == "open", key=key, on_change=changed)
+    return box if box.open else None

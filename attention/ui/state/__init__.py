@@ -13,7 +13,7 @@ from .core import ensure, say
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
 from .learning import set_embeddings, set_learn, store_learned, use_learned
 from .options import set_custom_mask, set_heads, set_mask, set_option, set_positions, set_w_o
-from .pins import clear_pin, hold_import, pin, renew_grids, set_view, swap_pin
+from .pins import clear_pin, hold_import, pin, renew_grids, set_tab, set_view, swap_pin
 from .presets import apply_preset, load_preset, reset, set_blank_shape, set_seed
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "set_positions",
     "set_projection",
     "set_seed",
+    "set_tab",
     "set_tokens",
     "set_tour",
     "set_view",

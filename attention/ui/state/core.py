@@ -40,13 +40,14 @@ def touch(s: Session) -> None:
 
 
 def replace_session(new: Session) -> None:
-    """A new state; the pin, the display digits, the explained cell and the Learn page's settings are kept across
-    presets, and its last run too while the tokens are the same (so after "Reset to preset" it can be used again)."""
+    """A new state; the pin, the display digits and open tabs, the explained cell and the Learn page's settings are
+    kept across presets, and its last run too while the tokens are the same (so after "Reset to preset" it can be
+    used again)."""
     old = get()
     new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits
     new.learn, new.learned = old.learn, old.learned if old.learned and old.learned.tokens == new.tokens else None
     new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
-    new.tour_dismissed = old.tour_dismissed
+    new.tour_dismissed, new.tabs = old.tour_dismissed, old.tabs
     st.session_state[KEY] = new
     if old.challenge is not None:  # another preset ends the challenge (a challenge is played on its own preset)
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")

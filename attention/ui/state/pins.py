@@ -39,6 +39,12 @@ def clear_pin() -> None:
     touch(s)
 
 
+def set_tab(place: str, label: str) -> None:
+    """Display only: the open tab of the tab set at ``place``, or "open"/"closed" for an expander (only what is open
+    is drawn)."""
+    get().tabs[place] = label
+
+
 def renew_grids() -> None:
     """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
     would apply it to the table on the next run). The matrices are not touched."""
