@@ -61,6 +61,7 @@ def page(browser):
     )
     yield pg
     context.close()
+    assert not pg.external, f"requests left the machine: {pg.external}"  # every browser test, whatever it checks
 
 
 def open_page(page, base_url: str, name: str, query: str = "") -> None:

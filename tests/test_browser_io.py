@@ -19,6 +19,7 @@ if not os.path.exists(CHROMIUM):
     pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 SHOTS = Path(os.environ.get("IO_SHOTS", "/tmp/io_shots"))
+LOCAL = ("http://127.0.0.1", "data:", "blob:")
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,11 @@ def page():
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         context = b.new_context(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
+        external: list[str] = []  # every page of the context: nothing may be fetched from outside this machine
+        context.on("request", lambda r: None if r.url.startswith(LOCAL) else external.append(r.url))
         yield context.new_page()
         b.close()
+    assert not external, f"requests left the machine: {external}"
 
 
 def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
