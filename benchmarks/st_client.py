@@ -279,8 +279,9 @@ class Tab:
     # ---------------------------------------------------------------------------------------------- a person's acts
 
     async def choose(self, box: Element, option_start: str) -> Run:
-        """Pick the option of a selectbox or radio whose text (as shown) starts with ``option_start``."""
-        options = [o for o in box.proto.options if o.startswith(option_start)]
+        """Pick the option of a selectbox or radio whose text (as shown) is, or else starts with, ``option_start``."""
+        options = [o for o in box.proto.options if o == option_start]  # an exact name wins over its prefixes
+        options = options or [o for o in box.proto.options if o.startswith(option_start)]
         if len(options) != 1:
             raise TabError(f"widget not found: {box.label!r} has {len(options)} options starting {option_start!r}")
         return await self.rerun([WidgetState(id=box.widget_id, string_value=options[0])])

@@ -1,5 +1,6 @@
-"""Small shared widget helpers: the messages left for a place, a whole number read back from a box, lazy tabs and
-expanders."""
+"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders.
+
+The tab and expander labels are always the dashboard's own names (matrix names, step names), never user text."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[
         if st.session_state.get(key) in labels:
             state.set_tab(place, st.session_state[key])
 
-    tabs = st.tabs(labels, key=key, default=chosen if chosen in labels else labels[0], on_change=changed)
+    default = chosen if chosen in labels else labels[0]
+    tabs = st.tabs(labels, key=key, default=default, on_change=changed)  # ours: matrix and step names
     for label, tab in zip(labels, tabs, strict=True):
         if tab.open:
             with tab:
@@ -68,5 +70,6 @@ def open_expander(place: str, label: str, s: session.Session, where=st):
     def changed() -> None:
         state.set_tab(place, "open" if st.session_state.get(key) else "closed")
 
-    box = where.expander(label, expanded=s.tabs.get(place) == "open", key=key, on_change=changed)
+    expanded = s.tabs.get(place) == "open"
+    box = where.expander(label, expanded=expanded, key=key, on_change=changed)  # ours: a heading the pages choose
     return box if box.open else None
