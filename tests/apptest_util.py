@@ -161,6 +161,13 @@ def open_expander(at: AppTest, place: str) -> AppTest:
     return at._run(states)
 
 
+def conventions(at: AppTest) -> AppTest:
+    """Open the sidebar's "Heads, mask and conventions" (closed at first: its boxes are only built while open)."""
+    if any(w.key == "sb.mask" for w in at.sidebar.selectbox):
+        return at
+    return open_expander(at, "conventions")
+
+
 def edit_cells(
     at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False
 ) -> AppTest:

@@ -89,6 +89,13 @@ def settle(page, timeout: float = 60_000) -> None:
     page.wait_for_timeout(150)
 
 
+def open_sidebar_expander(page, label: str) -> None:
+    """Click a sidebar expander's heading (a lazy one reruns the page to build its content) and wait for the run."""
+    box = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text=label).first
+    box.locator("summary").click()
+    settle(page)
+
+
 def error_texts(page) -> list[str]:
     """Tracebacks and st.error boxes on the page."""
     out = page.get_by_test_id("stException").all_inner_texts()

@@ -14,6 +14,7 @@ from attention.names import dimension_labels
 from attention.ui import session as ui_session
 from attention.ui import url
 from tests.apptest_util import (
+    conventions,
     edit_cell,
     errors,
     frame_by_shape,
@@ -309,7 +310,7 @@ def test_edits_too_large_for_a_link_are_said_plainly() -> None:
 def test_preset_file_round_trip_through_the_uploader() -> None:
     at = journey("tokens", {"preset": "the_cat_sat_on_the_mat"})  # X is a batch of one in the file
     at = edit_cell(at, "X", 1, "d2", 0.1 + 0.2)
-    at = select(at, "sb.mask", "causal")
+    at = select(conventions(at), "sb.mask", "causal")
     s = session(at)
     data = ui_session.export_preset(s).to_json().encode()
     saved = {k: v.copy() for k, v in s.matrices.items()}

@@ -7,6 +7,7 @@ import numpy as np
 import attention
 from tests.apptest_util import (
     badges,
+    conventions,
     edit_cell,
     edit_cells,
     errors,
@@ -90,7 +91,7 @@ def test_seed_control_is_disabled_for_fixed_presets() -> None:
 def test_reset_restores_the_preset() -> None:
     at = journey("weights", {"preset": "random_seed_42"})
     at = edit_cell(at, "W_k", 2, "k3", -4.0)
-    at = at.selectbox(key="sb.mask").set_value("causal").run()
+    at = conventions(at).selectbox(key="sb.mask").set_value("causal").run()
     assert session(at).matrices["W_k"][2, 2] == -4.0
     at = at.sidebar.button[0].click().run()
     no_exception(at)
@@ -127,7 +128,7 @@ def test_overflowing_value_names_the_matrix_and_cell_downstream() -> None:
     assert "softmax (nothing subtracted) overflows" in msg and "row 1 ('she')" in msg
     at = goto(at, "tokens")
     assert session(at).matrices["X"][0, 0] == 1e3  # the user's value is kept, not changed
-    at = at.selectbox(key="sb.softmax").set_value("row_max").run()
+    at = conventions(at).selectbox(key="sb.softmax").set_value("row_max").run()
     at = goto(at, "softmax")
     assert not errors(at)
 
@@ -164,7 +165,7 @@ def test_empty_sentence_is_refused_with_a_message() -> None:
 
 def test_causal_mask_zeroes_weights_above_the_diagonal_on_the_page() -> None:
     at = journey("softmax", {"preset": "random_seed_42"})
-    at = at.selectbox(key="sb.mask").set_value("causal").run()
+    at = conventions(at).selectbox(key="sb.mask").set_value("causal").run()
     w = frame_by_shape(at, (3, 3))
     assert np.all(np.triu(w, 1) == 0.0)
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
@@ -215,13 +216,13 @@ def test_switching_projection_transposes_the_weights_so_nothing_changes_downstre
     at = journey("weights", {"preset": "blank", "size": "4x6x3"})
     before = {k: v.copy() for k, v in session(at).matrices.items()}
     q_before = _engine(session(at)).Q
-    at = at.radio(key="sb.projection").set_value("x_wt").run()
+    at = conventions(at).radio(key="sb.projection").set_value("x_wt").run()
     no_exception(at)
     s = session(at)
     for name in ("W_q", "W_k", "W_v"):
         np.testing.assert_array_equal(s.matrices[name], before[name].T)
     np.testing.assert_array_equal(_engine(s).Q, q_before)
-    at = at.radio(key="sb.projection").set_value("x_w").run()
+    at = conventions(at).radio(key="sb.projection").set_value("x_w").run()
     for name in ("W_q", "W_k", "W_v"):
         np.testing.assert_array_equal(session(at).matrices[name], before[name])
 
@@ -237,8 +238,8 @@ def test_resizing_d_k_gives_each_weight_matrix_its_own_new_cells() -> None:
 
 def test_fully_masked_rows_are_read_as_attending_to_nothing() -> None:
     at = journey("softmax", {"preset": "she_likes_coffee"})
-    at = at.selectbox(key="sb.mask").set_value("padding").run()
-    at = at.multiselect(key="sb.padding").set_value(["she", "likes", "coffee"]).run()
+    at = conventions(at).selectbox(key="sb.mask").set_value("padding").run()
+    at = conventions(at).multiselect(key="sb.padding").set_value(["she", "likes", "coffee"]).run()
     no_exception(at)
     text = " ".join(m.value for m in at.markdown)
     assert "attends to nothing" in text and "attends most to" not in text

@@ -9,6 +9,7 @@ import attention
 from attention.ui.compare import largest_changes
 from tests.apptest_util import (
     choose_tab,
+    conventions,
     drawn_cells,
     edit_cell,
     frame_by_shape,
@@ -141,9 +142,9 @@ def test_heads_offers_only_divisors_and_two_heads_draw_two_heatmaps_with_the_eng
     at = journey("softmax", {"preset": "the_cat_sat"})
     import json
 
-    assert at.selectbox(key="sb.heads").options == ["1", "2", "4"]  # the divisors of d_k = d_v = 4
-    assert "must divide d_k = 4 and d_v = 4" in at.selectbox(key="sb.heads").help
-    at = at.selectbox(key="sb.heads").set_value(2).run()
+    assert conventions(at).selectbox(key="sb.heads").options == ["1", "2", "4"]  # the divisors of d_k = d_v = 4
+    assert "must divide d_k = 4 and d_v = 4" in conventions(at).selectbox(key="sb.heads").help
+    at = conventions(at).selectbox(key="sb.heads").set_value(2).run()
     no_exception(at)
     s = session(at)
     want = _engine(s)
@@ -187,13 +188,33 @@ def test_resizing_d_k_so_heads_no_longer_divide_goes_back_to_one_head() -> None:
     at = at.number_input(key=f"w.dk.{session(at).version}.x_w").set_value(3).run()
     no_exception(at)
     assert session(at).options.heads == 1 and session(at).dims.d_k == 3
+    # the conventions are folded away, and the note is still said in the sidebar, under their summary
+    assert not any(w.key == "sb.heads" for w in at.sidebar.selectbox)
+    assert any("back to one head" in w.value for w in at.sidebar.warning), texts(at.warning)
+    assert "1 head · " in " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_the_conventions_fold_away_with_a_summary_and_open_on_demand_across_pages() -> None:
+    at = journey("softmax", {"preset": "she_likes_coffee"})  # the tutorial subtracts nothing before exp
+    side = " ".join(c.value for c in at.sidebar.caption)
+    for part in ("1 head", "no mask", "scale 1/√d_k", "T = 1", "X·W", "subtract nothing", "4 digits"):
+        assert part in side, (part, side)
+    assert not [w for w in at.sidebar.selectbox if w.key in ("sb.mask", "sb.heads", "sb.softmax")]
+    at = conventions(at)  # opening it builds the boxes, showing the session's values
+    assert at.selectbox(key="sb.softmax").value == "none" and at.selectbox(key="sb.heads").value == 1
+    at = at.selectbox(key="sb.mask").set_value("causal").run()
+    assert session(at).options.mask == "causal"
+    at = goto(at, "scores")  # still open on another page
+    assert at.selectbox(key="sb.mask").value == "causal"
+    box = next(e for e in at.sidebar.expander if e.proto.id.endswith("-open.conventions"))
+    assert box.label == "Heads, mask and conventions"
 
 
 def test_a_custom_mask_grid_greys_cells_and_gives_them_zero_weight_combined_with_causal() -> None:
     from tests.apptest_util import grid_edit
 
     at = journey("scaling", {"preset": "the_cat_sat"})
-    at = at.selectbox(key="sb.mask").set_value("causal+custom").run()
+    at = conventions(at).selectbox(key="sb.mask").set_value("causal+custom").run()
     key = next(d.key for d in at.dataframe if d.key and d.key.startswith("mask.grid"))
     at = grid_edit(at, key, {"edited_rows": {2: {"cat": False}}, "added_rows": [], "deleted_rows": []})
     no_exception(at)
@@ -222,7 +243,7 @@ def test_a_fully_masked_row_is_explained_and_gives_zero_not_nan() -> None:
     from tests.apptest_util import grid_edit
 
     at = journey("scaling", {"preset": "the_cat_sat"})
-    at = at.selectbox(key="sb.mask").set_value("custom").run()
+    at = conventions(at).selectbox(key="sb.mask").set_value("custom").run()
     key = next(d.key for d in at.dataframe if d.key and d.key.startswith("mask.grid"))
     at = grid_edit(
         at, key, {"edited_rows": {0: {"The": False, "cat": False, "sat": False}}, "added_rows": [], "deleted_rows": []}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, open_sidebar_expander, settle
 from tests.test_browser import base_url, browser, download, edit_grid_cell, open_page, page, read_csv  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -83,6 +83,7 @@ def test_clicking_a_heatmap_cell_explains_it(page, base_url) -> None:  # noqa: F
 def test_a_reload_keeps_edits_and_options(page, base_url, tmp_path) -> None:  # noqa: F811
     open_page(page, base_url, "weights", "preset=the_cat_sat")
     edit_grid_cell(page, 0, 0, 0, 4, "2.5")  # W_q[0, 0]
+    open_sidebar_expander(page, "Heads, mask and conventions")
     temp = page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)")
     temp.fill("2")
     temp.press("Enter")
@@ -92,6 +93,8 @@ def test_a_reload_keeps_edits_and_options(page, base_url, tmp_path) -> None:  # 
     settle(page)
     _no_skeletons(page)
     page.wait_for_timeout(500)
+    assert "T = 2" in page.get_by_test_id("stSidebar").inner_text()  # the folded conventions' summary
+    open_sidebar_expander(page, "Heads, mask and conventions")
     assert (
         page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)").input_value()
         == "2"

@@ -9,7 +9,7 @@ import pytest
 from attention import names, rng
 from attention.ui import session as session_mod
 from attention.ui import url
-from tests.apptest_util import edit_cell, journey, no_exception, select, session, texts
+from tests.apptest_util import conventions, edit_cell, journey, no_exception, select, session, texts
 
 
 def _rebuilt(s) -> session_mod.Session:
@@ -193,7 +193,7 @@ def test_more_than_eight_heads_draw_eight_with_a_window_choice() -> None:
 
 def test_a_bad_custom_scale_is_refused_with_the_current_value_named() -> None:
     at = journey("scaling", {"preset": "the_cat_sat", "scale": "0.5"})
-    at = at.number_input(key="sb.scale_value").set_value(1e9).run()
+    at = conventions(at).number_input(key="sb.scale_value").set_value(1e9).run()
     no_exception(at)
     assert session(at).options.scale == 0.5
     assert any("stays 0.5" in t for t in texts(at.error)), texts(at.error)

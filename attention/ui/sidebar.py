@@ -18,7 +18,7 @@ from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
 from . import compare, session, share, state
 from .text import esc
-from .widgets import show_messages, whole_number
+from .widgets import open_expander, show_messages, whole_number
 
 PROJECTIONS = {
     "x_w": "Q = X · W  (W is d_model × d_k)",
@@ -36,6 +36,9 @@ MASK_NAMES = {
     "padding": "padding (ignore marked tokens)",
     "custom": "custom (a grid on the Scaling page)",
 }
+
+
+CONVENTION_PLACES = ("sidebar.scale", "sidebar.temperature", "sidebar.heads")  # messages under the conventions
 
 
 def mask_label(kind: str) -> str:
@@ -107,7 +110,31 @@ def draw(s: session.Session) -> None:
         help="Drop every edit and option change; reload the preset with this seed.",
     )
 
-    sb.markdown("**Conventions**")
+    box = open_expander("conventions", "Heads, mask and conventions", s, sb)
+    if box is None:  # closed: say what is in force, build none of the eight boxes (a lighter page on every run)
+        sb.caption(conventions_summary(s))  # ours: built from option names and numbers only
+        for place in CONVENTION_PLACES:  # a note left by a change elsewhere (heads back to 1) is still said
+            show_messages(place, sb)
+    else:
+        with box:
+            _conventions(s)
+    compare.pin_controls(s)
+    share.sidebar_tools(s)
+
+
+def conventions_summary(s: session.Session) -> str:
+    """One line naming every convention in force, shown while the conventions are folded away."""
+    o = s.options
+    scale = "scale 1/√d_k" if o.scale is None else f"scale × {o.scale:g}"
+    heads = f"{o.heads} head" + ("s" if o.heads != 1 else "")
+    digits = "every digit" if s.digits is None else f"{s.digits} digits"
+    proj = "X·Wᵀ" if o.projection == "x_wt" else "X·W"
+    return " · ".join([heads, mask_label(o.mask), scale, f"T = {o.temperature:g}", proj, SOFTMAXES[o.softmax], digits])
+
+
+def _conventions(s: session.Session) -> None:
+    """Projection, softmax stabiliser, scale, temperature, heads, mask (and padding tokens), digits shown."""
+    sb = st
     o = s.options
     _bind("sb.projection", o.projection)
     sb.radio(
@@ -198,8 +225,6 @@ def draw(s: session.Session) -> None:
         on_change=_on(lambda v: state.set_view(digits=v), "sb.digits"),
         help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.",
     )
-    compare.pin_controls(s)
-    share.sidebar_tools(s)
 
 
 def _seed() -> None:

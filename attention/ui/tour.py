@@ -27,7 +27,7 @@ STOPS = {
     ),
     "pages/5_scaling.py": (
         "every score is divided by √d_k.",
-        "switch the mask to causal in the sidebar: the upper triangle becomes −∞.",
+        "switch the mask to causal (sidebar, *Heads, mask and conventions*): the upper triangle becomes −∞.",
     ),
     "pages/6_softmax.py": (
         "each row of weights is positive and sums to 1.",
