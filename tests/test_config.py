@@ -29,7 +29,15 @@ def test_streamlit_reads_these_settings() -> None:
     code = (
         "from streamlit import config; config.get_config_options(force_reparse=True); "
         "print(config.get_option('server.headless'), config.get_option('client.showErrorDetails'), "
-        "config.get_option('server.enableXsrfProtection'), config.get_option('server.maxUploadSize'))"
+        "config.get_option('server.enableXsrfProtection'), config.get_option('server.maxUploadSize'), "
+        "config.get_option('runner.postScriptGC'), config.get_option('theme.primaryColor'))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.split() == ["True", "none", "True", "16"]
+    assert out.stdout.split() == ["True", "none", "True", "16", "False", CONFIG["theme"]["primaryColor"]]
+
+
+def test_the_accent_is_not_a_red_that_reads_as_an_error() -> None:
+    """A grid cell keeps a border in the accent colour after Enter; learners read Streamlit's red as an error."""
+    colour = CONFIG["theme"]["primaryColor"].lstrip("#")
+    r, g, b = (int(colour[i : i + 2], 16) for i in (0, 2, 4))
+    assert b > r and b > g  # blue

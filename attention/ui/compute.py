@@ -112,6 +112,18 @@ def changes(
     return value, masked, best
 
 
+def mask_flips(trace: Trace, base: Trace, shape: tuple[int, int]) -> np.ndarray:
+    """Cells (of a shown ``shape``: n × n, or heads stacked h·n × n) that one trace masks and the other does not."""
+    n = trace.weights.shape[-1]
+
+    def allowed(t: Trace) -> np.ndarray:
+        a = np.ones((n, n), dtype=bool) if t.allowed is None else np.asarray(names.squeeze_batch(t.allowed), bool)
+        return np.broadcast_to(a.reshape(-1, n, n)[0], (n, n))  # (n, n): every head shares the mask
+
+    flips = allowed(trace) != allowed(base)  # (n, n)
+    return np.tile(flips, (shape[0] // n, 1)) if shape[0] % n == 0 and shape[1] == n else np.zeros(shape, bool)
+
+
 def same_numbers(s: Session, trace: Trace) -> bool:
     """True when the state gives the unedited preset's numbers, up to rounding: same tokens and, for every array
     of the trace, the same shape, the same masked cells and no value moved beyond :data:`ROUNDING`. A changed

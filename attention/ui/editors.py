@@ -105,7 +105,11 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
             )
         else:
             good[(r0 + r, c0 + c)] = value
-    state.edit_cells(name, good)
+    before = {rc: float(m[rc]) for rc in good}
+    if state.edit_cells(name, good):  # named under the grid: the grid itself cannot mark the edited cell
+        done = [f"{esc(cell_name(rc, rows, cols))} {before[rc]:.6g} → {v:.6g}" for rc, v in good.items()]
+        more = f" and {len(done) - 3} more" if len(done) > 3 else ""
+        state.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
     if bad:
         more = len(bad) - 5
         state.say(

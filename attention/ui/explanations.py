@@ -33,7 +33,7 @@ def tokens(s: session.Session, t: Trace | None) -> str:
 
 
 def weights(s: session.Session, t: Trace | None) -> str:
-    how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (document 001's convention)"
+    how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (the convention of “I am Batman”)"
     return (
         "Three weight matrices turn each embedding into a **query** (what this token is looking for), a **key** "
         "(what it offers "

@@ -32,7 +32,7 @@ from . import (
 from .arrays import per_head
 from .labpages import BODIES
 from .specs import LABS, OVERVIEW, STEPS
-from .text import esc, quoted
+from .text import esc
 
 # Altair re-validates every chart object against the Vega-Lite JSON schema as it is built ("debug mode", for better
 # tracebacks while writing a chart). Our charts are built by tested code, and that validation was ~10% of each run.
@@ -119,14 +119,8 @@ def render_overview() -> None:
         "GloVe example with real word vectors, and random matrices of any size. Edit any cell of X or the weights "
         "and watch every later step move; each step has its own page, and everything downloads as CSV."
     )
-    src = preset.source.get("document")
     toks_md = ", ".join(esc(t, 60) for t in s.tokens[:20])
-    st.markdown(
-        f"**{esc(preset.title)}**"
-        + (f" · from document {quoted(src)}" if src else "")
-        + f" · tokens: {toks_md}"
-        + (" …" if len(s.tokens) > 20 else "")
-    )
+    st.markdown(f"**{esc(preset.title)}**" + f" · tokens: {toks_md}" + (" …" if len(s.tokens) > 20 else ""))
     if preset.description:
         st.caption(esc(preset.description, 2000))
     tour.show(s)

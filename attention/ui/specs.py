@@ -140,7 +140,7 @@ STEPS: dict[str, Step] = {
             explanations.output,
             show=("output",),
             heatmap="weights",
-            views=("reading_lines", "takes_v_weights"),
+            views=("concat", "reading_lines", "takes_v_weights", "explain_cell"),
             inputs=True,
             compare=("output",),
             overview=lambda s, t: ("O = AV", _shape(t.output)),

@@ -48,6 +48,10 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     highlight = None
     if base_m is not None and base_m.shape == m.shape:
         value, masked, big = compute.changes(m, base_m)
+        if name == "weights":  # a weight 0 because its cell is masked now (or a weight where it was masked): a mask
+            flips = compute.mask_flips(trace, base, m.shape)
+            masked, value = masked | flips, value & ~flips
+            big = float(np.abs(m - base_m)[value].max()) if value.any() else None
         notes = []
         if value.any():
             notes.append(
@@ -220,7 +224,33 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
         st.info(esc(note, 2000))
 
 
+def show_concat(s: session.Session, trace: Trace, page_key: str) -> None:
+    """With W_o in use: the heads' outputs side by side (concat, before W_o) and W_o, whose product is the output."""
+    if "W_o" not in s.matrices or trace.concat is None:
+        return
+    concat = names.squeeze_batch(np.asarray(trace.concat))  # (n, d_v)
+    w_o = s.matrices["W_o"]  # (d_v, d_v)
+    st.markdown("**output = concat · W_o** · the heads' outputs side by side, then mixed by W_o (Weights page)")
+    rows, cols = s.axis_labels("output", concat.shape)
+    left, right = st.columns([3, 2])
+    left.caption(f"concat · {concat.shape[0]} × {concat.shape[1]}")
+    frames.number_table(
+        pd.DataFrame(concat[:VIEW_ROWS, :VIEW_COLS], index=rows[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
+        charts.decimals_for(concat, s.digits),
+        where=left,
+    )
+    right.caption(f"W_o · {w_o.shape[0]} × {w_o.shape[1]}")
+    frames.number_table(
+        pd.DataFrame(w_o[:VIEW_COLS, :VIEW_COLS], index=cols[:VIEW_COLS], columns=cols[:VIEW_COLS]),
+        charts.decimals_for(w_o, s.digits),
+        where=right,
+    )
+    if concat.shape[0] > VIEW_ROWS or concat.shape[1] > VIEW_COLS:
+        st.caption(f"The first {VIEW_ROWS} rows and {VIEW_COLS} columns; the zip download has concat.csv in full.")
+
+
 VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
+    "concat": show_concat,
     "reading_lines": show_reading_lines,
     "reading_table": show_reading_table,
     "explain_cell": cellview.explain,

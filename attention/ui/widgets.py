@@ -15,6 +15,9 @@ from .text import esc
 def show_messages(place: str, where=st) -> None:
     """The messages left for ``place`` by the last change or refusal."""
     for kind, text in session.messages(place):
+        if kind == "caption":  # a quiet note (what an edit changed), not a box
+            where.caption(text)  # ours: messages are built with the escaping helper where they quote user text
+            continue
         icon = {"success": ":material/check_circle:", "error": ":material/error:", "warning": ":material/warning:"}.get(
             kind
         )
