@@ -3,8 +3,11 @@ have it explained, reload and keep everything, a 64-token overview that fits, an
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ import attention
 from tests.browser_util import CHROMIUM, SHOTS, error_texts, open_sidebar_expander, settle
 from tests.test_browser import base_url, browser, download, edit_grid_cell, open_page, page, read_csv  # noqa: F401
 
+ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
     pytestmark = [
@@ -130,3 +134,33 @@ def test_a_markdown_link_stays_text_and_fetches_nothing(page, base_url) -> None:
     assert page.locator("img[src*='127.0.0.2']").count() == 0
     assert "which does not exist" in page.inner_text("body")
     assert evil in page.inner_text("body")  # shown literally
+
+
+def test_markdown_in_tokens_and_in_a_preset_files_title_stays_text_and_fetches_nothing(
+    page,
+    base_url,
+    tmp_path,  # noqa: F811
+) -> None:
+    image = "![x](http://127.0.0.2:9/a.png)"
+    html = "<img src='http://127.0.0.2:9/b.png'>"
+    open_page(page, base_url, "softmax", "preset=the_cat_sat&tokens=" + quote(f"{image} {html} sat"))
+    page.wait_for_timeout(1000)
+    body = page.inner_text("body")
+    assert image in body and "<img" in body  # the tokens shown as typed (reading lines, explanations)
+    assert page.locator("img[src*='127.0.0.2']").count() == 0
+    # a preset file whose title and tokens are Markdown and HTML, loaded through the sidebar's uploader
+    preset = json.loads((ROOT / "presets" / "the_cat_sat.json").read_text(encoding="utf-8"))
+    preset["title"] = f"**bold** {image}"
+    preset["tokens"] = [image, html, "sat"]
+    path = tmp_path / "homework [1](http:evil).json"
+    path.write_text(json.dumps(preset), encoding="utf-8")
+    open_sidebar_expander(page, "Save, share, export")
+    page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(path))
+    settle(page)
+    page.wait_for_timeout(1000)
+    side = page.get_by_test_id("stSidebar").inner_text()
+    assert f"**bold** {image}" in side, side[:1500]  # the title as typed, not bold, no image
+    assert path.name in side  # the file's name, as typed
+    assert page.locator("img[src*='127.0.0.2']").count() == 0
+    assert not page.external, page.external
+    page.screenshot(path=str(SHOTS / "learner_markdown_stays_text.png"), full_page=True)
