@@ -41,10 +41,13 @@ def _load(page, url: str) -> float:
 
 
 def _edit(page, grid, value: str, text_after: str) -> float:
-    """Double-click cell (1, 1) of the grid, type, Enter; time until the heatmap shows ``text_after``."""
+    """Select cell (0, 0) of the grid, move to (1, 1) with the arrow keys (column widths differ between grids), open
+    its editor, type, Enter; time until the heatmap shows ``text_after``."""
     box = grid.bounding_box()
-    width = (box["width"] - 50) / 4
-    page.mouse.dblclick(box["x"] + 50 + width * 1.5, box["y"] + 35 * 2.5)
+    page.mouse.click(box["x"] + 60, box["y"] + 35 * 1.5)
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
     editor = page.locator("#portal .gdg-input")
     editor.wait_for(timeout=5000)
     editor.fill(value)
@@ -58,17 +61,28 @@ DOCUMENT_PRESETS = ("she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_s
 
 
 def _expected_app(preset_id: str, value: str) -> str:
-    """The text the Softmax heatmap writes in cell (1, 1) once W_q[1, 1] = value (the page's own number format)."""
+    """A text the Softmax heatmap writes once W_q[1, 1] = value and did not write before (the page's own number
+    format): the cell that moves most among those whose new text is new (in "I am Batman" row 2 stays uniform)."""
     import numpy as np
 
     import attention
     from attention import charts
 
     p = attention.load_preset(preset_id)
-    m = p.matrices()
-    m["W_q"][..., 1, 1] = float(value)
-    a = np.squeeze(attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], options=p.options).weights)
-    return charts.decimals_for(a, 4).format(a[1, 1])
+
+    def weights(edit: bool) -> np.ndarray:
+        m = p.matrices()
+        if edit:
+            m["W_q"][..., 1, 1] = float(value)
+        return np.squeeze(attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], options=p.options).weights)
+
+    old, new = weights(False), weights(True)
+    before = {charts.decimals_for(old, 4).format(v) for v in old.ravel()}
+    fmt = charts.decimals_for(new, 4).format
+    fresh = [(abs(n - o), fmt(n)) for n, o in zip(new.ravel(), old.ravel(), strict=True) if fmt(n) not in before]
+    if not fresh:
+        raise SystemExit(f"{preset_id}: W_q[1, 1] = {value} writes no new number in the heatmap; choose another value")
+    return max(fresh)[1]
 
 
 def _expected_floor(value: str) -> str:
