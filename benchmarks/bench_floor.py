@@ -60,7 +60,7 @@ def _edit(page, grid, value: str, text_after: str) -> float:
 DOCUMENT_PRESETS = ("she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42")
 
 
-def _expected_app(preset_id: str, value: str) -> str:
+def _expected_app(preset_id: str, value: str) -> str | None:
     """A text the Softmax heatmap writes once W_q[1, 1] = value and did not write before (the page's own number
     format): the cell that moves most among those whose new text is new (in "I am Batman" row 2 stays uniform)."""
     import numpy as np
@@ -80,9 +80,17 @@ def _expected_app(preset_id: str, value: str) -> str:
     before = {charts.decimals_for(old, 4).format(v) for v in old.ravel()}
     fmt = charts.decimals_for(new, 4).format
     fresh = [(abs(n - o), fmt(n)) for n, o in zip(new.ravel(), old.ravel(), strict=True) if fmt(n) not in before]
-    if not fresh:
-        raise SystemExit(f"{preset_id}: W_q[1, 1] = {value} writes no new number in the heatmap; choose another value")
-    return max(fresh)[1]
+    return max(fresh)[1] if fresh else None
+
+
+def _edit_for(preset_id: str, rep: int) -> tuple[str, str]:
+    """A value to type into W_q[1, 1] on this repeat that makes the heatmap write a new number, and that number."""
+    for k in range(40):
+        value = str(2.0 + rep + 0.125 * k)
+        want = _expected_app(preset_id, value)
+        if want is not None:
+            return value, want
+    raise SystemExit(f"{preset_id}: no value of W_q[1, 1] tried writes a new number in the heatmap")
 
 
 def _expected_floor(value: str) -> str:
@@ -122,7 +130,7 @@ def main() -> None:
                     else:
                         page.get_by_role("tab", name="W_q").click()  # reruns the page with the W_q editor
                         _ready(page)
-                        want = _expected_app(preset_id, value)
+                        value, want = _edit_for(preset_id, rep)
                         grids = page.get_by_test_id("stDataFrame")
                         grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
                     t_edit = _edit(page, grid, value, want)
