@@ -45,6 +45,7 @@ def _edit(page, grid, value: str, text_after: str) -> float:
     its editor, type, Enter; time until the heatmap shows ``text_after``."""
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 60, box["y"] + 35 * 1.5)
+    page.wait_for_timeout(200)  # the grid takes the focus and the selection before the keys
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowRight")
     page.keyboard.press("Enter")
@@ -53,7 +54,7 @@ def _edit(page, grid, value: str, text_after: str) -> float:
     editor.fill(value)
     t0 = time.perf_counter()
     page.keyboard.press("Enter")
-    page.get_by_test_id("stVegaLiteChart").first.get_by_text(text_after).first.wait_for(timeout=30_000)
+    page.get_by_test_id("stVegaLiteChart").first.get_by_text(text_after).first.wait_for(timeout=10_000)
     return time.perf_counter() - t0
 
 
@@ -105,39 +106,55 @@ def _expected_floor(value: str) -> str:
     return f"{a[1, 1]:.4f}"
 
 
+def _one(browser, name: str, url: str, rep: int) -> tuple[float, float]:
+    """One load and one edit of ``name`` (the floor app or a preset) in a new browser context."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = ctx.new_page()
+        t_load = _load(page, url)
+        if name == "floor":
+            value = str(2.0 + rep)
+            want = _expected_floor(value)
+            grid = page.get_by_test_id("stDataFrame").first
+        else:
+            page.get_by_role("tab", name="W_q").click()  # reruns the page with the W_q editor
+            _ready(page)
+            value, want = _edit_for(name, rep)
+            grids = page.get_by_test_id("stDataFrame")
+            grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
+        return t_load, _edit(page, grid, value, want)
+    finally:
+        ctx.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--presets", default=",".join(DOCUMENT_PRESETS), help="comma-separated; default: the documents'")
     args = ap.parse_args()
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     presets = args.presets.split(",")
     loads: dict[str, list[float]] = {"floor": [], **{p: [] for p in presets}}
     edits: dict[str, list[float]] = {"floor": [], **{p: [] for p in presets}}
+    retries = {"floor": 0, **{p: 0 for p in presets}}
     with streamlit_server("benchmarks/floor/floor_app.py") as floor, streamlit_server() as app, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         for rep in range(args.repeats + 1):  # the first round warms both servers and is not counted
             for preset_id in presets:  # the floor app is measured before each preset, so both see the same noise
                 for name, url in (("floor", f"{floor}/"), (preset_id, f"{app}/softmax?preset={preset_id}")):
-                    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-                    page = ctx.new_page()
-                    t_load = _load(page, url)
-                    value = str(2.0 + rep)
-                    if name == "floor":
-                        want = _expected_floor(value)
-                        grid = page.get_by_test_id("stDataFrame").first
+                    for _attempt in range(3):  # an edit that never shows is retried in a new context, and counted
+                        try:
+                            t_load, t_edit = _one(browser, name, url, rep)
+                            break
+                        except PlaywrightTimeout:
+                            retries[name] += 1
                     else:
-                        page.get_by_role("tab", name="W_q").click()  # reruns the page with the W_q editor
-                        _ready(page)
-                        value, want = _edit_for(preset_id, rep)
-                        grids = page.get_by_test_id("stDataFrame")
-                        grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
-                    t_edit = _edit(page, grid, value, want)
+                        raise SystemExit(f"{name}: the edit never showed in 3 tries")
                     if rep:
                         loads[name].append(t_load)
                         edits[name].append(t_edit)
-                    ctx.close()
         browser.close()
     f_load, f_edit = statistics.median(loads["floor"]), statistics.median(edits["floor"])
     print(f"floor app: page load -> heatmap drawn {f_load:.2f} s, edit a cell -> new heatmap {f_edit:.2f} s")
@@ -145,6 +162,8 @@ def main() -> None:
     for preset_id in presets:
         a_load, a_edit = statistics.median(loads[preset_id]), statistics.median(edits[preset_id])
         print(f"{preset_id:28}{a_load:10.2f}{a_load / f_load:8.2f}{a_edit:10.2f}{a_edit / f_edit:8.2f}")
+    if any(retries.values()):
+        print("edits retried in a new context (the typed value never showed):", retries)
     cores = Path("/proc/cpuinfo").read_text().count("processor")
     print(f"goals: load <= 1.3x, edit <= 1.5x the floor app; medians of {args.repeats} repeats, {cores} cores")
 
