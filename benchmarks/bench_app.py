@@ -303,8 +303,8 @@ def sidebar_nav(page, name: str) -> None:
 
 
 def edit_first_x_cell(page, value: str) -> float:
-    """Double-click X[0, 0] in the tokens page's grid, type ``value``; returns the time Enter was pressed."""
-    grid = page.get_by_test_id("stDataFrame").first
+    """Double-click X[0, 0] in the tokens page's editor (its last grid), type ``value``; the time of Enter."""
+    grid = page.get_by_test_id("stDataFrame").last  # X's editor: the nearest-words table may come first
     grid.locator("canvas").first.wait_for(state="visible", timeout=60_000)  # the grid's code is loaded lazily
     box = None
     while True:  # wait until lazily loaded elements above the grid stop moving it
@@ -313,13 +313,15 @@ def edit_first_x_cell(page, value: str) -> float:
         if box == (box := grid.bounding_box()):
             break
     editor = page.locator("#portal .gdg-input")  # an input or a textarea, depending on the column
-    for dx in (80, 110, 140):  # the index column is ~50 px wide; the first data column follows it
+    for dx in range(80, 300, 30):  # the index column (token labels) is 50 px or wider; the first data column follows
         page.mouse.dblclick(box["x"] + dx, box["y"] + 35 * 1.5)
         try:
             editor.wait_for(timeout=3000)
-            break
+            if editor.is_enabled():  # an index cell opens a read-only overlay: try further right
+                break
         except Exception:  # noqa: BLE001 - try a little further right
-            page.keyboard.press("Escape")
+            pass
+        page.keyboard.press("Escape")
     else:
         raise RuntimeError("could not open the grid's cell editor")
     editor.fill(value)

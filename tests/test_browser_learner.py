@@ -136,11 +136,7 @@ def test_a_markdown_link_stays_text_and_fetches_nothing(page, base_url) -> None:
     assert evil in page.inner_text("body")  # shown literally
 
 
-def test_markdown_in_tokens_and_in_a_preset_files_title_stays_text_and_fetches_nothing(
-    page,
-    base_url,
-    tmp_path,  # noqa: F811
-) -> None:
+def test_markdown_in_tokens_and_a_preset_title_stays_text(page, base_url, tmp_path) -> None:  # noqa: F811
     image = "![x](http://127.0.0.2:9/a.png)"
     html = "<img src='http://127.0.0.2:9/b.png'>"
     open_page(page, base_url, "softmax", "preset=the_cat_sat&tokens=" + quote(f"{image} {html} sat"))

@@ -9,6 +9,7 @@ gigabyte. This cache evicts least-recently-used traces once their arrays togethe
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
 import threading
 import time
@@ -35,6 +36,22 @@ def return_large_frees_to_the_os(threshold: int = 1 << 20) -> bool:
         return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, threshold))
     except (OSError, AttributeError):
         return False
+
+
+LARGE_N = 256  # from this many tokens on, each run starts with a full garbage collection
+
+
+def collect_if_large(n: int) -> bool:
+    """A full garbage collection before the run of a state with ``n`` ≥ :data:`LARGE_N` tokens; returns whether.
+
+    Streamlit's own collection after every run is off (``runner.postScriptGC``): it took ~90 ms of each run
+    of a small page, where a person waits for the edit. Cyclic garbage holding n × n arrays of a large state
+    (~32 MB each at n = 2048) would then wait for Python's own collector, so large states collect here, at the
+    start of their runs, where 90 ms is a small part of a run that takes most of a second."""
+    if n < LARGE_N:
+        return False
+    gc.collect()
+    return True
 
 
 def trace_bytes(trace: Trace) -> int:

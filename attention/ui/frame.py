@@ -14,6 +14,7 @@ from .. import charts
 from ..names import inputs_of
 from ..trace import Trace
 from . import (
+    cache,
     compare,
     compute,
     controls,
@@ -48,6 +49,7 @@ def setup(title: str, page_file: str) -> session.Session:
         layout="wide",
     )
     s = state.ensure(url.read)
+    cache.collect_if_large(len(s.tokens))
     sidebar.draw(s)
     url.write(s)
     controls.show_messages("page.notice")
