@@ -8,6 +8,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 
 import attention
 from attention.errors import cell_name
@@ -168,3 +169,28 @@ def test_the_output_page_explains_a_cell_of_its_weights() -> None:
     t = attention.load_preset("the_cat_sat").compute()
     body = " ".join(md.value for md in at.markdown)
     assert f"S = **{t.scores[0, 0]:.6g}" in body or f"{t.scores[0, 0]:.6g}" in body
+
+
+@pytest.mark.parametrize("page", ["qkv", "scores", "scaling", "softmax", "output"])
+def test_every_table_shows_the_chosen_digits_as_the_browser_formats_them(page: str) -> None:
+    """A read-only table's numbers are formatted by the browser from each column's printf format: with the default
+    4 significant digits, "%.4f" % 0.014954 is "0.0150", never the 17 digits Python stores (a "%4f" once slipped
+    through: a width, not a precision, and the browser showed every digit)."""
+    from attention import charts
+
+    at = journey(page, {"preset": "the_cat_sat"})
+    checked = 0
+    for d in at.dataframe:
+        config = json.loads(d.proto.columns or "{}")
+        formats = {c: v["type_config"]["format"] for c, v in config.items() if v.get("type_config", {}).get("format")}
+        if not formats:
+            continue
+        values = d.value.to_numpy(dtype=float)
+        want = "%" + charts.decimals_for(values, 4)[2:-1]  # the table's one pattern, "{:.4f}" -> "%.4f"
+        for col, printf in formats.items():
+            assert printf == want, (col, printf, want)
+            for v in d.value[col].to_numpy(dtype=float):
+                digits = (printf % v).lstrip("-").replace(".", "").lstrip("0")
+                assert len(digits) <= 4 or abs(v) >= 1e3, (printf, v)  # at most 4 significant digits shown
+        checked += 1
+    assert checked, "no table with number formats on the page"

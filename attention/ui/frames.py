@@ -20,7 +20,7 @@ def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray
     values = df.to_numpy(dtype=float)
     marked = highlight is not None and bool(np.any(highlight))
     if not marked and pattern != "{!r}" and np.isfinite(values).all():
-        printf = "%" + pattern[3:-1]  # "{:.4f}" -> "%.4f"
+        printf = "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"
         config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
         where.dataframe(df, width="stretch", column_config=config, **kwargs)
         return
