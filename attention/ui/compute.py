@@ -112,6 +112,17 @@ def changes(
     return value, masked, best
 
 
+def largest_change(cur: np.ndarray, base: np.ndarray, where: np.ndarray, rows_per_chunk: int = 256) -> float | None:
+    """The largest |cur − base| over the cells ``where`` is True, a block of rows at a time (None if none)."""
+    best = None
+    for r in range(0, cur.shape[0], rows_per_chunk):
+        w = where[r : r + rows_per_chunk]
+        if w.any():
+            d = float(np.abs(cur[r : r + rows_per_chunk][w] - base[r : r + rows_per_chunk][w]).max())
+            best = d if best is None else max(best, d)
+    return best
+
+
 def mask_flips(trace: Trace, base: Trace, shape: tuple[int, int]) -> np.ndarray:
     """Cells (of a shown ``shape``: n × n, or heads stacked h·n × n) that one trace masks and the other does not."""
     n = trace.weights.shape[-1]

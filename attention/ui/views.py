@@ -48,10 +48,10 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     highlight = None
     if base_m is not None and base_m.shape == m.shape:
         value, masked, big = compute.changes(m, base_m)
-        if name == "weights":  # a weight 0 because its cell is masked now (or a weight where it was masked): a mask
-            flips = compute.mask_flips(trace, base, m.shape)
+        flips = compute.mask_flips(trace, base, m.shape) if name == "weights" else None
+        if flips is not None and flips.any():  # a weight 0 because its cell is masked now (or the other way): a mask
             masked, value = masked | flips, value & ~flips
-            big = float(np.abs(m - base_m)[value].max()) if value.any() else None
+            big = compute.largest_change(m, base_m, value)
         notes = []
         if value.any():
             notes.append(
