@@ -92,35 +92,27 @@ ROUNDING = 1e-12  # relative: differences below this are floating-point rounding
 
 
 def changes(
-    cur: np.ndarray, base: np.ndarray, rows_per_chunk: int = 256
+    cur: np.ndarray, base: np.ndarray, flipped: np.ndarray | None = None, rows_per_chunk: int = 256
 ) -> tuple[np.ndarray, np.ndarray, float | None]:
-    """Cells whose value changed beyond rounding, cells masked on one side only (−∞ against a number), and the
+    """Cells whose value changed beyond rounding, cells masked on one side only (−∞ against a number, or a cell of
+    ``flipped``: masked in one trace and not the other where masking shows as a 0, as in the weights), and the
     largest change among the first kind; a block of rows at a time (no full-size temporaries at n = 2048)."""
     value = np.zeros(cur.shape, dtype=bool)
     masked = np.zeros(cur.shape, dtype=bool)
     best = None
     with np.errstate(invalid="ignore", over="ignore"):
         for r in range(0, cur.shape[0], rows_per_chunk):
-            c, b = cur[r : r + rows_per_chunk], base[r : r + rows_per_chunk]
+            rows = slice(r, r + rows_per_chunk)
+            c, b = cur[rows], base[rows]
             both = np.isfinite(c) & np.isfinite(b)
+            flip = np.zeros(c.shape, dtype=bool) if flipped is None else flipped[rows]
             d = np.where(both, np.abs(c - b), 0.0)
-            value[r : r + rows_per_chunk] = both & (d > ROUNDING * np.maximum(1.0, np.abs(b)))
-            masked[r : r + rows_per_chunk] = np.isfinite(c) != np.isfinite(b)
-            moved = d[value[r : r + rows_per_chunk]]
+            value[rows] = both & ~flip & (d > ROUNDING * np.maximum(1.0, np.abs(b)))
+            masked[rows] = (np.isfinite(c) != np.isfinite(b)) | flip
+            moved = d[value[rows]]
             if moved.size:
                 best = float(moved.max()) if best is None else max(best, float(moved.max()))
     return value, masked, best
-
-
-def largest_change(cur: np.ndarray, base: np.ndarray, where: np.ndarray, rows_per_chunk: int = 256) -> float | None:
-    """The largest |cur − base| over the cells ``where`` is True, a block of rows at a time (None if none)."""
-    best = None
-    for r in range(0, cur.shape[0], rows_per_chunk):
-        w = where[r : r + rows_per_chunk]
-        if w.any():
-            d = float(np.abs(cur[r : r + rows_per_chunk][w] - base[r : r + rows_per_chunk][w]).max())
-            best = d if best is None else max(best, d)
-    return best
 
 
 def mask_flips(trace: Trace, base: Trace, shape: tuple[int, int]) -> np.ndarray:

@@ -105,12 +105,9 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
             )
         else:
             good[(r0 + r, c0 + c)] = value
-    before = {rc: float(m[rc]) for rc in good}
-    if state.edit_cells(name, good):  # named under the grid: the grid itself cannot mark the edited cell
-        moved = {
-            rc: v for rc, v in good.items() if v != before[rc] or math.copysign(1, v) != math.copysign(1, before[rc])
-        }
-        done = [f"{esc(cell_name(rc, rows, cols))} {before[rc]:.8g} → {v:.8g}" for rc, v in moved.items()]
+    before = state.edit_cells(name, good)  # the cells that changed, with their old values
+    if before:  # named under the grid: the grid itself cannot mark the edited cell
+        done = [f"{esc(cell_name(rc, rows, cols))} {was:.8g} → {good[rc]:.8g}" for rc, was in before.items()]
         more = f" and {len(done) - 3} more" if len(done) > 3 else ""
         state.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
     if bad:

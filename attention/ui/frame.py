@@ -122,7 +122,7 @@ def render_overview() -> None:
         "and watch every later step move; each step has its own page, and everything downloads as CSV."
     )
     toks_md = ", ".join(esc(t, 60) for t in s.tokens[:20])
-    st.markdown(f"**{esc(preset.title)}**" + f" · tokens: {toks_md}" + (" …" if len(s.tokens) > 20 else ""))
+    st.markdown(f"**{esc(preset.title)}** · tokens: {toks_md}" + (" …" if len(s.tokens) > 20 else ""))
     if preset.description:
         st.caption(esc(preset.description, 2000))
     tour.show(s)

@@ -134,10 +134,9 @@ def conventions_summary(s: session.Session) -> str:
 
 def _conventions(s: session.Session) -> None:
     """Projection, softmax stabiliser, scale, temperature, heads, mask (and padding tokens), digits shown."""
-    sb = st
     o = s.options
     _bind("sb.projection", o.projection)
-    sb.radio(
+    st.radio(
         "Projection",
         list(PROJECTIONS),
         format_func=PROJECTIONS.get,
@@ -146,7 +145,7 @@ def _conventions(s: session.Session) -> None:
         help="Switching transposes W_q, W_k and W_v, so Q, K and V (and everything after) stay the same.",
     )
     _bind("sb.softmax", o.softmax)
-    sb.selectbox(
+    st.selectbox(
         "Softmax stabiliser",
         list(SOFTMAXES),
         format_func=SOFTMAXES.get,
@@ -161,11 +160,11 @@ def _conventions(s: session.Session) -> None:
         else ("custom" if o.scale != 1.0 or st.session_state.get("sb.scale") == "custom" else "none")
     )
     _bind("sb.scale", scale_kind)
-    sb.selectbox("Scale", list(SCALES), format_func=SCALES.get, key="sb.scale", on_change=_scale_kind)
+    st.selectbox("Scale", list(SCALES), format_func=SCALES.get, key="sb.scale", on_change=_scale_kind)
     lo, hi = session.FACTOR_RANGE
     if scale_kind == "custom":
         _bind("sb.scale_value", float(o.scale))
-        sb.number_input(
+        st.number_input(
             "Scale factor",
             format="%.6g",
             key="sb.scale_value",
@@ -173,9 +172,9 @@ def _conventions(s: session.Session) -> None:
             on_change=_factor,
             args=("sb.scale_value", "scale", "the scale factor"),
         )
-        show_messages("sidebar.scale", sb)
+        show_messages("sidebar.scale")
     _bind("sb.temperature", float(o.temperature))
-    sb.number_input(
+    st.number_input(
         "Temperature T (softmax of S/T)",
         step=0.1,
         format="%.6g",
@@ -184,11 +183,11 @@ def _conventions(s: session.Session) -> None:
         on_change=_factor,
         args=("sb.temperature", "temperature", "the temperature T"),
     )
-    show_messages("sidebar.temperature", sb)
+    show_messages("sidebar.temperature")
     valid = session.valid_heads(s)
     _bind("sb.heads", o.heads if o.heads in valid else 1)
     d = s.dims
-    sb.selectbox(
+    st.selectbox(
         "Heads",
         valid,
         key="sb.heads",
@@ -196,9 +195,9 @@ def _conventions(s: session.Session) -> None:
         help=f"Split Q, K and V into h heads of d_k/h columns each, attended separately and concatenated. h must "
         f"divide d_k = {d.d_k} and d_v = {d.d_v}, so the choices are {', '.join(map(str, valid))}.",
     )
-    show_messages("sidebar.heads", sb)
+    show_messages("sidebar.heads")
     _bind("sb.mask", o.mask)
-    sb.selectbox(
+    st.selectbox(
         "Mask",
         list(MASK_KINDS),
         format_func=mask_label,
@@ -209,7 +208,7 @@ def _conventions(s: session.Session) -> None:
     if "padding" in masks.parts(o.mask):
         labels = s.labels
         _bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
-        sb.multiselect(
+        st.multiselect(
             "Padding tokens",
             labels,
             key="sb.padding",
@@ -217,7 +216,7 @@ def _conventions(s: session.Session) -> None:
             help="No token attends to a padding token; masked cells are grey in the heatmaps.",
         )
     _bind("sb.digits", s.digits)
-    sb.selectbox(
+    st.selectbox(
         "Numbers shown with",
         list(DIGITS),
         format_func=DIGITS.get,

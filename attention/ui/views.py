@@ -47,11 +47,8 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     fmt = charts.decimals_for(m, s.digits)
     highlight = None
     if base_m is not None and base_m.shape == m.shape:
-        value, masked, big = compute.changes(m, base_m)
-        flips = compute.mask_flips(trace, base, m.shape) if name == "weights" else None
-        if flips is not None and flips.any():  # a weight 0 because its cell is masked now (or the other way): a mask
-            masked, value = masked | flips, value & ~flips
-            big = compute.largest_change(m, base_m, value)
+        flips = compute.mask_flips(trace, base, m.shape) if name == "weights" else None  # masked weights are 0s
+        value, masked, big = compute.changes(m, base_m, flips)
         notes = []
         if value.any():
             notes.append(

@@ -13,23 +13,23 @@ from .challenges import refuse_locked
 from .core import say, touch
 
 
-def edit_cells(name: str, values: Mapping[tuple[int, int], float]) -> bool:
+def edit_cells(name: str, values: Mapping[tuple[int, int], float]) -> dict[tuple[int, int], float]:
     """Set cells of one input matrix: ``{(row, col): value}`` (already checked to be finite). Grid edits do
-    not change ``version``: the editor that sent them keeps its key. Returns whether anything changed (False, with
-    a message, when the active challenge locks the matrix)."""
+    not change ``version``: the editor that sent them keeps its key. Returns the cells whose value changed, with
+    their old values (empty when none did, or, with a message, when the active challenge locks the matrix)."""
     if refuse_locked(name, f"edit.{name}"):
-        return False
+        return {}
     s = get()
     m = s.matrices[name]
     changed = {rc: v for rc, v in values.items() if m[rc] != v or np.signbit(m[rc]) != np.signbit(v)}
     if not changed:
-        return False
+        return {}
     new = m.copy()
     for (r, c), v in changed.items():
         new[r, c] = v
     s.matrices[name] = new
     touch(s)
-    return True
+    return {rc: float(m[rc]) for rc in changed}
 
 
 def set_tokens(tokens: tuple[str, ...]) -> None:
