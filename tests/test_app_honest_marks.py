@@ -104,12 +104,12 @@ def test_an_edit_names_the_cell_it_changed_with_its_old_and_new_value() -> None:
     at = edit_cell(at, "W_q", 1, cols[2], 2.5)
     no_exception(at)
     assert session(at).matrices["W_q"][1, 2] == 2.5
-    want = f"Changed W_q {cell_name((1, 2), rows, cols)} {old:.8g} → 2.5"
+    want = f"Changed W_q {cell_name((1, 2), rows, cols)} {old:.4f} → 2.5000"  # the grid's 4 decimals
     assert any(want in c for c in texts(at.caption)), texts(at.caption)
     at = at.run()  # a rerun that changes nothing keeps the note (messages last until the state next changes)
     assert any(want in c for c in texts(at.caption)), texts(at.caption)
     at = edit_cell(at, "W_q", 1, cols[2], 2.5)  # the same value again: nothing changed, nothing new is claimed
-    assert not any("2.5 → 2.5" in c for c in texts(at.caption)), texts(at.caption)
+    assert not any("2.5000 → 2.5000" in c for c in texts(at.caption)), texts(at.caption)
     at = edit_cell(at, "W_q", 0, cols[0], -1.0)  # another edit: the note names that one only
     shown = " ".join(texts(at.caption))
     assert f"{cell_name((0, 0), rows, cols)}" in shown and want not in shown, shown

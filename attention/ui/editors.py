@@ -45,9 +45,8 @@ def matrix_editor(name: str, s: session.Session) -> None:
         )
     # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
     # decimals, while text keeps exactly what was typed; it is parsed (and checked) in the callback.
-    df = pd.DataFrame(
-        to_text(m[r0:r1, c0:c1], charts.decimals_for(m, s.digits)), index=list(rows[r0:r1]), columns=list(cols[c0:c1])
-    )
+    text = to_text(m[r0:r1, c0:c1], grid_format(name, s))
+    df = pd.DataFrame(text, index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
     key = editor_key(name, s, r0, c0)
     st.data_editor(
         df,
@@ -59,6 +58,21 @@ def matrix_editor(name: str, s: session.Session) -> None:
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
+
+
+def grid_format(name: str, s: session.Session) -> str:
+    """The one number format of a matrix's grid and of its edit notes: the digits control's, with the decimals chosen
+    from the unedited preset's matrix (when the shape is the same), so an edit that makes a number larger does not
+    change how every other cell is written."""
+    base = session.base_for(s).get(name)
+    m = s.matrices[name]
+    return charts.decimals_for(base if base is not None and base.shape == m.shape else m, s.digits)
+
+
+def _pair(fmt: str, old: float, new: float) -> str:
+    """“old → new” in the grid's format (every digit when the format would write both alike)."""
+    a, b = fmt.format(old), fmt.format(new)
+    return f"{a} → {b}" if a != b else f"{old!r} → {new!r}"
 
 
 def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
@@ -79,10 +93,11 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
     rows, cols = s.axis_labels(name, m.shape)
     col_index = {c: j for j, c in enumerate(cols[c0:c1])}
     problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)
+    state.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
     if problem:
-        state.renew_grids()
         state.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
         return
+    fmt = grid_format(name, s)
     good: dict[tuple[int, int], float] = {}
     bad: list[str] = []
     for (r, c), raw in edits.items():
@@ -90,24 +105,23 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
         where = cell_name((r0 + r, c0 + c), rows, cols)
         if value is None or not math.isfinite(value):
             what = (
-                "blank"
+                "is blank"
                 if raw is None or not str(raw).strip()
                 else (
-                    "NaN"
+                    "is NaN"
                     if str(raw).strip().lower() == "nan"
-                    else f"{esc(repr(str(raw)[:40]))}, which is "
+                    else f"is {esc(repr(str(raw)[:40]))}, which is "
                     + ("infinite" if value is not None else "not a number")
                 )
-            )
-            bad.append(
-                f"{name} {esc(where)} is {what}; it keeps its previous value {m[r0 + r, c0 + c]:.8g} "
-                "until you enter a finite number."
-            )
+            )  # short: the grid may sit in a narrow column
+            bad.append(f"{name} {esc(where)} {what}; it keeps {fmt.format(m[r0 + r, c0 + c])}.")
         else:
             good[(r0 + r, c0 + c)] = value
+    if not bad:  # every cell sent is valid now: an error about this grid goes (a challenge's lock may say another)
+        state.unsay(f"edit.{name}")
     before = state.edit_cells(name, good)  # the cells that changed, with their old values
     if before:  # named under the grid: the grid itself cannot mark the edited cell
-        done = [f"{esc(cell_name(rc, rows, cols))} {was:.8g} → {good[rc]:.8g}" for rc, was in before.items()]
+        done = [f"{esc(cell_name(rc, rows, cols))} {_pair(fmt, was, good[rc])}" for rc, was in before.items()]
         more = f" and {len(done) - 3} more" if len(done) > 3 else ""
         state.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
     if bad:

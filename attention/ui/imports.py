@@ -85,6 +85,10 @@ def _refuse(
 def _on_paste(name: str) -> None:
     s = session.get()
     text = st.session_state.get(f"imp.{name}.text", "")
+    if not str(text or "").strip():  # nothing to apply (Ctrl+Enter may already have applied and emptied the box)
+        if not any(kind == "success" for kind, _ in session.messages(_place(name))):
+            state.say(_place(name), "info", f"The paste box is empty: paste {name}, then press Apply (or Ctrl+Enter).")
+        return
     try:
         arr = parse_import(name, s.matrices[name].shape, s.options.projection, text=text)
     except AttentionError as exc:

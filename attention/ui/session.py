@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from .. import names, positions, rng
 from ..io import presets as presets_mod
@@ -54,7 +55,7 @@ class Session:
     options: Options
     version: int = 0
     epoch: int = 0  # every change adds 1; a message is shown while nothing has changed since it was left
-    messages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    messages: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)  # place: epoch, kind, text, page
     held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
     pin: Pinned | None = None  # the state pinned as A, if any
     digits: int | None = 4  # significant digits shown in tables, editors and heatmaps (None: full precision)
@@ -279,11 +280,18 @@ def export_preset(s: Session) -> Preset:
     )
 
 
+def page_id() -> str:
+    """Which page this run draws (its script's hash; a widget's callback runs in the run of the page it is on)."""
+    ctx = get_script_run_ctx()
+    return "" if ctx is None else ctx.page_script_hash
+
+
 def messages(prefix: str) -> list[tuple[str, str]]:
-    """(kind, text) of the messages still current at places starting with ``prefix``, oldest first."""
-    s = get()
+    """(kind, text) of the messages still current at places starting with ``prefix`` and left on this page, oldest
+    first."""
+    s, page = get(), page_id()
     return [
         (kind, text)
-        for place, (epoch, kind, text) in s.messages.items()
-        if place.startswith(prefix) and epoch == s.epoch
+        for place, (epoch, kind, text, where) in s.messages.items()
+        if place.startswith(prefix) and epoch == s.epoch and where in (page, "*")
     ]

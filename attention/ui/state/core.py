@@ -10,6 +10,7 @@ from ..session import (
     KEY,
     Session,
     get,
+    page_id,
 )
 
 
@@ -20,16 +21,29 @@ def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
         session, notices = initial()
         st.session_state[KEY] = session
         for i, note in enumerate(notices):
-            say(f"page.notice.{i}", "warning", note)  # ours: url.rebuild's notices quote user text
+            say(f"page.notice.{i}", "warning", note, anywhere=True)  # ours: url.rebuild's notices quote user text
     return st.session_state[KEY]
 
 
-def say(place: str, kind: str, text: str) -> None:
+def say(place: str, kind: str, text: str, *, anywhere: bool = False) -> None:
     """Leave a message ("success", "info", "warning" or "error") for the page to show at ``place``
-    (e.g. ``"edit.X"``, ``"import.W_q"``, ``"sidebar.preset"``) until the state next changes.
+    (e.g. ``"edit.X"``, ``"import.W_q"``, ``"sidebar.preset"``) until the state next changes, on the page it was
+    left on only (``anywhere``: on every page, for what the address could not restore). One slot per place; an
+    error replaces every other error (it answers the latest refusal, and the values refused before it were all put
+    back), and :func:`unsay` takes it away once its input is valid.
     ``text`` is Markdown: user text in it must go through :mod:`attention.ui.text`."""
     s = get()
-    s.messages[place] = (s.epoch, kind, text)
+    if kind == "error":
+        for other in [p for p, m in s.messages.items() if m[1] == "error"]:
+            del s.messages[other]
+    s.messages[place] = (s.epoch, kind, text, "*" if anywhere else page_id())
+
+
+def unsay(place: str, kind: str = "error") -> None:
+    """Take away the ``kind`` message at ``place`` (its input now holds a valid value)."""
+    s = get()
+    if place in s.messages and s.messages[place][1] == kind:
+        del s.messages[place]
 
 
 def touch(s: Session) -> None:
