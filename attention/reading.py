@@ -2,8 +2,9 @@
 
 For row i of A: top(i) = argmax_j A_ij; second(i) = the argmax once top(i) is set aside; the entropy
 H_i = −Σ_j A_ij log₂ A_ij (0 bits: all on one key; log₂ n bits: spread evenly). A fully masked row (every key
-masked, weights all 0) attends to nothing. Computed once per trace (``Trace.reading``), with two argmaxes over
-the rows, never a full sort.
+masked, weights all 0) attends to nothing. Keys whose weight equals the top weight up to float rounding
+(relative difference at most :data:`TIE_RTOL`) tie for the top: ``top_count`` says how many, :func:`tied` which.
+Computed once per trace (``Trace.reading``), with two argmaxes over the rows, never a full sort.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+TIE_RTOL = 1e-9  # two weights within this relative difference are equal but for rounding (float64 gives ~1e-16)
+
 
 @dataclass(frozen=True)
 class Reading:
     """Per query row (shape (n,), or (h, n) with h heads): top key and its weight, second key and its weight,
     entropy in bits, and whether the row is fully masked. ``max_entropy`` is log₂ n; ``row_max_entropy`` is the
     most a row can have under the mask, log₂ (number of keys it may attend), 0 for a fully masked row.
-    A fully masked row has top = second = 0 with weights 0 (check ``fully_masked`` first)."""
+    A fully masked row has top = second = 0 with weights 0 (check ``fully_masked`` first). ``top_count`` is how many
+    keys tie for the top weight (1 when one key has it alone)."""
 
     top: np.ndarray
     top_weight: np.ndarray
@@ -28,6 +32,13 @@ class Reading:
     fully_masked: np.ndarray
     max_entropy: float
     row_max_entropy: np.ndarray
+    top_count: np.ndarray
+
+
+def tied(w: np.ndarray, top_weight: np.ndarray) -> np.ndarray:
+    """Which keys tie for the top weight of their row: w (..., n) and the rows' top weights (...) -> bool (..., n)."""
+    top = np.asarray(top_weight)[..., None]
+    return (w >= top - TIE_RTOL * np.abs(top)) & (top > 0)
 
 
 def read(w: np.ndarray, allowed: np.ndarray | None = None) -> Reading:
@@ -45,4 +56,5 @@ def read(w: np.ndarray, allowed: np.ndarray | None = None) -> Reading:
     count = may.sum(axis=-1) if allowed is not None else np.full(w.shape[:-1], n)  # (..., n) keys each row may see
     row_max = np.log2(np.maximum(count, 1)).astype(float)  # (..., n)
     fully_masked = ~may.any(axis=-1)  # (..., n)
-    return Reading(top, top_weight, second, second_weight, entropy, fully_masked, float(np.log2(n)), row_max)
+    top_count = np.maximum(tied(w, top_weight).sum(axis=-1), 1)  # (..., n)
+    return Reading(top, top_weight, second, second_weight, entropy, fully_masked, float(np.log2(n)), row_max, top_count)

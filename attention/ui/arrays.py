@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import reading
 from ..names import squeeze_batch, token_labels
 from ..trace import Trace
 from . import session
@@ -33,16 +34,32 @@ def shown(s: session.Session, trace: Trace, name: str) -> tuple[np.ndarray, list
     return m, rows, cols
 
 
-def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int], head: int = 0) -> list[str]:
-    """“**The** attends most to **on** (89.7%)” for each of ``rows`` (or that the row is fully masked), in ``head``;
-    the top keys are found once per trace (``Trace.reading``)."""
+def top_keys(t: Trace, i: int, head: int = 0) -> list[int]:
+    """The keys that row ``i`` (in ``head``) gives its largest weight, every one of them when several tie."""
     r = t.reading
     pick = (lambda a: a[head]) if r.top.ndim == 2 else (lambda a: a)
-    top, weight, masked = pick(r.top), pick(r.top_weight), pick(r.fully_masked)
+    if pick(r.top_count)[i] == 1:
+        return [int(pick(r.top)[i])]
+    w = per_head(t.weights)[head][i]  # (n,)
+    return [int(j) for j in np.flatnonzero(reading.tied(w, pick(r.top_weight)[i]))]
+
+
+def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int], head: int = 0) -> list[str]:
+    """“**The** attends most to **on** (89.7%)” for each of ``rows`` (or that the row is fully masked), in ``head``;
+    keys that tie are all named (“to **the (1)** and **the (5)** (33.5% each)”). The top keys are found once per
+    trace (``Trace.reading``)."""
+    r = t.reading
+    pick = (lambda a: a[head]) if r.top.ndim == 2 else (lambda a: a)
+    weight, masked = pick(r.top_weight), pick(r.fully_masked)
     tk = [esc(t) for t in token_labels(tokens)]
-    return [
-        f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
-        if masked[i]
-        else f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})"
-        for i in rows
-    ]
+
+    def line(i: int) -> str:
+        if masked[i]:
+            return f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
+        keys = top_keys(t, i, head)
+        if len(keys) == 1:
+            return f"**{tk[i]}** attends most to **{tk[keys[0]]}** ({weight[i]:.1%})"
+        named = [f"**{tk[j]}**" for j in keys[:4]] + ([f"{len(keys) - 4} more"] if len(keys) > 4 else [])
+        return f"**{tk[i]}** attends most, equally, to {', '.join(named[:-1])} and {named[-1]} ({weight[i]:.1%} each)"
+
+    return [line(i) for i in rows]

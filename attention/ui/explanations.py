@@ -132,24 +132,67 @@ def output(s: session.Session, t: Trace | None) -> str:
         return "Each output row is a weighted average of the value rows."
     w = per_head(t.weights)[0]
     tk = [esc(t) for t in token_labels(s.tokens)]
-    parts = " + ".join(f"{w[0, j]:.3f}·V[{tk[j]}]" for j in range(min(3, w.shape[1])))
+    h, d_v = t.options.heads, t.V.shape[-1]
+    v = "V" if h == 1 else "V₁"
+    parts = " + ".join(f"{w[0, j]:.3f}·{v}[{tk[j]}]" for j in range(min(3, w.shape[1])))
     more = " + …" if w.shape[1] > 3 else ""
     mixed = (
         " Then W_o (edited on the Weights page) mixes the heads' outputs: output = concat · W_o, shown below."
         if t.W_o is not None
         else ""
     )
+    if h == 1:
+        row1 = f"row 1 = {parts}{more}. "
+    else:
+        row1 = (
+            f"with {h} heads, each head mixes its own columns of V by its own weights. In head 1, row 1 = "
+            f"{parts}{more}, where V₁ is head 1's columns v1–v{d_v // h} of V: that gives columns 1–{d_v // h} of "
+            f"output row 1, and heads 2–{h} give the other columns the same way with their own weights. "
+        )
     return (
-        f"Each output row is the value rows mixed by that token's weights: row 1 = {parts}{more}. "
+        f"Each output row is the value rows mixed by that token's weights: {row1}"
         "The output has one row per token, like X, but each row now carries information from the tokens it attended to."
         + mixed
     )
+
+
+def weights_origin(s: session.Session) -> str:
+    """Where W_q and W_k came from: "learned" (the Learn page's run put in), "identity" (W_q = W_k = I), "random"
+    (the preset draws them from its seed), "preset" (typed in the preset's tutorial) or "edited"."""
+    run = s.learned
+    if (
+        run is not None
+        and {"W_q", "W_k"} & set(run.settings.learn)
+        and all(session.identical(s.matrices[k], run.result.matrices[k]) for k in run.settings.learn if k in s.matrices)
+    ):
+        return "learned"
+    if all(s.matrices[k].shape[0] == s.matrices[k].shape[1] for k in ("W_q", "W_k")) and all(
+        np.array_equal(s.matrices[k], np.eye(s.matrices[k].shape[0])) for k in ("W_q", "W_k")
+    ):
+        return "identity"
+    preset, base = session.origin(s)
+    if not all(k in base and session.identical(s.matrices[k], base[k]) for k in ("W_q", "W_k")):
+        return "edited"
+    drawn = preset.random.names if preset.random is not None else ()
+    return "random" if s.preset_id == session.BLANK or {"W_q", "W_k"} & set(drawn) else "preset"
+
+
+_MEANING = {
+    "random": "W_q and W_k here are random numbers (drawn from the seed), so such a reading means nothing yet: it "
+    "only shows how the mechanism works. Train them on the Learn page to see a reading that means something.",
+    "preset": "W_q and W_k are the numbers typed in this preset's tutorial, not learned: the reading shows what "
+    "those numbers make each token look for, not what a trained model would.",
+    "learned": "W_q and W_k hold the weights learned on the Learn page: the reading shows what training taught each "
+    "token to look for, on this sentence.",
+    "identity": "W_q = W_k = I, so each score is the dot product of two rows of X: the reading shows which tokens' "
+    "embeddings are most alike (with word vectors, words used alike).",
+    "edited": "W_q and W_k hold your edits: the reading shows what your numbers make each token look for.",
+}
 
 
 def reading(s: session.Session, t: Trace | None) -> str:
     return (
         "For each token (a row of the weights): the key it gives the most weight to and that weight, the key it "
         "gives the second most to and that weight, and the row's entropy: 0 bits means all attention on one key, "
-        "log₂(n) bits means spread evenly over all n. With random weights such a reading means nothing yet: it only "
-        "shows how the mechanism works."
+        "log₂(n) bits means spread evenly over all n. " + _MEANING[weights_origin(s)]
     )

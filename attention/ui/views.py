@@ -17,7 +17,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, frames, session
-from .arrays import per_head, reading_lines, shown
+from .arrays import per_head, reading_lines, shown, top_keys
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -182,18 +182,21 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     for head in range(h):
         pick = (lambda a, k=head: a[k]) if h > 1 else (lambda a: a)
         top, second, masked = pick(r.top), pick(r.second), pick(r.fully_masked)
+        most = toks[top].copy()
+        for i in np.flatnonzero(pick(r.top_count) > 1):  # keys that tie are all named
+            most[i] = ", ".join(toks[top_keys(trace, int(i), head)])
         frames.append(
             pd.DataFrame(
                 {
                     **({"head": np.full(n, head + 1)} if h > 1 else {}),
                     "token": toks,
-                    "attends most to": np.where(masked, "(fully masked)", toks[top]),
+                    "attends most to": np.where(masked, "(fully masked)", most),
                     "weight": pick(r.top_weight),
                     "then": np.where(masked | (n < 2), "", toks[second]),
                     "weight 2": pick(r.second_weight),
                     "entropy (bits)": pick(r.entropy),
                     "max possible (bits)": np.full(n, r.max_entropy),
-                    "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
+                    "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, most, strict=True)]),
                 }
             )
         )
@@ -205,7 +208,8 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
     st.caption(
-        "“attends most to” is the key with the largest weight in the row, “weight” that weight; “then” is the key with "
+        "“attends most to” is the key with the largest weight in the row (all of them when several tie, equal up to "
+        "rounding), “weight” that weight; “then” is the key with "
         "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = spread evenly."
     )
     st.download_button(

