@@ -214,7 +214,7 @@ def test_one_hot_is_the_identity_and_the_preset_brings_its_own_back() -> None:
 
 
 def test_nearest_words_for_cat_include_dog() -> None:
-    at = journey("tokens", CAT)
+    at = _embed(journey("tokens", CAT), "glove")  # shown for GloVe vectors only
     at = select(at, "tok.nearest", "cat")
     no_exception(at)
     tables = [d.value for d in at.dataframe if "cosine similarity" in getattr(d.value, "columns", [])]

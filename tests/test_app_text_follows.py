@@ -97,3 +97,41 @@ def test_a_tie_is_found_when_weights_differ_only_by_rounding_and_not_beyond() ->
     w = w / w.sum(axis=1, keepdims=True)
     np.testing.assert_array_equal(read(w).top_count, [len(k) for k in _naive_top(w)])
     np.testing.assert_array_equal(read(w).top_count, [2, 1, 3])
+
+
+# ------------------------------------------------------------------------------------------ GloVe on the Tokens page
+
+
+def _embed(at, kind: str):
+    s = session(at)
+    return at.selectbox(key=f"tok.emb.{s.version}.{s.grids}").set_value(kind).run()
+
+
+def _nearest_tables(at) -> list:
+    return [d for d in at.dataframe if "cosine similarity" in getattr(d.value, "columns", [])]
+
+
+def test_glove_with_the_presets_w_explains_the_split_and_offers_w_equal_identity() -> None:
+    at = journey("tokens", {"preset": "the_cat_sat_on_the_mat"})
+    assert not _nearest_tables(at), "nearest GloVe words shown for vectors that are not GloVe"
+    at = _embed(at, "glove")
+    no_exception(at)
+    s = session(at)
+    m = s.matrices
+    t = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=s.tokens, options=s.options)
+    w = np.asarray(t.weights).reshape(len(s.tokens), len(s.tokens))
+    the = [i for i, tok in enumerate(s.tokens) if tok.lower() == "the"]
+    assert len(the) == 2 and np.array_equal(w[:, the[0]], w[:, the[1]])  # the 50/50 split the page must explain
+    said = " ".join(shown(i.value) for i in at.info)
+    assert "“The” and “the” get the same vector" in said, said
+    assert "W_q = W_k = I" in said and "GloVe: the cat sat on the mat" in said
+    assert _nearest_tables(at)
+    at = at.button(key=f"tok.identity.{s.version}").click().run()
+    no_exception(at)
+    s = session(at)
+    d = s.matrices["X"].shape[1]
+    np.testing.assert_array_equal(s.matrices["W_q"], np.eye(d))
+    np.testing.assert_array_equal(s.matrices["W_k"], np.eye(d))
+    assert any("similarity of real word vectors" in shown(i.value) for i in at.info)
+    at = _embed(at, "onehot")
+    assert not _nearest_tables(at)

@@ -54,7 +54,13 @@ def control(s: session.Session) -> None:
     if kind == "glove":
         _missing(s, seed)
     _similarity_note(s)
-    nearest_words(s)
+    if is_glove(s):  # the nearest words are GloVe's: for other vectors they would describe rows X does not hold
+        nearest_words(s)
+
+
+def is_glove(s: session.Session) -> bool:
+    """X holds GloVe vectors: chosen here, or the GloVe preset's own X."""
+    return s.embedding[0] == "glove" or (s.preset_id.startswith("glove") and s.embedding[0] == "preset")
 
 
 def _on_seed(key: str) -> None:
@@ -96,9 +102,10 @@ def _missing(s: session.Session, seed: int) -> None:
 
 def _similarity_note(s: session.Session) -> None:
     """When X holds GloVe vectors and W_q = W_k = I: attention is plain similarity of real word vectors."""
-    if not (s.embedding[0] == "glove" or (s.preset_id.startswith("glove") and s.embedding[0] == "preset")):
+    if not is_glove(s):
         return
     eye = np.eye(s.dims.d_model)
+    same = _same_vector(s)
     if all(s.matrices[k].shape == eye.shape and np.array_equal(s.matrices[k], eye) for k in ("W_q", "W_k")):
         st.info(
             "Attention here is plain **similarity of real word vectors**: W_q = W_k = I, so Q = K = X and each "
@@ -107,10 +114,37 @@ def _similarity_note(s: session.Session) -> None:
             icon=":material/info:",
         )
     else:
-        st.caption(
-            "X holds GloVe vectors, but W_q and W_k are not both the identity: the scores compare the word vectors "
-            "after a projection (learned or edited), not the vectors themselves."
+        st.info(
+            "X holds GloVe vectors, but W_q and W_k are still the preset's (random or typed, not learned for these "
+            "vectors): each score compares the two words only after that projection, so it says little about the "
+            "words. To see plain word similarity, make W_q = W_k = I (each score is then x_i · x_j), or load the "
+            "preset “GloVe: the cat sat on the mat”, which starts that way." + same,
+            icon=":material/info:",
         )
+        st.button(
+            "Use W_q = W_k = I (plain similarity)",
+            key=f"tok.identity.{s.version}",
+            on_click=state.use_identity,
+            help="Sets W_q and W_k to the identity (d_k becomes d_model); W_v is kept. “Reset to preset” undoes it.",
+        )
+    if same and np.array_equal(s.matrices["W_q"], eye) and np.array_equal(s.matrices["W_k"], eye):
+        st.caption(same.strip())
+
+
+def _same_vector(s: session.Session) -> str:
+    """A sentence naming the tokens that are one word to GloVe (looked up lower-cased, so they share one vector and
+    every query weighs them equally), or ""."""
+    groups: dict[str, list[str]] = {}
+    for label, token in zip(s.labels, s.tokens, strict=True):
+        groups.setdefault(token.lower(), []).append(label)
+    shared = [g for g in groups.values() if len(g) > 1]
+    if not shared or s.options.positions != "none":  # positions make their rows differ
+        return ""
+    named = "; ".join(" and ".join(quoted(x) for x in g) for g in shared[:4])
+    return (
+        f" GloVe looks words up lower-cased, so {named} get the same vector: their keys are equal, and every query "
+        "gives them exactly the same weight (an even split between them), whatever W is."
+    )
 
 
 def nearest_words(s: session.Session) -> None:

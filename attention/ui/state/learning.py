@@ -11,6 +11,7 @@ from ...io import vectors
 from ..compute import content_key
 from ..learned import Learned
 from ..session import get, identical, origin
+from .challenges import refuse_locked
 from .core import say, touch
 
 EMBEDDINGS = ("preset", "random", "glove", "onehot")
@@ -59,6 +60,23 @@ def use_learned() -> None:
         f"{', '.join(names)} now hold the learned numbers: every step page shows them (highlighted as changes from "
         "the preset), and every download and export carries them. “Reset to preset” in the sidebar undoes this.",
     )
+
+
+def use_identity() -> None:
+    """W_q = W_k = I (d_k becomes d_model; the heads go back to one if they no longer divide it), so each score is
+    the plain dot product of two rows of X; W_v is kept. Refused, with a message, when a challenge locks them."""
+    s = get()
+    if any(refuse_locked(k, "control.embeddings") for k in ("W_q", "W_k")):
+        return
+    d_model = s.dims.d_model
+    note = s.resize(d_k=d_model)
+    for k in ("W_q", "W_k"):
+        s.matrices[k] = np.eye(d_model)  # (d_model, d_k = d_model): X·I = X, either projection
+    s.version += 1
+    touch(s)
+    say("control.embeddings", "success", "W_q = W_k = I: every score is now the dot product of two rows of X.")
+    if note:
+        say("sidebar.heads", "warning", note)  # ours: numbers only
 
 
 def embedding_matrix(kind: str, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
