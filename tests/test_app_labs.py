@@ -20,7 +20,19 @@ import attention
 from attention.labs import challenges as ch
 from attention.labs import sqrt_dk
 from attention.ui import session as ss
-from tests.apptest_util import ROOT, edit_cells, errors, goto, journey, no_exception, select, session, shown, texts
+from tests.apptest_util import (
+    ROOT,
+    edit_cells,
+    errors,
+    goto,
+    journey,
+    no_exception,
+    open_expander,
+    select,
+    session,
+    shown,
+    texts,
+)
 
 BUILT_INS = ch.list_challenges()
 
@@ -74,7 +86,7 @@ def test_sqrt_dk_numbers_are_the_model_and_the_engine() -> None:
 
 
 def test_sqrt_dk_saturation_rows_are_the_sentences_rows() -> None:
-    at = journey("why_sqrt_dk", {"preset": "the_cat_sat"})
+    at = open_expander(journey("why_sqrt_dk", {"preset": "the_cat_sat"}), "sqrt.jacobian")  # folded at first
     rows = next(d.value for d in at.dataframe if "‖J‖" in getattr(d.value, "columns", []))
     w = attention.load_preset("the_cat_sat").compute().weights
     for i, row in enumerate(w):
@@ -88,6 +100,8 @@ def test_sqrt_dk_saturation_rows_are_the_sentences_rows() -> None:
 def test_a_2048_token_state_draws_its_own_points(page: str) -> None:
     """The largest state the dashboard holds: the per-row statistics stay O(n) per row (no n × n Jacobians)."""
     at = journey(page, {"preset": "blank", "size": "2048x16x16"})
+    if page == "why_sqrt_dk":
+        at = open_expander(at, "sqrt.jacobian")  # the rows' ‖J‖ are drawn once it is open
     no_exception(at)
     assert not errors(at)
 

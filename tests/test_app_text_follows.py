@@ -135,3 +135,37 @@ def test_glove_with_the_presets_w_explains_the_split_and_offers_w_equal_identity
     assert any("similarity of real word vectors" in shown(i.value) for i in at.info)
     at = _embed(at, "onehot")
     assert not _nearest_tables(at)
+
+
+# ------------------------------------------------------------------------------------------ the √d_k page
+
+
+def test_the_sqrt_dk_page_says_why_the_scores_spread_more_than_the_model_from_her_numbers() -> None:
+    at = journey("why_sqrt_dk", {"preset": "the_cat_sat"})
+    no_exception(at)
+    m = attention.load_preset("the_cat_sat").matrices()
+    Q, K = m["X"] @ m["W_q"], m["X"] @ m["W_k"]  # naive: the preset's own Q and K
+    S = Q @ K.T
+    assert (Q > 0).all() and (K > 0).all()
+    model = 4 * Q.var() * K.var()
+    assert S.var() > 10 * model  # the puzzle: 38.4 against 1.43
+    words = _words(at)
+    assert "yours are all positive" in words, words
+    assert "100% of Q's entries and 100% of K's are above 0" in words
+    assert f"your scores average {S.mean():.3g}" in words
+    assert f"= {4 * Q.mean() * K.mean():.3g}" in words
+    assert f"model's {model:.3g}" in words
+
+
+def test_the_gradient_through_softmax_is_folded_until_opened() -> None:
+    from tests.apptest_util import open_expander
+
+    at = journey("why_sqrt_dk", {"preset": "the_cat_sat"})
+    titles = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert not any("Gradient through softmax" in t for t in titles) and "‖J‖" not in _words(at)
+    assert any("J = diag(a) − a aᵀ" in e.label for e in at.expander)
+    at = open_expander(at, "sqrt.jacobian")
+    no_exception(at)
+    titles = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert any("Gradient through softmax" in t for t in titles)
+    assert "Why a saturated row learns nothing" in [h.value for h in at.subheader]

@@ -159,6 +159,8 @@ class TracePoint:
 
     q_variance, k_variance: of the entries of Q and K (1 in the random model); score_variance: of QKᵀ;
     scaled_variance: of the scaled, unmasked scores; is_default_scale: the trace multiplies by 1/√d_k.
+    q_mean, k_mean: the means of Q's and K's entries (0 in the random model); q_positive, k_positive: the share of
+    their entries above 0; score_mean: the mean of QKᵀ (d_k · q_mean · k_mean for independent entries).
     """
 
     d_k: int
@@ -172,6 +174,11 @@ class TracePoint:
     mean_max_weight: float
     mean_entropy: float
     mean_jacobian: float
+    q_mean: float = 0.0
+    k_mean: float = 0.0
+    q_positive: float = 0.5
+    k_positive: float = 0.5
+    score_mean: float = 0.0
 
 
 def trace_point(trace: Trace) -> TracePoint:
@@ -192,6 +199,11 @@ def trace_point(trace: Trace) -> TracePoint:
         mean_max_weight=float(top.mean()) if top.size else float("nan"),
         mean_entropy=float(entropy.mean()) if entropy.size else float("nan"),
         mean_jacobian=float(jac.mean()) if jac.size else float("nan"),
+        q_mean=float(trace.Q.mean()),
+        k_mean=float(trace.K.mean()),
+        q_positive=float((trace.Q > 0).mean()),
+        k_positive=float((trace.K > 0).mean()),
+        score_mean=float(trace.scores.mean()),
     )
 
 

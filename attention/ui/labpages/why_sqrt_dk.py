@@ -9,7 +9,7 @@ import streamlit as st
 
 from ...labs import sqrt_dk
 from ...trace import Trace
-from .. import compute, session, views
+from .. import compute, session, views, widgets
 from ..text import esc
 
 SEEDS = (1, 4, 16, 64)  # draws averaged per d_k
@@ -59,12 +59,16 @@ def body(s: session.Session) -> None:
     c = curves(dims, n, seeds)
     _in_words(c, point)
     data = pd.DataFrame(c.long())
-    for row in (CHARTS[:2], CHARTS[2:]):
-        for col, (measure, title, y_title, log_y) in zip(st.columns(2), row, strict=True):
+    for row in (CHARTS[:2], CHARTS[2:3]):
+        for col, (measure, title, y_title, log_y) in zip(st.columns(2), row, strict=False):
             col.altair_chart(_chart(data, measure, title, y_title, log_y, _marks(point, measure)), width="stretch")
     with st.expander("The numbers behind the charts"):
         st.dataframe(_table(c), hide_index=True, width="stretch")
-    _saturation(s, trace, point, top, jac)
+    box = widgets.open_expander("sqrt.jacobian", "The gradient through softmax: ‖J‖, with J = diag(a) − a aᵀ", s)
+    if box is not None:  # drawn only while open
+        with box:
+            _gradient(c, point, data)
+            _saturation(s, trace, point, top, jac)
 
 
 def _value_at(c: sqrt_dk.SqrtDkCurves, name: str, d_k: int) -> float:
@@ -84,8 +88,6 @@ def _in_words(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint) -> None:
         f"{np.sqrt(d):g}**, the variance is ≈ {at('var_scaled'):.2f}, the largest weight {at('max_weight_scaled'):.2f} "
         f"and the entropy {at('entropy_scaled'):.2f} bits, about what they are at d_k = 1 "
         f"({at('var_raw', 1):.2f}, {at('max_weight_raw', 1):.2f}, {at('entropy_raw', 1):.2f}). "
-        f"The gradient through softmax falls from {at('jacobian_scaled'):.3f} (scaled) to {at('jacobian_raw'):.3f} "
-        f"(unscaled): {at('jacobian_scaled') / max(at('jacobian_raw'), 1e-300):.1f} times smaller. "
         f"Means over {c.seeds} draws of {c.n} × d_k matrices."
     )
     model = p.d_k * p.q_variance * p.k_variance
@@ -95,8 +97,47 @@ def _in_words(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint) -> None:
         f"{p.q_variance:.3g} and {p.k_variance:.3g}; were they independent with mean 0, its scores would have "
         f"variance d_k · var(q) · var(k) ≈ {model:.3g}. They have {p.score_variance:.4g}, and {p.scaled_variance:.4g} "
         f"once {scaled}. Its rows' largest weight averages {p.mean_max_weight:.3f}, their entropy "
-        f"{p.mean_entropy:.3f} bits and ‖J‖ {p.mean_jacobian:.3f}."
+        f"{p.mean_entropy:.3f} bits. " + why_not_the_model(p)
     )
+
+
+def why_not_the_model(p: sqrt_dk.TracePoint) -> str:
+    """In plain words, from the trace's own numbers, why its scores spread more (or less) than d_k·var(q)·var(k)."""
+    model = p.d_k * p.q_variance * p.k_variance
+    if not np.isfinite(p.score_variance) or abs(np.log(max(p.score_variance, 1e-300) / max(model, 1e-300))) < 0.7:
+        return "That is about what the model says: its entries behave much like independent numbers of mean 0."
+    lo, hi = min(p.q_positive, p.k_positive), max(p.q_positive, p.k_positive)
+    if (lo >= 0.75 or hi <= 0.25) and p.score_variance > model:
+        sign = "positive" if lo >= 0.75 else "negative"
+        share = "all" if lo == 1 or hi == 0 else "mostly"
+        return (
+            f"Why so far from the model: the model is for entries of **mean 0**, and yours are {share} {sign} "
+            f"({p.q_positive:.0%} of Q's entries and {p.k_positive:.0%} of K's are above 0; their means are "
+            f"{p.q_mean:.3g} and {p.k_mean:.3g}). So the {p.d_k} products q_c·k_c in a score do not cancel out, they "
+            f"add up: your scores average {p.score_mean:.3g} (d_k · mean(q) · mean(k) = {p.d_k} × {p.q_mean:.3g} × "
+            f"{p.k_mean:.3g} = {p.d_k * p.q_mean * p.k_mean:.3g}), and a token with larger entries gets much larger "
+            f"scores than one with smaller entries, so the scores spread far more than the model's {model:.3g}."
+        )
+    return (
+        f"Why not the model: your entries average about 0 ({p.q_mean:.3g} and {p.k_mean:.3g}), but they are not "
+        "independent: each row of Q and K is made from the same row of X by fixed weights, so a query and a key can "
+        "line up (with W_q = W_k, a token's own score q·k is its squared length, always large). Such related entries "
+        f"give scores of variance {p.score_variance:.4g} where independent ones would give {model:.3g}."
+    )
+
+
+def _gradient(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint, data: pd.DataFrame) -> None:
+    """The gradient through softmax as d_k grows, scaled or not, with the trace's own rows."""
+    at = {
+        k: _value_at(c, f"jacobian_{k}", QUOTED_DK) if QUOTED_DK in c.d_k else float("nan") for k in ("scaled", "raw")
+    }
+    st.markdown(
+        f"At d_k = {QUOTED_DK}, the gradient through softmax falls from {at['scaled']:.3f} (scaled) to "
+        f"{at['raw']:.3f} (unscaled): {at['scaled'] / max(at['raw'], 1e-300):.1f} times smaller. Your sentence's "
+        f"rows have ‖J‖ {p.mean_jacobian:.3f} on average."
+    )
+    measure, title, y_title, log_y = CHARTS[3]
+    st.altair_chart(_chart(data, measure, title, y_title, log_y, _marks(p, measure)), width="stretch")
 
 
 def _marks(p: sqrt_dk.TracePoint, measure: str) -> pd.DataFrame:
