@@ -169,3 +169,40 @@ def test_the_gradient_through_softmax_is_folded_until_opened() -> None:
     titles = [c.proto.spec for c in at.get("vega_lite_chart")]
     assert any("Gradient through softmax" in t for t in titles)
     assert "Why a saturated row learns nothing" in [h.value for h in at.subheader]
+
+
+# ------------------------------------------------------------------------------------------ the Learn page
+
+
+def _naive_previous_accuracy(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, order: tuple[int, ...]) -> list[bool]:
+    """For the words in ``order`` (rows of X), without positions: does each row but the first give its largest
+    weight to the token one place back? Plain numpy, one row at a time."""
+    Xo = X[list(order)]
+    hits = []
+    for i in range(1, len(order)):
+        s = (Xo[i] @ W_q) @ (Xo @ W_k).T / np.sqrt(W_q.shape[1])
+        w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+        hits.append(int(np.argmax(w)) == i - 1)
+    return hits
+
+
+def test_previous_token_without_positions_is_memorised_and_reorderings_show_it() -> None:
+    import itertools
+
+    at = journey("learn", {"preset": "the_cat_sat"})
+    at = at.button(key="learn.train").click().run()
+    no_exception(at)
+    run = session(at).learned
+    assert run.result.trace.options.positions == "none" and run.result.accuracy == 1.0  # 100% on its sentence
+    m = run.result.matrices
+    hits = [
+        h
+        for order in itertools.permutations(range(3))
+        if order != (0, 1, 2)
+        for h in _naive_previous_accuracy(m["X"], m["W_q"], m["W_k"], order)
+    ]
+    acc = sum(hits) / len(hits)
+    assert acc < 0.8  # a rule about order cannot be learned from a bag of words
+    words = _words(at)
+    assert f"on 5 other orders of the same words (sentences it never saw) in **{acc:.0%}**" in words, words
+    assert "memorised each word's vector" in words and "a new sentence breaks it" in words

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ... import charts
-from ...names import token_labels
+from ... import charts, learn
+from ...errors import AttentionError
+from ...names import squeeze_batch, token_labels
 from .. import compute, session, state
 from ..arrays import per_head
 from ..learned import TARGETS, Learned
@@ -16,6 +20,8 @@ from ..text import esc
 from ..widgets import show_messages
 
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
+ORDER_TARGETS = ("previous", "next", "first", "token")  # targets about where a token stands, not what it is
+REORDERINGS = 20  # other orders of the same words the run is measured on
 
 
 def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.Chart:
@@ -98,6 +104,7 @@ def result(s: session.Session) -> None:
             + (" …" if len(skipped) > 8 else "")
             + " (nothing to attend under this target or the mask)."
         )
+    _carries_over(run)
     final = per_head(r.weights)[0]
     st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
     fmt = charts.decimals_for(final, s.digits)
@@ -112,3 +119,57 @@ def result(s: session.Session) -> None:
         "every download and export carries them. “Reset to preset” in the sidebar undoes it.",
     )
     show_messages("learn.use")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def reordered(key: str, _run: Learned) -> tuple[float, int] | None:
+    """The run's accuracy on the same words in other orders (all of them for n ≤ 4, else REORDERINGS drawn from the
+    run's seed): :func:`attention.learn.evaluate` with each word's row of X as its vector, as the generalisation
+    benchmark measures held-out sentences. None when the target is not about order or cannot be measured so."""
+    r, cfg = _run.result, _run.settings
+    labels = token_labels(_run.tokens)
+    n = len(labels)
+    if cfg.target not in ORDER_TARGETS or r.trace is None or not 3 <= n <= 256 or "X" not in r.matrices:
+        return None
+    table = dict(zip(labels, squeeze_batch(r.matrices["X"]), strict=True))  # word → its row (a bag of vectors)
+    if math.factorial(n) - 1 <= REORDERINGS:
+        orders = [p for p in itertools.permutations(range(n)) if p != tuple(range(n))]
+    else:
+        rs, found = np.random.RandomState(cfg.seed), set()
+        while len(found) < REORDERINGS:
+            p = tuple(int(i) for i in rs.permutation(n))
+            if p != tuple(range(n)):
+                found.add(p)
+        orders = sorted(found)
+    sentences = [tuple(labels[i] for i in p) for p in orders]
+    try:
+        ev = learn.evaluate(sentences, table, r.matrices, r.trace.options, cfg.target, j=min(cfg.j, n - 1))
+    except AttentionError:  # a padding or custom mask: not measured on other sentences
+        return None
+    return ev.accuracy, len(sentences)
+
+
+def _carries_over(run: Learned) -> None:
+    """Does what the run learned hold for the same words in another order? Measured, and said in words."""
+    r, cfg = run.result, run.settings
+    got = reordered(f"{run.start}|{cfg}|{r.steps_done}|{r.loss!r}", run)
+    if got is None or r.accuracy is None:
+        return
+    acc, count = got
+    n, positions = len(run.tokens), r.trace.options.positions  # type: ignore[union-attr]
+    what = TARGETS[cfg.target]
+    said = (
+        f"**Does it carry over?** On this sentence the learned weights find the {what} in {r.accuracy:.0%} of rows; "
+        f"on {count} other orders of the same words (sentences it never saw) in **{acc:.0%}** (a guess over the "
+        f"{n} keys: about {1 / n:.0%})."
+    )
+    if positions == "none" and acc < r.accuracy - 0.2:
+        said += (
+            " Without positions attention sees only which words are present, a bag of words, so it cannot have "
+            f"learned “the {what}”: it memorised each word's vector (this word looks at that word, wherever they "
+            "stand), and a new sentence breaks it. Choose positions on the Tokens page and train again to learn a "
+            "rule about order."
+        )
+    elif acc < r.accuracy - 0.2:
+        said += f" With {positions} positions it still leans on the words themselves, not only on where they stand."
+    st.markdown(said)  # ours: numbers and our wording
