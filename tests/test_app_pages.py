@@ -28,9 +28,9 @@ def test_unedited_preset_shows_document_match(preset_id: str) -> None:
 
 def test_batched_preset_says_shapes_match_and_explains_np_dot() -> None:
     at = app("tokens", {"preset": "the_cat_sat_on_the_mat"})
-    infos = " ".join(i.value for i in at.info)
     assert any(label == "Same shapes as its tutorial" and "003" in hover for label, hover in badges(at)), badges(at)
-    assert "(1, 6, 1, 6)" in infos
+    (box,) = [e for e in at.expander if "batch of one" in e.label]  # folded: details for whoever wants them
+    assert "(1, 6, 1, 6)" in " ".join(m.value for m in box.markdown)
 
 
 def test_steps_have_formula_and_heatmaps() -> None:
@@ -56,7 +56,7 @@ def test_reading_page_reads_the_on_for_003() -> None:
     table = at.dataframe[0].value
     row = table[table["token"] == "The"].iloc[0]
     assert row["attends most to"] == "on"
-    assert row["reading"] == "The → on"
+    assert list(table.columns)[-1] == "entropy (bits)"  # "max possible" and "reading" repeat others: the CSV has them
     import numpy as np
 
     w = attention.load_preset("the_cat_sat_on_the_mat").compute().weights[0]

@@ -67,7 +67,7 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
         },
         index=cols,
     )
-    st.dataframe(table, width="stretch")
+    st.dataframe(table, width="stretch", height=frames.fit_height(len(table)))
     qi, kj = esc(labels[i]), esc(labels[j])
     lines = [
         f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks "
@@ -110,7 +110,9 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
     for tab in widgets.open_tab("softmax_steps", ["S'/T − shift", "exp(…)", "row sums"], s):
         if tab == "row sums":
             sums = {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]}
-            st.dataframe(pd.DataFrame(sums, index=rows[: len(steps)]), width="stretch")
+            st.dataframe(
+                pd.DataFrame(sums, index=rows[: len(steps)]), width="stretch", height=frames.fit_height(len(steps))
+            )
             continue
         values = shifted if tab.startswith("S'") else exps
         frames.number_table(

@@ -156,7 +156,8 @@ def batch_note(s: session.Session) -> None:
     steps = {step.step: step for step in shape_trace((1, d.n, d.d_model), d.d_k, d.d_v)}
     scores, out = steps["scores = Q·Kᵀ"], steps["output = weights·V"]
     printed = preset.notes.get("output_shape")
-    st.info(
+    box = st.expander(f"This preset's X is a batch of one, shape (1, {d.n}, {d.d_model}): shapes in detail")
+    box.markdown(  # folded: the details are for whoever wants them, not a wall of text on the way
         f"This preset's X is a batch of one: shape (1, {d.n}, {d.d_model}). The dashboard shows and edits its single "
         f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores of "
         f"shape "

@@ -21,24 +21,27 @@ from .. import charts
 from ..errors import cell_name
 from ..io.parse import cell_number
 from . import session, state
+from .frames import fit_height
 from .text import esc
 from .widgets import show_messages
-from .windows import EDIT_COLS, EDIT_ROWS, window_controls
+from .windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
     return f"ed.{name}.{s.version}.{s.grids}.{r0}.{c0}"
 
 
-def matrix_editor(name: str, s: session.Session) -> None:
-    """Draw the editor for one of X, W_q, W_k, W_v; its edits reach the session through :func:`_on_edit`."""
+def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
+    """Draw the editor for one of X, W_q, W_k, W_v (``beside`` a result: a narrower window of columns, so every column
+    shown is seen whole); its edits reach the session through :func:`_on_edit`."""
     m = s.matrices[name]
     rows, cols = s.axis_labels(name, m.shape)
     st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")
     if s.challenge is not None and name not in s.challenge.editable:
         st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
-    r0, c0 = window_controls(f"edwin.{name}", *m.shape)
-    r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + EDIT_COLS)
+    per = EDIT_COLS_BESIDE if beside else EDIT_COLS
+    r0, c0 = window_controls(f"edwin.{name}.{per}", *m.shape, EDIT_ROWS, per)
+    r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
         st.caption(
             f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV)."
@@ -53,8 +56,9 @@ def matrix_editor(name: str, s: session.Session) -> None:
         key=key,
         num_rows="fixed",
         width="stretch",
+        height=fit_height(len(df)),
         on_change=_on_edit,
-        args=(name, key, r0, c0),
+        args=(name, key, r0, c0, per),
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
@@ -85,11 +89,11 @@ def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
     )
 
 
-def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
+def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> None:
     """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones."""
     s = session.get()
     m = s.matrices[name]
-    r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + EDIT_COLS)
+    r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     rows, cols = s.axis_labels(name, m.shape)
     col_index = {c: j for j, c in enumerate(cols[c0:c1])}
     problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)

@@ -107,7 +107,7 @@ def input_panel(s: session.Session) -> None:
     st.markdown("**Inputs** · edit any cell; the result beside redraws")
     inputs = inputs_of(s.matrices)
     for name in widgets.open_tab("inputs", list(inputs), s):
-        editors.matrix_editor(name, s)
+        editors.matrix_editor(name, s, beside=True)
 
 
 def render_overview() -> None:

@@ -12,6 +12,14 @@ import pandas as pd
 import streamlit as st
 
 _HIGHLIGHT = "background-color: #fff3b0; font-weight: 600"
+SHOWN_ROWS = 16  # a table of up to this many rows is shown whole; a longer one scrolls, showing whole rows
+ROW_PX = 35  # the data grid's row (and header) height
+
+
+def fit_height(n_rows: int) -> int | str:
+    """A table's height: all its rows up to SHOWN_ROWS, else exactly SHOWN_ROWS whole rows (never a row cut in
+    half, as the grid's default of ten and a bit rows does)."""
+    return "content" if n_rows <= SHOWN_ROWS else ROW_PX * (SHOWN_ROWS + 1) + 2
 
 
 def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray | None = None, **kwargs) -> None:
@@ -22,9 +30,9 @@ def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray
     if not marked and pattern != "{!r}" and np.isfinite(values).all():
         printf = "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"
         config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
-        where.dataframe(df, width="stretch", column_config=config, **kwargs)
+        where.dataframe(df, width="stretch", column_config=config, **{"height": fit_height(len(df)), **kwargs})
         return
     styler = df.style.format(lambda v: "−∞" if np.isneginf(v) else pattern.format(v))
     if marked:
         styler = styler.apply(lambda _: np.where(highlight, _HIGHLIGHT, ""), axis=None)
-    where.dataframe(styler, width="stretch", **kwargs)
+    where.dataframe(styler, width="stretch", **{"height": fit_height(len(df)), **kwargs})

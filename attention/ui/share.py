@@ -111,6 +111,10 @@ def sidebar_tools(s: session.Session) -> None:
         link_box(params)
 
 
+LINK_SHOWN = 300  # characters of link shown whole; a longer one scrolls in a box LINK_HEIGHT px tall
+LINK_HEIGHT = 160
+
+
 def link_box(params: dict[str, str]) -> None:
     """The link for the session as it is now (edits were applied in callbacks, before this run)."""
     query = urlencode(params)
@@ -118,9 +122,17 @@ def link_box(params: dict[str, str]) -> None:
         base = st.context.url
     except Exception:  # noqa: BLE001 - older or test contexts have no URL
         base = None
-    st.code(f"{base}?{query}" if base else f"?{query}", language=None, wrap_lines=True)
+    text = f"{base}?{query}" if base else f"?{query}"
+    long = len(text) > LINK_SHOWN
+    # a long link (many edits) would wrap into a box taller than the screen: it scrolls within a few lines instead
+    st.code(text, language=None, wrap_lines=True, height=LINK_HEIGHT if long else "content")
     st.caption(
-        ("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
+        (
+            f"The link is {len(text):,} characters long: the box scrolls, and the button copies all of it. "
+            if long
+            else ""
+        )
+        + ("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
         + "It carries the whole state: preset, seed, sentence, sizes, options"
         + (" and your cell edits." if "edits" in params else ".")
     )

@@ -24,17 +24,17 @@ PROJECTIONS = {
     "x_w": "Q = X · W  (W is d_model × d_k)",
     "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, as in “I am Batman”)",
 }
-SOFTMAXES = {
-    "row_max": "subtract each row's max (stable)",
-    "global_max": "subtract the whole matrix's max",
-    "none": "subtract nothing (as in “She likes coffee”)",
+SOFTMAXES = {  # short: a select box shows its choice on one line of the sidebar's width
+    "row_max": "row's max (stable)",
+    "global_max": "whole matrix's max",
+    "none": "nothing (She likes coffee)",
 }
 DIGITS = {d: "every digit (exact)" if d is None else f"{d} significant digits" for d in session.DIGIT_CHOICES}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
-MASK_NAMES = {
-    "causal": "causal (token i sees tokens 1…i)",
-    "padding": "padding (ignore marked tokens)",
-    "custom": "custom (a grid on the Scaling page)",
+MASK_NAMES = {  # short, as SOFTMAXES; the select's help says more
+    "causal": "causal (sees 1…i)",
+    "padding": "padding (marked tokens)",
+    "custom": "custom (Scaling page)",
 }
 
 
@@ -129,7 +129,8 @@ def conventions_summary(s: session.Session) -> str:
     heads = f"{o.heads} head" + ("s" if o.heads != 1 else "")
     digits = "every digit" if s.digits is None else f"{s.digits} digits"
     proj = "X·Wᵀ" if o.projection == "x_wt" else "X·W"
-    return " · ".join([heads, mask_label(o.mask), scale, f"T = {o.temperature:g}", proj, SOFTMAXES[o.softmax], digits])
+    softmax = f"subtract {SOFTMAXES[o.softmax]}"
+    return " · ".join([heads, mask_label(o.mask), scale, f"T = {o.temperature:g}", proj, softmax, digits])
 
 
 def _conventions(s: session.Session) -> None:
@@ -146,12 +147,14 @@ def _conventions(s: session.Session) -> None:
     )
     _bind("sb.softmax", o.softmax)
     st.selectbox(
-        "Softmax stabiliser",
+        "Softmax subtracts first",
         list(SOFTMAXES),
         format_func=SOFTMAXES.get,
         key="sb.softmax",
         on_change=_on(lambda v: state.set_option(softmax=v), "sb.softmax"),
-        help="Mathematically the same weights; numerically, only 'row max' can never overflow or underflow.",
+        help="What softmax subtracts from each score before exp: each row's max, the whole matrix's max, or nothing "
+        "(as “She likes coffee” does). Mathematically the same weights; numerically, only the row's max can never "
+        "overflow or underflow.",
     )
     # a custom factor of exactly 1 stays "custom" while the user is typing in it
     scale_kind = (
@@ -203,7 +206,9 @@ def _conventions(s: session.Session) -> None:
         format_func=mask_label,
         key="sb.mask",
         on_change=_on(state.set_mask, "sb.mask"),
-        help="A cell may be attended only where every chosen mask allows it; masked cells are grey and get weight 0.",
+        help="A cell may be attended only where every chosen mask allows it; masked cells are grey and get weight 0. "
+        "Causal: token i sees tokens 1…i only. Padding: no token attends the tokens you mark. Custom: a grid of "
+        "ticks on the Scaling page.",
     )
     if "padding" in masks.parts(o.mask):
         labels = s.labels

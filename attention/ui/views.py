@@ -66,7 +66,7 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
     if win.size > STYLE_MAX_CELLS:
-        st.dataframe(df, width="stretch")
+        st.dataframe(df, width="stretch", height=frames.fit_height(len(df)))
     else:
         frames.number_table(df, fmt, highlight=highlight)
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
@@ -178,14 +178,14 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     r = trace.reading
     toks = np.asarray(s.labels, dtype=object)
     n, h = len(toks), trace.options.heads
-    frames = []
+    parts = []
     for head in range(h):
         pick = (lambda a, k=head: a[k]) if h > 1 else (lambda a: a)
         top, second, masked = pick(r.top), pick(r.second), pick(r.fully_masked)
         most = toks[top].copy()
         for i in np.flatnonzero(pick(r.top_count) > 1):  # keys that tie are all named
             most[i] = ", ".join(toks[top_keys(trace, int(i), head)])
-        frames.append(
+        parts.append(
             pd.DataFrame(
                 {
                     **({"head": np.full(n, head + 1)} if h > 1 else {}),
@@ -200,17 +200,24 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
                 }
             )
         )
-    df = pd.concat(frames, ignore_index=True)
-    shown_df = df.head(512)
-    numbers = [c for c in shown_df.columns if c in ("weight", "weight 2", "entropy (bits)", "max possible (bits)")]
+    df = pd.concat(parts, ignore_index=True)
+    # shown beside the inputs: the columns that repeat others (the CSV has them) are left out, so the rest fit
+    shown_df = df.head(512).drop(columns=["max possible (bits)", "reading"])
+    numbers = [c for c in shown_df.columns if c in ("weight", "weight 2", "entropy (bits)")]
     fmt = charts.decimals_for(shown_df[numbers].to_numpy(dtype=float), s.digits)
-    st.dataframe(shown_df.style.format(fmt.format, subset=numbers), width="stretch", hide_index=True)
+    st.dataframe(
+        shown_df.style.format(fmt.format, subset=numbers),
+        width="stretch",
+        hide_index=True,
+        height=frames.fit_height(len(shown_df)),
+    )
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
     st.caption(
         "“attends most to” is the key with the largest weight in the row (all of them when several tie, equal up to "
         "rounding), “weight” that weight; “then” is the key with "
-        "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = spread evenly."
+        "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = "
+        f"{r.max_entropy:.3f} bits = spread evenly over all {n} keys (the most possible)."
     )
     st.download_button(
         "Download reading.csv",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 VIEW_ROWS, VIEW_COLS = 64, 64  # tables larger than this are shown a window at a time
-EDIT_ROWS, EDIT_COLS = 64, 64  # editors likewise
+EDIT_ROWS, EDIT_COLS = 64, 8  # editors: 8 columns fit a page's width whole (a grid's columns cannot shrink)
+EDIT_COLS_BESIDE = 4  # ... and 4 in the inputs panel beside a result
 
 
 def window_controls(

@@ -13,7 +13,7 @@ import streamlit as st
 from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
-from .. import compute, session, state
+from .. import compute, frames, session, state
 from ..arrays import per_head
 from ..learned import TARGETS, Learned
 from ..text import esc
@@ -108,7 +108,11 @@ def result(s: session.Session) -> None:
     final = per_head(r.weights)[0]
     st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
     fmt = charts.decimals_for(final, s.digits)
-    st.dataframe(pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format), width="stretch")
+    st.dataframe(
+        pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format),
+        width="stretch",
+        height=frames.fit_height(len(labels)),
+    )
     st.button(
         "Use these weights",
         key="learn.use",
