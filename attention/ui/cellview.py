@@ -14,6 +14,7 @@ from .arrays import shown
 from .text import esc
 
 HEATMAP_KEY = "hm.{page}"
+SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
 
 
 def on_heatmap_click(page_key: str) -> None:
@@ -127,8 +128,10 @@ def context(names: tuple[str, ...]):
 
     def view(s: session.Session, trace: Trace, page_key: str) -> None:
         st.markdown("**What this step takes in**")
-        for col, name in zip(st.columns(len(names)), names, strict=True):
-            m, rows, cols = shown(s, trace, name)
+        arrays = [shown(s, trace, name) for name in names]
+        wide = any(a[0].shape[1] > SIDE_BY_SIDE_COLS for a in arrays)  # side by side they would hide columns
+        places = [st.container() for _ in names] if wide else st.columns(len(names))
+        for col, name, (m, rows, cols) in zip(places, names, arrays, strict=True):
             fmt = charts.decimals_for(m, s.digits)
             col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
             frames.number_table(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]), fmt, where=col)
