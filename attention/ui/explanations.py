@@ -144,10 +144,12 @@ def output(s: session.Session, t: Trace | None) -> str:
     if h == 1:
         row1 = f"row 1 = {parts}{more}. "
     else:
+        rest = "head 2 gives" if h == 2 else f"heads 2–{h} give"
+        into = "output" if t.W_o is None else "concat"
         row1 = (
             f"with {h} heads, each head mixes its own columns of V by its own weights. In head 1, row 1 = "
             f"{parts}{more}, where V₁ is head 1's columns v1–v{d_v // h} of V: that gives columns 1–{d_v // h} of "
-            f"output row 1, and heads 2–{h} give the other columns the same way with their own weights. "
+            f"{into} row 1, and {rest} the other columns the same way with their own weights. "
         )
     return (
         f"Each output row is the value rows mixed by that token's weights: {row1}"
