@@ -19,7 +19,8 @@ import streamlit as st
 
 from .. import charts
 from ..errors import cell_name
-from ..io.parse import cell_number
+from ..io.parse import cell_number, number_too_long
+from ..names import MAX_NUMBER_CHARS
 from . import session, state
 from .text import esc
 from .widgets import show_messages
@@ -90,7 +91,9 @@ def _on_edit(name: str, key: str, r0: int, c0: int) -> None:
         where = cell_name((r0 + r, c0 + c), rows, cols)
         if value is None or not math.isfinite(value):
             what = (
-                "blank"
+                f"{len(raw):,} characters long; a number has at most {MAX_NUMBER_CHARS:,}"
+                if number_too_long(raw)
+                else "blank"
                 if raw is None or not str(raw).strip()
                 else (
                     "NaN"
