@@ -46,6 +46,7 @@ import io
 import itertools
 import math
 import re
+import tokenize
 import zipfile
 from collections.abc import Sequence
 
@@ -194,7 +195,8 @@ def _bound_work(
 
 
 def _bound_lines(text: str, name: str, source: str) -> None:
-    """Plain rows: refuse a line longer than the widest row of any matrix before splitting it into cells."""
+    """Plain rows and CSV: refuse, before splitting a line into cells, one longer than the widest row of any matrix,
+    or one longer than a number may be with no separator in it (a single cell too long to read)."""
     start = 0
     while start < len(text):
         end = text.find("\n", start)
@@ -204,6 +206,13 @@ def _bound_lines(text: str, name: str, source: str) -> None:
             raise AttentionError(
                 f"{name}: line {line} of the {source} has {end - start:,} characters; a matrix row has at "
                 f"most {MAX_TOKENS + 1:,} cells (about {MAX_LINE_CHARS:,} characters), so it was not read",
+                matrix=name,
+            )
+        if end - start > MAX_NUMBER_CHARS and all(text.find(c, start, end) < 0 for c in " \t,;"):
+            line = text.count("\n", 0, start) + 1
+            raise AttentionError(
+                f"{name}: line {line} of the {source} is one cell of {end - start:,} characters "
+                f"({_short(text[start : start + 40])}); a number has at most {MAX_NUMBER_CHARS:,}",
                 matrix=name,
             )
         start = end + 1
@@ -238,6 +247,7 @@ def read_matrix_csv(
     text = text.lstrip("\ufeff")
     if not text.strip():
         raise AttentionError(f"{name}: the file is empty; it needs at least one row of numbers", matrix=name)
+    _bound_lines(text, name, "file")
     return _parse_rows(text, name, expected_shape, dims, "file", allow_neg_inf=allow_neg_inf, csv_mode=True)
 
 
@@ -318,7 +328,7 @@ def read_numpy(data: bytes, name: str, label: str = "the file", ext: str = "npy"
             else "numpy cannot read it"
         )
         raise AttentionError(f"{name}: {label} is not a readable .{ext} array ({why})", matrix=name) from None
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile):
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, tokenize.TokenError):  # TokenError: a garbled header
         raise AttentionError(
             f"{name}: {label} is not a valid .{ext} file (it may be cut short or renamed)", matrix=name
         ) from None
