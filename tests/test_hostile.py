@@ -181,6 +181,26 @@ def test_a_bad_sentence_is_refused(tokens_page, case: str) -> None:
     refused(at, before, words)
 
 
+@pytest.mark.parametrize(
+    "make", [lambda n: "1" * (n // 2) + "a" * (n // 2), lambda n: "x " * (n // 2)], ids=["one long token", "many"]
+)
+def test_a_hostile_sentence_is_handled_in_linear_time(tokens_page, make) -> None:
+    """10,000 against 100,000 characters through the sentence box (each refused, the session unchanged): the least of
+    three runs each, at most 15 times as long (the page's own drawing is the same on both sides)."""
+    at, before = tokens_page
+    times = {}
+    for n in (10_000, 100_000):
+        best = float("inf")
+        for k in range(3):
+            text = make(n)[: n - 1] + "abc"[k]  # a new value each time, so the box's callback runs
+            start = time.perf_counter()
+            at = at.text_input(key=f"tok.sentence.{before[5]}").set_value(text).run()
+            best = min(best, time.perf_counter() - start)
+            refused(at, before)
+        times[n] = best
+    assert times[100_000] <= 15 * times[10_000], times
+
+
 def test_markdown_tokens_are_text_everywhere(tokens_page) -> None:
     at, _ = tokens_page
     at = at.text_input(key=f"tok.sentence.{session(at).version}").set_value(f"The {IMG} sat").run()

@@ -148,7 +148,7 @@ def test_a_binary_upload(ext: str) -> None:
     )
 
 
-# ----------------------------------------------------------------------------------------- sentence and address
+# ------------------------------------------------------------------------ address (the sentence: test_hostile.py)
 
 
 @pytest.mark.parametrize("case", ["digits then letters", "whitespace run", "signs", "nested brackets"])
@@ -168,12 +168,6 @@ def test_link_tokens_up_to_their_limit(case: str) -> None:
     small, large = MAX_LINK_CHARS // 10, MAX_LINK_CHARS
     assert_linear(lambda t: links.decode_edits("v1." + t[3:]), TEXTS[case], small=small, large=large)
     assert_linear(lambda t: ch.decode_link("c1." + t[3:]), TEXTS[case], small=small, large=large)
-
-
-def test_the_sentence_limit_is_measured_before_splitting() -> None:
-    """The sentence box's check (names.MAX_SENTENCE_CHARS) comes before the split; the AppTest battery in
-    test_hostile.py sends it through the app."""
-    assert attention.names.MAX_SENTENCE_CHARS == attention.names.MAX_TOKENS * (attention.names.MAX_TOKEN_CHARS + 1)
 
 
 # ----------------------------------------------------------------------------------------- preset and challenge JSON
