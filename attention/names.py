@@ -38,6 +38,14 @@ MAX_TOKENS = 2048
 MAX_DIM = 256
 MAX_SEED = 2**32 - 1
 MAX_TOKEN_CHARS = 200  # one token's text
+# How much text each input may carry, checked before any pattern or parser looks at it (so a hostile value costs
+# one len(), whatever it holds). A number: float64 keeps 17 significant digits, and 1,000 characters leave room for
+# any float64 written out exactly in scientific notation (at most 767 significant digits).
+MAX_NUMBER_CHARS = 1000  # one grid cell, one number in a paste or a file
+MAX_SENTENCE_CHARS = MAX_TOKENS * (MAX_TOKEN_CHARS + 1)  # 411,648: every token at its longest, one space apart
+MAX_LINK_CHARS = 16_384  # one value in an address: an edits or a challenge token (the longest a link writes)
+MAX_UPLOAD_MB = 16  # a pasted or uploaded matrix, a preset file (Streamlit's maxUploadSize counts MiB)
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 
 _OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
 _COL_PREFIX = {"X": "d", "P": "d", "Q": "q", "K": "k", "V": "v", "output": "v"}

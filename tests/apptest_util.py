@@ -96,7 +96,8 @@ def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.nd
 
 def drawn_cells(chart) -> list[list[dict]]:
     """The rows each view of a drawn Vega-Lite chart holds: inline ``data.values`` anywhere in its spec (the app's
-    cell-by-cell heatmaps) and Arrow datasets (Altair charts), one list of row dicts per data source."""
+    cell-by-cell heatmaps), the chart's own Arrow data and Arrow datasets (Altair charts), one list of row dicts per
+    data source."""
     from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
     found: list[list[dict]] = []
@@ -113,6 +114,8 @@ def drawn_cells(chart) -> list[list[dict]]:
                 walk(v)
 
     walk(json.loads(chart.proto.spec))
+    if chart.proto.data.data:  # the chart's own data (st.vega_lite_chart(data, spec)): a single heatmap's cells
+        found.append(convert_arrow_bytes_to_pandas_df(chart.proto.data.data).to_dict("records"))
     found += [convert_arrow_bytes_to_pandas_df(d.data.data).to_dict("records") for d in chart.proto.datasets]
     return found
 

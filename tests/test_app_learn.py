@@ -52,7 +52,9 @@ def test_the_page_renders_for_every_document_preset(pid: str) -> None:
     at = journey("learn", {"preset": pid})
     no_exception(at)
     assert not at.error, texts(at.error)
-    assert at.button(key="learn.train")
+    train = at.button(key="learn.train")
+    assert (train.label, train.disabled) == ("Train", False)
+    assert session(at).learned is None  # nothing is learned until it is clicked
     assert "Learn the weights" in [t.value for t in at.title]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import attention
-from tests.apptest_util import PAGES, app, badges, errors, no_exception, texts
+from tests.apptest_util import PAGES, app, badges, drawn_cells, errors, no_exception, texts
 
 PRESET_IDS = attention.list_presets()
 
@@ -33,11 +33,26 @@ def test_batched_preset_says_shapes_match_and_explains_np_dot() -> None:
     assert "(1, 6, 1, 6)" in " ".join(m.value for m in box.markdown)
 
 
+STEP_ARRAYS = {  # the array each step page's heatmap shows
+    "scores": "scores",
+    "scaling": "scaled",
+    "softmax": "weights",
+    "output": "weights",
+    "overview": "weights",
+}
+
+
 def test_steps_have_formula_and_heatmaps() -> None:
-    for page, charts in (("scores", 1), ("scaling", 1), ("softmax", 1), ("output", 1), ("overview", 1)):
+    """Each step page's heatmap holds that step's array as attention.self_attention computes it from the session's
+    matrices, cell by cell under its tokens; every step page but the overview shows its formula."""
+    for page, name in STEP_ARRAYS.items():
         at = app(page, {"preset": "the_cat_sat"})
-        assert at.get("vega_lite_chart"), page
-        assert len(at.get("vega_lite_chart")) >= charts
+        s = at.session_state["attention_session"]
+        m = s.matrices
+        t = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=s.tokens, options=s.options)
+        want = getattr(t, name)
+        drawn = {(r["query"], r["key"]): r["value"] for rows in drawn_cells(at.get("vega_lite_chart")[0]) for r in rows}
+        assert drawn == {(q, k): want[i, j] for i, q in enumerate(s.tokens) for j, k in enumerate(s.tokens)}, page
         if page != "overview":
             assert at.latex, page
 

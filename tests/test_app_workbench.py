@@ -57,8 +57,9 @@ def test_an_edit_of_w_q_on_the_softmax_page_changes_the_weights_as_the_engine_sa
     want = _engine(s).weights
     assert not np.allclose(want, before)
     np.testing.assert_array_equal(frame_by_shape(at, (3, 3)), want)  # the table on the same screen, to the last bit
-    chart = at.get("vega_lite_chart")[0]
-    assert chart  # the heatmap is redrawn on the same run
+    # the heatmap is redrawn on the same run: its cells are the engine's new weights, under their tokens
+    drawn = {(r["query"], r["key"]): r["value"] for rows in drawn_cells(at.get("vega_lite_chart")[0]) for r in rows}
+    assert drawn == {(q, k): want[i, j] for i, q in enumerate(s.tokens) for j, k in enumerate(s.tokens)}
     at = goto(at, "weights")  # the same edit everywhere
     assert session(at).matrices["W_q"][1, 1] == 3.0
 

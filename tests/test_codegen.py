@@ -207,11 +207,37 @@ def test_notebook_is_valid_and_its_cells_rebuild_the_state(case):
     assert "Attention weights:" in out.getvalue()
 
 
+# HTML and every kind of Markdown a title or a description could carry
+HOSTILE_MD = (
+    "<script>alert(1)</script> <b>bold</b> **strong** _em_ `code` [link](http://127.0.0.2/) "
+    "![img](http://127.0.0.2/p.png) # hash | a | b | ~~strike~~ {x} \\ 1. + - * &amp; &lt;tag&gt; <!-- c -->"
+)
+
+
+def test_notebook_markdown_shows_user_text_literally():
+    """Rendered by an independent CommonMark renderer (markdown-it), the notebook's intro shows the title and the
+    description exactly as typed: a heading and a paragraph of plain text, no tag, link, image, code or emphasis
+    made from them."""
+    from markdown_it import MarkdownIt
+
+    base = attention.blank(2, 2)
+    preset = replace(
+        attention.from_state(base.tokens, base.matrices(), base.options, title=HOSTILE_MD), description=HOSTILE_MD
+    )
+    cell = nbformat.reads(notebook(preset), as_version=4).cells[0]
+    assert cell.cell_type == "markdown"
+    tokens = MarkdownIt("commonmark").parse(cell.source)
+    assert [t.tag for t in tokens if t.type.endswith("_open")][:3] == ["h1", "p", "p"]  # title, intro, description
+    inlines = [t for t in tokens if t.type == "inline"]
+    for where, inline in (("title", inlines[0]), ("description", inlines[2])):
+        kinds = {child.type for child in inline.children}
+        assert kinds == {"text"}, (where, kinds)  # no html_inline, link_open, image, em_open, code_inline ...
+        assert "".join(child.content for child in inline.children) == HOSTILE_MD, where
+
+
 def test_notebook_is_deterministic_and_escapes_markdown():
     a = notebook(transposed_padding())
     assert a == notebook(transposed_padding())
-    nb = nbformat.reads(a, as_version=4)
-    assert "<" not in nb.cells[0].source or "&lt;" in nb.cells[0].source
     html_nb = notebook(
         attention.from_state(
             ["a", "b"], attention.blank(2, 2).matrices(), attention.Options(), title="<script>alert(1)</script>"

@@ -7,6 +7,7 @@ oracle in this file or from an algebraic property (rows sum to 1, permutation eq
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -17,8 +18,7 @@ from hypothesis.extra.numpy import arrays
 import attention
 from attention import steps
 
-SETTINGS = settings(max_examples=50, deadline=None)
-RTOL = ATOL = 1e-9
+SETTINGS = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "50")), deadline=None)  # more: set it
 
 # ---------------------------------------------------------------- naive oracles (lists, loops, math.exp)
 
@@ -83,10 +83,88 @@ def naive_sdpa(q, k, v, allowed=None, additive=None, scale=None):
     return O, A
 
 
-def assert_close(actual, expected, what=""):
-    np.testing.assert_allclose(
-        np.asarray(actual, dtype=float), np.asarray(expected, dtype=float), rtol=RTOL, atol=ATOL, err_msg=what
-    )
+# ---------------------------------------------------------------- what float64 gives: first-order error bounds
+#
+# The engine (numpy, BLAS) and the oracles above (Python loops) both compute in float64, in different orders. Each
+# sum of k products is within gamma(k)·(|a|·|b|) of the exact value, whatever the order (Higham, "Accuracy and
+# Stability of Numerical Algorithms", 3.1), so the two differ by at most twice that, plus what the differences of
+# the earlier steps carry forward. Each bound below is that propagation, step by step, on the magnitudes of this
+# very input (times SAFETY for second-order terms): a few ulps times the lengths and the magnitudes, instead of one
+# fixed 1e-9 that any result within a millionth of a percent would pass.
+
+U = np.finfo(np.float64).eps / 2  # unit roundoff, 2**-53
+ETA = np.finfo(np.float64).smallest_subnormal  # 2**-1074: what an operation may lose absolutely in the subnormal range
+SAFETY = 2.0
+
+
+def gamma(k: int) -> float:
+    return k * U / (1 - k * U)
+
+
+def softmax_bound(z_abs: np.ndarray, dz: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """|engine − oracle| for softmax weights, given the magnitudes of its inputs and how far the two sides' inputs
+    differ. The exact softmax moves log w_ij by at most 2·max_l |dz_il| (d log w_ij / d z_il = [j = l] − w_il);
+    each side rounds z − m (absolutely u·|z − m| <= 2u·max|z|, relatively in exp), exp (2u), the row sum
+    (gamma(n)) and the division (u)."""
+    n = weights.shape[-1]
+    zmax = float(np.max(z_abs, initial=0.0))
+    row = np.max(dz, axis=-1, keepdims=True, initial=0.0)
+    return SAFETY * weights * (2 * row + 2 * (2 * U * zmax + 3 * U + gamma(n)))
+
+
+def sdpa_bounds(Q_abs, K_abs, V_abs, dQ, dK, dV, factor, weights, additive=None) -> dict[str, np.ndarray]:
+    """Bounds for scores, scaled (times ``factor`` = scale / temperature), weights and output from Q, K, V given with
+    magnitudes ``*_abs`` and side-to-side differences ``d*`` (zero when both sides start from the same arrays)."""
+    d_k, n = Q_abs.shape[-1], K_abs.shape[-2]
+    S_abs = Q_abs @ K_abs.T  # (L, S)
+    dS = SAFETY * (2 * gamma(d_k) * S_abs + dQ @ K_abs.T + Q_abs @ dK.T)
+    Z_abs = abs(factor) * S_abs + (0.0 if additive is None else np.abs(np.where(np.isfinite(additive), additive, 0)))
+    dZ = abs(factor) * dS + SAFETY * 2 * 3 * U * Z_abs  # scale, temperature and mask: one rounding each per side
+    W = np.asarray(weights, dtype=float)
+    dW = softmax_bound(Z_abs, dZ, W)
+    dO = SAFETY * (dW @ V_abs + W @ dV + 2 * gamma(n) * (W @ V_abs))
+    return {"scores": dS, "scaled": dZ, "weights": dW, "output": dO}
+
+
+def attention_bounds(X, W_q, W_k, W_v, projection, weights, scale=None, temperature=1.0) -> dict[str, np.ndarray]:
+    """Bounds for every array of :func:`naive_attention` against the engine, ``weights`` the oracle's weights."""
+    Ws = [np.abs(np.asarray(W, dtype=float)) for W in (W_q, W_k, W_v)]
+    Ws = [W.T for W in Ws] if projection == "x_wt" else Ws
+    X_abs = np.abs(np.asarray(X, dtype=float))
+    Q_abs, K_abs, V_abs = (X_abs @ W for W in Ws)
+    dQ, dK, dV = (SAFETY * 2 * gamma(X_abs.shape[-1]) * M for M in (Q_abs, K_abs, V_abs))
+    s = 1 / math.sqrt(Q_abs.shape[-1]) if scale is None else scale
+    out = sdpa_bounds(Q_abs, K_abs, V_abs, dQ, dK, dV, s / temperature, weights)
+    return {"Q": dQ, "K": dK, "V": dV, **out}
+
+
+def row_sum_bound(n: int) -> float:
+    """How far a row of computed weights can sum from 1: each weight is e_j / fl(sum e) (the sum within gamma(n),
+    the division within u), then n of them are summed again."""
+    return SAFETY * gamma(2 * n + 1)
+
+
+def exact_qkv_bounds(q, k, v, scale, weights, additive=None) -> dict[str, np.ndarray]:
+    """Bounds for scaled_dot_product_attention against naive_sdpa: both sides start from the same q, k, v."""
+    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
+    s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    zero = [np.zeros_like(a) for a in (q, k, v)]
+    full = None if additive is None else np.broadcast_to(np.asarray(additive, dtype=float), (q.shape[0], k.shape[0]))
+    return sdpa_bounds(np.abs(q), np.abs(k), np.abs(v), *zero, s, weights, full)
+
+
+def assert_close(actual, expected, bound, what=""):
+    """|actual − expected| <= bound in every cell (infinities equal), plus 64 subnormal steps for underflow (the
+    relative model above holds only down to 2**-1022); the message gives the worst excess."""
+    a, e = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
+    e = np.broadcast_to(e, a.shape) if e.ndim == 0 else e  # a number: every cell
+    assert a.shape == e.shape, (what, a.shape, e.shape)
+    b = np.broadcast_to(np.asarray(bound, dtype=float), e.shape) + 64 * ETA
+    finite = np.isfinite(e)
+    assert np.array_equal(a[~finite], e[~finite]), what
+    gap = np.abs(a - e)[finite]
+    worst = int(np.argmax(gap - b[finite])) if gap.size else 0
+    assert np.all(gap <= b[finite]), f"{what}: off by {gap[worst]:.3g}, bound {b[finite][worst]:.3g}"
 
 
 # ---------------------------------------------------------------- strategies
@@ -123,8 +201,9 @@ def test_self_attention_matches_naive_oracle(problem, variant, scale):
     X, W_q, W_k, W_v, proj = problem
     t = attention.self_attention(X, W_q, W_k, W_v, projection=proj, softmax=variant, scale=scale)
     ref = naive_attention(X, W_q, W_k, W_v, proj, variant, scale)
+    bound = attention_bounds(X, W_q, W_k, W_v, proj, ref["weights"], scale)
     for name, value in ref.items():
-        assert_close(getattr(t, name), value, name)
+        assert_close(getattr(t, name), value, bound[name], name)
     assert t.scale == pytest.approx(1 / math.sqrt(len(ref["Q"][0])) if scale is None else scale, rel=1e-15)
 
 
@@ -134,7 +213,7 @@ def test_weight_rows_sum_to_one(problem):
     X, W_q, W_k, W_v, proj = problem
     w = attention.self_attention(X, W_q, W_k, W_v, projection=proj).weights
     assert np.all(w >= 0)
-    np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+    assert_close(w.sum(axis=-1), 1.0, row_sum_bound(w.shape[-1]))
 
 
 @SETTINGS
@@ -145,8 +224,9 @@ def test_permuting_tokens_permutes_output(problem, rnd):
     rnd.shuffle(perm)
     base = attention.self_attention(X, W_q, W_k, W_v, projection=proj)
     moved = attention.self_attention(X[perm], W_q, W_k, W_v, projection=proj)
-    np.testing.assert_allclose(moved.output, base.output[perm], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(moved.weights, base.weights[np.ix_(perm, perm)], rtol=1e-12, atol=1e-12)
+    bound = attention_bounds(X, W_q, W_k, W_v, proj, base.weights)  # two float64 runs: as engine against oracle
+    assert_close(moved.output, base.output[perm], bound["output"][perm])
+    assert_close(moved.weights, base.weights[np.ix_(perm, perm)], bound["weights"][np.ix_(perm, perm)])
 
 
 @SETTINGS
@@ -156,8 +236,12 @@ def test_softmax_ignores_a_constant_added_to_a_row(data, variant):
     x = data.draw(mat((n, m), st.floats(-50, 50)))
     c = data.draw(mat((n, 1), st.floats(-50, 50)))
     # |x + c| <= 100 and spreads <= 200: exp never overflows (none) nor underflows to 0/0 (global_max).
-    np.testing.assert_allclose(steps.softmax(x + c, variant), steps.softmax(x, variant), rtol=1e-9, atol=1e-12)
-    assert_close(steps.softmax(x, variant), naive_softmax(x.tolist(), variant))
+    # the exact softmax ignores c; only the rounding of x + c (u·|x + c|) reaches the weights
+    w = steps.softmax(x, variant)
+    shifted = np.abs(x) + np.abs(c)
+    assert_close(steps.softmax(x + c, variant), w, softmax_bound(shifted, SAFETY * U * shifted, w), "shifted")
+    ref = np.array(naive_softmax(x.tolist(), variant))
+    assert_close(steps.softmax(x, variant), ref, softmax_bound(np.abs(x), np.zeros_like(x), ref))
 
 
 @SETTINGS
@@ -167,7 +251,8 @@ def test_adding_a_constant_to_a_score_row_via_self_attention_is_the_same(problem
     X, W_q, W_k, W_v, proj = problem
     t = attention.self_attention(X, W_q, W_k, W_v, projection=proj)
     shifted = t.scaled + np.arange(t.scaled.shape[0])[:, None] * 3.0
-    np.testing.assert_allclose(steps.softmax(shifted), t.weights, rtol=1e-9, atol=1e-12)
+    z_abs = np.abs(t.scaled) + np.abs(shifted)
+    assert_close(steps.softmax(shifted), t.weights, softmax_bound(z_abs, SAFETY * U * z_abs, t.weights))
 
 
 # ---------------------------------------------------------------- masks
@@ -182,10 +267,11 @@ def test_causal_mask_zero_above_diagonal(problem):
     upper = np.triu(np.ones((n, n), dtype=bool), k=1)
     assert np.all(t.weights[upper] == 0.0)
     assert np.all(np.isneginf(t.scaled[upper]))
-    np.testing.assert_allclose(t.weights.sum(axis=-1), 1.0, atol=1e-12)
+    assert_close(t.weights.sum(axis=-1), 1.0, row_sum_bound(n))
     ref = naive_attention(X, W_q, W_k, W_v, proj, allowed=np.tril(np.ones((n, n), dtype=bool)).tolist())
-    assert_close(t.weights, ref["weights"])
-    assert_close(t.output, ref["output"])
+    bound = attention_bounds(X, W_q, W_k, W_v, proj, ref["weights"])
+    assert_close(t.weights, ref["weights"], bound["weights"])
+    assert_close(t.output, ref["output"], bound["output"])
     assert t.fully_masked == ()
 
 
@@ -197,10 +283,10 @@ def test_padding_mask_zero_weight_on_padding_keys(data):
     pad = data.draw(st.lists(st.booleans(), min_size=n, max_size=n).filter(lambda p: not all(p)))
     t = attention.self_attention(X, W_q, W_k, W_v, projection=proj, mask="padding", padding=tuple(pad))
     assert np.all(t.weights[:, np.array(pad)] == 0.0)
-    np.testing.assert_allclose(t.weights.sum(axis=-1), 1.0, atol=1e-12)
+    assert_close(t.weights.sum(axis=-1), 1.0, row_sum_bound(n))
     allowed = [[not pad[j] for j in range(n)] for _ in range(n)]
     ref = naive_attention(X, W_q, W_k, W_v, proj, allowed=allowed)
-    assert_close(t.output, ref["output"])
+    assert_close(t.output, ref["output"], attention_bounds(X, W_q, W_k, W_v, proj, ref["weights"])["output"])
 
 
 def test_all_padding_masks_every_row():
@@ -226,8 +312,9 @@ def test_fully_masked_row_gives_zero_weights_and_output(data):
     assert set(t.fully_masked) == {i for i in range(n) if not allowed[i].any()}
     assert not np.isnan(t.weights).any()
     ref = naive_attention(X, W_q, W_k, W_v, proj, allowed=allowed.tolist())
-    assert_close(t.weights, ref["weights"])
-    assert_close(t.output, ref["output"])
+    bound = attention_bounds(X, W_q, W_k, W_v, proj, ref["weights"])
+    assert_close(t.weights, ref["weights"], bound["weights"])
+    assert_close(t.output, ref["output"], bound["output"])
 
 
 def test_custom_mask_is_anded_with_causal():
@@ -237,8 +324,9 @@ def test_custom_mask_is_anded_with_causal():
     both = allowed & np.tril(np.ones((3, 3), dtype=bool))
     assert np.array_equal(t.allowed, both)
     ref = naive_attention(X, np.eye(2), np.eye(2), np.eye(2), allowed=both.tolist())
-    assert_close(t.weights, ref["weights"])
-    assert_close(t.output, ref["output"])
+    bound = attention_bounds(X, np.eye(2), np.eye(2), np.eye(2), "x_w", ref["weights"])
+    assert_close(t.weights, ref["weights"], bound["weights"])
+    assert_close(t.output, ref["output"], bound["output"])
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention (PyTorch semantics)
@@ -278,8 +366,9 @@ def test_sdpa_matches_oracle(qkv, data):
         scale,
     )
     assert out.shape == (L, v.shape[1]) and w.shape == (L, S_len)
-    assert_close(w, ref_w, "weights")
-    assert_close(out, ref_out, "output")
+    bound = exact_qkv_bounds(q, k, v, scale, ref_w, additive)
+    assert_close(w, ref_w, bound["weights"], "weights")
+    assert_close(out, ref_out, bound["output"], "output")
     if allowed is not None:
         assert np.all(w[~allowed] == 0.0)
         for i in range(L):
@@ -315,8 +404,9 @@ def test_sdpa_float_mask_with_neg_inf_and_broadcast():
         allowed=np.isfinite(full).tolist(),
         additive=np.where(np.isfinite(full), full, 0.0).tolist(),
     )
-    assert_close(w, ref_w)
-    assert_close(out, ref_out)
+    bound = exact_qkv_bounds(q, k, v, None, ref_w, full)
+    assert_close(w, ref_w, bound["weights"])
+    assert_close(out, ref_out, bound["output"])
     assert np.all(w[:, 1] == 0.0)
 
 
@@ -329,8 +419,9 @@ def test_sdpa_fully_masked_row_bool_and_float():
         out, w = attention.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         assert np.array_equal(w[1], np.zeros(3)) and np.array_equal(out[1], np.zeros(2))
         ref_out, ref_w = naive_sdpa(q.tolist(), k.tolist(), v.tolist(), allowed=allowed.tolist())
-        assert_close(w, ref_w)
-        assert_close(out, ref_out)
+        bound = exact_qkv_bounds(q, k, v, None, ref_w)
+        assert_close(w, ref_w, bound["weights"])
+        assert_close(out, ref_out, bound["output"])
 
 
 @SETTINGS
@@ -349,8 +440,9 @@ def test_sdpa_batch_equals_per_item(B, qkv):
             vb[b].tolist(),
             allowed=np.tril(np.ones((q.shape[0], k.shape[0]), bool)).tolist(),
         )
-        assert_close(out[b], o1)
-        assert_close(w[b], w1)
+        bound = exact_qkv_bounds(qb[b], kb[b], vb[b], None, w1)
+        assert_close(out[b], o1, bound["output"])
+        assert_close(w[b], w1, bound["weights"])
 
 
 # ---------------------------------------------------------------- multi-head
@@ -363,15 +455,17 @@ def test_one_head_equals_single_head(problem, variant):
     opts = attention.Options(projection=proj, softmax=variant, heads=1)
     mh = attention.multi_head(X, W_q, W_k, W_v, opts)
     ref = naive_attention(X, W_q, W_k, W_v, proj, variant)
+    bound = attention_bounds(X, W_q, W_k, W_v, proj, ref["weights"])
     assert len(mh.heads) == 1
-    assert_close(mh.output, ref["output"])
-    assert_close(mh.heads[0].weights, ref["weights"])
+    assert_close(mh.output, ref["output"], bound["output"])
+    assert_close(mh.heads[0].weights, ref["weights"], bound["weights"])
     single = attention.self_attention(X, W_q, W_k, W_v, options=opts)
     assert np.array_equal(single.output, mh.output)
 
 
 def naive_multi_head(X, W_q, W_k, W_v, h, projection, W_o=None, scale=None):
-    outs, weights = [], []
+    """(concat, output, each head's weights, and the bounds on each: {"concat", "output", "weights": [per head]})."""
+    outs, weights, bounds = [], [], []
     for i in range(h):
         blocks = []
         for W in (W_q, W_k, W_v):
@@ -384,9 +478,16 @@ def naive_multi_head(X, W_q, W_k, W_v, h, projection, W_o=None, scale=None):
         r = naive_attention(X, *blocks, projection=projection, scale=scale)
         outs.append(r["output"])
         weights.append(r["weights"])
+        bounds.append(attention_bounds(X, *blocks, projection, r["weights"], scale))
     concat = [sum((o[row] for o in outs), []) for row in range(len(outs[0]))]
     out = concat if W_o is None else matmul(concat, np.asarray(W_o).tolist())
-    return concat, out, weights
+    d_concat = np.hstack([b["output"] for b in bounds])
+    if W_o is None:
+        d_out = d_concat
+    else:  # one more product: the concatenation's differences carried through |W_o|, and its own sums' rounding
+        Wo_abs, C_abs = np.abs(np.asarray(W_o, dtype=float)), np.abs(np.asarray(concat)) + d_concat
+        d_out = SAFETY * (d_concat @ Wo_abs + 2 * gamma(Wo_abs.shape[0]) * (C_abs @ Wo_abs))
+    return concat, out, weights, {"concat": d_concat, "output": d_out, "weights": [b["weights"] for b in bounds]}
 
 
 @st.composite
@@ -403,16 +504,16 @@ def multi_head_problems(draw):
 def test_multi_head_equals_concatenated_single_heads(problem):
     h, X, W_q, W_k, W_v, proj, W_o = problem
     mh = attention.multi_head(X, W_q, W_k, W_v, attention.Options(projection=proj, heads=h), W_o=W_o)
-    concat, out, weights = naive_multi_head(X, W_q, W_k, W_v, h, proj, W_o)
+    concat, out, weights, bound = naive_multi_head(X, W_q, W_k, W_v, h, proj, W_o)
     assert len(mh.heads) == h
-    assert_close(mh.concat, concat, "concat")
-    assert_close(mh.output, out, "output")
+    assert_close(mh.concat, concat, bound["concat"], "concat")
+    assert_close(mh.output, out, bound["output"], "output")
     for i in range(h):
-        assert_close(mh.heads[i].weights, weights[i], f"head {i} weights")
-        assert_close(mh.combined.weights[i], weights[i], f"combined weights head {i}")
+        assert_close(mh.heads[i].weights, weights[i], bound["weights"][i], f"head {i} weights")
+        assert_close(mh.combined.weights[i], weights[i], bound["weights"][i], f"combined weights head {i}")
     if W_o is None:
         t = attention.self_attention(X, W_q, W_k, W_v, projection=proj, heads=h)
-        assert_close(t.output, concat)
+        assert_close(t.output, concat, bound["concat"])
         n = X.shape[0]
         assert t.weights.shape == ((h, n, n) if h > 1 else (n, n))  # a head axis only when h > 1 (documented)
 
@@ -446,7 +547,8 @@ def test_batch_equals_per_item(B, problem):
             np.testing.assert_allclose(tb.output[b], ti.output, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(tb.weights[b], ti.weights, rtol=1e-12, atol=1e-12)
             ref = naive_attention(Xb[b], W_q, W_k, W_v, proj, allowed=allowed)
-            assert_close(tb.output[b], ref["output"])
+            bound = attention_bounds(Xb[b], W_q, W_k, W_v, proj, ref["weights"])
+            assert_close(tb.output[b], ref["output"], bound["output"])
 
 
 @SETTINGS
@@ -458,8 +560,9 @@ def test_temperature_divides_scaled_scores(problem, T):
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(t.weights, e / e.sum(axis=-1, keepdims=True), rtol=1e-12, atol=1e-14)
     ref = naive_attention(X, W_q, W_k, W_v, proj, temperature=T)
-    assert_close(t.weights, ref["weights"])
-    assert_close(t.output, ref["output"])
+    bound = attention_bounds(X, W_q, W_k, W_v, proj, ref["weights"], temperature=T)
+    assert_close(t.weights, ref["weights"], bound["weights"])
+    assert_close(t.output, ref["output"], bound["output"])
 
 
 @SETTINGS

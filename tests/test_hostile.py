@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from tests.apptest_util import (
 MARKER = Path("/tmp") / "attention-hostile-marker"
 CODE = f"__import__('os').system('touch {MARKER}')"
 IMG = "![x](http://127.0.0.2:9/p.png)"
+HOSTILE_CELL = "1" * 50_000 + "a" * 50_000  # the old number pattern took a minute over it, holding the interpreter
 
 
 def snapshot(s) -> tuple:
@@ -88,7 +90,9 @@ CELLS = {
     "inf": ("inf", ["W_q row 1", "infinite"]),
     "minus inf": ("-Infinity", ["W_q row 1", "infinite"]),
     "too large": ("1e400", ["W_q row 1", "infinite"]),
-    "5000 digits": ("9" * 5000, ["W_q row 1", "infinite"]),
+    "400 digits": ("9" * 400, ["W_q row 1", "infinite"]),
+    "5000 digits": ("9" * 5000, ["W_q row 1", "5,000 characters long", "a number has at most 1,000"]),
+    "100k digits then letters": (HOSTILE_CELL, ["W_q row 1", "100,000 characters long", "at most 1,000"]),
     "hex": ("0x10", ["W_q row 1", "not a number"]),
     "underscore": ("1_000", ["W_q row 1", "not a number"]),
     "formula": ("=1+1", ["W_q row 1", "not a number"]),
@@ -105,6 +109,24 @@ def test_a_bad_grid_cell_is_named_and_changes_nothing(weights_page, case: str) -
     value, words = CELLS[case]
     at = edit_cells(at, "W_q", {0: {"q1": value}}, raw=True)
     refused(at, before, *words)
+
+
+def test_a_100k_hostile_cell_is_refused_as_fast_as_a_normal_edit(weights_page) -> None:
+    """The whole round trip (the grid's payload, the callback, the page) for a 100,000-character cell against a
+    normal edit, least of three each, side by side: the old number pattern made it about 100 times slower."""
+    at, _ = weights_page
+    normal, hostile = [], []
+    for k in range(3):
+        start = time.perf_counter()
+        at = edit_cells(at, "W_q", {0: {"q1": str(0.5**k)}}, raw=True)
+        normal.append(time.perf_counter() - start)
+        assert session(at).matrices["W_q"][0, 0] == 0.5**k  # the normal edit was applied
+        before = snapshot(session(at))
+        start = time.perf_counter()
+        at = edit_cells(at, "W_q", {1: {"q2": HOSTILE_CELL}}, raw=True)
+        hostile.append(time.perf_counter() - start)
+        refused(at, before, "W_q row 2", "100,000 characters long", "a number has at most 1,000")
+    assert min(hostile) <= 3 * min(normal), (hostile, normal)
 
 
 def test_markdown_in_a_cell_is_shown_as_text(weights_page) -> None:
@@ -146,6 +168,8 @@ SENTENCES = {
     "spaces": ("    ", "sentence is empty"),
     "too many tokens": ("a " * 2049, "more than the 2048"),
     "a token too long": ("cat " + "x" * 201, "at most 200"),
+    "over the character limit": ("a " * 210_000, "420,000 characters long; it may have at most 411,648"),
+    "digits then letters": ("1" * 50_000 + "a" * 50_000, "100,000 characters long; a token may have at most 200"),
 }
 
 
@@ -155,6 +179,26 @@ def test_a_bad_sentence_is_refused(tokens_page, case: str) -> None:
     text, words = SENTENCES[case]
     at = at.text_input(key=f"tok.sentence.{before[5]}").set_value(text).run()
     refused(at, before, words)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda n: "1" * (n // 2) + "a" * (n // 2), lambda n: "x " * (n // 2)], ids=["one long token", "many"]
+)
+def test_a_hostile_sentence_is_handled_in_linear_time(tokens_page, make) -> None:
+    """10,000 against 100,000 characters through the sentence box (each refused, the session unchanged): the least of
+    three runs each, at most 15 times as long (the page's own drawing is the same on both sides)."""
+    at, before = tokens_page
+    times = {}
+    for n in (10_000, 100_000):
+        best = float("inf")
+        for k in range(3):
+            text = make(n)[: n - 1] + "abc"[k]  # a new value each time, so the box's callback runs
+            start = time.perf_counter()
+            at = at.text_input(key=f"tok.sentence.{before[5]}").set_value(text).run()
+            best = min(best, time.perf_counter() - start)
+            refused(at, before)
+        times[n] = best
+    assert times[100_000] <= 15 * times[10_000], times
 
 
 def test_markdown_tokens_are_text_everywhere(tokens_page) -> None:
@@ -240,7 +284,15 @@ URLS = {
     "markdown seed": ({"preset": "the_cat_sat", "seed": IMG}, "is not a whole number"),
     "negative seed": ({"preset": "the_cat_sat", "seed": "-1"}, "is not a whole number"),
     "float seed": ({"preset": "the_cat_sat", "seed": "1e3"}, "is not a whole number"),
-    "huge seed": ({"preset": "the_cat_sat", "seed": "9" * 400}, "is not a whole number"),
+    "long seed": ({"preset": "the_cat_sat", "seed": "9" * 99}, "is not a whole number"),
+    "huge seed": (
+        {"preset": "the_cat_sat", "seed": "9" * 400},
+        "seed is 400 characters long; a link carries at most",
+    ),
+    "huge sentence": ({"preset": "the_cat_sat", "tokens": "a " * 50_000}, "tokens is 100,000 characters long"),
+    "huge mask": ({"preset": "the_cat_sat", "cmask": "1" * 100_000}, "cmask is 100,000 characters long"),
+    "huge padding": ({"preset": "the_cat_sat", "pad": "," * 100_000}, "at most 10,240 there"),
+    "hostile scale": ({"preset": "the_cat_sat", "scale": "1" * 50_000 + "a" * 50_000}, "at most 100 there"),
     "unicode digits": ({"preset": "the_cat_sat", "seed": "٣"}, "is not a whole number"),
     "bad size": ({"preset": "blank", "size": "0x0x0"}, "is not n x d_model x d_k"),
     "text size": ({"preset": "blank", "size": IMG}, "is not n x d_model x d_k"),
@@ -250,7 +302,8 @@ URLS = {
     "code edits": ({"preset": "the_cat_sat", "edits": CODE}, "edits could not be restored"),
     "garbage edits": ({"preset": "the_cat_sat", "edits": IMG}, "edits could not be restored"),
     "forged edits": ({"preset": "the_cat_sat", "edits": "v1.AAAAAAAAAAAAAAAAAAAA"}, "edits could not be restored"),
-    "huge edits": ({"preset": "the_cat_sat", "edits": "v1." + "A" * 20000}, "edits could not be restored"),
+    "long edits": ({"preset": "the_cat_sat", "edits": "v1." + "A" * 16000}, "edits could not be restored"),
+    "huge edits": ({"preset": "the_cat_sat", "edits": "v1." + "A" * 20000}, "edits is 20,003 characters long"),
 }
 
 
@@ -283,6 +336,8 @@ PASTES = {
     "16 MB one line": ("0," * (8 * 1024 * 1024), "characters"),
     "deep": ("[" * 40 + "1" + "]" * 40, "nested more than 3 levels"),
     "deep and long": ("[" * 10000 + "]" * 10000, "characters"),
+    "digits then letters": (HOSTILE_CELL, "100,000 characters"),
+    "a long number in brackets": ("[[" + "1" * 1500 + ", 1, 1, 1]" + ", [1, 1, 1, 1]" * 3 + "]", "at most 1,000"),
     "markdown": (IMG, "not a matrix literal"),
     "html": ("<script>alert(1)</script>", "not a matrix literal"),
 }
@@ -325,6 +380,8 @@ UPLOADS = {
     "empty": ("w.csv", b"", "empty"),
     "wrong shape npy": ("w.npy", _npy(np.eye(3)), "'w.npy' is 3 × 3"),
     "markdown name": (IMG + ".csv", b"1", "must be 4 × 4"),
+    "hostile csv cell": ("w.csv", HOSTILE_CELL.encode(), "is one cell of 100,000 characters"),
+    "hostile tsv cell": ("w.tsv", (("1\t" * 3 + HOSTILE_CELL + "\n") * 4).encode(), "a number has at most 1,000"),
 }
 
 

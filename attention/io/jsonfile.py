@@ -13,8 +13,9 @@ import json
 from typing import Any
 
 from ..errors import AttentionError
+from ..names import MAX_UPLOAD_BYTES
 
-MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_JSON_BYTES = MAX_UPLOAD_BYTES  # 16 MiB, as any upload
 MAX_JSON_DEPTH = 32  # a preset nests 5 levels (expected.shapes..., a 3-D matrix); notes may nest a little more
 
 

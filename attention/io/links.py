@@ -31,10 +31,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import AttentionError
+from ..names import MAX_LINK_CHARS
 
 VERSION = "v1"
 MAX_LINK_CELLS = 512
-MAX_TOKEN_CHARS = 16_384
+MAX_TOKEN_CHARS = MAX_LINK_CHARS  # 16,384: the one limit on a value in an address
 NAMES = ("X", "W_q", "W_k", "W_v", "W_o", "P")  # by index in a link: new names only ever go at the end
 MAX_NDIM = 3  # X may carry a batch axis of one (document 003)
 _SALT = b"attention-link/v1"

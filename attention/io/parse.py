@@ -31,6 +31,12 @@ dimensions. A float written at full ``repr`` precision takes at most 24 characte
 (Streamlit's ``server.maxUploadSize`` counts MiB: ``maxUploadSize = 16`` in ``.streamlit/config.toml``).
 Input over the limit is refused before any parsing. :data:`MAX_CELLS` (2²⁰, twice the largest
 supported matrix) stops a small-but-dense text such as ``0,0,0,...`` from building millions of cells.
+
+Linear time. Every pattern here is matched in time linear in its input (no nested or overlapping quantifiers: the
+number pattern once had ``[0-9]+\\.?[0-9]*``, which backtracks quadratically on ``"1" * 50_000 + "a" * 50_000``:
+a minute holding the interpreter), and every text is measured before one runs: a whole paste or file against
+:data:`MAX_UPLOAD_BYTES` and the expected shape, each line against :data:`MAX_LINE_CHARS`, each number (a grid
+cell, an atom of a paste, a CSV cell) against :data:`attention.names.MAX_NUMBER_CHARS`.
 """
 
 from __future__ import annotations
@@ -40,13 +46,14 @@ import io
 import itertools
 import math
 import re
+import tokenize
 import zipfile
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import AttentionError, cell_name
-from ..names import MAX_TOKENS
+from ..names import MAX_NUMBER_CHARS, MAX_TOKENS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
 
 MATRIX_FORMATS = ("csv", "tsv", "txt", "npy", "npz")  # what a matrix upload may be: the uploader offers exactly these
 PRESET_FORMATS = ("json",)  # what a preset upload may be
@@ -60,13 +67,14 @@ def uploader_types(formats: Sequence[str]) -> list[str]:
     return [f".{f}" for f in formats] + ["text/csv" if "csv" in formats else "application/json"]
 
 
-MAX_UPLOAD_MB = 16
-MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024  # 16,777,216: what Streamlit's maxUploadSize = 16 allows
+# MAX_UPLOAD_MB = 16 and MAX_UPLOAD_BYTES = 16,777,216 (what Streamlit's maxUploadSize = 16 allows): in names
 MAX_CELLS = 1 << 20  # 1,048,576 cells = 2 × (2048 × 256)
 MAX_DEPTH = 3  # a batch of one: [[[...]]]
 
-# A decimal number, strictly: no underscores, no hex, no words. float() is only called on these.
-NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# A decimal number, strictly: no underscores, no hex, no words. float() is only called on these. Each character
+# can be matched in one way only (digits, then an optional "." and digits, then an optional exponent), so a failing
+# match costs one pass: linear, whatever the text.
+NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 NONFINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 _DEFAULT_DIMS = {
@@ -105,7 +113,7 @@ _WRAPPER = re.compile(
 )
 _ASSIGN = re.compile(r"[A-Za-z_]\w*\s*=(?!=)\s*")
 _LEX = re.compile(r"\s+|[\[\]()]|,|[^\s\[\](),]+")
-_CAPTION = re.compile(r"[^\n\[\]=]{1,80}:[ \t]*\r?\n")
+_CAPTION = re.compile(r"[^\n\[\]=]{1,80}:[ \t]*\r?")  # matched against the first line only (under 200 chars)
 _CODE = re.compile(r"[()\[\]{}]|\blambda\b|__|\bimport\b|\bexec\b|\beval\b")
 
 
@@ -136,9 +144,10 @@ def parse_matrix_text(
             f"{name}: the {source} is empty; paste a matrix such as [[0.2, 0.9], [0.1, 0.5]]", matrix=name
         )
     _bound_work(body, name, expected_shape, dims, source)
-    caption = _CAPTION.match(body)
-    if caption and body[caption.end() :].lstrip().startswith(("[", "array(", "np.array(", "numpy.array(")):
-        body = body[caption.end() :].strip()  # a printed caption line such as "Attention weights:"
+    first = body.find("\n", 0, 200)
+    caption = _CAPTION.fullmatch(body, 0, first) if first > 0 else None
+    if caption and body[first + 1 :].lstrip().startswith(("[", "array(", "np.array(", "numpy.array(")):
+        body = body[first + 1 :].strip()  # a printed caption line such as "Attention weights:"
     literal = _literal_body(body, name, source)
     if literal is not None:
         arr = _parse_brackets(literal, name, source)
@@ -186,7 +195,8 @@ def _bound_work(
 
 
 def _bound_lines(text: str, name: str, source: str) -> None:
-    """Plain rows: refuse a line longer than the widest row of any matrix before splitting it into cells."""
+    """Plain rows and CSV: refuse, before splitting a line into cells, one longer than the widest row of any matrix,
+    or one longer than a number may be with no separator in it (a single cell too long to read)."""
     start = 0
     while start < len(text):
         end = text.find("\n", start)
@@ -196,6 +206,13 @@ def _bound_lines(text: str, name: str, source: str) -> None:
             raise AttentionError(
                 f"{name}: line {line} of the {source} has {end - start:,} characters; a matrix row has at "
                 f"most {MAX_TOKENS + 1:,} cells (about {MAX_LINE_CHARS:,} characters), so it was not read",
+                matrix=name,
+            )
+        if end - start > MAX_NUMBER_CHARS and all(text.find(c, start, end) < 0 for c in " \t,;"):
+            line = text.count("\n", 0, start) + 1
+            raise AttentionError(
+                f"{name}: line {line} of the {source} is one cell of {end - start:,} characters "
+                f"({_short(text[start : start + 40])}); a number has at most {MAX_NUMBER_CHARS:,}",
                 matrix=name,
             )
         start = end + 1
@@ -230,6 +247,7 @@ def read_matrix_csv(
     text = text.lstrip("\ufeff")
     if not text.strip():
         raise AttentionError(f"{name}: the file is empty; it needs at least one row of numbers", matrix=name)
+    _bound_lines(text, name, "file")
     return _parse_rows(text, name, expected_shape, dims, "file", allow_neg_inf=allow_neg_inf, csv_mode=True)
 
 
@@ -310,7 +328,7 @@ def read_numpy(data: bytes, name: str, label: str = "the file", ext: str = "npy"
             else "numpy cannot read it"
         )
         raise AttentionError(f"{name}: {label} is not a readable .{ext} array ({why})", matrix=name) from None
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile):
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, tokenize.TokenError):  # TokenError: a garbled header
         raise AttentionError(
             f"{name}: {label} is not a valid .{ext} file (it may be cut short or renamed)", matrix=name
         ) from None
@@ -346,16 +364,25 @@ def unprotect_label(text: str) -> str:
 
 
 def is_number_text(text: str) -> bool:
-    """True when ``text`` (stripped) would be read as a number or as a non-finite word (nan, inf)."""
+    """True when ``text`` (stripped) would be read as a number or as a non-finite word (nan, inf); text longer than
+    :data:`attention.names.MAX_NUMBER_CHARS` never is (it is not matched at all)."""
     t = text.strip()
-    return bool(NUMBER.fullmatch(t) or NONFINITE.fullmatch(t))
+    return len(t) <= MAX_NUMBER_CHARS and bool(NUMBER.fullmatch(t) or NONFINITE.fullmatch(t))
+
+
+def number_too_long(raw: object) -> bool:
+    """True for text too long to be read as a number (over :data:`attention.names.MAX_NUMBER_CHARS` characters once
+    stripped): the callers' messages name the limit instead of calling it "not a number"."""
+    return isinstance(raw, str) and len(raw) > MAX_NUMBER_CHARS and len(raw.strip()) > MAX_NUMBER_CHARS
 
 
 def cell_number(raw: object) -> float | None:
     """The one numeric-cell rule, for grid cells and any single typed value: the number in ``raw`` (text or a
     number), or None when it is blank or not a number. Text must be a plain decimal number (``0.5``,
     ``-1e-3``, ``+2``) or nan / inf / infinity; numbers too large for a 64-bit float (``1e400``, a 400-digit
-    integer) come back as ±inf, never as an exception. Callers decide whether a non-finite value is allowed."""
+    integer) come back as ±inf, never as an exception. Callers decide whether a non-finite value is allowed.
+    Text over :data:`attention.names.MAX_NUMBER_CHARS` characters is None, measured before any pattern runs
+    (:func:`number_too_long` tells the caller why)."""
     if isinstance(raw, bool) or raw is None:
         return None
     if isinstance(raw, (int, float, np.integer, np.floating)):
@@ -363,7 +390,7 @@ def cell_number(raw: object) -> float | None:
             return float(raw)
         except OverflowError:  # an integer beyond the float range
             return math.inf if raw > 0 else -math.inf
-    if not isinstance(raw, str):
+    if not isinstance(raw, str) or number_too_long(raw):
         return None
     t = raw.strip()
     if not (NUMBER.fullmatch(t) or NONFINITE.fullmatch(t)):
@@ -434,6 +461,12 @@ def _shape_error(
 def _cell_value(text: str, name: str, where: str, cell: tuple[int, int], allow_neg_inf: bool) -> float:
     """One cell's text as a finite float, or raise naming the cell."""
     t = text.strip()
+    if len(t) > MAX_NUMBER_CHARS:
+        raise AttentionError(
+            f"{name} {where} is {len(t):,} characters long ({_short(t)}); a number has at most {MAX_NUMBER_CHARS:,}",
+            matrix=name,
+            cell=cell,
+        )
     if NUMBER.fullmatch(t):
         value = float(t)
         if math.isinf(value):
@@ -575,6 +608,12 @@ def _parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
                     f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it "
                     f"in full "
                     "with np.set_printoptions(threshold=sys.maxsize) and paste again",
+                    matrix=name,
+                )
+            if len(tok) > MAX_NUMBER_CHARS:
+                raise AttentionError(
+                    f"{name}: the {source} has {len(tok):,} characters without a break at "
+                    f"{_where_in(text, m.start())} ({_short(tok, 20)}); a number has at most {MAX_NUMBER_CHARS:,}",
                     matrix=name,
                 )
             if not (NUMBER.fullmatch(tok) or NONFINITE.fullmatch(tok)):

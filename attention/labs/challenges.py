@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import AttentionError
 from ..io.jsonfile import NonFinite, load_json
 from ..io.presets import Preset, load_preset
-from ..names import ARRAYS, INPUTS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
+from ..names import ARRAYS, INPUTS, MAX_LINK_CHARS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
 from ..reading import read
 from ..trace import Options, Trace, self_attention
 
@@ -47,7 +47,6 @@ FORMAT = "attention-challenge/1"
 CHALLENGE_DIR = Path(__file__).resolve().parents[2] / "challenges"
 MAX_BYTES = 64 * 1024  # a challenge file or a link's JSON
 MAX_DEPTH = 6  # the deepest a challenge nests: options.custom_mask is 3 levels below the top
-MAX_LINK_CHARS = 16_384
 KINDS = ("cell", "argmax", "entropy")
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
@@ -358,7 +357,10 @@ def parse_challenge(data: str | bytes, source_name: str = "challenge.json") -> C
     """Read and check challenge JSON; every failure names the source and the field. Bounded: at most
     :data:`MAX_BYTES`, nested at most :data:`MAX_DEPTH` deep, numbers finite, integers of at most 18 digits.
     Token references and indices are checked against the preset's tokens and the arrays' shapes."""
-    size = len(data) if isinstance(data, (bytes, bytearray)) else len(data.encode("utf-8", "surrogatepass"))
+    if isinstance(data, (bytes, bytearray)) or len(data) > MAX_BYTES:  # a character is at least one byte
+        size = len(data)
+    else:
+        size = len(data.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
         raise AttentionError(
             f"{source_name}: the challenge is too large ({size / 1024:.1f} KB); the limit is {MAX_BYTES // 1024} KB"

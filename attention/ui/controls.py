@@ -30,6 +30,14 @@ def _bind(key: str, value: object) -> None:
 def _on_sentence(key: str) -> None:
     s = session.get()
     text = st.session_state.get(key, "")
+    if len(text) > names.MAX_SENTENCE_CHARS:  # measured before it is split
+        state.say(
+            "control.sentence",
+            "error",
+            f"The sentence is {len(text):,} characters long; it may have at most {names.MAX_SENTENCE_CHARS:,} "
+            f"({names.MAX_TOKENS} tokens of up to {names.MAX_TOKEN_CHARS} characters). The previous tokens are kept.",
+        )
+        return
     tokens = tuple(text.split())
     if text == " ".join(s.tokens) or tokens == s.tokens:
         return  # unchanged (tokens that themselves contain spaces, from a preset file, are not re-split)

@@ -19,7 +19,8 @@ import streamlit as st
 
 from .. import charts
 from ..errors import cell_name
-from ..io.parse import cell_number
+from ..io.parse import cell_number, number_too_long
+from ..names import MAX_NUMBER_CHARS
 from . import session, state
 from .frames import fit_height
 from .text import esc
@@ -109,7 +110,9 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> Non
         where = cell_name((r0 + r, c0 + c), rows, cols)
         if value is None or not math.isfinite(value):
             what = (
-                "is blank"
+                f"is {len(raw):,} characters long; a number has at most {MAX_NUMBER_CHARS:,}"
+                if number_too_long(raw)
+                else "is blank"
                 if raw is None or not str(raw).strip()
                 else (
                     "is NaN"

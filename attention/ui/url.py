@@ -31,6 +31,23 @@ _LINK_PREFIX = "the link's edits cannot be restored: "
 _NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads digits edits"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
+# The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
+# any other is a name or a number. Measured before anything reads a value.
+LIMITS = {"edits": names.MAX_LINK_CHARS, "tokens": MAX_TOKENS_TEXT, "cmask": 64 * 65, "pad": names.MAX_TOKENS * 5}
+SHORT_LIMIT = 100
+
+
+def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The parameters without those longer than they can be (:data:`LIMITS`), and a notice for each one dropped."""
+    kept, notices = dict(qp), []
+    for key in PARAMS:
+        limit = LIMITS.get(key, SHORT_LIMIT)
+        if key in kept and len(kept[key]) > limit:
+            notices.append(
+                f"The link's {key} is {len(kept.pop(key)):,} characters long; a link carries at most {limit:,} "
+                "there, so it was ignored."
+            )
+    return kept, notices
 
 
 def _size(text: str) -> tuple[int, int, int] | None:
@@ -218,8 +235,9 @@ def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
 
 def read() -> tuple[session.Session, list[str]]:
     """The session the address describes (edits included), and notes on what it could not restore."""
-    qp = st.query_params.to_dict()
-    s, notices = rebuild(qp)
+    qp, notices = bounded(st.query_params.to_dict())
+    s, more = rebuild(qp)
+    notices += more
     token = qp.get("edits")
     if token:
         try:
