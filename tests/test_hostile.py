@@ -161,6 +161,30 @@ def test_a_grid_payload_that_does_not_fit_is_refused_whole(weights_page, case: s
     refused(at, before, "W_q", words, "nothing was applied")
 
 
+@pytest.mark.parametrize("row", ["٣", "-1", "99"])
+@pytest.mark.parametrize("grid", ["mask", "learn target"])
+def test_a_checkbox_grid_refuses_a_row_it_does_not_have(grid: str, row: str) -> None:
+    """The custom-mask and the Learn target grids: a row past the end (Streamlit reads the Arabic-Indic digit as 3),
+    or before the start, is named as a cell the grid does not have. (A row key that is not an integer at all stops in
+    Streamlit's own data-editor code before any callback runs.)"""
+    from attention.ui.labpages.learn import grid_of
+
+    if grid == "mask":
+        at = journey("scaling", {"preset": "the_cat_sat"})
+        at = conventions(at).selectbox(key="sb.mask").set_value("custom").run()
+        key = next(d.key for d in at.dataframe if d.key and d.key.startswith("mask.grid"))
+        grid_now = lambda at: session(at).options.custom_mask  # noqa: E731
+    else:
+        at = journey("learn", {"preset": "the_cat_sat"})
+        at = at.selectbox(key=f"learn.target.{session(at).grids}").set_value("custom").run()
+        key = f"learn.grid.3.{session(at).grids}"
+        grid_now = lambda at: grid_of(session(at))  # noqa: E731
+    before, cells = snapshot(session(at)), grid_now(at)
+    at = grid_edit(at, key, {"edited_rows": {row: {"cat": False}}, "added_rows": [], "deleted_rows": []})
+    refused(at, before, "sent a cell it does not have")
+    assert grid_now(at) == cells
+
+
 # ----------------------------------------------------------------------------------------- sentence
 
 SENTENCES = {

@@ -10,7 +10,10 @@ the caller's "must be a finite number" rule), and marks NaN/Infinity literals so
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import numpy as np
 
 from ..errors import AttentionError
 from ..names import MAX_UPLOAD_BYTES
@@ -34,22 +37,23 @@ def _int(text: str) -> int | float:
         return float("-inf") if text.startswith("-") else float("inf")
 
 
+# A JSON string (escapes included), or an unterminated one running to the end (as a trailing backslash does):
+# possessive, so it never backtracks.
+_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)
+# [ and { one level deeper (+1), ] and } one back (-1 as int8), anything else 0: a table for bytes.translate
+_STEPS = bytes(1 if c in b"[{" else 255 if c in b"]}" else 0 for c in range(256))
+_CHUNK = 1 << 14  # small enough that its running sum (64 KB) stays in reused memory
+
+
 def nesting_depth(text: str) -> int:
-    """The deepest nesting of [ and { in JSON text, skipping strings (a single linear pass)."""
+    """The deepest nesting of [ and { in JSON text, skipping strings: linear, and in C (strings removed by one
+    possessive pattern, the rest a running sum over bytes, 16 KB at a time)."""
+    steps = _STRING.sub("", text).encode("utf-8", "surrogatepass").translate(_STEPS)
     depth = deepest = 0
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-        i += 1
+    for start in range(0, len(steps), _CHUNK):
+        chunk = np.frombuffer(steps, dtype=np.int8, count=min(_CHUNK, len(steps) - start), offset=start)
+        level = depth + np.cumsum(chunk, dtype=np.int32)  # (chunk,): the nesting after each byte
+        deepest, depth = max(deepest, int(level.max())), int(level[-1])
     return deepest
 
 

@@ -114,7 +114,7 @@ _WRAPPER = re.compile(
 _ASSIGN = re.compile(r"[A-Za-z_]\w*\s*=(?!=)\s*")
 _LEX = re.compile(r"\s+|[\[\]()]|,|[^\s\[\](),]+")
 _CAPTION = re.compile(r"[^\n\[\]=]{1,80}:[ \t]*\r?")  # matched against the first line only (under 200 chars)
-_CODE = re.compile(r"[()\[\]{}]|\blambda\b|__|\bimport\b|\bexec\b|\beval\b")
+_CODE = re.compile(r"[()\[\]{}]|__|\b(?:lambda|import|exec|eval)\b")
 
 
 def parse_matrix_text(
