@@ -3,6 +3,7 @@ and FlashAttention's tiled online softmax against the full softmax path; their g
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -404,3 +405,48 @@ def test_backward_with_grouped_heads_alibi_and_window_matches_finite_differences
             fd[idx] = (loss(plus) - loss(minus)) / 2e-6
         assert grads[name].shape == value.shape
         assert np.allclose(grads[name], fd, rtol=1e-5, atol=1e-7), name
+
+
+# ---------------------------------------------------------------- the options travel in preset files
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        Options(heads=4, kv_heads=2, mask="causal+window", window=2, positions="alibi"),
+        Options(heads=4, kv_heads=1, projection="x_wt", positions="rotary"),
+        Options(heads=2, kv_heads=2, mask="window", window=5),
+        Options(window=7),  # a window kept while the mask has none
+    ],
+)
+def test_family_options_round_trip_through_a_preset_file_bit_for_bit(opts: Options) -> None:
+    rng = np.random.default_rng(11)
+    h, g = opts.heads, opts.kv
+    m = {"X": rand(rng, 5, 4), "W_q": rand(rng, 4, 8), "W_k": rand(rng, 4, 8 // h * g), "W_v": rand(rng, 4, 2 * g)}
+    if opts.projection == "x_wt":
+        m = {k: (v.T if k != "X" else v) for k, v in m.items()}
+    p = attention.from_state(["a", "b", "c", "d", "e"], m, opts)
+    q = attention.parse_preset(p.to_json(), "family.json")
+    assert q.options == opts
+    a, b = p.compute(), q.compute()
+    for name in ("K", "V", "scaled", "weights", "output"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    assert Options.from_dict(json.loads(json.dumps(opts.to_dict()))) == opts
+
+
+@pytest.mark.parametrize(
+    ("changes", "where", "pattern"),
+    [
+        ({"heads": 2, "kv_heads": 3}, "options.kv_heads", "must divide heads = 2"),
+        ({"kv_heads": "one"}, "options.kv_heads", "must be a whole number from 1 to 256"),
+        ({"mask": "window", "window": 0}, "options.window", "must be a whole number of tokens from 1 to 2048"),
+        ({"window": 1e300}, "options.window", "must be a whole number of tokens"),
+        ({"positions": "ALiBi"}, "options.positions", "must be one of none, sinusoidal, learned, rotary, alibi"),
+    ],
+)
+def test_bad_family_values_in_a_preset_file_name_the_field(changes: dict, where: str, pattern: str) -> None:
+    p = attention.from_state(["a", "b"], attention.blank(2, 2).matrices(), Options())
+    d = json.loads(p.to_json())
+    d["options"].update(changes)
+    with pytest.raises(AttentionError, match=f"field '{where}'.*{pattern}"):
+        attention.parse_preset(json.dumps(d), "bad.json")

@@ -92,9 +92,13 @@ def scaling(s: session.Session, t: Trace | None) -> str:
         "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞.",
         "padding": " The padding mask sets every column of a padding token to −∞.",
         "custom": " Your custom mask sets every unticked cell of its grid to −∞.",
+        "window": f" The sliding window (w = {s.options.window}) sets every key more than {s.options.window - 1} "
+        "token(s) back, and every later key, to −∞.",
     }
     parts = list(masks.parts(s.options.mask))
     mask = "".join(said[p] for p in parts) + (" Masked cells are grey, and their weight will be 0." if parts else "")
+    if s.options.positions == "alibi":
+        mask += " ALiBi has added each head's distance penalty −m·(i − j) to these scores before masking."
     if t.scale == 1.0:
         how = "Scaling is switched off (factor 1), so these equal the raw scores."
     else:

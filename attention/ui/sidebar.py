@@ -16,7 +16,7 @@ import streamlit as st
 from .. import masks, names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
-from . import compare, session, share, state
+from . import compare, familycontrols, session, share, state
 from .text import esc
 from .widgets import open_expander, show_messages, whole_number
 
@@ -35,6 +35,7 @@ MASK_NAMES = {
     "causal": "causal (token i sees tokens 1…i)",
     "padding": "padding (ignore marked tokens)",
     "custom": "custom (a grid on the Scaling page)",
+    "window": "sliding window (token i sees the w tokens up to i)",
 }
 
 
@@ -215,6 +216,7 @@ def _conventions(s: session.Session) -> None:
             on_change=_on(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
             help="No token attends to a padding token; masked cells are grey in the heatmaps.",
         )
+    familycontrols.draw(s)  # key/value heads, the window, positions (ALiBi among them)
     _bind("sb.digits", s.digits)
     st.selectbox(
         "Numbers shown with",
