@@ -147,7 +147,7 @@ def _steps(s: session.Session, k: int, total: int) -> None:
         ),
         strict=True,
     ):
-        col.button(
+        col.button(  # ours: the four labels above
             label,
             key=f"flash.go.{label}",
             width="stretch",
