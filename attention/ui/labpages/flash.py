@@ -69,8 +69,8 @@ def tile_chart(scores: np.ndarray, f: flash.Flash, k: int, labels: list[str]) ->
         [{"query": labels[i], "key": labels[j]} for i in range(*t.rows) if i < m for j in range(*t.cols) if j < cols]
     )
     outline = alt.Chart(box).mark_rect(fill=None, stroke="black", strokeWidth=2).encode(x=x, y=y)
-    side = max(180, min(480, 28 * max(m, cols)))
-    return alt.layer(base, outline).properties(width=side, height=side)
+    cell = max(14, min(60, 480 // max(m, cols)))  # px per cell: the chart grows with n up to about 480 px
+    return alt.layer(base, outline).properties(width=alt.Step(cell), height=alt.Step(cell))
 
 
 def body(s: session.Session) -> None:
