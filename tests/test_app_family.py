@@ -183,7 +183,7 @@ def test_flash_lab_walks_every_tile_to_the_last_and_matches_the_full_softmax():
     assert {"m before", "m after", "rescale exp(m_old − m_new)", "ℓ"} <= set(row.columns)
     memory = [df.value for df in at.dataframe if "full n × n scores" in df.value.columns][0]
     assert len(memory) == 2
-    assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")
+    assert at.get("vega_lite_chart")
 
 
 def test_flash_lab_tile_size_and_bad_values():
@@ -218,3 +218,51 @@ def test_flash_lab_with_grouped_heads_alibi_and_a_window_matches_the_full_path()
     at = button(at, "Last tile ⏭").click().run()
     md = " ".join(m.value for m in at.markdown)
     assert "equal to float64 rounding" in md
+
+
+# ---------------------------------------------------------------- cross-attention on the Tokens page
+
+
+def source_box(at):
+    return next(t for t in at.text_input if t.label.startswith("Source sentence for cross-attention"))
+
+
+def test_a_source_sentence_gives_a_cross_attention_heatmap_of_queries_by_source_keys():
+    at = app("tokens", {"preset": "the_cat_sat"})
+    no_exception(at)
+    at = source_box(at).input("le chat cat assis").run()
+    no_exception(at)
+    s = session(at)
+    from attention.ui import crossview
+
+    X_kv = crossview.source_rows(s, ("le", "chat", "cat", "assis"))
+    assert X_kv.shape == (4, s.matrices["X"].shape[-1])
+    assert np.array_equal(X_kv[2], np.asarray(s.matrices["X"]).reshape(-1, X_kv.shape[1])[s.tokens.index("cat")])
+    want = attention.cross_attention(
+        np.asarray(s.matrices["X"]).reshape(-1, X_kv.shape[1]),
+        X_kv,
+        s.matrices["W_q"],
+        s.matrices["W_k"],
+        s.matrices["W_v"],
+        s.options,
+    )
+    charts = [c for c in at.get("vega_lite_chart") if "Cross-attention weights" in str(c.proto.spec)]
+    assert charts, "the cross-attention heatmap is drawn"
+    spec = str(charts[0].proto.spec)
+    for word in ("le", "chat", "assis"):
+        assert word in spec
+    out = [df.value for df in at.dataframe if list(df.value.index) == list(s.labels) and df.value.shape[1] <= 16]
+    assert any(np.allclose(o.to_numpy(), want.output[:, : o.shape[1]]) for o in out)
+    at = source_box(at).input("").run()
+    no_exception(at)
+    assert not [c for c in at.get("vega_lite_chart") if "Cross-attention weights" in str(c.proto.spec)]
+
+
+def test_a_bad_source_sentence_is_refused_with_a_message():
+    at = app("tokens", {"preset": "the_cat_sat"})
+    at = source_box(at).input("ok " + "x" * 500).run()
+    no_exception(at)
+    assert any("is 500 characters long; at most 200 are allowed" in e for e in texts(at.error))
+    at = source_box(at).input("[evil](http://x) " * 3000).run()
+    no_exception(at)
+    assert any("at most 4,000 characters" in e for e in texts(at.error))

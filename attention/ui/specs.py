@@ -56,7 +56,7 @@ STEPS: dict[str, Step] = {
             r"X \in \mathbb{R}^{n \times d_{model}}",
             explanations.tokens,
             editors=("X",),
-            controls=("sentence", "embeddings", "positions", "batch_note"),
+            controls=("sentence", "embeddings", "positions", "batch_note", "source"),
             overview=lambda s, t: ("X", _shape(t.X)),
         ),
         Step(
