@@ -450,3 +450,20 @@ def test_bad_family_values_in_a_preset_file_name_the_field(changes: dict, where:
     d["options"].update(changes)
     with pytest.raises(AttentionError, match=f"field '{where}'.*{pattern}"):
         attention.parse_preset(json.dumps(d), "bad.json")
+
+
+def test_a_cell_explained_under_grouped_heads_and_alibi_adds_up_to_the_traces_numbers() -> None:
+    from attention.explain import explain_cell
+
+    rng = np.random.default_rng(12)
+    X, W_q, W_k, W_v = rand(rng, 5, 4), rand(rng, 4, 8), rand(rng, 4, 4), rand(rng, 4, 4)
+    t = attention.self_attention(X, W_q, W_k, W_v, heads=4, kv_heads=2, positions="alibi", mask="causal")
+    for head in range(4):
+        for i in range(5):
+            for j in range(i + 1):
+                e = explain_cell(t, i, j, head)
+                assert np.isclose(e.products.sum(), t.scores[head, i, j], rtol=1e-13)
+                assert np.array_equal(e.k, t.K[j, (head // 2) * 2 : (head // 2) * 2 + 2])
+                assert e.bias == -positions.alibi_slopes(4)[head] * (i - j)
+                assert np.isclose(e.score * e.scale + e.bias, e.scaled, rtol=1e-13, atol=1e-15)
+                assert np.isclose(np.exp(e.shifted[j]) / e.row_sum, e.weight, rtol=1e-12)

@@ -46,16 +46,20 @@ def weights(s: session.Session, t: Trace | None) -> str:
 def qkv(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Q, K and V are X projected by the three weight matrices."
-    h = t.options.heads
+    h, g = t.options.heads, t.options.kv
+    kw, vw = t.K.shape[-1] // g, t.V.shape[-1] // g  # one key/value block's columns
+
+    def kv(k: int) -> str:  # the key and value columns head k reads (its group's block)
+        b = k // (h // g)
+        return f"k{b * kw + 1}–k{(b + 1) * kw}, v{b * vw + 1}–v{(b + 1) * vw}"
+
     heads = (
         ""
         if h == 1
         else (
             f" With **{h} heads**, head k uses its own block of columns: "
             + "; ".join(
-                f"head {k + 1}: q{k * t.Q.shape[-1] // h + 1}–q{(k + 1) * t.Q.shape[-1] // h}, "
-                f"k{k * t.K.shape[-1] // h + 1}–"
-                f"k{(k + 1) * t.K.shape[-1] // h}, v{k * t.V.shape[-1] // h + 1}–v{(k + 1) * t.V.shape[-1] // h}"
+                f"head {k + 1}: q{k * t.Q.shape[-1] // h + 1}–q{(k + 1) * t.Q.shape[-1] // h}, {kv(k)}"
                 for k in range(h)
             )
             + "."
