@@ -266,3 +266,53 @@ def test_a_bad_source_sentence_is_refused_with_a_message():
     at = source_box(at).input("[evil](http://x) " * 3000).run()
     no_exception(at)
     assert any("at most 4,000 characters" in e for e in texts(at.error))
+
+
+@pytest.mark.parametrize(
+    ("page", "label", "name", "good", "bad"),
+    [
+        ("qkv", "Layers", "layers", 12, 0),
+        ("qkv", "Tokens of context", "tokens", 128_000, -5),
+        ("qkv", "Bytes per number", "bytes", 4, 9),
+        ("qkv", "The model's layers", "m_layers", 80, 10**9),
+        ("qkv", "Query heads", "m_heads", 64, 0),
+        ("qkv", "Key/value heads", "m_kv", 4, 0),
+        ("qkv", "d_head", "m_dhead", 64, 100_000),
+        ("flash", "Tile size", "tile", 4, 3000),
+        ("flash", "Sequence length n", "flash_n", 1024, 0),
+        ("flash", "Head width d", "flash_d", 256, -1),
+        ("flash", "Bytes per number", "bytes", 8, 0),
+    ],
+)
+def test_every_family_number_box_applies_a_good_value_and_refuses_a_bad_one(page, label, name, good, bad):
+    at = heads4(page) if page == "qkv" else app(page, {"preset": "the_cat_sat"})
+    at = box(at, label).set_value(good).run()
+    no_exception(at)
+    assert at.session_state["family_settings"][name] == good
+    assert box(at, label).value == good
+    at = box(at, label).set_value(bad).run()
+    no_exception(at)
+    assert at.session_state["family_settings"][name] == good
+    assert any("must be a whole number from" in e and "was not applied" in e for e in texts(at.error))
+    assert box(at, label).value == good
+
+
+def test_flash_lab_first_previous_and_slider_walk_the_tiles():
+    at = app("flash", {"preset": "the_cat_sat"})
+    at = button(at, "Last tile ⏭").click().run()
+    total = session_total(at)
+    at = button(at, "◀ Previous tile").click().run()
+    assert any(f"Tile {total - 1} of {total}" in m.value for m in at.markdown)
+    at = next(sl for sl in at.slider if sl.label == "Tile").set_value(2).run()
+    no_exception(at)
+    assert any(f"Tile 2 of {total}" in m.value for m in at.markdown)
+    at = button(at, "⏮ First tile").click().run()
+    assert any(f"Tile 1 of {total}" in m.value for m in at.markdown)
+    assert button(at, "⏮ First tile").disabled and button(at, "◀ Previous tile").disabled
+
+
+def session_total(at) -> int:
+    import re
+
+    found = [re.search(r"Tile (\d+) of (\d+)", m.value) for m in at.markdown]
+    return int(next(f for f in found if f).group(2))
