@@ -316,3 +316,13 @@ def session_total(at) -> int:
 
     found = [re.search(r"Tile (\d+) of (\d+)", m.value) for m in at.markdown]
     return int(next(f for f in found if f).group(2))
+
+
+def test_the_folded_conventions_summary_names_key_value_heads_and_the_window():
+    from attention.ui.sidebar import conventions_summary
+
+    at = heads4()
+    at = at.selectbox(key="sb.kv_heads").set_value(2).run()
+    at = at.selectbox(key="sb.mask").set_value("causal+window").run()
+    summary = conventions_summary(session(at))
+    assert summary.startswith("4 heads, 2 key/value · causal + window (w = 3)")

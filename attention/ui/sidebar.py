@@ -127,10 +127,11 @@ def conventions_summary(s: session.Session) -> str:
     """One line naming every convention in force, shown while the conventions are folded away."""
     o = s.options
     scale = "scale 1/√d_k" if o.scale is None else f"scale × {o.scale:g}"
-    heads = f"{o.heads} head" + ("s" if o.heads != 1 else "")
+    heads = f"{o.heads} head" + ("s" if o.heads != 1 else "") + (f", {o.kv} key/value" if o.kv != o.heads else "")
     digits = "every digit" if s.digits is None else f"{s.digits} digits"
     proj = "X·Wᵀ" if o.projection == "x_wt" else "X·W"
-    return " · ".join([heads, mask_label(o.mask), scale, f"T = {o.temperature:g}", proj, SOFTMAXES[o.softmax], digits])
+    mask = mask_label(o.mask) + (f" (w = {o.window})" if "window" in masks.parts(o.mask) else "")
+    return " · ".join([heads, mask, scale, f"T = {o.temperature:g}", proj, SOFTMAXES[o.softmax], digits])
 
 
 def _conventions(s: session.Session) -> None:
