@@ -65,3 +65,24 @@ def test_the_flash_lab_walks_to_its_last_tile_and_draws_it(browser, base_url, si
         assert not external, external
     finally:
         context.close()
+
+
+def test_the_qkv_page_shows_shared_key_value_blocks_and_the_kv_cache(browser, base_url) -> None:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        open_page(page, base_url, "qkv", "heads=4&kv=2")
+        page.get_by_text("grouped-query attention").first.wait_for(timeout=20000)
+        page.get_by_text("KV cache").first.wait_for(timeout=20000)
+        settle(page)
+        tables = page.locator("[data-testid='stDataFrame']")
+        tables.nth(5).wait_for(timeout=20000)
+        assert tables.count() >= 6  # Q, K, V, the shared blocks, the cache for this state and for a described model
+        for i in range(tables.count()):
+            w, h, colours = drawn(tables.nth(i))
+            assert w >= 200 and h >= 40 and colours > 5, (i, w, h, colours)
+        assert not error_texts(page)
+        page.get_by_text("Key/value heads ·").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "qkv_grouped_heads.png"), full_page=True)
+    finally:
+        context.close()

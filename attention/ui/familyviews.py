@@ -48,13 +48,19 @@ def kv_groups(s: session.Session, trace: Trace, page_key: str) -> None:
     rows = [
         {
             "key/value block": b + 1,
-            "columns of K (W_k)": f"k{b * dh + 1}–k{(b + 1) * dh}",
-            "columns of V (W_v)": f"v{b * dv + 1}–v{(b + 1) * dv}",
+            "columns of K (W_k)": _span("k", b, dh),
+            "columns of V (W_v)": _span("v", b, dv),
             "query heads": ", ".join(str(i + 1) for i in range(b * size, (b + 1) * size)),
         }
         for b in range(g)
     ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def _span(prefix: str, block: int, width: int) -> str:
+    """Block ``block``'s columns: "k3–k4", or "k3" for a block one column wide."""
+    first, last = block * width + 1, (block + 1) * width
+    return f"{prefix}{first}" if first == last else f"{prefix}{first}–{prefix}{last}"
 
 
 def kv_cache(s: session.Session, trace: Trace, page_key: str) -> None:
