@@ -500,7 +500,13 @@ def run_steps(
 
 
 def scaled_dot_product_attention(
-    q: object, k: object, v: object, attn_mask: object = None, is_causal: bool = False, scale: float | None = None
+    q: object,
+    k: object,
+    v: object,
+    attn_mask: object = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's ``scaled_dot_product_attention`` in numpy: returns ``(output, weights)``.
 
@@ -508,6 +514,8 @@ def scaled_dot_product_attention(
     ``attn_mask``: boolean (True = may attend) or float (added to the scaled scores), broadcastable to
     (..., L, S). ``is_causal``: top-left causal mask; not together with ``attn_mask``. ``scale``: default
     1/√E. A fully masked row gets weights 0 and output 0 (PyTorch's math path gives NaN before 2.5).
+    ``enable_gqa``: q (..., Hq, L, E) and k, v (..., Hkv, S, E) with Hkv dividing Hq; key/value head j serves query
+    heads j·Hq/Hkv … (j+1)·Hq/Hkv − 1 (k and v repeated along the head axis, as PyTorch does).
     """
     q = as_matrix("q", q, ndim=(2, 3, 4))
     k = as_matrix("k", k, ndim=(2, 3, 4))
@@ -520,6 +528,13 @@ def scaled_dot_product_attention(
         raise AttentionError(
             f"k has {k.shape[-2]} rows but v has {v.shape[-2]}; one value per key is needed", matrix="v"
         )
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        hq, hkv = q.shape[-3], k.shape[-3]
+        if hq % hkv or v.shape[-3] != hkv:
+            raise AttentionError(
+                f"with enable_gqa the {hkv} key/value heads (k and v) must divide the {hq} query heads", matrix="k"
+            )
+        k, v = np.repeat(k, hq // hkv, axis=-3), np.repeat(v, hq // hkv, axis=-3)  # (..., Hq, S, E) each
     if is_causal and attn_mask is not None:
         raise AttentionError("give either attn_mask or is_causal=True, not both", matrix="mask")
     if scale is not None and not finite(scale):

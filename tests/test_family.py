@@ -467,3 +467,19 @@ def test_a_cell_explained_under_grouped_heads_and_alibi_adds_up_to_the_traces_nu
                 assert e.bias == -positions.alibi_slopes(4)[head] * (i - j)
                 assert np.isclose(e.score * e.scale + e.bias, e.scaled, rtol=1e-13, atol=1e-15)
                 assert np.isclose(np.exp(e.shifted[j]) / e.row_sum, e.weight, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("hq", "hkv"), [(4, 1), (4, 2), (6, 3), (2, 2)])
+def test_numpy_sdpa_enable_gqa_matches_torch(hq: int, hkv: int) -> None:
+    rng = np.random.default_rng(13)
+    q, k, v = rand(rng, 2, hq, 5, 3), rand(rng, 2, hkv, 7, 3), rand(rng, 2, hkv, 7, 4)
+    mask = rng.random((5, 7)) > 0.3
+    out, w = attention.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    ref = F.scaled_dot_product_attention(t64(q), t64(k), t64(v), attn_mask=torch.from_numpy(mask), enable_gqa=True)
+    live = mask.any(axis=1)
+    assert close(out[..., live, :], ref.numpy()[..., live, :])
+    if hq != hkv:
+        with pytest.raises(AttentionError, match="enable_gqa the"):
+            attention.scaled_dot_product_attention(
+                q, rand(rng, 2, hq - 1, 7, 3), rand(rng, 2, hq - 1, 7, 4), enable_gqa=True
+            )
