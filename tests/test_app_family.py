@@ -326,3 +326,19 @@ def test_the_folded_conventions_summary_names_key_value_heads_and_the_window():
     at = at.selectbox(key="sb.mask").set_value("causal+window").run()
     summary = conventions_summary(session(at))
     assert summary.startswith("4 heads, 2 key/value · causal + window (w = 3)")
+
+
+def test_the_source_sentence_travels_in_a_link_and_a_hostile_one_is_refused():
+    at = app("tokens", {"preset": "the_cat_sat"})
+    at = source_box(at).input("le chat assis").run()
+    s = session(at)
+    q, notes = url.link(s)
+    assert q["src"] == "le chat assis" and not notes
+    again = app("tokens", q)
+    no_exception(again)
+    assert session(again).source == ("le", "chat", "assis")
+    assert source_box(again).value == "le chat assis"
+    bad = app("tokens", {"preset": "the_cat_sat", "src": "ok " + "<b>" * 100})
+    no_exception(bad)
+    assert session(bad).source == ()
+    assert any("source sentence was not restored" in w for w in texts(bad.warning))

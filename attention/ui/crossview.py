@@ -62,7 +62,7 @@ def cross_trace(s: session.Session, words: tuple[str, ...]) -> Trace | Attention
 
 def source(s: session.Session) -> None:
     """The source sentence box and, when it has words, the cross-attention heatmap and output."""
-    words = state.source()
+    words = s.source
     key = f"cross.source.{s.grids}"
     if key not in st.session_state:
         st.session_state[key] = " ".join(words)

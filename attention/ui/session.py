@@ -72,6 +72,7 @@ class Session:
     learn: LearnSettings = field(default_factory=LearnSettings)
     learned: Learned | None = None
     embedding: tuple[str, int] = ("preset", 0)
+    source: tuple[str, ...] = ()  # the Tokens page's source sentence: cross-attention's keys and values (empty: none)
 
     @property
     def dims(self) -> names.Dims:

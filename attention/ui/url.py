@@ -3,8 +3,8 @@
 Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
 ``tokens`` (the sentence), ``roll`` (shuffles: X's rows moved on), ``dm`` / ``dk`` / ``dv`` (a resized d_model /
 d_k / d_v), the options ``proj``, ``softmax``, ``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based),
-``cmask``, ``pos``, ``heads``, ``kv`` (key/value heads), ``win`` (the sliding window), ``wo`` (1: the heads' outputs
-mixed by W_o), the display ``digits``, and ``edits``
+``cmask``, ``pos``, ``heads``, ``kv`` (key/value heads), ``win`` (the sliding window), ``src`` (the source
+sentence of cross-attention), ``wo`` (1: the heads' outputs mixed by W_o), the display ``digits``, and ``edits``
 (the matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
 :func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
 bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
@@ -25,11 +25,13 @@ from ..io import links
 from ..io import presets as presets_mod
 from . import session
 from .linkoptions import read_options, whole
+from .state.family import source_problem
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
-_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win digits edits"
+_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
+_NAMES += "edits"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 
@@ -118,6 +120,12 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
             )
         else:
             s.use_kv_heads(g)
+    if "src" in qp:
+        problem = source_problem(qp["src"], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS))
+        if problem:
+            notices.append(f"The link's source sentence was not restored: {problem}.")
+        else:
+            s.source = tuple(qp["src"].split())
     if s.options.positions == "learned" and "P" not in s.matrices:
         s.use_positions("learned")  # P starts as the sinusoidal code; edits travel as edits
     if "wo" in qp:
@@ -192,6 +200,8 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["kv"] = str(o.kv)
     if o.window != po.window:
         q["win"] = str(o.window)
+    if s.source:
+        q["src"] = " ".join(s.source)
     if ("W_o" in s.matrices) != ("W_o" in base):
         q["wo"] = "1" if "W_o" in s.matrices else "0"
     if s.digits != session.Session.digits:

@@ -11,7 +11,7 @@ page shows next to the control that caused it.
 from .challenges import refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
 from .core import ensure, say
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
-from .family import set_setting, set_source, settings, source
+from .family import set_setting, set_source, settings
 from .learning import set_embeddings, set_learn, store_learned, use_learned
 from .options import set_custom_mask, set_heads, set_kv_heads, set_mask, set_option, set_positions, set_w_o
 from .pins import clear_pin, hold_import, pin, renew_grids, set_tab, set_view, swap_pin
@@ -51,7 +51,6 @@ __all__ = [
     "set_view",
     "set_w_o",
     "settings",
-    "source",
     "show_solution",
     "shuffle_tokens",
     "start_challenge",

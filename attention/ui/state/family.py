@@ -1,15 +1,17 @@
 """Settings of the family's views: the KV cache's model size, the FlashAttention lab's tiles, the source sentence.
 
-They change no matrix or option, so they live in ``st.session_state`` under :data:`KEY` (kept across pages), written
-only here, from widget callbacks; a refused value leaves a message at its place and the setting as it was.
+The numbers change no matrix or option, so they live in ``st.session_state`` under :data:`KEY` (kept across pages);
+the source sentence is the Session's ``source`` (it travels in links). Both are written only here, from widget
+callbacks; a refused value leaves a message at its place and the setting as it was.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from ..session import get
 from ..text import esc
-from .core import say
+from .core import say, touch
 from .pins import renew_grids
 
 KEY = "family_settings"
@@ -53,31 +55,33 @@ def set_setting(name: str, value: object, place: str) -> bool:
     return False
 
 
-SOURCE_KEY = "family_source"
 MAX_SOURCE_CHARS = 4000
 
 
-def source() -> tuple[str, ...]:
-    """The source sentence of the Tokens page's cross-attention view (empty: no cross-attention)."""
-    return tuple(st.session_state.get(SOURCE_KEY, ()))
+def source_problem(text: object, limits: tuple[int, int]) -> str | None:
+    """What is wrong with a source sentence (Markdown, user text escaped), or None; checked after its length."""
+    most, chars = limits
+    if not isinstance(text, str) or len(text) > MAX_SOURCE_CHARS:
+        return f"The source sentence must be text of at most {MAX_SOURCE_CHARS:,} characters"
+    words = text.split()
+    if len(words) > most:
+        return f"The source sentence has {len(words):,} tokens; at most {most:,} are allowed"
+    if (long := next((w for w in words if len(w) > chars), None)) is not None:
+        return f"The source token {esc(long, 40)} is {len(long):,} characters long; at most {chars} are allowed"
+    return None
 
 
 def set_source(text: object, limits: tuple[int, int]) -> bool:
     """A new source sentence (split on spaces; empty clears it), checked against ``limits`` = (most tokens, most
-    characters per token) after its length; else a message at "cross.source" and False (the sentence stays)."""
-    most, chars = limits
-    problem = None
-    if not isinstance(text, str) or len(text) > MAX_SOURCE_CHARS:
-        problem = f"The source sentence must be text of at most {MAX_SOURCE_CHARS:,} characters"
-    else:
-        words = text.split()
-        if len(words) > most:
-            problem = f"The source sentence has {len(words):,} tokens; at most {most:,} are allowed"
-        elif (long := next((w for w in words if len(w) > chars), None)) is not None:
-            problem = f"The source token {esc(long, 40)} is {len(long):,} characters long; at most {chars} are allowed"
+    characters per token); else a message at "cross.source" and False (the sentence stays)."""
+    problem = source_problem(text, limits)
     if problem:
         say("cross.source", "error", problem + ". The previous source sentence is kept.")  # ours: user text escaped
         renew_grids()
         return False
-    st.session_state[SOURCE_KEY] = tuple(text.split())  # type: ignore[union-attr]
+    s = get()
+    words = tuple(text.split())  # type: ignore[union-attr]
+    if words != s.source:
+        s.source = words
+        touch(s)
     return True
