@@ -342,3 +342,18 @@ def test_the_source_sentence_travels_in_a_link_and_a_hostile_one_is_refused():
     no_exception(bad)
     assert session(bad).source == ()
     assert any("source sentence was not restored" in w for w in texts(bad.warning))
+
+
+def test_learning_with_grouped_heads_alibi_and_a_window_trains_and_its_weights_are_used():
+    at = app("learn", {"preset": "the_cat_sat", "heads": "2", "kv": "1", "pos": "alibi", "mask": "window", "win": "2"})
+    no_exception(at)
+    s = session(at)
+    assert s.options.kv_heads == 1 and s.options.positions == "alibi"
+    at = at.button(key="learn.train").click().run()
+    no_exception(at)
+    assert not any("Error" in e for e in texts(at.exception))
+    at = at.button(key="learn.use").click().run()
+    no_exception(at)
+    s = session(at)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    assert s.matrices["W_k"].shape[1] == 2 and t.weights.shape == (2, 3, 3)
