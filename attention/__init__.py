@@ -5,10 +5,11 @@ Altair chart builders in ``attention.charts``, and the Streamlit app in ``attent
 
 Public names: ``list_presets``, ``load_preset``, ``self_attention``, ``scaled_dot_product_attention``,
 ``Options``, ``Trace``, ``Reading``, ``backward``, ``train``, ``train_many``, ``evaluate``, ``TrainResult``,
-``AttentionError``; the modules ``positions``, ``masks``, ``reading``, ``learn``, ``targets``, ``optimisers``.
+``AttentionError``, ``cross_attention``; the modules ``positions``, ``masks``, ``reading``, ``learn``, ``targets``,
+``optimisers``, ``flash`` (the tiled online softmax) and ``kvcache`` (the KV cache's arithmetic).
 """
 
-from . import learn, masks, optimisers, positions, reading, targets
+from . import flash, kvcache, learn, masks, optimisers, positions, reading, targets
 from .backward import backward
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
@@ -17,7 +18,15 @@ from .learn import TrainResult, evaluate, train, train_many
 from .options import Options
 from .reading import Reading
 from .shapes import shape_trace
-from .trace import ARRAY_NAMES, MultiHeadTrace, Trace, multi_head, scaled_dot_product_attention, self_attention
+from .trace import (
+    ARRAY_NAMES,
+    MultiHeadTrace,
+    Trace,
+    cross_attention,
+    multi_head,
+    scaled_dot_product_attention,
+    self_attention,
+)
 
 __all__ = [
     "ARRAY_NAMES",
@@ -30,8 +39,11 @@ __all__ = [
     "TrainResult",
     "backward",
     "blank",
+    "cross_attention",
     "evaluate",
+    "flash",
     "from_state",
+    "kvcache",
     "learn",
     "list_presets",
     "load_preset",

@@ -14,7 +14,9 @@ Going back through the steps of :mod:`attention.steps`, for each head (W^i its b
     X' = X + P                  ∂X = ∂X',                       ∂P = Σ_batch ∂X' (learned P; the sinusoidal PE is fixed)
 
 A fully masked row has weights 0 whatever its scores, so its gradient is 0. Weights shared by a leading batch
-get the sum over the batch.
+get the sum over the batch. Grouped-query heads (kv_heads = g < h): a key/value block read by h/g query heads gets
+the sum of their gradients. The ALiBi bias and the window are constants of Z (a bias, a mask), so they change
+nothing above. Cross-attention traces (keys from a second sequence) are refused.
 """
 
 from __future__ import annotations
@@ -94,12 +96,17 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
     heads). Returns a dict with "X", "W_q", "W_k", "W_v" (each shaped like the trace's array), "W_o" when the
     trace has W_o, and "P" when positions are learned."""
     o = trace.options
-    h = o.heads
+    h, group = o.heads, o.heads // o.kv
+    if trace.X_kv is not None:
+        raise AttentionError(
+            "the backward pass covers self-attention; this trace is cross-attention (keys and values from X_kv)",
+            field="X_kv",
+        )
     d_out = _upstream("d_output", d_output, trace.output.shape)
     d_w = _upstream("d_weights", d_weights, trace.weights.shape)
     head_axis = trace.weights.ndim == trace.X.ndim + 1  # (..., h, n, n): multi-head
     A = trace.weights if head_axis else trace.weights[..., None, :, :]  # (..., h, n, n)
-    V = split_heads(trace.V, h)  # (..., h, n, d_v/h)
+    V = np.repeat(split_heads(trace.V, o.kv), group, axis=-3)  # (..., h, n, d_v/g): head i's value block
     grads: dict[str, np.ndarray] = {}
 
     if trace.W_o is not None:
@@ -120,9 +127,12 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
     d_V = np.zeros(V.shape) if d_V is None else d_V  # (..., h, n, d_v/h)
     d_Z = softmax_backward(A, d_A)  # (..., h, n, n)
     d_S = scale_backward(d_Z, trace.scale, float(o.temperature))  # (..., h, n, n)
-    d_Q, d_K = scores_backward(split_heads(trace.Q, h), split_heads(trace.K, h), d_S)  # (..., h, n, d_k/h) each
+    K = np.repeat(split_heads(trace.K, o.kv), group, axis=-3)  # (..., h, n, d_k/h): head i's key block
+    d_Q, d_K = scores_backward(split_heads(trace.Q, h), K, d_S)  # (..., h, n, d_k/h) each
+    if group > 1:  # each shared block gets the sum over the query heads that read it
+        d_K, d_V = _group_sum(d_K, group), _group_sum(d_V, group)  # (..., g, n, d_k/h), (..., g, n, d_v/g)
     if o.positions == "rotary":
-        d_Q, d_K = rotary_backward(d_Q), rotary_backward(d_K)  # (..., h, n, d_k/h) each, before the rotation
+        d_Q, d_K = rotary_backward(d_Q), rotary_backward(d_K)  # before the rotation
     X_in = trace.X if trace.X_in is None else trace.X_in  # (..., n, d_model): what the projections saw
     d_X = np.zeros(X_in.shape)  # (..., n, d_model)
     for name, d_M in (("W_q", d_Q), ("W_k", d_K), ("W_v", d_V)):
@@ -133,6 +143,12 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
         grads["P"] = positions_backward(d_X)  # (n, d_model)
     order = ("X", "W_q", "W_k", "W_v", "W_o", "P")
     return {name: grads[name] for name in order if name in grads}
+
+
+def _group_sum(d: np.ndarray, group: int) -> np.ndarray:
+    """(..., h, n, w) -> (..., h/group, n, w): the sum over each run of ``group`` consecutive heads."""
+    *lead, h, n, w = d.shape
+    return d.reshape(*lead, h // group, group, n, w).sum(axis=-3)  # (..., g, n, w)
 
 
 def _flat(a: np.ndarray) -> np.ndarray:

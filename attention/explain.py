@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import positions
 from .errors import AttentionError
 from .names import squeeze_batch
 from .trace import Trace
@@ -36,6 +37,7 @@ class CellExplanation:
     exps: np.ndarray  # exp(row − m)
     row_sum: float  # Σ exps
     weight: float  # A_ij as the trace has it
+    bias: float = 0.0  # ALiBi's −m_h·(i − j), added to S · scale (0 without ALiBi)
 
 
 def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation:
@@ -52,8 +54,11 @@ def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation
     if not (0 <= i < n and 0 <= j < n):
         raise AttentionError(f"the cell must be a query and a key from 1 to {n}; got ({i + 1}, {j + 1})")
     width = Q.shape[-1] // h
-    cols = slice(head * width, (head + 1) * width)
-    q, k = Q[i, cols], K[j, cols]  # (d,), (d,)
+    block = head // (h // trace.options.kv)  # the key block this head reads (itself unless grouped)
+    q, k = Q[i, head * width : (head + 1) * width], K[j, block * width : (block + 1) * width]  # (d,), (d,)
+    bias = 0.0
+    if trace.options.positions == "alibi":  # the head's distance penalty, added after scaling
+        bias = -float(positions.alibi_slopes(h)[head]) * (i - j)
     products = q * k  # (d,)
     row = scaled[i] / trace.options.temperature  # (n,)
     finite = row[np.isfinite(row)]
@@ -85,4 +90,5 @@ def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation
         exps,
         float(exps.sum()),
         float(weights[i, j]),
+        bias,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import AttentionError
+from .names import out_axis
 
 
 def split_heads(x: np.ndarray, h: int) -> np.ndarray:
@@ -36,3 +37,17 @@ def head_weights(W: np.ndarray, h: int, i: int, projection: str) -> np.ndarray:
         return W[:, i * dh : (i + 1) * dh]  # (d_model, d_k/h)
     dh = W.shape[0] // h
     return W[i * dh : (i + 1) * dh, :]  # (d_k/h, d_model)
+
+
+def regroup(W: np.ndarray, h: int, kv_from: int, kv_to: int, projection: str = "x_w") -> np.ndarray:
+    """W_k or W_v taken from kv_from key/value blocks to kv_to (both dividing h): each block is first copied to the
+    h / kv_from query heads it serves, then each new group of h / kv_to heads keeps the mean of its blocks (the
+    GQA paper's conversion of a multi-head model, Ainslie et al. 2023). A group of identical copies keeps its
+    block exactly, so growing kv_heads changes no output; shrinking it is an approximation.
+    (d_model, kv_from · w) -> (d_model, kv_to · w); blocks are rows instead with the projection "x_wt"."""
+    ax = out_axis(projection)
+    blocks = [b for b in np.split(W, kv_from, axis=ax) for _ in range(h // kv_from)]  # h blocks, one per query head
+    size = h // kv_to
+    groups = [blocks[i * size : (i + 1) * size] for i in range(kv_to)]
+    pooled = [g[0] if all(b is g[0] for b in g) else np.mean(g, axis=0) for g in groups]  # (d_model, w) each
+    return np.concatenate(pooled, axis=ax)  # (d_model, kv_to · w)

@@ -161,7 +161,7 @@ def train(
         matrices.get("X"), matrices.get("W_q"), matrices.get("W_k"), matrices.get("W_v"), opts, tokens
     )
     n, d_model = X.shape[-2:]
-    d_v = W_v.shape[names.out_axis(opts.projection)]
+    d_v = opts.heads * (W_v.shape[names.out_axis(opts.projection)] // opts.kv)  # the heads' concatenated width
     mats = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, **_extras(matrices, opts, learn, seed, n, d_model, d_v)}
     first = self_attention(**_call(mats), tokens=tokens, options=opts)
     tgt: Target | None = None
@@ -472,7 +472,7 @@ def _groups(
     d_model = first.shape[1]
     W_q, W_k, W_v = (as_matrix(k, matrices.get(k)) for k in names.WEIGHTS)
     check_inputs(first, W_q, W_k, W_v, opts.replace(mask="none"), list(sentences[0]))
-    d_v = W_v.shape[names.out_axis(opts.projection)]
+    d_v = opts.heads * (W_v.shape[names.out_axis(opts.projection)] // opts.kv)  # the heads' concatenated width
     mats = {"W_q": W_q, "W_k": W_k, "W_v": W_v, **_extras(matrices, opts, learn, seed, n_max, d_model, d_v)}
     groups = []
     for n, group in sorted(by_length.items()):

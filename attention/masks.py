@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import AttentionError
 
-PARTS = ("causal", "padding", "custom")  # the masks that can be combined; "none" is none of them
+PARTS = ("causal", "padding", "custom", "window")  # the masks that can be combined; "none" is none of them
 MASK_PARTS = PARTS
 
 
@@ -22,7 +22,7 @@ def kinds() -> tuple[str, ...]:
     return ("none", *("+".join(c) for c in sorted(combos, key=lambda c: (len(c), [PARTS.index(p) for p in c]))))
 
 
-KINDS = kinds()  # "none", "causal", "padding", "custom", "causal+padding", ..., "causal+padding+custom"
+KINDS = kinds()  # "none", "causal", "padding", "custom", "window", "causal+padding", ..., all four joined
 
 
 def parts(kind: str) -> tuple[str, ...]:
@@ -45,6 +45,17 @@ def causal(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     """Query i may attend key j only when j <= i (top-left aligned, as ``torch.tril``). Shape (L, S)."""
     n_keys = n_queries if n_keys is None else n_keys
     return np.tril(np.ones((n_queries, n_keys), dtype=bool))  # (L, S)
+
+
+def window(n_queries: int, w: int, n_keys: int | None = None) -> np.ndarray:
+    """Sliding window (Longformer, Mistral): query i may attend keys i − w + 1 … i, the w most recent tokens
+    itself included, so the window is causal too. w = 1 is each token alone; w >= n_keys is the causal mask.
+    Shape (L, S), top-left aligned as :func:`causal`."""
+    if not (isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_)) and w >= 1):
+        raise AttentionError(f"the window must be a whole number of tokens >= 1; got {w!r}", field="window")
+    n_keys = n_queries if n_keys is None else n_keys
+    offset = np.arange(n_queries)[:, None] - np.arange(n_keys)[None, :]  # (L, S): i − j
+    return (offset >= 0) & (offset < w)  # (L, S)
 
 
 def padding(is_padding: Sequence[bool], n_queries: int | None = None) -> np.ndarray:

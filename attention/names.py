@@ -113,11 +113,13 @@ def axis_names(name: str, projection: str = "x_w") -> tuple[str, str]:
     return ("tokens", cols[name])
 
 
-def dims_of(matrices: dict[str, np.ndarray], projection: str = "x_w", heads: int = 1) -> Dims:
-    """The sizes implied by X, W_q and W_v (2-D, or X with a batch of one)."""
+def dims_of(matrices: dict[str, np.ndarray], projection: str = "x_w", heads: int = 1, kv: int | None = None) -> Dims:
+    """The sizes implied by X, W_q and W_v (2-D, or X with a batch of one). With kv < heads key/value heads (grouped
+    query attention) W_v holds kv blocks of d_v/h: d_v is the heads' concatenated width, W_v's times heads / kv."""
     n, d_model = matrices["X"].shape[-2:]
     ax = out_axis(projection)
-    return Dims(int(n), int(d_model), int(matrices["W_q"].shape[ax]), int(matrices["W_v"].shape[ax]), heads, projection)
+    d_v = int(matrices["W_v"].shape[ax]) * heads // (heads if kv is None else kv)
+    return Dims(int(n), int(d_model), int(matrices["W_q"].shape[ax]), d_v, heads, projection)
 
 
 def squeeze_batch(a: np.ndarray) -> np.ndarray:

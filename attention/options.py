@@ -35,8 +35,14 @@ class Options:
     padding: one flag per token, True where the token is padding (used when the mask has "padding").
     heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
     custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
-    positions: "none", "sinusoidal" (PE added to X), "learned" (a matrix P added to X) or "rotary" (RoPE on each
-    head's Q and K); see :mod:`attention.positions`.
+    positions: "none", "sinusoidal" (PE added to X), "learned" (a matrix P added to X), "rotary" (RoPE on each
+    head's Q and K) or "alibi" (a per-head bias −m_h·(i − j) added to the scaled scores); see
+    :mod:`attention.positions`.
+    kv_heads: the number of key/value heads (grouped-query attention); it divides ``heads``, and each of its
+    column blocks of W_k and W_v serves heads / kv_heads query heads. 1 is multi-query attention; None (the
+    default) means as many as ``heads``: ordinary multi-head attention.
+    window: w, the width of the mask part "window" (query i sees keys i − w + 1 … i, itself and the w − 1 tokens
+    before it); it does nothing while the mask has no "window".
 
     In a preset file the options are a JSON object with these field names as keys (padding a list of booleans,
     custom_mask a list of lists of booleans, scale a number or null); see :meth:`to_dict` and :meth:`from_dict`.
@@ -51,12 +57,20 @@ class Options:
     heads: int = 1
     custom_mask: tuple[tuple[bool, ...], ...] = ()
     positions: str = "none"
+    kv_heads: int | None = None
+    window: int = 3
+
+    @property
+    def kv(self) -> int:
+        """The number of key/value heads in force: ``kv_heads``, or ``heads`` when it is None."""
+        return self.heads if self.kv_heads is None else int(self.kv_heads)
 
     def validate(self) -> Options:
         """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name);
         return self. The same rules as :meth:`from_dict`."""
         for f in dataclasses.fields(self):
             _check(f.name, getattr(self, f.name), f.name)
+        _check_together(self, "")
         return self
 
     def replace(self, **changes: object) -> Options:
@@ -75,6 +89,8 @@ class Options:
             "heads": int(self.heads),
             "custom_mask": [[bool(v) for v in row] for row in self.custom_mask],
             "positions": self.positions,
+            "kv_heads": None if self.kv_heads is None else int(self.kv_heads),
+            "window": int(self.window),
         }
 
     @classmethod
@@ -94,6 +110,7 @@ class Options:
         for name, value in values.items():
             _check(name, value, f"{where}.{name}")
         options = cls(**values)
+        _check_together(options, f"{where}.")
         if n is not None:
             options.check_sizes(n, where)
         return options
@@ -170,7 +187,26 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "heads": (lambda v: _whole(v, 1, names.MAX_DIM), f"must be a whole number from 1 to {names.MAX_DIM}"),
     "custom_mask": (_square_grid, "must be a square grid of true/false (query × key, true = may attend)"),
     "positions": (_one_of(positions.KINDS), f"must be one of {', '.join(positions.KINDS)}"),
+    "kv_heads": (
+        lambda v: v is None or _whole(v, 1, names.MAX_DIM),
+        f"must be a whole number from 1 to {names.MAX_DIM} that divides heads (or None for as many as heads)",
+    ),
+    "window": (
+        lambda v: _whole(v, 1, names.MAX_TOKENS),
+        f"must be a whole number of tokens from 1 to {names.MAX_TOKENS} (query i sees keys i − window + 1 … i)",
+    ),
 }
+
+
+def _check_together(o: Options, prefix: str) -> None:
+    """The rule that ties two options: kv_heads divides heads."""
+    if o.kv_heads is not None and o.heads % o.kv_heads:
+        divisors = [k for k in range(1, o.heads + 1) if o.heads % k == 0]
+        raise AttentionError(
+            f"{prefix}kv_heads must divide heads = {o.heads} (each key/value head serves the same number of query "
+            f"heads): one of {', '.join(map(str, divisors))}; got {short(o.kv_heads)}",
+            field="kv_heads",
+        )
 
 
 def _check(name: str, value: object, path: str) -> None:

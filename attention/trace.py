@@ -2,9 +2,12 @@
 
 In prose: add positions to the embeddings if asked, X' = X + P; project, Q = X' W_q, K = X' W_k, V = X' W_v
 (rotary positions then turn Q and K); score every query against every key, S = Q Kᵀ; scale, S' = S · s
-(s = 1/√d_k unless told otherwise) and mask forbidden cells to -inf; turn each row into weights,
-A = softmax(S' / T); mix the values, O = A V. With h heads each head does this on its own block of d_k/h
-columns of W_q and W_k (d_v/h of W_v), the heads' outputs are concatenated, and W_o (if given) mixes them.
+(s = 1/√d_k unless told otherwise), add the ALiBi bias if asked, and mask forbidden cells to -inf; turn each
+row into weights, A = softmax(S' / T); mix the values, O = A V. With h heads each head does this on its own block
+of d_k/h columns of W_q and W_k (d_v/h of W_v), the heads' outputs are concatenated, and W_o (if given) mixes them.
+With kv_heads = g < h (grouped-query attention) W_k and W_v have only g blocks, and query heads
+i·h/g … (i+1)·h/g − 1 share block i (g = 1: multi-query attention). Cross-attention takes the keys and values
+from a second sequence X_kv (:func:`cross_attention`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from .heads import head_weights
 from .options import Options, finite
 from .reading import Reading, read
 
-MASK_KINDS = masks.KINDS  # "none", "causal", "padding", "custom", then their combinations ("causal+padding"...)
+MASK_KINDS = masks.KINDS  # "none", "causal", "padding", "custom", "window", then combinations ("causal+padding"...)
 ARRAY_NAMES = names.ARRAYS  # the eleven arrays of a trace, in pipeline order
 
 
@@ -37,6 +40,12 @@ class Trace:
     ``weights`` is after softmax (rows sum to 1; a fully masked row is all 0). ``allowed`` is the boolean
     mask in force (True = may attend) or None; ``fully_masked`` lists rows that may attend nothing.
     ``scale`` is the factor the scores were multiplied by; ``d_k`` the query/key width one head sees (d_k/h).
+
+    Grouped-query attention (``options.kv_heads`` = g < h): W_k, W_v, K and V have g blocks of d_k/h (d_v/g)
+    columns, block i shared by query heads i·h/g … (i+1)·h/g − 1; scores/scaled/weights still have h heads.
+    ALiBi positions: ``scaled`` includes each head's bias −m_h·(i − j) (``scores`` is QKᵀ alone).
+    Cross-attention (:func:`cross_attention`): ``X_kv`` (S, d_model) is the sequence the keys and values come
+    from, and ``tokens_kv`` its tokens; K, V have S rows and scores/scaled/weights are (L, S). None for self-attention.
 
     Positions: ``positions_added`` is the (n, d_model) matrix added to X (the sinusoidal PE, or the learned P)
     and ``X_in`` = X + positions_added what the projections saw; both None when nothing is added (X stays the
@@ -67,6 +76,8 @@ class Trace:
     positions_added: np.ndarray | None = None  # (n, d_model): the PE or learned P added to X; None otherwise
     W_o: np.ndarray | None = None  # (d_v, d_out) or None
     concat: np.ndarray | None = None  # (..., n, d_v): the heads' outputs side by side, before W_o
+    X_kv: np.ndarray | None = None  # (..., S, d_model): cross-attention's key/value sequence; None otherwise
+    tokens_kv: tuple[str, ...] = ()
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The eleven named arrays, in pipeline order."""
@@ -82,14 +93,15 @@ class Trace:
     def head(self, i: int) -> Trace:
         """Head i on its own, as a single-head trace: its blocks of W_q, W_k, W_v, its columns of Q, K, V and of
         the concatenation (its output), its (n, n) scores and weights; no W_o."""
-        h, proj = self.options.heads, self.options.projection
+        h, g, proj = self.options.heads, self.options.kv, self.options.projection
         if not (isinstance(i, (int, np.integer)) and 0 <= i < h):
             raise AttentionError(f"there is no head {i!r}: this trace has {h} head(s), numbered 0 to {h - 1}")
-        dk, dv = self.Q.shape[-1] // h, self.V.shape[-1] // h
+        kv = i // (h // g)  # the key/value block head i reads (i itself unless grouped)
+        dk, dv = self.Q.shape[-1] // h, self.V.shape[-1] // g
         concat = self.output if self.concat is None else self.concat
 
-        def cols(a: np.ndarray | None, w: int) -> np.ndarray | None:
-            return None if a is None else a[..., i * w : (i + 1) * w]  # (..., n, w)
+        def cols(a: np.ndarray | None, w: int, block: int = i) -> np.ndarray | None:
+            return None if a is None else a[..., block * w : (block + 1) * w]  # (..., n, w)
 
         def square(a: np.ndarray) -> np.ndarray:
             return a if h == 1 else a[..., i, :, :]  # (..., n, n)
@@ -97,11 +109,11 @@ class Trace:
         return replace(
             self,
             W_q=head_weights(self.W_q, h, i, proj),
-            W_k=head_weights(self.W_k, h, i, proj),
-            W_v=head_weights(self.W_v, h, i, proj),
+            W_k=head_weights(self.W_k, g, kv, proj),
+            W_v=head_weights(self.W_v, g, kv, proj),
             Q=cols(self.Q, dk),
-            K=cols(self.K, dk),
-            V=cols(self.V, dv),
+            K=cols(self.K, dk, kv),
+            V=cols(self.V, dv, kv),
             scores=square(self.scores),
             scaled=square(self.scaled),
             weights=square(self.weights),
@@ -109,8 +121,8 @@ class Trace:
             concat=cols(concat, dv),
             W_o=None,
             Q_raw=cols(self.Q_raw, dk),
-            K_raw=cols(self.K_raw, dk),
-            options=replace(self.options, heads=1),
+            K_raw=cols(self.K_raw, dk, kv),
+            options=replace(self.options, heads=1, kv_heads=None),
         )
 
 
@@ -137,20 +149,7 @@ def check_inputs(
                 f"{layout}, got {W.shape}; expected {want}",
                 matrix=name,
             )
-    d_q, d_k = Ws["W_q"].shape[out], Ws["W_k"].shape[out]
-    if d_q != d_k:
-        raise AttentionError(
-            f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)",
-            matrix="W_k",
-        )
-    for name in ("W_q", "W_v"):
-        width = Ws[name].shape[out]
-        if width % options.heads:
-            raise AttentionError(
-                f"{name} gives width {width}, which does not divide into {options.heads} heads; "
-                f"choose a width that is a multiple of {options.heads}",
-                matrix=name,
-            )
+    check_widths(Ws["W_q"].shape[out], Ws["W_k"].shape[out], Ws["W_v"].shape[out], options)
     if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
         raise AttentionError(
             f"the custom mask is {len(options.custom_mask)} × {len(options.custom_mask)} but there are {n} tokens; "
@@ -163,6 +162,37 @@ def check_inputs(
             matrix="mask",
         )
     return X, Ws["W_q"], Ws["W_k"], Ws["W_v"]
+
+
+def check_widths(d_q: int, d_k: int, d_v: int, options: Options) -> None:
+    """The widths W_q, W_k and W_v give fit the heads: W_q's splits into h query heads of d_q/h columns; W_k's is
+    one such block per key/value head (kv_heads · d_q/h, i.e. d_q itself without grouping); W_v's splits into
+    kv_heads blocks."""
+    h, g = options.heads, options.kv
+    if d_q % h:
+        raise AttentionError(
+            f"W_q gives width {d_q}, which does not divide into {h} heads; choose a width that is a multiple of {h}",
+            matrix="W_q",
+        )
+    if g == h and d_q != d_k:
+        raise AttentionError(
+            f"W_q gives queries of width {d_q} but W_k gives keys of width {d_k}; QKᵀ needs them equal (d_k)",
+            matrix="W_k",
+        )
+    if d_k != g * (d_q // h):
+        raise AttentionError(
+            f"W_k gives keys of width {d_k} but {g} key/value head(s) of the query heads' width {d_q // h} "
+            f"(d_k/h = {d_q}/{h}) need width {g * (d_q // h)}: W_k has one block of {d_q // h} columns per "
+            "key/value head",
+            matrix="W_k",
+        )
+    if d_v % g:
+        raise AttentionError(
+            f"W_v gives width {d_v}, which does not divide into {g} "
+            + ("heads" if g == h else "key/value heads")
+            + f"; choose a width that is a multiple of {g}",
+            matrix="W_v",
+        )
 
 
 def check_output_weights(W_o: object, d_v: int) -> np.ndarray | None:
@@ -205,13 +235,15 @@ def check_positions(P: object, options: Options, n: int, d_model: int) -> np.nda
     return P
 
 
-def build_mask(options: Options, n: int) -> np.ndarray | None:
-    """The boolean mask (n, n) the options ask for (its parts combined with AND), or None."""
-    parts = masks.parts(options.mask)
+def build_mask(options: Options, n: int, n_keys: int | None = None) -> np.ndarray | None:
+    """The boolean mask (n, n) the options ask for (its parts combined with AND), or None. With ``n_keys``
+    (cross-attention) it is (n, n_keys): causal and window top-left aligned, padding flags one per key."""
+    parts, s = masks.parts(options.mask), n if n_keys is None else n_keys
     return masks.combine(
-        masks.causal(n) if "causal" in parts else None,
+        masks.causal(n, s) if "causal" in parts else None,
         masks.padding(options.padding, n) if "padding" in parts else None,
-        masks.custom(np.array(options.custom_mask, dtype=bool).reshape(n, n), n, n) if "custom" in parts else None,
+        masks.custom(np.array(options.custom_mask, dtype=bool).reshape(n, s), n, s) if "custom" in parts else None,
+        masks.window(n, options.window, s) if "window" in parts else None,
     )
 
 
@@ -240,9 +272,75 @@ def self_attention(
     opts = (options or Options()).replace(**option_values) if option_values else (options or Options())
     opts.validate()
     X, W_q, W_k, W_v = check_inputs(X, W_q, W_k, W_v, opts, tokens)
-    W_o = check_output_weights(W_o, W_v.shape[names.out_axis(opts.projection)])
+    W_o = check_output_weights(W_o, opts.heads * (W_v.shape[names.out_axis(opts.projection)] // opts.kv))
     P = check_positions(P, opts, *X.shape[-2:])
     return run_steps(X, W_q, W_k, W_v, opts, W_o=W_o, P=P, tokens=tokens, attn_mask=attn_mask)
+
+
+def cross_attention(
+    X_q: object,
+    X_kv: object,
+    W_q: object,
+    W_k: object,
+    W_v: object,
+    options: Options | None = None,
+    *,
+    W_o: object = None,
+    tokens: Sequence[str] | None = None,
+    tokens_kv: Sequence[str] | None = None,
+    attn_mask: np.ndarray | None = None,
+    **option_values: object,
+) -> Trace:
+    """Cross-attention: queries from X_q (L, d_model), keys and values from X_kv (S, d_model), S may differ from L
+    (a decoder reading an encoder, a sentence reading its translation). Q = X_q W_q, K = X_kv W_k, V = X_kv W_v;
+    then the same steps as :func:`self_attention`, with scores (L, S). Returns the same Trace, with ``X_kv``
+    and ``tokens_kv`` set.
+
+    Options mean what they mean in self-attention: causal and window masks are top-left aligned (query i sees
+    keys j <= i), the padding flags are one per key (S), a custom mask is ``attn_mask`` (L, S) (or the options'
+    grid when L = S); sinusoidal positions number each sequence from 0, rotary positions turn Q by the query's
+    position and K by the key's, ALiBi uses i − j. Learned positions (a P for one sequence) are refused.
+    """
+    opts = (options or Options()).replace(**option_values) if option_values else (options or Options())
+    opts.validate()
+    if opts.positions == "learned":
+        raise AttentionError(
+            "cross-attention cannot use learned positions (P belongs to one sequence); choose none, sinusoidal, "
+            "rotary or alibi",
+            field="positions",
+        )
+    X_kv_arr = as_matrix("X_kv", X_kv, ndim=(2, 3), rows=list(tokens_kv) if tokens_kv else None)
+    X_q_arr, W_q, W_k, W_v = check_inputs(X_q, W_q, W_k, W_v, opts.replace(mask="none"), tokens)
+    (L, d_model), (S, d_kv) = X_q_arr.shape[-2:], X_kv_arr.shape[-2:]
+    if d_kv != d_model or X_kv_arr.shape[:-2] != X_q_arr.shape[:-2]:
+        raise AttentionError(
+            f"X_kv has shape {X_kv_arr.shape} but X_q has {X_q_arr.shape}; both need the same width d_model "
+            f"({d_model}) and batch, with any number of rows",
+            matrix="X_kv",
+        )
+    if tokens_kv is not None and len(tokens_kv) != S:
+        raise AttentionError(
+            f"X_kv has {S} rows but there are {len(tokens_kv)} source tokens; there must be one row per token",
+            matrix="X_kv",
+        )
+    parts = masks.parts(opts.mask)
+    if "padding" in parts and len(opts.padding) != S:
+        raise AttentionError(
+            f"the padding flags list {len(opts.padding)} tokens but X_kv has {S}; in cross-attention give one flag "
+            "per key (source token)",
+            matrix="mask",
+        )
+    if "custom" in parts and (L != S or len(opts.custom_mask) != L):
+        raise AttentionError(
+            f"the options' custom mask is square ({len(opts.custom_mask)} × {len(opts.custom_mask)}) but "
+            f"cross-attention here is {L} × {S} (queries × keys); give the custom mask as attn_mask of shape "
+            f"({L}, {S})",
+            matrix="mask",
+        )
+    W_o = check_output_weights(W_o, opts.heads * (W_v.shape[names.out_axis(opts.projection)] // opts.kv))
+    return run_steps(
+        X_q_arr, W_q, W_k, W_v, opts, W_o=W_o, tokens=tokens, attn_mask=attn_mask, X_kv=X_kv_arr, tokens_kv=tokens_kv
+    )
 
 
 class _Head(NamedTuple):
@@ -268,12 +366,17 @@ def attend(
     opts: Options,
     allowed: np.ndarray | None,
     rows: list[str] | None = None,
+    bias: np.ndarray | None = None,
+    X_kv: np.ndarray | None = None,
 ) -> _Head:
-    """One head on validated inputs: W_q, W_k, W_v are this head's blocks (shapes in the trailing comments)."""
+    """One head on validated inputs: W_q, W_k, W_v are this head's blocks (shapes in the trailing comments).
+    ``bias`` (n, S): a float added to the scaled scores (ALiBi); ``X_kv`` (..., S, d_model): where keys and
+    values come from (cross-attention), X_in itself when None."""
+    X_kv = X_in if X_kv is None else X_kv
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below and raised with a clear message
         Q = steps.project(X_in, W_q, opts.projection)  # (..., n, d_k)
-        K = steps.project(X_in, W_k, opts.projection)  # (..., n, d_k)
-        V = steps.project(X_in, W_v, opts.projection)  # (..., n, d_v)
+        K = steps.project(X_kv, W_k, opts.projection)  # (..., S, d_k)
+        V = steps.project(X_kv, W_v, opts.projection)  # (..., S, d_v)
         Q_raw, K_raw = (Q, K) if opts.positions == "rotary" else (None, None)
         if opts.positions == "rotary":
             Q, K = positions.rotary(Q), positions.rotary(K)  # (..., n, d_k) each
@@ -286,7 +389,7 @@ def attend(
         S_scaled = steps.scale(S, factor)  # (..., n, n)
         if factor > 1:  # only a factor above 1 can push a finite score past the float64 range
             check_finite("scaled", S_scaled, f"the scores times the scale {factor:g}", rows, rows)
-        S_scaled = steps.mask(S_scaled, allowed)  # (..., n, n)
+        S_scaled = steps.mask(S_scaled, allowed, bias)  # (..., n, n): + the ALiBi bias, then -inf where masked
         A = steps.softmax(
             S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows
         )  # (..., n, n)
@@ -305,26 +408,47 @@ def run_steps(
     P: np.ndarray | None = None,
     tokens: Sequence[str] | None = None,
     attn_mask: np.ndarray | None = None,
+    X_kv: np.ndarray | None = None,
+    tokens_kv: Sequence[str] | None = None,
 ) -> Trace:
     """The steps themselves, on already validated inputs: positions, each head (:func:`attend`), the heads
-    side by side, W_o. With h > 1 heads the per-head arrays are stacked on a head axis (shapes in comments)."""
+    side by side, W_o. With h > 1 heads the per-head arrays are stacked on a head axis (shapes in comments).
+    Query head i reads key/value block i // (h / kv_heads). ``X_kv`` (S, d_model): cross-attention's source."""
     rows = list(tokens) if tokens else None
     n, d_model = X.shape[-2:]
+    s = n if X_kv is None else X_kv.shape[-2]
     added = positions.sinusoidal(n, d_model) if opts.positions == "sinusoidal" else P  # (n, d_model) or None
     X_in = X if added is None else X + added  # (..., n, d_model)
-    allowed = masks.combine(build_mask(opts, n), None if attn_mask is None else masks.custom(attn_mask, n, n))
-    h = opts.heads
+    X_kv_in = X_kv  # (..., S, d_model) or None; the source gets its own sinusoidal PE (learned P is self-only)
+    if X_kv is not None and opts.positions == "sinusoidal":
+        X_kv_in = X_kv + positions.sinusoidal(s, d_model)  # (..., S, d_model)
+    allowed = masks.combine(build_mask(opts, n, s), None if attn_mask is None else masks.custom(attn_mask, n, s))
+    h, group = opts.heads, opts.heads // opts.kv
+    slopes = positions.alibi_slopes(h) if opts.positions == "alibi" else None  # (h,) or None
+
+    def bias(i: int) -> np.ndarray | None:
+        return None if slopes is None else positions.alibi_bias(slopes[i], n, s)  # (n, S)
+
     if h == 1:
-        r = attend(X_in, W_q, W_k, W_v, opts, allowed, rows)
+        r = attend(X_in, W_q, W_k, W_v, opts, allowed, rows, bias(0), X_kv_in)
     else:
+
+        def block(W: np.ndarray, i: int) -> np.ndarray:
+            return head_weights(W, h, i, opts.projection)  # query head i's block of W_q
+
+        def shared(W: np.ndarray, i: int) -> np.ndarray:
+            return head_weights(W, opts.kv, i // group, opts.projection)  # the K/V block query head i reads
+
         heads = [
-            attend(X_in, *(head_weights(W, h, i, opts.projection) for W in (W_q, W_k, W_v)), opts, allowed, rows)
+            attend(X_in, block(W_q, i), shared(W_k, i), shared(W_v, i), opts, allowed, rows, bias(i), X_kv_in)
             for i in range(h)
         ]
         rotary = opts.positions == "rotary"
 
         def cat(name: str) -> np.ndarray:
-            return np.concatenate([getattr(t, name) for t in heads], axis=-1)  # (..., n, width of all heads)
+            # (..., n, width of all heads); K and V once per key/value block (the first head of each group)
+            chosen = heads[::group] if name in ("K_raw", "K", "V") else heads
+            return np.concatenate([getattr(t, name) for t in chosen], axis=-1)
 
         def stack(name: str) -> np.ndarray:
             return np.stack([getattr(t, name) for t in heads], axis=-3)  # (..., h, n, n)
@@ -370,11 +494,19 @@ def run_steps(
         added,
         W_o,
         r.output,
+        X_kv,
+        tuple(tokens_kv or ()),
     )
 
 
 def scaled_dot_product_attention(
-    q: object, k: object, v: object, attn_mask: object = None, is_causal: bool = False, scale: float | None = None
+    q: object,
+    k: object,
+    v: object,
+    attn_mask: object = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's ``scaled_dot_product_attention`` in numpy: returns ``(output, weights)``.
 
@@ -382,6 +514,8 @@ def scaled_dot_product_attention(
     ``attn_mask``: boolean (True = may attend) or float (added to the scaled scores), broadcastable to
     (..., L, S). ``is_causal``: top-left causal mask; not together with ``attn_mask``. ``scale``: default
     1/√E. A fully masked row gets weights 0 and output 0 (PyTorch's math path gives NaN before 2.5).
+    ``enable_gqa``: q (..., Hq, L, E) and k, v (..., Hkv, S, E) with Hkv dividing Hq; key/value head j serves query
+    heads j·Hq/Hkv … (j+1)·Hq/Hkv − 1 (k and v repeated along the head axis, as PyTorch does).
     """
     q = as_matrix("q", q, ndim=(2, 3, 4))
     k = as_matrix("k", k, ndim=(2, 3, 4))
@@ -394,6 +528,13 @@ def scaled_dot_product_attention(
         raise AttentionError(
             f"k has {k.shape[-2]} rows but v has {v.shape[-2]}; one value per key is needed", matrix="v"
         )
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        hq, hkv = q.shape[-3], k.shape[-3]
+        if hq % hkv or v.shape[-3] != hkv:
+            raise AttentionError(
+                f"with enable_gqa the {hkv} key/value heads (k and v) must divide the {hq} query heads", matrix="k"
+            )
+        k, v = np.repeat(k, hq // hkv, axis=-3), np.repeat(v, hq // hkv, axis=-3)  # (..., Hq, S, E) each
     if is_causal and attn_mask is not None:
         raise AttentionError("give either attn_mask or is_causal=True, not both", matrix="mask")
     if scale is not None and not finite(scale):

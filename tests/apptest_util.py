@@ -27,6 +27,7 @@ PAGES = {
     "stability": "pages/10_stability.py",
     "challenges": "pages/11_challenges.py",
     "learn": "pages/12_learn.py",
+    "flash": "pages/13_flash.py",
 }
 TIMEOUT = 60
 

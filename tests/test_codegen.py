@@ -63,6 +63,20 @@ def transposed_heads_all_padding() -> attention.Preset:
     return attention.from_state(base.tokens, m, opts)
 
 
+def family(heads: int, kv: int, projection: str = "x_w", batched: bool = False, **options) -> attention.Preset:
+    """Grouped-query heads (W_k and W_v cut to kv blocks), with a window, ALiBi or rotary positions."""
+    base = attention.blank(6, 4, 8, seed=3)
+    m = base.matrices()
+    keep = 8 // heads * kv
+    m["W_k"], m["W_v"] = m["W_k"][:, :keep], m["W_v"][:, : 2 * kv]
+    if projection == "x_wt":
+        m = {name: (arr.T if name != "X" else arr) for name, arr in m.items()}
+    if batched:
+        m["X"] = m["X"][None]
+    opts = attention.Options(projection=projection, heads=heads, kv_heads=kv, **options)
+    return attention.from_state(base.tokens, m, opts)
+
+
 CASES = {pid: (lambda pid=pid: attention.load_preset(pid)) for pid in attention.list_presets()}
 CASES.update(
     {
@@ -74,6 +88,12 @@ CASES.update(
         "batched_heads4_causal": batched_heads,
         "hostile_tokens": hostile_tokens,
         "transposed_heads3_all_padding": transposed_heads_all_padding,
+        "gqa_4_2_alibi_window": lambda: family(4, 2, mask="causal+window", window=2, positions="alibi"),
+        "mqa_4_1_transposed_rotary": lambda: family(4, 1, "x_wt", positions="rotary", temperature=0.5),
+        "alibi_one_head_window_padding": lambda: family(
+            1, 1, mask="padding+window", window=3, padding=(False, True) * 3, positions="alibi"
+        ),
+        "gqa_2_1_batched_sinusoidal": lambda: family(2, 1, batched=True, positions="sinusoidal", mask="window"),
     }
 )
 

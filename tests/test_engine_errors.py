@@ -196,7 +196,7 @@ def test_padding_flag_count_mismatch(flags):
         ("temperature", math.inf, r"temperature must be a finite number > 0; got inf"),
         ("temperature", "hot", r"temperature must be a finite number > 0; got 'hot'"),
         ("temperature", True, r"temperature must be a finite number > 0; got True"),
-        ("mask", "diagonal", r"mask must be one of none, causal, padding, custom, causal\+padding, .*; got 'diagonal'"),
+        ("mask", "diagonal", r"mask must be one of none, causal, padding, custom, window, causal\+padding, .*; got 'd"),
         ("heads", 0, r"heads must be a whole number from 1 to 256; got 0"),
         ("heads", -1, r"heads must be a whole number from 1 to 256; got -1"),
         ("heads", True, r"heads must be a whole number from 1 to 256; got True"),

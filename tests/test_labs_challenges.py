@@ -51,13 +51,13 @@ def doubling(start: float = 1.0, steps: int = 20, factor: float = 2.0) -> list[f
 
 def test_there_are_eight_varied_built_ins() -> None:
     ids = ch.list_challenges()
-    assert len(ids) == 8 and sorted(ids) == sorted(p.stem for p in (ROOT / "challenges").glob("*.json"))
+    assert len(ids) == 10 and sorted(ids) == sorted(p.stem for p in (ROOT / "challenges").glob("*.json"))
     cs = [ch.load_challenge(i) for i in ids]
     assert {c.preset for c in cs} == FIVE
     assert {c.condition.kind for c in cs} == set(ch.KINDS)
     assert any(c.condition.row == ch.ALL for c in cs) and any(c.options.get("mask") == "causal" for c in cs)
     assert {e for c in cs for e in c.editable} == {"X", "W_q", "W_k", "W_v"}
-    assert len({c.title for c in cs}) == 8 and [c.order for c in cs] == sorted(c.order for c in cs)
+    assert len({c.title for c in cs}) == 10 and [c.order for c in cs] == sorted(c.order for c in cs)
     for c in cs:
         assert ch.parse_challenge(ch.to_json(c), "again.json") == c
         assert ch.decode_link(ch.encode_link(c)) == c

@@ -33,12 +33,12 @@ HUGE = 10**400  # float(HUGE) overflows; str(10**5000) is refused by Python itse
         ("heads", False, r"^options\.heads must be a whole number from 1 to 256; got False$"),
         ("projection", ["x_w"], r"^options\.projection must be 'x_w' \(X @ W\) or 'x_wt' \(X @ W\.T\); got \['x_w'\]$"),
         ("softmax", None, r"^options\.softmax must be 'row_max', 'global_max' or 'none'; got None$"),
-        ("mask", "custom+causal", r"^options\.mask must be one of none, causal, padding, custom, causal\+padding"),
+        ("mask", "custom+causal", r"^options\.mask must be one of none, causal, padding, custom, window, causal\+"),
         ("padding", [True, 1], r"^options\.padding must be true/false flags, one per token; got \(True, 1\)$"),
         ("padding", [HUGE * HUGE * HUGE * 10**4000], r"^options\.padding must be true/false flags.*cannot be printed"),
         ("custom_mask", [[True], [False]], r"^options\.custom_mask must be a square grid of true/false"),
         ("custom_mask", [[True, "no"], [False, True]], r"^options\.custom_mask must be a square grid"),
-        ("positions", "absolute", r"^options\.positions must be one of none, sinusoidal, learned, rotary; got"),
+        ("positions", "absolute", r"^options\.positions must be one of none, sinusoidal, learned, rotary, alibi; got"),
     ],
     ids=lambda v: v if isinstance(v, str) and not v.startswith("^") else "",  # no huge integer in a test id
 )
@@ -114,15 +114,15 @@ def test_options_replace_is_dataclasses_replace() -> None:
 
 
 def test_mask_parts_split_and_join_in_canonical_order() -> None:
-    assert masks.MASK_PARTS == ("causal", "padding", "custom")
-    assert masks.KINDS[:4] == ("none", "causal", "padding", "custom")
-    assert len(masks.KINDS) == 8
+    assert masks.MASK_PARTS == ("causal", "padding", "custom", "window")
+    assert masks.KINDS[:5] == ("none", "causal", "padding", "custom", "window")
+    assert len(masks.KINDS) == 16
     for kind in masks.KINDS:
         assert masks.join(masks.parts(kind)) == kind
     assert masks.join(["custom", "causal"]) == "causal+custom"
     assert masks.join(()) == masks.join(["none"]) == "none"
     assert masks.join({"custom", "padding", "causal"}) == "causal+padding+custom"
-    with pytest.raises(AttentionError, match="mask part 'diagonal' is not one of causal, padding, custom"):
+    with pytest.raises(AttentionError, match="mask part 'diagonal' is not one of causal, padding, custom, window"):
         masks.join(["diagonal"])
 
 

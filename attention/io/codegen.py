@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import masks, rng
+from .. import masks, positions, rng
 from ..errors import AttentionError
 from ..names import ARRAYS
 from .presets import Preset
@@ -214,10 +214,24 @@ class _Builder:
                 sl_q, sl_v = "W_q[:, i * d_head:(i + 1) * d_head]", "W_v[:, i * dv_head:(i + 1) * dv_head]"
                 sl_k = "W_k[:, i * d_head:(i + 1) * d_head]"
                 wd = "W_q.shape[1]", "W_v.shape[1]"
+            g = o.kv
+            grouped = (
+                []
+                if g == h
+                else [
+                    f"kv_heads = {g}  # key/value heads; query head i reads block i // group",
+                    "group = h // kv_heads",
+                ]
+            )
+            if g != h:  # head i reads key/value block i // group
+                sl_k, sl_v = (
+                    s.replace("i * ", "(i // group) * ").replace("(i + 1)", "(i // group + 1)") for s in (sl_k, sl_v)
+                )
             code = [
                 f"h = {h}  # heads",
+                *grouped,
                 f"d_head = {wd[0]} // h  # query/key width per head",
-                f"dv_head = {wd[1]} // h  # value width per head",
+                f"dv_head = {wd[1]} // {'h' if g == h else 'kv_heads'}  # value width per head",
                 f"Q_heads = [X @ {sl_q} for i in range(h)]",
                 f"K_heads = [X @ {sl_k} for i in range(h)]",
                 f"V_heads = [X @ {sl_v} for i in range(h)]",
@@ -230,15 +244,21 @@ class _Builder:
                     else []
                 ),
                 "Q = np.concatenate(Q_heads, axis=-1)  # all heads side by side",
-                "K = np.concatenate(K_heads, axis=-1)",
-                "V = np.concatenate(V_heads, axis=-1)",
+                "K = np.concatenate(K_heads, axis=-1)" if g == h else "K = np.concatenate(K_heads[::group], axis=-1)",
+                "V = np.concatenate(V_heads, axis=-1)" if g == h else "V = np.concatenate(V_heads[::group], axis=-1)",
             ]
             md = (
                 f"## Step 3: queries, keys and values, split into {h} heads\n\nQ = {op_q}, K = {op_k}, V = {op_v}, "
                 f"computed per head: "
-                f"head i uses the i-th block of d_k / h = {dk // h} columns of the weights (and {dv // h} for values). "
+                f"head i uses the i-th block of d_k / h = {dk // h} columns of the weights (and {dv // o.kv} for "
+                f"values). "
                 "Each head then attends on its own."
             )
+            if g != h:
+                md += (
+                    f" Grouped-query attention: W_k and W_v have only {g} blocks (kv_heads = {g}), and each serves "
+                    f"{h // g} query heads" + (" (multi-query attention)." if g == 1 else ".")
+                )
         if self.batched:
             code.append("# `@` keeps the batch axis: (1, n, d_model) @ (d_model, d_k) -> (1, n, d_k).")
         code += ['print("Q:\\n", Q)', 'print("K:\\n", K)', 'print("V:\\n", V)']
@@ -288,6 +308,15 @@ class _Builder:
             if o.scale is None
             else "scaled = scores * scale"
         )
+        if o.positions == "alibi":
+            slopes = ", ".join(_num(s) for s in positions.alibi_slopes(h))
+            code += [
+                f"slopes = np.array([{slopes}])  # ALiBi: one slope per head, the paper's geometric sequence",
+                "offset = np.arange(len(tokens))[:, None] - np.arange(len(tokens))[None, :]  # i - j",
+                "bias = np.stack([-m * offset for m in slopes])" if h > 1 else "bias = -slopes[0] * offset",
+                "scaled = scaled + bias  # a key d tokens before the query loses m·d",
+            ]
+            md += "\n\nALiBi adds each head's bias −m·(i − j) to the scaled scores: a fixed penalty for distance."
         parts = list(masks.parts(o.mask))
         if parts:
             code += ["n = len(tokens)", "allowed = np.ones((n, n), dtype=bool)  # True where a query may attend a key"]
@@ -308,6 +337,13 @@ class _Builder:
             code.append(f"custom = np.array([\n    {grid},\n])  # your own grid: row = query, column = key")
             code.append("allowed &= custom")
             md += "\n\nA custom mask (a grid you set, query × key) forbids the cells marked false."
+        if "window" in parts:
+            code += [
+                f"window = {int(o.window)}  # sliding window: token i may attend tokens i - window + 1 .. i",
+                "offset = np.arange(n)[:, None] - np.arange(n)[None, :]  # i - j",
+                "allowed &= (offset >= 0) & (offset < window)",
+            ]
+            md += f"\n\nA sliding window lets each token see only itself and the {int(o.window) - 1} tokens before it."
         if parts:
             code.append("scaled = np.where(allowed, scaled, -np.inf)  # forbidden cells get -inf, so their weight is 0")
         code.append('print("Scaled scores:\\n", scaled)')

@@ -508,6 +508,10 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         d["custom_mask"] = [list(r) for r in o.custom_mask]
     if o.positions != "none":
         d["positions"] = o.positions
+    if o.kv_heads is not None:
+        d["kv_heads"] = o.kv_heads
+    if "window" in masks.parts(o.mask) or o.window != Options.window:
+        d["window"] = o.window
     return d
 
 

@@ -190,6 +190,8 @@ def conventions(o) -> str:
         f"temperature {float(o.temperature)!r}",
         mask,
         f"{o.heads} head" + ("s" if o.heads > 1 else ""),
+        *([f"{o.kv} key/value head" + ("s" if o.kv > 1 else "")] if o.kv != o.heads else []),
+        *([f"window {o.window}"] if "window" in masks.parts(o.mask) else []),
         *([f"{o.positions} positions"] if o.positions != "none" else []),
     ]
     return "; ".join(parts)

@@ -478,8 +478,10 @@ class _Reader:
             if key in ("scale", "temperature"):
                 if not (key == "scale" and v is None):
                     self.number(v, where)
-            elif key == "heads":
+            elif key in ("heads", "kv_heads"):
                 self.whole(v, where, 1, 256)
+            elif key == "window":
+                self.whole(v, where, 1, 2048)
             elif key == "padding":
                 if not (isinstance(v, list) and all(isinstance(p, bool) for p in v)):
                     raise self.fail(where, "must be a list of true/false flags, one per token")

@@ -78,7 +78,9 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
         lines.append(f"2. Masked: {qi} may not attend to {kj}, so S' = −∞ and its weight is 0 whatever the score.")
     else:
         lines.append(
-            f"2. Scaled: S' = S × {e.scale:.6g} = **{e.scaled:.6g}**"
+            f"2. Scaled: S' = S × {e.scale:.6g}"
+            + (f" + ALiBi's {e.bias:.6g}" if e.bias else "")
+            + f" = **{e.scaled:.6g}**"
             + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "")
             + "."
         )

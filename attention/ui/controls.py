@@ -13,7 +13,7 @@ import streamlit as st
 
 from .. import names
 from ..shapes import shape_trace
-from . import editors, embeddings, session, state, stepcontrols
+from . import crossview, editors, embeddings, session, state, stepcontrols
 from .text import esc, quoted
 from .widgets import show_messages, whole_number
 
@@ -183,4 +183,5 @@ CONTROLS: dict[str, Callable[[session.Session], None]] = {
     "batch_note": batch_note,
     "custom_mask": stepcontrols.custom_mask,
     "positions": stepcontrols.position_control,
+    "source": crossview.source,
 }

@@ -46,16 +46,20 @@ def weights(s: session.Session, t: Trace | None) -> str:
 def qkv(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Q, K and V are X projected by the three weight matrices."
-    h = t.options.heads
+    h, g = t.options.heads, t.options.kv
+    kw, vw = t.K.shape[-1] // g, t.V.shape[-1] // g  # one key/value block's columns
+
+    def kv(k: int) -> str:  # the key and value columns head k reads (its group's block)
+        b = k // (h // g)
+        return f"k{b * kw + 1}–k{(b + 1) * kw}, v{b * vw + 1}–v{(b + 1) * vw}"
+
     heads = (
         ""
         if h == 1
         else (
             f" With **{h} heads**, head k uses its own block of columns: "
             + "; ".join(
-                f"head {k + 1}: q{k * t.Q.shape[-1] // h + 1}–q{(k + 1) * t.Q.shape[-1] // h}, "
-                f"k{k * t.K.shape[-1] // h + 1}–"
-                f"k{(k + 1) * t.K.shape[-1] // h}, v{k * t.V.shape[-1] // h + 1}–v{(k + 1) * t.V.shape[-1] // h}"
+                f"head {k + 1}: q{k * t.Q.shape[-1] // h + 1}–q{(k + 1) * t.Q.shape[-1] // h}, {kv(k)}"
                 for k in range(h)
             )
             + "."
@@ -92,9 +96,13 @@ def scaling(s: session.Session, t: Trace | None) -> str:
         "causal": " The causal mask sets every cell above the diagonal (a token looking ahead) to −∞.",
         "padding": " The padding mask sets every column of a padding token to −∞.",
         "custom": " Your custom mask sets every unticked cell of its grid to −∞.",
+        "window": f" The sliding window (w = {s.options.window}) sets every key more than {s.options.window - 1} "
+        "token(s) back, and every later key, to −∞.",
     }
     parts = list(masks.parts(s.options.mask))
     mask = "".join(said[p] for p in parts) + (" Masked cells are grey, and their weight will be 0." if parts else "")
+    if s.options.positions == "alibi":
+        mask += " ALiBi has added each head's distance penalty −m·(i − j) to these scores before masking."
     if t.scale == 1.0:
         how = "Scaling is switched off (factor 1), so these equal the raw scores."
     else:

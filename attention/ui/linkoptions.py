@@ -1,4 +1,4 @@
-"""The options part of an address (softmax, scale, temperature, masks, positions, heads), read with notices.
+"""The options part of an address (softmax, scale, temperature, masks, window, positions, heads), read with notices.
 
 Each refused value gets a notice; every value is user text, quoted in it through :func:`attention.ui.text.quoted`.
 """
@@ -97,4 +97,13 @@ def read_options(s: session.Session, qp: Mapping[str, str], notices: list[str]) 
             notices.append(f"The link's heads {quoted(qp['heads'])} do not divide d_k and d_v; one head.")
         else:
             changes["heads"] = h
+    if "win" in qp:
+        w = whole(qp["win"], 1, names.MAX_TOKENS)
+        if w is None:
+            notices.append(
+                f"The link's window {quoted(qp['win'])} is not a whole number from 1 to {names.MAX_TOKENS}; "
+                f"keeping {o.window}."
+            )
+        else:
+            changes["window"] = w
     s.options = replace(o, **changes)

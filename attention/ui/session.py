@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from .. import names, positions, rng
+from .. import heads, names, positions, rng
 from ..io import presets as presets_mod
 from ..io.presets import Preset
 from ..labs.challenges import Challenge
@@ -73,10 +73,11 @@ class Session:
     learn: LearnSettings = field(default_factory=LearnSettings)
     learned: Learned | None = None
     embedding: tuple[str, int] = ("preset", 0)
+    source: tuple[str, ...] = ()  # the Tokens page's source sentence: cross-attention's keys and values (empty: none)
 
     @property
     def dims(self) -> names.Dims:
-        return names.dims_of(self.matrices, self.options.projection, self.options.heads)
+        return names.dims_of(self.matrices, self.options.projection, self.options.heads, self.options.kv)
 
     @property
     def labels(self) -> list[str]:
@@ -128,6 +129,13 @@ class Session:
             )
         return ""
 
+    def use_kv_heads(self, g: int) -> None:
+        """g key/value heads (g divides the heads): W_k and W_v regrouped by :func:`attention.heads.regroup`."""
+        o = self.options
+        for name in ("W_k", "W_v"):
+            self.matrices[name] = heads.regroup(self.matrices[name], o.heads, o.kv, g, o.projection)
+        self.options = replace(o, kv_heads=None if g == o.heads else g)
+
     def project(self, projection: str) -> None:
         """Switch X·W / X·Wᵀ: W_q, W_k, W_v transposed, so Q, K and V stay exactly the same."""
         for name in names.WEIGHTS:
@@ -144,6 +152,8 @@ class Session:
         """New sizes, keeping every value that still fits; new cells are drawn from the seed, each a function of
         its place only (the same sizes always give the same numbers). W_v keeps its d_v unless ``d_v`` is given.
         Returns a note when the heads no longer divide d_k and d_v and go back to one head ("" otherwise)."""
+        if self.options.kv != self.options.heads:  # first one key/value block per head again (copies: no change)
+            self.use_kv_heads(self.options.heads)
         seed, dims = self.seed or 0, self.dims
         n = len(tokens) if tokens is not None else dims.n
         dm = d_model if d_model is not None else dims.d_model

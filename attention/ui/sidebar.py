@@ -16,7 +16,7 @@ import streamlit as st
 from .. import masks, names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
-from . import compare, session, share, state
+from . import compare, familycontrols, session, share, state
 from .text import esc
 from .widgets import open_expander, show_messages, whole_number
 
@@ -35,6 +35,7 @@ MASK_NAMES = {  # short, as SOFTMAXES; the select's help says more
     "causal": "causal (sees 1…i)",
     "padding": "padding (marked tokens)",
     "custom": "custom (Scaling page)",
+    "window": "sliding window (last w)",
 }
 
 
@@ -126,11 +127,12 @@ def conventions_summary(s: session.Session) -> str:
     """One line naming every convention in force, shown while the conventions are folded away."""
     o = s.options
     scale = "scale 1/√d_k" if o.scale is None else f"scale × {o.scale:g}"
-    heads = f"{o.heads} head" + ("s" if o.heads != 1 else "")
+    heads = f"{o.heads} head" + ("s" if o.heads != 1 else "") + (f", {o.kv} key/value" if o.kv != o.heads else "")
     digits = "every digit" if s.digits is None else f"{s.digits} digits"
     proj = "X·Wᵀ" if o.projection == "x_wt" else "X·W"
+    mask = mask_label(o.mask) + (f" (w = {o.window})" if "window" in masks.parts(o.mask) else "")
     softmax = f"subtract {SOFTMAXES[o.softmax]}"
-    return " · ".join([heads, mask_label(o.mask), scale, f"T = {o.temperature:g}", proj, softmax, digits])
+    return " · ".join([heads, mask, scale, f"T = {o.temperature:g}", proj, softmax, digits])
 
 
 def _conventions(s: session.Session) -> None:
@@ -220,6 +222,7 @@ def _conventions(s: session.Session) -> None:
             on_change=_on(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
             help="No token attends to a padding token; masked cells are grey in the heatmaps.",
         )
+    familycontrols.draw(s)  # key/value heads, the window, positions (ALiBi among them)
     _bind("sb.digits", s.digits)
     st.selectbox(
         "Numbers shown with",

@@ -56,7 +56,7 @@ STEPS: dict[str, Step] = {
             r"X \in \mathbb{R}^{n \times d_{model}}",
             explanations.tokens,
             editors=("X",),
-            controls=("sentence", "embeddings", "positions", "batch_note"),
+            controls=("sentence", "embeddings", "positions", "batch_note", "source"),
             overview=lambda s, t: ("X", _shape(t.X)),
         ),
         Step(
@@ -78,6 +78,7 @@ STEPS: dict[str, Step] = {
             r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
             explanations.qkv,
             show=("Q", "K", "V"),
+            views=("kv_groups", "kv_cache"),
             inputs=True,
             compare=("Q", "K", "V"),
             overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", f"{_shape(t.Q)}, {_shape(t.K)}, {_shape(t.V)}"),
@@ -217,6 +218,15 @@ LABS: dict[str, Lab] = {
             "from the target (cross-entropy: 0 when every row puts all its weight where the target does). "
             "“Use these weights” puts the learned numbers into every step page, so you can follow exactly how "
             "they make that pattern.",
+        ),
+        Lab(
+            "flash",
+            "pages/13_flash.py",
+            "FlashAttention",
+            "FlashAttention: the same numbers, tile by tile",
+            "The steps pages compute the whole n × n matrix of scores, then softmax, then the weighted sum. "
+            "FlashAttention gets **the same output** without ever holding that matrix: it cuts your current scores "
+            "into tiles and walks them with an *online* softmax. Choose a tile size, then step through the tiles.",
         ),
     )
 }

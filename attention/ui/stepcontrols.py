@@ -80,6 +80,7 @@ POSITION_NAMES = {
     "sinusoidal": "sinusoidal (added to X)",
     "learned": "learned (an editable P added to X)",
     "rotary": "rotary (RoPE, turns Q and K)",
+    "alibi": "ALiBi (a distance penalty per head on the scores)",
 }
 
 

@@ -57,6 +57,10 @@ STOPS = {
         "the weights can be learned: gradient descent moves W_q and W_k until the pattern matches a target.",
         "train 'previous token', press Use these weights, then read the Softmax page.",
     ),
+    "pages/13_flash.py": (
+        "the tiles give exactly the full softmax's output, without ever holding the n × n matrix.",
+        "step to a tile where m grows and read its rescale factor.",
+    ),
 }
 
 

@@ -3,7 +3,8 @@
 Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
 ``tokens`` (the sentence), ``roll`` (shuffles: X's rows moved on), ``dm`` / ``dk`` / ``dv`` (a resized d_model /
 d_k / d_v), the options ``proj``, ``softmax``, ``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based),
-``cmask``, ``pos``, ``heads``, ``wo`` (1: the heads' outputs mixed by W_o), the display ``digits``, and ``edits``
+``cmask``, ``pos``, ``heads``, ``kv`` (key/value heads), ``win`` (the sliding window), ``src`` (the source
+sentence of cross-attention), ``wo`` (1: the heads' outputs mixed by W_o), the display ``digits``, and ``edits``
 (the matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
 :func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
 bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
@@ -24,11 +25,13 @@ from ..io import links
 from ..io import presets as presets_mod
 from . import session
 from .linkoptions import read_options, whole
+from .state.family import source_problem
 from .text import quoted
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
-_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads digits edits"
+_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
+_NAMES += "edits"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 # The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
@@ -125,6 +128,21 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
     if tokens is not None or dm is not None or dk is not None or dv is not None:
         s.resize(tokens, dm, dk, dv)
     read_options(s, qp, notices)
+    if "kv" in qp:  # after the heads: W_k and W_v regrouped exactly as the sidebar does
+        g = whole(qp["kv"], 1, s.options.heads)
+        if g is None or s.options.heads % g:
+            notices.append(
+                f"The link's key/value heads {quoted(qp['kv'])} do not divide the {s.options.heads} heads; one per "
+                "head."
+            )
+        else:
+            s.use_kv_heads(g)
+    if "src" in qp:
+        problem = source_problem(qp["src"], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS))
+        if problem:
+            notices.append(f"The link's source sentence was not restored: {problem}.")
+        else:
+            s.source = tuple(qp["src"].split())
     if s.options.positions == "learned" and "P" not in s.matrices:
         s.use_positions("learned")  # P starts as the sinusoidal code; edits travel as edits
     if "wo" in qp:
@@ -167,7 +185,7 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
             notes.append("the sentence (tokens with spaces in them, or more than 4,000 characters).")
         else:
             q["tokens"] = text
-    d, pd_ = s.dims, names.dims_of(base, po.projection)
+    d, pd_ = s.dims, names.dims_of(base, po.projection, po.heads, po.kv)
     if s.rolled:
         q["roll"] = str(s.rolled)
     if d.d_model != pd_.d_model:
@@ -195,6 +213,12 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["pos"] = o.positions
     if o.heads != po.heads:
         q["heads"] = str(o.heads)
+    if o.kv_heads != po.kv_heads:
+        q["kv"] = str(o.kv)
+    if o.window != po.window:
+        q["win"] = str(o.window)
+    if s.source:
+        q["src"] = " ".join(s.source)
     if ("W_o" in s.matrices) != ("W_o" in base):
         q["wo"] = "1" if "W_o" in s.matrices else "0"
     if s.digits != session.Session.digits:

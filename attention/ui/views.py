@@ -16,7 +16,7 @@ from .. import charts, names
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import cellview, compute, downloads, frames, session
+from . import cellview, compute, downloads, familyviews, frames, session
 from .arrays import per_head, reading_lines, shown, top_keys
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
@@ -267,6 +267,8 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "takes_scores": cellview.context(("scores",)),
     "takes_scaled": cellview.context(("scaled",)),
     "takes_v_weights": cellview.context(("weights", "V")),
+    "kv_groups": familyviews.kv_groups,
+    "kv_cache": familyviews.kv_cache,
 }
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import session
-from . import challenges, learn, stability, why_sqrt_dk
+from . import challenges, flash, learn, stability, why_sqrt_dk
 
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "why_sqrt_dk": why_sqrt_dk.body,
     "stability": stability.body,
     "challenges": challenges.body,
     "learn": learn.body,
+    "flash": flash.body,
 }

@@ -11,8 +11,9 @@ page shows next to the control that caused it.
 from .challenges import refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
 from .core import ensure, say, unsay
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
+from .family import set_setting, set_source, settings
 from .learning import set_embeddings, set_learn, store_learned, use_identity, use_learned
-from .options import set_custom_mask, set_heads, set_mask, set_option, set_positions, set_w_o
+from .options import set_custom_mask, set_heads, set_kv_heads, set_mask, set_option, set_positions, set_w_o
 from .pins import clear_pin, hold_import, pin, renew_grids, set_tab, set_view, swap_pin
 from .presets import apply_preset, load_preset, reset, set_blank_shape, set_seed
 
@@ -35,17 +36,21 @@ __all__ = [
     "set_custom_mask",
     "set_embeddings",
     "set_heads",
+    "set_kv_heads",
     "set_learn",
     "set_mask",
     "set_option",
     "set_positions",
     "set_projection",
     "set_seed",
+    "set_setting",
+    "set_source",
     "set_tab",
     "set_tokens",
     "set_tour",
     "set_view",
     "set_w_o",
+    "settings",
     "show_solution",
     "shuffle_tokens",
     "start_challenge",

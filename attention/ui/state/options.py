@@ -1,4 +1,4 @@
-"""Changes to the options: softmax, scale, temperature, masks, positions, heads."""
+"""Changes to the options: softmax, scale, temperature, masks, positions, heads, key/value heads."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ..session import (
     get,
     valid_heads,
 )
+from .challenges import refuse_locked
 from .core import say, touch
 
 
@@ -48,7 +49,46 @@ def set_heads(h: int) -> None:
         )
         return
     s.head = min(s.head, h - 1)
+    grouped = s.options.kv != s.options.heads
+    if grouped:  # one key/value block per head again first (copies: nothing changes)
+        s.use_kv_heads(s.options.heads)
+        s.version += 1
     set_option(heads=h)
+    if grouped:
+        touch(s)
+        say(
+            "sidebar.kv_heads",
+            "info",
+            f"Key/value heads are back to one per head ({h} heads): W_k and W_v were widened by copying their "
+            "shared blocks.",
+        )
+
+
+def set_kv_heads(g: int) -> None:
+    """Share key/value heads: g of them, each serving heads / g query heads (g must divide the heads). W_k and W_v
+    are regrouped (:func:`attention.heads.regroup`): averaged when g shrinks, copied when it grows."""
+    s = get()
+    h, old = s.options.heads, s.options.kv
+    if not isinstance(g, int) or isinstance(g, bool) or g < 1 or h % g:
+        divisors = [k for k in range(1, h + 1) if h % k == 0]
+        say(
+            "sidebar.kv_heads",
+            "error",
+            f"Key/value heads must divide the {h} heads: one of {', '.join(map(str, divisors))}; nothing was changed.",
+        )
+        return
+    if g == old or refuse_locked("W_k", "sidebar.kv_heads") or refuse_locked("W_v", "sidebar.kv_heads"):
+        return
+    s.use_kv_heads(g)
+    s.version += 1
+    touch(s)
+    how = (
+        "each shared block is the mean of the blocks of the heads it now serves (how the GQA paper converts a "
+        "multi-head model), so the numbers change"
+        if g < old
+        else "the shared blocks were copied to the heads that now have their own, so nothing changes until you edit"
+    )
+    say("sidebar.kv_heads", "info", f"W_k and W_v now have {g} block(s) of columns for {h} query heads: {how}.")
 
 
 def set_positions(kind: str) -> None:

@@ -1,0 +1,224 @@
+"""The "FlashAttention" lab: the current scores cut into tiles, walked one tile at a time by the online softmax.
+
+Every number comes from :mod:`attention.flash` on the session's own trace; the step, the tile size, the head and the
+sizes typed for the memory table are display settings (:mod:`attention.ui.state.family`), changed in callbacks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts, flash, kvcache, names
+from ...trace import Trace
+from .. import compute, frames, session, state, views
+from ..familyviews import setting_box
+from ..widgets import show_messages
+
+MAX_TILES = 4096  # tiles walked on this page (each keeps its arrays); a larger tile size is asked for beyond
+MAX_CHART = 64  # cells per side drawn in the tile chart
+COLS_SHOWN = 8  # output columns shown per row
+
+
+def _head_array(a: np.ndarray, h: int, head: int, core: int) -> np.ndarray:
+    """One head's part of a tile array (arrays carry a head axis when h > 1)."""
+    return a if h == 1 else a[(head,) + (slice(None),) * core]
+
+
+def tile_chart(scores: np.ndarray, f: flash.Flash, k: int, labels: list[str]) -> alt.LayerChart:
+    """The head's scores (masked cells grey) with the tiles already done at full colour, those still ahead faded,
+    and the current tile outlined."""
+    t = f.tiles[k]
+    n, s_len = scores.shape
+    m = min(n, MAX_CHART)
+    cols = min(s_len, MAX_CHART)
+    order = {(x.q_block, x.k_block): i for i, x in enumerate(f.tiles)}
+    rows = []
+    for i in range(m):
+        for j in range(cols):
+            idx = order[(i // f.block_q, j // f.block_k)]
+            v = scores[i, j]
+            rows.append(
+                {
+                    "query": labels[i],
+                    "key": labels[j],
+                    "score": None if not np.isfinite(v) else float(v),
+                    "masked": not np.isfinite(v),
+                    "walked": "done" if idx < k else "this tile" if idx == k else "ahead",
+                }
+            )
+    df = pd.DataFrame(rows)
+    x = alt.X("key:N", sort=labels[:cols], title="keys")
+    y = alt.Y("query:N", sort=labels[:m], title="queries")
+    base = (
+        alt.Chart(df)
+        .mark_rect()
+        .encode(
+            x=x,
+            y=y,
+            color=alt.condition("datum.masked", alt.value("#d0d0d0"), alt.Color("score:Q", title="score")),
+            opacity=alt.condition("datum.walked == 'ahead'", alt.value(0.25), alt.value(1.0)),
+            tooltip=["query", "key", "score", "walked"],
+        )
+    )
+    box = pd.DataFrame(
+        [{"query": labels[i], "key": labels[j]} for i in range(*t.rows) if i < m for j in range(*t.cols) if j < cols]
+    )
+    outline = alt.Chart(box).mark_rect(fill=None, stroke="black", strokeWidth=2).encode(x=x, y=y)
+    cell = max(14, min(60, 480 // max(m, cols)))  # px per cell: the chart grows with n up to about 480 px
+    return alt.layer(base, outline).properties(width=alt.Step(cell), height=alt.Step(cell))
+
+
+def body(s: session.Session) -> None:
+    trace = compute.current_trace(s)
+    if not isinstance(trace, Trace):
+        views.show_error(trace)
+        return
+    cfg = state.settings()
+    o = trace.options
+    h = o.heads
+    n, s_len = trace.Q.shape[-2], trace.K.shape[-2]
+    st.markdown(
+        "For each block of query rows, FlashAttention walks the blocks of keys in order and keeps, per row, the "
+        "largest score so far **m**, the running sum **ℓ** of exp(score − m) and an unnormalised output. When a new "
+        "tile raises m, everything summed so far is multiplied by the **rescale** exp(m_old − m_new) ≤ 1. After the "
+        "row block's last tile, output = accumulator / ℓ: exactly softmax(S) V, without ever holding the n × n "
+        "matrix."
+    )
+    c1, c2 = st.columns(2)
+    setting_box("Tile size", "tile", s, c1, "flash.tile")
+    if h > 1:
+        c2.selectbox(
+            "Head",
+            list(range(h)),
+            index=min(cfg["flash_head"], h - 1),
+            format_func=lambda i: f"head {i + 1}",
+            key=f"flash.head.{s.grids}.{cfg['flash_head']}",
+            on_change=lambda key: state.set_setting("flash_head", st.session_state[key], "flash.tile"),
+            args=(f"flash.head.{s.grids}.{cfg['flash_head']}",),
+        )
+    show_messages("flash.tile")
+    b = cfg["tile"]
+    count = math.ceil(n / b) * math.ceil(s_len / b)
+    if count > MAX_TILES:
+        least = math.ceil(max(n, s_len) / math.isqrt(MAX_TILES))
+        st.warning(
+            f"A tile size of {b} cuts these {n} tokens into {count:,} tiles; this page walks at most "
+            f"{MAX_TILES:,}. Choose a tile size of at least {least}.",
+            icon=":material/warning:",
+        )
+        _memory(s, trace, b, cfg)
+        return
+    f = flash.from_trace(trace, b, b)
+    head = min(cfg["flash_head"], h - 1)
+    k = min(cfg["step"], len(f.tiles) - 1)
+    _steps(s, k, len(f.tiles))
+    t = f.tiles[k]
+    scaled = np.asarray(names.squeeze_batch(trace.scaled))
+    scores = (scaled if h == 1 else scaled[head]) / float(o.temperature)  # (n, S): what the tiles see
+    labels = s.labels
+    st.markdown(
+        f"**Tile {k + 1} of {len(f.tiles)}** · query block {t.q_block + 1} (rows {t.rows[0] + 1}–{t.rows[1]}), "
+        f"key block {t.k_block + 1} (keys {t.cols[0] + 1}–{t.cols[1]})"
+        + (" · the row block's last tile: its output is final." if t.last else ".")
+    )
+    st.altair_chart(tile_chart(scores, f, k, labels), width="content")
+    if max(n, s_len) > MAX_CHART:
+        st.caption(f"The chart shows the first {MAX_CHART} queries and keys; the tables below are complete.")
+    _row_table(t, h, head, labels, s.digits)
+    _difference(f, trace, h, head)
+    _memory(s, trace, b, cfg)
+
+
+def _steps(s: session.Session, k: int, total: int) -> None:
+    """First / previous / next / last buttons and a slider over the tiles, in the order they are computed."""
+    cols = st.columns(4)
+    for col, (label, target) in zip(
+        cols,
+        (
+            ("⏮ First tile", 0),
+            ("◀ Previous tile", max(0, k - 1)),
+            ("Next tile ▶", min(total - 1, k + 1)),
+            ("Last tile ⏭", total - 1),
+        ),
+        strict=True,
+    ):
+        col.button(  # ours: the four labels above
+            label,
+            key=f"flash.go.{label}",
+            width="stretch",
+            disabled=target == k,
+            on_click=state.set_setting,
+            args=("step", target, "flash.step"),
+        )
+    if total > 1:
+        key = f"flash.step.{s.grids}.{k}"
+        st.slider(
+            "Tile",
+            1,
+            total,
+            value=k + 1,
+            key=key,
+            on_change=lambda: state.set_setting("step", st.session_state[key] - 1, "flash.step"),
+        )
+    show_messages("flash.step")
+
+
+def _row_table(t: flash.Tile, h: int, head: int, labels: list[str], digits: int | None) -> None:
+    """Per query row of the tile: m before and after, the rescale, ℓ, and the partial output so far."""
+    m_old, m_new = _head_array(t.m_old, h, head, 1), _head_array(t.m_new, h, head, 1)
+    rescale, ell = _head_array(t.rescale, h, head, 1), _head_array(t.l, h, head, 1)
+    partial = _head_array(t.partial, h, head, 2)
+    table = {"m before": m_old, "m after": m_new, "rescale exp(m_old − m_new)": rescale, "ℓ": ell}
+    for c in range(min(partial.shape[-1], COLS_SHOWN)):
+        table[f"output v{c + 1}"] = partial[:, c]
+    df = pd.DataFrame(table, index=labels[t.rows[0] : t.rows[1]])
+    st.markdown("**This row block after the tile** (m = −∞ and ℓ = 0 while every key so far is masked)")
+    frames.number_table(df, charts.decimals_for(df.to_numpy(), digits))
+
+
+def _difference(f: flash.Flash, trace: Trace, h: int, head: int) -> None:
+    full = np.asarray(names.squeeze_batch(trace.concat if trace.concat is not None else trace.output))
+    tiled = np.asarray(names.squeeze_batch(f.output))
+    diff = float(np.abs(tiled - full).max(initial=0.0))
+    scale = float(np.abs(full).max(initial=0.0))
+    rel = diff / scale if scale else 0.0
+    st.markdown(
+        f"**Difference from the full softmax** (every head, every row, after the last tile): largest "
+        f"|tiled − full| = {diff:.3g}, relative {rel:.3g}: "
+        + ("equal to float64 rounding." if rel <= 1e-12 else "larger than float64 rounding.")
+    )
+
+
+def _memory(s: session.Session, trace: Trace, b: int, cfg: dict[str, int]) -> None:
+    """Numbers held for one head: the n × n scores of the full path against the tiles' working set."""
+    st.markdown("**Memory for one head** · the full path holds the n × n scores; the tiled path only its blocks.")
+    c1, c2, c3 = st.columns(3)
+    setting_box("Sequence length n", "flash_n", s, c1, "flash.memory")
+    setting_box("Head width d", "flash_d", s, c2, "flash.memory")
+    setting_box("Bytes per number", "bytes", s, c3, "flash.memory")
+    show_messages("flash.memory")
+    d_here = trace.Q.shape[-1] // trace.options.heads
+    rows = []
+    for what, n, d in (
+        ("this state", trace.Q.shape[-2], d_here),
+        ("the size you typed", cfg["flash_n"], cfg["flash_d"]),
+    ):
+        m = flash.memory(n, d, b, b, cfg["bytes"])
+        rows.append(
+            {
+                "for": f"{what}: n = {n:,}, d = {d:,}",
+                "full n × n scores": _readable(m["full_bytes"]),
+                f"tiles of {b} × {b}": _readable(m["tile_bytes"]),
+                "full ÷ tiles": f"{m['ratio']:,.1f}×",
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def _readable(n_bytes: int) -> str:
+    return kvcache.readable(n_bytes)

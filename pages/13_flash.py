@@ -1,0 +1,3 @@
+from attention.ui.frame import render
+
+render("flash")

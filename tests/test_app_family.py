@@ -1,0 +1,359 @@
+"""The family's controls in the app: key/value heads (divisors only), the window, ALiBi among positions, their
+messages on bad values, links that carry them bit for bit, and the Q·K·V page's sharing and KV cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from apptest_util import app, conventions, goto, journey, no_exception, session, texts
+
+import attention
+from attention.ui import url
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def box(at, label: str):
+    """The main area's number box with this label."""
+    return next(b for b in at.main.number_input if b.label == label)
+
+
+def heads4(page: str = "qkv"):
+    """The default preset, 4 heads, conventions open."""
+    at = conventions(journey(page))
+    at = at.selectbox(key="sb.heads").set_value(4).run()
+    no_exception(at)
+    assert session(at).options.heads == 4
+    return at
+
+
+def test_key_value_heads_offer_only_divisors_and_regroup_w_k_and_w_v():
+    at = heads4()
+    box = at.selectbox(key="sb.kv_heads")
+    assert list(box.options) == ["1", "2", "4"] and not box.disabled
+    assert any("Only divisors of the 4 head(s)" in c.value for c in at.sidebar.caption)
+    s = session(at)
+    W_k, W_v = s.matrices["W_k"].copy(), s.matrices["W_v"].copy()
+    dk = W_k.shape[1] // 4
+    at = at.selectbox(key="sb.kv_heads").set_value(2).run()
+    no_exception(at)
+    s = session(at)
+    assert s.options.kv_heads == 2 and s.matrices["W_k"].shape[1] == 2 * dk
+    # each shared block is the mean of the blocks of the two heads it serves (the GQA paper's conversion)
+    assert np.allclose(s.matrices["W_k"][:, :dk], (W_k[:, :dk] + W_k[:, dk : 2 * dk]) / 2)
+    t = attention.self_attention(*(s.matrices[n] for n in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    assert t.K.shape[1] == 2 * dk
+    assert any("W_k and W_v now have 2 block(s)" in m for m in texts(at.sidebar.info))
+    assert any("grouped-query attention" in c.value for c in at.sidebar.caption)
+    # back to 4: copies, so W_k is the two shared blocks each twice
+    at = at.selectbox(key="sb.kv_heads").set_value(4).run()
+    s = session(at)
+    assert s.options.kv_heads is None and s.matrices["W_k"].shape == W_k.shape
+    assert np.array_equal(s.matrices["W_k"][:, :dk], s.matrices["W_k"][:, dk : 2 * dk])
+    assert W_v.shape == s.matrices["W_v"].shape
+
+
+def test_qkv_page_shows_which_query_heads_share_each_block_and_the_kv_cache():
+    at = heads4()
+    at = at.selectbox(key="sb.kv_heads").set_value(1).run()
+    no_exception(at)
+    md = " ".join(m.value for m in at.markdown)
+    assert "multi-query" in md.lower()
+    frames = [df.value for df in at.dataframe]
+    sharing = [f for f in frames if "key/value block" in f.columns]
+    assert sharing and list(sharing[0]["query heads"]) == ["1, 2, 3, 4"]
+    cache = [f for f in frames if "bytes per token" in f.columns]
+    assert cache, "the KV cache table is shown"
+    at = box(at, "Layers").set_value(32).run()
+    no_exception(at)
+    cache = [df.value for df in at.dataframe if "bytes per token" in df.value.columns][0]
+    d = session(at).dims
+    per = {r["attention"]: r["bytes per token"] for _, r in cache.iterrows()}
+    assert per["MHA"] == 2 * 32 * 4 * (d.d_k // 4) * 2  # K and V, 32 layers, 4 heads of d_k/4, float16
+    assert per["MQA"] == 2 * 32 * 1 * (d.d_k // 4) * 2
+
+
+def test_bad_kv_cache_sizes_say_what_is_wrong_and_keep_the_value():
+    at = heads4()
+    at = box(at, "Layers").set_value(0).run()
+    no_exception(at)
+    assert any(
+        "Layers must be a whole number from 1 to 10,000; 0 was not applied and it stays 1" in e for e in texts(at.error)
+    )
+    assert box(at, "Layers").value == 1
+    at = box(at, "Key/value heads").set_value(5).run()
+    assert any("kv_heads must divide heads = 32" in e for e in texts(at.error))
+
+
+def test_window_box_appears_with_the_window_mask_and_refuses_bad_values():
+    at = conventions(journey("scaling"))
+    at = at.selectbox(key="sb.mask").set_value("window").run()
+    no_exception(at)
+    s = session(at)
+    assert s.options.mask == "window" and s.options.window == 3
+    boxes = [b for b in at.sidebar.number_input if b.key.startswith("sb.window.")]
+    assert len(boxes) == 1 and boxes[0].value == 3
+    at = boxes[0].set_value(2).run()
+    no_exception(at)
+    s = session(at)
+    n = len(s.tokens)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    assert s.options.window == 2
+    assert np.array_equal(t.allowed, np.array([[0 <= i - j < 2 for j in range(n)] for i in range(n)]))
+    box = next(b for b in at.sidebar.number_input if b.key.startswith("sb.window."))
+    at = box.set_value(0).run()
+    no_exception(at)
+    assert session(at).options.window == 2
+    assert any("The window must be a whole number of tokens from 1 to 2048" in e for e in texts(at.sidebar.error))
+    box = next(b for b in at.sidebar.number_input if b.key.startswith("sb.window."))
+    assert box.value == 2
+
+
+def test_alibi_is_among_the_positions_in_the_sidebar_and_on_the_tokens_page():
+    at = conventions(journey("tokens"))
+    alibi = "ALiBi (a distance penalty per head on the scores)"
+    assert alibi in at.selectbox(key="sb.positions").options and alibi in at.selectbox(key="tok.positions").options
+    at = at.selectbox(key="sb.positions").set_value("alibi").run()
+    no_exception(at)
+    assert session(at).options.positions == "alibi"
+    assert at.selectbox(key="tok.positions").value == "alibi"
+    at = goto(at, "scaling")
+    no_exception(at)
+
+
+def test_a_link_carries_kv_heads_window_and_alibi_bit_for_bit():
+    at = heads4()
+    at = at.selectbox(key="sb.kv_heads").set_value(2).run()
+    at = at.selectbox(key="sb.mask").set_value("causal+window").run()
+    at = next(b for b in at.sidebar.number_input if b.key.startswith("sb.window.")).set_value(4).run()
+    at = at.selectbox(key="sb.positions").set_value("alibi").run()
+    no_exception(at)
+    s = session(at)
+    q, notes = url.link(s)
+    assert q["kv"] == "2" and q["win"] == "4" and q["pos"] == "alibi" and not notes
+    again = app("qkv", q)
+    no_exception(again)
+    r = session(again)
+    assert r.options.replace(padding=()) == s.options.replace(padding=())  # all-False flags are not written
+    for name in ("X", "W_q", "W_k", "W_v"):
+        assert np.array_equal(r.matrices[name], s.matrices[name]), name
+
+
+@pytest.mark.parametrize(
+    ("query", "needle"),
+    [
+        ({"heads": "4", "kv": "3"}, "key/value heads “3” do not divide the 4 heads"),
+        ({"kv": "<b>x</b>"}, "key/value heads"),
+        ({"mask": "window", "win": "0"}, "window “0” is not a whole number from 1 to 2048"),
+        ({"mask": "window", "win": "9" * 40}, "is not a whole number from 1 to 2048"),
+    ],
+)
+def test_bad_family_values_in_a_link_end_in_notices(query, needle):
+    at = app("qkv", query)
+    no_exception(at)
+    shown_text = " ".join(texts(at.warning))
+    assert needle in shown_text
+    assert "<b>" not in " ".join(w.value for w in at.warning)
+
+
+# ---------------------------------------------------------------- the FlashAttention lab
+
+
+def button(at, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_flash_lab_walks_every_tile_to_the_last_and_matches_the_full_softmax():
+    at = app("flash", {"preset": "the_cat_sat"})
+    no_exception(at)
+    n = len(session(at).tokens)
+    assert any("Tile 1 of" in m.value for m in at.markdown)
+    total = (-(-n // 2)) ** 2  # tile size 2
+    assert any(f"Tile 1 of {total}" in m.value for m in at.markdown)
+    at = button(at, "Next tile ▶").click().run()
+    no_exception(at)
+    assert any(f"Tile 2 of {total}" in m.value for m in at.markdown)
+    at = button(at, "Last tile ⏭").click().run()
+    no_exception(at)
+    md = " ".join(m.value for m in at.markdown)
+    assert f"Tile {total} of {total}" in md and "its output is final" in md
+    assert "equal to float64 rounding" in md
+    assert button(at, "Last tile ⏭").disabled
+    row = [df.value for df in at.dataframe if "ℓ" in df.value.columns][0]
+    assert {"m before", "m after", "rescale exp(m_old − m_new)", "ℓ"} <= set(row.columns)
+    memory = [df.value for df in at.dataframe if "full n × n scores" in df.value.columns][0]
+    assert len(memory) == 2
+    assert at.get("vega_lite_chart")
+
+
+def test_flash_lab_tile_size_and_bad_values():
+    at = app("flash", {"preset": "the_cat_sat"})
+    at = box(at, "Tile size").set_value(3).run()
+    no_exception(at)
+    n = len(session(at).tokens)
+    assert any(f"Tile 1 of {(-(-n // 3)) ** 2}" in m.value for m in at.markdown)
+    at = box(at, "Tile size").set_value(0).run()
+    no_exception(at)
+    assert any(
+        "Tile size must be a whole number from 1 to 2,048; 0 was not applied and it stays 3" in e
+        for e in texts(at.error)
+    )
+    at = box(at, "Sequence length n").set_value(10**12).run()
+    assert any("Sequence length n must be a whole number" in e for e in texts(at.error))
+    at = box(at, "Sequence length n").set_value(131072).run()
+    memory = [df.value for df in at.dataframe if "full n × n scores" in df.value.columns][0]
+    assert "131,072" in memory["for"].iloc[1]
+
+
+def test_flash_lab_with_grouped_heads_alibi_and_a_window_matches_the_full_path():
+    at = heads4("flash")
+    at = at.selectbox(key="sb.kv_heads").set_value(2).run()
+    at = at.selectbox(key="sb.mask").set_value("causal+window").run()
+    at = at.selectbox(key="sb.positions").set_value("alibi").run()
+    no_exception(at)
+    heads = [sb for sb in at.selectbox if sb.label == "Head"]
+    assert heads and len(heads[0].options) == 4
+    at = heads[0].set_value(3).run()
+    no_exception(at)
+    at = button(at, "Last tile ⏭").click().run()
+    md = " ".join(m.value for m in at.markdown)
+    assert "equal to float64 rounding" in md
+
+
+# ---------------------------------------------------------------- cross-attention on the Tokens page
+
+
+def source_box(at):
+    return next(t for t in at.text_input if t.label.startswith("Source sentence for cross-attention"))
+
+
+def test_a_source_sentence_gives_a_cross_attention_heatmap_of_queries_by_source_keys():
+    at = app("tokens", {"preset": "the_cat_sat"})
+    no_exception(at)
+    at = source_box(at).input("le chat cat assis").run()
+    no_exception(at)
+    s = session(at)
+    from attention.ui import crossview
+
+    X_kv = crossview.source_rows(s, ("le", "chat", "cat", "assis"))
+    assert X_kv.shape == (4, s.matrices["X"].shape[-1])
+    assert np.array_equal(X_kv[2], np.asarray(s.matrices["X"]).reshape(-1, X_kv.shape[1])[s.tokens.index("cat")])
+    want = attention.cross_attention(
+        np.asarray(s.matrices["X"]).reshape(-1, X_kv.shape[1]),
+        X_kv,
+        s.matrices["W_q"],
+        s.matrices["W_k"],
+        s.matrices["W_v"],
+        s.options,
+    )
+    charts = [c for c in at.get("vega_lite_chart") if "Cross-attention weights" in str(c.proto.spec)]
+    assert charts, "the cross-attention heatmap is drawn"
+    spec = str(charts[0].proto.spec)
+    for word in ("le", "chat", "assis"):
+        assert word in spec
+    out = [df.value for df in at.dataframe if list(df.value.index) == list(s.labels) and df.value.shape[1] <= 16]
+    assert any(np.allclose(o.to_numpy(), want.output[:, : o.shape[1]]) for o in out)
+    at = source_box(at).input("").run()
+    no_exception(at)
+    assert not [c for c in at.get("vega_lite_chart") if "Cross-attention weights" in str(c.proto.spec)]
+
+
+def test_a_bad_source_sentence_is_refused_with_a_message():
+    at = app("tokens", {"preset": "the_cat_sat"})
+    at = source_box(at).input("ok " + "x" * 500).run()
+    no_exception(at)
+    assert any("is 500 characters long; at most 200 are allowed" in e for e in texts(at.error))
+    at = source_box(at).input("[evil](http://x) " * 3000).run()
+    no_exception(at)
+    assert any("at most 4,000 characters" in e for e in texts(at.error))
+
+
+@pytest.mark.parametrize(
+    ("page", "label", "name", "good", "bad"),
+    [
+        ("qkv", "Layers", "layers", 12, 0),
+        ("qkv", "Tokens of context", "tokens", 128_000, -5),
+        ("qkv", "Bytes per number", "bytes", 4, 9),
+        ("qkv", "The model's layers", "m_layers", 80, 10**9),
+        ("qkv", "Query heads", "m_heads", 64, 0),
+        ("qkv", "Key/value heads", "m_kv", 4, 0),
+        ("qkv", "d_head", "m_dhead", 64, 100_000),
+        ("flash", "Tile size", "tile", 4, 3000),
+        ("flash", "Sequence length n", "flash_n", 1024, 0),
+        ("flash", "Head width d", "flash_d", 256, -1),
+        ("flash", "Bytes per number", "bytes", 8, 0),
+    ],
+)
+def test_every_family_number_box_applies_a_good_value_and_refuses_a_bad_one(page, label, name, good, bad):
+    at = heads4(page) if page == "qkv" else app(page, {"preset": "the_cat_sat"})
+    at = box(at, label).set_value(good).run()
+    no_exception(at)
+    assert at.session_state["family_settings"][name] == good
+    assert box(at, label).value == good
+    at = box(at, label).set_value(bad).run()
+    no_exception(at)
+    assert at.session_state["family_settings"][name] == good
+    assert any("must be a whole number from" in e and "was not applied" in e for e in texts(at.error))
+    assert box(at, label).value == good
+
+
+def test_flash_lab_first_previous_and_slider_walk_the_tiles():
+    at = app("flash", {"preset": "the_cat_sat"})
+    at = button(at, "Last tile ⏭").click().run()
+    total = session_total(at)
+    at = button(at, "◀ Previous tile").click().run()
+    assert any(f"Tile {total - 1} of {total}" in m.value for m in at.markdown)
+    at = next(sl for sl in at.slider if sl.label == "Tile").set_value(2).run()
+    no_exception(at)
+    assert any(f"Tile 2 of {total}" in m.value for m in at.markdown)
+    at = button(at, "⏮ First tile").click().run()
+    assert any(f"Tile 1 of {total}" in m.value for m in at.markdown)
+    assert button(at, "⏮ First tile").disabled and button(at, "◀ Previous tile").disabled
+
+
+def session_total(at) -> int:
+    import re
+
+    found = [re.search(r"Tile (\d+) of (\d+)", m.value) for m in at.markdown]
+    return int(next(f for f in found if f).group(2))
+
+
+def test_the_folded_conventions_summary_names_key_value_heads_and_the_window():
+    from attention.ui.sidebar import conventions_summary
+
+    at = heads4()
+    at = at.selectbox(key="sb.kv_heads").set_value(2).run()
+    at = at.selectbox(key="sb.mask").set_value("causal+window").run()
+    summary = conventions_summary(session(at))
+    assert summary.startswith("4 heads, 2 key/value · causal + window (w = 3)")
+
+
+def test_the_source_sentence_travels_in_a_link_and_a_hostile_one_is_refused():
+    at = app("tokens", {"preset": "the_cat_sat"})
+    at = source_box(at).input("le chat assis").run()
+    s = session(at)
+    q, notes = url.link(s)
+    assert q["src"] == "le chat assis" and not notes
+    again = app("tokens", q)
+    no_exception(again)
+    assert session(again).source == ("le", "chat", "assis")
+    assert source_box(again).value == "le chat assis"
+    bad = app("tokens", {"preset": "the_cat_sat", "src": "ok " + "<b>" * 100})
+    no_exception(bad)
+    assert session(bad).source == ()
+    assert any("source sentence was not restored" in w for w in texts(bad.warning))
+
+
+def test_learning_with_grouped_heads_alibi_and_a_window_trains_and_its_weights_are_used():
+    at = app("learn", {"preset": "the_cat_sat", "heads": "2", "kv": "1", "pos": "alibi", "mask": "window", "win": "2"})
+    no_exception(at)
+    s = session(at)
+    assert s.options.kv_heads == 1 and s.options.positions == "alibi"
+    at = at.button(key="learn.train").click().run()
+    no_exception(at)
+    assert not any("Error" in e for e in texts(at.exception))
+    at = at.button(key="learn.use").click().run()
+    no_exception(at)
+    s = session(at)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    assert s.matrices["W_k"].shape[1] == 2 and t.weights.shape == (2, 3, 3)
