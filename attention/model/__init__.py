@@ -7,10 +7,10 @@ interventions ``ablate`` and ``replace_matrix``, and ``train`` (attention-only m
 
 from .checkpoint import load
 from .config import Config
-#from .induction import builtin
+from .induction import builtin
 from .interventions import Intervention, ablate, replace_matrix
 from .model import Generation, Model, Run, init_params, param_shapes
-#from .train import TrainResult, loss_and_grads, train
+from .train import TrainResult, loss_and_grads, train
 
 __all__ = [
     "Config",

@@ -135,6 +135,9 @@ def read_config(path: Path) -> Config:
         return value
 
     d = whole("n_embd")
+    if d % whole("n_head"):
+        raise AttentionError(f"config.json: n_embd = {d} does not divide into n_head = {raw['n_head']} heads",
+                             field="n_head")
     inner = raw.get("n_inner")
     act = raw.get("activation_function", "gelu_new")
     if ACTIVATIONS.get(act) is None:
