@@ -47,8 +47,16 @@ def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     tok.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, show_progress=False)
     tok.save(str(folder / "tokenizer.json"))
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=N_CTX, n_embd=64, n_layer=2, n_head=4,
-                     initializer_range=0.2, bos_token_id=0, eos_token_id=0)
+    cfg = GPT2Config(
+        vocab_size=tok.get_vocab_size(),
+        n_positions=N_CTX,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        initializer_range=0.2,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     model = GPT2LMHeadModel(cfg).double().eval()
     with torch.no_grad():  # LayerNorm gains and biases away from 1 and 0, so a mistake in them would show
         for name, p in model.named_parameters():
@@ -155,8 +163,10 @@ def _random_model(attention_only: bool = False) -> Model:
     cfg = Config(vocab_size=30, n_ctx=12, d_model=24, n_layers=3, n_heads=3, d_mlp=48, attention_only=attention_only)
     params = init_params(cfg, 7, std=0.4)
     rs = np.random.RandomState(8)
-    params = {k: v + rs.normal(0, 0.2, v.shape) if k.rsplit(".", 1)[-1].startswith(("b", "g")) else v
-              for k, v in params.items()}
+    params = {
+        k: v + rs.normal(0, 0.2, v.shape) if k.rsplit(".", 1)[-1].startswith(("b", "g")) else v
+        for k, v in params.items()
+    }
     return Model(cfg, params, WordVocab([f"w{i}" for i in range(30)]))
 
 
@@ -200,8 +210,8 @@ def test_interventions_do_what_they_say() -> None:
     np.testing.assert_array_equal(zero.traces[2].concat[:, dh : 2 * dh], 0.0)
     W_o = m.layer_weights(2)[3]
     np.testing.assert_allclose(  # zeroing the head's output = zeroing its rows of W_o
-        zero.logits, m.run(ids, [replace_matrix(2, 1, "W_o", np.zeros((dh, c.d_model)))]).logits, rtol=1e-12,
-        atol=1e-12)
+        zero.logits, m.run(ids, [replace_matrix(2, 1, "W_o", np.zeros((dh, c.d_model)))]).logits, rtol=1e-12, atol=1e-12
+    )
     mean = m.run(ids, [ablate(2, 1, "mean")])
     block = mean.traces[2].concat[:, dh : 2 * dh]
     np.testing.assert_allclose(block, np.broadcast_to(clean.traces[2].concat[:, dh : 2 * dh].mean(0), block.shape))
@@ -227,8 +237,13 @@ def test_interventions_do_what_they_say() -> None:
 
 def test_token_ids_are_checked() -> None:
     m = _random_model()
-    for bad, match in [([], "non-empty"), ([1, 30], "token 2 has id 30"), ([0] * 13, "context of 12"),
-                       ("abc", "non-empty"), ([1.5], "whole numbers")]:
+    for bad, match in [
+        ([], "non-empty"),
+        ([1, 30], "token 2 has id 30"),
+        ([0] * 13, "context of 12"),
+        ("abc", "non-empty"),
+        ([1.5], "whole numbers"),
+    ]:
         with pytest.raises(AttentionError, match=match):
             m.run(bad)
     with pytest.raises(AttentionError, match="'w99', is not in the vocabulary"):
@@ -272,24 +287,50 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         (lambda f: (f / "config.json").unlink(), ["no config.json"], "config.json"),
         (lambda f: (f / "model.safetensors").unlink(), ["no model.safetensors"], "model.safetensors"),
         (lambda f: (f / "tokenizer.json").unlink(), ["no tokenizer", "tokenizer.json"], "tokenizer.json"),
-        (lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 64), ["model.safetensors", "safetensors file"],
-         "model.safetensors"),
+        (
+            lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 64),
+            ["model.safetensors", "safetensors file"],
+            "model.safetensors",
+        ),
         (lambda f: (f / "config.json").write_text("{oops"), ["config.json is not valid JSON"], "config.json"),
         (lambda f: (f / "tokenizer.json").write_text("{}"), ["tokenizer.json could not be read"], "tokenizer.json"),
-        (lambda f: _edit_config(f, model_type="llama", architectures=["LlamaForCausalLM"]),
-         ["config.json", "model_type", "'llama'", "only GPT-2"], "model_type"),
-        (lambda f: _edit_config(f, n_positions=16),
-         ["model.safetensors", "wpe.weight", "[40, 64]", "n_positions = 16", "[16, 64]"], "wpe.weight"),
+        (
+            lambda f: _edit_config(f, model_type="llama", architectures=["LlamaForCausalLM"]),
+            ["config.json", "model_type", "'llama'", "only GPT-2"],
+            "model_type",
+        ),
+        (
+            lambda f: _edit_config(f, n_positions=16),
+            ["model.safetensors", "wpe.weight", "[40, 64]", "n_positions = 16", "[16, 64]"],
+            "wpe.weight",
+        ),
         (lambda f: _edit_config(f, n_layer=3), ["no tensor", "h.2.ln_1.weight"], "h.2.ln_1.weight"),
         (lambda f: _edit_config(f, n_layer=1), ["h.1.", "n_layer = 1"], None),
         (lambda f: _edit_config(f, n_head=5), ["config.json", "n_embd = 64", "5 heads"], "n_head"),
         (lambda f: _edit_config(f, n_embd="64"), ["config.json: n_embd must be a whole number"], "n_embd"),
-        (lambda f: _edit_config(f, activation_function="swish"), ["activation_function", "'swish'"],
-         "activation_function"),
+        (
+            lambda f: _edit_config(f, activation_function="swish"),
+            ["activation_function", "'swish'"],
+            "activation_function",
+        ),
         (lambda f: _edit_config(f, vocab_size=10), ["wte.weight", "vocab_size = 10"], "wte.weight"),
     ],
-    ids=["no-config", "no-weights", "no-tokenizer", "not-safetensors", "bad-json", "bad-tokenizer", "llama",
-         "shape", "missing-layer", "extra-layer", "heads", "type", "activation", "vocab"],
+    ids=[
+        "no-config",
+        "no-weights",
+        "no-tokenizer",
+        "not-safetensors",
+        "bad-json",
+        "bad-tokenizer",
+        "llama",
+        "shape",
+        "missing-layer",
+        "extra-layer",
+        "heads",
+        "type",
+        "activation",
+        "vocab",
+    ],
 )
 def test_a_bad_checkpoint_is_named_by_file_and_field(gpt2, tmp_path: Path, break_it, words, field) -> None:
     folder = _copy(gpt2, tmp_path)

@@ -36,8 +36,13 @@ WHY_NOT_PICKLE = (
     "pickled weights are never opened here, because unpickling a file can run any code it contains; "
     "save the model with save_pretrained(..., safe_serialization=True) to get model.safetensors"
 )
-ACTIVATIONS = {"gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_new", "gelu_fast": None, "gelu": "gelu",
-               "relu": "relu"}
+ACTIVATIONS = {
+    "gelu_new": "gelu_new",
+    "gelu_pytorch_tanh": "gelu_new",
+    "gelu_fast": None,
+    "gelu": "gelu",
+    "relu": "relu",
+}
 BUFFERS = ("attn.bias", "attn.masked_bias")  # causal-mask buffers some checkpoints carry: not weights
 
 
@@ -93,8 +98,9 @@ def _read_json(path: Path, limit: int) -> Any:
     except UnicodeDecodeError:
         raise AttentionError(f"{path.name} is not UTF-8 text", field=path.name) from None
     except json.JSONDecodeError as exc:
-        raise AttentionError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
-                             field=path.name) from None
+        raise AttentionError(
+            f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", field=path.name
+        ) from None
 
 
 def read_config(path: Path) -> Config:
@@ -106,7 +112,8 @@ def read_config(path: Path) -> Config:
     if kind != "gpt2":
         archs = raw.get("architectures")
         raise AttentionError(
-            f"config.json: model_type is {kind!r}" + (f" (architectures {archs!r})" if archs else "")
+            f"config.json: model_type is {kind!r}"
+            + (f" (architectures {archs!r})" if archs else "")
             + "; only GPT-2 checkpoints (model_type 'gpt2') can be opened",
             field="model_type",
         )
@@ -119,8 +126,10 @@ def read_config(path: Path) -> Config:
             field="architectures",
         )
     if raw.get("add_cross_attention"):
-        raise AttentionError("config.json: add_cross_attention is true; only decoder-only GPT-2 is supported",
-                             field="add_cross_attention")
+        raise AttentionError(
+            "config.json: add_cross_attention is true; only decoder-only GPT-2 is supported",
+            field="add_cross_attention",
+        )
 
     def whole(name: str, default: object = None) -> int:
         value = raw.get(name, default)
@@ -136,18 +145,22 @@ def read_config(path: Path) -> Config:
 
     d = whole("n_embd")
     if d % whole("n_head"):
-        raise AttentionError(f"config.json: n_embd = {d} does not divide into n_head = {raw['n_head']} heads",
-                             field="n_head")
+        raise AttentionError(
+            f"config.json: n_embd = {d} does not divide into n_head = {raw['n_head']} heads", field="n_head"
+        )
     inner = raw.get("n_inner")
     act = raw.get("activation_function", "gelu_new")
     if ACTIVATIONS.get(act) is None:
         known = ", ".join(k for k, v in ACTIVATIONS.items() if v)
-        raise AttentionError(f"config.json: activation_function {act!r} is not supported (use one of {known})",
-                             field="activation_function")
+        raise AttentionError(
+            f"config.json: activation_function {act!r} is not supported (use one of {known})",
+            field="activation_function",
+        )
     eps = raw.get("layer_norm_epsilon", 1e-5)
     if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0 < eps < 1):
-        raise AttentionError(f"config.json: layer_norm_epsilon must be a number between 0 and 1; got {eps!r}",
-                             field="layer_norm_epsilon")
+        raise AttentionError(
+            f"config.json: layer_norm_epsilon must be a number between 0 and 1; got {eps!r}", field="layer_norm_epsilon"
+        )
     try:
         return Config(
             vocab_size=whole("vocab_size"),
@@ -165,10 +178,16 @@ def read_config(path: Path) -> Config:
             scale_attn=flag("scale_attn_weights", True),
         ).validate("config.json")
     except AttentionError as exc:
-        names = {"n_ctx": "n_positions", "d_model": "n_embd", "n_layers": "n_layer", "n_heads": "n_head",
-                 "d_mlp": "n_inner"}
-        raise AttentionError(exc.message.replace("config.json.", "config.json: "), field=names.get(exc.field or "",
-                                                                                                   exc.field)) from None
+        names = {
+            "n_ctx": "n_positions",
+            "d_model": "n_embd",
+            "n_layers": "n_layer",
+            "n_heads": "n_head",
+            "d_mlp": "n_inner",
+        }
+        raise AttentionError(
+            exc.message.replace("config.json.", "config.json: "), field=names.get(exc.field or "", exc.field)
+        ) from None
 
 
 def expected_tensors(config: Config) -> dict[str, tuple[int, ...]]:
@@ -177,14 +196,22 @@ def expected_tensors(config: Config) -> dict[str, tuple[int, ...]]:
     s: dict[str, tuple[int, ...]] = {"wte.weight": (V, d), "wpe.weight": (config.n_ctx, d)}
     for layer in range(config.n_layers):
         p = f"h.{layer}."
-        s.update({
-            p + "ln_1.weight": (d,), p + "ln_1.bias": (d,),
-            p + "attn.c_attn.weight": (d, 3 * d), p + "attn.c_attn.bias": (3 * d,),
-            p + "attn.c_proj.weight": (d, d), p + "attn.c_proj.bias": (d,),
-            p + "ln_2.weight": (d,), p + "ln_2.bias": (d,),
-            p + "mlp.c_fc.weight": (d, m), p + "mlp.c_fc.bias": (m,),
-            p + "mlp.c_proj.weight": (m, d), p + "mlp.c_proj.bias": (d,),
-        })
+        s.update(
+            {
+                p + "ln_1.weight": (d,),
+                p + "ln_1.bias": (d,),
+                p + "attn.c_attn.weight": (d, 3 * d),
+                p + "attn.c_attn.bias": (3 * d,),
+                p + "attn.c_proj.weight": (d, d),
+                p + "attn.c_proj.bias": (d,),
+                p + "ln_2.weight": (d,),
+                p + "ln_2.bias": (d,),
+                p + "mlp.c_fc.weight": (d, m),
+                p + "mlp.c_fc.bias": (m,),
+                p + "mlp.c_proj.weight": (m, d),
+                p + "mlp.c_proj.bias": (d,),
+            }
+        )
     s.update({"ln_f.weight": (d,), "ln_f.bias": (d,)})
     if not config.tied:
         s["lm_head.weight"] = (V, d)
@@ -208,15 +235,16 @@ def read_weights(path: Path, config: Config) -> Params:
     try:
         from safetensors import SafetensorError, safe_open
     except ImportError:  # pragma: no cover - a requirement
-        raise AttentionError("reading model.safetensors needs the safetensors package (pip install safetensors)",
-                             field="model.safetensors") from None
+        raise AttentionError(
+            "reading model.safetensors needs the safetensors package (pip install safetensors)",
+            field="model.safetensors",
+        ) from None
     want = expected_tensors(config)
     tensors: dict[str, np.ndarray] = {}
     try:
         with safe_open(str(path), framework="np") as f:  # memory-mapped: a tensor is read when asked for
-            names = {k.removeprefix("transformer."): k for k in f.keys()}
-            extra = sorted(k for k in names if k not in want and k != "lm_head.weight"
-                           and not k.endswith(BUFFERS))
+            names = {k.removeprefix("transformer."): k for k in f.keys()}  # noqa: SIM118 - safe_open is not iterable
+            extra = sorted(k for k in names if k not in want and k != "lm_head.weight" and not k.endswith(BUFFERS))
             if extra:
                 raise AttentionError(
                     f"model.safetensors has a tensor {extra[0]!r} that a GPT-2 of config.json's size does not have "
@@ -253,8 +281,9 @@ def read_weights(path: Path, config: Config) -> Params:
                     )
                 tensors[name] = arr
     except SafetensorError as exc:
-        raise AttentionError(f"model.safetensors could not be read as a safetensors file: {exc}",
-                             field="model.safetensors") from None
+        raise AttentionError(
+            f"model.safetensors could not be read as a safetensors file: {exc}", field="model.safetensors"
+        ) from None
     return _to_params(tensors, config)
 
 
@@ -283,8 +312,9 @@ def read_tokenizer(folder: Path, config: Config) -> BPEVocab:
     try:
         import tokenizers
     except ImportError:  # pragma: no cover - a requirement
-        raise AttentionError("reading the tokenizer needs the tokenizers package (pip install tokenizers)",
-                             field="tokenizer.json") from None
+        raise AttentionError(
+            "reading the tokenizer needs the tokenizers package (pip install tokenizers)", field="tokenizer.json"
+        ) from None
     tj, vj, mt = folder / "tokenizer.json", folder / "vocab.json", folder / "merges.txt"
     if tj.is_file():
         name = tj.name
@@ -292,24 +322,30 @@ def read_tokenizer(folder: Path, config: Config) -> BPEVocab:
         try:
             tok = tokenizers.Tokenizer.from_file(str(tj))
         except Exception as exc:  # the library raises its own exception kinds for a malformed file
-            raise AttentionError(f"tokenizer.json could not be read as a tokenizer: {str(exc)[:200]}",
-                                 field="tokenizer.json") from None
+            raise AttentionError(
+                f"tokenizer.json could not be read as a tokenizer: {str(exc)[:200]}", field="tokenizer.json"
+            ) from None
     elif vj.is_file() or mt.is_file():
         missing = mt if vj.is_file() else vj
         if not missing.is_file():
-            raise AttentionError(f"the folder has {(vj if missing is mt else mt).name} but no {missing.name}; a "
-                                 "byte-level BPE tokenizer needs both", field=missing.name)
+            raise AttentionError(
+                f"the folder has {(vj if missing is mt else mt).name} but no {missing.name}; a "
+                "byte-level BPE tokenizer needs both",
+                field=missing.name,
+            )
         name = "vocab.json and merges.txt"
         _bounded(vj)
         _bounded(mt)
         try:
             tok = tokenizers.ByteLevelBPETokenizer(str(vj), str(mt))
         except Exception as exc:  # as above
-            raise AttentionError(f"vocab.json and merges.txt could not be read as a tokenizer: {str(exc)[:200]}",
-                                 field="vocab.json") from None
+            raise AttentionError(
+                f"vocab.json and merges.txt could not be read as a tokenizer: {str(exc)[:200]}", field="vocab.json"
+            ) from None
     else:
-        raise AttentionError("the folder has no tokenizer: give tokenizer.json, or vocab.json and merges.txt",
-                             field="tokenizer.json")
+        raise AttentionError(
+            "the folder has no tokenizer: give tokenizer.json, or vocab.json and merges.txt", field="tokenizer.json"
+        )
     vocab = BPEVocab(tok)
     if len(vocab) > config.vocab_size:
         raise AttentionError(
@@ -322,5 +358,6 @@ def read_tokenizer(folder: Path, config: Config) -> BPEVocab:
 def _bounded(path: Path) -> None:
     size = path.stat().st_size
     if size > MAX_TOKENIZER_BYTES:
-        raise AttentionError(f"{path.name} is {size:,} bytes; at most {MAX_TOKENIZER_BYTES:,} are read",
-                             field=path.name)
+        raise AttentionError(
+            f"{path.name} is {size:,} bytes; at most {MAX_TOKENIZER_BYTES:,} are read", field=path.name
+        )

@@ -73,8 +73,9 @@ class Config:
             ("d_mlp", self.d_mlp, 0, 8 * MAX_WIDTH),
         ):
             if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-                raise AttentionError(f"{where}.{name} must be a whole number from {low} to {high}; got {value!r}",
-                                     field=name)
+                raise AttentionError(
+                    f"{where}.{name} must be a whole number from {low} to {high}; got {value!r}", field=name
+                )
         if self.d_model % self.n_heads:
             raise AttentionError(
                 f"{where}.d_model = {self.d_model} does not divide into n_heads = {self.n_heads} heads", field="n_heads"
@@ -92,6 +93,7 @@ class Config:
                 field="activation",
             )
         if not (isinstance(self.ln_eps, (int, float)) and 0 < self.ln_eps < 1):
-            raise AttentionError(f"{where}.ln_eps must be a number between 0 and 1; got {self.ln_eps!r}",
-                                 field="ln_eps")
+            raise AttentionError(
+                f"{where}.ln_eps must be a number between 0 and 1; got {self.ln_eps!r}", field="ln_eps"
+            )
         return self

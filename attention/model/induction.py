@@ -1,5 +1,4 @@
-"""The induction task and the shipped model trained on it: sequences whose second half repeats the first, and the
-scores that show an induction head.
+"""The induction task, the scores that show an induction head, and the shipped model trained on it.
 
 A sequence is ``half`` distinct random tokens followed by the same tokens again. The first half cannot be predicted
 (its loss stays near ln(vocabulary)); the second half can, by an induction head: at position t in the repeat, attend
@@ -77,8 +76,13 @@ def measure(config: Config, params: Params, ids: np.ndarray, half: int) -> dict[
     weights = np.stack([t.weights if t.weights.ndim == 4 else t.weights[:, None] for t in traces], axis=1)
     first, repeated = half_losses(logits, ids, half)
     prev, induction = head_scores(weights, half)  # (L, H) each
-    return {"loss_first": first, "loss_repeated": repeated, "previous": prev, "induction": induction,
-            "weights": weights}
+    return {
+        "loss_first": first,
+        "loss_repeated": repeated,
+        "previous": prev,
+        "induction": induction,
+        "weights": weights,
+    }
 
 
 @functools.lru_cache(maxsize=4)
@@ -93,8 +97,9 @@ def builtin(name: str = "induction") -> Model:
     """A model that ships with the project: "induction", a 2-layer attention-only model trained by
     scripts/train_induction.py (see :func:`history` for its training snapshots)."""
     if name not in BUILTIN:
-        raise AttentionError(f"there is no built-in model {name!r}; the built-in models are {', '.join(BUILTIN)}",
-                             field="model")
+        raise AttentionError(
+            f"there is no built-in model {name!r}; the built-in models are {', '.join(BUILTIN)}", field="model"
+        )
     z = _read(BUILTIN[name])
     config = Config(**json.loads(str(z["config"])))
     params = {k.removeprefix("param/"): z[k] for k in z if k.startswith("param/")}

@@ -53,8 +53,9 @@ def ablate(layer: int, head: int, how: str = "zero") -> Intervention:
 def replace_matrix(layer: int, head: int, matrix: str, value: object) -> Intervention:
     """Replace head ``head``'s block of ``matrix`` ("W_q", "W_k", "W_v": its columns; "W_o": its rows)."""
     if matrix not in MATRICES:
-        raise AttentionError(f"the matrix to replace must be one of {', '.join(MATRICES)}; got {matrix!r}",
-                             field="matrix")
+        raise AttentionError(
+            f"the matrix to replace must be one of {', '.join(MATRICES)}; got {matrix!r}", field="matrix"
+        )
     return Intervention(layer, head, "replace", matrix, as_matrix(matrix, value))
 
 
@@ -68,8 +69,10 @@ def block_shape(config: Config, matrix: str) -> tuple[int, int]:
 def check(config: Config, iv: object) -> Intervention:
     """The intervention, checked against the model: layer and head exist, a replacement has the block's shape."""
     if not isinstance(iv, Intervention):
-        raise AttentionError(f"an intervention must be made by ablate() or replace_matrix(); got {type(iv).__name__}",
-                             field="intervention")
+        raise AttentionError(
+            f"an intervention must be made by ablate() or replace_matrix(); got {type(iv).__name__}",
+            field="intervention",
+        )
     for name, value, count in (("layer", iv.layer, config.n_layers), ("head", iv.head, config.n_heads)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < count):
             raise AttentionError(

@@ -43,8 +43,14 @@ def relu(x: np.ndarray) -> np.ndarray:
 ACTIVATION = {"gelu_new": gelu_new, "gelu": gelu, "relu": relu}
 
 
-def mlp(x: np.ndarray, W_fc: np.ndarray, b_fc: np.ndarray | None, W_proj: np.ndarray, b_proj: np.ndarray | None,
-        activation: str) -> np.ndarray:
+def mlp(
+    x: np.ndarray,
+    W_fc: np.ndarray,
+    b_fc: np.ndarray | None,
+    W_proj: np.ndarray,
+    b_proj: np.ndarray | None,
+    activation: str,
+) -> np.ndarray:
     """act(x W_fc + b_fc) W_proj + b_proj: (..., n, d) -> (..., n, d)."""
     hidden = x @ W_fc  # (..., n, d_mlp)
     if b_fc is not None:

@@ -99,8 +99,9 @@ def attention_weights(config: Config, params: Params, layer: int) -> tuple[np.nd
     p = f"{layer}."
     if not config.bias:
         return tuple(params[p + m] for m in ("W_q", "W_k", "W_v", "W_o"))
-    qkv = tuple(np.vstack([params[p + m], params[p + b][None, :]]) for m, b in (("W_q", "b_q"), ("W_k", "b_k"),
-                                                                                 ("W_v", "b_v")))
+    qkv = tuple(
+        np.vstack([params[p + m], params[p + b][None, :]]) for m, b in (("W_q", "b_q"), ("W_k", "b_k"), ("W_v", "b_v"))
+    )
     return (*qkv, params[p + "W_o"])  # (d + 1, d) × 3, (d, d)
 
 
@@ -122,8 +123,7 @@ def unembedding(config: Config, params: Params) -> np.ndarray:
 
 def attention_input(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
     """What layer l's attention reads: LN₁(x) (x when attention-only), with a column of ones when there are biases."""
-    h = x if config.attention_only else layer_norm(x, params[f"{layer}.ln1.g"], params[f"{layer}.ln1.b"],
-                                                   config.ln_eps)
+    h = x if config.attention_only else layer_norm(x, params[f"{layer}.ln1.g"], params[f"{layer}.ln1.b"], config.ln_eps)
     return with_ones(h) if config.bias else h  # (..., n, d [+1])
 
 
@@ -208,8 +208,10 @@ class Model:
 
     def __repr__(self) -> str:
         c = self.config
-        return (f"Model({self.name!r}: {c.n_layers} layers, {c.n_heads} heads, d_model {c.d_model}, "
-                f"vocabulary {c.vocab_size}, context {c.n_ctx})")
+        return (
+            f"Model({self.name!r}: {c.n_layers} layers, {c.n_heads} heads, d_model {c.d_model}, "
+            f"vocabulary {c.vocab_size}, context {c.n_ctx})"
+        )
 
     # ------------------------------------------------------------ text
 
@@ -230,8 +232,9 @@ class Model:
         longest = self.config.n_ctx if longest is None else longest
         arr = np.asarray(token_ids) if not isinstance(token_ids, str) else np.array([])
         if isinstance(token_ids, str) or arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
-            raise AttentionError("token ids must be a non-empty list of whole numbers (use encode(text))",
-                                 field="token_ids")
+            raise AttentionError(
+                "token ids must be a non-empty list of whole numbers (use encode(text))", field="token_ids"
+            )
         if arr.size > longest:
             raise AttentionError(
                 f"{arr.size} tokens is more than this model's context of {self.config.n_ctx}", field="token_ids"
@@ -341,7 +344,7 @@ class Model:
     def generate_cached(self, token_ids: Sequence[int], steps: int) -> Generation:
         """Greedy generation with a key/value cache: the prompt runs once (a full forward), then each new token
         runs alone, its query attending the cached keys and values of every earlier position."""
-        if not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and 0 <= steps):
+        if not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and steps >= 0):
             raise AttentionError(f"steps must be a whole number ≥ 0; got {steps!r}", field="steps")
         ids = self.check_ids(token_ids)
         fed = len(ids) + max(int(steps) - 1, 0)

@@ -39,8 +39,7 @@ def forward(config: Config, params: Params, ids: np.ndarray) -> tuple[list[Trace
     traces, streams = [], [x]
     for layer in range(config.n_layers):
         W_q, W_k, W_v, W_o = attention_weights(config, params, layer)
-        t = run_steps(attention_input(config, params, layer, x), W_q, W_k, W_v, layer_options(config, layer),
-                      W_o=W_o)
+        t = run_steps(attention_input(config, params, layer, x), W_q, W_k, W_v, layer_options(config, layer), W_o=W_o)
         x = x + (t.output + params[f"{layer}.b_o"] if config.bias else t.output)  # (B, n, d)
         traces.append(t)
         streams.append(x)
@@ -72,8 +71,9 @@ def loss_and_grads(
 ) -> tuple[float, Params]:
     """The next-token loss of an attention-only model on ids (B, n) and its gradient for every parameter."""
     if not config.attention_only:
-        raise AttentionError("the analytic gradient covers attention-only models (no LayerNorm, no MLP)",
-                             field="attention_only")
+        raise AttentionError(
+            "the analytic gradient covers attention-only models (no LayerNorm, no MLP)", field="attention_only"
+        )
     ids = np.atleast_2d(np.asarray(ids))
     traces, streams, logits = forward(config, params, ids)
     loss, d_logits = next_token_loss(logits, ids, counts)
@@ -123,21 +123,27 @@ def train(
     batches: Callable[[int], np.ndarray],
     steps: int,
     *,
-    lr: float = 1e-2,
+    lr: float | Callable[[int], float] = 1e-2,
     on_step: OnStep | None = None,
     record: Record | None = None,
 ) -> TrainResult:
     """Adam on the next-token loss of an attention-only model. ``batches(step)`` gives the ids (B, n) of each step.
     ``on_step(step, loss)`` is called before each step and once at the end (as :func:`attention.train`); returning
-    False stops the run (``cancelled``). ``record(step, loss, params)`` sees the parameters the loss was taken at
+    False stops the run (``cancelled``). ``lr`` is a number or a schedule, ``lr(step)`` for each step.
+    ``record(step, loss, params)`` sees the parameters the loss was taken at
     (for snapshots; do not change them). Deterministic: the same arguments give the same numbers."""
     if not model.config.attention_only:
         raise AttentionError("only attention-only models are trained here", field="attention_only")
     if not (isinstance(steps, int) and not isinstance(steps, bool) and 0 <= steps <= MAX_STEPS):
         raise AttentionError(f"steps must be a whole number from 0 to {MAX_STEPS}; got {steps!r}", field="steps")
-    if not (isinstance(lr, (int, float)) and np.isfinite(lr) and lr > 0):
-        raise AttentionError(f"the learning rate lr must be a finite number > 0; got {lr!r}", field="lr")
-    opt = optimisers.Adam(float(lr))
+    schedule = lr if callable(lr) else (lambda step: lr)
+    for step in (0, steps):
+        rate = schedule(step)
+        if not (isinstance(rate, (int, float)) and np.isfinite(rate) and rate > 0):
+            raise AttentionError(
+                f"the learning rate lr must be a finite number > 0; got {rate!r} at step {step}", field="lr"
+            )
+    opt = optimisers.Adam(float(schedule(0)))
     params = {k: np.array(v) for k, v in model.params.items()}
     state = opt.init(params)
     losses: list[float] = []
@@ -145,8 +151,11 @@ def train(
     for step in range(steps + 1):
         loss, grads = loss_and_grads(model.config, params, batches(step))
         if not np.isfinite(loss) or not all(np.isfinite(g).all() for g in grads.values()):
-            raise AttentionError(f"training stopped at step {step}: the loss or its gradient became {loss}; "
-                                 f"try a smaller learning rate than {lr:g}", field="lr")
+            raise AttentionError(
+                f"training stopped at step {step}: the loss or its gradient became {loss}; "
+                f"try a smaller learning rate than {schedule(step):g}",
+                field="lr",
+            )
         losses.append(loss)
         if record is not None:
             record(step, loss, params)
@@ -155,6 +164,8 @@ def train(
             break
         if step == steps:
             break
+        if callable(lr):
+            opt = optimisers.Adam(float(schedule(step)))  # Adam's state does not depend on the rate
         params, state = opt.step(params, grads, state)
     trained = Model(model.config, params, model.vocab, model.name)
     return TrainResult(trained, np.array(losses), len(losses) - 1, cancelled)
