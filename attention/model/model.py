@@ -419,10 +419,14 @@ def check_params(config: Config, params: object, where: str = "the parameters") 
         )
     out: Params = {}
     for name, shape in want.items():
-        arr = np.array(params[name], dtype=np.float64)
+        arr = np.asarray(params[name], dtype=np.float64)
+        if arr.flags.writeable:  # a copy the caller cannot change; arrays already read-only are kept as they are
+            arr = arr.copy()
         if arr.shape != shape:
             raise AttentionError(f"{where}: {name} has shape {arr.shape}; the config needs {shape}", matrix=name)
-        bad = ~np.isfinite(arr)
+        with np.errstate(over="ignore", invalid="ignore"):
+            quick = np.isfinite(arr.sum())  # one pass: a finite sum means every value is finite
+        bad = np.zeros(1, bool) if quick else ~np.isfinite(arr)
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
             raise AttentionError(f"{where}: {name} at {idx} is {arr[idx]}; every weight must be finite", matrix=name)
