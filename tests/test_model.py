@@ -390,3 +390,16 @@ def test_the_builtin_induction_model_runs_and_continues_a_repeat() -> None:
     assert out[:16] == ids and m.pieces(out[16:]) == seq[4:12]  # it continues the repeat
     with pytest.raises(AttentionError, match="no built-in model 'gpt5'"):
         builtin("gpt5")
+
+
+def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attention.model import model as model_module
+
+    m = _random_model()
+    clean = m.run([1, 2, 3]).logits
+    monkeypatch.setattr(model_module, "CACHE_BYTES", 4000)
+    for k in range(20):
+        m.run([1, 2, 3, k % 30, 4])
+        assert sum(m._sizes.values()) <= 4000 or len(m._cache) == 1
+        assert len(m._cache) <= model_module.CACHE_RUNS * 4
+    np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits

@@ -39,6 +39,7 @@ from .vocab import BPEVocab, WordVocab
 
 Params = dict[str, np.ndarray]
 CACHE_RUNS = 4  # the cache keeps the layer boundaries of about this many recent runs
+CACHE_BYTES = 1 << 30  # and at most about this much of their arrays (a GPT-2 small run of 1024 tokens is ~3.6 GB)
 
 
 def param_shapes(config: Config) -> dict[str, tuple[int, ...]]:
@@ -205,6 +206,7 @@ class Model:
         self._cache: OrderedDict[bytes, tuple[tuple[np.ndarray, ...], tuple[Trace, ...], np.ndarray | None]] = (
             OrderedDict()
         )
+        self._sizes: dict[bytes, int] = {}
 
     def __repr__(self) -> str:
         c = self.config
@@ -277,11 +279,12 @@ class Model:
         for layer in range(start, L):
             trace, x = self.block(layer, x, tokens, [iv for iv in ivs if iv.layer == layer])
             residuals, traces = (*residuals, x), (*traces, trace)
-            self._remember(keys[layer + 1], (residuals, traces, None))
+            size = x.nbytes + sum(a.nbytes for a in (trace.scores, trace.scaled, trace.weights, trace.Q, trace.K))
+            self._remember(keys[layer + 1], (residuals, traces, None), size)
         if logits is None:
             logits = final_logits(self.config, self.params, x)  # (n, V)
             logits.flags.writeable = False
-            self._remember(keys[L], (residuals, traces, logits))
+            self._remember(keys[L], (residuals, traces, logits), logits.nbytes)
         return Run(tuple(ids), tokens, logits, traces, residuals, ivs, start)
 
     def block(
@@ -325,15 +328,21 @@ class Model:
                 h.update(iv.key())
         return h.digest()
 
-    def _remember(self, key: bytes, entry: tuple) -> None:
+    def _remember(self, key: bytes, entry: tuple, size: int) -> None:
+        """Keep a layer boundary; ``size`` is the bytes its layer added. The oldest go first past either bound."""
         self._cache[key] = entry
         self._cache.move_to_end(key)
-        while len(self._cache) > CACHE_RUNS * (self.config.n_layers + 1):
-            self._cache.popitem(last=False)
+        self._sizes[key] = size
+        while len(self._cache) > 1 and (
+            len(self._cache) > CACHE_RUNS * (self.config.n_layers + 1) or sum(self._sizes.values()) > CACHE_BYTES
+        ):
+            old, _ = self._cache.popitem(last=False)
+            self._sizes.pop(old, None)
 
     def clear_cache(self) -> None:
         """Forget every cached run."""
         self._cache.clear()
+        self._sizes.clear()
 
     # ------------------------------------------------------------ generation
 
