@@ -141,6 +141,7 @@ def train_from_scratch() -> None:
 
 
 def gpt2_small() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is made here: the hub is never asked
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import GPT2Config, GPT2LMHeadModel

@@ -10,6 +10,7 @@ undoing it restores the logits bit for bit; each bad checkpoint ends in a messag
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -38,6 +39,7 @@ CORPUS = [
 @pytest.fixture(scope="module")
 def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     """A tiny random GPT-2 folder (config.json, model.safetensors, tokenizer.json) and the torch model itself."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import GPT2Config, GPT2LMHeadModel
