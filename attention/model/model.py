@@ -78,7 +78,7 @@ def init_params(config: Config, seed: int = 0, std: float = 0.02) -> Params:
         last = name.rsplit(".", 1)[-1]
         if last == "g":
             out[name] = np.ones(shape)
-        elif last.startswith("b") or (last == "b"):
+        elif last.startswith("b"):  # biases b_q ... and LayerNorm shifts .b
             out[name] = np.zeros(shape)
         else:
             out[name] = rs.normal(0.0, std, shape)
