@@ -405,3 +405,11 @@ def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) 
         assert sum(m._sizes.values()) <= 4000 or len(m._cache) == 1
         assert len(m._cache) <= model_module.CACHE_RUNS * 4
     np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits
+
+
+def test_cached_streams_and_logits_cannot_be_changed_by_a_caller() -> None:
+    m = _random_model()
+    run = m.run([1, 2, 3])
+    for a in (*run.residuals, run.logits):
+        with pytest.raises(ValueError):
+            a[0, 0] = 1.0

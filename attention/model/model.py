@@ -269,7 +269,9 @@ class Model:
         keys = [self._key(ids, ivs, layer) for layer in range(L + 1)]
         start = next((layer for layer in range(L, -1, -1) if keys[layer] in self._cache), None)
         if start is None:
-            residuals, traces, logits = (embed(self.config, self.params, np.array(ids)),), (), None
+            x0 = embed(self.config, self.params, np.array(ids))  # (n, d)
+            x0.flags.writeable = False  # cached streams are shared by later runs: nobody may change them
+            residuals, traces, logits = (x0,), (), None
             start = 0
         else:
             self._cache.move_to_end(keys[start])
@@ -278,6 +280,7 @@ class Model:
         x = residuals[-1]
         for layer in range(start, L):
             trace, x = self.block(layer, x, tokens, [iv for iv in ivs if iv.layer == layer])
+            x.flags.writeable = False
             residuals, traces = (*residuals, x), (*traces, trace)
             size = x.nbytes + sum(a.nbytes for a in (trace.scores, trace.scaled, trace.weights, trace.Q, trace.K))
             self._remember(keys[layer + 1], (residuals, traces, None), size)
