@@ -364,8 +364,11 @@ def test_a_folder_over_the_size_bound_is_refused_before_reading(gpt2, tmp_path, 
     folder = _copy(gpt2, tmp_path)
     monkeypatch.setattr(ckpt, "MAX_FOLDER_BYTES", 1024)
     err = _message(folder)
-    assert "ck" in err.message and "at most" in err.message and err.field == "path"
+    assert "'ck' holds more than 1,024 bytes" in err.message and err.field == "path"
     assert ckpt.MAX_FOLDER_BYTES == 1024 and ckpt.load.__module__ == ckpt.__name__
+    monkeypatch.setattr(ckpt, "MAX_FOLDER_BYTES", 2**40)
+    monkeypatch.setattr(ckpt, "MAX_FILES", 2)
+    assert "more than 2 files" in _message(folder).message
 
 
 def test_a_path_that_is_not_a_folder_is_named(tmp_path: Path) -> None:

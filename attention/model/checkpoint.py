@@ -30,6 +30,7 @@ from .vocab import BPEVocab
 
 MAX_FOLDER_BYTES = 2 * 1024**3
 MAX_CONFIG_BYTES = 1024**2
+MAX_FILES = 1000
 MAX_TOKENIZER_BYTES = 64 * 1024**2
 PICKLED = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 WHY_NOT_PICKLE = (
@@ -65,14 +66,23 @@ def _folder(path: Path) -> Path:
         )
     if not path.is_dir():
         raise AttentionError(f"there is no folder {path.name!r}", field="path")
-    files = [f for f in path.rglob("*") if f.is_file()]
-    total = sum(f.stat().st_size for f in files)
-    if total > MAX_FOLDER_BYTES:
-        raise AttentionError(
-            f"the folder {path.name!r} holds {total / 1024**3:.2f} GiB; at most {MAX_FOLDER_BYTES / 1024**3:.0f} GiB "
-            "can be opened (GPT-2 small and medium fit)",
-            field="path",
-        )
+    files, total = [], 0
+    for f in path.rglob("*"):  # stops as soon as a bound is passed: a wrong folder is not walked to its end
+        if not f.is_file():
+            continue
+        files.append(f)
+        total += f.stat().st_size
+        if len(files) > MAX_FILES:
+            raise AttentionError(
+                f"the folder {path.name!r} holds more than {MAX_FILES} files; a checkpoint folder holds a few",
+                field="path",
+            )
+        if total > MAX_FOLDER_BYTES:
+            raise AttentionError(
+                f"the folder {path.name!r} holds more than {MAX_FOLDER_BYTES:,} bytes ({MAX_FOLDER_BYTES / 1024**3:g} "
+                "GiB), the most that can be opened (GPT-2 small and medium fit)",
+                field="path",
+            )
     if not (path / "model.safetensors").is_file():
         pickled = sorted(f.name for f in files if f.suffix.lower() in PICKLED)
         if pickled:
