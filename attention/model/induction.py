@@ -1,0 +1,116 @@
+"""The induction task, the scores that show an induction head, and the shipped model trained on it.
+
+A sequence is ``half`` distinct random tokens followed by the same tokens again. The first half cannot be predicted
+(its loss stays near ln(vocabulary)); the second half can, by an induction head: at position t in the repeat, attend
+to the token after the earlier occurrence of the current token (position t − half + 1) and copy it. Two scores per
+head, averaged over a batch:
+
+    previous-token score   mean over t ≥ 1 of A[t, t − 1]
+    induction score        mean over t in half .. 2·half − 1 of A[t, t − half + 1]
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import AttentionError
+from .config import Config
+from .layers import log_softmax
+from .model import Model, Params
+from .vocab import WordVocab
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+BUILTIN = {"induction": DATA / "induction.npz"}
+
+
+def words(count: int) -> list[str]:
+    """``count`` short distinct words ("ba", "be", ... "zu") for the vocabulary."""
+    out = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    if count > len(out):
+        raise AttentionError(f"at most {len(out)} words are made here; asked for {count}", field="vocab_size")
+    return out[:count]
+
+
+def sequences(rs: np.random.RandomState, batch: int, vocab: int, half: int, shortest: int | None = None) -> np.ndarray:
+    """(batch, 2·half) ids: ``half`` distinct random tokens, then the same again. With ``shortest`` each row repeats
+    a segment of a random length k from ``shortest`` to ``half`` instead, after 2·(half − k) other distinct tokens
+    (so the repeat's offset varies and position alone cannot predict it; training uses this)."""
+    n = 2 * half
+    tokens = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :n]  # (B, n): distinct per row
+    if shortest is None:
+        return np.concatenate([tokens[:, :half], tokens[:, :half]], axis=1)  # (B, 2·half)
+    out = tokens.copy()
+    for b, k in enumerate(rs.randint(shortest, half + 1, size=batch)):
+        start = n - 2 * k
+        out[b, start + k :] = out[b, start : start + k]  # the segment, repeated
+    return out  # (B, 2·half)
+
+
+def head_scores(weights: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
+    """(previous-token score, induction score), each (layers, heads), from weights (B, layers, heads, n, n)."""
+    n = weights.shape[-1]
+    t = np.arange(1, n)
+    prev = weights[..., t, t - 1].mean(axis=(0, -1))  # (L, H)
+    r = np.arange(half, 2 * half)
+    induction = weights[..., r, r - half + 1].mean(axis=(0, -1))  # (L, H)
+    return prev, induction
+
+
+def half_losses(logits: np.ndarray, ids: np.ndarray, half: int) -> tuple[float, float]:
+    """Mean next-token cross-entropy on the first half (targets 1 .. half − 1) and on the repeated half (targets
+    half + 1 .. 2·half − 1: each one's previous token has occurred before)."""
+    logp = log_softmax(logits[:, :-1])  # (B, n-1, V)
+    picked = -np.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]  # (B, n-1): the loss of predicting t+1
+    return float(picked[:, : half - 1].mean()), float(picked[:, half:].mean())
+
+
+def measure(config: Config, params: Params, ids: np.ndarray, half: int) -> dict[str, object]:
+    """Loss on each half and each head's scores on a batch of repeated sequences."""
+    from .train import forward  # the batched forward pass (train imports model, as this module does)
+
+    traces, _, logits = forward(config, params, ids)
+    weights = np.stack([t.weights if t.weights.ndim == 4 else t.weights[:, None] for t in traces], axis=1)
+    first, repeated = half_losses(logits, ids, half)
+    prev, induction = head_scores(weights, half)  # (L, H) each
+    return {
+        "loss_first": first,
+        "loss_repeated": repeated,
+        "previous": prev,
+        "induction": induction,
+        "weights": weights,
+    }
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: Path) -> dict[str, np.ndarray]:
+    if not path.is_file():
+        raise AttentionError(f"{path.name} is missing; build it with scripts/train_induction.py", field="model")
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def builtin(name: str = "induction") -> Model:
+    """A model that ships with the project: "induction", a 2-layer attention-only model trained by
+    scripts/train_induction.py (see :func:`history` for its training snapshots)."""
+    if name not in BUILTIN:
+        raise AttentionError(
+            f"there is no built-in model {name!r}; the built-in models are {', '.join(BUILTIN)}", field="model"
+        )
+    z = _read(BUILTIN[name])
+    config = Config(**json.loads(str(z["config"])))
+    params = {k.removeprefix("param/"): z[k] for k in z if k.startswith("param/")}
+    return Model(config, params, WordVocab([str(w) for w in z["words"]]), name=name)
+
+
+def history(name: str = "induction") -> dict[str, np.ndarray]:
+    """A built-in model's training record: "losses" (every step's training loss), and per snapshot "step",
+    "loss_first", "loss_repeated", "previous" and "induction" (snapshots, layers, heads), and "weights" (snapshots,
+    layers, heads, n, n) on the example sequence "example"."""
+    if name not in BUILTIN:
+        raise AttentionError(f"there is no built-in model {name!r}", field="model")
+    z = _read(BUILTIN[name])
+    return {k.removeprefix("snap/"): v for k, v in z.items() if k.startswith("snap/") or k in ("losses", "example")}

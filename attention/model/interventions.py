@@ -1,0 +1,91 @@
+"""Interventions on one head: ablate it (zero or mean) or replace one of its matrices, as data a run applies.
+
+A head i of layer l contributes concat_i W_o^i to the residual stream, where concat_i = A_i V_i is its output
+(n, d_head) and W_o^i its d_head rows of W_o. Ablating it replaces concat_i by 0 ("zero") or by its mean over the
+tokens of the run ("mean"); replacing sets its block of W_q, W_k or W_v (the columns that make its queries, keys or
+values, as :meth:`attention.Trace.head` shows them: with a bias the last row is the bias) or its rows of W_o.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AttentionError, as_matrix
+from .config import Config
+
+KINDS = ("zero", "mean", "replace")
+MATRICES = ("W_q", "W_k", "W_v", "W_o")
+
+
+@dataclass(frozen=True, eq=False)
+class Intervention:
+    """One change to one head: ``kind`` "zero" or "mean" (ablation), or "replace" with ``matrix`` and ``value``."""
+
+    layer: int
+    head: int
+    kind: str
+    matrix: str | None = None
+    value: np.ndarray | None = None
+
+    def key(self) -> bytes:
+        """A content key: equal interventions have equal keys (the value's bytes included)."""
+        h = hashlib.blake2b(f"{self.layer}/{self.head}/{self.kind}/{self.matrix}".encode(), digest_size=16)
+        if self.value is not None:
+            h.update(np.ascontiguousarray(self.value).tobytes())
+        return h.digest()
+
+    def describe(self) -> str:
+        """One line for a person: "layer 1, head 0: zero-ablated"."""
+        what = {"zero": "zero-ablated", "mean": "mean-ablated"}.get(self.kind, f"{self.matrix} replaced")
+        return f"layer {self.layer}, head {self.head}: {what}"
+
+
+def ablate(layer: int, head: int, how: str = "zero") -> Intervention:
+    """Ablate head ``head`` of layer ``layer``: its output replaced by 0 ("zero") or its mean over the tokens."""
+    if how not in ("zero", "mean"):
+        raise AttentionError(f"an ablation is 'zero' or 'mean'; got {how!r}", field="ablation")
+    return Intervention(layer, head, how)
+
+
+def replace_matrix(layer: int, head: int, matrix: str, value: object) -> Intervention:
+    """Replace head ``head``'s block of ``matrix`` ("W_q", "W_k", "W_v": its columns; "W_o": its rows)."""
+    if matrix not in MATRICES:
+        raise AttentionError(
+            f"the matrix to replace must be one of {', '.join(MATRICES)}; got {matrix!r}", field="matrix"
+        )
+    return Intervention(layer, head, "replace", matrix, as_matrix(matrix, value))
+
+
+def block_shape(config: Config, matrix: str) -> tuple[int, int]:
+    """The shape of one head's block of a matrix as a trace holds it (a bias adds a row to W_q, W_k, W_v)."""
+    if matrix == "W_o":
+        return (config.d_head, config.d_model)
+    return (config.d_model + int(config.bias), config.d_head)
+
+
+def check(config: Config, iv: object) -> Intervention:
+    """The intervention, checked against the model: layer and head exist, a replacement has the block's shape."""
+    if not isinstance(iv, Intervention):
+        raise AttentionError(
+            f"an intervention must be made by ablate() or replace_matrix(); got {type(iv).__name__}",
+            field="intervention",
+        )
+    for name, value, count in (("layer", iv.layer, config.n_layers), ("head", iv.head, config.n_heads)):
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < count):
+            raise AttentionError(
+                f"there is no {name} {value!r}: the model has {count} {name}s, numbered 0 to {count - 1}", field=name
+            )
+    if iv.kind not in KINDS:
+        raise AttentionError(f"an intervention's kind is one of {', '.join(KINDS)}; got {iv.kind!r}", field="kind")
+    if iv.kind == "replace":
+        want = block_shape(config, str(iv.matrix))
+        if iv.value is None or iv.value.shape != want:
+            got = None if iv.value is None else iv.value.shape
+            raise AttentionError(
+                f"head {iv.head}'s block of {iv.matrix} in layer {iv.layer} is {want}; the replacement is {got}",
+                matrix=iv.matrix,
+            )
+    return iv

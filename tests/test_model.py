@@ -1,0 +1,418 @@
+"""The transformer in numpy (attention.model) against an independent oracle, and its promises.
+
+A tiny random GPT-2 (2 layers, 4 heads, d = 64) is made here with transformers, saved as model hubs publish it
+(save_pretrained with safetensors) beside a small BPE tokenizer trained here with tokenizers; our model opened from
+that folder matches torch in float64: the logits and every layer's attention weights. Generation with the key/value
+cache matches a full forward pass at every step; an intervention on layer l leaves every earlier layer as it was and
+undoing it restores the logits bit for bit; each bad checkpoint ends in a message naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention import AttentionError, steps
+from attention.model import Config, Model, ablate, builtin, init_params, load, replace_matrix
+from attention.model import checkpoint as ckpt
+from attention.model.vocab import WordVocab
+
+N_CTX = 40
+TEXTS = [
+    "the cat sat on the mat",
+    "a",
+    "attention is all you need, said the paper; the heads agreed.",
+]
+CORPUS = [
+    "the cat sat on the mat and the dog sat on the log",
+    "attention is all you need said the paper",
+    "heads read keys and values, queries ask; the softmax weighs them",
+    "a small model of words, trained here, never fetched",
+] * 20
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """A tiny random GPT-2 folder (config.json, model.safetensors, tokenizer.json) and the torch model itself."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("tiny_gpt2")
+    tok = ByteLevelBPETokenizer()
+    tok.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, show_progress=False)
+    tok.save(str(folder / "tokenizer.json"))
+    torch.manual_seed(0)
+    cfg = GPT2Config(
+        vocab_size=tok.get_vocab_size(),
+        n_positions=N_CTX,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        initializer_range=0.2,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    model = GPT2LMHeadModel(cfg).double().eval()
+    with torch.no_grad():  # LayerNorm gains and biases away from 1 and 0, so a mistake in them would show
+        for name, p in model.named_parameters():
+            if "ln" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    model = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+    return folder, model
+
+
+def _torch_run(model: object, ids: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), output_attentions=True)  # type: ignore[operator]
+    return out.logits[0].numpy(), [a[0].numpy() for a in out.attentions]
+
+
+def _close(ours: np.ndarray, theirs: np.ndarray, rel: float = 1e-6) -> None:
+    scale = float(np.abs(theirs).max())
+    np.testing.assert_allclose(ours, theirs, rtol=rel, atol=rel * scale)
+
+
+def test_a_gpt2_checkpoint_matches_torch_logits_and_every_attention_weight(gpt2: tuple[Path, object]) -> None:
+    folder, torch_model = gpt2
+    m = load(folder)
+    assert (m.config.n_layers, m.config.n_heads, m.config.d_model, m.config.n_ctx) == (2, 4, 64, N_CTX)
+    rs = np.random.RandomState(1)
+    cases = [m.encode(t) for t in TEXTS] + [rs.randint(0, m.config.vocab_size, N_CTX).tolist()]
+    assert len(cases[1]) == 1 and len(cases[-1]) == N_CTX  # a single token and the full context
+    for ids in cases:
+        run = m.run(ids)
+        logits, attentions = _torch_run(torch_model, ids)
+        assert run.logits.shape == (len(ids), m.config.vocab_size)
+        assert run.weights.shape == (2, 4, len(ids), len(ids))
+        _close(run.logits, logits)
+        for layer in range(2):
+            _close(run.weights[layer], attentions[layer])
+    assert np.std(run.weights) > 0.05  # the heads are far from uniform: the comparison means something
+
+
+def test_every_head_is_a_trace_of_the_attention_steps(gpt2: tuple[Path, object]) -> None:
+    m = load(gpt2[0])
+    ids = m.encode(TEXTS[0])
+    run = m.run(ids)
+    n, dh = len(ids), m.config.d_head
+    for layer in range(2):
+        for h in range(4):
+            t = run.head(layer, h)
+            assert t.X.shape == (n, 65)  # LN₁(x) with the bias column of ones
+            np.testing.assert_array_equal(t.X[:, -1], 1.0)
+            # an independent naive computation of the head from its own trace's X and weights
+            Q, K, V = t.X @ t.W_q, t.X @ t.W_k, t.X @ t.W_v
+            S = np.array([[Q[i] @ K[j] / np.sqrt(dh) if j <= i else -np.inf for j in range(n)] for i in range(n)])
+            A = np.exp(S - S.max(axis=1, keepdims=True))
+            A /= A.sum(axis=1, keepdims=True)
+            np.testing.assert_allclose(t.weights, A, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(t.output, A @ V, rtol=1e-10, atol=1e-13)
+    assert run.tokens == tuple(m.pieces(ids)) and "".join(run.tokens) == TEXTS[0]
+
+
+def test_vocab_and_merges_read_like_tokenizer_json(gpt2: tuple[Path, object], tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    folder = tmp_path / "vm"
+    shutil.copytree(gpt2[0], folder)
+    (folder / "tokenizer.json").unlink()
+    original = Tokenizer.from_file(str(gpt2[0] / "tokenizer.json"))
+    model = original.model
+    model.save(str(folder))  # vocab.json and merges.txt
+    a, b = load(gpt2[0]), load(folder)
+    for text in TEXTS:
+        assert a.encode(text) == b.encode(text) == original.encode(text).ids
+        assert b.decode(b.encode(text)) == text
+
+
+def test_generation_with_the_cache_equals_a_full_forward_at_every_step(gpt2: tuple[Path, object]) -> None:
+    m = load(gpt2[0])
+    prompt = m.encode("the cat")
+    g = m.generate_cached(prompt, 8)
+    assert g.tokens[: len(prompt)] == prompt and len(g.tokens) == len(prompt) + 8
+    assert m.generate(prompt, 8) == g.tokens
+    for s in range(8):
+        full = m.run(g.tokens[: len(prompt) + s]).logits[-1]
+        np.testing.assert_allclose(g.logits[s], full, rtol=1e-10, atol=1e-12)
+        assert g.tokens[len(prompt) + s] == int(np.argmax(full))
+    K, V = g.cache[0]
+    assert K.shape == V.shape == (4, len(prompt) + 7, 16)  # every position fed so far: the last token is not fed
+    assert g.cache_lengths == tuple(range(len(prompt), len(prompt) + 8))
+    with pytest.raises(AttentionError, match="context"):
+        m.generate(prompt, N_CTX)
+
+
+@pytest.mark.parametrize("positions", ["rotary", "sinusoidal", "none"])
+def test_generation_with_the_cache_for_every_kind_of_position(positions: str) -> None:
+    cfg = Config(vocab_size=20, n_ctx=16, d_model=16, n_layers=2, n_heads=2, d_mlp=32, positions=positions)
+    m = Model(cfg, init_params(cfg, 3, std=0.5), WordVocab([f"w{i}" for i in range(20)]))
+    g = m.generate_cached([1, 2, 3], 10)
+    for s in range(10):
+        np.testing.assert_allclose(g.logits[s], m.run(g.tokens[: 3 + s]).logits[-1], rtol=1e-10, atol=1e-12)
+
+
+def _random_model(attention_only: bool = False) -> Model:
+    cfg = Config(vocab_size=30, n_ctx=12, d_model=24, n_layers=3, n_heads=3, d_mlp=48, attention_only=attention_only)
+    params = init_params(cfg, 7, std=0.4)
+    rs = np.random.RandomState(8)
+    params = {
+        k: v + rs.normal(0, 0.2, v.shape) if k.rsplit(".", 1)[-1].startswith(("b", "g")) else v
+        for k, v in params.items()
+    }
+    return Model(cfg, params, WordVocab([f"w{i}" for i in range(30)]))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda c: ablate(1, 2, "zero"),
+        lambda c: ablate(1, 0, "mean"),
+        lambda c: replace_matrix(1, 1, "W_k", np.random.RandomState(0).randn(c.d_model + 1, c.d_head)),
+        lambda c: replace_matrix(1, 1, "W_o", np.random.RandomState(0).randn(c.d_head, c.d_model)),
+    ],
+    ids=["zero", "mean", "W_k", "W_o"],
+)
+def test_an_intervention_on_a_layer_changes_nothing_before_it_and_undoing_it_restores_every_bit(make) -> None:
+    m = _random_model()
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    clean = m.run(ids)
+    iv = make(m.config)
+    changed = m.run(ids, [iv])
+    assert changed.recomputed_from == 1  # layer 0 came from the cache
+    for layer in range(2):
+        np.testing.assert_array_equal(changed.residuals[layer], clean.residuals[layer])
+    np.testing.assert_array_equal(changed.weights[0], clean.weights[0])
+    assert not np.array_equal(changed.logits, clean.logits)
+    undone = m.run(ids)
+    assert undone.recomputed_from == 3  # all from the cache
+    np.testing.assert_array_equal(undone.logits, clean.logits)
+    m.clear_cache()  # and computed afresh, the same bits
+    np.testing.assert_array_equal(m.run(ids).logits, clean.logits)
+    np.testing.assert_array_equal(m.run(ids, [iv]).logits, changed.logits)
+    fresh = Model(m.config, dict(m.params), m.vocab)
+    np.testing.assert_array_equal(fresh.run(ids, [iv]).logits, changed.logits)
+
+
+def test_interventions_do_what_they_say() -> None:
+    m = _random_model()
+    c, ids = m.config, [3, 1, 4, 1, 5, 9, 2, 6]
+    clean = m.run(ids)
+    dh = c.d_head
+    zero = m.run(ids, [ablate(2, 1)])
+    np.testing.assert_array_equal(zero.traces[2].concat[:, dh : 2 * dh], 0.0)
+    W_o = m.layer_weights(2)[3]
+    np.testing.assert_allclose(  # zeroing the head's output = zeroing its rows of W_o
+        zero.logits, m.run(ids, [replace_matrix(2, 1, "W_o", np.zeros((dh, c.d_model)))]).logits, rtol=1e-12, atol=1e-12
+    )
+    mean = m.run(ids, [ablate(2, 1, "mean")])
+    block = mean.traces[2].concat[:, dh : 2 * dh]
+    np.testing.assert_allclose(block, np.broadcast_to(clean.traces[2].concat[:, dh : 2 * dh].mean(0), block.shape))
+    same = m.run(ids, [replace_matrix(2, 0, "W_q", m.layer_weights(2)[0][:, :dh])])
+    np.testing.assert_array_equal(same.logits, clean.logits)
+    new_q = np.random.RandomState(1).randn(c.d_model + 1, dh)
+    t = m.run(ids, [replace_matrix(2, 0, "W_q", new_q)]).head(2, 0)
+    np.testing.assert_array_equal(t.W_q, new_q)
+    S = (t.X @ new_q) @ (t.X @ t.W_k).T / np.sqrt(dh)
+    S[np.triu_indices(len(ids), 1)] = -np.inf
+    np.testing.assert_allclose(t.weights, steps.softmax(S), rtol=1e-12, atol=1e-15)
+    assert W_o.shape == (c.d_model, c.d_model)
+    for bad, match in [
+        (ablate(3, 0), "no layer 3"),
+        (ablate(0, 3), "no head 3"),
+        (replace_matrix(0, 0, "W_q", np.ones((2, 2))), r"W_q in layer 0 is \(25, 8\)"),
+    ]:
+        with pytest.raises(AttentionError, match=match):
+            m.run(ids, [bad])
+    with pytest.raises(AttentionError, match="'zero' or 'mean'"):
+        ablate(0, 0, "half")
+
+
+def test_token_ids_are_checked() -> None:
+    m = _random_model()
+    for bad, match in [
+        ([], "non-empty"),
+        ([1, 30], "token 2 has id 30"),
+        ([0] * 13, "context of 12"),
+        ("abc", "non-empty"),
+        ([1.5], "whole numbers"),
+    ]:
+        with pytest.raises(AttentionError, match=match):
+            m.run(bad)
+    with pytest.raises(AttentionError, match="'w99', is not in the vocabulary"):
+        m.encode("w1 w99")
+
+
+# ---------------------------------------------------------------- bad checkpoints
+
+
+def _copy(gpt2: tuple[Path, object], tmp_path: Path) -> Path:
+    folder = tmp_path / "ck"
+    shutil.copytree(gpt2[0], folder)
+    return folder
+
+
+def _edit_config(folder: Path, **changes: object) -> None:
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def _message(folder: Path) -> AttentionError:
+    with pytest.raises(AttentionError) as info:
+        load(folder)
+    return info.value
+
+
+def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_path: Path) -> None:
+    folder = _copy(gpt2, tmp_path)
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    err = _message(folder)
+    assert "pytorch_model.bin" in err.message and "unpickling" in err.message and "safetensors" in err.message
+    with pytest.raises(AttentionError, match="model.pt: pickled weights are never opened"):
+        (folder / "model.pt").write_bytes(b"\x80\x04not really")
+        load(folder / "model.pt")
+
+
+@pytest.mark.parametrize(
+    "break_it, words, field",
+    [
+        (lambda f: (f / "config.json").unlink(), ["no config.json"], "config.json"),
+        (lambda f: (f / "model.safetensors").unlink(), ["no model.safetensors"], "model.safetensors"),
+        (lambda f: (f / "tokenizer.json").unlink(), ["no tokenizer", "tokenizer.json"], "tokenizer.json"),
+        (
+            lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 64),
+            ["model.safetensors", "safetensors file"],
+            "model.safetensors",
+        ),
+        (lambda f: (f / "config.json").write_text("{oops"), ["config.json is not valid JSON"], "config.json"),
+        (lambda f: (f / "tokenizer.json").write_text("{}"), ["tokenizer.json could not be read"], "tokenizer.json"),
+        (
+            lambda f: _edit_config(f, model_type="llama", architectures=["LlamaForCausalLM"]),
+            ["config.json", "model_type", "'llama'", "only GPT-2"],
+            "model_type",
+        ),
+        (
+            lambda f: _edit_config(f, n_positions=16),
+            ["model.safetensors", "wpe.weight", "[40, 64]", "n_positions = 16", "[16, 64]"],
+            "wpe.weight",
+        ),
+        (lambda f: _edit_config(f, n_layer=3), ["no tensor", "h.2.ln_1.weight"], "h.2.ln_1.weight"),
+        (lambda f: _edit_config(f, n_layer=1), ["h.1.", "n_layer = 1"], None),
+        (lambda f: _edit_config(f, n_head=5), ["config.json", "n_embd = 64", "5 heads"], "n_head"),
+        (lambda f: _edit_config(f, n_embd="64"), ["config.json: n_embd must be a whole number"], "n_embd"),
+        (
+            lambda f: _edit_config(f, activation_function="swish"),
+            ["activation_function", "'swish'"],
+            "activation_function",
+        ),
+        (lambda f: _edit_config(f, vocab_size=10), ["wte.weight", "vocab_size = 10"], "wte.weight"),
+    ],
+    ids=[
+        "no-config",
+        "no-weights",
+        "no-tokenizer",
+        "not-safetensors",
+        "bad-json",
+        "bad-tokenizer",
+        "llama",
+        "shape",
+        "missing-layer",
+        "extra-layer",
+        "heads",
+        "type",
+        "activation",
+        "vocab",
+    ],
+)
+def test_a_bad_checkpoint_is_named_by_file_and_field(gpt2, tmp_path: Path, break_it, words, field) -> None:
+    folder = _copy(gpt2, tmp_path)
+    break_it(folder)
+    err = _message(folder)
+    for w in words:
+        assert w in err.message, (w, err.message)
+    if field:
+        assert err.field == field
+
+
+def test_nan_or_infinite_weights_are_named(gpt2: tuple[Path, object], tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    folder = _copy(gpt2, tmp_path)
+    tensors = load_file(str(folder / "model.safetensors"))
+    for value in (np.nan, np.inf):
+        broken = dict(tensors)
+        w = broken["transformer.h.1.attn.c_attn.weight"].copy()
+        w[2, 5] = value
+        broken["transformer.h.1.attn.c_attn.weight"] = w
+        save_file(broken, str(folder / "model.safetensors"))
+        err = _message(folder)
+        assert "h.1.attn.c_attn.weight at [2, 5]" in err.message and "finite" in err.message
+        assert str(value) in err.message
+
+
+def test_a_folder_over_the_size_bound_is_refused_before_reading(gpt2, tmp_path, monkeypatch) -> None:
+    folder = _copy(gpt2, tmp_path)
+    monkeypatch.setattr(ckpt, "MAX_FOLDER_BYTES", 1024)
+    err = _message(folder)
+    assert "'ck' holds more than 1,024 bytes" in err.message and err.field == "path"
+    assert ckpt.MAX_FOLDER_BYTES == 1024 and ckpt.load.__module__ == ckpt.__name__
+    monkeypatch.setattr(ckpt, "MAX_FOLDER_BYTES", 2**40)
+    monkeypatch.setattr(ckpt, "MAX_FILES", 2)
+    assert "more than 2 files" in _message(folder).message
+
+
+def test_a_path_that_is_not_a_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(AttentionError, match="no folder 'nowhere'"):
+        load(tmp_path / "nowhere")
+    (tmp_path / "weights.h5").write_bytes(b"x")
+    with pytest.raises(AttentionError, match="weights.h5 is a file; give the checkpoint's folder"):
+        load(tmp_path / "weights.h5")
+
+
+# ---------------------------------------------------------------- the shipped model
+
+
+def test_the_builtin_induction_model_runs_and_continues_a_repeat() -> None:
+    m = builtin("induction")
+    words = m.vocab.words
+    seq = [words[i] for i in (5, 17, 2, 29, 11, 8, 21, 0, 14, 26, 3, 19)]
+    ids = m.encode(" ".join(seq + seq[:4]))
+    run = m.run(ids)
+    assert run.logits.shape == (16, m.config.vocab_size)
+    assert run.weights.shape == (m.config.n_layers, m.config.n_heads, 16, 16)
+    np.testing.assert_allclose(run.weights.sum(-1), 1.0)
+    out = m.generate(ids, 8)
+    assert out[:16] == ids and m.pieces(out[16:]) == seq[4:12]  # it continues the repeat
+    with pytest.raises(AttentionError, match="no built-in model 'gpt5'"):
+        builtin("gpt5")
+
+
+def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attention.model import model as model_module
+
+    m = _random_model()
+    clean = m.run([1, 2, 3]).logits
+    monkeypatch.setattr(model_module, "CACHE_BYTES", 4000)
+    for k in range(20):
+        m.run([1, 2, 3, k % 30, 4])
+        assert sum(m._sizes.values()) <= 4000 or len(m._cache) == 1
+        assert len(m._cache) <= model_module.CACHE_RUNS * 4
+    np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits
+
+
+def test_cached_streams_and_logits_cannot_be_changed_by_a_caller() -> None:
+    m = _random_model()
+    run = m.run([1, 2, 3])
+    for a in (*run.residuals, run.logits):
+        with pytest.raises(ValueError):
+            a[0, 0] = 1.0
