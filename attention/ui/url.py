@@ -36,7 +36,13 @@ PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 # The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
 # any other is a name or a number. Measured before anything reads a value.
-LIMITS = {"edits": names.MAX_LINK_CHARS, "tokens": MAX_TOKENS_TEXT, "cmask": 64 * 65, "pad": names.MAX_TOKENS * 5}
+LIMITS = {
+    "edits": names.MAX_LINK_CHARS,
+    "tokens": MAX_TOKENS_TEXT,
+    "src": MAX_TOKENS_TEXT,  # the source sentence, as the sentence
+    "cmask": 64 * 65,
+    "pad": names.MAX_TOKENS * 5,
+}
 SHORT_LIMIT = 100
 
 
