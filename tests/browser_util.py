@@ -106,7 +106,12 @@ def _track(page) -> None:
             page.script_runs.append("rerun" if msg.script_finished == early else "finished")
 
     page.on("websocket", lambda ws: ws.on("framereceived", frame))
-    page.on("framenavigated", lambda f: page.script_runs.append("navigated") if f == page.main_frame else None)
+    page.on(  # a new document (goto, reload), not the address updates Streamlit makes on every run
+        "request",
+        lambda r: (
+            page.script_runs.append("document") if r.is_navigation_request() and r.frame == page.main_frame else None
+        ),
+    )
     page.on(
         "console",
         lambda m: (
@@ -149,9 +154,9 @@ def settle(page, since: int | None = None, timeout: float = 60_000) -> None:
     a stale page). Needs a page of :func:`guarded_context`."""
     events = page.script_runs
     if since is None:
-        since = max([page.settled, *(i + 1 for i, e in enumerate(events) if e == "navigated")])
+        since = max([page.settled, *(i + 1 for i, e in enumerate(events) if e == "document")])
     deadline = time.monotonic() + timeout / 1000
-    while not ("start" in events[since:] and events[-1] == "finished"):
+    while not ("start" in events[since:] and [e for e in events if e != "document"][-1] == "finished"):
         if time.monotonic() > deadline:
             raise TimeoutError(f"no script run started and finished after mark {since}: {events[since:]}")
         page.wait_for_timeout(20)  # lets Playwright deliver the websocket's messages

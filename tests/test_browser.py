@@ -19,6 +19,7 @@ from tests.browser_util import (
     CHROMIUM_ARGS,
     SHOTS,
     error_texts,
+    grid_cells,
     guarded_context,
     rerun,
     settle,
@@ -191,3 +192,37 @@ def test_a_direct_page_url_as_a_fresh_servers_first_request_keeps_working(browse
         cols, rows, x = read_csv(download(pg, "Download X.csv", tmp_path))
         assert rows == ["The", "cat", "sat", "down"] and x.shape == (4, 6)
         np.testing.assert_array_equal(x[:3, :4], attention.load_preset("the_cat_sat").matrices()["X"])
+
+
+def _cell_point(page, grid, row: int, col: int, n_cols: int, index_width: float = 50) -> tuple[float, float]:
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    return box["x"] + index_width + (box["width"] - index_width) / n_cols * (col + 0.5), box["y"] + 35 * (row + 1.5)
+
+
+def test_after_each_redraw_one_double_click_opens_the_cell_editor(page, base_url) -> None:
+    """Issue 19: the first double-click after a redraw often did not open the editor. Five times in a row: the page
+    redraws (the edit's run, which redraws the heatmap and the tables beside the grid), then ONE double-click, at a
+    person's pace (two clicks 80 ms apart), must open the cell editor."""
+    open_page(page, base_url, "weights", "preset=the_cat_sat")
+    nav(page, "Softmax (attention weights)")  # a page switch is a redraw too
+    with rerun(page):
+        page.get_by_role("tab", name="W_q").click()
+    editor = page.locator("#portal .gdg-input")
+    for i in range(5):
+        grid = page.locator("[class*='st-key-ed-W_q-'] [data-testid='stDataFrame']").first
+        x, y = _cell_point(page, grid, i % 4, (i + 1) % 4, 4)
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.up()
+        page.wait_for_timeout(80)  # a person's double-click, not a synthetic one
+        page.mouse.down(click_count=2)
+        page.mouse.up(click_count=2)
+        editor.wait_for(timeout=3000)  # one double-click opened it
+        editor.fill(str(i + 2))
+        with rerun(page):
+            page.keyboard.press("Enter")
+        assert not editor.count()
+    shown = grid_cells(page, "ed-W_q-")
+    typed = {(i % 4, (i + 1) % 4): i + 2 for i in range(5)}  # the fifth edit retypes the first cell
+    assert {cell: float(shown[1 + cell[0]][1 + cell[1]]) for cell in typed} == typed, shown  # every edit arrived

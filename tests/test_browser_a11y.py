@@ -76,11 +76,12 @@ def violations(pg, axe_script: str) -> tuple[list[dict], list[dict]]:
 
 
 def check(pg, axe_script: str, where: str) -> None:
+    """Fail on a critical or serious violation in our content; print (once per rule) what else axe found."""
     ours, chrome = violations(pg, axe_script)
-    for v in chrome:
-        print(f"Streamlit chrome, not failed: {where}: {v['id']} ({v['impact']}) {v['target']}")
-    for v in ours:
-        print(f"ours: {where}: {v['id']} ({v['impact']}) {v['target']} {v['html']}")
+    for label, found in (("Streamlit's chrome, not failed", chrome), ("ours", ours)):
+        for rule in sorted({(v["id"], v["impact"]) for v in found}):
+            nodes = [v["target"][-80:] for v in found if (v["id"], v["impact"]) == rule]
+            print(f"{where}: {label}: {rule[0]} ({rule[1]}) x{len(nodes)}: {nodes[0]}")
     bad = [v for v in ours if v["impact"] in FAIL_IMPACTS]
     assert not bad, "\n".join(f"{v['id']} ({v['impact']}): {v['target']}\n    {v['html']}" for v in bad)
 
