@@ -1,6 +1,7 @@
 """Accessibility in real headless Chromium: axe-core (shipped inside the axe-playwright-python package, injected from
 the local file: nothing is fetched) on every page, in 1, 2 and 4 heads, with a causal mask, on a 64-token blank preset,
-and on the lab pages after their main action. No critical or serious violation may come from the app's own content.
+with rotary positions at 1280 x 720, and on the lab pages after their main action. No critical or serious violation
+may come from the app's own content.
 
 Streamlit's chrome is the only exception, decided per violating element by CSS selector (:data:`CHROME`): its top
 header and toolbar, the sidebar's header and its page navigation (whose <ul> holds <div> section wrappers: axe's
@@ -38,7 +39,9 @@ STATES = {  # name: (query, pages)
     "4 heads": ("preset=the_cat_sat&heads=4", STEP_PAGES[2:]),
     "causal mask": ("preset=the_cat_sat&mask=causal", STEP_PAGES[4:]),
     "64-token blank": ("preset=blank&size=64x16x16&heads=4", STEP_PAGES),
+    "rotary at 1280x720": ("preset=the_cat_sat&pos=rotary", ["tokens", "qkv"]),  # the widest formula, narrow screen
 }
+NARROW = {"rotary at 1280x720": {"width": 1280, "height": 720}}
 CASES = [(state, name) for state, (_, names) in STATES.items() for name in names]
 
 # axe.run with the elements of each violating node classified in the page itself (the DOM may change later)
@@ -88,6 +91,8 @@ def check(pg, axe_script: str, where: str) -> None:
 
 @pytest.mark.parametrize(("state", "name"), CASES, ids=[f"{s.replace(' ', '_')}-{p or 'overview'}" for s, p in CASES])
 def test_no_serious_violation_in_our_content(page, base_url, axe_script, state: str, name: str) -> None:  # noqa: F811
+    if state in NARROW:
+        page.set_viewport_size(NARROW[state])
     page.goto(f"{base_url}/{name}?{STATES[state][0]}")
     settle(page)
     check(page, axe_script, f"{state} /{name}")
