@@ -91,7 +91,7 @@ def _track(page) -> None:
     draws both changes in one frame."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    page.console_errors, page.external, page.script_runs, page.settled = [], [], [], 0
+    page.console_errors, page.external, page.script_runs = [], [], []
     early = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
 
     def frame(payload) -> None:
@@ -149,12 +149,14 @@ def runs(page) -> int:
 def settle(page, since: int | None = None, timeout: float = 60_000) -> None:
     """Wait for a script run started after the mark ``since`` to have finished (reruns it asked for included) and been
     drawn: the stApp marked not running, no skeleton left, two animation frames painted. ``since`` is a :func:`runs`
-    mark taken before the action (see :func:`rerun`); by default the previous settle or page load, so each
-    ``action; settle(page)`` waits for that action's run (an action that runs nothing then times out, it never reads
-    a stale page). Needs a page of :func:`guarded_context`."""
-    events = page.script_runs
+    mark taken before the action: use ``with rerun(page): <action>``. Without it, the mark is the last page load
+    (goto, reload): right after one, this waits for its run; after an action in the page it only waits for the page to
+    be idle, which may be before that action's run has started. Needs a page of :func:`guarded_context`."""
+    events = getattr(page, "script_runs", None)
+    if events is None:
+        raise TypeError("settle() needs a page of a context opened with browser_util.guarded_context(browser, ...)")
     if since is None:
-        since = max([page.settled, *(i + 1 for i, e in enumerate(events) if e == "document")])
+        since = max((i + 1 for i, e in enumerate(events) if e == "document"), default=0)
     deadline = time.monotonic() + timeout / 1000
     while not ("start" in events[since:] and [e for e in events if e != "document"][-1] == "finished"):
         if time.monotonic() > deadline:
@@ -165,7 +167,6 @@ def settle(page, since: int | None = None, timeout: float = 60_000) -> None:
     )
     page.wait_for_function("() => !document.querySelector(\"[data-testid='stSkeleton']\")", timeout=timeout)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    page.settled = len(events)
 
 
 @contextlib.contextmanager
