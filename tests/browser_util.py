@@ -80,20 +80,116 @@ def streamlit_server(script: str = "streamlit_app.py") -> Iterator[str]:
             proc.kill()
 
 
-def settle(page, timeout: float = 60_000) -> None:
-    """Wait until the current script run has finished (and the page has had a moment to paint)."""
-    page.wait_for_timeout(150)
+LOCAL = ("http://127.0.0.1", "data:", "blob:")  # nothing may be fetched from outside this machine
+
+
+def _track(page) -> None:
+    """Collect on ``page``: console errors, requests leaving the machine, and the script runs the server reports.
+
+    Runs are read from Streamlit's websocket messages (a ForwardMsg ``new_session`` starts a run, ``script_finished``
+    ends it), so a run is seen however fast it is; the page's ``data-test-script-state`` can skip 'running' when React
+    draws both changes in one frame."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    page.console_errors, page.external, page.script_runs = [], [], []
+    early = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
+
+    def frame(payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        msg = ForwardMsg()
+        msg.ParseFromString(bytes(payload))
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            page.script_runs.append("start")
+        elif kind == "script_finished":
+            page.script_runs.append("rerun" if msg.script_finished == early else "finished")
+
+    page.on("websocket", lambda ws: ws.on("framereceived", frame))
+    page.on(  # a new document (goto, reload), not the address updates Streamlit makes on every run
+        "request",
+        lambda r: (
+            page.script_runs.append("document") if r.is_navigation_request() and r.frame == page.main_frame else None
+        ),
+    )
+    page.on(
+        "console",
+        lambda m: (
+            page.console_errors.append(m.text)
+            if m.type == "error" and "Failed to load resource" not in m.text
+            else None
+        ),
+    )
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith(LOCAL) else page.external.append(r.url))
+
+
+@contextlib.contextmanager
+def guarded_context(browser, **options) -> Iterator:
+    """A browser context whose every page is guarded: on leaving, no request has left the machine and no page logged
+    a console error. Every browser test opens its contexts here (the pages also record their script runs for
+    :func:`settle`)."""
+    context = browser.new_context(**options)
+    context.on("page", _track)
+    try:
+        yield context
+        external = [u for pg in context.pages for u in pg.external]
+        errors = [e for pg in context.pages for e in pg.console_errors]
+    finally:
+        context.close()
+    assert not external, f"requests left the machine: {external}"
+    assert not errors, f"console errors: {errors}"
+
+
+def runs(page) -> int:
+    """A mark for :func:`settle`: take it before the action whose run you will wait for."""
+    return len(page.script_runs)
+
+
+def settle(page, since: int | None = None, timeout: float = 60_000) -> None:
+    """Wait for a script run started after the mark ``since`` to have finished (reruns it asked for included) and been
+    drawn: the stApp marked not running, no skeleton left, two animation frames painted. ``since`` is a :func:`runs`
+    mark taken before the action: use ``with rerun(page): <action>``. Without it, the mark is the last page load
+    (goto, reload): right after one, this waits for its run; after an action in the page it only waits for the page to
+    be idle, which may be before that action's run has started. Needs a page of :func:`guarded_context`."""
+    events = getattr(page, "script_runs", None)
+    if events is None:
+        raise TypeError("settle() needs a page of a context opened with browser_util.guarded_context(browser, ...)")
+    if since is None:
+        since = max((i + 1 for i, e in enumerate(events) if e == "document"), default=0)
+    deadline = time.monotonic() + timeout / 1000
+    while not ("start" in events[since:] and [e for e in events if e != "document"][-1] == "finished"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no script run started and finished after mark {since}: {events[since:]}")
+        page.wait_for_timeout(20)  # lets Playwright deliver the websocket's messages
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
         state="attached", timeout=timeout
     )
-    page.wait_for_timeout(150)
+    page.wait_for_function("() => !document.querySelector(\"[data-testid='stSkeleton']\")", timeout=timeout)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+@contextlib.contextmanager
+def rerun(page, timeout: float = 60_000) -> Iterator[None]:
+    """``with rerun(page): <an action that reruns the script>``: afterwards the page shows that action's run."""
+    mark = runs(page)
+    yield
+    settle(page, mark, timeout)
 
 
 def open_sidebar_expander(page, label: str) -> None:
     """Click a sidebar expander's heading (a lazy one reruns the page to build its content) and wait for the run."""
     box = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text=label).first
-    box.locator("summary").click()
-    settle(page)
+    with rerun(page):
+        box.locator("summary").click()
+
+
+def grid_cells(page, key_prefix: str) -> list[list[str]]:
+    """The text of each cell of the first grid whose widget key starts with ``key_prefix`` (header row first), read
+    from the accessible table the grid keeps under its canvas: what the canvas draws."""
+    grid = page.locator(f"[class*='st-key-{key_prefix}'] [data-testid='stDataFrame']").first
+    grid.locator("table tr").first.wait_for(state="attached")
+    return grid.locator("table tr").evaluate_all("trs => trs.map(tr => Array.from(tr.children, c => c.textContent))")
 
 
 def error_texts(page) -> list[str]:

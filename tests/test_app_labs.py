@@ -293,18 +293,18 @@ def test_the_teachers_form_makes_a_link_that_reads_back_and_names_a_bad_field() 
 
 def test_start_here_shows_can_be_dismissed_and_stays_dismissed_across_pages() -> None:
     at = journey("overview")
-    assert "#### Start here" in [m.value for m in at.markdown]
+    assert "## Start here" in [m.value for m in at.markdown]
     stops = [m.value for m in at.markdown if m.value.startswith("**Notice**")]
     pages = sorted(Path(ROOT, "pages").glob("*.py"))
     assert len(stops) == len(pages) - 1 == 13 and all("**Try**" in s for s in stops)  # every page but the overview
     at = at.button(key="tour.hide").click().run()
-    assert session(at).tour_dismissed and "#### Start here" not in [m.value for m in at.markdown]
+    assert session(at).tour_dismissed and "## Start here" not in [m.value for m in at.markdown]
     at = goto(goto(at, "softmax"), "overview")
-    assert "#### Start here" not in [m.value for m in at.markdown]
+    assert "## Start here" not in [m.value for m in at.markdown]
     at = select(at, "sb.preset", "i_am_batman")  # a new preset keeps it put away
     assert session(at).tour_dismissed
     at = at.button(key="tour.show").click().run()
-    assert "#### Start here" in [m.value for m in at.markdown] and not session(at).tour_dismissed
+    assert "## Start here" in [m.value for m in at.markdown] and not session(at).tour_dismissed
 
 
 def test_a_new_session_has_no_challenge_and_the_tour_out() -> None:

@@ -14,7 +14,17 @@ import pytest
 
 import attention
 from attention.io.parse import read_matrix_csv
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, SHOTS, error_texts, settle, streamlit_server
+from tests.browser_util import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SHOTS,
+    error_texts,
+    grid_cells,
+    guarded_context,
+    rerun,
+    settle,
+    streamlit_server,
+)
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -44,36 +54,20 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
-    pg.console_errors = []
-    pg.on(
-        "console",
-        lambda m: (
-            pg.console_errors.append(m.text) if m.type == "error" and "Failed to load resource" not in m.text else None
-        ),
-    )
-    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
-    pg.external = []  # the app must work offline: nothing may be fetched from outside this machine
-    pg.on(
-        "request",
-        lambda r: pg.external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None,
-    )
-    yield pg
-    context.close()
-    assert not pg.external, f"requests left the machine: {pg.external}"  # every browser test, whatever it checks
+    """A page of a guarded context: at the end no request has left the machine and no console error was logged."""
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True) as context:
+        yield context.new_page()
 
 
 def open_page(page, base_url: str, name: str, query: str = "") -> None:
     page.goto(f"{base_url}/{name}" + (f"?{query}" if query else ""))
-    settle(page)
+    settle(page)  # the run of this page load
 
 
 def nav(page, label: str) -> None:
     """Switch page the way a person does, through the sidebar navigation (same session)."""
-    page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=label).first.click()
-    page.wait_for_timeout(300)
-    settle(page)
+    with rerun(page):
+        page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=label).first.click()
 
 
 def read_csv(path) -> tuple[list[str], list[str], np.ndarray]:
@@ -122,8 +116,8 @@ def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value
     editor = page.locator("#portal .gdg-input")
     editor.wait_for(timeout=5000)
     editor.fill(value)
-    page.keyboard.press("Enter")
-    settle(page)
+    with rerun(page):
+        page.keyboard.press("Enter")
 
 
 def test_edit_a_weight_cell_and_the_output_follows_the_engine(page, base_url, tmp_path) -> None:
@@ -146,18 +140,18 @@ def test_seed_change_and_reset(page, base_url, tmp_path) -> None:
     open_page(page, base_url, "weights", "preset=the_cat_sat")
     seed = page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Seed")
     seed.fill("3")
-    seed.press("Enter")
-    settle(page)
+    with rerun(page):
+        seed.press("Enter")
     assert "seed=3" in page.url
     _, _, wq = read_csv(download(page, "Download W_q.csv", tmp_path))
     np.testing.assert_array_equal(wq, attention.load_preset("the_cat_sat", seed=3).matrices()["W_q"])
-    page.get_by_role("button", name="Reset to preset").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Reset to preset").click()
     nav(page, "Softmax (attention weights)")
     assert "seed=3" in page.url
     page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Seed").fill("0")
-    page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Seed").press("Enter")
-    settle(page)
+    with rerun(page):
+        page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Seed").press("Enter")
     assert page.get_by_text("Same numbers as its tutorial").first.is_visible()
     assert not page.console_errors, page.console_errors
 
@@ -174,8 +168,10 @@ def test_download_matches_engine_for_every_matrix_of_a_preset(page, base_url, tm
 def test_a_direct_page_url_as_a_fresh_servers_first_request_keeps_working(browser, tmp_path) -> None:
     """Streamlit serves pages/ files directly until a session runs the entry point; the app must
     behave the same either way (this once emptied the sentence box and reset d_model on first edit)."""
-    with streamlit_server() as url:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    with (
+        streamlit_server() as url,
+        guarded_context(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True) as context,
+    ):
         pg = context.new_page()
         pg.goto(f"{url}/tokens?preset=the_cat_sat")
         settle(pg)
@@ -185,15 +181,48 @@ def test_a_direct_page_url_as_a_fresh_servers_first_request_keeps_working(browse
         assert sentence.input_value() == "The cat sat"
         assert "seed=0" in pg.url and "preset=the_cat_sat" in pg.url
         sentence.fill("The cat sat down")
-        sentence.press("Enter")
-        settle(pg)
+        with rerun(pg):
+            sentence.press("Enter")
         d_model = main.get_by_role("spinbutton", name="d_model")
         d_model.fill("6")
-        d_model.press("Enter")
-        settle(pg)
+        with rerun(pg):
+            d_model.press("Enter")
         assert not error_texts(pg), error_texts(pg)
         assert sentence.input_value() == "The cat sat down"
         cols, rows, x = read_csv(download(pg, "Download X.csv", tmp_path))
         assert rows == ["The", "cat", "sat", "down"] and x.shape == (4, 6)
         np.testing.assert_array_equal(x[:3, :4], attention.load_preset("the_cat_sat").matrices()["X"])
-        context.close()
+
+
+def _cell_point(page, grid, row: int, col: int, n_cols: int, index_width: float = 50) -> tuple[float, float]:
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    return box["x"] + index_width + (box["width"] - index_width) / n_cols * (col + 0.5), box["y"] + 35 * (row + 1.5)
+
+
+def test_after_each_redraw_one_double_click_opens_the_cell_editor(page, base_url) -> None:
+    """Issue 19: the first double-click after a redraw often did not open the editor. Five times in a row: the page
+    redraws (the edit's run, which redraws the heatmap and the tables beside the grid), then ONE double-click, at a
+    person's pace (two clicks 80 ms apart), must open the cell editor."""
+    open_page(page, base_url, "weights", "preset=the_cat_sat")
+    nav(page, "Softmax (attention weights)")  # a page switch is a redraw too
+    with rerun(page):
+        page.get_by_role("tab", name="W_q").click()
+    editor = page.locator("#portal .gdg-input")
+    for i in range(5):
+        grid = page.locator("[class*='st-key-ed-W_q-'] [data-testid='stDataFrame']").first
+        x, y = _cell_point(page, grid, i % 4, (i + 1) % 4, 4)
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.up()
+        page.wait_for_timeout(80)  # a person's double-click, not a synthetic one
+        page.mouse.down(click_count=2)
+        page.mouse.up(click_count=2)
+        editor.wait_for(timeout=3000)  # one double-click opened it
+        editor.fill(str(i + 2))
+        with rerun(page):
+            page.keyboard.press("Enter")
+        assert not editor.count()
+    shown = grid_cells(page, "ed-W_q-")
+    typed = {(i % 4, (i + 1) % 4): i + 2 for i in range(5)}  # the fifth edit retypes the first cell
+    assert {cell: float(shown[1 + cell[0]][1 + cell[1]]) for cell in typed} == typed, shown  # every edit arrived

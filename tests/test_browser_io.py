@@ -12,14 +12,22 @@ import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, error_texts, settle, streamlit_server
+from tests.browser_util import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    error_texts,
+    grid_cells,
+    guarded_context,
+    rerun,
+    settle,
+    streamlit_server,
+)
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
     pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 SHOTS = Path(os.environ.get("IO_SHOTS", "/tmp/io_shots"))
-LOCAL = ("http://127.0.0.1", "data:", "blob:")
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +42,9 @@ def page():
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = b.new_context(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
-        external: list[str] = []  # every page of the context: nothing may be fetched from outside this machine
-        context.on("request", lambda r: None if r.url.startswith(LOCAL) else external.append(r.url))
-        yield context.new_page()
+        with guarded_context(b, viewport={"width": 1400, "height": 1100}, accept_downloads=True) as context:
+            yield context.new_page()
         b.close()
-    assert not external, f"requests left the machine: {external}"
 
 
 def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
@@ -52,12 +57,12 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
     exp = page.get_by_test_id("stExpander").filter(has_text="Import W_q").first
     exp.locator("summary").click()
     exp.get_by_role("textbox").fill(f"np.array({w.tolist()!r})")
-    exp.get_by_role("button", name="Apply").click()
-    page.wait_for_timeout(300)
-    settle(page)
+    with rerun(page):
+        exp.get_by_role("button", name="Apply").click()
     assert not error_texts(page), error_texts(page)
     ok = page.get_by_test_id("stAlertContentSuccess").filter(has_text="W_q replaced by the pasted matrix")
     assert ok.count() == 1, page.get_by_test_id("stAlertContentSuccess").all_inner_texts()
+    _assert_grid_shows(page, "W_q", w)  # the pasted numbers, in the W_q grid a person sees
     exp = page.get_by_test_id("stExpander").filter(has_text="Import W_q").first
     if not exp.locator("details").first.evaluate("e => e.open"):  # a new matrix redraws the editor (and may close this)
         exp.locator("summary").click()
@@ -68,9 +73,8 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
 
     # A wrong shape: the message says both shapes and offers to change the shape.
     exp.get_by_role("textbox").fill("[[1, 2], [3, 4]]")
-    exp.get_by_role("button", name="Apply").click()
-    page.wait_for_timeout(300)
-    settle(page)
+    with rerun(page):
+        exp.get_by_role("button", name="Apply").click()
     text = " ".join(page.get_by_test_id("stAlertContentError").all_inner_texts())
     assert "W_q must be 4 × 4 (d_model × d_k)" in text and "2 × 2" in text, text
     exp = page.get_by_test_id("stExpander").filter(has_text="Import W_q").first
@@ -81,8 +85,8 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
 
     side = page.get_by_test_id("stSidebar")
     tools = side.get_by_test_id("stExpander").filter(has_text="Save, share, export").first
-    tools.locator("summary").click()  # opening it reruns the page with its content
-    settle(page)
+    with rerun(page):
+        tools.locator("summary").click()  # opening it reruns the page with its content
     tools.get_by_role("button", name="Export as Python script").wait_for()
     tools.scroll_into_view_if_needed()
     side.screenshot(path=str(SHOTS / "sidebar_tools.png"))
@@ -99,11 +103,21 @@ def test_paste_into_w_q_export_and_link(page, base_url, tmp_path) -> None:
     page2.goto(url)
     settle(page2)
     assert not error_texts(page2), error_texts(page2)
-    page2.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text="Save, share, export").first.locator(
-        "summary"
-    ).click()
-    settle(page2)
+    with rerun(page2):
+        page2.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(
+            has_text="Save, share, export"
+        ).first.locator("summary").click()
     page2.get_by_test_id("stSidebar").get_by_test_id("stCode").wait_for()
     assert page2.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip() == link
     page2.screenshot(path=str(SHOTS / "weights_from_link.png"), full_page=True)
-    np.testing.assert_array_equal(w[1, 2], -1.75)
+    _assert_grid_shows(page2, "W_q", w)  # the link reopens the pasted numbers
+
+
+def _assert_grid_shows(pg, name: str, want: np.ndarray) -> None:
+    """The editor grid of ``name`` shows ``want``, cell by cell, rounded to the digits each cell displays."""
+    header, *rows = grid_cells(pg, f"ed-{name}-")
+    cells = [row[1:] for row in rows]
+    got = np.array([[float(c) for c in row] for row in cells])
+    half_unit = np.array([[0.5 * 10.0 ** -len(c.partition(".")[2]) + 1e-12 for c in row] for row in cells])
+    assert got.shape == want.shape, (header, rows)
+    assert (np.abs(got - want) <= half_unit).all(), (cells, want)

@@ -8,7 +8,7 @@ import pytest
 
 import attention
 from attention.labs import challenges as ch
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, rerun
 from tests.test_browser import base_url, browser, edit_grid_cell, open_page, page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -21,8 +21,8 @@ if not os.path.exists(CHROMIUM):
 
 def _choose(pg, label: str, option: str) -> None:
     pg.get_by_test_id("stSelectbox").filter(has_text=label).locator("input").first.click()
-    pg.get_by_role("option", name=option).first.click()
-    settle(pg)
+    with rerun(pg):
+        pg.get_by_role("option", name=option).first.click()
 
 
 def test_start_a_challenge_edit_the_grid_and_see_the_tick(page, base_url) -> None:  # noqa: F811
@@ -32,8 +32,8 @@ def test_start_a_challenge_edit_the_grid_and_see_the_tick(page, base_url) -> Non
     assert attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).output[1, 0] < 0  # the edit solves it
     open_page(page, base_url, "challenges")
     _choose(page, "A built-in challenge", c.title)
-    page.get_by_role("button", name="Start").first.click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Start").first.click()
     body = page.inner_text("body")
     assert "Playing: " + c.title in body and "Not yet" in body
     page.screenshot(path=str(SHOTS / "challenge_started.png"), full_page=True)

@@ -10,7 +10,7 @@ import pytest
 import attention
 from attention import charts, learn
 from attention.ui.learned import LearnSettings
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, rerun
 from tests.test_browser import base_url, browser, nav, open_page, page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -33,8 +33,8 @@ def _charts_drawn(pg, count: int) -> None:
 def test_train_use_the_weights_and_see_them_on_the_softmax_page(page, base_url) -> None:  # noqa: F811
     SHOTS.mkdir(parents=True, exist_ok=True)
     open_page(page, base_url, "learn", "preset=the_cat_sat")
-    page.get_by_role("button", name="Train").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Train").click()
     _charts_drawn(page, 3)  # the loss curve, the learned weights, the target
     body = page.inner_text("body")
     assert "Last run" in body and "Learned weights after step 300" in body, body[-2000:]
@@ -53,8 +53,8 @@ def test_train_use_the_weights_and_see_them_on_the_softmax_page(page, base_url) 
     top = [fmt.format(w[1, 0]), fmt.format(w[2, 1])]
     assert all(v in learned for v in top), (top, learned)
     page.screenshot(path=str(SHOTS / "learn_trained.png"), full_page=True)
-    page.get_by_role("button", name="Use these weights").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Use these weights").click()
     assert "now hold the learned numbers" in page.inner_text("body")
     nav(page, "Softmax")
     _charts_drawn(page, 1)

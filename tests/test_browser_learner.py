@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, open_sidebar_expander, settle
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, open_sidebar_expander, rerun, settle
 from tests.test_browser import base_url, browser, download, edit_grid_cell, open_page, page, read_csv  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,8 +42,8 @@ def _wait_charts(pg) -> None:
 def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, base_url) -> None:  # noqa: F811
     open_page(page, base_url, "softmax", "preset=the_cat_sat")
     _wait_charts(page)
-    page.get_by_role("tab", name="W_q").click()  # choosing a tab reruns the page with that editor
-    settle(page)
+    with rerun(page):
+        page.get_by_role("tab", name="W_q").click()  # choosing a tab reruns the page with that editor
     _no_skeletons(page)
     grids = page.get_by_test_id("stDataFrame")
     index = [i for i in range(grids.count()) if grids.nth(i).is_visible()]
@@ -55,8 +55,8 @@ def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, ba
     m["W_q"][1, 1] = 3.0
     want = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).weights
     text = page.get_by_test_id("stVegaLiteChart").first.inner_text()  # the numbers written in the heatmap's cells
-    for v in want.reshape(-1):
-        assert f"{v:.4f}" in page.content() or f"{v:.4f}" in text
+    missing = [f"{v:.4f}" for v in want.reshape(-1) if f"{v:.4f}" not in text]
+    assert not missing, (missing, text)
     page.screenshot(path=str(SHOTS / "learner_edit_on_softmax.png"), full_page=True)
     assert not page.console_errors, page.console_errors
     assert not page.external, page.external
@@ -73,13 +73,13 @@ def test_clicking_a_heatmap_cell_explains_it(page, base_url) -> None:  # noqa: F
     target = chart.get_by_text(re.compile(r"^23\.14")).first
     tb = target.bounding_box() if target.count() else None
     assert tb is not None, "the score 23.14 (sat → cat) is written in its cell"
-    page.mouse.click(tb["x"] + tb["width"] / 2, tb["y"] + tb["height"] / 2)
-    page.wait_for_timeout(300)
-    settle(page)
+    inside = box["x"] <= tb["x"] and tb["x"] + tb["width"] <= box["x"] + box["width"]
+    assert inside and box["y"] <= tb["y"] and tb["y"] + tb["height"] <= box["y"] + box["height"], (tb, box)
+    with rerun(page):
+        page.mouse.click(tb["x"] + tb["width"] / 2, tb["y"] + tb["height"] / 2)
     body = page.inner_text("body")
     t = attention.load_preset("the_cat_sat").compute()
     assert f"S = {t.scores[2, 1]:.6g}" in body, body[-1500:]
-    assert box is not None
     page.screenshot(path=str(SHOTS / "learner_explain_cell.png"), full_page=True)
     assert not page.console_errors, page.console_errors
 
@@ -90,13 +90,11 @@ def test_a_reload_keeps_edits_and_options(page, base_url, tmp_path) -> None:  # 
     open_sidebar_expander(page, "Heads, mask and conventions")
     temp = page.get_by_test_id("stSidebar").get_by_role("spinbutton", name="Temperature T (softmax of S/T)")
     temp.fill("2")
-    temp.press("Enter")
-    settle(page)
+    with rerun(page):
+        temp.press("Enter")
     assert "temp=2.0" in page.url and "edits=" in page.url
     page.reload()
     settle(page)
-    _no_skeletons(page)
-    page.wait_for_timeout(500)
     assert "T = 2" in page.get_by_test_id("stSidebar").inner_text()  # the folded conventions' summary
     open_sidebar_expander(page, "Heads, mask and conventions")
     assert (
@@ -151,9 +149,8 @@ def test_markdown_in_tokens_and_a_preset_title_stays_text(page, base_url, tmp_pa
     path = tmp_path / "homework [1](http:evil).json"
     path.write_text(json.dumps(preset), encoding="utf-8")
     open_sidebar_expander(page, "Save, share, export")
-    page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(path))
-    settle(page)
-    page.wait_for_timeout(1000)
+    with rerun(page):
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(path))
     side = page.get_by_test_id("stSidebar").inner_text()
     assert f"**bold** {image}" in side, side[:1500]  # the title as typed, not bold, no image
     assert path.name in side  # the file's name, as typed

@@ -69,7 +69,7 @@ def render(key: str) -> None:
     step = STEPS[key]
     s = setup(step.nav, step.file)
     st.title(step.title)  # ours: the spec's title
-    st.latex(step.latex)
+    widgets.formula(step.latex)
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))

@@ -12,7 +12,7 @@ from .. import charts, masks, positions
 from ..errors import AttentionError
 from . import compute, editors, frames, session, state
 from .text import esc
-from .widgets import show_messages
+from .widgets import formula, show_messages
 
 # ------------------------------------------------------------------------------------------ custom mask
 
@@ -109,7 +109,7 @@ def position_control(s: session.Session) -> None:
     )
     n, d = s.dims.n, s.dims.d_model
     if s.options.positions == "sinusoidal":
-        st.latex(
+        formula(
             r"X' = X + PE,\quad PE_{pos,2i} = \sin\frac{pos}{10000^{2i/d_{model}}},\quad "
             r"PE_{pos,2i+1} = \cos\frac{pos}{10000^{2i/d_{model}}}"
         )
@@ -120,14 +120,14 @@ def position_control(s: session.Session) -> None:
             charts.decimals_for(pe, s.digits),
         )
     elif s.options.positions == "learned":
-        st.latex(r"X' = X + P,\quad P \in \mathbb{R}^{n \times d_{model}}")
+        formula(r"X' = X + P,\quad P \in \mathbb{R}^{n \times d_{model}}")
         st.caption(
             "P has one row per position (not per token: a shuffle moves the tokens, P stays). It starts as the "
             "sinusoidal code; edit any cell, or let the Learn page learn it."
         )
         editors.matrix_editor("P", s)
     elif s.options.positions == "rotary":
-        st.latex(
+        formula(
             r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = \begin{pmatrix} \cos\theta & -\sin\theta \\ "
             r"\sin\theta & \cos\theta \end{pmatrix} \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad "
             r"\theta = pos \cdot 10000^{-2i/d}"

@@ -72,7 +72,7 @@ def show(s: session.Session) -> None:
         )
         return
     with st.container(border=True, key="tour"):
-        st.markdown("#### Start here")
+        st.markdown("## Start here")
         st.markdown(
             "New to attention? Walk the pages in order. On each, look for one thing, then try one thing; "
             "everything you change carries over to the next page."

@@ -33,7 +33,7 @@ EXAMPLE = {  # the form starts filled in with a challenge that reads, so a teach
 
 def draw(s: session.Session) -> None:
     st.divider()
-    st.subheader("Write a challenge")
+    st.header("Write a challenge")
     st.markdown(
         "Fill in the form and press **Check it**: the challenge is read back by the same checks as a file, and "
         "then you can share it as a link or a JSON file. A row or column is a 0-based index or a token that "

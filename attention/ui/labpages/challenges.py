@@ -94,7 +94,7 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
 
 
 def _describe(c: ch.Challenge) -> None:
-    st.markdown(f"#### {esc(c.title, 200)}")
+    st.markdown(f"## {esc(c.title, 200)}")
     st.markdown(esc(c.goal, 2000))
     opts = ", ".join(f"{k} = {esc(v, 60)}" for k, v in c.options.items())
     seed = f", seed {c.seed}" if c.seed is not None else ""
@@ -106,7 +106,7 @@ def _describe(c: ch.Challenge) -> None:
 
 
 def _playing(s: session.Session, c: ch.Challenge) -> None:
-    st.markdown(f"### Playing: {esc(c.title, 200)}")
+    st.markdown(f"## Playing: {esc(c.title, 200)}")
     st.markdown(esc(c.goal, 2000))
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):

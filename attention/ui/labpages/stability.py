@@ -63,7 +63,7 @@ def body(s: session.Session) -> None:
 
 def _variants(room: lab.Headroom | None) -> None:
     sw = sweep()
-    st.subheader("Three ways to compute softmax, as the scores grow")
+    st.header("Three ways to compute softmax, as the scores grow")
     st.markdown(
         f"In float64, `exp(x)` is ∞ for x above log(finfo.max) = **{sw.overflow_limit:.2f}** and rounds to 0 below "
         f"**{sw.underflow_limit:.2f}**. Each softmax below is run on two rows of scores, "
@@ -151,7 +151,7 @@ def _rule(x: float, label: str) -> alt.Chart:
 
 def _masking() -> None:
     cases = masks()
-    st.subheader("Masking: −∞, −1e9 or finfo.min")
+    st.header("Masking: −∞, −1e9 or finfo.min")
     st.markdown(
         f"A masked key gets a fill before softmax: the row of scores {_row(lab.MASK_ROW)} with its last two keys "
         "masked, and a row with every key masked (padding, or a query that may see nothing). **replace** sets "
@@ -181,7 +181,7 @@ def _masking() -> None:
 
 def _dtypes(room: lab.Headroom | None) -> None:
     limits = widths()
-    st.subheader("Float widths: where exp overflows and underflows")
+    st.header("Float widths: where exp overflows and underflows")
     table = pd.DataFrame(
         [
             {

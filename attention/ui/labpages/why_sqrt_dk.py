@@ -184,7 +184,7 @@ def _table(c: sqrt_dk.SqrtDkCurves) -> pd.DataFrame:
 
 def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint, top: np.ndarray, jac: np.ndarray) -> None:
     """The gradient against the largest weight, one score pulling ahead of the n − 1 others; the current rows on it."""
-    st.subheader("Why a saturated row learns nothing")
+    st.header("Why a saturated row learns nothing")
     n = min(max(p.n, 2), sqrt_dk.MAX_N)
     curve = pd.DataFrame(saturation(n))
     live = trace.weights.reshape(-1, trace.weights.shape[-1]).sum(axis=-1) > 0  # (rows,): fully masked rows left out
