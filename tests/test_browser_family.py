@@ -8,7 +8,7 @@ import os
 import pytest
 from PIL import Image
 
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
 from tests.test_browser import base_url, browser, open_page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -30,23 +30,15 @@ def drawn(locator) -> tuple[float, float, int]:
 
 @pytest.mark.parametrize("size", [(1400, 1000), (1280, 720)], ids=["1400x1000", "1280x720"])
 def test_the_flash_lab_walks_to_its_last_tile_and_draws_it(browser, base_url, size) -> None:  # noqa: F811
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    external: list[str] = []
-    page.on(
-        "request",
-        lambda r: external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None,
-    )
-    try:
+    with guarded_context(browser, viewport={"width": size[0], "height": size[1]}) as context:
+        page = context.new_page()
         open_page(page, base_url, "flash", "preset=the_cat_sat")
         page.get_by_text("Tile 1 of ").first.wait_for(timeout=20000)
-        page.get_by_role("button", name="Next tile ▶").first.click()
-        settle(page)
+        with rerun(page):
+            page.get_by_role("button", name="Next tile ▶").first.click()
         page.get_by_text("Tile 2 of ").first.wait_for(timeout=20000)
-        page.get_by_role("button", name="Last tile ⏭").first.click()
-        settle(page)
+        with rerun(page):
+            page.get_by_role("button", name="Last tile ⏭").first.click()
         page.get_by_text("its output is final").first.wait_for(timeout=20000)
         body = page.inner_text("body")
         assert "equal to float64 rounding" in body
@@ -61,16 +53,11 @@ def test_the_flash_lab_walks_to_its_last_tile_and_draws_it(browser, base_url, si
             assert w >= 200 and h >= 40 and colours > 5, (i, w, h, colours)
         assert not error_texts(page)
         page.screenshot(path=str(SHOTS / f"flash_last_tile_{size[0]}x{size[1]}.png"), full_page=True)
-        assert not errors, errors
-        assert not external, external
-    finally:
-        context.close()
 
 
 def test_the_qkv_page_shows_shared_key_value_blocks_and_the_kv_cache(browser, base_url) -> None:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    try:
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        page = context.new_page()
         open_page(page, base_url, "qkv", "heads=4&kv=2")
         page.get_by_text("grouped-query attention").first.wait_for(timeout=20000)
         page.get_by_text("KV cache").first.wait_for(timeout=20000)
@@ -84,5 +71,3 @@ def test_the_qkv_page_shows_shared_key_value_blocks_and_the_kv_cache(browser, ba
         assert not error_texts(page)
         page.get_by_text("Key/value heads ·").first.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / "qkv_grouped_heads.png"), full_page=True)
-    finally:
-        context.close()
