@@ -102,7 +102,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             row_title="row",
             col_title="column",
         ),
-        width="content",
+        width="stretch",
         key=f"cmp.{page_key}.{name}.a",
     )
     right.vega_lite_chart(
@@ -112,11 +112,12 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             cols,
             kind="diff",
             title=f"now − A: {name}",
+            subtitle="red: larger now; blue: smaller",
             allowed=both if not both.all() else None,
             row_title="row",
             col_title="column",
         ),
-        width="content",
+        width="stretch",
         key=f"cmp.{page_key}.{name}.diff",
     )
     lines = [f"{esc(where)}: {a:.4g} → {b:.4g}" for where, a, b in largest_changes(now, was, rows, cols, square)]

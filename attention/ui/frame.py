@@ -146,9 +146,10 @@ def render_overview() -> None:
             s.labels,
             kind="weights",
             title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
+            subtitle="each row sums to 1",
             allowed=trace.allowed,
             digits=s.digits,
         ),
-        width="content",
+        width="stretch",
     )
     downloads.everything(s, "overview")

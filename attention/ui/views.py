@@ -17,7 +17,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, frames, session
-from .arrays import per_head, reading_lines, shown
+from .arrays import habit_line, per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -79,7 +79,16 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
 
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
-_TITLES = {"scores": "Raw scores QKᵀ", "weights": "Attention weights (each row sums to 1)"}
+HEADS_PER_ROW = 2
+# a short title (a chart's title is cut to its width) and what the colours mean below it
+_TITLES = {"scores": ("Raw scores QKᵀ", ""), "weights": ("Attention weights", "each row sums to 1")}
+
+
+def _titles(name: str, trace: Trace) -> tuple[str, str]:
+    if name == "scaled":
+        masked = trace.allowed is not None and not np.asarray(trace.allowed).all()
+        return "Scaled scores", "masked cells grey" if masked else ""
+    return _TITLES[name]
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
@@ -87,57 +96,26 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     h, n = stack.shape[0], stack.shape[-1]
     toks = s.labels
     kind = "weights" if name == "weights" else "scores"
-    title = (
-        "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "")
-        if name == "scaled"
-        else _TITLES[name]
-    )
-    if h > 1:  # small multiples, one per head, on one colour scale; at most MAX_HEADS_DRAWN at a time
-        heads = range(h)
-        if h > MAX_HEADS_DRAWN:
-            starts = list(range(0, h, MAX_HEADS_DRAWN))
-            first = st.selectbox(
-                f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
-                starts,
-                format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
-                key=f"heads.window.{page_key}",
-            )
-            heads = range(first, min(h, first + MAX_HEADS_DRAWN))
-        if n <= charts.RECT_MAX:  # a plain Vega-Lite dict: fast to build
-            st.vega_lite_chart(
-                charts.head_spec(
-                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
-                ),
-                width="content",
-            )
-        else:
-            st.altair_chart(
-                charts.head_heatmaps(
-                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
-                ),
-                width="content",
-            )
-        window = f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)"
-        st.caption(
-            f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale"
-            + (window if len(heads) < h else "")
-            + "."
-        )
+    title, subtitle = _titles(name, trace)
+    allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
+    if h > 1:  # one chart per head, on one colour scale; at most MAX_HEADS_DRAWN at a time
+        show_head_heatmaps(stack, s, trace, page_key, kind, title, subtitle, allowed)
         return
     m = stack[0]
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
-        allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
-        spec = charts.rect_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits, select=True)
+        spec = charts.rect_spec(
+            m, toks, toks, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
+        )
         st.vega_lite_chart(
             spec,
-            width="content",
+            width="stretch",
             on_select=functools.partial(cellview.on_heatmap_click, page_key),
             selection_mode="cell",
             key=cellview.HEATMAP_KEY.format(page=page_key),
         )
     else:
-        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
-        st.vega_lite_chart(spec, width="content")
+        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits)
+        st.vega_lite_chart(spec, width="stretch")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
         st.caption(
@@ -158,11 +136,61 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
                 size,
                 kind=kind,
                 title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}",
-                allowed=trace.allowed,
+                allowed=allowed,
                 digits=s.digits,
             ),
-            width="content",
+            width="stretch",
         )
+
+
+def show_head_heatmaps(
+    stack: np.ndarray,
+    s: session.Session,
+    trace: Trace,
+    page_key: str,
+    kind: str,
+    title: str,
+    subtitle: str,
+    allowed: np.ndarray | None,
+) -> None:
+    """Each head's heatmap in its own chart, two to a row, all on one colour scale, each with a line on what the
+    head mostly does (the engine's reading of its weights); a click on a cell explains that cell of that head."""
+    h, n = stack.shape[0], stack.shape[-1]
+    heads = range(h)
+    if h > MAX_HEADS_DRAWN:
+        starts = list(range(0, h, MAX_HEADS_DRAWN))
+        first = st.selectbox(
+            f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
+            starts,
+            format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
+            key=f"heads.window.{page_key}",
+        )
+        heads = range(first, min(h, first + MAX_HEADS_DRAWN))
+    clickable = n <= charts.RECT_MAX
+    st.markdown(
+        f"**{title}**" + (f" ({subtitle})" if subtitle else "") + f" · {h} heads, each on its own "
+        f"{trace.Q.shape[-1] // h} columns of Q and K, all on one colour scale"
+        + (f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)" if len(heads) < h else "")
+        + (". Click a cell of a head's heatmap to explain it below." if clickable else ".")
+    )
+    specs = charts.head_specs(
+        stack, s.labels, s.labels, kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
+    )
+    for start in range(0, len(specs), HEADS_PER_ROW):
+        columns = st.columns(HEADS_PER_ROW, gap="medium")
+        for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
+            with col:
+                if clickable:
+                    st.vega_lite_chart(
+                        spec,
+                        width="stretch",
+                        on_select=functools.partial(cellview.on_heatmap_click, page_key, k),
+                        selection_mode="cell",
+                        key=cellview.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
+                    )
+                else:
+                    st.vega_lite_chart(spec, width="stretch")
+                st.markdown(f"**head {k + 1}**: " + habit_line(trace, s.tokens, k))  # ours: tokens escaped
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:

@@ -31,16 +31,27 @@ def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.C
     return (line + rule).properties(height=220, title="Loss")
 
 
-def heatmap(values: np.ndarray, labels: list[str], title: str, allowed: np.ndarray | None, digits: int | None) -> None:
+def heatmap(
+    values: np.ndarray,
+    labels: list[str],
+    title: str,
+    allowed: np.ndarray | None,
+    digits: int | None,
+    subtitle: str = "",
+) -> None:
     """A weights heatmap (n, n): cell by cell as a plain Vega-Lite dict up to charts.RECT_MAX tokens (building the
     Altair objects for 64 × 64 cells took seconds), in blocks beyond."""
     allowed = None if allowed is None else per_head(np.asarray(allowed))[0]
     if values.shape[-1] <= charts.RECT_MAX:
-        spec = charts.rect_spec(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
-        st.vega_lite_chart(spec, width="content")
+        spec = charts.rect_spec(
+            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
+        )
+        st.vega_lite_chart(spec, width="stretch")
     else:
-        chart = charts.heatmap(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
-        st.altair_chart(chart, width="content")
+        chart = charts.heatmap(
+            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
+        )
+        st.altair_chart(chart, width="stretch")
 
 
 def is_current(s: session.Session, run: Learned) -> bool:
@@ -87,8 +98,9 @@ def result(s: session.Session) -> None:
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
     with left:
-        title = f"Learned weights after step {at:,}{heads} (loss {snap.loss:.3g})"
-        heatmap(per_head(snap.weights)[0], labels, title, None if r.trace is None else r.trace.allowed, s.digits)
+        title = f"Learned weights after step {at:,}{heads}"
+        allowed = None if r.trace is None else r.trace.allowed
+        heatmap(per_head(snap.weights)[0], labels, title, allowed, s.digits, subtitle=f"loss {snap.loss:.3g}")
     with right:
         heatmap(r.target.pattern, labels, f"Target: {TARGETS[cfg.target]}", None, s.digits)
     skipped = [labels[i] for i in np.flatnonzero(~r.target.rows)]
