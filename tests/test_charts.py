@@ -32,7 +32,10 @@ def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], fac
 
 def test_colour_scales_fit_each_step() -> None:
     assert charts.colour_for("weights", np.array([[0.2, 0.8]])).domain == (0.0, 1.0)
-    assert charts.colour_for("scores", np.array([[-3.0, -np.inf, 5.0]])).domain == (-3.0, 5.0)
+    # signed values: diverging, centred at 0 and symmetric, so white is 0 whatever the range
+    assert charts.colour_for("scores", np.array([[-3.0, -np.inf, 5.0]])).domain == (-5.0, 0.0, 5.0)
+    assert charts.colour_for("scores", np.array([[2.0, 4.0]])).domain == (-4.0, 0.0, 4.0)
+    assert charts.colour_for("diff", np.array([[0.5, -0.25]])).colours == charts.DIVERGING
 
 
 def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
@@ -45,7 +48,7 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
     data = big.to_dict()["datasets"]
     cells = len(data[next(iter(data))])
     assert cells <= charts.BLOCK_GRID**2
-    assert "blocks of" in big.to_dict()["title"]
+    assert "blocks of" in big.to_dict()["title"]["subtitle"]
 
 
 def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:

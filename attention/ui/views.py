@@ -16,8 +16,8 @@ from .. import charts, names
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import cellview, compute, downloads, frames, session
-from .arrays import habit_line, per_head, reading_lines, shown
+from . import cellview, compute, downloads, frames, headviews, session
+from .arrays import per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -78,8 +78,6 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     downloads.matrix(name, s, page_key)
 
 
-MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
-HEADS_PER_ROW = 2
 # a short title (a chart's title is cut to its width) and what the colours mean below it
 _TITLES = {"scores": ("Raw scores QKᵀ", ""), "weights": ("Attention weights", "each row sums to 1")}
 
@@ -98,8 +96,8 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     kind = "weights" if name == "weights" else "scores"
     title, subtitle = _titles(name, trace)
     allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
-    if h > 1:  # one chart per head, on one colour scale; at most MAX_HEADS_DRAWN at a time
-        show_head_heatmaps(stack, s, trace, page_key, kind, title, subtitle, allowed)
+    if h > 1:  # one chart per head, on one colour scale; at most headviews.MAX_HEADS_DRAWN at a time
+        headviews.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
         return
     m = stack[0]
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
@@ -141,56 +139,6 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
             ),
             width="stretch",
         )
-
-
-def show_head_heatmaps(
-    stack: np.ndarray,
-    s: session.Session,
-    trace: Trace,
-    page_key: str,
-    kind: str,
-    title: str,
-    subtitle: str,
-    allowed: np.ndarray | None,
-) -> None:
-    """Each head's heatmap in its own chart, two to a row, all on one colour scale, each with a line on what the
-    head mostly does (the engine's reading of its weights); a click on a cell explains that cell of that head."""
-    h, n = stack.shape[0], stack.shape[-1]
-    heads = range(h)
-    if h > MAX_HEADS_DRAWN:
-        starts = list(range(0, h, MAX_HEADS_DRAWN))
-        first = st.selectbox(
-            f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
-            starts,
-            format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
-            key=f"heads.window.{page_key}",
-        )
-        heads = range(first, min(h, first + MAX_HEADS_DRAWN))
-    clickable = n <= charts.RECT_MAX
-    st.markdown(
-        f"**{title}**" + (f" ({subtitle})" if subtitle else "") + f" · {h} heads, each on its own "
-        f"{trace.Q.shape[-1] // h} columns of Q and K, all on one colour scale"
-        + (f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)" if len(heads) < h else "")
-        + (". Click a cell of a head's heatmap to explain it below." if clickable else ".")
-    )
-    specs = charts.head_specs(
-        stack, s.labels, s.labels, kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
-    )
-    for start in range(0, len(specs), HEADS_PER_ROW):
-        columns = st.columns(HEADS_PER_ROW, gap="medium")
-        for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
-            with col:
-                if clickable:
-                    st.vega_lite_chart(
-                        spec,
-                        width="stretch",
-                        on_select=functools.partial(cellview.on_heatmap_click, page_key, k),
-                        selection_mode="cell",
-                        key=cellview.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
-                    )
-                else:
-                    st.vega_lite_chart(spec, width="stretch")
-                st.markdown(f"**head {k + 1}**: " + habit_line(trace, s.tokens, k))  # ours: tokens escaped
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
