@@ -18,6 +18,7 @@ from tests.apptest_util import (
     session,
     texts,
 )
+from tests.drawn_util import rows_of, title_of
 
 RESULT_PAGES = ["qkv", "scores", "scaling", "softmax", "output", "reading"]
 
@@ -152,12 +153,14 @@ def test_heads_offers_only_divisors_and_two_heads_draw_two_heatmaps_with_the_eng
     for el in at.get("vega_lite_chart"):
         spec = json.loads(el.proto.spec)
         assert "concat" not in spec  # a concat of views was drawn 0 px wide in a Streamlit column
-        if spec.get("title", {}).get("text", "").startswith("head"):
-            heads[spec["title"]["text"]] = spec["data"]["values"]
+        if title_of(el).startswith("head"):
+            heads[title_of(el)] = rows_of(el)
     assert sorted(heads) == ["head 1", "head 2"]  # one chart per head
     for k in range(2):  # the chart titled "head k" carries the engine's weights of that head, to the last bit
         got = {(row["query"], row["key"]): row["value"] for row in heads[f"head {k + 1}"]}
-        assert got == {(q, key): want.weights[k, i, j] for i, q in enumerate(s.tokens) for j, key in enumerate(s.tokens)}
+        assert got == {
+            (q, key): want.weights[k, i, j] for i, q in enumerate(s.tokens) for j, key in enumerate(s.tokens)
+        }
     # one head against independent single-head runs on column blocks (the oracle)
     m = s.matrices
     for k in range(2):
