@@ -222,7 +222,9 @@ def train(s: session.Session) -> None:
         if step == cfg.steps or now - last[0] >= REDRAW_SECONDS:
             last[0] = now
             bar.progress(step / cfg.steps, text=f"Step {step:,} of {cfg.steps:,} · loss {loss:.4g}")
-            live.altair_chart(learnviews.loss_chart(np.array(losses), cfg.steps), width="stretch")
+            live.altair_chart(
+                learnviews.loss_chart(np.array(losses), cfg.steps), width="stretch", height=learnviews.LOSS_HEIGHT
+            )
 
     try:
         result = learn.train(

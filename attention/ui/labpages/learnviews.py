@@ -18,17 +18,20 @@ from ..widgets import show_messages
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
 
 
+LOSS_HEIGHT = 300  # px, given to Streamlit too: inside st.empty() a chart otherwise got ~60 px of plot
+
+
 def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.Chart:
     """The loss after each step (a line over 0…steps, log scale: a loss of 0 is drawn at 1e-12), with a rule at step
     ``mark`` if given."""
     df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses, "shown": np.maximum(losses, 1e-12)})
     x = alt.X("step:Q", scale=alt.Scale(domain=[0, steps]), title="step")
-    y = alt.Y("shown:Q", scale=alt.Scale(type="log"), title="loss (cross-entropy, log scale)")
+    y = alt.Y("shown:Q", scale=alt.Scale(type="log"), title="loss (log scale)")
     line = alt.Chart(df).mark_line().encode(x, y, tooltip=["step", "loss"])
     if mark is None:
-        return line.properties(height=220, title="Loss")
+        return line.properties(height=LOSS_HEIGHT, title="Loss (cross-entropy)")
     rule = alt.Chart(pd.DataFrame({"step": [mark]})).mark_rule(color="#b2182b", strokeDash=[4, 3]).encode(x)
-    return (line + rule).properties(height=220, title="Loss")
+    return (line + rule).properties(height=LOSS_HEIGHT, title="Loss (cross-entropy)")
 
 
 def heatmap(
@@ -93,7 +96,7 @@ def result(s: session.Session) -> None:
         key=f"learn.snap.{abs(hash((run.start, cfg)))}",
     )
     snap = snaps[steps.index(at)]
-    chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch")
+    chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch", height=LOSS_HEIGHT)
     labels = token_labels(run.tokens)
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"

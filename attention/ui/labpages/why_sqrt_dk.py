@@ -171,7 +171,8 @@ def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint, top: np
         .encode(x=x, y="jacobian_norm:Q", tooltip=["row", alt.Tooltip("max_weight:Q", format=".4f")])
     )
     left, right = st.columns([3, 2])
-    left.altair_chart(alt.layer(line, dots).properties(height=300, title=f"‖J‖ against the largest weight (n = {n})"))
+    chart = alt.layer(line, dots).properties(height=300, title=f"‖J‖ against the largest weight (n = {n})")
+    left.altair_chart(chart, width="stretch")
     with right:
         st.dataframe(rows.head(64), hide_index=True, width="stretch")
         if len(rows) > 64:
