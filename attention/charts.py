@@ -294,8 +294,8 @@ def rect_spec(
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
     # Sized to its column: the width is the container's (set by the app, or "container" in a notebook), the height
-    # follows the rows. Every font is the signal "fs": 12 px at a page's size, larger when the chart is (a fullscreen
-    # view sets width and height), so the text grows with the cells. "fs" floors to whole pixels, so it settles.
+    # follows the rows; a fullscreen view sets both. Every font is the signal "fs": 12 px at a page's size, larger
+    # when the cells are (fullscreen), so the text grows with them; it floors to whole pixels, so the layout settles.
     row_px = 40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r))
     angle = -45 if n_c <= TEXT_MAX else -90
     fs = {"expr": "fs"}
@@ -383,8 +383,10 @@ def rect_spec(
         if subtitle
         else {"text": title, "fontSize": {"expr": "fs + 2"}},
         "width": "container",
-        "height": n_r * row_px,  # the plot's; axes, title and legend are added around it
-        "autosize": {"type": "fit-x", "contains": "padding"},
+        # the whole chart's height (autosize "fit": a fullscreen view then fits the screen): the rows, plus about
+        # 190 px of title, key labels, axis title and legend
+        "height": n_r * row_px + 190 + (20 if subtitle else 0),
+        "autosize": {"type": "fit", "contains": "padding"},
         "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
     }
     if select:

@@ -262,3 +262,54 @@ def test_the_learn_pages_charts_after_training_are_visible_and_readable(page, ba
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"visible_learn_{viewport[0]}.png"), full_page=True)
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+
+
+def test_fullscreen_enlarges_the_heatmap_and_its_text_and_fits_the_screen(page, base_url) -> None:  # noqa: F811
+    """Streamlit's fullscreen button gives the chart the whole window: the cells grow, the text with them (a fixed
+    size made the cells larger and left the labels at 11 px), and the whole chart fits the window."""
+    page.set_viewport_size({"width": SMALL[0], "height": SMALL[1]})
+    _visit(page, base_url, "softmax", STEPS["softmax"].title, STATES["1 head, 6 tokens"][0])
+    (before,) = _stable_charts(page)
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    chart.scroll_into_view_if_needed()
+    chart.hover()
+    box = chart.locator("xpath=ancestor::*[@data-testid='stElementContainer'][1]")
+    box.get_by_role("button", name="Fullscreen").click()
+    for _ in range(50):
+        (after,) = page.evaluate(MEASURE)
+        if after["w"] > 2 * before["w"]:
+            break
+        page.wait_for_timeout(200)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "visible_fullscreen.png"))
+    assert after["w"] > 2 * before["w"] and after["plotH"] > 1.3 * before["plotH"], (before, after)
+    assert after["minFont"] >= 1.4 * before["minFont"], (before, after)  # the labels grew with the cells
+    assert after["h"] <= SMALL[1], after  # the whole chart (axis, legend) fits the window
+    assert not after["cut"], after
+
+
+def test_a_click_on_a_cell_of_head_2s_heatmap_explains_that_cell_of_head_2(page, base_url) -> None:  # noqa: F811
+    import attention
+    from attention import charts
+
+    page.set_viewport_size({"width": LARGE[0], "height": LARGE[1]})
+    _visit(page, base_url, "scores", STEPS["scores"].title, "preset=the_cat_sat&heads=2")
+    _stable_charts(page)
+    head2 = page.get_by_test_id("stVegaLiteChart").nth(1)
+    assert "head 2" in head2.inner_text()
+    head2.scroll_into_view_if_needed()
+    # the cell (sat, cat) of head 2: the score written in it
+    p = attention.load_preset("the_cat_sat")
+    m = p.matrices()
+    q, k = m["X"] @ m["W_q"], m["X"] @ m["W_k"]
+    scores = q[:, 2:] @ k[:, 2:].T  # head 2: columns 3-4 of Q and K, with numpy
+    score = float(scores[2, 1])
+    written = charts.decimals_for(scores, 4).format(score)
+    cell = head2.get_by_text(written, exact=True).first
+    cb = cell.bounding_box()
+    assert cb is not None, f"the score {written} (head 2, sat → cat) is written in its cell"
+    page.mouse.click(cb["x"] + cb["width"] / 2, cb["y"] + cb["height"] / 2)
+    page.get_by_text(f"S = {score:.6g}").first.wait_for(timeout=30_000)
+    settle(page)
+    assert page.get_by_test_id("stMain").get_by_role("combobox").count() >= 3
+    assert not error_texts(page)
