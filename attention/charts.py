@@ -143,6 +143,7 @@ def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
         allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
         return rect_spec(values, token_labels(rows), token_labels(cols), allowed=allowed, **options)  # type: ignore[arg-type]
     options.pop("select", None)  # blocks are not selectable
+    options.pop("row_height", None)
     return heatmap(values, rows, cols, **options).to_dict(validate=False)  # type: ignore[arg-type]
 
 
@@ -176,6 +177,7 @@ def head_specs(
             colour=shared,
             digits=digits,
             select=select,
+            row_height=max(10, min(40, 240 // stack.shape[-2])),  # in half a column: shorter rows
         )
         for k in (heads if heads is not None else range(stack.shape[0]))
     ]
@@ -284,9 +286,11 @@ def rect_spec(
     digits: int | None = 3,
     select: bool = False,
     subtitle: str = "",
+    row_height: int | None = None,
 ) -> dict:
     """The cell-by-cell heatmap as a Vega-Lite spec (a plain dict, data inline): every cell a rect with a tooltip,
-    masked cells grey, the value written in each cell up to TEXT_MAX, a click selection "cell" when ``select``.
+    masked cells grey, the value written in each cell up to TEXT_MAX (where it fits), a click selection "cell" when
+    ``select``; ``subtitle`` under the title; ``row_height`` (px) overrides the rows' height.
 
     Written as the dict Altair would produce, because building the Altair objects and validating them took ~100 ms
     of each run; a person's edit waits for it. :func:`heatmap` wraps it as an Altair chart for a notebook."""
@@ -296,7 +300,7 @@ def rect_spec(
     # Sized to its column: the width is the container's (set by the app, or "container" in a notebook), the height
     # follows the rows; a fullscreen view sets both. Every font is the signal "fs": 12 px at a page's size, larger
     # when the cells are (fullscreen), so the text grows with them; it floors to whole pixels, so the layout settles.
-    row_px = 40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r))
+    row_px = row_height or (40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r)))
     angle = -45 if n_c <= TEXT_MAX else -90
     fs = {"expr": "fs"}
     axis = {"labelFontSize": fs, "titleFontSize": fs, "labelLimit": 120, "labelOverlap": "greedy"}
@@ -330,7 +334,7 @@ def rect_spec(
                 "legend": {
                     "orient": "bottom",
                     "direction": "horizontal",
-                    "gradientLength": 160,
+                    "gradientLength": {"expr": "clamp(width - 50, 60, 200)"},  # within the plot's width
                     "titleLimit": 200,
                     "labelFontSize": fs,
                     "titleFontSize": fs,

@@ -123,6 +123,11 @@ MEASURE = """
       minFont: texts.length ? Math.min(...texts.map(t => t[1])) : null,
       small: texts.filter(t => t[1] < MIN_FONT_PX).slice(0, 3).map(t => t[0] + " @" + t[1] + "px"),
       cut: texts.filter(t => t[0].endsWith("…")).map(t => t[0]).slice(0, 3),
+      clipped: g && g.tagName.toLowerCase() === "svg" ? [...g.querySelectorAll("text")]
+        .filter(t => t.textContent.trim() && t.getClientRects().length)
+        .filter(t => { const r = t.getBoundingClientRect();
+          return r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1; })
+        .map(t => t.textContent).slice(0, 3) : [],
       title: title ? title.textContent : "",
       plotW: pb ? pb.width : null, plotH: pb ? pb.height : null,
       yTitle: yTitles.length ? Math.max(...yTitles) : 0,
@@ -209,6 +214,8 @@ def _check_page(pg, slug: str, state: str, viewport: tuple[int, int], trained: b
             problems.append(f"{name}: text below {MIN_FONT:g} px: {c['small']}")
         if c["cut"]:
             problems.append(f"{name}: text cut: {c['cut']}")
+        if c["clipped"]:
+            problems.append(f"{name}: text outside the chart's box (clipped): {c['clipped']}")
         if c["w"] >= MIN_W and c["h"] >= MIN_H:  # (a smaller box is reported above)
             why = _blank(pg, c["index"])
             if why:
