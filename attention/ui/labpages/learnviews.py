@@ -105,7 +105,8 @@ def result(s: session.Session) -> None:
         allowed = None if r.trace is None else r.trace.allowed
         heatmap(per_head(snap.weights)[0], labels, title, allowed, s.digits, subtitle=f"loss {snap.loss:.3g}")
     with right:
-        heatmap(r.target.pattern, labels, f"Target: {TARGETS[cfg.target]}", None, s.digits)
+        target = f"Target: {TARGETS[cfg.target]}"
+        heatmap(r.target.pattern, labels, target, None, s.digits, subtitle="what the loss pulls the weights towards")
     skipped = [labels[i] for i in np.flatnonzero(~r.target.rows)]
     if skipped:
         st.caption(
