@@ -195,12 +195,19 @@ def head_heatmaps(
     heads: Sequence[int] | None = None,
     width: int = 300,
 ) -> alt.ConcatChart:
-    """For a notebook: :func:`head_specs` as one Altair chart, two heads to a row, each ``width`` px wide."""
-    panels = []
+    """For a notebook: :func:`head_specs` as one Altair chart, two heads to a row, each ``width`` px wide (text at
+    12 px: the font signal of a single chart follows its own size, which a concat does not have)."""
+    panels, datasets = [], {}
     for spec in head_specs(stack, rows, cols, kind=kind, allowed=allowed, digits=digits, heads=heads):
-        spec = {k: v for k, v in spec.items() if k not in ("autosize", "padding", "$schema", "config")}
-        panels.append(alt.LayerChart.from_dict({**spec, "width": width}, validate=False))
-    return alt.concat(*panels, columns=2, title=title).resolve_scale(color="shared")
+        datasets.update(spec.pop("datasets", {}))
+        params = [p for p in spec.get("params", []) if p["name"] != "fs"]
+        spec = {k: v for k, v in spec.items() if k not in ("autosize", "padding", "$schema", "config", "params")}
+        panels.append(
+            {**spec, **({"params": params} if params else {}), "width": width, "height": spec["height"] - 190}
+        )
+    top = {"concat": panels, "columns": 2, "title": title, "params": [{"name": "fs", "value": 12}]}
+    top["resolve"] = {"scale": {"color": "shared"}}
+    return alt.ConcatChart.from_dict({**top, **({"datasets": datasets} if datasets else {})}, validate=False)
 
 
 def _long_form(
