@@ -102,7 +102,7 @@ def _variants(room: lab.Headroom | None) -> None:
             x=x,
             y=alt.Y("variant:N", sort=list(lab.VARIANTS), title=None),
             color=alt.Color(
-                "result:N", scale=alt.Scale(domain=["correct", "broken"], range=["#4c9a2a", "#d62728"]), title=None
+                "result:N", scale=alt.Scale(domain=["correct", "broken"], range=["#2166ac", "#e66100"]), title=None
             ),
             tooltip=[
                 "variant",
