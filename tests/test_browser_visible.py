@@ -84,7 +84,8 @@ CANVAS_HOOK = """
   };
 })();
 """
-MEASURE = """
+MEASURE = (
+    """
 () => {
   const main = document.querySelector("[data-testid='stMain']").getBoundingClientRect();
   const out = [];
@@ -116,6 +117,15 @@ MEASURE = """
       .map(t => t.getBoundingClientRect()).filter(r => r.height > r.width).map(r => r.height);
     // the column (or page width) the chart is given
     const slot = el.closest("[data-testid='stElementContainer']") || el.parentElement;
+    // where the chart's toolbar appears on hover: above its top right corner; text there would be covered
+    const sr = slot.getBoundingClientRect();
+    const bar = {left: sr.right - TOOLBAR_W, right: sr.right, top: sr.top - TOOLBAR_H, bottom: sr.top};
+    const texts_ = "[data-testid='stMain'] [data-testid='stMarkdownContainer'] p, "
+      + "[data-testid='stMain'] [data-testid='stCaptionContainer']";
+    const covered = [...document.querySelectorAll(texts_)]
+      .filter(t => [...t.getClientRects()].some(r => r.width > 0 && r.left < bar.right && r.right > bar.left
+        && r.top < bar.bottom - 2 && r.bottom > bar.top + 2))
+      .map(t => t.textContent.slice(0, 60)).slice(0, 2);
     out.push({
       index: i,
       kind: g ? g.tagName.toLowerCase() : "none",
@@ -132,12 +142,16 @@ MEASURE = """
       title: title ? title.textContent : "",
       plotW: pb ? pb.width : null, plotH: pb ? pb.height : null,
       yTitle: yTitles.length ? Math.max(...yTitles) : 0,
-      slot: slot.getBoundingClientRect().width,
+      slot: sr.width,
+      covered,
     });
   });
   return out;
 }
 """.replace("MIN_FONT_PX", str(MIN_FONT))
+    .replace("TOOLBAR_W", "112")
+    .replace("TOOLBAR_H", "44")
+)
 
 
 def _stable_charts(pg, timeout_ms: int = 20_000) -> list[dict]:
@@ -215,6 +229,8 @@ def _check_page(pg, slug: str, state: str, viewport: tuple[int, int], trained: b
             problems.append(f"{name}: text below {MIN_FONT:g} px: {c['small']}")
         if c["cut"]:
             problems.append(f"{name}: text cut: {c['cut']}")
+        if c["covered"]:
+            problems.append(f"{name}: its toolbar (on hover) covers text: {c['covered']}")
         if c["clipped"]:
             problems.append(f"{name}: text outside the chart's box (clipped): {c['clipped']}")
         if c["w"] >= MIN_W and c["h"] >= MIN_H:  # (a smaller box is reported above)

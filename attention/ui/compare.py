@@ -8,7 +8,7 @@ import streamlit as st
 from .. import charts
 from ..errors import AttentionError
 from ..trace import Trace
-from . import compute, session, state
+from . import compute, session, state, widgets
 from .arrays import as_2d, shown
 from .text import esc
 
@@ -90,6 +90,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
         )
         return
     kind = "weights" if name == "weights" else "scores"
+    widgets.chart_gap()
     left, right = st.columns(2)
     left.vega_lite_chart(
         charts.heatmap_spec(

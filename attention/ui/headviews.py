@@ -9,7 +9,7 @@ import streamlit as st
 
 from .. import charts
 from ..trace import Trace
-from . import cellview, session
+from . import cellview, session, widgets
 from .arrays import habit_line
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
@@ -50,6 +50,7 @@ def show(
         stack, s.labels, s.labels, kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
     )
     for start in range(0, len(specs), HEADS_PER_ROW):
+        widgets.chart_gap()
         columns = st.columns(HEADS_PER_ROW, gap="medium")
         for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
             with col:

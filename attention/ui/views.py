@@ -16,7 +16,7 @@ from .. import charts, names
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import cellview, compute, downloads, frames, headviews, session
+from . import cellview, compute, downloads, frames, headviews, session, widgets
 from .arrays import per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
@@ -100,6 +100,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         headviews.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
         return
     m = stack[0]
+    widgets.chart_gap()
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
         spec = charts.rect_spec(
             m, toks, toks, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
@@ -124,6 +125,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
         c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
+        widgets.chart_gap()
         st.altair_chart(
             charts.zoom_heatmap(
                 m,

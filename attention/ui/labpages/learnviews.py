@@ -9,7 +9,7 @@ import streamlit as st
 
 from ... import charts
 from ...names import token_labels
-from .. import compute, session, state
+from .. import compute, session, state, widgets
 from ..arrays import per_head
 from ..learned import TARGETS, Learned
 from ..text import esc
@@ -88,6 +88,7 @@ def result(s: session.Session) -> None:
         )
     snaps = r.snapshots
     steps = [sn.step for sn in snaps]
+    widgets.chart_gap()
     chart = st.empty()  # drawn after the slider below it is read, with a rule at the chosen step
     at = st.select_slider(
         "Snapshot: move through training to watch the weights form",
@@ -98,6 +99,7 @@ def result(s: session.Session) -> None:
     snap = snaps[steps.index(at)]
     chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch", height=LOSS_HEIGHT)
     labels = token_labels(run.tokens)
+    widgets.chart_gap()
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
     with left:
