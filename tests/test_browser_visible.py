@@ -136,8 +136,8 @@ MEASURE = (
       clipped: g && g.tagName.toLowerCase() === "svg" ? [...g.querySelectorAll("text")]
         .filter(t => t.textContent.trim() && t.getClientRects().length)
         .filter(t => { const r = t.getBoundingClientRect();
-          return r.left < box.left - 1 || r.right > box.right + 1
-            || r.top < box.top - 1 || r.bottom > box.bottom + 1; })
+          return r.left < box.left - 4 || r.right > box.right + 4  // (a glyph's box overhangs by a few px)
+            || r.top < box.top - 4 || r.bottom > box.bottom + 4; })
         .map(t => t.textContent).slice(0, 3) : [],
       title: title ? title.textContent : "",
       plotW: pb ? pb.width : null, plotH: pb ? pb.height : null,
