@@ -75,3 +75,21 @@ def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:
         rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding", padding=(True, True, True)
     )
     assert all_pad.reading.fully_masked.all()
+
+
+def test_a_heads_habit_is_read_from_its_weights() -> None:
+    from attention.reading import habit, read
+
+    n = 5
+    prev = np.eye(n, k=-1) * 0.9 + 0.1 / n  # row i puts most weight on i - 1 (row 0 spreads out)
+    prev[0] = 1 / n
+    h = habit(read(prev))
+    assert (h.kind, h.rows, h.of) == ("previous", n - 1, n)  # row 0's top is key 0 (a tie broken to the first)
+    one = np.full((n, n), 0.05)
+    one[:, 3] = 0.8
+    assert (habit(read(one)).kind, habit(read(one)).key, habit(read(one)).rows) == ("key", 3, n)
+    assert habit(read(np.full((n, n), 1 / n))).kind == "spread"
+    stack = np.stack([prev, one])  # per head
+    assert [habit(read(stack), k).kind for k in range(2)] == ["previous", "key"]
+    masked = read(np.eye(n), allowed=np.eye(n, dtype=bool))  # every row has one key to choose from
+    assert habit(masked).kind == "none"
