@@ -91,6 +91,7 @@ def heatmap(
     select: bool = False,
     subtitle: str = "",
     colour: Colour | None = None,
+    row_height: int | None = None,
 ) -> alt.LayerChart:
     """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
 
@@ -99,7 +100,8 @@ def heatmap(
     marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is drawn as its single matrix.
     ``digits``: significant digits of the numbers written in the cells (the tooltip always shows full precision).
     ``select`` adds a click selection named "cell" (fields query and key) to a cell-by-cell heatmap, for an app to
-    react to. The chart takes its container's width. In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
+    react to. The chart takes its container's width; ``row_height`` (px) sets its rows' height (blocks' for a pooled
+    one). In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
     """
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
     if values.ndim != 2:
@@ -121,6 +123,7 @@ def heatmap(
             select=select,
             subtitle=subtitle,
             colour=colour,
+            row_height=row_height,
         )
     return _block_heatmap(
         values,
@@ -131,6 +134,7 @@ def heatmap(
         col_title=col_title,
         digits=digits,
         colour=colour,
+        row_height=row_height,
     )
 
 
@@ -143,7 +147,6 @@ def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
         allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
         return rect_spec(values, token_labels(rows), token_labels(cols), allowed=allowed, **options)  # type: ignore[arg-type]
     options.pop("select", None)  # blocks are not selectable
-    options.pop("row_height", None)
     return heatmap(values, rows, cols, **options).to_dict(validate=False)  # type: ignore[arg-type]
 
 
@@ -177,10 +180,15 @@ def head_specs(
             colour=shared,
             digits=digits,
             select=select,
-            row_height=max(10, min(40, 240 // stack.shape[-2])),  # in half a column: shorter rows
+            row_height=max(4, min(40, 240 // _drawn_rows(stack.shape[-2]))),  # in half a column: shorter rows
         )
         for k in (heads if heads is not None else range(stack.shape[0]))
     ]
+
+
+def _drawn_rows(n: int) -> int:
+    """How many rows a heatmap of n rows draws: every one up to RECT_MAX, else one per block."""
+    return n if n <= RECT_MAX else -(-n // -(-n // BLOCK_GRID))
 
 
 def head_heatmaps(
@@ -257,6 +265,7 @@ def _rect_heatmap(
     digits: int | None = 3,
     select: bool = False,
     subtitle: str = "",
+    row_height: int | None = None,
 ) -> alt.LayerChart:
     spec = rect_spec(
         values,
@@ -273,6 +282,7 @@ def _rect_heatmap(
         digits=digits,
         select=select,
         subtitle=subtitle,
+        row_height=row_height,
     )
     return alt.LayerChart.from_dict(spec, validate=False)
 
@@ -456,6 +466,7 @@ def _block_heatmap(
     col_title: str,
     digits: int | None = 3,
     colour: Colour | None = None,
+    row_height: int | None = None,
 ) -> alt.Chart:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
@@ -479,6 +490,7 @@ def _block_heatmap(
         col_title=f"{col_title}, tokens",
         colour=colour or colour_for(kind, masked_values),
         digits=digits,
+        row_height=row_height,
     )
     return chart
 
