@@ -484,7 +484,7 @@ def _block_heatmap(
         c_lbl,
         kind=kind,
         title=title,
-        subtitle=f"blocks of {factor}×{factor} tokens, each the {pool} of its cells",
+        subtitle=f"blocks of {factor}×{factor}: each its {pool}",  # short: a head's chart is narrow
         allowed=np.isfinite(pooled) if allowed is not None else None,
         row_title=f"{row_title}, tokens",
         col_title=f"{col_title}, tokens",

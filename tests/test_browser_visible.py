@@ -52,6 +52,7 @@ STATES = {
     "4 heads, 64 tokens": ("preset=blank&size=64x16x16&heads=4", 64, 4),
     "causal mask, 6 tokens": ("preset=the_cat_sat_on_the_mat&mask=causal", 6, 1),
     "300 tokens": ("preset=blank&size=300x16x16", 300, 1),
+    "2 heads, 300 tokens": ("preset=blank&size=300x16x16&heads=2", 300, 2),
 }
 CASES = [
     ("1 head, 6 tokens", SMALL),
@@ -61,6 +62,7 @@ CASES = [
     ("4 heads, 64 tokens", SMALL),
     ("causal mask, 6 tokens", SMALL),
     ("300 tokens", LARGE),
+    ("2 heads, 300 tokens", SMALL),
 ]
 
 # What each chart element shows, measured in the page: the drawing's box, the smallest text and any cut text.
@@ -192,7 +194,7 @@ def _expected_charts(slug: str, n: int, heads: int, trained: bool) -> int | None
     """How many charts the page must draw (None: not checked): one heatmap per head on the step pages (and the zoom
     window beyond 64 tokens), the Overview's heatmap, the √d_k page's five charts, the Learn page's three."""
     if slug in HEATMAP_PAGES:
-        return min(heads, 8) + (1 if n > 64 else 0)
+        return min(heads, 8) + (1 if n > 64 and heads == 1 else 0)  # (the zoom window is drawn for one head)
     if slug == "":
         return 1
     if slug == "why_sqrt_dk":

@@ -170,7 +170,7 @@ def test_blocks_of_a_large_heatmap_show_the_pool_their_title_names(page: str, po
     values = (weights if page == "softmax" else scores)[0]
     el = at.get("vega_lite_chart")[0]
     f = -(-100 // charts.BLOCK_GRID)
-    assert f"blocks of {f}×{f} tokens, each the {pool} of its cells" in subtitle_of(el)
+    assert f"blocks of {f}×{f}: each its {pool}" == subtitle_of(el)
     want = _naive_blocks(values, f, pool)
     cells = drawn(el)
     assert set(cells) == set(want)

@@ -44,7 +44,11 @@ def show(
         f"**{title}**" + (f" ({subtitle})" if subtitle else "") + f" · {h} heads, each on its own "
         f"{trace.Q.shape[-1] // h} columns of Q and K, all on one colour scale"
         + (f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)" if len(heads) < h else "")
-        + (". Click a cell of a head's heatmap to explain it below." if clickable else ".")
+        + (
+            ". Click a cell of a head's heatmap to explain it below."
+            if clickable
+            else f". {n} × {n} is drawn in blocks of tokens; hover a block for its tokens and value."
+        )
     )
     specs = charts.head_specs(
         stack, s.labels, s.labels, kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
