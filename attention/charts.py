@@ -380,10 +380,11 @@ def rect_spec(
             }
         )
     if max(n_r, n_c) <= TEXT_MAX:
-        # Dark text on light cells (viridis is light at the top of its range; the diverging scale near 0). The
-        # numbers are written only where a cell is wide enough for them at the current font size.
+        # Dark text on light cells (viridis is light at the top of its range; the diverging scale within 70% of 0,
+        # where white text would have too little contrast). The numbers are written only where a cell is wide
+        # enough for them at the current font size.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
-        light = f"datum.value > {mid}" if kind == "weights" else f"abs(datum.value) < {colour.domain[-1] / 2}"
+        light = f"datum.value > {mid}" if kind == "weights" else f"abs(datum.value) < {0.7 * colour.domain[-1]}"
         chars = max(len(str(v)) for v in df["shown"])
         fits = f"width / {n_c} >= fs * {0.62 * chars + 0.6:.2f} && height / {n_r} >= fs * 1.5 ? 1 : 0"
         layers.append(
