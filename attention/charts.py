@@ -45,22 +45,15 @@ class Colour:
 
 
 def colour_for(kind: str, values: np.ndarray) -> Colour:
-    """Each step's own scale: weights 0–1; scores and scaled scores their finite range; differences ("diff") a
-    diverging scale centred at 0 and symmetric, so white means "unchanged" and the two colours the two signs."""
+    """Each step's own scale, readable with any colour vision: weights 0–1 on viridis; signed values (scores and
+    scaled scores, and differences "diff") on a diverging scale centred at 0 and symmetric, fitted to the largest
+    finite |value|, so white means 0 and blue and red the two signs."""
     if kind == "weights":
         return Colour((0.0, 1.0), tuple(VIRIDIS), "weight")
-    if kind == "diff":
-        finite = values[np.isfinite(values)]
-        m = float(np.abs(finite).max()) if finite.size else 0.0
-        m = m if m > 0 else 1.0
-        return Colour((-m, 0.0, m), DIVERGING, "now − A")
-    finite = np.isfinite(values)
-    any_finite = bool(finite.any())
-    lo = float(values.min() if finite.all() else np.where(finite, values, np.inf).min()) if any_finite else 0.0
-    hi = float(values.max() if finite.all() else np.where(finite, values, -np.inf).max()) if any_finite else 1.0
-    if hi <= lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    return Colour((lo, hi), tuple(VIRIDIS), "score")
+    finite = np.abs(values[np.isfinite(values)])
+    m = float(finite.max()) if finite.size else 0.0
+    m = m if m > 0 else 1.0
+    return Colour((-m, 0.0, m), DIVERGING, "now − A" if kind == "diff" else "score")
 
 
 def decimals_for(values: np.ndarray, digits: int | None) -> str:
@@ -96,14 +89,19 @@ def heatmap(
     col_title: str = "key (attends to)",
     digits: int | None = 3,
     select: bool = False,
-) -> alt.Chart:
+    subtitle: str = "",
+    colour: Colour | None = None,
+    row_height: int | None = None,
+) -> alt.LayerChart:
     """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
 
-    ``kind`` "weights" uses a 0–1 colour scale, "scores" the matrix's own finite range. ``allowed`` (same shape,
-    True = may attend) marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is
-    drawn as its single matrix. ``digits``: significant digits of the numbers written in the cells (the tooltip
-    always shows full precision). ``select`` adds a click selection named "cell" (fields query and key) to a
-    cell-by-cell heatmap, for an app to react to. In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
+    ``kind`` "weights" uses a 0–1 viridis scale, "scores" a diverging scale centred at 0 (see :func:`colour_for`),
+    unless ``colour`` gives the scale (one scale for several charts). ``allowed`` (same shape, True = may attend)
+    marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is drawn as its single matrix.
+    ``digits``: significant digits of the numbers written in the cells (the tooltip always shows full precision).
+    ``select`` adds a click selection named "cell" (fields query and key) to a cell-by-cell heatmap, for an app to
+    react to. The chart takes its container's width; ``row_height`` (px) sets its rows' height (blocks' for a pooled
+    one). In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
     """
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
     if values.ndim != 2:
@@ -123,9 +121,20 @@ def heatmap(
             col_title=col_title,
             digits=digits,
             select=select,
+            subtitle=subtitle,
+            colour=colour,
+            row_height=row_height,
         )
     return _block_heatmap(
-        values, kind=kind, title=title, allowed=allowed, row_title=row_title, col_title=col_title, digits=digits
+        values,
+        kind=kind,
+        title=title,
+        allowed=allowed,
+        row_title=row_title,
+        col_title=col_title,
+        digits=digits,
+        colour=colour,
+        row_height=row_height,
     )
 
 
@@ -137,7 +146,49 @@ def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], *
         allowed = options.pop("allowed", None)
         allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
         return rect_spec(values, token_labels(rows), token_labels(cols), allowed=allowed, **options)  # type: ignore[arg-type]
+    options.pop("select", None)  # blocks are not selectable
     return heatmap(values, rows, cols, **options).to_dict(validate=False)  # type: ignore[arg-type]
+
+
+def head_specs(
+    stack: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    kind: str = "weights",
+    allowed: np.ndarray | None = None,
+    digits: int | None = 3,
+    heads: Sequence[int] | None = None,
+    select: bool = False,
+) -> list[dict]:
+    """One heatmap spec per head in ``heads`` (default: all), titled "head k", every one on the same colour scale,
+    fitted to all the heads: ``stack`` is (h, n, n). An app draws them side by side, each in its own chart (a
+    Vega-Lite ``concat`` of them was drawn 0 px wide in a Streamlit column). Large matrices are pooled into blocks."""
+    stack = np.asarray(stack, dtype=np.float64)  # (h, n, n)
+    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
+    shared = colour_for(kind, _unmasked(stack, allowed))
+    return [
+        heatmap_spec(
+            stack[k],
+            rows,
+            cols,
+            kind=kind,
+            title=f"head {k + 1}",
+            allowed=allowed,
+            row_title="query",
+            col_title="key",
+            colour=shared,
+            digits=digits,
+            select=select,
+            row_height=max(4, min(40, 240 // _drawn_rows(stack.shape[-2]))),  # in half a column: shorter rows
+        )
+        for k in (heads if heads is not None else range(stack.shape[0]))
+    ]
+
+
+def _drawn_rows(n: int) -> int:
+    """How many rows a heatmap of n rows draws: every one up to RECT_MAX, else one per block."""
+    return n if n <= RECT_MAX else -(-n // -(-n // BLOCK_GRID))
 
 
 def head_heatmaps(
@@ -149,84 +200,22 @@ def head_heatmaps(
     title: str = "",
     allowed: np.ndarray | None = None,
     digits: int | None = 3,
-    heads: range | None = None,
+    heads: Sequence[int] | None = None,
+    width: int = 300,
 ) -> alt.ConcatChart:
-    """One heatmap per head in ``heads`` (default: all), two to a row, on one colour scale fitted to every head:
-    ``stack`` is (h, n, n). Large matrices are pooled into blocks as in :func:`heatmap`."""
-    stack = np.asarray(stack, dtype=np.float64)
-    if max(stack.shape[-2:]) <= RECT_MAX:
-        spec = head_spec(stack, rows, cols, kind=kind, title=title, allowed=allowed, digits=digits, heads=heads)
-        return alt.ConcatChart.from_dict(spec, validate=False)
-    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
-    rows, cols = token_labels(rows), token_labels(cols)
-    shared = colour_for(kind, _unmasked(stack, allowed))
-    charts = []
-    for k in heads if heads is not None else range(stack.shape[0]):
-        values, label = stack[k], f"head {k + 1}"
-        if max(values.shape) <= RECT_MAX:
-            charts.append(
-                _rect_heatmap(
-                    values,
-                    rows,
-                    cols,
-                    kind=kind,
-                    title=label,
-                    allowed=allowed,
-                    row_title="query",
-                    col_title="key",
-                    colour=shared,
-                    digits=digits,
-                )
-            )
-        else:
-            charts.append(
-                _block_heatmap(
-                    values,
-                    kind=kind,
-                    title=label,
-                    allowed=allowed,
-                    row_title="query",
-                    col_title="key",
-                    digits=digits,
-                    colour=shared,
-                )
-            )
-    return alt.concat(*charts, columns=2, title=title).resolve_scale(color="shared")
-
-
-def head_spec(
-    stack: np.ndarray,
-    rows: Sequence[str],
-    cols: Sequence[str],
-    *,
-    kind: str = "weights",
-    title: str = "",
-    allowed: np.ndarray | None = None,
-    digits: int | None = 3,
-    heads: range | None = None,
-) -> dict:
-    """:func:`head_heatmaps` for matrices of up to RECT_MAX tokens, as a Vega-Lite spec (a plain dict): one
-    cell-by-cell heatmap per head in ``heads``, two to a row, on one colour scale fitted to every head."""
-    stack = np.asarray(stack, dtype=np.float64)  # (h, n, n)
-    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
-    rows, cols = token_labels(rows), token_labels(cols)
-    shared = colour_for(kind, _unmasked(stack, allowed))
-    panels = [
-        rect_spec(
-            stack[k],
-            rows,
-            cols,
-            kind=kind,
-            title=f"head {k + 1}",
-            allowed=allowed,
-            row_title="query",
-            col_title="key",
-            colour=shared,
-            digits=digits,
+    """For a notebook: :func:`head_specs` as one Altair chart, two heads to a row, each ``width`` px wide (text at
+    12 px: the font signal of a single chart follows its own size, which a concat does not have)."""
+    panels, datasets = [], {}
+    for spec in head_specs(stack, rows, cols, kind=kind, allowed=allowed, digits=digits, heads=heads):
+        datasets.update(spec.pop("datasets", {}))
+        params = [p for p in spec.get("params", []) if p["name"] != "fs"]
+        spec = {k: v for k, v in spec.items() if k not in ("autosize", "padding", "$schema", "config", "params")}
+        panels.append(
+            {**spec, **({"params": params} if params else {}), "width": width, "height": spec["height"] - 190}
         )
-        for k in (heads if heads is not None else range(stack.shape[0]))
-    ]
-    return {"concat": panels, "columns": 2, "title": title, "resolve": {"scale": {"color": "shared"}}}
+    top = {"concat": panels, "columns": 2, "title": title, "params": [{"name": "fs", "value": 12}]}
+    top["resolve"] = {"scale": {"color": "shared"}}
+    return alt.ConcatChart.from_dict({**top, **({"datasets": datasets} if datasets else {})}, validate=False)
 
 
 def _long_form(
@@ -275,6 +264,8 @@ def _rect_heatmap(
     colour: Colour | None = None,
     digits: int | None = 3,
     select: bool = False,
+    subtitle: str = "",
+    row_height: int | None = None,
 ) -> alt.LayerChart:
     spec = rect_spec(
         values,
@@ -290,6 +281,8 @@ def _rect_heatmap(
         colour=colour,
         digits=digits,
         select=select,
+        subtitle=subtitle,
+        row_height=row_height,
     )
     return alt.LayerChart.from_dict(spec, validate=False)
 
@@ -309,25 +302,32 @@ def rect_spec(
     colour: Colour | None = None,
     digits: int | None = 3,
     select: bool = False,
+    subtitle: str = "",
+    row_height: int | None = None,
 ) -> dict:
     """The cell-by-cell heatmap as a Vega-Lite spec (a plain dict, data inline): every cell a rect with a tooltip,
-    masked cells grey, the value written in each cell up to TEXT_MAX, a click selection "cell" when ``select``.
+    masked cells grey, the value written in each cell up to TEXT_MAX (where it fits), a click selection "cell" when
+    ``select``; ``subtitle`` under the title; ``row_height`` (px) overrides the rows' height.
 
     Written as the dict Altair would produce, because building the Altair objects and validating them took ~100 ms
     of each run; a person's edit waits for it. :func:`heatmap` wraps it as an Altair chart for a notebook."""
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
-    cell = 46 if max(n_r, n_c) <= TEXT_MAX else max(8, min(28, 640 // max(n_r, n_c)))
-    font = min(12, max(6, cell - 2))  # every row and column labelled, at any size up to RECT_MAX
-    axis = {"labelFontSize": font, "labelLimit": 120, "labelOverlap": False}
+    # Sized to its column: the width is the container's (set by the app, or "container" in a notebook), the height
+    # follows the rows; a fullscreen view sets both. Every font is the signal "fs": 12 px at a page's size, larger
+    # when the cells are (fullscreen), so the text grows with them; it floors to whole pixels, so the layout settles.
+    row_px = row_height or (40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r)))
+    angle = -45 if n_c <= TEXT_MAX else -90
+    fs = {"expr": "fs"}
+    axis = {"labelFontSize": fs, "titleFontSize": fs, "labelLimit": 120, "labelOverlap": "greedy"}
     position = {
         "x": {
             "field": "key",
             "type": "nominal",
             "sort": list(cols),
             "title": col_title,
-            "axis": {"labelAngle": -45 if cell >= 20 else -90, **axis},
+            "axis": {"labelAngle": angle, **axis},
         },
         "y": {"field": "query", "type": "nominal", "sort": list(rows), "title": row_title, "axis": dict(axis)},
     }
@@ -348,7 +348,14 @@ def rect_spec(
                 "type": "quantitative",
                 "scale": scale,
                 "title": colour.title,
-                "legend": {"orient": "right", "titleLimit": 200},
+                "legend": {
+                    "orient": "bottom",
+                    "direction": "horizontal",
+                    "gradientLength": {"expr": "clamp(width - 50, 60, 200)"},  # within the plot's width
+                    "titleLimit": 200,
+                    "labelFontSize": fs,
+                    "titleFontSize": fs,
+                },
             },
             "tooltip": [
                 *where,
@@ -373,12 +380,16 @@ def rect_spec(
             }
         )
     if max(n_r, n_c) <= TEXT_MAX:
-        # Dark text on light cells: viridis is light at the top of its range.
+        # Dark text on light cells (viridis is light at the top of its range; the diverging scale within 70% of 0,
+        # where white text would have too little contrast). The numbers are written only where a cell is wide
+        # enough for them at the current font size.
         mid = (colour.domain[0] + colour.domain[-1]) / 2
-        light = f"datum.value > {mid}" if kind != "diff" else f"abs(datum.value) < {colour.domain[-1] / 2}"
+        light = f"datum.value > {mid}" if kind == "weights" else f"abs(datum.value) < {0.7 * colour.domain[-1]}"
+        chars = max(len(str(v)) for v in df["shown"])
+        fits = f"width / {n_c} >= fs * {0.62 * chars + 0.6:.2f} && height / {n_r} >= fs * 1.5 ? 1 : 0"
         layers.append(
             {
-                "mark": {"type": "text", "fontSize": 12},
+                "mark": {"type": "text", "fontSize": fs, "opacity": {"expr": fits}},
                 "encoding": {
                     **position,
                     "text": {"field": "shown", "type": "nominal"},
@@ -388,19 +399,26 @@ def rect_spec(
         )
     spec: dict = {
         "data": {"values": _records(df)},
+        "params": [{"name": "fs", "expr": f"clamp(floor(min(width / {n_c}, height / {n_r}) * 0.3), 12, 22)"}],
         "layer": layers,
-        "title": title,
-        "width": {"step": cell},
-        "height": {"step": cell},
+        "title": {"text": title, "subtitle": subtitle, "fontSize": {"expr": "fs + 2"}, "subtitleFontSize": fs}
+        if subtitle
+        else {"text": title, "fontSize": {"expr": "fs + 2"}},
+        "width": "container",
+        # the whole chart's height (autosize "fit": a fullscreen view then fits the screen): the rows, plus about
+        # 190 px of title, key labels, axis title and legend
+        "height": n_r * row_px + 190 + (20 if subtitle else 0),
+        "autosize": {"type": "fit", "contains": "padding"},
+        "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
     }
     if select:
-        spec["params"] = [
+        spec["params"].append(
             {
                 "name": "cell",
                 "select": {"type": "point", "fields": ["query", "key"], "on": "click", "clear": "dblclick"},
                 "views": ["cells"],
             }
-        ]
+        )
     return spec
 
 
@@ -449,6 +467,7 @@ def _block_heatmap(
     col_title: str,
     digits: int | None = 3,
     colour: Colour | None = None,
+    row_height: int | None = None,
 ) -> alt.Chart:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
@@ -465,12 +484,14 @@ def _block_heatmap(
         r_lbl,
         c_lbl,
         kind=kind,
-        title=f"{title} · blocks of {factor}×{factor} tokens ({pool})",
+        title=title,
+        subtitle=f"blocks of {factor}×{factor}: each its {pool}",  # short: a head's chart is narrow
         allowed=np.isfinite(pooled) if allowed is not None else None,
         row_title=f"{row_title}, tokens",
         col_title=f"{col_title}, tokens",
         colour=colour or colour_for(kind, masked_values),
         digits=digits,
+        row_height=row_height,
     )
     return chart
 

@@ -58,3 +58,50 @@ def read(w: np.ndarray, allowed: np.ndarray | None = None) -> Reading:
     fully_masked = ~may.any(axis=-1)  # (..., n)
     top_count = np.maximum(tied(w, top_weight).sum(axis=-1), 1)  # (..., n)
     return Reading(top, top_weight, second, second_weight, entropy, fully_masked, float(np.log2(n)), row_max, top_count)
+
+
+HABITS = ("previous", "self", "next", "key")  # checked in this order; ties go to the earlier one
+SPREAD = 0.85  # mean entropy, as a share of the most each row can have, from which a head "spreads out"
+
+
+@dataclass(frozen=True)
+class Habit:
+    """What one head mostly does, read from its weights: ``kind`` is "previous" (row i's top key is i − 1), "self"
+    (i), "next" (i + 1), "key" (one key, ``key``, is the top key of most rows), "spread" (the rows' mean entropy is
+    at least SPREAD of the most they can have, ``share`` then being that mean ratio), "mixed" (no pattern holds for
+    half of the rows; ``share`` and ``key`` are then the strongest one's) or "none" (no row has two keys to choose
+    from). ``rows`` counts the rows that follow it out of ``of`` rows that can choose (not fully masked, 2+ keys)."""
+
+    kind: str
+    key: int | None
+    rows: int
+    of: int
+    share: float
+    strongest: str = ""
+
+
+def habit(r: Reading, head: int | None = None) -> Habit:
+    """The habit of one head (``head`` of a per-head reading, or the single matrix's), from its top keys and
+    entropies: which of "previous", "self", "next" or "one key" holds for the most rows, or "spread"."""
+    pick = (lambda a: a[head]) if head is not None else (lambda a: a)
+    top, masked, ent, most = pick(r.top), pick(r.fully_masked), pick(r.entropy), pick(r.row_max_entropy)
+    rows = ~masked & (most > 0)  # (n,) rows that choose among 2+ keys
+    of = int(rows.sum())
+    if of == 0:
+        return Habit("none", None, 0, 0, 0.0)
+    spread = float(np.mean(ent[rows] / most[rows]))
+    if spread >= SPREAD:
+        return Habit("spread", None, of, of, spread)
+    i = np.arange(top.shape[0])
+    mode = int(np.bincount(top[rows]).argmax())
+    counts = {
+        "previous": int(np.sum(rows & (top == i - 1))),
+        "self": int(np.sum(rows & (top == i))),
+        "next": int(np.sum(rows & (top == i + 1))),
+        "key": int(np.sum(rows & (top == mode))),
+    }
+    best = max(HABITS, key=lambda k: (counts[k], -HABITS.index(k)))
+    key = mode if best == "key" else None
+    if 2 * counts[best] < of:
+        return Habit("mixed", key, counts[best], of, counts[best] / of, best)
+    return Habit(best, key, counts[best], of, counts[best] / of, best)

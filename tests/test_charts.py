@@ -32,7 +32,10 @@ def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], fac
 
 def test_colour_scales_fit_each_step() -> None:
     assert charts.colour_for("weights", np.array([[0.2, 0.8]])).domain == (0.0, 1.0)
-    assert charts.colour_for("scores", np.array([[-3.0, -np.inf, 5.0]])).domain == (-3.0, 5.0)
+    # signed values: diverging, centred at 0 and symmetric, so white is 0 whatever the range
+    assert charts.colour_for("scores", np.array([[-3.0, -np.inf, 5.0]])).domain == (-5.0, 0.0, 5.0)
+    assert charts.colour_for("scores", np.array([[2.0, 4.0]])).domain == (-4.0, 0.0, 4.0)
+    assert charts.colour_for("diff", np.array([[0.5, -0.25]])).colours == charts.DIVERGING
 
 
 def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
@@ -45,7 +48,7 @@ def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
     data = big.to_dict()["datasets"]
     cells = len(data[next(iter(data))])
     assert cells <= charts.BLOCK_GRID**2
-    assert "blocks of" in big.to_dict()["title"]
+    assert "blocks of" in big.to_dict()["title"]["subtitle"]
 
 
 def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:
@@ -72,3 +75,21 @@ def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:
         rs.randn(3, 4), rs.randn(4, 4), rs.randn(4, 4), rs.randn(4, 4), mask="padding", padding=(True, True, True)
     )
     assert all_pad.reading.fully_masked.all()
+
+
+def test_a_heads_habit_is_read_from_its_weights() -> None:
+    from attention.reading import habit, read
+
+    n = 5
+    prev = np.eye(n, k=-1) * 0.9 + 0.1 / n  # row i puts most weight on i - 1 (row 0 spreads out)
+    prev[0] = 1 / n
+    h = habit(read(prev))
+    assert (h.kind, h.rows, h.of) == ("previous", n - 1, n)  # row 0's top is key 0 (a tie broken to the first)
+    one = np.full((n, n), 0.05)
+    one[:, 3] = 0.8
+    assert (habit(read(one)).kind, habit(read(one)).key, habit(read(one)).rows) == ("key", 3, n)
+    assert habit(read(np.full((n, n), 1 / n))).kind == "spread"
+    stack = np.stack([prev, one])  # per head
+    assert [habit(read(stack), k).kind for k in range(2)] == ["previous", "key"]
+    masked = read(np.eye(n), allowed=np.eye(n, dtype=bool))  # every row has one key to choose from
+    assert habit(masked).kind == "none"

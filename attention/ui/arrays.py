@@ -63,3 +63,25 @@ def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int], head: in
         return f"**{tk[i]}** attends most, equally, to {', '.join(named[:-1])} and {named[-1]} ({weight[i]:.1%} each)"
 
     return [line(i) for i in rows]
+
+
+def habit_line(t: Trace, tokens: Sequence[str], head: int) -> str:
+    """One line (Markdown, tokens escaped) on what ``head`` mostly does, from the engine's reading of its weights:
+    “mostly attends to the previous token (5 of 5 rows)”, “to **cat**”, “spreads its weight almost evenly”."""
+    r = t.reading
+    h = reading.habit(r, head if r.top.ndim == 2 else None)
+    tk = [esc(x) for x in token_labels(tokens)]
+    rows = f"{h.rows} of {h.of} rows"
+    what = {
+        "previous": "the previous token",
+        "self": "itself (each token to its own key)",
+        "next": "the next token",
+        "key": f"**{tk[h.key]}**" if h.key is not None else "",
+    }
+    if h.kind == "none":
+        return "no row has two keys to choose from (the mask leaves one or none)"
+    if h.kind == "spread":
+        return f"spreads its weight almost evenly over the keys (entropy {h.share:.0%} of the most possible)"
+    if h.kind == "mixed":
+        return f"no single habit; most often to {what[h.strongest] or 'one key'} ({rows})"
+    return f"mostly attends to {what[h.kind]} ({rows})"

@@ -17,16 +17,17 @@ HEATMAP_KEY = "hm.{page}"
 SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
 
 
-def on_heatmap_click(page_key: str) -> None:
-    """The heatmap's selection callback: a clicked cell becomes the explained cell."""
-    event = st.session_state.get(HEATMAP_KEY.format(page=page_key))
+def on_heatmap_click(page_key: str, head: int | None = None) -> None:
+    """The heatmap's selection callback: a clicked cell becomes the explained cell (of ``head``, for a head's
+    heatmap)."""
+    event = st.session_state.get(HEATMAP_KEY.format(page=page_key if head is None else f"{page_key}.head{head + 1}"))
     picked = (((event or {}).get("selection") or {}).get("cell") or [None])[0]
     if not isinstance(picked, dict):
         return
     labels = session.get().labels
     q, k = picked.get("query"), picked.get("key")
     if q in labels and k in labels:
-        state.set_view(cell=(labels.index(q), labels.index(k)))
+        state.set_view(cell=(labels.index(q), labels.index(k)), head=head)
 
 
 def _on_pick(page_key: str) -> None:
@@ -42,7 +43,8 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     labels = s.labels
     n = len(labels)
     i, j = (min(c, n - 1) for c in s.cell)
-    st.markdown("**Explain a cell** · click a cell of the heatmap, or choose it here")
+    where = "a head's heatmap" if trace.options.heads > 1 else "the heatmap"
+    st.markdown(f"**Explain a cell** · click a cell of {where}, or choose it here")
     c1, c2 = st.columns(2)
     for col, key, idx, what in ((c1, "q", i, "query (row)"), (c2, "k", j, "key (column)")):
         st.session_state[f"cell.{page_key}.{key}"] = labels[idx]

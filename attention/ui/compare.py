@@ -8,7 +8,7 @@ import streamlit as st
 from .. import charts
 from ..errors import AttentionError
 from ..trace import Trace
-from . import compute, session, state
+from . import compute, session, state, widgets
 from .arrays import as_2d, shown
 from .text import esc
 
@@ -90,6 +90,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
         )
         return
     kind = "weights" if name == "weights" else "scores"
+    widgets.chart_gap()
     left, right = st.columns(2)
     left.vega_lite_chart(
         charts.heatmap_spec(
@@ -102,7 +103,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             row_title="row",
             col_title="column",
         ),
-        width="content",
+        width="stretch",
         key=f"cmp.{page_key}.{name}.a",
     )
     right.vega_lite_chart(
@@ -112,11 +113,12 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             cols,
             kind="diff",
             title=f"now − A: {name}",
+            subtitle="red: larger now; blue: smaller",
             allowed=both if not both.all() else None,
             row_title="row",
             col_title="column",
         ),
-        width="content",
+        width="stretch",
         key=f"cmp.{page_key}.{name}.diff",
     )
     lines = [f"{esc(where)}: {a:.4g} → {b:.4g}" for where, a, b in largest_changes(now, was, rows, cols, square)]

@@ -139,6 +139,7 @@ def render_overview() -> None:
         for p in nav.pages()[1:]:
             st.page_link(p, label=f"→ {p.title}")
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
+    widgets.chart_gap()
     st.vega_lite_chart(
         charts.heatmap_spec(
             per_head(trace.weights)[0],
@@ -146,9 +147,10 @@ def render_overview() -> None:
             s.labels,
             kind="weights",
             title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
+            subtitle="each row sums to 1",
             allowed=trace.allowed,
             digits=s.digits,
         ),
-        width="content",
+        width="stretch",
     )
     downloads.everything(s, "overview")

@@ -16,7 +16,7 @@ from .. import charts, names
 from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
-from . import cellview, compute, downloads, familyviews, frames, session
+from . import cellview, compute, downloads, familyviews, frames, headviews, session, widgets
 from .arrays import per_head, reading_lines, shown, top_keys
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
@@ -78,8 +78,15 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     downloads.matrix(name, s, page_key)
 
 
-MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
-_TITLES = {"scores": "Raw scores QKᵀ", "weights": "Attention weights (each row sums to 1)"}
+# a short title (a chart's title is cut to its width) and what the colours mean below it
+_TITLES = {"scores": ("Raw scores QKᵀ", ""), "weights": ("Attention weights", "each row sums to 1")}
+
+
+def _titles(name: str, trace: Trace) -> tuple[str, str]:
+    if name == "scaled":
+        masked = trace.allowed is not None and not np.asarray(trace.allowed).all()
+        return "Scaled scores", "masked cells grey" if masked else ""
+    return _TITLES[name]
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
@@ -87,57 +94,27 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     h, n = stack.shape[0], stack.shape[-1]
     toks = s.labels
     kind = "weights" if name == "weights" else "scores"
-    title = (
-        "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "")
-        if name == "scaled"
-        else _TITLES[name]
-    )
-    if h > 1:  # small multiples, one per head, on one colour scale; at most MAX_HEADS_DRAWN at a time
-        heads = range(h)
-        if h > MAX_HEADS_DRAWN:
-            starts = list(range(0, h, MAX_HEADS_DRAWN))
-            first = st.selectbox(
-                f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
-                starts,
-                format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
-                key=f"heads.window.{page_key}",
-            )
-            heads = range(first, min(h, first + MAX_HEADS_DRAWN))
-        if n <= charts.RECT_MAX:  # a plain Vega-Lite dict: fast to build
-            st.vega_lite_chart(
-                charts.head_spec(
-                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
-                ),
-                width="content",
-            )
-        else:
-            st.altair_chart(
-                charts.head_heatmaps(
-                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
-                ),
-                width="content",
-            )
-        window = f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)"
-        st.caption(
-            f"{h} heads, each on its own {trace.Q.shape[-1] // h} columns of Q and K, drawn on one colour scale"
-            + (window if len(heads) < h else "")
-            + "."
-        )
+    title, subtitle = _titles(name, trace)
+    allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
+    if h > 1:  # one chart per head, on one colour scale; at most headviews.MAX_HEADS_DRAWN at a time
+        headviews.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
         return
     m = stack[0]
+    widgets.chart_gap()
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
-        allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
-        spec = charts.rect_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits, select=True)
+        spec = charts.rect_spec(
+            m, toks, toks, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
+        )
         st.vega_lite_chart(
             spec,
-            width="content",
+            width="stretch",
             on_select=functools.partial(cellview.on_heatmap_click, page_key),
             selection_mode="cell",
             key=cellview.HEATMAP_KEY.format(page=page_key),
         )
     else:
-        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
-        st.vega_lite_chart(spec, width="content")
+        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits)
+        st.vega_lite_chart(spec, width="stretch")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
         st.caption(
@@ -148,6 +125,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
         r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
         c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
+        widgets.chart_gap()
         st.altair_chart(
             charts.zoom_heatmap(
                 m,
@@ -158,10 +136,10 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
                 size,
                 kind=kind,
                 title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}",
-                allowed=trace.allowed,
+                allowed=allowed,
                 digits=s.digits,
             ),
-            width="content",
+            width="stretch",
         )
 
 

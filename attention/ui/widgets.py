@@ -11,6 +11,13 @@ import streamlit as st
 from . import session, state
 from .text import esc
 
+TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16 px of that is the usual gap
+
+
+def chart_gap(where=st) -> None:
+    """Room above a chart for the toolbar Streamlit shows over its top right corner on hover, so it covers no text."""
+    where.space(TOOLBAR_GAP)
+
 
 def formula(latex: str, where=st) -> None:
     """A displayed formula. KaTeX draws the 2 px spacer of a closing sub- or superscript about 1 px past the formula's

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ... import learn
 from ...errors import AttentionError
-from .. import compute, session, state
+from .. import compute, session, state, widgets
 from ..learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..text import esc, quoted
 from ..widgets import show_messages
@@ -212,6 +212,7 @@ def train(s: session.Session) -> None:
     learned = tuple(k for k in cfg.learn if k in s.matrices)
     start = compute.content_key(s.tokens, s.matrices, s.options)
     bar = st.progress(0.0, text="Starting…")
+    widgets.chart_gap()
     live = st.empty()
     losses: list[float] = []
     last = [-math.inf]
@@ -222,7 +223,9 @@ def train(s: session.Session) -> None:
         if step == cfg.steps or now - last[0] >= REDRAW_SECONDS:
             last[0] = now
             bar.progress(step / cfg.steps, text=f"Step {step:,} of {cfg.steps:,} · loss {loss:.4g}")
-            live.altair_chart(learnviews.loss_chart(np.array(losses), cfg.steps), width="stretch")
+            live.altair_chart(
+                learnviews.loss_chart(np.array(losses), cfg.steps), width="stretch", height=learnviews.LOSS_HEIGHT
+            )
 
     try:
         result = learn.train(

@@ -13,7 +13,7 @@ import streamlit as st
 from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
-from .. import compute, frames, session, state
+from .. import compute, frames, session, state, widgets
 from ..arrays import per_head
 from ..learned import TARGETS, Learned
 from ..text import esc
@@ -24,29 +24,43 @@ ORDER_TARGETS = ("previous", "next", "first", "token")  # targets about where a 
 REORDERINGS = 20  # other orders of the same words the run is measured on
 
 
+LOSS_HEIGHT = 300  # px, given to Streamlit too: inside st.empty() a chart otherwise got ~60 px of plot
+
+
 def loss_chart(losses: np.ndarray, steps: int, mark: int | None = None) -> alt.Chart:
     """The loss after each step (a line over 0…steps, log scale: a loss of 0 is drawn at 1e-12), with a rule at step
     ``mark`` if given."""
     df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses, "shown": np.maximum(losses, 1e-12)})
     x = alt.X("step:Q", scale=alt.Scale(domain=[0, steps]), title="step")
-    y = alt.Y("shown:Q", scale=alt.Scale(type="log"), title="loss (cross-entropy, log scale)")
+    y = alt.Y("shown:Q", scale=alt.Scale(type="log"), title="loss (log scale)")
     line = alt.Chart(df).mark_line().encode(x, y, tooltip=["step", "loss"])
     if mark is None:
-        return line.properties(height=220, title="Loss")
+        return line.properties(height=LOSS_HEIGHT, title="Loss (cross-entropy)")
     rule = alt.Chart(pd.DataFrame({"step": [mark]})).mark_rule(color="#b2182b", strokeDash=[4, 3]).encode(x)
-    return (line + rule).properties(height=220, title="Loss")
+    return (line + rule).properties(height=LOSS_HEIGHT, title="Loss (cross-entropy)")
 
 
-def heatmap(values: np.ndarray, labels: list[str], title: str, allowed: np.ndarray | None, digits: int | None) -> None:
+def heatmap(
+    values: np.ndarray,
+    labels: list[str],
+    title: str,
+    allowed: np.ndarray | None,
+    digits: int | None,
+    subtitle: str = "",
+) -> None:
     """A weights heatmap (n, n): cell by cell as a plain Vega-Lite dict up to charts.RECT_MAX tokens (building the
     Altair objects for 64 × 64 cells took seconds), in blocks beyond."""
     allowed = None if allowed is None else per_head(np.asarray(allowed))[0]
     if values.shape[-1] <= charts.RECT_MAX:
-        spec = charts.rect_spec(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
-        st.vega_lite_chart(spec, width="content")
+        spec = charts.rect_spec(
+            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
+        )
+        st.vega_lite_chart(spec, width="stretch")
     else:
-        chart = charts.heatmap(values, labels, labels, kind="weights", title=title, allowed=allowed, digits=digits)
-        st.altair_chart(chart, width="content")
+        chart = charts.heatmap(
+            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
+        )
+        st.altair_chart(chart, width="stretch")
 
 
 def is_current(s: session.Session, run: Learned) -> bool:
@@ -80,6 +94,7 @@ def result(s: session.Session) -> None:
         )
     snaps = r.snapshots
     steps = [sn.step for sn in snaps]
+    widgets.chart_gap()
     chart = st.empty()  # drawn after the slider below it is read, with a rule at the chosen step
     at = st.select_slider(
         "Snapshot: move through training to watch the weights form",
@@ -88,15 +103,18 @@ def result(s: session.Session) -> None:
         key=f"learn.snap.{abs(hash((run.start, cfg)))}",
     )
     snap = snaps[steps.index(at)]
-    chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch")
+    chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch", height=LOSS_HEIGHT)
     labels = token_labels(run.tokens)
+    widgets.chart_gap()
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
     with left:
-        title = f"Learned weights after step {at:,}{heads} (loss {snap.loss:.3g})"
-        heatmap(per_head(snap.weights)[0], labels, title, None if r.trace is None else r.trace.allowed, s.digits)
+        title = f"Learned weights after step {at:,}{heads}"
+        allowed = None if r.trace is None else r.trace.allowed
+        heatmap(per_head(snap.weights)[0], labels, title, allowed, s.digits, subtitle=f"loss {snap.loss:.3g}")
     with right:
-        heatmap(r.target.pattern, labels, f"Target: {TARGETS[cfg.target]}", None, s.digits)
+        target = f"Target: {TARGETS[cfg.target]}"
+        heatmap(r.target.pattern, labels, target, None, s.digits, subtitle="what the loss pulls the weights towards")
     skipped = [labels[i] for i in np.flatnonzero(~r.target.rows)]
     if skipped:
         st.caption(

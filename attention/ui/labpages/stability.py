@@ -10,7 +10,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...labs import stability as lab
 from ...trace import Trace
-from .. import compute, session, views
+from .. import compute, session, views, widgets
 from ..text import esc
 
 ABOUT = {  # what each variant subtracts before exp
@@ -102,7 +102,7 @@ def _variants(room: lab.Headroom | None) -> None:
             x=x,
             y=alt.Y("variant:N", sort=list(lab.VARIANTS), title=None),
             color=alt.Color(
-                "result:N", scale=alt.Scale(domain=["correct", "broken"], range=["#4c9a2a", "#d62728"]), title=None
+                "result:N", scale=alt.Scale(domain=["correct", "broken"], range=["#2166ac", "#e66100"]), title=None
             ),
             tooltip=[
                 "variant",
@@ -122,6 +122,7 @@ def _variants(room: lab.Headroom | None) -> None:
             f"max lies below the matrix's max is {room.largest_gap:.4g}, what whole-matrix max would push that row "
             f"down by (it underflows past {-lab.underflow_limit():.2f})."
         )
+    widgets.chart_gap()
     st.altair_chart(alt.layer(*layers).properties(height=170), width="stretch")
     st.caption(
         "none: the largest score overflows to ∞ and ∞/∞ is NaN. global_max: the top row is fine, but the second "

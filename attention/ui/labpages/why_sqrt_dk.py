@@ -60,6 +60,7 @@ def body(s: session.Session) -> None:
     _in_words(c, point)
     data = pd.DataFrame(c.long())
     for row in (CHARTS[:2], CHARTS[2:3]):
+        widgets.chart_gap()
         for col, (measure, title, y_title, log_y) in zip(st.columns(2), row, strict=False):
             col.altair_chart(_chart(data, measure, title, y_title, log_y, _marks(point, measure)), width="stretch")
     with st.expander("The numbers behind the charts"):
@@ -211,8 +212,10 @@ def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint, top: np
         .mark_point(shape="diamond", size=140, filled=True, color="black")
         .encode(x=x, y="jacobian_norm:Q", tooltip=["row", alt.Tooltip("max_weight:Q", format=".4f")])
     )
+    widgets.chart_gap()
     left, right = st.columns([3, 2])
-    left.altair_chart(alt.layer(line, dots).properties(height=300, title=f"‖J‖ against the largest weight (n = {n})"))
+    chart = alt.layer(line, dots).properties(height=300, title=f"‖J‖ against the largest weight (n = {n})")
+    left.altair_chart(chart, width="stretch")
     with right:
         st.dataframe(rows.head(64), hide_index=True, width="stretch")
         if len(rows) > 64:
