@@ -14,7 +14,7 @@ import streamlit as st
 from .. import names
 from ..errors import AttentionError
 from ..io import parse
-from . import session, state
+from . import messages, session, state
 from .text import esc, quoted
 from .widgets import show_messages
 
@@ -86,7 +86,7 @@ def _on_paste(name: str) -> None:
     s = session.get()
     text = st.session_state.get(f"imp.{name}.text", "")
     if not str(text or "").strip():  # nothing to apply (Ctrl+Enter may already have applied and emptied the box)
-        if not any(kind == "success" for kind, _ in session.messages(_place(name))):
+        if not any(kind == "success" for kind, _ in messages.messages(_place(name))):
             state.say(_place(name), "info", f"The paste box is empty: paste {name}, then press Apply (or Ctrl+Enter).")
         return
     try:

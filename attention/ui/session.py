@@ -1,4 +1,4 @@
-"""The session's state as data, and what derives from it without changing it: the preset, labels, messages.
+"""The session's state as data, and what derives from it without changing it: the preset, labels.
 
 One ``Session`` per user lives in ``st.session_state`` under :data:`KEY`. This module only reads it; every
 change goes through :mod:`attention.ui.state`.
@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from .. import heads, names, positions, rng
 from ..io import presets as presets_mod
@@ -289,19 +288,3 @@ def export_preset(s: Session) -> Preset:
         description="Saved from the dashboard.",
     )
 
-
-def page_id() -> str:
-    """Which page this run draws (its script's hash; a widget's callback runs in the run of the page it is on)."""
-    ctx = get_script_run_ctx()
-    return "" if ctx is None else ctx.page_script_hash
-
-
-def messages(prefix: str) -> list[tuple[str, str]]:
-    """(kind, text) of the messages still current at places starting with ``prefix`` and left on this page, oldest
-    first."""
-    s, page = get(), page_id()
-    return [
-        (kind, text)
-        for place, (epoch, kind, text, where) in s.messages.items()
-        if place.startswith(prefix) and epoch == s.epoch and where in (page, "*")
-    ]

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import streamlit as st
 
-from . import session, state
+from . import messages, session, state
 from .text import esc
 
 TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16 px of that is the usual gap
@@ -28,7 +28,7 @@ def formula(latex: str, where=st) -> None:
 
 def show_messages(place: str, where=st) -> None:
     """The messages left for ``place`` by the last change or refusal."""
-    for kind, text in session.messages(place):
+    for kind, text in messages.messages(place):
         if kind == "caption":  # a quiet note (what an edit changed), not a box
             where.caption(text)  # ours: messages are built with the escaping helper where they quote user text
             continue

@@ -6,12 +6,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from ..session import (
-    KEY,
-    Session,
-    get,
-    page_id,
-)
+from ..messages import page_id
+from ..session import KEY, Session, get
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
