@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 import pytest
+import torch  # a test oracle (requirements-dev.txt): if missing, these tests fail rather than skip
 
 import attention
 from attention import AttentionError, Options, flash, kvcache, masks, positions
 from attention.backward import backward
 
-torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 RTOL = 1e-12  # float64 throughout: torch and numpy differ only in summation order
