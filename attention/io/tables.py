@@ -82,7 +82,7 @@ def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) 
     toks = list(tokens) if tokens is not None else (list(trace.tokens) or dimension_labels("t", n))
     if len(toks) != n:
         raise AttentionError(f"{len(toks)} token labels given for {n} rows of X; give one label per token")
-    return axis_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection)
+    return axis_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection, trace.tokens_kv or None)
 
 
 def matrix_csv(

@@ -24,6 +24,11 @@ def per_head(a: np.ndarray) -> np.ndarray:
     return a if a.ndim == 3 else a[None]
 
 
+def key_labels(s: session.Session) -> list[str]:
+    """The keys' labels: the source sentence's in cross-attention, else the tokens' (the same as ``s.labels``)."""
+    return token_labels(s.source or s.tokens)
+
+
 def shown(s: session.Session, trace: Trace, name: str) -> tuple[np.ndarray, list[str], list[str]]:
     """A trace array as the 2-D table a page shows, with its row and column labels (rows "head 2 · cat" with heads)."""
     m = as_2d(getattr(trace, name))
@@ -40,9 +45,10 @@ def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int], head: in
     pick = (lambda a: a[head]) if r.top.ndim == 2 else (lambda a: a)
     top, weight, masked = pick(r.top), pick(r.top_weight), pick(r.fully_masked)
     tk = [esc(t) for t in token_labels(tokens)]
+    keys = [esc(x) for x in token_labels(t.tokens_kv)] if t.tokens_kv else tk  # cross-attention: the source's
     return [
         f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
         if masked[i]
-        else f"**{tk[i]}** attends most to **{tk[top[i]]}** ({weight[i]:.1%})"
+        else f"**{tk[i]}** attends most to **{keys[top[i]]}** ({weight[i]:.1%})"
         for i in rows
     ]

@@ -84,7 +84,7 @@ class Session:
         return names.token_labels(self.tokens)
 
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
-        return names.axis_labels(name, shape, self.tokens, self.options.projection)
+        return names.axis_labels(name, shape, self.tokens, self.options.projection, self.source)
 
     # The two reshapes a state can undergo, used by the one writer (attention.ui.state) on the live session and by
     # attention.ui.url on a session it rebuilds from an address (so a link reproduces a resize exactly).
@@ -268,7 +268,7 @@ def is_unedited(s: Session) -> bool:
     """True when tokens, matrices and options are exactly the preset's."""
     preset, base = origin(s)
     return (
-        s.tokens == preset.tokens
+        (s.tokens, s.source) == (preset.tokens, ())  # a source sentence (cross-attention) is an edit
         and s.options == preset.options
         and names.inputs_of(s.matrices) == names.inputs_of(base)
         and all(identical(s.matrices[n], base[n]) for n in names.inputs_of(base))

@@ -17,7 +17,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, familyviews, frames, session
-from .arrays import per_head, reading_lines, shown
+from .arrays import key_labels, per_head, reading_lines, shown
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -83,9 +83,9 @@ _TITLES = {"scores": "Raw scores QKᵀ", "weights": "Attention weights (each row
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
-    stack = per_head(getattr(trace, name))  # (h, n, n)
-    h, n = stack.shape[0], stack.shape[-1]
-    toks = s.labels
+    stack = per_head(getattr(trace, name))  # (h, n, n); (h, n, S) in cross-attention
+    h, n = stack.shape[0], max(stack.shape[-2:])
+    toks, keys = s.labels, key_labels(s)
     kind = "weights" if name == "weights" else "scores"
     title = (
         "Scaled scores" + (" (masked cells grey)" if trace.allowed is not None and not trace.allowed.all() else "")
@@ -106,14 +106,14 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
         if n <= charts.RECT_MAX:  # a plain Vega-Lite dict: fast to build
             st.vega_lite_chart(
                 charts.head_spec(
-                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
+                    stack, toks, keys, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
                 ),
                 width="content",
             )
         else:
             st.altair_chart(
                 charts.head_heatmaps(
-                    stack, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
+                    stack, toks, keys, kind=kind, title=title, allowed=trace.allowed, digits=s.digits, heads=heads
                 ),
                 width="content",
             )
@@ -127,7 +127,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     m = stack[0]
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
         allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
-        spec = charts.rect_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits, select=True)
+        spec = charts.rect_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits, select=True)
         st.vega_lite_chart(
             spec,
             width="content",
@@ -136,7 +136,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
             key=cellview.HEATMAP_KEY.format(page=page_key),
         )
     else:
-        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
+        spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=trace.allowed, digits=s.digits)
         st.vega_lite_chart(spec, width="content")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
@@ -152,7 +152,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
             charts.zoom_heatmap(
                 m,
                 toks,
-                toks,
+                keys,
                 r0,
                 c0,
                 size,
@@ -177,6 +177,7 @@ def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
 def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     r = trace.reading
     toks = np.asarray(s.labels, dtype=object)
+    keys = np.asarray(key_labels(s), dtype=object)  # the source's tokens in cross-attention
     n, h = len(toks), trace.options.heads
     frames = []
     for head in range(h):
@@ -187,13 +188,13 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
                 {
                     **({"head": np.full(n, head + 1)} if h > 1 else {}),
                     "token": toks,
-                    "attends most to": np.where(masked, "(fully masked)", toks[top]),
+                    "attends most to": np.where(masked, "(fully masked)", keys[top]),
                     "weight": pick(r.top_weight),
-                    "then": np.where(masked | (n < 2), "", toks[second]),
+                    "then": np.where(masked | (len(keys) < 2), "", keys[second]),
                     "weight 2": pick(r.second_weight),
                     "entropy (bits)": pick(r.entropy),
                     "max possible (bits)": np.full(n, r.max_entropy),
-                    "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, toks[top], strict=True)]),
+                    "reading": np.where(masked, "", [f"{a} → {b}" for a, b in zip(toks, keys[top], strict=True)]),
                 }
             )
         )
