@@ -170,3 +170,29 @@ def test_clearing_the_source_brings_self_attention_back():
     assert session(at).source == ()
     frame(at, QUERIES, QUERIES)
     assert not any("Cross-attention" in t for t in texts(at.sidebar.info))
+
+
+def test_the_source_sentence_travels_in_a_saved_preset_file_and_comes_back_through_the_uploader():
+    from apptest_util import open_expander
+
+    from attention.ui import session as ui_session
+
+    at = app("softmax", LINK)
+    s = session(at)
+    preset = ui_session.export_preset(s)
+    assert preset.source_tokens == tuple(KEYS)
+    weights = frame(at, QUERIES, KEYS).to_numpy(float)
+    at2 = journey("weights", {"preset": "i_am_batman"})
+    at2 = (
+        open_expander(at2, "io")
+        .file_uploader(key="io.preset.file")
+        .set_value(("crossed.json", preset.to_json().encode(), "application/json"))
+        .run()
+    )
+    no_exception(at2)
+    s2 = session(at2)
+    assert s2.source == tuple(KEYS) and s2.tokens == tuple(QUERIES)
+    at2 = goto(at2, "softmax")
+    no_exception(at2)
+    np.testing.assert_array_equal(frame(at2, QUERIES, KEYS).to_numpy(float), weights)
+    assert ui_session.export_preset(session(at2)).source_tokens == tuple(KEYS)  # unedited file: the file itself
