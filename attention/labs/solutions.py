@@ -80,9 +80,11 @@ def _col(challenge: Challenge, i: int) -> int:
 
 
 def _pattern(challenge: Challenge, start: Trace) -> Target:
-    """The cross-entropy target (n, n) for a goal on the weights: only the rows the goal reads count."""
+    """The cross-entropy target (n, n) for a goal on the weights: only the rows the goal reads count. A goal on one
+    head reads that head's weights; the target is given to every head (the loss is their mean)."""
     cond = challenge.condition
-    w = squeeze_batch(start.weights)  # (n, n)
+    w = squeeze_batch(start.weights)  # (n, n), or (h, n, n) with heads
+    w = w if cond.head is None else w[cond.head]  # (n, n)
     allowed = np.ones(w.shape, dtype=bool) if start.allowed is None else squeeze_batch(start.allowed).astype(bool)
     pattern = np.zeros(w.shape)
     counts = np.zeros(w.shape[0], dtype=bool)
