@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from apptest_util import app, goto, journey, no_exception, session, texts
+from apptest_util import PAGES, app, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
 from attention.ui.crosssource import source_rows
@@ -196,3 +196,29 @@ def test_the_source_sentence_travels_in_a_saved_preset_file_and_comes_back_throu
     no_exception(at2)
     np.testing.assert_array_equal(frame(at2, QUERIES, KEYS).to_numpy(float), weights)
     assert ui_session.export_preset(session(at2)).source_tokens == tuple(KEYS)  # unedited file: the file itself
+
+
+HARD = {
+    "preset": "she_likes_coffee",
+    "src": "elle aime le café noir",
+    "heads": "2",
+    "kv": "1",
+    "mask": "causal+window",
+    "win": "2",
+    "pos": "alibi",
+}
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_every_page_draws_with_a_source_and_grouped_heads_alibi_and_a_window(page):
+    at = app(page, HARD)
+    no_exception(at)
+    assert not at.error, texts(at.error)
+
+
+def test_the_flash_lab_tiles_queries_by_source_keys():
+    at = app("flash", LINK)
+    no_exception(at)
+    cells = [r for c in at.get("vega_lite_chart") for rows in drawn_cells(c) for r in rows if "walked" in r]
+    assert {r["key"] for r in cells} == set(KEYS) and {r["query"] for r in cells} == set(QUERIES)
+    assert len(cells) == 15  # 3 queries × 5 source keys
