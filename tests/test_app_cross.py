@@ -222,3 +222,35 @@ def test_the_flash_lab_tiles_queries_by_source_keys():
     cells = [r for c in at.get("vega_lite_chart") for rows in drawn_cells(c) for r in rows if "walked" in r]
     assert {r["key"] for r in cells} == set(KEYS) and {r["query"] for r in cells} == set(QUERIES)
     assert len(cells) == 15  # 3 queries × 5 source keys
+
+
+def test_the_zip_download_has_source_labelled_csvs_and_a_preset_that_rebuilds_them():
+    import zipfile
+
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    at = app("scores", LINK)
+    button = next(b for b in at.get("download_button") if b.proto.label.startswith("Download everything"))
+    file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
+    data = None
+    for store in (o for o in gc.get_objects() if isinstance(o, MemoryMediaFileStorage)):
+        try:
+            data = store.get_file(file_id).content
+            break
+        except Exception:
+            continue
+    assert data is not None
+    z = zipfile.ZipFile(io.BytesIO(data))
+    rows = list(csv.reader(io.StringIO(z.read("weights.csv").decode("utf-8-sig"))))
+    assert rows[0] == ["query \\ key", *KEYS]
+    k_rows = list(csv.reader(io.StringIO(z.read("K.csv").decode("utf-8-sig"))))
+    assert [r[0] for r in k_rows[1:]] == KEYS
+    assert (
+        "cross-attention" in z.read("README.txt").decode()
+        and "le, chat, cat, assis, sur" in z.read("README.txt").decode()
+    )
+    preset = attention.parse_preset(z.read("preset.json"))
+    assert preset.source_tokens == tuple(KEYS)
+    want = naive(session(at))["weights"]
+    np.testing.assert_allclose(np.array([r[1:] for r in rows[1:]], float), want, rtol=1e-12)
+    np.testing.assert_allclose(preset.compute().weights, want, rtol=1e-12)
