@@ -254,3 +254,16 @@ def test_the_zip_download_has_source_labelled_csvs_and_a_preset_that_rebuilds_th
     want = naive(session(at))["weights"]
     np.testing.assert_allclose(np.array([r[1:] for r in rows[1:]], float), want, rtol=1e-12)
     np.testing.assert_allclose(preset.compute().weights, want, rtol=1e-12)
+
+
+def test_compare_with_a_pinned_self_attention_state_says_to_clear_the_source():
+    at = journey("softmax", {"preset": "the_cat_sat"})
+    at = at.button(key="cmp.pin").click().run()
+    assert "Compare weights with A" in " ".join(texts(at.markdown))
+    at = journey("tokens", {"preset": "the_cat_sat"})
+    at = at.button(key="cmp.pin").click().run()
+    box = next(t for t in at.text_input if t.label.startswith("Source sentence for cross-attention"))
+    at = goto(box.input(SOURCE).run(), "softmax")
+    no_exception(at)
+    assert any("clear the source sentence to compare" in t for t in texts(at.caption))
+    assert "Compare weights with A" not in " ".join(texts(at.markdown))
