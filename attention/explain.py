@@ -50,9 +50,11 @@ def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation
         if not 0 <= head < h:
             raise AttentionError(f"head must be 1 to {h}; got {head + 1}")
         scores, scaled, weights = scores[head], scaled[head], weights[head]
-    n = scores.shape[0]
-    if not (0 <= i < n and 0 <= j < n):
-        raise AttentionError(f"the cell must be a query and a key from 1 to {n}; got ({i + 1}, {j + 1})")
+    n, n_keys = scores.shape  # queries × keys (n × S in cross-attention)
+    if not (0 <= i < n and 0 <= j < n_keys):
+        raise AttentionError(
+            f"the cell must be a query from 1 to {n} and a key from 1 to {n_keys}; got ({i + 1}, {j + 1})"
+        )
     width = Q.shape[-1] // h
     block = head // (h // trace.options.kv)  # the key block this head reads (itself unless grouped)
     q, k = Q[i, head * width : (head + 1) * width], K[j, block * width : (block + 1) * width]  # (d,), (d,)

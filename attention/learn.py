@@ -174,6 +174,11 @@ def train(
             )
     else:
         tgt = _target(target, tokens, first.allowed, j, include_self)
+        if tgt.pattern.ndim == 3 and tgt.pattern.shape[0] != opts.heads:  # one pattern per head
+            raise AttentionError(
+                f"the target has {tgt.pattern.shape[0]} per-head patterns but there are {opts.heads} heads",
+                field="target",
+            )
 
     def loss_and_grads(params: dict[str, np.ndarray]) -> tuple[float, dict[str, np.ndarray], np.ndarray]:
         t = run_steps(**_call({**mats, **params}), opts=opts, tokens=tokens)
@@ -368,8 +373,9 @@ def _target(
         if isinstance(target, str):
             return targets.make(target, tokens, j=j, include_self=include_self, allowed=allowed)
         if isinstance(target, Target):
-            if target.pattern.shape != (len(tokens), len(tokens)):
-                raise AttentionError(f"the target is {target.pattern.shape} but there are {len(tokens)} tokens")
+            n, shape = len(tokens), target.pattern.shape  # (n, n) for every head, or (h, n, n) one per head
+            if shape[-2:] != (n, n) or len(shape) not in (2, 3):
+                raise AttentionError(f"the target is {shape} but there are {n} tokens")
             return targets.fit(target, allowed, tokens)
         return targets.make("custom", tokens, grid=target, allowed=allowed)
     except AttentionError as exc:

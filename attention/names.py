@@ -159,19 +159,27 @@ def dimension_labels(prefix: str, n: int) -> list[str]:
 
 
 def axis_labels(
-    name: str, shape: Sequence[int], tokens: Sequence[str], projection: str = "x_w"
+    name: str,
+    shape: Sequence[int],
+    tokens: Sequence[str],
+    projection: str = "x_w",
+    key_tokens: Sequence[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(row labels, column labels) of a named matrix of the given shape (the last two axes count).
 
     X: tokens × d1..d_model; W_q: d1.. × q1.. ("x_wt": q1.. × d1..); W_k: d1.. × k1..; W_v: d1.. × v1..;
     W_o: v1.. × v1..; Q: tokens × q1..; K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights:
     tokens × tokens. (Q's columns are q1.., not k1..: they are the query's dimensions.)
-    Token labels are made unique by :func:`token_labels`.
+    Token labels are made unique by :func:`token_labels`. Cross-attention: ``key_tokens`` (the source) label the
+    rows of K and V and the columns of scores, scaled and weights (queries × source keys).
     """
     r, c = int(shape[-2]), int(shape[-1])
+    keys = token_labels(key_tokens) if key_tokens else None
     if name in SQUARE:
         toks = token_labels(tokens)
-        return toks, list(toks)
+        return toks, list(keys or toks)
+    if keys is not None and name in ("K", "V"):
+        return keys, dimension_labels(_COL_PREFIX[name], c)
     if name in WEIGHTS:
         out = _OUT_PREFIX[name]
         if projection == "x_wt":

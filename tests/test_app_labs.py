@@ -310,3 +310,21 @@ def test_start_here_shows_can_be_dismissed_and_stays_dismissed_across_pages() ->
 def test_a_new_session_has_no_challenge_and_the_tour_out() -> None:
     s = ss.Session("x", None, (1, 1, 1), (), {}, attention.Options())
     assert s.challenge is None and s.tour_dismissed is False
+
+
+def test_the_grouped_heads_challenge_starts_with_one_key_value_head_and_a_solution_meets_head_2s_goal() -> None:
+    at = start("mqa_two_views")
+    no_exception(at)
+    s = session(at)
+    assert s.options.heads == 2 and s.options.kv_heads == 1 and s.matrices["W_k"].shape == (4, 2)
+    text = all_text(at)
+    assert "head 2: 'sat' attends most to 'cat'" in text and not any("✓" in t for t in texts(at.success))
+    before = snapshot(at)
+    at = at.button(key="ch.solve").click().run()
+    no_exception(at)
+    s = session(at)
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success)), texts(at.success)
+    for name in ("X", "W_k", "W_v"):
+        np.testing.assert_array_equal(s.matrices[name], before[4][name])
+    w = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options).weights
+    assert int(np.argmax(w[1, 2])) == 0  # head 2 of 'sat' attends most to 'The' (the oracle)

@@ -71,3 +71,19 @@ def test_the_qkv_page_shows_shared_key_value_blocks_and_the_kv_cache(browser, ba
         assert not error_texts(page)
         page.get_by_text("Key/value heads ·").first.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / "qkv_grouped_heads.png"), full_page=True)
+
+
+@pytest.mark.parametrize("size", [(1400, 1000), (1280, 720)], ids=["1400x1000", "1280x720"])
+def test_the_softmax_page_with_a_source_draws_queries_by_source_keys(browser, base_url, size) -> None:  # noqa: F811
+    with guarded_context(browser, viewport={"width": size[0], "height": size[1]}) as context:
+        page = context.new_page()
+        open_page(page, base_url, "softmax", "preset=the_cat_sat&src=le+chat+cat+assis+sur")
+        page.get_by_text("Cross-attention: queries from the sentence").first.wait_for(timeout=20000)
+        chart = page.locator("[data-testid='stVegaLiteChart']").first
+        chart.locator("svg, canvas").first.wait_for(timeout=20000)
+        w, h, colours = drawn(chart)
+        assert w >= 150 and h >= 100 and colours > 20, (w, h, colours)
+        text = chart.inner_text() if chart.locator("svg").count() else ""
+        assert not text or ("assis" in text and "sat" in text), text  # an SVG's axis labels: source keys, queries
+        assert not error_texts(page)
+        page.screenshot(path=str(SHOTS / f"softmax_cross_{size[0]}x{size[1]}.png"), full_page=False)

@@ -51,13 +51,13 @@ def doubling(start: float = 1.0, steps: int = 20, factor: float = 2.0) -> list[f
 
 def test_there_are_eight_varied_built_ins() -> None:
     ids = ch.list_challenges()
-    assert len(ids) == 10 and sorted(ids) == sorted(p.stem for p in (ROOT / "challenges").glob("*.json"))
+    assert len(ids) == 11 and sorted(ids) == sorted(p.stem for p in (ROOT / "challenges").glob("*.json"))
     cs = [ch.load_challenge(i) for i in ids]
     assert {c.preset for c in cs} == FIVE
     assert {c.condition.kind for c in cs} == set(ch.KINDS)
     assert any(c.condition.row == ch.ALL for c in cs) and any(c.options.get("mask") == "causal" for c in cs)
     assert {e for c in cs for e in c.editable} == {"X", "W_q", "W_k", "W_v"}
-    assert len({c.title for c in cs}) == 10 and [c.order for c in cs] == sorted(c.order for c in cs)
+    assert len({c.title for c in cs}) == 11 and [c.order for c in cs] == sorted(c.order for c in cs)
     for c in cs:
         assert ch.parse_challenge(ch.to_json(c), "again.json") == c
         assert ch.decode_link(ch.encode_link(c)) == c
@@ -272,7 +272,7 @@ def changed(path: str, value) -> dict:
         ("editable", [], r"field 'editable' must be a non-empty list"),
         ("seed", True, r"field 'seed' must be a whole number"),
         ("options", {"temperature": 0}, r"field 'options.temperature' must be a finite number > 0"),
-        ("options", {"heads": 2}, r"field 'condition.array' is 3-D"),
+        ("options", {"heads": 2}, r"field 'condition.head' is missing: weights has 2 heads here"),
         ("options", {"colour": 1}, r"field 'options.colour' is not a known field"),
         ("options", {"mask": "padding"}, r"field 'options' does not work with preset 'the_cat_sat'"),
         ("condition.type", "max", r"field 'condition.type' must be one of cell, argmax, entropy"),
@@ -405,3 +405,76 @@ def test_a_resized_editable_matrix_that_drops_the_cell_blocks_progress() -> None
     p = ch.evaluate(c, ch.run(c, {"W_v": m["W_v"][:, :2]}))  # d_v 4 -> 2: column 3 is gone
     assert not p.met and p.blocked == "output now has 2 columns; this challenge reads its column 3"
     assert ch.evaluate(c, ch.run(c, {"W_v": -m["W_v"]})).met
+
+
+# ------------------------------------------------------------------------------------------------ grouped heads
+
+
+def test_mqa_two_views_starts_unmet_with_both_heads_on_cat_and_w_k_pooled_to_one_block() -> None:
+    c = ch.load_challenge("mqa_two_views")
+    assert c.condition.head == 1 and c.options == {"heads": 2, "kv_heads": 1} and c.editable == ("W_q",)
+    base = attention.load_preset("the_cat_sat").matrices()
+    m = ch.challenge_preset(c).matrices()
+    for name in ("W_k", "W_v"):  # one shared block: the mean of the two heads' blocks (the GQA paper's pooling)
+        np.testing.assert_array_equal(m[name], (base[name][:, :2] + base[name][:, 2:]) / 2)
+    t = ch.run(c)
+    assert t.weights.shape == (2, 3, 3)
+    assert [int(np.argmax(t.weights[h, 2])) for h in (0, 1)] == [1, 1]  # both heads of 'sat' on 'cat'
+    p = ch.evaluate(c, t)
+    assert not p.met and p.description.startswith("head 2: 'sat' attends most to 'cat'")
+
+
+def test_mqa_two_views_is_met_by_an_edit_of_head_2s_block_of_w_q_alone_and_head_1_keeps_cat() -> None:
+    """With the keys shared, head 2's query of 'sat' must point along a d with d·(k_The − k_cat) > 0 and
+    d·(k_The − k_sat) > 0; the 2 × 2 solve gives one. W_q's head-2 block = s · u dᵀ with x_sat · u > 0 (u from the
+    pseudo-inverse of X; X has rank 2, sat = The + cat/2), so head 2's query of 'sat' is a positive multiple of d."""
+    c, m, t = start("mqa_two_views")
+    K = t.K  # (3, 2): the one shared key block
+    d = np.linalg.solve(np.array([K[0] - K[1], K[0] - K[2]]), np.ones(2))  # (2,)
+    u = np.linalg.pinv(m["X"])[:, 2]  # (4,)
+    assert (m["X"] @ u)[2] > 0.5
+
+    def edit(s: float) -> dict:
+        W_q = m["W_q"].copy()
+        W_q[:, 2:] = s * np.outer(u, d)  # head 2's columns q3, q4
+        return {"W_q": W_q}
+
+    edits, t2 = first_met(c, doubling(), edit)
+    assert int(np.argmax(t2.weights[1, 2])) == 0  # head 2 of 'sat' on 'The'
+    np.testing.assert_array_equal(t2.weights[0], t.weights[0])  # head 1 untouched: 'sat' still on 'cat'
+    assert int(np.argmax(t2.weights[0, 2])) == 1
+    with pytest.raises(AttentionError, match="W_k is locked"):
+        ch.run(c, {"W_k": m["W_k"]})
+
+
+def test_a_head_is_named_only_where_the_array_has_heads_and_within_them() -> None:
+    heads = changed("options", {"heads": 2, "kv_heads": 1})
+    refused(heads, r"field 'condition.head' is missing: weights has 2 heads here; name one \(0 to 1\)")
+    heads["condition"]["head"] = 2
+    refused(heads, r"field 'condition.head' must be a whole number from 0 to 1, got 2")
+    heads["condition"]["head"] = True
+    refused(heads, r"field 'condition.head' must be a whole number from 0 to 1")
+    one = good()
+    one["condition"]["head"] = 0
+    refused(one, r"field 'condition.head' names a head, but weights has no head axis here")
+    heads["condition"]["head"] = 0
+    c = ch.parse_challenge(json.dumps(heads), "t.json")
+    assert c.condition.head == 0 and json.loads(ch.to_json(c))["condition"]["head"] == 0
+    assert ch.decode_link(ch.encode_link(c)) == c
+    refused(changed("options", {"heads": 3, "kv_heads": 1}), r"field 'options'")  # 3 heads do not divide d_k = 4
+
+
+def test_files_without_a_head_read_and_write_as_before() -> None:
+    for cid in ch.list_challenges():
+        c = ch.load_challenge(cid)
+        raw = json.loads((ROOT / "challenges" / f"{cid}.json").read_text(encoding="utf-8"))
+        assert ("head" in raw["condition"]) == (c.condition.head is not None)
+        assert json.loads(ch.to_json(c))["condition"] == raw["condition"]
+
+
+def test_a_cross_attention_trace_does_not_count_for_a_challenge() -> None:
+    c = ch.load_challenge("sat_looks_back")
+    m = ch.challenge_preset(c).matrices()
+    t = attention.cross_attention(m["X"], m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=("The", "cat", "sat"))
+    p = ch.evaluate(c, t)
+    assert not p.met and "cross-attention" in (p.blocked or "")

@@ -16,7 +16,8 @@ from attention.labs import solutions
 def naive_met(c: ch.Challenge, trace: attention.Trace) -> bool:
     """The goal read straight off the definition: each row the goal names, compared by plain Python."""
     A = np.asarray(getattr(trace, c.condition.array))
-    A = A[0] if A.ndim == 3 else A
+    if A.ndim == 3:  # a batch of one, or the heads: the head the goal names
+        A = A[0] if c.condition.head is None else A[c.condition.head]
     tokens = list(trace.tokens)
     cond = c.condition
     index = {t: k for k, t in enumerate(tokens)}
@@ -59,3 +60,17 @@ def test_goals_on_other_arrays_are_not_attempted() -> None:
     c = ch.load_challenge("sat_looks_back")
     other = ch.Challenge(**{**c.__dict__, "condition": ch.Condition("cell", 0, 0, "scores", ">=", 1e9)})
     assert not solutions.solvable(other) and solutions.solve(other) is None
+
+
+def test_a_goal_on_one_head_is_solved_with_the_other_heads_keeping_their_top_key() -> None:
+    """mqa_two_views: 2 query heads share 1 key/value head; the solution turns head 2 of 'sat' to 'The' and leaves
+    head 1 of 'sat' on 'cat', so the two heads attend to different tokens."""
+    c = ch.load_challenge("mqa_two_views")
+    preset = ch.challenge_preset(c)
+    m = {k: np.asarray(v) for k, v in preset.matrices().items()}
+    found = solutions.solve(c)
+    assert found is not None and set(found.matrices) == {"W_q"}
+    m["W_q"] = found.matrices["W_q"]
+    w = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], options=preset.options).weights  # (2, 3, 3)
+    tops = [max(range(3), key=lambda j, h=h: w[h, 2, j]) for h in (0, 1)]
+    assert tops == [1, 0]  # head 1 of 'sat' on 'cat', head 2 on 'The'

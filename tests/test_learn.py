@@ -284,3 +284,18 @@ def test_train_many_on_one_sentence_is_train_and_the_table_is_any_mapping() -> N
         learn.train_many([s], table, W, None, "previous", learn=("X",), steps=5)
     t1, t2 = learn.embedding_table(["cat", "dog"], 4, seed=3), learn.embedding_table(["dog"], 4, seed=3)
     np.testing.assert_array_equal(t1["dog"], t2["dog"])  # a word's vector does not depend on the other words
+
+
+def test_a_target_per_head_trains_each_head_towards_its_own_pattern_and_a_wrong_count_is_refused() -> None:
+    p = attention.load_preset("the_cat_sat")
+    m = p.matrices()
+    opts = p.options.replace(heads=2)
+    pattern = np.zeros((2, 3, 3))
+    pattern[0, :, 0] = 1.0  # head 1: every row on 'The'
+    pattern[1, :, 2] = 1.0  # head 2: every row on 'sat'
+    tgt = targets.Target("per head", pattern, np.ones((2, 3), dtype=bool))
+    r = learn.train(p.tokens, m, opts, target=tgt, learn=("W_q", "W_k"), lr=0.05, steps=300)
+    assert (np.argmax(r.trace.weights, axis=-1) == [[0, 0, 0], [2, 2, 2]]).all()
+    wrong = targets.Target("three", np.zeros((3, 3, 3)) + pattern[:1], np.ones((3, 3), dtype=bool))
+    with pytest.raises(AttentionError, match="3 per-head patterns but there are 2 heads"):
+        learn.train(p.tokens, m, opts, target=wrong, learn=("W_q",), steps=1)

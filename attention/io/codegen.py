@@ -16,6 +16,7 @@ import numpy as np
 from .. import masks, positions, rng
 from ..errors import AttentionError
 from ..names import ARRAYS
+from ..source import cross_options, source_rows
 from .presets import Preset
 from .tables import conventions, one_line
 
@@ -93,7 +94,8 @@ class _Builder:
         if not isinstance(preset, Preset):
             raise AttentionError(f"expected a Preset, got {type(preset).__name__}")
         self.p = preset
-        self.o = preset.options
+        self.src = tuple(preset.source_tokens)  # cross-attention's source sentence (empty: self-attention)
+        self.o = cross_options(preset.options) if self.src else preset.options
         self.m = preset.matrices()
         self.X = self.m["X"]
         self.batched = self.X.ndim == 3
@@ -446,16 +448,68 @@ class _Builder:
         if any(w in drawn for w in ("W_q", "W_k", "W_v")):
             md += " The weights here are random, so this means nothing yet: training is what makes it meaningful."
         secs.append((md, "\n".join(code)))
-        return secs
+        return self.cross(secs) if self.src else secs
+
+    def cross(self, secs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The self-attention sections turned into cross-attention: X_kv (the source's rows, a literal) gives K and
+        V; masks, ALiBi and the reading count keys along the source (S); causal and window are top-left aligned."""
+        X_kv = source_rows(self.X, self.p.tokens, self.src)  # (S, d_model)
+        S = X_kv.shape[-2]
+        kv_lines = [
+            f"source = {list(self.src)!r}  # the source sentence: keys and values come from it",
+            f"X_kv = np.array({_literal(X_kv)})  # shape {_shape_text(X_kv.shape)}: a source word also in tokens "
+            "takes its row of X, any other a vector drawn from its text",
+            'print("Source tokens:", source)',
+        ]
+        if self.o.positions == "sinusoidal":  # the source gets its own position code, counted from 0
+            kv_lines += [
+                "pos_kv = np.arange(X_kv.shape[-2])[:, None]",
+                "angle_kv = pos_kv / np.power(10000.0, np.arange(0, X_kv.shape[-1], 2)[None, :] / X_kv.shape[-1])",
+                "PE_kv = np.zeros(X_kv.shape[-2:])",
+                "PE_kv[:, 0::2] = np.sin(angle_kv)",
+                "PE_kv[:, 1::2] = np.cos(angle_kv[:, : X_kv.shape[-1] // 2])",
+                "X_kv = X_kv + PE_kv  # what the key and value projections see",
+            ]
+        swaps = [
+            ("K = X @", "K = X_kv @"),
+            ("V = X @", "V = X_kv @"),
+            ("K_heads = [X @", "K_heads = [X_kv @"),
+            ("V_heads = [X @", "V_heads = [X_kv @"),
+            ("K = X_in @", "K = X_kv @"),
+            ("V = X_in @", "V = X_kv @"),
+            ("K_heads = [X_in @", "K_heads = [X_kv @"),
+            ("V_heads = [X_in @", "V_heads = [X_kv @"),
+            ("n = len(tokens)", "n, S = len(tokens), len(source)  # queries, keys"),
+            ("np.ones((n, n), dtype=bool)", "np.ones((n, S), dtype=bool)"),
+            ("np.arange(n)[None, :]", "np.arange(S)[None, :]"),
+            ("np.arange(len(tokens))[None, :]", "np.arange(len(source))[None, :]"),
+            ("{tokens[j]!r}", "{source[j]!r}"),
+            ("Self-attention output:", "Cross-attention output:"),
+        ]
+        out = []
+        for k, (md, code) in enumerate(secs):
+            for a, b in swaps:
+                code = code.replace(a, b)
+            if k == 0:
+                code += "\n" + "\n".join(kv_lines)
+                md += (
+                    f"\n\nCross-attention: the queries come from these {self.n} tokens, the keys and values from a "
+                    f"source sentence of {S} tokens (X_kv), so the scores are {self.n} × {S}. A causal or window "
+                    "mask is top-left aligned, as PyTorch's scaled_dot_product_attention does: query i sees keys "
+                    "0..i of the source."
+                )
+            out.append((md, code))
+        return out
 
     def intro(self) -> str:
         p = self.p
         src = p.source.get("document") if p.source else None
+        kind = "cross" if self.src else "self"
         return "\n".join(
             filter(
                 None,
                 [
-                    f"{one_line(p.title)}: scaled dot-product self-attention, step by step.",
+                    f"{one_line(p.title)}: scaled dot-product {kind}-attention, step by step.",
                     f"Rebuilt from the dashboard's preset {one_line(p.id)!r}"
                     + (f" (document {one_line(src)})." if src else "."),
                     f"Conventions: {conventions(self.o)}.",

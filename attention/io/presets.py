@@ -21,7 +21,8 @@ import numpy as np
 from .. import masks, rng
 from ..errors import AttentionError
 from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of
-from ..trace import Options, Trace, self_attention
+from ..source import cross_options, source_rows
+from ..trace import Options, Trace, cross_attention, self_attention
 from .jsonfile import NonFinite, load_json
 
 FORMAT = "attention-preset/1"
@@ -61,6 +62,7 @@ class Preset:
     notes: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""  # the sidebar's name for it (the title when empty)
     order: float = 1000.0  # where it sits in the sidebar's list (then by id)
+    source_tokens: tuple[str, ...] = ()  # a source sentence: cross-attention's keys and values (attention.source)
 
     @property
     def is_random(self) -> bool:
@@ -92,6 +94,19 @@ class Preset:
 
     def compute(self) -> Trace:
         m = self.matrices()
+        if self.source_tokens:  # queries from the tokens, keys and values from the source sentence's rows
+            X_kv = source_rows(m["X"], self.tokens, self.source_tokens)  # (S, d_model)
+            return cross_attention(
+                m["X"],
+                X_kv,
+                m["W_q"],
+                m["W_k"],
+                m["W_v"],
+                cross_options(self.options),
+                W_o=m.get("W_o"),
+                tokens=self.tokens,
+                tokens_kv=self.source_tokens,
+            )
         return self_attention(
             m["X"],
             m["W_q"],
@@ -115,6 +130,8 @@ class Preset:
         if self.description:
             d["description"] = self.description
         d["tokens"] = list(self.tokens)
+        if self.source_tokens:
+            d["source_tokens"] = list(self.source_tokens)
         d["options"] = _options_to_dict(self.options)
         d["matrices"] = {name: np.asarray(v).tolist() for name, v in self.fixed.items()}
         if self.random is not None:
@@ -149,8 +166,10 @@ def from_state(
     title: str = "My preset",
     description: str = "",
     source: Mapping[str, str] | None = None,
+    source_tokens: Sequence[str] = (),
 ) -> Preset:
-    """A preset holding the given state as fixed matrices (what 'save my preset' writes)."""
+    """A preset holding the given state as fixed matrices (what 'save my preset' writes); ``source_tokens`` a
+    source sentence for cross-attention (:mod:`attention.source`)."""
     fixed = {name: np.array(matrices[name], dtype=np.float64) for name in inputs_of(matrices)}
     preset = Preset(
         id=id,
@@ -160,6 +179,7 @@ def from_state(
         fixed=fixed,
         description=description,
         source=dict(source or {}),
+        source_tokens=tuple(source_tokens),
     )
     return parse_preset(preset.to_json(), f"{id}.json")  # one validation path for every preset
 
@@ -300,6 +320,16 @@ class _Validator:
             raise self.fail(where, f"is longer than {max_len} characters")
         return value
 
+    def source_tokens(self, value: Any) -> tuple[str, ...]:
+        """The source sentence (cross-attention): 0 to MAX_TOKENS words, each non-empty text without spaces."""
+        if not isinstance(value, list) or len(value) > MAX_TOKENS:
+            raise self.fail("source_tokens", f"must be a list of at most {MAX_TOKENS} token strings")
+        words = tuple(self.text(w, f"source_tokens[{i}]", 200) for i, w in enumerate(value))
+        for i, w in enumerate(words):
+            if not w or w.split() != [w]:
+                raise self.fail(f"source_tokens[{i}]", "must be one word: non-empty text without spaces")
+        return words
+
     def number(self, value: Any, where: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(where, f"must be a finite number, got {_short(value)}")
@@ -343,7 +373,7 @@ class _Validator:
             data,
             "(top level)",
             {"format", "id", "title", "tokens", "options"},
-            {"source", "description", "matrices", "random", "expected", "notes", "label", "order"},
+            {"source", "description", "matrices", "random", "expected", "notes", "label", "order", "source_tokens"},
         )
         if top["format"] != FORMAT:
             raise self.fail("format", f"must be {FORMAT!r}, got {_short(top['format'])}")
@@ -360,6 +390,7 @@ class _Validator:
             raise self.fail("tokens", f"lists {len(tokens)} tokens; at most {MAX_TOKENS}")
         tokens = tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(tokens))
         options = self.options(top["options"], len(tokens))
+        source_tokens = self.source_tokens(top.get("source_tokens", []))
         source_obj = self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"})
         source = {k: self.text(v, f"source.{k}", 2000) for k, v in source_obj.items()}
         description = self.text(top.get("description", ""), "description")
@@ -418,6 +449,7 @@ class _Validator:
             expected=expected,
             expected_shapes=shapes,
             notes=notes,
+            source_tokens=source_tokens,
             label=label,
             order=order,
         )

@@ -82,7 +82,7 @@ def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) 
     toks = list(tokens) if tokens is not None else (list(trace.tokens) or dimension_labels("t", n))
     if len(toks) != n:
         raise AttentionError(f"{len(toks)} token labels given for {n} rows of X; give one label per token")
-    return axis_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection)
+    return axis_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection, trace.tokens_kv or None)
 
 
 def matrix_csv(
@@ -209,10 +209,16 @@ def trace_zip(trace: Trace, preset: Preset) -> bytes:
     tokens = list(trace.tokens) or list(preset.tokens)
     files = trace_files(trace, tokens)
     batched = trace.X.ndim == 3
+    kind = "self" if trace.X_kv is None else "cross"
     lines = [
-        f"{one_line(preset.title)}: scaled dot-product self-attention, every step",
+        f"{one_line(preset.title)}: scaled dot-product {kind}-attention, every step",
         "",
         f"Tokens: {', '.join(one_line(t) for t in tokens)}",
+        *(
+            [f"Source tokens (keys and values): {', '.join(one_line(t) for t in trace.tokens_kv)}"]
+            if trace.tokens_kv
+            else []
+        ),
         f"Conventions: {conventions(trace.options)}",
         "",
         "Files (rows × columns):",

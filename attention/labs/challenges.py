@@ -8,7 +8,11 @@ that may be edited, and one condition over any array of the trace:
     {"type": "entropy", "row": "all", "op": ">=", "value": 2.4}  bits, of the weights row
 
 ``row`` and ``col`` are a 0-based index or a token's text (a token that occurs once); ``row`` may be "all"
-(every row that attends something must meet it) and ``col`` may be "self" (the row's own token). Challenge
+(every row that attends something must meet it) and ``col`` may be "self" (the row's own token). With several
+heads (options ``heads``), a goal on scores, scaled or weights names one with ``"head"``, a 0-based index (pages
+call head 0 "head 1"); without heads there is no ``"head"``. Options asking for grouped key/value heads
+(``kv_heads`` < ``heads``) start from the preset's W_k and W_v regrouped as the dashboard does (each shared block
+the mean of the blocks it replaces, :func:`attention.heads.regroup`). Challenge
 files live in ``challenges/`` at the top of the repository, one ``<id>.json`` each. Titles, goals and hints are
 plain text stored as given: a page shows them as text, never as Markdown.
 
@@ -37,6 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import AttentionError
+from ..heads import regroup
 from ..io.jsonfile import NonFinite, load_json
 from ..io.presets import Preset, load_preset
 from ..names import ARRAYS, INPUTS, MAX_LINK_CHARS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
@@ -62,9 +67,9 @@ _CHECK = 8
 _B64 = re.compile(r"[A-Za-z0-9_-]*")
 _ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _FIELDS = {  # per condition type: the required fields, then the optional ones
-    "cell": ({"type", "array", "row", "col", "op", "value"}, set()),
-    "argmax": ({"type", "row", "col"}, {"array"}),
-    "entropy": ({"type", "row", "op", "value"}, {"array"}),
+    "cell": ({"type", "array", "row", "col", "op", "value"}, {"head"}),
+    "argmax": ({"type", "row", "col"}, {"array", "head"}),
+    "entropy": ({"type", "row", "op", "value"}, {"array", "head"}),
 }
 
 
@@ -72,7 +77,8 @@ _FIELDS = {  # per condition type: the required fields, then the optional ones
 class Condition:
     """What must hold. row: an index, a token's text or "all"; col: an index, a token's text or "self" (None for
     entropy); array: one of the trace's arrays (entropy reads "weights"); op and value: the comparison (cell,
-    entropy). Indices are 0-based and refer to the array as a person sees it (a batch of one dropped)."""
+    entropy). Indices are 0-based and refer to the array as a person sees it (a batch of one dropped). head: the
+    0-based head whose (n, n) array is read when the array has a head axis; None without heads."""
 
     kind: str
     row: int | str
@@ -80,6 +86,7 @@ class Condition:
     array: str = "weights"
     op: str | None = None
     value: float | None = None
+    head: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,10 +128,25 @@ class Progress:
 def challenge_preset(challenge: Challenge) -> Preset:
     """The preset the challenge starts from: its seed, and its options with the challenge's overrides (what a page
     loads, and what :func:`evaluate` compares a trace with)."""
-    preset = load_preset(challenge.preset, challenge.seed)
-    if not challenge.options:
+    return _start(load_preset(challenge.preset, challenge.seed), challenge.options)
+
+
+def _start(preset: Preset, overrides: Mapping[str, Any]) -> Preset:
+    """The preset with the challenge's option overrides; grouped key/value heads asked of a preset that has one
+    key/value block per head get W_k and W_v regrouped (as the dashboard's key/value heads control does)."""
+    if not overrides:
         return preset
-    return dataclasses.replace(preset, options=_apply_options(preset.options, challenge.options))
+    o, was = _apply_options(preset.options, overrides), preset.options
+    start = dataclasses.replace(preset, options=o)
+    if o.kv == o.heads or was.kv != was.heads:
+        return start
+    m = preset.matrices()
+    try:
+        for name in ("W_k", "W_v"):  # (d_model, kv · w): h blocks pooled to kv
+            m[name] = regroup(m[name], o.heads, o.heads, o.kv, o.projection)
+    except ValueError:  # the heads do not divide the widths: computing the start says so (an AttentionError)
+        return start
+    return dataclasses.replace(start, fixed=m, random=None)
 
 
 def locked_edit(challenge: Challenge, matrix_name: str) -> str | None:
@@ -158,6 +180,8 @@ def evaluate(challenge: Challenge, trace: Trace) -> Progress:
     preset = challenge_preset(challenge)
     cond = challenge.condition
     A = squeeze_batch(np.asarray(getattr(trace, cond.array)))
+    if cond.head is not None and A.ndim == 3 and cond.head < A.shape[0]:
+        A = A[cond.head]  # (n, n): the head the goal names
     blocked = _blocked(challenge, preset, trace) or _out_of_range(cond, A, preset.tokens)
     if blocked:
         return Progress(False, None, cond.value, blocked, 0, 0, blocked)
@@ -178,7 +202,9 @@ def evaluate(challenge: Challenge, trace: Trace) -> Progress:
     worst = min(range(len(rows)), key=lambda k: checks[k].margin)
     met_count = sum(c.met for c in checks)
     c = checks[worst]
-    text = _describe(cond, rows_lbl, cols_lbl, rows[worst], c)
+    text = ("" if cond.head is None else f"head {cond.head + 1}: ") + _describe(
+        cond, rows_lbl, cols_lbl, rows[worst], c
+    )
     if cond.row == ALL:
         if met_count == len(rows):
             text = f"every row meets the goal; the closest call: {text}"
@@ -242,6 +268,8 @@ def _num(v: float | None) -> str:
 
 def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     """Why a trace does not count for this challenge, or None."""
+    if trace.X_kv is not None:
+        return "this challenge is set on self-attention; the page shows cross-attention (clear the source sentence)"
     if tuple(trace.tokens) != tuple(preset.tokens):
         return f"this challenge is set on the tokens {' '.join(preset.tokens)!r}; the page shows other tokens"
     if trace.options != preset.options:
@@ -340,6 +368,8 @@ def to_json(challenge: Challenge, *, compact: bool = False) -> str:
         cond["col"] = c.col
     if c.op is not None:
         cond["op"], cond["value"] = c.op, c.value
+    if c.head is not None:
+        cond["head"] = c.head
     d: dict[str, Any] = {"format": FORMAT, "id": challenge.id, "title": challenge.title, "preset": challenge.preset}
     if challenge.seed is not None:
         d["seed"] = challenge.seed
@@ -442,9 +472,9 @@ class _Reader:
             preset = load_preset(preset_id, seed)
         except AttentionError as exc:
             raise self.fail("preset", f"names no preset here: {exc.message}") from None
-        options = self.options(top.get("options", {}), preset)
+        self.options(top.get("options", {}), preset)  # checked field by field; _start applies them
         try:
-            trace = dataclasses.replace(preset, options=options).compute()
+            trace = _start(preset, top.get("options", {})).compute()  # W_k, W_v regrouped for kv_heads
         except AttentionError as exc:
             raise self.fail("options", f"does not work with preset {preset_id!r}: {exc.message}") from None
         condition = self.condition(top["condition"], preset.tokens, trace)
@@ -515,6 +545,16 @@ class _Reader:
                 "condition.array", f"must be 'weights' for an entropy (only weights rows sum to 1), got {_short(array)}"
             )
         A = squeeze_batch(np.asarray(getattr(trace, array)))
+        head = None
+        if A.ndim == 3 and "head" not in c:
+            raise self.fail(
+                "condition.head", f"is missing: {array} has {A.shape[0]} heads here; name one (0 to {A.shape[0] - 1})"
+            )
+        if "head" in c:
+            if A.ndim != 3:
+                raise self.fail("condition.head", f"names a head, but {array} has no head axis here {A.shape}")
+            head = self.whole(c["head"], "condition.head", 0, A.shape[0] - 1)
+            A = A[head]  # (n, n)
         if A.ndim != 2:
             raise self.fail("condition.array", f"is {A.ndim}-D here {A.shape}; a challenge reads one head's 2-D array")
         row = self.ref(c["row"], "condition.row", tokens, A.shape[0], ALL, rows=True, square=array in SQUARE)
@@ -527,7 +567,7 @@ class _Reader:
             if op not in OPS:
                 raise self.fail("condition.op", f"must be one of {', '.join(OPS)}, got {_short(op)}")
             value_ = self.number(c["value"], "condition.value")
-        return Condition(kind, row, col, array, op, value_)
+        return Condition(kind, row, col, array, op, value_, head)
 
     def ref(
         self, value: Any, where: str, tokens: tuple[str, ...], size: int, keyword: str, *, rows: bool, square: bool

@@ -10,6 +10,7 @@ it meets the goal. Goals on Q, K, V or the scores are not attempted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -80,9 +81,22 @@ def _col(challenge: Challenge, i: int) -> int:
 
 
 def _pattern(challenge: Challenge, start: Trace) -> Target:
-    """The cross-entropy target (n, n) for a goal on the weights: only the rows the goal reads count."""
+    """The cross-entropy target (n, n) for a goal on the weights: only the rows the goal reads count. A goal on one
+    head gives a target per head (h, n, n): the goal's pattern for that head, and for every other head its own
+    current top key on the same rows (so the solution moves only where the named head looks)."""
     cond = challenge.condition
-    w = squeeze_batch(start.weights)  # (n, n)
+    w = squeeze_batch(start.weights)  # (n, n), or (h, n, n) with heads
+    if cond.head is not None:
+        goal = _pattern(
+            dataclasses.replace(challenge, condition=dataclasses.replace(cond, head=None)),
+            dataclasses.replace(start, weights=w[cond.head]),
+        )
+        pattern = np.zeros(w.shape)  # (h, n, n)
+        for h in range(w.shape[0]):
+            for i in np.flatnonzero(goal.rows):
+                pattern[h, i, int(np.argmax(w[h, i]))] = 1.0  # keep its top key
+        pattern[cond.head] = goal.pattern
+        return Target("challenge", pattern, np.broadcast_to(goal.rows, w.shape[:2]).copy())  # (h, n)
     allowed = np.ones(w.shape, dtype=bool) if start.allowed is None else squeeze_batch(start.allowed).astype(bool)
     pattern = np.zeros(w.shape)
     counts = np.zeros(w.shape[0], dtype=bool)

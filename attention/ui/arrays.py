@@ -25,6 +25,11 @@ def per_head(a: np.ndarray) -> np.ndarray:
     return a if a.ndim == 3 else a[None]
 
 
+def key_labels(s: session.Session) -> list[str]:
+    """The keys' labels: the source sentence's in cross-attention, else the tokens' (the same as ``s.labels``)."""
+    return token_labels(s.source or s.tokens)
+
+
 def shown(s: session.Session, trace: Trace, name: str) -> tuple[np.ndarray, list[str], list[str]]:
     """A trace array as the 2-D table a page shows, with its row and column labels (rows "head 2 · cat" with heads)."""
     m = as_2d(getattr(trace, name))
@@ -52,14 +57,15 @@ def reading_lines(t: Trace, tokens: Sequence[str], rows: Sequence[int], head: in
     pick = (lambda a: a[head]) if r.top.ndim == 2 else (lambda a: a)
     weight, masked = pick(r.top_weight), pick(r.fully_masked)
     tk = [esc(t) for t in token_labels(tokens)]
+    keys = [esc(x) for x in token_labels(t.tokens_kv)] if t.tokens_kv else tk  # cross-attention: the source's
 
     def line(i: int) -> str:
         if masked[i]:
             return f"**{tk[i]}** attends to nothing (every key is masked; its weights and output are 0)"
-        keys = top_keys(t, i, head)
-        if len(keys) == 1:
-            return f"**{tk[i]}** attends most to **{tk[keys[0]]}** ({weight[i]:.1%})"
-        named = [f"**{tk[j]}**" for j in keys[:4]] + ([f"{len(keys) - 4} more"] if len(keys) > 4 else [])
+        top = top_keys(t, i, head)
+        if len(top) == 1:
+            return f"**{tk[i]}** attends most to **{keys[top[0]]}** ({weight[i]:.1%})"
+        named = [f"**{keys[j]}**" for j in top[:4]] + ([f"{len(top) - 4} more"] if len(top) > 4 else [])
         return f"**{tk[i]}** attends most, equally, to {', '.join(named[:-1])} and {named[-1]} ({weight[i]:.1%} each)"
 
     return [line(i) for i in rows]
@@ -70,7 +76,7 @@ def habit_line(t: Trace, tokens: Sequence[str], head: int) -> str:
     “mostly attends to the previous token (5 of 5 rows)”, “to **cat**”, “spreads its weight almost evenly”."""
     r = t.reading
     h = reading.habit(r, head if r.top.ndim == 2 else None)
-    tk = [esc(x) for x in token_labels(tokens)]
+    tk = [esc(x) for x in token_labels(t.tokens_kv or tokens)]  # key labels (the source's in cross-attention)
     rows = f"{h.rows} of {h.of} rows"
     what = {
         "previous": "the previous token",

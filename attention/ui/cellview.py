@@ -10,7 +10,7 @@ from .. import charts
 from ..explain import explain_cell
 from ..trace import Trace
 from . import frames, session, state, widgets
-from .arrays import shown
+from .arrays import key_labels, shown
 from .text import esc
 
 HEATMAP_KEY = "hm.{page}"
@@ -24,31 +24,30 @@ def on_heatmap_click(page_key: str, head: int | None = None) -> None:
     picked = (((event or {}).get("selection") or {}).get("cell") or [None])[0]
     if not isinstance(picked, dict):
         return
-    labels = session.get().labels
+    labels, keys = session.get().labels, key_labels(session.get())
     q, k = picked.get("query"), picked.get("key")
-    if q in labels and k in labels:
-        state.set_view(cell=(labels.index(q), labels.index(k)), head=head)
+    if q in labels and k in keys:
+        state.set_view(cell=(labels.index(q), keys.index(k)), head=head)
 
 
 def _on_pick(page_key: str) -> None:
-    labels = session.get().labels
+    labels, keys = session.get().labels, key_labels(session.get())
     q, k = st.session_state.get(f"cell.{page_key}.q"), st.session_state.get(f"cell.{page_key}.k")
-    if q in labels and k in labels:
-        state.set_view(cell=(labels.index(q), labels.index(k)))
+    if q in labels and k in keys:
+        state.set_view(cell=(labels.index(q), keys.index(k)))
 
 
 def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     """Cell (i, j) taken apart: q_i and k_j side by side, each product, the sum, × scale, minus the row's shift,
     exp, the row sum and the share, each number the engine's own."""
-    labels = s.labels
-    n = len(labels)
-    i, j = (min(c, n - 1) for c in s.cell)
+    labels, keys = s.labels, key_labels(s)  # keys: the source's tokens in cross-attention
+    i, j = min(s.cell[0], len(labels) - 1), min(s.cell[1], len(keys) - 1)
     where = "a head's heatmap" if trace.options.heads > 1 else "the heatmap"
     st.markdown(f"**Explain a cell** · click a cell of {where}, or choose it here")
     c1, c2 = st.columns(2)
-    for col, key, idx, what in ((c1, "q", i, "query (row)"), (c2, "k", j, "key (column)")):
-        st.session_state[f"cell.{page_key}.{key}"] = labels[idx]
-        col.selectbox(what, labels, key=f"cell.{page_key}.{key}", on_change=_on_pick, args=(page_key,))
+    for col, key, idx, what, options in ((c1, "q", i, "query (row)", labels), (c2, "k", j, "key (column)", keys)):
+        st.session_state[f"cell.{page_key}.{key}"] = options[idx]
+        col.selectbox(what, options, key=f"cell.{page_key}.{key}", on_change=_on_pick, args=(page_key,))
     head = min(s.head, trace.options.heads - 1)
     if trace.options.heads > 1:
         st.session_state[f"cell.{page_key}.head"] = head + 1
@@ -65,13 +64,13 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     table = pd.DataFrame(
         {
             f"q ({labels[i]})": [fmt(v) for v in e.q],
-            f"k ({labels[j]})": [fmt(v) for v in e.k],
+            f"k ({keys[j]})": [fmt(v) for v in e.k],
             "q × k": [fmt(v) for v in e.products],
         },
         index=cols,
     )
     st.dataframe(table, width="stretch", height=frames.fit_height(len(table)))
-    qi, kj = esc(labels[i]), esc(labels[j])
+    qi, kj = esc(labels[i]), esc(keys[j])
     lines = [
         f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks "
         f"for)."
@@ -121,7 +120,8 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
             continue
         values = shifted if tab.startswith("S'") else exps
         frames.number_table(
-            pd.DataFrame(values, index=rows[: len(steps)], columns=rows), charts.decimals_for(values, s.digits)
+            pd.DataFrame(values, index=rows[: len(steps)], columns=key_labels(s)),
+            charts.decimals_for(values, s.digits),
         )
     if len(rows) > 16:
         st.caption(f"The first 16 of {len(rows)} rows.")

@@ -65,6 +65,9 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
     pin = s.pin
     if pin is None:
         return
+    if s.source:  # A is a self-attention snapshot (a pin keeps no source sentence)
+        st.caption("A is self-attention and this page shows cross-attention: clear the source sentence to compare.")
+        return
     try:
         a_trace = compute.compute(pin.tokens, pin.matrices, pin.options)
     except AttentionError as exc:

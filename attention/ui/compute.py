@@ -14,8 +14,9 @@ import streamlit as st
 
 from .. import names
 from ..errors import AttentionError
-from ..trace import Options, Trace, self_attention
+from ..trace import Options, Trace, cross_attention, self_attention
 from .cache import TraceCache, return_large_frees_to_the_os
+from .crosssource import cross_options, source_rows
 from .session import Session, origin, preset_and_base
 
 
@@ -54,16 +55,48 @@ def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options
     )  # scores, scaled, weights
 
 
+def compute_cross(
+    tokens: tuple[str, ...], source: tuple[str, ...], matrices: Mapping[str, np.ndarray], X_kv: np.ndarray, o: Options
+) -> Trace:
+    """Cross-attention of ``tokens`` (queries) over ``source`` (keys and values, rows X_kv), cached by content as
+    :func:`compute` is (raises AttentionError on bad input)."""
+
+    def run() -> Trace:
+        m = matrices
+        trace = cross_attention(
+            m["X"], X_kv, m["W_q"], m["W_k"], m["W_v"], o, W_o=m.get("W_o"), tokens=tokens, tokens_kv=source
+        )
+        for a in trace.arrays().values():
+            a.setflags(write=False)
+        return trace
+
+    kv = hashlib.blake2b(repr((source, X_kv.shape)).encode() + np.ascontiguousarray(X_kv).tobytes(), digest_size=20)
+    key = f"cross {content_key(tokens, matrices, o)} {kv.hexdigest()}"
+    return TRACES.get(key, run, expected_bytes=3 * len(tokens) * len(source) * 8)
+
+
+def session_trace(s: Session) -> Trace:
+    """The trace every page shows: self-attention, or cross-attention over the source sentence when the Tokens
+    page has one (options that cannot apply left out, see :mod:`attention.ui.crosssource`). Raises AttentionError."""
+    if s.source:
+        X_kv = source_rows(s, s.source)  # (S, d_model)
+        return compute_cross(s.tokens, s.source, s.matrices, X_kv, cross_options(s.options))
+    return compute(s.tokens, s.matrices, s.options)
+
+
 def current_trace(s: Session) -> Trace | AttentionError:
     """The trace of the session's current state, or the error that stops it."""
     try:
-        return compute(s.tokens, s.matrices, s.options)
+        return session_trace(s)
     except AttentionError as exc:
         return exc
 
 
 def base_trace(s: Session) -> Trace | None:
-    """The unedited preset's trace (for the 'what moved' view), or None if it cannot be computed."""
+    """The unedited preset's trace (for the 'what moved' view), or None if it cannot be computed or the state is
+    cross-attention (a source sentence: nothing of the preset's to compare cell by cell)."""
+    if s.source:
+        return None
     preset, base = origin(s)
     try:
         return compute(preset.tokens, base, preset.options)

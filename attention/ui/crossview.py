@@ -2,62 +2,33 @@
 
 The source's embeddings: a word that is also in the first sentence takes its row of X (so shared words match); any
 other word gets a vector drawn from a seed made of its text (the same word always gets the same vector), scaled to
-X's spread. The engine's :func:`attention.cross_attention` does the rest with the current W_q, W_k, W_v and options
-(masks that belong to one sentence, padding and a custom grid, are left out).
+X's spread (:mod:`attention.ui.crosssource`). The session's trace is then cross-attention on every step page; this
+view shows its weights and output beside the sentence.
 """
 
 from __future__ import annotations
 
-import zlib
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from .. import charts, masks, names
+from .. import charts, names
 from ..errors import AttentionError
-from ..trace import Trace, cross_attention
-from . import frames, session, state, views
+from ..trace import Trace
+from . import compute, frames, session, state, views
 from .arrays import per_head
+from .crosssource import left_out, source_rows
 from .widgets import show_messages
 
-
-def source_rows(s: session.Session, words: tuple[str, ...]) -> np.ndarray:
-    """X_kv (S, d_model): each source word's row of X where the first sentence has it, else its own drawn vector."""
-    X = np.asarray(names.squeeze_batch(s.matrices["X"]), dtype=np.float64)  # (n, d_model)
-    spread = float(X.std()) or 1.0
-    rows = []
-    for w in words:
-        if w in s.tokens:
-            rows.append(X[s.tokens.index(w)])  # (d_model,)
-        else:
-            rng = np.random.default_rng([s.seed or 0, zlib.crc32(w.encode("utf-8"))])
-            rows.append(rng.standard_normal(X.shape[1]) * spread)  # (d_model,)
-    return np.array(rows)  # (S, d_model)
+__all__ = ["source", "source_rows", "cross_trace"]
 
 
 def cross_trace(s: session.Session, words: tuple[str, ...]) -> Trace | AttentionError:
-    """The cross-attention of the session's sentence (queries) over ``words`` (keys and values)."""
-    o = s.options
-    kept = [p for p in masks.parts(o.mask) if p in ("causal", "window")]
-    opts = o.replace(mask=masks.join(kept), padding=(), custom_mask=())
-    if opts.positions == "learned":
-        opts = opts.replace(positions="none")
-    m = s.matrices
-    try:
-        return cross_attention(
-            names.squeeze_batch(m["X"]),
-            source_rows(s, words),
-            m["W_q"],
-            m["W_k"],
-            m["W_v"],
-            opts,
-            W_o=m.get("W_o"),
-            tokens=s.tokens,
-            tokens_kv=words,
-        )
-    except AttentionError as exc:
-        return exc
+    """The cross-attention of the session's sentence (queries) over ``words`` (keys and values): the session's
+    trace when ``words`` is its source (see :func:`attention.ui.compute.session_trace`)."""
+    return compute.current_trace(s if words == s.source else replace(s, source=words))
 
 
 def source(s: session.Session) -> None:
@@ -81,12 +52,11 @@ def source(s: session.Session) -> None:
         views.show_error(t)
         return
     src = names.token_labels(words)
-    left_out = [p for p in masks.parts(s.options.mask) if p in ("padding", "custom")]
     st.caption(
         f"Queries: the {len(s.tokens)} tokens above; keys and values: the {len(words)} source tokens. A source word "
-        "that is also in the sentence uses its row of X; any other gets its own vector, drawn from its text."
-        + (f" The {' and '.join(left_out)} mask belongs to one sentence and is left out here." if left_out else "")
-        + (" Learned positions belong to one sentence: none here." if s.options.positions == "learned" else "")
+        "that is also in the sentence uses its row of X; any other gets its own vector, drawn from its text. Every "
+        "step page now shows this cross-attention (queries × source keys)."
+        + (f" {left_out(s.options)}" if left_out(s.options) else "")
     )
     weights = per_head(t.weights)[0]  # (L, S): head 1
     spec = charts.heatmap_spec(

@@ -38,7 +38,7 @@ def matrix(name: str, s: session.Session, page_key: str) -> None:
         if name in names.inputs_of(s.matrices):
             m, rows, cols = s.matrices[name], *s.axis_labels(name, s.matrices[name].shape)
         else:
-            m, rows, cols = shown(s, compute.compute(s.tokens, s.matrices, s.options), name)
+            m, rows, cols = shown(s, compute.session_trace(s), name)
         return tables.matrix_csv(m, rows, cols, corner=names.corner_label(name))
 
     st.download_button(
@@ -53,7 +53,7 @@ def matrix(name: str, s: session.Session, page_key: str) -> None:
 
 def everything(s: session.Session, page_key: str) -> None:
     def build() -> bytes:
-        return tables.trace_zip(compute.compute(s.tokens, s.matrices, s.options), session.export_preset(s))
+        return tables.trace_zip(compute.session_trace(s), session.export_preset(s))
 
     st.download_button(
         "Download everything (.zip: every matrix as CSV + settings as a preset file)",

@@ -10,7 +10,7 @@ from .. import masks
 from ..names import token_labels
 from ..trace import Trace
 from . import session
-from .arrays import per_head, reading_lines
+from .arrays import key_labels, per_head, reading_lines
 from .text import esc
 
 
@@ -79,11 +79,11 @@ def scores(s: session.Session, t: Trace | None) -> str:
         return "Entry (i, j) of QKᵀ is the dot product of query i with key j."
     first = per_head(t.scores)[0]
     i, j = np.unravel_index(np.argmax(first), first.shape)
-    tk = [esc(t) for t in token_labels(s.tokens)]
+    tk, keys = [esc(t) for t in token_labels(s.tokens)], [esc(k) for k in key_labels(s)]
     return (
         f"Entry (i, j) is the dot product of token i's query with token j's key: how well j matches what i looks for. "
         f"Rows are queries (who attends), columns are keys (who is attended to). The largest score here is "
-        f"**{tk[i]} → {tk[j]}** ({first[i, j]:.4g})"
+        f"**{tk[i]} → {keys[j]}** ({first[i, j]:.4g})"
         + (" in head 1" if t.options.heads > 1 else "")
         + ". Scores are not yet probabilities: they can be any size or sign."
     )
@@ -139,7 +139,7 @@ def output(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Each output row is a weighted average of the value rows."
     w = per_head(t.weights)[0]
-    tk = [esc(t) for t in token_labels(s.tokens)]
+    tk = [esc(k) for k in key_labels(s)]  # V's rows: the keys' tokens (the source's in cross-attention)
     h, d_v = t.options.heads, t.V.shape[-1]
     v = "V" if h == 1 else "V₁"
     parts = " + ".join(f"{w[0, j]:.3f}·{v}[{tk[j]}]" for j in range(min(3, w.shape[1])))

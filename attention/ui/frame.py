@@ -30,7 +30,7 @@ from . import (
     views,
     widgets,
 )
-from .arrays import per_head
+from .arrays import key_labels, per_head
 from .labpages import BODIES
 from .specs import LABS, OVERVIEW, STEPS
 from .text import esc
@@ -144,7 +144,7 @@ def render_overview() -> None:
         charts.heatmap_spec(
             per_head(trace.weights)[0],
             s.labels,
-            s.labels,
+            key_labels(s),
             kind="weights",
             title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
             subtitle="each row sums to 1",

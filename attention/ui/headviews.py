@@ -10,7 +10,7 @@ import streamlit as st
 from .. import charts
 from ..trace import Trace
 from . import cellview, session, widgets
-from .arrays import habit_line
+from .arrays import habit_line, key_labels
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
 HEADS_PER_ROW = 2
@@ -51,7 +51,7 @@ def show(
         )
     )
     specs = charts.head_specs(
-        stack, s.labels, s.labels, kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
+        stack, s.labels, key_labels(s), kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
     )
     for start in range(0, len(specs), HEADS_PER_ROW):
         widgets.chart_gap()

@@ -84,7 +84,7 @@ class Session:
         return names.token_labels(self.tokens)
 
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
-        return names.axis_labels(name, shape, self.tokens, self.options.projection)
+        return names.axis_labels(name, shape, self.tokens, self.options.projection, self.source)
 
     # The two reshapes a state can undergo, used by the one writer (attention.ui.state) on the live session and by
     # attention.ui.url on a session it rebuilds from an address (so a link reproduces a resize exactly).
@@ -224,8 +224,7 @@ def preset_label(preset_id: str, s: Session | None = None) -> str:
 
 
 def origin(s: Session) -> tuple[Preset, dict[str, np.ndarray]]:
-    """The unedited preset the session started from (a preset file it loaded, or a listed preset with the session's
-    seed) and its matrices (2-D, read-only)."""
+    """The unedited preset the session started from (a loaded file, or a listed preset and seed), matrices 2-D."""
     if s.preset_id == FILE and s.loaded is not None:
         return s.loaded, _read_only(matrices_2d(s.loaded))
     return preset_and_base(s.preset_id, s.seed, s.blank_shape)
@@ -268,7 +267,7 @@ def is_unedited(s: Session) -> bool:
     """True when tokens, matrices and options are exactly the preset's."""
     preset, base = origin(s)
     return (
-        s.tokens == preset.tokens
+        (s.tokens, s.source) == (preset.tokens, preset.source_tokens)  # a new source sentence is an edit
         and s.options == preset.options
         and names.inputs_of(s.matrices) == names.inputs_of(base)
         and all(identical(s.matrices[n], base[n]) for n in names.inputs_of(base))
@@ -286,5 +285,6 @@ def export_preset(s: Session) -> Preset:
         id=f"{s.preset_id}_edited",
         title="Edited " + s.preset_id,
         description="Saved from the dashboard.",
+        source_tokens=s.source,
     )
 

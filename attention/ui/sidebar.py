@@ -16,7 +16,7 @@ import streamlit as st
 from .. import masks, names
 from ..io import presets as presets_mod
 from ..trace import MASK_KINDS
-from . import compare, familycontrols, session, share, state
+from . import compare, crosssource, familycontrols, session, share, state
 from .text import esc
 from .widgets import open_expander, show_messages, whole_number
 
@@ -111,6 +111,8 @@ def draw(s: session.Session) -> None:
         help="Drop every edit and option change; reload the preset with this seed.",
     )
 
+    if cross := crosssource.note(s):
+        sb.info(cross, icon=":material/translate:")  # ours: counts and option names only
     box = open_expander("conventions", "Heads, mask and conventions", s, sb)
     if box is None:  # closed: say what is in force, build none of the eight boxes (a lighter page on every run)
         sb.caption(conventions_summary(s))  # ours: built from option names and numbers only

@@ -17,7 +17,7 @@ from ..errors import AttentionError
 from ..io import tables
 from ..trace import Trace
 from . import cellview, compute, downloads, familyviews, frames, headviews, session, widgets
-from .arrays import per_head, reading_lines, shown, top_keys
+from .arrays import key_labels, per_head, reading_lines, shown, top_keys
 from .text import esc
 from .windows import VIEW_COLS, VIEW_ROWS, window_controls
 
@@ -90,9 +90,9 @@ def _titles(name: str, trace: Trace) -> tuple[str, str]:
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
-    stack = per_head(getattr(trace, name))  # (h, n, n)
-    h, n = stack.shape[0], stack.shape[-1]
-    toks = s.labels
+    stack = per_head(getattr(trace, name))  # (h, n, n); (h, n, S) in cross-attention
+    h, n = stack.shape[0], max(stack.shape[-2:])
+    toks, keys = s.labels, key_labels(s)
     kind = "weights" if name == "weights" else "scores"
     title, subtitle = _titles(name, trace)
     allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
@@ -103,7 +103,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     widgets.chart_gap()
     if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
         spec = charts.rect_spec(
-            m, toks, toks, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
+            m, toks, keys, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
         )
         st.vega_lite_chart(
             spec,
@@ -113,7 +113,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
             key=cellview.HEATMAP_KEY.format(page=page_key),
         )
     else:
-        spec = charts.heatmap_spec(m, toks, toks, kind=kind, title=title, allowed=allowed, digits=s.digits)
+        spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits)
         st.vega_lite_chart(spec, width="stretch")
     if n > charts.RECT_MAX:
         pooled = "the largest weight" if kind == "weights" else "the mean score"
@@ -130,7 +130,7 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
             charts.zoom_heatmap(
                 m,
                 toks,
-                toks,
+                keys,
                 r0,
                 c0,
                 size,
@@ -155,14 +155,15 @@ def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
 def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     r = trace.reading
     toks = np.asarray(s.labels, dtype=object)
+    keys = np.asarray(key_labels(s), dtype=object)  # the source's tokens in cross-attention
     n, h = len(toks), trace.options.heads
     parts = []
     for head in range(h):
         pick = (lambda a, k=head: a[k]) if h > 1 else (lambda a: a)
         top, second, masked = pick(r.top), pick(r.second), pick(r.fully_masked)
-        most = toks[top].copy()
+        most = keys[top].copy()
         for i in np.flatnonzero(pick(r.top_count) > 1):  # keys that tie are all named
-            most[i] = ", ".join(toks[top_keys(trace, int(i), head)])
+            most[i] = ", ".join(keys[top_keys(trace, int(i), head)])
         parts.append(
             pd.DataFrame(
                 {
@@ -170,7 +171,7 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
                     "token": toks,
                     "attends most to": np.where(masked, "(fully masked)", most),
                     "weight": pick(r.top_weight),
-                    "then": np.where(masked | (n < 2), "", toks[second]),
+                    "then": np.where(masked | (len(keys) < 2), "", keys[second]),
                     "weight 2": pick(r.second_weight),
                     "entropy (bits)": pick(r.entropy),
                     "max possible (bits)": np.full(n, r.max_entropy),

@@ -16,6 +16,7 @@ import streamlit as st
 from ... import charts, flash, kvcache, names
 from ...trace import Trace
 from .. import compute, frames, session, state, views
+from ..arrays import key_labels
 from ..familyviews import setting_box
 from ..widgets import show_messages
 
@@ -29,9 +30,12 @@ def _head_array(a: np.ndarray, h: int, head: int, core: int) -> np.ndarray:
     return a if h == 1 else a[(head,) + (slice(None),) * core]
 
 
-def tile_chart(scores: np.ndarray, f: flash.Flash, k: int, labels: list[str]) -> alt.LayerChart:
+def tile_chart(
+    scores: np.ndarray, f: flash.Flash, k: int, labels: list[str], keys: list[str] | None = None
+) -> alt.LayerChart:
     """The head's scores (masked cells grey) with the tiles already done at full colour, those still ahead faded,
-    and the current tile outlined."""
+    and the current tile outlined. ``keys``: the keys' labels when they are not the queries' (cross-attention)."""
+    keys = labels if keys is None else keys
     t = f.tiles[k]
     n, s_len = scores.shape
     m = min(n, MAX_CHART)
@@ -45,14 +49,14 @@ def tile_chart(scores: np.ndarray, f: flash.Flash, k: int, labels: list[str]) ->
             rows.append(
                 {
                     "query": labels[i],
-                    "key": labels[j],
+                    "key": keys[j],
                     "score": None if not np.isfinite(v) else float(v),
                     "masked": not np.isfinite(v),
                     "walked": "done" if idx < k else "this tile" if idx == k else "ahead",
                 }
             )
     df = pd.DataFrame(rows)
-    x = alt.X("key:N", sort=labels[:cols], title="keys")
+    x = alt.X("key:N", sort=keys[:cols], title="keys")
     y = alt.Y("query:N", sort=labels[:m], title="queries")
     base = (
         alt.Chart(df)
@@ -66,7 +70,7 @@ def tile_chart(scores: np.ndarray, f: flash.Flash, k: int, labels: list[str]) ->
         )
     )
     box = pd.DataFrame(
-        [{"query": labels[i], "key": labels[j]} for i in range(*t.rows) if i < m for j in range(*t.cols) if j < cols]
+        [{"query": labels[i], "key": keys[j]} for i in range(*t.rows) if i < m for j in range(*t.cols) if j < cols]
     )
     outline = alt.Chart(box).mark_rect(fill=None, stroke="black", strokeWidth=2).encode(x=x, y=y)
     cell = max(14, min(60, 480 // max(m, cols)))  # px per cell: the chart grows with n up to about 480 px
@@ -126,7 +130,7 @@ def body(s: session.Session) -> None:
         f"key block {t.k_block + 1} (keys {t.cols[0] + 1}–{t.cols[1]})"
         + (" · the row block's last tile: its output is final." if t.last else ".")
     )
-    st.altair_chart(tile_chart(scores, f, k, labels), width="content")
+    st.altair_chart(tile_chart(scores, f, k, labels, key_labels(s)), width="content")
     if max(n, s_len) > MAX_CHART:
         st.caption(f"The chart shows the first {MAX_CHART} queries and keys; the tables below are complete.")
     _row_table(t, h, head, labels, s.digits)

@@ -23,6 +23,9 @@ def start_challenge(challenge: Challenge) -> None:
         say("challenge.start", "error", f"The challenge could not start: {esc(exc.message, 500)}. Nothing changed.")
         return
     fresh.options = preset.options
+    if preset.options.kv != preset.options.heads:  # grouped key/value heads: the challenge's regrouped W_k, W_v
+        start = preset.matrices()
+        fresh.matrices.update({k: np.array(start[k], dtype=np.float64) for k in ("W_k", "W_v")})
     get().challenge = None  # a restart or another challenge: no "stopped" notice
     replace_session(fresh)
     s = get()

@@ -64,7 +64,7 @@ def set_view(cell: tuple[int, int] | None = None, head: int | None = None, digit
     """Display-only settings: the explained (query, key) cell and its head, and the digits numbers are shown with
     (None: every digit). Values out of range are ignored; nothing computed changes."""
     s = get()
-    if cell is not None and all(0 <= c < len(s.tokens) for c in cell):
+    if cell is not None and 0 <= cell[0] < len(s.tokens) and 0 <= cell[1] < len(s.source or s.tokens):
         s.cell = cell
     if head is not None and 0 <= head < s.options.heads:
         s.head = head

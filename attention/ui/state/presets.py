@@ -74,6 +74,7 @@ def apply_preset(preset: Preset) -> None:
             matrices=matrices,
             options=preset.options,
             loaded=preset,
+            source=tuple(preset.source_tokens),
         )
     )
 
