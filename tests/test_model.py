@@ -216,7 +216,9 @@ def test_interventions_do_what_they_say() -> None:
     )
     mean = m.run(ids, [ablate(2, 1, "mean")])
     block = mean.traces[2].concat[:, dh : 2 * dh]
-    np.testing.assert_allclose(block, np.broadcast_to(clean.traces[2].concat[:, dh : 2 * dh].mean(0), block.shape))
+    head = clean.traces[2].concat[:, dh : 2 * dh]  # (n, d_head): the head's own outputs
+    causal_mean = np.array([head[: t + 1].mean(0) for t in range(len(ids))])  # position t: the mean over 0 .. t
+    np.testing.assert_allclose(block, causal_mean, rtol=1e-12, atol=1e-15)
     same = m.run(ids, [replace_matrix(2, 0, "W_q", m.layer_weights(2)[0][:, :dh])])
     np.testing.assert_array_equal(same.logits, clean.logits)
     new_q = np.random.RandomState(1).randn(c.d_model + 1, dh)
@@ -235,6 +237,38 @@ def test_interventions_do_what_they_say() -> None:
             m.run(ids, [bad])
     with pytest.raises(AttentionError, match="'zero' or 'mean'"):
         ablate(0, 0, "half")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda c: [],
+        lambda c: [ablate(1, 0)],
+        lambda c: [ablate(1, 0, "mean")],
+        lambda c: [ablate(0, 2, "mean"), ablate(2, 1, "mean")],
+        lambda c: [replace_matrix(1, 1, "W_q", np.random.RandomState(0).randn(c.d_model + 1, c.d_head))],
+        lambda c: [replace_matrix(1, 1, "W_k", np.random.RandomState(1).randn(c.d_model + 1, c.d_head))],
+        lambda c: [replace_matrix(1, 1, "W_v", np.random.RandomState(2).randn(c.d_model + 1, c.d_head))],
+        lambda c: [replace_matrix(1, 1, "W_o", np.random.RandomState(3).randn(c.d_head, c.d_model))],
+    ],
+    ids=["none", "zero", "mean", "two means", "W_q", "W_k", "W_v", "W_o"],
+)
+def test_a_later_token_never_changes_an_earlier_position_under_any_intervention(make) -> None:
+    m = _random_model()
+    ivs = make(m.config)
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    base = m.run(ids, ivs)
+    for t in range(1, len(ids)):
+        for new in (0, 17, 29):
+            other = [*ids[:t], new, *ids[t + 1 :]]
+            if other == ids:
+                continue
+            changed = m.run(other, ivs)
+            np.testing.assert_array_equal(changed.logits[:t], base.logits[:t], err_msg=f"token {t} -> {new}")
+            for layer in range(m.config.n_layers + 1):
+                np.testing.assert_array_equal(changed.residuals[layer][:t], base.residuals[layer][:t])
+        longer = m.run(ids[: t + 1], ivs)  # and a prefix alone gives the same numbers as inside the whole
+        np.testing.assert_allclose(longer.logits, base.logits[: t + 1], rtol=1e-12, atol=1e-12)
 
 
 def test_token_ids_are_checked() -> None:

@@ -312,9 +312,11 @@ class Model:
         ablated = [iv for iv in interventions if iv.kind in ("zero", "mean")]
         if ablated:
             concat = trace.concat.copy()  # (n, d): the heads' outputs side by side
+            count = np.arange(1, concat.shape[-2] + 1)[:, None]  # (n, 1): t + 1 positions up to t
             for iv in ablated:
                 cols = slice(iv.head * cfg.d_head, (iv.head + 1) * cfg.d_head)
-                concat[..., cols] = 0.0 if iv.kind == "zero" else concat[..., cols].mean(axis=-2, keepdims=True)
+                causal_mean = np.cumsum(concat[..., cols], axis=-2) / count  # (n, d_head): row t, mean over 0 .. t
+                concat[..., cols] = 0.0 if iv.kind == "zero" else causal_mean
             trace = replace(trace, concat=concat, output=concat @ W_o)  # (n, d)
         attn = trace.output + p[f"{layer}.b_o"] if cfg.bias else trace.output  # (n, d)
         x = x + attn  # (n, d)
