@@ -4,7 +4,8 @@ A head i of layer l contributes concat_i W_o^i to the residual stream, where con
 (n, d_head) and W_o^i its d_head rows of W_o. Ablating it replaces concat_i by 0 ("zero") or by its causal mean
 ("mean"): row t becomes the mean of the head's own outputs at positions 0 .. t of the same run (a cumulative sum
 ÷ (t + 1)), so, as in the unablated model, no position sees a later token. Replacing sets its block of W_q, W_k
-or W_v (the columns that make its queries, keys or values, as :meth:`attention.Trace.head` shows them: with a bias the last row is the bias) or its rows of W_o.
+or W_v (the columns that make its queries, keys or values, as :meth:`attention.Trace.head` shows them: with a bias
+the last row is the bias) or its rows of W_o.
 """
 
 from __future__ import annotations
