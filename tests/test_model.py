@@ -186,21 +186,27 @@ def test_an_intervention_on_a_layer_changes_nothing_before_it_and_undoing_it_res
     m = _random_model()
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
     clean = m.run(ids)
+    # copies made now: the cache hands later runs these very arrays, so comparing with them would prove nothing
+    clean_logits, clean_weights = clean.logits.copy(), clean.weights.copy()
+    clean_residuals = [r.copy() for r in clean.residuals]
     iv = make(m.config)
     changed = m.run(ids, [iv])
     assert changed.recomputed_from == 1  # layer 0 came from the cache
-    for layer in range(2):
-        np.testing.assert_array_equal(changed.residuals[layer], clean.residuals[layer])
-    np.testing.assert_array_equal(changed.weights[0], clean.weights[0])
-    assert not np.array_equal(changed.logits, clean.logits)
+    uncached = Model(m.config, dict(m.params), m.vocab).run(ids, [iv])  # the intervention computed from scratch
+    assert uncached.recomputed_from == 0
+    for layer in range(2):  # the streams entering layers 0 and 1 are as they were without it
+        np.testing.assert_array_equal(uncached.residuals[layer], clean_residuals[layer])
+    np.testing.assert_array_equal(uncached.weights[0], clean_weights[0])
+    np.testing.assert_array_equal(changed.logits, uncached.logits)  # reusing layer 0 from the cache changes no bit
+    assert not np.array_equal(changed.logits, clean_logits)
     undone = m.run(ids)
     assert undone.recomputed_from == 3  # all from the cache
-    np.testing.assert_array_equal(undone.logits, clean.logits)
+    np.testing.assert_array_equal(undone.logits, clean_logits)  # what the clean run gave before the intervention
+    never = Model(m.config, dict(m.params), m.vocab).run(ids)  # a model that never saw the intervention
+    np.testing.assert_array_equal(undone.logits, never.logits)
     m.clear_cache()  # and computed afresh, the same bits
-    np.testing.assert_array_equal(m.run(ids).logits, clean.logits)
-    np.testing.assert_array_equal(m.run(ids, [iv]).logits, changed.logits)
-    fresh = Model(m.config, dict(m.params), m.vocab)
-    np.testing.assert_array_equal(fresh.run(ids, [iv]).logits, changed.logits)
+    np.testing.assert_array_equal(m.run(ids).logits, clean_logits)
+    np.testing.assert_array_equal(m.run(ids, [iv]).logits, uncached.logits)
 
 
 def test_interventions_do_what_they_say() -> None:
