@@ -9,6 +9,7 @@ undoing it restores the logits bit for bit; each bad checkpoint ends in a messag
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -445,14 +446,49 @@ def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(model_module, "CACHE_BYTES", 4000)
     for k in range(20):
         m.run([1, 2, 3, k % 30, 4])
-        assert sum(m._sizes.values()) <= 4000 or len(m._cache) == 1
+        assert m.cache_bytes == sum(a.nbytes for a in _held_by_cache(m))
+        assert m.cache_bytes <= 4000 or len(m._cache) == 1
         assert len(m._cache) <= model_module.CACHE_RUNS * 4
     np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits
 
 
-def test_cached_streams_and_logits_cannot_be_changed_by_a_caller() -> None:
+def _held_by_cache(m: Model) -> list[np.ndarray]:
+    """Every distinct array the run cache holds, found by walking its entries (the model's own weights, which it
+    holds anyway, are not the cache's)."""
+    weights = {id(w) for layer in range(m.config.n_layers) for w in m.layer_weights(layer)}
+    found: dict[int, np.ndarray] = {}
+    for residuals, traces, logits in m._cache.values():
+        arrays = [*residuals, logits, *(getattr(t, f.name) for t in traces for f in dataclasses.fields(t))]
+        found.update({id(a): a for a in arrays if isinstance(a, np.ndarray) and id(a) not in weights})
+    return list(found.values())
+
+
+def test_the_run_cache_counts_every_byte_it_holds() -> None:
     m = _random_model()
-    run = m.run([1, 2, 3])
-    for a in (*run.residuals, run.logits):
-        with pytest.raises(ValueError):
-            a[0, 0] = 1.0
+    c = m.config
+    for ids, ivs in [
+        ([1, 2, 3], []),
+        ([1, 2, 3], [ablate(1, 0, "mean")]),  # shares layer 0 with the run before
+        ([4, 5, 6, 7, 8], [replace_matrix(2, 1, "W_o", np.ones((c.d_head, c.d_model)))]),
+        ([1, 2, 3], []),  # all from the cache
+    ]:
+        m.run(ids, ivs)
+        held = _held_by_cache(m)
+        assert m.cache_bytes == sum(a.nbytes for a in held) > 0
+    m.clear_cache()
+    assert m.cache_bytes == 0 and _held_by_cache(m) == []
+
+
+def test_cached_streams_logits_and_traces_cannot_be_changed_by_a_caller() -> None:
+    m = _random_model()
+    c = m.config
+    ivs = [ablate(0, 1, "mean"), replace_matrix(1, 0, "W_v", np.ones((c.d_model + 1, c.d_head)))]
+    for run in (m.run([1, 2, 3]), m.run([1, 2, 3], ivs)):
+        traced = [getattr(t, f.name) for t in run.traces for f in dataclasses.fields(t)]
+        heads = [run.head(layer, 1).Q for layer in range(c.n_layers)]  # a head's view of the layer's arrays
+        arrays = [a for a in (*run.residuals, run.logits, *traced, *heads) if isinstance(a, np.ndarray)]
+        assert len(arrays) > c.n_layers * 12  # Q, K, V, scores, scaled, weights, concat, output ... of each
+        for a in arrays:
+            with pytest.raises(ValueError, match="read-only"):
+                a[(0,) * a.ndim] = 1
+    np.testing.assert_array_equal(m.run([1, 2, 3]).logits, Model(c, dict(m.params), m.vocab).run([1, 2, 3]).logits)
