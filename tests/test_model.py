@@ -9,6 +9,7 @@ undoing it restores the logits bit for bit; each bad checkpoint ends in a messag
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -186,21 +187,27 @@ def test_an_intervention_on_a_layer_changes_nothing_before_it_and_undoing_it_res
     m = _random_model()
     ids = [3, 1, 4, 1, 5, 9, 2, 6]
     clean = m.run(ids)
+    # copies made now: the cache hands later runs these very arrays, so comparing with them would prove nothing
+    clean_logits, clean_weights = clean.logits.copy(), clean.weights.copy()
+    clean_residuals = [r.copy() for r in clean.residuals]
     iv = make(m.config)
     changed = m.run(ids, [iv])
     assert changed.recomputed_from == 1  # layer 0 came from the cache
-    for layer in range(2):
-        np.testing.assert_array_equal(changed.residuals[layer], clean.residuals[layer])
-    np.testing.assert_array_equal(changed.weights[0], clean.weights[0])
-    assert not np.array_equal(changed.logits, clean.logits)
+    uncached = Model(m.config, dict(m.params), m.vocab).run(ids, [iv])  # the intervention computed from scratch
+    assert uncached.recomputed_from == 0
+    for layer in range(2):  # the streams entering layers 0 and 1 are as they were without it
+        np.testing.assert_array_equal(uncached.residuals[layer], clean_residuals[layer])
+    np.testing.assert_array_equal(uncached.weights[0], clean_weights[0])
+    np.testing.assert_array_equal(changed.logits, uncached.logits)  # reusing layer 0 from the cache changes no bit
+    assert not np.array_equal(changed.logits, clean_logits)
     undone = m.run(ids)
     assert undone.recomputed_from == 3  # all from the cache
-    np.testing.assert_array_equal(undone.logits, clean.logits)
+    np.testing.assert_array_equal(undone.logits, clean_logits)  # what the clean run gave before the intervention
+    never = Model(m.config, dict(m.params), m.vocab).run(ids)  # a model that never saw the intervention
+    np.testing.assert_array_equal(undone.logits, never.logits)
     m.clear_cache()  # and computed afresh, the same bits
-    np.testing.assert_array_equal(m.run(ids).logits, clean.logits)
-    np.testing.assert_array_equal(m.run(ids, [iv]).logits, changed.logits)
-    fresh = Model(m.config, dict(m.params), m.vocab)
-    np.testing.assert_array_equal(fresh.run(ids, [iv]).logits, changed.logits)
+    np.testing.assert_array_equal(m.run(ids).logits, clean_logits)
+    np.testing.assert_array_equal(m.run(ids, [iv]).logits, uncached.logits)
 
 
 def test_interventions_do_what_they_say() -> None:
@@ -216,7 +223,9 @@ def test_interventions_do_what_they_say() -> None:
     )
     mean = m.run(ids, [ablate(2, 1, "mean")])
     block = mean.traces[2].concat[:, dh : 2 * dh]
-    np.testing.assert_allclose(block, np.broadcast_to(clean.traces[2].concat[:, dh : 2 * dh].mean(0), block.shape))
+    head = clean.traces[2].concat[:, dh : 2 * dh]  # (n, d_head): the head's own outputs
+    causal_mean = np.array([head[: t + 1].mean(0) for t in range(len(ids))])  # position t: the mean over 0 .. t
+    np.testing.assert_allclose(block, causal_mean, rtol=1e-12, atol=1e-15)
     same = m.run(ids, [replace_matrix(2, 0, "W_q", m.layer_weights(2)[0][:, :dh])])
     np.testing.assert_array_equal(same.logits, clean.logits)
     new_q = np.random.RandomState(1).randn(c.d_model + 1, dh)
@@ -235,6 +244,38 @@ def test_interventions_do_what_they_say() -> None:
             m.run(ids, [bad])
     with pytest.raises(AttentionError, match="'zero' or 'mean'"):
         ablate(0, 0, "half")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda c: [],
+        lambda c: [ablate(1, 0)],
+        lambda c: [ablate(1, 0, "mean")],
+        lambda c: [ablate(0, 2, "mean"), ablate(2, 1, "mean")],
+        lambda c: [replace_matrix(1, 1, "W_q", np.random.RandomState(0).randn(c.d_model + 1, c.d_head))],
+        lambda c: [replace_matrix(1, 1, "W_k", np.random.RandomState(1).randn(c.d_model + 1, c.d_head))],
+        lambda c: [replace_matrix(1, 1, "W_v", np.random.RandomState(2).randn(c.d_model + 1, c.d_head))],
+        lambda c: [replace_matrix(1, 1, "W_o", np.random.RandomState(3).randn(c.d_head, c.d_model))],
+    ],
+    ids=["none", "zero", "mean", "two means", "W_q", "W_k", "W_v", "W_o"],
+)
+def test_a_later_token_never_changes_an_earlier_position_under_any_intervention(make) -> None:
+    m = _random_model()
+    ivs = make(m.config)
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    base = m.run(ids, ivs)
+    for t in range(1, len(ids)):
+        for new in (0, 17, 29):
+            other = [*ids[:t], new, *ids[t + 1 :]]
+            if other == ids:
+                continue
+            changed = m.run(other, ivs)
+            np.testing.assert_array_equal(changed.logits[:t], base.logits[:t], err_msg=f"token {t} -> {new}")
+            for layer in range(m.config.n_layers + 1):
+                np.testing.assert_array_equal(changed.residuals[layer][:t], base.residuals[layer][:t])
+        longer = m.run(ids[: t + 1], ivs)  # and a prefix alone gives the same numbers as inside the whole
+        np.testing.assert_allclose(longer.logits, base.logits[: t + 1], rtol=1e-12, atol=1e-12)
 
 
 def test_token_ids_are_checked() -> None:
@@ -405,14 +446,49 @@ def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(model_module, "CACHE_BYTES", 4000)
     for k in range(20):
         m.run([1, 2, 3, k % 30, 4])
-        assert sum(m._sizes.values()) <= 4000 or len(m._cache) == 1
+        assert m.cache_bytes == sum(a.nbytes for a in _held_by_cache(m))
+        assert m.cache_bytes <= 4000 or len(m._cache) == 1
         assert len(m._cache) <= model_module.CACHE_RUNS * 4
     np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits
 
 
-def test_cached_streams_and_logits_cannot_be_changed_by_a_caller() -> None:
+def _held_by_cache(m: Model) -> list[np.ndarray]:
+    """Every distinct array the run cache holds, found by walking its entries (the model's own weights, which it
+    holds anyway, are not the cache's)."""
+    weights = {id(w) for layer in range(m.config.n_layers) for w in m.layer_weights(layer)}
+    found: dict[int, np.ndarray] = {}
+    for residuals, traces, logits in m._cache.values():
+        arrays = [*residuals, logits, *(getattr(t, f.name) for t in traces for f in dataclasses.fields(t))]
+        found.update({id(a): a for a in arrays if isinstance(a, np.ndarray) and id(a) not in weights})
+    return list(found.values())
+
+
+def test_the_run_cache_counts_every_byte_it_holds() -> None:
     m = _random_model()
-    run = m.run([1, 2, 3])
-    for a in (*run.residuals, run.logits):
-        with pytest.raises(ValueError):
-            a[0, 0] = 1.0
+    c = m.config
+    for ids, ivs in [
+        ([1, 2, 3], []),
+        ([1, 2, 3], [ablate(1, 0, "mean")]),  # shares layer 0 with the run before
+        ([4, 5, 6, 7, 8], [replace_matrix(2, 1, "W_o", np.ones((c.d_head, c.d_model)))]),
+        ([1, 2, 3], []),  # all from the cache
+    ]:
+        m.run(ids, ivs)
+        held = _held_by_cache(m)
+        assert m.cache_bytes == sum(a.nbytes for a in held) > 0
+    m.clear_cache()
+    assert m.cache_bytes == 0 and _held_by_cache(m) == []
+
+
+def test_cached_streams_logits_and_traces_cannot_be_changed_by_a_caller() -> None:
+    m = _random_model()
+    c = m.config
+    ivs = [ablate(0, 1, "mean"), replace_matrix(1, 0, "W_v", np.ones((c.d_model + 1, c.d_head)))]
+    for run in (m.run([1, 2, 3]), m.run([1, 2, 3], ivs)):
+        traced = [getattr(t, f.name) for t in run.traces for f in dataclasses.fields(t)]
+        heads = [run.head(layer, 1).Q for layer in range(c.n_layers)]  # a head's view of the layer's arrays
+        arrays = [a for a in (*run.residuals, run.logits, *traced, *heads) if isinstance(a, np.ndarray)]
+        assert len(arrays) > c.n_layers * 12  # Q, K, V, scores, scaled, weights, concat, output ... of each
+        for a in arrays:
+            with pytest.raises(ValueError, match="read-only"):
+                a[(0,) * a.ndim] = 1
+    np.testing.assert_array_equal(m.run([1, 2, 3]).logits, Model(c, dict(m.params), m.vocab).run([1, 2, 3]).logits)

@@ -1,9 +1,11 @@
 """Interventions on one head: ablate it (zero or mean) or replace one of its matrices, as data a run applies.
 
 A head i of layer l contributes concat_i W_o^i to the residual stream, where concat_i = A_i V_i is its output
-(n, d_head) and W_o^i its d_head rows of W_o. Ablating it replaces concat_i by 0 ("zero") or by its mean over the
-tokens of the run ("mean"); replacing sets its block of W_q, W_k or W_v (the columns that make its queries, keys or
-values, as :meth:`attention.Trace.head` shows them: with a bias the last row is the bias) or its rows of W_o.
+(n, d_head) and W_o^i its d_head rows of W_o. Ablating it replaces concat_i by 0 ("zero") or by its causal mean
+("mean"): row t becomes the mean of the head's own outputs at positions 0 .. t of the same run (a cumulative sum
+÷ (t + 1)), so, as in the unablated model, no position sees a later token. Replacing sets its block of W_q, W_k
+or W_v (the columns that make its queries, keys or values, as :meth:`attention.Trace.head` shows them: with a bias
+the last row is the bias) or its rows of W_o.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class Intervention:
 
 
 def ablate(layer: int, head: int, how: str = "zero") -> Intervention:
-    """Ablate head ``head`` of layer ``layer``: its output replaced by 0 ("zero") or its mean over the tokens."""
+    """Ablate head ``head`` of layer ``layer``: its output replaced by 0 ("zero") or, at each position t, by the
+    mean of its outputs at positions 0 .. t ("mean": causal, later tokens never reach earlier positions)."""
     if how not in ("zero", "mean"):
         raise AttentionError(f"an ablation is 'zero' or 'mean'; got {how!r}", field="ablation")
     return Intervention(layer, head, how)

@@ -14,7 +14,8 @@ A projection's bias rides in the trace as the last row of its weight: the trace'
 Q = [h, 1] [W_q; b_q] = h W_q + b_q and every step is the project's own attention code.
 
 Runs are cached by a content key (the token ids and the interventions of the layers before): an intervention on
-layer l reuses the residual streams and traces of layers 0 .. l − 1 and recomputes from l on.
+layer l reuses the residual streams and traces of layers 0 .. l − 1 and recomputes from l on. Every array the cache
+holds is read-only (later runs share it) and counted once in its byte bound, however many cached runs share it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from .vocab import BPEVocab, WordVocab
 
 Params = dict[str, np.ndarray]
 CACHE_RUNS = 4  # the cache keeps the layer boundaries of about this many recent runs
-CACHE_BYTES = 1 << 30  # and at most about this much of their arrays (a GPT-2 small run of 1024 tokens is ~3.6 GB)
+CACHE_BYTES = 1 << 30  # and at most about this much of their arrays (a GPT-2 small run of 1024 tokens is ~4.6 GB)
 
 
 def param_shapes(config: Config) -> dict[str, tuple[int, ...]]:
@@ -206,7 +207,8 @@ class Model:
         self._cache: OrderedDict[bytes, tuple[tuple[np.ndarray, ...], tuple[Trace, ...], np.ndarray | None]] = (
             OrderedDict()
         )
-        self._sizes: dict[bytes, int] = {}
+        self._held: dict[int, list] = {}  # id(array) -> [the array, how many cache entries hold it]
+        self._bytes = 0  # the bytes of the distinct arrays in _held
 
     def __repr__(self) -> str:
         c = self.config
@@ -270,7 +272,6 @@ class Model:
         start = next((layer for layer in range(L, -1, -1) if keys[layer] in self._cache), None)
         if start is None:
             x0 = embed(self.config, self.params, np.array(ids))  # (n, d)
-            x0.flags.writeable = False  # cached streams are shared by later runs: nobody may change them
             residuals, traces, logits = (x0,), (), None
             start = 0
         else:
@@ -280,14 +281,11 @@ class Model:
         x = residuals[-1]
         for layer in range(start, L):
             trace, x = self.block(layer, x, tokens, [iv for iv in ivs if iv.layer == layer])
-            x.flags.writeable = False
             residuals, traces = (*residuals, x), (*traces, trace)
-            size = x.nbytes + sum(a.nbytes for a in (trace.scores, trace.scaled, trace.weights, trace.Q, trace.K))
-            self._remember(keys[layer + 1], (residuals, traces, None), size)
+            self._remember(keys[layer + 1], (residuals, traces, None))
         if logits is None:
             logits = final_logits(self.config, self.params, x)  # (n, V)
-            logits.flags.writeable = False
-            self._remember(keys[L], (residuals, traces, logits), logits.nbytes)
+            self._remember(keys[L], (residuals, traces, logits))
         return Run(tuple(ids), tokens, logits, traces, residuals, ivs, start)
 
     def block(
@@ -312,9 +310,11 @@ class Model:
         ablated = [iv for iv in interventions if iv.kind in ("zero", "mean")]
         if ablated:
             concat = trace.concat.copy()  # (n, d): the heads' outputs side by side
+            count = np.arange(1, concat.shape[-2] + 1)[:, None]  # (n, 1): t + 1 positions up to t
             for iv in ablated:
                 cols = slice(iv.head * cfg.d_head, (iv.head + 1) * cfg.d_head)
-                concat[..., cols] = 0.0 if iv.kind == "zero" else concat[..., cols].mean(axis=-2, keepdims=True)
+                causal_mean = np.cumsum(concat[..., cols], axis=-2) / count  # (n, d_head): row t, mean over 0 .. t
+                concat[..., cols] = 0.0 if iv.kind == "zero" else causal_mean
             trace = replace(trace, concat=concat, output=concat @ W_o)  # (n, d)
         attn = trace.output + p[f"{layer}.b_o"] if cfg.bias else trace.output  # (n, d)
         x = x + attn  # (n, d)
@@ -331,21 +331,50 @@ class Model:
                 h.update(iv.key())
         return h.digest()
 
-    def _remember(self, key: bytes, entry: tuple, size: int) -> None:
-        """Keep a layer boundary; ``size`` is the bytes its layer added. The oldest go first past either bound."""
+    @property
+    def cache_bytes(self) -> int:
+        """The bytes of the distinct arrays the run cache holds (each once, however many cached runs share it; not
+        the model's own weights)."""
+        return self._bytes
+
+    def _remember(self, key: bytes, entry: tuple) -> None:
+        """Keep a layer boundary (its arrays made read-only: later runs share them); the oldest go first past the
+        bound in runs or in bytes."""
+        if key in self._cache:
+            self._let_go(self._cache[key])
+        for a in self._arrays(entry):
+            a.flags.writeable = False
+            held = self._held.setdefault(id(a), [a, 0])
+            held[1] += 1
+            self._bytes += a.nbytes if held[1] == 1 else 0
         self._cache[key] = entry
         self._cache.move_to_end(key)
-        self._sizes[key] = size
         while len(self._cache) > 1 and (
-            len(self._cache) > CACHE_RUNS * (self.config.n_layers + 1) or sum(self._sizes.values()) > CACHE_BYTES
+            len(self._cache) > CACHE_RUNS * (self.config.n_layers + 1) or self._bytes > CACHE_BYTES
         ):
-            old, _ = self._cache.popitem(last=False)
-            self._sizes.pop(old, None)
+            self._let_go(self._cache.popitem(last=False)[1])
+
+    def _let_go(self, entry: tuple) -> None:
+        """Stop counting a cache entry's arrays; an array's bytes leave the count when no entry holds it."""
+        for a in self._arrays(entry):
+            held = self._held[id(a)]
+            held[1] -= 1
+            if held[1] == 0:
+                del self._held[id(a)]
+                self._bytes -= a.nbytes
+
+    def _arrays(self, entry: tuple) -> list[np.ndarray]:
+        """The distinct arrays of a cache entry (streams, every trace array, logits), not the model's own weights."""
+        residuals, traces, logits = entry
+        mine = {id(w) for ws in self._weights.values() for w in ws}
+        found = [*residuals, logits, *(getattr(t, f.name) for t in traces for f in fields(t))]
+        return list({id(a): a for a in found if isinstance(a, np.ndarray) and id(a) not in mine}.values())
 
     def clear_cache(self) -> None:
         """Forget every cached run."""
         self._cache.clear()
-        self._sizes.clear()
+        self._held.clear()
+        self._bytes = 0
 
     # ------------------------------------------------------------ generation
 
