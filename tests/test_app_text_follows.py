@@ -168,7 +168,7 @@ def test_the_gradient_through_softmax_is_folded_until_opened() -> None:
     no_exception(at)
     titles = [c.proto.spec for c in at.get("vega_lite_chart")]
     assert any("Gradient through softmax" in t for t in titles)
-    assert "Why a saturated row learns nothing" in [h.value for h in at.subheader]
+    assert "Why a saturated row learns nothing" in [h.value for h in at.header]  # h2: headings go one level at a time
 
 
 # ------------------------------------------------------------------------------------------ the Learn page
