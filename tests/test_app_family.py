@@ -53,6 +53,28 @@ def test_key_value_heads_offer_only_divisors_and_regroup_w_k_and_w_v():
     assert W_v.shape == s.matrices["W_v"].shape
 
 
+def _output(s) -> np.ndarray:
+    return attention.self_attention(*(s.matrices[n] for n in ("X", "W_q", "W_k", "W_v")), options=s.options).output
+
+
+def test_growing_key_value_heads_says_nothing_changes_only_when_the_output_is_unchanged():
+    """6 heads: 2 -> 3 key/value heads mixes blocks (the output moves), 3 -> 6 copies them (it does not)."""
+    at = conventions(journey("qkv", {"preset": "the_cat_sat", "dk": "12", "dv": "12", "heads": "6", "kv": "2"}))
+    no_exception(at)
+    s = session(at)
+    assert (s.options.heads, s.options.kv) == (6, 2)
+    for g in (3, 6):
+        before = _output(s)
+        at = at.selectbox(key="sb.kv_heads").set_value(g).run()
+        no_exception(at)
+        s = session(at)
+        assert s.options.kv == g
+        said = " ".join(texts(at.sidebar.info))
+        unchanged = np.array_equal(_output(s), before)
+        assert unchanged == (g == 6), g
+        assert ("nothing changes" in said) == unchanged and ("so the numbers change" in said) == (not unchanged), said
+
+
 def test_qkv_page_shows_which_query_heads_share_each_block_and_the_kv_cache():
     at = heads4()
     at = at.selectbox(key="sb.kv_heads").set_value(1).run()

@@ -88,6 +88,28 @@ def test_grouped_query_heads_match_torch_sdpa_enable_gqa_and_naive_loops(h: int,
     assert close(t.output, naive_gqa(X, W_q, W_k, W_v, h, g, 1 / math.sqrt(dh), allowed))
 
 
+@pytest.mark.parametrize(("old", "new"), [(1, 2), (1, 3), (1, 6), (2, 6), (3, 6), (2, 3)])
+def test_growing_key_value_heads_keeps_the_output_exactly_when_the_new_count_is_a_multiple(old: int, new: int) -> None:
+    """regroup copies blocks only when new % old == 0; 6 heads from 2 to 3 key/value heads mixes blocks."""
+    from attention.heads import regroup
+
+    rng = np.random.default_rng(5)
+    h = 6
+    X, W_q, W_k, W_v = rand(rng, 5, 4), rand(rng, 4, 12), rand(rng, 4, 2 * old), rand(rng, 4, 2 * old)
+    before = attention.self_attention(X, W_q, W_k, W_v, heads=h, kv_heads=old)
+    W_k2, W_v2 = regroup(W_k, h, old, new), regroup(W_v, h, old, new)
+    after = attention.self_attention(X, W_q, W_k2, W_v2, heads=h, kv_heads=new)
+    # the naive form: head i reads old block i // (h / old) before, new block i // (h / new) after
+    blocks = [W_k[:, 2 * (i // (h // old)) : 2 * (i // (h // old)) + 2] for i in range(h)]
+    for b in range(new):
+        group = blocks[b * (h // new) : (b + 1) * (h // new)]
+        assert np.allclose(W_k2[:, 2 * b : 2 * b + 2], sum(group) / len(group))
+    if new % old == 0:
+        assert np.array_equal(after.output, before.output)
+    else:
+        assert np.abs(after.output - before.output).max() > 1e-3
+
+
 def test_a_grouped_head_is_the_head_with_its_shared_block_and_mqa_equals_mha_with_copied_blocks() -> None:
     rng = np.random.default_rng(1)
     X, W_q, W_k, W_v = rand(rng, 4, 6), rand(rng, 6, 8), rand(rng, 6, 2), rand(rng, 6, 3)
