@@ -95,6 +95,20 @@ def test_qkv_page_shows_which_query_heads_share_each_block_and_the_kv_cache():
     assert per["MQA"] == 2 * 32 * 1 * (d.d_k // 4) * 2
 
 
+def test_the_kv_cache_counts_values_d_v_wide_when_d_v_differs_from_d_k():
+    at = conventions(journey("qkv", {"preset": "the_cat_sat", "dk": "8", "dv": "12", "heads": "4", "kv": "2"}))
+    no_exception(at)
+    d = session(at).dims
+    assert (d.d_k, d.d_v) == (8, 12)
+    at = box(at, "Layers").set_value(32).run()
+    no_exception(at)
+    cache = [df.value for df in at.dataframe if "bytes per token" in df.value.columns][0]
+    per = {r["attention"]: r["bytes per token"] for _, r in cache.iterrows()}
+    for label, g in (("MHA", 4), ("yours", 2), ("MQA", 1)):
+        naive = sum((8 // 4) * 2 + (12 // 4) * 2 for _layer in range(32) for _kv in range(g))  # a key and a value
+        assert per[label] == naive, (label, per)
+
+
 def test_bad_kv_cache_sizes_say_what_is_wrong_and_keep_the_value():
     at = heads4()
     at = box(at, "Layers").set_value(0).run()

@@ -381,6 +381,18 @@ def test_tile_sizes_are_checked_and_memory_is_counted() -> None:
     assert m["tile_numbers"] == 2 * 128 * 128 + 128 * 64 + 2 * 128 * 64 + 128 * 64 + 2 * 128
 
 
+@pytest.mark.parametrize(("layers", "h", "g", "d_k", "d_v", "b"), [(32, 32, 8, 4096, 2048, 2), (3, 4, 2, 8, 12, 4)])
+def test_kv_cache_counts_keys_d_k_per_head_and_values_d_v_per_head(layers, h, g, d_k, d_v, b) -> None:
+    naive = 0
+    for _layer in range(layers):
+        for _kv_head in range(g):
+            naive += (d_k // h) * b + (d_v // h) * b  # one key and one value vector
+    assert kvcache.bytes_per_token(layers, g, d_k // h, b, d_v // h) == naive
+    c = kvcache.compare(layers, h, g, d_k // h, 10, b, d_v // h)
+    assert c["this"].bytes_per_token == naive and c["this"].total_bytes == 10 * naive
+    assert c["MQA"].bytes_per_token == naive // g and c["MHA"].bytes_per_token == naive * h // g
+
+
 def test_kv_cache_bytes_per_token() -> None:
     # a 7B-class model: 32 layers, 32 heads of 128, float16: 2 * 32 * 32 * 128 * 2 = 512 KiB per token
     assert kvcache.bytes_per_token(32, 32, 128) == 524_288
