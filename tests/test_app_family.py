@@ -222,6 +222,48 @@ def test_flash_lab_walks_every_tile_to_the_last_and_matches_the_full_softmax():
     assert at.get("vega_lite_chart")
 
 
+def _kept(trace, b: int) -> int:
+    """What the lab's tiled run of head 1 keeps, counted array by array (every tile keeps its own)."""
+    f = attention.flash.from_trace(trace, b, b, head=0)
+    return sum(a.size for x in f.tiles for a in (x.scores, x.p, x.acc, x.partial, x.m_old, x.m_new, x.rescale, x.l))
+
+
+def test_flash_lab_bounds_what_the_tiles_keep_and_names_a_tile_size_that_fits(monkeypatch):
+    from attention.ui.labpages import flash as lab
+
+    at = app("flash", {"preset": "the_cat_sat"})
+    s = session(at)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    monkeypatch.setattr(lab, "MAX_KEPT", _kept(t, 2) - 1)  # tiles of 2 keep one number too many
+    least = next(c for c in range(3, 100) if _kept(t, c) <= lab.MAX_KEPT)
+    at = button(at, "Next tile ▶").click().run()
+    no_exception(at)
+    warned = " ".join(texts(at.warning))
+    assert f"which keep {_kept(t, 2):,} numbers" in warned and f"Choose a tile size of at least {least}." in warned
+    assert not [m for m in at.markdown if "Tile 1 of" in m.value] and not at.get("vega_lite_chart")
+    at = box(at, "Tile size").set_value(least).run()
+    no_exception(at)
+    assert not at.warning and any("Tile 1 of" in m.value for m in at.markdown)
+
+
+def test_flash_lab_tiles_once_per_state_head_and_size_and_walks_from_the_cache(monkeypatch):
+    from attention import flash
+    from attention.ui.labpages import flash as lab
+
+    calls = []
+    real = flash.from_trace
+    monkeypatch.setattr(flash, "from_trace", lambda *a, **k: calls.append(k) or real(*a, **k))
+    lab.FLASHES.clear()
+    at = app("flash", {"preset": "the_cat_sat"})
+    for _ in range(3):
+        at = button(at, "Next tile ▶").click().run()
+        no_exception(at)
+    assert any("Tile 4 of" in m.value for m in at.markdown)
+    assert calls == [{"head": 0}]  # one head tiled, once
+    at = box(at, "Tile size").set_value(3).run()
+    assert len(calls) == 2
+
+
 def test_flash_lab_tile_size_and_bad_values():
     at = app("flash", {"preset": "the_cat_sat"})
     at = box(at, "Tile size").set_value(3).run()

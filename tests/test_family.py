@@ -347,6 +347,27 @@ def test_tiled_heads_grouped_and_alibi_equal_the_full_path(h: int, g: int, pos: 
     assert f.output.shape == t.concat.shape and close(f.output, t.concat)
 
 
+def test_one_head_tiled_alone_is_that_heads_part_of_the_full_path_and_keeps_what_kept_numbers_counts() -> None:
+    rng = np.random.default_rng(8)
+    n, h, g = 9, 4, 2
+    X, W_q, W_k, W_v = rand(rng, 2, n, 6), rand(rng, 6, 2 * h), rand(rng, 6, 2 * g), rand(rng, 6, 3 * g)
+    o = Options(heads=h, kv_heads=g, positions="alibi", mask="causal+window", window=4)
+    t = attention.self_attention(X, W_q, W_k, W_v, options=o)
+    every = flash.from_trace(t, 4, 3)
+    for i in range(h):
+        one = flash.from_trace(t, 4, 3, head=i)
+        assert one.output.shape == (2, n, 3) and close(one.output, t.concat[..., 3 * i : 3 * i + 3])
+        for a, b in zip(one.tiles, every.tiles, strict=True):
+            assert np.allclose(a.partial, b.partial[:, i], rtol=1e-13) and np.array_equal(a.m_new, b.m_new[:, i])
+        naive = sum(
+            a.size for x in one.tiles for a in (x.scores, x.p, x.acc, x.partial, x.m_old, x.m_new, x.rescale, x.l)
+        )
+        assert flash.kept_numbers(n, n, 3, 4, 3) * 2 == naive  # a batch of two
+    for bad in (-1, h, 1.0, True, "0"):
+        with pytest.raises(AttentionError, match="head must be a whole number from 0 to 3"):
+            flash.from_trace(t, 4, 3, head=bad)  # type: ignore[arg-type]
+
+
 def test_each_tile_keeps_the_online_softmax_invariants() -> None:
     rng = np.random.default_rng(9)
     n = 10
