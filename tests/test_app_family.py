@@ -3,9 +3,11 @@ messages on bad values, links that carry them bit for bit, and the Q·K·V page'
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from apptest_util import app, conventions, goto, journey, no_exception, session, texts
+from apptest_util import app, conventions, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
 from attention.ui import url
@@ -199,27 +201,93 @@ def button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
 
+def naive_online_softmax(scores: np.ndarray, V: np.ndarray, b: int) -> list[dict]:
+    """FlashAttention's walk written out with plain loops, one row at a time: query blocks outer, key blocks inner;
+    per tile and row the running max before and after, the rescale exp(m_old − m_new), ℓ and acc / ℓ."""
+    n, S = scores.shape
+    tiles = []
+    for r0 in range(0, n, b):
+        rows = range(r0, min(r0 + b, n))
+        m = {i: -np.inf for i in rows}
+        ell = {i: 0.0 for i in rows}
+        acc = {i: np.zeros(V.shape[1]) for i in rows}
+        for c0 in range(0, S, b):
+            c1 = min(c0 + b, S)
+            tile = {"rows": (r0, rows[-1] + 1), "cols": (c0, c1), "m before": [], "m after": [], "rescale": []}
+            tile.update({"ℓ": [], "partial": []})
+            for i in rows:
+                m_new = max([m[i]] + [float(z) for z in scores[i, c0:c1]])
+                r = 1.0 if m_new == -np.inf else math.exp(m[i] - m_new)  # exp(−inf) = 0: nothing summed yet
+                p = [0.0 if m_new == -np.inf else math.exp(float(z) - m_new) for z in scores[i, c0:c1]]
+                ell_new = r * ell[i] + sum(p)
+                acc[i] = r * acc[i] + sum(pj * V[c0 + j] for j, pj in enumerate(p))
+                for name, v in (("m before", m[i]), ("m after", m_new), ("rescale", r), ("ℓ", ell_new)):
+                    tile[name].append(v)
+                tile["partial"].append(acc[i] / ell_new if ell_new > 0 else np.zeros(V.shape[1]))
+                m[i], ell[i] = m_new, ell_new
+            tiles.append(tile)
+    return tiles
+
+
+def check_tile(at, scores: np.ndarray, V: np.ndarray, b: int, k: int) -> None:
+    """The page's row table for tile k equals the naive walk's, cell by cell, and its chart marks the tiles before
+    k done, tile k "this tile" and the rest "ahead", with each cell's score."""
+    want = naive_online_softmax(scores, V, b)[k]
+    labels = list(session(at).labels)
+    row = [df.value for df in at.dataframe if "ℓ" in df.value.columns][0]
+    assert list(row.index) == labels[want["rows"][0] : want["rows"][1]]
+    for col, name in (("m before", "m before"), ("m after", "m after"), ("rescale exp(m_old − m_new)", "rescale")):
+        assert np.allclose(row[col].to_numpy(dtype=float), want[name], rtol=1e-12, atol=0), col
+    assert np.allclose(row["ℓ"].to_numpy(dtype=float), want["ℓ"], rtol=1e-12, atol=0)
+    partial = np.array(want["partial"])
+    for c in range(min(8, V.shape[1])):
+        assert np.allclose(row[f"output v{c + 1}"].to_numpy(dtype=float), partial[:, c], rtol=1e-12, atol=1e-15)
+    n, S = scores.shape
+    key_blocks = -(-S // b)
+    cells = [r for c in at.get("vega_lite_chart") for rows in drawn_cells(c) for r in rows if "walked" in r]
+    assert len(cells) == min(n, 64) * min(S, 64)
+    for cell in cells:
+        i, j = labels.index(cell["query"]), labels.index(cell["key"])
+        idx = (i // b) * key_blocks + j // b
+        assert cell["walked"] == ("done" if idx < k else "this tile" if idx == k else "ahead"), cell
+        if np.isfinite(scores[i, j]):
+            assert cell["score"] == pytest.approx(scores[i, j], rel=1e-12)
+        else:
+            assert cell["masked"] and (cell["score"] is None or not np.isfinite(cell["score"]))
+
+
 def test_flash_lab_walks_every_tile_to_the_last_and_matches_the_full_softmax():
     at = app("flash", {"preset": "the_cat_sat"})
     no_exception(at)
-    n = len(session(at).tokens)
-    assert any("Tile 1 of" in m.value for m in at.markdown)
+    s = session(at)
+    n = len(s.tokens)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    scores = t.scaled / float(s.options.temperature)  # (n, n): what the tiles see
     total = (-(-n // 2)) ** 2  # tile size 2
     assert any(f"Tile 1 of {total}" in m.value for m in at.markdown)
+    check_tile(at, scores, t.V, 2, 0)
     at = button(at, "Next tile ▶").click().run()
     no_exception(at)
     assert any(f"Tile 2 of {total}" in m.value for m in at.markdown)
+    check_tile(at, scores, t.V, 2, 1)
     at = button(at, "Last tile ⏭").click().run()
     no_exception(at)
     md = " ".join(m.value for m in at.markdown)
     assert f"Tile {total} of {total}" in md and "its output is final" in md
+    check_tile(at, scores, t.V, 2, total - 1)
+    walked = naive_online_softmax(scores, t.V, 2)
+    finals = np.concatenate([np.array(x["partial"]) for x in walked if x["cols"][1] == n])  # each row block's last
+    assert np.allclose(finals, t.output, rtol=1e-12, atol=1e-15)  # the naive walk is the full softmax
     assert "equal to float64 rounding" in md
     assert button(at, "Last tile ⏭").disabled
-    row = [df.value for df in at.dataframe if "ℓ" in df.value.columns][0]
-    assert {"m before", "m after", "rescale exp(m_old − m_new)", "ℓ"} <= set(row.columns)
     memory = [df.value for df in at.dataframe if "full n × n scores" in df.value.columns][0]
     assert len(memory) == 2
-    assert at.get("vega_lite_chart")
+    at = box(at, "Tile size").set_value(1).run()
+    walked = naive_online_softmax(scores, t.V, 1)
+    k = next(i for i, x in enumerate(walked) if any(0 < r < 1 for r in x["rescale"]))  # a tile that raises m
+    at = next(sl for sl in at.slider if sl.label == "Tile").set_value(k + 1).run()
+    no_exception(at)
+    check_tile(at, scores, t.V, 1, k)
 
 
 def _kept(trace, b: int) -> int:
@@ -293,9 +361,24 @@ def test_flash_lab_with_grouped_heads_alibi_and_a_window_matches_the_full_path()
     assert heads and len(heads[0].options) == 4
     at = heads[0].set_value(3).run()
     no_exception(at)
+    s = session(at)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    scores = t.scaled[3] / float(s.options.temperature)  # head 4: its scores with its ALiBi bias and the window
+    dv = t.V.shape[-1] // 2
+    V = t.V[:, dv:]  # head 4 reads the second of the two key/value blocks
+    check_tile(at, scores, V, 2, 0)
+    at = button(at, "Next tile ▶").click().run()
+    check_tile(at, scores, V, 2, 1)
     at = button(at, "Last tile ⏭").click().run()
+    no_exception(at)
+    n = len(s.tokens)
+    total = (-(-n // 2)) ** 2
+    check_tile(at, scores, V, 2, total - 1)
+    walked = naive_online_softmax(scores, V, 2)
+    finals = np.concatenate([np.array(x["partial"]) for x in walked if x["cols"][1] == n])
+    assert np.allclose(finals, t.concat[:, 3 * dv : 4 * dv], rtol=1e-12, atol=1e-15)
     md = " ".join(m.value for m in at.markdown)
-    assert "equal to float64 rounding" in md
+    assert "head 4, every row" in md and "equal to float64 rounding" in md
 
 
 # ---------------------------------------------------------------- cross-attention on the Tokens page
