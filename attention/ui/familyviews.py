@@ -14,7 +14,7 @@ from ..errors import AttentionError
 from ..trace import Trace
 from . import session, state
 from .familycontrols import kind_of
-from .widgets import show_messages
+from .widgets import show_messages, whole_number
 
 
 def setting_box(label: str, name: str, s: session.Session, where=st, place: str = "kv.cache") -> None:
@@ -33,7 +33,10 @@ def setting_box(label: str, name: str, s: session.Session, where=st, place: str 
 
 
 def _on_setting(name: str, key: str, place: str) -> None:
-    state.set_setting(name, st.session_state.get(key), place)
+    label, lo, hi, _ = state.family.SETTINGS[name]
+    value = whole_number(key, label, lo, hi, place, state.settings()[name])
+    if value is not None:
+        state.set_setting(name, value)
 
 
 def kv_groups(s: session.Session, trace: Trace, page_key: str) -> None:

@@ -97,7 +97,7 @@ def body(s: session.Session) -> None:
             index=min(cfg["flash_head"], h - 1),
             format_func=lambda i: f"head {i + 1}",
             key=f"flash.head.{s.grids}.{cfg['flash_head']}",
-            on_change=lambda key: state.set_setting("flash_head", st.session_state[key], "flash.tile"),
+            on_change=lambda key: state.set_setting("flash_head", st.session_state[key]),
             args=(f"flash.head.{s.grids}.{cfg['flash_head']}",),
         )
     show_messages("flash.tile")
@@ -176,7 +176,7 @@ def _steps(s: session.Session, k: int, total: int) -> None:
             width="stretch",
             disabled=target == k,
             on_click=state.set_setting,
-            args=("step", target, "flash.step"),
+            args=("step", target),
         )
     if total > 1:
         key = f"flash.step.{s.grids}.{k}"
@@ -186,7 +186,7 @@ def _steps(s: session.Session, k: int, total: int) -> None:
             total,
             value=k + 1,
             key=key,
-            on_change=lambda: state.set_setting("step", st.session_state[key] - 1, "flash.step"),
+            on_change=lambda: state.set_setting("step", st.session_state[key] - 1),
         )
     show_messages("flash.step")
 
@@ -240,13 +240,9 @@ def _memory(s: session.Session, trace: Trace, b: int, cfg: dict[str, int]) -> No
         rows.append(
             {
                 "for": f"{what}: n = {n:,}, d = {d:,}",
-                "full n × n scores": _readable(m["full_bytes"]),
-                f"tiles of {b} × {b}": _readable(m["tile_bytes"]),
+                "full n × n scores": kvcache.readable(m["full_bytes"]),
+                f"tiles of {b} × {b}": kvcache.readable(m["tile_bytes"]),
                 "full ÷ tiles": f"{m['ratio']:,.1f}×",
             }
         )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-
-
-def _readable(n_bytes: int) -> str:
-    return kvcache.readable(n_bytes)
