@@ -137,13 +137,17 @@ def tiled(
     return Flash(out, m_all, l_all, tuple(tiles), block_q, block_k)
 
 
-def from_trace(trace: Trace, block_q: int, block_k: int | None = None) -> Flash:
+def from_trace(trace: Trace, block_q: int, block_k: int | None = None, head: int | None = None) -> Flash:
     """The tiled pass over a trace's own Q, K, V, scale, temperature, mask and ALiBi bias, every head at once:
     arrays get a head axis (h, L, ...) when the trace has h > 1 heads (key/value blocks repeated for grouped
-    heads). Its ``output`` (..., L, d_v) is the heads' outputs side by side, the trace's ``concat`` (before W_o)."""
+    heads). Its ``output`` (..., L, d_v) is the heads' outputs side by side, the trace's ``concat`` (before W_o).
+    With ``head`` = i only query head i is tiled, against the key/value block it reads: no head axis, and
+    ``output`` (..., L, d_v/h) is head i's columns of ``concat``."""
     o = trace.options
     h, g = o.heads, o.kv
     L, S = trace.Q.shape[-2], trace.K.shape[-2]
+    if head is not None:
+        return _one_head(trace, block_q, block_q if block_k is None else block_k, head)
     Q = split_heads(trace.Q, h)  # (..., h, L, d_k/h)
     K = np.repeat(split_heads(trace.K, g), h // g, axis=-3)  # (..., h, S, d_k/h): block i // (h/g) for head i
     V = np.repeat(split_heads(trace.V, g), h // g, axis=-3)  # (..., h, S, d_v/g)
@@ -173,6 +177,50 @@ def from_trace(trace: Trace, block_q: int, block_k: int | None = None) -> Flash:
         )
         return f
     return Flash(merge_heads(f.output), f.m, f.l, f.tiles, f.block_q, f.block_k)
+
+
+def _one_head(trace: Trace, block_q: int, block_k: int, head: object) -> Flash:
+    """The tiled pass of query head ``head`` alone (see :func:`from_trace`)."""
+    o = trace.options
+    h, g = o.heads, o.kv
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < h:
+        raise AttentionError(f"head must be a whole number from 0 to {h - 1}; got {head!r}", field="head")
+    L, S = trace.Q.shape[-2], trace.K.shape[-2]
+    Q = split_heads(trace.Q, h)  # (..., h, L, d_k/h): views
+    q = Q[..., head, :, :]  # (..., L, d_k/h)
+    k = split_heads(trace.K, g)[..., head // (h // g), :, :]  # (..., S, d_k/h): the block head i reads
+    v = split_heads(trace.V, g)[..., head // (h // g), :, :]  # (..., S, d_v/h)
+    allowed = None if trace.allowed is None else np.broadcast_to(trace.allowed, Q.shape[:-2] + (L, S))[..., head, :, :]
+    bias = None
+    if o.positions == "alibi":
+        bias = positions.alibi_bias(positions.alibi_slopes(h)[head], L, S)  # (L, S)
+    return tiled(
+        q,
+        k,
+        v,
+        block_q=block_q,
+        block_k=block_k,
+        scale=trace.scale,
+        temperature=float(o.temperature),
+        allowed=allowed,
+        bias=bias,
+    )
+
+
+def kept_numbers(L: int, S: int, d_v: int, block_q: int, block_k: int, heads: int = 1) -> int:
+    """The numbers a tiled pass keeps in its tiles (:class:`Tile`) for ``heads`` heads, L queries, S keys, values
+    d_v wide: per tile of r rows and c keys, ``scores`` and ``p`` (2·r·c), ``acc`` and ``partial`` (2·r·d_v) and
+    ``m_old``, ``m_new``, ``rescale``, ``l`` (4·r). Summed over the tiles: 2·L·S + (2·d_v + 4)·L·⌈S / block_k⌉
+    per head (block_q drops out: the row blocks add up to L)."""
+    return heads * (2 * L * S + (2 * d_v + 4) * L * math.ceil(S / block_k))
+
+
+def nbytes(f: Flash) -> int:
+    """The bytes a tiled pass holds: its output, m, ℓ and every tile's arrays."""
+    arrays = [f.output, f.m, f.l]
+    for t in f.tiles:
+        arrays += [t.scores, t.m_old, t.m_new, t.rescale, t.p, t.l, t.acc, t.partial]
+    return sum(a.nbytes for a in arrays)
 
 
 def _squeeze(t: Tile) -> Tile:

@@ -30,6 +30,11 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
     return np.moveaxis(x, -3, -2).reshape(*lead, n, h * dh)  # (..., n, h, d/h) -> (..., n, d)
 
 
+def divisors(h: int) -> list[int]:
+    """The numbers of key/value heads h query heads can share: the divisors of h, ascending."""
+    return [g for g in range(1, h + 1) if h % g == 0]
+
+
 def head_weights(W: np.ndarray, h: int, i: int, projection: str) -> np.ndarray:
     """The block of W that produces head i's columns of Q, K or V."""
     if projection == "x_w":
@@ -42,8 +47,10 @@ def head_weights(W: np.ndarray, h: int, i: int, projection: str) -> np.ndarray:
 def regroup(W: np.ndarray, h: int, kv_from: int, kv_to: int, projection: str = "x_w") -> np.ndarray:
     """W_k or W_v taken from kv_from key/value blocks to kv_to (both dividing h): each block is first copied to the
     h / kv_from query heads it serves, then each new group of h / kv_to heads keeps the mean of its blocks (the
-    GQA paper's conversion of a multi-head model, Ainslie et al. 2023). A group of identical copies keeps its
-    block exactly, so growing kv_heads changes no output; shrinking it is an approximation.
+    GQA paper's conversion of a multi-head model, Ainslie et al. 2023). When kv_to is a multiple of kv_from every
+    new group holds copies of one old block and keeps it exactly, so no output changes; otherwise a group mixes
+    different blocks (6 heads, 2 -> 3 key/value heads: the middle group has two heads of each old block) and gets
+    their mean, an approximation like shrinking.
     (d_model, kv_from · w) -> (d_model, kv_to · w); blocks are rows instead with the projection "x_wt"."""
     ax = out_axis(projection)
     blocks = [b for b in np.split(W, kv_from, axis=ax) for _ in range(h // kv_from)]  # h blocks, one per query head

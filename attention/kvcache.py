@@ -1,9 +1,12 @@
 """The KV cache's arithmetic: what a decoder keeps per generated token, and how grouped-query heads shrink it.
 
 When a model generates text it keeps every past token's keys and values, so each new token costs one query
-against all of them. Per token and per layer the cache holds one key and one value vector per key/value head:
+against all of them. Per token and per layer the cache holds one key vector (d_k / heads numbers) and one value
+vector (d_v / heads numbers) per key/value head:
 
-    bytes per token = 2 (K and V) · layers · kv_heads · d_head · bytes per number
+    bytes per token = layers · kv_heads · (d_k/h + d_v/h) · bytes per number
+
+which is 2 · layers · kv_heads · d_head · bytes per number when keys and values are equally wide (most models).
 
 Multi-head attention has kv_heads = heads; grouped-query attention a divisor g of heads; multi-query attention
 kv_heads = 1. The query heads do not count: queries are not cached.
@@ -34,29 +37,41 @@ def _whole(value: object, name: str, low: int = 1, high: int = MAX_VALUE) -> int
     return value
 
 
-def bytes_per_token(layers: int, kv_heads: int, d_head: int, bytes_per_value: int = 2) -> int:
-    """2 · layers · kv_heads · d_head · bytes_per_value (2 bytes: float16/bfloat16, the usual cache type)."""
+def bytes_per_token(
+    layers: int, kv_heads: int, d_head: int, bytes_per_value: int = 2, d_v_head: int | None = None
+) -> int:
+    """layers · kv_heads · (d_head + d_v_head) · bytes_per_value: a key of d_head = d_k/h numbers and a value of
+    d_v_head = d_v/h numbers (d_head when not given) per key/value head and layer; 2 bytes: float16/bfloat16."""
+    d_v_head = d_head if d_v_head is None else d_v_head
     for name, v in (
         ("layers", layers),
         ("kv_heads", kv_heads),
         ("d_head", d_head),
+        ("d_v_head", d_v_head),
         ("bytes_per_value", bytes_per_value),
     ):
         _whole(v, name)
-    return 2 * layers * kv_heads * d_head * bytes_per_value
+    return layers * kv_heads * (d_head + d_v_head) * bytes_per_value
 
 
 def compare(
-    layers: int, heads: int, kv_heads: int, d_head: int, tokens: int = 1, bytes_per_value: int = 2
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    d_head: int,
+    tokens: int = 1,
+    bytes_per_value: int = 2,
+    d_v_head: int | None = None,
 ) -> dict[str, Cache]:
-    """The cache for MHA (kv_heads = heads), the given kv_heads, and MQA (1), for ``tokens`` tokens."""
+    """The cache for MHA (kv_heads = heads), the given kv_heads, and MQA (1), for ``tokens`` tokens; keys d_head
+    wide and values d_v_head wide (d_head when not given) per head."""
     _whole(heads, "heads")
     _whole(tokens, "tokens")
     if _whole(kv_heads, "kv_heads") > heads or heads % kv_heads:
         raise AttentionError(f"kv_heads must divide heads = {heads}; got {kv_heads}", field="kv_heads")
     out = {}
     for label, g in (("MHA", heads), ("this", kv_heads), ("MQA", 1)):
-        per = bytes_per_token(layers, g, d_head, bytes_per_value)
+        per = bytes_per_token(layers, g, d_head, bytes_per_value, d_v_head)
         out[label] = Cache(g, per, tokens, per * tokens)
     return out
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import masks, names, positions, steps
 from .errors import AttentionError
+from .heads import divisors
 
 SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
 
@@ -201,10 +202,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
 def _check_together(o: Options, prefix: str) -> None:
     """The rule that ties two options: kv_heads divides heads."""
     if o.kv_heads is not None and o.heads % o.kv_heads:
-        divisors = [k for k in range(1, o.heads + 1) if o.heads % k == 0]
         raise AttentionError(
             f"{prefix}kv_heads must divide heads = {o.heads} (each key/value head serves the same number of query "
-            f"heads): one of {', '.join(map(str, divisors))}; got {short(o.kv_heads)}",
+            f"heads): one of {', '.join(map(str, divisors(o.heads)))}; got {short(o.kv_heads)}",
             field="kv_heads",
         )
 

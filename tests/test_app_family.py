@@ -3,9 +3,11 @@ messages on bad values, links that carry them bit for bit, and the Q·K·V page'
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from apptest_util import app, conventions, goto, journey, no_exception, session, texts
+from apptest_util import app, conventions, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
 from attention.ui import url
@@ -53,6 +55,28 @@ def test_key_value_heads_offer_only_divisors_and_regroup_w_k_and_w_v():
     assert W_v.shape == s.matrices["W_v"].shape
 
 
+def _output(s) -> np.ndarray:
+    return attention.self_attention(*(s.matrices[n] for n in ("X", "W_q", "W_k", "W_v")), options=s.options).output
+
+
+def test_growing_key_value_heads_says_nothing_changes_only_when_the_output_is_unchanged():
+    """6 heads: 2 -> 3 key/value heads mixes blocks (the output moves), 3 -> 6 copies them (it does not)."""
+    at = conventions(journey("qkv", {"preset": "the_cat_sat", "dk": "12", "dv": "12", "heads": "6", "kv": "2"}))
+    no_exception(at)
+    s = session(at)
+    assert (s.options.heads, s.options.kv) == (6, 2)
+    for g in (3, 6):
+        before = _output(s)
+        at = at.selectbox(key="sb.kv_heads").set_value(g).run()
+        no_exception(at)
+        s = session(at)
+        assert s.options.kv == g
+        said = " ".join(texts(at.sidebar.info))
+        unchanged = np.array_equal(_output(s), before)
+        assert unchanged == (g == 6), g
+        assert ("nothing changes" in said) == unchanged and ("so the numbers change" in said) == (not unchanged), said
+
+
 def test_qkv_page_shows_which_query_heads_share_each_block_and_the_kv_cache():
     at = heads4()
     at = at.selectbox(key="sb.kv_heads").set_value(1).run()
@@ -73,12 +97,27 @@ def test_qkv_page_shows_which_query_heads_share_each_block_and_the_kv_cache():
     assert per["MQA"] == 2 * 32 * 1 * (d.d_k // 4) * 2
 
 
+def test_the_kv_cache_counts_values_d_v_wide_when_d_v_differs_from_d_k():
+    at = conventions(journey("qkv", {"preset": "the_cat_sat", "dk": "8", "dv": "12", "heads": "4", "kv": "2"}))
+    no_exception(at)
+    d = session(at).dims
+    assert (d.d_k, d.d_v) == (8, 12)
+    at = box(at, "Layers").set_value(32).run()
+    no_exception(at)
+    cache = [df.value for df in at.dataframe if "bytes per token" in df.value.columns][0]
+    per = {r["attention"]: r["bytes per token"] for _, r in cache.iterrows()}
+    for label, g in (("MHA", 4), ("yours", 2), ("MQA", 1)):
+        naive = sum((8 // 4) * 2 + (12 // 4) * 2 for _layer in range(32) for _kv in range(g))  # a key and a value
+        assert per[label] == naive, (label, per)
+
+
 def test_bad_kv_cache_sizes_say_what_is_wrong_and_keep_the_value():
     at = heads4()
     at = box(at, "Layers").set_value(0).run()
     no_exception(at)
     assert any(
-        "Layers must be a whole number from 1 to 10,000; 0 was not applied and it stays 1" in e for e in texts(at.error)
+        "Layers must be a whole number from 1 to 10,000; 0 was not applied and Layers stays 1" in e
+        for e in texts(at.error)
     )
     assert box(at, "Layers").value == 1
     at = box(at, "Key/value heads").set_value(5).run()
@@ -104,7 +143,10 @@ def test_window_box_appears_with_the_window_mask_and_refuses_bad_values():
     at = box.set_value(0).run()
     no_exception(at)
     assert session(at).options.window == 2
-    assert any("The window must be a whole number of tokens from 1 to 2048" in e for e in texts(at.sidebar.error))
+    assert any(
+        "Window w must be a whole number from 1 to 2,048; 0 was not applied and Window w stays 2" in e
+        for e in texts(at.sidebar.error)
+    )
     box = next(b for b in at.sidebar.number_input if b.key.startswith("sb.window."))
     assert box.value == 2
 
@@ -163,27 +205,135 @@ def button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
 
+def naive_online_softmax(scores: np.ndarray, V: np.ndarray, b: int) -> list[dict]:
+    """FlashAttention's walk written out with plain loops, one row at a time: query blocks outer, key blocks inner;
+    per tile and row the running max before and after, the rescale exp(m_old − m_new), ℓ and acc / ℓ."""
+    n, S = scores.shape
+    tiles = []
+    for r0 in range(0, n, b):
+        rows = range(r0, min(r0 + b, n))
+        m = {i: -np.inf for i in rows}
+        ell = {i: 0.0 for i in rows}
+        acc = {i: np.zeros(V.shape[1]) for i in rows}
+        for c0 in range(0, S, b):
+            c1 = min(c0 + b, S)
+            tile = {"rows": (r0, rows[-1] + 1), "cols": (c0, c1), "m before": [], "m after": [], "rescale": []}
+            tile.update({"ℓ": [], "partial": []})
+            for i in rows:
+                m_new = max([m[i]] + [float(z) for z in scores[i, c0:c1]])
+                r = 1.0 if m_new == -np.inf else math.exp(m[i] - m_new)  # exp(−inf) = 0: nothing summed yet
+                p = [0.0 if m_new == -np.inf else math.exp(float(z) - m_new) for z in scores[i, c0:c1]]
+                ell_new = r * ell[i] + sum(p)
+                acc[i] = r * acc[i] + sum(pj * V[c0 + j] for j, pj in enumerate(p))
+                for name, v in (("m before", m[i]), ("m after", m_new), ("rescale", r), ("ℓ", ell_new)):
+                    tile[name].append(v)
+                tile["partial"].append(acc[i] / ell_new if ell_new > 0 else np.zeros(V.shape[1]))
+                m[i], ell[i] = m_new, ell_new
+            tiles.append(tile)
+    return tiles
+
+
+def check_tile(at, scores: np.ndarray, V: np.ndarray, b: int, k: int) -> None:
+    """The page's row table for tile k equals the naive walk's, cell by cell, and its chart marks the tiles before
+    k done, tile k "this tile" and the rest "ahead", with each cell's score."""
+    want = naive_online_softmax(scores, V, b)[k]
+    labels = list(session(at).labels)
+    row = [df.value for df in at.dataframe if "ℓ" in df.value.columns][0]
+    assert list(row.index) == labels[want["rows"][0] : want["rows"][1]]
+    for col, name in (("m before", "m before"), ("m after", "m after"), ("rescale exp(m_old − m_new)", "rescale")):
+        assert np.allclose(row[col].to_numpy(dtype=float), want[name], rtol=1e-12, atol=0), col
+    assert np.allclose(row["ℓ"].to_numpy(dtype=float), want["ℓ"], rtol=1e-12, atol=0)
+    partial = np.array(want["partial"])
+    for c in range(min(8, V.shape[1])):
+        assert np.allclose(row[f"output v{c + 1}"].to_numpy(dtype=float), partial[:, c], rtol=1e-12, atol=1e-15)
+    n, S = scores.shape
+    key_blocks = -(-S // b)
+    cells = [r for c in at.get("vega_lite_chart") for rows in drawn_cells(c) for r in rows if "walked" in r]
+    assert len(cells) == min(n, 64) * min(S, 64)
+    for cell in cells:
+        i, j = labels.index(cell["query"]), labels.index(cell["key"])
+        idx = (i // b) * key_blocks + j // b
+        assert cell["walked"] == ("done" if idx < k else "this tile" if idx == k else "ahead"), cell
+        if np.isfinite(scores[i, j]):
+            assert cell["score"] == pytest.approx(scores[i, j], rel=1e-12)
+        else:
+            assert cell["masked"] and (cell["score"] is None or not np.isfinite(cell["score"]))
+
+
 def test_flash_lab_walks_every_tile_to_the_last_and_matches_the_full_softmax():
     at = app("flash", {"preset": "the_cat_sat"})
     no_exception(at)
-    n = len(session(at).tokens)
-    assert any("Tile 1 of" in m.value for m in at.markdown)
+    s = session(at)
+    n = len(s.tokens)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    scores = t.scaled / float(s.options.temperature)  # (n, n): what the tiles see
     total = (-(-n // 2)) ** 2  # tile size 2
     assert any(f"Tile 1 of {total}" in m.value for m in at.markdown)
-    at = button(at, "Next tile ▶").click().run()
+    check_tile(at, scores, t.V, 2, 0)
+    at = button(at, "Next tile").click().run()
     no_exception(at)
     assert any(f"Tile 2 of {total}" in m.value for m in at.markdown)
-    at = button(at, "Last tile ⏭").click().run()
+    check_tile(at, scores, t.V, 2, 1)
+    at = button(at, "Last tile").click().run()
     no_exception(at)
     md = " ".join(m.value for m in at.markdown)
     assert f"Tile {total} of {total}" in md and "its output is final" in md
+    check_tile(at, scores, t.V, 2, total - 1)
+    walked = naive_online_softmax(scores, t.V, 2)
+    finals = np.concatenate([np.array(x["partial"]) for x in walked if x["cols"][1] == n])  # each row block's last
+    assert np.allclose(finals, t.output, rtol=1e-12, atol=1e-15)  # the naive walk is the full softmax
     assert "equal to float64 rounding" in md
-    assert button(at, "Last tile ⏭").disabled
-    row = [df.value for df in at.dataframe if "ℓ" in df.value.columns][0]
-    assert {"m before", "m after", "rescale exp(m_old − m_new)", "ℓ"} <= set(row.columns)
+    assert button(at, "Last tile").disabled
     memory = [df.value for df in at.dataframe if "full n × n scores" in df.value.columns][0]
     assert len(memory) == 2
-    assert at.get("vega_lite_chart")
+    at = box(at, "Tile size").set_value(1).run()
+    walked = naive_online_softmax(scores, t.V, 1)
+    k = next(i for i, x in enumerate(walked) if any(0 < r < 1 for r in x["rescale"]))  # a tile that raises m
+    at = next(sl for sl in at.slider if sl.label == "Tile").set_value(k + 1).run()
+    no_exception(at)
+    check_tile(at, scores, t.V, 1, k)
+
+
+def _kept(trace, b: int) -> int:
+    """What the lab's tiled run of head 1 keeps, counted array by array (every tile keeps its own)."""
+    f = attention.flash.from_trace(trace, b, b, head=0)
+    return sum(a.size for x in f.tiles for a in (x.scores, x.p, x.acc, x.partial, x.m_old, x.m_new, x.rescale, x.l))
+
+
+def test_flash_lab_bounds_what_the_tiles_keep_and_names_a_tile_size_that_fits(monkeypatch):
+    from attention.ui.labpages import flash as lab
+
+    at = app("flash", {"preset": "the_cat_sat"})
+    s = session(at)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    monkeypatch.setattr(lab, "MAX_KEPT", _kept(t, 2) - 1)  # tiles of 2 keep one number too many
+    least = next(c for c in range(3, 100) if _kept(t, c) <= lab.MAX_KEPT)
+    at = button(at, "Next tile").click().run()
+    no_exception(at)
+    warned = " ".join(texts(at.warning))
+    assert f"which keep {_kept(t, 2):,} numbers" in warned and f"Choose a tile size of at least {least}." in warned
+    assert not [m for m in at.markdown if "Tile 1 of" in m.value] and not at.get("vega_lite_chart")
+    at = box(at, "Tile size").set_value(least).run()
+    no_exception(at)
+    assert not at.warning and any("Tile 1 of" in m.value for m in at.markdown)
+
+
+def test_flash_lab_tiles_once_per_state_head_and_size_and_walks_from_the_cache(monkeypatch):
+    from attention import flash
+    from attention.ui.labpages import flash as lab
+
+    calls = []
+    real = flash.from_trace
+    monkeypatch.setattr(flash, "from_trace", lambda *a, **k: calls.append(k) or real(*a, **k))
+    lab.FLASHES.clear()
+    at = app("flash", {"preset": "the_cat_sat"})
+    for _ in range(3):
+        at = button(at, "Next tile").click().run()
+        no_exception(at)
+    assert any("Tile 4 of" in m.value for m in at.markdown)
+    assert calls == [{"head": 0}]  # one head tiled, once
+    at = box(at, "Tile size").set_value(3).run()
+    assert len(calls) == 2
 
 
 def test_flash_lab_tile_size_and_bad_values():
@@ -195,7 +345,7 @@ def test_flash_lab_tile_size_and_bad_values():
     at = box(at, "Tile size").set_value(0).run()
     no_exception(at)
     assert any(
-        "Tile size must be a whole number from 1 to 2,048; 0 was not applied and it stays 3" in e
+        "Tile size must be a whole number from 1 to 2,048; 0 was not applied and Tile size stays 3" in e
         for e in texts(at.error)
     )
     at = box(at, "Sequence length n").set_value(10**12).run()
@@ -215,9 +365,24 @@ def test_flash_lab_with_grouped_heads_alibi_and_a_window_matches_the_full_path()
     assert heads and len(heads[0].options) == 4
     at = heads[0].set_value(3).run()
     no_exception(at)
-    at = button(at, "Last tile ⏭").click().run()
+    s = session(at)
+    t = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options)
+    scores = t.scaled[3] / float(s.options.temperature)  # head 4: its scores with its ALiBi bias and the window
+    dv = t.V.shape[-1] // 2
+    V = t.V[:, dv:]  # head 4 reads the second of the two key/value blocks
+    check_tile(at, scores, V, 2, 0)
+    at = button(at, "Next tile").click().run()
+    check_tile(at, scores, V, 2, 1)
+    at = button(at, "Last tile").click().run()
+    no_exception(at)
+    n = len(s.tokens)
+    total = (-(-n // 2)) ** 2
+    check_tile(at, scores, V, 2, total - 1)
+    walked = naive_online_softmax(scores, V, 2)
+    finals = np.concatenate([np.array(x["partial"]) for x in walked if x["cols"][1] == n])
+    assert np.allclose(finals, t.concat[:, 3 * dv : 4 * dv], rtol=1e-12, atol=1e-15)
     md = " ".join(m.value for m in at.markdown)
-    assert "equal to float64 rounding" in md
+    assert "head 4, every row" in md and "equal to float64 rounding" in md
 
 
 # ---------------------------------------------------------------- cross-attention on the Tokens page
@@ -299,16 +464,16 @@ def test_every_family_number_box_applies_a_good_value_and_refuses_a_bad_one(page
 
 def test_flash_lab_first_previous_and_slider_walk_the_tiles():
     at = app("flash", {"preset": "the_cat_sat"})
-    at = button(at, "Last tile ⏭").click().run()
+    at = button(at, "Last tile").click().run()
     total = session_total(at)
-    at = button(at, "◀ Previous tile").click().run()
+    at = button(at, "Previous tile").click().run()
     assert any(f"Tile {total - 1} of {total}" in m.value for m in at.markdown)
     at = next(sl for sl in at.slider if sl.label == "Tile").set_value(2).run()
     no_exception(at)
     assert any(f"Tile 2 of {total}" in m.value for m in at.markdown)
-    at = button(at, "⏮ First tile").click().run()
+    at = button(at, "First tile").click().run()
     assert any(f"Tile 1 of {total}" in m.value for m in at.markdown)
-    assert button(at, "⏮ First tile").disabled and button(at, "◀ Previous tile").disabled
+    assert button(at, "First tile").disabled and button(at, "Previous tile").disabled
 
 
 def session_total(at) -> int:

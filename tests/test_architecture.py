@@ -126,6 +126,29 @@ def test_no_import_cycles() -> None:
             visit(m)
 
 
+def test_helpers_have_one_home() -> None:
+    """The divisors of the heads are built only by attention.heads.divisors, a typed whole number is read only by
+    widgets.whole_number, and bytes are written only by kvcache.readable (callers call them, never rewrite them)."""
+    import re
+
+    from attention.heads import divisors
+
+    assert divisors(12) == [k for k in range(1, 13) if 12 % k == 0] and divisors(1) == [1]
+    rules = {
+        "heads.py": re.compile(r"range\(1, [^)]*\+ 1\) if [^\]]*% \w+ == 0"),
+        "widgets.py": re.compile(r"float\(value\)\.is_integer\(\)"),
+        "kvcache.py": re.compile(r"def _readable\("),
+    }
+    allowed_elsewhere = {"widgets.py": {"learn.py"}}  # the learning lab reads whole and decimal numbers alike
+    for home, pattern in rules.items():
+        found = sorted(
+            p.name
+            for p in PACKAGE.rglob("*.py")
+            if p.name != home and p.name not in allowed_elsewhere.get(home, set()) and pattern.search(p.read_text())
+        )
+        assert not found, f"{home}'s helper rewritten in {found}"
+
+
 @pytest.mark.parametrize("path", sorted([*PACKAGE.glob("ui/**/*.py"), *ROOT.glob("pages/*.py")]), ids=lambda p: p.name)
 def test_ui_and_page_files_are_small(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())

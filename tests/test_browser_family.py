@@ -35,10 +35,10 @@ def test_the_flash_lab_walks_to_its_last_tile_and_draws_it(browser, base_url, si
         open_page(page, base_url, "flash", "preset=the_cat_sat")
         page.get_by_text("Tile 1 of ").first.wait_for(timeout=20000)
         with rerun(page):
-            page.get_by_role("button", name="Next tile ▶").first.click()
+            page.get_by_role("button", name="Next tile").first.click()
         page.get_by_text("Tile 2 of ").first.wait_for(timeout=20000)
         with rerun(page):
-            page.get_by_role("button", name="Last tile ⏭").first.click()
+            page.get_by_role("button", name="Last tile").first.click()
         page.get_by_text("its output is final").first.wait_for(timeout=20000)
         body = page.inner_text("body")
         assert "equal to float64 rounding" in body

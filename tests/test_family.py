@@ -88,6 +88,28 @@ def test_grouped_query_heads_match_torch_sdpa_enable_gqa_and_naive_loops(h: int,
     assert close(t.output, naive_gqa(X, W_q, W_k, W_v, h, g, 1 / math.sqrt(dh), allowed))
 
 
+@pytest.mark.parametrize(("old", "new"), [(1, 2), (1, 3), (1, 6), (2, 6), (3, 6), (2, 3)])
+def test_growing_key_value_heads_keeps_the_output_exactly_when_the_new_count_is_a_multiple(old: int, new: int) -> None:
+    """regroup copies blocks only when new % old == 0; 6 heads from 2 to 3 key/value heads mixes blocks."""
+    from attention.heads import regroup
+
+    rng = np.random.default_rng(5)
+    h = 6
+    X, W_q, W_k, W_v = rand(rng, 5, 4), rand(rng, 4, 12), rand(rng, 4, 2 * old), rand(rng, 4, 2 * old)
+    before = attention.self_attention(X, W_q, W_k, W_v, heads=h, kv_heads=old)
+    W_k2, W_v2 = regroup(W_k, h, old, new), regroup(W_v, h, old, new)
+    after = attention.self_attention(X, W_q, W_k2, W_v2, heads=h, kv_heads=new)
+    # the naive form: head i reads old block i // (h / old) before, new block i // (h / new) after
+    blocks = [W_k[:, 2 * (i // (h // old)) : 2 * (i // (h // old)) + 2] for i in range(h)]
+    for b in range(new):
+        group = blocks[b * (h // new) : (b + 1) * (h // new)]
+        assert np.allclose(W_k2[:, 2 * b : 2 * b + 2], sum(group) / len(group))
+    if new % old == 0:
+        assert np.array_equal(after.output, before.output)
+    else:
+        assert np.abs(after.output - before.output).max() > 1e-3
+
+
 def test_a_grouped_head_is_the_head_with_its_shared_block_and_mqa_equals_mha_with_copied_blocks() -> None:
     rng = np.random.default_rng(1)
     X, W_q, W_k, W_v = rand(rng, 4, 6), rand(rng, 6, 8), rand(rng, 6, 2), rand(rng, 6, 3)
@@ -325,6 +347,27 @@ def test_tiled_heads_grouped_and_alibi_equal_the_full_path(h: int, g: int, pos: 
     assert f.output.shape == t.concat.shape and close(f.output, t.concat)
 
 
+def test_one_head_tiled_alone_is_that_heads_part_of_the_full_path_and_keeps_what_kept_numbers_counts() -> None:
+    rng = np.random.default_rng(8)
+    n, h, g = 9, 4, 2
+    X, W_q, W_k, W_v = rand(rng, 2, n, 6), rand(rng, 6, 2 * h), rand(rng, 6, 2 * g), rand(rng, 6, 3 * g)
+    o = Options(heads=h, kv_heads=g, positions="alibi", mask="causal+window", window=4)
+    t = attention.self_attention(X, W_q, W_k, W_v, options=o)
+    every = flash.from_trace(t, 4, 3)
+    for i in range(h):
+        one = flash.from_trace(t, 4, 3, head=i)
+        assert one.output.shape == (2, n, 3) and close(one.output, t.concat[..., 3 * i : 3 * i + 3])
+        for a, b in zip(one.tiles, every.tiles, strict=True):
+            assert np.allclose(a.partial, b.partial[:, i], rtol=1e-13) and np.array_equal(a.m_new, b.m_new[:, i])
+        naive = sum(
+            a.size for x in one.tiles for a in (x.scores, x.p, x.acc, x.partial, x.m_old, x.m_new, x.rescale, x.l)
+        )
+        assert flash.kept_numbers(n, n, 3, 4, 3) * 2 == naive  # a batch of two
+    for bad in (-1, h, 1.0, True, "0"):
+        with pytest.raises(AttentionError, match="head must be a whole number from 0 to 3"):
+            flash.from_trace(t, 4, 3, head=bad)  # type: ignore[arg-type]
+
+
 def test_each_tile_keeps_the_online_softmax_invariants() -> None:
     rng = np.random.default_rng(9)
     n = 10
@@ -357,6 +400,18 @@ def test_tile_sizes_are_checked_and_memory_is_counted() -> None:
     m = flash.memory(2048, 64, 128, 128)
     assert m["full_numbers"] == 2048**2 and m["full_bytes"] == 2048**2 * 8
     assert m["tile_numbers"] == 2 * 128 * 128 + 128 * 64 + 2 * 128 * 64 + 128 * 64 + 2 * 128
+
+
+@pytest.mark.parametrize(("layers", "h", "g", "d_k", "d_v", "b"), [(32, 32, 8, 4096, 2048, 2), (3, 4, 2, 8, 12, 4)])
+def test_kv_cache_counts_keys_d_k_per_head_and_values_d_v_per_head(layers, h, g, d_k, d_v, b) -> None:
+    naive = 0
+    for _layer in range(layers):
+        for _kv_head in range(g):
+            naive += (d_k // h) * b + (d_v // h) * b  # one key and one value vector
+    assert kvcache.bytes_per_token(layers, g, d_k // h, b, d_v // h) == naive
+    c = kvcache.compare(layers, h, g, d_k // h, 10, b, d_v // h)
+    assert c["this"].bytes_per_token == naive and c["this"].total_bytes == 10 * naive
+    assert c["MQA"].bytes_per_token == naive // g and c["MHA"].bytes_per_token == naive * h // g
 
 
 def test_kv_cache_bytes_per_token() -> None:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from ..trace import Trace
 
@@ -59,9 +60,12 @@ def trace_bytes(trace: Trace) -> int:
 
 
 class TraceCache:
-    def __init__(self, max_bytes: int, max_entries: int, ttl: float):
-        self.max_bytes, self.max_entries, self.ttl = max_bytes, max_entries, ttl
-        self._items: OrderedDict[str, tuple[float, int, Trace]] = OrderedDict()
+    """Traces by key, LRU within the bounds; ``measure`` gives an entry's bytes (another kind of result, such as a
+    FlashAttention pass, can be kept with its own measure)."""
+
+    def __init__(self, max_bytes: int, max_entries: int, ttl: float, measure: Callable[[Any], int] = trace_bytes):
+        self.max_bytes, self.max_entries, self.ttl, self.measure = max_bytes, max_entries, ttl, measure
+        self._items: OrderedDict[str, tuple[float, int, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: str, compute: Callable[[], Trace], expected_bytes: int = 0) -> Trace:
@@ -77,7 +81,7 @@ class TraceCache:
                 self._items.popitem(last=False)
         trace = compute()  # outside the lock: other sessions are not blocked by a long computation
         with self._lock:
-            self._items[key] = (now, trace_bytes(trace), trace)
+            self._items[key] = (now, self.measure(trace), trace)
             self._items.move_to_end(key)
             while len(self._items) > 1 and (len(self._items) > self.max_entries or self.total_bytes > self.max_bytes):
                 self._items.popitem(last=False)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import masks, names
+from .. import heads, masks, names
 from . import session, state
 from .stepcontrols import POSITION_NAMES
-from .text import esc
-from .widgets import show_messages
+from .widgets import show_messages, whole_number
 
 
 def kind_of(heads: int, kv: int) -> str:
@@ -27,7 +26,7 @@ def kind_of(heads: int, kv: int) -> str:
 def draw(s: session.Session) -> None:
     """Key/value heads (only the divisors of the heads), the window when the mask has one, and the positions."""
     o = s.options
-    divisors = [g for g in range(1, o.heads + 1) if o.heads % g == 0]
+    divisors = heads.divisors(o.heads)
     st.session_state["sb.kv_heads"] = o.kv
     st.selectbox(
         "Key/value heads",
@@ -71,16 +70,6 @@ def draw(s: session.Session) -> None:
 
 def _window(key: str) -> None:
     """The window from its box, if it is a whole number in range; else a message and the box shows the old one."""
-    value = st.session_state.get(key)
-    current = session.get().options.window
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
-    if ok and 1 <= value <= names.MAX_TOKENS:
-        state.set_option(window=int(value))
-        return
-    state.say(
-        "sidebar.window",
-        "error",
-        f"The window must be a whole number of tokens from 1 to {names.MAX_TOKENS}; {esc(value)} was not applied "
-        f"and it stays {current}.",
-    )
-    state.renew_grids()
+    w = whole_number(key, "Window w", 1, names.MAX_TOKENS, "sidebar.window", session.get().options.window)
+    if w is not None:
+        state.set_option(window=w)

@@ -14,7 +14,7 @@ from ..errors import AttentionError
 from ..trace import Trace
 from . import session, state
 from .familycontrols import kind_of
-from .widgets import show_messages
+from .widgets import show_messages, whole_number
 
 
 def setting_box(label: str, name: str, s: session.Session, where=st, place: str = "kv.cache") -> None:
@@ -33,7 +33,10 @@ def setting_box(label: str, name: str, s: session.Session, where=st, place: str 
 
 
 def _on_setting(name: str, key: str, place: str) -> None:
-    state.set_setting(name, st.session_state.get(key), place)
+    label, lo, hi, _ = state.family.SETTINGS[name]
+    value = whole_number(key, label, lo, hi, place, state.settings()[name])
+    if value is not None:
+        state.set_setting(name, value)
 
 
 def kv_groups(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -65,19 +68,21 @@ def _span(prefix: str, block: int, width: int) -> str:
 
 def kv_cache(s: session.Session, trace: Trace, page_key: str) -> None:
     """Bytes the KV cache holds per token, for MHA, the current key/value heads and MQA: for this state's heads and
-    d_k/h with a number of layers, and for a model the learner describes."""
+    d_k/h and d_v/h with a number of layers, and for a model the learner describes."""
     o, cfg = trace.options, state.settings()
     st.markdown(
         "**KV cache** · a decoder keeps every past token's keys and values: per token, "
-        "2 (K and V) × layers × key/value heads × d_head × bytes per number."
+        "layers × key/value heads × (d_k/h + d_v/h) × bytes per number (a key and a value per key/value head; "
+        "2 × d_head when they are equally wide)."
     )
     c1, c2, c3 = st.columns(3)
     setting_box("Layers", "layers", s, c1)
     setting_box("Tokens of context", "tokens", s, c2)
     setting_box("Bytes per number", "bytes", s, c3)
     show_messages("kv.cache")
-    d_head = trace.Q.shape[-1] // o.heads
-    _table(cfg["layers"], o.heads, o.kv, d_head, cfg, f"this state: {o.heads} heads of d_head = {d_head}")
+    d_head, d_v_head = trace.K.shape[-1] // o.kv, trace.V.shape[-1] // o.kv  # d_k/h and d_v/h
+    widths = f"d_k/h = {d_head}" + ("" if d_v_head == d_head else f", d_v/h = {d_v_head}")
+    _table(cfg["layers"], o.heads, o.kv, d_head, cfg, f"this state: {o.heads} heads of {widths}", d_v_head)
     st.markdown("**A model you describe**")
     m1, m2, m3, m4 = st.columns(4)
     for col, (label, name) in zip(
@@ -95,9 +100,11 @@ def kv_cache(s: session.Session, trace: Trace, page_key: str) -> None:
     _table(cfg["m_layers"], cfg["m_heads"], cfg["m_kv"], cfg["m_dhead"], cfg, "the model you describe")
 
 
-def _table(layers: int, heads: int, kv: int, d_head: int, cfg: dict[str, int], what: str) -> None:
+def _table(
+    layers: int, heads: int, kv: int, d_head: int, cfg: dict[str, int], what: str, d_v_head: int | None = None
+) -> None:
     try:
-        c = kvcache.compare(layers, heads, kv, d_head, cfg["tokens"], cfg["bytes"])
+        c = kvcache.compare(layers, heads, kv, d_head, cfg["tokens"], cfg["bytes"], d_v_head)
     except AttentionError as exc:
         st.error(f"For {what}: {exc.message}", icon=":material/error:")  # ours: numbers only
         return

@@ -52,7 +52,8 @@ def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int
     state.say(
         place,
         "error",
-        f"{what} must be a whole number from {lo} to {hi}; {esc(value)} was not applied and {what} stays {current}.",
+        f"{what} must be a whole number from {lo:,} to {hi:,}; {esc(value)} was not applied and {what} stays "
+        f"{current:,}.",
     )
     st.session_state[key] = current
     return None

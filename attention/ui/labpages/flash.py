@@ -17,17 +17,16 @@ from ... import charts, flash, kvcache, names
 from ...trace import Trace
 from .. import compute, frames, session, state, views
 from ..arrays import key_labels
+from ..cache import TraceCache
 from ..familyviews import setting_box
 from ..widgets import show_messages
 
-MAX_TILES = 4096  # tiles walked on this page (each keeps its arrays); a larger tile size is asked for beyond
+MAX_TILES = 4096  # tiles walked on this page; a larger tile size is asked for beyond
+MAX_KEPT = 2**24  # numbers the chosen head's tiles keep together (scores, p, acc, partial...: 128 MiB in float64)
 MAX_CHART = 64  # cells per side drawn in the tile chart
 COLS_SHOWN = 8  # output columns shown per row
-
-
-def _head_array(a: np.ndarray, h: int, head: int, core: int) -> np.ndarray:
-    """One head's part of a tile array (arrays carry a head axis when h > 1)."""
-    return a if h == 1 else a[(head,) + (slice(None),) * core]
+# the tiled runs of (trace content, head, tile size), shared by reruns and sessions: a click walks, it does not retile
+FLASHES = TraceCache(max_bytes=MAX_KEPT * 8, max_entries=4, ttl=1800, measure=flash.nbytes)
 
 
 def tile_chart(
@@ -102,23 +101,18 @@ def body(s: session.Session) -> None:
             index=min(cfg["flash_head"], h - 1),
             format_func=lambda i: f"head {i + 1}",
             key=f"flash.head.{s.grids}.{cfg['flash_head']}",
-            on_change=lambda key: state.set_setting("flash_head", st.session_state[key], "flash.tile"),
+            on_change=lambda key: state.set_setting("flash_head", st.session_state[key]),
             args=(f"flash.head.{s.grids}.{cfg['flash_head']}",),
         )
     show_messages("flash.tile")
     b = cfg["tile"]
-    count = math.ceil(n / b) * math.ceil(s_len / b)
-    if count > MAX_TILES:
-        least = math.ceil(max(n, s_len) / math.isqrt(MAX_TILES))
-        st.warning(
-            f"A tile size of {b} cuts these {n} tokens into {count:,} tiles; this page walks at most "
-            f"{MAX_TILES:,}. Choose a tile size of at least {least}.",
-            icon=":material/warning:",
-        )
+    head = min(cfg["flash_head"], h - 1)
+    d_v = trace.V.shape[-1] // o.kv  # d_v/h: the chosen head's value width
+    if not _fits(n, s_len, d_v, b):
+        st.warning(_too_much(n, s_len, d_v, b, head), icon=":material/warning:")  # ours: numbers only
         _memory(s, trace, b, cfg)
         return
-    f = flash.from_trace(trace, b, b)
-    head = min(cfg["flash_head"], h - 1)
+    f = _tiled(s, trace, b, head, flash.kept_numbers(n, s_len, d_v, b, b))
     k = min(cfg["step"], len(f.tiles) - 1)
     _steps(s, k, len(f.tiles))
     t = f.tiles[k]
@@ -133,31 +127,58 @@ def body(s: session.Session) -> None:
     st.altair_chart(tile_chart(scores, f, k, labels, key_labels(s)), width="content")
     if max(n, s_len) > MAX_CHART:
         st.caption(f"The chart shows the first {MAX_CHART} queries and keys; the tables below are complete.")
-    _row_table(t, h, head, labels, s.digits)
-    _difference(f, trace, h, head)
+    _row_table(t, labels, s.digits)
+    _difference(f, trace, head)
     _memory(s, trace, b, cfg)
+
+
+def _fits(n: int, s_len: int, d_v: int, b: int) -> bool:
+    """At most MAX_TILES tiles of b × b, and at most MAX_KEPT numbers kept by them for one head."""
+    tiles = math.ceil(n / b) * math.ceil(s_len / b)
+    return tiles <= MAX_TILES and flash.kept_numbers(n, s_len, d_v, b, b) <= MAX_KEPT
+
+
+def _too_much(n: int, s_len: int, d_v: int, b: int, head: int) -> str:
+    """Why tiles of b × b are not walked here, and the smallest tile size that would be."""
+    tiles = math.ceil(n / b) * math.ceil(s_len / b)
+    kept = flash.kept_numbers(n, s_len, d_v, b, b)
+    least = next((c for c in range(b + 1, flash.MAX_TILE + 1) if _fits(n, s_len, d_v, c)), None)
+    advice = (
+        f"Choose a tile size of at least {least}."
+        if least is not None
+        else "No tile size fits these many tokens: use fewer tokens."
+    )
+    return (
+        f"Tiles of {b} × {b} cut these {n:,} queries × {s_len:,} keys into {tiles:,} tiles, which keep "
+        f"{kept:,} numbers ({kvcache.readable(kept * 8)}) for head {head + 1}; this page walks at most "
+        f"{MAX_TILES:,} tiles keeping at most {MAX_KEPT:,} numbers ({kvcache.readable(MAX_KEPT * 8)}). " + advice
+    )
+
+
+def _tiled(s: session.Session, trace: Trace, b: int, head: int, kept: int) -> flash.Flash:
+    """The chosen head's tiled run, computed once per trace content, head and tile size."""
+    key = f"{compute.content_key(s.tokens, s.matrices, s.options)}/head {head}/tile {b}"
+    return FLASHES.get(key, lambda: flash.from_trace(trace, b, b, head=head), expected_bytes=kept * 8)
 
 
 def _steps(s: session.Session, k: int, total: int) -> None:
     """First / previous / next / last buttons and a slider over the tiles, in the order they are computed."""
     cols = st.columns(4)
-    for col, (label, target) in zip(
-        cols,
-        (
-            ("⏮ First tile", 0),
-            ("◀ Previous tile", max(0, k - 1)),
-            ("Next tile ▶", min(total - 1, k + 1)),
-            ("Last tile ⏭", total - 1),
-        ),
-        strict=True,
-    ):
+    steps = (  # Material icons: the fonts a browser has may lack ⏮ and ⏭ (drawn as empty boxes)
+        ("First tile", ":material/first_page:", 0),
+        ("Previous tile", ":material/chevron_left:", max(0, k - 1)),
+        ("Next tile", ":material/chevron_right:", min(total - 1, k + 1)),
+        ("Last tile", ":material/last_page:", total - 1),
+    )
+    for col, (label, icon, target) in zip(cols, steps, strict=True):
         col.button(  # ours: the four labels above
             label,
+            icon=icon,
             key=f"flash.go.{label}",
             width="stretch",
             disabled=target == k,
             on_click=state.set_setting,
-            args=("step", target, "flash.step"),
+            args=("step", target),
         )
     if total > 1:
         key = f"flash.step.{s.grids}.{k}"
@@ -167,17 +188,20 @@ def _steps(s: session.Session, k: int, total: int) -> None:
             total,
             value=k + 1,
             key=key,
-            on_change=lambda: state.set_setting("step", st.session_state[key] - 1, "flash.step"),
+            on_change=lambda: state.set_setting("step", st.session_state[key] - 1),
         )
     show_messages("flash.step")
 
 
-def _row_table(t: flash.Tile, h: int, head: int, labels: list[str], digits: int | None) -> None:
+def _row_table(t: flash.Tile, labels: list[str], digits: int | None) -> None:
     """Per query row of the tile: m before and after, the rescale, ℓ, and the partial output so far."""
-    m_old, m_new = _head_array(t.m_old, h, head, 1), _head_array(t.m_new, h, head, 1)
-    rescale, ell = _head_array(t.rescale, h, head, 1), _head_array(t.l, h, head, 1)
-    partial = _head_array(t.partial, h, head, 2)
-    table = {"m before": m_old, "m after": m_new, "rescale exp(m_old − m_new)": rescale, "ℓ": ell}
+    partial = names.squeeze_batch(t.partial)  # (B_q, d_v/h)
+    table = {
+        "m before": names.squeeze_batch(t.m_old),
+        "m after": names.squeeze_batch(t.m_new),
+        "rescale exp(m_old − m_new)": names.squeeze_batch(t.rescale),
+        "ℓ": names.squeeze_batch(t.l),
+    }
     for c in range(min(partial.shape[-1], COLS_SHOWN)):
         table[f"output v{c + 1}"] = partial[:, c]
     df = pd.DataFrame(table, index=labels[t.rows[0] : t.rows[1]])
@@ -185,14 +209,16 @@ def _row_table(t: flash.Tile, h: int, head: int, labels: list[str], digits: int 
     frames.number_table(df, charts.decimals_for(df.to_numpy(), digits))
 
 
-def _difference(f: flash.Flash, trace: Trace, h: int, head: int) -> None:
-    full = np.asarray(names.squeeze_batch(trace.concat if trace.concat is not None else trace.output))
-    tiled = np.asarray(names.squeeze_batch(f.output))
+def _difference(f: flash.Flash, trace: Trace, head: int) -> None:
+    tiled = np.asarray(names.squeeze_batch(f.output))  # (n, d_v/h): the chosen head's output
+    dv = tiled.shape[-1]
+    whole = np.asarray(names.squeeze_batch(trace.concat if trace.concat is not None else trace.output))
+    full = whole[..., head * dv : (head + 1) * dv]  # (n, d_v/h): the same head's columns of the full path
     diff = float(np.abs(tiled - full).max(initial=0.0))
     scale = float(np.abs(full).max(initial=0.0))
     rel = diff / scale if scale else 0.0
     st.markdown(
-        f"**Difference from the full softmax** (every head, every row, after the last tile): largest "
+        f"**Difference from the full softmax** (head {head + 1}, every row, after the last tile): largest "
         f"|tiled − full| = {diff:.3g}, relative {rel:.3g}: "
         + ("equal to float64 rounding." if rel <= 1e-12 else "larger than float64 rounding.")
     )
@@ -216,13 +242,9 @@ def _memory(s: session.Session, trace: Trace, b: int, cfg: dict[str, int]) -> No
         rows.append(
             {
                 "for": f"{what}: n = {n:,}, d = {d:,}",
-                "full n × n scores": _readable(m["full_bytes"]),
-                f"tiles of {b} × {b}": _readable(m["tile_bytes"]),
+                "full n × n scores": kvcache.readable(m["full_bytes"]),
+                f"tiles of {b} × {b}": kvcache.readable(m["tile_bytes"]),
                 "full ÷ tiles": f"{m['ratio']:,.1f}×",
             }
         )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-
-
-def _readable(n_bytes: int) -> str:
-    return kvcache.readable(n_bytes)

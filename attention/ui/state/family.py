@@ -2,7 +2,8 @@
 
 The numbers change no matrix or option, so they live in ``st.session_state`` under :data:`KEY` (kept across pages);
 the source sentence is the Session's ``source`` (it travels in links). Both are written only here, from widget
-callbacks; a refused value leaves a message at its place and the setting as it was.
+callbacks. A typed setting is read by :func:`attention.ui.widgets.whole_number` first (a refused value leaves a
+message at its place and the setting as it was); a refused source sentence leaves a message here.
 """
 
 from __future__ import annotations
@@ -38,21 +39,13 @@ def settings() -> dict[str, int]:
     return {name: int(stored.get(name, spec[3])) for name, spec in SETTINGS.items()}
 
 
-def set_setting(name: str, value: object, place: str) -> bool:
-    """Store a whole number in its range; else a message at ``place`` and False (the setting stays)."""
-    label, lo, hi, _ = SETTINGS[name]
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
-    if ok and lo <= value <= hi:
-        st.session_state[KEY] = {**st.session_state.get(KEY, {}), name: int(value)}  # type: ignore[arg-type]
-        return True
-    say(  # ours: the label is this module's own; the value is escaped
-        place,
-        "error",
-        f"{label} must be a whole number from {lo:,} to {hi:,}; {esc(value)} was not applied and it stays "
-        f"{settings()[name]:,}.",
-    )
-    renew_grids()
-    return False
+def set_setting(name: str, value: int) -> None:
+    """Store a setting: a whole number in its range, read by :func:`attention.ui.widgets.whole_number` or offered by
+    a control (the head chooser, the tile steps)."""
+    _, lo, hi, _ = SETTINGS[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"setting {name} is a whole number from {lo} to {hi}; got {value!r}")  # a caller's bug
+    st.session_state[KEY] = {**st.session_state.get(KEY, {}), name: value}
 
 
 MAX_SOURCE_CHARS = 4000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import masks
+from ... import heads, masks
 from ..session import (
     get,
     valid_heads,
@@ -66,15 +66,16 @@ def set_heads(h: int) -> None:
 
 def set_kv_heads(g: int) -> None:
     """Share key/value heads: g of them, each serving heads / g query heads (g must divide the heads). W_k and W_v
-    are regrouped (:func:`attention.heads.regroup`): averaged when g shrinks, copied when it grows."""
+    are regrouped (:func:`attention.heads.regroup`): copied when g is a multiple of the old count (no output
+    changes), averaged otherwise (fewer, or 2 -> 3 of 6: the numbers change)."""
     s = get()
     h, old = s.options.heads, s.options.kv
     if not isinstance(g, int) or isinstance(g, bool) or g < 1 or h % g:
-        divisors = [k for k in range(1, h + 1) if h % k == 0]
         say(
             "sidebar.kv_heads",
             "error",
-            f"Key/value heads must divide the {h} heads: one of {', '.join(map(str, divisors))}; nothing was changed.",
+            f"Key/value heads must divide the {h} heads: one of {', '.join(map(str, heads.divisors(h)))}; nothing "
+            "was changed.",
         )
         return
     if g == old or refuse_locked("W_k", "sidebar.kv_heads") or refuse_locked("W_v", "sidebar.kv_heads"):
@@ -83,10 +84,10 @@ def set_kv_heads(g: int) -> None:
     s.version += 1
     touch(s)
     how = (
-        "each shared block is the mean of the blocks of the heads it now serves (how the GQA paper converts a "
+        "the shared blocks were copied to the heads that now have their own, so nothing changes until you edit"
+        if g % old == 0
+        else "each shared block is the mean of the blocks of the heads it now serves (how the GQA paper converts a "
         "multi-head model), so the numbers change"
-        if g < old
-        else "the shared blocks were copied to the heads that now have their own, so nothing changes until you edit"
     )
     say("sidebar.kv_heads", "info", f"W_k and W_v now have {g} block(s) of columns for {h} query heads: {how}.")
 
