@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, settle, streamlit_server  # noqa: E402
+from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, rerun, settle, streamlit_server  # noqa: E402
 
 HEATMAP = "[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas"
 
@@ -110,8 +110,7 @@ def _expected_floor(value: str) -> str:
 
 def _one(browser, name: str, url: str, rep: int) -> tuple[float, float]:
     """One load and one edit of ``name`` (the floor app or a preset) in a new browser context."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as ctx:  # the pages record their runs
         page = ctx.new_page()
         t_load = _load(page, url)
         if name == "floor":
@@ -119,14 +118,13 @@ def _one(browser, name: str, url: str, rep: int) -> tuple[float, float]:
             want = _expected_floor(value)
             grid = page.get_by_test_id("stDataFrame").first
         else:
-            page.get_by_role("tab", name="W_q").click()  # reruns the page with the W_q editor
+            with rerun(page):  # the page rebuilt with the W_q editor
+                page.get_by_role("tab", name="W_q").click()
             _ready(page)
             value, want = _edit_for(name, rep)
             grids = page.get_by_test_id("stDataFrame")
             grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
         return t_load, _edit(page, grid, value, want)
-    finally:
-        ctx.close()
 
 
 def main() -> None:
