@@ -192,13 +192,14 @@ def _blank(pg, index: int) -> str | None:
 
 def _expected_charts(slug: str, n: int, heads: int, trained: bool) -> int | None:
     """How many charts the page must draw (None: not checked): one heatmap per head on the step pages (and the zoom
-    window beyond 64 tokens), the Overview's heatmap, the √d_k page's five charts, the Learn page's three."""
+    window beyond 64 tokens), the Overview's heatmap, the √d_k page's three (its gradient charts are drawn only when
+    their expander is opened), the Learn page's three."""
     if slug in HEATMAP_PAGES:
         return min(heads, 8) + (1 if n > 64 and heads == 1 else 0)  # (the zoom window is drawn for one head)
     if slug == "":
         return 1
     if slug == "why_sqrt_dk":
-        return 5
+        return 3
     if slug == "learn":
         return 3 if trained else 0
     return None

@@ -15,7 +15,7 @@ import streamlit as st
 
 from ... import charts, flash, kvcache, names
 from ...trace import Trace
-from .. import compute, frames, session, state, views
+from .. import compute, frames, session, state, views, widgets
 from ..arrays import key_labels
 from ..cache import TraceCache
 from ..familyviews import setting_box
@@ -25,6 +25,7 @@ MAX_TILES = 4096  # tiles walked on this page; a larger tile size is asked for b
 MAX_KEPT = 2**24  # numbers the chosen head's tiles keep together (scores, p, acc, partial...: 128 MiB in float64)
 MAX_CHART = 64  # cells per side drawn in the tile chart
 COLS_SHOWN = 8  # output columns shown per row
+AXIS_PX = 90  # px below the tile chart's plot: the key labels (turned) and the axis title
 # the tiled runs of (trace content, head, tile size), shared by reruns and sessions: a click walks, it does not retile
 FLASHES = TraceCache(max_bytes=MAX_KEPT * 8, max_entries=4, ttl=1800, measure=flash.nbytes)
 
@@ -72,8 +73,9 @@ def tile_chart(
         [{"query": labels[i], "key": keys[j]} for i in range(*t.rows) if i < m for j in range(*t.cols) if j < cols]
     )
     outline = alt.Chart(box).mark_rect(fill=None, stroke="black", strokeWidth=2).encode(x=x, y=y)
-    cell = max(14, min(60, 480 // max(m, cols)))  # px per cell: the chart grows with n up to about 480 px
-    return alt.layer(base, outline).properties(width=alt.Step(cell), height=alt.Step(cell))
+    cell = max(14, min(48, 480 // max(m, 1)))  # px per row: the plot grows with n up to about 480 px high
+    # the column's whole width; the height also holds the key axis (labels and title), as the chart is fitted to it
+    return alt.layer(base, outline).properties(width="container", height=cell * m + AXIS_PX)
 
 
 def body(s: session.Session) -> None:
@@ -124,7 +126,8 @@ def body(s: session.Session) -> None:
         f"key block {t.k_block + 1} (keys {t.cols[0] + 1}–{t.cols[1]})"
         + (" · the row block's last tile: its output is final." if t.last else ".")
     )
-    st.altair_chart(tile_chart(scores, f, k, labels, key_labels(s)), width="content")
+    widgets.chart_gap()
+    st.altair_chart(tile_chart(scores, f, k, labels, key_labels(s)), width="stretch")
     if max(n, s_len) > MAX_CHART:
         st.caption(f"The chart shows the first {MAX_CHART} queries and keys; the tables below are complete.")
     _row_table(t, labels, s.digits)
