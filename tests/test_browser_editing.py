@@ -133,15 +133,17 @@ def _cut_selects(pg) -> list[tuple[str, float, float]]:
         box = boxes.nth(i)
         if not box.is_visible():
             continue
-        box.click()
-        options = pg.get_by_role("option")
-        try:
-            options.first.wait_for(timeout=3000)
-            labels = options.all_inner_texts()
-        except Exception:  # noqa: BLE001 - a box with no options
-            labels = []
-        pg.keyboard.press("Escape")
-        pg.wait_for_timeout(100)
+        labels = []
+        if box.is_enabled():  # a disabled box (one choice, e.g. key/value heads with 1 head) shows only its value
+            box.click()
+            options = pg.get_by_role("option")
+            try:
+                options.first.wait_for(timeout=3000)
+                labels = options.all_inner_texts()
+            except Exception:  # noqa: BLE001 - a box with no options
+                labels = []
+            pg.keyboard.press("Escape")
+            pg.wait_for_timeout(100)
         for text, need, room in box.evaluate(
             """(e, labels) => {
                 const c = document.createElement('canvas').getContext('2d');

@@ -13,6 +13,14 @@ from . import session, state
 from .stepcontrols import POSITION_NAMES
 from .widgets import show_messages, whole_number
 
+SHORT_POSITION_NAMES = {  # short: a sidebar select box shows about 24 characters; the help gives the long names
+    "none": "none (no word order)",
+    "sinusoidal": "sinusoidal",
+    "learned": "learned P",
+    "rotary": "rotary (RoPE)",
+    "alibi": "ALiBi",
+}
+
 
 def kind_of(heads: int, kv: int) -> str:
     """Multi-head (MHA), grouped-query (GQA) or multi-query (MQA) attention, for h heads and kv key/value heads."""
@@ -59,11 +67,11 @@ def draw(s: session.Session) -> None:
     st.selectbox(
         "Positions",
         list(POSITION_NAMES),
-        format_func=POSITION_NAMES.get,
+        format_func=SHORT_POSITION_NAMES.get,
         key="sb.positions",
         on_change=lambda: state.set_positions(st.session_state["sb.positions"]),
-        help="The same choice as on the Tokens page. ALiBi adds nothing to X, Q or K: each head subtracts "
-        "m_h × (distance) from its scaled scores, with its own slope m_h.",
+        help="The same choice as on the Tokens page: " + "; ".join(POSITION_NAMES.values()) + ". ALiBi adds nothing "
+        "to X, Q or K: each head subtracts m_h × (distance) from its scaled scores, with its own slope m_h.",
     )
     show_messages("control.positions")
 

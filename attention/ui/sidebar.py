@@ -44,7 +44,11 @@ CONVENTION_PLACES = ("sidebar.scale", "sidebar.temperature", "sidebar.heads")  #
 
 def mask_label(kind: str) -> str:
     parts = masks.parts(kind)
-    return "no mask" if not parts else MASK_NAMES[kind] if len(parts) == 1 else " + ".join(parts)
+    short = {"padding": "pad"}  # combined masks must fit the sidebar's box (about 22 characters)
+    if len(parts) == 4:
+        short["window"] = "win"
+    joined = "+".join(short.get(p, p) for p in parts)
+    return "no mask" if not parts else MASK_NAMES[kind] if len(parts) == 1 else joined
 
 
 def _bind(key: str, value: Any) -> None:

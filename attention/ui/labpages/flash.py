@@ -160,7 +160,8 @@ def _too_much(n: int, s_len: int, d_v: int, b: int, head: int) -> str:
 
 def _tiled(s: session.Session, trace: Trace, b: int, head: int, kept: int) -> flash.Flash:
     """The chosen head's tiled run, computed once per trace content, head and tile size."""
-    key = f"{compute.content_key(s.tokens, s.matrices, s.options)}/head {head}/tile {b}"
+    state_key = compute.content_key(s.tokens, s.matrices, s.options)  # with the source: cross-attention differs
+    key = f"{state_key}/source {s.source!r}/head {head}/tile {b}"
     return FLASHES.get(key, lambda: flash.from_trace(trace, b, b, head=head), expected_bytes=kept * 8)
 
 
