@@ -5,6 +5,6 @@ chosen page. Every page file also calls the shared set-up itself, so it works wh
 (direct URL, AppTest) too.
 """
 
-from attention.ui.nav import navigation
+from attention.ui.app.nav import navigation
 
 navigation()

@@ -58,3 +58,12 @@ def regroup(W: np.ndarray, h: int, kv_from: int, kv_to: int, projection: str = "
     groups = [blocks[i * size : (i + 1) * size] for i in range(kv_to)]
     pooled = [g[0] if all(b is g[0] for b in g) else np.mean(g, axis=0) for g in groups]  # (d_model, w) each
     return np.concatenate(pooled, axis=ax)  # (d_model, kv_to · w)
+
+
+def kind_of(heads: int, kv: int) -> str:
+    """Multi-head (MHA), grouped-query (GQA) or multi-query (MQA) attention, for h heads and kv key/value heads."""
+    if kv == heads:
+        return "multi-head attention (MHA): every query head has its own keys and values"
+    if kv == 1:
+        return f"multi-query attention (MQA): all {heads} query heads share one key/value head"
+    return f"grouped-query attention (GQA): each key/value head serves {heads // kv} query heads"

@@ -1,3 +1,3 @@
-from attention.ui.frame import render_overview
+from attention.ui.app.frame import render_overview
 
 render_overview()

@@ -1,3 +1,3 @@
-from attention.ui.frame import render
+from attention.ui.app.frame import render
 
 render("stability")

@@ -10,7 +10,7 @@ import numpy as np
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
-from attention.ui.editors import editor_key
+from attention.ui.inputs.editors import editor_key
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
@@ -63,7 +63,7 @@ def no_exception(at: AppTest) -> None:
 
 def shown(markdown: str) -> str:
     """The text a person sees for a Markdown source string: backslash escapes (how user text is kept literal,
-    see attention/ui/text.py) removed."""
+    see attention/ui/core/text.py) removed."""
     return re.sub(r"\\([!-/:-@[-`{-~])", r"\1", markdown)
 
 

@@ -14,7 +14,7 @@ import pytest
 from apptest_util import PAGES, app, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
-from attention.ui.crosssource import source_rows
+from attention.ui.core.source import source_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -175,7 +175,7 @@ def test_clearing_the_source_brings_self_attention_back():
 def test_the_source_sentence_travels_in_a_saved_preset_file_and_comes_back_through_the_uploader():
     from apptest_util import open_expander
 
-    from attention.ui import session as ui_session
+    from attention.ui.core import session as ui_session
 
     at = app("softmax", LINK)
     s = session(at)

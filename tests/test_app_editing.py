@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from attention.ui.editors import editor_key
+from attention.ui.inputs.editors import editor_key
 from tests.apptest_util import (
     edit_cell,
     errors,

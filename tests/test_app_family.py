@@ -10,7 +10,7 @@ import pytest
 from apptest_util import app, conventions, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
-from attention.ui import url
+from attention.ui.address import url
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -398,7 +398,7 @@ def test_a_source_sentence_gives_a_cross_attention_heatmap_of_queries_by_source_
     at = source_box(at).input("le chat cat assis").run()
     no_exception(at)
     s = session(at)
-    from attention.ui import crossview
+    from attention.ui.views import cross as crossview
 
     X_kv = crossview.source_rows(s, ("le", "chat", "cat", "assis"))
     assert X_kv.shape == (4, s.matrices["X"].shape[-1])
@@ -484,7 +484,7 @@ def session_total(at) -> int:
 
 
 def test_the_folded_conventions_summary_names_key_value_heads_and_the_window():
-    from attention.ui.sidebar import conventions_summary
+    from attention.ui.sidebar.panel import conventions_summary
 
     at = heads4()
     at = at.selectbox(key="sb.kv_heads").set_value(2).run()

@@ -116,7 +116,7 @@ def test_an_edit_names_the_cell_it_changed_with_its_old_and_new_value() -> None:
 
 
 def test_a_loaded_preset_file_is_named_in_the_sidebar() -> None:
-    from attention.ui import session as ui_session
+    from attention.ui.core import session as ui_session
 
     at = journey("softmax", {"preset": "the_cat_sat"})
     preset = ui_session.export_preset(session(at))

@@ -11,8 +11,8 @@ import pytest
 import attention
 from attention.io import codegen, links, parse, tables
 from attention.names import dimension_labels
-from attention.ui import session as ui_session
-from attention.ui import url
+from attention.ui.address import url
+from attention.ui.core import session as ui_session
 from tests.apptest_util import (
     conventions,
     edit_cell,

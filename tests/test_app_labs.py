@@ -19,7 +19,7 @@ import pytest
 import attention
 from attention.labs import challenges as ch
 from attention.labs import sqrt_dk
-from attention.ui import session as ss
+from attention.ui.core import session as ss
 from tests.apptest_util import (
     ROOT,
     edit_cells,

@@ -13,8 +13,8 @@ import pandas as pd
 
 import attention
 from attention.io import codegen, presets, tables
-from attention.ui import session as session_mod
-from attention.ui import url
+from attention.ui.address import url
+from attention.ui.core import session as session_mod
 from tests.apptest_util import edit_cell, goto, journey, no_exception, session, texts
 
 

@@ -92,7 +92,7 @@ def test_bad_link_parameters_give_a_message_not_a_crash() -> None:
 
 @pytest.mark.parametrize("preset_id", PRESET_IDS)
 def test_visiting_every_page_changes_nothing(preset_id: str) -> None:
-    from attention.ui import session as ui_session
+    from attention.ui.core import session as ui_session
     from tests.apptest_util import goto, journey
 
     at = journey("overview", {"preset": preset_id})

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import attention
-from attention.ui.compare import largest_changes
+from attention.ui.views.compare import largest_changes
 from tests.apptest_util import (
     choose_tab,
     conventions,
@@ -182,7 +182,7 @@ def test_heads_travel_in_the_link_and_the_preset_file() -> None:
     at = journey("scores", {"preset": "the_cat_sat", "heads": "3"})
     assert session(at).options.heads == 1
     assert "do not divide" in " ".join(texts(at.warning))
-    from attention.ui import session as ui_session
+    from attention.ui.core import session as ui_session
 
     at = journey("scores", {"preset": "the_cat_sat", "heads": "2"})
     preset = attention.parse_preset(ui_session.export_preset(session(at)).to_json())
@@ -238,7 +238,7 @@ def test_a_custom_mask_grid_greys_cells_and_gives_them_zero_weight_combined_with
     np.testing.assert_array_equal(_engine(session(again)).weights, t.weights)
     # and the preset file and the exported script carry it
     from attention.io.codegen import python_script
-    from attention.ui import session as ui_session
+    from attention.ui.core import session as ui_session
 
     preset = attention.parse_preset(ui_session.export_preset(s).to_json())
     assert preset.options.custom_mask == s.options.custom_mask

@@ -46,7 +46,8 @@ def _imports(path: Path) -> set[str]:
             if node.module or not node.level:
                 found.add(mod)
             for alias in node.names:  # "from . import state" imports the module attention.ui.state
-                if (ROOT / Path(*f"{mod}.{alias.name}".split("."))).with_suffix(".py").exists():
+                target = ROOT / Path(*f"{mod}.{alias.name}".split("."))
+                if target.with_suffix(".py").exists() or (target / "__init__.py").exists():
                     found.add(f"{mod}.{alias.name}")
     return found
 
@@ -104,6 +105,59 @@ def test_layers_import_only_what_they_may(module: str) -> None:
             assert top in THIRD_PARTY[layer], f"{module} ({layer}) imports {top}"
 
 
+# the UI's rooms, from the ground floor up: a module imports only from its own room and the rooms below it
+UI_ROOMS = ("core", "state", "address", "widgets", "inputs", "views", "controls", "sidebar", "labpages", "app")
+
+
+def _room(module: str) -> str:
+    return module.split(".")[2]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.count(".") >= 3 and m.startswith("attention.ui.")))
+def test_ui_rooms_import_only_downward(module: str) -> None:
+    floor = UI_ROOMS.index(_room(module))
+    for imported in _imports(MODULES[module]):
+        if imported.startswith("attention.ui.") and imported.count(".") >= 2:
+            room = _room(imported)
+            assert UI_ROOMS.index(room) <= floor, f"{module} imports {imported}, a room above"
+
+
+def test_the_ui_is_only_rooms_of_a_dozen_modules_or_fewer() -> None:
+    ui = PACKAGE / "ui"
+    assert sorted(p.name for p in ui.glob("*.py")) == ["__init__.py"], "a UI module outside the rooms"
+    assert sorted(p.name for p in ui.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(UI_ROOMS)
+    for room in UI_ROOMS:
+        modules = [p for p in (ui / room).glob("*.py") if p.name != "__init__.py"]
+        assert 1 <= len(modules) <= 12, f"attention/ui/{room}/ holds {len(modules)} modules"
+
+
+def _readme_tree() -> set[str]:
+    """The module paths the README's tree names: a folder line ``name/`` opens a folder at its indent, and the
+    file names before a line's description (``a.py, b.py   what they hold``) sit in the folder above them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```\nstreamlit_app.py", 1)[1].split("```", 1)[0]
+    found, folders = set(), []  # folders: (indent, path)
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        head = line.strip().split("  ")[0]
+        folders = [(i, f) for i, f in folders if i < indent]
+        where = folders[-1][1] if folders else ""
+        if head.endswith("/"):
+            folders.append((indent, head if not where or head.startswith(where) else where + head))
+        else:
+            found.update(where + name.strip() for name in head.split(",") if name.strip().endswith(".py"))
+    return found
+
+
+def test_the_readme_tree_lists_every_module() -> None:
+    listed = _readme_tree()
+    modules = {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    assert not sorted(modules - listed), f"modules missing from the README's tree: {sorted(modules - listed)}"
+    assert not sorted(listed - modules), f"the README names missing modules: {sorted(listed - modules)}"
+
+
 def test_no_import_cycles() -> None:
     graph = {m: {i for i in _imports(p) if i in MODULES and i != m} for m, p in MODULES.items()}
     graph = {m: {i for i in deps if not m.startswith(i + ".") and i != "attention"} for m, deps in graph.items()}
@@ -136,10 +190,10 @@ def test_helpers_have_one_home() -> None:
     assert divisors(12) == [k for k in range(1, 13) if 12 % k == 0] and divisors(1) == [1]
     rules = {
         "heads.py": re.compile(r"range\(1, [^)]*\+ 1\) if [^\]]*% \w+ == 0"),
-        "widgets.py": re.compile(r"float\(value\)\.is_integer\(\)"),
+        "common.py": re.compile(r"float\(value\)\.is_integer\(\)"),
         "kvcache.py": re.compile(r"def _readable\("),
     }
-    allowed_elsewhere = {"widgets.py": {"learn.py"}}  # the learning lab reads whole and decimal numbers alike
+    allowed_elsewhere = {"common.py": {"learn.py"}}  # the learning lab reads whole and decimal numbers alike
     for home, pattern in rules.items():
         found = sorted(
             p.name
@@ -166,7 +220,7 @@ def test_every_module_opens_with_one_line_saying_its_job(module: str) -> None:
 def test_pages_are_three_lines_calling_the_frame() -> None:
     for page in ROOT.glob("pages/*.py"):
         code = [ln for ln in page.read_text(encoding="utf-8").splitlines() if ln.strip()]
-        assert len(code) == 2 and code[0].startswith("from attention.ui.frame import"), page.name
+        assert len(code) == 2 and code[0].startswith("from attention.ui.app.frame import"), page.name
 
 
 def test_a_new_preset_file_is_listed_and_selectable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -212,7 +212,8 @@ def test_grids_and_tables_cut_no_column_and_no_row_in_half(page, base_url, size)
 def test_a_long_link_scrolls_in_a_short_box(page, base_url) -> None:  # noqa: F811
     from urllib.parse import urlencode
 
-    from attention.ui import session, url
+    from attention.ui.address import url
+    from attention.ui.core import session
 
     s = session.new_session("blank", 0, (8, 16, 16))
     s.matrices["W_q"] = s.matrices["W_q"] + 0.123456789  # every cell edited: a link of thousands of characters

@@ -9,7 +9,7 @@ import pytest
 
 import attention
 from attention import charts, learn
-from attention.ui.learned import LearnSettings
+from attention.ui.core.learned import LearnSettings
 from tests.browser_util import CHROMIUM, SHOTS, error_texts, rerun
 from tests.test_browser import base_url, browser, nav, open_page, page  # noqa: F401
 

@@ -8,7 +8,7 @@ than 12 px and cut no text ("…"), and its pixels must not be blank (a screensh
 variance). AppTest cannot see any of this: a spec can be perfect and be drawn 0 px wide. Nothing may be fetched
 from outside this machine (the ``page`` fixture's guard).
 
-States are reached through the address (see attention/ui/url.py), then the pages through the sidebar, in one
+States are reached through the address (see attention/ui/address/url.py), then the pages through the sidebar, in one
 session. Failures are collected over a whole state and reported together, page by page.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attention.ui.specs import LABS, STEPS
+from attention.ui.app.specs import LABS, STEPS
 from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
 from tests.test_browser import base_url, browser, page  # noqa: F401
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention.ui.editors import editor_key
+from attention.ui.inputs.editors import editor_key
 from tests.apptest_util import (
     conventions,
     edit_cells,

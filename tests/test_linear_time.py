@@ -28,7 +28,7 @@ from attention.io import links, parse
 from attention.io.jsonfile import load_json, nesting_depth
 from attention.labs import challenges as ch
 from attention.names import MAX_LINK_CHARS, MAX_NUMBER_CHARS
-from attention.ui import url
+from attention.ui.address import url
 
 SMALL, LARGE, MAX_RATIO = 10_000, 100_000, 15.0
 

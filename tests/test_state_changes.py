@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from attention import names, rng
-from attention.ui import session as session_mod
-from attention.ui import url
+from attention.ui.address import url
+from attention.ui.core import session as session_mod
 from tests.apptest_util import conventions, edit_cell, journey, no_exception, select, session, texts
 from tests.drawn_util import title_of
 

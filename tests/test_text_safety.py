@@ -4,7 +4,8 @@ Streamlit renders the text of ``st.markdown``, ``st.caption``, ``st.error`` ...,
 ``state.say`` messages as Markdown. The check below walks every call of those in the UI code and the pages, and
 fails on any interpolation (f-string slot, ``+`` or ``.format``) of an expression that names user text (tokens,
 titles, labels, file names, URL values, notes, cell text...) unless it is wrapped in ``esc``, ``quoted`` or ``md``
-from :mod:`attention.ui.text`. Two ways to say "this is already safe Markdown": a name ending in ``_md`` (built from
+from :mod:`attention.ui.core.text`.
+Two ways to say "this is already safe Markdown": a name ending in ``_md`` (built from
 escaped parts), or a ``# ours: <why>`` comment on the call's first line (our own text, or a message a function built
 with the helper). It is a name-based check, so it is proved on a few known-bad and known-good snippets first.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from attention.ui.text import esc, md, quoted
+from attention.ui.core.text import esc, md, quoted
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
@@ -190,7 +191,7 @@ def test_the_check_passes_escaped_text(snippet: str) -> None:
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_user_text_reaches_markdown_unescaped(path: Path) -> None:
     found = problems(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
-    assert not found, "user text rendered without attention.ui.text.esc:\n" + "\n".join(found)
+    assert not found, "user text rendered without attention.ui.core.text.esc:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from attention.ui.cache import TraceCache, trace_bytes
+from attention.ui.core.cache import TraceCache, trace_bytes
 
 
 def _trace(n: int, seed: int) -> attention.Trace:

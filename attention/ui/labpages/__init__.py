@@ -1,10 +1,10 @@
-"""The bodies of the pages beyond the steps, by key (see :data:`attention.ui.specs.LABS`), drawn below the title."""
+"""The bodies of the pages beyond the steps, by key (see :data:`attention.ui.app.specs.LABS`), drawn below the title."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import session
+from ..core import session
 from . import challenges, flash, learn, stability, why_sqrt_dk
 
 BODIES: dict[str, Callable[[session.Session], None]] = {

@@ -12,8 +12,9 @@ from ...errors import AttentionError
 from ...io.presets import list_presets, preset_label
 from ...labs import challenges as ch
 from ...names import ARRAYS, INPUTS
-from .. import session, state
-from ..text import esc
+from .. import state
+from ..core import session
+from ..core.text import esc
 
 EXAMPLE = {  # the form starts filled in with a challenge that reads, so a teacher sees what a result looks like
     "title": "Make 'cat' look at 'sat'",

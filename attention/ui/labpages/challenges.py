@@ -9,9 +9,12 @@ from ...io.presets import preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import solvable
 from ...trace import Trace
-from .. import compute, editors, session, state, views
-from ..text import esc, quoted
-from ..widgets import show_messages
+from .. import state
+from ..core import compute, session
+from ..core.text import esc, quoted
+from ..inputs import editors
+from ..views import steps as views
+from ..widgets.common import show_messages
 from . import challenge_form
 
 LINK_PARAM = "challenge"

@@ -15,11 +15,15 @@ import streamlit as st
 
 from ... import charts, flash, kvcache, names
 from ...trace import Trace
-from .. import compute, frames, session, state, views, widgets
-from ..arrays import key_labels
-from ..cache import TraceCache
-from ..familyviews import setting_box
-from ..widgets import show_messages
+from .. import state
+from ..core import compute, session
+from ..core.cache import TraceCache
+from ..core.shown import key_labels
+from ..views import steps as views
+from ..views.family import setting_box
+from ..widgets import common as widgets
+from ..widgets import tables as frames
+from ..widgets.common import show_messages
 
 MAX_TILES = 4096  # tiles walked on this page; a larger tile size is asked for beyond
 MAX_KEPT = 2**24  # numbers the chosen head's tiles keep together (scores, p, acc, partial...: 128 MiB in float64)

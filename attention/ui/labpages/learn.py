@@ -11,10 +11,12 @@ import streamlit as st
 
 from ... import learn
 from ...errors import AttentionError
-from .. import compute, session, state, widgets
-from ..learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
-from ..text import esc, quoted
-from ..widgets import show_messages
+from .. import state
+from ..core import compute, session
+from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
+from ..core.text import esc, quoted
+from ..widgets import common as widgets
+from ..widgets.common import show_messages
 from . import learnviews
 
 SETTING_NAMES = {"lr": "Learning rate", "steps": "Steps", "seed": "Seed", "target": "Target", "learn": "What learns"}

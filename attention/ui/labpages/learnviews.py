@@ -13,11 +13,14 @@ import streamlit as st
 from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
-from .. import compute, frames, session, state, widgets
-from ..arrays import per_head
-from ..learned import TARGETS, Learned
-from ..text import esc
-from ..widgets import show_messages
+from .. import state
+from ..core import compute, session
+from ..core.learned import TARGETS, Learned
+from ..core.shown import per_head
+from ..core.text import esc
+from ..widgets import common as widgets
+from ..widgets import tables as frames
+from ..widgets.common import show_messages
 
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
 ORDER_TARGETS = ("previous", "next", "first", "token")  # targets about where a token stands, not what it is

@@ -10,8 +10,10 @@ import streamlit as st
 from ...errors import AttentionError
 from ...labs import stability as lab
 from ...trace import Trace
-from .. import compute, session, views, widgets
-from ..text import esc
+from ..core import compute, session
+from ..core.text import esc
+from ..views import steps as views
+from ..widgets import common as widgets
 
 ABOUT = {  # what each variant subtracts before exp
     "row_max": "each row's own max (what the engine does)",

@@ -9,8 +9,10 @@ import streamlit as st
 
 from ...labs import sqrt_dk
 from ...trace import Trace
-from .. import compute, session, views, widgets
-from ..text import esc
+from ..core import compute, session
+from ..core.text import esc
+from ..views import steps as views
+from ..widgets import common as widgets
 
 SEEDS = (1, 4, 16, 64)  # draws averaged per d_k
 TOKENS = (4, 8, 16, 32, 64)  # n: rows (and keys) per draw

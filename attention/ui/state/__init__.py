@@ -1,6 +1,6 @@
 """Every change to the session, as named functions called from widget callbacks: the one writer of the state.
 
-The ``Session`` (:mod:`attention.ui.session`) changes only through the functions below (``load_preset``,
+The ``Session`` (:mod:`attention.ui.core.session`) changes only through the functions below (``load_preset``,
 ``edit_cells``, ``resize``, ``set_option`` ...), and those are called only from widget callbacks
 (``on_change`` / ``on_click``), which Streamlit runs before the script: so every page, the sidebar included,
 draws from the state as it is after the change, and no run changes state half-way or needs ``st.rerun()``.

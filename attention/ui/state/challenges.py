@@ -7,8 +7,8 @@ import numpy as np
 from ...errors import AttentionError
 from ...labs.challenges import Challenge, challenge_preset, locked_edit
 from ...labs.solutions import solve
-from ..session import get, new_session
-from ..text import esc, quoted
+from ..core.session import get, new_session
+from ..core.text import esc, quoted
 from .core import replace_session, say, touch
 from .pins import renew_grids
 

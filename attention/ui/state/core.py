@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from ..messages import page_id
-from ..session import KEY, Session, get
+from ..core.messages import page_id
+from ..core.session import KEY, Session, get
 
 
 def ensure(initial: Callable[[], tuple[Session, list[str]]]) -> Session:
@@ -27,7 +27,7 @@ def say(place: str, kind: str, text: str, *, anywhere: bool = False) -> None:
     left on only (``anywhere``: on every page, for what the address could not restore). One slot per place; an
     error replaces every other error (it answers the latest refusal, and the values refused before it were all put
     back), and :func:`unsay` takes it away once its input is valid.
-    ``text`` is Markdown: user text in it must go through :mod:`attention.ui.text`."""
+    ``text`` is Markdown: user text in it must go through :mod:`attention.ui.core.text`."""
     s = get()
     if kind == "error":
         for other in [p for p, m in s.messages.items() if m[1] == "error"]:

@@ -6,9 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..session import (
-    get,
-)
+from ..core.session import get
 from .challenges import refuse_locked
 from .core import say, touch
 

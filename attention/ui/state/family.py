@@ -2,7 +2,7 @@
 
 The numbers change no matrix or option, so they live in ``st.session_state`` under :data:`KEY` (kept across pages);
 the source sentence is the Session's ``source`` (it travels in links). Both are written only here, from widget
-callbacks. A typed setting is read by :func:`attention.ui.widgets.whole_number` first (a refused value leaves a
+callbacks. A typed setting is read by :func:`..widgets.common.whole_number` first (a refused value leaves a
 message at its place and the setting as it was); a refused source sentence leaves a message here.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..session import get
-from ..text import esc
+from ..core.session import get
+from ..core.text import esc
 from .core import say, touch
 from .pins import renew_grids
 
@@ -40,7 +40,7 @@ def settings() -> dict[str, int]:
 
 
 def set_setting(name: str, value: int) -> None:
-    """Store a setting: a whole number in its range, read by :func:`attention.ui.widgets.whole_number` or offered by
+    """Store a setting: a whole number in its range, read by :func:`..widgets.common.whole_number` or offered by
     a control (the head chooser, the tile steps)."""
     _, lo, hi, _ = SETTINGS[name]
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:

@@ -8,9 +8,9 @@ import numpy as np
 
 from ... import rng
 from ...io import vectors
-from ..compute import content_key
-from ..learned import Learned
-from ..session import get, identical, origin
+from ..core.compute import content_key
+from ..core.learned import Learned
+from ..core.session import get, identical, origin
 from .challenges import refuse_locked
 from .core import say, touch
 

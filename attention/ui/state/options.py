@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import heads, masks
-from ..session import (
-    get,
-    valid_heads,
-)
+from ..core.session import get, valid_heads
 from .challenges import refuse_locked
 from .core import say, touch
 

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..session import (
-    Pinned,
-    get,
-    is_unedited,
-    preset_label,
-)
+from ..core.session import Pinned, get, is_unedited, preset_label
 from .core import touch
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from ... import masks, names, rng
 from ...errors import AttentionError
 from ...io.presets import Preset
-from ..session import (
+from ..core.session import (
     BLANK,
     FACTOR_RANGE,
     FILE,

@@ -1,0 +1,295 @@
+"""Reading and writing the address: the query parameters that reproduce the whole state (a reload restores it).
+
+Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
+``tokens`` (the sentence), ``roll`` (shuffles: X's rows moved on), ``dm`` / ``dk`` / ``dv`` (a resized d_model /
+d_k / d_v), the options ``proj``, ``softmax``, ``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based),
+``cmask``, ``pos``, ``heads``, ``kv`` (key/value heads), ``win`` (the sliding window), ``src`` (the source
+sentence of cross-attention), ``wo`` (1: the heads' outputs mixed by W_o), the display ``digits``, and ``edits``
+(the matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
+:func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
+bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
+more than 512 numbers, a pinned A, a state loaded from a file). Every value read from the address is user
+text: messages quote it through :func:`attention.ui.core.text.quoted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import streamlit as st
+
+from ... import names
+from ...errors import AttentionError
+from ...io import links
+from ...io import presets as presets_mod
+from ..core import session
+from ..core.text import quoted
+from ..state.family import source_problem
+from .options import read_options, whole
+
+_LINK_PREFIX = "the link's edits cannot be restored: "
+# every parameter this module writes (others in the address are left alone)
+_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
+_NAMES += "edits"
+PARAMS = tuple(_NAMES.split())
+MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
+# The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
+# any other is a name or a number. Measured before anything reads a value.
+LIMITS = {
+    "edits": names.MAX_LINK_CHARS,
+    "tokens": MAX_TOKENS_TEXT,
+    "src": MAX_TOKENS_TEXT,  # the source sentence, as the sentence
+    "cmask": 64 * 65,
+    "pad": names.MAX_TOKENS * 5,
+}
+SHORT_LIMIT = 100
+
+
+def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The parameters without those longer than they can be (:data:`LIMITS`), and a notice for each one dropped."""
+    kept, notices = dict(qp), []
+    for key in PARAMS:
+        limit = LIMITS.get(key, SHORT_LIMIT)
+        if key in kept and len(kept[key]) > limit:
+            notices.append(
+                f"The link's {key} is {len(kept.pop(key)):,} characters long; a link carries at most {limit:,} "
+                "there, so it was ignored."
+            )
+    return kept, notices
+
+
+def _size(text: str) -> tuple[int, int, int] | None:
+    parts = text.split("x")
+    his = (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM)
+    sizes = [whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
+    return None if None in sizes else tuple(sizes)  # type: ignore[return-value]
+
+
+def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
+    """The session the parameters describe, edits aside, and notes (Markdown, user text escaped) on what was refused."""
+    notices: list[str] = []
+    pid = qp.get("preset", session.DEFAULT_PRESET)
+    if pid not in (*presets_mod.list_presets(), session.BLANK):
+        notices.append(
+            f"The link asked for preset {quoted(pid)}, which does not exist; showing "
+            f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead."
+        )
+        pid = session.DEFAULT_PRESET
+    seed = None
+    if "seed" in qp:
+        seed = whole(qp["seed"], 0, names.MAX_SEED)
+        if seed is None:
+            notices.append(
+                f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
+                "using the preset's own seed."
+            )
+    blank_shape = session.DEFAULT_BLANK
+    if pid == session.BLANK and "size" in qp:
+        shape = _size(qp["size"])
+        if shape is None:
+            notices.append(
+                f"The link's size {quoted(qp['size'])} is not n x d_model x d_k with n ≤ {names.MAX_TOKENS} "
+                f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}."
+            )
+        else:
+            blank_shape = shape
+    s = session.new_session(pid, seed, blank_shape)
+    if qp.get("proj") in names.PROJECTIONS and qp["proj"] != s.options.projection:
+        s.project(qp["proj"])
+    elif "proj" in qp and qp["proj"] not in names.PROJECTIONS:
+        notices.append(f"The link's projection {quoted(qp['proj'])} is not x_w or x_wt; keeping the preset's.")
+    tokens = None
+    if "tokens" in qp:
+        words = tuple(qp["tokens"].split())
+        if (
+            not words
+            or len(words) > names.MAX_TOKENS
+            or len(qp["tokens"]) > MAX_TOKENS_TEXT
+            or any(len(w) > names.MAX_TOKEN_CHARS for w in words)
+        ):
+            notices.append(f"The link's sentence {quoted(qp['tokens'])} is empty or too long; keeping the preset's.")
+        else:
+            tokens = words
+    dm = whole(qp["dm"], 1, names.MAX_DIM) if "dm" in qp else None
+    dk = whole(qp["dk"], 1, names.MAX_DIM) if "dk" in qp else None
+    dv = whole(qp["dv"], 1, names.MAX_DIM) if "dv" in qp else None
+    for key, value in (("dm", dm), ("dk", dk), ("dv", dv)):
+        if key in qp and value is None:
+            notices.append(
+                f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored."
+            )
+    if tokens is not None and len(tokens) == len(s.tokens):
+        s.tokens = tokens
+        tokens = None
+    if "roll" in qp:
+        k = whole(qp["roll"], 0, len(s.tokens) - 1)
+        if k is None:
+            notices.append(
+                f"The link's shuffle {quoted(qp['roll'])} is not a whole number from 0 to {len(s.tokens) - 1}; the "
+                "tokens' rows stay in the preset's order."
+            )
+        else:  # X's rows moved on k places, as k clicks of "Shuffle tokens" do (the tokens travel as they are)
+            s.matrices["X"], s.rolled = np.roll(s.matrices["X"], k, axis=0), k
+    if tokens is not None or dm is not None or dk is not None or dv is not None:
+        s.resize(tokens, dm, dk, dv)
+    read_options(s, qp, notices)
+    if "kv" in qp:  # after the heads: W_k and W_v regrouped exactly as the sidebar does
+        g = whole(qp["kv"], 1, s.options.heads)
+        if g is None or s.options.heads % g:
+            notices.append(
+                f"The link's key/value heads {quoted(qp['kv'])} do not divide the {s.options.heads} heads; one per "
+                "head."
+            )
+        else:
+            s.use_kv_heads(g)
+    if "src" in qp:
+        problem = source_problem(qp["src"], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS))
+        if problem:
+            notices.append(f"The link's source sentence was not restored: {problem}.")
+        else:
+            s.source = tuple(qp["src"].split())
+    if s.options.positions == "learned" and "P" not in s.matrices:
+        s.use_positions("learned")  # P starts as the sinusoidal code; edits travel as edits
+    if "wo" in qp:
+        if qp["wo"] in ("0", "1"):
+            s.use_w_o(qp["wo"] == "1")
+        else:
+            notices.append(f"The link's W_o switch {quoted(qp['wo'])} is not 0 or 1; no W_o.")
+    if "digits" in qp:
+        allowed = {("full" if d is None else str(d)): d for d in session.DIGIT_CHOICES}
+        if qp["digits"] in allowed:
+            s.digits = allowed[qp["digits"]]
+        else:
+            notices.append(
+                f"The link's digits {quoted(qp['digits'])} are not one of {', '.join(allowed)}; showing "
+                f"{session.Session.digits} significant digits."
+            )
+    return s, notices
+
+
+def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
+    """The parameters for everything but the edits, and what cannot travel."""
+    notes: list[str] = []
+    if s.preset_id == session.FILE:
+        notes.append("a state loaded from a file: download the preset file to share it.")
+    base_id = s.preset_id if s.preset_id != session.FILE else session.DEFAULT_PRESET
+    q = {"preset": base_id}
+    if s.seed is not None and s.preset_id != session.FILE:
+        q["seed"] = str(s.seed)
+    if s.preset_id == session.BLANK:
+        q["size"] = "x".join(str(v) for v in s.blank_shape)
+    preset, base = (
+        session.origin(s) if s.preset_id != session.FILE else session.preset_and_base(base_id, None, s.blank_shape)
+    )
+    o, po = s.options, preset.options
+    if o.projection != po.projection:
+        q["proj"] = o.projection
+    if s.tokens != preset.tokens:
+        text = " ".join(s.tokens)
+        if any(len(t.split()) != 1 for t in s.tokens) or len(text) > MAX_TOKENS_TEXT:
+            notes.append("the sentence (tokens with spaces in them, or more than 4,000 characters).")
+        else:
+            q["tokens"] = text
+    d, pd_ = s.dims, names.dims_of(base, po.projection, po.heads, po.kv)
+    if s.rolled:
+        q["roll"] = str(s.rolled)
+    if d.d_model != pd_.d_model:
+        q["dm"] = str(d.d_model)
+    if d.d_k != pd_.d_k:
+        q["dk"] = str(d.d_k)
+    if d.d_v != pd_.d_v:
+        q["dv"] = str(d.d_v)
+    if o.softmax != po.softmax:
+        q["softmax"] = o.softmax
+    if o.scale != po.scale:
+        q["scale"] = "default" if o.scale is None else "none" if o.scale == 1.0 else repr(float(o.scale))
+    if o.temperature != po.temperature:
+        q["temp"] = repr(float(o.temperature))
+    if o.mask != po.mask:
+        q["mask"] = o.mask
+    if any(o.padding):
+        q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
+    if o.custom_mask and o.custom_mask != po.custom_mask:
+        if len(o.custom_mask) <= 64:
+            q["cmask"] = ".".join("".join("1" if v else "0" for v in row) for row in o.custom_mask)
+        else:
+            notes.append("the custom mask (more than 64 tokens).")
+    if o.positions != po.positions:
+        q["pos"] = o.positions
+    if o.heads != po.heads:
+        q["heads"] = str(o.heads)
+    if o.kv_heads != po.kv_heads:
+        q["kv"] = str(o.kv)
+    if o.window != po.window:
+        q["win"] = str(o.window)
+    if s.source:
+        q["src"] = " ".join(s.source)
+    if ("W_o" in s.matrices) != ("W_o" in base):
+        q["wo"] = "1" if "W_o" in s.matrices else "0"
+    if s.digits != session.Session.digits:
+        q["digits"] = "full" if s.digits is None else str(s.digits)
+    if s.pin is not None:
+        notes.append("the pinned state A.")
+    return q, notes
+
+
+def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
+    """The query that reproduces the session, and notes on what it leaves out."""
+    q, notes = state_params(s)
+    rebuilt, _ = rebuild(q)
+    if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):
+        notes.append("the matrices W_o and P.")  # cannot happen while wo and pos travel: nothing to add then
+        return q, notes
+    changed = {
+        n: s.matrices[n]
+        for n in names.inputs_of(s.matrices)
+        if not session.identical(rebuilt.matrices[n], s.matrices[n])
+    }
+    if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
+        changed = {}  # cannot happen unless the sizes could not be written: nothing to add then
+        notes.append("the matrices' shapes.")
+    cells = sum(m.size for m in changed.values())
+    if changed and cells > links.MAX_LINK_CELLS:
+        notes.append(
+            f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
+            "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them."
+        )
+    elif changed:
+        try:
+            q["edits"] = links.encode_edits(changed)
+        except AttentionError as exc:
+            notes.append(f"your edits ({exc.message}).")
+    return q, notes
+
+
+def read() -> tuple[session.Session, list[str]]:
+    """The session the address describes (edits included), and notes on what it could not restore."""
+    qp, notices = bounded(st.query_params.to_dict())
+    s, more = rebuild(qp)
+    notices += more
+    token = qp.get("edits")
+    if token:
+        try:
+            decoded = links.decode_edits(
+                token, expected_shapes={n: s.matrices[n].shape for n in names.inputs_of(s.matrices)}
+            )
+        except AttentionError as exc:
+            why = exc.message.removeprefix(_LINK_PREFIX)
+            notices.append(f"The link's edits could not be restored: {quoted(why, 200)}; showing the unedited preset.")
+        else:
+            for name, arr in decoded.items():
+                s.matrices[name] = np.array(arr, dtype=np.float64)
+            s.version += 1
+    return s, notices
+
+
+def write(s: session.Session) -> None:
+    """Put the whole state in the address bar (a reload restores it); drop parameters the state no longer has."""
+    want, _ = link(s)
+    current = st.query_params.to_dict()
+    for k in PARAMS:
+        if k in want and current.get(k) != want[k]:
+            st.query_params[k] = want[k]
+        elif k not in want and k in current:
+            del st.query_params[k]

@@ -1,0 +1,151 @@
+"""The frame every page is drawn in: set-up, then any step page from its spec (no per-page branches), and the overview.
+
+Every page file is one call: ``render("scores")``. :func:`setup` is the one guarded entry that every page runs
+first, so a page works when opened by URL, after any page switch, and under AppTest.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...names import inputs_of
+from ...trace import Trace
+from .. import state
+from ..address import url
+from ..controls import registry as controls
+from ..core import cache, compute, session
+from ..core.shown import key_labels, per_head
+from ..core.text import esc
+from ..inputs import editors
+from ..inputs import import_box as imports
+from ..labpages import BODIES
+from ..sidebar import panel as sidebar
+from ..views import compare
+from ..views import steps as views
+from ..widgets import common as widgets
+from ..widgets import downloads
+from . import nav, tour
+from .specs import LABS, OVERVIEW, STEPS
+
+# Altair re-validates every chart object against the Vega-Lite JSON schema as it is built ("debug mode", for better
+# tracebacks while writing a chart). Our charts are built by tested code, and that validation was ~10% of each run.
+alt.utils.schemapi.disable_debug_mode()
+
+
+def setup(title: str, page_file: str) -> session.Session:
+    """Navigation, page config, session state, sidebar and address; every page calls this first."""
+    nav.bootstrap(page_file)
+    st.set_page_config(
+        page_title=f"{title} · Self-attention, step by step",
+        page_icon=str(nav.ROOT / "docs" / "icon.png"),
+        layout="wide",
+    )
+    s = state.ensure(url.read)
+    cache.collect_if_large(len(s.tokens))
+    sidebar.draw(s)
+    url.write(s)
+    controls.show_messages("page.notice")
+    return s
+
+
+def render(key: str) -> None:
+    """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views
+    (or a lab page: title, intro and its body)."""
+    if key in LABS:
+        lab = LABS[key]
+        s = setup(lab.nav, lab.file)
+        st.title(lab.title)  # ours: the spec's title
+        st.markdown(lab.intro)  # ours: the spec's intro
+        BODIES[key](s)
+        return
+    step = STEPS[key]
+    s = setup(step.nav, step.file)
+    st.title(step.title)  # ours: the spec's title
+    widgets.formula(step.latex)
+    trace = compute.current_trace(s)
+    ok = isinstance(trace, Trace)
+    st.markdown(step.explain(s, trace if ok else None))
+    for name in step.controls:
+        controls.CONTROLS[name](s)
+    for name in step.editors:
+        editors.matrix_editor(name, s)
+        imports.matrix_import(name, s)
+    results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
+    if inputs is not None:
+        with inputs:
+            input_panel(s)
+    with results:
+        if not ok:
+            views.show_error(trace)
+        else:
+            views.doc_check(s, trace)
+            if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
+                views.show_heatmap(step.heatmap, s, trace, key)
+            base = compute.base_trace(s)
+            for name in step.show:
+                views.show_matrix(name, s, trace, base, key)
+            for name in step.views:
+                views.VIEWS[name](s, trace, key)
+            for name in step.compare:
+                compare.show(name, s, trace, key)
+    for name in step.editors:
+        downloads.matrix(name, s, key)
+    if ok:
+        downloads.everything(s, key)
+
+
+def input_panel(s: session.Session) -> None:
+    """The four input matrices as editors in tabs, beside a step's result: one edit redraws the result next to it."""
+    st.markdown("**Inputs** · edit any cell; the result beside redraws")
+    inputs = inputs_of(s.matrices)
+    for name in widgets.open_tab("inputs", list(inputs), s):
+        editors.matrix_editor(name, s, beside=True)
+
+
+def render_overview() -> None:
+    """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
+    s = setup("Overview", OVERVIEW)
+    preset = session.preset_for(s)
+    st.title("Self-attention, step by step")
+    st.markdown(
+        "Every matrix of scaled dot-product attention, computed live from numbers you can change. The presets in the "
+        "sidebar are worked examples from five numpy tutorials (each gives the numbers its tutorial prints), a "
+        "GloVe example with real word vectors, and random matrices of any size. Edit any cell of X or the weights "
+        "and watch every later step move; each step has its own page, and everything downloads as CSV."
+    )
+    toks_md = ", ".join(esc(t, 60) for t in s.tokens[:20])
+    st.markdown(f"**{esc(preset.title)}** · tokens: {toks_md}" + (" …" if len(s.tokens) > 20 else ""))
+    if preset.description:
+        st.caption(esc(preset.description, 2000))
+    tour.show(s)
+    trace = compute.current_trace(s)
+    if not isinstance(trace, Trace):
+        views.show_error(trace)
+        return
+    views.doc_check(s, trace)
+    rows = [(step.nav.split(" (")[0], *step.overview(s, trace)) for step in STEPS.values() if step.overview]
+    left, right = st.columns([3, 2])
+    with left:
+        st.dataframe(pd.DataFrame(rows, columns=["step", "computes", "shape"]), hide_index=True, width="stretch")
+    with right:
+        for p in nav.pages()[1:]:
+            st.page_link(p, label=f"→ {p.title}")
+    # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
+    widgets.chart_gap()
+    st.vega_lite_chart(
+        charts.heatmap_spec(
+            per_head(trace.weights)[0],
+            s.labels,
+            key_labels(s),
+            kind="weights",
+            title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
+            subtitle="each row sums to 1",
+            allowed=trace.allowed,
+            digits=s.digits,
+        ),
+        width="stretch",
+    )
+    downloads.everything(s, "overview")

@@ -1,0 +1,65 @@
+"""The navigation: the pages (labelled as the steps, from the specs) declared once and the chosen one run."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+from .specs import LABS, NAV, OVERVIEW
+
+ROOT = Path(__file__).resolve().parents[3]
+_RUNNING = (
+    threading.local()
+)  # True while the entry point's navigation runs a page (each session runs on its own thread)
+
+
+def navigation() -> None:
+    """Declare the pages and run the chosen one. Called by the entry point; a page that Streamlit runs on
+    its own (a direct URL served from ``pages/`` before any session has run the entry point, or AppTest)
+    declares the same navigation in :func:`bootstrap`."""
+    _RUNNING.active = True
+    try:
+        st.navigation(sections(pages()), expanded=True).run()
+    finally:
+        _RUNNING.active = False
+
+
+def pages() -> list:
+    return [
+        st.Page(ROOT / path, title=label, url_path=_url_path(path), default=(path == OVERVIEW)) for path, label in NAV
+    ]
+
+
+def sections(declared: list) -> dict[str, list]:
+    """The pages in the sidebar's groups: the overview and the steps, then the pages that go further. All shown:
+    Streamlit folds a long list behind "View more", where a learner would not find the Learn page."""
+    further = {lab.file for lab in LABS.values()}
+    steps = [page for (path, _), page in zip(NAV, declared, strict=True) if path not in further]
+    labs = [page for (path, _), page in zip(NAV, declared, strict=True) if path in further]
+    return {"Step by step": steps, "Go further": labs}
+
+
+def _url_path(path: str) -> str:
+    return path.split("_", 1)[1].removesuffix(".py")
+
+
+def _in_browser() -> bool:
+    """False under AppTest, which runs a page file directly and has no browser behind it."""
+    try:
+        return st.context.headers.get("Host") is not None
+    except Exception:  # noqa: BLE001 - no request context at all
+        return False
+
+
+def bootstrap(page_file: str) -> None:
+    """When Streamlit ran this page file on its own, declare the same navigation; in a browser session,
+    switch to this page through it at once, so every later run of the session (and every widget's
+    identity) is the same as when the app is entered through streamlit_app.py."""
+    if getattr(_RUNNING, "active", False):
+        return
+    declared = pages()
+    st.navigation(sections(declared), expanded=True)
+    if _in_browser():
+        st.switch_page(declared[[path for path, _ in NAV].index(page_file)], query_params=st.query_params.to_dict())

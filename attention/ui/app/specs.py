@@ -1,0 +1,238 @@
+"""What each page says and shows, as data: label, title, formula, explanation, controls, editors, views.
+
+Each spec names its navigation label, title, formula, explanation, controls, editors, matrices, heatmap and
+extra views. The frame (:mod:`attention.ui.app.frame`) draws any of them with no per-page
+branches; the navigation and the overview's list of steps come from the same specs. A new step is one more
+``Step`` here and a three-line file in ``pages/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...trace import Trace
+from ..core import session
+from . import prose as explanations
+
+OVERVIEW = "pages/0_overview.py"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One page. ``controls`` and ``views`` name entries of the frame's registries (drawn before the editors
+    and after the matrices); ``editors`` are the input matrices edited here; ``show`` the arrays shown as
+    tables; ``heatmap`` the array drawn as a heatmap; ``overview`` what the overview's table says it computes."""
+
+    key: str
+    file: str
+    nav: str
+    title: str
+    latex: str
+    explain: Callable[[session.Session, Trace | None], str]
+    editors: tuple[str, ...] = ()
+    show: tuple[str, ...] = ()
+    heatmap: str | None = None
+    controls: tuple[str, ...] = ()
+    views: tuple[str, ...] = ()
+    overview: Callable[[session.Session, Trace], str] | None = None
+    inputs: bool = False  # the input editors (X, W_q, W_k, W_v) beside the result, so an edit redraws it on one screen
+    compare: tuple[str, ...] = ()  # the arrays shown beside a pinned state A
+
+
+def _shape(a: np.ndarray) -> str:
+    return " × ".join(str(v) for v in a.shape)
+
+
+STEPS: dict[str, Step] = {
+    s.key: s
+    for s in (
+        Step(
+            "tokens",
+            "pages/1_tokens.py",
+            "Tokens & embeddings (X)",
+            "Tokens and embeddings",
+            r"X \in \mathbb{R}^{n \times d_{model}}",
+            explanations.tokens,
+            editors=("X",),
+            controls=("sentence", "embeddings", "positions", "batch_note", "source"),
+            overview=lambda s, t: ("X", _shape(t.X)),
+        ),
+        Step(
+            "weights",
+            "pages/2_weights.py",
+            "Weights (W_q, W_k, W_v)",
+            "Weight matrices",
+            r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}",
+            explanations.weights,
+            editors=("W_q", "W_k", "W_v"),
+            controls=("d_k", "w_o"),
+            overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}"),
+        ),
+        Step(
+            "qkv",
+            "pages/3_qkv.py",
+            "Q·K·V",
+            "Queries, keys and values",
+            r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
+            explanations.qkv,
+            show=("Q", "K", "V"),
+            views=("kv_groups", "kv_cache"),
+            inputs=True,
+            compare=("Q", "K", "V"),
+            overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", f"{_shape(t.Q)}, {_shape(t.K)}, {_shape(t.V)}"),
+        ),
+        Step(
+            "scores",
+            "pages/4_scores.py",
+            "Scores (QKᵀ)",
+            "Raw scores",
+            r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j",
+            explanations.scores,
+            show=("scores",),
+            heatmap="scores",
+            inputs=True,
+            compare=("scores",),
+            views=("takes_q_k", "explain_cell"),
+            overview=lambda s, t: ("S = QKᵀ", _shape(t.scores)),
+        ),
+        Step(
+            "scaling",
+            "pages/5_scaling.py",
+            "Scaling (÷√d_k)",
+            "Scaling (and masking)",
+            r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}",
+            explanations.scaling,
+            show=("scaled",),
+            heatmap="scaled",
+            controls=("custom_mask",),
+            inputs=True,
+            compare=("scaled",),
+            views=("takes_scores", "explain_cell"),
+            overview=lambda s, t: (
+                f"S' = S × {t.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none" else ""),
+                _shape(t.scaled),
+            ),
+        ),
+        Step(
+            "softmax",
+            "pages/6_softmax.py",
+            "Softmax (attention weights)",
+            "Softmax: attention weights",
+            r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}",
+            explanations.softmax,
+            show=("weights",),
+            heatmap="weights",
+            views=("reading_lines", "takes_scaled", "softmax_steps", "explain_cell"),
+            inputs=True,
+            compare=("weights",),
+            overview=lambda s, t: (
+                "A = softmax(S'" + (f"/{s.options.temperature:g}" if s.options.temperature != 1 else "") + ")",
+                _shape(t.weights),
+            ),
+        ),
+        Step(
+            "output",
+            "pages/7_output.py",
+            "Output (weights·V)",
+            "Output: weighted sum of values",
+            r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
+            explanations.output,
+            show=("output",),
+            heatmap="weights",
+            views=("concat", "reading_lines", "takes_v_weights", "explain_cell"),
+            inputs=True,
+            compare=("output",),
+            overview=lambda s, t: ("O = AV", _shape(t.output)),
+        ),
+        Step(
+            "reading",
+            "pages/8_reading.py",
+            "Reading the weights",
+            "Reading the weights",
+            r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}",
+            explanations.reading,
+            views=("reading_table",),
+            inputs=True,
+            compare=("weights",),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A page beyond the steps (an experiment, the challenges, learning): its file, label, title and intro; the
+    frame draws the set-up, title and intro, then the page's body from :data:`attention.ui.labpages.BODIES`."""
+
+    key: str
+    file: str
+    nav: str
+    title: str
+    intro: str
+
+
+LABS: dict[str, Lab] = {
+    lab.key: lab
+    for lab in (
+        # entries are added here, each with a body in attention.ui.labpages.BODIES and a file in pages/
+        Lab(
+            "why_sqrt_dk",
+            "pages/9_why_sqrt_dk.py",
+            "Why √d_k?",
+            "Why divide by √d_k?",
+            "A score is a dot product of d_k numbers: with random queries and keys whose entries have variance 1, "
+            "its variance is d_k. Below, Q and K are drawn at random for d_k from 1 to 512 and averaged over several "
+            "draws: the spread of the scores, the largest softmax weight in each row, the row's entropy and the "
+            "gradient through softmax, **without** and **with** the division by √d_k. The diamond marks the numbers "
+            "of the sentence in the sidebar.",
+        ),
+        Lab(
+            "stability",
+            "pages/10_stability.py",
+            "Numerical stability",
+            "Numerical stability of softmax",
+            "softmax(x) is the same for x and for x − m, whatever m is, but the computer's numbers are not: "
+            "`exp` overflows to ∞ or underflows to 0 at limits set by the float width. Everything on this page is "
+            "computed live, by the engine, from the limits of numpy's float types; nothing is typed in.",
+        ),
+        Lab(
+            "challenges",
+            "pages/11_challenges.py",
+            "Challenges",
+            "Challenges",
+            "A challenge sets a goal on one of the arrays (a weight, the top key of a row, a row's entropy) and "
+            "says which matrices you may edit; the others are locked. Choose one, press **Start**, then edit the "
+            "numbers here or on any page: the progress below is checked live. Teachers can write their own at "
+            "the bottom of the page and share it as a link or a file.",
+        ),
+        Lab(
+            "learn",
+            "pages/12_learn.py",
+            "Learn the weights",
+            "Learn the weights",
+            "So far every number was typed in. Here the weights **learn**: choose the pattern attention should "
+            "make (each token attends to the previous one, say), and gradient descent changes W_q and W_k (or any "
+            "matrix you tick) step by step until the weights match it. The loss measures how far the weights are "
+            "from the target (cross-entropy: 0 when every row puts all its weight where the target does). "
+            "“Use these weights” puts the learned numbers into every step page, so you can follow exactly how "
+            "they make that pattern.",
+        ),
+        Lab(
+            "flash",
+            "pages/13_flash.py",
+            "FlashAttention",
+            "FlashAttention: the same numbers, tile by tile",
+            "The steps pages compute the whole n × n matrix of scores, then softmax, then the weighted sum. "
+            "FlashAttention gets **the same output** without ever holding that matrix: it cuts your current scores "
+            "into tiles and walks them with an *online* softmax. Choose a tile size, then step through the tiles.",
+        ),
+    )
+}
+NAV = (
+    [(OVERVIEW, "Overview")]
+    + [(step.file, step.nav) for step in STEPS.values()]
+    + [(lab.file, lab.nav) for lab in LABS.values()]
+)

@@ -1,0 +1,90 @@
+"""The overview's "Start here": a short guided path, one thing to notice and one to try on each page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ...labs.stability import overflow_limit
+from .. import state
+from ..core import session
+from . import nav
+
+# page file -> (what to notice, what to try); pages not listed here are left out of the path
+STOPS = {
+    "pages/1_tokens.py": (
+        "each token is one row of X, its embedding.",
+        "press Shuffle tokens: without positions the outputs move with their tokens, unchanged.",
+    ),
+    "pages/2_weights.py": (
+        "W_q, W_k and W_v are the only learned numbers here.",
+        "double a cell of W_q, then watch the weights change on the Softmax page.",
+    ),
+    "pages/3_qkv.py": (
+        "row i of Q is token i's query: X's row i times W_q.",
+        "edit one cell of X beside it: only that token's row of Q, K and V moves.",
+    ),
+    "pages/4_scores.py": (
+        "score (i, j) is query i dotted with key j.",
+        "click a cell of the heatmap to see its sum written out.",
+    ),
+    "pages/5_scaling.py": (
+        "every score is divided by √d_k.",
+        "switch the mask to causal (sidebar, *Heads, mask and conventions*): the upper triangle becomes −∞.",
+    ),
+    "pages/6_softmax.py": (
+        "each row of weights is positive and sums to 1.",
+        "set the temperature to 0.1, then to 10, and compare the rows.",
+    ),
+    "pages/7_output.py": (
+        "each output row is a weighted average of the value rows.",
+        "edit W_v: the output changes, the weights do not.",
+    ),
+    "pages/8_reading.py": (
+        "the top key and the entropy say how focused each row is.",
+        "find the most focused row, then make it less focused.",
+    ),
+    "pages/9_why_sqrt_dk.py": (
+        "without √d_k the scores' variance grows with d_k and the rows saturate.",
+        "find your sentence's diamond on each chart.",
+    ),
+    "pages/10_stability.py": (
+        f"exp overflows above {overflow_limit('float64'):.2f} in float64; subtracting the row max avoids it.",
+        "set the temperature to 0.01 and read your headroom.",
+    ),
+    "pages/11_challenges.py": (
+        "a challenge locks some matrices and checks a goal live.",
+        "start the first challenge and meet it.",
+    ),
+    "pages/12_learn.py": (
+        "the weights can be learned: gradient descent moves W_q and W_k until the pattern matches a target.",
+        "train 'previous token', press Use these weights, then read the Softmax page.",
+    ),
+    "pages/13_flash.py": (
+        "the tiles give exactly the full softmax's output, without ever holding the n × n matrix.",
+        "step to a tile where m grows and read its rescale factor.",
+    ),
+}
+
+
+def show(s: session.Session) -> None:
+    """The guided path, or (once dismissed) a button to bring it back."""
+    if s.tour_dismissed:
+        st.button(
+            "Show the guided path again", key="tour.show", on_click=state.set_tour, args=(False,), type="tertiary"
+        )
+        return
+    with st.container(border=True, key="tour"):
+        st.markdown("## Start here")
+        st.markdown(
+            "New to attention? Walk the pages in order. On each, look for one thing, then try one thing; "
+            "everything you change carries over to the next page."
+        )
+        pages = {p: page for p, page in zip([path for path, _ in nav.NAV], nav.pages(), strict=True)}
+        stops = [(pages[p], *STOPS[p]) for p in pages if p in STOPS]
+        half = (len(stops) + 1) // 2
+        columns = st.columns(2, gap="large")
+        for i, (page, notice, attempt) in enumerate(stops):  # down the left column, then the right
+            with columns[i // half]:
+                st.page_link(page, label=f"**{i + 1}. {page.title}**", icon=":material/arrow_forward:")
+                st.markdown(f"**Notice** {notice}  \n**Try** {attempt}")
+        st.button("Got it, hide this", key="tour.hide", on_click=state.set_tour, args=(True,), icon=":material/close:")

@@ -1,0 +1,184 @@
+"""The controls that change how a step computes: the custom mask grid (Scaling) and the positions (Tokens)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts, masks, positions
+from ...errors import AttentionError
+from .. import state
+from ..core import compute, session
+from ..core.text import esc
+from ..inputs import editors
+from ..widgets import tables as frames
+from ..widgets.common import formula, show_messages
+
+# ------------------------------------------------------------------------------------------ custom mask
+
+MASK_GRID_MAX = 64  # tokens: a grid of checkboxes beyond this is not usable; load a preset file instead
+
+
+def _on_mask_grid(key: str) -> None:
+    s = session.get()
+    n = len(s.tokens)
+    payload = st.session_state.get(key) or {}
+    edited = payload.get("edited_rows") if isinstance(payload, dict) else None
+    if not isinstance(edited, dict) or payload.get("added_rows") or payload.get("deleted_rows"):
+        state.say("control.mask", "error", "The mask grid sent something other than ticked cells; nothing was changed.")
+        state.renew_grids()
+        return
+    grid = [list(row) for row in s.options.custom_mask]
+    labels = s.labels
+    for r, cells in edited.items():
+        row = int(r) if str(r).isdigit() else -1
+        if (
+            not 0 <= row < n
+            or not isinstance(cells, dict)
+            or any(c not in labels or not isinstance(v, bool) for c, v in cells.items())
+        ):
+            state.say("control.mask", "error", "The mask grid sent a cell it does not have; nothing was changed.")
+            state.renew_grids()
+            return
+        for c, v in cells.items():
+            grid[row][labels.index(c)] = v
+    state.set_custom_mask(tuple(tuple(r) for r in grid))
+
+
+def custom_mask(s: session.Session) -> None:
+    """A query × key grid of checkboxes for the custom mask (ticked = may attend), when the mask includes it."""
+    if "custom" not in masks.parts(s.options.mask):
+        return
+    n, labels = len(s.tokens), s.labels
+    if n > MASK_GRID_MAX:
+        st.info(f"The custom mask is edited as a grid up to {MASK_GRID_MAX} tokens; with {n}, set it in a preset file.")
+        return
+    st.markdown("**Custom mask** · tick where a query (row) may attend a key (column); untick to forbid it")
+    df = pd.DataFrame(np.array(s.options.custom_mask, dtype=bool), index=labels, columns=labels)
+    key = f"mask.grid.{s.version}.{s.grids}.{n}"
+    st.data_editor(
+        df,
+        key=key,
+        num_rows="fixed",
+        on_change=_on_mask_grid,
+        args=(key,),
+        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in labels},
+    )
+    rows = [labels[i] for i, row in enumerate(s.options.custom_mask) if not any(row)]
+    if rows:
+        st.caption(
+            f"{', '.join(esc(r) for r in rows[:8])} may attend no key: such a row gets weight 0 everywhere and "
+            "output 0 (no NaN), as PyTorch's safe softmax does."
+        )
+    show_messages("control.mask")
+
+
+# ------------------------------------------------------------------------------------------ positions
+
+POSITION_NAMES = {
+    "none": "none: attention cannot see word order",
+    "sinusoidal": "sinusoidal (added to X)",
+    "learned": "learned (an editable P added to X)",
+    "rotary": "rotary (RoPE, turns Q and K)",
+    "alibi": "ALiBi (a distance penalty per head on the scores)",
+}
+
+
+def position_control(s: session.Session) -> None:
+    """Choose the positions; show the position step and what a shuffle of the tokens does, live."""
+    st.session_state["tok.positions"] = s.options.positions
+    c1, c2 = st.columns([3, 1])
+    c1.selectbox(
+        "Positions",
+        list(POSITION_NAMES),
+        format_func=POSITION_NAMES.get,
+        key="tok.positions",
+        on_change=lambda: state.set_positions(st.session_state["tok.positions"]),
+        help="How word order gets in: none, a sinusoidal code added to each row of X, a learned matrix P added "
+        "to X (edit it here), or rotary positions that turn each query and key by an angle that grows with its "
+        "position.",
+    )
+    show_messages("control.positions")
+    c2.button(
+        "Shuffle tokens",
+        key="tok.shuffle",
+        on_click=state.shuffle_tokens,
+        width="stretch",
+        help="Reorder the tokens (each keeps its row of X). Without positions every output row just moves "
+        "with its token; with positions the numbers change.",
+    )
+    n, d = s.dims.n, s.dims.d_model
+    if s.options.positions == "sinusoidal":
+        formula(
+            r"X' = X + PE,\quad PE_{pos,2i} = \sin\frac{pos}{10000^{2i/d_{model}}},\quad "
+            r"PE_{pos,2i+1} = \cos\frac{pos}{10000^{2i/d_{model}}}"
+        )
+        pe = positions.sinusoidal(n, d)
+        st.caption("PE (rows: positions 1…n): what is added to X before the projections.")
+        frames.number_table(
+            pd.DataFrame(pe[:16, :16], index=s.labels[:16], columns=[f"d{c + 1}" for c in range(min(d, 16))]),
+            charts.decimals_for(pe, s.digits),
+        )
+    elif s.options.positions == "learned":
+        formula(r"X' = X + P,\quad P \in \mathbb{R}^{n \times d_{model}}")
+        st.caption(
+            "P has one row per position (not per token: a shuffle moves the tokens, P stays). It starts as the "
+            "sinusoidal code; edit any cell, or let the Learn page learn it."
+        )
+        editors.matrix_editor("P", s)
+    elif s.options.positions == "rotary":
+        formula(
+            r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = \begin{pmatrix} \cos\theta & -\sin\theta \\ "
+            r"\sin\theta & \cos\theta \end{pmatrix} \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad "
+            r"\theta = pos \cdot 10000^{-2i/d}"
+        )
+        st.caption(
+            "Each head's queries and keys are turned by these angles (rows: positions, columns: pairs of "
+            "columns of one head); a length never changes, and q·k then depends only on how far apart two "
+            "tokens are."
+        )
+        width = s.dims.d_k // s.options.heads
+        theta = positions.angles(n, width)
+        st.dataframe(
+            pd.DataFrame(
+                theta[:16, :8], index=s.labels[:16], columns=[f"pair {i + 1}" for i in range(min(theta.shape[1], 8))]
+            ),
+            width="stretch",
+        )
+    _order_check(s)
+
+
+def _order_check(s: session.Session) -> None:
+    """Run the reversed sentence and say, with the numbers, whether word order changed anything."""
+    if len(s.tokens) < 2:
+        return
+    try:
+        now = compute.compute(s.tokens, s.matrices, s.options)
+        back = {**s.matrices, "X": s.matrices["X"][::-1]}
+        rev = compute.compute(
+            s.tokens[::-1],
+            back,
+            replace(
+                s.options,
+                padding=s.options.padding[::-1],
+                custom_mask=()
+                if not s.options.custom_mask
+                else tuple(tuple(r[::-1]) for r in s.options.custom_mask[::-1]),
+            ),
+        )
+    except AttentionError:
+        return
+    gap = float(np.max(np.abs(rev.output[..., ::-1, :] - now.output)))
+    if gap <= 1e-12 * max(1.0, float(np.max(np.abs(now.output)))):
+        st.caption(
+            "Word order check: with the sentence reversed, every output row is the same numbers, just moved "
+            f"with its token (largest difference {gap:.1e}). Without positions, attention sees a bag of words."
+        )
+    else:
+        st.caption(
+            f"Word order check: with the sentence reversed, the output rows change (largest difference "
+            f"{gap:.4g}): the positions make order matter."
+        )

@@ -1,0 +1,175 @@
+"""Matrix editors: labelled ``st.data_editor`` grids whose edits are checked cell by cell in their callback.
+
+Each edit is checked in the grid's ``on_change`` callback and applied through :func:`attention.ui.state.edit_cells`.
+
+A valid cell goes straight into the session's matrices (and so to every page); a bad cell (blank, NaN,
+infinite, not a number) is named and keeps its previous value, while every other edit in the grid is kept.
+The grid's payload itself is checked against the grid: an edit to a row or column the grid does not have,
+or an added or deleted row (the grids have a fixed size), is refused with a message and nothing is applied.
+Large matrices are edited a window of rows and columns at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...errors import cell_name
+from ...io.parse import cell_number, number_too_long
+from ...names import MAX_NUMBER_CHARS
+from .. import state
+from ..core import session
+from ..core.text import esc
+from ..widgets.common import show_messages
+from ..widgets.tables import fit_height
+from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
+
+
+def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
+    return f"ed.{name}.{s.version}.{s.grids}.{r0}.{c0}"
+
+
+def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
+    """Draw the editor for one of X, W_q, W_k, W_v (``beside`` a result: a narrower window of columns, so every column
+    shown is seen whole); its edits reach the session through :func:`_on_edit`."""
+    m = s.matrices[name]
+    rows, cols = s.axis_labels(name, m.shape)
+    st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")
+    if s.challenge is not None and name not in s.challenge.editable:
+        st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
+    per = EDIT_COLS_BESIDE if beside else EDIT_COLS
+    r0, c0 = window_controls(f"edwin.{name}.{per}", *m.shape, EDIT_ROWS, per)
+    r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
+    if (r0, c0, r1, c1) != (0, 0, *m.shape):
+        st.caption(
+            f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV)."
+        )
+    # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
+    # decimals, while text keeps exactly what was typed; it is parsed (and checked) in the callback.
+    text = to_text(m[r0:r1, c0:c1], grid_format(name, s))
+    df = pd.DataFrame(text, index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
+    key = editor_key(name, s, r0, c0)
+    st.data_editor(
+        df,
+        key=key,
+        num_rows="fixed",
+        width="stretch",
+        height=fit_height(len(df)),
+        on_change=_on_edit,
+        args=(name, key, r0, c0, per),
+        column_config={c: st.column_config.TextColumn(c) for c in df.columns},
+    )
+    show_messages(f"edit.{name}")
+
+
+def grid_format(name: str, s: session.Session) -> str:
+    """The one number format of a matrix's grid and of its edit notes: the digits control's, with the decimals chosen
+    from the unedited preset's matrix (when the shape is the same), so an edit that makes a number larger does not
+    change how every other cell is written."""
+    base = session.base_for(s).get(name)
+    m = s.matrices[name]
+    return charts.decimals_for(base if base is not None and base.shape == m.shape else m, s.digits)
+
+
+def _pair(fmt: str, old: float, new: float) -> str:
+    """“old → new” in the grid's format (every digit when the format would write both alike)."""
+    a, b = fmt.format(old), fmt.format(new)
+    return f"{a} → {b}" if a != b else f"{old!r} → {new!r}"
+
+
+def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
+    """Each number as text in the table's format (``"{!r}"``: its shortest exact text, what is stored). A rounded
+    display is safe to edit: the grid sends only the cells a person changes, so the others keep every digit."""
+    return (
+        np.vectorize(lambda v: pattern.format(float(v)), otypes=[object])(values)
+        if values.size
+        else values.astype(object)
+    )
+
+
+def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> None:
+    """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones."""
+    s = session.get()
+    m = s.matrices[name]
+    r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
+    rows, cols = s.axis_labels(name, m.shape)
+    col_index = {c: j for j, c in enumerate(cols[c0:c1])}
+    problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)
+    state.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
+    if problem:
+        state.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
+        return
+    fmt = grid_format(name, s)
+    good: dict[tuple[int, int], float] = {}
+    bad: list[str] = []
+    for (r, c), raw in edits.items():
+        value = cell_number(raw)
+        where = cell_name((r0 + r, c0 + c), rows, cols)
+        if value is None or not math.isfinite(value):
+            what = (
+                f"is {len(raw):,} characters long; a number has at most {MAX_NUMBER_CHARS:,}"
+                if number_too_long(raw)
+                else "is blank"
+                if raw is None or not str(raw).strip()
+                else (
+                    "is NaN"
+                    if str(raw).strip().lower() == "nan"
+                    else f"is {esc(repr(str(raw)[:40]))}, which is "
+                    + ("infinite" if value is not None else "not a number")
+                )
+            )  # short: the grid may sit in a narrow column
+            bad.append(f"{name} {esc(where)} {what}; it keeps {fmt.format(m[r0 + r, c0 + c])}.")
+        else:
+            good[(r0 + r, c0 + c)] = value
+    if not bad:  # every cell sent is valid now: an error about this grid goes (a challenge's lock may say another)
+        state.unsay(f"edit.{name}")
+    before = state.edit_cells(name, good)  # the cells that changed, with their old values
+    if before:  # named under the grid: the grid itself cannot mark the edited cell
+        done = [f"{esc(cell_name(rc, rows, cols))} {_pair(fmt, was, good[rc])}" for rc, was in before.items()]
+        more = f" and {len(done) - 3} more" if len(done) > 3 else ""
+        state.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
+    if bad:
+        more = len(bad) - 5
+        state.say(
+            f"edit.{name}", "error", "\n\n".join(bad[:5]) + (f"\n\n…and {more} more such cells." if more > 0 else "")
+        )
+
+
+def check_payload(
+    payload: object, n_rows: int, col_index: dict[str, int]
+) -> tuple[str | None, dict[tuple[int, int], object]]:
+    """The grid's edit payload as {(row, col): raw value} within an ``n_rows`` × ``len(col_index)`` grid, or the
+    reason it does not fit (a message naming the row or column). Never raises, whatever the payload holds."""
+    if payload is None:
+        return None, {}
+    if not isinstance(payload, dict):
+        return f"the grid sent {type(payload).__name__} instead of its edits", {}
+    if payload.get("added_rows") or payload.get("deleted_rows"):
+        return (
+            "rows cannot be added or deleted here (the matrix has one row per token or dimension; resize it instead)",
+            {},
+        )
+    edited = payload.get("edited_rows") or {}
+    if not isinstance(edited, dict):
+        return "the grid's edits are not a table of rows", {}
+    out: dict[tuple[int, int], object] = {}
+    for r, cells in edited.items():
+        try:
+            row = int(r)
+        except (TypeError, ValueError):
+            return f"the grid sent an edit for row {esc(repr(r)[:20])}, which is not a row number", {}
+        if not 0 <= row < n_rows or str(row) != str(r).strip():
+            return f"the grid sent an edit for row {esc(repr(r)[:20])}, but it has rows 1 to {n_rows}", {}
+        if not isinstance(cells, dict):
+            return f"the grid's edit of row {row + 1} is not a set of cells", {}
+        for c, value in cells.items():
+            if c not in col_index:
+                return f"the grid sent an edit for column {esc(repr(c)[:40])}, which it does not have", {}
+            if value is not None and not isinstance(value, str):  # the grids' columns are text columns
+                return f"the grid sent {type(value).__name__} for row {row + 1}, column {esc(c)}", {}
+            out[(row, col_index[c])] = value
+    return None, out

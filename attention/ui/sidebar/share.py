@@ -1,0 +1,142 @@
+"""Save, share, export (in the sidebar): preset file download and load, script, notebook, and a link.
+
+The state goes out as a preset file, a Python script or a notebook, and a link that carries small edits.
+Loading a file goes through :func:`attention.ui.state.apply_preset`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ...errors import AttentionError
+from ...io import codegen, parse
+from ...io.presets import Preset, parse_preset
+from .. import state
+from ..address import url
+from ..core import compute, session
+from ..core.text import esc, quoted
+from ..widgets import common as widgets
+from ..widgets import downloads
+from ..widgets.common import show_messages
+
+
+def _on_preset_upload() -> None:
+    f = st.session_state.get("io.preset.file")
+    if f is None:
+        return
+    data = f.getvalue()
+    try:
+        if len(data) > parse.MAX_UPLOAD_BYTES:
+            raise AttentionError(
+                f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {parse.MAX_UPLOAD_MB} MB"
+            )
+        preset = parse_preset(data, f.name)
+        state.apply_preset(preset)
+    except AttentionError as exc:
+        message = exc.message.removeprefix(f"{f.name}: ")
+        state.say("sidebar.preset_file", "error", f"{quoted(f.name)} was not loaded: {esc(message, 2000)}")
+        return
+    state.say("sidebar.preset_file", "success", f"Loaded preset {quoted(preset.title)} from {quoted(f.name)}.")
+
+
+def _export(s: session.Session, build: Callable[[Preset], str], memo: dict) -> Callable[[], str]:
+    """A download's data (see :func:`..widgets.downloads.payload`); the state's preset is made once per run for
+    every export (``memo``); a state that cannot be exported gives a note instead of a crash."""
+
+    def data() -> str:
+        try:
+            if "preset" not in memo:
+                memo["preset"] = session.export_preset(s)
+            return build(memo["preset"])
+        except AttentionError as exc:
+            return f"The current state cannot be exported: {exc.message}\n"
+
+    return data
+
+
+def sidebar_tools(s: session.Session) -> None:
+    """Preset file download/upload, export as code / notebook, copy link."""
+    show_messages("sidebar.preset_file", st.sidebar)
+    params, notes = url.link(s)
+    if notes:  # said outside the (often closed) expander: a reload would lose this
+        st.sidebar.warning(  # ours: url.link's notes quote user text
+            "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
+        )
+    memo: dict = {}
+    box = widgets.open_expander("io", "Save, share, export", s, st.sidebar)
+    if box is None:  # closed: nothing inside is built (three exports and a link every run, otherwise)
+        return
+    with box:
+        broken = isinstance(compute.current_trace(s), AttentionError)
+        why = "Fix the error shown on the page first." if broken else None
+        stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"
+        st.download_button(
+            "Download preset file (.json)",
+            data=downloads.payload(s, _export(s, Preset.to_json, memo)),
+            file_name=f"{stem}.json",
+            mime="application/json",
+            key="io.dl.preset",
+            on_click="ignore",
+            width="stretch",
+            disabled=broken,
+            help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.",
+        )
+        st.file_uploader(
+            "Load a preset file saved earlier",
+            type=parse.uploader_types(parse.PRESET_FORMATS),
+            key="io.preset.file",
+            on_change=_on_preset_upload,
+        )
+        st.download_button(
+            "Export as Python script",
+            data=downloads.payload(s, _export(s, codegen.python_script, memo)),
+            file_name=f"{stem}_attention.py",
+            mime="text/x-python",
+            key="io.dl.py",
+            on_click="ignore",
+            width="stretch",
+            disabled=broken,
+            help=why or "A self-contained numpy script that rebuilds this state and prints every step.",
+        )
+        st.download_button(
+            "Export as Jupyter notebook (.ipynb)",
+            data=downloads.payload(s, _export(s, codegen.notebook, memo)),
+            file_name=f"{stem}_attention.ipynb",
+            mime="application/x-ipynb+json",
+            key="io.dl.ipynb",
+            on_click="ignore",
+            width="stretch",
+            disabled=broken,
+            help=why,
+        )
+        st.markdown("**Copy link**")
+        link_box(params)
+
+
+LINK_SHOWN = 300  # characters of link shown whole; a longer one scrolls in a box LINK_HEIGHT px tall
+LINK_HEIGHT = 160
+
+
+def link_box(params: dict[str, str]) -> None:
+    """The link for the session as it is now (edits were applied in callbacks, before this run)."""
+    query = urlencode(params)
+    try:
+        base = st.context.url
+    except Exception:  # noqa: BLE001 - older or test contexts have no URL
+        base = None
+    text = f"{base}?{query}" if base else f"?{query}"
+    long = len(text) > LINK_SHOWN
+    # a long link (many edits) would wrap into a box taller than the screen: it scrolls within a few lines instead
+    st.code(text, language=None, wrap_lines=True, height=LINK_HEIGHT if long else "content")
+    st.caption(
+        (
+            f"The link is {len(text):,} characters long: the box scrolls, and the button copies all of it. "
+            if long
+            else ""
+        )
+        + ("Copy it with the button at the top right of the box. " if base else "Append this to the app's address. ")
+        + "It carries the whole state: preset, seed, sentence, sizes, options"
+        + (" and your cell edits." if "edits" in params else ".")
+    )

@@ -1,0 +1,73 @@
+"""Attention with heads: each head's heatmap in its own chart, on one colour scale, with what the head mostly does."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import streamlit as st
+
+from ... import charts
+from ...trace import Trace
+from ..core import session
+from ..core.shown import habit_line, key_labels
+from ..widgets import common as widgets
+from . import cell as cellview
+
+MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
+HEADS_PER_ROW = 2
+
+
+def show(
+    stack: np.ndarray,
+    s: session.Session,
+    trace: Trace,
+    page_key: str,
+    kind: str,
+    title: str,
+    subtitle: str,
+    allowed: np.ndarray | None,
+) -> None:
+    """Each head's heatmap in its own chart, two to a row, all on one colour scale, each with a line on what the
+    head mostly does (the engine's reading of its weights); a click on a cell explains that cell of that head."""
+    h, n = stack.shape[0], stack.shape[-1]
+    heads = range(h)
+    if h > MAX_HEADS_DRAWN:
+        starts = list(range(0, h, MAX_HEADS_DRAWN))
+        first = st.selectbox(
+            f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
+            starts,
+            format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
+            key=f"heads.window.{page_key}",
+        )
+        heads = range(first, min(h, first + MAX_HEADS_DRAWN))
+    clickable = n <= charts.RECT_MAX
+    st.markdown(  # ours: the view's title and counts
+        f"**{title}**" + (f" ({subtitle})" if subtitle else "") + f" · {h} heads, each on its own "
+        f"{trace.Q.shape[-1] // h} columns of Q and K, all on one colour scale"
+        + (f" (heads {heads.start + 1}–{heads.stop} of {h} shown; the CSV has every head)" if len(heads) < h else "")
+        + (
+            ". Click a cell of a head's heatmap to explain it below."
+            if clickable
+            else f". {n} × {n} is drawn in blocks of tokens; hover a block for its tokens and value."
+        )
+    )
+    specs = charts.head_specs(
+        stack, s.labels, key_labels(s), kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
+    )
+    for start in range(0, len(specs), HEADS_PER_ROW):
+        widgets.chart_gap()
+        columns = st.columns(HEADS_PER_ROW, gap="medium")
+        for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
+            with col:
+                if clickable:
+                    st.vega_lite_chart(
+                        spec,
+                        width="stretch",
+                        on_select=functools.partial(cellview.on_heatmap_click, page_key, k),
+                        selection_mode="cell",
+                        key=cellview.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
+                    )
+                else:
+                    st.vega_lite_chart(spec, width="stretch")
+                st.markdown(f"**head {k + 1}**: " + habit_line(trace, s.tokens, k))  # ours: tokens escaped

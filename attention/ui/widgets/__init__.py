@@ -1,0 +1,1 @@
+"""Small widgets every panel uses: messages, number callbacks, lazy tabs, number tables, windows, downloads."""

@@ -1,0 +1,94 @@
+"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders.
+
+The tab and expander labels are always the dashboard's own names (matrix names, step names), never user text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import streamlit as st
+
+from .. import state
+from ..core import messages, session
+from ..core.text import esc
+
+TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16 px of that is the usual gap
+
+
+def chart_gap(where=st) -> None:
+    """Room above a chart for the toolbar Streamlit shows over its top right corner on hover, so it covers no text."""
+    where.space(TOOLBAR_GAP)
+
+
+def formula(latex: str, where=st) -> None:
+    """A displayed formula. KaTeX draws the 2 px spacer of a closing sub- or superscript about 1 px past the formula's
+    box, which makes Streamlit's formula box a scroll container a keyboard cannot reach (axe-core's
+    scrollable-region-focusable); a thin space at the end keeps the drawing inside its box."""
+    where.latex(latex + r"\,")
+
+
+def show_messages(place: str, where=st) -> None:
+    """The messages left for ``place`` by the last change or refusal."""
+    for kind, text in messages.messages(place):
+        if kind == "caption":  # a quiet note (what an edit changed), not a box
+            where.caption(text)  # ours: messages are built with the escaping helper where they quote user text
+            continue
+        icon = {"success": ":material/check_circle:", "error": ":material/error:", "warning": ":material/warning:"}.get(
+            kind
+        )
+        getattr(where, kind)(text, icon=icon)
+
+
+def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
+    """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
+    value = st.session_state.get(key)
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and float(value).is_integer()
+        and lo <= value <= hi
+    )
+    if ok:
+        return int(value)
+    state.say(
+        place,
+        "error",
+        f"{what} must be a whole number from {lo:,} to {hi:,}; {esc(value)} was not applied and {what} stays "
+        f"{current:,}.",
+    )
+    st.session_state[key] = current
+    return None
+
+
+def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[str]:
+    """Tabs whose content only the open one draws: yields the open tab's label once, inside that tab.
+
+    Every tab's content would otherwise be computed and sent on every run (four grids where one is seen); choosing
+    another tab reruns the page with that tab's content instead. The choice is kept in the session (display only)."""
+    key = f"tabs.{place}"
+    labels = list(labels)
+    chosen = s.tabs.get(place)
+
+    def changed() -> None:
+        if st.session_state.get(key) in labels:
+            state.set_tab(place, st.session_state[key])
+
+    default = chosen if chosen in labels else labels[0]
+    tabs = st.tabs(labels, key=key, default=default, on_change=changed)  # ours: matrix and step names
+    for label, tab in zip(labels, tabs, strict=True):
+        if tab.open:
+            with tab:
+                yield label
+
+
+def open_expander(place: str, label: str, s: session.Session, where=st):
+    """An expander whose content is drawn only while it is open: returns its container when open, else None.
+    Opening or closing it reruns the page; whether it is open is kept in the session (display only)."""
+    key = f"open.{place}"
+
+    def changed() -> None:
+        state.set_tab(place, "open" if st.session_state.get(key) else "closed")
+
+    expanded = s.tabs.get(place) == "open"
+    box = where.expander(label, expanded=expanded, key=key, on_change=changed)  # ours: a heading the pages choose
+    return box if box.open else None
