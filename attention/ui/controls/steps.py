@@ -14,7 +14,7 @@ from .. import state
 from ..core import compute, session
 from ..core.text import esc
 from ..inputs import editors
-from ..widgets import tables as frames
+from ..widgets import number_tables
 from ..widgets.common import formula, show_messages
 
 # ------------------------------------------------------------------------------------------ custom mask
@@ -118,7 +118,7 @@ def position_control(s: session.Session) -> None:
         )
         pe = positions.sinusoidal(n, d)
         st.caption("PE (rows: positions 1…n): what is added to X before the projections.")
-        frames.number_table(
+        number_tables.number_table(
             pd.DataFrame(pe[:16, :16], index=s.labels[:16], columns=[f"d{c + 1}" for c in range(min(d, 16))]),
             charts.decimals_for(pe, s.digits),
         )

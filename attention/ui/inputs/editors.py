@@ -25,7 +25,7 @@ from .. import state
 from ..core import session
 from ..core.text import esc
 from ..widgets.common import show_messages
-from ..widgets.tables import fit_height
+from ..widgets.number_tables import fit_height
 from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 

@@ -22,7 +22,7 @@ from ..core.shown import key_labels
 from ..views import steps as views
 from ..views.family import setting_box
 from ..widgets import common as widgets
-from ..widgets import tables as frames
+from ..widgets import number_tables
 from ..widgets.common import show_messages
 
 MAX_TILES = 4096  # tiles walked on this page; a larger tile size is asked for beyond
@@ -214,7 +214,7 @@ def _row_table(t: flash.Tile, labels: list[str], digits: int | None) -> None:
         table[f"output v{c + 1}"] = partial[:, c]
     df = pd.DataFrame(table, index=labels[t.rows[0] : t.rows[1]])
     st.markdown("**This row block after the tile** (m = −∞ and ℓ = 0 while every key so far is masked)")
-    frames.number_table(df, charts.decimals_for(df.to_numpy(), digits))
+    number_tables.number_table(df, charts.decimals_for(df.to_numpy(), digits))
 
 
 def _difference(f: flash.Flash, trace: Trace, head: int) -> None:

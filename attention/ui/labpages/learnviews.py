@@ -19,7 +19,7 @@ from ..core.learned import TARGETS, Learned
 from ..core.shown import per_head
 from ..core.text import esc
 from ..widgets import common as widgets
-from ..widgets import tables as frames
+from ..widgets import number_tables
 from ..widgets.common import show_messages
 
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
@@ -132,7 +132,7 @@ def result(s: session.Session) -> None:
     st.dataframe(
         pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format),
         width="stretch",
-        height=frames.fit_height(len(labels)),
+        height=number_tables.fit_height(len(labels)),
     )
     st.button(
         "Use these weights",

@@ -14,7 +14,7 @@ from ..core import session
 from ..core.shown import key_labels, shown
 from ..core.text import esc
 from ..widgets import common as widgets
-from ..widgets import tables as frames
+from ..widgets import number_tables
 
 HEATMAP_KEY = "hm.{page}"
 SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
@@ -72,7 +72,7 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
         },
         index=cols,
     )
-    st.dataframe(table, width="stretch", height=frames.fit_height(len(table)))
+    st.dataframe(table, width="stretch", height=number_tables.fit_height(len(table)))
     qi, kj = esc(labels[i]), esc(keys[j])
     lines = [
         f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks "
@@ -117,12 +117,11 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
     for tab in widgets.open_tab("softmax_steps", ["S'/T − shift", "exp(…)", "row sums"], s):
         if tab == "row sums":
             sums = {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]}
-            st.dataframe(
-                pd.DataFrame(sums, index=rows[: len(steps)]), width="stretch", height=frames.fit_height(len(steps))
-            )
+            height = number_tables.fit_height(len(steps))
+            st.dataframe(pd.DataFrame(sums, index=rows[: len(steps)]), width="stretch", height=height)
             continue
         values = shifted if tab.startswith("S'") else exps
-        frames.number_table(
+        number_tables.number_table(
             pd.DataFrame(values, index=rows[: len(steps)], columns=key_labels(s)),
             charts.decimals_for(values, s.digits),
         )
@@ -141,6 +140,6 @@ def context(names: tuple[str, ...]):
         for col, name, (m, rows, cols) in zip(places, names, arrays, strict=True):
             fmt = charts.decimals_for(m, s.digits)
             col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
-            frames.number_table(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]), fmt, where=col)
+            number_tables.number_table(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]), fmt, where=col)
 
     return view

@@ -21,7 +21,7 @@ from .. import state
 from ..core import compute, session
 from ..core.shown import per_head
 from ..core.source import left_out, source_rows
-from ..widgets import tables as frames
+from ..widgets import number_tables
 from ..widgets.common import show_messages
 from . import steps as views
 
@@ -74,7 +74,7 @@ def source(s: session.Session) -> None:
     st.vega_lite_chart(spec, width="content")
     out = np.asarray(names.squeeze_batch(t.output))  # (L, d_out)
     st.markdown("**Cross-attention output** (one row per query token; each mixes the source's values)")
-    frames.number_table(
+    number_tables.number_table(
         pd.DataFrame(out[:, :16], index=s.labels, columns=names.dimension_labels("v", min(out.shape[1], 16))),
         charts.decimals_for(out, s.digits),
     )

@@ -20,8 +20,7 @@ from ..core import compute, session
 from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
 from ..core.text import esc
 from ..widgets import common as widgets
-from ..widgets import downloads
-from ..widgets import tables as frames
+from ..widgets import downloads, number_tables
 from ..widgets.windows import VIEW_COLS, VIEW_ROWS, window_controls
 from . import cell as cellview
 from . import family as familyviews
@@ -72,9 +71,9 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
     if win.size > STYLE_MAX_CELLS:
-        st.dataframe(df, width="stretch", height=frames.fit_height(len(df)))
+        st.dataframe(df, width="stretch", height=number_tables.fit_height(len(df)))
     else:
-        frames.number_table(df, fmt, highlight=highlight)
+        number_tables.number_table(df, fmt, highlight=highlight)
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
@@ -194,7 +193,7 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
         shown_df.style.format(fmt.format, subset=numbers),
         width="stretch",
         hide_index=True,
-        height=frames.fit_height(len(shown_df)),
+        height=number_tables.fit_height(len(shown_df)),
     )
     if n > 512:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
@@ -227,13 +226,13 @@ def show_concat(s: session.Session, trace: Trace, page_key: str) -> None:
     rows, cols = s.axis_labels("output", concat.shape)
     left, right = st.columns([3, 2])
     left.caption(f"concat · {concat.shape[0]} × {concat.shape[1]}")
-    frames.number_table(
+    number_tables.number_table(
         pd.DataFrame(concat[:VIEW_ROWS, :VIEW_COLS], index=rows[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
         charts.decimals_for(concat, s.digits),
         where=left,
     )
     right.caption(f"W_o · {w_o.shape[0]} × {w_o.shape[1]}")
-    frames.number_table(
+    number_tables.number_table(
         pd.DataFrame(w_o[:VIEW_COLS, :VIEW_COLS], index=cols[:VIEW_COLS], columns=cols[:VIEW_COLS]),
         charts.decimals_for(w_o, s.digits),
         where=right,
