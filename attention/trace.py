@@ -29,7 +29,7 @@ MASK_KINDS = masks.KINDS  # "none", "causal", "padding", "custom", "window", the
 ARRAY_NAMES = names.ARRAYS  # the eleven arrays of a trace, in pipeline order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Trace:
     """Every array of one pass. Shapes for n tokens and h heads (plus any leading batch dims):
     X (n, d_model); W_q, W_k (d_model, d_k) or transposed; W_v (d_model, d_v);
@@ -471,31 +471,31 @@ def run_steps(
             output = r.output @ W_o  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
         check_finite("output", output, "the heads' outputs and the values of W_o", rows)
     return Trace(
-        X,
-        W_q,
-        W_k,
-        W_v,
-        r.Q,
-        r.K,
-        r.V,
-        r.scores,
-        r.scaled,
-        r.weights,
-        output,
-        r.scale,
-        r.Q.shape[-1] // h,
-        opts,
-        allowed,
-        tuple(int(i) for i in masks.fully_masked_rows(allowed)),
-        tuple(tokens or ()),
-        None if added is None else X_in,
-        r.Q_raw,
-        r.K_raw,
-        added,
-        W_o,
-        r.output,
-        X_kv,
-        tuple(tokens_kv or ()),
+        X=X,
+        W_q=W_q,
+        W_k=W_k,
+        W_v=W_v,
+        Q=r.Q,
+        K=r.K,
+        V=r.V,
+        scores=r.scores,
+        scaled=r.scaled,
+        weights=r.weights,
+        output=output,
+        scale=r.scale,
+        d_k=r.Q.shape[-1] // h,
+        options=opts,
+        allowed=allowed,
+        fully_masked=tuple(int(i) for i in masks.fully_masked_rows(allowed)),
+        tokens=tuple(tokens or ()),
+        X_in=None if added is None else X_in,
+        Q_raw=r.Q_raw,
+        K_raw=r.K_raw,
+        positions_added=added,
+        W_o=W_o,
+        concat=r.output,
+        X_kv=X_kv,
+        tokens_kv=tuple(tokens_kv or ()),
     )
 
 
@@ -568,7 +568,7 @@ def scaled_dot_product_attention(
     return steps.weighted_sum(weights, v), weights  # (..., L, Ev), (..., L, S)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MultiHeadTrace:
     """Per-head traces, their concatenation, and the final output.
 
@@ -609,4 +609,4 @@ def multi_head(
             t, scores=t.scores[..., None, :, :], scaled=t.scaled[..., None, :, :], weights=t.weights[..., None, :, :]
         )
     concat = t.output if t.concat is None else t.concat
-    return MultiHeadTrace(heads, concat, t.W_o, t.output, t)
+    return MultiHeadTrace(heads=heads, concat=concat, W_o=t.W_o, output=t.output, combined=t)
