@@ -19,8 +19,6 @@ from . import masks, names, positions, steps
 from .errors import AttentionError
 from .heads import divisors
 
-SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
-
 
 @dataclass(frozen=True)
 class Options:
@@ -177,7 +175,7 @@ def _square_grid(value: object) -> bool:
 # field -> (the rule, what the message says when it is broken)
 RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "projection": (_one_of(names.PROJECTIONS), "must be 'x_w' (X @ W) or 'x_wt' (X @ W.T)"),
-    "softmax": (_one_of(SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
+    "softmax": (_one_of(names.SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
     "scale": (lambda v: v is None or _positive(v), "must be a finite number > 0 (or None for 1/√d_k)"),
     "temperature": (_positive, "must be a finite number > 0"),
     "mask": (_one_of(masks.KINDS), f"must be one of {', '.join(masks.KINDS)}"),

@@ -14,7 +14,7 @@ from ...trace import MASK_KINDS
 from ..core import session
 from ..core.text import quoted
 
-SOFTMAXES = ("row_max", "global_max", "none")
+SOFTMAXES = names.SOFTMAX_VARIANTS  # the values a link may give
 
 
 def whole(text: str, lo: int, hi: int) -> int | None:

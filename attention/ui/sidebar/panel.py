@@ -29,11 +29,7 @@ PROJECTIONS = {
     "x_w": "Q = X · W  (W is d_model × d_k)",
     "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, as in “I am Batman”)",
 }
-SOFTMAXES = {  # short: a select box shows its choice on one line of the sidebar's width
-    "row_max": "row's max (stable)",
-    "global_max": "whole matrix's max",
-    "none": "nothing (She likes coffee)",
-}
+SOFTMAXES = {v: names.SOFTMAX_WORDS[v].short for v in names.SOFTMAX_VARIANTS}  # one line of the sidebar's width
 DIGITS = {d: "every digit (exact)" if d is None else f"{d} significant digits" for d in session.DIGIT_CHOICES}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
 MASK_NAMES = {  # short, as SOFTMAXES; the select's help says more
