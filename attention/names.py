@@ -2,7 +2,7 @@
 
 Every other module asks here what a matrix is called, what shape it has for given sizes, and how its rows
 and columns are labelled, so no two files work a shape out for themselves. The options' vocabularies live here too:
-the softmax variants and how each is said.
+the mask's parts, the softmax variants and how each is said.
 
 Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, document 001):
 
@@ -33,6 +33,10 @@ SQUARE = ("scores", "scaled", "weights")  # queries × keys
 # the arrays of a trace, in pipeline order
 ARRAYS = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
 PROJECTIONS = ("x_w", "x_wt")
+# The masks that can be combined (their AND); no part is no mask. Inside the app a mask is a tuple of parts in this
+# order; files and links write it joined with "+", "causal+padding" ("none" for no part): attention.masks.parts and
+# attention.masks.join turn one into the other.
+MASK_PARTS = ("causal", "padding", "custom", "window")
 # What softmax subtracts from each row before exp (:func:`attention.steps.softmax`): the values options, preset files
 # and links hold. Each is said in the words of SOFTMAX_WORDS.
 SOFTMAX_VARIANTS = ("row_max", "global_max", "none")

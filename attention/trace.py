@@ -25,7 +25,7 @@ from .heads import head_weights
 from .options import Options, finite
 from .reading import Reading, read
 
-MASK_KINDS = masks.KINDS  # "none", "causal", "padding", "custom", "window", then combinations ("causal+padding"...)
+MASK_KINDS = masks.KINDS  # as files spell them: "none", "causal", ..., then combinations ("causal+padding"...)
 ARRAY_NAMES = names.ARRAYS  # the eleven arrays of a trace, in pipeline order
 
 
@@ -150,13 +150,13 @@ def check_inputs(
                 matrix=name,
             )
     check_widths(Ws["W_q"].shape[out], Ws["W_k"].shape[out], Ws["W_v"].shape[out], options)
-    if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
+    if "custom" in options.mask and len(options.custom_mask) != n:
         raise AttentionError(
             f"the custom mask is {len(options.custom_mask)} × {len(options.custom_mask)} but there are {n} tokens; "
             "give one row and one column per token",
             matrix="mask",
         )
-    if "padding" in masks.parts(options.mask) and len(options.padding) != n:
+    if "padding" in options.mask and len(options.padding) != n:
         raise AttentionError(
             f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token",
             matrix="mask",
@@ -238,7 +238,7 @@ def check_positions(P: object, options: Options, n: int, d_model: int) -> np.nda
 def build_mask(options: Options, n: int, n_keys: int | None = None) -> np.ndarray | None:
     """The boolean mask (n, n) the options ask for (its parts combined with AND), or None. With ``n_keys``
     (cross-attention) it is (n, n_keys): causal and window top-left aligned, padding flags one per key."""
-    parts, s = masks.parts(options.mask), n if n_keys is None else n_keys
+    parts, s = options.mask, n if n_keys is None else n_keys
     return masks.combine(
         masks.causal(n, s) if "causal" in parts else None,
         masks.padding(options.padding, n) if "padding" in parts else None,
@@ -323,7 +323,7 @@ def cross_attention(
             f"X_kv has {S} rows but there are {len(tokens_kv)} source tokens; there must be one row per token",
             matrix="X_kv",
         )
-    parts = masks.parts(opts.mask)
+    parts = opts.mask
     if "padding" in parts and len(opts.padding) != S:
         raise AttentionError(
             f"the padding flags list {len(opts.padding)} tokens but X_kv has {S}; in cross-attention give one flag "

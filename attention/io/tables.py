@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import masks, names
+from .. import names
 from ..errors import AttentionError
 from ..names import ARRAYS, axis_labels, corner_label, dimension_labels
 from ..trace import Trace
@@ -179,7 +179,7 @@ def conventions(o) -> str:
     soft = f"softmax subtracts {names.SOFTMAX_WORDS[o.softmax].subtracts}"
     soft = "softmax is a plain exp / row sum (nothing subtracted)" if o.softmax == "none" else soft
     scale = "scale 1/√d_k" if o.scale is None else f"scale {float(o.scale)!r}"
-    mask = "no mask" if o.mask == "none" else " + ".join(masks.parts(o.mask)) + " mask"
+    mask = " + ".join(o.mask) + " mask" if o.mask else "no mask"
     parts = [
         proj,
         soft,
@@ -188,7 +188,7 @@ def conventions(o) -> str:
         mask,
         f"{o.heads} head" + ("s" if o.heads > 1 else ""),
         *([f"{o.kv} key/value head" + ("s" if o.kv > 1 else "")] if o.kv != o.heads else []),
-        *([f"window {o.window}"] if "window" in masks.parts(o.mask) else []),
+        *([f"window {o.window}"] if "window" in o.mask else []),
         *([f"{o.positions} positions"] if o.positions != "none" else []),
     ]
     return "; ".join(parts)
