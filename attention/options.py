@@ -89,7 +89,7 @@ class Options:
             "softmax": self.softmax,
             "scale": None if self.scale is None else float(self.scale),
             "temperature": float(self.temperature),
-            "mask": masks.join(self.mask),
+            "mask": masks.join(self.mask) if isinstance(self.mask, tuple) else self.mask,  # unchecked: as given
             "padding": [bool(p) for p in self.padding],
             "heads": int(self.heads),
             "custom_mask": [[bool(v) for v in row] for row in self.custom_mask],
