@@ -19,8 +19,6 @@ from . import masks, names, positions, steps
 from .errors import AttentionError
 from .heads import divisors
 
-SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
-
 
 @dataclass(frozen=True)
 class Options:
@@ -30,9 +28,11 @@ class Options:
     softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
     scale: the factor applied to the scores; None means 1/√d_k (1/√(d_k/h) per head), 1.0 means no scaling.
     temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
-    mask: "none", "causal" (token i sees tokens 0..i), "padding" (no token attends a padding token), "custom"
-    (``custom_mask``), or a combination joined with "+" in that order ("causal+custom"): a cell may be attended
-    only where every part allows it.
+    mask: the mask's parts, a tuple in this order: "causal" (token i sees tokens 0..i), "padding" (no token attends a
+    padding token), "custom" (``custom_mask``), "window"; () for no mask. A cell may be attended only where every
+    part allows it. Given as files, links and keywords spell it, "none", "causal" or parts joined with "+"
+    ("causal+custom"), it is split on the way in (``Options(mask="causal+custom").mask == ("causal", "custom")``);
+    :meth:`to_dict` joins it again.
     padding: one flag per token, True where the token is padding (used when the mask has "padding").
     heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
     custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
@@ -53,13 +53,17 @@ class Options:
     softmax: steps.SoftmaxVariant = "row_max"
     scale: float | None = None
     temperature: float = 1.0
-    mask: str = "none"
+    mask: tuple[str, ...] = ()  # the parts; "causal+custom" is accepted and split (see __post_init__)
     padding: tuple[bool, ...] = ()
     heads: int = 1
     custom_mask: tuple[tuple[bool, ...], ...] = ()
     positions: str = "none"
     kv_heads: int | None = None
     window: int = 3
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mask, str) and self.mask in masks.KINDS:  # spelled as a file or link spells it
+            object.__setattr__(self, "mask", masks.parts(self.mask))
 
     @property
     def kv(self) -> int:
@@ -85,7 +89,7 @@ class Options:
             "softmax": self.softmax,
             "scale": None if self.scale is None else float(self.scale),
             "temperature": float(self.temperature),
-            "mask": self.mask,
+            "mask": masks.join(self.mask) if isinstance(self.mask, tuple) else self.mask,  # unchecked: as given
             "padding": [bool(p) for p in self.padding],
             "heads": int(self.heads),
             "custom_mask": [[bool(v) for v in row] for row in self.custom_mask],
@@ -118,7 +122,7 @@ class Options:
 
     def check_sizes(self, n: int, where: str = "options") -> None:
         """Padding flags and the custom grid fit n tokens, and are given when the mask uses them."""
-        parts = masks.parts(self.mask)
+        parts = self.mask
         if (self.padding or "padding" in parts) and len(self.padding) != n:
             raise AttentionError(
                 f"{where}.padding must list {n} true/false flags, one per token"
@@ -166,6 +170,16 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[object], bool]:
     return lambda value: isinstance(value, str) and value in choices
 
 
+_MASK_PARTS = frozenset(masks.parts(kind) for kind in masks.KINDS)  # every mask as a tuple of parts, in order
+
+
+def _mask_kind(value: object) -> bool:
+    """A mask as files spell it ("causal+padding"), or as the dataclass holds it (its parts, in order)."""
+    if isinstance(value, str):
+        return value in masks.KINDS
+    return isinstance(value, tuple) and all(isinstance(p, str) for p in value) and value in _MASK_PARTS
+
+
 def _square_grid(value: object) -> bool:
     return (
         isinstance(value, tuple)
@@ -177,10 +191,10 @@ def _square_grid(value: object) -> bool:
 # field -> (the rule, what the message says when it is broken)
 RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "projection": (_one_of(names.PROJECTIONS), "must be 'x_w' (X @ W) or 'x_wt' (X @ W.T)"),
-    "softmax": (_one_of(SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
+    "softmax": (_one_of(names.SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
     "scale": (lambda v: v is None or _positive(v), "must be a finite number > 0 (or None for 1/√d_k)"),
     "temperature": (_positive, "must be a finite number > 0"),
-    "mask": (_one_of(masks.KINDS), f"must be one of {', '.join(masks.KINDS)}"),
+    "mask": (_mask_kind, f"must be one of {', '.join(masks.KINDS)}"),
     "padding": (
         lambda v: isinstance(v, tuple) and all(_is_flag(p) for p in v),
         "must be true/false flags, one per token",

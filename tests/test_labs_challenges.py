@@ -101,7 +101,7 @@ def test_causal_on_sees_cat() -> None:
     """X (6 × 8) has rank 6, so X pinv(X) = I and W_k + pinv(X) ΔK changes K by exactly ΔK = s·e_cat q_onᵀ: only
     cat's key moves, towards on's query, raising score(on, cat) by s|q_on|²/√8."""
     c, m, t = start("causal_on_sees_cat")
-    assert t.options.mask == "causal" and np.isneginf(t.scaled[0, 3, 4:]).all()  # 'on' cannot see 'the' or 'mat'
+    assert t.options.mask == ("causal",) and np.isneginf(t.scaled[0, 3, 4:]).all()  # 'on' cannot see 'the' or 'mat'
     assert np.argmax(t.weights[0, 3]) == 3 and not ch.evaluate(c, t).met
     X = m["X"][0]
     assert np.linalg.matrix_rank(X) == 6

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import masks, positions, rng
+from .. import positions, rng
 from ..errors import AttentionError
 from ..names import ARRAYS
 from ..source import cross_options, source_rows
@@ -319,7 +319,7 @@ class _Builder:
                 "scaled = scaled + bias  # a key d tokens before the query loses m·d",
             ]
             md += "\n\nALiBi adds each head's bias −m·(i − j) to the scaled scores: a fixed penalty for distance."
-        parts = list(masks.parts(o.mask))
+        parts = list(o.mask)
         if parts:
             code += ["n = len(tokens)", "allowed = np.ones((n, n), dtype=bool)  # True where a query may attend a key"]
         if "causal" in parts:
@@ -352,7 +352,7 @@ class _Builder:
         secs.append((md, "\n".join(code)))
 
         # 6. softmax
-        masked = o.mask != "none"
+        masked = bool(o.mask)
         if o.softmax == "none":
             body = ["    e = np.exp(x)  # nothing subtracted (exp overflows above about 709.78)"]
             doc = "exp / row sum, nothing subtracted, as document 000 does"

@@ -482,9 +482,9 @@ class _Validator:
             options = Options(**kw).validate()
         except AttentionError as exc:
             raise self.fail(f"options.{exc.field}", exc.message.removeprefix(f"{exc.field} ")) from None
-        if "padding" in masks.parts(options.mask) and len(options.padding) != n:
+        if "padding" in options.mask and len(options.padding) != n:
             raise self.fail("options.padding", f"must list {n} flags when options.mask has 'padding'")
-        if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
+        if "custom" in options.mask and len(options.custom_mask) != n:
             raise self.fail("options.custom_mask", f"must be given ({n} × {n}) when options.mask has 'custom'")
         return options
 
@@ -531,7 +531,7 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         "softmax": o.softmax,
         "scale": o.scale,
         "temperature": o.temperature,
-        "mask": o.mask,
+        "mask": masks.join(o.mask),
         "heads": o.heads,
     }
     if o.padding:
@@ -542,7 +542,7 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         d["positions"] = o.positions
     if o.kv_heads is not None:
         d["kv_heads"] = o.kv_heads
-    if "window" in masks.parts(o.mask) or o.window != Options.window:
+    if "window" in o.mask or o.window != Options.window:
         d["window"] = o.window
     return d
 

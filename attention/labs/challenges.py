@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import masks
 from ..errors import AttentionError
 from ..heads import regroup
 from ..io.jsonfile import NonFinite, load_json
@@ -266,6 +267,11 @@ def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
 
+def _said(o: Options, name: str) -> object:
+    """An option's value as a challenge file spells it (the mask joined, "causal+padding")."""
+    return masks.join(o.mask) if name == "mask" else getattr(o, name)
+
+
 def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     """Why a trace does not count for this challenge, or None."""
     if trace.X_kv is not None:
@@ -274,7 +280,7 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         return f"this challenge is set on the tokens {' '.join(preset.tokens)!r}; the page shows other tokens"
     if trace.options != preset.options:
         diff = [
-            f"{f.name} is {getattr(trace.options, f.name)!r} (the challenge uses {getattr(preset.options, f.name)!r})"
+            f"{f.name} is {_said(trace.options, f.name)!r} (the challenge uses {_said(preset.options, f.name)!r})"
             for f in dataclasses.fields(Options)
             if getattr(trace.options, f.name) != getattr(preset.options, f.name)
         ]

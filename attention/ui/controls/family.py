@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import heads, masks, names
+from ... import heads, names
 from .. import state
 from ..core import session
 from ..widgets.common import show_messages, whole_number
@@ -43,7 +43,7 @@ def draw(s: session.Session) -> None:
         f"Now: {heads.kind_of(o.heads, o.kv)}."
     )
     show_messages("sidebar.kv_heads")
-    if "window" in masks.parts(o.mask):
+    if "window" in o.mask:
         key = f"sb.window.{s.grids}.{o.window}"  # a fresh box whenever the window changes or a value is refused
         st.number_input(
             "Window w (tokens each query sees)",

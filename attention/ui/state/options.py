@@ -20,12 +20,14 @@ def set_option(**changes: object) -> None:
 
 
 def set_mask(kind: str) -> None:
-    """Choose the mask; padding flags and a custom grid (all allowed at first) are sized to the tokens."""
+    """Choose the mask (``kind`` as the select box spells it, "causal+padding"); padding flags and a custom grid
+    (all allowed at first) are sized to the tokens."""
+    parts = masks.parts(kind)  # (part, ...)
     s = get()
     n = len(s.tokens)
     pad = s.options.padding if len(s.options.padding) == n else (False,) * n
     grid = s.options.custom_mask if len(s.options.custom_mask) == n else ((True,) * n,) * n
-    s.options = replace(s.options, mask=kind, padding=pad, custom_mask=grid if "custom" in masks.parts(kind) else ())
+    s.options = replace(s.options, mask=parts, padding=pad, custom_mask=grid if "custom" in parts else ())
     touch(s)
 
 
