@@ -369,6 +369,7 @@ class _Validator:
         return tuple(value)
 
     def preset(self, data: Any) -> Preset:
+        """The whole file, one field after another in the file format's order, then the shapes by a dry run."""
         top = self.obj(
             data,
             "(top level)",
@@ -377,18 +378,11 @@ class _Validator:
         )
         if top["format"] != FORMAT:
             raise self.fail("format", f"must be {FORMAT!r}, got {_short(top['format'])}")
-        pid = self.text(top["id"], "id", 100)
-        if not pid or not all(c.isalnum() or c in "_-" for c in pid):
-            raise self.fail("id", f"must be letters, digits, '_' or '-', got {_short(pid)}")
+        pid = self.preset_id(top["id"])
         title = self.text(top["title"], "title", 200)
         label = self.text(top.get("label", ""), "label", 80)
         order = self.number(top.get("order", 1000.0), "order")
-        tokens = top["tokens"]
-        if not isinstance(tokens, list) or not tokens:
-            raise self.fail("tokens", "must be a non-empty list of token strings")
-        if len(tokens) > MAX_TOKENS:
-            raise self.fail("tokens", f"lists {len(tokens)} tokens; at most {MAX_TOKENS}")
-        tokens = tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(tokens))
+        tokens = self.tokens(top["tokens"])
         options = self.options(top["options"], len(tokens))
         source_tokens = self.source_tokens(top.get("source_tokens", []))
         source_obj = self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"})
@@ -396,43 +390,9 @@ class _Validator:
         description = self.text(top.get("description", ""), "description")
         matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(INPUTS) | set(EXTRAS))
         fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in matrices_obj.items()}
-        random = None
-        if top.get("random") is not None:
-            r = self.obj(top["random"], "random", {"generator", "seed", "draws"}, set())
-            if r["generator"] not in rng.GENERATORS:
-                raise self.fail("random.generator", f"must be {rng.GENERATOR!r} or {rng.NORMAL!r}")
-            seed = r["seed"]
-            if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
-                raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
-            if not isinstance(r["draws"], list) or not r["draws"]:
-                raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
-            draws = []
-            scales: dict[str, float] = {}
-            for i, dr in enumerate(r["draws"]):
-                dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, {"scale"})
-                if dr["name"] not in INPUTS:
-                    raise self.fail(
-                        f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}"
-                    )
-                if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
-                    raise self.fail(f"random.draws[{i}].name", f"{_short(dr['name'])} is given twice")
-                draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
-                if "scale" in dr:
-                    scales[dr["name"]] = self.number(dr["scale"], f"random.draws[{i}].scale")
-            random = RandomSpec(seed, tuple(draws), r["generator"], scales)
-        have = set(fixed) | set(random.names if random else ())
-        missing = [n for n in INPUTS if n not in have]
-        if missing:
-            raise self.fail(f"matrices.{missing[0]}", "is missing (give it in 'matrices' or draw it in 'random.draws')")
-        expected, shapes = {}, {}
-        if "expected" in top:
-            exp = self.obj(top["expected"], "expected", set(), set(ARRAYS) | {"shapes"})
-            for name, v in exp.items():
-                if name == "shapes":
-                    shapes_obj = self.obj(v, "expected.shapes", set(), set(ARRAYS) | {"scores_np_dot"})
-                    shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in shapes_obj.items()}
-                else:
-                    expected[name] = self.matrix(v, f"expected.{name}")
+        random = None if top.get("random") is None else self.random(top["random"], fixed)
+        self.all_inputs(fixed, random)
+        expected, shapes = self.expected(top["expected"]) if "expected" in top else ({}, {})
         notes = top.get("notes", {})
         if not isinstance(notes, dict):
             raise self.fail("notes", "must be an object")
@@ -455,6 +415,69 @@ class _Validator:
         )
         self.consistent(preset)
         return preset
+
+    def preset_id(self, value: Any) -> str:
+        pid = self.text(value, "id", 100)
+        if not pid or not all(c.isalnum() or c in "_-" for c in pid):
+            raise self.fail("id", f"must be letters, digits, '_' or '-', got {_short(pid)}")
+        return pid
+
+    def tokens(self, value: Any) -> tuple[str, ...]:
+        """1 to MAX_TOKENS token strings."""
+        if not isinstance(value, list) or not value:
+            raise self.fail("tokens", "must be a non-empty list of token strings")
+        if len(value) > MAX_TOKENS:
+            raise self.fail("tokens", f"lists {len(value)} tokens; at most {MAX_TOKENS}")
+        return tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(value))
+
+    def random(self, value: Any, fixed: Mapping[str, np.ndarray]) -> RandomSpec:
+        """The random draws: a generator, a seed, and the draws in order, each a matrix not given in ``fixed``."""
+        r = self.obj(value, "random", {"generator", "seed", "draws"}, set())
+        if r["generator"] not in rng.GENERATORS:
+            raise self.fail("random.generator", f"must be {rng.GENERATOR!r} or {rng.NORMAL!r}")
+        seed = r["seed"]
+        if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
+            raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
+        if not isinstance(r["draws"], list) or not r["draws"]:
+            raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
+        draws: list[tuple[str, tuple[int, ...]]] = []
+        scales: dict[str, float] = {}
+        for i, value_ in enumerate(r["draws"]):
+            name, shape, scale = self.draw(value_, f"random.draws[{i}]", set(fixed) | {n for n, _ in draws})
+            draws.append((name, shape))
+            if scale is not None:
+                scales[name] = scale
+        return RandomSpec(seed, tuple(draws), r["generator"], scales)
+
+    def draw(self, value: Any, where: str, taken: set[str]) -> tuple[str, tuple[int, ...], float | None]:
+        """One draw: (the input's name, its shape, its factor or None)."""
+        dr = self.obj(value, where, {"name", "shape"}, {"scale"})
+        if dr["name"] not in INPUTS:
+            raise self.fail(f"{where}.name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}")
+        if dr["name"] in taken:
+            raise self.fail(f"{where}.name", f"{_short(dr['name'])} is given twice")
+        shape = self.shape(dr["shape"], f"{where}.shape")
+        scale = self.number(dr["scale"], f"{where}.scale") if "scale" in dr else None
+        return dr["name"], shape, scale
+
+    def all_inputs(self, fixed: Mapping[str, np.ndarray], random: RandomSpec | None) -> None:
+        """Every input of :data:`INPUTS` is given or drawn."""
+        have = set(fixed) | set(random.names if random else ())
+        missing = [n for n in INPUTS if n not in have]
+        if missing:
+            raise self.fail(f"matrices.{missing[0]}", "is missing (give it in 'matrices' or draw it in 'random.draws')")
+
+    def expected(self, value: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, ...]]]:
+        """The document's printed arrays, and the shapes it prints."""
+        expected, shapes = {}, {}
+        exp = self.obj(value, "expected", set(), set(ARRAYS) | {"shapes"})
+        for name, v in exp.items():
+            if name == "shapes":
+                shapes_obj = self.obj(v, "expected.shapes", set(), set(ARRAYS) | {"scores_np_dot"})
+                shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in shapes_obj.items()}
+            else:
+                expected[name] = self.matrix(v, f"expected.{name}")
+        return expected, shapes
 
     def options(self, value: Any, n: int) -> Options:
         """The options object: JSON types turned into the dataclass's, numbers checked to fit a float, then
