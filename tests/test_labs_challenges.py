@@ -291,6 +291,26 @@ def test_schema_errors_name_the_field(path: str, value, match: str) -> None:
     refused(changed(path, value), match)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("heads", 257), ("heads", "2"), ("scale", "big"), ("temperature", 0), ("mask", 5), ("custom_mask", [[1]])],
+)
+def test_options_are_read_as_a_presets_are(key: str, value) -> None:
+    """One reader of options from JSON (attention.options.from_json): a challenge's override and a preset file's
+    option give the same message, with the limits of attention.names (257 heads > MAX_DIM)."""
+    preset = json.loads(attention.load_preset("the_cat_sat").to_json())
+    preset["options"][key] = value
+    with pytest.raises(AttentionError) as from_preset:
+        attention.parse_preset(json.dumps(preset), "p.json")
+    from_challenge = refused(changed("options", {key: value}), rf"field 'options\.{key}' ")
+    message = from_preset.value.message.split(f"field 'options.{key}' ", 1)[1]
+    if key == "custom_mask":  # a preset knows its n tokens, a challenge's override is sized by its preset later
+        assert message.startswith("must be 3 rows of 3 true/false flags")
+        assert "must be a list of rows of true/false flags" in from_challenge.message
+    else:
+        assert from_challenge.message.endswith(f"field 'options.{key}' {message}")
+
+
 def test_condition_rules_that_depend_on_the_array() -> None:
     d = changed("condition", {"type": "entropy", "array": "scores", "row": "sat", "op": "<", "value": 1})
     refused(d, r"field 'condition.array' must be 'weights' for an entropy")

@@ -21,6 +21,7 @@ import numpy as np
 from .. import masks, rng
 from ..errors import AttentionError
 from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of
+from ..options import from_json as options_from_json
 from ..source import cross_options, source_rows
 from ..trace import Options, Trace, cross_attention, self_attention
 from .jsonfile import NonFinite, load_json
@@ -480,36 +481,13 @@ class _Validator:
         return expected, shapes
 
     def options(self, value: Any, n: int) -> Options:
-        """The options object: JSON types turned into the dataclass's, numbers checked to fit a float, then
-        :meth:`Options.validate` (the one check of the options), its message given the field's path."""
+        """The options object, read by :func:`attention.options.from_json` (the one reader of options), its message
+        given the field's path."""
         o = self.obj(value, "options", set(), {f.name for f in fields(Options)})
-        kw: dict[str, Any] = {k: v for k, v in o.items() if k != "padding"}
-        for key in ("scale", "temperature"):
-            if kw.get(key) is not None:
-                kw[key] = self.number(kw[key], f"options.{key}")
-        if "padding" in o:
-            pad = o["padding"]
-            if not (isinstance(pad, list) and all(isinstance(p, bool) for p in pad)) or (pad and len(pad) != n):
-                raise self.fail("options.padding", f"must be a list of {n} true/false flags, one per token")
-            kw["padding"] = tuple(pad)
-        if "custom_mask" in o:
-            grid = o["custom_mask"]
-            if not (
-                isinstance(grid, list)
-                and len(grid) == n
-                and all(isinstance(r, list) and len(r) == n and all(isinstance(v, bool) for v in r) for r in grid)
-            ):
-                raise self.fail("options.custom_mask", f"must be {n} rows of {n} true/false flags (query × key)")
-            kw["custom_mask"] = tuple(tuple(r) for r in grid)
         try:
-            options = Options(**kw).validate()
+            return options_from_json(o, n=n)
         except AttentionError as exc:
             raise self.fail(f"options.{exc.field}", exc.message.removeprefix(f"{exc.field} ")) from None
-        if "padding" in masks.parts(options.mask) and len(options.padding) != n:
-            raise self.fail("options.padding", f"must list {n} flags when options.mask has 'padding'")
-        if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
-            raise self.fail("options.custom_mask", f"must be given ({n} × {n}) when options.mask has 'custom'")
-        return options
 
     def consistent(self, preset: Preset) -> None:
         """Shapes agree with the tokens and with each other (checked by a dry run of the engine)."""

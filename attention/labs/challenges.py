@@ -45,6 +45,7 @@ from ..heads import regroup
 from ..io.jsonfile import NonFinite, load_json
 from ..io.presets import Preset, load_preset
 from ..names import ARRAYS, INPUTS, MAX_LINK_CHARS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
+from ..options import from_json as options_from_json
 from ..reading import read
 from ..trace import Options, Trace, self_attention
 
@@ -305,17 +306,8 @@ def _index(ref: int | str, tokens: tuple[str, ...]) -> int:
 
 
 def _apply_options(base: Options, overrides: Mapping[str, Any]) -> Options:
-    kw = {k: _option_value(k, v) for k, v in overrides.items()}
-    return base.replace(**kw).validate()
-
-
-def _option_value(name: str, value: Any) -> Any:
-    """A JSON option value as the dataclass holds it (lists of flags as tuples)."""
-    if name == "padding" and isinstance(value, list):
-        return tuple(value)
-    if name == "custom_mask" and isinstance(value, list):
-        return tuple(tuple(r) if isinstance(r, list) else r for r in value)
-    return value
+    """The preset's options with the challenge's overrides (JSON values), read by the one reader of options."""
+    return options_from_json(overrides, base)
 
 
 def _and_list(names: tuple[str, ...]) -> str:
@@ -502,25 +494,12 @@ class _Reader:
         return tuple(n for n in INPUTS if n in value)  # pipeline order, whatever order the file gives
 
     def options(self, value: Any, preset: Preset) -> Options:
+        """The overrides, read over the preset's options by :func:`attention.options.from_json` (the one reader of
+        options, as for a preset file); a NaN or Infinity literal is named as in any other field."""
         o = self.obj(value, "options", set(), {f.name for f in dataclasses.fields(Options)})
         for key, v in o.items():
-            where = f"options.{key}"
-            if key in ("scale", "temperature"):
-                if not (key == "scale" and v is None):
-                    self.number(v, where)
-            elif key in ("heads", "kv_heads"):
-                self.whole(v, where, 1, 256)
-            elif key == "window":
-                self.whole(v, where, 1, 2048)
-            elif key == "padding":
-                if not (isinstance(v, list) and all(isinstance(p, bool) for p in v)):
-                    raise self.fail(where, "must be a list of true/false flags, one per token")
-            elif key == "custom_mask":
-                ok = isinstance(v, list) and all(isinstance(r, list) and all(isinstance(b, bool) for b in r) for r in v)
-                if not ok:
-                    raise self.fail(where, "must be a list of rows of true/false flags (query × key)")
-            else:
-                self.text(v, where, 100)
+            if isinstance(v, NonFinite):
+                raise self.fail(f"options.{key}", f"is {v}, which is not allowed; every number must be finite")
         try:
             return _apply_options(preset.options, o)
         except AttentionError as exc:
