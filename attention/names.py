@@ -47,6 +47,19 @@ MAX_LINK_CHARS = 16_384  # one value in an address: an edits or a challenge toke
 MAX_UPLOAD_MB = 16  # a pasted or uploaded matrix, a preset file (Streamlit's maxUploadSize counts MiB)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 
+
+def is_number(value: object) -> bool:
+    """A real number to compute with, numpy's scalars included (``np.float64``, ``np.int64``), but never a bool:
+    ``True`` is a flag, though Python counts it as 1. Says nothing of finiteness (nan and inf are numbers here)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_whole(value: object) -> bool:
+    """A whole number, Python's or numpy's integers (never a bool, never a float such as 2.0); the caller checks
+    its range."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 _OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
 _COL_PREFIX = {"X": "d", "P": "d", "Q": "q", "K": "k", "V": "v", "output": "v"}
 _OUT_PREFIX = {

@@ -156,7 +156,7 @@ def _json_value(name: str, value: object, n: int | None) -> object:
 
 def _json_number(name: str, value: object) -> object:
     """A number that fits a float, as a float when its rule can hold (> 0); else as written, for the rule to name."""
-    if not is_real(value):
+    if not names.is_number(value):
         raise AttentionError(f"{name} must be a finite number, got {short(value)}", field=name)
     try:
         x = float(value)  # type: ignore[arg-type]
@@ -194,14 +194,9 @@ def _json_grid(value: object, n: int | None) -> tuple[tuple[bool, ...], ...]:
     return tuple(tuple(r) for r in value)  # type: ignore[union-attr]
 
 
-def is_real(value: object) -> bool:
-    """A real number (numpy scalars included), but not a bool (True is not a scale)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
 def finite(value: object) -> bool:
     """A finite real number (a Python int too large for a float is not finite here, and never an OverflowError)."""
-    if not is_real(value):
+    if not names.is_number(value):
         return False
     try:
         return math.isfinite(float(value))  # type: ignore[arg-type]
@@ -214,7 +209,7 @@ def _positive(value: object) -> bool:
 
 
 def _whole(value: object, low: int, high: int) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and low <= value <= high
+    return names.is_whole(value) and low <= value <= high  # type: ignore[operator]
 
 
 def _is_flag(value: object) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import masks, rng
 from ..errors import AttentionError
-from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of
+from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of, is_number, is_whole
 from ..options import from_json as options_from_json
 from ..source import cross_options, source_rows
 from ..trace import Options, Trace, cross_attention, self_attention
@@ -332,7 +332,7 @@ class _Validator:
         return words
 
     def number(self, value: Any, where: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise self.fail(where, f"must be a finite number, got {_short(value)}")
         if not math.isfinite(value):  # NaN/Infinity literals are caught earlier: this is a number too large to hold
             raise self.fail(where, "is a number too large for a 64-bit float (the largest is about 1.8e308)")
@@ -361,7 +361,7 @@ class _Validator:
 
     def shape(self, value: Any, where: str, max_dims: int = 3) -> tuple[int, ...]:
         def whole(v: Any) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS
+            return is_whole(v) and 1 <= v <= MAX_TOKENS
 
         if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(whole(v) for v in value)):
             raise self.fail(
@@ -437,7 +437,7 @@ class _Validator:
         if r["generator"] not in rng.GENERATORS:
             raise self.fail("random.generator", f"must be {rng.GENERATOR!r} or {rng.NORMAL!r}")
         seed = r["seed"]
-        if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
+        if not (is_whole(seed) and 0 <= seed <= MAX_SEED):
             raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
         if not isinstance(r["draws"], list) or not r["draws"]:
             raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
@@ -521,7 +521,7 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def _check_seed(seed: object, where: str) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+    if not is_whole(seed) or not 0 <= int(seed) <= MAX_SEED:
         raise AttentionError(f"{where} must be a whole number from 0 to {MAX_SEED}; got {seed!r}")
     return int(seed)
 

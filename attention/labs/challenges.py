@@ -41,7 +41,18 @@ from ..heads import regroup
 from ..io.jsonfile import NonFinite, load_json
 from ..io.links import Envelope
 from ..io.presets import Preset, load_preset
-from ..names import ARRAYS, INPUTS, MAX_LINK_CHARS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
+from ..names import (
+    ARRAYS,
+    INPUTS,
+    MAX_LINK_CHARS,
+    MAX_SEED,
+    SQUARE,
+    axis_labels,
+    is_number,
+    is_whole,
+    squeeze_batch,
+    token_labels,
+)
 from ..options import from_json as options_from_json
 from ..reading import read
 from ..trace import Options, Trace, self_attention
@@ -424,14 +435,14 @@ class _Reader:
     def number(self, value: Any, where: str) -> float:
         if isinstance(value, NonFinite):
             raise self.fail(where, f"is {value}, which is not allowed; every number must be finite")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise self.fail(where, f"must be a number, got {_kind(value)}")
         if not math.isfinite(value):
             raise self.fail(where, "is a number too large for a 64-bit float (the largest is about 1.8e308)")
         return float(value)
 
     def whole(self, value: Any, where: str, lo: int, hi: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        if not is_whole(value) or not lo <= value <= hi:
             raise self.fail(where, f"must be a whole number from {lo} to {hi:,}, got {_short(value)}")
         return value
 
@@ -547,7 +558,7 @@ class _Reader:
     ) -> int | str:
         """A row or column reference: an index below ``size``, the keyword, or a token occurring once (rows of any
         array and columns of the queries × keys arrays are tokens)."""
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_whole(value):
             if not 0 <= value < size:
                 what = "rows" if rows else "columns"
                 raise self.fail(where, f"is {value}, but the array has {size} {what} (indices 0 to {size - 1})")

@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 import re
 
-import numpy as np
-
 from ...errors import AttentionError
-from ...names import MAX_NUMBER_CHARS
+from ...names import MAX_NUMBER_CHARS, is_number
 
 # A decimal number, strictly: no underscores, no hex, no words. float() is only called on these. Each character
 # can be matched in one way only (digits, then an optional "." and digits, then an optional exponent), so a failing
@@ -53,9 +51,7 @@ def cell_number(raw: object) -> float | None:
     integer) come back as ±inf, never as an exception. Callers decide whether a non-finite value is allowed.
     Text over :data:`attention.names.MAX_NUMBER_CHARS` characters is None, measured before any pattern runs
     (:func:`number_too_long` tells the caller why)."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    if isinstance(raw, (int, float, np.integer, np.floating)):
+    if is_number(raw):
         try:
             return float(raw)
         except OverflowError:  # an integer beyond the float range
