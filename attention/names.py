@@ -3,7 +3,7 @@
 Every other module asks here what a matrix is called, what shape it has for given sizes, and how its rows
 and columns are labelled, so no two files work a shape out for themselves.
 
-Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, document 001):
+Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, the 'I am Batman' example):
 
     X            (n, d_model)
     P            (n, d_model)              learned positions, added to X

@@ -28,8 +28,8 @@ SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
 class Options:
     """The conventions of one computation (the documents differ in these, so they are options).
 
-    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, document 001).
-    softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
+    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, the 'I am Batman' example).
+    softmax: "row_max" (default), "global_max" or "none" (the 'She likes coffee' example); see :func:`steps.softmax`.
     scale: the factor applied to the scores; None means 1/√d_k (1/√(d_k/h) per head), 1.0 means no scaling.
     temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
     mask: "none", "causal" (token i sees tokens 0..i), "padding" (no token attends a padding token), "custom"

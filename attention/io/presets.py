@@ -80,7 +80,7 @@ class Preset:
 
     def matrices(self) -> dict[str, np.ndarray]:
         """X, W_q, W_k, W_v (then W_o and P when the preset has them) as float arrays (X may carry a batch axis, as
-        document 003's (1, 6, 8))."""
+        the 'The cat sat on the mat' example's (1, 6, 8))."""
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
             out.update(
