@@ -220,35 +220,40 @@ def _and(items: Sequence[str]) -> str:
 
 
 def _positions_step(b: _Builder) -> Section | None:
-    """Step 2b: learned P or the sinusoidal PE added to X (giving X_in), or the rotary function used on Q and K."""
-    kind = b.o.positions
-    if kind == "none" or kind == "alibi":  # ALiBi is a bias on the scaled scores (step 5)
-        return None
-    if kind == "learned":
-        md = (
-            "## Step 2b: positions\n\nLearned positions: a matrix P with one row per position (n × d_model), "
-            "added to X before the projections."
-        )
-        return md, "\n".join(
-            [*b.fixed_lines("P"), "X_in = X + P  # what the projections see", 'print("X + P:\\n", X_in)']
-        )
-    if kind == "sinusoidal":
-        md = (
-            "## Step 2b: positions\n\nAttention alone cannot see word order, so a sinusoidal position code is added "
-            'to each row of X ("Attention is all you need"): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), '
-            "PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))."
-        )
-        code = [
-            "n, d_model = X.shape[-2], X.shape[-1]",
-            "pos = np.arange(n)[:, None]",
-            "angle = pos / np.power(10000.0, np.arange(0, d_model, 2)[None, :] / d_model)",
-            "PE = np.zeros((n, d_model))",
-            "PE[:, 0::2] = np.sin(angle)",
-            "PE[:, 1::2] = np.cos(angle[:, : d_model // 2])",
-            "X_in = X + PE  # what the projections see",
-            'print("X + PE:\\n", X_in)',
-        ]
-        return md, "\n".join(code)
+    """Step 2b: learned P or the sinusoidal PE added to X (giving X_in), or the rotary function used on Q and K;
+    none for ALiBi (a bias on the scaled scores, step 5) or without positions."""
+    build = _POSITIONS.get(b.o.positions)
+    return None if build is None else build(b)
+
+
+def _learned(b: _Builder) -> Section:
+    md = (
+        "## Step 2b: positions\n\nLearned positions: a matrix P with one row per position (n × d_model), "
+        "added to X before the projections."
+    )
+    return md, "\n".join([*b.fixed_lines("P"), "X_in = X + P  # what the projections see", 'print("X + P:\\n", X_in)'])
+
+
+def _sinusoidal(b: _Builder) -> Section:
+    md = (
+        "## Step 2b: positions\n\nAttention alone cannot see word order, so a sinusoidal position code is added "
+        'to each row of X ("Attention is all you need"): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), '
+        "PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))."
+    )
+    code = [
+        "n, d_model = X.shape[-2], X.shape[-1]",
+        "pos = np.arange(n)[:, None]",
+        "angle = pos / np.power(10000.0, np.arange(0, d_model, 2)[None, :] / d_model)",
+        "PE = np.zeros((n, d_model))",
+        "PE[:, 0::2] = np.sin(angle)",
+        "PE[:, 1::2] = np.cos(angle[:, : d_model // 2])",
+        "X_in = X + PE  # what the projections see",
+        'print("X + PE:\\n", X_in)',
+    ]
+    return md, "\n".join(code)
+
+
+def _rotary(b: _Builder) -> Section:
     md = (
         "## Step 2b: positions\n\nRotary positions (RoPE): each pair of columns (2i, 2i+1) of a query or key at "
         "position pos is turned by the angle pos · 10000^(−2i/d), so q·k depends only on how far apart two tokens are."
@@ -266,6 +271,13 @@ def _positions_step(b: _Builder) -> Section | None:
         "    return out",
     ]
     return md, "\n".join(code)
+
+
+_POSITIONS: dict[str, Callable[[_Builder], Section]] = {
+    "learned": _learned,
+    "sinusoidal": _sinusoidal,
+    "rotary": _rotary,
+}
 
 
 def _projections_step(b: _Builder) -> Section:
