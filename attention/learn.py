@@ -320,7 +320,7 @@ def _settings(
         ("seed", seed, 0, names.MAX_SEED),
         ("snapshots", snapshots, 0, MAX_STEPS),
     ):
-        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and low <= value <= high):
+        if not (names.is_whole(value) and low <= value <= high):
             raise AttentionError(f"{name} must be a whole number from {low} to {high}; got {short(value)}", field=name)
     if loss not in LOSSES:
         raise AttentionError(f"loss must be one of {', '.join(LOSSES)}; got {loss!r}", field="loss")

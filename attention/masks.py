@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import AttentionError
-from .names import MASK_PARTS
+from .names import MASK_PARTS, is_whole
 
 PARTS = MASK_PARTS  # the masks that can be combined; "none" is none of them
 
@@ -55,7 +55,7 @@ def window(n_queries: int, w: int, n_keys: int | None = None) -> np.ndarray:
     """Sliding window (Longformer, Mistral): query i may attend keys i − w + 1 … i, the w most recent tokens
     itself included, so the window is causal too. w = 1 is each token alone; w >= n_keys is the causal mask.
     Shape (L, S), top-left aligned as :func:`causal`."""
-    if not (isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_)) and w >= 1):
+    if not (is_whole(w) and w >= 1):
         raise AttentionError(f"the window must be a whole number of tokens >= 1; got {w!r}", field="window")
     n_keys = n_queries if n_keys is None else n_keys
     offset = np.arange(n_queries)[:, None] - np.arange(n_keys)[None, :]  # (L, S): i − j

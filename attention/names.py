@@ -4,7 +4,7 @@ Every other module asks here what a matrix is called, what shape it has for give
 and columns are labelled, so no two files work a shape out for themselves. The options' vocabularies live here too:
 the mask's parts, the softmax variants and how each is said.
 
-Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, document 001):
+Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, the 'I am Batman' example):
 
     X            (n, d_model)
     P            (n, d_model)              learned positions, added to X
@@ -54,6 +54,19 @@ MAX_SENTENCE_CHARS = MAX_TOKENS * (MAX_TOKEN_CHARS + 1)  # 411,648: every token 
 MAX_LINK_CHARS = 16_384  # one value in an address: an edits or a challenge token (the longest a link writes)
 MAX_UPLOAD_MB = 16  # a pasted or uploaded matrix, a preset file (Streamlit's maxUploadSize counts MiB)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+
+
+def is_number(value: object) -> bool:
+    """A real number to compute with, numpy's scalars included (``np.float64``, ``np.int64``), but never a bool:
+    ``True`` is a flag, though Python counts it as 1. Says nothing of finiteness (nan and inf are numbers here)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_whole(value: object) -> bool:
+    """A whole number, Python's or numpy's integers (never a bool, never a float such as 2.0); the caller checks
+    its range."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
 
 _OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
 _COL_PREFIX = {"X": "d", "P": "d", "Q": "q", "K": "k", "V": "v", "output": "v"}

@@ -54,9 +54,10 @@ def mask(S: np.ndarray, allowed: np.ndarray | None = None, additive: np.ndarray 
 def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] | None = None) -> np.ndarray:
     """Row-wise softmax over the last axis: ``exp(x - m) / sum(exp(x - m))``.
 
-    ``variant`` chooses m: ``"row_max"`` (each row's own max; never overflows, the default and what
-    documents 001, 002 and 004 compute), ``"global_max"`` (the max of the whole matrix: a row far below
-    it underflows to 0/0), or ``"none"`` (m = 0, document 000: exp overflows above 709.78).
+    ``variant`` chooses m: ``"row_max"`` (each row's own max; never overflows, the default and what the
+    'I am Batman', 'The cat sat' and 'Random, seed 42' examples compute), ``"global_max"`` (the max of the whole
+    matrix: a row far below it underflows to 0/0), or ``"none"`` (m = 0, the 'She likes coffee' example: exp
+    overflows above 709.78).
     The unsafe variants raise AttentionError naming the row instead of returning NaN.
 
     A row whose entries are all -inf (fully masked) gets all-zero weights, not NaN, as PyTorch's

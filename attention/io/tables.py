@@ -21,7 +21,7 @@ import pandas as pd
 
 from .. import names
 from ..errors import AttentionError
-from ..names import ARRAYS, axis_labels, corner_label, dimension_labels
+from ..names import ARRAYS, axis_labels, corner_label, dimension_labels, is_number
 from ..trace import Trace
 from .parse import is_number_text
 from .presets import Preset
@@ -263,12 +263,5 @@ def table_csv(df: pd.DataFrame) -> bytes:
     writer = csv.writer(out)
     writer.writerow([protect_text(str(c)) for c in df.columns])
     for row in df.itertuples(index=False):
-        writer.writerow(
-            [
-                repr(float(v))
-                if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool)
-                else protect_text(str(v))
-                for v in row
-            ]
-        )
+        writer.writerow([repr(float(v)) if is_number(v) else protect_text(str(v)) for v in row])
     return out.getvalue().encode("utf-8")

@@ -67,7 +67,7 @@ def is_glove(s: session.Session) -> bool:
 def _on_seed(key: str) -> None:
     value = st.session_state.get(key)
     kind, seed = session.get().embedding
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= names.MAX_SEED:
+    if names.is_whole(value) and 0 <= value <= names.MAX_SEED:
         state.set_embeddings(kind, value)
         return
     state.say(

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ... import learn
+from ... import learn, names
 from ...errors import AttentionError
 from .. import state
 from ..core import compute, session
@@ -112,8 +112,7 @@ def _on_number(name: str, key: str) -> None:
     setting, lo, hi, whole = NUMBERS[name]
     value = st.session_state.get(key)
     ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
+        names.is_number(value)
         and math.isfinite(value)
         and lo <= value <= hi
         and (not whole or float(value).is_integer())

@@ -254,7 +254,7 @@ def _factor(key: str, option: str, what: str) -> None:
         return  # the scale kind changed in the same run: the factor box no longer applies
     value = st.session_state.get(key)
     lo, hi = session.FACTOR_RANGE
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and lo <= value <= hi
+    ok = names.is_number(value) and math.isfinite(value) and lo <= value <= hi
     if ok:
         state.set_option(**{option: float(value)})
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import heads, masks
+from ... import heads, masks, names
 from ..core.session import get, valid_heads
 from .challenges import refuse_locked
 from .core import say, touch
@@ -69,7 +69,7 @@ def set_kv_heads(g: int) -> None:
     changes), averaged otherwise (fewer, or 2 -> 3 of 6: the numbers change)."""
     s = get()
     h, old = s.options.heads, s.options.kv
-    if not isinstance(g, int) or isinstance(g, bool) or g < 1 or h % g:
+    if not names.is_whole(g) or g < 1 or h % g:
         say(
             "sidebar.kv_heads",
             "error",

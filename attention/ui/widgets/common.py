@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import streamlit as st
 
+from ... import names
 from .. import state
 from ..core import messages, session
 from ..core.text import esc
@@ -42,12 +43,7 @@ def show_messages(place: str, where=st) -> None:
 def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
     """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
     value = st.session_state.get(key)
-    ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and float(value).is_integer()
-        and lo <= value <= hi
-    )
+    ok = names.is_number(value) and float(value).is_integer() and lo <= value <= hi
     if ok:
         return int(value)
     state.say(
