@@ -26,7 +26,7 @@ from ..sidebar import panel as sidebar
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
-from ..widgets import downloads
+from ..widgets import downloads, printing
 from . import nav, tour
 from .specs import LABS, OVERVIEW, STEPS
 
@@ -63,19 +63,21 @@ def render(key: str) -> None:
         return
     step = STEPS[key]
     s = setup(step.nav, step.file)
+    printing.print_layout()
     st.title(step.title)  # ours: the spec's title
     widgets.formula(step.latex)
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))
-    for name in step.controls:
-        controls.CONTROLS[name](s)
-    for name in step.editors:
-        editors.matrix_editor(name, s)
-        imports.matrix_import(name, s)
+    with printing.screen_only("controls"):
+        for name in step.controls:
+            controls.CONTROLS[name](s)
+        for name in step.editors:
+            editors.matrix_editor(name, s)
+            imports.matrix_import(name, s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
     if inputs is not None:
-        with inputs:
+        with inputs, printing.screen_only("inputs", panel=True):
             input_panel(s)
     with results:
         if not ok:
@@ -88,9 +90,11 @@ def render(key: str) -> None:
             for name in step.show:
                 views.show_matrix(name, s, trace, base, key)
             for name in step.views:
-                views.VIEWS[name](s, trace, key)
-            for name in step.compare:
-                compare.show(name, s, trace, key)
+                with printing.view(name):
+                    views.VIEWS[name](s, trace, key)
+            with printing.screen_only("compare"):
+                for name in step.compare:
+                    compare.show(name, s, trace, key)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
