@@ -45,6 +45,7 @@ from ..heads import regroup
 from ..io.jsonfile import NonFinite, load_json
 from ..io.presets import Preset, load_preset
 from ..names import ARRAYS, INPUTS, MAX_LINK_CHARS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
+from ..options import short as _short
 from ..reading import read
 from ..trace import Options, Trace, self_attention
 
@@ -603,11 +604,6 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
     )
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------------------ links
