@@ -172,10 +172,9 @@ def batch_note(s: session.Session) -> None:
     box = st.expander(f"This preset's X is a batch of one, shape (1, {d.n}, {d.d_model}): shapes in detail")
     box.markdown(  # folded: the details are for whoever wants them, not a wall of text on the way
         f"This preset's X is a batch of one: shape (1, {d.n}, {d.d_model}). The dashboard shows and edits its single "
-        f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores of "
-        f"shape "
-        f"{scores.np_dot} (every query against every key of every batch item) where `@` gives {scores.matmul}, and "
-        f"output {out.np_dot} where `@` gives {out.matmul}."
+        f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores "
+        f"of shape {scores.np_dot} (every query against every key of every batch item) where `@` gives "
+        f"{scores.matmul}, and output {out.np_dot} where `@` gives {out.matmul}."
         + (f"\n\n{esc(printed, 600)}" if isinstance(printed, str) else "")
     )
 

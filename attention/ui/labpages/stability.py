@@ -205,9 +205,8 @@ def _dtypes(room: lab.Headroom | None) -> None:
     st.markdown(
         "Derived from `np.finfo` and measured by bisection on the float's own values (the smallest x whose exp "
         f"is ∞). In float64 exp overflows above **{f64.overflow_limit:.2f}**; float32 and float16 break much "
-        "sooner. The break points are magnitudes of the row "
-        f"{_row(lab.BASE[0])} computed in that width; the stable softmax breaks only when a score itself no "
-        "longer fits."
+        f"sooner. The break points are magnitudes of the row {_row(lab.BASE[0])} computed in that width; the "
+        "stable softmax breaks only when a score itself no longer fits."
     )
     st.dataframe(table, hide_index=True, width="stretch")
     if room is None:

@@ -73,8 +73,7 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
-            f"{c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
-            "the CSV has every cell."
+            f"{c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; the CSV has every cell."
         )
     downloads.matrix(name, s, page_key)
 
@@ -211,9 +210,9 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
     st.caption(
         "“attends most to” is the key with the largest weight in the row (all of them when several tie, equal up to "
-        "rounding), “weight” that weight; “then” is the key with "
-        "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = "
-        f"{r.max_entropy:.3f} bits = spread evenly over all {n} keys (the most possible)."
+        "rounding), “weight” that weight; “then” is the key with the second largest weight and “weight 2” its "
+        f"weight; entropy 0 bits = all on one key, log₂(n) = {r.max_entropy:.3f} bits = spread evenly over all {n} "
+        "keys (the most possible)."
     )
     st.download_button(
         "Download reading.csv",
