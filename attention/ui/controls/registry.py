@@ -17,10 +17,10 @@ from .. import state
 from ..core import session
 from ..core.text import esc, quoted
 from ..inputs import editors
-from ..views import cross as crossview
+from ..views import cross
 from ..widgets.common import show_messages, whole_number
 from . import embeddings
-from . import steps as stepcontrols
+from .steps import custom_mask, position_control
 
 
 def _bind(key: str, value: object) -> None:
@@ -185,7 +185,7 @@ CONTROLS: dict[str, Callable[[session.Session], None]] = {
     "d_k": d_k,
     "w_o": w_o,
     "batch_note": batch_note,
-    "custom_mask": stepcontrols.custom_mask,
-    "positions": stepcontrols.position_control,
-    "source": crossview.source,
+    "custom_mask": custom_mask,
+    "positions": position_control,
+    "source": cross.source,
 }

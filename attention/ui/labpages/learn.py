@@ -14,8 +14,7 @@ from .. import state
 from ..core import compute, session
 from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..core.text import esc, quoted
-from ..widgets import common as widgets
-from ..widgets.common import checked_number, show_messages
+from ..widgets.common import chart_gap, checked_number, show_messages
 from ..widgets.tick_grid import tick_grid, ticked
 from . import learnviews
 
@@ -187,7 +186,7 @@ def train(s: session.Session) -> None:
     learned = tuple(k for k in cfg.learn if k in s.matrices)
     start = compute.content_key(s.tokens, s.matrices, s.options)
     bar = st.progress(0.0, text="Starting…")
-    widgets.chart_gap()
+    chart_gap()
     live = st.empty()
     losses: list[float] = []
     last = [-math.inf]

@@ -14,8 +14,7 @@ import streamlit as st
 from ... import names
 from ...io import presets as presets_mod
 from .. import state
-from ..core import session
-from ..core import source as crosssource
+from ..core import session, source
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import conventions, share
@@ -76,7 +75,7 @@ def draw(s: session.Session) -> None:
         help="Drop every edit and option change; reload the preset with this seed.",
     )
 
-    if cross := crosssource.note(s):
+    if cross := source.note(s):
         sb.info(cross, icon=":material/translate:")  # ours: counts and option names only
     conventions.draw(s)
     compare.pin_controls(s)

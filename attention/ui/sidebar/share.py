@@ -17,9 +17,8 @@ from .. import state
 from ..address import url
 from ..core import compute, session
 from ..core.text import esc, quoted
-from ..widgets import common as widgets
 from ..widgets import downloads
-from ..widgets.common import show_messages
+from ..widgets.common import open_expander, show_messages
 
 
 def _on_preset_upload() -> None:
@@ -65,7 +64,7 @@ def sidebar_tools(s: session.Session) -> None:
             "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
         )
     memo: dict = {}
-    box = widgets.open_expander("io", "Save, share, export", s, st.sidebar)
+    box = open_expander("io", "Save, share, export", s, st.sidebar)
     if box is None:  # closed: nothing inside is built (three exports and a link every run, otherwise)
         return
     with box:

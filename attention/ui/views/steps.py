@@ -19,12 +19,10 @@ from ...trace import Trace
 from ..core import compute, session
 from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
 from ..core.text import esc
-from ..widgets import common as widgets
 from ..widgets import downloads, number_tables
+from ..widgets.common import chart_gap
 from ..widgets.windows import VIEW_COLS, VIEW_ROWS, window_controls
-from . import cell as cellview
-from . import family as familyviews
-from . import heads as headviews
+from . import cell, family, heads
 
 _FIX_ON = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v": "Weights"}
 
@@ -96,8 +94,8 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
     kind = "weights" if name == "weights" else "scores"
     title, subtitle = _titles(name, trace)
     allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
-    if stack.shape[0] > 1:  # one chart per head, on one colour scale; at most headviews.MAX_HEADS_DRAWN at a time
-        headviews.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
+    if stack.shape[0] > 1:  # one chart per head, on one colour scale; at most heads.MAX_HEADS_DRAWN at a time
+        heads.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
     elif max(stack.shape[-2:]) <= charts.RECT_MAX:
         _clickable_heatmap(stack[0], s, page_key, kind, title, subtitle, allowed)
     else:
@@ -107,18 +105,18 @@ def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> 
 def _clickable_heatmap(
     m: np.ndarray, s: session.Session, page_key: str, kind: str, title: str, subtitle: str, allowed: np.ndarray | None
 ) -> None:
-    """``m`` (n, S) cell by cell; a click on a cell explains it (see cellview). The spec is a plain dict (fast)."""
+    """``m`` (n, S) cell by cell; a click on a cell explains it (see views/cell.py). The spec is a plain dict (fast)."""
     toks, keys = s.labels, key_labels(s)
     spec = charts.rect_spec(
         m, toks, keys, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
     )
-    widgets.chart_gap()
+    chart_gap()
     st.vega_lite_chart(
         spec,
         width="stretch",
-        on_select=functools.partial(cellview.on_heatmap_click, page_key),
+        on_select=functools.partial(cell.on_heatmap_click, page_key),
         selection_mode="cell",
-        key=cellview.HEATMAP_KEY.format(page=page_key),
+        key=cell.HEATMAP_KEY.format(page=page_key),
     )
 
 
@@ -128,7 +126,7 @@ def _pooled_heatmap(
     """``m`` (n, S), too large to draw cell by cell: blocks of tokens, then a window of it to read cell by cell."""
     n = max(m.shape)
     toks, keys = s.labels, key_labels(s)
-    widgets.chart_gap()
+    chart_gap()
     st.vega_lite_chart(
         charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits), width="stretch"
     )
@@ -141,7 +139,7 @@ def _pooled_heatmap(
     size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
     r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
     c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
-    widgets.chart_gap()
+    chart_gap()
     st.altair_chart(
         charts.zoom_heatmap(
             m,
@@ -256,14 +254,14 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "concat": show_concat,
     "reading_lines": show_reading_lines,
     "reading_table": show_reading_table,
-    "explain_cell": cellview.explain,
-    "softmax_steps": cellview.softmax_steps,
-    "takes_q_k": cellview.context(("Q", "K")),
-    "takes_scores": cellview.context(("scores",)),
-    "takes_scaled": cellview.context(("scaled",)),
-    "takes_v_weights": cellview.context(("weights", "V")),
-    "kv_groups": familyviews.kv_groups,
-    "kv_cache": familyviews.kv_cache,
+    "explain_cell": cell.explain,
+    "softmax_steps": cell.softmax_steps,
+    "takes_q_k": cell.context(("Q", "K")),
+    "takes_scores": cell.context(("scores",)),
+    "takes_scaled": cell.context(("scaled",)),
+    "takes_v_weights": cell.context(("weights", "V")),
+    "kv_groups": family.kv_groups,
+    "kv_cache": family.kv_cache,
 }
 
 
