@@ -15,7 +15,7 @@ from ..core import compute, session
 from ..core.text import esc
 from ..inputs import editors
 from ..widgets import number_tables
-from ..widgets.common import formula, show_messages
+from ..widgets.common import bind, formula, on_value, show_messages
 from ..widgets.tick_grid import tick_grid, ticked
 
 # ------------------------------------------------------------------------------------------ custom mask
@@ -65,14 +65,14 @@ POSITION_NAMES = {
 
 def position_control(s: session.Session) -> None:
     """Choose the positions; show the position step and what a shuffle of the tokens does, live."""
-    st.session_state["tok.positions"] = s.options.positions
+    bind("tok.positions", s.options.positions)
     c1, c2 = st.columns([3, 1])
     c1.selectbox(
         "Positions",
         list(POSITION_NAMES),
         format_func=POSITION_NAMES.get,
         key="tok.positions",
-        on_change=lambda: state.set_positions(st.session_state["tok.positions"]),
+        on_change=on_value(state.set_positions, "tok.positions"),
         help="How word order gets in: none, a sinusoidal code added to each row of X, a learned matrix P added "
         "to X (edit it here), or rotary positions that turn each query and key by an angle that grows with its "
         "position.",

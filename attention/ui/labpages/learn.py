@@ -50,15 +50,7 @@ def settings_panel(s: session.Session) -> None:
     cfg, n = s.learn, len(s.tokens)
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        st.selectbox(
-            "Target: what each query (row) should attend",
-            list(TARGETS),
-            index=list(TARGETS).index(cfg.target),
-            format_func=TARGETS.get,
-            key=_key(s, "target"),
-            on_change=_on_pick,
-            args=("target", _key(s, "target")),
-        )
+        _choice(s, "target", "Target: what each query (row) should attend", TARGETS)
         if cfg.target == "token":
             st.selectbox(
                 "Token j that every row attends",
@@ -79,15 +71,7 @@ def settings_panel(s: session.Session) -> None:
             col.checkbox(name, value=name in cfg.learn, key=key, on_change=_on_learns, args=(name, key))
         show_messages("learn.learn")
     with right:
-        st.selectbox(
-            "Optimiser",
-            list(OPTIMISERS),
-            index=list(OPTIMISERS).index(cfg.optimiser),
-            format_func=OPTIMISERS.get,
-            key=_key(s, "optimiser"),
-            on_change=_on_pick,
-            args=("optimiser", _key(s, "optimiser")),
-        )
+        _choice(s, "optimiser", "Optimiser", OPTIMISERS)
         c1, c2, c3 = st.columns(3)
         for col, name in zip((c1, c2, c3), NUMBERS, strict=True):
             setting, lo, hi, whole = NUMBERS[name]
@@ -117,6 +101,21 @@ def _on_number(name: str, key: str) -> None:
         state.renew_grids()
         return
     state.set_learn(**{name: int(value) if whole else float(value)})
+
+
+def _choice(s: session.Session, name: str, label: str, choices: dict[str, str]) -> None:
+    """A select box for the setting ``name``: one of ``choices`` (value: what it is called), the session's chosen."""
+    key = _key(s, name)
+    options = list(choices)
+    st.selectbox(  # ours: the label and choices are this page's own words
+        label,
+        options,
+        index=options.index(getattr(s.learn, name)),
+        format_func=choices.get,
+        key=key,
+        on_change=_on_pick,
+        args=(name, key),
+    )
 
 
 def _on_pick(name: str, key: str) -> None:

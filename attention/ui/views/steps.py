@@ -234,18 +234,13 @@ def show_concat(s: session.Session, trace: Trace, page_key: str) -> None:
     st.markdown("**output = concat · W_o** · the heads' outputs side by side, then mixed by W_o (Weights page)")
     rows, cols = s.axis_labels("output", concat.shape)
     left, right = st.columns([3, 2])
-    left.caption(f"concat · {concat.shape[0]} × {concat.shape[1]}")
-    number_tables.number_table(
-        pd.DataFrame(concat[:VIEW_ROWS, :VIEW_COLS], index=rows[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
-        charts.decimals_for(concat, s.digits),
-        where=left,
-    )
-    right.caption(f"W_o · {w_o.shape[0]} × {w_o.shape[1]}")
-    number_tables.number_table(
-        pd.DataFrame(w_o[:VIEW_COLS, :VIEW_COLS], index=cols[:VIEW_COLS], columns=cols[:VIEW_COLS]),
-        charts.decimals_for(w_o, s.digits),
-        where=right,
-    )
+    for where, label, m, index in ((left, "concat", concat, rows), (right, "W_o", w_o, cols)):  # W_o's rows: d_v
+        where.caption(f"{label} · {m.shape[0]} × {m.shape[1]}")  # ours: concat or W_o
+        number_tables.number_table(
+            pd.DataFrame(m[:VIEW_ROWS, :VIEW_COLS], index=index[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
+            charts.decimals_for(m, s.digits),
+            where=where,
+        )
     if concat.shape[0] > VIEW_ROWS or concat.shape[1] > VIEW_COLS:
         st.caption(f"The first {VIEW_ROWS} rows and {VIEW_COLS} columns; the zip download has concat.csv in full.")
 
