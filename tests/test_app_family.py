@@ -129,7 +129,7 @@ def test_window_box_appears_with_the_window_mask_and_refuses_bad_values():
     at = at.selectbox(key="sb.mask").set_value("window").run()
     no_exception(at)
     s = session(at)
-    assert s.options.mask == "window" and s.options.window == 3
+    assert s.options.mask == ("window",) and s.options.window == 3
     boxes = [b for b in at.sidebar.number_input if b.key.startswith("sb.window.")]
     assert len(boxes) == 1 and boxes[0].value == 3
     at = boxes[0].set_value(2).run()

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 import streamlit as st
 
-from ... import names
+from ... import masks, names
 from ...errors import AttentionError
 from ...io import links
 from ...io import presets as presets_mod
@@ -207,7 +207,7 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
     if o.temperature != po.temperature:
         q["temp"] = repr(float(o.temperature))
     if o.mask != po.mask:
-        q["mask"] = o.mask
+        q["mask"] = masks.join(o.mask)
     if any(o.padding):
         q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
     if o.custom_mask and o.custom_mask != po.custom_mask:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ... import masks
 from ...names import token_labels
 from ...trace import Trace
 from ..core import session
@@ -97,7 +96,7 @@ def scaling(s: session.Session, t: Trace | None) -> str:
         "window": f" The sliding window (w = {s.options.window}) sets every key more than {s.options.window - 1} "
         "token(s) back, and every later key, to −∞.",
     }
-    parts = list(masks.parts(s.options.mask))
+    parts = list(s.options.mask)
     mask = "".join(said[p] for p in parts) + (" Masked cells are grey, and their weight will be 0." if parts else "")
     if s.options.positions == "alibi":
         mask += " ALiBi has added each head's distance penalty −m·(i − j) to these scores before masking."

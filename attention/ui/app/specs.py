@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import masks
 from ...trace import Trace
 from ..core import session
 from . import prose
@@ -112,7 +113,7 @@ STEPS: dict[str, Step] = {
             compare=("scaled",),
             views=("takes_scores", "explain_cell"),
             overview=lambda s, t: (
-                f"S' = S × {t.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none" else ""),
+                f"S' = S × {t.scale:.4g}" + (f", mask: {masks.join(s.options.mask)}" if s.options.mask else ""),
                 _shape(t.scaled),
             ),
         ),

@@ -1,6 +1,6 @@
 """The conventions of attention's family in the sidebar: key/value heads, the sliding window, ALiBi among positions.
 
-Drawn inside "Heads, mask and conventions" (:mod:`..sidebar.panel`); each change goes to :mod:`attention.ui.state`
+Drawn inside "Heads, mask and conventions" (:mod:`..sidebar.conventions`); each change goes to :mod:`attention.ui.state`
 from its callback, and a refused value leaves a message under its control and the session as it was.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import heads, masks, names
+from ... import heads, names
 from .. import state
 from ..core import session
 from ..widgets.common import bind, on_value, show_messages, whole_number
@@ -43,7 +43,7 @@ def draw(s: session.Session) -> None:
         f"Now: {heads.kind_of(o.heads, o.kv)}."
     )
     show_messages("sidebar.kv_heads")
-    if "window" in masks.parts(o.mask):
+    if "window" in o.mask:
         key = f"sb.window.{s.grids}.{o.window}"  # a fresh box whenever the window changes or a value is refused
         st.number_input(
             "Window w (tokens each query sees)",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ... import charts, masks, positions
+from ... import charts, positions
 from ...errors import AttentionError
 from .. import state
 from ..core import compute, session
@@ -35,7 +35,7 @@ def _on_mask_grid(key: str) -> None:
 
 def custom_mask(s: session.Session) -> None:
     """A query × key grid of checkboxes for the custom mask (ticked = may attend), when the mask includes it."""
-    if "custom" not in masks.parts(s.options.mask):
+    if "custom" not in s.options.mask:
         return
     n, labels = len(s.tokens), s.labels
     if n > MASK_GRID_MAX:

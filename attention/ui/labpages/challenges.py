@@ -11,6 +11,7 @@ from ...labs.solutions import solvable
 from ...trace import Trace
 from .. import state
 from ..core import compute, session
+from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
 from ..views.steps import show_error, show_heatmap, show_matrix
@@ -50,7 +51,8 @@ def body(s: session.Session) -> None:
             _chooser()
     else:
         _chooser()
-    challenge_form.draw(s)
+    if not server_settings().hide_authoring:
+        challenge_form.draw(s)
 
 
 def _chooser() -> None:
@@ -119,7 +121,7 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
     with st.container(horizontal=True):
         st.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
         st.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
-        if solvable(c):
+        if solvable(c) and not server_settings().hide_solutions:
             st.button(
                 "Show a solution",
                 key="ch.solve",

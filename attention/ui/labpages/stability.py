@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ... import names
 from ...errors import AttentionError
 from ...labs import stability as lab
 from ...trace import Trace
@@ -16,9 +17,8 @@ from ..views.steps import show_error
 from ..widgets.common import chart_gap
 
 ABOUT = {  # what each variant subtracts before exp
+    **{v: names.SOFTMAX_WORDS[v].subtracts for v in names.SOFTMAX_VARIANTS},
     "row_max": "each row's own max (what the engine does)",
-    "global_max": "the whole matrix's max",
-    "none": "nothing",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import masks
+from ... import masks, names
 from ...trace import MASK_KINDS
 from .. import state
 from ..controls import family
@@ -22,11 +22,7 @@ PROJECTIONS = {
     "x_w": "Q = X · W  (W is d_model × d_k)",
     "x_wt": "Q = X · Wᵀ  (W is d_k × d_model, as in “I am Batman”)",
 }
-SOFTMAXES = {  # short: a select box shows its choice on one line of the sidebar's width
-    "row_max": "row's max (stable)",
-    "global_max": "whole matrix's max",
-    "none": "nothing (She likes coffee)",
-}
+SOFTMAXES = {v: names.SOFTMAX_WORDS[v].short for v in names.SOFTMAX_VARIANTS}  # one line of the sidebar's width
 DIGITS = {d: "every digit (exact)" if d is None else f"{d} significant digits" for d in session.DIGIT_CHOICES}
 SCALES = {"default": "1/√d_k (default)", "none": "none (× 1)", "custom": "custom factor"}
 MASK_NAMES = {  # short, as SOFTMAXES; the select's help says more
@@ -74,7 +70,7 @@ def conventions_summary(s: session.Session) -> str:
     heads = f"{o.heads} head" + ("s" if o.heads != 1 else "") + (f", {o.kv} key/value" if o.kv != o.heads else "")
     digits = "every digit" if s.digits is None else f"{s.digits} digits"
     proj = "X·Wᵀ" if o.projection == "x_wt" else "X·W"
-    mask = mask_label(o.mask) + (f" (w = {o.window})" if "window" in masks.parts(o.mask) else "")
+    mask = mask_label(masks.join(o.mask)) + (f" (w = {o.window})" if "window" in o.mask else "")
     softmax = f"subtract {SOFTMAXES[o.softmax]}"
     return " · ".join([heads, mask, scale, f"T = {o.temperature:g}", proj, softmax, digits])
 
@@ -158,7 +154,7 @@ def _heads(s: session.Session) -> None:
 def _mask(s: session.Session) -> None:
     """The mask, and the padding tokens when the mask includes padding."""
     o = s.options
-    bind("sb.mask", o.mask)
+    bind("sb.mask", masks.join(o.mask))
     st.selectbox(
         "Mask",
         list(MASK_KINDS),
@@ -169,7 +165,7 @@ def _mask(s: session.Session) -> None:
         "Causal: token i sees tokens 1…i only. Padding: no token attends the tokens you mark. Custom: a grid of "
         "ticks on the Scaling page.",
     )
-    if "padding" in masks.parts(o.mask):
+    if "padding" in o.mask:
         labels = s.labels
         bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
         st.multiselect(

@@ -8,6 +8,7 @@ from ...errors import AttentionError
 from ...labs.challenges import Challenge, challenge_preset, locked_edit
 from ...labs.solutions import solve
 from ..core.session import get, new_session
+from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from .core import replace_session, say, touch
 from .pins import renew_grids
@@ -39,6 +40,9 @@ def show_solution() -> None:
     s = get()
     challenge = s.challenge
     if challenge is None:
+        return
+    if server_settings().hide_solutions:  # the button is not drawn then; a forged click changes nothing either
+        say("challenge.solution", "info", "Solutions are turned off on this server.")
         return
     found = solve(challenge)
     if found is None:

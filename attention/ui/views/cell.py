@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ... import charts
+from ... import charts, names
 from ...explain import explain_cell
 from ...trace import Trace
 from .. import state
@@ -88,11 +88,7 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
             + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "")
             + "."
         )
-        what = {
-            "row_max": "the row's largest value",
-            "global_max": "the whole matrix's largest value",
-            "none": "nothing",
-        }[trace.options.softmax]
+        what = names.SOFTMAX_WORDS[trace.options.softmax].one_row
         lines.append(
             f"3. Subtract {what}, {e.shift:.6g}: {e.shifted[j]:.6g}; exp of that: **{e.exps[j]:.6g}** "
             "(subtracting a constant from the whole row changes no weight, it only keeps exp from overflowing)."

@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from ... import names
 from .. import state
 from ..core import messages, session
 from ..core.text import esc
@@ -60,8 +61,7 @@ def checked_number(
     A refused value stays in the box: the caller puts the session's value back as its box requires."""
     value = st.session_state.get(key)
     ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
+        names.is_number(value)
         and math.isfinite(value)
         and lo <= value <= hi
         and (not whole or float(value).is_integer())
