@@ -120,9 +120,8 @@ def _raise_for_rows(
             )
         raise AttentionError(
             f"softmax ({said}) underflows on {name}: every score there (at most {hi:.6g}, "
-            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is "
-            f"NaN. "
-            "Subtract each row's own max (the default variant) instead.",
+            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 "
+            "is NaN. Subtract each row's own max (the default variant) instead.",
             matrix="weights",
             cell=(i, int(np.argmax(row))),
         )

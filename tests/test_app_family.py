@@ -484,7 +484,7 @@ def session_total(at) -> int:
 
 
 def test_the_folded_conventions_summary_names_key_value_heads_and_the_window():
-    from attention.ui.sidebar.panel import conventions_summary
+    from attention.ui.sidebar.conventions import conventions_summary
 
     at = heads4()
     at = at.selectbox(key="sb.kv_heads").set_value(2).run()

@@ -22,6 +22,7 @@ from .. import masks, rng
 from ..errors import AttentionError
 from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of, is_number, is_whole
 from ..options import from_json as options_from_json
+from ..options import short as _short
 from ..source import cross_options, source_rows
 from ..trace import Options, Trace, cross_attention, self_attention
 from .jsonfile import NonFinite, load_json
@@ -512,12 +513,6 @@ class _Validator:
         if preset.random is not None and matrix in preset.random.names:
             return f"random.draws ({matrix})"
         return {"mask": "options.padding", "weights": "options.softmax"}.get(matrix or "", "matrices")
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    """A value for a message: its repr, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _check_seed(seed: object, where: str) -> int:

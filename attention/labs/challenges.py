@@ -55,6 +55,7 @@ from ..names import (
     token_labels,
 )
 from ..options import from_json as options_from_json
+from ..options import short as _short
 from ..reading import read
 from ..trace import Options, Trace, self_attention
 
@@ -593,11 +594,6 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
     )
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------------------ links

@@ -80,8 +80,7 @@ def bound_work(
             d = dims_for(name, dims)
             raise AttentionError(
                 f"{name} must be {r} × {c} ({d[0]} × {d[1]}); the {source} has {len(text):,} characters, more than "
-                f"such a "
-                f"matrix can take (about {limit:,}), so it was not read",
+                f"such a matrix can take (about {limit:,}), so it was not read",
                 matrix=name,
             )
     at_least = text.count(",") - text.count("]") - text.count(")") - text.count("\n")  # numbers separated by commas

@@ -132,8 +132,7 @@ def parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
             if tok == "..." or tok == "…":
                 raise AttentionError(
                     f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it "
-                    f"in full "
-                    "with np.set_printoptions(threshold=sys.maxsize) and paste again",
+                    "in full with np.set_printoptions(threshold=sys.maxsize) and paste again",
                     matrix=name,
                 )
             if len(tok) > MAX_NUMBER_CHARS:

@@ -16,7 +16,7 @@ import numpy as np
 from ... import masks
 from ...trace import Trace
 from ..core import session
-from . import prose as explanations
+from . import prose
 
 OVERVIEW = "pages/0_overview.py"
 
@@ -56,7 +56,7 @@ STEPS: dict[str, Step] = {
             "Tokens & embeddings (X)",
             "Tokens and embeddings",
             r"X \in \mathbb{R}^{n \times d_{model}}",
-            explanations.tokens,
+            prose.tokens,
             editors=("X",),
             controls=("sentence", "embeddings", "positions", "batch_note", "source"),
             overview=lambda s, t: ("X", _shape(t.X)),
@@ -67,7 +67,7 @@ STEPS: dict[str, Step] = {
             "Weights (W_q, W_k, W_v)",
             "Weight matrices",
             r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}",
-            explanations.weights,
+            prose.weights,
             editors=("W_q", "W_k", "W_v"),
             controls=("d_k", "w_o"),
             overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}"),
@@ -78,7 +78,7 @@ STEPS: dict[str, Step] = {
             "Q·K·V",
             "Queries, keys and values",
             r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
-            explanations.qkv,
+            prose.qkv,
             show=("Q", "K", "V"),
             views=("kv_groups", "kv_cache"),
             inputs=True,
@@ -91,7 +91,7 @@ STEPS: dict[str, Step] = {
             "Scores (QKᵀ)",
             "Raw scores",
             r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j",
-            explanations.scores,
+            prose.scores,
             show=("scores",),
             heatmap="scores",
             inputs=True,
@@ -105,7 +105,7 @@ STEPS: dict[str, Step] = {
             "Scaling (÷√d_k)",
             "Scaling (and masking)",
             r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}",
-            explanations.scaling,
+            prose.scaling,
             show=("scaled",),
             heatmap="scaled",
             controls=("custom_mask",),
@@ -123,7 +123,7 @@ STEPS: dict[str, Step] = {
             "Softmax (attention weights)",
             "Softmax: attention weights",
             r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}",
-            explanations.softmax,
+            prose.softmax,
             show=("weights",),
             heatmap="weights",
             views=("reading_lines", "takes_scaled", "softmax_steps", "explain_cell"),
@@ -140,7 +140,7 @@ STEPS: dict[str, Step] = {
             "Output (weights·V)",
             "Output: weighted sum of values",
             r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
-            explanations.output,
+            prose.output,
             show=("output",),
             heatmap="weights",
             views=("concat", "reading_lines", "takes_v_weights", "explain_cell"),
@@ -154,7 +154,7 @@ STEPS: dict[str, Step] = {
             "Reading the weights",
             "Reading the weights",
             r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}",
-            explanations.reading,
+            prose.reading,
             views=("reading_table",),
             inputs=True,
             compare=("weights",),

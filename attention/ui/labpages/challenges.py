@@ -14,7 +14,7 @@ from ..core import compute, session
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
-from ..views import steps as views
+from ..views.steps import show_error, show_heatmap, show_matrix
 from ..widgets.common import show_messages
 from . import challenge_form
 
@@ -115,7 +115,7 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
     st.markdown(esc(c.goal, 2000))
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
-        views.show_error(trace)
+        show_error(trace)
     else:
         _progress(ch.evaluate(c, trace))
     with st.container(horizontal=True):
@@ -159,6 +159,6 @@ def _progress(p: ch.Progress) -> None:
 def _show_array(s: session.Session, trace: Trace, name: str) -> None:
     """The array the goal reads, as the step pages show it."""
     if name in ("scores", "scaled", "weights"):
-        views.show_heatmap(name, s, trace, "challenges")
+        show_heatmap(name, s, trace, "challenges")
     else:
-        views.show_matrix(name, s, trace, compute.base_trace(s), "challenges")
+        show_matrix(name, s, trace, compute.base_trace(s), "challenges")

@@ -23,7 +23,7 @@ from ..core.shown import per_head
 from ..core.source import left_out, source_rows
 from ..widgets import number_tables
 from ..widgets.common import show_messages
-from . import steps as views
+from .steps import show_error
 
 __all__ = ["source", "source_rows", "cross_trace"]
 
@@ -52,7 +52,7 @@ def source(s: session.Session) -> None:
         return
     t = cross_trace(s, words)
     if not isinstance(t, Trace):
-        views.show_error(t)
+        show_error(t)
         return
     src = names.token_labels(words)
     st.caption(
