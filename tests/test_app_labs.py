@@ -328,3 +328,22 @@ def test_the_grouped_heads_challenge_starts_with_one_key_value_head_and_a_soluti
         np.testing.assert_array_equal(s.matrices[name], before[4][name])
     w = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options).weights
     assert int(np.argmax(w[1, 2])) == 0  # head 2 of 'sat' attends most to 'The' (the oracle)
+
+
+@pytest.mark.parametrize("cid", ["spread_out", "focus_every_row"])
+def test_the_many_cell_hints_paste_through_the_import_box_they_name_and_the_tick_shows(cid: str) -> None:
+    """The hint names the page and the import box as they are labelled; its paste (zeros for spread_out, 20 × W_k
+    as four lines of four for focus_every_row), applied there, meets the goal on the Challenges page."""
+    c = ch.load_challenge(cid)
+    name = c.editable[0]
+    at = goto(start(cid), "weights")
+    label = f"Import {name}: upload a CSV or paste a numpy array"
+    assert label in c.hint and label in [e.label for e in at.expander]
+    W = session(at).matrices[name]
+    rows = [" ".join("0" if cid == "spread_out" else f"{20 * v:.4g}" for v in r) for r in W]
+    at.text_area(key=f"imp.{name}.text").input("\n".join(rows))
+    at = at.button(key=f"imp.{name}.apply").click().run()
+    no_exception(at)
+    at = goto(at, "challenges")
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success)), texts(at.success) + texts(at.info)
+

@@ -274,7 +274,8 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         return f"this challenge is set on the tokens {' '.join(preset.tokens)!r}; the page shows other tokens"
     if trace.options != preset.options:
         diff = [
-            f"{f.name} is {getattr(trace.options, f.name)!r} (the challenge uses {getattr(preset.options, f.name)!r})"
+            f"{f.name} is {_said(getattr(trace.options, f.name))} "
+            f"(the challenge uses {_said(getattr(preset.options, f.name))})"
             for f in dataclasses.fields(Options)
             if getattr(trace.options, f.name) != getattr(preset.options, f.name)
         ]
@@ -283,8 +284,13 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     for name in INPUTS:  # a batch of one is the same sentence as its single item (the dashboard holds it 2-D)
         now, was = squeeze_batch(np.asarray(getattr(trace, name))), squeeze_batch(start[name])
         if name not in challenge.editable and not np.array_equal(now, was):
-            return f"{name} was edited, but {locked_edit(challenge, name)}"
+            return f"{name} was edited, but {(locked_edit(challenge, name) or '').rstrip('.')}"
     return None
+
+
+def _said(value: Any) -> str:
+    """An option's value in a message, in the learner's words for the projections (X·W, X·Wᵀ)."""
+    return {"x_w": "X·W", "x_wt": "X·Wᵀ"}.get(value, repr(value)) if isinstance(value, str) else repr(value)
 
 
 def _out_of_range(cond: Condition, A: np.ndarray, tokens: tuple[str, ...]) -> str | None:

@@ -60,7 +60,10 @@ def _chooser() -> None:
     if token:
         got = from_link(token)
         if isinstance(got, AttentionError):
-            st.error(f"The challenge in this page's address cannot be used: {esc(got.message, 500)}. Nothing changed.")
+            st.error(
+                f"The challenge in this page's address cannot be used: {esc(_clause(got.message), 500)}. "
+                "Nothing changed."
+            )
         else:
             _offer(got, "link", "The challenge in this page's address")
     table = builtins()
@@ -76,7 +79,7 @@ def _chooser() -> None:
             else from_file(data, upload.name)
         )
         if isinstance(got, AttentionError):
-            st.error(f"That challenge file cannot be used: {esc(got.message, 500)}. Nothing changed.")
+            st.error(f"That challenge file cannot be used: {esc(_clause(got.message), 500)}. Nothing changed.")
         else:
             _offer(got, "file", "The challenge in the file")
 
@@ -144,7 +147,8 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
 def _progress(p: ch.Progress) -> None:
     if p.blocked:
         st.warning(
-            f"This state does not count: {esc(p.blocked, 500)}. Press Restart to begin again.", icon=":material/block:"
+            f"This state does not count: {esc(_clause(p.blocked), 500)}. Press Restart to begin again.",
+            icon=":material/block:",
         )
         return
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
@@ -160,3 +164,8 @@ def _show_array(s: session.Session, trace: Trace, name: str) -> None:
         views.show_heatmap(name, s, trace, "challenges")
     else:
         views.show_matrix(name, s, trace, compute.base_trace(s), "challenges")
+
+
+def _clause(text: str) -> str:
+    """A message to be followed by a sentence of ours: without its own closing full stop (no "..")."""
+    return text.rstrip().rstrip(".")
