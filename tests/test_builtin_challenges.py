@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,3 +199,17 @@ def test_messages_for_a_trace_that_does_not_count_use_the_learners_words() -> No
     t = attention.self_attention(m["X"], m["W_q"].T, m["W_k"].T, m["W_v"].T, tokens=("The", "cat", "sat"), options=o)
     p = ch.evaluate(c, t)
     assert "X·Wᵀ" in p.blocked and "X·W" in p.blocked.replace("X·Wᵀ", "") and "x_w" not in p.blocked, p.blocked
+
+
+def test_the_readmes_table_gives_each_built_in_with_the_model_answer_tested_here() -> None:
+    """The teachers' table in README.md: one row per built-in, in the page's order, whose model answer states the
+    recipe these tests apply."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The built-in challenges, with model answers", 1)[1].split("\n### ", 1)[0]
+    rows = [r for r in section.splitlines() if re.match(r"\| \d+ \|", r)]
+    ids = ch.list_challenges()
+    assert len(rows) == len(ids)
+    for k, (row, cid) in enumerate(zip(rows, ids, strict=True), start=1):
+        assert row.startswith(f"| {k} | {ch.load_challenge(cid).title} (")
+        for w in RECIPES[cid][0]:
+            assert w in row, (cid, w)
