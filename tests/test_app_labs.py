@@ -417,3 +417,11 @@ def test_the_form_keeps_what_the_teacher_typed_across_a_page_and_a_condition_cha
     assert at.selectbox(key="cf.kind").value == "entropy" and at.text_area(key="cf.goal").value == "My own goal."
     at = at.selectbox(key="cf.kind").set_value("cell").run()
     assert at.text_input(key="cf.col").value == "The"
+
+
+def test_a_challenge_on_the_transposed_convention_is_described_as_x_times_w_transposed() -> None:
+    data = json.loads(ch.to_json(ch.load_challenge("sat_looks_back"))) | {"options": {"projection": "x_wt"}}
+    at = journey("challenges", {"challenge": ch.encode_link(ch.parse_challenge(json.dumps(data)))})
+    no_exception(at)
+    said = [c for c in texts(at.caption) if "On the preset" in c]
+    assert said and "projection = X·Wᵀ" in said[0] and "x_wt" not in said[0], said

@@ -18,6 +18,7 @@ from ..widgets.common import show_messages
 from . import challenge_form
 
 LINK_PARAM = "challenge"
+SAID = {"x_w": "X·W", "x_wt": "X·Wᵀ"}  # option values in the learner's words
 MAX_UPLOAD = ch.MAX_BYTES
 
 
@@ -102,7 +103,7 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
 def _describe(c: ch.Challenge) -> None:
     st.markdown(f"## {esc(c.title, 200)}")
     st.markdown(esc(c.goal, 2000))
-    opts = ", ".join(f"{k} = {esc(v, 60)}" for k, v in c.options.items())
+    opts = ", ".join(f"{k} = {esc(SAID.get(v, v) if isinstance(v, str) else v, 60)}" for k, v in c.options.items())
     seed = f", seed {c.seed}" if c.seed is not None else ""
     st.caption(
         f"On the preset {quoted(preset_label(c.preset))}{seed}"
