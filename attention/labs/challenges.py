@@ -274,9 +274,11 @@ def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
 
-def _said(o: Options, name: str) -> object:
-    """An option's value as a challenge file spells it (the mask joined, "causal+padding")."""
-    return masks.join(o.mask) if name == "mask" else getattr(o, name)
+def _said(o: Options, name: str) -> str:
+    """An option's value in a message: the mask joined as a file spells it ("causal+padding"), the projections in
+    the learner's words (X·W, X·Wᵀ)."""
+    value = masks.join(o.mask) if name == "mask" else getattr(o, name)
+    return {"x_w": "X·W", "x_wt": "X·Wᵀ"}.get(value, repr(value)) if isinstance(value, str) else repr(value)
 
 
 def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
@@ -287,7 +289,7 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         return f"this challenge is set on the tokens {' '.join(preset.tokens)!r}; the page shows other tokens"
     if trace.options != preset.options:
         diff = [
-            f"{f.name} is {_said(trace.options, f.name)!r} (the challenge uses {_said(preset.options, f.name)!r})"
+            f"{f.name} is {_said(trace.options, f.name)} (the challenge uses {_said(preset.options, f.name)})"
             for f in dataclasses.fields(Options)
             if getattr(trace.options, f.name) != getattr(preset.options, f.name)
         ]
@@ -296,7 +298,7 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     for name in INPUTS:  # a batch of one is the same sentence as its single item (the dashboard holds it 2-D)
         now, was = squeeze_batch(np.asarray(getattr(trace, name))), squeeze_batch(start[name])
         if name not in challenge.editable and not np.array_equal(now, was):
-            return f"{name} was edited, but {locked_edit(challenge, name)}"
+            return f"{name} was edited, but {(locked_edit(challenge, name) or '').rstrip('.')}"
     return None
 
 

@@ -19,6 +19,7 @@ from ..widgets.common import show_messages
 from . import challenge_form
 
 LINK_PARAM = "challenge"
+SAID = {"x_w": "X·W", "x_wt": "X·Wᵀ"}  # option values in the learner's words
 MAX_UPLOAD = ch.MAX_BYTES
 
 
@@ -62,7 +63,10 @@ def _chooser() -> None:
     if token:
         got = from_link(token)
         if isinstance(got, AttentionError):
-            st.error(f"The challenge in this page's address cannot be used: {esc(got.message, 500)}. Nothing changed.")
+            st.error(
+                f"The challenge in this page's address cannot be used: {esc(_clause(got.message), 500)}. "
+                "Nothing changed."
+            )
         else:
             _offer(got, "link", "The challenge in this page's address")
     table = builtins()
@@ -78,7 +82,7 @@ def _chooser() -> None:
             else from_file(data, upload.name)
         )
         if isinstance(got, AttentionError):
-            st.error(f"That challenge file cannot be used: {esc(got.message, 500)}. Nothing changed.")
+            st.error(f"That challenge file cannot be used: {esc(_clause(got.message), 500)}. Nothing changed.")
         else:
             _offer(got, "file", "The challenge in the file")
 
@@ -101,7 +105,7 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
 def _describe(c: ch.Challenge) -> None:
     st.markdown(f"## {esc(c.title, 200)}")
     st.markdown(esc(c.goal, 2000))
-    opts = ", ".join(f"{k} = {esc(v, 60)}" for k, v in c.options.items())
+    opts = ", ".join(f"{k} = {esc(SAID.get(v, v) if isinstance(v, str) else v, 60)}" for k, v in c.options.items())
     seed = f", seed {c.seed}" if c.seed is not None else ""
     st.caption(
         f"On the preset {quoted(preset_label(c.preset))}{seed}"
@@ -146,7 +150,8 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
 def _progress(p: ch.Progress) -> None:
     if p.blocked:
         st.warning(
-            f"This state does not count: {esc(p.blocked, 500)}. Press Restart to begin again.", icon=":material/block:"
+            f"This state does not count: {esc(_clause(p.blocked), 500)}. Press Restart to begin again.",
+            icon=":material/block:",
         )
         return
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
@@ -162,3 +167,8 @@ def _show_array(s: session.Session, trace: Trace, name: str) -> None:
         show_heatmap(name, s, trace, "challenges")
     else:
         show_matrix(name, s, trace, compute.base_trace(s), "challenges")
+
+
+def _clause(text: str) -> str:
+    """A message to be followed by a sentence of ours: without its own closing full stop (no "..")."""
+    return text.rstrip().rstrip(".")
