@@ -42,10 +42,14 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
 def moved(before: runs.Measured, now: runs.Measured, change: str) -> str:
     """One paragraph naming what the last change moved: each half's loss, the heads whose score of their role moved,
     and the most likely next token at the chosen position."""
-    parts = [f"{change}: " + "; ".join(
-        f"the loss on the {what} {_went(a, b)} nats"
-        for what, a, b in (("repeated half", before.second, now.second), ("first half", before.first, now.first))
-    ) + "."]
+    parts = [
+        f"{change}: "
+        + "; ".join(
+            f"the loss on the {what} {_went(a, b)} nats"
+            for what, a, b in (("repeated half", before.second, now.second), ("first half", before.first, now.first))
+        )
+        + "."
+    ]
     for layer, head in np.ndindex(before.roles.shape):
         role = str(before.roles[layer, head])
         if role == "none":

@@ -91,6 +91,14 @@ def heads(now: runs.Measured) -> None:
         f"weight on the first token). A head spreading its weight evenly would score {_fmt(chance['previous-token'])}, "
         f"{_fmt(chance['induction'])} and {_fmt(chance['first-token sink'])}."
     )
+    first_layer = [h for h in range(H) if now.roles[0, h] == "induction"]
+    if first_layer:
+        st.caption(
+            f"{', '.join(runs.name(0, h) for h in first_layer)} scores as induction, but a first-layer head cannot "
+            "know which token followed an earlier copy of the current one (it sees the tokens only, not their "
+            "neighbours): it attends a fixed distance back, which matches this repeat's length. Choose the 10-word "
+            "repeat and watch its score drop while the second layer's induction heads keep theirs."
+        )
     labels = token_labels(runs.model().pieces(now.ids))
     allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
     colour = charts.colour_for("weights", now.weights)
@@ -103,8 +111,16 @@ def heads(now: runs.Measured) -> None:
                 score = now.scores[role][layer, head] if role != "none" else np.nan
                 subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
                 spec = charts.heatmap_spec(
-                    now.weights[layer, head], labels, labels, kind="weights", title=runs.name(layer, head),
-                    subtitle=subtitle, allowed=allowed, row_title="query", col_title="key", colour=colour,
+                    now.weights[layer, head],
+                    labels,
+                    labels,
+                    kind="weights",
+                    title=runs.name(layer, head),
+                    subtitle=subtitle,
+                    allowed=allowed,
+                    row_title="query",
+                    col_title="key",
+                    colour=colour,
                     row_height=ROW_PX,
                 )
                 st.vega_lite_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")

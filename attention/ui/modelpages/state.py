@@ -22,8 +22,16 @@ def ensure() -> None:
         return
     label, ids = next(iter(runs.ready_made().items()))
     st.session_state.update(
-        {SEQUENCE: label, IDS: ids, POSITION: default_position(ids), ABLATIONS: (), HOW: "zero", BEFORE: None,
-         CHANGE: "", MESSAGE: ""}
+        {
+            SEQUENCE: label,
+            IDS: ids,
+            POSITION: default_position(ids),
+            ABLATIONS: (),
+            HOW: "zero",
+            BEFORE: None,
+            CHANGE: "",
+            MESSAGE: "",
+        }
     )
 
 
@@ -73,7 +81,6 @@ def on_typed() -> None:
         return
     _new_text(ids, "")
     st.session_state[W_SEQUENCE] = TYPED_LABEL
-
 
 
 def on_position() -> None:
