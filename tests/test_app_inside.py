@@ -72,6 +72,14 @@ def test_the_learners_journey_gives_the_engines_numbers() -> None:
     said = texts(at.info)[0]
     assert f"the loss on the repeated half rose from {clean['repeated']:.2f} to {off['repeated']:.2f} nats" in said
     assert said.startswith("Ablating layer 2 · head 1 (zero)")
+    assert texts(at.toast) == [said]  # the same sentence pops up beside the button pressed
+    p_clean, p_off = clean["probs"][12], off["probs"][12]
+    name = ENGINE.pieces([int(np.argmax(p_clean)), int(np.argmax(p_off))])
+    assert f"At position 13 ({ENGINE.pieces([ids[12]])[0]}) the most likely next token" in said
+    if name[0] != name[1]:
+        assert f"went from {name[0]} ({p_clean.max():.2f}) to {name[1]} ({p_off.max():.2f})" in said, said
+    else:
+        assert f"is still {name[0]} ({p_clean.max():.2f} → {p_off.max():.2f})" in said, said
     # 3. restore it: back to the clean numbers
     at = _click(at, "inside.toggle.1.0")
     assert _metric(at, "Loss on the repeated half") == f"{clean['repeated']:.2f} nats"
@@ -83,7 +91,7 @@ def test_the_learners_journey_gives_the_engines_numbers() -> None:
     assert broken["ind"][1, 0] < 0.5 * clean["ind"][1, 0]
     assert f"induction {broken['ind'][1, 0]:.2f}" in _role_lines(at)[2]
     said = texts(at.info)[0]
-    assert f"layer 2 · head 1's induction score fell from {clean['ind'][1, 0]:.2f} to {broken['ind'][1, 0]:.2f}" in said
+    assert f"Layer 2 · head 1's induction score fell from {clean['ind'][1, 0]:.2f} to {broken['ind'][1, 0]:.2f}" in said
     assert _metric(at, "Loss on the repeated half") == f"{broken['repeated']:.2f} nats"
     # the predictions answer back: the chosen position's top 5 is the ablated engine's, beside the clean one
     top = at.dataframe[0].value

@@ -31,32 +31,58 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
         if now.ablations:
             names = ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in now.ablations)
             st.markdown(f"**Ablated:** {names}")  # ours: head names
-            st.button("Restore every head", key="inside.restore_all", on_click=inside.restore_all)
+            st.button("Restore every head", key="inside.restore_all", on_click=restore_all_and_say)
         else:
             st.markdown("**Nothing ablated.** Press *Ablate* under a head to remove its output from the model.")
+    said = last_change()
+    if said:
+        st.info(said)  # ours: built by moved(), tokens escaped
+
+
+def last_change() -> str:
+    """What the last ablation or restore moved, or "" when nothing was changed on this text yet."""
     before = st.session_state[inside.BEFORE]
-    if before is not None:
-        st.info(moved(runs.measure(now.ids, before), now, st.session_state[inside.CHANGE]))  # ours: escaped inside
+    if before is None:
+        return ""
+    ids, position, now = inside.current()
+    return moved(runs.measure(ids, before), runs.measure(ids, now), st.session_state[inside.CHANGE], position)
 
 
-def moved(before: runs.Measured, now: runs.Measured, change: str) -> str:
-    """One paragraph naming what the last change moved: each half's loss, the heads whose score of their role moved,
-    and the most likely next token at the chosen position."""
-    parts = [
-        f"{change}: "
-        + "; ".join(
-            f"the loss on the {what} {_went(a, b)} nats"
-            for what, a, b in (("repeated half", before.second, now.second), ("first half", before.first, now.first))
-        )
-        + "."
-    ]
+def toggle_and_say(layer: int, head: int) -> None:
+    """Ablate or restore a head (the state's callback), then say what moved in a toast, seen wherever the button is."""
+    inside.toggle(layer, head)
+    st.toast(last_change(), duration="long")  # ours: built by moved(), tokens escaped
+
+
+def restore_all_and_say() -> None:
+    """Restore every head, then say what moved in a toast."""
+    inside.restore_all()
+    st.toast(last_change(), duration="long")  # ours: built by moved(), tokens escaped
+
+
+def moved(before: runs.Measured, now: runs.Measured, change: str, position: int) -> str:
+    """One paragraph naming what the last change moved: the second half's loss, the heads whose score of their role
+    moved, the first half's loss, and the most likely next token at the chosen position."""
+    second = "repeated half" if roles.half_split(now.ids)[1] else "second half"
+    parts = [f"{change}: the loss on the {second} {_went(before.second, now.second)} nats."]
     for layer, head in np.ndindex(before.roles.shape):
         role = str(before.roles[layer, head])
         if role == "none":
             continue
         a, b = before.scores[role][layer, head], now.scores[role][layer, head]
         if abs(b - a) >= MOVED:
-            parts.append(f"{runs.name(layer, head)}'s {role} score {_went(a, b)}.")
+            parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
+    parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
+    pieces = runs.model().pieces
+    (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
+    (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
+    where = f"At position {position + 1} ({esc(pieces([now.ids[position]])[0])}) the most likely next token"
+    if was == top:
+        parts.append(f"{where} is still {esc(pieces([top])[0])} ({p_was:.2f} → {p_top:.2f}).")
+    else:
+        parts.append(
+            f"{where} went from {esc(pieces([was])[0])} ({p_was:.2f}) to {esc(pieces([top])[0])} ({p_top:.2f})."
+        )
     return " ".join(parts)
 
 

@@ -133,7 +133,7 @@ def heads(now: runs.Measured) -> None:
                 st.button(
                     f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
                     key=f"inside.toggle.{layer}.{head}",
-                    on_click=inside.toggle,
+                    on_click=answers.toggle_and_say,
                     args=(layer, head),
                     type="primary" if how else "secondary",
                 )
