@@ -13,6 +13,7 @@ from PIL import Image
 from attention.model import ablate, builtin, induction
 from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
 from tests.test_browser import base_url, browser  # noqa: F401
+from tests.test_browser_a11y import axe_script, check  # noqa: F401
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -83,14 +84,25 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         assert f"fell from {off:.2f} to {clean:.2f} nats" in said, said
         # 4. ablate the previous-token head in layer 1: the induction head's pattern falls apart too
         said = _click(pg, "Ablate layer 1 · head 2")
-        toast = pg.get_by_test_id("stToast").last
-        toast.wait_for(state="visible", timeout=10_000)  # the sentence pops up beside the button, whatever the scroll
-        assert "Ablating layer 1 · head 2 (zero)" in toast.inner_text()
+        box = pg.get_by_test_id("stAlertContentInfo").bounding_box()  # said under the button pressed, in sight
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, box
         SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(SHOTS / "inside_every_head_toast_1280.png"))
+        pg.screenshot(path=str(SHOTS / "inside_every_head_said_1280.png"))
         assert f"Layer 2 · head 1's induction score fell from {clean_ind[1, 0]:.2f} to {broken_ind[1, 0]:.2f}" in said
         assert f"{broken:.2f} nats" in pg.get_by_test_id("stMetric").nth(1).inner_text()
         _all_readable(pg)
         pg.get_by_role("button", name="Restore every head").scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / "inside_every_head_1280.png"))
         pg.locator(CHARTS).nth(2).screenshot(path=str(SHOTS / "inside_every_head_layer2_head1.png"))
+
+
+def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base_url, axe_script) -> None:  # noqa: F811
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        _all_readable(pg)
+        _click(pg, "Ablate layer 2 · head 1")
+        _all_readable(pg)
+        check(pg, axe_script, "every_head after an ablation")
+        pg.screenshot(path=str(SHOTS / "inside_every_head_1400.png"))

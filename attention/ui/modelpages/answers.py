@@ -31,11 +31,11 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
         if now.ablations:
             names = ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in now.ablations)
             st.markdown(f"**Ablated:** {names}")  # ours: head names
-            st.button("Restore every head", key="inside.restore_all", on_click=restore_all_and_say)
+            st.button("Restore every head", key="inside.restore_all", on_click=inside.restore_all)
         else:
             st.markdown("**Nothing ablated.** Press *Ablate* under a head to remove its output from the model.")
     said = last_change()
-    if said:
+    if said and st.session_state[inside.WHERE] == "all":  # a head's own change is said under its button
         st.info(said)  # ours: built by moved(), tokens escaped
 
 
@@ -46,18 +46,6 @@ def last_change() -> str:
         return ""
     ids, position, now = inside.current()
     return moved(runs.measure(ids, before), runs.measure(ids, now), st.session_state[inside.CHANGE], position)
-
-
-def toggle_and_say(layer: int, head: int) -> None:
-    """Ablate or restore a head (the state's callback), then say what moved in a toast, seen wherever the button is."""
-    inside.toggle(layer, head)
-    st.toast(last_change(), duration="long")  # ours: built by moved(), tokens escaped
-
-
-def restore_all_and_say() -> None:
-    """Restore every head, then say what moved in a toast."""
-    inside.restore_all()
-    st.toast(last_change(), duration="long")  # ours: built by moved(), tokens escaped
 
 
 def moved(before: runs.Measured, now: runs.Measured, change: str, position: int) -> str:

@@ -133,10 +133,12 @@ def heads(now: runs.Measured) -> None:
                 st.button(
                     f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
                     key=f"inside.toggle.{layer}.{head}",
-                    on_click=answers.toggle_and_say,
+                    on_click=inside.toggle,
                     args=(layer, head),
                     type="primary" if how else "secondary",
                 )
+                if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
+                    st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
 
 
 def _fmt(value: float) -> str:

@@ -9,7 +9,7 @@ from . import runs
 
 PREFIX = "inside."
 SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
-BEFORE, CHANGE, MESSAGE = PREFIX + "before", PREFIX + "change", PREFIX + "message"
+BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
 W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
@@ -30,6 +30,7 @@ def ensure() -> None:
             HOW: "zero",
             BEFORE: None,
             CHANGE: "",
+            WHERE: None,
             MESSAGE: "",
         }
     )
@@ -47,7 +48,7 @@ def current() -> tuple[tuple[int, ...], int, tuple[runs.Ablation, ...]]:
 
 def _new_text(ids: tuple[int, ...], label: str) -> None:
     st.session_state.update({IDS: ids, SEQUENCE: label, POSITION: default_position(ids), MESSAGE: ""})
-    st.session_state[BEFORE], st.session_state[CHANGE] = None, ""
+    st.session_state.update({BEFORE: None, CHANGE: "", WHERE: None})
 
 
 def on_sequence() -> None:
@@ -107,11 +108,11 @@ def toggle(layer: int, head: int) -> None:
         how = st.session_state[HOW]
         after = tuple(sorted((*now, (layer, head, how))))
         change = f"Ablating {runs.name(layer, head)} ({how})"
-    st.session_state.update({BEFORE: now, ABLATIONS: after, CHANGE: change})
+    st.session_state.update({BEFORE: now, ABLATIONS: after, CHANGE: change, WHERE: (layer, head)})
 
 
 def restore_all() -> None:
     """Restore every head."""
     now = st.session_state[ABLATIONS]
     if now:
-        st.session_state.update({BEFORE: now, ABLATIONS: (), CHANGE: "Restoring every head"})
+        st.session_state.update({BEFORE: now, ABLATIONS: (), CHANGE: "Restoring every head", WHERE: "all"})
