@@ -157,3 +157,17 @@ def test_typed_words_and_another_sequence_become_the_text() -> None:
     assert at.session_state["inside.position"] == 3
     probs = _engine(ids)["probs"][3]
     assert list(at.dataframe[0].value["next token"]) == ENGINE.pieces(list(np.argsort(-probs)[:5]))
+
+
+def test_a_shorter_text_starts_the_position_again_and_keeps_the_ablations() -> None:
+    at = app("every_head")
+    at = at.selectbox(key="inside.w.position").set_value(22).run()
+    at = at.button(key="inside.toggle.0.1").click().run()
+    label = [o for o in at.selectbox(key="inside.w.sequence").options if o.startswith("8 words")][0]
+    at = at.selectbox(key="inside.w.sequence").set_value(label).run()
+    no_exception(at)
+    assert len(at.session_state["inside.ids"]) == 16
+    assert at.session_state["inside.position"] == 8 and at.selectbox(key="inside.w.position").value == 8
+    assert at.session_state["inside.ablations"] == ((0, 1, "zero"),)
+    want = _engine(at.session_state["inside.ids"], (0, 1, "zero"))
+    assert _metric(at, "Loss on the repeated half") == f"{want['repeated']:.2f} nats"

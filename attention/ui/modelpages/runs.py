@@ -48,6 +48,8 @@ def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = ()) -> Measu
     scores = roles.head_scores(run.weights, ids)
     losses = roles.position_losses(run.logits, ids)
     first, second = roles.half_losses(losses, roles.half_split(ids)[0])
+    for a in (*scores.values(), losses, run.weights):
+        a.flags.writeable = False  # shared by every session that shows this content
     return Measured(ids, ablations, run.weights, scores, roles.roles(scores), losses, first, second, run.logits)
 
 

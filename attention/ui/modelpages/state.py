@@ -49,6 +49,7 @@ def current() -> tuple[tuple[int, ...], int, tuple[runs.Ablation, ...]]:
 def _new_text(ids: tuple[int, ...], label: str) -> None:
     st.session_state.update({IDS: ids, SEQUENCE: label, POSITION: default_position(ids), MESSAGE: ""})
     st.session_state.update({BEFORE: None, CHANGE: "", WHERE: None})
+    st.session_state.pop(W_POSITION, None)  # the position box starts again from the new text's default
 
 
 def on_sequence() -> None:
