@@ -64,6 +64,9 @@ def test_the_learners_journey_gives_the_engines_numbers() -> None:
     # 1. the induction head: the strongest induction score is layer 2 · head 1
     assert np.unravel_index(np.argmax(clean["ind"]), (2, 2)) == (1, 0)
     assert clean["ind"][1, 0] > 0.9 and clean["repeated"] < 0.1
+    strongest = [t.replace("**", "") for t in texts(at.markdown) if t.startswith("The strongest head")][0]
+    assert f"induction layer 2 · head 1 ({clean['ind'][1, 0]:.2f})" in strongest, strongest
+    assert f"previous-token layer 1 · head 2 ({clean['prev'][0, 1]:.2f})" in strongest, strongest
     # 2. ablate it: the repeated half's loss rises, and the page says so with the engine's numbers
     at = _click(at, "inside.toggle.1.0")
     off = _engine(ids, (1, 0, "zero"))

@@ -131,9 +131,9 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
             "position": np.arange(1, n + 1),
             "token": tokens,
             "most likely next": m.pieces(top),
-            "its probability": np.round(probs[np.arange(n), top], 4),
+            "p(most likely)": np.round(probs[np.arange(n), top], 4),
             "next in the text": [*tokens[1:], ""],
-            "its probability ": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],
+            "p(next in the text)": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],
         }
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 

@@ -91,6 +91,12 @@ def heads(now: runs.Measured) -> None:
         f"weight on the first token). A head spreading its weight evenly would score {_fmt(chance['previous-token'])}, "
         f"{_fmt(chance['induction'])} and {_fmt(chance['first-token sink'])}."
     )
+    strongest = []
+    for r in roles.ROLES:
+        if np.isfinite(now.scores[r]).any():
+            layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
+            strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
+    st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
     first_layer = [h for h in range(H) if now.roles[0, h] == "induction"]
     if first_layer:
         st.caption(
