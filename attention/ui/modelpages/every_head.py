@@ -27,6 +27,13 @@ def body(s: session.Session) -> None:
         f"of {c.vocab_size} words, up to {c.n_ctx} tokens; trained to continue a repeated sequence."
     )
     choose_text()
+    answering()
+
+
+@st.fragment
+def answering() -> None:
+    """The tokens, the heads, the ablations and the predictions: a press here reruns only this part of the page (not
+    the sidebar, not the text boxes above)."""
     ids, position, ablations = inside.current()
     now = runs.measure(ids, ablations)
     base = runs.measure(ids) if ablations else now
