@@ -174,3 +174,19 @@ def test_a_shorter_text_starts_the_position_again_and_keeps_the_ablations() -> N
     assert at.session_state["inside.ablations"] == ((0, 1, "zero"),)
     want = _engine(at.session_state["inside.ids"], (0, 1, "zero"))
     assert _metric(at, "Loss on the repeated half") == f"{want['repeated']:.2f} nats"
+
+
+def test_restore_every_head_says_what_moved_back() -> None:
+    at = app("every_head")
+    ids = at.session_state["inside.ids"]
+    at = _click(at, "inside.toggle.1.0")
+    at = _click(at, "inside.toggle.1.1")
+    both = _engine(ids, (1, 0, "zero"), (1, 1, "zero"))
+    assert _metric(at, "Loss on the repeated half") == f"{both['repeated']:.2f} nats"
+    at = _click(at, "inside.restore_all")
+    clean = _engine(ids)
+    assert at.session_state["inside.ablations"] == ()
+    (said,) = texts(at.info)
+    assert said.startswith("Restoring every head: the loss on the repeated half fell from ")
+    assert f"fell from {both['repeated']:.2f} to {clean['repeated']:.2f} nats" in said
+    assert _metric(at, "Loss on the repeated half") == f"{clean['repeated']:.2f} nats"
