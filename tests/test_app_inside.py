@@ -190,3 +190,19 @@ def test_restore_every_head_says_what_moved_back() -> None:
     assert said.startswith("Restoring every head: the loss on the repeated half fell from ")
     assert f"fell from {both['repeated']:.2f} to {clean['repeated']:.2f} nats" in said
     assert _metric(at, "Loss on the repeated half") == f"{clean['repeated']:.2f} nats"
+
+
+def test_a_first_layer_head_scoring_as_induction_is_explained_by_where_it_looks() -> None:
+    at = app("every_head")
+    ids = at.session_state["inside.ids"]
+    A = ENGINE.run(list(ids)).weights[0, 0]  # (24, 24): layer 1 · head 1
+    back = [t - int(np.argmax(A[t])) for t in range(12, 24)]
+    k = max(set(back), key=back.count)
+    (note,) = [t for t in texts(at.caption) if "first layer" in t]
+    assert note.startswith("Layer 1 · head 1 scores as induction")
+    assert f"most often {k} tokens back ({back.count(k)} of 12 positions)" in note
+    label = [o for o in at.selectbox(key="inside.w.sequence").options if o.startswith("10 words")][0]
+    at = at.selectbox(key="inside.w.sequence").set_value(label).run()
+    want = _engine(at.session_state["inside.ids"])
+    assert want["ind"][0, 0] < 0.25 and _role_lines(at)[0].startswith("Role: none")  # off the 11-back position
+    assert not [t for t in texts(at.caption) if "first layer" in t]

@@ -104,14 +104,9 @@ def heads(now: runs.Measured) -> None:
             layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
             strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
-    first_layer = [h for h in range(H) if now.roles[0, h] == "induction"]
-    if first_layer:
-        st.caption(
-            f"{', '.join(runs.name(0, h) for h in first_layer)} scores as induction, but a first-layer head cannot "
-            "know which token followed an earlier copy of the current one (it sees the tokens only, not their "
-            "neighbours): it attends a fixed distance back, which matches this repeat's length. Choose the 10-word "
-            "repeat and watch its score drop while the second layer's induction heads keep theirs."
-        )
+    for head in range(H):
+        if now.roles[0, head] == "induction":
+            st.caption(first_layer_note(now, head))  # ours: head names and numbers
     labels = token_labels(runs.model().pieces(now.ids))
     allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
     colour = charts.colour_for("weights", now.weights)
@@ -152,6 +147,28 @@ def heads(now: runs.Measured) -> None:
                 )
                 if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
                     st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
+
+
+def first_layer_note(now: runs.Measured, head: int) -> str:
+    """Why a first-layer head that scores as induction is no induction head: where it looks, measured."""
+    n = len(now.ids)
+    half, repeats = roles.half_split(now.ids)
+    back = np.arange(half, n) - np.argmax(now.weights[0, head, half:], axis=-1)  # (n - half,): how far back it looks
+    values, counts = np.unique(back, return_counts=True)
+    k, c = int(values[np.argmax(counts)]), int(counts.max())
+    return (
+        f"{runs.name(0, head).capitalize()} scores as induction, but a key in the first layer holds only its own "
+        "token and position, not the token before it, so no first-layer head can find the token that followed an "
+        "earlier copy "
+        f"of the current one. In the second half its strongest weight is most often {k} tokens back ({c} of "
+        f"{n - half} positions)"
+        + (
+            f": where this repeat happens to put the token to copy ({half - 1} back)."
+            if repeats and k == half - 1
+            else "."
+        )
+        + " Choose the 10-word repeat and compare its score with the second layer's induction heads."
+    )
 
 
 def _fmt(value: float) -> str:
