@@ -68,6 +68,8 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         pg.goto(f"{base_url}/every_head")
         settle(pg)
         _all_readable(pg)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / "inside_every_head_top_1280.png"))
         ids = [int(i) for i in induction.history("induction")["example"]]  # the page's first ready-made sequence
         clean, clean_ind = _engine(ids)
         off, _ = _engine(ids, (1, 0, "zero"))
