@@ -28,6 +28,7 @@ PAGES = {
     "challenges": "pages/11_challenges.py",
     "learn": "pages/12_learn.py",
     "flash": "pages/13_flash.py",
+    "every_head": "pages/14_every_head.py",
 }
 TIMEOUT = 60
 

@@ -22,13 +22,14 @@ from ..core.text import esc
 from ..inputs import editors
 from ..inputs import import_box as imports
 from ..labpages import BODIES
+from ..modelpages import BODIES as MODEL_BODIES
 from ..sidebar import panel as sidebar
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
 from ..widgets import downloads, printing
 from . import nav, tour
-from .specs import LABS, OVERVIEW, STEPS
+from .specs import INSIDE, LABS, OVERVIEW, STEPS
 
 # Altair re-validates every chart object against the Vega-Lite JSON schema as it is built ("debug mode", for better
 # tracebacks while writing a chart). Our charts are built by tested code, and that validation was ~10% of each run.
@@ -54,12 +55,12 @@ def setup(title: str, page_file: str) -> session.Session:
 def render(key: str) -> None:
     """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views
     (or a lab page: title, intro and its body)."""
-    if key in LABS:
-        lab = LABS[key]
+    if key in LABS or key in INSIDE:
+        lab = LABS.get(key) or INSIDE[key]
         s = setup(lab.nav, lab.file)
         st.title(lab.title)  # ours: the spec's title
         st.markdown(lab.intro)  # ours: the spec's intro
-        BODIES[key](s)
+        (BODIES.get(key) or MODEL_BODIES[key])(s)
         return
     step = STEPS[key]
     s = setup(step.nav, step.file)

@@ -232,8 +232,27 @@ LABS: dict[str, Lab] = {
         ),
     )
 }
+# inside a trained model (issue 23): each a Lab whose body is in attention.ui.modelpages.BODIES
+INSIDE: dict[str, Lab] = {
+    lab.key: lab
+    for lab in (
+        Lab(
+            "every_head",
+            "pages/14_every_head.py",
+            "Every head",
+            "Inside a model: every head",
+            "A real trained model this time: the shipped 2-layer model learned to continue a repeated sequence. "
+            "Below, every head's attention on the text you choose, what each head does (measured on that text), "
+            "and what the model predicts. **Ablate** a head to take it out and watch the predictions and the loss "
+            "answer back. Try it: find the induction head, ablate it, and see the loss on the repeated half rise; "
+            "restore it; then ablate the previous-token head in layer 1 and watch the induction head's pattern "
+            "fall apart too.",
+        ),
+    )
+}
 NAV = (
     [(OVERVIEW, "Overview")]
     + [(step.file, step.nav) for step in STEPS.values()]
     + [(lab.file, lab.nav) for lab in LABS.values()]
+    + [(lab.file, lab.nav) for lab in INSIDE.values()]
 )
