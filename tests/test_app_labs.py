@@ -354,7 +354,7 @@ def test_start_here_shows_can_be_dismissed_and_stays_dismissed_across_pages() ->
     assert "## Start here" in [m.value for m in at.markdown]
     stops = [m.value for m in at.markdown if m.value.startswith("**Notice**")]
     pages = sorted(Path(ROOT, "pages").glob("*.py"))
-    assert len(stops) == len(pages) - 1 == 13 and all("**Try**" in s for s in stops)  # every page but the overview
+    assert len(stops) == len(pages) - 1 == 14 and all("**Try**" in s for s in stops)  # every page but the overview
     at = at.button(key="tour.hide").click().run()
     assert session(at).tour_dismissed and "## Start here" not in [m.value for m in at.markdown]
     at = goto(goto(at, "softmax"), "overview")
@@ -425,3 +425,34 @@ def test_a_challenge_on_the_transposed_convention_is_described_as_x_times_w_tran
     no_exception(at)
     said = [c for c in texts(at.caption) if "On the preset" in c]
     assert said and "projection = X·Wᵀ" in said[0] and "x_wt" not in said[0], said
+
+
+@pytest.mark.parametrize(
+    ("change", "verdict", "words"),
+    [
+        ({"cf.value": 1.5}, "impossible", "a weight is at most 1, so it can never be ≥ 1.5"),
+        ({"cf.edit": ["W_v"]}, "unsolvable", "weights depends only on X, W_q, W_k, and the learner may edit only W_v"),
+        ({"cf.value": 0.0}, "met", "the unedited start already meets the goal"),
+    ],
+)
+def test_check_it_says_when_a_challenge_is_met_impossible_or_unsolvable_before_any_link(change, verdict, words) -> None:
+    """The teacher's example made already met (≥ 0), impossible (a weight ≥ 1.5) or unsolvable (only W_v for a goal
+    on the weights): Check it names which, and gives no link or file."""
+    at = journey("challenges")
+    for key, value in change.items():
+        widget = at.multiselect(key=key) if key == "cf.edit" else at.number_input(key=key)
+        widget.set_value(value)
+    at = check_it(at)
+    no_exception(at)
+    said = {"met": "it is already met", "impossible": "it is impossible", "unsolvable": "it cannot be solved"}[verdict]
+    assert any(said in e and words in e for e in errors(at)), errors(at)
+    assert not [c for c in at.code if "challenge=c1." in c.value]
+    assert not [b for b in at.button if b.key == "cf.try"]
+
+
+def test_check_it_says_a_solvable_challenge_can_be_solved() -> None:
+    at = check_it(journey("challenges"))
+    assert any("it can be solved (a solution was found by training W_q" in t for t in texts(at.success)), texts(
+        at.success
+    )
+    assert [c for c in at.code if "challenge=c1." in c.value]

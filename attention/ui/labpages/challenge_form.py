@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -11,6 +12,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io.presets import list_presets, preset_label
 from ...labs import challenges as ch
+from ...labs.solutions import Audit, audit
 from ...names import ARRAYS, INPUTS
 from .. import state
 from ..core import session
@@ -172,7 +174,17 @@ def draw(s: session.Session) -> None:
     except AttentionError as exc:
         st.error(f"The challenge does not read yet: {esc(form_message(exc), 500)}")
         return
-    st.success("It reads. The link below opens it on the Challenges page; the file can be opened there too.")
+    verdict = _audit(token)
+    if verdict.verdict in ("met", "impossible", "unsolvable"):
+        st.error(f"The challenge reads, but {WHAT[verdict.verdict]}: {verdict.reason}. Change it before sharing.")
+        return
+    if verdict.verdict == "unknown":
+        st.warning(f"It reads, but no solution was found: {verdict.reason}.")
+    else:
+        st.success(
+            f"It reads, and it can be solved ({verdict.reason}). The link below opens it on the Challenges page; "
+            "the file can be opened there too."
+        )
     st.code(_link(token), language=None, wrap_lines=True)
     x, y, _ = st.columns([1, 1, 2])
     x.download_button(
@@ -184,6 +196,15 @@ def draw(s: session.Session) -> None:
         key="cf.download",
     )
     y.button("Try it here", key="cf.try", on_click=state.start_challenge, args=(made,), icon=":material/flag:")
+
+
+WHAT = {"met": "it is already met", "impossible": "it is impossible", "unsolvable": "it cannot be solved"}
+
+
+@functools.lru_cache(maxsize=64)
+def _audit(token: str) -> Audit:
+    """The challenge a link token carries, checked before sharing (cached: the solver may take a second)."""
+    return audit(ch.decode_link(token))
 
 
 def form_message(exc: AttentionError) -> str:
