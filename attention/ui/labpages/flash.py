@@ -22,6 +22,7 @@ from ..core.shown import key_labels
 from ..views.family import setting_box
 from ..views.steps import show_error
 from ..widgets import number_tables
+from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap, show_messages
 
 MAX_TILES = 4096  # tiles walked on this page; a larger tile size is asked for beyond
@@ -130,7 +131,9 @@ def body(s: session.Session) -> None:
         + (" · the row block's last tile: its output is final." if t.last else ".")
     )
     chart_gap()
-    st.altair_chart(tile_chart(scores, f, k, labels, key_labels(s)), width="stretch")
+    chart = tile_chart(scores, f, k, labels, key_labels(s))
+    st.altair_chart(chart, width="stretch")
+    chart_files(chart, f"flash_tile{k + 1}", "flash.tiles")
     if max(n, s_len) > MAX_CHART:
         st.caption(f"The chart shows the first {MAX_CHART} queries and keys; the tables below are complete.")
     _row_table(t, labels, s.digits)

@@ -19,6 +19,7 @@ from ..core.learned import TARGETS, Learned
 from ..core.shown import per_head
 from ..core.text import esc
 from ..widgets import number_tables
+from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap, show_messages
 
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
@@ -58,11 +59,13 @@ def heatmap(
             values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
         )
         st.vega_lite_chart(spec, width="stretch")
+        chart_files(spec, f"learned_{title}", f"learn.{title}")
     else:
         chart = charts.heatmap(
             values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
         )
         st.altair_chart(chart, width="stretch")
+        chart_files(chart, f"learned_{title}", f"learn.{title}")
 
 
 def is_current(s: session.Session, run: Learned) -> bool:

@@ -14,6 +14,7 @@ from ...trace import Trace
 from ..core import compute, session
 from ..core.text import esc
 from ..views.steps import show_error
+from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap
 
 ABOUT = {  # what each variant subtracts before exp
@@ -125,7 +126,9 @@ def _variants(room: lab.Headroom | None) -> None:
             f"down by (it underflows past {-lab.underflow_limit():.2f})."
         )
     chart_gap()
-    st.altair_chart(alt.layer(*layers).properties(height=170), width="stretch")
+    chart = alt.layer(*layers).properties(height=170)
+    st.altair_chart(chart, width="stretch")
+    chart_files(chart, "stability_softmax_variants", "stability.variants")
     st.caption(
         "none: the largest score overflows to ∞ and ∞/∞ is NaN. global_max: the top row is fine, but the second "
         "row lies 2 × magnitude below the matrix's max, so all its exps underflow to 0 and 0/0 is NaN. row_max: "

@@ -11,6 +11,7 @@ from ...names import token_labels
 from ..core import session
 from ..core.text import esc
 from ..widgets import common as widgets
+from ..widgets.chart_files import chart_files
 from . import answers, runs
 from . import state as inside
 
@@ -132,6 +133,7 @@ def heads(now: runs.Measured) -> None:
                     row_height=ROW_PX,
                 )
                 st.vega_lite_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
+                chart_files(spec, f"induction_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
                 scores = " · ".join(
                     f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
                     for r in roles.ROLES

@@ -22,6 +22,7 @@ from ..core import compute, session
 from ..core.shown import per_head
 from ..core.source import left_out, source_rows
 from ..widgets import number_tables
+from ..widgets.chart_files import chart_files
 from ..widgets.common import show_messages
 from .steps import show_error
 
@@ -72,6 +73,7 @@ def source(s: session.Session) -> None:
         digits=s.digits,
     )
     st.vega_lite_chart(spec, width="content")
+    chart_files(spec, f"{s.preset_id}_cross_weights", "cross.weights")
     out = np.asarray(names.squeeze_batch(t.output))  # (L, d_out)
     st.markdown("**Cross-attention output** (one row per query token; each mixes the source's values)")
     number_tables.number_table(

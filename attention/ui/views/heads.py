@@ -11,6 +11,7 @@ from ... import charts
 from ...trace import Trace
 from ..core import session
 from ..core.shown import habit_line, key_labels
+from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap
 from . import cell
 
@@ -70,4 +71,5 @@ def show(
                     )
                 else:
                     st.vega_lite_chart(spec, width="stretch")
+                chart_files(spec, f"{s.preset_id}_{kind}_head{k + 1}", f"{page_key}.{kind}.head{k + 1}")
                 st.markdown(f"**head {k + 1}**: " + habit_line(trace, s.tokens, k))  # ours: tokens escaped

@@ -20,6 +20,7 @@ from ..core import compute, session
 from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
 from ..core.text import esc
 from ..widgets import downloads, number_tables
+from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap
 from ..widgets.windows import VIEW_COLS, VIEW_ROWS, window_controls
 from . import cell, family, heads
@@ -118,6 +119,7 @@ def _clickable_heatmap(
         selection_mode="cell",
         key=cell.HEATMAP_KEY.format(page=page_key),
     )
+    chart_files(spec, f"{s.preset_id}_{kind}", f"{page_key}.{kind}")
 
 
 def _pooled_heatmap(
@@ -127,9 +129,9 @@ def _pooled_heatmap(
     n = max(m.shape)
     toks, keys = s.labels, key_labels(s)
     chart_gap()
-    st.vega_lite_chart(
-        charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits), width="stretch"
-    )
+    spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits)
+    st.vega_lite_chart(spec, width="stretch")
+    chart_files(spec, f"{s.preset_id}_{kind}_blocks", f"{page_key}.{kind}.blocks")
     pooled = "the largest weight" if kind == "weights" else "the mean score"
     st.caption(
         f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
