@@ -26,18 +26,20 @@ from ...io import presets as presets_mod
 from ..core import session
 from ..core.text import quoted
 from ..state.family import source_problem
+from . import playing
 from .options import read_options, whole
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
 _NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
-_NAMES += "edits"
+_NAMES += "edits playing"
 PARAMS = tuple(_NAMES.split())
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 # The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
 # any other is a name or a number. Measured before anything reads a value.
 LIMITS = {
     "edits": names.MAX_LINK_CHARS,
+    playing.PARAM: playing.LIMIT,
     "tokens": MAX_TOKENS_TEXT,
     "src": MAX_TOKENS_TEXT,  # the source sentence, as the sentence
     "cmask": 64 * 65,
@@ -231,6 +233,7 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["digits"] = "full" if s.digits is None else str(s.digits)
     if s.pin is not None:
         notes.append("the pinned state A.")
+    q.update(playing.params(s))
     return q, notes
 
 
@@ -281,6 +284,7 @@ def read() -> tuple[session.Session, list[str]]:
             for name, arr in decoded.items():
                 s.matrices[name] = np.array(arr, dtype=np.float64)
             s.version += 1
+    notices += playing.restore(qp, s)
     return s, notices
 
 

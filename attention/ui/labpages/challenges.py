@@ -14,6 +14,7 @@ from ..core import compute, session
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
+from ..state.challenges import BEFORE
 from ..views.steps import show_error, show_heatmap, show_matrix
 from ..widgets.common import show_messages
 from . import challenge_form
@@ -100,6 +101,10 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
             args=(c,),
             icon=":material/flag:",
         )
+        st.caption(
+            "Start replaces the numbers on every page with the challenge's own; \"Back to my numbers from before\" "
+            "brings yours back. While it runs, the address carries it: a reload keeps it, and your link hands it in."
+        )
 
 
 def _describe(c: ch.Challenge) -> None:
@@ -125,6 +130,14 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
     with st.container(horizontal=True):
         st.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
         st.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
+        if BEFORE in st.session_state:
+            st.button(
+                "Back to my numbers from before",
+                key="ch.back",
+                on_click=state.back_to_before,
+                icon=":material/undo:",
+                help="Stops the challenge and brings back the numbers, options and sentence you had before Start.",
+            )
         if solvable(c) and not server_settings().hide_solutions:
             st.button(
                 "Show a solution",

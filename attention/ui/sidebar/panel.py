@@ -17,13 +17,14 @@ from .. import state
 from ..core import session, source
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
-from . import conventions, share
+from . import challenge_status, conventions, share
 
 
 def draw(s: session.Session) -> None:
     """The controls (the navigation itself is declared by the entry point)."""
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
+    challenge_status.show(s)
     bind("sb.preset", s.preset_id)
     options = [*presets_mod.list_presets(), session.BLANK] + ([session.FILE] if s.preset_id == session.FILE else [])
     sb.selectbox(

@@ -8,7 +8,7 @@ A change that is refused leaves the session exactly as it was and leaves a messa
 page shows next to the control that caused it.
 """
 
-from .challenges import refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
+from .challenges import back_to_before, refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
 from .core import ensure, say, unsay
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
 from .family import set_setting, set_source, settings
@@ -54,6 +54,7 @@ __all__ = [
     "show_solution",
     "shuffle_tokens",
     "start_challenge",
+    "back_to_before",
     "stop_challenge",
     "store_learned",
     "swap_pin",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import streamlit as st
 
 from ...errors import AttentionError
 from ...labs.challenges import Challenge, challenge_preset, locked_edit
@@ -12,6 +13,8 @@ from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from .core import replace_session, say, touch
 from .pins import renew_grids
+
+BEFORE = "challenge.before"  # session_state key: the session a challenge replaced, until the learner goes back
 
 
 def start_challenge(challenge: Challenge) -> None:
@@ -27,7 +30,10 @@ def start_challenge(challenge: Challenge) -> None:
     if preset.options.kv != preset.options.heads:  # grouped key/value heads: the challenge's regrouped W_k, W_v
         start = preset.matrices()
         fresh.matrices.update({k: np.array(start[k], dtype=np.float64) for k in ("W_k", "W_v")})
-    get().challenge = None  # a restart or another challenge: no "stopped" notice
+    before = get()
+    if before.challenge is None:  # what the learner had: kept so that she can go back to it
+        st.session_state[BEFORE] = before
+    before.challenge = None  # a restart or another challenge: no "stopped" notice
     replace_session(fresh)
     s = get()
     s.challenge = challenge
@@ -62,6 +68,17 @@ def show_solution() -> None:
         "from the challenge's start, learning only what you may edit. Your edits were replaced; press Restart to "
         "try again yourself.",
     )
+
+
+def back_to_before() -> None:
+    """Stop the challenge and bring back the numbers, options and sentence the learner had before starting it."""
+    before = st.session_state.pop(BEFORE, None)
+    if before is None:
+        return
+    title = get().challenge.title if get().challenge is not None else "the challenge"
+    get().challenge = None
+    replace_session(before)
+    say("challenge.start", "info", f"Back to your numbers from before {quoted(title)}; every matrix may be edited.")
 
 
 def stop_challenge() -> None:
