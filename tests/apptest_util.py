@@ -29,6 +29,7 @@ PAGES = {
     "learn": "pages/12_learn.py",
     "flash": "pages/13_flash.py",
     "every_head": "pages/14_every_head.py",
+    "class_board": "pages/15_class_board.py",
 }
 TIMEOUT = 60
 

@@ -16,14 +16,18 @@ solves its challenge is decided by the caller, from the numbers the link carries
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import logging
 import secrets
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from ..errors import AttentionError
 from ..names import MAX_LINK_CHARS
@@ -35,6 +39,8 @@ MAX_NAME_CHARS = 40
 MAX_CHALLENGE_ID_CHARS = 64
 MAX_CHALLENGE_TITLE_CHARS = 120
 DEFAULT_URL = "sqlite:///board.sqlite3"
+_LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _meta = sa.MetaData()
 classes = sa.Table(
@@ -109,6 +115,20 @@ def _text(value: object, what: str, limit: int) -> str:
     return text
 
 
+def _db_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """A database that cannot be reached or written becomes a BoardError fit to show (details stay in the log)."""
+
+    @functools.wraps(method)
+    def wrapped(*args: Any, **kwargs: Any) -> T:
+        try:
+            return method(*args, **kwargs)
+        except SQLAlchemyError as exc:
+            _LOG.warning("class board: %s", exc)
+            raise BoardError("The class board's database cannot be reached just now; try again in a moment.") from None
+
+    return wrapped
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -116,10 +136,15 @@ def _now() -> datetime:
 class Board:
     """The class board in the database at ``url`` (its tables are made on first use)."""
 
+    @_db_errors
     def __init__(self, url: str = DEFAULT_URL) -> None:
-        self.engine = sa.create_engine(url, pool_pre_ping=True)
+        try:
+            self.engine = sa.create_engine(url, pool_pre_ping=True)
+        except (ValueError, ImportError) as exc:  # a URL SQLAlchemy cannot read, or a driver not installed
+            raise BoardError(f"The class board's database URL cannot be used ({type(exc).__name__}).") from None
         _meta.create_all(self.engine)
 
+    @_db_errors
     def open_class(self, title: str) -> str:
         """Open a new class titled ``title``; its fresh code."""
         title = _text(title, "class title", MAX_CLASS_TITLE_CHARS)
@@ -133,6 +158,7 @@ class Board:
                 continue
         raise BoardError("No free class code was found; try again.", field="class code")
 
+    @_db_errors
     def title(self, code: str) -> str:
         """The title of the class ``code``, or BoardError if there is no such class."""
         code = normal_code(code)
@@ -142,6 +168,7 @@ class Board:
             raise BoardError(f"There is no class with the code {code}.", field="class code")
         return title
 
+    @_db_errors
     def join(self, code: str, name: str) -> str:
         """Join the class ``code`` as ``name`` (unique in that class); the student's secret token."""
         code, name = normal_code(code), _text(name, "display name", MAX_NAME_CHARS)
@@ -156,6 +183,7 @@ class Board:
             ) from None
         return token
 
+    @_db_errors
     def student(self, code: str, token: str) -> tuple[int, str]:
         """The (id, name) of the student of class ``code`` holding ``token``, or BoardError."""
         code = normal_code(code)
@@ -171,6 +199,7 @@ class Board:
             raise BoardError(f"This browser has not joined the class {code}.", field="class code")
         return row.id, row.name
 
+    @_db_errors
     def record(self, code: str, token: str, challenge_id: str, challenge_title: str, link: str) -> bool:
         """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link``; True if this
         is her first solve of it (a later one keeps the first time and link)."""
@@ -194,6 +223,7 @@ class Board:
             return False
         return True
 
+    @_db_errors
     def solves(self, code: str) -> list[Solve]:
         """Every solve of the class ``code``, oldest first."""
         code = normal_code(code)
@@ -210,6 +240,7 @@ class Board:
                 Solve(r.name, r.challenge_id, r.challenge_title, _utc(r.solved_at), r.link) for r in db.execute(query)
             ]
 
+    @_db_errors
     def roster(self, code: str) -> list[str]:
         """The display names of the class ``code``, in the order they joined."""
         code = normal_code(code)

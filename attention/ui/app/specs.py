@@ -230,6 +230,15 @@ LABS: dict[str, Lab] = {
             "FlashAttention gets **the same output** without ever holding that matrix: it cuts your current scores "
             "into tiles and walks them with an *online* softmax. Choose a tile size, then step through the tiles.",
         ),
+        Lab(
+            "class_board",
+            "pages/15_class_board.py",
+            "Class board",
+            "Class board",
+            "For the teacher: open a class, give its code to the students (they join on the Challenges page), and "
+            "watch who solved what, live. Every solve is checked by this server from the student's own numbers "
+            "before it is recorded, with the link that hands it in.",
+        ),
     )
 }
 # inside a trained model (issue 23): each a Lab whose body is in attention.ui.modelpages.BODIES

@@ -6,6 +6,10 @@ In ``.streamlit/secrets.toml`` (the environment variable, when set, wins)::
     hide_solutions = true       # ATTENTION_HIDE_SOLUTIONS=1: no "Show a solution" for students
     hide_authoring = true       # ATTENTION_HIDE_AUTHORING=1: no form for writing a new challenge
 
+    [board]                     # the class board, off unless a database is named
+    url = "sqlite:///board.sqlite3"   # ATTENTION_BOARD_URL; postgresql+psycopg://... for several replicas
+    teacher_key = "a long secret"     # ATTENTION_TEACHER_KEY: opens the Class board page
+
 A setting that does not read as true or false hides (a lab setting fails closed) and the server's log says why;
 nothing a student sends (a link, a widget value) can change a setting.
 """
@@ -28,6 +32,8 @@ class Settings:
 
     hide_solutions: bool = False
     hide_authoring: bool = False
+    board_url: str | None = None  # None: no class board
+    teacher_key: str | None = None  # None: nobody can open the Class board page
 
 
 def _secret(section: str, name: str) -> object | None:
@@ -52,9 +58,19 @@ def _flag(section: str, name: str, env: str) -> bool:
     return True
 
 
+def _text(section: str, name: str, env: str) -> str | None:
+    """A text setting: the environment variable ``env`` if set and not empty, else the secrets file, else None."""
+    value = os.environ.get(env) or _secret(section, name)
+    if value is None or not str(value).strip():
+        return None
+    return str(value).strip()
+
+
 def server_settings() -> Settings:
     """The settings in force now (read each run, so an edited secrets file applies to the next run)."""
     return Settings(
         hide_solutions=_flag("lab", "hide_solutions", "ATTENTION_HIDE_SOLUTIONS"),
         hide_authoring=_flag("lab", "hide_authoring", "ATTENTION_HIDE_AUTHORING"),
+        board_url=_text("board", "url", "ATTENTION_BOARD_URL"),
+        teacher_key=_text("board", "teacher_key", "ATTENTION_TEACHER_KEY"),
     )

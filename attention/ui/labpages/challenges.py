@@ -17,7 +17,7 @@ from ..inputs import editors
 from ..state.challenges import BEFORE
 from ..views.steps import show_error, show_heatmap, show_matrix
 from ..widgets.common import show_messages
-from . import challenge_form
+from . import board, challenge_form
 
 LINK_PARAM = "challenge"
 SAID = {"x_w": "X·W", "x_wt": "X·Wᵀ"}  # option values in the learner's words
@@ -46,6 +46,7 @@ def from_file(data: bytes, name: str) -> ch.Challenge | AttentionError:
 
 
 def body(s: session.Session) -> None:
+    board.join_box()
     show_messages("challenge.start")
     if s.challenge is not None:
         _playing(s, s.challenge)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from ...labs import challenges as ch
 from ...trace import Trace
-from ..core import compute, session
+from ..address import url
+from ..core import classboard, compute, session
 from ..core.text import esc
+from ..state import board as board_state
+from ..widgets.common import show_messages
 
 
 def show(s: session.Session) -> None:
@@ -21,6 +26,10 @@ def show(s: session.Session) -> None:
         sb.warning(f"**Challenge** · {title_md}: the numbers do not compute now.", icon=":material/block:")
         return
     p = ch.evaluate(s.challenge, trace)
+    if p.met and classboard.member() is not None:
+        query, _ = url.link(s)
+        board_state.hand_in(s, p, "challenges?" + urlencode(query))
+    show_messages("board.handin", sb)
     if p.blocked:
         sb.warning(f"**Challenge** · {title_md}: this state does not count.", icon=":material/block:")
     elif p.met:
