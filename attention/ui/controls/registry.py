@@ -106,7 +106,9 @@ def _on_d_model(key: str) -> None:
     d = whole_number(key, "d_model", 1, names.MAX_DIM, "control.d_model", s.dims.d_model)
     if d is not None and d != s.dims.d_model:
         text = " ".join(s.tokens)
-        state.resize(d_model=d)
+        if not state.resize(d_model=d, place="control.d_model"):
+            st.session_state[key] = s.dims.d_model  # refused: the box shows the size in force
+            return
         st.session_state[f"tok.sentence.{session.get().version}"] = text
 
 
@@ -135,8 +137,8 @@ def _on_width(key: str, dim: str) -> None:
     s = session.get()
     current = getattr(s.dims, dim)
     d = whole_number(key, dim, 1, names.MAX_DIM, f"control.{dim}", current)
-    if d is not None and d != current:
-        state.resize(**{dim: d})
+    if d is not None and d != current and not state.resize(**{dim: d}, place=f"control.{dim}"):
+        st.session_state[key] = current  # refused: the box shows the size in force
 
 
 # ------------------------------------------------------------------------------------------ W_o

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import streamlit as st
 
@@ -90,6 +92,12 @@ def stop_challenge() -> None:
     s.challenge = None
     touch(s)
     say("challenge.start", "info", f"Challenge {quoted(title)} stopped; every matrix may be edited again.")
+
+
+def refuse_any_locked(names: Iterable[str], place: str) -> bool:
+    """True (after a message at ``place``) when a change would alter any of ``names`` and the challenge locks one:
+    a size, a projection, new embeddings or learned weights change a locked matrix as surely as a typed cell."""
+    return any(refuse_locked(name, place) for name in names)
 
 
 def refuse_locked(name: str, place: str) -> bool:
