@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from attention.io.board import Board
-from tests.apptest_util import edit_cells, journey, no_exception, select, session, texts
+from tests.apptest_util import ROOT, edit_cells, goto, journey, no_exception, select, session, texts
 
 KEY = "correct horse battery staple"
 ODD_NAME = "**Ada** <b>[x](http://e.org)</b>"
@@ -18,6 +19,14 @@ ODD_NAME = "**Ada** <b>[x](http://e.org)</b>"
 def _with_board(at, url: str):
     at.secrets["board"] = {"url": url, "teacher_key": KEY}
     return at
+
+
+def _opened(url: str, page: str, query: dict[str, str]):
+    """A new browser session opening ``query`` on a server with the board on (the address read on its first run)."""
+    at = _with_board(AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60), url)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return goto(at.run(), page)
 
 
 @pytest.fixture()
@@ -97,3 +106,21 @@ def test_a_wrong_code_is_named_and_nothing_changes(url: str) -> None:
         no_exception(at)
         assert any(words in e for e in texts(at.error)), texts(at.error)
         assert "board.member" not in at.session_state
+
+
+def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her_token_out(url: str) -> None:
+    code = Board(url).open_class("Lab")
+    student = _student_solves(url, code, "Bea")
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(student.query_params).items()}
+    assert address["member"].startswith(code + ".")
+    again = _opened(url, "challenges", address)  # a reload: a new session from the address alone
+    no_exception(again)
+    assert again.session_state["board.member"].name == "Bea"
+    assert any("You are Bea in class" in c.value for c in again.caption)
+    link = Board(url).solves(code)[0].link
+    assert "member" not in link and "playing=" in link
+    forged = _opened(url, "challenges", {**address, "member": code + ".not-her-token"})
+    assert "board.member" not in forged.session_state
+    assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), (
+        texts(forged.warning) + texts(forged.info)
+    )

@@ -26,7 +26,7 @@ from ...io import presets as presets_mod
 from ..core import session
 from ..core.text import quoted
 from ..state.family import source_problem
-from . import playing
+from . import membership, playing
 from .options import read_options, whole
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
@@ -285,6 +285,7 @@ def read() -> tuple[session.Session, list[str]]:
                 s.matrices[name] = np.array(arr, dtype=np.float64)
             s.version += 1
     notices += playing.restore(qp, s)
+    notices += membership.restore(qp)
     return s, notices
 
 
@@ -297,3 +298,4 @@ def write(s: session.Session) -> None:
             st.query_params[k] = want[k]
         elif k not in want and k in current:
             del st.query_params[k]
+    membership.write()
