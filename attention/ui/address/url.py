@@ -284,8 +284,7 @@ def read() -> tuple[session.Session, list[str]]:
             for name, arr in decoded.items():
                 s.matrices[name] = np.array(arr, dtype=np.float64)
             s.version += 1
-    notices += playing.restore(qp, s)
-    notices += membership.restore(qp)
+    notices += playing.restore(qp, s) + membership.restore(qp)
     return s, notices
 
 
