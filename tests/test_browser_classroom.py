@@ -12,8 +12,11 @@ from unittest import mock
 import pytest
 
 from attention.labs import challenges as ch
+from benchmarks.classroom import Replicas
 from tests.browser_util import CHROMIUM, SHOTS, guarded_context, settle, streamlit_server
+from tests.pg_util import postgres_server
 from tests.test_browser import browser, edit_grid_cell, nav, open_page  # noqa: F401
+from tests.test_deploy import NGINX
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -44,9 +47,28 @@ def _wait_text(pg, where, text: str, timeout_ms: int = 20_000) -> None:
 
 
 def test_a_lab_from_opening_a_class_to_the_board(browser, board_url) -> None:  # noqa: F811
+    _lab(browser, board_url, board_url)
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_the_same_lab_on_two_replicas_sharing_a_postgresql_board(browser, tmp_path) -> None:  # noqa: F811
+    """deploy/run_replicas.sh with 2 replicas whose board is one real PostgreSQL server: the teacher's page is
+    served by one replica, the student's by the other, and the teacher still sees her solve."""
+    with postgres_server() as pg:
+        env = {"ATTENTION_BOARD_URL": pg, "ATTENTION_TEACHER_KEY": KEY}
+        with mock.patch.dict(os.environ, env):
+            proxy = Replicas(2, tmp_path / "run")
+        try:
+            first, second = (f"http://127.0.0.1:{port}" for port in proxy.replica_ports)
+            _lab(browser, first, second)
+        finally:
+            assert proxy.stop() == 0
+
+
+def _lab(browser, teacher_base: str, student_base: str) -> None:  # noqa: F811
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as teacher_ctx:
         teacher = teacher_ctx.new_page()
-        open_page(teacher, board_url, "class_board")
+        open_page(teacher, teacher_base, "class_board")
         teacher.get_by_label("Teacher key").fill(KEY)
         teacher.get_by_label("Teacher key").press("Enter")
         settle(teacher)
@@ -58,7 +80,7 @@ def test_a_lab_from_opening_a_class_to_the_board(browser, board_url) -> None:  #
         with guarded_context(browser, viewport={"width": 1280, "height": 720}) as student_ctx:
             student = student_ctx.new_page()
             token = ch.encode_link(ch.load_challenge("negative_output"))
-            open_page(student, board_url, "challenges", f"challenge={token}")
+            open_page(student, student_base, "challenges", f"challenge={token}")
             student.get_by_label("Class code").fill(code.lower())
             student.get_by_label("Your display name").fill("Ada <b>*L*</b>")
             student.get_by_role("button", name="Join").click()
