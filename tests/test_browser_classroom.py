@@ -16,6 +16,7 @@ from benchmarks.classroom import Replicas
 from tests.browser_util import CHROMIUM, SHOTS, guarded_context, settle, streamlit_server
 from tests.pg_util import postgres_server
 from tests.test_browser import browser, edit_grid_cell, nav, open_page  # noqa: F401
+from tests.test_browser_a11y import axe_script, check  # noqa: F401
 from tests.test_deploy import NGINX
 
 pytestmark = pytest.mark.browser
@@ -46,12 +47,12 @@ def _wait_text(pg, where, text: str, timeout_ms: int = 20_000) -> None:
     raise AssertionError(f"{text!r} never appeared in: {where()[:2000]}")
 
 
-def test_a_lab_from_opening_a_class_to_the_board(browser, board_url) -> None:  # noqa: F811
-    _lab(browser, board_url, board_url)
+def test_a_lab_from_opening_a_class_to_the_board(browser, board_url, axe_script) -> None:  # noqa: F811
+    _lab(browser, board_url, board_url, axe_script)
 
 
 @pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
-def test_the_same_lab_on_two_replicas_sharing_a_postgresql_board(browser, tmp_path) -> None:  # noqa: F811
+def test_the_same_lab_on_two_replicas_sharing_a_postgresql_board(browser, tmp_path, axe_script) -> None:  # noqa: F811
     """deploy/run_replicas.sh with 2 replicas whose board is one real PostgreSQL server: the teacher's page is
     served by one replica, the student's by the other, and the teacher still sees her solve."""
     with postgres_server() as pg:
@@ -60,12 +61,12 @@ def test_the_same_lab_on_two_replicas_sharing_a_postgresql_board(browser, tmp_pa
             proxy = Replicas(2, tmp_path / "run")
         try:
             first, second = (f"http://127.0.0.1:{port}" for port in proxy.replica_ports)
-            _lab(browser, first, second)
+            _lab(browser, first, second, axe_script)
         finally:
             assert proxy.stop() == 0
 
 
-def _lab(browser, teacher_base: str, student_base: str) -> None:  # noqa: F811
+def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # noqa: F811
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as teacher_ctx:
         teacher = teacher_ctx.new_page()
         open_page(teacher, teacher_base, "class_board")
@@ -91,6 +92,7 @@ def _lab(browser, teacher_base: str, student_base: str) -> None:  # noqa: F811
             edit_grid_cell(student, 2, 0, 0, 4, "-10")  # W_v[0, 0]: token2's first output value turns negative
             _wait_text(student, lambda: _sidebar(student), "✓ solved")
             _wait_text(student, lambda: _sidebar(student), f"Handed in to class {code}")
+            check(student, axe, "challenge solved, sidebar status")
             status = student.get_by_test_id("stSidebar").get_by_text("✓ solved").first
             status.scroll_into_view_if_needed()
             box = status.bounding_box()
@@ -112,3 +114,4 @@ def _lab(browser, teacher_base: str, student_base: str) -> None:  # noqa: F811
         _wait_text(teacher, lambda: teacher.inner_text("body"), "1 students joined · 1 challenges solved")
         assert "Ada <b>*L*</b>" in teacher.inner_text("body")  # the joined list: her name as typed, as text
         teacher.screenshot(path=str(SHOTS / "classroom_teacher_board.png"), full_page=True)
+        check(teacher, axe, "class board with a solve")  # no critical or serious violation
