@@ -256,6 +256,13 @@ class Server:
                 self.proc.wait()
 
 
+def _default_signals() -> None:
+    """In the child before it runs: SIGINT and SIGTERM back to their defaults. A shell cannot trap a signal that was
+    ignored when it started, and the test process may ignore SIGINT by then (something in a long pytest run did)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class Replicas:
     """``deploy/run_replicas.sh``: ``k`` replicas on free ports behind nginx on a free port of 127.0.0.1."""
 
@@ -279,6 +286,7 @@ class Replicas:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # its own process group, as in a terminal: see stop()
+                preexec_fn=_default_signals,  # a terminal's shell starts it able to take Ctrl+C
             )
         wait_healthy(self.url, proc=self.proc)
 

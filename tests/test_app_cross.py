@@ -53,14 +53,16 @@ def downloaded(at, label: str) -> list[list[str]]:
     """The rows of the CSV a download button of the page holds (read from AppTest's in-memory media store)."""
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-    button = next(b for b in at.get("download_button") if b.proto.label == label)
-    file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
-    for store in (o for o in gc.get_objects() if isinstance(o, MemoryMediaFileStorage)):
-        try:
-            data = store.get_file(file_id).content
-        except Exception:  # another test's store
-            continue
-        return list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+    for _ in range(3):  # Streamlit drops a run's files once later runs end: a fresh run makes the file again
+        button = next(b for b in at.get("download_button") if b.proto.label == label)
+        file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
+        for store in (o for o in gc.get_objects() if isinstance(o, MemoryMediaFileStorage)):
+            try:
+                data = store.get_file(file_id).content
+            except Exception:  # another test's store
+                continue
+            return list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+        at = at.run()
     raise AssertionError(f"{label}: no file {file_id}")
 
 
