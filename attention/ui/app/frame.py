@@ -2,6 +2,13 @@
 
 Every page file is one call: ``render("scores")``. :func:`setup` is the one guarded entry that every page runs
 first, so a page works when opened by URL, after any page switch, and under AppTest.
+
+A step page's body (everything below its formula, and the sidebar's *Save, share, export*) is one ``st.fragment``:
+an edit, a tab or a click on a heatmap cell reruns only that body, not the navigation, the sidebar's controls and
+the title. The body starts by comparing what the rest of the page was drawn from (:func:`drawn_from`) with the
+state now: when a change reached beyond the body (a preset, an option, a size, a message outside it), it asks for
+the whole page instead (``st.rerun()``), so nothing a learner sees is ever left stale. The address is written by
+the body too, so it follows every edit.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from ..inputs import editors
 from ..inputs import import_box as imports
 from ..labpages import BODIES
 from ..sidebar import panel as sidebar
+from ..sidebar import share
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
@@ -35,8 +43,9 @@ from .specs import LABS, OVERVIEW, STEPS
 alt.utils.schemapi.disable_debug_mode()
 
 
-def setup(title: str, page_file: str) -> session.Session:
-    """Navigation, page config, session state, sidebar and address; every page calls this first."""
+def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
+    """Navigation, page config, session state, sidebar and address; every page calls this first (``tools``: draw the
+    sidebar's *Save, share, export* here; a step page's body draws it instead)."""
     nav.bootstrap(page_file)
     st.set_page_config(
         page_title=f"{title} · Self-attention, step by step",
@@ -45,10 +54,39 @@ def setup(title: str, page_file: str) -> session.Session:
     )
     s = state.ensure(url.read)
     cache.collect_if_large(len(s.tokens))
-    sidebar.draw(s)
+    sidebar.draw(s, tools=tools)
     url.write(s)
     controls.show_messages("page.notice")
+    st.session_state[_DRAWN] = drawn_from(s)
     return s
+
+
+_DRAWN = "frame.drawn_from"  # what the last whole run drew outside a step page's body (see drawn_from)
+# messages shown inside a step page's body (its editors, import boxes, controls and the sidebar's share tools)
+_BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset_file")
+
+
+def drawn_from(s: session.Session) -> tuple:
+    """What the part of a step page outside its body shows depends on: the navigation, the sidebar's controls (the
+    preset, seed, sizes, options, digits, the pin, the source sentence) and the messages left outside the body. Grid
+    edits, tabs, the explained cell and imports of the same shape change none of it."""
+    outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
+    shapes = tuple((k, v.shape) for k, v in s.matrices.items())
+    return (
+        id(s),
+        s.version,
+        s.preset_id,
+        s.seed,
+        s.blank_shape,
+        s.tokens,
+        s.source,
+        s.options,
+        s.digits,
+        id(s.pin),
+        id(s.challenge),
+        shapes,
+        outside,
+    )
 
 
 def render(key: str) -> None:
@@ -62,9 +100,22 @@ def render(key: str) -> None:
         BODIES[key](s)
         return
     step = STEPS[key]
-    s = setup(step.nav, step.file)
+    setup(step.nav, step.file, tools=False)
     st.title(step.title)  # ours: the spec's title
     widgets.formula(step.latex)
+    body(key)
+
+
+@st.fragment
+def body(key: str) -> None:
+    """A step page below its formula, and the sidebar's *Save, share, export*: rerun alone by the widgets drawn here
+    (grid edits, tabs, a heatmap cell), or the whole page when a change reached beyond them."""
+    s = session.get()
+    if st.session_state.get(_DRAWN) != drawn_from(s):
+        st.rerun()  # a change beyond the body: the whole page (never in a whole run: setup just set it)
+    step = STEPS[key]
+    share.sidebar_tools(s)
+    url.write(s)
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))
@@ -108,7 +159,7 @@ def input_panel(s: session.Session) -> None:
 def render_overview() -> None:
     """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
     s = setup("Overview", OVERVIEW)
-    preset = session.preset_for(s)
+    preset = s.origin.preset
     st.title("Self-attention, step by step")
     st.markdown(
         "Every matrix of scaled dot-product attention, computed live from numbers you can change. The presets in the "

@@ -16,7 +16,7 @@ from ... import names
 from ...errors import AttentionError
 from ...trace import Options, Trace, cross_attention, self_attention
 from .cache import TraceCache, return_large_frees_to_the_os
-from .session import Session, origin, preset_and_base
+from .session import Session, derived, preset_and_base
 from .source import cross_options, source_rows
 
 
@@ -97,7 +97,7 @@ def base_trace(s: Session) -> Trace | None:
     cross-attention (a source sentence: nothing of the preset's to compare cell by cell)."""
     if s.source:
         return None
-    preset, base = origin(s)
+    preset, base = s.origin.preset, s.origin.base
     try:
         return compute(preset.tokens, base, preset.options)
     except AttentionError:
@@ -163,8 +163,12 @@ def mask_flips(trace: Trace, base: Trace, shape: tuple[int, int]) -> np.ndarray:
 def same_numbers(s: Session, trace: Trace) -> bool:
     """True when the state gives the unedited preset's numbers, up to rounding: same tokens and, for every array
     of the trace, the same shape, the same masked cells and no value moved beyond :data:`ROUNDING`. A changed
-    softmax stabiliser or a projection switch (which transposes W) is then not an edit."""
-    preset = origin(s)[0]
+    softmax stabiliser or a projection switch (which transposes W) is then not an edit. Computed once per state."""
+    return derived(s, "same_numbers", lambda: _same_numbers(s, trace))
+
+
+def _same_numbers(s: Session, trace: Trace) -> bool:
+    preset = s.origin.preset
     base = base_trace(s)
     if base is None or s.tokens != preset.tokens:
         return False

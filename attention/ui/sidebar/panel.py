@@ -65,8 +65,8 @@ def _on(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
     return lambda: fn(st.session_state[key])
 
 
-def draw(s: session.Session) -> None:
-    """The controls (the navigation itself is declared by the entry point)."""
+def draw(s: session.Session, tools: bool = True) -> None:
+    """The controls (the navigation itself is declared by the entry point); ``tools``: save/share/export too."""
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
     _bind("sb.preset", s.preset_id)
@@ -90,7 +90,7 @@ def draw(s: session.Session) -> None:
                 label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
             )
         show_messages("sidebar.blank", sb)
-    preset = session.preset_for(s)
+    preset = s.origin.preset
     from_file = s.preset_id == session.FILE
     _bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input(
@@ -131,7 +131,8 @@ def draw(s: session.Session) -> None:
         with box:
             _conventions(s)
     compare.pin_controls(s)
-    share.sidebar_tools(s)
+    if tools:
+        share.sidebar_tools(s)
 
 
 def conventions_summary(s: session.Session) -> str:

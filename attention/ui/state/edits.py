@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..core.session import get
+from . import reshapes
 from .challenges import refuse_locked
 from .core import say, touch
 
@@ -41,9 +42,9 @@ def set_tokens(tokens: tuple[str, ...]) -> None:
 
 
 def shuffle_tokens() -> None:
-    """Reorder the tokens (see :meth:`Session.shuffle`)."""
+    """Reorder the tokens (see :func:`.reshapes.shuffle`)."""
     s = get()
-    s.shuffle()
+    reshapes.shuffle(s)
     s.version += 1
     touch(s)
 
@@ -53,7 +54,7 @@ def set_projection(projection: str) -> None:
     s = get()
     if projection == s.options.projection:
         return
-    s.project(projection)
+    reshapes.project(s, projection)
     s.version += 1
     touch(s)
 
@@ -92,7 +93,7 @@ def resize(
     """Change the number of tokens, d_model, d_k or d_v, keeping existing values where they still fit; says so when
     the heads go back to one."""
     s = get()
-    note = s.resize(tokens, d_model, d_k, d_v)
+    note = reshapes.resize(s, tokens, d_model, d_k, d_v)
     s.version += 1
     touch(s)
     if note:

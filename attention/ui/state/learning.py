@@ -10,7 +10,8 @@ from ... import rng
 from ...io import vectors
 from ..core.compute import content_key
 from ..core.learned import Learned
-from ..core.session import get, identical, origin
+from ..core.session import get, identical
+from . import reshapes
 from .challenges import refuse_locked
 from .core import say, touch
 
@@ -69,7 +70,7 @@ def use_identity() -> None:
     if any(refuse_locked(k, "control.embeddings") for k in ("W_q", "W_k")):
         return
     d_model = s.dims.d_model
-    note = s.resize(d_k=d_model)
+    note = reshapes.resize(s, d_k=d_model)
     for k in ("W_q", "W_k"):
         s.matrices[k] = np.eye(d_model)  # (d_model, d_k = d_model): X·I = X, either projection
     s.version += 1
@@ -90,7 +91,7 @@ def embedding_matrix(kind: str, seed: int) -> tuple[np.ndarray, np.ndarray | Non
         return np.eye(n), None  # (n, n)
     if kind == "random":
         return np.random.RandomState(seed).randn(n, d_model) / np.sqrt(d_model), None  # (n, d_model)
-    base = origin(s)[1]["X"]  # (n₀, d₀): the preset's own rows, moved on as the shuffles moved them
+    base = s.origin.base["X"]  # (n₀, d₀): the preset's own rows, moved on as the shuffles moved them
     rolled = np.roll(base, s.rolled, axis=0) if base.shape[0] == n else base
     return rng.fill_new_cells(rolled, (n, base.shape[1]), s.seed or 0, stream=0), None
 
@@ -101,7 +102,7 @@ def set_embeddings(kind: str, seed: int = 0) -> None:
     X's width changes with it and the weights are resized, keeping every value that still fits."""
     s = get()
     X, _ = embedding_matrix(kind, seed)
-    note = s.resize(d_model=X.shape[1])
+    note = reshapes.resize(s, d_model=X.shape[1])
     s.matrices["X"] = X
     if kind != "preset":
         s.rolled = 0  # X is no longer the preset's rows moved on
