@@ -14,6 +14,7 @@ text: messages quote it through :func:`attention.ui.core.text.quoted`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -131,9 +132,16 @@ def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     return dict(q), list(notes)
 
 
+@functools.lru_cache(maxsize=8)  # at most 8 states of at most 2048 × 256: a few MB each
+def _rebuilt(query: tuple[tuple[str, str], ...]) -> session.Session:
+    """The session a query without edits rebuilds, kept for the next edits of the same state (read only: its
+    matrices are compared, never changed)."""
+    return rebuild(dict(query))[0]
+
+
 def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     q, notes = state_params(s)
-    rebuilt, _ = rebuild(q)
+    rebuilt = _rebuilt(tuple(sorted(q.items())))
     if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):
         notes.append("the matrices W_o and P.")  # cannot happen while wo and pos travel: nothing to add then
         return q, notes

@@ -8,7 +8,8 @@ an edit, a tab or a click on a heatmap cell reruns only that body, not the navig
 the title. The body starts by comparing what the rest of the page was drawn from (:func:`drawn_from`) with the
 state now: when a change reached beyond the body (a preset, an option, a size, a message outside it), it asks for
 the whole page instead (``st.rerun()``), so nothing a learner sees is ever left stale. The address is written by
-the body too, so it follows every edit.
+the body too, so it follows every edit. Inside the body, the results column is a fragment of its own: a click on a
+heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way.
 """
 
 from __future__ import annotations
@@ -128,24 +129,46 @@ def body(key: str) -> None:
     if inputs is not None:
         with inputs:
             input_panel(s)
+    st.session_state[_BODY_DRAWN] = body_drawn_from(s)
     with results:
-        if not ok:
-            views.show_error(trace)
-        else:
-            views.doc_check(s, trace)
-            if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
-                views.show_heatmap(step.heatmap, s, trace, key)
-            base = compute.base_trace(s)
-            for name in step.show:
-                views.show_matrix(name, s, trace, base, key)
-            for name in step.views:
-                views.VIEWS[name](s, trace, key)
-            for name in step.compare:
-                compare.show(name, s, trace, key)
+        result_panel(key)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
         downloads.everything(s, key)
+
+
+_BODY_DRAWN = "frame.body_drawn_from"  # what the last run of a step page's body drew beside its results
+
+
+def body_drawn_from(s: session.Session) -> tuple:
+    """What a step page's body outside its results column depends on: everything outside the body, the numbers
+    (``epoch`` moves with every change), the refreshed grids, open tabs and every message."""
+    messages = tuple(sorted((p, m[0]) for p, m in s.messages.items()))
+    return (drawn_from(s), s.epoch, s.grids, tuple(s.tabs.items()), messages)
+
+
+@st.fragment
+def result_panel(key: str) -> None:
+    """A step page's results: the tutorial check, the heatmap, tables and views. A click on a heatmap cell, a head,
+    a window or a zoom reruns only this column; a change beyond it reruns the whole page."""
+    s = session.get()
+    if st.session_state.get(_BODY_DRAWN) != body_drawn_from(s):
+        st.rerun()  # a change beyond the results: the whole page (never when the body runs: it just set it)
+    step, trace = STEPS[key], compute.current_trace(s)
+    if not isinstance(trace, Trace):
+        views.show_error(trace)
+        return
+    views.doc_check(s, trace)
+    if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
+        views.show_heatmap(step.heatmap, s, trace, key)
+    base = compute.base_trace(s)
+    for name in step.show:
+        views.show_matrix(name, s, trace, base, key)
+    for name in step.views:
+        views.VIEWS[name](s, trace, key)
+    for name in step.compare:
+        compare.show(name, s, trace, key)
 
 
 def input_panel(s: session.Session) -> None:

@@ -36,9 +36,12 @@ return_large_frees_to_the_os()
 TRACES = TraceCache(max_bytes=256 * 2**20, max_entries=8, ttl=1800)  # two n = 2048 traces at most
 
 
-def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options) -> Trace:
+def compute(
+    tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options, key: str | None = None
+) -> Trace:
     """The trace for this content, cached by content so an edit recomputes once and every page reuses
-    it (raises AttentionError on bad input; errors are not cached)."""
+    it (raises AttentionError on bad input; errors are not cached). ``key``: the content's :func:`content_key`, when
+    the caller already has it."""
 
     def run() -> Trace:
         m = matrices
@@ -50,9 +53,8 @@ def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options
         return trace
 
     n = matrices["X"].shape[-2]
-    return TRACES.get(
-        content_key(tokens, matrices, options), run, expected_bytes=3 * n * n * 8
-    )  # scores, scaled, weights
+    key = key or content_key(tokens, matrices, options)
+    return TRACES.get(key, run, expected_bytes=3 * n * n * 8)  # scores, scaled, weights
 
 
 def compute_cross(
@@ -81,7 +83,8 @@ def session_trace(s: Session) -> Trace:
     if s.source:
         X_kv = source_rows(s, s.source)  # (S, d_model)
         return compute_cross(s.tokens, s.source, s.matrices, X_kv, cross_options(s.options))
-    return compute(s.tokens, s.matrices, s.options)
+    key = derived(s, "trace_key", lambda: content_key(s.tokens, s.matrices, s.options))  # hashed once per state
+    return compute(s.tokens, s.matrices, s.options, key)
 
 
 def current_trace(s: Session) -> Trace | AttentionError:
@@ -98,8 +101,9 @@ def base_trace(s: Session) -> Trace | None:
     if s.source:
         return None
     preset, base = s.origin.preset, s.origin.base
+    key = derived(s, "base_key", lambda: content_key(preset.tokens, base, preset.options))
     try:
-        return compute(preset.tokens, base, preset.options)
+        return compute(preset.tokens, base, preset.options, key)
     except AttentionError:
         return None
 
