@@ -114,6 +114,7 @@ def body(key: str) -> None:
     s = session.get()
     if st.session_state.get(_DRAWN) != drawn_from(s):
         st.rerun()  # a change beyond the body: the whole page (never in a whole run: setup just set it)
+    cache.collect_if_large(len(s.tokens))  # as setup does: a fragment rerun is a run too
     step = STEPS[key]
     share.sidebar_tools(s)
     url.write(s)
