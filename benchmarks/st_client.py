@@ -143,6 +143,7 @@ class Run:
     seconds: float
     elements: list[Element]
     problems: list[str] = field(default_factory=list)
+    fragments: tuple[str, ...] = ()  # the fragments the finished run reran (empty: the whole page ran)
 
 
 def initial_state(e: Element) -> WidgetState | None:
@@ -197,6 +198,7 @@ class Tab:
         self._building: dict[tuple[int, ...], Element] = {}  # the run being received, by place
         self._fragments: dict[str, tuple[str, ...]] = {}  # run id -> the fragments it reruns (empty: the whole page)
         self._sent: set[tuple[int, ...]] = set()  # the places the run being received has drawn
+        self._finished_fragments: tuple[str, ...] = ()  # what the last finished run reran
         self._problems: list[str] = []
         self._runs_since_send: set[str] = set()
         self._run_done: asyncio.Future | None = None
@@ -285,7 +287,7 @@ class Tab:
             finished = await asyncio.wait_for(self._run_done, self.timeout)
         except TimeoutError:
             raise TabError(f"timeout: no script_finished within {self.timeout:g} s") from None
-        return Run(finished - start, self.elements, list(self._problems))
+        return Run(finished - start, self.elements, list(self._problems), self._finished_fragments)
 
     # ---------------------------------------------------------------------------------------------- a person's acts
 
@@ -389,7 +391,8 @@ class Tab:
         ):
             if msg.script_finished == COMPILE_ERROR:
                 self._problems.append("compile error: the script did not compile")
-            rerun = set(self._fragments.get(msg.metadata.run.script_run_id, ()))
+            self._finished_fragments = self._fragments.get(msg.metadata.run.script_run_id, ())
+            rerun = set(self._finished_fragments)
             # as the frontend does: an element of a rerun fragment that this run did not draw again is gone
             stale = {p for p, e in self._building.items() if e.fragment in rerun and p not in self._sent}
             self.elements = [e for p, e in self._building.items() if p not in stale]
