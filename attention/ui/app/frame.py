@@ -59,10 +59,12 @@ def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
     url.write(s)
     controls.show_messages("page.notice")
     st.session_state[_DRAWN] = drawn_from(s)
+    st.session_state[_WHOLE_RUN] = True  # read (and dropped) by a step page's body: this run is a whole one
     return s
 
 
 _DRAWN = "frame.drawn_from"  # what the last whole run drew outside a step page's body (see drawn_from)
+_WHOLE_RUN = "frame.whole_run"
 # messages shown inside a step page's body (its editors, import boxes, controls and the sidebar's share tools)
 _BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset_file")
 
@@ -127,12 +129,17 @@ def body(key: str) -> None:
         editors.matrix_editor(name, s)
         imports.matrix_import(name, s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
-    if inputs is not None:
-        with inputs:
-            input_panel(s)
     st.session_state[_BODY_DRAWN] = body_drawn_from(s)
-    with results:
-        result_panel(key)
+    # A whole run sends the grids first (their code loads while the rest is built); a rerun of the body after an edit
+    # sends the results first, so the browser redraws the heatmap while the grid beside it is still being built.
+    first = (inputs, results) if st.session_state.pop(_WHOLE_RUN, False) else (results, inputs)
+    for column in first:
+        if column is inputs and inputs is not None:
+            with inputs:
+                input_panel(s)
+        elif column is results:
+            with results:
+                result_panel(key)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
