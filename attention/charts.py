@@ -40,9 +40,6 @@ class Colour:
     colours: tuple[str, ...]
     title: str
 
-    def altair(self) -> alt.Scale:
-        return alt.Scale(domain=list(self.domain), range=list(self.colours), interpolate="rgb", clamp=True)
-
 
 def colour_for(kind: str, values: np.ndarray) -> Colour:
     """Each step's own scale, readable with any colour vision: weights 0–1 on viridis; signed values (scores and
@@ -314,14 +311,50 @@ def rect_spec(
     df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
     colour = colour or colour_for(kind, _unmasked(values, allowed))
     n_r, n_c = values.shape
-    # Sized to its column: the width is the container's (set by the app, or "container" in a notebook), the height
-    # follows the rows; a fullscreen view sets both. Every font is the signal "fs": 12 px at a page's size, larger
-    # when the cells are (fullscreen), so the text grows with them; it floors to whole pixels, so the layout settles.
-    row_px = row_height or (40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r)))
-    angle = -45 if n_c <= TEXT_MAX else -90
-    fs = {"expr": "fs"}
+    position = _positions(rows, cols, row_title, col_title, n_c)
+    stroke = 0.5 if max(n_r, n_c) <= 32 else 0  # cell borders only while cells are large enough to show them
+    layers = [_cells_layer(position, colour, stroke, select)]
+    if allowed is not None and not allowed.all():
+        layers.append(_masked_layer(position, stroke))
+    if max(n_r, n_c) <= TEXT_MAX:
+        layers.append(_text_layer(position, colour, kind, df, n_r, n_c))
+    spec = _rect_frame(df, layers, n_r, n_c, title, subtitle, row_height)
+    if select:
+        spec["params"].append(_cell_selection())
+    return spec
+
+
+def _fs() -> dict:
+    """Every font size is the signal "fs": 12 px at a page's size, larger when the cells are (fullscreen), so the
+    text grows with them; it floors to whole pixels, so the layout settles. (Each spec part gets its own dicts: a
+    caller may change one spec without changing the next.)"""
+    return {"expr": "fs"}
+
+
+def _where() -> list[dict]:
+    """A cell's place, first in every tooltip."""
+    return [
+        {"field": "query", "type": "nominal", "title": "query (row)"},
+        {"field": "key", "type": "nominal", "title": "key (column)"},
+    ]
+
+
+def _cell_selection() -> dict:
+    """A click picks a cell ("cell": its query and key) in the view "cells"; a double click clears it."""
+    return {
+        "name": "cell",
+        "select": {"type": "point", "fields": ["query", "key"], "on": "click", "clear": "dblclick"},
+        "views": ["cells"],
+    }
+
+
+def _positions(rows: Sequence[str], cols: Sequence[str], row_title: str, col_title: str, n_c: int) -> dict:
+    """The x (keys) and y (queries) encodings every layer shares, in the given order; key labels slanted, upright
+    when there are too many to slant."""
+    fs = _fs()
     axis = {"labelFontSize": fs, "titleFontSize": fs, "labelLimit": 120, "labelOverlap": "greedy"}
-    position = {
+    angle = -45 if n_c <= TEXT_MAX else -90
+    return {
         "x": {
             "field": "key",
             "type": "nominal",
@@ -331,79 +364,80 @@ def rect_spec(
         },
         "y": {"field": "query", "type": "nominal", "sort": list(rows), "title": row_title, "axis": dict(axis)},
     }
-    where = [
-        {"field": "query", "type": "nominal", "title": "query (row)"},
-        {"field": "key", "type": "nominal", "title": "key (column)"},
-    ]
-    stroke = 0.5 if max(n_r, n_c) <= 32 else 0
+
+
+def _cells_layer(position: dict, colour: Colour, stroke: float, select: bool) -> dict:
+    """The unmasked cells: one rect each, coloured on ``colour``'s scale, the legend below, a full-precision
+    tooltip. Named "cells" (the click selection's view) when ``select``."""
+    fs = _fs()
     scale = {"domain": list(colour.domain), "range": list(colour.colours), "interpolate": "rgb", "clamp": True}
-    cells = {
+    lgd = {
+        "orient": "bottom",
+        "direction": "horizontal",
+        "gradientLength": {"expr": "clamp(width - 50, 60, 200)"},  # within the plot's width
+        "titleLimit": 200,
+        "labelFontSize": fs,
+        "titleFontSize": fs,
+    }
+    tooltip = [
+        *_where(),
+        {"field": "value", "type": "quantitative", "title": colour.title + " (full precision)", "format": ".17~g"},
+        {"field": "row", "type": "quantitative"},
+        {"field": "col", "type": "quantitative"},
+    ]
+    return {
         **({"name": "cells"} if select else {}),  # view names must be unique in a spec: only the selectable one
         "transform": [{"filter": "!datum.masked"}],
         "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke},
         "encoding": {
             **position,
-            "color": {
-                "field": "value",
-                "type": "quantitative",
-                "scale": scale,
-                "title": colour.title,
-                "legend": {
-                    "orient": "bottom",
-                    "direction": "horizontal",
-                    "gradientLength": {"expr": "clamp(width - 50, 60, 200)"},  # within the plot's width
-                    "titleLimit": 200,
-                    "labelFontSize": fs,
-                    "titleFontSize": fs,
-                },
-            },
-            "tooltip": [
-                *where,
-                {
-                    "field": "value",
-                    "type": "quantitative",
-                    "title": colour.title + " (full precision)",
-                    "format": ".17~g",
-                },
-                {"field": "row", "type": "quantitative"},
-                {"field": "col", "type": "quantitative"},
-            ],
+            "color": {"field": "value", "type": "quantitative", "scale": scale, "title": colour.title, "legend": lgd},
+            "tooltip": tooltip,
         },
     }
-    layers = [cells]
-    if allowed is not None and not allowed.all():
-        layers.append(
-            {
-                "transform": [{"filter": "datum.masked"}],
-                "mark": {"type": "rect", "color": MASKED_COLOR, "stroke": "white", "strokeWidth": stroke},
-                "encoding": {**position, "tooltip": [*where, {"field": "shown", "type": "nominal", "title": "cell"}]},
-            }
-        )
-    if max(n_r, n_c) <= TEXT_MAX:
-        # Dark text on light cells (viridis is light at the top of its range; the diverging scale within 70% of 0,
-        # where white text would have too little contrast). The numbers are written only where a cell is wide
-        # enough for them at the current font size.
-        mid = (colour.domain[0] + colour.domain[-1]) / 2
-        light = f"datum.value > {mid}" if kind == "weights" else f"abs(datum.value) < {0.7 * colour.domain[-1]}"
-        chars = max(len(str(v)) for v in df["shown"])
-        fits = f"width / {n_c} >= fs * {0.62 * chars + 0.6:.2f} && height / {n_r} >= fs * 1.5 ? 1 : 0"
-        layers.append(
-            {
-                "mark": {"type": "text", "fontSize": fs, "opacity": {"expr": fits}},
-                "encoding": {
-                    **position,
-                    "text": {"field": "shown", "type": "nominal"},
-                    "color": {"condition": {"test": f"datum.masked || {light}", "value": "#222222"}, "value": "white"},
-                },
-            }
-        )
-    spec: dict = {
+
+
+def _masked_layer(position: dict, stroke: float) -> dict:
+    """The masked cells: grey rects whose tooltip says "masked"."""
+    return {
+        "transform": [{"filter": "datum.masked"}],
+        "mark": {"type": "rect", "color": MASKED_COLOR, "stroke": "white", "strokeWidth": stroke},
+        "encoding": {**position, "tooltip": [*_where(), {"field": "shown", "type": "nominal", "title": "cell"}]},
+    }
+
+
+def _text_layer(position: dict, colour: Colour, kind: str, df: pd.DataFrame, n_r: int, n_c: int) -> dict:
+    """Each cell's value written in it, only where the cell is wide and tall enough for it at the current font
+    size. Dark text on light cells (viridis is light at the top of its range; the diverging scale within 70% of 0,
+    where white text would have too little contrast), white on the rest."""
+    mid = (colour.domain[0] + colour.domain[-1]) / 2
+    light = f"datum.value > {mid}" if kind == "weights" else f"abs(datum.value) < {0.7 * colour.domain[-1]}"
+    chars = max(len(str(v)) for v in df["shown"])
+    fs = _fs()
+    fits = f"width / {n_c} >= fs * {0.62 * chars + 0.6:.2f} && height / {n_r} >= fs * 1.5 ? 1 : 0"
+    return {
+        "mark": {"type": "text", "fontSize": fs, "opacity": {"expr": fits}},
+        "encoding": {
+            **position,
+            "text": {"field": "shown", "type": "nominal"},
+            "color": {"condition": {"test": f"datum.masked || {light}", "value": "#222222"}, "value": "white"},
+        },
+    }
+
+
+def _rect_frame(
+    df: pd.DataFrame, layers: list[dict], n_r: int, n_c: int, title: str, subtitle: str, row_height: int | None
+) -> dict:
+    """The spec around the layers: the data inline, the font signal, the title, the size. Sized to its column: the
+    width is the container's (set by the app, or "container" in a notebook), the height follows the rows; a
+    fullscreen view sets both."""
+    row_px = row_height or (40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r)))
+    heading = {"text": title, "subtitle": subtitle} if subtitle else {"text": title}
+    return {
         "data": {"values": _records(df)},
         "params": [{"name": "fs", "expr": f"clamp(floor(min(width / {n_c}, height / {n_r}) * 0.3), 12, 22)"}],
         "layer": layers,
-        "title": {"text": title, "subtitle": subtitle, "fontSize": {"expr": "fs + 2"}, "subtitleFontSize": fs}
-        if subtitle
-        else {"text": title, "fontSize": {"expr": "fs + 2"}},
+        "title": {**heading, "fontSize": {"expr": "fs + 2"}, **({"subtitleFontSize": _fs()} if subtitle else {})},
         "width": "container",
         # the whole chart's height (autosize "fit": a fullscreen view then fits the screen): the rows, plus about
         # 190 px of title, key labels, axis title and legend
@@ -411,15 +445,6 @@ def rect_spec(
         "autosize": {"type": "fit", "contains": "padding"},
         "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
     }
-    if select:
-        spec["params"].append(
-            {
-                "name": "cell",
-                "select": {"type": "point", "fields": ["query", "key"], "on": "click", "clear": "dblclick"},
-                "views": ["cells"],
-            }
-        )
-    return spec
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -479,7 +504,7 @@ def _block_heatmap(
     pooled = pool_blocks(masked_values, factor, pool)
     r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[0])]
     c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
-    chart = _rect_heatmap(
+    return _rect_heatmap(
         pooled,
         r_lbl,
         c_lbl,
@@ -493,7 +518,6 @@ def _block_heatmap(
         digits=digits,
         row_height=row_height,
     )
-    return chart
 
 
 def zoom_heatmap(

@@ -17,7 +17,7 @@ from .names import squeeze_batch
 from .trace import Trace
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CellExplanation:
     """Every number between q_i, k_j and A_ij. Shapes: q, k, products (d,); row, shifted, exps (n,)."""
 
@@ -76,21 +76,21 @@ def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation
         shifted = row - shift  # (n,)
         exps = np.exp(shifted)  # (n,)
     return CellExplanation(
-        i,
-        j,
-        q,
-        k,
-        products,
-        float(scores[i, j]),
-        float(trace.scale),
-        float(scaled[i, j]),
-        bool(np.isneginf(scaled[i, j])),
-        float(trace.options.temperature),
-        row,
-        shift,
-        shifted,
-        exps,
-        float(exps.sum()),
-        float(weights[i, j]),
-        bias,
+        i=i,
+        j=j,
+        q=q,
+        k=k,
+        products=products,
+        score=float(scores[i, j]),
+        scale=float(trace.scale),
+        scaled=float(scaled[i, j]),
+        masked=bool(np.isneginf(scaled[i, j])),
+        temperature=float(trace.options.temperature),
+        row=row,
+        shift=shift,
+        shifted=shifted,
+        exps=exps,
+        row_sum=float(exps.sum()),
+        weight=float(weights[i, j]),
+        bias=bias,
     )

@@ -27,6 +27,7 @@ import numpy as np
 from . import positions, steps
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
+from .names import is_whole
 from .trace import Trace
 
 MAX_TILE = 2048
@@ -75,7 +76,7 @@ class Flash:
 
 
 def _block(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_TILE:
+    if not is_whole(value) or not 1 <= value <= MAX_TILE:
         raise AttentionError(f"{name} must be a whole number from 1 to {MAX_TILE}; got {value!r}", field=name)
     return int(value)
 
@@ -183,7 +184,7 @@ def _one_head(trace: Trace, block_q: int, block_k: int, head: object) -> Flash:
     """The tiled pass of query head ``head`` alone (see :func:`from_trace`)."""
     o = trace.options
     h, g = o.heads, o.kv
-    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < h:
+    if not is_whole(head) or not 0 <= head < h:
         raise AttentionError(f"head must be a whole number from 0 to {h - 1}; got {head!r}", field="head")
     L, S = trace.Q.shape[-2], trace.K.shape[-2]
     Q = split_heads(trace.Q, h)  # (..., h, L, d_k/h): views

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import AttentionError
+from .names import is_whole
 
 MAX_VALUE = 10**7  # layers, heads, widths and tokens a learner may type (far above any model's)
 
@@ -32,7 +33,7 @@ class Cache:
 
 
 def _whole(value: object, name: str, low: int = 1, high: int = MAX_VALUE) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_whole(value) or not low <= value <= high:
         raise AttentionError(f"{name} must be a whole number from {low} to {high:,}; got {value!r}", field=name)
     return value
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import names, optimisers, targets
+from . import masks, names, optimisers, targets
 from .backward import backward
 from .errors import AttentionError, as_matrix
 from .options import Options, finite, short
@@ -320,7 +320,7 @@ def _settings(
         ("seed", seed, 0, names.MAX_SEED),
         ("snapshots", snapshots, 0, MAX_STEPS),
     ):
-        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and low <= value <= high):
+        if not (names.is_whole(value) and low <= value <= high):
             raise AttentionError(f"{name} must be a whole number from {low} to {high}; got {short(value)}", field=name)
     if loss not in LOSSES:
         raise AttentionError(f"loss must be one of {', '.join(LOSSES)}; got {loss!r}", field="loss")
@@ -464,9 +464,9 @@ def _groups(
     shared matrices checked (W_o and P drawn when learned and missing)."""
     if not isinstance(target, str) or target == "custom":
         raise AttentionError("with many sentences the target must be a kind's name (not 'custom')", field="target")
-    if opts.mask not in ("none", "causal"):
+    if opts.mask not in ((), ("causal",)):
         raise AttentionError(
-            f"with many sentences the mask must be 'none' or 'causal'; got {opts.mask!r}", field="mask"
+            f"with many sentences the mask must be 'none' or 'causal'; got {masks.join(opts.mask)!r}", field="mask"
         )
     if not sentences or any(len(s) == 0 for s in sentences):
         raise AttentionError("give at least one sentence, each with at least one token", field="sentences")
@@ -485,7 +485,7 @@ def _groups(
         X = np.stack([embed(s, table) for s in group])  # (B, n, d_model)
         if X.shape[-1] != d_model:
             raise AttentionError(f"the embedding table's vectors must all have width {d_model}", matrix="X")
-        allowed = np.tril(np.ones((n, n), bool)) if opts.mask == "causal" else None
+        allowed = np.tril(np.ones((n, n), bool)) if opts.mask == ("causal",) else None
         ts = [targets.make(target, s, j=j, include_self=include_self, allowed=allowed) for s in group]
         stacked = Target(target, np.stack([t.pattern for t in ts]), np.stack([t.rows for t in ts]))
         shape = (len(group), opts.heads, n) if opts.heads > 1 else (len(group), n)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import AttentionError
+from .names import MASK_PARTS, is_whole
 
-PARTS = ("causal", "padding", "custom", "window")  # the masks that can be combined; "none" is none of them
-MASK_PARTS = PARTS
+PARTS = MASK_PARTS  # the masks that can be combined; "none" is none of them
 
 
 def kinds() -> tuple[str, ...]:
@@ -25,14 +25,18 @@ def kinds() -> tuple[str, ...]:
 KINDS = kinds()  # "none", "causal", "padding", "custom", "window", "causal+padding", ..., all four joined
 
 
-def parts(kind: str) -> tuple[str, ...]:
-    """The masks a mask option combines: ``parts("causal+custom") == ("causal", "custom")``; () for "none"."""
+def parts(kind: str | tuple[str, ...]) -> tuple[str, ...]:
+    """The masks a mask option combines, as a file or link spells it: ``parts("causal+custom") == ("causal",
+    "custom")``; () for "none". A tuple is already split and comes back as it is (``Options.mask`` is one)."""
+    if isinstance(kind, tuple):
+        return kind
     return () if kind == "none" else tuple(kind.split("+"))
 
 
 def join(chosen: object) -> str:
-    """The mask option for a set of parts, in the canonical order: ``join({"custom", "causal"}) == "causal+custom"``,
-    ``join(()) == "none"``. Raises AttentionError for a part that is not one of PARTS."""
+    """The mask option for a set of parts as files and links spell it, in the canonical order:
+    ``join({"custom", "causal"}) == "causal+custom"``, ``join(()) == "none"``. Raises AttentionError for a part
+    that is not one of PARTS."""
     chosen = set(chosen)  # type: ignore[call-overload]
     chosen.discard("none")
     unknown = sorted(str(p) for p in chosen - set(PARTS))
@@ -51,7 +55,7 @@ def window(n_queries: int, w: int, n_keys: int | None = None) -> np.ndarray:
     """Sliding window (Longformer, Mistral): query i may attend keys i − w + 1 … i, the w most recent tokens
     itself included, so the window is causal too. w = 1 is each token alone; w >= n_keys is the causal mask.
     Shape (L, S), top-left aligned as :func:`causal`."""
-    if not (isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_)) and w >= 1):
+    if not (is_whole(w) and w >= 1):
         raise AttentionError(f"the window must be a whole number of tokens >= 1; got {w!r}", field="window")
     n_keys = n_queries if n_keys is None else n_keys
     offset = np.arange(n_queries)[:, None] - np.arange(n_keys)[None, :]  # (L, S): i − j

@@ -1,9 +1,10 @@
 """The one home of names and shapes: input and array names, sizes, each matrix's shape, axis labels, the batch squeeze.
 
 Every other module asks here what a matrix is called, what shape it has for given sizes, and how its rows
-and columns are labelled, so no two files work a shape out for themselves.
+and columns are labelled, so no two files work a shape out for themselves. The options' vocabularies live here too:
+the mask's parts, the softmax variants and how each is said.
 
-Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, document 001):
+Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·Wᵀ, the 'I am Batman' example):
 
     X            (n, d_model)
     P            (n, d_model)              learned positions, added to X
@@ -32,6 +33,13 @@ SQUARE = ("scores", "scaled", "weights")  # queries × keys
 # the arrays of a trace, in pipeline order
 ARRAYS = ("X", "W_q", "W_k", "W_v", "Q", "K", "V", "scores", "scaled", "weights", "output")
 PROJECTIONS = ("x_w", "x_wt")
+# The masks that can be combined (their AND); no part is no mask. Inside the app a mask is a tuple of parts in this
+# order; files and links write it joined with "+", "causal+padding" ("none" for no part): attention.masks.parts and
+# attention.masks.join turn one into the other.
+MASK_PARTS = ("causal", "padding", "custom", "window")
+# What softmax subtracts from each row before exp (:func:`attention.steps.softmax`): the values options, preset files
+# and links hold. Each is said in the words of SOFTMAX_WORDS.
+SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
 
 # Limits. The dashboard edits up to MAX_TOKENS × MAX_DIM; files (presets, uploads) may describe the same.
 MAX_TOKENS = 2048
@@ -46,6 +54,19 @@ MAX_SENTENCE_CHARS = MAX_TOKENS * (MAX_TOKEN_CHARS + 1)  # 411,648: every token 
 MAX_LINK_CHARS = 16_384  # one value in an address: an edits or a challenge token (the longest a link writes)
 MAX_UPLOAD_MB = 16  # a pasted or uploaded matrix, a preset file (Streamlit's maxUploadSize counts MiB)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+
+
+def is_number(value: object) -> bool:
+    """A real number to compute with, numpy's scalars included (``np.float64``, ``np.int64``), but never a bool:
+    ``True`` is a flag, though Python counts it as 1. Says nothing of finiteness (nan and inf are numbers here)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_whole(value: object) -> bool:
+    """A whole number, Python's or numpy's integers (never a bool, never a float such as 2.0); the caller checks
+    its range."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
 
 _OUT_DIM = {"W_q": "d_k", "W_k": "d_k", "W_v": "d_v", "W_o": "d_v"}
 _COL_PREFIX = {"X": "d", "P": "d", "Q": "q", "K": "k", "V": "v", "output": "v"}
@@ -82,6 +103,29 @@ class Dims:
         if name in SQUARE:
             return (self.n, self.n)
         raise KeyError(f"unknown matrix {name!r}")
+
+
+@dataclass(frozen=True)
+class SoftmaxWords:
+    """How one softmax variant is said: ``subtracts`` what m is (files, lab pages), ``one_row`` m for one row
+    (the cell explanation), ``short`` one line of a select box (the sidebar), ``aside`` an error message's aside."""
+
+    subtracts: str
+    one_row: str
+    short: str
+    aside: str
+
+
+SOFTMAX_WORDS = {
+    "row_max": SoftmaxWords("each row's max", "the row's largest value", "row's max (stable)", "row max subtracted"),
+    "global_max": SoftmaxWords(
+        "the whole matrix's max",
+        "the whole matrix's largest value",
+        "whole matrix's max",
+        "whole-matrix max subtracted",
+    ),
+    "none": SoftmaxWords("nothing", "nothing", "nothing (She likes coffee)", "nothing subtracted"),
+}
 
 
 def inputs_of(matrices: Sequence[str] | dict) -> tuple[str, ...]:

@@ -1,8 +1,10 @@
-"""The options of one attention pass: a frozen dataclass checked in one place, from code or from a file.
+"""The options of one attention pass: a frozen dataclass, its rules, and the one reader of options from JSON.
 
-Every field has one rule (:data:`RULES`); :meth:`Options.validate` applies them to an ``Options`` built in code,
-and :meth:`Options.from_dict` turns a JSON object into an ``Options`` (lists into tuples) and applies the same
-rules, naming the field's path in its messages ("options.temperature must be a finite number > 0; got 0").
+Every field has one rule (:data:`RULES`); :meth:`Options.validate` applies them to an ``Options`` built in code.
+:func:`from_json` is the one reader of options written in JSON (a preset's ``options``, a challenge's overrides,
+:meth:`Options.from_dict`): it turns JSON's forms into the dataclass's (lists into tuples), checks the numbers fit a
+float, lays the values over a base, applies the same rules and, given the number of tokens, the sizes. Its messages
+start with the option's name ("temperature must be a finite number > 0; got 0"); each caller adds its path.
 """
 
 from __future__ import annotations
@@ -19,20 +21,20 @@ from . import masks, names, positions, steps
 from .errors import AttentionError
 from .heads import divisors
 
-SOFTMAX_VARIANTS = ("row_max", "global_max", "none")
-
 
 @dataclass(frozen=True)
 class Options:
     """The conventions of one computation (the documents differ in these, so they are options).
 
-    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, document 001).
-    softmax: "row_max" (default), "global_max" or "none" (document 000); see :func:`steps.softmax`.
+    projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, the 'I am Batman' example).
+    softmax: "row_max" (default), "global_max" or "none" (the 'She likes coffee' example); see :func:`steps.softmax`.
     scale: the factor applied to the scores; None means 1/√d_k (1/√(d_k/h) per head), 1.0 means no scaling.
     temperature: T > 0 in softmax(S'/T); 1 leaves the weights as they are, T > 1 flattens them.
-    mask: "none", "causal" (token i sees tokens 0..i), "padding" (no token attends a padding token), "custom"
-    (``custom_mask``), or a combination joined with "+" in that order ("causal+custom"): a cell may be attended
-    only where every part allows it.
+    mask: the mask's parts, a tuple in this order: "causal" (token i sees tokens 0..i), "padding" (no token attends a
+    padding token), "custom" (``custom_mask``), "window"; () for no mask. A cell may be attended only where every
+    part allows it. Given as files, links and keywords spell it, "none", "causal" or parts joined with "+"
+    ("causal+custom"), it is split on the way in (``Options(mask="causal+custom").mask == ("causal", "custom")``);
+    :meth:`to_dict` joins it again.
     padding: one flag per token, True where the token is padding (used when the mask has "padding").
     heads: number of heads h; d_k and d_v must divide by h (1 = single-head attention).
     custom_mask: an n × n grid of flags (query × key), True where the query may attend the key.
@@ -53,13 +55,17 @@ class Options:
     softmax: steps.SoftmaxVariant = "row_max"
     scale: float | None = None
     temperature: float = 1.0
-    mask: str = "none"
+    mask: tuple[str, ...] = ()  # the parts; "causal+custom" is accepted and split (see __post_init__)
     padding: tuple[bool, ...] = ()
     heads: int = 1
     custom_mask: tuple[tuple[bool, ...], ...] = ()
     positions: str = "none"
     kv_heads: int | None = None
     window: int = 3
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mask, str) and self.mask in masks.KINDS:  # spelled as a file or link spells it
+            object.__setattr__(self, "mask", masks.parts(self.mask))
 
     @property
     def kv(self) -> int:
@@ -85,7 +91,7 @@ class Options:
             "softmax": self.softmax,
             "scale": None if self.scale is None else float(self.scale),
             "temperature": float(self.temperature),
-            "mask": self.mask,
+            "mask": masks.join(self.mask) if isinstance(self.mask, tuple) else self.mask,  # unchecked: as given
             "padding": [bool(p) for p in self.padding],
             "heads": int(self.heads),
             "custom_mask": [[bool(v) for v in row] for row in self.custom_mask],
@@ -96,9 +102,9 @@ class Options:
 
     @classmethod
     def from_dict(cls, d: object, where: str = "options", n: int | None = None) -> Options:
-        """Options from a JSON object (missing keys take their defaults), every field checked, messages naming
-        ``where.field``. With ``n`` (the number of tokens) the padding flags and the custom grid are checked
-        to fit n, and a mask part that needs them (padding, custom) must have them."""
+        """Options from a JSON object (missing keys take their defaults) through :func:`from_json`, messages naming
+        ``where.field``. With ``n`` (the number of tokens) the padding flags and the custom grid must fit n, and a
+        mask part that needs them (padding, custom) must have them."""
         if not isinstance(d, Mapping):
             raise AttentionError(f"{where} must be an object of option names and values; got {type(d).__name__}")
         known = [f.name for f in dataclasses.fields(cls)]
@@ -107,42 +113,94 @@ class Options:
             raise AttentionError(
                 f"{where}.{unknown[0]} is not an option; the options are {', '.join(known)}", field=unknown[0]
             )
-        values = {name: _from_json(name, d[name]) for name in known if name in d}
-        for name, value in values.items():
-            _check(name, value, f"{where}.{name}")
-        options = cls(**values)
-        _check_together(options, f"{where}.")
-        if n is not None:
-            options.check_sizes(n, where)
-        return options
+        try:
+            return from_json(d, n=n)
+        except AttentionError as exc:
+            raise AttentionError(f"{where}.{exc.message}", field=exc.field) from None
 
-    def check_sizes(self, n: int, where: str = "options") -> None:
-        """Padding flags and the custom grid fit n tokens, and are given when the mask uses them."""
-        parts = masks.parts(self.mask)
-        if (self.padding or "padding" in parts) and len(self.padding) != n:
+    def check_sizes(self, n: int) -> None:
+        """A mask part that needs one flag per token (padding) or an n × n grid (custom) has it."""
+        parts = self.mask
+        if "padding" in parts and len(self.padding) != n:
             raise AttentionError(
-                f"{where}.padding must list {n} true/false flags, one per token"
-                + (" (the mask has 'padding')" if "padding" in parts else "")
-                + f"; got {len(self.padding)}",
-                field="padding",
+                f"padding must list {n} flags, one per token, when the mask has 'padding'", field="padding"
             )
-        if (self.custom_mask or "custom" in parts) and len(self.custom_mask) != n:
+        if "custom" in parts and len(self.custom_mask) != n:
             raise AttentionError(
-                f"{where}.custom_mask must be {n} rows of {n} true/false flags (query × key)"
-                + (" (the mask has 'custom')" if "custom" in parts else "")
-                + f"; got {len(self.custom_mask)} rows",
-                field="custom_mask",
+                f"custom_mask must be given ({n} × {n}) when the mask has 'custom'", field="custom_mask"
             )
 
 
-def is_real(value: object) -> bool:
-    """A real number (numpy scalars included), but not a bool (True is not a scale)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+def from_json(value: Mapping[str, object], base: Options | None = None, n: int | None = None) -> Options:
+    """The one reader of options from JSON: ``value`` (option name -> JSON value, names already known) laid over
+    ``base`` (the defaults when None), then every rule. Scale and temperature must be numbers that fit a float;
+    padding a list of true/false flags and custom_mask a list of rows of them (with ``n``, of n flags and n × n,
+    and a mask part that needs them must have them). Raises AttentionError whose ``field`` is the option and whose
+    message starts with its name."""
+    unknown = [str(k) for k in value if k not in RULES]
+    if unknown:
+        raise AttentionError(f"{unknown[0]} is not an option; the options are {', '.join(RULES)}", field=unknown[0])
+    kw = {name: _json_value(name, value[name], n) for name in RULES if name in value}
+    options = (base or Options()).replace(**kw).validate()
+    if n is not None:
+        options.check_sizes(n)
+    return options
+
+
+def _json_value(name: str, value: object, n: int | None) -> object:
+    """One option's JSON value in the dataclass's form; strings and whole numbers are left for :data:`RULES`."""
+    if name == "temperature" or (name == "scale" and value is not None):
+        return _json_number(name, value)
+    if name == "padding":
+        return _json_flags(value, n)
+    if name == "custom_mask":
+        return _json_grid(value, n)
+    return value
+
+
+def _json_number(name: str, value: object) -> object:
+    """A number that fits a float, as a float when its rule can hold (> 0); else as written, for the rule to name."""
+    if not names.is_number(value):
+        raise AttentionError(f"{name} must be a finite number, got {short(value)}", field=name)
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # a whole number beyond the float range
+        x = math.inf
+    if math.isnan(x):
+        raise AttentionError(f"{name} must be a finite number, got {short(value)}", field=name)
+    if math.isinf(x):
+        raise AttentionError(
+            f"{name} is a number too large for a 64-bit float (the largest is about 1.8e308)", field=name
+        )
+    return x if x > 0 else value
+
+
+def _json_flags(value: object, n: int | None) -> tuple[bool, ...]:
+    """Padding: a list of true/false flags (of n, with n, unless empty)."""
+    ok = isinstance(value, list) and all(isinstance(p, bool) for p in value)
+    if not ok or (n is not None and value and len(value) != n):  # type: ignore[arg-type]
+        count = "" if n is None else f"{n} "
+        raise AttentionError(
+            f"padding must be a list of {count}true/false flags, one per token; got {short(value)}", field="padding"
+        )
+    return tuple(value)  # type: ignore[arg-type]
+
+
+def _json_grid(value: object, n: int | None) -> tuple[tuple[bool, ...], ...]:
+    """The custom mask: a list of rows of true/false flags (n rows of n, with n)."""
+    ok = isinstance(value, list) and all(isinstance(r, list) and all(isinstance(b, bool) for b in r) for r in value)
+    if n is None and not ok:
+        raise AttentionError(
+            "custom_mask must be a list of rows of true/false flags (query × key)", field="custom_mask"
+        )
+    if n is not None and not (ok and len(value) == n and all(len(r) == n for r in value)):  # type: ignore[arg-type]
+        raise AttentionError(f"custom_mask must be {n} rows of {n} true/false flags (query × key)", field="custom_mask")
+    return tuple(tuple(r) for r in value)  # type: ignore[union-attr]
 
 
 def finite(value: object) -> bool:
     """A finite real number (a Python int too large for a float is not finite here, and never an OverflowError)."""
-    if not is_real(value):
+    if not names.is_number(value):
         return False
     try:
         return math.isfinite(float(value))  # type: ignore[arg-type]
@@ -155,7 +213,7 @@ def _positive(value: object) -> bool:
 
 
 def _whole(value: object, low: int, high: int) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and low <= value <= high
+    return names.is_whole(value) and low <= value <= high  # type: ignore[operator]
 
 
 def _is_flag(value: object) -> bool:
@@ -164,6 +222,16 @@ def _is_flag(value: object) -> bool:
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[object], bool]:
     return lambda value: isinstance(value, str) and value in choices
+
+
+_MASK_PARTS = frozenset(masks.parts(kind) for kind in masks.KINDS)  # every mask as a tuple of parts, in order
+
+
+def _mask_kind(value: object) -> bool:
+    """A mask as files spell it ("causal+padding"), or as the dataclass holds it (its parts, in order)."""
+    if isinstance(value, str):
+        return value in masks.KINDS
+    return isinstance(value, tuple) and all(isinstance(p, str) for p in value) and value in _MASK_PARTS
 
 
 def _square_grid(value: object) -> bool:
@@ -177,10 +245,10 @@ def _square_grid(value: object) -> bool:
 # field -> (the rule, what the message says when it is broken)
 RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "projection": (_one_of(names.PROJECTIONS), "must be 'x_w' (X @ W) or 'x_wt' (X @ W.T)"),
-    "softmax": (_one_of(SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
+    "softmax": (_one_of(names.SOFTMAX_VARIANTS), "must be 'row_max', 'global_max' or 'none'"),
     "scale": (lambda v: v is None or _positive(v), "must be a finite number > 0 (or None for 1/√d_k)"),
     "temperature": (_positive, "must be a finite number > 0"),
-    "mask": (_one_of(masks.KINDS), f"must be one of {', '.join(masks.KINDS)}"),
+    "mask": (_mask_kind, f"must be one of {', '.join(masks.KINDS)}"),
     "padding": (
         lambda v: isinstance(v, tuple) and all(_is_flag(p) for p in v),
         "must be true/false flags, one per token",
@@ -213,18 +281,6 @@ def _check(name: str, value: object, path: str) -> None:
     rule, message = RULES[name]
     if not rule(value):
         raise AttentionError(f"{path} {message}; got {short(value)}", field=name)
-
-
-def _from_json(name: str, value: object) -> object:
-    """JSON's forms turned into the dataclass's: lists into tuples, whole numbers into floats where a float is
-    meant. Anything else is left as it is, for the rule to refuse."""
-    if name == "padding" and isinstance(value, list):
-        return tuple(value)
-    if name == "custom_mask" and isinstance(value, list):
-        return tuple(tuple(r) if isinstance(r, list) else r for r in value)
-    if name in ("scale", "temperature") and is_real(value) and _positive(value):
-        return float(value)  # type: ignore[arg-type]
-    return value
 
 
 def short(value: object, limit: int = 60) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 TIE_RTOL = 1e-9  # two weights within this relative difference are equal but for rounding (float64 gives ~1e-16)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Reading:
     """Per query row (shape (n,), or (h, n) with h heads): top key and its weight, second key and its weight,
     entropy in bits, and whether the row is fully masked. ``max_entropy`` is log₂ n; ``row_max_entropy`` is the
@@ -57,14 +57,24 @@ def read(w: np.ndarray, allowed: np.ndarray | None = None) -> Reading:
     row_max = np.log2(np.maximum(count, 1)).astype(float)  # (..., n)
     fully_masked = ~may.any(axis=-1)  # (..., n)
     top_count = np.maximum(tied(w, top_weight).sum(axis=-1), 1)  # (..., n)
-    return Reading(top, top_weight, second, second_weight, entropy, fully_masked, float(np.log2(n)), row_max, top_count)
+    return Reading(
+        top=top,
+        top_weight=top_weight,
+        second=second,
+        second_weight=second_weight,
+        entropy=entropy,
+        fully_masked=fully_masked,
+        max_entropy=float(np.log2(n)),
+        row_max_entropy=row_max,
+        top_count=top_count,
+    )
 
 
 HABITS = ("previous", "self", "next", "key")  # checked in this order; ties go to the earlier one
 SPREAD = 0.85  # mean entropy, as a share of the most each row can have, from which a head "spreads out"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Habit:
     """What one head mostly does, read from its weights: ``kind`` is "previous" (row i's top key is i − 1), "self"
     (i), "next" (i + 1), "key" (one key, ``key``, is the top key of most rows), "spread" (the rows' mean entropy is
@@ -88,10 +98,10 @@ def habit(r: Reading, head: int | None = None) -> Habit:
     rows = ~masked & (most > 0)  # (n,) rows that choose among 2+ keys
     of = int(rows.sum())
     if of == 0:
-        return Habit("none", None, 0, 0, 0.0)
+        return Habit(kind="none", key=None, rows=0, of=0, share=0.0)
     spread = float(np.mean(ent[rows] / most[rows]))
     if spread >= SPREAD:
-        return Habit("spread", None, of, of, spread)
+        return Habit(kind="spread", key=None, rows=of, of=of, share=spread)
     i = np.arange(top.shape[0])
     mode = int(np.bincount(top[rows]).argmax())
     counts = {
@@ -103,5 +113,5 @@ def habit(r: Reading, head: int | None = None) -> Habit:
     best = max(HABITS, key=lambda k: (counts[k], -HABITS.index(k)))
     key = mode if best == "key" else None
     if 2 * counts[best] < of:
-        return Habit("mixed", key, counts[best], of, counts[best] / of, best)
-    return Habit(best, key, counts[best], of, counts[best] / of, best)
+        return Habit(kind="mixed", key=key, rows=counts[best], of=of, share=counts[best] / of, strongest=best)
+    return Habit(kind=best, key=key, rows=counts[best], of=of, share=counts[best] / of, strongest=best)

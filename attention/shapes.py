@@ -1,4 +1,4 @@
-"""Shape traces: what ``@`` gives at each step, and what ``np.dot`` gives (document 003's surprise).
+"""Shape traces: what ``@`` gives at each step, and what ``np.dot`` gives (the surprise of 'The cat sat on the mat').
 
 For N-D arrays ``np.dot(a, b)`` is a sum product over the last axis of a and the SECOND-TO-LAST axis
 of b, keeping every other axis of both: shape a.shape[:-1] + b.shape[:-2] + b.shape[-1:]. So with a
@@ -53,8 +53,8 @@ class ShapeStep:
 def shape_trace(x_shape: tuple[int, ...], d_k: int, d_v: int | None = None) -> list[ShapeStep]:
     """Shapes of Q, scores, weights and output computed with ``@`` and with ``np.dot``.
 
-    ``x_shape`` is (..., n, d_model); W is (d_model, d_k). Document 003's np.dot path carries its
-    4-D scores into softmax and into np.dot with V, giving output (1, 6, 1, 1, 8) (the document prints
+    ``x_shape`` is (..., n, d_model); W is (d_model, d_k). The np.dot path of the 'The cat sat on the mat' example
+    carries its 4-D scores into softmax and into np.dot with V, giving output (1, 6, 1, 1, 8) (the example prints
     (1, 6, 1, 8), which that line cannot produce).
     """
     d_v = d_k if d_v is None else d_v

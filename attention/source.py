@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import masks
 from .names import squeeze_batch
 from .options import Options
 
@@ -39,6 +38,6 @@ def cross_options(o: Options) -> Options:
     """The options cross-attention runs with, PyTorch SDPA's semantics for L × S: the causal and window masks kept
     (top-left aligned: query i sees keys j ≤ i), the padding flags and the custom grid left out (they are one per
     query token, n × n), learned positions (a P for one sequence) switched to none."""
-    kept = [p for p in masks.parts(o.mask) if p in ("causal", "window")]
-    opts = o.replace(mask=masks.join(kept), padding=(), custom_mask=())
+    kept = tuple(p for p in o.mask if p in ("causal", "window"))
+    opts = o.replace(mask=kept, padding=(), custom_mask=())
     return opts.replace(positions="none") if opts.positions == "learned" else opts

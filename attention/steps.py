@@ -12,9 +12,10 @@ from typing import Literal
 import numpy as np
 
 from .errors import AttentionError
+from .names import SOFTMAX_WORDS
 
 Projection = Literal["x_w", "x_wt"]
-SoftmaxVariant = Literal["row_max", "global_max", "none"]
+SoftmaxVariant = Literal["row_max", "global_max", "none"]  # names.SOFTMAX_VARIANTS, spelled out for type checkers
 
 # exp(x) overflows float64 above this, and is exactly 0 below -745.13.
 EXP_MAX = float(np.log(np.finfo(np.float64).max))  # 709.78...
@@ -53,9 +54,10 @@ def mask(S: np.ndarray, allowed: np.ndarray | None = None, additive: np.ndarray 
 def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] | None = None) -> np.ndarray:
     """Row-wise softmax over the last axis: ``exp(x - m) / sum(exp(x - m))``.
 
-    ``variant`` chooses m: ``"row_max"`` (each row's own max; never overflows, the default and what
-    documents 001, 002 and 004 compute), ``"global_max"`` (the max of the whole matrix: a row far below
-    it underflows to 0/0), or ``"none"`` (m = 0, document 000: exp overflows above 709.78).
+    ``variant`` chooses m: ``"row_max"`` (each row's own max; never overflows, the default and what the
+    'I am Batman', 'The cat sat' and 'Random, seed 42' examples compute), ``"global_max"`` (the max of the whole
+    matrix: a row far below it underflows to 0/0), or ``"none"`` (m = 0, the 'She likes coffee' example: exp
+    overflows above 709.78).
     The unsafe variants raise AttentionError naming the row instead of returning NaN.
 
     A row whose entries are all -inf (fully masked) gets all-zero weights, not NaN, as PyTorch's
@@ -94,11 +96,12 @@ def _raise_for_rows(
             continue  # fully masked: weights 0 by definition
         i = int(r % x.shape[-2]) if x.ndim >= 2 else 0
         name = f"row {i + 1}" + (f" ({rows[i]!r})" if rows and i < len(rows) else "")
+        said = SOFTMAX_WORDS[variant].aside  # "row max subtracted"...
         live = row[~np.isneginf(row)]  # the cells not masked out
         if not np.isfinite(live).all():
             j = int(np.flatnonzero(~np.isneginf(row) & ~np.isfinite(row))[0])
             raise AttentionError(
-                f"softmax ({_VARIANT_NAMES[variant]}) cannot weigh {name}: the score in column {j + 1} is {row[j]} "
+                f"softmax ({said}) cannot weigh {name}: the score in column {j + 1} is {row[j]} "
                 "(the scaled scores are too large for 64-bit floats). Use smaller values, a smaller scale or a "
                 "higher temperature.",
                 matrix="weights",
@@ -109,27 +112,19 @@ def _raise_for_rows(
         shift = float(np.broadcast_to(m, x.shape).reshape(-1, x.shape[-1])[r, 0])
         if not np.isfinite(flat_total[r]):
             raise AttentionError(
-                f"softmax ({_VARIANT_NAMES[variant]}) overflows on {name}: the largest score there is {hi:.6g}, "
+                f"softmax ({said}) overflows on {name}: the largest score there is {hi:.6g}, "
                 f"and exp({hi - shift:.6g}) is infinite (float64 overflows above exp({EXP_MAX:.2f})). "
                 "Subtract the row max (the default variant) or use smaller values.",
                 matrix="weights",
                 cell=(i, int(np.argmax(row))),
             )
         raise AttentionError(
-            f"softmax ({_VARIANT_NAMES[variant]}) underflows on {name}: every score there (at most {hi:.6g}, "
-            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 is "
-            f"NaN. "
-            "Subtract each row's own max (the default variant) instead.",
+            f"softmax ({said}) underflows on {name}: every score there (at most {hi:.6g}, "
+            f"at least {lo:.6g}) is so far below the subtracted value {shift:.6g} that every exp() is 0, and 0/0 "
+            "is NaN. Subtract each row's own max (the default variant) instead.",
             matrix="weights",
             cell=(i, int(np.argmax(row))),
         )
-
-
-_VARIANT_NAMES = {
-    "row_max": "row max subtracted",
-    "global_max": "whole-matrix max subtracted",
-    "none": "nothing subtracted",
-}
 
 
 def weighted_sum(weights: np.ndarray, V: np.ndarray) -> np.ndarray:

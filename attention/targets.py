@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import AttentionError, as_matrix
+from .names import is_whole
 
 KINDS = ("previous", "next", "self", "first", "uniform", "token", "same_word", "custom")
 LABELS = {
@@ -76,7 +77,7 @@ def uniform(n: int, allowed: np.ndarray | None = None) -> Target:
 
 def to_token(n: int, j: int, name: str = "token") -> Target:
     """Every row attends token j (0-based)."""
-    if not (isinstance(j, (int, np.integer)) and not isinstance(j, bool) and 0 <= j < n):
+    if not (is_whole(j) and 0 <= j < n):
         raise AttentionError(f"the target's key j must be a token index from 0 to {n - 1}; got {j!r}", field="target")
     pattern = np.zeros((n, n))
     pattern[:, j] = 1.0

@@ -25,11 +25,11 @@ from .heads import head_weights
 from .options import Options, finite
 from .reading import Reading, read
 
-MASK_KINDS = masks.KINDS  # "none", "causal", "padding", "custom", "window", then combinations ("causal+padding"...)
+MASK_KINDS = masks.KINDS  # as files spell them: "none", "causal", ..., then combinations ("causal+padding"...)
 ARRAY_NAMES = names.ARRAYS  # the eleven arrays of a trace, in pipeline order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Trace:
     """Every array of one pass. Shapes for n tokens and h heads (plus any leading batch dims):
     X (n, d_model); W_q, W_k (d_model, d_k) or transposed; W_v (d_model, d_v);
@@ -150,13 +150,13 @@ def check_inputs(
                 matrix=name,
             )
     check_widths(Ws["W_q"].shape[out], Ws["W_k"].shape[out], Ws["W_v"].shape[out], options)
-    if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
+    if "custom" in options.mask and len(options.custom_mask) != n:
         raise AttentionError(
             f"the custom mask is {len(options.custom_mask)} × {len(options.custom_mask)} but there are {n} tokens; "
             "give one row and one column per token",
             matrix="mask",
         )
-    if "padding" in masks.parts(options.mask) and len(options.padding) != n:
+    if "padding" in options.mask and len(options.padding) != n:
         raise AttentionError(
             f"the padding flags list {len(options.padding)} tokens but X has {n}; give one flag per token",
             matrix="mask",
@@ -238,7 +238,7 @@ def check_positions(P: object, options: Options, n: int, d_model: int) -> np.nda
 def build_mask(options: Options, n: int, n_keys: int | None = None) -> np.ndarray | None:
     """The boolean mask (n, n) the options ask for (its parts combined with AND), or None. With ``n_keys``
     (cross-attention) it is (n, n_keys): causal and window top-left aligned, padding flags one per key."""
-    parts, s = masks.parts(options.mask), n if n_keys is None else n_keys
+    parts, s = options.mask, n if n_keys is None else n_keys
     return masks.combine(
         masks.causal(n, s) if "causal" in parts else None,
         masks.padding(options.padding, n) if "padding" in parts else None,
@@ -323,7 +323,7 @@ def cross_attention(
             f"X_kv has {S} rows but there are {len(tokens_kv)} source tokens; there must be one row per token",
             matrix="X_kv",
         )
-    parts = masks.parts(opts.mask)
+    parts = opts.mask
     if "padding" in parts and len(opts.padding) != S:
         raise AttentionError(
             f"the padding flags list {len(opts.padding)} tokens but X_kv has {S}; in cross-attention give one flag "
@@ -394,7 +394,7 @@ def attend(
             S_scaled if opts.temperature == 1 else S_scaled / opts.temperature, opts.softmax, rows
         )  # (..., n, n)
     O = steps.weighted_sum(A, V)  # (..., n, d_v)
-    return _Head(Q_raw, K_raw, Q, K, V, S, S_scaled, A, O, factor)
+    return _Head(Q_raw=Q_raw, K_raw=K_raw, Q=Q, K=K, V=V, scores=S, scaled=S_scaled, weights=A, output=O, scale=factor)
 
 
 def run_steps(
@@ -415,88 +415,122 @@ def run_steps(
     side by side, W_o. With h > 1 heads the per-head arrays are stacked on a head axis (shapes in comments).
     Query head i reads key/value block i // (h / kv_heads). ``X_kv`` (S, d_model): cross-attention's source."""
     rows = list(tokens) if tokens else None
-    n, d_model = X.shape[-2:]
-    s = n if X_kv is None else X_kv.shape[-2]
-    added = positions.sinusoidal(n, d_model) if opts.positions == "sinusoidal" else P  # (n, d_model) or None
+    n, s = X.shape[-2], (X if X_kv is None else X_kv).shape[-2]
+    added = added_positions(opts, P, *X.shape[-2:])  # (n, d_model) or None
     X_in = X if added is None else X + added  # (..., n, d_model)
-    X_kv_in = X_kv  # (..., S, d_model) or None; the source gets its own sinusoidal PE (learned P is self-only)
-    if X_kv is not None and opts.positions == "sinusoidal":
-        X_kv_in = X_kv + positions.sinusoidal(s, d_model)  # (..., S, d_model)
+    X_kv_in = source_positions(opts, X_kv)  # (..., S, d_model) or None
     allowed = masks.combine(build_mask(opts, n, s), None if attn_mask is None else masks.custom(attn_mask, n, s))
-    h, group = opts.heads, opts.heads // opts.kv
-    slopes = positions.alibi_slopes(h) if opts.positions == "alibi" else None  # (h,) or None
-
-    def bias(i: int) -> np.ndarray | None:
-        return None if slopes is None else positions.alibi_bias(slopes[i], n, s)  # (n, S)
-
-    if h == 1:
-        r = attend(X_in, W_q, W_k, W_v, opts, allowed, rows, bias(0), X_kv_in)
-    else:
-
-        def block(W: np.ndarray, i: int) -> np.ndarray:
-            return head_weights(W, h, i, opts.projection)  # query head i's block of W_q
-
-        def shared(W: np.ndarray, i: int) -> np.ndarray:
-            return head_weights(W, opts.kv, i // group, opts.projection)  # the K/V block query head i reads
-
-        heads = [
-            attend(X_in, block(W_q, i), shared(W_k, i), shared(W_v, i), opts, allowed, rows, bias(i), X_kv_in)
-            for i in range(h)
-        ]
-        rotary = opts.positions == "rotary"
-
-        def cat(name: str) -> np.ndarray:
-            # (..., n, width of all heads); K and V once per key/value block (the first head of each group)
-            chosen = heads[::group] if name in ("K_raw", "K", "V") else heads
-            return np.concatenate([getattr(t, name) for t in chosen], axis=-1)
-
-        def stack(name: str) -> np.ndarray:
-            return np.stack([getattr(t, name) for t in heads], axis=-3)  # (..., h, n, n)
-
-        r = _Head(
-            cat("Q_raw") if rotary else None,
-            cat("K_raw") if rotary else None,
-            cat("Q"),  # (..., n, d_k)
-            cat("K"),  # (..., n, d_k)
-            cat("V"),  # (..., n, d_v)
-            stack("scores"),
-            stack("scaled"),
-            stack("weights"),
-            cat("output"),  # (..., n, d_v)
-            heads[0].scale,
-        )
-    output = r.output  # (..., n, d_v): the heads' outputs side by side
-    if W_o is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            output = r.output @ W_o  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
-        check_finite("output", output, "the heads' outputs and the values of W_o", rows)
+    r = all_heads(X_in, W_q, W_k, W_v, opts, allowed, rows, X_kv_in)  # weights (..., n, S) or (..., h, n, S)
+    output = mix_heads(r.output, W_o, rows)  # (..., n, d_out)
     return Trace(
-        X,
-        W_q,
-        W_k,
-        W_v,
-        r.Q,
-        r.K,
-        r.V,
-        r.scores,
-        r.scaled,
-        r.weights,
-        output,
-        r.scale,
-        r.Q.shape[-1] // h,
-        opts,
-        allowed,
-        tuple(int(i) for i in masks.fully_masked_rows(allowed)),
-        tuple(tokens or ()),
-        None if added is None else X_in,
-        r.Q_raw,
-        r.K_raw,
-        added,
-        W_o,
-        r.output,
-        X_kv,
-        tuple(tokens_kv or ()),
+        X=X,
+        W_q=W_q,
+        W_k=W_k,
+        W_v=W_v,
+        Q=r.Q,
+        K=r.K,
+        V=r.V,
+        scores=r.scores,
+        scaled=r.scaled,
+        weights=r.weights,
+        output=output,
+        scale=r.scale,
+        d_k=r.Q.shape[-1] // opts.heads,
+        options=opts,
+        allowed=allowed,
+        fully_masked=tuple(int(i) for i in masks.fully_masked_rows(allowed)),
+        tokens=tuple(tokens or ()),
+        X_in=None if added is None else X_in,
+        Q_raw=r.Q_raw,
+        K_raw=r.K_raw,
+        positions_added=added,
+        W_o=W_o,
+        concat=r.output,
+        X_kv=X_kv,
+        tokens_kv=tuple(tokens_kv or ()),
     )
+
+
+def added_positions(opts: Options, P: np.ndarray | None, n: int, d_model: int) -> np.ndarray | None:
+    """What is added to X before the projections: the sinusoidal PE, the learned P, or None. Shape (n, d_model)."""
+    return positions.sinusoidal(n, d_model) if opts.positions == "sinusoidal" else P
+
+
+def source_positions(opts: Options, X_kv: np.ndarray | None) -> np.ndarray | None:
+    """Cross-attention's source (..., S, d_model) as the projections see it: with its own sinusoidal PE (a learned
+    P belongs to one sequence), else as given; None for self-attention."""
+    if X_kv is None or opts.positions != "sinusoidal":
+        return X_kv
+    return X_kv + positions.sinusoidal(*X_kv.shape[-2:])  # (..., S, d_model)
+
+
+def alibi_bias(opts: Options, head: int, n: int, s: int) -> np.ndarray | None:
+    """Head ``head``'s ALiBi bias −m_h·(i − j), (n, S); None without ALiBi positions. Made per head as it runs,
+    so only one (n, S) bias is alive at a time."""
+    if opts.positions != "alibi":
+        return None
+    return positions.alibi_bias(positions.alibi_slopes(opts.heads)[head], n, s)  # (n, S)
+
+
+def all_heads(
+    X_in: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    opts: Options,
+    allowed: np.ndarray | None,
+    rows: list[str] | None,
+    X_kv: np.ndarray | None,
+) -> _Head:
+    """Every head (:func:`attend`) on its blocks of W_q, W_k, W_v; one head as it is, several side by side
+    (:func:`stack_heads`). Query head i reads key/value block i // (h / kv_heads)."""
+    h, g, proj = opts.heads, opts.kv, opts.projection
+    n, s = X_in.shape[-2], (X_in if X_kv is None else X_kv).shape[-2]
+    if h == 1:
+        return attend(X_in, W_q, W_k, W_v, opts, allowed, rows, alibi_bias(opts, 0, n, s), X_kv)
+    heads = []
+    for i in range(h):
+        kv = i // (h // g)  # the key/value block query head i reads (i itself unless grouped)
+        W_q_i = head_weights(W_q, h, i, proj)  # (d_model, d_k/h) under X·W, transposed under X·Wᵀ
+        W_k_i = head_weights(W_k, g, kv, proj)  # (d_model, d_k/h)
+        W_v_i = head_weights(W_v, g, kv, proj)  # (d_model, d_v/h), d_v the heads' concatenated width
+        heads.append(attend(X_in, W_q_i, W_k_i, W_v_i, opts, allowed, rows, alibi_bias(opts, i, n, s), X_kv))
+    return stack_heads(heads, group=h // g, rotary=opts.positions == "rotary")
+
+
+def stack_heads(heads: Sequence[_Head], group: int, rotary: bool) -> _Head:
+    """The heads as one: Q, K, V and the outputs side by side on the last axis (K and V once per key/value
+    block, from the first head of each group of ``group``), scores/scaled/weights stacked on a head axis."""
+
+    def cat(name: str) -> np.ndarray:
+        chosen = heads[::group] if name in ("K_raw", "K", "V") else heads
+        return np.concatenate([getattr(t, name) for t in chosen], axis=-1)  # (..., n, width of all heads)
+
+    def stack(name: str) -> np.ndarray:
+        return np.stack([getattr(t, name) for t in heads], axis=-3)  # (..., h, n, S)
+
+    return _Head(
+        Q_raw=cat("Q_raw") if rotary else None,  # (..., n, d_k)
+        K_raw=cat("K_raw") if rotary else None,  # (..., S, g·d_k/h)
+        Q=cat("Q"),  # (..., n, d_k)
+        K=cat("K"),  # (..., S, g·d_k/h)
+        V=cat("V"),  # (..., S, g·d_v/h)
+        scores=stack("scores"),  # (..., h, n, S)
+        scaled=stack("scaled"),  # (..., h, n, S)
+        weights=stack("weights"),  # (..., h, n, S)
+        output=cat("output"),  # (..., n, d_v)
+        scale=heads[0].scale,
+    )
+
+
+def mix_heads(concat: np.ndarray, W_o: np.ndarray | None, rows: list[str] | None = None) -> np.ndarray:
+    """The output: the heads' concatenation (..., n, d_v) times W_o (d_v, d_out), or the concatenation itself."""
+    if W_o is None:
+        return concat  # (..., n, d_v)
+    with np.errstate(over="ignore", invalid="ignore"):
+        output = concat @ W_o  # (..., n, d_v) @ (d_v, d_out) -> (..., n, d_out)
+    check_finite("output", output, "the heads' outputs and the values of W_o", rows)
+    return output
 
 
 def scaled_dot_product_attention(
@@ -568,7 +602,7 @@ def scaled_dot_product_attention(
     return steps.weighted_sum(weights, v), weights  # (..., L, Ev), (..., L, S)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MultiHeadTrace:
     """Per-head traces, their concatenation, and the final output.
 
@@ -609,4 +643,4 @@ def multi_head(
             t, scores=t.scores[..., None, :, :], scaled=t.scaled[..., None, :, :], weights=t.weights[..., None, :, :]
         )
     concat = t.output if t.concat is None else t.concat
-    return MultiHeadTrace(heads, concat, t.W_o, t.output, t)
+    return MultiHeadTrace(heads=heads, concat=concat, W_o=t.W_o, output=t.output, combined=t)

@@ -259,7 +259,7 @@ class Server:
 class Replicas:
     """``deploy/run_replicas.sh``: ``k`` replicas on free ports behind nginx on a free port of 127.0.0.1."""
 
-    def __init__(self, k: int, run_dir: Path) -> None:
+    def __init__(self, k: int, run_dir: Path, show_upstream: bool = True) -> None:
         self.port = free_port()
         self.replica_ports = [free_port() for _ in range(k)]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -268,6 +268,7 @@ class Replicas:
             "RUN_DIR": str(run_dir),
             "REPLICA_PORTS": " ".join(map(str, self.replica_ports)),
             "PYTHON": sys.executable,
+            "SHOW_UPSTREAM": "1" if show_upstream else "0",  # X-Upstream names the replica that answered
         }
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(run_dir / "run_replicas.out", "wb") as f:
@@ -277,6 +278,7 @@ class Replicas:
                 stdout=f,
                 stderr=subprocess.STDOUT,
                 env=env,
+                start_new_session=True,  # its own process group, as in a terminal: see stop()
             )
         wait_healthy(self.url, proc=self.proc)
 
@@ -285,9 +287,10 @@ class Replicas:
         return self.proc.pid
 
     def stop(self) -> int:
-        """Ctrl+C, as a person would stop it; returns the script's exit status."""
+        """Ctrl+C, as a person would stop it: the terminal sends SIGINT to its foreground process group (the script's
+        group; the script puts its children in groups of their own); returns the script's exit status."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            os.killpg(self.proc.pid, signal.SIGINT)
             try:
                 self.proc.wait(60)
             except subprocess.TimeoutExpired:

@@ -28,6 +28,8 @@ PAGES = {
     "challenges": "pages/11_challenges.py",
     "learn": "pages/12_learn.py",
     "flash": "pages/13_flash.py",
+    "every_head": "pages/14_every_head.py",
+    "class_board": "pages/15_class_board.py",
 }
 TIMEOUT = 60
 

@@ -129,7 +129,7 @@ def test_window_box_appears_with_the_window_mask_and_refuses_bad_values():
     at = at.selectbox(key="sb.mask").set_value("window").run()
     no_exception(at)
     s = session(at)
-    assert s.options.mask == "window" and s.options.window == 3
+    assert s.options.mask == ("window",) and s.options.window == 3
     boxes = [b for b in at.sidebar.number_input if b.key.startswith("sb.window.")]
     assert len(boxes) == 1 and boxes[0].value == 3
     at = boxes[0].set_value(2).run()
@@ -484,7 +484,7 @@ def session_total(at) -> int:
 
 
 def test_the_folded_conventions_summary_names_key_value_heads_and_the_window():
-    from attention.ui.sidebar.panel import conventions_summary
+    from attention.ui.sidebar.conventions import conventions_summary
 
     at = heads4()
     at = at.selectbox(key="sb.kv_heads").set_value(2).run()

@@ -284,8 +284,66 @@ def test_the_teachers_form_makes_a_link_that_reads_back_and_names_a_bad_field() 
     at.text_input(key="cf.row").set_value("dog")
     at = at.button[[b.label for b in at.button].index("Check it")].click().run()
     no_exception(at)
-    assert any("'condition.row'" in e and "'dog' is no token" in e for e in errors(at)), errors(at)
+    assert any("Row: 'dog' is no token" in e for e in errors(at)), errors(at)
     assert not [c for c in at.code if "challenge=c1." in c.value]
+
+
+def check_it(at):
+    return at.button[[b.label for b in at.button].index("Check it")].click().run()
+
+
+def form_labels(at) -> set[str]:
+    return {w.label for w in (*at.text_input, *at.selectbox, *at.number_input)}
+
+
+def test_the_form_shows_only_the_fields_its_condition_uses_and_follows_with_its_example() -> None:
+    """argmax: no Is or Value; entropy: no Column or Array; each type brings its own example, which reads and makes
+    a challenge the unedited example does not meet."""
+    at = journey("challenges")
+    assert {"Array", "Row", "Column", "Is", "Value"} <= form_labels(at)
+    for kind, hidden, shown_ in (
+        ("argmax", {"Is", "Value"}, {"Array", "Row", "Column"}),
+        ("entropy", {"Column", "Array"}, {"Row", "Is", "Value"}),
+    ):
+        at = at.selectbox(key="cf.kind").set_value(kind).run()
+        no_exception(at)
+        labels = form_labels(at)
+        assert not hidden & labels and shown_ <= labels, (kind, labels)
+        code = [c.value for c in at.code if "challenge=c1." in c.value]
+        assert code, (kind, errors(at))
+        made = ch.decode_link(re.search(r"challenge=(c1\.[A-Za-z0-9_-]+)", code[0]).group(1))
+        assert made.condition.kind == kind and made.hint == at.text_area(key="cf.hint").value != ""
+        assert not ch.evaluate(made, ch.run(made)).met
+
+
+def test_the_examples_hint_goes_when_the_teacher_writes_another_goal() -> None:
+    at = journey("challenges")
+    at.text_area(key="cf.goal").set_value("Make 'sat' give at least 0.7 of its attention to 'The'.")
+    at.text_input(key="cf.row").set_value("sat")
+    at.text_input(key="cf.col").set_value("The")
+    at = check_it(at)
+    no_exception(at)
+    assert at.text_area(key="cf.hint").value == ""
+    assert any("example's hint was taken out" in t for t in texts(at.info)), texts(at.info)
+    made = ch.decode_link(re.search(r"challenge=(c1\.[A-Za-z0-9_-]+)", at.code[0].value).group(1))
+    assert made.hint == "" and made.condition.row == "sat"
+    at.text_area(key="cf.hint").set_value("Raise the key of 'The'.")  # the teacher's own hint stays
+    at = check_it(at)
+    assert at.text_area(key="cf.hint").value == "Raise the key of 'The'."
+
+
+def test_the_forms_messages_name_its_fields_not_the_file_format() -> None:
+    at = journey("challenges")
+    at.multiselect(key="cf.edit").set_value([])
+    at = check_it(at)
+    no_exception(at)
+    said = errors(at)
+    assert any("choose at least one of the matrices the learner may edit" in e for e in said), said
+    assert not any("field '" in e or "non-empty list" in e for e in said), said
+    at.multiselect(key="cf.edit").set_value(["W_q"])
+    at.text_input(key="cf.title").set_value(" ")
+    at = check_it(at)
+    assert any("Title is empty" in e for e in errors(at)), errors(at)
 
 
 # ------------------------------------------------------------------------------------------------ Start here
@@ -296,7 +354,7 @@ def test_start_here_shows_can_be_dismissed_and_stays_dismissed_across_pages() ->
     assert "## Start here" in [m.value for m in at.markdown]
     stops = [m.value for m in at.markdown if m.value.startswith("**Notice**")]
     pages = sorted(Path(ROOT, "pages").glob("*.py"))
-    assert len(stops) == len(pages) - 1 == 13 and all("**Try**" in s for s in stops)  # every page but the overview
+    assert len(stops) == len(pages) - 2 == 14 and all("**Try**" in s for s in stops)  # but the overview, class board
     at = at.button(key="tour.hide").click().run()
     assert session(at).tour_dismissed and "## Start here" not in [m.value for m in at.markdown]
     at = goto(goto(at, "softmax"), "overview")
@@ -328,3 +386,73 @@ def test_the_grouped_heads_challenge_starts_with_one_key_value_head_and_a_soluti
         np.testing.assert_array_equal(s.matrices[name], before[4][name])
     w = attention.self_attention(*(s.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=s.options).weights
     assert int(np.argmax(w[1, 2])) == 0  # head 2 of 'sat' attends most to 'The' (the oracle)
+
+
+@pytest.mark.parametrize("cid", ["spread_out", "focus_every_row"])
+def test_the_many_cell_hints_paste_through_the_import_box_they_name_and_the_tick_shows(cid: str) -> None:
+    """The hint names the page and the import box as they are labelled; its paste (zeros for spread_out, 20 × W_k
+    as four lines of four for focus_every_row), applied there, meets the goal on the Challenges page."""
+    c = ch.load_challenge(cid)
+    name = c.editable[0]
+    at = goto(start(cid), "weights")
+    label = f"Import {name}: upload a CSV or paste a numpy array"
+    assert label in c.hint and label in [e.label for e in at.expander]
+    W = session(at).matrices[name]
+    rows = [" ".join("0" if cid == "spread_out" else f"{20 * v:.4g}" for v in r) for r in W]
+    at.text_area(key=f"imp.{name}.text").input("\n".join(rows))
+    at = at.button(key=f"imp.{name}.apply").click().run()
+    no_exception(at)
+    at = goto(at, "challenges")
+    assert any(t.startswith("✓ Goal met") for t in texts(at.success)), texts(at.success) + texts(at.info)
+
+
+def test_the_form_keeps_what_the_teacher_typed_across_a_page_and_a_condition_change() -> None:
+    at = journey("challenges")
+    at.text_area(key="cf.goal").set_value("My own goal.")
+    at.text_input(key="cf.col").set_value("The")
+    at = check_it(at)
+    at = at.selectbox(key="cf.kind").set_value("entropy").run()  # the column is not drawn for an entropy
+    at = goto(goto(at, "weights"), "challenges")
+    no_exception(at)
+    assert at.selectbox(key="cf.kind").value == "entropy" and at.text_area(key="cf.goal").value == "My own goal."
+    at = at.selectbox(key="cf.kind").set_value("cell").run()
+    assert at.text_input(key="cf.col").value == "The"
+
+
+def test_a_challenge_on_the_transposed_convention_is_described_as_x_times_w_transposed() -> None:
+    data = json.loads(ch.to_json(ch.load_challenge("sat_looks_back"))) | {"options": {"projection": "x_wt"}}
+    at = journey("challenges", {"challenge": ch.encode_link(ch.parse_challenge(json.dumps(data)))})
+    no_exception(at)
+    said = [c for c in texts(at.caption) if "On the preset" in c]
+    assert said and "projection = X·Wᵀ" in said[0] and "x_wt" not in said[0], said
+
+
+@pytest.mark.parametrize(
+    ("change", "verdict", "words"),
+    [
+        ({"cf.value": 1.5}, "impossible", "a weight is at most 1, so it can never be ≥ 1.5"),
+        ({"cf.edit": ["W_v"]}, "unsolvable", "weights depends only on X, W_q, W_k, and the learner may edit only W_v"),
+        ({"cf.value": 0.0}, "met", "the unedited start already meets the goal"),
+    ],
+)
+def test_check_it_says_when_a_challenge_is_met_impossible_or_unsolvable_before_any_link(change, verdict, words) -> None:
+    """The teacher's example made already met (≥ 0), impossible (a weight ≥ 1.5) or unsolvable (only W_v for a goal
+    on the weights): Check it names which, and gives no link or file."""
+    at = journey("challenges")
+    for key, value in change.items():
+        widget = at.multiselect(key=key) if key == "cf.edit" else at.number_input(key=key)
+        widget.set_value(value)
+    at = check_it(at)
+    no_exception(at)
+    said = {"met": "it is already met", "impossible": "it is impossible", "unsolvable": "it cannot be solved"}[verdict]
+    assert any(said in e and words in e for e in errors(at)), errors(at)
+    assert not [c for c in at.code if "challenge=c1." in c.value]
+    assert not [b for b in at.button if b.key == "cf.try"]
+
+
+def test_check_it_says_a_solvable_challenge_can_be_solved() -> None:
+    at = check_it(journey("challenges"))
+    assert any("it can be solved (a solution was found by training W_q" in t for t in texts(at.success)), texts(
+        at.success
+    )
+    assert [c for c in at.code if "challenge=c1." in c.value]

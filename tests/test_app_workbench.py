@@ -210,7 +210,7 @@ def test_the_conventions_fold_away_with_a_summary_and_open_on_demand_across_page
     at = conventions(at)  # opening it builds the boxes, showing the session's values
     assert at.selectbox(key="sb.softmax").value == "none" and at.selectbox(key="sb.heads").value == 1
     at = at.selectbox(key="sb.mask").set_value("causal").run()
-    assert session(at).options.mask == "causal"
+    assert session(at).options.mask == ("causal",)
     at = goto(at, "scores")  # still open on another page
     assert at.selectbox(key="sb.mask").value == "causal"
     box = next(e for e in at.sidebar.expander if e.proto.id.endswith("-open.conventions"))

@@ -195,6 +195,34 @@ def test_random_draw_order_is_kept():
     assert sum(line.startswith("np.random.seed(") for line in script.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("make", "fn", "what"),
+    [
+        (lambda: attention.load_preset("the_cat_sat"), "rand", "uniform on [0, 1)"),
+        (lambda: attention.blank(4, 4, seed=0), "randn", "standard normal"),
+    ],
+)
+def test_the_text_names_the_generator_the_code_draws_with(make, fn, what):
+    """The comment and the markdown say what the code does: rand for the documents' presets, randn (and the
+    factor 1/√d_model on each W) for a blank one."""
+    preset = make()
+    script, nb = python_script(preset), notebook(preset)
+    assert f"= np.random.{fn}(" in script
+    text = " ".join(line.lstrip("# ") for line in script.splitlines() if line.startswith("#"))
+    assert f"followed by np.random.{fn} ({what})" in text
+    assert f"followed by `np.random.{fn}` ({what})" in nb
+    other = "randn" if fn == "rand" else "rand"
+    assert f"np.random.{other}(" not in script and f"np.random.{other} " not in text
+    if fn == "randn":
+        assert "multiplies W_q by 0.5, W_k by 0.5 and W_v by 0.5" in text
+
+
+def test_alibi_has_no_rotary_step():
+    """ALiBi is a bias on the scaled scores (step 5): the code has no rotary function and no positions step."""
+    script = python_script(CASES["gqa_4_2_alibi_window"]())
+    assert "def rotary" not in script and "Step 2b" not in script and "slopes = np.array(" in script
+
+
 def test_full_precision_literals():
     script = python_script(edited_w_q())
     assert "-1.2345678901234567" in script

@@ -7,8 +7,11 @@ numbers they download are checked against an oracle that never asks the server (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +31,7 @@ from benchmarks.classroom import (
 )
 from benchmarks.st_client import DOWNLOADS, Tab, find
 
+ROOT = Path(__file__).resolve().parent.parent
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
@@ -156,9 +160,102 @@ def test_replicas_behind_nginx(tmp_path):
             assert set(o.upstreams) <= replicas
     finally:
         status = proxy.stop()
-    assert status == 0
+    assert status == 0  # Ctrl+C is a requested stop (it exited 1, "a process stopped", when nginx took it first)
+    assert "a process stopped" not in (tmp_path / "run" / "run_replicas.out").read_text()
     assert not [p.pid for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not list((tmp_path / "run").glob("*.pid"))
+
+
+def _landing_on(url: str, upstream: str) -> requests.Session:
+    """A fresh browser's cookies that nginx routes to ``upstream`` (new browsers get random keys: try a few)."""
+    for _ in range(200):
+        browser = requests.Session()
+        if browser.get(f"{url}/_stcore/health", timeout=10).headers["X-Upstream"] == upstream:
+            return browser
+    raise AssertionError(f"no fresh browser landed on {upstream}")
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_a_replica_killed_is_started_again_while_the_other_serves(tmp_path):
+    """kill -9 one of two replicas: every request through nginx still succeeds (new browsers and the dead replica's
+    browsers go to the other one meanwhile), a student mid-session on the other replica keeps her session, the dead
+    one is started again on its port, and its browsers return to it and open the app afresh."""
+    proxy = Replicas(2, tmp_path / "run")
+    run = tmp_path / "run"
+    dead, alive = (f"127.0.0.1:{p}" for p in proxy.replica_ports)
+    try:
+        on_dead, on_alive = _landing_on(proxy.url, dead), _landing_on(proxy.url, alive)
+        victim = int((run / "replica-0.pid").read_text())
+
+        async def scenario() -> tuple[list[int], str, Tab]:
+            survivor = Tab(proxy.url)
+            survivor.http.cookies.update(on_alive.cookies)
+            await survivor.open(page="softmax")
+            before = survivor.session_id
+            os.kill(victim, 9)
+            statuses = [
+                (await asyncio.to_thread(b.get, f"{proxy.url}/_stcore/health", timeout=10)).status_code
+                for _ in range(10)
+                for b in (on_dead, on_alive, requests.Session())
+            ]
+            rerun = await survivor.rerun()  # her next interaction, while the other replica is down
+            assert rerun.problems == [] and survivor.session_id == before and not survivor.closed_reason
+            await survivor.close()
+            return statuses, before, survivor
+
+        statuses, _, survivor = asyncio.run(scenario())
+        assert statuses == [200] * 30
+        assert set(survivor.upstreams) == {alive}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            restarted = (run / "replica-0.pid").read_text().strip()
+            if restarted and int(restarted) != victim:
+                with contextlib.suppress(requests.RequestException):
+                    if requests.get(f"http://{dead}/_stcore/health", timeout=2).status_code == 200:
+                        break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the killed replica was not started again within 120 s")
+
+        while time.monotonic() < deadline + 30:  # nginx tries a failed server again after fail_timeout (10 s)
+            if on_dead.get(f"{proxy.url}/_stcore/health", timeout=10).headers["X-Upstream"] == dead:
+                break
+            time.sleep(0.5)
+
+        async def back() -> Tab:
+            returning = Tab(proxy.url)
+            returning.http.cookies.update(on_dead.cookies)
+            opened = await returning.open(page="softmax")
+            assert opened.problems == []
+            await returning.close()
+            return returning
+
+        returning = asyncio.run(back())
+        assert set(returning.upstreams) == {dead}  # back on its own replica, in a new session
+        assert "replica 0 (port" in (run / "run_replicas.out").read_text()
+    finally:
+        status = proxy.stop()
+    assert status == 0
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_the_deployment_names_neither_its_replicas_nor_its_version(tmp_path):
+    """By default no X-Upstream header (it names the internal ports) and no nginx version in Server; the run folder
+    it writes inside the checkout is ignored by git."""
+    proxy = Replicas(1, tmp_path / "run", show_upstream=False)
+    children = psutil.Process(proxy.pid).children(recursive=True)
+    try:
+        for path in ("/", "/_stcore/health", "/no-such-file"):
+            headers = requests.get(f"{proxy.url}{path}", timeout=10).headers
+            assert "X-Upstream" not in headers, path
+            assert headers.get("Server", "nginx") == "nginx", (path, headers.get("Server"))
+    finally:
+        proxy.proc.terminate()  # SIGTERM to the script alone, as systemd's KillMode=mixed stops the service
+        status = proxy.proc.wait(60)
+    assert status == 0
+    assert not [p.pid for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    ignored = subprocess.run(["git", "check-ignore", "-q", "deploy/run/replica-0.log"], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, "deploy/run/ is not ignored by git"
 
 
 def test_the_students_oracle_gives_the_documents_printed_numbers():
@@ -175,3 +272,21 @@ def test_the_students_oracle_gives_the_documents_printed_numbers():
                 assert np.allclose(ours[name], want, rtol=0, atol=1e-8), (preset_id, name)
                 compared += 1
     assert compared >= 8  # weights of four documents, and the printed random draws
+
+
+def test_the_systemd_unit_runs_the_replicas_script_with_its_variables():
+    """deploy/attention-dashboard.service starts deploy/run_replicas.sh, sets only variables the script reads,
+    restarts it on failure, stops it with SIGTERM (the script then exits 0), and passes systemd's own check."""
+    unit = (ROOT / "deploy" / "attention-dashboard.service").read_text(encoding="utf-8")
+    script = (ROOT / "deploy" / "run_replicas.sh").read_text(encoding="utf-8")
+    lines = [ln.strip() for ln in unit.splitlines() if ln.strip() and not ln.startswith("#")]
+    env = dict(ln.removeprefix("Environment=").split("=", 1) for ln in lines if ln.startswith("Environment="))
+    assert set(env) == {"REPLICAS", "LISTEN", "FIRST_PORT", "PYTHON", "RUN_DIR"}
+    assert all(f"${{{name}:-" in script or f"${{{name}}}" in script for name in env), env
+    assert "ExecStart=/usr/bin/bash deploy/run_replicas.sh" in lines
+    assert {"Restart=on-failure", "KillSignal=SIGTERM", "KillMode=mixed", "WantedBy=multi-user.target"} <= set(lines)
+    analyze = shutil.which("systemd-analyze")
+    if analyze:
+        check = subprocess.run([analyze, "verify", str(ROOT / "deploy" / "attention-dashboard.service")],
+                               capture_output=True, text=True, check=False)
+        assert check.returncode == 0 and "error" not in check.stderr.lower(), check.stderr

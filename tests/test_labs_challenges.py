@@ -101,7 +101,7 @@ def test_causal_on_sees_cat() -> None:
     """X (6 × 8) has rank 6, so X pinv(X) = I and W_k + pinv(X) ΔK changes K by exactly ΔK = s·e_cat q_onᵀ: only
     cat's key moves, towards on's query, raising score(on, cat) by s|q_on|²/√8."""
     c, m, t = start("causal_on_sees_cat")
-    assert t.options.mask == "causal" and np.isneginf(t.scaled[0, 3, 4:]).all()  # 'on' cannot see 'the' or 'mat'
+    assert t.options.mask == ("causal",) and np.isneginf(t.scaled[0, 3, 4:]).all()  # 'on' cannot see 'the' or 'mat'
     assert np.argmax(t.weights[0, 3]) == 3 and not ch.evaluate(c, t).met
     X = m["X"][0]
     assert np.linalg.matrix_rank(X) == 6
@@ -291,6 +291,26 @@ def test_schema_errors_name_the_field(path: str, value, match: str) -> None:
     refused(changed(path, value), match)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("heads", 257), ("heads", "2"), ("scale", "big"), ("temperature", 0), ("mask", 5), ("custom_mask", [[1]])],
+)
+def test_options_are_read_as_a_presets_are(key: str, value) -> None:
+    """One reader of options from JSON (attention.options.from_json): a challenge's override and a preset file's
+    option give the same message, with the limits of attention.names (257 heads > MAX_DIM)."""
+    preset = json.loads(attention.load_preset("the_cat_sat").to_json())
+    preset["options"][key] = value
+    with pytest.raises(AttentionError) as from_preset:
+        attention.parse_preset(json.dumps(preset), "p.json")
+    from_challenge = refused(changed("options", {key: value}), rf"field 'options\.{key}' ")
+    message = from_preset.value.message.split(f"field 'options.{key}' ", 1)[1]
+    if key == "custom_mask":  # a preset knows its n tokens, a challenge's override is sized by its preset later
+        assert message.startswith("must be 3 rows of 3 true/false flags")
+        assert "must be a list of rows of true/false flags" in from_challenge.message
+    else:
+        assert from_challenge.message.endswith(f"field 'options.{key}' {message}")
+
+
 def test_condition_rules_that_depend_on_the_array() -> None:
     d = changed("condition", {"type": "entropy", "array": "scores", "row": "sat", "op": "<", "value": 1})
     refused(d, r"field 'condition.array' must be 'weights' for an entropy")
@@ -384,6 +404,35 @@ def test_damaged_links_are_refused_with_a_reason() -> None:
     link_refused(forge(json.dumps(payload).encode()), r"the challenge link: field 'editable\[0\]'")
     assert len(forge(b"\x00" * 10_000_000)) < ch.MAX_LINK_CHARS  # a bomb fits in a link, yet is refused unpacked
     link_refused(forge(b"\x00" * 10_000_000), r"unpacks to more than")
+
+
+# Links made by the dashboard before the link envelope was shared with the edit links.
+OLD_LINKS = {
+    "sat_looks_back": (
+        "c1.dN3UTQLxzRZ42m2RwW7bMAyGX4XQxRfPS7aiBwPrfcB2GQZsQ1EEjM3YgmXJE-mmRtF3L-msK4LkRvEnP_6knt0h5RHF1Q5FK"
+        "IpP8UPTYwgUO_q4daXzrYqMsgspDbzbYzNoVrwEUuE7DgSFygWYDiYDChQ_eyq0bsrEZHjpadcoRUs1nXJL2dXbalO6LmE4J3X-k"
+        "QwSCFlgU91COoAXhv8eQdJpRAV_0gwjLkCtF0gxLPBrN5Sg8zQt2T9pqKxR8bxmB1q4Ug9NitqiMFc_O1kmW6ehEFTCnHHR55F81"
+        "wtrJqfj6Qxro_nV6bbIpOHdF40eMcyKULcvpTMzuLcL3Tu14x5K1_tod_hmV1I_v-vVDI17alsfO1vxtL3nK4rtClOYGfRzDlcK9"
+        "LZFCZzeVjzjYTjiwmfSFeCbZKgKfqBng180ZRWIL-dIShV8jSyEbQnTzP0FFVB9wCGncZX-zpTfAfW_mtnoem-GT4CxhRurWP_0N"
+        "P9d367658q9vAInF-ez"
+    ),
+    "mqa_two_views": (
+        "c1.S3B5Dw7VKjx42mWTz27bMAzGX4XQxS3gJnO2k3faYaegGAYMHYZhMBibsQ3_kS3J8Ywiz9V7n2yklBpZeotJivz445dnddSmQ"
+        "6dShc5R72rdP-QVti31JW0TFau64GQ3YuZmnZ1qmi0HXe1a4vi3nqChZXvCdiKoCIsYuA5mXCzoI7RaN3VfpuAm0_s87CQeWXQRO"
+        "A3Rj4oibjgYsiQyXEVZji7jAg5rU5BRaZJsPsSq1NhyxePUuvphnMgssIpOuW8IyRALtkJDkLwTZzUctKvAiBSeBRY7v4IF7Avwp"
+        "XYDX1xIOjQuPAhtV-l-cAGdts6vwZKjDTxiQ--2vC2Vjb0QV2EYI8Ru-gs4fglFfTyS4R35aUO9hbmqW_LrMVfQzJ-5yTvZYQO_9"
+        "AQdLkBFzdG-XeBnNm6YZK57DjEplT4rtwxyPTRlh385icbgwoGZ6rJycmCjZ_4OR8i1YGfZ_Ftk8j3OsZIJeBAX_FY8Q_3hZN27U"
+        "HkhaoJSKuBO9vz--rJ_fXmCAUtJ6Nles5WTyE777RMcWp03kNx7Tn4NeR8OnGMPbFH2J8NgNoABuSBjAqwFKrQeTWjDcHiFqWN6A"
+        "5krm6QwJv7s485r9W2SyMYwfgzxT5drRtz464r0Lba2vT5maL8esl5tP2jGw1BazUu6wMjXiSHgLtfdICKY_CXEuf3954sqrqbBv"
+        "v2hxBrec7HX-b-JLoZjr926R4ygB3GBFRv4cpXuYtWcsstHcj7_A_s8X8Y"
+    ),
+}
+
+
+@pytest.mark.parametrize("cid", list(OLD_LINKS))
+def test_a_link_made_by_the_earlier_code_still_opens(cid: str) -> None:
+    assert ch.decode_link(OLD_LINKS[cid]) == ch.load_challenge(cid)
+    assert ch.encode_link(ch.load_challenge(cid)) == OLD_LINKS[cid]
 
 
 def test_a_challenge_too_big_for_a_link_says_so() -> None:

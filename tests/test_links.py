@@ -257,3 +257,25 @@ def test_corrupt_zlib_with_valid_checksum():
     digest = hashlib.sha256(b"attention-link/v1" + compressed).digest()[:8]
     token = "v1." + base64.urlsafe_b64encode(digest + compressed).rstrip(b"=").decode()
     refused("corrupt|incomplete", token)
+
+
+# A token made by the dashboard before the link envelope was shared with the challenge links (X with -0.0 and a
+# subnormal, W_q, W_o and P): it must open exactly as it did, and the same edits must still give the same token.
+OLD_TOKEN = (
+    "v1.9fJPgTZIUwl42mNhYAJC5lkzQeCkPQMENGg_K-jOEGJggIi_tDcGg8v2aWDwzJ4RqIeB-ewZEHgD04UBiJVnYWJgBLoCDH5AV"
+    "TMdYAWJMkJ4B-wBG58nLA"
+)
+
+
+def test_a_link_made_by_the_earlier_code_still_opens_bit_exact():
+    want = {
+        "X": np.array([[0.2, -0.0, 1e-310], [0.8, 0.3, 0.7]]),
+        "W_q": np.eye(3) * 0.9,
+        "W_o": np.array([[1.5, -2.25]]),
+        "P": np.array([[0.125]]),
+    }
+    back = decode_edits(OLD_TOKEN)
+    assert list(back) == ["X", "W_q", "W_o", "P"]
+    for name, arr in want.items():
+        assert back[name].shape == arr.shape and back[name].tobytes() == arr.tobytes(), name
+    assert encode_edits(want) == OLD_TOKEN

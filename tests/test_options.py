@@ -1,5 +1,6 @@
-"""Options checked in one place: from code (validate) and from a JSON object (from_dict), with the field's path named,
-huge integers and NaN refused cleanly, and to_dict/from_dict round trips; the mask string's parts."""
+"""Options checked by one set of rules: from code (validate) and from JSON through the one reader (from_json, which
+presets, challenges and from_dict use), with the field's path named, huge integers and NaN refused cleanly, and
+to_dict/from_dict round trips; the mask string's parts."""
 
 from __future__ import annotations
 
@@ -21,23 +22,32 @@ HUGE = 10**400  # float(HUGE) overflows; str(10**5000) is refused by Python itse
     ("key", "value", "pattern"),
     [
         ("temperature", 0, r"^options\.temperature must be a finite number > 0; got 0$"),
-        ("temperature", HUGE, r"^options\.temperature must be a finite number > 0; got a whole number of about 400"),
-        ("temperature", 10**5000, r"^options\.temperature must be a finite number > 0; got a whole number of about"),
-        ("temperature", math.nan, r"^options\.temperature must be a finite number > 0; got nan$"),
-        ("temperature", True, r"^options\.temperature must be a finite number > 0; got True$"),
-        ("temperature", "2", r"^options\.temperature must be a finite number > 0; got '2'$"),
-        ("scale", -HUGE, r"^options\.scale must be a finite number > 0 \(or None for 1/√d_k\); got a whole number"),
-        ("scale", [1.0], r"^options\.scale must be a finite number > 0 .*; got \[1\.0\]$"),
+        ("temperature", HUGE, r"^options\.temperature is a number too large for a 64-bit float"),
+        ("temperature", 10**5000, r"^options\.temperature is a number too large for a 64-bit float"),
+        ("temperature", math.nan, r"^options\.temperature must be a finite number, got nan$"),
+        ("temperature", True, r"^options\.temperature must be a finite number, got True$"),
+        ("temperature", "2", r"^options\.temperature must be a finite number, got '2'$"),
+        ("scale", -HUGE, r"^options\.scale is a number too large for a 64-bit float"),
+        ("scale", -1, r"^options\.scale must be a finite number > 0 \(or None for 1/√d_k\); got -1$"),
+        ("scale", [1.0], r"^options\.scale must be a finite number, got \[1\.0\]$"),
         ("heads", HUGE, r"^options\.heads must be a whole number from 1 to 256; got a whole number of about 400"),
         ("heads", 2.0, r"^options\.heads must be a whole number from 1 to 256; got 2\.0$"),
         ("heads", False, r"^options\.heads must be a whole number from 1 to 256; got False$"),
         ("projection", ["x_w"], r"^options\.projection must be 'x_w' \(X @ W\) or 'x_wt' \(X @ W\.T\); got \['x_w'\]$"),
         ("softmax", None, r"^options\.softmax must be 'row_max', 'global_max' or 'none'; got None$"),
         ("mask", "custom+causal", r"^options\.mask must be one of none, causal, padding, custom, window, causal\+"),
-        ("padding", [True, 1], r"^options\.padding must be true/false flags, one per token; got \(True, 1\)$"),
-        ("padding", [HUGE * HUGE * HUGE * 10**4000], r"^options\.padding must be true/false flags.*cannot be printed"),
+        (
+            "padding",
+            [True, 1],
+            r"^options\.padding must be a list of true/false flags, one per token; got \[True, 1",
+        ),
+        (
+            "padding",
+            [HUGE * HUGE * HUGE * 10**4000],
+            r"^options\.padding must be a list of.*cannot be printed",
+        ),
         ("custom_mask", [[True], [False]], r"^options\.custom_mask must be a square grid of true/false"),
-        ("custom_mask", [[True, "no"], [False, True]], r"^options\.custom_mask must be a square grid"),
+        ("custom_mask", [[True, "no"], [False, True]], r"^options\.custom_mask must be a list of rows of true/false"),
         ("positions", "absolute", r"^options\.positions must be one of none, sinusoidal, learned, rotary, alibi; got"),
     ],
     ids=lambda v: v if isinstance(v, str) and not v.startswith("^") else "",  # no huge integer in a test id
@@ -73,9 +83,9 @@ def test_from_dict_converts_json_forms_and_checks_sizes_against_n() -> None:
     )
     assert o.scale == 1.0 and isinstance(o.scale, float) and o.temperature == 2.0
     assert o.custom_mask == ((True, False), (True, True))
-    with pytest.raises(AttentionError, match=r"^options\.padding must list 3 true/false flags.*mask has 'padding'"):
+    with pytest.raises(AttentionError, match=r"^options\.padding must list 3 flags, one per token.*mask has 'padding'"):
         Options.from_dict({"mask": "padding"}, n=3)
-    with pytest.raises(AttentionError, match=r"^options\.custom_mask must be 3 rows of 3 .*; got 2 rows$"):
+    with pytest.raises(AttentionError, match=r"^options\.custom_mask must be 3 rows of 3 true/false flags"):
         Options.from_dict({"custom_mask": [[True, False], [True, True]]}, n=3)
     assert Options.from_dict({}) == Options()
 

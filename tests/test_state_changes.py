@@ -114,7 +114,7 @@ def test_a_new_blank_size_keeps_the_options_and_says_what_was_redrawn() -> None:
     at = at.number_input(key="sb.blank.0").set_value(9).run()
     no_exception(at)
     s = session(at)
-    assert len(s.tokens) == 9 and s.options.temperature == 2.5 and s.options.mask == "causal"
+    assert len(s.tokens) == 9 and s.options.temperature == 2.5 and s.options.mask == ("causal",)
     assert any("redrawn" in t and "kept" in t for t in texts(at.info)), texts(at.info)
 
 

@@ -92,7 +92,7 @@ def test_masked_cells_are_drawn_grey_and_the_others_in_their_colour(page: str) -
     at = journey(page, {"preset": "the_cat_sat_on_the_mat", "mask": "causal"})
     no_exception(at)
     s = session(at)
-    assert s.options.mask == "causal"
+    assert s.options.mask == ("causal",)
     _, scaled, weights = naive(s, causal=True)
     r, g, b = _rgb(GREY)
     assert r == g == b  # grey

@@ -4,13 +4,15 @@ Token format (version 1)::
 
     v1.<base64url, no padding, of: checksum (8 bytes) + zlib(payload)>
 
-payload = count (1 byte), then per matrix: name index (1 byte: 0 X, 1 W_q, 2 W_k, 3 W_v), number of
-dimensions (1 byte, 1 to 3), each dimension (uint16, big-endian), then the values as little-endian
-float64 (the exact bits: -0.0 and subnormals survive). checksum = the first 8 bytes of
-SHA-256(b"attention-link/v1" + zlib bytes), so a changed, cut or forged token is refused before
-anything is decompressed. Only the canonical base64 text is accepted, so every single-character
-change is detected. Decompression is capped at the largest payload a valid token can hold (no zip
-bomb), and the token itself is capped at :data:`MAX_TOKEN_CHARS` before any decoding.
+payload = count (1 byte), then per matrix: name index (1 byte: 0 X, 1 W_q, 2 W_k, 3 W_v, 4 W_o, 5 P; see
+:data:`NAMES`), number of dimensions (1 byte, 1 to 3), each dimension (uint16, big-endian), then the values as
+little-endian float64 (the exact bits: -0.0 and subnormals survive).
+
+The envelope (:class:`Envelope`, shared with the challenge links of :mod:`attention.labs.challenges`, which carry
+JSON in it): checksum = the first 8 bytes of SHA-256(salt + zlib bytes), the salt b"attention-link/v1" here, so a
+changed, cut or forged token is refused before anything is decompressed. Only the canonical base64 text is
+accepted, so every single-character change is detected. Decompression is capped at the largest payload a valid
+token can hold (no zip bomb), and the token itself is capped at :data:`MAX_TOKEN_CHARS` before any decoding.
 
 Size: at most :data:`MAX_LINK_CELLS` = 512 cells × 8 bytes = 4 KiB of numbers, about 5.5 KB of base64
 for incompressible values: fine in a URL (browsers and servers accept far longer). The checksum is an
@@ -27,6 +29,7 @@ import re
 import struct
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,20 +40,102 @@ VERSION = "v1"
 MAX_LINK_CELLS = 512
 MAX_TOKEN_CHARS = MAX_LINK_CHARS  # 16,384: the one limit on a value in an address
 NAMES = ("X", "W_q", "W_k", "W_v", "W_o", "P")  # by index in a link: new names only ever go at the end
-MAX_NDIM = 3  # X may carry a batch axis of one (document 003)
-_SALT = b"attention-link/v1"
-_CHECK = 8
-# The largest payload a valid token can carry: count + 4 headers of (index, ndim, 3 dims) + the numbers.
+MAX_NDIM = 3  # X may carry a batch axis of one (the 'The cat sat on the mat' example)
+_CHECK = 8  # bytes of checksum
+# The largest payload a valid token can carry: count + a header of (index, ndim, 3 dims) per name + the numbers.
 MAX_PAYLOAD_BYTES = 1 + len(NAMES) * (2 + 2 * MAX_NDIM) + MAX_LINK_CELLS * 8
 _B64 = re.compile(r"[A-Za-z0-9_-]*")
 
 
-def _fail(message: str) -> AttentionError:
-    return AttentionError(f"the link's edits cannot be restored: {message}", matrix="link")
+def _size(n: int) -> str:
+    """A byte count for a message: whole KB when it is a multiple of 1024 (64 KB), else bytes (4,145 bytes)."""
+    return f"{n // 1024} KB" if n % 1024 == 0 else f"{n:,} bytes"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One kind of link token, ``<version>.<base64url, no padding, of: checksum (8 bytes) + zlib(payload)>``.
+
+    ``version`` is a letter and a number ("v1", "c1"); ``salt`` goes before the zlib bytes in the checksum, so a
+    token of one kind never opens as another; ``max_bytes`` caps decompression; ``lead`` starts every refusal
+    ("the link's edits cannot be restored"). :meth:`seal` and :meth:`open` are exact inverses; :meth:`open`
+    refuses, in this order and with one set of messages: not text, over :data:`MAX_TOKEN_CHARS` (before any
+    decoding), no or another version, not canonical base64url, too short, a checksum that does not match, corrupt
+    zlib data, more than ``max_bytes`` unpacked, incomplete data or extra bytes.
+    """
+
+    version: str
+    salt: bytes
+    max_bytes: int
+    lead: str
+
+    def fail(self, message: str) -> AttentionError:
+        return AttentionError(f"{self.lead}: {message}", matrix="link")
+
+    def seal(self, payload: bytes) -> str:
+        """``payload`` compressed, checksummed and written as URL-safe text."""
+        compressed = zlib.compress(payload, 9)
+        digest = hashlib.sha256(self.salt + compressed).digest()[:_CHECK]
+        return f"{self.version}." + base64.urlsafe_b64encode(digest + compressed).rstrip(b"=").decode("ascii")
+
+    def open(self, token: object) -> bytes:
+        """The payload a token carries, every check done before anything is decompressed beyond ``max_bytes``."""
+        compressed = self._checked(self._body(token))
+        inflater = zlib.decompressobj()
+        try:
+            payload = inflater.decompress(compressed, self.max_bytes + 1)
+        except zlib.error:
+            raise self.fail("its data is corrupt; the link was changed or cut short") from None
+        if len(payload) > self.max_bytes or inflater.unconsumed_tail:
+            raise self.fail(f"it unpacks to more than {_size(self.max_bytes)}, more than any valid link holds")
+        if not inflater.eof or inflater.unused_data:
+            raise self.fail("its data is incomplete or has extra bytes; the link was changed or cut short")
+        return payload
+
+    def _body(self, token: object) -> str:
+        """The base64url text after the version, once the token's type, length and version are checked."""
+        if not isinstance(token, str):
+            raise self.fail(f"expected text, got {type(token).__name__}")
+        if len(token) > MAX_TOKEN_CHARS:
+            raise self.fail(f"it is {len(token):,} characters long; a valid link carries at most {MAX_TOKEN_CHARS:,}")
+        version, dot, body = token.strip().partition(".")
+        letter = self.version[0]
+        if not dot or not re.fullmatch(rf"{letter}\d{{1,4}}", version):
+            raise self.fail(
+                f"it does not start with a version such as '{self.version}.'; the link was changed or cut short"
+            )
+        if version != self.version:
+            raise self.fail(
+                f"it was made in format {version!r}, which this version of the dashboard does not know (it reads "
+                f"{self.version!r})"
+            )
+        return body
+
+    def _checked(self, body: str) -> bytes:
+        """The zlib bytes of canonical base64url text whose checksum matches."""
+        not_base64 = "it is not valid base64url text; the link was changed or cut short"
+        if not body or not _B64.fullmatch(body) or len(body) % 4 == 1:
+            raise self.fail(not_base64)
+        try:
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        except (binascii.Error, ValueError):
+            raise self.fail(not_base64) from None
+        if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != body:
+            raise self.fail(not_base64)
+        if len(raw) <= _CHECK:
+            raise self.fail("it is too short; the link was changed or cut short")
+        digest, compressed = raw[:_CHECK], raw[_CHECK:]
+        if hashlib.sha256(self.salt + compressed).digest()[:_CHECK] != digest:
+            raise self.fail("the checksum does not match; the link was changed or cut short")
+        return compressed
+
+
+EDITS = Envelope(VERSION, b"attention-link/v1", MAX_PAYLOAD_BYTES, "the link's edits cannot be restored")
+_fail = EDITS.fail
 
 
 def encode_edits(edits: Mapping[str, np.ndarray]) -> str:
-    """Pack edited matrices (name -> array, names among X, W_q, W_k, W_v) into a URL-safe token.
+    """Pack edited matrices (name -> array, names among :data:`NAMES`) into a URL-safe token.
 
     Each array is stored with its shape (1 to 3 dimensions, each 1 to 65535) and exact float64 bits.
     Raises AttentionError for an unknown name, a non-finite value, an empty or too-deep array, or more
@@ -91,10 +176,7 @@ def encode_edits(edits: Mapping[str, np.ndarray]) -> str:
             )
         parts.append(struct.pack(">BB", index, arr.ndim) + struct.pack(f">{arr.ndim}H", *arr.shape))
         parts.append(arr.astype("<f8").tobytes())
-    compressed = zlib.compress(b"".join(parts), 9)
-    digest = hashlib.sha256(_SALT + compressed).digest()[:_CHECK]
-    body = base64.urlsafe_b64encode(digest + compressed).rstrip(b"=").decode("ascii")
-    return f"{VERSION}.{body}"
+    return EDITS.seal(b"".join(parts))
 
 
 def decode_edits(token: str, expected_shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
@@ -107,40 +189,7 @@ def decode_edits(token: str, expected_shapes: Mapping[str, tuple[int, ...]] | No
     :data:`MAX_PAYLOAD_BYTES`, unknown or repeated matrix names, sizes that do not add up, non-finite
     values, more than :data:`MAX_LINK_CELLS` cells, or a shape that differs from ``expected_shapes``.
     """
-    if not isinstance(token, str):
-        raise _fail(f"expected text, got {type(token).__name__}")
-    if len(token) > MAX_TOKEN_CHARS:
-        raise _fail(f"it is {len(token):,} characters long; a valid link carries at most {MAX_TOKEN_CHARS:,}")
-    version, dot, body = token.strip().partition(".")
-    if not dot or not re.fullmatch(r"v\d{1,4}", version):
-        raise _fail("it does not start with a version such as 'v1.'; the link was changed or cut short")
-    if version != VERSION:
-        raise _fail(
-            f"it was made in format {version!r}, which this version of the dashboard does not know (it reads "
-            f"{VERSION!r})"
-        )
-    if not body or not _B64.fullmatch(body) or len(body) % 4 == 1:
-        raise _fail("it is not valid base64url text; the link was changed or cut short")
-    try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-    except (binascii.Error, ValueError):
-        raise _fail("it is not valid base64url text; the link was changed or cut short") from None
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != body:
-        raise _fail("it is not valid base64url text; the link was changed or cut short")
-    if len(raw) <= _CHECK:
-        raise _fail("it is too short; the link was changed or cut short")
-    digest, compressed = raw[:_CHECK], raw[_CHECK:]
-    if hashlib.sha256(_SALT + compressed).digest()[:_CHECK] != digest:
-        raise _fail("the checksum does not match; the link was changed or cut short")
-    inflater = zlib.decompressobj()
-    try:
-        payload = inflater.decompress(compressed, MAX_PAYLOAD_BYTES + 1)
-    except zlib.error:
-        raise _fail("its data is corrupt; the link was changed or cut short") from None
-    if len(payload) > MAX_PAYLOAD_BYTES or inflater.unconsumed_tail:
-        raise _fail(f"it unpacks to more than {MAX_PAYLOAD_BYTES:,} bytes, more than any valid link holds")
-    if not inflater.eof or inflater.unused_data:
-        raise _fail("its data is incomplete or has extra bytes; the link was changed or cut short")
+    payload = EDITS.open(token)
     return _unpack(payload, expected_shapes)
 
 

@@ -20,7 +20,9 @@ import numpy as np
 
 from .. import masks, rng
 from ..errors import AttentionError
-from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of
+from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of, is_number, is_whole
+from ..options import from_json as options_from_json
+from ..options import short as _short
 from ..source import cross_options, source_rows
 from ..trace import Options, Trace, cross_attention, self_attention
 from .jsonfile import NonFinite, load_json
@@ -79,7 +81,7 @@ class Preset:
 
     def matrices(self) -> dict[str, np.ndarray]:
         """X, W_q, W_k, W_v (then W_o and P when the preset has them) as float arrays (X may carry a batch axis, as
-        document 003's (1, 6, 8))."""
+        the 'The cat sat on the mat' example's (1, 6, 8))."""
         out = {name: np.array(value, dtype=np.float64) for name, value in self.fixed.items()}
         if self.random is not None:
             out.update(
@@ -331,7 +333,7 @@ class _Validator:
         return words
 
     def number(self, value: Any, where: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise self.fail(where, f"must be a finite number, got {_short(value)}")
         if not math.isfinite(value):  # NaN/Infinity literals are caught earlier: this is a number too large to hold
             raise self.fail(where, "is a number too large for a 64-bit float (the largest is about 1.8e308)")
@@ -360,7 +362,7 @@ class _Validator:
 
     def shape(self, value: Any, where: str, max_dims: int = 3) -> tuple[int, ...]:
         def whole(v: Any) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS
+            return is_whole(v) and 1 <= v <= MAX_TOKENS
 
         if not (isinstance(value, list) and 1 <= len(value) <= max_dims and all(whole(v) for v in value)):
             raise self.fail(
@@ -369,6 +371,7 @@ class _Validator:
         return tuple(value)
 
     def preset(self, data: Any) -> Preset:
+        """The whole file, one field after another in the file format's order, then the shapes by a dry run."""
         top = self.obj(
             data,
             "(top level)",
@@ -377,18 +380,11 @@ class _Validator:
         )
         if top["format"] != FORMAT:
             raise self.fail("format", f"must be {FORMAT!r}, got {_short(top['format'])}")
-        pid = self.text(top["id"], "id", 100)
-        if not pid or not all(c.isalnum() or c in "_-" for c in pid):
-            raise self.fail("id", f"must be letters, digits, '_' or '-', got {_short(pid)}")
+        pid = self.preset_id(top["id"])
         title = self.text(top["title"], "title", 200)
         label = self.text(top.get("label", ""), "label", 80)
         order = self.number(top.get("order", 1000.0), "order")
-        tokens = top["tokens"]
-        if not isinstance(tokens, list) or not tokens:
-            raise self.fail("tokens", "must be a non-empty list of token strings")
-        if len(tokens) > MAX_TOKENS:
-            raise self.fail("tokens", f"lists {len(tokens)} tokens; at most {MAX_TOKENS}")
-        tokens = tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(tokens))
+        tokens = self.tokens(top["tokens"])
         options = self.options(top["options"], len(tokens))
         source_tokens = self.source_tokens(top.get("source_tokens", []))
         source_obj = self.obj(top.get("source", {}), "source", set(), {"document", "url", "note"})
@@ -396,43 +392,9 @@ class _Validator:
         description = self.text(top.get("description", ""), "description")
         matrices_obj = self.obj(top.get("matrices", {}), "matrices", set(), set(INPUTS) | set(EXTRAS))
         fixed = {name: self.matrix(v, f"matrices.{name}") for name, v in matrices_obj.items()}
-        random = None
-        if top.get("random") is not None:
-            r = self.obj(top["random"], "random", {"generator", "seed", "draws"}, set())
-            if r["generator"] not in rng.GENERATORS:
-                raise self.fail("random.generator", f"must be {rng.GENERATOR!r} or {rng.NORMAL!r}")
-            seed = r["seed"]
-            if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED):
-                raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
-            if not isinstance(r["draws"], list) or not r["draws"]:
-                raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
-            draws = []
-            scales: dict[str, float] = {}
-            for i, dr in enumerate(r["draws"]):
-                dr = self.obj(dr, f"random.draws[{i}]", {"name", "shape"}, {"scale"})
-                if dr["name"] not in INPUTS:
-                    raise self.fail(
-                        f"random.draws[{i}].name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}"
-                    )
-                if dr["name"] in fixed or dr["name"] in [n for n, _ in draws]:
-                    raise self.fail(f"random.draws[{i}].name", f"{_short(dr['name'])} is given twice")
-                draws.append((dr["name"], self.shape(dr["shape"], f"random.draws[{i}].shape")))
-                if "scale" in dr:
-                    scales[dr["name"]] = self.number(dr["scale"], f"random.draws[{i}].scale")
-            random = RandomSpec(seed, tuple(draws), r["generator"], scales)
-        have = set(fixed) | set(random.names if random else ())
-        missing = [n for n in INPUTS if n not in have]
-        if missing:
-            raise self.fail(f"matrices.{missing[0]}", "is missing (give it in 'matrices' or draw it in 'random.draws')")
-        expected, shapes = {}, {}
-        if "expected" in top:
-            exp = self.obj(top["expected"], "expected", set(), set(ARRAYS) | {"shapes"})
-            for name, v in exp.items():
-                if name == "shapes":
-                    shapes_obj = self.obj(v, "expected.shapes", set(), set(ARRAYS) | {"scores_np_dot"})
-                    shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in shapes_obj.items()}
-                else:
-                    expected[name] = self.matrix(v, f"expected.{name}")
+        random = None if top.get("random") is None else self.random(top["random"], fixed)
+        self.all_inputs(fixed, random)
+        expected, shapes = self.expected(top["expected"]) if "expected" in top else ({}, {})
         notes = top.get("notes", {})
         if not isinstance(notes, dict):
             raise self.fail("notes", "must be an object")
@@ -456,37 +418,77 @@ class _Validator:
         self.consistent(preset)
         return preset
 
+    def preset_id(self, value: Any) -> str:
+        pid = self.text(value, "id", 100)
+        if not pid or not all(c.isalnum() or c in "_-" for c in pid):
+            raise self.fail("id", f"must be letters, digits, '_' or '-', got {_short(pid)}")
+        return pid
+
+    def tokens(self, value: Any) -> tuple[str, ...]:
+        """1 to MAX_TOKENS token strings."""
+        if not isinstance(value, list) or not value:
+            raise self.fail("tokens", "must be a non-empty list of token strings")
+        if len(value) > MAX_TOKENS:
+            raise self.fail("tokens", f"lists {len(value)} tokens; at most {MAX_TOKENS}")
+        return tuple(self.text(t, f"tokens[{i}]", 200) for i, t in enumerate(value))
+
+    def random(self, value: Any, fixed: Mapping[str, np.ndarray]) -> RandomSpec:
+        """The random draws: a generator, a seed, and the draws in order, each a matrix not given in ``fixed``."""
+        r = self.obj(value, "random", {"generator", "seed", "draws"}, set())
+        if r["generator"] not in rng.GENERATORS:
+            raise self.fail("random.generator", f"must be {rng.GENERATOR!r} or {rng.NORMAL!r}")
+        seed = r["seed"]
+        if not (is_whole(seed) and 0 <= seed <= MAX_SEED):
+            raise self.fail("random.seed", f"must be a whole number from 0 to {MAX_SEED}, got {_short(seed)}")
+        if not isinstance(r["draws"], list) or not r["draws"]:
+            raise self.fail("random.draws", "must be a non-empty list of {name, shape}")
+        draws: list[tuple[str, tuple[int, ...]]] = []
+        scales: dict[str, float] = {}
+        for i, value_ in enumerate(r["draws"]):
+            name, shape, scale = self.draw(value_, f"random.draws[{i}]", set(fixed) | {n for n, _ in draws})
+            draws.append((name, shape))
+            if scale is not None:
+                scales[name] = scale
+        return RandomSpec(seed, tuple(draws), r["generator"], scales)
+
+    def draw(self, value: Any, where: str, taken: set[str]) -> tuple[str, tuple[int, ...], float | None]:
+        """One draw: (the input's name, its shape, its factor or None)."""
+        dr = self.obj(value, where, {"name", "shape"}, {"scale"})
+        if dr["name"] not in INPUTS:
+            raise self.fail(f"{where}.name", f"must be one of {', '.join(INPUTS)}, got {_short(dr['name'])}")
+        if dr["name"] in taken:
+            raise self.fail(f"{where}.name", f"{_short(dr['name'])} is given twice")
+        shape = self.shape(dr["shape"], f"{where}.shape")
+        scale = self.number(dr["scale"], f"{where}.scale") if "scale" in dr else None
+        return dr["name"], shape, scale
+
+    def all_inputs(self, fixed: Mapping[str, np.ndarray], random: RandomSpec | None) -> None:
+        """Every input of :data:`INPUTS` is given or drawn."""
+        have = set(fixed) | set(random.names if random else ())
+        missing = [n for n in INPUTS if n not in have]
+        if missing:
+            raise self.fail(f"matrices.{missing[0]}", "is missing (give it in 'matrices' or draw it in 'random.draws')")
+
+    def expected(self, value: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, ...]]]:
+        """The document's printed arrays, and the shapes it prints."""
+        expected, shapes = {}, {}
+        exp = self.obj(value, "expected", set(), set(ARRAYS) | {"shapes"})
+        for name, v in exp.items():
+            if name == "shapes":
+                shapes_obj = self.obj(v, "expected.shapes", set(), set(ARRAYS) | {"scores_np_dot"})
+                shapes = {k: self.shape(s, f"expected.shapes.{k}", 4) for k, s in shapes_obj.items()}
+            else:
+                expected[name] = self.matrix(v, f"expected.{name}")
+        return expected, shapes
+
     def options(self, value: Any, n: int) -> Options:
-        """The options object: JSON types turned into the dataclass's, numbers checked to fit a float, then
-        :meth:`Options.validate` (the one check of the options), its message given the field's path."""
+        """The options object, read by :func:`attention.options.from_json` (the one reader of options), its message
+        given the field's path."""
         o = self.obj(value, "options", set(), {f.name for f in fields(Options)})
-        kw: dict[str, Any] = {k: v for k, v in o.items() if k != "padding"}
-        for key in ("scale", "temperature"):
-            if kw.get(key) is not None:
-                kw[key] = self.number(kw[key], f"options.{key}")
-        if "padding" in o:
-            pad = o["padding"]
-            if not (isinstance(pad, list) and all(isinstance(p, bool) for p in pad)) or (pad and len(pad) != n):
-                raise self.fail("options.padding", f"must be a list of {n} true/false flags, one per token")
-            kw["padding"] = tuple(pad)
-        if "custom_mask" in o:
-            grid = o["custom_mask"]
-            if not (
-                isinstance(grid, list)
-                and len(grid) == n
-                and all(isinstance(r, list) and len(r) == n and all(isinstance(v, bool) for v in r) for r in grid)
-            ):
-                raise self.fail("options.custom_mask", f"must be {n} rows of {n} true/false flags (query × key)")
-            kw["custom_mask"] = tuple(tuple(r) for r in grid)
         try:
-            options = Options(**kw).validate()
+            return options_from_json(o, n=n)
         except AttentionError as exc:
             raise self.fail(f"options.{exc.field}", exc.message.removeprefix(f"{exc.field} ")) from None
-        if "padding" in masks.parts(options.mask) and len(options.padding) != n:
-            raise self.fail("options.padding", f"must list {n} flags when options.mask has 'padding'")
-        if "custom" in masks.parts(options.mask) and len(options.custom_mask) != n:
-            raise self.fail("options.custom_mask", f"must be given ({n} × {n}) when options.mask has 'custom'")
-        return options
 
     def consistent(self, preset: Preset) -> None:
         """Shapes agree with the tokens and with each other (checked by a dry run of the engine)."""
@@ -513,14 +515,8 @@ class _Validator:
         return {"mask": "options.padding", "weights": "options.softmax"}.get(matrix or "", "matrices")
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    """A value for a message: its repr, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _check_seed(seed: object, where: str) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+    if not is_whole(seed) or not 0 <= int(seed) <= MAX_SEED:
         raise AttentionError(f"{where} must be a whole number from 0 to {MAX_SEED}; got {seed!r}")
     return int(seed)
 
@@ -531,7 +527,7 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         "softmax": o.softmax,
         "scale": o.scale,
         "temperature": o.temperature,
-        "mask": o.mask,
+        "mask": masks.join(o.mask),
         "heads": o.heads,
     }
     if o.padding:
@@ -542,7 +538,7 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         d["positions"] = o.positions
     if o.kv_heads is not None:
         d["kv_heads"] = o.kv_heads
-    if "window" in masks.parts(o.mask) or o.window != Options.window:
+    if "window" in o.mask or o.window != Options.window:
         d["window"] = o.window
     return d
 

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import masks
+from .. import names
 from ..errors import AttentionError
-from ..names import ARRAYS, axis_labels, corner_label, dimension_labels
+from ..names import ARRAYS, axis_labels, corner_label, dimension_labels, is_number
 from ..trace import Trace
 from .parse import is_number_text
 from .presets import Preset
@@ -176,13 +176,10 @@ def one_line(text: object, limit: int = 200) -> str:
 def conventions(o) -> str:
     """The options in words, for README files and code comments."""
     proj = "Q = X·W (W is d_model × d_k)" if o.projection == "x_w" else "Q = X·Wᵀ (W is d_k × d_model)"
-    soft = {
-        "row_max": "softmax subtracts each row's max",
-        "global_max": "softmax subtracts the whole matrix's max",
-        "none": "softmax is a plain exp / row sum (nothing subtracted)",
-    }[o.softmax]
+    soft = f"softmax subtracts {names.SOFTMAX_WORDS[o.softmax].subtracts}"
+    soft = "softmax is a plain exp / row sum (nothing subtracted)" if o.softmax == "none" else soft
     scale = "scale 1/√d_k" if o.scale is None else f"scale {float(o.scale)!r}"
-    mask = "no mask" if o.mask == "none" else " + ".join(masks.parts(o.mask)) + " mask"
+    mask = " + ".join(o.mask) + " mask" if o.mask else "no mask"
     parts = [
         proj,
         soft,
@@ -191,7 +188,7 @@ def conventions(o) -> str:
         mask,
         f"{o.heads} head" + ("s" if o.heads > 1 else ""),
         *([f"{o.kv} key/value head" + ("s" if o.kv > 1 else "")] if o.kv != o.heads else []),
-        *([f"window {o.window}"] if "window" in masks.parts(o.mask) else []),
+        *([f"window {o.window}"] if "window" in o.mask else []),
         *([f"{o.positions} positions"] if o.positions != "none" else []),
     ]
     return "; ".join(parts)
@@ -266,12 +263,5 @@ def table_csv(df: pd.DataFrame) -> bytes:
     writer = csv.writer(out)
     writer.writerow([protect_text(str(c)) for c in df.columns])
     for row in df.itertuples(index=False):
-        writer.writerow(
-            [
-                repr(float(v))
-                if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool)
-                else protect_text(str(v))
-                for v in row
-            ]
-        )
+        writer.writerow([repr(float(v)) if is_number(v) else protect_text(str(v)) for v in row])
     return out.getvalue().encode("utf-8")

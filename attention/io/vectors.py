@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import AttentionError
-from ..names import MAX_SEED
+from ..names import MAX_SEED, is_whole
 
 DIM = 50
 TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "glove50.npz"
@@ -118,7 +118,7 @@ def nearest(word_or_vector: str | Sequence[float] | np.ndarray, k: int = 8) -> l
         skip = -1
         query = _check_vector(word_or_vector)
     limit = len(table.words) - (skip >= 0)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= limit:
+    if not is_whole(k) or not 1 <= k <= limit:
         raise AttentionError(f"k (how many nearest words) must be a whole number from 1 to {limit:,}; got {k!r}")
     cos = table.vectors @ query / (table.norms * np.linalg.norm(query))  # (V,)
     if skip >= 0:
@@ -143,7 +143,7 @@ def _check_word(word: object, where: str) -> str:
 
 
 def _check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+    if not is_whole(seed) or not 0 <= int(seed) <= MAX_SEED:
         raise AttentionError(f"seed must be a whole number from 0 to {MAX_SEED}; got {seed!r}")
     return int(seed)
 

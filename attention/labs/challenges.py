@@ -17,22 +17,18 @@ files live in ``challenges/`` at the top of the repository, one ``<id>.json`` ea
 plain text stored as given: a page shows them as text, never as Markdown.
 
 Links: ``c1.<base64url of: checksum (8 bytes) + zlib(compact JSON)>``, the checksum the first 8 bytes of
-SHA-256(b"attention-challenge/v1" + zlib bytes), as the edit links (:mod:`attention.io.links`): a changed or
-cut token is refused before anything is decompressed, decompression is capped at :data:`MAX_BYTES`, and the
-JSON then goes through the same checks as a file.
+SHA-256(b"attention-challenge/v1" + zlib bytes), in the edit links' envelope (:class:`attention.io.links.Envelope`):
+a changed or cut token is refused before anything is decompressed, decompression is capped at :data:`MAX_BYTES`,
+and the JSON then goes through the same checks as a file.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
-import hashlib
 import json
 import math
 import operator
 import re
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,11 +36,26 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import masks
 from ..errors import AttentionError
 from ..heads import regroup
 from ..io.jsonfile import NonFinite, load_json
+from ..io.links import Envelope
 from ..io.presets import Preset, load_preset
-from ..names import ARRAYS, INPUTS, MAX_LINK_CHARS, MAX_SEED, SQUARE, axis_labels, squeeze_batch, token_labels
+from ..names import (
+    ARRAYS,
+    INPUTS,
+    MAX_LINK_CHARS,
+    MAX_SEED,
+    SQUARE,
+    axis_labels,
+    is_number,
+    is_whole,
+    squeeze_batch,
+    token_labels,
+)
+from ..options import from_json as options_from_json
+from ..options import short as _short
 from ..reading import read
 from ..trace import Options, Trace, self_attention
 
@@ -62,9 +73,6 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 SHOWN_OP = {"<": "<", "<=": "≤", ">": ">", ">=": "≥"}
 ALL, SELF = "all", "self"
 LINK_VERSION = "c1"
-_SALT = b"attention-challenge/v1"
-_CHECK = 8
-_B64 = re.compile(r"[A-Za-z0-9_-]*")
 _ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _FIELDS = {  # per condition type: the required fields, then the optional ones
     "cell": ({"type", "array", "row", "col", "op", "value"}, {"head"}),
@@ -266,6 +274,13 @@ def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g}"
 
 
+def _said(o: Options, name: str) -> str:
+    """An option's value in a message: the mask joined as a file spells it ("causal+padding"), the projections in
+    the learner's words (X·W, X·Wᵀ)."""
+    value = masks.join(o.mask) if name == "mask" else getattr(o, name)
+    return {"x_w": "X·W", "x_wt": "X·Wᵀ"}.get(value, repr(value)) if isinstance(value, str) else repr(value)
+
+
 def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     """Why a trace does not count for this challenge, or None."""
     if trace.X_kv is not None:
@@ -274,7 +289,7 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         return f"this challenge is set on the tokens {' '.join(preset.tokens)!r}; the page shows other tokens"
     if trace.options != preset.options:
         diff = [
-            f"{f.name} is {getattr(trace.options, f.name)!r} (the challenge uses {getattr(preset.options, f.name)!r})"
+            f"{f.name} is {_said(trace.options, f.name)} (the challenge uses {_said(preset.options, f.name)})"
             for f in dataclasses.fields(Options)
             if getattr(trace.options, f.name) != getattr(preset.options, f.name)
         ]
@@ -283,7 +298,7 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
     for name in INPUTS:  # a batch of one is the same sentence as its single item (the dashboard holds it 2-D)
         now, was = squeeze_batch(np.asarray(getattr(trace, name))), squeeze_batch(start[name])
         if name not in challenge.editable and not np.array_equal(now, was):
-            return f"{name} was edited, but {locked_edit(challenge, name)}"
+            return f"{name} was edited, but {(locked_edit(challenge, name) or '').rstrip('.')}"
     return None
 
 
@@ -305,17 +320,8 @@ def _index(ref: int | str, tokens: tuple[str, ...]) -> int:
 
 
 def _apply_options(base: Options, overrides: Mapping[str, Any]) -> Options:
-    kw = {k: _option_value(k, v) for k, v in overrides.items()}
-    return base.replace(**kw).validate()
-
-
-def _option_value(name: str, value: Any) -> Any:
-    """A JSON option value as the dataclass holds it (lists of flags as tuples)."""
-    if name == "padding" and isinstance(value, list):
-        return tuple(value)
-    if name == "custom_mask" and isinstance(value, list):
-        return tuple(tuple(r) if isinstance(r, list) else r for r in value)
-    return value
+    """The preset's options with the challenge's overrides (JSON values), read by the one reader of options."""
+    return options_from_json(overrides, base)
 
 
 def _and_list(names: tuple[str, ...]) -> str:
@@ -438,14 +444,14 @@ class _Reader:
     def number(self, value: Any, where: str) -> float:
         if isinstance(value, NonFinite):
             raise self.fail(where, f"is {value}, which is not allowed; every number must be finite")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise self.fail(where, f"must be a number, got {_kind(value)}")
         if not math.isfinite(value):
             raise self.fail(where, "is a number too large for a 64-bit float (the largest is about 1.8e308)")
         return float(value)
 
     def whole(self, value: Any, where: str, lo: int, hi: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        if not is_whole(value) or not lo <= value <= hi:
             raise self.fail(where, f"must be a whole number from {lo} to {hi:,}, got {_short(value)}")
         return value
 
@@ -502,25 +508,12 @@ class _Reader:
         return tuple(n for n in INPUTS if n in value)  # pipeline order, whatever order the file gives
 
     def options(self, value: Any, preset: Preset) -> Options:
+        """The overrides, read over the preset's options by :func:`attention.options.from_json` (the one reader of
+        options, as for a preset file); a NaN or Infinity literal is named as in any other field."""
         o = self.obj(value, "options", set(), {f.name for f in dataclasses.fields(Options)})
         for key, v in o.items():
-            where = f"options.{key}"
-            if key in ("scale", "temperature"):
-                if not (key == "scale" and v is None):
-                    self.number(v, where)
-            elif key in ("heads", "kv_heads"):
-                self.whole(v, where, 1, 256)
-            elif key == "window":
-                self.whole(v, where, 1, 2048)
-            elif key == "padding":
-                if not (isinstance(v, list) and all(isinstance(p, bool) for p in v)):
-                    raise self.fail(where, "must be a list of true/false flags, one per token")
-            elif key == "custom_mask":
-                ok = isinstance(v, list) and all(isinstance(r, list) and all(isinstance(b, bool) for b in r) for r in v)
-                if not ok:
-                    raise self.fail(where, "must be a list of rows of true/false flags (query × key)")
-            else:
-                self.text(v, where, 100)
+            if isinstance(v, NonFinite):
+                raise self.fail(f"options.{key}", f"is {v}, which is not allowed; every number must be finite")
         try:
             return _apply_options(preset.options, o)
         except AttentionError as exc:
@@ -574,7 +567,7 @@ class _Reader:
     ) -> int | str:
         """A row or column reference: an index below ``size``, the keyword, or a token occurring once (rows of any
         array and columns of the queries × keys arrays are tokens)."""
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_whole(value):
             if not 0 <= value < size:
                 what = "rows" if rows else "columns"
                 raise self.fail(where, f"is {value}, but the array has {size} {what} (indices 0 to {size - 1})")
@@ -605,23 +598,15 @@ def _kind(value: Any) -> str:
     )
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # ------------------------------------------------------------------------------------------------ links
 
 
-def _link_fail(message: str) -> AttentionError:
-    return AttentionError(f"the challenge link cannot be read: {message}", matrix="link")
+LINK = Envelope(LINK_VERSION, b"attention-challenge/v1", MAX_BYTES, "the challenge link cannot be read")
 
 
 def encode_link(challenge: Challenge) -> str:
     """The challenge as a URL-safe token, ``c1.<base64url(checksum + zlib(compact JSON))>``."""
-    compressed = zlib.compress(to_json(challenge, compact=True).encode("utf-8"), 9)
-    digest = hashlib.sha256(_SALT + compressed).digest()[:_CHECK]
-    token = f"{LINK_VERSION}." + base64.urlsafe_b64encode(digest + compressed).rstrip(b"=").decode("ascii")
+    token = LINK.seal(to_json(challenge, compact=True).encode("utf-8"))
     if len(token) > MAX_LINK_CHARS:
         raise AttentionError(
             f"the challenge makes a link of {len(token):,} characters, more than {MAX_LINK_CHARS:,}; share its JSON "
@@ -631,36 +616,8 @@ def encode_link(challenge: Challenge) -> str:
 
 
 def decode_link(token: str) -> Challenge:
-    """The exact inverse of :func:`encode_link`. Refused, with a message, before any decompression: too long,
-    another version, not base64url, a checksum that does not match; then a payload over :data:`MAX_BYTES`
-    unpacked; then anything :func:`parse_challenge` refuses."""
-    if not isinstance(token, str):
-        raise _link_fail(f"expected text, got {type(token).__name__}")
-    if len(token) > MAX_LINK_CHARS:
-        raise _link_fail(f"it is {len(token):,} characters long; a challenge link carries at most {MAX_LINK_CHARS:,}")
-    version, dot, body = token.strip().partition(".")
-    if not dot or not re.fullmatch(r"c\d{1,4}", version):
-        raise _link_fail("it does not start with a version such as 'c1.'; the link was changed or cut short")
-    if version != LINK_VERSION:
-        raise _link_fail(f"it was made in format {version!r}; this dashboard reads {LINK_VERSION!r}")
-    if not body or not _B64.fullmatch(body) or len(body) % 4 == 1:
-        raise _link_fail("it is not valid base64url text; the link was changed or cut short")
-    try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-    except (binascii.Error, ValueError):
-        raise _link_fail("it is not valid base64url text; the link was changed or cut short") from None
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != body or len(raw) <= _CHECK:
-        raise _link_fail("it is not valid base64url text; the link was changed or cut short")
-    digest, compressed = raw[:_CHECK], raw[_CHECK:]
-    if hashlib.sha256(_SALT + compressed).digest()[:_CHECK] != digest:
-        raise _link_fail("the checksum does not match; the link was changed or cut short")
-    inflater = zlib.decompressobj()
-    try:
-        payload = inflater.decompress(compressed, MAX_BYTES + 1)
-    except zlib.error:
-        raise _link_fail("its data is corrupt; the link was changed or cut short") from None
-    if len(payload) > MAX_BYTES or inflater.unconsumed_tail:
-        raise _link_fail(f"it unpacks to more than {MAX_BYTES // 1024} KB, more than a challenge may hold")
-    if not inflater.eof or inflater.unused_data:
-        raise _link_fail("its data is incomplete or has extra bytes; the link was changed or cut short")
-    return parse_challenge(payload, "the challenge link")
+    """The exact inverse of :func:`encode_link`. The envelope (:class:`attention.io.links.Envelope`, as the edit
+    links) refuses, with a message, before any decompression: too long, another version, not base64url, a checksum
+    that does not match; then a payload over :data:`MAX_BYTES` unpacked; then anything :func:`parse_challenge`
+    refuses."""
+    return parse_challenge(LINK.open(token), "the challenge link")

@@ -18,10 +18,10 @@ import numpy as np
 
 from ..errors import AttentionError
 from ..learn import train
-from ..names import squeeze_batch
+from ..names import INPUTS, squeeze_batch
 from ..targets import Target
 from ..trace import Trace
-from .challenges import ALL, SELF, Challenge, challenge_preset, evaluate
+from .challenges import ALL, SELF, SHOWN_OP, Challenge, challenge_preset, evaluate
 
 SCHEDULE = ((0.05, 500), (0.2, 2000))  # (learning rate, steps) tried in turn with Adam
 SOLVABLE = ("weights", "output")
@@ -129,3 +129,83 @@ def _output(challenge: Challenge, start: Trace) -> np.ndarray:
         else:
             flat[i, j] = cond.value + step
     return out
+
+
+# ------------------------------------------------------------------------------------------------ audit
+
+# which inputs each array depends on: a goal on an array none of whose inputs the learner may edit cannot be moved
+DEPENDS = {
+    "X": {"X"},
+    "W_q": {"W_q"},
+    "W_k": {"W_k"},
+    "W_v": {"W_v"},
+    "Q": {"X", "W_q"},
+    "K": {"X", "W_k"},
+    "V": {"X", "W_v"},
+    "scores": {"X", "W_q", "W_k"},
+    "scaled": {"X", "W_q", "W_k"},
+    "weights": {"X", "W_q", "W_k"},
+    "output": {"X", "W_q", "W_k", "W_v"},
+}
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What a teacher should know before sharing a challenge. verdict: "ok" (a solution was found), "met" (the
+    unedited start already meets the goal), "impossible" (no numbers can meet it), "unsolvable" (the learner may
+    not edit anything the goal depends on) or "unknown" (not met at the start, no solution found by training, but
+    no reason it is impossible either); reason says why in the teacher's words."""
+
+    verdict: str
+    reason: str
+
+
+def _bounds_reason(challenge: Challenge, start: Trace) -> str | None:
+    """Why the goal's number is out of reach of its array whatever the learner does (weights lie in [0, 1]; a row's
+    entropy lies between 0 and log2 of the keys it may see), or None."""
+    cond = challenge.condition
+    if cond.kind == "cell" and cond.array == "weights":
+        if (cond.op == ">=" and cond.value > 1) or (cond.op == ">" and cond.value >= 1):
+            return f"a weight is at most 1, so it can never be {SHOWN_OP[cond.op]} {cond.value:g}"
+        if (cond.op == "<=" and cond.value < 0) or (cond.op == "<" and cond.value <= 0):
+            return f"a weight is at least 0, so it can never be {SHOWN_OP[cond.op]} {cond.value:g}"
+    if cond.kind == "entropy":
+        w = squeeze_batch(start.weights)
+        w = w[cond.head if cond.head is not None else 0] if w.ndim == 3 else w  # (n, n)
+        allowed = np.ones(w.shape, dtype=bool) if start.allowed is None else squeeze_batch(start.allowed).astype(bool)
+        keys = allowed.sum(axis=-1)  # (n,) keys each row may see
+        rows = _rows(challenge, w.shape[0], keys > 0)
+        most = min(float(np.log2(max(int(keys[i]), 1))) for i in rows)
+        if (cond.op == ">=" and cond.value > most + 1e-12) or (cond.op == ">" and cond.value >= most):
+            return (
+                f"a row that may see k keys has an entropy of at most log2 k bits; here the most is {most:.3g} bits, "
+                f"so it can never be {SHOWN_OP[cond.op]} {cond.value:g}"
+            )
+        if (cond.op == "<=" and cond.value < 0) or (cond.op == "<" and cond.value <= 0):
+            return f"an entropy is never below 0 bits, so it can never be {SHOWN_OP[cond.op]} {cond.value:g}"
+    return None
+
+
+def audit(challenge: Challenge) -> Audit:
+    """Check a challenge before it is shared: its start, the bounds of its goal, what it lets the learner edit,
+    then the solver (a few seconds at most on a tutorial-sized preset)."""
+    preset = challenge_preset(challenge)
+    start = preset.compute()
+    if evaluate(challenge, start).met:
+        return Audit("met", "the unedited start already meets the goal: a student has nothing to do")
+    reason = _bounds_reason(challenge, start)
+    if reason:
+        return Audit("impossible", reason)
+    needs = [name for name in INPUTS if name in DEPENDS[challenge.condition.array]]
+    if not set(needs) & set(challenge.editable):
+        return Audit(
+            "unsolvable",
+            f"{challenge.condition.array} depends only on {', '.join(needs)}, and the learner may edit only "
+            f"{', '.join(challenge.editable)}: no edit can move it",
+        )
+    if not solvable(challenge):
+        return Audit("unknown", f"the solver does not try goals on {challenge.condition.array}; try it yourself first")
+    found = solve(challenge)
+    if found is None:
+        return Audit("unknown", "training the editable matrices did not meet it; it may be very hard or impossible")
+    return Audit("ok", f"a solution was found by training {', '.join(found.matrices)} for {found.steps} steps")

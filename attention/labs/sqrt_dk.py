@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import steps
 from ..errors import AttentionError
+from ..names import is_whole
 from ..reading import read
 from ..trace import Trace
 
@@ -209,7 +210,7 @@ def trace_point(trace: Trace) -> TracePoint:
 
 def _check_sizes(dims: Sequence[int], n: int, seeds: int, seed: int) -> tuple[int, ...]:
     def whole(v: object, lo: int, hi: int) -> bool:
-        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and lo <= v <= hi
+        return is_whole(v) and lo <= v <= hi
 
     if not whole(n, 2, MAX_N):
         raise AttentionError(f"n (tokens) must be a whole number from 2 to {MAX_N}; got {n!r}", field="n")

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import steps
+from .. import names, steps
 from ..errors import AttentionError
 from ..trace import Trace
 
 DTYPES = ("float16", "float32", "float64")
-VARIANTS = ("row_max", "global_max", "none")
+VARIANTS = names.SOFTMAX_VARIANTS  # the three softmaxes the lab compares
 FILLS = ("-inf", "-1e9", "finfo.min")  # what a masked cell is set to
 METHODS = ("replace", "add")  # the cell replaced by the fill (np.where), or the fill added (PyTorch's float mask)
 MAGNITUDES = np.logspace(0, 4, 41)  # 1 to 1e4, ten per decade

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AttentionError
+from ..names import is_number, is_whole
 from .config import Config
 from .model import Model, Params
 from .vocab import BPEVocab
@@ -143,7 +144,7 @@ def read_config(path: Path) -> Config:
 
     def whole(name: str, default: object = None) -> int:
         value = raw.get(name, default)
-        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        if not (is_whole(value) and value > 0):
             raise AttentionError(f"config.json: {name} must be a whole number > 0; got {value!r}", field=name)
         return value
 
@@ -167,7 +168,7 @@ def read_config(path: Path) -> Config:
             field="activation_function",
         )
     eps = raw.get("layer_norm_epsilon", 1e-5)
-    if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0 < eps < 1):
+    if not (is_number(eps) and 0 < eps < 1):
         raise AttentionError(
             f"config.json: layer_norm_epsilon must be a number between 0 and 1; got {eps!r}", field="layer_norm_epsilon"
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .. import positions
 from ..errors import AttentionError
+from ..names import is_whole
 
 ACTIVATIONS = ("gelu_new", "gelu", "relu")  # gelu_new: GPT-2's tanh approximation; gelu: the exact erf form
 MAX_LAYERS = 96
@@ -72,7 +73,7 @@ class Config:
             ("n_heads", self.n_heads, 1, MAX_WIDTH),
             ("d_mlp", self.d_mlp, 0, 8 * MAX_WIDTH),
         ):
-            if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+            if not (is_whole(value) and low <= value <= high):
                 raise AttentionError(
                     f"{where}.{name} must be a whole number from {low} to {high}; got {value!r}", field=name
                 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AttentionError, as_matrix
+from ..names import is_whole
 from .config import Config
 
 KINDS = ("zero", "mean", "replace")
@@ -77,7 +78,7 @@ def check(config: Config, iv: object) -> Intervention:
             field="intervention",
         )
     for name, value, count in (("layer", iv.layer, config.n_layers), ("head", iv.head, config.n_heads)):
-        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < count):
+        if not (is_whole(value) and 0 <= value < count):
             raise AttentionError(
                 f"there is no {name} {value!r}: the model has {count} {name}s, numbered 0 to {count - 1}", field=name
             )

@@ -31,6 +31,7 @@ import numpy as np
 from .. import positions, steps
 from ..errors import AttentionError
 from ..heads import merge_heads, split_heads
+from ..names import is_whole
 from ..options import Options
 from ..trace import Trace, run_steps, scaled_dot_product_attention
 from .config import Config
@@ -385,7 +386,7 @@ class Model:
     def generate_cached(self, token_ids: Sequence[int], steps: int) -> Generation:
         """Greedy generation with a key/value cache: the prompt runs once (a full forward), then each new token
         runs alone, its query attending the cached keys and values of every earlier position."""
-        if not (isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) and steps >= 0):
+        if not (is_whole(steps) and steps >= 0):
             raise AttentionError(f"steps must be a whole number ≥ 0; got {steps!r}", field="steps")
         ids = self.check_ids(token_ids)
         fed = len(ids) + max(int(steps) - 1, 0)

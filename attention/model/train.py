@@ -23,6 +23,7 @@ import numpy as np
 from .. import optimisers
 from ..backward import backward
 from ..errors import AttentionError
+from ..names import is_whole
 from ..trace import Trace, run_steps
 from .config import Config
 from .layers import log_softmax
@@ -134,7 +135,7 @@ def train(
     (for snapshots; do not change them). Deterministic: the same arguments give the same numbers."""
     if not model.config.attention_only:
         raise AttentionError("only attention-only models are trained here", field="attention_only")
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and 0 <= steps <= MAX_STEPS):
+    if not (is_whole(steps) and 0 <= steps <= MAX_STEPS):
         raise AttentionError(f"steps must be a whole number from 0 to {MAX_STEPS}; got {steps!r}", field="steps")
     schedule = lr if callable(lr) else (lambda step: lr)
     for step in (0, steps):

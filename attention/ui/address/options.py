@@ -14,7 +14,7 @@ from ...trace import MASK_KINDS
 from ..core import session
 from ..core.text import quoted
 
-SOFTMAXES = ("row_max", "global_max", "none")
+SOFTMAXES = names.SOFTMAX_VARIANTS  # the values a link may give
 
 
 def whole(text: str, lo: int, hi: int) -> int | None:
@@ -63,7 +63,7 @@ def read_options(s: session.Session, qp: Mapping[str, str], notices: list[str]) 
             changes["temperature"] = value
     if "mask" in qp:
         if qp["mask"] in MASK_KINDS:
-            changes["mask"] = qp["mask"]
+            changes["mask"] = masks.parts(qp["mask"])
         else:
             notices.append(f"The link's mask {quoted(qp['mask'])} is not one of {', '.join(MASK_KINDS)}; no mask.")
     n = len(s.tokens)
@@ -74,7 +74,7 @@ def read_options(s: session.Session, qp: Mapping[str, str], notices: list[str]) 
             notices.append(f"The link's padding token {quoted(part)} is not a token number from 1 to {n}; ignored.")
         else:
             pad[i - 1] = True
-    if any(pad) or "padding" in masks.parts(changes.get("mask", o.mask)):
+    if any(pad) or "padding" in changes.get("mask", o.mask):
         changes["padding"] = tuple(pad)
     if "pos" in qp:
         if qp["pos"] in positions.KINDS:
@@ -89,7 +89,7 @@ def read_options(s: session.Session, qp: Mapping[str, str], notices: list[str]) 
             changes["custom_mask"] = tuple(tuple(c == "1" for c in r) for r in rows)
         else:
             notices.append(f"The link's custom mask {quoted(qp['cmask'])} is not {n} rows of {n} 0/1 flags; ignored.")
-    if "custom" in masks.parts(changes.get("mask", o.mask)) and len(changes.get("custom_mask", o.custom_mask)) != n:
+    if "custom" in changes.get("mask", o.mask) and len(changes.get("custom_mask", o.custom_mask)) != n:
         changes["custom_mask"] = ((True,) * n,) * n  # a custom mask with no grid allows everything
     if "heads" in qp:
         h = whole(qp["heads"], 1, names.MAX_DIM)

@@ -20,22 +20,24 @@ from collections.abc import Mapping
 import numpy as np
 import streamlit as st
 
-from ... import names
+from ... import masks, names
 from ...errors import AttentionError
 from ...io import links
 from ..core import session
 from ..core.text import quoted
+from . import membership, playing
 from .rebuild import MAX_TOKENS_TEXT, rebuild
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
 _NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
-_NAMES += "edits"
+_NAMES += "edits playing"
 PARAMS = tuple(_NAMES.split())
 # The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
 # any other is a name or a number. Measured before anything reads a value.
 LIMITS = {
     "edits": names.MAX_LINK_CHARS,
+    playing.PARAM: playing.LIMIT,
     "tokens": MAX_TOKENS_TEXT,
     "src": MAX_TOKENS_TEXT,  # the source sentence, as the sentence
     "cmask": 64 * 65,
@@ -98,7 +100,7 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
     if o.temperature != po.temperature:
         q["temp"] = repr(float(o.temperature))
     if o.mask != po.mask:
-        q["mask"] = o.mask
+        q["mask"] = masks.join(o.mask)
     if any(o.padding):
         q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
     if o.custom_mask and o.custom_mask != po.custom_mask:
@@ -122,6 +124,7 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
         q["digits"] = "full" if s.digits is None else str(s.digits)
     if s.pin is not None:
         notes.append("the pinned state A.")
+    q.update(playing.params(s))
     return q, notes
 
 
@@ -185,6 +188,7 @@ def read() -> tuple[session.Session, list[str]]:
             for name, arr in decoded.items():
                 s.matrices[name] = np.array(arr, dtype=np.float64)
             s.version += 1
+    notices += playing.restore(qp, s) + membership.restore(qp)
     return s, notices
 
 
@@ -197,3 +201,4 @@ def write(s: session.Session) -> None:
             st.query_params[k] = want[k]
         elif k not in want and k in current:
             del st.query_params[k]
+    membership.write()

@@ -30,14 +30,15 @@ from ..core.text import esc
 from ..inputs import editors
 from ..inputs import import_box as imports
 from ..labpages import BODIES
+from ..modelpages import BODIES as MODEL_BODIES
 from ..sidebar import panel as sidebar
 from ..sidebar import share
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
-from ..widgets import downloads
+from ..widgets import downloads, printing
 from . import nav, tour
-from .specs import LABS, OVERVIEW, STEPS
+from .specs import INSIDE, LABS, OVERVIEW, STEPS
 
 # Altair re-validates every chart object against the Vega-Lite JSON schema as it is built ("debug mode", for better
 # tracebacks while writing a chart). Our charts are built by tested code, and that validation was ~10% of each run.
@@ -95,15 +96,16 @@ def drawn_from(s: session.Session) -> tuple:
 def render(key: str) -> None:
     """Draw one step page from its spec: title, formula, explanation, controls, editors, tables, heatmap, views
     (or a lab page: title, intro and its body)."""
-    if key in LABS:
-        lab = LABS[key]
+    if key in LABS or key in INSIDE:
+        lab = LABS.get(key) or INSIDE[key]
         s = setup(lab.nav, lab.file)
         st.title(lab.title)  # ours: the spec's title
         st.markdown(lab.intro)  # ours: the spec's intro
-        BODIES[key](s)
+        (BODIES.get(key) or MODEL_BODIES[key])(s)
         return
     step = STEPS[key]
     setup(step.nav, step.file, tools=False)
+    printing.print_layout()
     st.title(step.title)  # ours: the spec's title
     widgets.formula(step.latex)
     body(key)
@@ -123,11 +125,12 @@ def body(key: str) -> None:
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))
-    for name in step.controls:
-        controls.CONTROLS[name](s)
-    for name in step.editors:
-        editors.matrix_editor(name, s)
-        imports.matrix_import(name, s)
+    with printing.screen_only("controls"):
+        for name in step.controls:
+            controls.CONTROLS[name](s)
+        for name in step.editors:
+            editors.matrix_editor(name, s)
+            imports.matrix_import(name, s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
     st.session_state[_BODY_DRAWN] = body_drawn_from(s)
     # A whole run sends the grids first (their code loads while the rest is built); a rerun of the body after an edit
@@ -135,7 +138,7 @@ def body(key: str) -> None:
     first = (inputs, results) if st.session_state.pop(_WHOLE_RUN, False) else (results, inputs)
     for column in first:
         if column is inputs and inputs is not None:
-            with inputs:
+            with inputs, printing.screen_only("inputs", panel=True):
                 input_panel(s)
         elif column is results:
             with results:
@@ -174,9 +177,11 @@ def result_panel(key: str) -> None:
     for name in step.show:
         views.show_matrix(name, s, trace, base, key)
     for name in step.views:
-        views.VIEWS[name](s, trace, key)
-    for name in step.compare:
-        compare.show(name, s, trace, key)
+        with printing.view(name):
+            views.VIEWS[name](s, trace, key)
+    with printing.screen_only("compare"):
+        for name in step.compare:
+            compare.show(name, s, trace, key)
 
 
 def input_panel(s: session.Session) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from .specs import LABS, NAV, OVERVIEW
+from .specs import INSIDE, LABS, NAV, OVERVIEW
 
 ROOT = Path(__file__).resolve().parents[3]
 _RUNNING = (
@@ -36,9 +36,11 @@ def sections(declared: list) -> dict[str, list]:
     """The pages in the sidebar's groups: the overview and the steps, then the pages that go further. All shown:
     Streamlit folds a long list behind "View more", where a learner would not find the Learn page."""
     further = {lab.file for lab in LABS.values()}
-    steps = [page for (path, _), page in zip(NAV, declared, strict=True) if path not in further]
+    model = {lab.file for lab in INSIDE.values()}
+    steps = [page for (path, _), page in zip(NAV, declared, strict=True) if path not in further | model]
     labs = [page for (path, _), page in zip(NAV, declared, strict=True) if path in further]
-    return {"Step by step": steps, "Go further": labs}
+    inside = [page for (path, _), page in zip(NAV, declared, strict=True) if path in model]
+    return {"Step by step": steps, "Go further": labs, "Inside a model": inside}
 
 
 def _url_path(path: str) -> str:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ... import masks
 from ...names import token_labels
 from ...trace import Trace
 from ..core import session
@@ -36,10 +35,9 @@ def weights(s: session.Session, t: Trace | None) -> str:
     how = "X · W" if s.options.projection == "x_w" else "X · Wᵀ (the convention of “I am Batman”)"
     return (
         "Three weight matrices turn each embedding into a **query** (what this token is looking for), a **key** "
-        "(what it offers "
-        f"to be found by) and a **value** (what it passes on when attended to), computed as {how}. In a trained "
-        f"model these are "
-        "learned; here they are typed in the document or drawn from the seed, and you can edit any cell."
+        f"(what it offers to be found by) and a **value** (what it passes on when attended to), computed as {how}. "
+        "In a trained model these are learned; here they are typed in the document or drawn from the seed, and you "
+        "can edit any cell."
     )
 
 
@@ -67,10 +65,9 @@ def qkv(s: session.Session, t: Trace | None) -> str:
     )
     return (
         f"Each row is one token's query, key or value: Q and K have **d_k = {t.Q.shape[-1]}** columns, V has "
-        f"{t.V.shape[-1]}. "
-        f"Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; row 1 of V is what it "
-        f"contributes "
-        "when another token attends to it. Highlighted cells differ from the unedited preset." + heads
+        f"{t.V.shape[-1]}. Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; "
+        "row 1 of V is what it contributes when another token attends to it. Highlighted cells differ from the "
+        "unedited preset." + heads
     )
 
 
@@ -99,7 +96,7 @@ def scaling(s: session.Session, t: Trace | None) -> str:
         "window": f" The sliding window (w = {s.options.window}) sets every key more than {s.options.window - 1} "
         "token(s) back, and every later key, to −∞.",
     }
-    parts = list(masks.parts(s.options.mask))
+    parts = list(s.options.mask)
     mask = "".join(said[p] for p in parts) + (" Masked cells are grey, and their weight will be 0." if parts else "")
     if s.options.positions == "alibi":
         mask += " ALiBi has added each head's distance penalty −m·(i − j) to these scores before masking."

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import masks
 from ...trace import Trace
 from ..core import session
-from . import prose as explanations
+from . import prose
 
 OVERVIEW = "pages/0_overview.py"
 
@@ -55,7 +56,7 @@ STEPS: dict[str, Step] = {
             "Tokens & embeddings (X)",
             "Tokens and embeddings",
             r"X \in \mathbb{R}^{n \times d_{model}}",
-            explanations.tokens,
+            prose.tokens,
             editors=("X",),
             controls=("sentence", "embeddings", "positions", "batch_note", "source"),
             overview=lambda s, t: ("X", _shape(t.X)),
@@ -66,7 +67,7 @@ STEPS: dict[str, Step] = {
             "Weights (W_q, W_k, W_v)",
             "Weight matrices",
             r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}",
-            explanations.weights,
+            prose.weights,
             editors=("W_q", "W_k", "W_v"),
             controls=("d_k", "w_o"),
             overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}"),
@@ -77,7 +78,7 @@ STEPS: dict[str, Step] = {
             "Q·K·V",
             "Queries, keys and values",
             r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
-            explanations.qkv,
+            prose.qkv,
             show=("Q", "K", "V"),
             views=("kv_groups", "kv_cache"),
             inputs=True,
@@ -90,7 +91,7 @@ STEPS: dict[str, Step] = {
             "Scores (QKᵀ)",
             "Raw scores",
             r"S = Q K^\top,\qquad S_{ij} = q_i \cdot k_j",
-            explanations.scores,
+            prose.scores,
             show=("scores",),
             heatmap="scores",
             inputs=True,
@@ -104,7 +105,7 @@ STEPS: dict[str, Step] = {
             "Scaling (÷√d_k)",
             "Scaling (and masking)",
             r"S' = \frac{S}{\sqrt{d_k}},\qquad S'_{ij} = -\infty \text{ where masked}",
-            explanations.scaling,
+            prose.scaling,
             show=("scaled",),
             heatmap="scaled",
             controls=("custom_mask",),
@@ -112,7 +113,7 @@ STEPS: dict[str, Step] = {
             compare=("scaled",),
             views=("takes_scores", "explain_cell"),
             overview=lambda s, t: (
-                f"S' = S × {t.scale:.4g}" + (f", mask: {s.options.mask}" if s.options.mask != "none" else ""),
+                f"S' = S × {t.scale:.4g}" + (f", mask: {masks.join(s.options.mask)}" if s.options.mask else ""),
                 _shape(t.scaled),
             ),
         ),
@@ -122,7 +123,7 @@ STEPS: dict[str, Step] = {
             "Softmax (attention weights)",
             "Softmax: attention weights",
             r"A_{ij} = \frac{\exp(S'_{ij}/T)}{\sum_k \exp(S'_{ik}/T)}",
-            explanations.softmax,
+            prose.softmax,
             show=("weights",),
             heatmap="weights",
             views=("reading_lines", "takes_scaled", "softmax_steps", "explain_cell"),
@@ -139,7 +140,7 @@ STEPS: dict[str, Step] = {
             "Output (weights·V)",
             "Output: weighted sum of values",
             r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
-            explanations.output,
+            prose.output,
             show=("output",),
             heatmap="weights",
             views=("concat", "reading_lines", "takes_v_weights", "explain_cell"),
@@ -153,7 +154,7 @@ STEPS: dict[str, Step] = {
             "Reading the weights",
             "Reading the weights",
             r"\text{top}(i) = \arg\max_j A_{ij},\qquad H_i = -\sum_j A_{ij} \log_2 A_{ij}",
-            explanations.reading,
+            prose.reading,
             views=("reading_table",),
             inputs=True,
             compare=("weights",),
@@ -229,10 +230,38 @@ LABS: dict[str, Lab] = {
             "FlashAttention gets **the same output** without ever holding that matrix: it cuts your current scores "
             "into tiles and walks them with an *online* softmax. Choose a tile size, then step through the tiles.",
         ),
+        Lab(
+            "class_board",
+            "pages/15_class_board.py",
+            "Class board",
+            "Class board",
+            "For the teacher: open a class, give its code to the students (they join on the Challenges page), and "
+            "watch who solved what, live. Every solve is checked by this server from the student's own numbers "
+            "before it is recorded, with the link that hands it in.",
+        ),
+    )
+}
+# inside a trained model (issue 23): each a Lab whose body is in attention.ui.modelpages.BODIES
+INSIDE: dict[str, Lab] = {
+    lab.key: lab
+    for lab in (
+        Lab(
+            "every_head",
+            "pages/14_every_head.py",
+            "Every head",
+            "Inside a model: every head",
+            "A real trained model this time: the shipped 2-layer model learned to continue a repeated sequence. "
+            "Below, every head's attention on the text you choose, what each head does (measured on that text), "
+            "and what the model predicts. **Ablate** a head to take it out and watch the predictions and the loss "
+            "answer back. Try it: find the induction head, ablate it, and see the loss on the repeated half rise; "
+            "restore it; then ablate the previous-token head in layer 1 and watch the induction head's pattern "
+            "fall apart too.",
+        ),
     )
 }
 NAV = (
     [(OVERVIEW, "Overview")]
     + [(step.file, step.nav) for step in STEPS.values()]
     + [(lab.file, lab.nav) for lab in LABS.values()]
+    + [(lab.file, lab.nav) for lab in INSIDE.values()]
 )

@@ -63,6 +63,10 @@ STOPS = {
         "the tiles give exactly the full softmax's output, without ever holding the n × n matrix.",
         "step to a tile where m grows and read its rescale factor.",
     ),
+    "pages/14_every_head.py": (
+        "a trained model's heads each have a role: one looks at the previous token, one copies what came next.",
+        "ablate the induction head and watch the repeated half's loss rise; then restore it.",
+    ),
 }
 
 

@@ -11,8 +11,8 @@ from ...errors import AttentionError
 from ...io import vectors
 from .. import state
 from ..core import session
-from ..core.text import esc, quoted
-from ..widgets.common import show_messages
+from ..core.text import quoted
+from ..widgets.common import checked_number, show_messages
 
 KINDS = {
     "preset": "the preset's own",
@@ -65,18 +65,13 @@ def is_glove(s: session.Session) -> bool:
 
 
 def _on_seed(key: str) -> None:
-    value = st.session_state.get(key)
     kind, seed = session.get().embedding
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= names.MAX_SEED:
-        state.set_embeddings(kind, value)
+    stays, span = f"it stays {seed}", f"0 to {names.MAX_SEED}"
+    value = checked_number(key, "The embedding seed", 0, names.MAX_SEED, "control.embeddings", stays, span=span)
+    if value is None:
+        state.renew_grids()
         return
-    state.say(
-        "control.embeddings",
-        "error",
-        f"The embedding seed must be a whole number from 0 to {names.MAX_SEED}; {esc(value)} was not applied and it "
-        f"stays {seed}.",
-    )
-    state.renew_grids()
+    state.set_embeddings(kind, int(value))
 
 
 def _missing(s: session.Session, seed: int) -> None:

@@ -1,6 +1,6 @@
 """The conventions of attention's family in the sidebar: key/value heads, the sliding window, ALiBi among positions.
 
-Drawn inside "Heads, mask and conventions" (:mod:`..sidebar.panel`); each change goes to :mod:`attention.ui.state`
+Drawn inside "Heads, mask and conventions" (:mod:`..sidebar.conventions`); each change goes to :mod:`attention.ui.state`
 from its callback, and a refused value leaves a message under its control and the session as it was.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import heads, masks, names
+from ... import heads, names
 from .. import state
 from ..core import session
-from ..widgets.common import show_messages, whole_number
+from ..widgets.common import bind, on_value, show_messages, whole_number
 from .steps import POSITION_NAMES
 
 SHORT_POSITION_NAMES = {  # short: a sidebar select box shows about 24 characters; the help gives the long names
@@ -27,13 +27,13 @@ def draw(s: session.Session) -> None:
     """Key/value heads (only the divisors of the heads), the window when the mask has one, and the positions."""
     o = s.options
     divisors = heads.divisors(o.heads)
-    st.session_state["sb.kv_heads"] = o.kv
+    bind("sb.kv_heads", o.kv)
     st.selectbox(
         "Key/value heads",
         divisors,
         key="sb.kv_heads",
         disabled=o.heads == 1,
-        on_change=lambda: state.set_kv_heads(st.session_state["sb.kv_heads"]),
+        on_change=on_value(state.set_kv_heads, "sb.kv_heads"),
         help="How many heads have their own keys and values. Only the divisors of the heads are offered: each "
         "key/value head serves the same number of query heads. Fewer key/value heads means a smaller KV cache "
         "(Q·K·V page); W_k and W_v then have one block of columns per key/value head.",
@@ -43,7 +43,7 @@ def draw(s: session.Session) -> None:
         f"Now: {heads.kind_of(o.heads, o.kv)}."
     )
     show_messages("sidebar.kv_heads")
-    if "window" in masks.parts(o.mask):
+    if "window" in o.mask:
         key = f"sb.window.{s.grids}.{o.window}"  # a fresh box whenever the window changes or a value is refused
         st.number_input(
             "Window w (tokens each query sees)",
@@ -56,13 +56,13 @@ def draw(s: session.Session) -> None:
             "before it (a causal sliding window, as in Longformer and Mistral).",
         )
         show_messages("sidebar.window")
-    st.session_state["sb.positions"] = o.positions
+    bind("sb.positions", o.positions)
     st.selectbox(
         "Positions",
         list(POSITION_NAMES),
         format_func=SHORT_POSITION_NAMES.get,
         key="sb.positions",
-        on_change=lambda: state.set_positions(st.session_state["sb.positions"]),
+        on_change=on_value(state.set_positions, "sb.positions"),
         help="The same choice as on the Tokens page: " + "; ".join(POSITION_NAMES.values()) + ". ALiBi adds nothing "
         "to X, Q or K: each head subtracts m_h × (distance) from its scaled scores, with its own slope m_h.",
     )

@@ -17,13 +17,13 @@ from .. import state
 from ..core import session
 from ..core.text import esc, quoted
 from ..inputs import editors
-from ..views import cross as crossview
-from ..widgets.common import show_messages, whole_number
+from ..views import cross
+from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import embeddings
-from . import steps as stepcontrols
+from .steps import custom_mask, position_control
 
 
-def _bind(key: str, value: object) -> None:
+def _bind_once(key: str, value: object) -> None:
     """Show the session's value in a widget the first time it is drawn under this key."""
     if key not in st.session_state:
         st.session_state[key] = value
@@ -79,7 +79,7 @@ def _on_sentence(key: str) -> None:
 def sentence(s: session.Session) -> None:
     c1, c2 = st.columns([3, 1])
     key = f"tok.sentence.{s.version}"
-    _bind(key, " ".join(s.tokens))
+    _bind_once(key, " ".join(s.tokens))
     c1.text_input(
         "Sentence (tokens are split on spaces)",
         key=key,
@@ -89,7 +89,7 @@ def sentence(s: session.Session) -> None:
     )
     show_messages("control.sentence", c1)
     dm_key = f"tok.dmodel.{s.version}"
-    _bind(dm_key, s.dims.d_model)
+    _bind_once(dm_key, s.dims.d_model)
     c2.number_input(
         "d_model",
         key=dm_key,
@@ -106,7 +106,9 @@ def _on_d_model(key: str) -> None:
     d = whole_number(key, "d_model", 1, names.MAX_DIM, "control.d_model", s.dims.d_model)
     if d is not None and d != s.dims.d_model:
         text = " ".join(s.tokens)
-        state.resize(d_model=d)
+        if not state.resize(d_model=d, place="control.d_model"):
+            st.session_state[key] = s.dims.d_model  # refused: the box shows the size in force
+            return
         st.session_state[f"tok.sentence.{session.get().version}"] = text
 
 
@@ -118,7 +120,7 @@ def d_k(s: session.Session) -> None:
     c1, c2 = st.columns(2)
     for col, dim, what in ((c1, "d_k", "Q and K"), (c2, "d_v", "V")):
         key = f"w.{dim.replace('_', '')}.{s.version}.{s.options.projection}"
-        _bind(key, getattr(s.dims, dim))
+        _bind_once(key, getattr(s.dims, dim))
         col.number_input(
             f"{dim} (width of {what})",
             key=key,
@@ -135,8 +137,8 @@ def _on_width(key: str, dim: str) -> None:
     s = session.get()
     current = getattr(s.dims, dim)
     d = whole_number(key, dim, 1, names.MAX_DIM, f"control.{dim}", current)
-    if d is not None and d != current:
-        state.resize(**{dim: d})
+    if d is not None and d != current and not state.resize(**{dim: d}, place=f"control.{dim}"):
+        st.session_state[key] = current  # refused: the box shows the size in force
 
 
 # ------------------------------------------------------------------------------------------ W_o
@@ -144,11 +146,11 @@ def _on_width(key: str, dim: str) -> None:
 
 def w_o(s: session.Session) -> None:
     """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first), and its editor."""
-    st.session_state["w.w_o"] = "W_o" in s.matrices
+    bind("w.w_o", "W_o" in s.matrices)
     st.checkbox(
         "Mix the heads' outputs by W_o (output = concat · W_o)",
         key="w.w_o",
-        on_change=lambda: state.set_w_o(bool(st.session_state["w.w_o"])),
+        on_change=on_value(lambda v: state.set_w_o(bool(v)), "w.w_o"),
         help="Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
         "found. It starts as the identity, so nothing changes until you edit it.",
     )
@@ -172,10 +174,9 @@ def batch_note(s: session.Session) -> None:
     box = st.expander(f"This preset's X is a batch of one, shape (1, {d.n}, {d.d_model}): shapes in detail")
     box.markdown(  # folded: the details are for whoever wants them, not a wall of text on the way
         f"This preset's X is a batch of one: shape (1, {d.n}, {d.d_model}). The dashboard shows and edits its single "
-        f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores of "
-        f"shape "
-        f"{scores.np_dot} (every query against every key of every batch item) where `@` gives {scores.matmul}, and "
-        f"output {out.np_dot} where `@` gives {out.matmul}."
+        f"item, ({d.n}, {d.d_model}); the engine computes the batch with `@`. `np.dot` on 3-D arrays gives scores "
+        f"of shape {scores.np_dot} (every query against every key of every batch item) where `@` gives "
+        f"{scores.matmul}, and output {out.np_dot} where `@` gives {out.matmul}."
         + (f"\n\n{esc(printed, 600)}" if isinstance(printed, str) else "")
     )
 
@@ -186,7 +187,7 @@ CONTROLS: dict[str, Callable[[session.Session], None]] = {
     "d_k": d_k,
     "w_o": w_o,
     "batch_note": batch_note,
-    "custom_mask": stepcontrols.custom_mask,
-    "positions": stepcontrols.position_control,
-    "source": crossview.source,
+    "custom_mask": custom_mask,
+    "positions": position_control,
+    "source": cross.source,
 }

@@ -8,14 +8,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ... import charts, masks, positions
+from ... import charts, positions
 from ...errors import AttentionError
 from .. import state
 from ..core import compute, session
 from ..core.text import esc
 from ..inputs import editors
 from ..widgets import number_tables
-from ..widgets.common import formula, show_messages
+from ..widgets.common import bind, formula, on_value, show_messages
+from ..widgets.tick_grid import tick_grid, ticked
 
 # ------------------------------------------------------------------------------------------ custom mask
 
@@ -24,49 +25,24 @@ MASK_GRID_MAX = 64  # tokens: a grid of checkboxes beyond this is not usable; lo
 
 def _on_mask_grid(key: str) -> None:
     s = session.get()
-    n = len(s.tokens)
-    payload = st.session_state.get(key) or {}
-    edited = payload.get("edited_rows") if isinstance(payload, dict) else None
-    if not isinstance(edited, dict) or payload.get("added_rows") or payload.get("deleted_rows"):
-        state.say("control.mask", "error", "The mask grid sent something other than ticked cells; nothing was changed.")
+    grid, sent = ticked(key, s.labels, s.options.custom_mask)
+    if grid is None:
+        state.say("control.mask", "error", f"The mask grid sent {sent}; nothing was changed.")
         state.renew_grids()
         return
-    grid = [list(row) for row in s.options.custom_mask]
-    labels = s.labels
-    for r, cells in edited.items():
-        row = int(r) if str(r).isdigit() else -1
-        if (
-            not 0 <= row < n
-            or not isinstance(cells, dict)
-            or any(c not in labels or not isinstance(v, bool) for c, v in cells.items())
-        ):
-            state.say("control.mask", "error", "The mask grid sent a cell it does not have; nothing was changed.")
-            state.renew_grids()
-            return
-        for c, v in cells.items():
-            grid[row][labels.index(c)] = v
-    state.set_custom_mask(tuple(tuple(r) for r in grid))
+    state.set_custom_mask(grid)
 
 
 def custom_mask(s: session.Session) -> None:
     """A query × key grid of checkboxes for the custom mask (ticked = may attend), when the mask includes it."""
-    if "custom" not in masks.parts(s.options.mask):
+    if "custom" not in s.options.mask:
         return
     n, labels = len(s.tokens), s.labels
     if n > MASK_GRID_MAX:
         st.info(f"The custom mask is edited as a grid up to {MASK_GRID_MAX} tokens; with {n}, set it in a preset file.")
         return
     st.markdown("**Custom mask** · tick where a query (row) may attend a key (column); untick to forbid it")
-    df = pd.DataFrame(np.array(s.options.custom_mask, dtype=bool), index=labels, columns=labels)
-    key = f"mask.grid.{s.version}.{s.grids}.{n}"
-    st.data_editor(
-        df,
-        key=key,
-        num_rows="fixed",
-        on_change=_on_mask_grid,
-        args=(key,),
-        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in labels},
-    )
+    tick_grid(s.options.custom_mask, labels, f"mask.grid.{s.version}.{s.grids}.{n}", _on_mask_grid)
     rows = [labels[i] for i, row in enumerate(s.options.custom_mask) if not any(row)]
     if rows:
         st.caption(
@@ -89,14 +65,14 @@ POSITION_NAMES = {
 
 def position_control(s: session.Session) -> None:
     """Choose the positions; show the position step and what a shuffle of the tokens does, live."""
-    st.session_state["tok.positions"] = s.options.positions
+    bind("tok.positions", s.options.positions)
     c1, c2 = st.columns([3, 1])
     c1.selectbox(
         "Positions",
         list(POSITION_NAMES),
         format_func=POSITION_NAMES.get,
         key="tok.positions",
-        on_change=lambda: state.set_positions(st.session_state["tok.positions"]),
+        on_change=on_value(state.set_positions, "tok.positions"),
         help="How word order gets in: none, a sinusoidal code added to each row of X, a learned matrix P added "
         "to X (edit it here), or rotary positions that turn each query and key by an angle that grows with its "
         "position.",

@@ -176,7 +176,7 @@ def _state_of(s: Session) -> tuple:
     ``epoch`` and ``version`` move with every change of content, so an array freed and another made at its
     address cannot pass for it."""
     matrices = tuple((k, id(v), v.shape) for k, v in s.matrices.items())
-    held = (id(s.pin), id(s.origin), id(s.loaded))  # by identity: each holds arrays (a new one is a new object)
+    held = (id(s.pin), id(s.origin), id(s.loaded), id(s.challenge))  # by identity: each holds arrays or is new
     return (
         s.epoch,
         s.version,

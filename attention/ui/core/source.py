@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import masks, source
+from ... import source
 from ...source import cross_options
 from ...trace import Options
 from .session import Session
@@ -27,7 +27,7 @@ def source_rows(s: Session, words: tuple[str, ...]) -> np.ndarray:
 
 def left_out(o: Options) -> str:
     """What the session's options ask for that cross-attention leaves out, as a sentence ("" when nothing)."""
-    dropped = [p for p in masks.parts(o.mask) if p in ("padding", "custom")]
+    dropped = [p for p in o.mask if p in ("padding", "custom")]
     note = (
         f"The {' and '.join(dropped)} mask belongs to the first sentence (n × n, one flag per query token) and is "
         "left out of cross-attention. "
@@ -43,7 +43,7 @@ def note(s: Session) -> str:
     """The sidebar's sentence about cross-attention ("" without a source): what it is and what applies."""
     if not s.source:
         return ""
-    parts = masks.parts(s.options.mask)
+    parts = s.options.mask
     aligned = (
         " The causal and window masks are top-left aligned, as PyTorch's SDPA does for L × S: query i may attend "
         "keys j ≤ i (source positions counted from 0)."

@@ -34,8 +34,9 @@ def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
 
 
 def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
-    """Draw the editor for one of X, W_q, W_k, W_v (``beside`` a result: a narrower window of columns, so every column
-    shown is seen whole); its edits reach the session through :func:`_on_edit`."""
+    """Draw the editor for one of the state's matrices: X, W_q, W_k, W_v, and W_o or P when the state has them
+    (``beside`` a result: a narrower window of columns, so every column shown is seen whole); its edits reach the
+    session through :func:`_on_edit`."""
     m = s.matrices[name]
     rows, cols = s.axis_labels(name, m.shape)
     st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")

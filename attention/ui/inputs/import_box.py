@@ -133,10 +133,9 @@ def matrix_import(name: str, s: session.Session) -> None:
     d = names.axis_names(name, s.options.projection)
     with st.expander(f"Import {name}: upload a CSV or paste a numpy array", key=f"imp.{name}.exp"):
         st.caption(
-            f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; a paste "
-            f"may be "
-            "`np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form `[[0.2 0.9]\\n [0.1 0.5]]`. "
-            "Nothing you paste is run as code."
+            f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; "
+            "a paste may be `np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form "
+            "`[[0.2 0.9]\\n [0.1 0.5]]`. Nothing you paste is run as code."
         )
         formats = ", ".join("." + f for f in parse.MATRIX_FORMATS)
         st.file_uploader(

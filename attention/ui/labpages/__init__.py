@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import challenges, flash, learn, stability, why_sqrt_dk
+from . import board, challenges, flash, learn, stability, why_sqrt_dk
 
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "why_sqrt_dk": why_sqrt_dk.body,
@@ -13,4 +13,5 @@ BODIES: dict[str, Callable[[session.Session], None]] = {
     "challenges": challenges.body,
     "learn": learn.body,
     "flash": flash.body,
+    "class_board": board.body,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -11,25 +12,110 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io.presets import list_presets, preset_label
 from ...labs import challenges as ch
+from ...labs.solutions import Audit, audit
 from ...names import ARRAYS, INPUTS
 from .. import state
 from ..core import session
 from ..core.text import esc
 
-EXAMPLE = {  # the form starts filled in with a challenge that reads, so a teacher sees what a result looks like
-    "title": "Make 'cat' look at 'sat'",
-    "preset": "the_cat_sat",
-    "goal": "Make 'cat' give at least half of its attention to 'sat'. You may edit only W_q.",
-    "kind": "cell",
-    "array": "weights",
-    "row": "cat",
-    "col": "sat",
-    "op": ">=",
-    "value": 0.5,
-    "editable": ["W_q"],
-    "hint": "The score of 'cat' against 'sat' is the query of 'cat' dotted with the key of 'sat'.",
-    "mask": "none",
+EXAMPLES = {  # the form starts filled in with a challenge that reads, one per condition type (on The cat sat)
+    "cell": {
+        "title": "Make 'cat' look at 'sat'",
+        "goal": "Make 'cat' give at least half of its attention to 'sat'. You may edit only W_q.",
+        "row": "cat",
+        "col": "sat",
+        "op": ">=",
+        "value": 0.5,
+        "hint": "The score of 'cat' against 'sat' is the query of 'cat' dotted with the key of 'sat'.",
+    },
+    "argmax": {
+        "title": "Make 'cat' attend most to 'sat'",
+        "goal": "'cat' attends most to itself. Make it attend most to 'sat'. You may edit only W_q.",
+        "row": "cat",
+        "col": "sat",
+        "op": ">=",
+        "value": 0.5,
+        "hint": "A row attends most to the key its query points along most: point the query of 'cat' (its row of X "
+        "times W_q) more along the key of 'sat' than along its own key.",
+    },
+    "entropy": {
+        "title": "Make 'cat' sure of itself",
+        "goal": "Bring the entropy of the row of 'cat' down to 0.5 bits or less. You may edit only W_q.",
+        "row": "cat",
+        "col": "sat",
+        "op": "<=",
+        "value": 0.5,
+        "hint": "Softmax cares about differences between scores: multiplying every number of W_q by the same factor "
+        "multiplies every difference too.",
+    },
 }
+EXAMPLE = EXAMPLES["cell"] | {"preset": "the_cat_sat", "kind": "cell", "array": "weights", "editable": ["W_q"]}
+KIND_NAMES = {"cell": "one number (cell)", "argmax": "the row's top (argmax)", "entropy": "the row's spread (entropy)"}
+USED = {  # the condition fields each type uses: only these are shown
+    "cell": ("array", "row", "col", "op", "value"),
+    "argmax": ("array", "row", "col"),
+    "entropy": ("row", "op", "value"),
+}
+LABELS = {  # a field of the file format -> the form's label for it
+    "id": "Title",
+    "title": "Title",
+    "preset": "Preset",
+    "goal": "Goal",
+    "condition.type": "Condition",
+    "condition.array": "Array",
+    "condition.row": "Row",
+    "condition.col": "Column",
+    "condition.op": "Is",
+    "condition.value": "Value",
+    "condition.head": "Preset",
+    "editable": "Matrices the learner may edit",
+    "hint": "Hint",
+    "options": "Mask",
+    "options.mask": "Mask",
+}
+_KEYS = {"title": "cf.title", "goal": "cf.goal", "row": "cf.row", "col": "cf.col", "op": "cf.op", "value": "cf.value"}
+_KEYS |= {"hint": "cf.hint"}
+EXAMPLE_HINTS = {e["hint"] for e in EXAMPLES.values()}
+EXAMPLE_GOALS = {e["goal"] for e in EXAMPLES.values()}
+CLEARED = "cf.cleared"  # set when the example's hint was taken out of the form
+
+
+def _init() -> None:
+    """The form's fields, filled in with the cell example the first time. Streamlit drops a widget's value when the
+    widget is not drawn (another page, or a field the condition does not use), so each value is also kept under a
+    key of its own and brought back from there."""
+    defaults = {
+        "cf.kind": EXAMPLE["kind"],
+        "cf.kind_was": EXAMPLE["kind"],
+        "cf.preset": EXAMPLE["preset"],
+        "cf.array": EXAMPLE["array"],
+        "cf.edit": list(EXAMPLE["editable"]),
+        "cf.mask": "none",
+        CLEARED: False,
+    } | {key: EXAMPLE[name] for name, key in _KEYS.items()}
+    for key, value in defaults.items():
+        if key not in st.session_state:
+            st.session_state[key] = st.session_state.get(f"{key}.kept", value)
+        st.session_state[f"{key}.kept"] = st.session_state[key]
+
+
+def _on_kind() -> None:
+    """Another condition type: every field still holding the old type's example takes the new type's example; a hint
+    that is an example's while the goal is the teacher's own is cleared (it was about the example's goal)."""
+    old, new = st.session_state.get("cf.kind_was", "cell"), st.session_state["cf.kind"]
+    st.session_state["cf.kind_was"] = new
+    if old in EXAMPLES and new in EXAMPLES:
+        for name, key in _KEYS.items():
+            if st.session_state.get(key) == EXAMPLES[old][name]:
+                st.session_state[key] = EXAMPLES[new][name]
+    _clear_stale_hint()
+
+
+def _clear_stale_hint() -> None:
+    st.session_state[CLEARED] = False
+    if st.session_state.get("cf.hint") in EXAMPLE_HINTS and st.session_state.get("cf.goal") not in EXAMPLE_GOALS:
+        st.session_state["cf.hint"] = ""
+        st.session_state[CLEARED] = True
 
 
 def draw(s: session.Session) -> None:
@@ -40,39 +126,65 @@ def draw(s: session.Session) -> None:
         "then you can share it as a link or a JSON file. A row or column is a 0-based index or a token that "
         "occurs once; a row may be `all` (every row must meet it) and a column `self` (the row's own token)."
     )
+    _init()
+    kind = st.selectbox(
+        "Condition",
+        ch.KINDS,
+        format_func=KIND_NAMES.get,
+        key="cf.kind",
+        on_change=_on_kind,
+        help="Changing it shows only the fields it uses (and the matching example while you have not written yours).",
+    )
+    used = USED[kind]
     with st.form("ch.form"):
         a, b = st.columns(2)
-        title = a.text_input("Title", EXAMPLE["title"], max_chars=200, key="cf.title")
+        title = a.text_input("Title", max_chars=200, key="cf.title")
         presets = list_presets()
-        preset = b.selectbox(
-            "Preset", presets, index=presets.index(EXAMPLE["preset"]), format_func=preset_label, key="cf.preset"
-        )
-        goal = st.text_area("Goal (what the learner reads)", EXAMPLE["goal"], max_chars=2000, key="cf.goal")
-        c1, c2, c3, c4, c5, c6 = st.columns([1.2, 1.2, 1, 1, 0.8, 1])
-        kind = c1.selectbox(
-            "Condition",
-            ch.KINDS,
-            key="cf.kind",
-            help="cell: one number; argmax: the row's top; entropy: the row's spread in bits",
-        )
-        array = c2.selectbox("Array", ARRAYS, index=list(ARRAYS).index("weights"), key="cf.array")
-        row = c3.text_input("Row", EXAMPLE["row"], key="cf.row")
-        col = c4.text_input("Column", EXAMPLE["col"], key="cf.col", help="not used by an entropy")
-        op = c5.selectbox("Is", list(ch.OPS), index=list(ch.OPS).index(">="), key="cf.op", help="not used by argmax")
-        value = c6.number_input("Value", value=EXAMPLE["value"], format="%.4g", key="cf.value")
+        preset = b.selectbox("Preset", presets, format_func=preset_label, key="cf.preset")
+        goal = st.text_area("Goal (what the learner reads)", max_chars=2000, key="cf.goal")
+        cols = iter(st.columns([1.2, 1, 1, 0.8, 1][: len(used)]))
+        got = {name: st.session_state[key] for name, key in _KEYS.items() if name in ("row", "col", "op", "value")}
+        got["array"] = st.session_state["cf.array"] if "array" in used else "weights"
+        if "array" in used:
+            got["array"] = next(cols).selectbox("Array", ARRAYS, key="cf.array")
+        got["row"] = next(cols).text_input("Row", key="cf.row")
+        if "col" in used:
+            got["col"] = next(cols).text_input("Column", key="cf.col")
+        if "op" in used:
+            got["op"] = next(cols).selectbox("Is", list(ch.OPS), key="cf.op")
+            got["value"] = next(cols).number_input("Value", format="%.4g", key="cf.value")
         d1, d2 = st.columns([2, 1])
-        editable = d1.multiselect("Matrices the learner may edit", list(INPUTS), EXAMPLE["editable"], key="cf.edit")
+        editable = d1.multiselect("Matrices the learner may edit", list(INPUTS), key="cf.edit")
         mask = d2.selectbox("Mask", ("none", "causal"), key="cf.mask")
-        hint = st.text_area("Hint (shown on request)", EXAMPLE["hint"], max_chars=2000, key="cf.hint")
-        st.form_submit_button("Check it", type="primary")
-    data = _as_json(title, preset, goal, kind, array, row, col, op, value, editable, hint, mask)
+        hint = st.text_area("Hint (shown on request)", max_chars=2000, key="cf.hint")
+        st.form_submit_button("Check it", type="primary", on_click=_clear_stale_hint)
+    if st.session_state.get(CLEARED):
+        st.info(
+            "The example's hint was taken out: it was about the example's goal. Write a hint for yours, or leave "
+            "it empty.",
+            icon=":material/lightbulb:",
+        )
+        hint = ""
+    data = _as_json(
+        title, preset, goal, kind, got["array"], got["row"], got["col"], got["op"], got["value"], editable, hint, mask
+    )
     try:
         made = ch.parse_challenge(json.dumps(data), "your challenge")
         token = ch.encode_link(made)
     except AttentionError as exc:
-        st.error(f"The challenge does not read yet: {esc(exc.message, 500)}")
+        st.error(f"The challenge does not read yet: {esc(form_message(exc), 500)}")
         return
-    st.success("It reads. The link below opens it on the Challenges page; the file can be opened there too.")
+    verdict = _audit(token)
+    if verdict.verdict in ("met", "impossible", "unsolvable"):
+        st.error(f"The challenge reads, but {WHAT[verdict.verdict]}: {verdict.reason}. Change it before sharing.")
+        return
+    if verdict.verdict == "unknown":
+        st.warning(f"It reads, but no solution was found: {verdict.reason}.")
+    else:
+        st.success(
+            f"It reads, and it can be solved ({verdict.reason}). The link below opens it on the Challenges page; "
+            "the file can be opened there too."
+        )
     st.code(_link(token), language=None, wrap_lines=True)
     x, y, _ = st.columns([1, 1, 2])
     x.download_button(
@@ -84,6 +196,31 @@ def draw(s: session.Session) -> None:
         key="cf.download",
     )
     y.button("Try it here", key="cf.try", on_click=state.start_challenge, args=(made,), icon=":material/flag:")
+
+
+WHAT = {"met": "it is already met", "impossible": "it is impossible", "unsolvable": "it cannot be solved"}
+
+
+@functools.lru_cache(maxsize=64)
+def _audit(token: str) -> Audit:
+    """The challenge a link token carries, checked before sharing (cached: the solver may take a second)."""
+    return audit(ch.decode_link(token))
+
+
+def form_message(exc: AttentionError) -> str:
+    """An error of the challenge's checks in the form's words: the field's label for the file format's field name
+    (``field 'editable' must be a non-empty list`` -> ``choose at least one matrix the learner may edit``)."""
+    where = exc.field or ""
+    rest = exc.message.split(f"field '{where}' ", 1)[1] if where and f"field '{where}' " in exc.message else None
+    if rest is None:
+        return exc.message.removeprefix("your challenge: ")
+    if where == "editable" and rest.startswith("must be a non-empty list"):
+        return f"choose at least one of the matrices the learner may edit ({', '.join(INPUTS)})"
+    base = where.split("[", 1)[0]
+    label = LABELS.get(base) or LABELS.get(base.rsplit(".", 1)[0], base)
+    if base == "options":
+        rest = rest.removeprefix("does not work with preset ").split(": ", 1)[-1]
+    return f"{label} {rest}" if rest.split(" ", 1)[0] in ("is", "must", "names") else f"{label}: {rest}"
 
 
 def _ref(text: str) -> int | str:

@@ -11,13 +11,16 @@ from ...labs.solutions import solvable
 from ...trace import Trace
 from .. import state
 from ..core import compute, session
+from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
-from ..views import steps as views
+from ..state.challenges import BEFORE
+from ..views.steps import show_error, show_heatmap, show_matrix
 from ..widgets.common import show_messages
-from . import challenge_form
+from . import board, challenge_form
 
 LINK_PARAM = "challenge"
+SAID = {"x_w": "X·W", "x_wt": "X·Wᵀ"}  # option values in the learner's words
 MAX_UPLOAD = ch.MAX_BYTES
 
 
@@ -43,6 +46,7 @@ def from_file(data: bytes, name: str) -> ch.Challenge | AttentionError:
 
 
 def body(s: session.Session) -> None:
+    board.join_box()
     show_messages("challenge.start")
     if s.challenge is not None:
         _playing(s, s.challenge)
@@ -50,7 +54,8 @@ def body(s: session.Session) -> None:
             _chooser()
     else:
         _chooser()
-    challenge_form.draw(s)
+    if not server_settings().hide_authoring:
+        challenge_form.draw(s)
 
 
 def _chooser() -> None:
@@ -60,7 +65,10 @@ def _chooser() -> None:
     if token:
         got = from_link(token)
         if isinstance(got, AttentionError):
-            st.error(f"The challenge in this page's address cannot be used: {esc(got.message, 500)}. Nothing changed.")
+            st.error(
+                f"The challenge in this page's address cannot be used: {esc(_clause(got.message), 500)}. "
+                "Nothing changed."
+            )
         else:
             _offer(got, "link", "The challenge in this page's address")
     table = builtins()
@@ -76,7 +84,7 @@ def _chooser() -> None:
             else from_file(data, upload.name)
         )
         if isinstance(got, AttentionError):
-            st.error(f"That challenge file cannot be used: {esc(got.message, 500)}. Nothing changed.")
+            st.error(f"That challenge file cannot be used: {esc(_clause(got.message), 500)}. Nothing changed.")
         else:
             _offer(got, "file", "The challenge in the file")
 
@@ -94,12 +102,16 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
             args=(c,),
             icon=":material/flag:",
         )
+        st.caption(
+            "Start replaces the numbers on every page with the challenge's own; \"Back to my numbers from before\" "
+            "brings yours back. While it runs, the address carries it: a reload keeps it, and your link hands it in."
+        )
 
 
 def _describe(c: ch.Challenge) -> None:
     st.markdown(f"## {esc(c.title, 200)}")
     st.markdown(esc(c.goal, 2000))
-    opts = ", ".join(f"{k} = {esc(v, 60)}" for k, v in c.options.items())
+    opts = ", ".join(f"{k} = {esc(SAID.get(v, v) if isinstance(v, str) else v, 60)}" for k, v in c.options.items())
     seed = f", seed {c.seed}" if c.seed is not None else ""
     st.caption(
         f"On the preset {quoted(preset_label(c.preset))}{seed}"
@@ -113,13 +125,21 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
     st.markdown(esc(c.goal, 2000))
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
-        views.show_error(trace)
+        show_error(trace)
     else:
         _progress(ch.evaluate(c, trace))
     with st.container(horizontal=True):
         st.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
         st.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
-        if solvable(c):
+        if BEFORE in st.session_state:
+            st.button(
+                "Back to my numbers from before",
+                key="ch.back",
+                on_click=state.back_to_before,
+                icon=":material/undo:",
+                help="Stops the challenge and brings back the numbers, options and sentence you had before Start.",
+            )
+        if solvable(c) and not server_settings().hide_solutions:
             st.button(
                 "Show a solution",
                 key="ch.solve",
@@ -144,7 +164,8 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
 def _progress(p: ch.Progress) -> None:
     if p.blocked:
         st.warning(
-            f"This state does not count: {esc(p.blocked, 500)}. Press Restart to begin again.", icon=":material/block:"
+            f"This state does not count: {esc(_clause(p.blocked), 500)}. Press Restart to begin again.",
+            icon=":material/block:",
         )
         return
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
@@ -157,6 +178,11 @@ def _progress(p: ch.Progress) -> None:
 def _show_array(s: session.Session, trace: Trace, name: str) -> None:
     """The array the goal reads, as the step pages show it."""
     if name in ("scores", "scaled", "weights"):
-        views.show_heatmap(name, s, trace, "challenges")
+        show_heatmap(name, s, trace, "challenges")
     else:
-        views.show_matrix(name, s, trace, compute.base_trace(s), "challenges")
+        show_matrix(name, s, trace, compute.base_trace(s), "challenges")
+
+
+def _clause(text: str) -> str:
+    """A message to be followed by a sentence of ours: without its own closing full stop (no "..")."""
+    return text.rstrip().rstrip(".")

@@ -19,11 +19,11 @@ from .. import state
 from ..core import compute, session
 from ..core.cache import TraceCache
 from ..core.shown import key_labels
-from ..views import steps as views
 from ..views.family import setting_box
-from ..widgets import common as widgets
+from ..views.steps import show_error
 from ..widgets import number_tables
-from ..widgets.common import show_messages
+from ..widgets.chart_files import chart_files
+from ..widgets.common import chart_gap, show_messages
 
 MAX_TILES = 4096  # tiles walked on this page; a larger tile size is asked for beyond
 MAX_KEPT = 2**24  # numbers the chosen head's tiles keep together (scores, p, acc, partial...: 128 MiB in float64)
@@ -85,7 +85,7 @@ def tile_chart(
 def body(s: session.Session) -> None:
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
-        views.show_error(trace)
+        show_error(trace)
         return
     cfg = state.settings()
     o = trace.options
@@ -130,8 +130,10 @@ def body(s: session.Session) -> None:
         f"key block {t.k_block + 1} (keys {t.cols[0] + 1}–{t.cols[1]})"
         + (" · the row block's last tile: its output is final." if t.last else ".")
     )
-    widgets.chart_gap()
-    st.altair_chart(tile_chart(scores, f, k, labels, key_labels(s)), width="stretch")
+    chart_gap()
+    chart = tile_chart(scores, f, k, labels, key_labels(s))
+    st.altair_chart(chart, width="stretch")
+    chart_files(chart, f"flash_tile{k + 1}", "flash.tiles")
     if max(n, s_len) > MAX_CHART:
         st.caption(f"The chart shows the first {MAX_CHART} queries and keys; the tables below are complete.")
     _row_table(t, labels, s.digits)

@@ -6,7 +6,6 @@ import math
 import time
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from ... import learn
@@ -15,8 +14,8 @@ from .. import state
 from ..core import compute, session
 from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..core.text import esc, quoted
-from ..widgets import common as widgets
-from ..widgets.common import show_messages
+from ..widgets.common import chart_gap, checked_number, show_messages
+from ..widgets.tick_grid import tick_grid, ticked
 from . import learnviews
 
 SETTING_NAMES = {"lr": "Learning rate", "steps": "Steps", "seed": "Seed", "target": "Target", "learn": "What learns"}
@@ -51,15 +50,7 @@ def settings_panel(s: session.Session) -> None:
     cfg, n = s.learn, len(s.tokens)
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        st.selectbox(
-            "Target: what each query (row) should attend",
-            list(TARGETS),
-            index=list(TARGETS).index(cfg.target),
-            format_func=TARGETS.get,
-            key=_key(s, "target"),
-            on_change=_on_pick,
-            args=("target", _key(s, "target")),
-        )
+        _choice(s, "target", "Target: what each query (row) should attend", TARGETS)
         if cfg.target == "token":
             st.selectbox(
                 "Token j that every row attends",
@@ -80,15 +71,7 @@ def settings_panel(s: session.Session) -> None:
             col.checkbox(name, value=name in cfg.learn, key=key, on_change=_on_learns, args=(name, key))
         show_messages("learn.learn")
     with right:
-        st.selectbox(
-            "Optimiser",
-            list(OPTIMISERS),
-            index=list(OPTIMISERS).index(cfg.optimiser),
-            format_func=OPTIMISERS.get,
-            key=_key(s, "optimiser"),
-            on_change=_on_pick,
-            args=("optimiser", _key(s, "optimiser")),
-        )
+        _choice(s, "optimiser", "Optimiser", OPTIMISERS)
         c1, c2, c3 = st.columns(3)
         for col, name in zip((c1, c2, c3), NUMBERS, strict=True):
             setting, lo, hi, whole = NUMBERS[name]
@@ -110,25 +93,29 @@ def settings_panel(s: session.Session) -> None:
 def _on_number(name: str, key: str) -> None:
     """A number box's callback: apply the value if it is in range, else name the setting and keep the old value."""
     setting, lo, hi, whole = NUMBERS[name]
-    value = st.session_state.get(key)
-    ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and lo <= value <= hi
-        and (not whole or float(value).is_integer())
-    )
-    if ok:
-        state.set_learn(**{name: int(value) if whole else float(value)})
-        return
     current = getattr(session.get().learn, name)
-    kind = "a whole number" if whole else "a number"
-    state.say(
-        f"learn.{name}",
-        "error",
-        f"{setting} must be {kind} from {lo:g} to {hi:g}; {esc(value)} was not applied and it stays {current:g}.",
+    value = checked_number(
+        key, setting, lo, hi, f"learn.{name}", f"it stays {current:g}", whole=whole, span=f"{lo:g} to {hi:g}"
     )
-    state.renew_grids()
+    if value is None:
+        state.renew_grids()
+        return
+    state.set_learn(**{name: int(value) if whole else float(value)})
+
+
+def _choice(s: session.Session, name: str, label: str, choices: dict[str, str]) -> None:
+    """A select box for the setting ``name``: one of ``choices`` (value: what it is called), the session's chosen."""
+    key = _key(s, name)
+    options = list(choices)
+    st.selectbox(  # ours: the label and choices are this page's own words
+        label,
+        options,
+        index=options.index(getattr(s.learn, name)),
+        format_func=choices.get,
+        key=key,
+        on_change=_on_pick,
+        args=(name, key),
+    )
 
 
 def _on_pick(name: str, key: str) -> None:
@@ -157,34 +144,18 @@ def painted_grid(s: session.Session) -> None:
     """A query × key grid of checkboxes: tick the keys each row should attend (each row is normalised to sum 1)."""
     labels = s.labels
     key = _key(s, f"grid.{len(labels)}")
-    st.data_editor(
-        pd.DataFrame(np.array(grid_of(s), dtype=bool), index=labels, columns=labels),
-        key=key,
-        num_rows="fixed",
-        on_change=_on_grid,
-        args=(key,),
-        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in labels},
-    )
+    tick_grid(grid_of(s), labels, key, _on_grid)
     st.caption("Tick the keys (columns) each query (row) should attend; a row's ticked keys share its weight equally.")
 
 
 def _on_grid(key: str) -> None:
     s = session.get()
-    labels, grid = s.labels, [list(r) for r in grid_of(s)]
-    payload = st.session_state.get(key) or {}
-    edited = payload.get("edited_rows") if isinstance(payload, dict) else None
-    if not isinstance(edited, dict) or payload.get("added_rows") or payload.get("deleted_rows"):
-        state.say("learn.target", "error", "The target grid sent something other than ticked cells; nothing changed.")
+    labels = s.labels
+    grid, sent = ticked(key, labels, grid_of(s))
+    if grid is None:
+        state.say("learn.target", "error", f"The target grid sent {sent}; nothing changed.")
         state.renew_grids()
         return
-    for r, cells in edited.items():
-        row = int(r) if str(r).isdigit() else -1
-        if not 0 <= row < len(labels) or not isinstance(cells, dict) or any(c not in labels for c in cells):
-            state.say("learn.target", "error", "The target grid sent a cell it does not have; nothing changed.")
-            state.renew_grids()
-            return
-        for c, v in cells.items():
-            grid[row][labels.index(c)] = bool(v)
     empty = [i for i, row in enumerate(grid) if not any(row)]
     if empty:
         i = empty[0]
@@ -196,7 +167,7 @@ def _on_grid(key: str) -> None:
         )
         state.renew_grids()
         return
-    state.set_learn(grid=tuple(tuple(r) for r in grid))
+    state.set_learn(grid=grid)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -214,7 +185,7 @@ def train(s: session.Session) -> None:
     learned = tuple(k for k in cfg.learn if k in s.matrices)
     start = compute.content_key(s.tokens, s.matrices, s.options)
     bar = st.progress(0.0, text="Starting…")
-    widgets.chart_gap()
+    chart_gap()
     live = st.empty()
     losses: list[float] = []
     last = [-math.inf]

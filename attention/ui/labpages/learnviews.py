@@ -18,9 +18,9 @@ from ..core import compute, session
 from ..core.learned import TARGETS, Learned
 from ..core.shown import per_head
 from ..core.text import esc
-from ..widgets import common as widgets
 from ..widgets import number_tables
-from ..widgets.common import show_messages
+from ..widgets.chart_files import chart_files
+from ..widgets.common import chart_gap, show_messages
 
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
 ORDER_TARGETS = ("previous", "next", "first", "token")  # targets about where a token stands, not what it is
@@ -59,11 +59,13 @@ def heatmap(
             values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
         )
         st.vega_lite_chart(spec, width="stretch")
+        chart_files(spec, f"learned_{title}", f"learn.{title}")
     else:
         chart = charts.heatmap(
             values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
         )
         st.altair_chart(chart, width="stretch")
+        chart_files(chart, f"learned_{title}", f"learn.{title}")
 
 
 def is_current(s: session.Session, run: Learned) -> bool:
@@ -97,7 +99,7 @@ def result(s: session.Session) -> None:
         )
     snaps = r.snapshots
     steps = [sn.step for sn in snaps]
-    widgets.chart_gap()
+    chart_gap()
     chart = st.empty()  # drawn after the slider below it is read, with a rule at the chosen step
     at = st.select_slider(
         "Snapshot: move through training to watch the weights form",
@@ -108,7 +110,7 @@ def result(s: session.Session) -> None:
     snap = snaps[steps.index(at)]
     chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch", height=LOSS_HEIGHT)
     labels = token_labels(run.tokens)
-    widgets.chart_gap()
+    chart_gap()
     left, right = st.columns(2, gap="medium")
     heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
     with left:

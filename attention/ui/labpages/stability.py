@@ -7,18 +7,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ... import names
 from ...errors import AttentionError
 from ...labs import stability as lab
 from ...trace import Trace
 from ..core import compute, session
 from ..core.text import esc
-from ..views import steps as views
-from ..widgets import common as widgets
+from ..views.steps import show_error
+from ..widgets.chart_files import chart_files
+from ..widgets.common import chart_gap
 
 ABOUT = {  # what each variant subtracts before exp
+    **{v: names.SOFTMAX_WORDS[v].subtracts for v in names.SOFTMAX_VARIANTS},
     "row_max": "each row's own max (what the engine does)",
-    "global_max": "the whole matrix's max",
-    "none": "nothing",
 }
 
 
@@ -56,7 +57,7 @@ def body(s: session.Session) -> None:
     if isinstance(trace, Trace):
         room = headroom(compute.content_key(s.tokens, s.matrices, s.options), trace)
     if isinstance(room, AttentionError) or not isinstance(trace, Trace):
-        views.show_error(room if isinstance(room, AttentionError) else trace)
+        show_error(room if isinstance(room, AttentionError) else trace)
         room = None
     _variants(room)
     _masking()
@@ -124,8 +125,10 @@ def _variants(room: lab.Headroom | None) -> None:
             f"max lies below the matrix's max is {room.largest_gap:.4g}, what whole-matrix max would push that row "
             f"down by (it underflows past {-lab.underflow_limit():.2f})."
         )
-    widgets.chart_gap()
-    st.altair_chart(alt.layer(*layers).properties(height=170), width="stretch")
+    chart_gap()
+    chart = alt.layer(*layers).properties(height=170)
+    st.altair_chart(chart, width="stretch")
+    chart_files(chart, "stability_softmax_variants", "stability.variants")
     st.caption(
         "none: the largest score overflows to ∞ and ∞/∞ is NaN. global_max: the top row is fine, but the second "
         "row lies 2 × magnitude below the matrix's max, so all its exps underflow to 0 and 0/0 is NaN. row_max: "
@@ -205,9 +208,8 @@ def _dtypes(room: lab.Headroom | None) -> None:
     st.markdown(
         "Derived from `np.finfo` and measured by bisection on the float's own values (the smallest x whose exp "
         f"is ∞). In float64 exp overflows above **{f64.overflow_limit:.2f}**; float32 and float16 break much "
-        "sooner. The break points are magnitudes of the row "
-        f"{_row(lab.BASE[0])} computed in that width; the stable softmax breaks only when a score itself no "
-        "longer fits."
+        f"sooner. The break points are magnitudes of the row {_row(lab.BASE[0])} computed in that width; the "
+        "stable softmax breaks only when a score itself no longer fits."
     )
     st.dataframe(table, hide_index=True, width="stretch")
     if room is None:

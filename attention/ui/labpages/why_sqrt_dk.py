@@ -11,8 +11,9 @@ from ...labs import sqrt_dk
 from ...trace import Trace
 from ..core import compute, session
 from ..core.text import esc
-from ..views import steps as views
-from ..widgets import common as widgets
+from ..views.steps import show_error
+from ..widgets.chart_files import chart_files
+from ..widgets.common import chart_gap, open_expander
 
 SEEDS = (1, 4, 16, 64)  # draws averaged per d_k
 TOKENS = (4, 8, 16, 32, 64)  # n: rows (and keys) per draw
@@ -48,7 +49,7 @@ def own_rows(content: str, _trace: Trace) -> tuple[sqrt_dk.TracePoint, np.ndarra
 def body(s: session.Session) -> None:
     trace = compute.current_trace(s)
     if not isinstance(trace, Trace):
-        views.show_error(trace)
+        show_error(trace)
         return
     point, top, jac = own_rows(compute.content_key(s.tokens, s.matrices, s.options), trace)
     p = point
@@ -62,12 +63,14 @@ def body(s: session.Session) -> None:
     _in_words(c, point)
     data = pd.DataFrame(c.long())
     for row in (CHARTS[:2], CHARTS[2:3]):
-        widgets.chart_gap()
+        chart_gap()
         for col, (measure, title, y_title, log_y) in zip(st.columns(2), row, strict=False):
-            col.altair_chart(_chart(data, measure, title, y_title, log_y, _marks(point, measure)), width="stretch")
+            chart = _chart(data, measure, title, y_title, log_y, _marks(point, measure))
+            col.altair_chart(chart, width="stretch")
+            chart_files(chart, f"sqrt_dk_{measure}", f"sqrt.{measure}", where=col)
     with st.expander("The numbers behind the charts"):
         st.dataframe(_table(c), hide_index=True, width="stretch")
-    box = widgets.open_expander("sqrt.jacobian", "The gradient through softmax: ‖J‖, with J = diag(a) − a aᵀ", s)
+    box = open_expander("sqrt.jacobian", "The gradient through softmax: ‖J‖, with J = diag(a) − a aᵀ", s)
     if box is not None:  # drawn only while open
         with box:
             _gradient(c, point, data)
@@ -140,7 +143,9 @@ def _gradient(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint, data: pd.DataFrame
         f"rows have ‖J‖ {p.mean_jacobian:.3f} on average."
     )
     measure, title, y_title, log_y = CHARTS[3]
-    st.altair_chart(_chart(data, measure, title, y_title, log_y, _marks(p, measure)), width="stretch")
+    chart = _chart(data, measure, title, y_title, log_y, _marks(p, measure))
+    st.altair_chart(chart, width="stretch")
+    chart_files(chart, f"sqrt_dk_{measure}", f"sqrt.{measure}")
 
 
 def _marks(p: sqrt_dk.TracePoint, measure: str) -> pd.DataFrame:
@@ -214,10 +219,11 @@ def _saturation(s: session.Session, trace: Trace, p: sqrt_dk.TracePoint, top: np
         .mark_point(shape="diamond", size=140, filled=True, color="black")
         .encode(x=x, y="jacobian_norm:Q", tooltip=["row", alt.Tooltip("max_weight:Q", format=".4f")])
     )
-    widgets.chart_gap()
+    chart_gap()
     left, right = st.columns([3, 2])
     chart = alt.layer(line, dots).properties(height=300, title=f"‖J‖ against the largest weight (n = {n})")
     left.altair_chart(chart, width="stretch")
+    chart_files(chart, "sqrt_dk_jacobian_rows", "sqrt.jacobian_rows", where=left)
     with right:
         st.dataframe(rows.head(64), hide_index=True, width="stretch")
         if len(rows) > 64:

@@ -17,9 +17,8 @@ from .. import state
 from ..address import url
 from ..core import compute, session
 from ..core.text import esc, quoted
-from ..widgets import common as widgets
 from ..widgets import downloads
-from ..widgets.common import show_messages
+from ..widgets.common import open_expander, show_messages
 
 
 def _on_preset_upload() -> None:
@@ -56,6 +55,49 @@ def _export(s: session.Session, build: Callable[[Preset], str], memo: dict) -> C
     return data
 
 
+EXPORTS: dict[str, tuple[str, Callable[[Preset], str], str, str, str | None]] = {
+    # key: (button, what builds it from the state's preset, file name after the stem, MIME type, what it is)
+    "preset": (
+        "Download preset file (.json)",
+        Preset.to_json,
+        ".json",
+        "application/json",
+        "Tokens, matrices and options in one file; load it here later to get this exact state back.",
+    ),
+    "py": (
+        "Export as Python script",
+        codegen.python_script,
+        "_attention.py",
+        "text/x-python",
+        "A self-contained numpy script that rebuilds this state and prints every step.",
+    ),
+    "ipynb": (
+        "Export as Jupyter notebook (.ipynb)",
+        codegen.notebook,
+        "_attention.ipynb",
+        "application/x-ipynb+json",
+        None,
+    ),
+}
+
+
+def _download(kind: str, s: session.Session, stem: str, memo: dict, why: str | None) -> None:
+    """One export of :data:`EXPORTS` as a download button; ``why`` (the page's error) disables it and is said on
+    hover instead of what the file is."""
+    label, build, suffix, mime, about = EXPORTS[kind]
+    st.download_button(  # ours: the label and help are EXPORTS' words or the page's note
+        label,
+        data=downloads.payload(s, _export(s, build, memo)),
+        file_name=f"{stem}{suffix}",
+        mime=mime,
+        key=f"io.dl.{kind}",
+        on_click="ignore",
+        width="stretch",
+        disabled=why is not None,
+        help=why or about,
+    )
+
+
 def sidebar_tools(s: session.Session) -> None:
     """Preset file download/upload, export as code / notebook, copy link."""
     show_messages("sidebar.preset_file", st.sidebar)
@@ -65,52 +107,22 @@ def sidebar_tools(s: session.Session) -> None:
             "Not in the address, so a reload or a link loses it: " + "; ".join(notes), icon=":material/warning:"
         )
     memo: dict = {}
-    box = widgets.open_expander("io", "Save, share, export", s, st.sidebar)
+    box = open_expander("io", "Save, share, export", s, st.sidebar)
     if box is None:  # closed: nothing inside is built (three exports and a link every run, otherwise)
         return
     with box:
         broken = isinstance(compute.current_trace(s), AttentionError)
         why = "Fix the error shown on the page first." if broken else None
         stem = s.preset_id if session.is_unedited(s) else f"{s.preset_id}_edited"
-        st.download_button(
-            "Download preset file (.json)",
-            data=downloads.payload(s, _export(s, Preset.to_json, memo)),
-            file_name=f"{stem}.json",
-            mime="application/json",
-            key="io.dl.preset",
-            on_click="ignore",
-            width="stretch",
-            disabled=broken,
-            help=why or "Tokens, matrices and options in one file; load it here later to get this exact state back.",
-        )
+        _download("preset", s, stem, memo, why)
         st.file_uploader(
             "Load a preset file saved earlier",
             type=parse.uploader_types(parse.PRESET_FORMATS),
             key="io.preset.file",
             on_change=_on_preset_upload,
         )
-        st.download_button(
-            "Export as Python script",
-            data=downloads.payload(s, _export(s, codegen.python_script, memo)),
-            file_name=f"{stem}_attention.py",
-            mime="text/x-python",
-            key="io.dl.py",
-            on_click="ignore",
-            width="stretch",
-            disabled=broken,
-            help=why or "A self-contained numpy script that rebuilds this state and prints every step.",
-        )
-        st.download_button(
-            "Export as Jupyter notebook (.ipynb)",
-            data=downloads.payload(s, _export(s, codegen.notebook, memo)),
-            file_name=f"{stem}_attention.ipynb",
-            mime="application/x-ipynb+json",
-            key="io.dl.ipynb",
-            on_click="ignore",
-            width="stretch",
-            disabled=broken,
-            help=why,
-        )
+        for kind in ("py", "ipynb"):
+            _download(kind, s, stem, memo, why)
         st.markdown("**Copy link**")
         link_box(params)
 

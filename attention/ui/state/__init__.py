@@ -10,7 +10,7 @@ the preset, seed or size; :mod:`.reshapes` holds the reshapes (shuffle, resize, 
 changes, and the address's rebuild of a session, apply.
 """
 
-from .challenges import refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
+from .challenges import back_to_before, refuse_locked, set_tour, show_solution, start_challenge, stop_challenge
 from .core import ensure, say, unsay
 from .edits import edit_cells, replace_matrix, resize, resize_and_replace, set_projection, set_tokens, shuffle_tokens
 from .family import set_setting, set_source, settings
@@ -56,6 +56,7 @@ __all__ = [
     "show_solution",
     "shuffle_tokens",
     "start_challenge",
+    "back_to_before",
     "stop_challenge",
     "store_learned",
     "swap_pin",

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+import streamlit as st
 
 from ...errors import AttentionError
 from ...labs.challenges import Challenge, challenge_preset, locked_edit
 from ...labs.solutions import solve
 from ..core.session import get, new_session
+from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from .core import replace_session, say, touch
 from .pins import renew_grids
+
+BEFORE = "challenge.before"  # session_state key: the session a challenge replaced, until the learner goes back
 
 
 def start_challenge(challenge: Challenge) -> None:
@@ -26,7 +32,10 @@ def start_challenge(challenge: Challenge) -> None:
     if preset.options.kv != preset.options.heads:  # grouped key/value heads: the challenge's regrouped W_k, W_v
         start = preset.matrices()
         fresh.matrices.update({k: np.array(start[k], dtype=np.float64) for k in ("W_k", "W_v")})
-    get().challenge = None  # a restart or another challenge: no "stopped" notice
+    before = get()
+    if before.challenge is None:  # what the learner had: kept so that she can go back to it
+        st.session_state[BEFORE] = before
+    before.challenge = None  # a restart or another challenge: no "stopped" notice
     replace_session(fresh)
     s = get()
     s.challenge = challenge
@@ -39,6 +48,9 @@ def show_solution() -> None:
     s = get()
     challenge = s.challenge
     if challenge is None:
+        return
+    if server_settings().hide_solutions:  # the button is not drawn then; a forged click changes nothing either
+        say("challenge.solution", "info", "Solutions are turned off on this server.")
         return
     found = solve(challenge)
     if found is None:
@@ -60,6 +72,17 @@ def show_solution() -> None:
     )
 
 
+def back_to_before() -> None:
+    """Stop the challenge and bring back the numbers, options and sentence the learner had before starting it."""
+    before = st.session_state.pop(BEFORE, None)
+    if before is None:
+        return
+    title = get().challenge.title if get().challenge is not None else "the challenge"
+    get().challenge = None
+    replace_session(before)
+    say("challenge.start", "info", f"Back to your numbers from before {quoted(title)}; every matrix may be edited.")
+
+
 def stop_challenge() -> None:
     """End the active challenge: every matrix may be edited again; the numbers stay as they are."""
     s = get()
@@ -69,6 +92,12 @@ def stop_challenge() -> None:
     s.challenge = None
     touch(s)
     say("challenge.start", "info", f"Challenge {quoted(title)} stopped; every matrix may be edited again.")
+
+
+def refuse_any_locked(names: Iterable[str], place: str) -> bool:
+    """True (after a message at ``place``) when a change would alter any of ``names`` and the challenge locks one:
+    a size, a projection, new embeddings or learned weights change a locked matrix as surely as a typed cell."""
+    return any(refuse_locked(name, place) for name in names)
 
 
 def refuse_locked(name: str, place: str) -> bool:

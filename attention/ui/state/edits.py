@@ -6,9 +6,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..core.session import get
+from ... import names
+from ..core.session import Session, get
 from . import reshapes
-from .challenges import refuse_locked
+from .challenges import refuse_any_locked, refuse_locked
 from .core import say, touch
 
 
@@ -38,11 +39,13 @@ def set_tokens(tokens: tuple[str, ...]) -> None:
         s.tokens = tokens
         touch(s)
     else:
-        resize(tokens=tokens)
+        resize(tokens=tokens, place="control.sentence")
 
 
 def shuffle_tokens() -> None:
-    """Reorder the tokens (see :func:`.reshapes.shuffle`)."""
+    """Reorder the tokens (see :func:`.reshapes.shuffle`); refused while a challenge locks X."""
+    if refuse_any_locked(("X",), "control.positions"):
+        return
     s = get()
     reshapes.shuffle(s)
     s.version += 1
@@ -52,7 +55,7 @@ def shuffle_tokens() -> None:
 def set_projection(projection: str) -> None:
     """Switch X·W / X·Wᵀ, transposing W_q, W_k, W_v so Q, K and V stay exactly the same."""
     s = get()
-    if projection == s.options.projection:
+    if projection == s.options.projection or refuse_any_locked(names.WEIGHTS, "sidebar.heads"):
         return
     reshapes.project(s, projection)
     s.version += 1
@@ -79,22 +82,48 @@ def resize_and_replace(name: str, value: np.ndarray, n: int | None, d_model: int
     s = get()
     if n is not None and n != len(s.tokens):
         tokens = tuple(s.tokens[:n]) + tuple(f"t{i + 1}" for i in range(len(s.tokens), n))
-        resize(tokens=tokens, d_model=d_model)
+        done = resize(tokens=tokens, d_model=d_model, place=f"import.{name}")
     elif name == "W_v":
-        resize(d_model=d_model, d_v=d_out)
+        done = resize(d_model=d_model, d_v=d_out, place=f"import.{name}")
     else:
-        resize(d_model=d_model, d_k=d_out)
-    return replace_matrix(name, value)
+        done = resize(d_model=d_model, d_k=d_out, place=f"import.{name}")
+    return done and replace_matrix(name, value)
 
 
 def resize(
-    tokens: tuple[str, ...] | None = None, d_model: int | None = None, d_k: int | None = None, d_v: int | None = None
-) -> None:
+    tokens: tuple[str, ...] | None = None,
+    d_model: int | None = None,
+    d_k: int | None = None,
+    d_v: int | None = None,
+    place: str = "sidebar.heads",
+) -> bool:
     """Change the number of tokens, d_model, d_k or d_v, keeping existing values where they still fit; says so when
-    the heads go back to one."""
+    the heads go back to one. Refused (False, a message at ``place``) when it would change a matrix the running
+    challenge locks."""
     s = get()
+    if refuse_any_locked(resized(s, tokens, d_model, d_k, d_v), place):
+        return False
     note = reshapes.resize(s, tokens, d_model, d_k, d_v)
     s.version += 1
     touch(s)
     if note:
         say("sidebar.heads", "warning", note)  # ours: numbers only
+    return True
+
+
+def resized(
+    s: Session, tokens: tuple[str, ...] | None, d_model: int | None, d_k: int | None, d_v: int | None
+) -> tuple[str, ...]:
+    """The input matrices a resize would change: X with the token count or d_model, the weights with d_model, W_q
+    and W_k with d_k, W_v with d_v (a size given equal to the current one changes nothing)."""
+    d = s.dims
+    rows = tokens is not None and len(tokens) != len(s.tokens)
+    width = d_model is not None and d_model != d.d_model
+    changed = {"X"} if rows or width else set()
+    if width:
+        changed |= set(names.WEIGHTS)
+    if d_k is not None and d_k != d.d_k:
+        changed |= {"W_q", "W_k"}
+    if d_v is not None and d_v != d.d_v:
+        changed.add("W_v")
+    return tuple(n for n in names.INPUTS if n in changed)

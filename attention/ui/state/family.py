@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ...names import is_whole
 from ..core.session import get
 from ..core.text import esc
 from .core import say, touch
@@ -43,7 +44,7 @@ def set_setting(name: str, value: int) -> None:
     """Store a setting: a whole number in its range, read by :func:`..widgets.common.whole_number` or offered by
     a control (the head chooser, the tile steps)."""
     _, lo, hi, _ = SETTINGS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+    if not is_whole(value) or not lo <= value <= hi:
         raise ValueError(f"setting {name} is a whole number from {lo} to {hi}; got {value!r}")  # a caller's bug
     st.session_state[KEY] = {**st.session_state.get(KEY, {}), name: value}
 

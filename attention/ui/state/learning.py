@@ -8,11 +8,12 @@ import numpy as np
 
 from ... import rng
 from ...io import vectors
+from ...names import WEIGHTS
 from ..core.compute import content_key
 from ..core.learned import Learned
 from ..core.session import get, identical
 from . import reshapes
-from .challenges import refuse_locked
+from .challenges import refuse_any_locked, refuse_locked
 from .core import say, touch
 
 EMBEDDINGS = ("preset", "random", "glove", "onehot")
@@ -42,6 +43,8 @@ def use_learned() -> None:
     trained = {k: run.result.matrices[k] for k in names}
     if all(identical(s.matrices[k], v) for k, v in trained.items()):
         say("learn.use", "info", "The learned numbers are already in use.")
+        return
+    if refuse_any_locked(names, "learn.use"):
         return
     if run.tokens != s.tokens or run.start != content_key(s.tokens, s.matrices, s.options):
         say(
@@ -102,6 +105,9 @@ def set_embeddings(kind: str, seed: int = 0) -> None:
     X's width changes with it and the weights are resized, keeping every value that still fits."""
     s = get()
     X, _ = embedding_matrix(kind, seed)
+    touched = ("X", *(WEIGHTS if X.shape[1] != s.dims.d_model else ()))
+    if refuse_any_locked(touched, "control.embeddings"):
+        return
     note = reshapes.resize(s, d_model=X.shape[1])
     s.matrices["X"] = X
     if kind != "preset":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import heads, masks
+from ... import heads, masks, names
 from ..core.session import get, valid_heads
 from . import reshapes
 from .challenges import refuse_locked
@@ -21,12 +21,14 @@ def set_option(**changes: object) -> None:
 
 
 def set_mask(kind: str) -> None:
-    """Choose the mask; padding flags and a custom grid (all allowed at first) are sized to the tokens."""
+    """Choose the mask (``kind`` as the select box spells it, "causal+padding"); padding flags and a custom grid
+    (all allowed at first) are sized to the tokens."""
+    parts = masks.parts(kind)  # (part, ...)
     s = get()
     n = len(s.tokens)
     pad = s.options.padding if len(s.options.padding) == n else (False,) * n
     grid = s.options.custom_mask if len(s.options.custom_mask) == n else ((True,) * n,) * n
-    s.options = replace(s.options, mask=kind, padding=pad, custom_mask=grid if "custom" in masks.parts(kind) else ())
+    s.options = replace(s.options, mask=parts, padding=pad, custom_mask=grid if "custom" in parts else ())
     touch(s)
 
 
@@ -68,7 +70,7 @@ def set_kv_heads(g: int) -> None:
     changes), averaged otherwise (fewer, or 2 -> 3 of 6: the numbers change)."""
     s = get()
     h, old = s.options.heads, s.options.kv
-    if not isinstance(g, int) or isinstance(g, bool) or g < 1 or h % g:
+    if not names.is_whole(g) or g < 1 or h % g:
         say(
             "sidebar.kv_heads",
             "error",

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ... import masks, names, rng
+from ... import names, rng
 from ...errors import AttentionError
 from ...io.presets import Preset
 from ..core.session import (
@@ -94,9 +94,9 @@ def set_blank_shape(shape: tuple[int, int, int]) -> None:
     options = replace(new.options, **{k: getattr(old_options, k) for k in keep if k != "projection"})
     if old_options.projection != new.options.projection:
         reshapes.project(new, old_options.projection)
-    if masks.parts(old_options.mask) and not masks.parts(options.mask):
+    if old_options.mask and not options.mask:
         options = replace(options, mask=old_options.mask, padding=(False,) * n)
-        options = replace(options, custom_mask=((True,) * n,) * n if "custom" in masks.parts(old_options.mask) else ())
+        options = replace(options, custom_mask=((True,) * n,) * n if "custom" in old_options.mask else ())
     if old_options.heads > 1 and d.d_k % old_options.heads == 0 and d.d_v % old_options.heads == 0:
         options = replace(options, heads=old_options.heads)
     new.options = options

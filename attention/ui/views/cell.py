@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ... import charts
+from ... import charts, names
 from ...explain import explain_cell
 from ...trace import Trace
 from .. import state
 from ..core import session
 from ..core.shown import key_labels, shown
 from ..core.text import esc
-from ..widgets import common as widgets
 from ..widgets import number_tables
+from ..widgets.common import open_tab
 
 HEATMAP_KEY = "hm.{page}"
 SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
@@ -88,11 +88,7 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
             + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "")
             + "."
         )
-        what = {
-            "row_max": "the row's largest value",
-            "global_max": "the whole matrix's largest value",
-            "none": "nothing",
-        }[trace.options.softmax]
+        what = names.SOFTMAX_WORDS[trace.options.softmax].one_row
         lines.append(
             f"3. Subtract {what}, {e.shift:.6g}: {e.shifted[j]:.6g}; exp of that: **{e.exps[j]:.6g}** "
             "(subtracting a constant from the whole row changes no weight, it only keeps exp from overflowing)."
@@ -114,7 +110,7 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
         st.caption(f"Head {head + 1} (choose the head under “Explain a cell”).")
     shifted = np.array([e.shifted for e in steps])
     exps = np.array([e.exps for e in steps])
-    for tab in widgets.open_tab("softmax_steps", ["S'/T − shift", "exp(…)", "row sums"], s):
+    for tab in open_tab("softmax_steps", ["S'/T − shift", "exp(…)", "row sums"], s):
         if tab == "row sums":
             sums = {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]}
             height = number_tables.fit_height(len(steps))

@@ -12,7 +12,7 @@ from .. import state
 from ..core import compute, session
 from ..core.shown import as_2d, shown
 from ..core.text import esc
-from ..widgets import common as widgets
+from ..widgets.common import chart_gap
 
 TOP = 5  # largest changes listed
 
@@ -95,7 +95,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
         )
         return
     kind = "weights" if name == "weights" else "scores"
-    widgets.chart_gap()
+    chart_gap()
     left, right = st.columns(2)
     left.vega_lite_chart(
         charts.heatmap_spec(

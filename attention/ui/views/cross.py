@@ -22,8 +22,9 @@ from ..core import compute, session
 from ..core.shown import per_head
 from ..core.source import left_out, source_rows
 from ..widgets import number_tables
+from ..widgets.chart_files import chart_files
 from ..widgets.common import show_messages
-from . import steps as views
+from .steps import show_error
 
 __all__ = ["source", "source_rows", "cross_trace"]
 
@@ -52,7 +53,7 @@ def source(s: session.Session) -> None:
         return
     t = cross_trace(s, words)
     if not isinstance(t, Trace):
-        views.show_error(t)
+        show_error(t)
         return
     src = names.token_labels(words)
     st.caption(
@@ -72,6 +73,7 @@ def source(s: session.Session) -> None:
         digits=s.digits,
     )
     st.vega_lite_chart(spec, width="content")
+    chart_files(spec, f"{s.preset_id}_cross_weights", "cross.weights")
     out = np.asarray(names.squeeze_batch(t.output))  # (L, d_out)
     st.markdown("**Cross-attention output** (one row per query token; each mixes the source's values)")
     number_tables.number_table(

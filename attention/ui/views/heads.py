@@ -11,8 +11,9 @@ from ... import charts
 from ...trace import Trace
 from ..core import session
 from ..core.shown import habit_line, key_labels
-from ..widgets import common as widgets
-from . import cell as cellview
+from ..widgets.chart_files import chart_files
+from ..widgets.common import chart_gap
+from . import cell
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
 HEADS_PER_ROW = 2
@@ -56,7 +57,7 @@ def show(
         stack, s.labels, key_labels(s), kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
     )
     for start in range(0, len(specs), HEADS_PER_ROW):
-        widgets.chart_gap()
+        chart_gap()
         columns = st.columns(HEADS_PER_ROW, gap="medium")
         for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
             with col:
@@ -64,10 +65,11 @@ def show(
                     st.vega_lite_chart(
                         spec,
                         width="stretch",
-                        on_select=functools.partial(cellview.on_heatmap_click, page_key, k),
+                        on_select=functools.partial(cell.on_heatmap_click, page_key, k),
                         selection_mode="cell",
-                        key=cellview.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
+                        key=cell.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
                     )
                 else:
                     st.vega_lite_chart(spec, width="stretch")
+                chart_files(spec, f"{s.preset_id}_{kind}_head{k + 1}", f"{page_key}.{kind}.head{k + 1}")
                 st.markdown(f"**head {k + 1}**: " + habit_line(trace, s.tokens, k))  # ours: tokens escaped

@@ -19,14 +19,12 @@ from ...trace import Trace
 from ..core import compute, session
 from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
 from ..core.text import esc
-from ..widgets import common as widgets
 from ..widgets import downloads, number_tables
+from ..widgets.chart_files import chart_files
+from ..widgets.common import chart_gap
 from ..widgets.windows import VIEW_COLS, VIEW_ROWS, window_controls
-from . import cell as cellview
-from . import family as familyviews
-from . import heads as headviews
+from . import cell, family, heads
 
-STYLE_MAX_CELLS = 4096  # highlight changed cells with a Styler up to this size
 _FIX_ON = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v": "Weights"}
 
 
@@ -70,15 +68,11 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
             highlight = (value | masked)[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
-    if win.size > STYLE_MAX_CELLS:
-        st.dataframe(df, width="stretch", height=number_tables.fit_height(len(df)))
-    else:
-        number_tables.number_table(df, fmt, highlight=highlight)
+    number_tables.number_table(df, fmt, highlight=highlight)  # the window is at most VIEW_ROWS × VIEW_COLS cells
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
-            f"{c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; "
-            "the CSV has every cell."
+            f"{c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; the CSV has every cell."
         )
     downloads.matrix(name, s, page_key)
 
@@ -95,57 +89,74 @@ def _titles(name: str, trace: Trace) -> tuple[str, str]:
 
 
 def show_heatmap(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
+    """The heatmap of ``name`` (scores, scaled or weights): one chart per head when there are several; else one
+    chart whose cells a click explains, or, beyond ``charts.RECT_MAX`` tokens, blocks of tokens and a zoom window."""
     stack = per_head(getattr(trace, name))  # (h, n, n); (h, n, S) in cross-attention
-    h, n = stack.shape[0], max(stack.shape[-2:])
-    toks, keys = s.labels, key_labels(s)
     kind = "weights" if name == "weights" else "scores"
     title, subtitle = _titles(name, trace)
     allowed = None if trace.allowed is None else names.squeeze_batch(np.asarray(trace.allowed))
-    if h > 1:  # one chart per head, on one colour scale; at most headviews.MAX_HEADS_DRAWN at a time
-        headviews.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
-        return
-    m = stack[0]
-    widgets.chart_gap()
-    if n <= charts.RECT_MAX:  # a click on a cell explains it (see cellview); the spec is built as a plain dict (fast)
-        spec = charts.rect_spec(
-            m, toks, keys, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
-        )
-        st.vega_lite_chart(
-            spec,
-            width="stretch",
-            on_select=functools.partial(cellview.on_heatmap_click, page_key),
-            selection_mode="cell",
-            key=cellview.HEATMAP_KEY.format(page=page_key),
-        )
+    if stack.shape[0] > 1:  # one chart per head, on one colour scale; at most heads.MAX_HEADS_DRAWN at a time
+        heads.show(stack, s, trace, page_key, kind, title, subtitle, allowed)
+    elif max(stack.shape[-2:]) <= charts.RECT_MAX:
+        _clickable_heatmap(stack[0], s, page_key, kind, title, subtitle, allowed)
     else:
-        spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits)
-        st.vega_lite_chart(spec, width="stretch")
-    if n > charts.RECT_MAX:
-        pooled = "the largest weight" if kind == "weights" else "the mean score"
-        st.caption(
-            f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
-            "grey = masked). Choose a window below to read every cell with tooltips."
-        )
-        c1, c2, c3 = st.columns(3)
-        size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
-        r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
-        c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
-        widgets.chart_gap()
-        st.altair_chart(
-            charts.zoom_heatmap(
-                m,
-                toks,
-                keys,
-                r0,
-                c0,
-                size,
-                kind=kind,
-                title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}",
-                allowed=allowed,
-                digits=s.digits,
-            ),
-            width="stretch",
-        )
+        _pooled_heatmap(stack[0], s, page_key, kind, title, allowed)
+
+
+def _clickable_heatmap(
+    m: np.ndarray, s: session.Session, page_key: str, kind: str, title: str, subtitle: str, allowed: np.ndarray | None
+) -> None:
+    """``m`` (n, S) cell by cell; a click on a cell explains it (see views/cell.py). The spec is a plain dict (fast)."""
+    toks, keys = s.labels, key_labels(s)
+    spec = charts.rect_spec(
+        m, toks, keys, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
+    )
+    chart_gap()
+    st.vega_lite_chart(
+        spec,
+        width="stretch",
+        on_select=functools.partial(cell.on_heatmap_click, page_key),
+        selection_mode="cell",
+        key=cell.HEATMAP_KEY.format(page=page_key),
+    )
+    chart_files(spec, f"{s.preset_id}_{kind}", f"{page_key}.{kind}")
+
+
+def _pooled_heatmap(
+    m: np.ndarray, s: session.Session, page_key: str, kind: str, title: str, allowed: np.ndarray | None
+) -> None:
+    """``m`` (n, S), too large to draw cell by cell: blocks of tokens, then a window of it to read cell by cell."""
+    n = max(m.shape)
+    toks, keys = s.labels, key_labels(s)
+    chart_gap()
+    spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits)
+    st.vega_lite_chart(spec, width="stretch")
+    chart_files(spec, f"{s.preset_id}_{kind}_blocks", f"{page_key}.{kind}.blocks")
+    pooled = "the largest weight" if kind == "weights" else "the mean score"
+    st.caption(
+        f"{n} × {n} is drawn in blocks of tokens (each block shows {pooled} in it; hover for its range and value; "
+        "grey = masked). Choose a window below to read every cell with tooltips."
+    )
+    c1, c2, c3 = st.columns(3)
+    size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
+    r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
+    c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
+    chart_gap()
+    st.altair_chart(
+        charts.zoom_heatmap(
+            m,
+            toks,
+            keys,
+            r0,
+            c0,
+            size,
+            kind=kind,
+            title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}",
+            allowed=allowed,
+            digits=s.digits,
+        ),
+        width="stretch",
+    )
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -199,9 +210,9 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
         st.caption(f"First 512 of {n} tokens shown; the CSV has them all.")
     st.caption(
         "“attends most to” is the key with the largest weight in the row (all of them when several tie, equal up to "
-        "rounding), “weight” that weight; “then” is the key with "
-        "the second largest weight and “weight 2” its weight; entropy 0 bits = all on one key, log₂(n) = "
-        f"{r.max_entropy:.3f} bits = spread evenly over all {n} keys (the most possible)."
+        "rounding), “weight” that weight; “then” is the key with the second largest weight and “weight 2” its "
+        f"weight; entropy 0 bits = all on one key, log₂(n) = {r.max_entropy:.3f} bits = spread evenly over all {n} "
+        "keys (the most possible)."
     )
     st.download_button(
         "Download reading.csv",
@@ -225,18 +236,13 @@ def show_concat(s: session.Session, trace: Trace, page_key: str) -> None:
     st.markdown("**output = concat · W_o** · the heads' outputs side by side, then mixed by W_o (Weights page)")
     rows, cols = s.axis_labels("output", concat.shape)
     left, right = st.columns([3, 2])
-    left.caption(f"concat · {concat.shape[0]} × {concat.shape[1]}")
-    number_tables.number_table(
-        pd.DataFrame(concat[:VIEW_ROWS, :VIEW_COLS], index=rows[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
-        charts.decimals_for(concat, s.digits),
-        where=left,
-    )
-    right.caption(f"W_o · {w_o.shape[0]} × {w_o.shape[1]}")
-    number_tables.number_table(
-        pd.DataFrame(w_o[:VIEW_COLS, :VIEW_COLS], index=cols[:VIEW_COLS], columns=cols[:VIEW_COLS]),
-        charts.decimals_for(w_o, s.digits),
-        where=right,
-    )
+    for where, label, m, index in ((left, "concat", concat, rows), (right, "W_o", w_o, cols)):  # W_o's rows: d_v
+        where.caption(f"{label} · {m.shape[0]} × {m.shape[1]}")  # ours: concat or W_o
+        number_tables.number_table(
+            pd.DataFrame(m[:VIEW_ROWS, :VIEW_COLS], index=index[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
+            charts.decimals_for(m, s.digits),
+            where=where,
+        )
     if concat.shape[0] > VIEW_ROWS or concat.shape[1] > VIEW_COLS:
         st.caption(f"The first {VIEW_ROWS} rows and {VIEW_COLS} columns; the zip download has concat.csv in full.")
 
@@ -245,14 +251,14 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "concat": show_concat,
     "reading_lines": show_reading_lines,
     "reading_table": show_reading_table,
-    "explain_cell": cellview.explain,
-    "softmax_steps": cellview.softmax_steps,
-    "takes_q_k": cellview.context(("Q", "K")),
-    "takes_scores": cellview.context(("scores",)),
-    "takes_scaled": cellview.context(("scaled",)),
-    "takes_v_weights": cellview.context(("weights", "V")),
-    "kv_groups": familyviews.kv_groups,
-    "kv_cache": familyviews.kv_cache,
+    "explain_cell": cell.explain,
+    "softmax_steps": cell.softmax_steps,
+    "takes_q_k": cell.context(("Q", "K")),
+    "takes_scores": cell.context(("scores",)),
+    "takes_scaled": cell.context(("scaled",)),
+    "takes_v_weights": cell.context(("weights", "V")),
+    "kv_groups": family.kv_groups,
+    "kv_cache": family.kv_cache,
 }
 
 

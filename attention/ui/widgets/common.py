@@ -4,10 +4,13 @@ The tab and expander labels are always the dashboard's own names (matrix names, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import streamlit as st
 
+from ... import names
 from .. import state
 from ..core import messages, session
 from ..core.text import esc
@@ -27,6 +30,16 @@ def formula(latex: str, where=st) -> None:
     where.latex(latex + r"\,")
 
 
+def bind(key: str, value: Any) -> None:
+    """Show the session's value in widget ``key``, whatever page the widget was last drawn on."""
+    st.session_state[key] = value
+
+
+def on_value(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
+    """A widget callback that hands the value of widget ``key`` to ``fn`` (a change in :mod:`attention.ui.state`)."""
+    return lambda: fn(st.session_state[key])
+
+
 def show_messages(place: str, where=st) -> None:
     """The messages left for ``place`` by the last change or refusal."""
     for kind, text in messages.messages(place):
@@ -39,25 +52,35 @@ def show_messages(place: str, where=st) -> None:
         getattr(where, kind)(text, icon=icon)
 
 
-def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
-    """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
+def checked_number(
+    key: str, what: str, lo: float, hi: float, place: str, stays: str, whole: bool = True, span: str = ""
+) -> float | None:
+    """The number in widget ``key`` when it is finite, from ``lo`` to ``hi`` and (``whole``) a whole number; else None
+    after leaving at ``place`` "{what} must be a whole number from {span}; {value} was not applied and {stays}."
+    (``span`` defaults to "lo to hi" with thousands separators, or in %g for a number that need not be whole).
+    A refused value stays in the box: the caller puts the session's value back as its box requires."""
     value = st.session_state.get(key)
     ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and float(value).is_integer()
+        names.is_number(value)
+        and math.isfinite(value)
         and lo <= value <= hi
+        and (not whole or float(value).is_integer())
     )
     if ok:
-        return int(value)
-    state.say(
-        place,
-        "error",
-        f"{what} must be a whole number from {lo:,} to {hi:,}; {esc(value)} was not applied and {what} stays "
-        f"{current:,}.",
-    )
-    st.session_state[key] = current
+        return value
+    kind = "a whole number" if whole else "a number"
+    span = span or (f"{lo:,} to {hi:,}" if whole else f"{lo:g} to {hi:g}")
+    state.say(place, "error", f"{what} must be {kind} from {span}; {esc(value)} was not applied and {stays}.")
     return None
+
+
+def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
+    """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
+    value = checked_number(key, what, lo, hi, place, f"{what} stays {current:,}")
+    if value is None:
+        st.session_state[key] = current
+        return None
+    return int(value)
 
 
 def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[str]:

@@ -1,0 +1,50 @@
+"""This browser's class membership in its own address bar, so a reload keeps the student in her class.
+
+Written to the address bar only: the link a student shares or hands in (:func:`attention.ui.address.url.link`)
+leaves it out. The value is the class code and her secret token; it is checked against the class board before it
+counts, and a value that does not check out is ignored with a notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import streamlit as st
+
+from ...errors import AttentionError
+from ..core import classboard
+from ..core.classboard import MEMBER, Member
+
+PARAM = "member"
+LIMIT = 100  # "K7QX2M." and a 32-character token
+
+
+def param() -> dict[str, str]:
+    """The address bar's part for this browser's membership (none when it has not joined a class)."""
+    who = classboard.member()
+    return {PARAM: f"{who.code}.{who.token}"} if who is not None else {}
+
+
+def restore(qp: Mapping[str, str]) -> list[str]:
+    """Rejoin the class the address names, if the board knows this token in that class; notices otherwise."""
+    value, board = qp.get(PARAM), classboard.board()
+    if not value or board is None or classboard.member() is not None:
+        return []
+    if len(value) > LIMIT or "." not in value:
+        return ["The address's class membership does not read; join your class again on the Challenges page."]
+    code, token = value.split(".", 1)
+    try:
+        _, name = board.student(code, token)
+    except AttentionError:
+        return ["The address's class membership is not known to this class board; join your class again."]
+    st.session_state[MEMBER] = Member(code, name, token)
+    return []
+
+
+def write() -> None:
+    """Keep the address bar's membership in step with this browser's."""
+    want = param().get(PARAM)
+    if want is not None and st.query_params.get(PARAM) != want:
+        st.query_params[PARAM] = want
+    elif want is None and PARAM in st.query_params:
+        del st.query_params[PARAM]

@@ -1,0 +1,40 @@
+"""The class board as this server's settings name it: one store per process, and who this browser is in a class."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from ...io.board import Board
+from .settings import server_settings
+
+MEMBER = "board.member"  # session_state: the Member this browser joined as (never in the address)
+TEACHER = "board.teacher"  # session_state: True once the teacher key was given in this browser session
+SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page shows
+
+
+@dataclass(frozen=True)
+class Member:
+    """A student of a class: its code, her display name and her secret token (kept in this browser session)."""
+
+    code: str
+    name: str
+    token: str
+
+
+@st.cache_resource(show_spinner=False)
+def _board(url: str) -> Board:
+    return Board(url)
+
+
+def board() -> Board | None:
+    """The class board, or None when the server's settings name no database."""
+    url = server_settings().board_url
+    return _board(url) if url else None
+
+
+def member() -> Member | None:
+    """Who this browser joined a class as, or None."""
+    got = st.session_state.get(MEMBER)
+    return got if isinstance(got, Member) else None

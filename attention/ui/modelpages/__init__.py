@@ -1,0 +1,12 @@
+"""The pages inside a trained model, by key (see :data:`attention.ui.app.specs.INSIDE`), drawn below the title."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core import session
+from . import every_head
+
+BODIES: dict[str, Callable[[session.Session], None]] = {
+    "every_head": every_head.body,
+}

@@ -1,0 +1,143 @@
+"""What the model answers on the "Every head" page: ablation controls, what moved, next-token predictions, losses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ...model import roles
+from ..core.text import esc
+from . import runs
+from . import state as inside
+
+MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
+
+
+def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
+    """How the next ablation is made, which heads are ablated, Restore all, and what the last change moved."""
+    left, right = st.columns([2, 3], gap="medium")
+    with left:
+        st.radio(
+            "Ablate a head by",
+            inside.HOWS,
+            **({} if inside.W_HOW in st.session_state else {"index": inside.HOWS.index(st.session_state[inside.HOW])}),
+            format_func=lambda h: {"zero": "zero (its output removed)", "mean": "mean (its mean output so far)"}[h],
+            key=inside.W_HOW,
+            on_change=inside.on_how,
+            horizontal=True,
+        )
+    with right:
+        if now.ablations:
+            names = ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in now.ablations)
+            st.markdown(f"**Ablated:** {names}")  # ours: head names
+            st.button("Restore every head", key="inside.restore_all", on_click=inside.restore_all)
+        else:
+            st.markdown("**Nothing ablated.** Press *Ablate* under a head to remove its output from the model.")
+    said = last_change()
+    if said and st.session_state[inside.WHERE] == "all":  # a head's own change is said under its button
+        st.info(said)  # ours: built by moved(), tokens escaped
+
+
+def last_change() -> str:
+    """What the last ablation or restore moved, or "" when nothing was changed on this text yet."""
+    before = st.session_state[inside.BEFORE]
+    if before is None:
+        return ""
+    ids, position, now = inside.current()
+    return moved(runs.measure(ids, before), runs.measure(ids, now), st.session_state[inside.CHANGE], position)
+
+
+def moved(before: runs.Measured, now: runs.Measured, change: str, position: int) -> str:
+    """One paragraph naming what the last change moved: the second half's loss, the heads whose score of their role
+    moved, the first half's loss, and the most likely next token at the chosen position."""
+    second = "repeated half" if roles.half_split(now.ids)[1] else "second half"
+    parts = [f"{change}: the loss on the {second} {_went(before.second, now.second)} nats."]
+    for layer, head in np.ndindex(before.roles.shape):
+        role = str(before.roles[layer, head])
+        if role == "none":
+            continue
+        a, b = before.scores[role][layer, head], now.scores[role][layer, head]
+        if abs(b - a) >= MOVED:
+            parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
+    parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
+    pieces = runs.model().pieces
+    (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
+    (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
+    where = f"At position {position + 1} ({esc(pieces([now.ids[position]])[0])}) the most likely next token"
+    if was == top:
+        parts.append(f"{where} is still {esc(pieces([top])[0])} ({p_was:.2f} → {p_top:.2f}).")
+    else:
+        parts.append(
+            f"{where} went from {esc(pieces([was])[0])} ({p_was:.2f}) to {esc(pieces([top])[0])} ({p_top:.2f})."
+        )
+    return " ".join(parts)
+
+
+def _went(a: float, b: float) -> str:
+    if round(a, 2) == round(b, 2):
+        return f"stayed at {a:.2f}"
+    return f"{'rose' if b > a else 'fell'} from {a:.2f} to {b:.2f}"
+
+
+def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
+    """The top 5 next tokens at a chosen position (beside the unablated model's when heads are ablated), the loss on
+    each half and on the whole text, and every position's prediction."""
+    m = runs.model()
+    tokens = m.pieces(now.ids)
+    n = len(tokens)
+    half, repeats = roles.half_split(now.ids)
+    st.subheader("What the model predicts")
+    positions = list(range(n))
+    st.selectbox(
+        "Position (the prediction is for the token after it)",
+        positions,
+        **({} if inside.W_POSITION in st.session_state else {"index": position}),
+        format_func=lambda t: f"{t + 1}: {tokens[t]}",
+        key=inside.W_POSITION,
+        on_change=inside.on_position,
+    )
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        best, p = roles.top_next(now.logits[position])
+        table = {"next token": m.pieces(best), "probability": np.round(p, 4)}
+        if now.ablations:
+            table["without ablations"] = np.round(_probs(base.logits[position])[best], 4)
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+        if position < n - 1:
+            target = now.ids[position + 1]
+            st.markdown(
+                f"The text's next token is **{esc(tokens[position + 1])}**: probability "
+                f"{_probs(now.logits[position])[target]:.3f}, loss {now.losses[position]:.2f} nats"
+                + (f" (without ablations {_probs(base.logits[position])[target]:.3f})" if now.ablations else "")
+                + "."
+            )
+        else:
+            st.markdown("This is the text's last token: nothing follows it to compare with.")
+    with right:
+        second = "repeated half" if repeats else "second half"
+        for name_md, value, was in (
+            (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
+            (f"Loss on the {second} (tokens {half + 2}–{n})", now.second, base.second),
+            ("Loss on the whole text", float(now.losses.mean()), float(base.losses.mean())),
+        ):
+            delta = f"{value - was:+.2f} nats (ablated)" if now.ablations and np.isfinite(value) else None
+            st.metric(name_md, "n/a" if not np.isfinite(value) else f"{value:.2f} nats", delta, delta_color="inverse")
+    with st.expander("Every position's prediction"):
+        probs = np.exp(now.logits - now.logits.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)  # (n, V)
+        top = probs.argmax(axis=-1)  # (n,)
+        rows = {
+            "position": np.arange(1, n + 1),
+            "token": tokens,
+            "most likely next": m.pieces(top),
+            "p(most likely)": np.round(probs[np.arange(n), top], 4),
+            "next in the text": [*tokens[1:], ""],
+            "p(next in the text)": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],
+        }
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def _probs(logits_row: np.ndarray) -> np.ndarray:
+    p = np.exp(logits_row - logits_row.max())  # (V,)
+    return p / p.sum()

@@ -1,0 +1,177 @@
+"""The "Every head" page: a text for the shipped model, every layer × head's attention with its role, ablations."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from ... import charts
+from ...model import roles
+from ...names import token_labels
+from ..core import session
+from ..core.text import esc
+from ..widgets import common as widgets
+from ..widgets.chart_files import chart_files
+from . import answers, runs
+from . import state as inside
+
+ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
+
+
+def body(s: session.Session) -> None:
+    """Choose a text, see every head on it (role and scores), ablate heads, and see what the model predicts."""
+    inside.ensure()
+    m = runs.model()
+    c = m.config
+    st.caption(
+        f"The shipped model: {c.n_layers} layers × {c.n_heads} heads, attention only, width {c.d_model}, a vocabulary "
+        f"of {c.vocab_size} words, up to {c.n_ctx} tokens; trained to continue a repeated sequence."
+    )
+    choose_text()
+    answering()
+
+
+@st.fragment
+def answering() -> None:
+    """The tokens, the heads, the ablations and the predictions: a press here reruns only this part of the page (not
+    the sidebar, not the text boxes above)."""
+    ids, position, ablations = inside.current()
+    now = runs.measure(ids, ablations)
+    base = runs.measure(ids) if ablations else now
+    show_tokens(ids)
+    answers.ablation_bar(now, base)
+    heads(now)
+    answers.predictions(now, base, position)
+
+
+def choose_text() -> None:
+    """A ready-made repeated sequence, or words typed from the vocabulary (a word outside it is named; nothing
+    changes)."""
+    m = runs.model()
+    options = [*runs.ready_made(), inside.TYPED_LABEL]
+    chosen = st.session_state[inside.SEQUENCE] or inside.TYPED_LABEL
+    left, right = st.columns([2, 3], gap="medium")
+    with left:
+        st.selectbox(
+            "Ready-made sequence",
+            options,
+            **({} if inside.W_SEQUENCE in st.session_state else {"index": options.index(chosen)}),
+            key=inside.W_SEQUENCE,
+            on_change=inside.on_sequence,
+        )
+    with right:
+        st.text_input(
+            f"Or type words of its vocabulary (2 to {m.config.n_ctx}, separated by spaces), then press Enter",
+            **({} if inside.W_TYPED in st.session_state else {"value": m.decode(st.session_state[inside.IDS])}),
+            key=inside.W_TYPED,
+            on_change=inside.on_typed,
+            max_chars=inside.MAX_CHARS,
+        )
+        st.caption("The vocabulary: " + " ".join(esc(w) for w in m.vocab.words))
+        if st.session_state[inside.MESSAGE]:
+            st.error(esc(st.session_state[inside.MESSAGE], 600))
+
+
+def show_tokens(ids: tuple[int, ...]) -> None:
+    """The tokens as the model reads them, numbered, and whether the second half repeats the first."""
+    tokens = runs.model().pieces(ids)
+    half, repeats = roles.half_split(ids)
+    numbered = " · ".join(f"{k + 1} {esc(t)}" for k, t in enumerate(tokens))
+    st.markdown(f"**{len(tokens)} tokens:** {numbered}")  # ours: tokens escaped
+    st.caption(
+        f"The second half (from token {half + 1}) repeats the first: an induction head can predict it."
+        if repeats
+        else f"The second half starts at token {half + 1}; it does not repeat the first."
+    )
+
+
+def heads(now: runs.Measured) -> None:
+    """Every layer × head's attention on one colour scale (one chart per head, in columns), each with its role,
+    its three scores and a button to ablate or restore it."""
+    L, H = now.weights.shape[:2]
+    chance = roles.uniform_scores(now.ids)
+    st.subheader("Every head")
+    st.markdown(
+        "Each head's weights on this text (rows: the query token, columns: the key it attends to; all on the same "
+        "0–1 scale). A head's **role** is the kind of head whose score is largest, when it is at least "
+        f"{roles.ROLE_MIN}: **previous-token** (the weight on the token before), **induction** (the weight on the "
+        "token that followed an earlier occurrence of the current one: what it copies), **first-token sink** (the "
+        f"weight on the first token). A head spreading its weight evenly would score {_fmt(chance['previous-token'])}, "
+        f"{_fmt(chance['induction'])} and {_fmt(chance['first-token sink'])}."
+    )
+    strongest = []
+    for r in roles.ROLES:
+        if np.isfinite(now.scores[r]).any():
+            layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
+            strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
+    st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
+    for head in range(H):
+        if now.roles[0, head] == "induction":
+            st.caption(first_layer_note(now, head))  # ours: head names and numbers
+    labels = token_labels(runs.model().pieces(now.ids))
+    allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
+    colour = charts.colour_for("weights", now.weights)
+    ablated = {a[:2]: a[2] for a in now.ablations}
+    for layer in range(L):
+        widgets.chart_gap()
+        for head, col in enumerate(st.columns(H, gap="medium")):
+            with col:
+                role = str(now.roles[layer, head])
+                score = now.scores[role][layer, head] if role != "none" else np.nan
+                subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
+                spec = charts.heatmap_spec(
+                    now.weights[layer, head],
+                    labels,
+                    labels,
+                    kind="weights",
+                    title=runs.name(layer, head),
+                    subtitle=subtitle,
+                    allowed=allowed,
+                    row_title="query",
+                    col_title="key",
+                    colour=colour,
+                    row_height=ROW_PX,
+                )
+                st.vega_lite_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
+                chart_files(spec, f"induction_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
+                scores = " · ".join(
+                    f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
+                    for r in roles.ROLES
+                )
+                st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
+                how = ablated.get((layer, head))
+                st.button(
+                    f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
+                    key=f"inside.toggle.{layer}.{head}",
+                    on_click=inside.toggle,
+                    args=(layer, head),
+                    type="primary" if how else "secondary",
+                )
+                if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
+                    st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
+
+
+def first_layer_note(now: runs.Measured, head: int) -> str:
+    """Why a first-layer head that scores as induction is no induction head: where it looks, measured."""
+    n = len(now.ids)
+    half, repeats = roles.half_split(now.ids)
+    back = np.arange(half, n) - np.argmax(now.weights[0, head, half:], axis=-1)  # (n - half,): how far back it looks
+    values, counts = np.unique(back, return_counts=True)
+    k, c = int(values[np.argmax(counts)]), int(counts.max())
+    return (
+        f"{runs.name(0, head).capitalize()} scores as induction, but a key in the first layer holds only its own "
+        "token and position, not the token before it, so no first-layer head can find the token that followed an "
+        "earlier copy "
+        f"of the current one. In the second half its strongest weight is most often {k} tokens back ({c} of "
+        f"{n - half} positions)"
+        + (
+            f": where this repeat happens to put the token to copy ({half - 1} back)."
+            if repeats and k == half - 1
+            else "."
+        )
+        + " Choose the 10-word repeat and compare its score with the second layer's induction heads."
+    )
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if not np.isfinite(value) else f"{value:.2f}"

@@ -1,0 +1,119 @@
+"""The model pages' state under their own keys: created in one guarded place, changed only by these callbacks."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ...errors import AttentionError
+from . import runs
+
+PREFIX = "inside."
+SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
+BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
+W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
+MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
+HOWS = ("zero", "mean")
+TYPED_LABEL = "Your own words (typed below)"
+
+
+def ensure() -> None:
+    """Create the page's state once per session: the first ready-made sequence, nothing ablated."""
+    if IDS in st.session_state:
+        return
+    label, ids = next(iter(runs.ready_made().items()))
+    st.session_state.update(
+        {
+            SEQUENCE: label,
+            IDS: ids,
+            POSITION: default_position(ids),
+            ABLATIONS: (),
+            HOW: "zero",
+            BEFORE: None,
+            CHANGE: "",
+            WHERE: None,
+            MESSAGE: "",
+        }
+    )
+
+
+def default_position(ids: tuple[int, ...]) -> int:
+    """The first position of the second half: its next token is the first one an induction head can copy."""
+    return min(len(ids) // 2, len(ids) - 1)
+
+
+def current() -> tuple[tuple[int, ...], int, tuple[runs.Ablation, ...]]:
+    """(token ids, chosen position, ablations) now."""
+    return st.session_state[IDS], st.session_state[POSITION], st.session_state[ABLATIONS]
+
+
+def _new_text(ids: tuple[int, ...], label: str) -> None:
+    st.session_state.update({IDS: ids, SEQUENCE: label, POSITION: default_position(ids), MESSAGE: ""})
+    st.session_state.update({BEFORE: None, CHANGE: "", WHERE: None})
+    st.session_state.pop(W_POSITION, None)  # the position box starts again from the new text's default
+
+
+def on_sequence() -> None:
+    """A ready-made sequence was chosen: it becomes the text, and the text box shows its words."""
+    label = st.session_state.get(W_SEQUENCE)
+    ids = runs.ready_made().get(label)
+    if ids is None:  # the typed text's entry, or a value no client should send
+        return
+    _new_text(ids, label)
+    st.session_state[W_TYPED] = runs.model().decode(ids)
+
+
+def on_typed() -> None:
+    """Words were typed: each must be in the model's vocabulary, 2 to n_ctx of them; else a message naming the word,
+    and nothing else changes."""
+    text = st.session_state.get(W_TYPED)
+    m = runs.model()
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        size = len(text) if isinstance(text, str) else 0
+        st.session_state[MESSAGE] = f"The text has {size:,} characters; at most {MAX_CHARS} are read. Nothing changed."
+        return
+    try:
+        ids = tuple(m.encode(text))
+    except AttentionError as e:
+        st.session_state[MESSAGE] = f"{e}. Nothing changed."
+        return
+    if not 2 <= len(ids) <= m.config.n_ctx:
+        st.session_state[MESSAGE] = (
+            f"The text has {len(ids)} words; the model reads 2 to {m.config.n_ctx}. Nothing changed."
+        )
+        return
+    _new_text(ids, "")
+    st.session_state[W_SEQUENCE] = TYPED_LABEL
+
+
+def on_position() -> None:
+    """A position was chosen for the predictions."""
+    value = st.session_state.get(W_POSITION)
+    if isinstance(value, int) and 0 <= value < len(st.session_state[IDS]):
+        st.session_state[POSITION] = value
+
+
+def on_how() -> None:
+    """Zero or mean ablation for the next head ablated."""
+    if st.session_state.get(W_HOW) in HOWS:
+        st.session_state[HOW] = st.session_state[W_HOW]
+
+
+def toggle(layer: int, head: int) -> None:
+    """Ablate a head (as chosen: zero or mean), or restore it if it is ablated; remember the ablations before."""
+    now = st.session_state[ABLATIONS]
+    was = [a for a in now if a[:2] == (layer, head)]
+    if was:
+        after = tuple(a for a in now if a[:2] != (layer, head))
+        change = f"Restoring {runs.name(layer, head)}"
+    else:
+        how = st.session_state[HOW]
+        after = tuple(sorted((*now, (layer, head, how))))
+        change = f"Ablating {runs.name(layer, head)} ({how})"
+    st.session_state.update({BEFORE: now, ABLATIONS: after, CHANGE: change, WHERE: (layer, head)})
+
+
+def restore_all() -> None:
+    """Restore every head."""
+    now = st.session_state[ABLATIONS]
+    if now:
+        st.session_state.update({BEFORE: now, ABLATIONS: (), CHANGE: "Restoring every head", WHERE: "all"})

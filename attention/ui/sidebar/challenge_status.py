@@ -1,0 +1,38 @@
+"""The running challenge in the sidebar of every page: its title and whether the numbers meet its goal now."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ...labs import challenges as ch
+from ...trace import Trace
+from ..address import url
+from ..core import classboard, compute, session
+from ..core.text import esc
+from ..state import board as board_state
+from ..widgets.common import show_messages
+
+
+def show(s: session.Session) -> None:
+    """Nothing without a challenge; else its title and "✓ solved", "not yet" or why this state does not count."""
+    if s.challenge is None:
+        return
+    sb = st.sidebar
+    trace = compute.current_trace(s)
+    title_md = esc(s.challenge.title, 120)
+    if not isinstance(trace, Trace):
+        sb.warning(f"**Challenge** · {title_md}: the numbers do not compute now.", icon=":material/block:")
+        return
+    p = ch.evaluate(s.challenge, trace)
+    if p.met and classboard.member() is not None:
+        query, _ = url.link(s)
+        board_state.hand_in(s, p, "challenges?" + urlencode(query))
+    show_messages("board.handin", sb)
+    if p.blocked:
+        sb.warning(f"**Challenge** · {title_md}: this state does not count.", icon=":material/block:")
+    elif p.met:
+        sb.success(f"**Challenge** · {title_md}: ✓ solved", icon=":material/check_circle:")
+    else:
+        sb.info(f"**Challenge** · {title_md}: not yet ({esc(p.description, 160)})", icon=":material/pending:")

@@ -1,0 +1,76 @@
+"""The print layout: a step page printed (or saved as PDF) is its title, formula, words, heatmap and tables on A4.
+
+The browser applies these rules only when printing: the sidebar, the header, buttons, uploads, editors and the
+panels a page marks with :func:`screen_only` are left out, and what stays takes the page's whole width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+PRINTED_VIEWS = ("concat", "reading_lines", "reading_table", "kv_groups")  # a spec's views kept on paper; the
+# others (explain a cell, softmax's middle steps, what a step takes in, the KV cache sizes) are for the screen
+SCREEN_ONLY = "screen-only"  # a keyed container's CSS class is "st-key-<key>": keys starting with this are not printed
+
+PRINT_ZOOM = 0.8  # the page's text at 80 %: a formula, two heads' heatmaps and a 6-row table fit one A4 sheet
+
+_LEFT_OUT = ", ".join(
+    [
+        '[data-testid="stSidebar"]',
+        '[data-testid="stSidebarCollapsedControl"]',
+        '[data-testid="stHeader"]',
+        '[data-testid="stToolbar"]',
+        '[data-testid="stDecoration"]',
+        '[data-testid="stElementToolbar"]',
+        '[data-testid="stButton"]',
+        '[data-testid="stDownloadButton"]',
+        '[data-testid="stFileUploader"]',
+        '[data-testid="stExpander"]',
+        f'[class*="st-key-{SCREEN_ONLY}"]',
+        f'[data-testid="stColumn"]:has([class*="st-key-{SCREEN_ONLY}-panel"])',
+    ]
+)
+
+PRINT_CSS = f"""<style>
+@page {{ size: A4 portrait; margin: 10mm; }}
+@media print {{
+  {_LEFT_OUT} {{ display: none !important; }}
+  [data-testid="stMain"] {{ margin: 0 !important; }}
+  [data-testid="stMainBlockContainer"] {{ padding: 0 !important; max-width: 100% !important; zoom: {PRINT_ZOOM}; }}
+  [data-testid="stVerticalBlock"] {{ gap: 0.5rem !important; }}
+  [data-testid="stHorizontalBlock"] {{ display: flex !important; flex-wrap: nowrap !important; }}
+  [data-testid="stHorizontalBlock"]:not(:has([class*="st-key-{SCREEN_ONLY}-panel"])) > [data-testid="stColumn"] {{
+    flex: 1 1 0 !important; width: auto !important; min-width: 0 !important;
+  }}
+  [data-testid="stHorizontalBlock"]:has([class*="st-key-{SCREEN_ONLY}-panel"]) > [data-testid="stColumn"] {{
+    width: 100% !important; flex: 1 1 100% !important;
+  }}
+  [data-testid="stVegaLiteChart"], [data-testid="stDataFrame"] {{ break-inside: avoid; }}
+  h1 {{ padding-top: 0 !important; }}
+}}
+</style>"""
+
+
+def print_layout() -> None:
+    """Add the print rules to this page (drawn nowhere on screen)."""
+    st.html(PRINT_CSS)
+
+
+@contextmanager
+def screen_only(name: str, panel: bool = False) -> Iterator[None]:
+    """A container left out of the printed page; ``panel=True`` leaves out the whole column it sits in."""
+    with st.container(key=f"{SCREEN_ONLY}{'-panel' if panel else ''}-{name}"):
+        yield
+
+
+@contextmanager
+def view(name: str) -> Iterator[None]:
+    """Where a spec's view ``name`` is drawn: on paper too if it is one of :data:`PRINTED_VIEWS`, else screen only."""
+    if name in PRINTED_VIEWS:
+        yield
+    else:
+        with screen_only(name):
+            yield

@@ -1,0 +1,126 @@
+"""Real headless Chromium at 1280 × 720: the Every head page's journey (find, ablate, restore the induction head, then
+ablate the previous-token head), every heatmap readable and drawn, the sentences carrying the engine's numbers."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attention.model import ablate, builtin, induction
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
+from tests.test_browser import base_url, browser  # noqa: F401
+from tests.test_browser_a11y import axe_script, check  # noqa: F401
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+CHARTS = "[data-testid='stVegaLiteChart']"
+
+
+def _engine(ids: list[int], *ablations: tuple[int, int, str]) -> tuple[float, np.ndarray]:
+    """The repeated half's loss and every head's induction score, from the engine run directly."""
+    run = builtin("induction").run(ids, [ablate(*a) for a in ablations])
+    half = len(ids) // 2
+    repeated = induction.half_losses(run.logits[None], np.array(ids)[None], half)[1]
+    return repeated, induction.head_scores(run.weights[None], half)[1]
+
+
+def _why_not_readable(pg, index: int) -> str | None:
+    """None when the chart's box is at least 120 × 60 px and its pixels are not blank; else why."""
+    el = pg.locator(CHARTS).nth(index)
+    box = el.bounding_box()
+    if box is None or box["width"] < 120 or box["height"] < 60:
+        return f"box {box}"
+    grey = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=10_000))).convert("L"), dtype=float)
+    background = np.bincount(grey.astype(int).ravel()).argmax()
+    drawn = float(np.mean(np.abs(grey - background) > 16))
+    return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)" if grey.std() < 8 or drawn < 0.02 else None
+
+
+def _all_readable(pg, count: int = 4) -> None:
+    """Wait (up to 20 s) until ``count`` charts are drawn and every one is readable."""
+    why: list[str | None] = []
+    for _ in range(40):
+        if pg.locator(CHARTS).count() == count and pg.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
+            why = [_why_not_readable(pg, k) for k in range(count)]
+            if not any(why):
+                return
+        pg.wait_for_timeout(500)
+    raise AssertionError(f"charts not readable: {why} ({pg.locator(CHARTS).count()} charts)")
+
+
+def _click(pg, name: str) -> str:
+    """Press a button by its exact name; the info box's text afterwards."""
+    with rerun(pg):
+        pg.get_by_role("button", name=name, exact=True).click()
+    assert not error_texts(pg), error_texts(pg)
+    return pg.get_by_test_id("stAlertContentInfo").inner_text()
+
+
+def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        _all_readable(pg)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / "inside_every_head_top_1280.png"))
+        ids = [int(i) for i in induction.history("induction")["example"]]  # the page's first ready-made sequence
+        clean, clean_ind = _engine(ids)
+        off, _ = _engine(ids, (1, 0, "zero"))
+        broken, broken_ind = _engine(ids, (0, 1, "zero"))
+        body = pg.inner_text("body")
+        # 1. find the induction head: its role and score are written under its heatmap
+        assert f"induction {clean_ind[1, 0]:.2f}" in body and "Role: induction" in body
+        # 2. ablate it: the repeated half's loss rises, said with the engine's numbers
+        said = _click(pg, "Ablate layer 2 · head 1")
+        assert f"the loss on the repeated half rose from {clean:.2f} to {off:.2f} nats" in said, said
+        assert f"{off:.2f} nats" in pg.get_by_test_id("stMetric").nth(1).inner_text()
+        # 3. restore it
+        said = _click(pg, "Restore layer 2 · head 1 (zero-ablated)")
+        assert f"fell from {off:.2f} to {clean:.2f} nats" in said, said
+        # 4. ablate the previous-token head in layer 1: the induction head's pattern falls apart too
+        said = _click(pg, "Ablate layer 1 · head 2")
+        box = pg.get_by_test_id("stAlertContentInfo").bounding_box()  # said under the button pressed, in sight
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, box
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / "inside_every_head_said_1280.png"))
+        assert f"Layer 2 · head 1's induction score fell from {clean_ind[1, 0]:.2f} to {broken_ind[1, 0]:.2f}" in said
+        assert f"{broken:.2f} nats" in pg.get_by_test_id("stMetric").nth(1).inner_text()
+        _all_readable(pg)
+        pg.get_by_role("button", name="Restore every head").scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "inside_every_head_1280.png"))
+        pg.locator(CHARTS).nth(2).screenshot(path=str(SHOTS / "inside_every_head_layer2_head1.png"))
+
+
+def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base_url, axe_script) -> None:  # noqa: F811
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        _all_readable(pg)
+        _click(pg, "Ablate layer 2 · head 1")
+        _all_readable(pg)
+        check(pg, axe_script, "every_head after an ablation")
+        pg.screenshot(path=str(SHOTS / "inside_every_head_1400.png"))
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (1400, 1000)], ids=["1280x720", "1400x1000"])
+def test_every_heatmap_passes_the_visible_checks(browser, base_url, viewport) -> None:  # noqa: F811
+    """The checks every chart of the step pages passes (tests/test_browser_visible.py): a readable box and plot, 12 px
+    text, nothing cut or clipped, sized to its column, the toolbar covering no text, non-blank pixels."""
+    from tests.test_browser_visible import CANVAS_HOOK, _check_page
+
+    with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        _all_readable(pg)
+        problems = _check_page(pg, "every_head", "1 head, 6 tokens", viewport)  # the state names no query here
+        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
