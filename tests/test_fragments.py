@@ -91,3 +91,26 @@ class _Elements:
 
     def __init__(self, elements) -> None:
         self.elements = elements
+
+
+def test_while_a_challenge_runs_an_edit_reruns_the_whole_page(server) -> None:
+    """The sidebar says whether the numbers meet the running challenge's goal: an edit must redraw it."""
+    from attention.labs import challenges as ch
+
+    challenge = ch.load_challenge("spread_out")  # W_q editable
+    query = urllib.parse.urlencode({"preset": challenge.preset, "playing": ch.encode_link(challenge)})
+
+    async def go():
+        tab = Tab(server.url)
+        try:
+            await tab.open(page="weights", query=query)
+            grid = find_widget(tab, "editor", "W_q")
+            frame = grid_frame(grid)
+            return await tab.edit_cells(grid, {(0, str(frame.columns[0])): "2.5"})
+        finally:
+            await tab.close()
+
+    run = _run(go())
+    assert not run.problems, run.problems
+    assert not run.fragments, "an edit during a challenge reran only the body: the sidebar's standing may be stale"
+    assert any(e.kind == "alert" and "Challenge" in e.proto.body for e in run.elements), "no challenge standing shown"

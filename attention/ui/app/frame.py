@@ -72,9 +72,13 @@ _BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset
 
 def drawn_from(s: session.Session) -> tuple:
     """What the part of a step page outside its body shows depends on: the navigation, the sidebar's controls (the
-    preset, seed, sizes, options, digits, the pin, the source sentence) and the messages left outside the body. Grid
-    edits, tabs, the explained cell and imports of the same shape change none of it."""
+    preset, seed, sizes, options, digits, the pin, the source sentence), the running challenge's standing and the
+    messages left outside the body. Without a challenge, grid edits, tabs, the explained cell and imports of the same
+    shape change none of it."""
     outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
+    # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
+    # of the numbers redraws the whole page
+    playing = (id(s.challenge), s.epoch) if s.challenge is not None else None
     shapes = tuple((k, v.shape) for k, v in s.matrices.items())
     return (
         id(s),
@@ -87,7 +91,7 @@ def drawn_from(s: session.Session) -> tuple:
         s.options,
         s.digits,
         id(s.pin),
-        id(s.challenge),
+        playing,
         shapes,
         outside,
     )
