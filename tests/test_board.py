@@ -4,14 +4,8 @@ shared by two replicas (two processes), each class readable only by its own code
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import multiprocessing
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from attention.io.board import CODE_ALPHABET, Board, BoardError, normal_code, solves_csv
+from tests.pg_util import postgres_server
 
 LINK = "http://localhost:8501/softmax?p=the_cat_sat&challenge=abc"
 
@@ -123,56 +118,11 @@ def test_many_sessions_of_one_server_write_at_once(board: Board) -> None:
 # ------------------------------------------------------------------------------------------- PostgreSQL
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def postgres():
-    """A throwaway PostgreSQL server (Debian's postgresql package) on a free local port: its SQLAlchemy URL."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not bins:
-        pytest.skip("PostgreSQL is not installed (apt-get install -y postgresql)")
-    bindir = Path(bins[-1]).parent
-    home = Path(tempfile.mkdtemp(prefix="board-pg-"))  # not under pytest's root-only folder: postgres must enter it
-    data = home / "data"
-    port = _free_port()
-    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []  # initdb refuses to run as root
-    if as_postgres:
-        shutil.chown(home, "postgres")
-    subprocess.run(
-        [*as_postgres, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
-        check=True,
-        capture_output=True,
-    )
-    opts = f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1"
-    subprocess.run(
-        [
-            *as_postgres,
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            opts,
-            "-w",
-            "-l",
-            str(data.parent / "pg.log"),
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            [*as_postgres, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(home, ignore_errors=True)
+    """A throwaway PostgreSQL server on a free local port (see tests/pg_util.py): its SQLAlchemy URL."""
+    with postgres_server() as url:
+        yield url
 
 
 def _replica(url: str, code: str, first: int, count: int, out: multiprocessing.Queue) -> None:

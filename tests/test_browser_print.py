@@ -19,7 +19,23 @@ if not os.path.exists(CHROMIUM):
 
 A4_PRINTABLE = (718, 1047)  # CSS px of an A4 sheet at 96 dpi inside 10 mm margins
 MARGIN = {side: "10mm" for side in ("top", "bottom", "left", "right")}
-LEFT_OUT = ("stSidebar", "stButton", "stDownloadButton", "stFileUploader", "stExpander", "stHeader")
+LEFT_OUT = ("stSidebar", "stButton", "stDownloadButton", "stPopover", "stFileUploader", "stExpander", "stHeader")
+
+
+def _settled_layout(pg, timeout_ms: int = 15_000) -> None:
+    """Wait until the charts have been redrawn at the sheet's width and the page's height holds still (vega-embed
+    redraws on resize, later on a loaded machine)."""
+    last = None
+    for _ in range(timeout_ms // 250):
+        pg.wait_for_timeout(250)
+        now = pg.evaluate(
+            """() => [document.documentElement.scrollHeight,
+                      ...[...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+                         .map(e => Math.round(e.getBoundingClientRect().width))]"""
+        )
+        if now == last and all(w <= A4_PRINTABLE[0] for w in now[1:]):
+            return
+        last = now
 
 
 def _pdf_pages(pdf: bytes) -> int:
@@ -49,7 +65,7 @@ def test_a_step_page_prints_on_one_a4_sheet(page, base_url, name: str, query: st
     assert _visible(page, "stSidebar") and _visible(page, "stButton")  # on screen they are there
     page.emulate_media(media="print")
     page.set_viewport_size({"width": A4_PRINTABLE[0], "height": A4_PRINTABLE[1]})
-    page.wait_for_timeout(500)
+    _settled_layout(page)
     for testid in LEFT_OUT:
         assert not _visible(page, testid), f"{testid} is printed"
     drawn = _visible(page, "stVegaLiteChart")

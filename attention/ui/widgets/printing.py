@@ -27,6 +27,7 @@ _LEFT_OUT = ", ".join(
         '[data-testid="stElementToolbar"]',
         '[data-testid="stButton"]',
         '[data-testid="stDownloadButton"]',
+        '[data-testid="stPopover"]',
         '[data-testid="stFileUploader"]',
         '[data-testid="stExpander"]',
         f'[class*="st-key-{SCREEN_ONLY}"]',
