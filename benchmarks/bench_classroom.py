@@ -22,6 +22,8 @@ Measured, in one run, side by side:
 - **server time per edit, one student alone**: one tab on the Softmax page of "The cat sat" types ``--solo`` cells
   into the grid beside the heatmap, one at a time with a pause after each; the server's CPU seconds (its process
   tree, user + system) from sending each edit to 0.1 s after its run finished, averaged over the edits.
+- ``--compare PATH``: only the server time per edit, this app and the checkout at PATH side by side (two servers,
+  one tab each, their edits alternating, so the machine's noise hits both), over ``--solo`` edits each.
 - ``--root``: serve another checkout of the app (e.g. the main branch in a second work tree) with this client, so
   two versions are measured by the same code.
 - ``--proxy``: the same again through nginx with 2 replicas (``deploy/run_replicas.sh``), memory summed over
@@ -166,6 +168,51 @@ async def solo_edits(url: str, pid: int, edits: int, pause: float = 0.1) -> list
     finally:
         await tab.close()
     return cpu
+
+
+async def solo_side_by_side(servers: list[Server], edits: int, pause: float = 0.1) -> list[list[float]]:
+    """:func:`solo_edits` on several servers at once, one tab each, their edits alternating (3 warm-up edits each)."""
+    tabs = [Tab(s.url) for s in servers]
+    cpu: list[list[float]] = [[] for _ in servers]
+    try:
+        for tab in tabs:
+            await tab.open(page="softmax", query="preset=the_cat_sat")
+        for k in range(edits + 3):
+            for i, (server, tab) in enumerate(zip(servers, tabs, strict=True)):
+                grid = need(find_widget(tab, "editor", "W_q") or find_widget(tab, "editor", "X"), "a grid")
+                frame = grid_frame(grid)  # type: ignore[arg-type]
+                start = tree_cpu(server.pid)
+                run = await tab.edit_cells(grid, {(1, str(frame.columns[1])): f"{0.5 + k / 1000:.6f}"})  # type: ignore[arg-type]
+                await asyncio.sleep(pause)
+                if run.problems:
+                    raise RuntimeError(f"the solo edits met a problem: {run.problems}")
+                if k >= 3:
+                    cpu[i].append(tree_cpu(server.pid) - start)
+    finally:
+        for tab in tabs:
+            await tab.close()
+    return cpu
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The server time per edit of one student alone, this app and ``args.compare``, side by side."""
+    roots = [args.root.resolve(), args.compare.resolve()]
+    with tempfile.TemporaryDirectory(prefix="bench-classroom-") as tmp:
+        servers = []
+        try:
+            for i, root in enumerate(roots):
+                env = {**os.environ, "PYTHONPATH": str(root)}
+                servers.append(Server(Path(tmp) / f"server{i}.log", script=root / "streamlit_app.py", env=env))
+            cpu = asyncio.run(solo_side_by_side(servers, args.solo))
+        finally:
+            for server in servers:
+                server.stop()
+    for root, xs in zip(roots, cpu, strict=True):
+        print(
+            f"{root}: server CPU per edit, one student alone: mean {1000 * np.mean(xs):.1f} ms, "
+            f"median {1000 * np.median(xs):.0f} ms ({len(xs)} edits)"
+        )
+    print(f"ratio: {np.mean(cpu[0]) / np.mean(cpu[1]):.2f}; machine load average at the end: {os.getloadavg()}")
 
 
 def scenario(setup: str, url: str, pid: int, args: argparse.Namespace) -> dict:
@@ -326,12 +373,16 @@ def main() -> None:
     ap.add_argument("--fast", action="store_true", help="smoke run: 8 sessions, 6 edits 0.2-0.4 s apart, 2 waves")
     ap.add_argument("--solo", type=int, default=40, help="edits of one student alone for the server time per edit")
     ap.add_argument("--root", type=Path, default=ROOT, help="the app checkout to serve (default: this one)")
+    ap.add_argument("--compare", type=Path, help="only the server time per edit, beside another checkout")
     ap.add_argument("--out", type=Path, default=ROOT / "artifacts" / "bench_classroom.json")
     args = ap.parse_args()
     if args.fast:
         args.sessions, args.edits, args.waves, args.pace, args.ramp, args.settle = 8, 6, 2, (0.2, 0.4), 1.0, 1.0
         args.switch_every, args.big, args.big_size = 2, 2, "256x64x64"
     args.replicas_warm = 1
+    if args.compare:
+        compare(args)
+        return
     args.sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [args.sessions] * args.waves
 
     print(
