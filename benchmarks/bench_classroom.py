@@ -418,7 +418,9 @@ def main() -> None:
     print(f"machine load average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        json.dumps({"args": {k: v for k, v in vars(args).items() if k != "out"}, "setups": setups}, indent=1)
+        json.dumps(
+            {"args": {k: v for k, v in vars(args).items() if k != "out"}, "setups": setups}, indent=1, default=str
+        )
     )
 
 
