@@ -19,6 +19,13 @@ Measured, in one run, side by side:
   the after-close values must level off. Streamlit keeps a closed tab's session for reconnection for 2 minutes
   (``server.disconnectedSessionTTL``, at most 128 sessions), so "after close" still holds them.
 - **baseline**: one session alone on the same (warmed-up) server, first; the ratio is p95(N) / p95(1).
+- **server time per edit, one student alone**: one tab on the Softmax page of "The cat sat" types ``--solo`` cells
+  into the grid beside the heatmap, one at a time with a pause after each; the server's CPU seconds (its process
+  tree, user + system) from sending each edit to 0.1 s after its run finished, averaged over the edits.
+- ``--compare PATH``: only the server time per edit, this app and the checkout at PATH side by side (two servers,
+  one tab each, their edits alternating, so the machine's noise hits both), over ``--solo`` edits each.
+- ``--root``: serve another checkout of the app (e.g. the main branch in a second work tree) with this client, so
+  two versions are measured by the same code.
 - ``--proxy``: the same again through nginx with 2 replicas (``deploy/run_replicas.sh``), memory summed over
   nginx and both replicas.
 
@@ -53,9 +60,11 @@ from benchmarks.classroom import (  # noqa: E402
     RssSampler,
     Server,
     big_session,
+    need,
     student,
     tree_cpu,
 )
+from benchmarks.st_client import Tab, find_widget, grid_frame  # noqa: E402
 
 MB = 2**20
 GOAL_P95_S = 1.0  # issue 9: p95 edit -> run finished with 30 sessions, document presets, this 2-core machine
@@ -139,6 +148,73 @@ def measure(label: str, url: str, pid: int, rss: RssSampler, sids: range, args: 
     return row
 
 
+async def solo_edits(url: str, pid: int, edits: int, pause: float = 0.1) -> list[float]:
+    """Server CPU seconds of each of ``edits`` grid edits by one tab alone (the Softmax page, W_q beside the
+    heatmap), from sending the edit to ``pause`` seconds after its run finished; the first 3 edits warm up."""
+    tab = Tab(url)
+    cpu = []
+    try:
+        await tab.open(page="softmax", query="preset=the_cat_sat")
+        for k in range(edits + 3):
+            grid = need(find_widget(tab, "editor", "W_q") or find_widget(tab, "editor", "X"), "a grid")
+            frame = grid_frame(grid)  # type: ignore[arg-type]
+            start = tree_cpu(pid)
+            run = await tab.edit_cells(grid, {(1, str(frame.columns[1])): f"{0.5 + k / 1000:.6f}"})  # type: ignore[arg-type]
+            await asyncio.sleep(pause)
+            if run.problems:
+                raise RuntimeError(f"the solo edits met a problem: {run.problems}")
+            if k >= 3:
+                cpu.append(tree_cpu(pid) - start)
+    finally:
+        await tab.close()
+    return cpu
+
+
+async def solo_side_by_side(servers: list[Server], edits: int, pause: float = 0.1) -> list[list[float]]:
+    """:func:`solo_edits` on several servers at once, one tab each, their edits alternating (3 warm-up edits each)."""
+    tabs = [Tab(s.url) for s in servers]
+    cpu: list[list[float]] = [[] for _ in servers]
+    try:
+        for tab in tabs:
+            await tab.open(page="softmax", query="preset=the_cat_sat")
+        for k in range(edits + 3):
+            for i, (server, tab) in enumerate(zip(servers, tabs, strict=True)):
+                grid = need(find_widget(tab, "editor", "W_q") or find_widget(tab, "editor", "X"), "a grid")
+                frame = grid_frame(grid)  # type: ignore[arg-type]
+                start = tree_cpu(server.pid)
+                run = await tab.edit_cells(grid, {(1, str(frame.columns[1])): f"{0.5 + k / 1000:.6f}"})  # type: ignore[arg-type]
+                await asyncio.sleep(pause)
+                if run.problems:
+                    raise RuntimeError(f"the solo edits met a problem: {run.problems}")
+                if k >= 3:
+                    cpu[i].append(tree_cpu(server.pid) - start)
+    finally:
+        for tab in tabs:
+            await tab.close()
+    return cpu
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The server time per edit of one student alone, this app and ``args.compare``, side by side."""
+    roots = [args.root.resolve(), args.compare.resolve()]
+    with tempfile.TemporaryDirectory(prefix="bench-classroom-") as tmp:
+        servers = []
+        try:
+            for i, root in enumerate(roots):
+                env = {**os.environ, "PYTHONPATH": str(root)}
+                servers.append(Server(Path(tmp) / f"server{i}.log", script=root / "streamlit_app.py", env=env))
+            cpu = asyncio.run(solo_side_by_side(servers, args.solo))
+        finally:
+            for server in servers:
+                server.stop()
+    for root, xs in zip(roots, cpu, strict=True):
+        print(
+            f"{root}: server CPU per edit, one student alone: mean {1000 * np.mean(xs):.1f} ms, "
+            f"median {1000 * np.median(xs):.0f} ms ({len(xs)} edits)"
+        )
+    print(f"ratio: {np.mean(cpu[0]) / np.mean(cpu[1]):.2f}; machine load average at the end: {os.getloadavg()}")
+
+
 def scenario(setup: str, url: str, pid: int, args: argparse.Namespace) -> dict:
     """Warm-up (every page once, not counted), 1 session alone, then the waves (``args.sizes`` sessions each)."""
     rss = RssSampler(pid)
@@ -146,6 +222,13 @@ def scenario(setup: str, url: str, pid: int, args: argparse.Namespace) -> dict:
         idle = rss.now()
         warm = argparse.Namespace(**{**vars(args), "edits": len(EDIT_PAGES), "pace": (0.05, 0.1), "switch_every": 1})
         warmup = measure(f"{setup}: warm-up (not counted)", url, pid, rss, range(900, 900 + args.replicas_warm), warm)
+        solo = asyncio.run(solo_edits(url, pid, args.solo)) if args.solo else []
+        if solo:
+            print(
+                f"  {setup}: server CPU per edit, one student alone: {1000 * np.mean(solo):.1f} ms "
+                f"(mean of {len(solo)} edits)",
+                flush=True,
+            )
         rows = [measure(f"{setup}: 1 session alone (baseline)", url, pid, rss, range(1000, 1001), args)]
         first = 0
         for w, n in enumerate(args.sizes):
@@ -156,6 +239,7 @@ def scenario(setup: str, url: str, pid: int, args: argparse.Namespace) -> dict:
             "rss_idle": idle,
             "rss_after_warmup": warmup["rss_after"],
             "warmup": warmup,
+            "solo_cpu_per_edit": float(np.mean(solo)) if solo else None,
             "rows": rows,
             "big": big_sessions(url, rss, args) if args.big and setup == "1 server" else [],
         }
@@ -287,23 +371,30 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=8, help="sessions in a row on a large blank preset (memory bound)")
     ap.add_argument("--big-size", default="1024x64x64", help="n x d_model x d_k of those sessions")
     ap.add_argument("--fast", action="store_true", help="smoke run: 8 sessions, 6 edits 0.2-0.4 s apart, 2 waves")
+    ap.add_argument("--solo", type=int, default=40, help="edits of one student alone for the server time per edit")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the app checkout to serve (default: this one)")
+    ap.add_argument("--compare", type=Path, help="only the server time per edit, beside another checkout")
     ap.add_argument("--out", type=Path, default=ROOT / "artifacts" / "bench_classroom.json")
     args = ap.parse_args()
     if args.fast:
         args.sessions, args.edits, args.waves, args.pace, args.ramp, args.settle = 8, 6, 2, (0.2, 0.4), 1.0, 1.0
         args.switch_every, args.big, args.big_size = 2, 2, "256x64x64"
     args.replicas_warm = 1
+    if args.compare:
+        compare(args)
+        return
     args.sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [args.sessions] * args.waves
 
     print(
         f"waves of {', '.join(map(str, args.sizes))} sessions, {args.edits} edits each every "
-        f"{args.pace[0]:g}-{args.pace[1]:g} s, page switch every {args.switch_every}; "
+        f"{args.pace[0]:g}-{args.pace[1]:g} s, page switch every {args.switch_every}; app {args.root.resolve()}; "
         f"Python {platform.python_version()}, {os.cpu_count()} cores",
         flush=True,
     )
     setups = []
     with tempfile.TemporaryDirectory(prefix="bench-classroom-") as tmp:
-        server = Server(Path(tmp) / "server.log")
+        env = {**os.environ, "PYTHONPATH": str(args.root.resolve())}
+        server = Server(Path(tmp) / "server.log", script=args.root.resolve() / "streamlit_app.py", env=env)
         try:
             setups.append(scenario("1 server", server.url, server.pid, args))
         finally:
@@ -324,9 +415,12 @@ def main() -> None:
         print(f"\nSessions one after another on blank {args.big_size} presets (1 server, after the waves)\n")
         print(big_table(setups))
     print("\n" + verdicts(setups))
+    print(f"machine load average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        json.dumps({"args": {k: v for k, v in vars(args).items() if k != "out"}, "setups": setups}, indent=1)
+        json.dumps(
+            {"args": {k: v for k, v in vars(args).items() if k != "out"}, "setups": setups}, indent=1, default=str
+        )
     )
 
 

@@ -12,6 +12,9 @@ What a tab does, in the order a browser does it (Streamlit 1.67's frontend and s
    the run's id). Every interaction is another ``rerun_script`` carrying the value of every widget on the page,
    as the frontend's widget manager keeps them: a value the server pushes (``set_value``) replaces the tab's,
    a widget not drawn by a finished run is forgotten, and a button press is a one-shot trigger.
+   A widget drawn inside an ``st.fragment`` (its delta's ``fragment_id``) sends that id with its rerun: the server
+   may then rerun only fragments (``metadata.run.fragment_ids`` of the ``new_session``), whose deltas replace the
+   fragments' elements while every other element stays, and which end with ``FINISHED_FRAGMENT_RUN_SUCCESSFULLY``.
 4. A download button with deferred data (``st.download_button(data=callable)``) is a
    ``BackMsg.backend_operation_request``; the answer holds a ``/media/...`` URL, fetched over HTTP.
 
@@ -39,6 +42,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
+FRAGMENT_FINISHED = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_FRAGMENT_RUN_SUCCESSFULLY")
 COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_WITH_COMPILE_ERROR")
 XSRF_COOKIE = "_streamlit_xsrf"
 UPSTREAM_HEADER = "X-Upstream"  # set by deploy/nginx.conf: which replica answered
@@ -57,6 +61,7 @@ class Element:
     path: tuple[int, ...]
     kind: str
     proto: Any
+    fragment: str = ""  # the st.fragment that drew it ("" outside any)
 
     @property
     def label(self) -> str:
@@ -138,6 +143,7 @@ class Run:
     seconds: float
     elements: list[Element]
     problems: list[str] = field(default_factory=list)
+    fragments: tuple[str, ...] = ()  # the fragments the finished run reran (empty: the whole page ran)
 
 
 def initial_state(e: Element) -> WidgetState | None:
@@ -190,6 +196,9 @@ class Tab:
         self._ws: Any = None
         self._reader: asyncio.Task | None = None
         self._building: dict[tuple[int, ...], Element] = {}  # the run being received, by place
+        self._fragments: dict[str, tuple[str, ...]] = {}  # run id -> the fragments it reruns (empty: the whole page)
+        self._sent: set[tuple[int, ...]] = set()  # the places the run being received has drawn
+        self._finished_fragments: tuple[str, ...] = ()  # what the last finished run reran
         self._problems: list[str] = []
         self._runs_since_send: set[str] = set()
         self._run_done: asyncio.Future | None = None
@@ -257,6 +266,10 @@ class Tab:
         cs.page_name = page_name
         sent = {ws.id: ws for ws in self.values.values()} | {ws.id: ws for ws in changes}
         cs.widget_states.widgets.extend(sent.values())
+        drawn_in = {e.widget_id: e.fragment for e in self.elements if e.widget_id}
+        fragments = {drawn_in.get(ws.id, "") for ws in changes}
+        if page_hash is None and len(fragments) == 1:  # a widget inside a fragment asks for that fragment's rerun
+            cs.fragment_id = fragments.pop()
         info = cs.context_info
         info.timezone, info.timezone_offset, info.locale = "UTC", 0, "en-US"
         info.url, info.color_scheme = f"{self.base}/{page_name}", "light"
@@ -274,7 +287,7 @@ class Tab:
             finished = await asyncio.wait_for(self._run_done, self.timeout)
         except TimeoutError:
             raise TabError(f"timeout: no script_finished within {self.timeout:g} s") from None
-        return Run(finished - start, self.elements, list(self._problems))
+        return Run(finished - start, self.elements, list(self._problems), self._finished_fragments)
 
     # ---------------------------------------------------------------------------------------------- a person's acts
 
@@ -346,17 +359,24 @@ class Tab:
         if kind == "new_session":
             if msg.new_session.initialize.session_id:
                 self.session_id = msg.new_session.initialize.session_id
-            self._runs_since_send.add(msg.metadata.run.script_run_id)
-            self._building = {}
+            run = msg.metadata.run
+            self._runs_since_send.add(run.script_run_id)
+            self._fragments[run.script_run_id] = tuple(run.fragment_ids)
+            # a fragment run redraws its fragments only: every other element of the last finished run stays
+            self._building = {e.path: e for e in self.elements} if run.fragment_ids else {}
+            self._sent = set()
         elif kind == "navigation":
             self.pages = {p.page_name: p.page_script_hash for p in msg.navigation.app_pages}
             self.page_hash = msg.navigation.page_script_hash
         elif kind == "page_info_changed":
             self.query = msg.page_info_changed.query_string
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            self._on_element(Element(tuple(msg.metadata.delta_path), *_element(msg.delta.new_element)))
+            path = tuple(msg.metadata.delta_path)
+            self._sent.add(path)
+            self._on_element(Element(path, *_element(msg.delta.new_element), msg.delta.fragment_id))
         elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":  # a new block replaces what was there
             path = tuple(msg.metadata.delta_path)
+            self._sent.add(path)
             self._building = {p: e for p, e in self._building.items() if p[: len(path)] != path}
         elif kind == "page_not_found":
             self._problems.append(f"page not found: {msg.page_not_found.page_name!r}")
@@ -367,11 +387,15 @@ class Tab:
         elif (
             kind == "script_finished"
             and msg.metadata.run.script_run_id in self._runs_since_send
-            and msg.script_finished in (FINISHED, COMPILE_ERROR)  # not FINISHED_EARLY_FOR_RERUN: another run follows
+            and msg.script_finished in (FINISHED, FRAGMENT_FINISHED, COMPILE_ERROR)  # not FINISHED_EARLY_FOR_RERUN
         ):
             if msg.script_finished == COMPILE_ERROR:
                 self._problems.append("compile error: the script did not compile")
-            self.elements = list(self._building.values())
+            self._finished_fragments = self._fragments.get(msg.metadata.run.script_run_id, ())
+            rerun = set(self._finished_fragments)
+            # as the frontend does: an element of a rerun fragment that this run did not draw again is gone
+            stale = {p for p, e in self._building.items() if e.fragment in rerun and p not in self._sent}
+            self.elements = [e for p, e in self._building.items() if p not in stale]
             drawn = {e.widget_id for e in self.elements if e.widget_id}
             self.values = {wid: ws for wid, ws in self.values.items() if wid in drawn}
             if self._run_done is not None and not self._run_done.done():

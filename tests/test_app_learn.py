@@ -67,7 +67,7 @@ def test_previous_token_is_learned_and_the_page_reports_the_trained_matrices_wei
     for i in range(1, 3):  # every row but the first (it has no previous token)
         assert reported[i, i - 1] >= 0.9, reported
     # the session's own matrices are untouched until "Use these weights"
-    base = session_mod.base_for(s)
+    base = s.origin.base
     assert all(session_mod.identical(s.matrices[k], base[k]) for k in base)
 
 
@@ -96,7 +96,7 @@ def test_use_these_weights_reaches_the_softmax_page_and_reset_restores() -> None
     assert any("differ from the unedited preset" in c for c in texts(at.caption))
     at = at.button(key="sb.reset").click().run()
     no_exception(at)
-    s, base = session(at), session_mod.base_for(session(at))
+    s, base = session(at), session(at).origin.base
     assert all(session_mod.identical(s.matrices[k], base[k]) for k in base)
     # the run is kept while the tokens are the same, and from the preset again it can be used again
     at = goto(at, "learn")
@@ -185,7 +185,7 @@ def test_glove_rows_are_the_lower_cased_words_vectors_and_the_weights_resize() -
     assert found.all()
     np.testing.assert_array_equal(s.matrices["X"], want)
     assert s.matrices["W_q"].shape == (50, 4)
-    np.testing.assert_array_equal(s.matrices["W_q"][:4], session_mod.base_for(s)["W_q"])  # what fits is kept
+    np.testing.assert_array_equal(s.matrices["W_q"][:4], s.origin.base["W_q"])  # what fits is kept
     assert not at.warning
 
 
@@ -208,7 +208,7 @@ def test_one_hot_is_the_identity_and_the_preset_brings_its_own_back() -> None:
     assert s.matrices["W_v"].shape == (3, 4)
     at = _embed(at, "preset")
     s = session(at)
-    base = session_mod.base_for(s)
+    base = s.origin.base
     np.testing.assert_array_equal(s.matrices["X"], base["X"])
     for k in ("W_q", "W_k", "W_v"):  # one-hot's width 3 kept the weights' first 3 rows; the 4th is drawn anew
         assert s.matrices[k].shape == base[k].shape

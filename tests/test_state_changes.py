@@ -9,6 +9,7 @@ import pytest
 from attention import names, rng
 from attention.ui.address import url
 from attention.ui.core import session as session_mod
+from attention.ui.state import reshapes
 from tests.apptest_util import conventions, edit_cell, journey, no_exception, select, session, texts
 from tests.drawn_util import title_of
 
@@ -64,16 +65,16 @@ def test_the_largest_seeds_resize_without_overflow(seed: int) -> None:
 def test_two_routes_to_one_size_give_the_same_numbers() -> None:
     direct, _ = url.rebuild({"preset": "the_cat_sat"})
     d_model = direct.dims.d_model
-    direct.resize(d_model=9)
+    reshapes.resize(direct, d_model=9)
     stepwise, _ = url.rebuild({"preset": "the_cat_sat"})
-    stepwise.resize(d_model=6)
-    stepwise.resize(d_model=12)
-    stepwise.resize(d_model=9)
+    reshapes.resize(stepwise, d_model=6)
+    reshapes.resize(stepwise, d_model=12)
+    reshapes.resize(stepwise, d_model=9)
     for n in names.INPUTS:
         np.testing.assert_array_equal(stepwise.matrices[n], direct.matrices[n])
     shrunk, _ = url.rebuild({"preset": "the_cat_sat"})
-    shrunk.resize(d_model=2)
-    shrunk.resize(d_model=9)  # the preset's own values past column 2 are gone; every new cell is the same as before
+    reshapes.resize(shrunk, d_model=2)
+    reshapes.resize(shrunk, d_model=9)  # the values past column 2 are gone; new cells are as before
     np.testing.assert_array_equal(shrunk.matrices["X"][:, d_model:], direct.matrices["X"][:, d_model:])
 
 

@@ -14,6 +14,7 @@ text: messages quote it through :func:`attention.ui.core.text.quoted`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -22,19 +23,16 @@ import streamlit as st
 from ... import masks, names
 from ...errors import AttentionError
 from ...io import links
-from ...io import presets as presets_mod
 from ..core import session
 from ..core.text import quoted
-from ..state.family import source_problem
 from . import membership, playing
-from .options import read_options, whole
+from .rebuild import MAX_TOKENS_TEXT, rebuild
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
 _NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
 _NAMES += "edits playing"
 PARAMS = tuple(_NAMES.split())
-MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
 # The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
 # any other is a name or a number. Measured before anything reads a value.
 LIMITS = {
@@ -61,115 +59,6 @@ def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     return kept, notices
 
 
-def _size(text: str) -> tuple[int, int, int] | None:
-    parts = text.split("x")
-    his = (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM)
-    sizes = [whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
-    return None if None in sizes else tuple(sizes)  # type: ignore[return-value]
-
-
-def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
-    """The session the parameters describe, edits aside, and notes (Markdown, user text escaped) on what was refused."""
-    notices: list[str] = []
-    pid = qp.get("preset", session.DEFAULT_PRESET)
-    if pid not in (*presets_mod.list_presets(), session.BLANK):
-        notices.append(
-            f"The link asked for preset {quoted(pid)}, which does not exist; showing "
-            f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead."
-        )
-        pid = session.DEFAULT_PRESET
-    seed = None
-    if "seed" in qp:
-        seed = whole(qp["seed"], 0, names.MAX_SEED)
-        if seed is None:
-            notices.append(
-                f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
-                "using the preset's own seed."
-            )
-    blank_shape = session.DEFAULT_BLANK
-    if pid == session.BLANK and "size" in qp:
-        shape = _size(qp["size"])
-        if shape is None:
-            notices.append(
-                f"The link's size {quoted(qp['size'])} is not n x d_model x d_k with n ≤ {names.MAX_TOKENS} "
-                f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}."
-            )
-        else:
-            blank_shape = shape
-    s = session.new_session(pid, seed, blank_shape)
-    if qp.get("proj") in names.PROJECTIONS and qp["proj"] != s.options.projection:
-        s.project(qp["proj"])
-    elif "proj" in qp and qp["proj"] not in names.PROJECTIONS:
-        notices.append(f"The link's projection {quoted(qp['proj'])} is not x_w or x_wt; keeping the preset's.")
-    tokens = None
-    if "tokens" in qp:
-        words = tuple(qp["tokens"].split())
-        if (
-            not words
-            or len(words) > names.MAX_TOKENS
-            or len(qp["tokens"]) > MAX_TOKENS_TEXT
-            or any(len(w) > names.MAX_TOKEN_CHARS for w in words)
-        ):
-            notices.append(f"The link's sentence {quoted(qp['tokens'])} is empty or too long; keeping the preset's.")
-        else:
-            tokens = words
-    dm = whole(qp["dm"], 1, names.MAX_DIM) if "dm" in qp else None
-    dk = whole(qp["dk"], 1, names.MAX_DIM) if "dk" in qp else None
-    dv = whole(qp["dv"], 1, names.MAX_DIM) if "dv" in qp else None
-    for key, value in (("dm", dm), ("dk", dk), ("dv", dv)):
-        if key in qp and value is None:
-            notices.append(
-                f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored."
-            )
-    if tokens is not None and len(tokens) == len(s.tokens):
-        s.tokens = tokens
-        tokens = None
-    if "roll" in qp:
-        k = whole(qp["roll"], 0, len(s.tokens) - 1)
-        if k is None:
-            notices.append(
-                f"The link's shuffle {quoted(qp['roll'])} is not a whole number from 0 to {len(s.tokens) - 1}; the "
-                "tokens' rows stay in the preset's order."
-            )
-        else:  # X's rows moved on k places, as k clicks of "Shuffle tokens" do (the tokens travel as they are)
-            s.matrices["X"], s.rolled = np.roll(s.matrices["X"], k, axis=0), k
-    if tokens is not None or dm is not None or dk is not None or dv is not None:
-        s.resize(tokens, dm, dk, dv)
-    read_options(s, qp, notices)
-    if "kv" in qp:  # after the heads: W_k and W_v regrouped exactly as the sidebar does
-        g = whole(qp["kv"], 1, s.options.heads)
-        if g is None or s.options.heads % g:
-            notices.append(
-                f"The link's key/value heads {quoted(qp['kv'])} do not divide the {s.options.heads} heads; one per "
-                "head."
-            )
-        else:
-            s.use_kv_heads(g)
-    if "src" in qp:
-        problem = source_problem(qp["src"], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS))
-        if problem:
-            notices.append(f"The link's source sentence was not restored: {problem}.")
-        else:
-            s.source = tuple(qp["src"].split())
-    if s.options.positions == "learned" and "P" not in s.matrices:
-        s.use_positions("learned")  # P starts as the sinusoidal code; edits travel as edits
-    if "wo" in qp:
-        if qp["wo"] in ("0", "1"):
-            s.use_w_o(qp["wo"] == "1")
-        else:
-            notices.append(f"The link's W_o switch {quoted(qp['wo'])} is not 0 or 1; no W_o.")
-    if "digits" in qp:
-        allowed = {("full" if d is None else str(d)): d for d in session.DIGIT_CHOICES}
-        if qp["digits"] in allowed:
-            s.digits = allowed[qp["digits"]]
-        else:
-            notices.append(
-                f"The link's digits {quoted(qp['digits'])} are not one of {', '.join(allowed)}; showing "
-                f"{session.Session.digits} significant digits."
-            )
-    return s, notices
-
-
 def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
     """The parameters for everything but the edits, and what cannot travel."""
     notes: list[str] = []
@@ -182,7 +71,9 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
     if s.preset_id == session.BLANK:
         q["size"] = "x".join(str(v) for v in s.blank_shape)
     preset, base = (
-        session.origin(s) if s.preset_id != session.FILE else session.preset_and_base(base_id, None, s.blank_shape)
+        (s.origin.preset, s.origin.base)
+        if s.preset_id != session.FILE
+        else session.preset_and_base(base_id, None, s.blank_shape)
     )
     o, po = s.options, preset.options
     if o.projection != po.projection:
@@ -238,9 +129,22 @@ def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
 
 
 def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
-    """The query that reproduces the session, and notes on what it leaves out."""
+    """The query that reproduces the session, and notes on what it leaves out (made once per state: the address bar
+    and the sidebar's link share it)."""
+    q, notes = session.derived(s, "link", lambda: _link(s))
+    return dict(q), list(notes)
+
+
+@functools.lru_cache(maxsize=8)  # at most 8 states of at most 2048 × 256: a few MB each
+def _rebuilt(query: tuple[tuple[str, str], ...]) -> session.Session:
+    """The session a query without edits rebuilds, kept for the next edits of the same state (read only: its
+    matrices are compared, never changed)."""
+    return rebuild(dict(query))[0]
+
+
+def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     q, notes = state_params(s)
-    rebuilt, _ = rebuild(q)
+    rebuilt = _rebuilt(tuple(sorted(q.items())))
     if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):
         notes.append("the matrices W_o and P.")  # cannot happen while wo and pos travel: nothing to add then
         return q, notes

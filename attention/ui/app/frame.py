@@ -2,6 +2,14 @@
 
 Every page file is one call: ``render("scores")``. :func:`setup` is the one guarded entry that every page runs
 first, so a page works when opened by URL, after any page switch, and under AppTest.
+
+A step page's body (everything below its formula, and the sidebar's *Save, share, export*) is one ``st.fragment``:
+an edit, a tab or a click on a heatmap cell reruns only that body, not the navigation, the sidebar's controls and
+the title. The body starts by comparing what the rest of the page was drawn from (:func:`drawn_from`) with the
+state now: when a change reached beyond the body (a preset, an option, a size, a message outside it), it asks for
+the whole page instead (``st.rerun()``), so nothing a learner sees is ever left stale. The address is written by
+the body too, so it follows every edit. Inside the body, the results column is a fragment of its own: a click on a
+heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from ..inputs import import_box as imports
 from ..labpages import BODIES
 from ..modelpages import BODIES as MODEL_BODIES
 from ..sidebar import panel as sidebar
+from ..sidebar import share
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
@@ -36,8 +45,9 @@ from .specs import INSIDE, LABS, OVERVIEW, STEPS
 alt.utils.schemapi.disable_debug_mode()
 
 
-def setup(title: str, page_file: str) -> session.Session:
-    """Navigation, page config, session state, sidebar and address; every page calls this first."""
+def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
+    """Navigation, page config, session state, sidebar and address; every page calls this first (``tools``: draw the
+    sidebar's *Save, share, export* here; a step page's body draws it instead)."""
     nav.bootstrap(page_file)
     st.set_page_config(
         page_title=f"{title} · Self-attention, step by step",
@@ -46,10 +56,45 @@ def setup(title: str, page_file: str) -> session.Session:
     )
     s = state.ensure(url.read)
     cache.collect_if_large(len(s.tokens))
-    sidebar.draw(s)
+    sidebar.draw(s, tools=tools)
     url.write(s)
     controls.show_messages("page.notice")
+    st.session_state[_DRAWN] = drawn_from(s)
+    st.session_state[_WHOLE_RUN] = True  # read (and dropped) by a step page's body: this run is a whole one
     return s
+
+
+_DRAWN = "frame.drawn_from"  # what the last whole run drew outside a step page's body (see drawn_from)
+_WHOLE_RUN = "frame.whole_run"
+# messages shown inside a step page's body (its editors, import boxes, controls and the sidebar's share tools)
+_BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset_file")
+
+
+def drawn_from(s: session.Session) -> tuple:
+    """What the part of a step page outside its body shows depends on: the navigation, the sidebar's controls (the
+    preset, seed, sizes, options, digits, the pin, the source sentence), the running challenge's standing and the
+    messages left outside the body. Without a challenge, grid edits, tabs, the explained cell and imports of the same
+    shape change none of it."""
+    outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
+    # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
+    # of the numbers redraws the whole page
+    playing = (id(s.challenge), s.epoch) if s.challenge is not None else None
+    shapes = tuple((k, v.shape) for k, v in s.matrices.items())
+    return (
+        id(s),
+        s.version,
+        s.preset_id,
+        s.seed,
+        s.blank_shape,
+        s.tokens,
+        s.source,
+        s.options,
+        s.digits,
+        id(s.pin),
+        playing,
+        shapes,
+        outside,
+    )
 
 
 def render(key: str) -> None:
@@ -63,10 +108,24 @@ def render(key: str) -> None:
         (BODIES.get(key) or MODEL_BODIES[key])(s)
         return
     step = STEPS[key]
-    s = setup(step.nav, step.file)
+    setup(step.nav, step.file, tools=False)
     printing.print_layout()
     st.title(step.title)  # ours: the spec's title
     widgets.formula(step.latex)
+    body(key)
+
+
+@st.fragment
+def body(key: str) -> None:
+    """A step page below its formula, and the sidebar's *Save, share, export*: rerun alone by the widgets drawn here
+    (grid edits, tabs, a heatmap cell), or the whole page when a change reached beyond them."""
+    s = session.get()
+    if st.session_state.get(_DRAWN) != drawn_from(s):
+        st.rerun()  # a change beyond the body: the whole page (never in a whole run: setup just set it)
+    cache.collect_if_large(len(s.tokens))  # as setup does: a fragment rerun is a run too
+    step = STEPS[key]
+    share.sidebar_tools(s)
+    url.write(s)
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))
@@ -77,29 +136,56 @@ def render(key: str) -> None:
             editors.matrix_editor(name, s)
             imports.matrix_import(name, s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
-    if inputs is not None:
-        with inputs, printing.screen_only("inputs", panel=True):
-            input_panel(s)
-    with results:
-        if not ok:
-            views.show_error(trace)
-        else:
-            views.doc_check(s, trace)
-            if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
-                views.show_heatmap(step.heatmap, s, trace, key)
-            base = compute.base_trace(s)
-            for name in step.show:
-                views.show_matrix(name, s, trace, base, key)
-            for name in step.views:
-                with printing.view(name):
-                    views.VIEWS[name](s, trace, key)
-            with printing.screen_only("compare"):
-                for name in step.compare:
-                    compare.show(name, s, trace, key)
+    st.session_state[_BODY_DRAWN] = body_drawn_from(s)
+    # A whole run sends the grids first (their code loads while the rest is built); a rerun of the body after an edit
+    # sends the results first, so the browser redraws the heatmap while the grid beside it is still being built.
+    first = (inputs, results) if st.session_state.pop(_WHOLE_RUN, False) else (results, inputs)
+    for column in first:
+        if column is inputs and inputs is not None:
+            with inputs, printing.screen_only("inputs", panel=True):
+                input_panel(s)
+        elif column is results:
+            with results:
+                result_panel(key)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
         downloads.everything(s, key)
+
+
+_BODY_DRAWN = "frame.body_drawn_from"  # what the last run of a step page's body drew beside its results
+
+
+def body_drawn_from(s: session.Session) -> tuple:
+    """What a step page's body outside its results column depends on: everything outside the body, the numbers
+    (``epoch`` moves with every change), the refreshed grids, open tabs and every message."""
+    messages = tuple(sorted((p, m[0]) for p, m in s.messages.items()))
+    return (drawn_from(s), s.epoch, s.grids, tuple(s.tabs.items()), messages)
+
+
+@st.fragment
+def result_panel(key: str) -> None:
+    """A step page's results: the tutorial check, the heatmap, tables and views. A click on a heatmap cell, a head,
+    a window or a zoom reruns only this column; a change beyond it reruns the whole page."""
+    s = session.get()
+    if st.session_state.get(_BODY_DRAWN) != body_drawn_from(s):
+        st.rerun()  # a change beyond the results: the whole page (never when the body runs: it just set it)
+    step, trace = STEPS[key], compute.current_trace(s)
+    if not isinstance(trace, Trace):
+        views.show_error(trace)
+        return
+    views.doc_check(s, trace)
+    if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
+        views.show_heatmap(step.heatmap, s, trace, key)
+    base = compute.base_trace(s)
+    for name in step.show:
+        views.show_matrix(name, s, trace, base, key)
+    for name in step.views:
+        with printing.view(name):
+            views.VIEWS[name](s, trace, key)
+    with printing.screen_only("compare"):
+        for name in step.compare:
+            compare.show(name, s, trace, key)
 
 
 def input_panel(s: session.Session) -> None:
@@ -113,7 +199,7 @@ def input_panel(s: session.Session) -> None:
 def render_overview() -> None:
     """The home page: the whole pipeline at a glance with the current shapes, and links to each step."""
     s = setup("Overview", OVERVIEW)
-    preset = session.preset_for(s)
+    preset = s.origin.preset
     st.title("Self-attention, step by step")
     st.markdown(
         "Every matrix of scaled dot-product attention, computed live from numbers you can change. The presets in the "

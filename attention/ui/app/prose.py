@@ -177,7 +177,7 @@ def weights_origin(s: session.Session) -> str:
         np.array_equal(s.matrices[k], np.eye(s.matrices[k].shape[0])) for k in ("W_q", "W_k")
     ):
         return "identity"
-    preset, base = session.origin(s)
+    preset, base = s.origin.preset, s.origin.base
     if not all(k in base and session.identical(s.matrices[k], base[k]) for k in ("W_q", "W_k")):
         return "edited"
     drawn = preset.random.names if preset.random is not None else ()

@@ -164,7 +164,7 @@ def w_o(s: session.Session) -> None:
 
 def batch_note(s: session.Session) -> None:
     """For a preset whose X has a batch axis of one: what the dashboard shows, and what np.dot would give."""
-    preset = session.preset_for(s)
+    preset = s.origin.preset
     if preset.matrices()["X"].ndim != 3:
         return
     d = s.dims

@@ -16,7 +16,7 @@ from ... import names
 from ...errors import AttentionError
 from ...trace import Options, Trace, cross_attention, self_attention
 from .cache import TraceCache, return_large_frees_to_the_os
-from .session import Session, origin, preset_and_base
+from .session import Session, derived, preset_and_base
 from .source import cross_options, source_rows
 
 
@@ -36,9 +36,12 @@ return_large_frees_to_the_os()
 TRACES = TraceCache(max_bytes=256 * 2**20, max_entries=8, ttl=1800)  # two n = 2048 traces at most
 
 
-def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options) -> Trace:
+def compute(
+    tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options, key: str | None = None
+) -> Trace:
     """The trace for this content, cached by content so an edit recomputes once and every page reuses
-    it (raises AttentionError on bad input; errors are not cached)."""
+    it (raises AttentionError on bad input; errors are not cached). ``key``: the content's :func:`content_key`, when
+    the caller already has it."""
 
     def run() -> Trace:
         m = matrices
@@ -50,9 +53,8 @@ def compute(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options
         return trace
 
     n = matrices["X"].shape[-2]
-    return TRACES.get(
-        content_key(tokens, matrices, options), run, expected_bytes=3 * n * n * 8
-    )  # scores, scaled, weights
+    key = key or content_key(tokens, matrices, options)
+    return TRACES.get(key, run, expected_bytes=3 * n * n * 8)  # scores, scaled, weights
 
 
 def compute_cross(
@@ -81,7 +83,8 @@ def session_trace(s: Session) -> Trace:
     if s.source:
         X_kv = source_rows(s, s.source)  # (S, d_model)
         return compute_cross(s.tokens, s.source, s.matrices, X_kv, cross_options(s.options))
-    return compute(s.tokens, s.matrices, s.options)
+    key = derived(s, "trace_key", lambda: content_key(s.tokens, s.matrices, s.options))  # hashed once per state
+    return compute(s.tokens, s.matrices, s.options, key)
 
 
 def current_trace(s: Session) -> Trace | AttentionError:
@@ -97,9 +100,10 @@ def base_trace(s: Session) -> Trace | None:
     cross-attention (a source sentence: nothing of the preset's to compare cell by cell)."""
     if s.source:
         return None
-    preset, base = origin(s)
+    preset, base = s.origin.preset, s.origin.base
+    key = derived(s, "base_key", lambda: content_key(preset.tokens, base, preset.options))
     try:
-        return compute(preset.tokens, base, preset.options)
+        return compute(preset.tokens, base, preset.options, key)
     except AttentionError:
         return None
 
@@ -163,8 +167,12 @@ def mask_flips(trace: Trace, base: Trace, shape: tuple[int, int]) -> np.ndarray:
 def same_numbers(s: Session, trace: Trace) -> bool:
     """True when the state gives the unedited preset's numbers, up to rounding: same tokens and, for every array
     of the trace, the same shape, the same masked cells and no value moved beyond :data:`ROUNDING`. A changed
-    softmax stabiliser or a projection switch (which transposes W) is then not an edit."""
-    preset = origin(s)[0]
+    softmax stabiliser or a projection switch (which transposes W) is then not an edit. Computed once per state."""
+    return derived(s, "same_numbers", lambda: _same_numbers(s, trace))
+
+
+def _same_numbers(s: Session, trace: Trace) -> bool:
+    preset = s.origin.preset
     base = base_trace(s)
     if base is None or s.tokens != preset.tokens:
         return False

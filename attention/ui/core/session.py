@@ -1,17 +1,21 @@
-"""The session's state as data, and what derives from it without changing it: the preset, labels.
+"""The session's state as data, and what derives from it without changing it: its origin, labels, "unedited".
 
 One ``Session`` per user lives in ``st.session_state`` under :data:`KEY`. This module only reads it; every
-change goes through :mod:`attention.ui.state`.
+change, the reshapes included, goes through :mod:`attention.ui.state`. The unedited starting point (``origin``)
+is kept on the session, set by the writer when the preset, seed or size changes; what derives from the whole
+state (is it unedited? its address) is computed once per state and remembered (:func:`derived`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
 
-from ... import heads, names, positions, rng
+from ... import names
 from ...io import presets as presets_mod
 from ...io.presets import Preset
 from ...labs.challenges import Challenge
@@ -35,6 +39,18 @@ class Pinned:
     matrices: dict[str, np.ndarray]
     options: Options
     label: str
+
+
+@dataclass(frozen=True, eq=False)
+class Origin:
+    """The unedited starting point of a state: the preset (listed, blank or loaded from a file) and its X, W_q, W_k,
+    W_v as read-only 2-D arrays (a batch of one dropped). Made once when the preset, seed or size changes."""
+
+    preset: Preset
+    base: dict[str, np.ndarray]
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -73,6 +89,11 @@ class Session:
     learned: Learned | None = None
     embedding: tuple[str, int] = ("preset", 0)
     source: tuple[str, ...] = ()  # the Tokens page's source sentence: cross-attention's keys and values (empty: none)
+    # the unedited starting point, set with the preset, seed or size (by new_session and the writer); None only for a
+    # bare Session built by hand
+    origin: Origin | None = None
+    # values derived from the whole state, each with the state it was derived from (see derived); not state
+    memo: dict[str, tuple[tuple, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def dims(self) -> names.Dims:
@@ -85,107 +106,6 @@ class Session:
 
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
         return names.axis_labels(name, shape, self.tokens, self.options.projection, self.source)
-
-    # The two reshapes a state can undergo, used by the one writer (attention.ui.state) on the live session and by
-    # attention.ui.address.url on a session it rebuilds from an address (so a link reproduces a resize exactly).
-
-    def shuffle(self) -> None:
-        """Move every token one place on (the last to the front); each keeps its row of X, its padding flag and its
-        row and column of a custom mask, so without positions the outputs only move with their tokens."""
-        order = np.roll(np.arange(len(self.tokens)), 1)
-        self.rolled = (self.rolled + 1) % len(self.tokens)
-        self.tokens = tuple(self.tokens[i] for i in order)
-        self.matrices["X"] = self.matrices["X"][order].copy()
-        o = self.options
-        grid = tuple(tuple(o.custom_mask[i][j] for j in order) for i in order) if o.custom_mask else ()
-        self.options = replace(o, padding=tuple(o.padding[i] for i in order) if o.padding else (), custom_mask=grid)
-
-    def use_positions(self, kind: str) -> str:
-        """Switch the positions; "learned" brings an editable P (n × d_model) that starts as the sinusoidal code,
-        and leaving "learned" drops P. Returns a note saying so ("" when there is nothing to say)."""
-        note = ""
-        if kind == "learned" and "P" not in self.matrices:
-            self.matrices["P"] = positions.sinusoidal(*self.matrices["X"].shape[-2:])  # (n, d_model)
-            note = "P starts as the sinusoidal code: edit any cell on the Tokens page to change what is added to X."
-        elif kind != "learned" and "P" in self.matrices:
-            edited = not np.array_equal(self.matrices["P"], positions.sinusoidal(*self.matrices["P"].shape))
-            del self.matrices["P"]
-            note = "P was dropped (positions are no longer learned)" + (", with your edits to it." if edited else ".")
-        self.options = replace(self.options, positions=kind)
-        return note
-
-    def use_w_o(self, on: bool) -> str:
-        """Mix the heads' outputs by W_o (d_v × d_v), starting as the identity so nothing changes until it is
-        edited; or drop W_o. Returns a note saying so."""
-        if on and "W_o" not in self.matrices:
-            self.matrices["W_o"] = np.eye(self.dims.d_v)  # (d_v, d_v)
-            return "W_o starts as the identity (the output is unchanged): edit any cell to mix the heads' outputs."
-        if not on and "W_o" in self.matrices:
-            edited = not np.array_equal(self.matrices["W_o"], np.eye(self.matrices["W_o"].shape[0]))
-            del self.matrices["W_o"]
-            return "W_o was dropped: the output is the heads' outputs side by side" + (
-                ", and your edits to W_o are gone." if edited else "."
-            )
-        return ""
-
-    def use_kv_heads(self, g: int) -> None:
-        """g key/value heads (g divides the heads): W_k and W_v regrouped by :func:`attention.heads.regroup`."""
-        o = self.options
-        for name in ("W_k", "W_v"):
-            self.matrices[name] = heads.regroup(self.matrices[name], o.heads, o.kv, g, o.projection)
-        self.options = replace(o, kv_heads=None if g == o.heads else g)
-
-    def project(self, projection: str) -> None:
-        """Switch X·W / X·Wᵀ: W_q, W_k, W_v transposed, so Q, K and V stay exactly the same."""
-        for name in names.WEIGHTS:
-            self.matrices[name] = np.ascontiguousarray(self.matrices[name].T)
-        self.options = replace(self.options, projection=projection)
-
-    def resize(
-        self,
-        tokens: tuple[str, ...] | None = None,
-        d_model: int | None = None,
-        d_k: int | None = None,
-        d_v: int | None = None,
-    ) -> str:
-        """New sizes, keeping every value that still fits; new cells are drawn from the seed, each a function of
-        its place only (the same sizes always give the same numbers). W_v keeps its d_v unless ``d_v`` is given.
-        Returns a note when the heads no longer divide d_k and d_v and go back to one head ("" otherwise)."""
-        if self.options.kv != self.options.heads:  # first one key/value block per head again (copies: no change)
-            self.use_kv_heads(self.options.heads)
-        seed, dims = self.seed or 0, self.dims
-        n = len(tokens) if tokens is not None else dims.n
-        dm = d_model if d_model is not None else dims.d_model
-        dk = d_k if d_k is not None else dims.d_k
-        dv = d_v if d_v is not None else dims.d_v
-        self.matrices["X"] = rng.fill_new_cells(self.matrices["X"], (n, dm), seed, stream=0)
-        for i, name in enumerate(names.WEIGHTS):  # each W its own new cells; W_v keeps d_v
-            out = dv if name == "W_v" else dk
-            self.matrices[name] = rng.fill_new_cells(
-                self.matrices[name], names.weight_shape(dm, out, self.options.projection), seed, stream=1 + i
-            )
-        if "W_o" in self.matrices:  # (d_v, d_v)
-            self.matrices["W_o"] = rng.fill_new_cells(self.matrices["W_o"], (dv, dv), seed, stream=4)
-        if "P" in self.matrices:  # (n, d_model): one row per position
-            self.matrices["P"] = rng.fill_new_cells(self.matrices["P"], (n, dm), seed, stream=5)
-        note = ""
-        if dk % self.options.heads or dv % self.options.heads:
-            note = f"{self.options.heads} heads do not divide d_k = {dk} and d_v = {dv}: back to one head."
-            self.options, self.head = replace(self.options, heads=1), 0
-        if n != dims.n:
-            self.rolled = 0  # no longer a pure reordering of the preset's rows (a link carries X as edits)
-        if tokens is not None:
-            self.tokens = tokens
-            if len(self.options.padding) != n:
-                pad = tuple(self.options.padding[:n]) + (False,) * max(0, n - len(self.options.padding))
-                self.options = replace(self.options, padding=pad)
-            grid = self.options.custom_mask
-            if grid and len(grid) != n:  # kept where it fits; new tokens may attend and be attended
-                grid = tuple(
-                    tuple(grid[i][j] if i < len(grid) and j < len(grid) else True for j in range(n)) for i in range(n)
-                )
-                self.options = replace(self.options, custom_mask=grid)
-        return note
 
 
 def valid_heads(s: Session) -> list[int]:
@@ -223,11 +143,9 @@ def preset_label(preset_id: str, s: Session | None = None) -> str:
     return "Blank n × d (random)" if preset_id == BLANK else presets_mod.preset_label(preset_id)
 
 
-def origin(s: Session) -> tuple[Preset, dict[str, np.ndarray]]:
-    """The unedited preset the session started from (a loaded file, or a listed preset and seed), matrices 2-D."""
-    if s.preset_id == FILE and s.loaded is not None:
-        return s.loaded, _read_only(matrices_2d(s.loaded))
-    return preset_and_base(s.preset_id, s.seed, s.blank_shape)
+def file_origin(preset: Preset) -> Origin:
+    """The origin of a state loaded from a preset file: the file's preset and its matrices, read-only and 2-D."""
+    return Origin(preset, _read_only(matrices_2d(preset)))
 
 
 def _read_only(matrices: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -236,17 +154,10 @@ def _read_only(matrices: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return matrices
 
 
-def preset_for(s: Session) -> Preset:
-    return origin(s)[0]
-
-
-def base_for(s: Session) -> dict[str, np.ndarray]:
-    return origin(s)[1]
-
-
 def new_session(
     preset_id: str = DEFAULT_PRESET, seed: int | None = None, blank_shape: tuple[int, int, int] = DEFAULT_BLANK
 ) -> Session:
+    """A state at a listed preset (or a blank of ``blank_shape``) with ``seed``, unedited; its origin set."""
     preset, base = preset_and_base(preset_id, seed, blank_shape)
     return Session(
         preset_id=preset_id,
@@ -255,7 +166,43 @@ def new_session(
         tokens=preset.tokens,
         matrices={k: np.array(v) for k, v in base.items()},
         options=preset.options,
+        origin=Origin(preset, base),
     )
+
+
+def _state_of(s: Session) -> tuple:
+    """What a derived value depends on, cheap to compare: every field that travels or is shown, and each matrix by
+    identity (a change of numbers always puts a new array in; :mod:`attention.ui.state` never writes into one).
+    ``epoch`` and ``version`` move with every change of content, so an array freed and another made at its
+    address cannot pass for it."""
+    matrices = tuple((k, id(v), v.shape) for k, v in s.matrices.items())
+    held = (id(s.pin), id(s.origin), id(s.loaded), id(s.challenge))  # by identity: each holds arrays or is new
+    return (
+        s.epoch,
+        s.version,
+        s.preset_id,
+        s.seed,
+        s.blank_shape,
+        s.tokens,
+        s.source,
+        s.options,
+        s.rolled,
+        s.digits,
+        held,
+        matrices,
+    )
+
+
+def derived(s: Session, name: str, make: Callable[[], T]) -> T:
+    """``make()``, computed once per state: kept on the session (``memo``) with the state it was derived from, and
+    made again only when that state changed. For what several parts of one run need (is it unedited? its address)."""
+    now = _state_of(s)
+    kept = s.memo.get(name)
+    if kept is not None and kept[0] == now:
+        return kept[1]
+    value = make()
+    s.memo[name] = (now, value)
+    return value
 
 
 def identical(a: np.ndarray, b: np.ndarray) -> bool:
@@ -264,8 +211,12 @@ def identical(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def is_unedited(s: Session) -> bool:
-    """True when tokens, matrices and options are exactly the preset's."""
-    preset, base = origin(s)
+    """True when tokens, matrices and options are exactly the preset's (computed once per state)."""
+    return derived(s, "unedited", lambda: _unedited(s))
+
+
+def _unedited(s: Session) -> bool:
+    preset, base = s.origin.preset, s.origin.base
     return (
         (s.tokens, s.source) == (preset.tokens, preset.source_tokens)  # a new source sentence is an edit
         and s.options == preset.options
@@ -275,9 +226,14 @@ def is_unedited(s: Session) -> bool:
 
 
 def export_preset(s: Session) -> Preset:
-    """What downloads describe: the unedited preset itself, or the current state as fixed matrices."""
+    """What downloads describe: the unedited preset itself, or the current state as fixed matrices (made once per
+    state)."""
     if is_unedited(s):
-        return preset_for(s)
+        return s.origin.preset
+    return derived(s, "export", lambda: _edited_preset(s))
+
+
+def _edited_preset(s: Session) -> Preset:
     return presets_mod.from_state(
         s.tokens,
         s.matrices,
@@ -287,4 +243,3 @@ def export_preset(s: Session) -> Preset:
         description="Saved from the dashboard.",
         source_tokens=s.source,
     )
-

@@ -71,7 +71,7 @@ def grid_format(name: str, s: session.Session) -> str:
     """The one number format of a matrix's grid and of its edit notes: the digits control's, with the decimals chosen
     from the unedited preset's matrix (when the shape is the same), so an edit that makes a number larger does not
     change how every other cell is written."""
-    base = session.base_for(s).get(name)
+    base = s.origin.base.get(name)
     m = s.matrices[name]
     return charts.decimals_for(base if base is not None and base.shape == m.shape else m, s.digits)
 

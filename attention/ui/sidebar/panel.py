@@ -20,8 +20,8 @@ from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import challenge_status, conventions, share
 
 
-def draw(s: session.Session) -> None:
-    """The controls (the navigation itself is declared by the entry point)."""
+def draw(s: session.Session, tools: bool = True) -> None:
+    """The controls (the navigation itself is declared by the entry point); ``tools``: save/share/export too."""
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
     challenge_status.show(s)
@@ -46,7 +46,7 @@ def draw(s: session.Session) -> None:
                 label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
             )
         show_messages("sidebar.blank", sb)
-    preset = session.preset_for(s)
+    preset = s.origin.preset
     from_file = s.preset_id == session.FILE
     bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input(
@@ -80,7 +80,8 @@ def draw(s: session.Session) -> None:
         sb.info(cross, icon=":material/translate:")  # ours: counts and option names only
     conventions.draw(s)
     compare.pin_controls(s)
-    share.sidebar_tools(s)
+    if tools:
+        share.sidebar_tools(s)
 
 
 def _seed() -> None:

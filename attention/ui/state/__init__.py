@@ -5,7 +5,9 @@ The ``Session`` (:mod:`attention.ui.core.session`) changes only through the func
 (``on_change`` / ``on_click``), which Streamlit runs before the script: so every page, the sidebar included,
 draws from the state as it is after the change, and no run changes state half-way or needs ``st.rerun()``.
 A change that is refused leaves the session exactly as it was and leaves a message (:func:`say`) that the
-page shows next to the control that caused it.
+page shows next to the control that caused it. The session's ``origin`` (the unedited preset) is set here too, with
+the preset, seed or size; :mod:`.reshapes` holds the reshapes (shuffle, resize, W_o, P, key/value heads) that these
+changes, and the address's rebuild of a session, apply.
 """
 
 from .challenges import back_to_before, refuse_locked, set_tour, show_solution, start_challenge, stop_challenge

@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import names
 from ..core.session import Session, get
+from . import reshapes
 from .challenges import refuse_any_locked, refuse_locked
 from .core import say, touch
 
@@ -42,11 +43,11 @@ def set_tokens(tokens: tuple[str, ...]) -> None:
 
 
 def shuffle_tokens() -> None:
-    """Reorder the tokens (see :meth:`Session.shuffle`); refused while a challenge locks X."""
+    """Reorder the tokens (see :func:`.reshapes.shuffle`); refused while a challenge locks X."""
     if refuse_any_locked(("X",), "control.positions"):
         return
     s = get()
-    s.shuffle()
+    reshapes.shuffle(s)
     s.version += 1
     touch(s)
 
@@ -56,7 +57,7 @@ def set_projection(projection: str) -> None:
     s = get()
     if projection == s.options.projection or refuse_any_locked(names.WEIGHTS, "sidebar.heads"):
         return
-    s.project(projection)
+    reshapes.project(s, projection)
     s.version += 1
     touch(s)
 
@@ -102,7 +103,7 @@ def resize(
     s = get()
     if refuse_any_locked(resized(s, tokens, d_model, d_k, d_v), place):
         return False
-    note = s.resize(tokens, d_model, d_k, d_v)
+    note = reshapes.resize(s, tokens, d_model, d_k, d_v)
     s.version += 1
     touch(s)
     if note:

@@ -11,7 +11,8 @@ from ...io import vectors
 from ...names import WEIGHTS
 from ..core.compute import content_key
 from ..core.learned import Learned
-from ..core.session import get, identical, origin
+from ..core.session import get, identical
+from . import reshapes
 from .challenges import refuse_any_locked, refuse_locked
 from .core import say, touch
 
@@ -72,7 +73,7 @@ def use_identity() -> None:
     if any(refuse_locked(k, "control.embeddings") for k in ("W_q", "W_k")):
         return
     d_model = s.dims.d_model
-    note = s.resize(d_k=d_model)
+    note = reshapes.resize(s, d_k=d_model)
     for k in ("W_q", "W_k"):
         s.matrices[k] = np.eye(d_model)  # (d_model, d_k = d_model): X·I = X, either projection
     s.version += 1
@@ -93,7 +94,7 @@ def embedding_matrix(kind: str, seed: int) -> tuple[np.ndarray, np.ndarray | Non
         return np.eye(n), None  # (n, n)
     if kind == "random":
         return np.random.RandomState(seed).randn(n, d_model) / np.sqrt(d_model), None  # (n, d_model)
-    base = origin(s)[1]["X"]  # (n₀, d₀): the preset's own rows, moved on as the shuffles moved them
+    base = s.origin.base["X"]  # (n₀, d₀): the preset's own rows, moved on as the shuffles moved them
     rolled = np.roll(base, s.rolled, axis=0) if base.shape[0] == n else base
     return rng.fill_new_cells(rolled, (n, base.shape[1]), s.seed or 0, stream=0), None
 
@@ -107,7 +108,7 @@ def set_embeddings(kind: str, seed: int = 0) -> None:
     touched = ("X", *(WEIGHTS if X.shape[1] != s.dims.d_model else ()))
     if refuse_any_locked(touched, "control.embeddings"):
         return
-    note = s.resize(d_model=X.shape[1])
+    note = reshapes.resize(s, d_model=X.shape[1])
     s.matrices["X"] = X
     if kind != "preset":
         s.rolled = 0  # X is no longer the preset's rows moved on

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ... import heads, masks, names
 from ..core.session import get, valid_heads
+from . import reshapes
 from .challenges import refuse_locked
 from .core import say, touch
 
@@ -50,7 +51,7 @@ def set_heads(h: int) -> None:
     s.head = min(s.head, h - 1)
     grouped = s.options.kv != s.options.heads
     if grouped:  # one key/value block per head again first (copies: nothing changes)
-        s.use_kv_heads(s.options.heads)
+        reshapes.use_kv_heads(s, s.options.heads)
         s.version += 1
     set_option(heads=h)
     if grouped:
@@ -79,7 +80,7 @@ def set_kv_heads(g: int) -> None:
         return
     if g == old or refuse_locked("W_k", "sidebar.kv_heads") or refuse_locked("W_v", "sidebar.kv_heads"):
         return
-    s.use_kv_heads(g)
+    reshapes.use_kv_heads(s, g)
     s.version += 1
     touch(s)
     how = (
@@ -96,7 +97,7 @@ def set_positions(kind: str) -> None:
     s = get()
     if kind == s.options.positions:
         return
-    note = s.use_positions(kind)
+    note = reshapes.use_positions(s, kind)
     s.version += 1
     touch(s)
     if note:
@@ -106,7 +107,7 @@ def set_positions(kind: str) -> None:
 def set_w_o(on: bool) -> None:
     """Mix the heads' outputs by an editable W_o (starting as the identity), or drop it."""
     s = get()
-    note = s.use_w_o(on)
+    note = reshapes.use_w_o(s, on)
     if note:
         s.version += 1
         touch(s)

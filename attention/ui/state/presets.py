@@ -13,13 +13,16 @@ from ..core.session import (
     BLANK,
     FACTOR_RANGE,
     FILE,
+    Origin,
     Session,
+    file_origin,
     get,
     is_unedited,
     matrices_2d,
     new_session,
     preset_and_base,
 )
+from . import reshapes
 from .challenges import start_challenge
 from .core import replace_session, say, touch
 
@@ -51,7 +54,7 @@ def set_seed(seed: int) -> None:
     if not preset.is_random:
         say("sidebar.seed", "error", "This preset has no random parts; the seed was not applied.")
         return
-    s.seed = preset.seed
+    s.seed, s.origin = preset.seed, Origin(preset, fresh)
     for i, name in enumerate(preset.random.names):
         # the fresh draw, fitted to the current shape (the user may have resized): cells beyond the
         # preset's shape are new draws too, so nothing keeps a value from the old seed
@@ -75,6 +78,7 @@ def apply_preset(preset: Preset) -> None:
             options=preset.options,
             loaded=preset,
             source=tuple(preset.source_tokens),
+            origin=file_origin(preset),
         )
     )
 
@@ -89,7 +93,7 @@ def set_blank_shape(shape: tuple[int, int, int]) -> None:
     keep = {"softmax", "scale", "temperature", "positions", "projection"}
     options = replace(new.options, **{k: getattr(old_options, k) for k in keep if k != "projection"})
     if old_options.projection != new.options.projection:
-        new.project(old_options.projection)
+        reshapes.project(new, old_options.projection)
     if old_options.mask and not options.mask:
         options = replace(options, mask=old_options.mask, padding=(False,) * n)
         options = replace(options, custom_mask=((True,) * n,) * n if "custom" in old_options.mask else ())

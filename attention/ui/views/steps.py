@@ -222,7 +222,7 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
         key=f"dl.reading.{s.version}",
         on_click="ignore",
     )
-    note = session.preset_for(s).notes.get("reading") if session.is_unedited(s) else None
+    note = s.origin.preset.notes.get("reading") if session.is_unedited(s) else None
     if isinstance(note, str):
         st.info(esc(note, 2000))
 
@@ -264,7 +264,7 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
 
 def doc_check(s: session.Session, trace: Trace) -> None:
     """A small badge saying whether the numbers are the ones the preset's tutorial prints (details on hover)."""
-    preset = session.preset_for(s)
+    preset = s.origin.preset
     if not preset.source.get("document") or s.preset_id == session.FILE:
         return
     where = f"the tutorial {esc(preset.source['document'])}"
