@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import CHROMIUM, SHOTS, open_sidebar_expander, settle
+from tests.browser_util import CHROMIUM, SHOTS, open_sidebar_expander, rerun, settle
 from tests.test_browser import base_url, browser, nav, open_page, page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -55,8 +55,8 @@ def _type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, in
         except Exception:  # noqa: BLE001 - the first double-click after a redraw may not open it
             pg.wait_for_timeout(300)
     editor.fill(value)
-    pg.keyboard.press("Enter")
-    pg.wait_for_timeout(300)
+    with rerun(pg):  # the run the edit starts, seen in the websocket messages, not guessed by a timer
+        pg.keyboard.press("Enter")
     _ready(pg)
 
 
