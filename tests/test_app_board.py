@@ -124,3 +124,35 @@ def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her
     assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), (
         texts(forged.warning) + texts(forged.info)
     )
+
+
+def test_a_built_in_rewritten_under_its_id_is_recorded_apart() -> None:
+    """A link carries its challenge: one with a built-in's id but an easier goal is recorded under its own id, with
+    a title that says it is not a built-in, never as the built-in."""
+    import dataclasses
+
+    from attention.labs import challenges as ch
+    from attention.ui.state.board import recorded_as
+
+    real = ch.load_challenge("sharpen_cat")
+    assert recorded_as(real) == ("sharpen_cat", real.title)
+    easy = dataclasses.replace(real, condition=dataclasses.replace(real.condition, value=5.0))
+    cid, title = recorded_as(easy)
+    assert cid.startswith("custom-") and cid != recorded_as(real)[0] and "not a built-in" in title
+
+
+def test_an_unreachable_board_database_leaves_every_page_working(tmp_path: Path) -> None:
+    """A database URL that cannot be opened: pages draw, the board reads as off or unreachable, no traceback."""
+    bad = f"sqlite:///{tmp_path / 'no-such-folder' / 'board.sqlite3'}"
+    for page in ("challenges", "class_board", "softmax"):
+        at = _opened(bad, page, {"member": "K7QX2M.whatever"})
+        no_exception(at)
+    assert any("cannot be reached" in t for t in texts(_opened(bad, "class_board", {}).info))
+
+
+def test_a_title_with_an_emoji_sequence_is_handed_in(url: str) -> None:
+    board = Board(url)
+    code = board.open_class("Lab")
+    token = board.join(code, "Cy")
+    assert board.record(code, token, "x" * 100, "Family 👨\u200d👩\u200d👧 goal " + "t" * 150, "challenges?x=1")
+    assert board.solves(code)[0].challenge_title.startswith("Family 👨👩👧 goal")

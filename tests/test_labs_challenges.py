@@ -532,3 +532,18 @@ def test_a_cross_attention_trace_does_not_count_for_a_challenge() -> None:
     t = attention.cross_attention(m["X"], m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=("The", "cat", "sat"))
     p = ch.evaluate(c, t)
     assert not p.met and "cross-attention" in (p.blocked or "")
+
+
+def test_a_state_with_a_w_o_or_learned_positions_does_not_count() -> None:
+    """W_o and P are never editable in a challenge: a link that brings them (as a link's edits can) is blocked."""
+    c = ch.load_challenge("negative_output")
+    preset = ch.challenge_preset(c)
+    m = preset.matrices()
+    m["W_v"][0, 0] = -10.0
+    mats = (m["X"], m["W_q"], m["W_k"], m["W_v"])
+    solved = attention.self_attention(*mats, tokens=preset.tokens, options=preset.options)
+    assert ch.evaluate(c, solved).met
+    d_v = m["W_v"].shape[1]
+    with_w_o = attention.self_attention(*mats, W_o=np.eye(d_v), tokens=preset.tokens, options=preset.options)
+    p = ch.evaluate(c, with_w_o)
+    assert not p.met and "W_o differs from the challenge's start" in p.blocked

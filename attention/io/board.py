@@ -36,8 +36,8 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud an
 CODE_LENGTH = 6  # 32**6, about 10**9 codes
 MAX_CLASS_TITLE_CHARS = 80
 MAX_NAME_CHARS = 40
-MAX_CHALLENGE_ID_CHARS = 64
-MAX_CHALLENGE_TITLE_CHARS = 120
+MAX_CHALLENGE_ID_CHARS = 100  # as a challenge file allows
+MAX_CHALLENGE_TITLE_CHARS = 200
 DEFAULT_URL = "sqlite:///board.sqlite3"
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -129,6 +129,13 @@ def _db_errors(method: Callable[..., T]) -> Callable[..., T]:
     return wrapped
 
 
+def _visible(text: object) -> object:
+    """A title without its invisible characters (an emoji's joiners), bounded first; other values pass as they are."""
+    if not isinstance(text, str):
+        return text
+    return "".join(ch for ch in text[: 4 * MAX_CHALLENGE_TITLE_CHARS] if unicodedata.category(ch) not in ("Cc", "Cf"))
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -140,7 +147,7 @@ class Board:
     def __init__(self, url: str = DEFAULT_URL) -> None:
         try:
             self.engine = sa.create_engine(url, pool_pre_ping=True)
-        except (ValueError, ImportError) as exc:  # a URL SQLAlchemy cannot read, or a driver not installed
+        except (ValueError, ImportError, sa.exc.ArgumentError) as exc:  # a URL it cannot read, a driver not installed
             raise BoardError(f"The class board's database URL cannot be used ({type(exc).__name__}).") from None
         _meta.create_all(self.engine)
 
@@ -205,7 +212,7 @@ class Board:
         is her first solve of it (a later one keeps the first time and link)."""
         student_id, _ = self.student(code, token)
         challenge_id = _text(challenge_id, "challenge id", MAX_CHALLENGE_ID_CHARS)
-        challenge_title = _text(challenge_title, "challenge title", MAX_CHALLENGE_TITLE_CHARS)
+        challenge_title = _text(_visible(challenge_title), "challenge title", MAX_CHALLENGE_TITLE_CHARS)
         if not isinstance(link, str) or not 0 < len(link) <= 4 * MAX_LINK_CHARS:
             raise BoardError("The hand-in link is empty or too long.", field="link")
         row = dict(

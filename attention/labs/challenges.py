@@ -299,6 +299,12 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         now, was = squeeze_batch(np.asarray(getattr(trace, name))), squeeze_batch(start[name])
         if name not in challenge.editable and not np.array_equal(now, was):
             return f"{name} was edited, but {(locked_edit(challenge, name) or '').rstrip('.')}"
+    begun = preset.compute()  # W_o and learned positions are never editable in a challenge: as at its start or absent
+    for name, now, was in (("W_o", trace.W_o, begun.W_o), ("P", trace.positions_added, begun.positions_added)):
+        if (now is None) != (was is None) or (
+            now is not None and not np.array_equal(squeeze_batch(np.asarray(now)), squeeze_batch(np.asarray(was)))
+        ):
+            return f"{name} differs from the challenge's start, and a challenge's {name} cannot be edited"
     return None
 
 

@@ -1,8 +1,10 @@
 """This browser's class membership in its own address bar, so a reload keeps the student in her class.
 
 Written to the address bar only: the link a student shares or hands in (:func:`attention.ui.address.url.link`)
-leaves it out. The value is the class code and her secret token; it is checked against the class board before it
-counts, and a value that does not check out is ignored with a notice.
+leaves it out, and the deployment's nginx log leaves query strings out. Whoever has a student's address bar can
+hand in as her: a student shares the Copy-link box's link, not the address bar. The value is the class code and
+her secret token; it is checked against the class board before it counts, and a value that does not check out is
+ignored with a notice.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from ...errors import AttentionError
+from ...io.board import normal_code
 from ..core import classboard
 from ..core.classboard import MEMBER, Member
 
@@ -27,14 +30,18 @@ def param() -> dict[str, str]:
 
 def restore(qp: Mapping[str, str]) -> list[str]:
     """Rejoin the class the address names, if the board knows this token in that class; notices otherwise."""
-    value, board = qp.get(PARAM), classboard.board()
-    if not value or board is None or classboard.member() is not None:
+    value = qp.get(PARAM)
+    if not value or classboard.member() is not None:
+        return []
+    board = classboard.board()
+    if board is None:
         return []
     if len(value) > LIMIT or "." not in value:
         return ["The address's class membership does not read; join your class again on the Challenges page."]
     code, token = value.split(".", 1)
     try:
         _, name = board.student(code, token)
+        code = normal_code(code)
     except AttentionError:
         return ["The address's class membership is not known to this class board; join your class again."]
     st.session_state[MEMBER] = Member(code, name, token)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import streamlit as st
 
+from ...errors import AttentionError
 from ...io.board import Board
 from .settings import server_settings
 
+_LOG = logging.getLogger(__name__)
 MEMBER = "board.member"  # session_state: the Member this browser joined as (never in the address)
 TEACHER = "board.teacher"  # session_state: True once the teacher key was given in this browser session
 SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page shows
@@ -29,9 +32,16 @@ def _board(url: str) -> Board:
 
 
 def board() -> Board | None:
-    """The class board, or None when the server's settings name no database."""
+    """The class board, or None when the server's settings name no database or it cannot be opened now (the reason
+    goes to the server's log; a page then reads as if the board were off, and tries again next run)."""
     url = server_settings().board_url
-    return _board(url) if url else None
+    if not url:
+        return None
+    try:
+        return _board(url)
+    except AttentionError as exc:
+        _LOG.warning("class board unavailable: %s", exc.message)
+        return None
 
 
 def member() -> Member | None:

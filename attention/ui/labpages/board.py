@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pandas as pd
 import streamlit as st
 
@@ -21,7 +23,8 @@ def body(s: session.Session) -> None:
     settings = server_settings()
     if classboard.board() is None:
         st.info(
-            "The class board is off on this server. To turn it on, the server's owner adds a `[board]` section "
+            "The class board is off on this server, or its database cannot be reached just now (the server's log "
+            "says which). To turn it on, the server's owner adds a `[board]` section "
             "with a database `url` and a `teacher_key` to `.streamlit/secrets.toml` (see the README's "
             "*Deploy for a class*).",
             icon=":material/info:",
@@ -66,7 +69,7 @@ def _live(code: str) -> None:
         {
             "student": [r.name for r in rows],
             "challenge": [r.challenge_title for r in rows],
-            "solved at (UTC)": [r.solved_at.strftime("%H:%M:%S") for r in rows],
+            "solved at (UTC)": [r.solved_at.astimezone(UTC).strftime("%H:%M:%S") for r in rows],
             "hand-in link": [r.link for r in rows],
         }
     )

@@ -6,13 +6,14 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 
 import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import normal_code
-from ...labs.challenges import Progress
+from ...labs.challenges import Challenge, Progress, load_challenge, to_json
 from ..core import classboard
 from ..core.classboard import MEMBER, SHOWN_CLASS, TEACHER, Member
 from ..core.session import Session
@@ -87,13 +88,29 @@ def hand_in(s: Session, progress: Progress, link: str) -> None:
     board, who = classboard.board(), classboard.member()
     if board is None or who is None or s.challenge is None or not progress.met or progress.blocked:
         return
+    cid, title = recorded_as(s.challenge)
     done = st.session_state.setdefault(RECORDED, set())
-    if (who.code, s.challenge.id) in done:
+    if (who.code, cid) in done:
         return
     try:
-        board.record(who.code, who.token, s.challenge.id, s.challenge.title, link)
+        first = board.record(who.code, who.token, cid, title, link)
     except AttentionError as exc:
         say("board.handin", "warning", f"Your solve was not handed in: {esc(exc.message, 300)}")
         return
-    done.add((who.code, s.challenge.id))
-    say("board.handin", "success", f"Handed in to class {who.code}: {quoted(s.challenge.title, 80)}.", anywhere=True)
+    done.add((who.code, cid))
+    said = "Handed in" if first else "Already handed in"
+    say("board.handin", "success", f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}.", anywhere=True)
+
+
+def recorded_as(challenge: Challenge) -> tuple[str, str]:
+    """The id and title a solve is recorded under: a built-in's own when the running challenge is exactly that
+    built-in, else an id from the challenge's whole definition and a title that says it is not a built-in (a link
+    carries its challenge, so a student could rewrite a built-in's goal under its id: the board shows that apart)."""
+    try:
+        known = load_challenge(challenge.id)
+    except AttentionError:
+        known = None
+    if known is not None and to_json(known) == to_json(challenge):
+        return challenge.id, challenge.title
+    digest = hashlib.sha256(to_json(challenge).encode()).hexdigest()[:12]
+    return f"custom-{digest}", f"{challenge.title[:150]} (not a built-in: open the link for its goal)"

@@ -19,7 +19,7 @@ from .pins import renew_grids
 BEFORE = "challenge.before"  # session_state key: the session a challenge replaced, until the learner goes back
 
 
-def start_challenge(challenge: Challenge) -> None:
+def start_challenge(challenge: Challenge) -> bool:
     """Load the challenge's preset (its seed, its options with the challenge's overrides) and make it the active
     challenge: from now on an edit of a matrix it locks is refused. Changes nothing if the preset cannot load."""
     try:
@@ -27,7 +27,7 @@ def start_challenge(challenge: Challenge) -> None:
         fresh = new_session(challenge.preset, challenge.seed, get().blank_shape)
     except AttentionError as exc:
         say("challenge.start", "error", f"The challenge could not start: {esc(exc.message, 500)}. Nothing changed.")
-        return
+        return False
     fresh.options = preset.options
     if preset.options.kv != preset.options.heads:  # grouped key/value heads: the challenge's regrouped W_k, W_v
         start = preset.matrices()
@@ -40,6 +40,7 @@ def start_challenge(challenge: Challenge) -> None:
     s = get()
     s.challenge = challenge
     say("challenge.start", "success", f"Challenge {quoted(challenge.title)} started on its own preset.")
+    return True
 
 
 def show_solution() -> None:
@@ -56,7 +57,8 @@ def show_solution() -> None:
     if found is None:
         say("challenge.solution", "info", "Training the editable matrices did not meet this goal; nothing changed.")
         return
-    start_challenge(challenge)
+    if not start_challenge(challenge):  # its preset did not load: the learner's numbers stay as they are
+        return
     s = get()
     for name, value in found.matrices.items():
         s.matrices[name] = np.array(value, dtype=np.float64).reshape(s.matrices[name].shape)
