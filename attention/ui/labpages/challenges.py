@@ -103,7 +103,7 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
             icon=":material/flag:",
         )
         st.caption(
-            "Start replaces the numbers on every page with the challenge's own; \"Back to my numbers from before\" "
+            'Start replaces the numbers on every page with the challenge\'s own; "Back to my numbers from before" '
             "brings yours back. While it runs, the address carries it: a reload keeps it, and your link hands it in."
         )
 

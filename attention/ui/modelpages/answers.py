@@ -8,8 +8,8 @@ import streamlit as st
 
 from ...model import roles
 from ..core.text import esc
+from ..state import inside
 from . import runs
-from . import state as inside
 
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
 

@@ -10,10 +10,10 @@ from ...model import roles
 from ...names import token_labels
 from ..core import session
 from ..core.text import esc
+from ..state import inside
 from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
 from . import answers, runs
-from . import state as inside
 
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 

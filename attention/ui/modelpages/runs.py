@@ -1,25 +1,28 @@
-"""The shipped model, loaded once per process, and its runs measured once per content (text and ablations)."""
+"""Runs of the chosen model, measured once per content (model, text and ablations) and shared by every session."""
 
 from __future__ import annotations
 
 import functools
-import threading
 from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
-from ...model import Model, ablate, builtin, roles
-from ...model.induction import sequences
+from ...model import ablate, roles
+from ..core import models
+from ..state import inside
+from ..state.inside import Ablation, name
 
-Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
-_LOCK = threading.Lock()  # a Model's run cache is not shared safely between sessions' threads
+__all__ = ["Ablation", "Measured", "measure", "model", "name", "ready_made"]
 
 
-@st.cache_resource(show_spinner=False)
-def model() -> Model:
-    """The shipped induction model (2 layers × 2 heads, 32 words, 24 tokens), read once per process."""
-    return builtin("induction")
+def model() -> models.Model:
+    """The model the learner chose (the shipped one until another is chosen)."""
+    return inside.model()
+
+
+def ready_made() -> dict[str, tuple[int, ...]]:
+    """The chosen model's ready-made texts, by label (none for a model without them)."""
+    return models.ready_made(inside.model_id())
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,15 @@ class Measured:
     logits: np.ndarray
 
 
+def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (), model_id: str | None = None) -> Measured:
+    """The chosen model's (or ``model_id``'s) run on ``ids`` with these ablations, measured; cached by content."""
+    return _measure(model_id or inside.model_id(), ids, ablations)
+
+
 @functools.lru_cache(maxsize=64)
-def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = ()) -> Measured:
-    """The model's run on ``ids`` with these ablations, measured; cached by content (a few KB each)."""
-    m = model()
-    with _LOCK:
+def _measure(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...]) -> Measured:
+    m = models.get(model_id)
+    with models.LOCK:
         run = m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
     scores = roles.head_scores(run.weights, ids)
     losses = roles.position_losses(run.logits, ids)
@@ -51,27 +58,3 @@ def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = ()) -> Measu
     for a in (*scores.values(), losses, run.weights):
         a.flags.writeable = False  # shared by every session that shows this content
     return Measured(ids, ablations, run.weights, scores, roles.roles(scores), losses, first, second, run.logits)
-
-
-@functools.cache
-def ready_made() -> dict[str, tuple[int, ...]]:
-    """The ready-made sequences, by label: distinct random words, then the same words again."""
-    from ...model.induction import history
-
-    def repeat(half: int, seed: int) -> tuple[int, ...]:
-        return tuple(int(i) for i in sequences(np.random.RandomState(seed), 1, model().config.vocab_size, half)[0])
-
-    return {
-        "12 words, then the same 12 again (the training snapshots' example)": tuple(
-            int(i) for i in history("induction")["example"]
-        ),
-        "12 other words, repeated (draw 1)": repeat(12, 1),
-        "12 other words, repeated (draw 2)": repeat(12, 2),
-        "10 words, repeated (the shortest repeat it was trained on)": repeat(10, 1),
-        "8 words, repeated (shorter than any repeat it saw in training)": repeat(8, 1),
-    }
-
-
-def name(layer: int, head: int) -> str:
-    """A head as a person counts: "layer 1 · head 2" (the engine counts from 0)."""
-    return f"layer {layer + 1} · head {head + 1}"

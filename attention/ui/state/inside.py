@@ -1,18 +1,23 @@
-"""The model pages' state under their own keys: created in one guarded place, changed only by these callbacks."""
+"""The "Inside a model" pages' state: their own keys (``inside.*``), made in :func:`ensure`, changed by callbacks.
+
+The chosen model is held by its id (:mod:`attention.ui.core.models`); the text as that model's token ids; ablations
+as (layer, head, "zero" or "mean"), 0-based as the engine counts."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from ...errors import AttentionError
-from . import runs
+from ..core import models
 
 PREFIX = "inside."
+MODEL = PREFIX + "model"
 SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
 BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
 W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
+Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
 TYPED_LABEL = "Your own words (typed below)"
 
 
@@ -20,9 +25,10 @@ def ensure() -> None:
     """Create the page's state once per session: the first ready-made sequence, nothing ablated."""
     if IDS in st.session_state:
         return
-    label, ids = next(iter(runs.ready_made().items()))
+    label, ids = next(iter(models.ready_made(models.BUILTIN).items()))
     st.session_state.update(
         {
+            MODEL: models.BUILTIN,
             SEQUENCE: label,
             IDS: ids,
             POSITION: default_position(ids),
@@ -41,7 +47,17 @@ def default_position(ids: tuple[int, ...]) -> int:
     return min(len(ids) // 2, len(ids) - 1)
 
 
-def current() -> tuple[tuple[int, ...], int, tuple[runs.Ablation, ...]]:
+def model_id() -> str:
+    """The chosen model's id."""
+    return st.session_state[MODEL]
+
+
+def model() -> models.Model:
+    """The chosen model."""
+    return models.get(st.session_state[MODEL])
+
+
+def current() -> tuple[tuple[int, ...], int, tuple[Ablation, ...]]:
     """(token ids, chosen position, ablations) now."""
     return st.session_state[IDS], st.session_state[POSITION], st.session_state[ABLATIONS]
 
@@ -55,18 +71,18 @@ def _new_text(ids: tuple[int, ...], label: str) -> None:
 def on_sequence() -> None:
     """A ready-made sequence was chosen: it becomes the text, and the text box shows its words."""
     label = st.session_state.get(W_SEQUENCE)
-    ids = runs.ready_made().get(label)
+    ids = models.ready_made(model_id()).get(label)
     if ids is None:  # the typed text's entry, or a value no client should send
         return
     _new_text(ids, label)
-    st.session_state[W_TYPED] = runs.model().decode(ids)
+    st.session_state[W_TYPED] = model().decode(ids)
 
 
 def on_typed() -> None:
     """Words were typed: each must be in the model's vocabulary, 2 to n_ctx of them; else a message naming the word,
     and nothing else changes."""
     text = st.session_state.get(W_TYPED)
-    m = runs.model()
+    m = model()
     if not isinstance(text, str) or len(text) > MAX_CHARS:
         size = len(text) if isinstance(text, str) else 0
         st.session_state[MESSAGE] = f"The text has {size:,} characters; at most {MAX_CHARS} are read. Nothing changed."
@@ -104,11 +120,11 @@ def toggle(layer: int, head: int) -> None:
     was = [a for a in now if a[:2] == (layer, head)]
     if was:
         after = tuple(a for a in now if a[:2] != (layer, head))
-        change = f"Restoring {runs.name(layer, head)}"
+        change = f"Restoring {name(layer, head)}"
     else:
         how = st.session_state[HOW]
         after = tuple(sorted((*now, (layer, head, how))))
-        change = f"Ablating {runs.name(layer, head)} ({how})"
+        change = f"Ablating {name(layer, head)} ({how})"
     st.session_state.update({BEFORE: now, ABLATIONS: after, CHANGE: change, WHERE: (layer, head)})
 
 
@@ -117,3 +133,8 @@ def restore_all() -> None:
     now = st.session_state[ABLATIONS]
     if now:
         st.session_state.update({BEFORE: now, ABLATIONS: (), CHANGE: "Restoring every head", WHERE: "all"})
+
+
+def name(layer: int, head: int) -> str:
+    """A head as a person counts: "layer 1 · head 2" (the engine counts from 0)."""
+    return f"layer {layer + 1} · head {head + 1}"

@@ -1,0 +1,148 @@
+"""The models a learner can open, by id: the shipped one, the server's own checkpoints, and models held for a session.
+
+- ``"induction"``: the shipped 2-layer attention-only model (:func:`attention.model.builtin`);
+- ``"server:NAME"``: a checkpoint folder the server's owner lists (never the address)::
+
+      [models]                        # in .streamlit/secrets.toml
+      gpt2 = "/srv/models/gpt2"       # a folder with config.json, model.safetensors and a tokenizer
+
+  or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins);
+- ``"upload:HASH"`` and ``"trained:HASH"``: a model uploaded or trained by a learner, named by its content, held by
+  this server process (at most :data:`HELD_MAX` of them, the oldest let go first). These cannot travel in a link.
+
+Every model is read once per process and shared: a Model is read-only, and runs on it are made under :data:`LOCK`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from ...errors import AttentionError
+from ...model import Model, builtin, load
+from ...model.induction import history, sequences
+
+_LOG = logging.getLogger(__name__)
+BUILTIN = "induction"
+SERVER, UPLOAD, TRAINED = "server:", "upload:", "trained:"
+HELD_MAX = 6  # uploaded or trained models held by this process at once
+MAX_NAME = 40  # a server model's name, as listed
+LOCK = threading.Lock()  # a Model's run cache is not shared safely between sessions' threads
+_HELD: OrderedDict[str, Model] = OrderedDict()
+_HELD_LOCK = threading.Lock()
+
+
+def server_folders() -> dict[str, Path]:
+    """The checkpoint folders the server's owner listed, by name (names of letters, digits, '-', '_', '.')."""
+    raw = os.environ.get("ATTENTION_MODELS")
+    pairs: list[tuple[object, object]] = []
+    if raw:
+        pairs = [tuple(part.split("=", 1)) for part in raw[:10_000].split(";") if "=" in part]  # type: ignore[misc]
+    else:
+        try:
+            part = st.secrets.get("models")
+        except Exception:  # no secrets file, or one that does not parse
+            part = None
+        if hasattr(part, "items"):
+            pairs = list(part.items())
+    out: dict[str, Path] = {}
+    for name, folder in pairs:
+        name, folder = str(name).strip(), str(folder).strip()
+        if not (0 < len(name) <= MAX_NAME and all(c.isalnum() or c in "-_." for c in name) and folder):
+            _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
+            continue
+        out[name] = Path(folder)
+    return out
+
+
+def offered() -> dict[str, str]:
+    """The models this server offers every learner, by id: their labels in the model chooser."""
+    out = {BUILTIN: "The shipped induction model (2 layers × 2 heads)"}
+    out.update({SERVER + name: f"{name} (on this server)" for name in server_folders()})
+    return out
+
+
+def travels(model_id: str) -> bool:
+    """Whether a link can name this model: the shipped one and the server's own can; a learner's cannot."""
+    return model_id == BUILTIN or model_id.startswith(SERVER)
+
+
+def get(model_id: str) -> Model:
+    """The model with this id, read once per process; an AttentionError naming it when it cannot be opened."""
+    if model_id == BUILTIN:
+        return _builtin()
+    if model_id.startswith(SERVER):
+        name = model_id.removeprefix(SERVER)
+        folder = server_folders().get(name)
+        if folder is None:
+            raise AttentionError(f"this server offers no model called {name[:MAX_NAME]!r}", field="model")
+        return _server(name, str(folder))
+    with _HELD_LOCK:
+        model = _HELD.get(model_id)
+        if model is not None:
+            _HELD.move_to_end(model_id)
+            return model
+    raise AttentionError(
+        f"the model {model_id[:60]!r} is no longer held by this server (a model you upload or train is kept for a "
+        "while only); upload or train it again",
+        field="model",
+    )
+
+
+def hold(model: Model, kind: str) -> str:
+    """Keep a learner's model (``kind`` "upload" or "trained") in this process; its id, named by its content."""
+    if kind not in ("upload", "trained"):
+        raise ValueError(kind)
+    digest = hashlib.sha256(repr(model.config).encode())
+    for name in sorted(model.params):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(model.params[name]).tobytes())
+    model_id = f"{kind}:{digest.hexdigest()[:16]}"
+    with _HELD_LOCK:
+        _HELD[model_id] = _HELD.get(model_id, model)
+        _HELD.move_to_end(model_id)
+        while len(_HELD) > HELD_MAX:
+            _HELD.popitem(last=False)
+    return model_id
+
+
+def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
+    """Ready-made texts for a model, by label: for the shipped one, random words repeated; none for the others."""
+    return _ready_made() if model_id == BUILTIN else {}
+
+
+@st.cache_resource(show_spinner=False)
+def _builtin() -> Model:
+    return builtin(BUILTIN)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _server(name: str, folder: str) -> Model:
+    model = load(folder)
+    model.name = name
+    return model
+
+
+@st.cache_resource(show_spinner=False)
+def _ready_made() -> dict[str, tuple[int, ...]]:
+    vocab = _builtin().config.vocab_size
+
+    def repeat(half: int, seed: int) -> tuple[int, ...]:
+        return tuple(int(i) for i in sequences(np.random.RandomState(seed), 1, vocab, half)[0])
+
+    return {
+        "12 words, then the same 12 again (the training snapshots' example)": tuple(
+            int(i) for i in history(BUILTIN)["example"]
+        ),
+        "12 other words, repeated (draw 1)": repeat(12, 1),
+        "12 other words, repeated (draw 2)": repeat(12, 2),
+        "10 words, repeated (the shortest repeat it was trained on)": repeat(10, 1),
+        "8 words, repeated (shorter than any repeat it saw in training)": repeat(8, 1),
+    }
