@@ -257,6 +257,15 @@ INSIDE: dict[str, Lab] = {
             "restore it; then ablate the previous-token head in layer 1 and watch the induction head's pattern "
             "fall apart too.",
         ),
+        Lab(
+            "first_token",
+            "pages/18_first_token.py",
+            "First token",
+            "Why does everything attend to the first token?",
+            "Open the weights of a trained model and many heads put much of every row on token 1, whatever the text. "
+            "Below, for the model and text you choose, how much weight each head puts on the first token, and why a "
+            "head would: the attention sink, explained with this model's own numbers.",
+        ),
     )
 }
 NAV = (

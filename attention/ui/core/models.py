@@ -6,7 +6,8 @@
       [models]                        # in .streamlit/secrets.toml
       gpt2 = "/srv/models/gpt2"       # a folder with config.json, model.safetensors and a tokenizer
 
-  or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins);
+  or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins). A name is
+  ASCII letters, digits, '-', '_' or '.' (at most 40); a relative folder is read from the server's working folder;
 - ``"upload:HASH"`` and ``"trained:HASH"``: a model uploaded or trained by a learner, named by its content, held by
   this server process (at most :data:`HELD_MAX` of them, the oldest let go first). These cannot travel in a link.
 
@@ -55,10 +56,11 @@ def server_folders() -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name, folder in pairs:
         name, folder = str(name).strip(), str(folder).strip()
-        if not (0 < len(name) <= MAX_NAME and all(c.isalnum() or c in "-_." for c in name) and folder):
+        plain = all(c.isascii() and (c.isalnum() or c in "-_.") for c in name)
+        if not (0 < len(name) <= MAX_NAME and plain and folder):
             _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
             continue
-        out[name] = Path(folder)
+        out[name] = Path(folder).expanduser()
     return out
 
 
@@ -89,6 +91,8 @@ def get(model_id: str) -> Model:
         if model is not None:
             _HELD.move_to_end(model_id)
             return model
+    if not model_id.startswith((UPLOAD, TRAINED)):
+        raise AttentionError(f"there is no model {model_id[:60]!r} (not one this server offers)", field="model")
     raise AttentionError(
         f"the model {model_id[:60]!r} is no longer held by this server (a model you upload or train is kept for a "
         "while only); upload or train it again",
@@ -101,6 +105,7 @@ def hold(model: Model, kind: str) -> str:
     if kind not in ("upload", "trained"):
         raise ValueError(kind)
     digest = hashlib.sha256(repr(model.config).encode())
+    digest.update(_vocab_text(model).encode())  # the same weights with another tokenizer are another model
     for name in sorted(model.params):
         digest.update(name.encode())
         digest.update(np.ascontiguousarray(model.params[name]).tobytes())
@@ -111,6 +116,15 @@ def hold(model: Model, kind: str) -> str:
         while len(_HELD) > HELD_MAX:
             _HELD.popitem(last=False)
     return model_id
+
+
+def _vocab_text(model: Model) -> str:
+    """The model's vocabulary as text, for its id: a word list's words, a BPE tokenizer's JSON."""
+    words = getattr(model.vocab, "words", None)
+    if words is not None:
+        return "\n".join(words)
+    tokenizer = getattr(model.vocab, "tokenizer", None)
+    return tokenizer.to_str() if tokenizer is not None else repr(model.vocab)
 
 
 def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:

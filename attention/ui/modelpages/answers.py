@@ -61,7 +61,7 @@ def moved(before: runs.Measured, now: runs.Measured, change: str, position: int)
         if abs(b - a) >= MOVED:
             parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
     parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
-    pieces = runs.model().pieces
+    pieces = runs.pieces
     (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
     (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
     where = f"At position {position + 1} ({esc(pieces([now.ids[position]])[0])}) the most likely next token"
@@ -83,8 +83,7 @@ def _went(a: float, b: float) -> str:
 def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     """The top 5 next tokens at a chosen position (beside the unablated model's when heads are ablated), the loss on
     each half and on the whole text, and every position's prediction."""
-    m = runs.model()
-    tokens = m.pieces(now.ids)
+    tokens = runs.pieces(now.ids)
     n = len(tokens)
     half, repeats = roles.half_split(now.ids)
     st.subheader("What the model predicts")
@@ -100,7 +99,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     left, right = st.columns([3, 2], gap="medium")
     with left:
         best, p = roles.top_next(now.logits[position])
-        table = {"next token": m.pieces(best), "probability": np.round(p, 4)}
+        table = {"next token": runs.pieces(best), "probability": np.round(p, 4)}
         if now.ablations:
             table["without ablations"] = np.round(_probs(base.logits[position])[best], 4)
         st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
@@ -130,7 +129,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
         rows = {
             "position": np.arange(1, n + 1),
             "token": tokens,
-            "most likely next": m.pieces(top),
+            "most likely next": runs.pieces(top),
             "p(most likely)": np.round(probs[np.arange(n), top], 4),
             "next in the text": [*tokens[1:], ""],
             "p(next in the text)": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],
