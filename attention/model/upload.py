@@ -92,7 +92,10 @@ def unzip(data: bytes, zip_name: str = "the zip") -> dict[str, bytes]:
                 with archive.open(info) as f:
                     content = f.read(info.file_size + 1)  # never more than it declares, plus one byte to notice
             except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, ValueError) as exc:
-                raise AttentionError(f"{where}: {name} could not be unpacked: {exc}", field=name) from None
+                raise AttentionError(
+                    f"{where}: {name} could not be unpacked (its bytes do not match what the zip declares): {exc}",
+                    field=name,
+                ) from None
             if len(content) != info.file_size:
                 raise AttentionError(
                     f"{where}: {name} unpacks to more than the {info.file_size:,} bytes it declares; refused",

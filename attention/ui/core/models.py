@@ -38,6 +38,7 @@ MAX_NAME = 40  # a server model's name, as listed
 LOCK = threading.Lock()  # a Model's run cache is not shared safely between sessions' threads
 _HELD: OrderedDict[str, Model] = OrderedDict()
 _HELD_LOCK = threading.Lock()
+_WARNED: set[tuple[str, str]] = set()
 
 
 def server_folders() -> dict[str, Path]:
@@ -58,7 +59,9 @@ def server_folders() -> dict[str, Path]:
         name, folder = str(name).strip(), str(folder).strip()
         plain = all(c.isascii() and (c.isalnum() or c in "-_.") for c in name)
         if not (0 < len(name) <= MAX_NAME and plain and folder):
-            _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
+            if (name, folder) not in _WARNED:  # said once per process, not on every run
+                _WARNED.add((name, folder))
+                _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
             continue
         out[name] = Path(folder).expanduser()
     return out

@@ -54,8 +54,8 @@ def sinks() -> None:
     if ablations:
         st.caption("Measured with the heads ablated on the Every head page: " + runs_names(ablations) + ".")
     st.markdown(
-        f"**On your text** ({len(ids)} tokens, token 1 is “{_t(tokens[0])}”): the head with the most weight on token "
-        f"1 is **{runs.name(layer, head)}**, a mean of **{share[layer, head]:.2f}** over queries 2 to {len(ids)}; a "
+        f"**On your text** ({len(ids)} tokens, token 1 is “{esc(tokens[0], 40)}”): the head with the most weight "
+        f"on token 1 is **{runs.name(layer, head)}**, a mean of **{share[layer, head]:.2f}** over queries 2 to {len(ids)}; a "
         f"head spreading its weight evenly would put {chance:.2f} there. "
         + (
             f"{many} of the {L * H} heads put at least {STRONG} there."
@@ -143,7 +143,3 @@ def value_norms(
     dh = m.config.d_head
     W_o = m.layer_weights(layer)[3][head * dh : (head + 1) * dh]  # (d_head, d)
     return np.linalg.norm(V, axis=-1), np.linalg.norm(V @ W_o, axis=-1)  # (n,), (n,)
-
-
-def _t(token: str) -> str:
-    return esc(token, 40)
