@@ -55,8 +55,8 @@ def sinks() -> None:
         st.caption("Measured with the heads ablated on the Every head page: " + runs_names(ablations) + ".")
     st.markdown(
         f"**On your text** ({len(ids)} tokens, token 1 is “{esc(tokens[0], 40)}”): the head with the most weight "
-        f"on token 1 is **{runs.name(layer, head)}**, a mean of **{share[layer, head]:.2f}** over queries 2 to {len(ids)}; a "
-        f"head spreading its weight evenly would put {chance:.2f} there. "
+        f"on token 1 is **{runs.name(layer, head)}**, a mean of **{share[layer, head]:.2f}** over queries 2 to "
+        f"{len(ids)}; a head spreading its weight evenly would put {chance:.2f} there. "
         + (
             f"{many} of the {L * H} heads put at least {STRONG} there."
             if many
