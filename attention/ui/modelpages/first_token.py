@@ -99,6 +99,15 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             row_height=max(4, min(every_head.ROW_PX, 216 // n)),
         )
         st.vega_lite_chart(spec, width="stretch", key="inside.sink.head")
+    seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
+    found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token
+    if found.any() and nothing.any():
+        st.markdown(
+            f"**Where it parks its weight.** On the queries whose token has not occurred before (nothing for a copying "
+            f"head to find; {int(nothing.sum())} of them) it puts a mean **{A[1:, 0][nothing].mean():.2f}** on token "
+            f"1; on the queries whose token did occur before ({int(found.sum())}), "
+            f"**{A[1:, 0][found].mean():.2f}**."
+        )
     v, vo = value_norms(runs.model_id(), ids, ablations, layer, head)
     others = np.median(v[1:]), np.median(vo[1:])
     with right:
