@@ -167,7 +167,9 @@ def test_an_uploaded_checkpoint_opens_and_says_it_cannot_travel(gpt2, as_zip: bo
     at = app("every_head")
     files = _files(folder)
     if as_zip:
-        files = [("tiny.zip", _zip({f"tiny/{n}": b for n, b, _ in files}), "application/zip")]
+        whole = {f"tiny/{f.name}": f.read_bytes() for f in folder.iterdir()}  # as save_pretrained left it
+        assert "tiny/generation_config.json" in whole
+        files = [("tiny.zip", _zip(whole), "application/zip")]
     at = _upload(at, files)
     model_id = at.session_state["inside.model"]
     assert model_id.startswith("upload:"), errors(at)

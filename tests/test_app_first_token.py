@@ -50,7 +50,7 @@ def test_the_shipped_model_every_heads_share_on_token_1_and_its_strongest_sink()
         assert "No head puts 0.5 or more there: on this model and text the sink is weak" in md
     rows = at.dataframe[1].value
     A = ENGINE.run(ids).weights[layer, head]
-    np.testing.assert_allclose(rows["weight on token 1"], np.round(A[:, 0], 3))
+    np.testing.assert_allclose(rows["on token 1"], np.round(A[:, 0], 3))
     # where it parks: queries whose token is new (nothing to copy) against those whose token came before
     seen = [ids[t] in ids[:t] for t in range(1, 24)]
     new = np.mean([A[t + 1, 0] for t, s in enumerate(seen) if not s])
@@ -82,7 +82,7 @@ def test_value_norms_on_a_server_gpt2_against_transformers(gpt2, monkeypatch: py
     v = qkv[:, 2 * d + head * dh : 2 * d + (head + 1) * dh]  # (n, d_head)
     W_o = block.attn.c_proj.weight.detach().numpy()[head * dh : (head + 1) * dh]  # (d_head, d)
     norms, through = np.linalg.norm(v, axis=1), np.linalg.norm(v @ W_o, axis=1)
-    np.testing.assert_allclose(at.dataframe[1].value["‖v‖ of this token"], np.round(norms, 3), atol=1.5e-3)
+    np.testing.assert_allclose(at.dataframe[1].value["‖v‖"], np.round(norms, 3), atol=1.5e-3)
     md = _md(at)
     median = np.median(norms[1:])
     assert f"Token 1's value vector has norm {norms[0]:.2f}; the other tokens' median is {median:.2f}" in md

@@ -8,7 +8,8 @@ checked before a byte is parsed:
   declared sizes add up to at most :data:`MAX_UNZIPPED`; each member is read only up to its declared size + 1 byte,
   so a member that inflates beyond what it declares (a zip bomb) is refused, not unpacked;
 - a member's name has no absolute path, no '..', no backslash or drive letter, and at most one folder above it;
-- only the accepted names are written; a pickle (.bin, .pt, .pkl ...) is refused by name, never opened.
+- only the accepted names are written (the files save_pretrained adds beside them, such as generation_config.json,
+  are skipped unread); a pickle (.bin, .pt, .pkl ...) is refused by name, never opened; any other file is refused.
 
 The files are written to a new temporary folder and read by :func:`attention.model.load`, which checks the config,
 every tensor's shape and value, and the tokenizer; every problem is an AttentionError naming the file and field.
@@ -28,6 +29,14 @@ from .checkpoint import PICKLED, WHY_NOT_PICKLE, load
 from .model import Model
 
 ACCEPTED = ("config.json", "model.safetensors", "tokenizer.json", "vocab.json", "merges.txt")
+SKIPPED = (  # what save_pretrained and model hubs put beside them: allowed, never read
+    "generation_config.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "README.md",
+    ".gitattributes",
+)
 MAX_BYTES = MAX_UPLOAD_BYTES  # 16 MiB: everything sent at once
 MAX_UNZIPPED = 2 * MAX_UPLOAD_BYTES  # the members of a zip, by their declared sizes
 MAX_MEMBERS = 16
@@ -50,6 +59,7 @@ def open_files(files: Mapping[str, bytes]) -> Model:
         files = unzip(files[zips[0]], zips[0])
     for name in files:
         _check_name(name, "the upload")
+    files = {name: data for name, data in files.items() if name in ACCEPTED}
     if "config.json" not in files or "model.safetensors" not in files:
         missing = "config.json" if "config.json" not in files else "model.safetensors"
         raise AttentionError(f"the upload has no {missing}; send {NEEDED}", field=missing)
@@ -122,7 +132,7 @@ def _member_name(raw: str, where: str) -> str:
 
 
 def _check_name(name: str, where: str) -> None:
-    if name in ACCEPTED:
+    if name in ACCEPTED or name in SKIPPED:
         return
     if name.lower().endswith(PICKLED):
         raise AttentionError(f"{_short(name)}: {WHY_NOT_PICKLE}", field=_short(name))

@@ -113,9 +113,9 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
     with right:
         rows = {
             "query": labels,
-            "weight on token 1": np.round(A[:, 0], 3),
-            "largest other weight": np.round(np.r_[np.nan, (A[1:, 1:]).max(axis=-1)], 3),
-            "‖v‖ of this token": np.round(v, 3),
+            "on token 1": np.round(A[:, 0], 3),
+            "most elsewhere": np.round(np.r_[0.0, (A[1:, 1:]).max(axis=-1)], 3),
+            "‖v‖": np.round(v, 3),
         }
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=300)
     small = v[0] < SMALL * others[0]
@@ -128,9 +128,9 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             "So token 1's value is small: a row that parks its weight there adds little to the stream. That is the "
             "sink doing its job: a way to attend and change almost nothing."
             if small
-            else "Token 1's value is not small here: the weight parked on token 1 does add token 1's value to the "
-            "stream. On this model the first token is not (only) a place to park weight; its value is as large as "
-            "the others', so what this head adds on those rows is mostly token 1's content."
+            else "Token 1's value is not small here: each row adds its weight on token 1 times token 1's value to the "
+            "stream. On this model token 1 is not a place to attend and change nothing (a model learns that only "
+            "when it helps: the attention-sink paper, StreamingLLM, found it in Llama-2, MPT, Falcon and Pythia)."
         )
     )
 

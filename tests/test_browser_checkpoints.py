@@ -1,0 +1,98 @@
+"""Real headless Chromium: a server GPT-2 folder (listed in the server's environment) chosen in the model chooser, its
+every head's heatmap readable and drawn, then the First token page on it; at 1280 × 720 and 1400 × 1000; axe-core."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, streamlit_server
+from tests.test_browser import browser  # noqa: F401
+from tests.test_browser_a11y import axe_script, check  # noqa: F401
+from tests.test_browser_inside import CHARTS, _all_readable
+from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+
+@pytest.fixture(scope="module")
+def served(gpt2):  # noqa: F811
+    """A server whose owner lists the tiny GPT-2 as "tiny" (the environment's setting); its base URL and the folder."""
+    folder, model = gpt2
+    old = os.environ.get("ATTENTION_MODELS")
+    os.environ["ATTENTION_MODELS"] = f"tiny={folder}"
+    try:
+        with streamlit_server() as url:  # the server copies the environment when it starts
+            if old is None:
+                os.environ.pop("ATTENTION_MODELS")
+            else:
+                os.environ["ATTENTION_MODELS"] = old
+            yield url, folder, model
+    finally:
+        if old is not None:
+            os.environ["ATTENTION_MODELS"] = old
+
+
+def _choose(pg, label: str) -> None:
+    box = pg.get_by_test_id("stSelectbox").filter(has_text="Model").locator("input").first
+    box.scroll_into_view_if_needed()
+    option = pg.get_by_role("option").filter(has_text=label).first
+    for _ in range(10):  # a list opened while the page still scrolls closes again: open it until it stays
+        box.click()
+        try:
+            option.wait_for(state="visible", timeout=2_000)
+            break
+        except Exception:
+            pg.keyboard.press("Escape")
+    with rerun(pg):
+        option.click()
+    assert not error_texts(pg), error_texts(pg)
+
+
+def _torch_sink(model: object, ids: list[int]) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), output_attentions=True)  # type: ignore[operator]
+    return np.stack([a[0, :, 1:, 0].mean(-1).numpy() for a in out.attentions])  # (L, H)
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (1400, 1000)], ids=["1280x720", "1400x1000"])
+def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, viewport) -> None:  # noqa: F811
+    url, folder, model = served
+    from tokenizers import Tokenizer
+
+    half = Tokenizer.from_file(str(folder / "tokenizer.json")).encode("The cat sat on the mat.").ids
+    ids = half + half
+    w, h = viewport
+    with guarded_context(browser, viewport={"width": w, "height": h}) as context:
+        pg = context.new_page()
+        pg.goto(f"{url}/every_head")
+        settle(pg)
+        _all_readable(pg, 4)
+        _choose(pg, "tiny (on this server)")
+        _all_readable(pg, 8)  # 2 layers × 4 heads, each its own chart, readable and not blank
+        body = pg.inner_text("body")
+        assert "tiny, a GPT-2 checkpoint on this server: 2 layers × 4 heads" in body
+        assert f"{len(ids)} tokens:" in body and "␣" in body  # the BPE pieces, spaces made visible
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / f"checkpoints_every_head_{w}.png"), full_page=False)
+        pg.locator(CHARTS).nth(0).scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / f"checkpoints_every_head_heads_{w}.png"))
+        if w == 1400:
+            check(pg, axe_script, "every_head on a server GPT-2")
+        # the First token page, through the navigation (the same session, the same model)
+        with rerun(pg):
+            pg.get_by_test_id("stSidebarNav").get_by_text("First token", exact=True).click()
+        _all_readable(pg, 2)
+        sink = _torch_sink(model, ids)
+        layer, head = np.unravel_index(np.argmax(sink), sink.shape)
+        body = pg.inner_text("body")
+        assert f"layer {layer + 1} · head {head + 1}, a mean of {sink[layer, head]:.2f}" in body, body[:2000]
+        pg.screenshot(path=str(SHOTS / f"checkpoints_first_token_{w}.png"))
+        if w == 1400:
+            check(pg, axe_script, "first_token on a server GPT-2")
