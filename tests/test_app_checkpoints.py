@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.apptest_util import app, errors, no_exception, texts
+from tests.apptest_util import app, drawn_cells, errors, no_exception, texts
 from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -25,6 +25,23 @@ def server(gpt2, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, object]:  # noq
     """The tiny GPT-2 listed as the server's model "tiny" (the environment's setting), and a missing folder "gone"."""
     folder, model = gpt2
     monkeypatch.setenv("ATTENTION_MODELS", f"tiny={folder};gone={folder.parent / 'nothing_here'};bad name=/x")
+    return folder, model
+
+
+@pytest.fixture(scope="module")
+def wide(gpt2, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:  # noqa: F811
+    """A random GPT-2 of 3 layers × 6 heads (18: more than every-head-drawn allows), the tiny one's tokenizer."""
+    import shutil
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("wide_gpt2")
+    shutil.copy(gpt2[0] / "tokenizer.json", folder / "tokenizer.json")
+    torch.manual_seed(1)
+    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=64, n_embd=48, n_layer=3, n_head=6)
+    GPT2LMHeadModel(cfg).double().eval().save_pretrained(str(folder), safe_serialization=True)
+    model = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
     return folder, model
 
 
@@ -290,3 +307,29 @@ def test_server_folders_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
         models.get("server:zzz")
     with pytest.raises(models.AttentionError, match="there is no model 'what'"):
         models.get("what")
+
+
+def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, torch_model = wide
+    monkeypatch.setenv("ATTENTION_MODELS", f"wide={folder}")
+    at = _choose(app("every_head"), "server:wide")
+    ids = list(at.session_state["inside.ids"])
+    _, weights = _torch(torch_model, ids)
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 3 + 6  # the three score grids (3 layers × 6 heads each), then layer 1's six heads
+    rows = drawn_cells(charts[2])[0]  # the first-token scores, one cell per head
+    cells = {(c["query"], c["key"]): c["value"] for c in rows}
+    sink = weights[:, :, 1:, 0].mean(-1)
+    for layer, head in np.ndindex(3, 6):
+        assert abs(cells[(f"layer {layer + 1}", f"head {head + 1}")] - sink[layer, head]) < 1e-9
+    assert "All 18 heads at once" in " ".join(texts(at.markdown))
+    at = at.selectbox(key="inside.w.layer_shown").set_value(2).run()
+    no_exception(at)
+    assert at.session_state["inside.layer_shown"] == 2
+    lines = [t.replace("**", "") for t in texts(at.markdown) if t.startswith("Role:")]
+    assert len(lines) == 6 and all(f"first-token sink {sink[2, h]:.2f}" in lines[h] for h in range(6)), lines
+    assert len(at.get("vega_lite_chart")) == 9
+    assert at.button(key="inside.toggle.2.5").label == "Ablate layer 3 · head 6"
+    at = at.button(key="inside.toggle.2.5").click().run()
+    no_exception(at)
+    assert at.session_state["inside.ablations"] == ((2, 5, "zero"),)
