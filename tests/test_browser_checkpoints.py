@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, streamlit_server
+from tests.test_app_checkpoints import wide  # noqa: F401 - a 3 × 6-head GPT-2 folder
 from tests.test_browser import browser  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
 from tests.test_browser_inside import CHARTS, _all_readable
@@ -20,11 +21,12 @@ if not os.path.exists(CHROMIUM):
 
 
 @pytest.fixture(scope="module")
-def served(gpt2):  # noqa: F811
-    """A server whose owner lists the tiny GPT-2 as "tiny" (the environment's setting); its base URL and the folder."""
+def served(gpt2, wide):  # noqa: F811
+    """A server whose owner lists the tiny GPT-2 as "tiny" and a 3 × 6-head one as "wide" (the environment's setting);
+    its base URL, the tiny folder and its torch model."""
     folder, model = gpt2
     old = os.environ.get("ATTENTION_MODELS")
-    os.environ["ATTENTION_MODELS"] = f"tiny={folder}"
+    os.environ["ATTENTION_MODELS"] = f"tiny={folder};wide={wide[0]}"
     try:
         with streamlit_server() as url:  # the server copies the environment when it starts
             if old is None:
@@ -96,3 +98,18 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         pg.screenshot(path=str(SHOTS / f"checkpoints_first_token_{w}.png"))
         if w == 1400:
             check(pg, axe_script, "first_token on a server GPT-2")
+
+
+def test_a_model_with_many_heads_draws_the_score_grids_then_one_layer(browser, served, axe_script) -> None:  # noqa: F811
+    url, _, _ = served
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        pg = context.new_page()
+        pg.goto(f"{url}/every_head")
+        settle(pg)
+        _all_readable(pg, 4)
+        _choose(pg, "wide (on this server)")
+        _all_readable(pg, 9)  # three 3 × 6 score grids, then layer 1's six heads
+        pg.locator(CHARTS).nth(0).scroll_into_view_if_needed()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / "checkpoints_many_heads_1280.png"))
+        check(pg, axe_script, "every_head on a model with 18 heads")
