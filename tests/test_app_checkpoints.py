@@ -323,6 +323,15 @@ def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypa
     for layer, head in np.ndindex(3, 6):
         assert abs(cells[(f"layer {layer + 1}", f"head {head + 1}")] - sink[layer, head]) < 1e-9
     assert "All 18 heads at once" in " ".join(texts(at.markdown))
+    from attention.model import roles  # the role rule, applied to transformers' own weights
+
+    scores = roles.head_scores(weights, ids)
+    named = roles.roles(scores)
+    table = at.dataframe[0].value
+    for layer, head in np.ndindex(3, 6):
+        role = str(named[layer, head])
+        want = "—" if role == "none" else f"{role} {scores[role][layer, head]:.2f}"
+        assert table.loc[f"layer {layer + 1}", f"head {head + 1}"] == want
     at = at.selectbox(key="inside.w.layer_shown").set_value(2).run()
     no_exception(at)
     assert at.session_state["inside.layer_shown"] == 2

@@ -125,10 +125,10 @@ def heads(now: runs.Measured) -> None:
         layers = range(L)
     else:
         st.markdown(
-            f"**All {L * H} heads at once**: each score of every head (its number in the cell). Then choose a "
-            "layer to see its heads' weights, with a button to ablate each."
+            f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
+            "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
         )
-        overview.scores(now.scores, "inside.overview")
+        overview.scores(now.scores, now.roles, "inside.overview")
         layers = [overview.layer_chooser(L)]
     row_px = max(4, min(ROW_PX, 216 // len(labels)))  # (n,): a 64-token text's heatmap stays 256 px tall
     prefix = "induction" if runs.model_id() == "induction" else "model"

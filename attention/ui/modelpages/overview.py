@@ -9,6 +9,7 @@ as attention heatmaps, that layer chosen here.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ... import charts
@@ -40,13 +41,29 @@ def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
     )
 
 
-def scores(scores_by_kind: dict[str, np.ndarray], key: str) -> None:
-    """The three scores of every head, each a layers × heads heatmap, side by side."""
+def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str) -> None:
+    """The three scores of every head, each a layers × heads heatmap, side by side; every head's role and score as a
+    table below."""
     for kind, col in zip(roles.ROLES, st.columns(len(roles.ROLES), gap="medium"), strict=True):
         with col:
             values = scores_by_kind[kind]
             note = "" if np.isfinite(values).all() else "n/a: no token of the text occurs twice"
             st.vega_lite_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=f"{key}.{kind}")
+    L, H = role_of.shape
+    with st.expander("Every head's role and score, as a table"):
+        cells = [
+            [
+                "—"
+                if role_of[la, h] == "none"
+                else f"{role_of[la, h]} {scores_by_kind[str(role_of[la, h])][la, h]:.2f}"
+                for h in range(H)
+            ]
+            for la in range(L)
+        ]
+        table = pd.DataFrame(
+            cells, index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
+        )
+        st.dataframe(table, width="stretch")
 
 
 def layer_chooser(layers: int) -> int:
