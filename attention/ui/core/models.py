@@ -131,8 +131,17 @@ def _vocab_text(model: Model) -> str:
 
 
 def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
-    """Ready-made texts for a model, by label: for the shipped one, random words repeated; none for the others."""
-    return _ready_made() if model_id == BUILTIN else {}
+    """Ready-made texts for a model, by label: for the shipped one (and a model with its vocabulary, such as one
+    trained here), random words repeated; none for the others."""
+    if model_id == BUILTIN:
+        return _ready_made()
+    if not model_id.startswith((UPLOAD, TRAINED)):
+        return {}
+    try:
+        words = getattr(get(model_id).vocab, "words", None)
+    except AttentionError:
+        return {}
+    return _ready_made() if words is not None and words == _builtin().vocab.words else {}
 
 
 @st.cache_resource(show_spinner=False)

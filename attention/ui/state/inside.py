@@ -168,7 +168,10 @@ def first_text(model_id: str, m: models.Model) -> tuple[str, tuple[int, ...]]:
     most = longest(m)
     if most < 2:
         raise AttentionError(f"the model reads at most {most} token; these pages need 2", field="n_positions")
-    ids = tuple(m.encode(DEFAULT_TEXT))[: most // 2]
+    if isinstance(m.vocab, WordVocab):  # another word list: its first words, repeated
+        ids = tuple(range(min(len(m.vocab), most // 2, 12)))
+    else:
+        ids = tuple(m.encode(DEFAULT_TEXT))[: most // 2]
     return "", (ids + ids if ids else (0, 0))
 
 
@@ -186,6 +189,7 @@ def choose_model(model_id: str, label: str | None = None) -> bool:
     if not models.travels(model_id):
         c = m.config
         kind = "Uploaded" if model_id.startswith(models.UPLOAD) else "Trained here"
+        label = label or dict(st.session_state[HELD]).get(model_id)
         label = label or f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})"
         held = tuple(h for h in st.session_state[HELD] if h[0] != model_id)
         st.session_state[HELD] = (*held, (model_id, label))
