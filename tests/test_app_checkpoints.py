@@ -342,3 +342,25 @@ def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypa
     at = at.button(key="inside.toggle.2.5").click().run()
     no_exception(at)
     assert at.session_state["inside.ablations"] == ((2, 5, "zero"),)
+
+
+def test_a_trained_model_held_for_the_session_opens_with_texts_for_its_vocabulary() -> None:
+    """A model trained here (held as "trained:...") with the shipped vocabulary gets the shipped ready-made texts;
+    one with another word list starts on its first words, repeated; each keeps its label in the chooser."""
+    from attention.model import Model, builtin
+    from attention.model.vocab import WordVocab
+    from attention.ui.core import models
+
+    shipped = builtin("induction")
+    same = models.hold(Model(shipped.config, dict(shipped.params), shipped.vocab), "trained")
+    words = WordVocab([f"w{i}" for i in range(shipped.config.vocab_size)])
+    other = models.hold(Model(shipped.config, dict(shipped.params), words), "trained")
+    assert same != other  # the same weights with another vocabulary are another model
+    at = app("every_head")
+    at.session_state["inside.held"] = ((same, "Trained A"), (other, "Trained B"))
+    at = _choose(at.run(), same)
+    assert at.session_state["inside.ids"] == tuple(models.ready_made(models.BUILTIN).values())[0]
+    assert "cannot travel in a link" in " ".join(texts(at.caption))
+    at = _choose(at, other)
+    assert at.session_state["inside.ids"] == tuple(range(12)) * 2
+    assert at.selectbox(key="inside.w.model").options[1:] == ["Trained A", "Trained B"]
