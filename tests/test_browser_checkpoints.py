@@ -4,6 +4,7 @@ every head's heatmap readable and drawn, then the First token page on it; at 128
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -80,8 +81,11 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         _all_readable(pg, 8)  # 2 layers × 4 heads, each its own chart, readable and not blank
         body = pg.inner_text("body")
         assert "tiny, a GPT-2 checkpoint on this server: 2 layers × 4 heads" in body
+        typed = pg.get_by_label(re.compile("^Type a text")).input_value()  # the new model's text, not the old words
+        assert typed == "The cat sat on the mat.The cat sat on the mat.", typed
         assert f"{len(ids)} tokens:" in body and "␣" in body  # the BPE pieces, spaces made visible
         SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.get_by_test_id("stSelectbox").filter(has_text="Model").first.scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"checkpoints_every_head_{w}.png"), full_page=False)
         pg.locator(CHARTS).nth(0).scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"checkpoints_every_head_heads_{w}.png"))

@@ -250,7 +250,8 @@ INSIDE: dict[str, Lab] = {
             "pages/14_every_head.py",
             "Every head",
             "Inside a model: every head",
-            "A real trained model this time: the shipped 2-layer model learned to continue a repeated sequence. "
+            "A real trained model this time: the shipped 2-layer model, which learned to continue a repeated "
+            "sequence, or one you choose below. "
             "Below, every head's attention on the text you choose, what each head does (measured on that text), "
             "and what the model predicts. **Ablate** a head to take it out and watch the predictions and the loss "
             "answer back. Try it: find the induction head, ablate it, and see the loss on the repeated half rise; "

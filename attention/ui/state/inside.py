@@ -73,7 +73,7 @@ def current() -> tuple[tuple[int, ...], int, tuple[Ablation, ...]]:
 def _new_text(ids: tuple[int, ...], label: str) -> None:
     st.session_state.update({IDS: ids, SEQUENCE: label, POSITION: default_position(ids), MESSAGE: ""})
     st.session_state.update({BEFORE: None, CHANGE: "", WHERE: None})
-    st.session_state.pop(W_POSITION, None)  # the position box starts again from the new text's default
+    st.session_state[W_POSITION] = default_position(ids)  # set, not dropped: a browser would send its old value back
 
 
 def on_sequence() -> None:
@@ -195,8 +195,10 @@ def choose_model(model_id: str, label: str | None = None) -> bool:
         st.session_state[HELD] = (*held, (model_id, label))
     st.session_state.update({MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: ()})
     _new_text(ids, text_label)
-    for key in (W_MODEL, W_TYPED, W_SEQUENCE, W_LAYER_SHOWN):
-        st.session_state.pop(key, None)  # redrawn from the new model's state
+    # the widgets show the new model's state (set, not dropped: a browser would send their old values back)
+    st.session_state.update(
+        {W_MODEL: model_id, W_TYPED: m.decode(ids), W_SEQUENCE: text_label or TYPED_LABEL, W_LAYER_SHOWN: 0}
+    )
     return True
 
 
