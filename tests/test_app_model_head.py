@@ -175,3 +175,46 @@ def test_bad_model_page_values_in_the_address_are_named(query: dict[str, str], s
     assert says in notes, notes
     assert at.session_state["inside.ablations"] == ()
     assert not errors(at)
+
+
+def test_every_step_page_explain_compare_and_the_exports_work_on_a_head(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from attention.io import codegen
+    from attention.ui.core import session as ui_session
+    from tests.apptest_util import PAGES, open_expander
+
+    at = _opened(1, 0, "softmax")
+    run = ENGINE.run(list(session(at).model_head.ids))
+    for page in ("overview", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"):
+        at = goto(at, page)
+        no_exception(at)
+        assert not errors(at), (page, errors(at))
+        assert session(at).preset_id == "model", page
+    assert PAGES["every_head"]
+    # Explain a cell: the explained cell starts on the second half's first query, at the key an induction head copies
+    s = session(at)
+    half = len(s.tokens) // 2
+    assert s.cell == (half, 1)
+    # Compare: pin the head, edit W_q, compare with A
+    at = goto(at, "softmax")
+    at = at.button(key="cmp.pin").click().run()
+    at = edit_cell(at, "W_q", 0, "q1", 25.0)
+    no_exception(at)
+    assert "Compare weights with A" in " ".join(texts(at.markdown))
+    # the exports: the edited head as a preset file and a numpy script that recomputes the model's head
+    s = session(at)
+    preset = ui_session.export_preset(s)
+    assert preset.matrices()["W_q"].tobytes() == s.matrices["W_q"].tobytes()
+    script = tmp_path / "head.py"
+    script.write_text(codegen.python_script(preset), encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    unedited = ui_session.export_preset(session(_opened(1, 0, "softmax")))
+    np.testing.assert_allclose(unedited.compute().weights, run.weights[1, 0], atol=1e-12)
+    json.loads(unedited.to_json())  # a preset file the dashboard can load again
+    at = open_expander(at, "io")
+    labels = {e.proto.label for e in at.get("download_button")}
+    assert "Download preset file (.json)" in labels and "Export as Python script" in labels

@@ -165,9 +165,9 @@ def opened(layer: int, head: int) -> None:
     """Where to go once a head is opened: the step pages, each now showing it."""
     st.success(f"The step pages now show {runs.name(layer, head)}. Edit its numbers there:")
     for page, label in (
-        ("pages/3_qkv.py", "Q, K, V"),
+        ("pages/2_weights.py", "W_q, W_k, W_v"),
         ("pages/4_scores.py", "Scores"),
-        ("pages/6_softmax.py", "Weights"),
+        ("pages/6_softmax.py", "Attention weights"),
     ):
         st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
 

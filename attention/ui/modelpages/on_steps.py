@@ -72,7 +72,8 @@ def panel(s: session.Session) -> None:
     pieces = m.pieces
     st.subheader(f"What the model predicts, with {ref.name} as it is here")
     if flows:
-        cells = ", ".join(f"{n} ({int(np.sum(s.matrices[n] != s.origin.base[n]))} cells)" for n in flows)
+        counts = {n: int(np.sum(s.matrices[n] != s.origin.base[n])) for n in flows}
+        cells = ", ".join(f"{n} ({k} cell{'s' if k != 1 else ''})" for n, k in counts.items())
         st.markdown(f"**Your edits flow into the model:** {cells} replace {ref.name}'s block.")  # ours: names
         said = answers.moved(base, now, "With your edits", position, pieces)
         st.info(said)  # ours: built by answers.moved, tokens escaped

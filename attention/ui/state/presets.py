@@ -99,6 +99,8 @@ def open_head(ref: HeadRef) -> bool:
         say("page.notice.head", "error", f"That head could not be opened: {esc(exc.message, 300)}. Nothing changed.")
         return False
     replace_session(new)
+    half = len(new.tokens) // 2  # explain the first query of the second half, at the key an induction head copies
+    new.cell = (half, 1 if half > 1 and ref.ids[:half] == ref.ids[half : 2 * half] else 0)
     return True
 
 
