@@ -56,7 +56,8 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
             link.click()
         _ready(pg)
         assert "What the model predicts, with layer 2 · head 1 as it is here" in pg.inner_text("body")
-        ids = [int(i) for i in pg.evaluate("() => new URL(location.href).searchParams.get('mh')").split("~")[2].split(".")]
+        mh = pg.evaluate("() => new URL(location.href).searchParams.get('mh')")
+        ids = [int(i) for i in mh.split("~")[2].split(".")]
         clean = _repeated_loss(ids, [])
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
         # the Weights page: W_q, W_k, W_v editors; W_k is the second grid. Its first cell becomes 40.
