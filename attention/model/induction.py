@@ -158,3 +158,13 @@ def recipe_model(name: str = "induction") -> Model:
     """The untrained model the recipe starts from: :func:`recipe_config`, initialised from SEED."""
     config = recipe_config()
     return Model(config, init_params(config, SEED, INIT_STD), WordVocab(words(VOCAB)), name=name)
+
+
+PHASE_SCORE = 0.5  # an induction head: more than half of its weight on the token to copy
+
+
+def phase_change(record: dict[str, np.ndarray], score: float = PHASE_SCORE) -> int | None:
+    """The index of the first snapshot of a training record (:func:`history`) at which some head's induction score
+    reaches ``score``: where the induction head has appeared. None if no head ever does."""
+    reached = np.flatnonzero(record["induction"].reshape(len(record["step"]), -1).max(axis=1) >= score)
+    return int(reached[0]) if reached.size else None
