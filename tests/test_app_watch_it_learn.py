@@ -205,3 +205,21 @@ def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch) -> None:
     no_exception(at)
     assert at.session_state[inside.JOB] is None
     assert any("already training" in e and "Nothing started" in e for e in errors(at)), errors(at)
+
+
+def test_a_trained_model_let_go_by_the_server_is_refused_with_a_message(monkeypatch) -> None:
+    monkeypatch.setattr(watch_it_learn, "LIVE_STEPS", 3)
+    monkeypatch.setattr(watch_it_learn, "LIVE_HOLD", 2)
+    at = journey("watch_it_learn")
+    at = at.button(key="inside.learn.train").click().run()
+    job = training.wait(at.session_state[inside.JOB])
+    at = at.run()
+    with models._HELD_LOCK:
+        models._HELD.pop(job.model_id)  # as when HELD_MAX later models pushed it out
+    at = at.run()
+    no_exception(at)
+    at = at.button(key="inside.learn.open").click().run()  # a press after the eviction: refused, said, no switch
+    no_exception(at)
+    assert [t.value for t in at.title] == ["Inside a model: watch it learn"]
+    assert any("no longer held" in e and "Nothing changed" in e for e in errors(at)), errors(at)
+    assert at.session_state[inside.MODEL] == models.BUILTIN

@@ -151,3 +151,25 @@ def test_training_live_the_bar_moves_and_cancel_stops_it(browser, base_url) -> N
         assert not pg.get_by_role("button", name="Cancel").count()
         assert not pg.get_by_role("button", name="Open it on Every head").count()
         pg.screenshot(path=str(SHOTS / "watch_it_learn_cancelled_1280.png"))
+
+
+def test_a_finished_run_opens_on_every_head(browser, base_url) -> None:  # noqa: F811
+    """The whole live run in the browser: the page redraws itself when the run ends (the timer stops), says what it
+    reached, and its button opens the trained model on Every head."""
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        _open(pg, base_url)
+        pg.get_by_role("button", name="Train a model from scratch").click()
+        opener = pg.get_by_role("button", name="Open it on Every head")
+        opener.wait_for(timeout=180_000)  # 1,000 steps: about 8 s on an idle machine, longer on a shared one
+        settle(pg)
+        said = pg.get_by_test_id("stAlertContentSuccess").inner_text()
+        assert "Trained 1,000 steps in" in said and "the strongest induction head is layer 2" in said, said
+        assert "Step 1,000 of 1,000" in pg.get_by_test_id("stProgress").inner_text()
+        opener.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "watch_it_learn_trained_1400.png"))
+        opener.click()
+        pg.get_by_role("heading", name="Inside a model: every head").wait_for(timeout=60_000)
+        settle(pg)
+        assert not error_texts(pg), error_texts(pg)
+        assert pg.locator(CHARTS).count() == HEADS

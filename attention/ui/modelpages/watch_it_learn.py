@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from ... import charts
+from ...errors import AttentionError
 from ...model import induction
 from ...names import token_labels
 from ..core import models, session, training
@@ -114,7 +115,7 @@ def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.Laye
     x = alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, int(h["step"][-1])]))
     colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=names, range=list(SERIES.values())))
     colour = colour.legend(orient="top", labelLimit=260)
-    top = float(np.ceil(max(losses[STARTED:].max(), h["loss_first"][1:].max(), h["loss_repeated"][1:].max())))
+    top = float(np.ceil(max(losses[STARTED:].max(), h["loss_first"][1:].max(), h["loss_repeated"][1:].max()))) + 1
     y = alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(domain=[0, top]))
     tip = [alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")]
     lines = alt.Chart(df).mark_line(strokeWidth=1.5, clip=True).encode(x, y, colour, tooltip=tip)
@@ -245,7 +246,11 @@ def progress(job_id: str | None, polling: bool) -> None:
 def trained(job: training.Job) -> None:
     """What the finished run reached on the example sequence, and the button that opens it on Every head."""
     ids = tuple(int(t) for t in record()["example"])
-    now = runs.measure(ids, (), model_id=job.model_id)
+    try:
+        now = runs.measure(ids, (), model_id=job.model_id)
+    except AttentionError as e:  # let go by this server since (it keeps a few learners' models only)
+        st.info(f"{esc(e, 300)}.")
+        return
     ind = now.scores["induction"]
     layer, head = np.unravel_index(np.nanargmax(ind), ind.shape)
     st.success(
@@ -254,5 +259,6 @@ def trained(job: training.Job) -> None:
         f"{runs.name(layer, head)} ({ind[layer, head]:.2f})."
     )
     if st.button("Open it on Every head", key="inside.learn.open", type="primary"):
-        inside.open_model(job.model_id)
-        st.switch_page(EVERY_HEAD)
+        if inside.open_model(job.model_id):
+            st.switch_page(EVERY_HEAD)
+        st.rerun()  # the message says why it did not open

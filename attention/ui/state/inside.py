@@ -179,15 +179,16 @@ def cancel_training() -> None:
     training.cancel(st.session_state.get(JOB))
 
 
-def open_model(new_id: str) -> None:
+def open_model(new_id: str) -> bool:
     """Open a model on the "Every head" page: it becomes the chosen model, with its first ready-made text (or the text
-    so far, when that model reads it), and nothing ablated."""
+    so far, when that model reads it), and nothing ablated. False (and a message; nothing changed) if it cannot be
+    opened."""
     ensure()
     try:
         m = models.get(new_id)
     except AttentionError as e:
         st.session_state[TRAIN_MESSAGE] = f"{e}. Nothing changed."
-        return
+        return False
     st.session_state.update({MODEL: new_id, ABLATIONS: (), TRAIN_MESSAGE: ""})
     made = models.ready_made(new_id)
     ids = st.session_state[IDS]
@@ -198,3 +199,4 @@ def open_model(new_id: str) -> None:
         _new_text(ids if max(ids) < m.config.vocab_size and len(ids) <= m.config.n_ctx else (0, 0), "")
     st.session_state.pop(W_SEQUENCE, None)  # the text boxes start again from the new text
     st.session_state.pop(W_TYPED, None)
+    return True
