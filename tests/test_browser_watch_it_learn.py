@@ -173,3 +173,17 @@ def test_a_finished_run_opens_on_every_head(browser, base_url) -> None:  # noqa:
         settle(pg)
         assert not error_texts(pg), error_texts(pg)
         assert pg.locator(CHARTS).count() == HEADS
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1400x1000", "1280x720"])
+def test_every_chart_passes_the_visible_checks(browser, base_url, viewport) -> None:  # noqa: F811
+    """The checks every chart of the step pages passes (tests/test_browser_visible.py): a readable box and plot, 12 px
+    text, nothing cut or clipped, sized to its column, the toolbar covering no text, non-blank pixels."""
+    from tests.test_browser_visible import CANVAS_HOOK, _check_page
+
+    with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        _open(pg, base_url)
+        problems = _check_page(pg, "watch_it_learn", "1 head, 6 tokens", viewport)  # the state names no query here
+        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

@@ -139,7 +139,7 @@ def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.Laye
     )
     labels = (
         alt.Chart(pd.DataFrame(marks))
-        .mark_text(align="left", dx=4, dy=6, baseline="top", fontSize=11)
+        .mark_text(align="left", dx=4, dy=6, baseline="top", fontSize=12)
         .encode(x, y=alt.value(0), text="what:N")
     )
     return (lines + points + rules + labels).properties(title="Loss as the model learns")
