@@ -117,8 +117,17 @@ def hold(model: Model, kind: str) -> str:
 
 
 def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
-    """Ready-made texts for a model, by label: for the shipped one, random words repeated; none for the others."""
-    return _ready_made() if model_id == BUILTIN else {}
+    """Ready-made texts for a model, by label: random words repeated, for the shipped model and any model that reads
+    the same words as it does (one trained here from its recipe, say); none for the others."""
+    if model_id != BUILTIN:
+        try:
+            m, shipped = get(model_id), _builtin()
+        except AttentionError:
+            return {}
+        same = type(m.vocab) is type(shipped.vocab) and getattr(m.vocab, "words", None) == shipped.vocab.words
+        if not (same and m.config.n_ctx >= shipped.config.n_ctx):
+            return {}
+    return _ready_made()
 
 
 @st.cache_resource(show_spinner=False)
