@@ -30,6 +30,7 @@ PAGES = {
     "flash": "pages/13_flash.py",
     "every_head": "pages/14_every_head.py",
     "class_board": "pages/15_class_board.py",
+    "watch_it_learn": "pages/16_watch_it_learn.py",
     "first_token": "pages/18_first_token.py",
 }
 TIMEOUT = 60

@@ -259,6 +259,17 @@ INSIDE: dict[str, Lab] = {
             "fall apart too.",
         ),
         Lab(
+            "watch_it_learn",
+            "pages/16_watch_it_learn.py",
+            "Watch it learn",
+            "Inside a model: watch it learn",
+            "The shipped model was not born knowing how to continue a repeated sequence. For its first few hundred "
+            "steps its loss sat on a plateau; then, within a short stretch of training, a previous-token head and an "
+            "**induction head** formed and the loss on the repeated half dropped: a *phase change*. Move the slider "
+            "through the snapshots taken while it trained to see the loss curves and every head's pattern at that "
+            "moment. Then train one yourself, live.",
+        ),
+        Lab(
             "first_token",
             "pages/18_first_token.py",
             "First token",

@@ -42,8 +42,9 @@ def chooser() -> models.Model:
             f"them; at most {upload.MAX_BYTES // 1024**2} MB. A GPT-2 saved with save_pretrained(..., "
             "safe_serialization=True); pickled weights (.bin, .pt) are never opened.",
             accept_multiple_files=True,
-            key=inside.upload_key(),
+            key=(key := f"{inside.PREFIX}w.upload.{st.session_state[inside.UPLOADS]}"),
             on_change=inside.on_upload,
+            args=(key,),
         )
     if st.session_state[inside.MODEL_MESSAGE]:
         st.error(esc(st.session_state[inside.MODEL_MESSAGE], 600))
@@ -65,7 +66,7 @@ def describe(m: models.Model, model_id: str) -> str:
     line = (
         f"{kind}: {c.n_layers} layers × {c.n_heads} heads ({c.n_layers * c.n_heads} in all), width {c.d_model}, "
         f"a vocabulary of {c.vocab_size:,} {words}, up to {c.n_ctx:,} tokens"
-        + (f" (this page reads up to {inside.longest(m)})" if inside.longest(m) < c.n_ctx else "")
+        + (f" (this page reads up to {models.longest(m)})" if models.longest(m) < c.n_ctx else "")
         + "."
     )
     if not models.travels(model_id):

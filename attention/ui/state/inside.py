@@ -10,12 +10,16 @@ import streamlit as st
 from ...errors import AttentionError
 from ...model import upload
 from ...model.vocab import WordVocab
-from ..core import models
+from ..core import models, training
+from ..core.models import HeadRef
+from ..core.text import esc
+from .presets import open_head
 
 PREFIX = "inside."
 MODEL = PREFIX + "model"
 SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
 BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
+OPENED = PREFIX + "opened"  # the (layer, head) last opened on the step pages from these pages, for its link
 W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
@@ -23,8 +27,10 @@ Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as t
 TYPED_LABEL = "Your own words (typed below)"
 HELD, MODEL_MESSAGE, LAYER_SHOWN, UPLOADS = (PREFIX + k for k in ("held", "model_message", "layer_shown", "uploads"))
 W_MODEL, W_LAYER_SHOWN = PREFIX + "w.model", PREFIX + "w.layer_shown"
-MAX_TOKENS = 64  # a tokenizer's text is cut off here for page speed (every head's heatmap is n × n)
-DEFAULT_TEXT = "The cat sat on the mat."  # a model without ready-made texts starts on this, its tokens repeated
+# "Watch it learn": the snapshot shown (1-based, as the slider counts), a live training job's id, their messages
+SNAPSHOT, JOB = PREFIX + "snapshot", PREFIX + "job"
+LEARN_MESSAGE, TRAIN_MESSAGE = PREFIX + "learn_message", PREFIX + "train_message"
+W_SNAPSHOT = PREFIX + "w.snapshot"
 
 
 def ensure() -> None:
@@ -34,20 +40,43 @@ def ensure() -> None:
     if IDS in st.session_state:
         return
     label, ids = next(iter(models.ready_made(models.BUILTIN).items()))
-    st.session_state.update(
-        {
-            MODEL: models.BUILTIN,
-            SEQUENCE: label,
-            IDS: ids,
-            POSITION: default_position(ids),
-            ABLATIONS: (),
-            HOW: "zero",
-            BEFORE: None,
-            CHANGE: "",
-            WHERE: None,
-            MESSAGE: "",
-        }
-    )
+    st.session_state.update({MODEL: models.BUILTIN, SEQUENCE: label, IDS: ids, POSITION: default_position(ids)})
+    st.session_state.update({ABLATIONS: (), HOW: "zero", BEFORE: None, CHANGE: "", WHERE: None, MESSAGE: ""})
+
+
+def started() -> bool:
+    """Whether the model pages' state exists in this session (made by :func:`ensure` or :func:`restore`)."""
+    return IDS in st.session_state
+
+
+def start() -> tuple[str, tuple[int, ...]]:
+    """Where the model pages start: the shipped model and its first ready-made text."""
+    return models.BUILTIN, next(iter(models.ready_made(models.BUILTIN).values()))
+
+
+def restore(model_id: str, ids: tuple[int, ...] | None, ablations: tuple[Ablation, ...]) -> str:
+    """The model, text (None: the model's first ready-made one) and ablations an address names, when the model opens
+    and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
+    try:
+        m = models.get(model_id)
+        if ids is None:
+            ids = next(iter(models.ready_made(model_id).values()), None)
+        if ids is None:
+            return "the link names no text for that model"
+        ids = tuple(m.check_ids(list(ids)))
+    except AttentionError as exc:
+        return esc(exc.message, 300)
+    c = m.config
+    if not 2 <= len(ids) <= models.longest(m):
+        return f"the text has {len(ids)} tokens; the model reads 2 to {models.longest(m)} here"
+    bad = [a for a in ablations if not (a[0] < c.n_layers and a[1] < c.n_heads)]
+    if bad:
+        return f"the model has {c.n_layers} layers of {c.n_heads} heads; there is no {name(*bad[0][:2])}"
+    ensure()
+    label = next((k for k, v in models.ready_made(model_id).items() if v == ids), "")
+    st.session_state.update({MODEL: model_id, ABLATIONS: ablations})
+    _new_text(ids, label)
+    return ""
 
 
 def default_position(ids: tuple[int, ...]) -> int:
@@ -92,7 +121,7 @@ def on_typed() -> None:
     text = st.session_state.get(W_TYPED)
     m = model()
     words = "words" if isinstance(m.vocab, WordVocab) else "tokens"
-    most = longest(m)
+    most = models.longest(m)
     if not isinstance(text, str) or len(text) > MAX_CHARS:
         size = len(text) if isinstance(text, str) else 0
         st.session_state[MESSAGE] = f"The text has {size:,} characters; at most {MAX_CHARS} are read. Nothing changed."
@@ -103,8 +132,11 @@ def on_typed() -> None:
         st.session_state[MESSAGE] = f"{e}. Nothing changed."
         return
     if not 2 <= len(ids) <= most:
-        cap = "" if most == m.config.n_ctx else f" on this page (the model reads up to {m.config.n_ctx}; longer texts"
-        cap += " make every head's chart slow)" if cap else ""
+        cap = (
+            f" here (it reads up to {m.config.n_ctx}; longer texts make the charts slow)"
+            if most < m.config.n_ctx
+            else ""
+        )
         st.session_state[MESSAGE] = (
             f"The text has {len(ids)} {words}; the model reads 2 to {most}{cap}. Nothing changed."
         )
@@ -152,93 +184,44 @@ def name(layer: int, head: int) -> str:
     return f"layer {layer + 1} · head {head + 1}"
 
 
-# ------------------------------------------------------------ the model chooser and a tokenizer's text
-
-
-def longest(m: models.Model) -> int:
-    """The most tokens a page reads for this model: its context for a word list, else at most MAX_TOKENS."""
-    return m.config.n_ctx if isinstance(m.vocab, WordVocab) else min(m.config.n_ctx, MAX_TOKENS)
-
-
-def first_text(model_id: str, m: models.Model) -> tuple[str, tuple[int, ...]]:
-    """(label, token ids) a model starts on: its first ready-made text, else DEFAULT_TEXT's tokens twice ("" label)."""
-    made = models.ready_made(model_id)
-    if made:
-        return next(iter(made.items()))
-    most = longest(m)
-    if most < 2:
-        raise AttentionError(f"the model reads at most {most} token; these pages need 2", field="n_positions")
-    if isinstance(m.vocab, WordVocab):  # another word list: its first words, repeated
-        ids = tuple(range(min(len(m.vocab), most // 2, 12)))
-    else:
-        ids = tuple(m.encode(DEFAULT_TEXT))[: most // 2]
-    return "", (ids + ids if ids else (0, 0))
-
-
-def choose_model(model_id: str, label: str | None = None) -> bool:
-    """Open a model (an id of :mod:`attention.ui.core.models`) and start it on its first text, nothing ablated; a
-    model that fails to open changes nothing and leaves a message naming what is wrong. A learner's model (uploaded
-    or trained) is listed in the chooser for the rest of the session, as ``label``. Whether it opened."""
+def choose_model(model_id: str, named: str = "") -> bool:
+    """Open a model on its first text, nothing ablated (else a message, nothing changed); a learner's stays listed."""
     ensure()
     try:
         m = models.get(model_id)
-        text_label, ids = first_text(model_id, m)
+        text_label, ids = models.first_text(model_id)
     except AttentionError as e:
         st.session_state[MODEL_MESSAGE] = f"That model could not be opened: {e}. Nothing changed."
         return False
     if not models.travels(model_id):
-        c = m.config
-        kind = "Uploaded" if model_id.startswith(models.UPLOAD) else "Trained here"
-        label = label or dict(st.session_state[HELD]).get(model_id)
-        label = label or f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})"
-        held = tuple(h for h in st.session_state[HELD] if h[0] != model_id)
-        st.session_state[HELD] = (*held, (model_id, label))
-    st.session_state.update({MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: ()})
-    _new_text(ids, text_label)
-    # the widgets show the new model's state (set, not dropped: a browser would send their old values back)
-    st.session_state.update(
-        {W_MODEL: model_id, W_TYPED: m.decode(ids), W_SEQUENCE: text_label or TYPED_LABEL, W_LAYER_SHOWN: 0}
-    )
+        c, held = m.config, dict(st.session_state[HELD])
+        kind = f"Uploaded: {named}" if model_id.startswith(models.UPLOAD) else "Trained here"
+        held.setdefault(model_id, f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})")
+        st.session_state[HELD] = tuple(held.items())
+    st.session_state.update({MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: (), W_LAYER_SHOWN: 0})
+    _new_text(ids, text_label)  # the widgets are set, not dropped: a browser would send their old values back
+    st.session_state.update({W_MODEL: model_id, W_TYPED: m.decode(ids), W_SEQUENCE: text_label or TYPED_LABEL})
     return True
 
 
 def on_model() -> None:
     """A model was chosen in the chooser; if it fails to open, the chooser goes back to the model in use."""
     chosen = st.session_state.get(W_MODEL)
-    if not isinstance(chosen, str) or chosen == st.session_state[MODEL]:
-        return
-    if not choose_model(chosen):
+    if isinstance(chosen, str) and chosen != st.session_state[MODEL] and not choose_model(chosen):
         st.session_state[W_MODEL] = st.session_state[MODEL]
 
 
-def upload_key() -> str:
-    """The uploader's key: a new one after each upload is handled, so the files sent do not linger."""
-    return f"{PREFIX}w.upload.{st.session_state[UPLOADS]}"
-
-
-def on_upload() -> None:
-    """Files (or a .zip) were sent: bounded before reading, opened by the engine (which refuses pickles and checks
-    every tensor), held for this session and chosen; on any problem a message naming it, and nothing changes."""
-    sent = st.session_state.get(upload_key()) or []
-    st.session_state[UPLOADS] += 1  # the uploader starts empty next run
-    if not sent:
-        return
-    size = sum(int(getattr(f, "size", 0)) for f in sent)
+def on_upload(key: str) -> None:
+    """Files or a .zip sent (uploader ``key``): opened by the engine, held, chosen; else a message, nothing changed."""
+    sent = st.session_state.get(key) or []
+    st.session_state[UPLOADS] += 1  # a new uploader key: the files sent do not linger
     try:
-        if size > upload.MAX_BYTES:
-            raise AttentionError(
-                f"the files hold {size:,} bytes; at most {upload.MAX_BYTES:,} ({upload.MAX_BYTES // 1024**2} MB) "
-                "are read",
-                field="upload",
-            )
-        m = upload.open_files({str(f.name): f.getvalue() for f in sent})
-        model_id = models.hold(m, "upload")
+        m = upload.open_files({str(f.name): f.getvalue() for f in sent}) if sent else None
     except AttentionError as e:
         st.session_state[MODEL_MESSAGE] = f"The upload was not opened: {e}. Nothing changed."
         return
-    c = m.config
-    named = " ".join(str(sent[0].name).split())[:40] if len(sent) == 1 else f"{len(sent)} files"
-    choose_model(model_id, f"Uploaded: {named} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})")
+    if m is not None:
+        choose_model(models.hold(m, "upload"), " ".join(str(sent[0].name).split())[:40] if len(sent) == 1 else "")
 
 
 def on_layer_shown() -> None:
@@ -249,23 +232,68 @@ def on_layer_shown() -> None:
 
 
 def recover() -> None:
-    """When the chosen model can no longer be opened (a learner's model let go, a server folder gone), open the
-    shipped one instead and say so."""
+    """When the chosen model can no longer be opened (let go, or its folder gone), open the shipped one and say so."""
     try:
         models.get(st.session_state[MODEL])
     except AttentionError as e:
-        if st.session_state[MODEL] != models.BUILTIN and choose_model(models.BUILTIN):
+        if choose_model(models.BUILTIN):
             st.session_state[MODEL_MESSAGE] = f"{e}. The shipped model is open instead."
 
 
 def on_repeat() -> None:
     """Repeat the text's tokens exactly, so its second half copies the first (what an induction head can use)."""
     ids, m = st.session_state[IDS], model()
-    if 2 * len(ids) > longest(m):
-        st.session_state[MESSAGE] = (
-            f"Repeated, the text would have {2 * len(ids)} tokens; this page reads at most {longest(m)}. "
-            "Nothing changed."
-        )
+    if 2 * len(ids) > (most := models.longest(m)):
+        st.session_state[MESSAGE] = f"Repeated: {2 * len(ids)} tokens; at most {most} are read. Nothing changed."
         return
     _new_text(ids + ids, "")
     st.session_state.update({W_TYPED: m.decode(ids + ids), W_SEQUENCE: TYPED_LABEL})
+
+
+def open_on_steps(layer: int, head: int) -> None:
+    """Open a head of the chosen model, on the current text and with the current ablations, on the step pages."""
+    ids, _, ablations = current()
+    if open_head(HeadRef(model_id(), ids, layer, head, ablations)):
+        st.session_state[OPENED] = (layer, head)
+
+
+def ensure_learn() -> None:
+    """Create the "Watch it learn" keys once per session: the first snapshot, no training job."""
+    if SNAPSHOT not in st.session_state:
+        st.session_state.update({SNAPSHOT: 1, JOB: None, LEARN_MESSAGE: "", TRAIN_MESSAGE: ""})
+
+
+def on_snapshot(count: int) -> None:
+    """A snapshot was chosen on the slider (1 to ``count``); any other value is refused with a message and nothing
+    changes."""
+    value = st.session_state.get(W_SNAPSHOT)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= count:
+        st.session_state.update({SNAPSHOT: value, LEARN_MESSAGE: ""})
+    else:
+        st.session_state[LEARN_MESSAGE] = (
+            f"The snapshot {str(value)[:20]!r} is not one of 1 to {count}; still showing snapshot "
+            f"{st.session_state[SNAPSHOT]}. Nothing changed."
+        )
+
+
+def start_training(steps: int, hold: int) -> None:
+    """Train a model from scratch, live (this session's earlier run, if still running, is cancelled first)."""
+    training.cancel(st.session_state.get(JOB))
+    try:
+        job = training.start(steps, hold)
+    except AttentionError as e:
+        st.session_state[TRAIN_MESSAGE] = f"{e}. Nothing started."
+        return
+    st.session_state.update({JOB: job.id, TRAIN_MESSAGE: ""})
+
+
+def cancel_training() -> None:
+    """Stop this session's live training at its next step."""
+    training.cancel(st.session_state.get(JOB))
+
+
+def open_model(new_id: str) -> bool:
+    """Open a model trained here on "Every head", as the chooser does; False, with a message, if it cannot be."""
+    opened = choose_model(new_id)
+    st.session_state[TRAIN_MESSAGE] = "" if opened else st.session_state[MODEL_MESSAGE]
+    return opened
