@@ -117,3 +117,35 @@ def test_a_model_with_many_heads_draws_the_score_grids_then_one_layer(browser, s
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "checkpoints_many_heads_1280.png"))
         check(pg, axe_script, "every_head on a model with 18 heads")
+
+
+def test_an_upload_in_the_browser_opens_and_a_pickle_is_refused(browser, served, tmp_path) -> None:  # noqa: F811
+    url, folder, _ = served
+    pickle = tmp_path / "pytorch_model.bin"
+    pickle.write_bytes(b"\x80\x04K\x01.")
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{url}/every_head")
+        settle(pg)
+        _all_readable(pg, 4)
+        pg.get_by_text("Upload a small checkpoint").click()
+        chooser = pg.locator("input[type='file']").first
+        with rerun(pg):
+            chooser.set_input_files([str(pickle)])
+        said = " ".join(error_texts(pg))
+        assert "The upload was not opened: pytorch_model.bin: pickled weights are never opened" in said, said
+        assert "Nothing changed" in said
+        _all_readable(pg, 4)  # still the shipped model
+        with rerun(pg):
+            pg.locator("input[type='file']").first.set_input_files(
+                [str(folder / n) for n in ("config.json", "model.safetensors", "tokenizer.json")]
+            )
+        assert not error_texts(pg), error_texts(pg)
+        _all_readable(pg, 8)
+        body = pg.inner_text("body")
+        assert "An uploaded or trained model cannot travel in a link" in body
+        shown = pg.get_by_test_id("stSelectbox").filter(has_text="Model").first
+        named = shown.inner_text() + " " + " ".join(shown.locator("input").evaluate_all("els => els.map(e => e.value)"))
+        assert "Uploaded files (2 layers × 4 heads," in named, named  # the chooser names it
+        pg.get_by_test_id("stSelectbox").filter(has_text="Model").first.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "checkpoints_uploaded_1400.png"))

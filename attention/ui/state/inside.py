@@ -195,7 +195,7 @@ def choose_model(model_id: str, named: str = "") -> bool:
         return False
     if not models.travels(model_id):
         c, held = m.config, dict(st.session_state[HELD])
-        kind = f"Uploaded: {named}" if model_id.startswith(models.UPLOAD) else "Trained here"
+        kind = f"Uploaded {named}".strip() if model_id.startswith(models.UPLOAD) else "Trained here"
         held.setdefault(model_id, f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})")
         st.session_state[HELD] = tuple(held.items())
     st.session_state.update({MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: (), W_LAYER_SHOWN: 0})
@@ -221,7 +221,7 @@ def on_upload(key: str) -> None:
         st.session_state[MODEL_MESSAGE] = f"The upload was not opened: {e}. Nothing changed."
         return
     if m is not None:
-        choose_model(models.hold(m, "upload"), " ".join(str(sent[0].name).split())[:40] if len(sent) == 1 else "")
+        choose_model(models.hold(m, "upload"), " ".join(str(sent[0].name).split())[:40] if len(sent) == 1 else "files")
 
 
 def on_layer_shown() -> None:
