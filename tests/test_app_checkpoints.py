@@ -370,3 +370,24 @@ def test_a_trained_model_held_for_the_session_opens_with_texts_for_its_vocabular
     at = _choose(at, other)
     assert at.session_state["inside.ids"] == tuple(range(12)) * 2
     assert at.selectbox(key="inside.w.model").options[1:] == ["Trained A", "Trained B"]
+
+
+def test_what_moved_names_the_six_largest_changes_of_a_big_model_and_counts_the_rest() -> None:
+    from attention.ui.modelpages import answers, runs
+
+    L, H, n = 3, 6, 4
+    scores = {r: np.full((L, H), 0.5) for r in ("previous-token", "induction", "first-token sink")}
+    after = {r: v.copy() for r, v in scores.items()}
+    after["induction"] = 0.5 - np.arange(L * H).reshape(L, H) * 0.01 - 0.05 * (np.arange(L * H).reshape(L, H) < 10)
+    roles_ = np.full((L, H), "induction", dtype=object)
+    logits = np.zeros((n, 5))
+
+    def measured(s: dict) -> runs.Measured:
+        return runs.Measured((0, 1, 0, 1), (), np.zeros((L, H, n, n)), s, roles_, np.zeros(n - 1), 1.0, 1.0, logits)
+
+    said = answers.moved(measured(scores), measured(after), "Ablating x", 1, pieces=lambda ids: ["t"] * len(ids))
+    moved = [k for k in range(L * H) if abs(after["induction"].flat[k] - 0.5) >= answers.MOVED]  # 0..9 and 5..17
+    assert len(moved) > answers.NAMED
+    assert said.count("induction score") == answers.NAMED
+    assert f"The scores of {len(moved) - answers.NAMED} other heads moved by 0.05 or more too." in said
+    assert "Layer 3 · head 6's induction score fell from 0.50 to 0.33" in said  # the largest change is named

@@ -14,6 +14,7 @@ from ..state import inside
 from . import runs
 
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
+NAMED = 6  # at most this many heads are named in what moved (the largest changes); the others are counted
 
 
 def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
@@ -55,13 +56,19 @@ def moved(before: runs.Measured, now: runs.Measured, change: str, position: int,
     moved, the first half's loss, and the most likely next token at the chosen position."""
     second = "repeated half" if roles.half_split(now.ids)[1] else "second half"
     parts = [f"{change}: the loss on the {second} {_went(before.second, now.second)} nats."]
+    shifts = []  # (how far, layer, head, role, before, after) of each head whose role's score moved
     for layer, head in np.ndindex(before.roles.shape):
         role = str(before.roles[layer, head])
         if role == "none":
             continue
         a, b = before.scores[role][layer, head], now.scores[role][layer, head]
         if abs(b - a) >= MOVED:
-            parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
+            shifts.append((abs(b - a), layer, head, role, a, b))
+    named = sorted(shifts, key=lambda t: -t[0])[:NAMED] if len(shifts) > NAMED else shifts  # a big model: the largest
+    for _, layer, head, role, a, b in sorted(named, key=lambda t: t[1:3]):
+        parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
+    if len(shifts) > NAMED:
+        parts.append(f"The scores of {len(shifts) - NAMED} other heads moved by {MOVED} or more too.")
     parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
     pieces = pieces or runs.pieces
     (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
