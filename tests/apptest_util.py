@@ -30,6 +30,7 @@ PAGES = {
     "flash": "pages/13_flash.py",
     "every_head": "pages/14_every_head.py",
     "class_board": "pages/15_class_board.py",
+    "generate": "pages/17_generate.py",
 }
 TIMEOUT = 60
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import every_head
+from . import every_head, generate
 
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "every_head": every_head.body,
+    "generate": generate.body,
 }
