@@ -36,7 +36,7 @@ def generating() -> None:
         (st.error if said[0] == "error" else st.info)(esc(said[1], 600))
     w = walks.walk(inside.model_id(), tuple(ids[:keep]), steps)
     show_tokens(w, ids)
-    left, right = st.columns([3, 2], gap="medium")
+    left, right = st.columns([1, 1], gap="medium")
     with left:
         genviews.next_tokens(w)
     with right:
@@ -51,7 +51,7 @@ def controls(ids: tuple[int, ...]) -> None:
     n_ctx = runs.model().config.n_ctx
     most = inside.gen_keep_most(ids, n_ctx)
     left = inside.gen_left()
-    a, b, c = st.columns([2, 1, 2], gap="medium")
+    a, b, c = st.columns([2, 2, 1], gap="medium")
     with a:
         st.number_input(
             f"Prompt: the first tokens of the text (1 to {most}), then press Enter",
@@ -72,16 +72,19 @@ def controls(ids: tuple[int, ...]) -> None:
         )
     with c:
         st.markdown(f"**{left}** more token{'s' if left != 1 else ''} fit in the context of {n_ctx}.")
-        buttons = st.columns(4, gap="small")
-        buttons[0].button("Next token", key="inside.gen.b.next", on_click=inside.gen_more, args=(1,), type="primary")
-        buttons[1].button(
-            f"Generate {st.session_state[inside.GEN_MANY]}",
-            key="inside.gen.b.many",
-            on_click=inside.gen_more,
-            args=(None,),
-        )
-        buttons[2].button("Generate to the end", key="inside.gen.b.end", on_click=inside.gen_to_end)
-        buttons[3].button("Start again", key="inside.gen.b.again", on_click=inside.gen_again)
+    buttons = st.columns([1, 1, 1.3, 1], gap="small")
+    buttons[0].button(
+        "Next token", key="inside.gen.b.next", on_click=inside.gen_more, args=(1,), type="primary", width="stretch"
+    )
+    buttons[1].button(
+        f"Generate {st.session_state[inside.GEN_MANY]}",
+        key="inside.gen.b.many",
+        on_click=inside.gen_more,
+        args=(None,),
+        width="stretch",
+    )
+    buttons[2].button("Generate to the end", key="inside.gen.b.end", on_click=inside.gen_to_end, width="stretch")
+    buttons[3].button("Start again", key="inside.gen.b.again", on_click=inside.gen_again, width="stretch")
 
 
 def show_tokens(w: walks.Walk, ids: tuple[int, ...]) -> None:

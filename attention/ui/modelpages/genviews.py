@@ -13,7 +13,6 @@ from ..state import inside
 from ..widgets import common as widgets
 from . import runs, walks
 
-ROW_PX = 22  # each heatmap row: a head
 STATES = ("the prompt (one forward pass)", "generated before", "added by this step")
 STATE_COLOURS = ("#9ecae1", "#3182bd", "#e6550d")  # light and dark blue, orange: apart in every colour vision
 
@@ -83,7 +82,6 @@ def query_and_row(w: walks.Walk) -> None:
         row_title="head",
         col_title="dimension of q",
         colour=charts.Colour((-limit, 0.0, limit), charts.DIVERGING, "q"),
-        row_height=ROW_PX,
     )
     st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.q")
     widgets.chart_gap()
@@ -96,7 +94,6 @@ def query_and_row(w: walks.Walk) -> None:
         title=f"Token {t + 1}'s attention over the {t + 1} cached keys",
         row_title="head",
         col_title="cached key (token)",
-        row_height=ROW_PX,
     )
     st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.row")
     best = rows.argmax(axis=-1)  # (heads,)
@@ -127,10 +124,10 @@ def cache_rows(w: walks.Walk) -> None:
     spec = {
         "data": {"values": records},
         "mark": {"type": "bar", "stroke": "white", "strokeWidth": 0.5},
-        "height": {"step": 18},
+        "height": {"step": 24},
         "title": {"text": f"Rows in the cache: {t} of the context's {c.n_ctx}", "anchor": "start"},
         "encoding": {
-            "y": {"field": "row", "type": "nominal", "sort": None, "title": None},
+            "y": {"field": "row", "type": "nominal", "sort": None, "title": None, "axis": {"labelOverlap": False}},
             "x": {
                 "field": "rows",
                 "type": "quantitative",
@@ -142,7 +139,7 @@ def cache_rows(w: walks.Walk) -> None:
                 "field": "what",
                 "type": "nominal",
                 "scale": {"domain": list(STATES), "range": list(STATE_COLOURS)},
-                "legend": {"title": None, "orient": "bottom"},
+                "legend": {"title": None, "orient": "bottom", "labelLimit": 0},
             },
             "order": {"field": "order", "type": "quantitative"},
             "tooltip": [{"field": "row"}, {"field": "what"}, {"field": "rows", "type": "quantitative"}],
