@@ -79,8 +79,10 @@ def main() -> None:
     a_load = statistics.median(t for t, _ in times["every head"])
     a_edit = statistics.median(t for _, t in times["every head"])
     print(f"floor app: load -> heatmap drawn {f_load:.2f} s, edit a cell -> new heatmap {f_edit:.2f} s")
-    print(f"Every head: load -> 4 heatmaps drawn {a_load:.2f} s ({a_load / f_load:.2f}x), ablate -> new loss shown "
-          f"{a_edit:.2f} s ({a_edit / f_edit:.2f}x)")
+    print(
+        f"Every head: load -> 4 heatmaps drawn {a_load:.2f} s ({a_load / f_load:.2f}x), ablate -> new loss shown "
+        f"{a_edit:.2f} s ({a_edit / f_edit:.2f}x)"
+    )
     print(f"goal: an ablation -> new predictions <= 1.5x the floor app's edit; medians of {args.repeats} repeats")
 
 

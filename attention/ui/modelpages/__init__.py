@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import every_head, generate
+from . import every_head, generate, on_steps
 
+ON_STEPS = on_steps.panel  # below a step page's results when the state is a model's head
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "every_head": every_head.body,
     "generate": generate.body,

@@ -72,6 +72,7 @@ def query_and_row(w: walks.Walk) -> None:
         f"the **{t + 1}** cached keys (the earlier tokens' and its own): softmax(q Kᵀ · scale) is one row of weights "
         "per head, the last row of the causal attention matrix a full forward pass would compute."
     )
+    widgets.chart_gap()  # room for the chart's toolbar above it
     limit = max(abs(float(q.max())), abs(float(q.min())), 1e-12)
     spec = charts.heatmap_spec(
         q,
@@ -145,6 +146,7 @@ def cache_rows(w: walks.Walk) -> None:
             "tooltip": [{"field": "row"}, {"field": "what"}, {"field": "rows", "type": "quantitative"}],
         },
     }
+    widgets.chart_gap()
     st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.cache")
     st.caption(
         f"Each layer's K and V have {t} rows of {c.n_heads} heads × {c.d_head} numbers: "

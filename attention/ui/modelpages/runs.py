@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model import ablate, roles
+from ...model import Run, ablate, roles
 from ..core import models
 from ..state import inside
 from ..state.inside import Ablation, name
@@ -52,6 +52,11 @@ def _measure(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...
     m = models.get(model_id)
     with models.LOCK:
         run = m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
+    return measured(ids, ablations, run)
+
+
+def measured(ids: tuple[int, ...], ablations: tuple[Ablation, ...], run: Run) -> Measured:
+    """What the page shows of a run of the model on ``ids`` (its roles, losses by half and logits); read-only."""
     scores = roles.head_scores(run.weights, ids)
     losses = roles.position_losses(run.logits, ids)
     first, second = roles.half_losses(losses, roles.half_split(ids)[0])

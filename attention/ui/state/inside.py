@@ -9,11 +9,15 @@ import streamlit as st
 
 from ...errors import AttentionError
 from ..core import models
+from ..core.models import HeadRef
+from ..core.text import esc
+from .presets import open_head
 
 PREFIX = "inside."
 MODEL = PREFIX + "model"
 SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
 BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
+OPENED = PREFIX + "opened"  # the (layer, head) last opened on the step pages from these pages, for its link
 W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
@@ -40,6 +44,41 @@ def ensure() -> None:
             MESSAGE: "",
         }
     )
+
+
+def started() -> bool:
+    """Whether the model pages' state exists in this session (made by :func:`ensure` or :func:`restore`)."""
+    return IDS in st.session_state
+
+
+def start() -> tuple[str, tuple[int, ...]]:
+    """Where the model pages start: the shipped model and its first ready-made text."""
+    return models.BUILTIN, next(iter(models.ready_made(models.BUILTIN).values()))
+
+
+def restore(model_id: str, ids: tuple[int, ...] | None, ablations: tuple[Ablation, ...]) -> str:
+    """The model, text (None: the model's first ready-made one) and ablations an address names, when the model opens
+    and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
+    try:
+        m = models.get(model_id)
+        if ids is None:
+            ids = next(iter(models.ready_made(model_id).values()), None)
+        if ids is None:
+            return "the link names no text for that model"
+        ids = tuple(m.check_ids(list(ids)))
+    except AttentionError as exc:
+        return esc(exc.message, 300)
+    c = m.config
+    if not 2 <= len(ids) <= c.n_ctx:
+        return f"the text has {len(ids)} tokens; the model reads 2 to {c.n_ctx}"
+    bad = [a for a in ablations if not (a[0] < c.n_layers and a[1] < c.n_heads)]
+    if bad:
+        return f"the model has {c.n_layers} layers of {c.n_heads} heads; there is no {name(*bad[0][:2])}"
+    ensure()
+    label = next((k for k, v in models.ready_made(model_id).items() if v == ids), "")
+    st.session_state.update({MODEL: model_id, ABLATIONS: ablations})
+    _new_text(ids, label)
+    return ""
 
 
 def default_position(ids: tuple[int, ...]) -> int:
@@ -138,6 +177,13 @@ def restore_all() -> None:
 def name(layer: int, head: int) -> str:
     """A head as a person counts: "layer 1 · head 2" (the engine counts from 0)."""
     return f"layer {layer + 1} · head {head + 1}"
+
+
+def open_on_steps(layer: int, head: int) -> None:
+    """Open a head of the chosen model, on the current text and with the current ablations, on the step pages."""
+    ids, _, ablations = current()
+    if open_head(HeadRef(model_id(), ids, layer, head, ablations)):
+        st.session_state[OPENED] = (layer, head)
 
 
 # ------------------------------------------------------------------ the Generate page (issue 23 §5)
