@@ -7,6 +7,7 @@ import streamlit as st
 from ... import kvcache
 from ..core import session
 from ..core.text import esc
+from ..state import generation as gen
 from ..state import inside
 from . import every_head, genviews, runs, walks
 
@@ -15,7 +16,7 @@ BYTES = ((8, "float64", "what this engine keeps"), (4, "float32", ""), (2, "floa
 
 def body(s: session.Session) -> None:
     """Choose the text, keep part of it as the prompt, then generate one token at a time."""
-    inside.gen_follow()
+    gen.gen_follow()
     c = runs.model().config
     st.caption(
         f"The chosen model: {c.n_layers} layers × {c.n_heads} heads of width {c.d_head}, a vocabulary of "
@@ -29,9 +30,9 @@ def body(s: session.Session) -> None:
 def generating() -> None:
     """The prompt, the buttons, and the last step: a press reruns only this part of the page."""
     ids = inside.current()[0]
-    keep, steps = st.session_state[inside.GEN_KEEP], st.session_state[inside.GEN_STEPS]
+    keep, steps = st.session_state[gen.GEN_KEEP], st.session_state[gen.GEN_STEPS]
     controls(ids)
-    said = st.session_state[inside.GEN_MESSAGE]
+    said = st.session_state[gen.GEN_MESSAGE]
     if said:
         (st.error if said[0] == "error" else st.info)(esc(said[1], 600))
     w = walks.walk(inside.model_id(), tuple(ids[:keep]), steps)
@@ -49,42 +50,42 @@ def generating() -> None:
 def controls(ids: tuple[int, ...]) -> None:
     """The prompt's length, Next token, Generate N, Generate to the end, Start again."""
     n_ctx = runs.model().config.n_ctx
-    most = inside.gen_keep_most(ids, n_ctx)
-    left = inside.gen_left()
+    most = gen.gen_keep_most(ids, n_ctx)
+    left = gen.gen_left()
     a, b, c = st.columns([2, 2, 1], gap="medium")
     with a:
         st.number_input(
             f"Prompt: the first tokens of the text (1 to {most}), then press Enter",
-            **({} if inside.W_GEN_KEEP in st.session_state else {"value": st.session_state[inside.GEN_KEEP]}),
+            **({} if gen.W_GEN_KEEP in st.session_state else {"value": st.session_state[gen.GEN_KEEP]}),
             step=1,
-            key=inside.W_GEN_KEEP,
-            on_change=inside.on_gen_keep,
+            key=gen.W_GEN_KEEP,
+            on_change=gen.on_gen_keep,
             help="The prompt runs through the model in one forward pass; its keys and values fill the cache. "
             "Every token generated after it runs alone, attending the cache.",
         )
     with b:
         st.number_input(
-            f"Tokens to generate (1 to {inside.GEN_PRESS_MAX})",
-            **({} if inside.W_GEN_MANY in st.session_state else {"value": st.session_state[inside.GEN_MANY]}),
+            f"Tokens to generate (1 to {gen.GEN_PRESS_MAX})",
+            **({} if gen.W_GEN_MANY in st.session_state else {"value": st.session_state[gen.GEN_MANY]}),
             step=1,
-            key=inside.W_GEN_MANY,
-            on_change=inside.on_gen_many,
+            key=gen.W_GEN_MANY,
+            on_change=gen.on_gen_many,
         )
     with c:
         st.markdown(f"**{left}** more token{'s' if left != 1 else ''} fit in the context of {n_ctx}.")
     buttons = st.columns([1, 1, 1.3, 1], gap="small")
     buttons[0].button(
-        "Next token", key="inside.gen.b.next", on_click=inside.gen_more, args=(1,), type="primary", width="stretch"
+        "Next token", key="inside.gen.b.next", on_click=gen.gen_more, args=(1,), type="primary", width="stretch"
     )
     buttons[1].button(
-        f"Generate {st.session_state[inside.GEN_MANY]}",
+        f"Generate {st.session_state[gen.GEN_MANY]}",
         key="inside.gen.b.many",
-        on_click=inside.gen_more,
+        on_click=gen.gen_more,
         args=(None,),
         width="stretch",
     )
-    buttons[2].button("Generate to the end", key="inside.gen.b.end", on_click=inside.gen_to_end, width="stretch")
-    buttons[3].button("Start again", key="inside.gen.b.again", on_click=inside.gen_again, width="stretch")
+    buttons[2].button("Generate to the end", key="inside.gen.b.end", on_click=gen.gen_to_end, width="stretch")
+    buttons[3].button("Start again", key="inside.gen.b.again", on_click=gen.gen_again, width="stretch")
 
 
 def show_tokens(w: walks.Walk, ids: tuple[int, ...]) -> None:

@@ -9,7 +9,7 @@ import streamlit as st
 from ... import charts
 from ...names import token_labels
 from ..core.text import esc
-from ..state import inside
+from ..state import generation as gen
 from ..widgets import common as widgets
 from . import runs, walks
 
@@ -39,8 +39,8 @@ def next_tokens(w: walks.Walk) -> None:
 
 
 def _layers(w: walks.Walk) -> list[int]:
-    chosen = st.session_state[inside.GEN_LAYER]
-    return list(range(len(w.cache))) if chosen == inside.EVERY_LAYER else [chosen]
+    chosen = st.session_state[gen.GEN_LAYER]
+    return list(range(len(w.cache))) if chosen == gen.EVERY_LAYER else [chosen]
 
 
 def query_and_row(w: walks.Walk) -> None:
@@ -50,18 +50,14 @@ def query_and_row(w: walks.Walk) -> None:
     step = w.step
     t = step.position
     st.subheader(f"Token {t + 1} ({esc(m.pieces([step.token])[0])}): its query and its attention over the cache")
-    options = ([inside.EVERY_LAYER] if c.n_layers * c.n_heads <= 48 else []) + list(range(c.n_layers))
+    options = ([gen.EVERY_LAYER] if c.n_layers * c.n_heads <= 48 else []) + list(range(c.n_layers))
     st.selectbox(
         "Layer",
         options,
-        **(
-            {}
-            if inside.W_GEN_LAYER in st.session_state
-            else {"index": options.index(st.session_state[inside.GEN_LAYER])}
-        ),
-        format_func=lambda v: "every layer" if v == inside.EVERY_LAYER else f"layer {v + 1}",
-        key=inside.W_GEN_LAYER,
-        on_change=inside.on_gen_layer,
+        **({} if gen.W_GEN_LAYER in st.session_state else {"index": options.index(st.session_state[gen.GEN_LAYER])}),
+        format_func=lambda v: "every layer" if v == gen.EVERY_LAYER else f"layer {v + 1}",
+        key=gen.W_GEN_LAYER,
+        on_change=gen.on_gen_layer,
     )
     layers = _layers(w)
     heads = [runs.name(layer, h) for layer in layers for h in range(c.n_heads)]
