@@ -114,8 +114,8 @@ def test_the_induction_model_completes_the_repeat_and_stops_at_its_context() -> 
         ("inside.w.gen.keep", 0, "The prompt keeps 1 to 23 tokens"),
         ("inside.w.gen.keep", 24, "The prompt keeps 1 to 23 tokens"),
         ("inside.w.gen.keep", -5, "The prompt keeps 1 to 23 tokens"),
-        ("inside.w.gen.many", 0, "Generate makes 1 to 256 tokens"),
-        ("inside.w.gen.many", 10_000, "Generate makes 1 to 256 tokens"),
+        ("inside.w.gen.many", 0, "Generate makes 1 to 256 tokens a press with this model"),
+        ("inside.w.gen.many", 257, "Generate makes 1 to 256 tokens a press with this model"),
     ],
 )
 def test_bad_values_are_refused_and_nothing_changes(key: str, value: int, words: str) -> None:
@@ -168,3 +168,28 @@ def test_a_change_of_model_starts_again_with_that_models_own_sizes() -> None:
     np.testing.assert_allclose(rows, run.weights[:, :, -1].reshape(9, 10), rtol=1e-9, atol=1e-12)
     shown = "\n".join(texts(at.markdown))
     assert f"({3 * 2 * 3 * 4 * 10 * 8:,} B)" in shown  # 3 layers × 2 × 3 heads × d_head 4 × 10 tokens × 8 bytes
+
+
+def test_a_press_makes_at_most_what_the_models_size_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token reads every weight once: a large model makes fewer tokens a press (counted from the engine's own
+    parameters here), and the page says so; the next press goes on from there."""
+    from attention.model import param_shapes
+    from attention.ui.state import generation
+
+    c = ENGINE.config
+    shapes = param_shapes(c)
+    read = sum(int(np.prod(shapes[f"{layer}.{w}"])) for layer in range(L) for w in ("W_q", "W_k", "W_v", "W_o"))
+    read += int(np.prod(shapes["W_U"]))  # attention-only: no MLP
+    assert generation.weights_per_token(c) == read
+    gpt2_small = Config(vocab_size=50257, n_ctx=1024, d_model=768, n_layers=12, n_heads=12, d_mlp=3072)
+    assert generation.weights_per_token(gpt2_small) == 123_532_032  # GPT-2 small without its embeddings' lookups
+    monkeypatch.setattr(generation, "PRESS_WORK", 3 * read + 5)  # as if the shipped model were large: 3 a press
+    at = app("generate")
+    at = _press(at, "inside.gen.b.end")
+    assert at.session_state["inside.gen.steps"] == 3
+    assert any(
+        f"Made 3 tokens (at most 3 a press with this model: each token reads all its {read:,} weights)" in t
+        for t in texts(at.info)
+    ), texts(at.info)
+    at = _press(at, "inside.gen.b.end")
+    _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 6)

@@ -65,7 +65,7 @@ def controls(ids: tuple[int, ...]) -> None:
         )
     with b:
         st.number_input(
-            f"Tokens to generate (1 to {gen.GEN_PRESS_MAX})",
+            f"Tokens to generate (1 to {gen.press_max()})",
             **({} if gen.W_GEN_MANY in st.session_state else {"value": st.session_state[gen.GEN_MANY]}),
             step=1,
             key=gen.W_GEN_MANY,

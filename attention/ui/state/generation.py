@@ -13,7 +13,8 @@ GEN_KEEP, GEN_STEPS, GEN_FOR, GEN_MESSAGE, GEN_LAYER, GEN_MANY = (
     PREFIX + "gen." + k for k in ("keep", "steps", "for", "message", "layer", "many")
 )
 W_GEN_KEEP, W_GEN_LAYER, W_GEN_MANY = (PREFIX + "w.gen." + k for k in ("keep", "layer", "many"))
-GEN_PRESS_MAX = 256  # new tokens one press makes at most (a GPT-2's context of 1,024 takes a few presses)
+GEN_PRESS_MAX = 256  # new tokens one press makes at most, for the smallest models
+PRESS_WORK = 10**9  # and at most about this many weights read a press (each token reads every weight once)
 EVERY_LAYER = -1  # the layer choice that shows every layer's heads
 
 
@@ -45,14 +46,19 @@ def gen_follow() -> None:
     ensure()
     ids = st.session_state[IDS]
     if GEN_FOR not in st.session_state:
-        st.session_state.update({GEN_LAYER: EVERY_LAYER if _every_layer_fits() else 0, GEN_MANY: 5})
+        st.session_state.update({GEN_LAYER: EVERY_LAYER if _every_layer_fits() else 0, GEN_MANY: min(5, press_max())})
         _gen_start(ids, "")
         return
     was_model, was_ids = st.session_state[GEN_FOR]
     if (was_model, was_ids) == (model_id(), ids):
         return
     what = "model" if was_model != model_id() else "text"
-    _gen_start(ids, f"The {what} changed, so the generation started again from the new {what}'s prompt.")
+    said = f"The {what} changed, so the generation started again from the new {what}'s prompt."
+    if st.session_state[GEN_MANY] > press_max():
+        st.session_state[GEN_MANY] = press_max()
+        st.session_state.pop(W_GEN_MANY, None)
+        said += f" This model makes at most {press_max()} tokens a press, so Generate now makes {press_max()}."
+    _gen_start(ids, said)
     if not _layer_exists(st.session_state[GEN_LAYER]):
         st.session_state[GEN_LAYER] = EVERY_LAYER if _every_layer_fits() else 0
         st.session_state.pop(W_GEN_LAYER, None)
@@ -66,6 +72,19 @@ def _every_layer_fits() -> bool:
 def _layer_exists(layer: object) -> bool:
     fits = layer == EVERY_LAYER and _every_layer_fits()
     return fits or (isinstance(layer, int) and 0 <= layer < model().config.n_layers)
+
+
+def weights_per_token(config: object) -> int:
+    """The weights one token is multiplied by: per layer W_q, W_k, W_v, W_o (4 d²) and the MLP (2 d · d_mlp), then
+    the unembedding (d · V). A float64 model reads each of them from memory once per token: this is its cost."""
+    d, mlp = config.d_model, 0 if config.attention_only else 2 * config.d_model * config.d_mlp
+    return config.n_layers * (4 * d * d + mlp) + d * config.vocab_size
+
+
+def press_max() -> int:
+    """The most tokens one press makes for the chosen model: GEN_PRESS_MAX, fewer for a large model (a GPT-2 small
+    reads 124 million weights a token: 8 tokens a press, a few seconds here)."""
+    return max(1, min(GEN_PRESS_MAX, PRESS_WORK // weights_per_token(model().config)))
 
 
 def gen_left() -> int:
@@ -90,12 +109,13 @@ def on_gen_keep() -> None:
 
 
 def on_gen_many() -> None:
-    """How many tokens "Generate" makes: 1 to GEN_PRESS_MAX; else a message, nothing changes."""
-    value = st.session_state.get(W_GEN_MANY)
-    if not (isinstance(value, int) and 1 <= value <= GEN_PRESS_MAX):
+    """How many tokens "Generate" makes: 1 to press_max(); else a message, nothing changes."""
+    value, most = st.session_state.get(W_GEN_MANY), press_max()
+    if not (isinstance(value, int) and 1 <= value <= most):
         st.session_state[GEN_MESSAGE] = (
             "error",
-            f"Generate makes 1 to {GEN_PRESS_MAX} tokens a press; {value!r} is not one of them. Nothing changed.",
+            f"Generate makes 1 to {most} tokens a press with this model; {value!r} is not one of them. "
+            "Nothing changed.",
         )
         st.session_state[W_GEN_MANY] = st.session_state[GEN_MANY]
         return
@@ -114,10 +134,11 @@ def on_gen_layer() -> None:
 
 def gen_more(count: int | None) -> None:
     """Generate ``count`` more tokens (None: as many as the box says), at most to the end of the context and at most
-    GEN_PRESS_MAX a press; the message says when fewer were made than asked."""
+    press_max() a press; the message says when fewer were made than asked."""
     want = st.session_state[GEN_MANY] if count is None else count
     left = gen_left()
-    made = min(want, left, GEN_PRESS_MAX)
+    most = press_max()
+    made = min(want, left, most)
     st.session_state[GEN_STEPS] += made
     if made < want and made == left:
         st.session_state[GEN_MESSAGE] = (
@@ -132,14 +153,15 @@ def gen_more(count: int | None) -> None:
     elif made < want:
         st.session_state[GEN_MESSAGE] = (
             "info",
-            f"Made {made} tokens (at most {GEN_PRESS_MAX} a press); press again for more.",
+            f"Made {made} tokens (at most {most} a press with this model: each token reads all its "
+            f"{weights_per_token(model().config):,} weights); press again for more.",
         )
     else:
         st.session_state[GEN_MESSAGE] = None
 
 
 def gen_to_end() -> None:
-    """Generate until the context is full (at most GEN_PRESS_MAX tokens a press)."""
+    """Generate until the context is full (at most press_max() tokens a press)."""
     gen_more(max(gen_left(), 1))
 
 
