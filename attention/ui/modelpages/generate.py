@@ -91,8 +91,7 @@ def controls(ids: tuple[int, ...]) -> None:
 def show_tokens(w: walks.Walk, ids: tuple[int, ...]) -> None:
     """The prompt and the tokens made so far (each marked against the text's own next tokens, where it has them),
     and how many of them match: on a repeated text, how much of the repeat the model completed."""
-    m = runs.model()
-    pieces = m.pieces(list(w.tokens))
+    pieces = runs.pieces(list(w.tokens))
     P = len(w.prompt)
     made = []
     for k, (token, piece) in enumerate(zip(w.tokens[P:], pieces[P:], strict=True)):

@@ -22,16 +22,16 @@ def next_tokens(w: walks.Walk) -> None:
     m = runs.model()
     said = w.said[-1]
     st.subheader("The next token")
-    where = f"After token {said.position + 1} ({esc(m.pieces([said.token])[0])})"
+    where = f"After token {said.position + 1} ({esc(runs.pieces([said.token])[0])})"
     st.dataframe(
-        pd.DataFrame({"next token": m.pieces([int(i) for i in said.top]), "probability": np.round(said.probs, 4)}),
+        pd.DataFrame({"next token": runs.pieces([int(i) for i in said.top]), "probability": np.round(said.probs, 4)}),
         hide_index=True,
         width="stretch",
         key="inside.gen.top",
     )
     if len(w.tokens) < m.config.n_ctx:
         st.markdown(
-            f"{where} the most likely token is **{esc(m.pieces([int(said.top[0])])[0])}** ({said.probs[0]:.3f}): "
+            f"{where} the most likely token is **{esc(runs.pieces([int(said.top[0])])[0])}** ({said.probs[0]:.3f}): "
             "*Next token* adds it (greedy generation), and feeds it through the cache."
         )  # ours: tokens escaped
     else:
@@ -49,7 +49,7 @@ def query_and_row(w: walks.Walk) -> None:
     c = m.config
     step = w.step
     t = step.position
-    st.subheader(f"Token {t + 1} ({esc(m.pieces([step.token])[0])}): its query and its attention over the cache")
+    st.subheader(f"Token {t + 1} ({esc(runs.pieces([step.token])[0])}): its query and its attention over the cache")
     options = ([gen.EVERY_LAYER] if c.n_layers * c.n_heads <= 48 else []) + list(range(c.n_layers))
     st.selectbox(
         "Layer",
@@ -82,7 +82,7 @@ def query_and_row(w: walks.Walk) -> None:
     )
     st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.q")
     widgets.chart_gap()
-    labels = token_labels(m.pieces(list(w.tokens)))
+    labels = token_labels(runs.pieces(list(w.tokens)))
     spec = charts.heatmap_spec(
         rows,
         heads,
@@ -165,17 +165,16 @@ def cache_rows(w: walks.Walk) -> None:
 
 def history(w: walks.Walk) -> None:
     """Every step so far: the token fed, where, and its top next tokens."""
-    m = runs.model()
     with st.expander(f"Every step so far ({len(w.said)})"):
         st.dataframe(
             pd.DataFrame(
                 {
                     "position": [s.position + 1 for s in w.said],
-                    "token fed": m.pieces([s.token for s in w.said]),
+                    "token fed": runs.pieces([s.token for s in w.said]),
                     "cache rows": [s.position + 1 for s in w.said],
-                    "most likely next": m.pieces([int(s.top[0]) for s in w.said]),
+                    "most likely next": runs.pieces([int(s.top[0]) for s in w.said]),
                     "probability": [round(float(s.probs[0]), 4) for s in w.said],
-                    "top 5": [", ".join(m.pieces([int(i) for i in s.top])) for s in w.said],
+                    "top 5": [", ".join(runs.pieces([int(i) for i in s.top])) for s in w.said],
                 }
             ),
             hide_index=True,
