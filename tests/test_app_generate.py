@@ -193,3 +193,15 @@ def test_a_press_makes_at_most_what_the_models_size_allows(monkeypatch: pytest.M
     ), texts(at.info)
     at = _press(at, "inside.gen.b.end")
     _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 6)
+
+
+def test_ablations_made_on_every_head_are_named_and_not_applied() -> None:
+    at = journey("every_head")
+    at = _press(at, "inside.toggle.1.0")
+    at = goto(at, "generate")
+    no_exception(at)
+    assert any(
+        t.startswith("Ablated on Every head: layer 2 · head 1. Generation here runs the whole model")
+        for t in texts(at.caption)
+    )
+    _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 0)  # the engine's unablated numbers

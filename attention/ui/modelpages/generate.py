@@ -23,6 +23,10 @@ def body(s: session.Session) -> None:
         f"{c.vocab_size} tokens, a context of {c.n_ctx} tokens."
     )
     every_head.choose_text()
+    ablated = inside.current()[2]
+    if ablated:
+        names = ", ".join(runs.name(layer, head) for layer, head, _ in ablated)
+        st.caption(f"Ablated on Every head: {names}. Generation here runs the whole model, nothing ablated.")
     generating()
 
 
