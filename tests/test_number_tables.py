@@ -42,6 +42,7 @@ CASES = {
     "−∞ without marks": (np.array([[0.3, -np.inf], [1.2, 0.4]]), "{:.2f}", []),
     "−∞ and a mark": (np.array([[0.3, -np.inf, 2.0], [1.2, 0.4, -np.inf]]), "{:.2f}", [(1, 2)]),
     "every digit": (np.array([[1 / 3, 2 / 3], [0.1, 1e-17]]), "{!r}", [(0, 1)]),
+    "nan and +∞": (np.array([[np.nan, np.inf], [0.5, -np.inf]]), "{:.2f}", [(0, 0)]),
     "one row": (np.array([[0.5, 0.25, 0.125, 0.0625]]), "{:.1f}", [(0, 3)]),
 }
 
@@ -62,7 +63,7 @@ def test_the_given_styler_sends_what_pandas_styler_sends(case: str) -> None:
     for r in range(values.shape[0]):
         for c in range(values.shape[1]):
             v = values[r, c]
-            assert got_texts.iloc[r, c] == ("−∞" if v == -np.inf else pattern.format(float(v)))
+            assert got_texts.iloc[r, c] == ("−∞" if v == -np.inf else pattern.format(float(v)))  # nan: "nan"
     assert got_css.count("{") == (1 if marks else 0)
     for r, c in marks:
         assert f"#T_UUID_row{r}_col{c}" in got_css
