@@ -31,6 +31,7 @@ PAGES = {
     "every_head": "pages/14_every_head.py",
     "class_board": "pages/15_class_board.py",
     "watch_it_learn": "pages/16_watch_it_learn.py",
+    "generate": "pages/17_generate.py",
     "first_token": "pages/18_first_token.py",
 }
 TIMEOUT = 60

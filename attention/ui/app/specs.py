@@ -270,6 +270,17 @@ INSIDE: dict[str, Lab] = {
             "moment. Then train one yourself, live.",
         ),
         Lab(
+            "generate",
+            "pages/17_generate.py",
+            "Generate",
+            "Inside a model: generation and the KV cache",
+            "A model writes one token at a time. The prompt runs through it once; its keys and values are kept, in "
+            "every layer, in the **KV cache**. Each new token then runs alone: only its query is computed, it "
+            "attends every cached key, its own key and value join the cache (one row longer per layer), and the "
+            "most likely next token is added. Press **Next token** and watch each step; on the shipped model, the "
+            "prompt is the first half of a repeated text and a few tokens of its repeat, and the model completes it.",
+        ),
+        Lab(
             "first_token",
             "pages/18_first_token.py",
             "First token",
