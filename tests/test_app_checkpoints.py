@@ -51,6 +51,12 @@ def _tokenize(folder: Path, text: str) -> list[int]:
     return Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text, add_special_tokens=False).ids
 
 
+def _piece(folder: Path, token: int) -> str:  # a token's text, by the tokenizer itself
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(folder / "tokenizer.json")).decode([token])
+
+
 def _torch(model: object, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """transformers' logits (n, V) and attention weights (layers, heads, n, n)."""
     import torch
@@ -391,3 +397,20 @@ def test_what_moved_names_the_six_largest_changes_of_a_big_model_and_counts_the_
     assert said.count("induction score") == answers.NAMED
     assert f"The scores of {len(moved) - answers.NAMED} other heads moved by 0.05 or more too." in said
     assert "Layer 3 · head 6's induction score fell from 0.50 to 0.33" in said  # the largest change is named
+
+
+def test_the_generate_page_draws_the_chooser_and_generates_with_the_servers_model(server) -> None:
+    """The chooser on Generate: the server's GPT-2 chosen there, Next token adds its greedy token (transformers')."""
+    folder, torch_model = server
+    at = _choose(app("generate"), "server:tiny")
+    assert "tiny, a GPT-2 checkpoint on this server" in " ".join(texts(at.caption))
+    at = at.button(key="inside.gen.b.next").click().run()
+    no_exception(at)
+    assert not errors(at), errors(at)
+    assert at.session_state["inside.model"] == "server:tiny" and at.session_state["inside.gen.steps"] == 1
+    keep = at.session_state["inside.gen.keep"]
+    prompt = list(at.session_state["inside.ids"])[:keep]
+    logits, _ = _torch(torch_model, prompt)
+    greedy = _piece(folder, int(np.argmax(logits[-1])))
+    line = [t for t in texts(at.markdown) if t.startswith("**Generated")]
+    assert line and greedy.strip() in line[0], (greedy, line)
