@@ -122,6 +122,7 @@ def cache_rows(w: walks.Walk) -> None:
         "data": {"values": records},
         "mark": {"type": "bar", "stroke": "white", "strokeWidth": 0.5},
         "height": {"step": 24},
+        "padding": {"left": 12, "top": 5, "right": 5, "bottom": 5},  # the axis labels' font is wider than Vega measures
         "title": {"text": f"Rows in the cache: {t} of the context's {c.n_ctx}", "anchor": "start"},
         "encoding": {
             "y": {"field": "row", "type": "nominal", "sort": None, "title": None, "axis": {"labelOverlap": False}},
