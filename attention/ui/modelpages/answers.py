@@ -12,6 +12,7 @@ from ..state import inside
 from . import runs
 
 ANSWERING = "inside.answering"  # the page's fragment of the heads and the predictions, rerun by name
+EVERY = "open.inside.every_position"  # the expander of every position's prediction (its widget key)
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
 
 
@@ -134,7 +135,10 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
         ):
             delta = f"{value - was:+.2f} nats (ablated)" if now.ablations and np.isfinite(value) else None
             st.metric(name_md, "n/a" if not np.isfinite(value) else f"{value:.2f} nats", delta, delta_color="inverse")
-    with st.expander("Every position's prediction"):
+    every = st.expander("Every position's prediction", key=EVERY, on_change="rerun")
+    if not every.open:  # its table is built only while it is open: opening it writes the predictions again
+        return
+    with every:
         probs = np.exp(now.logits - now.logits.max(axis=-1, keepdims=True))
         probs /= probs.sum(axis=-1, keepdims=True)  # (n, V)
         top = probs.argmax(axis=-1)  # (n,)
