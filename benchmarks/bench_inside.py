@@ -10,8 +10,8 @@ ablation is timed from the click to the repeated half's loss, computed by the en
 on to the run's end with every element drawn (the pressed button reading Restore). A switch is timed from the click
 on a position in the box to that position's next-token probability and loss, computed by the engine, being written.
 ``--before PATH``: also serve the app from another checkout (e.g. the main branch in a second work tree), measured
-right after this one in each repeat. Prints medians, ratios and the machine's load average. Needs /usr/bin/chromium
-and playwright.
+beside this one in each repeat (which of the two comes first alternates). Prints medians, ratios and the machine's
+load average. Needs /usr/bin/chromium and playwright.
 Run: python benchmarks/bench_inside.py [--repeats 7] [--before ../main]
 """
 
@@ -127,7 +127,8 @@ def main() -> None:
         )
         for rep in range(args.repeats + 1):  # the first round warms every server and is not counted
             f = floor_one(browser, "floor", f"{floor_url}/", rep)
-            a = {v: _one(browser, f"{apps[v]}/every_head", rep) for v in versions}
+            order = versions if rep % 2 else versions[::-1]  # each version in turn measured right after the floor
+            a = {v: _one(browser, f"{apps[v]}/every_head", rep) for v in order}
             if rep:
                 floor.append(f)
                 for v in versions:
