@@ -8,7 +8,8 @@ repeat starts varies and position alone cannot predict it (with a fixed offset t
 "11 back", which scores as induction without reading the tokens). Training draws a fresh batch each step (from
 SEED and the step number); the snapshots are measured on a fixed evaluation batch of the plain task and taken
 densely where the loss falls (whenever the smoothed loss, once below ln(VOCAB), has fallen by DROP since the last
-one, and at least every MAX_GAP steps).
+one, and at least every MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
+attention/model/induction.py, where the "Watch it learn" page reads it too.
 """
 
 from __future__ import annotations
@@ -24,47 +25,29 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attention.model import Config, Model, init_params, train  # noqa: E402
-from attention.model.induction import BUILTIN, measure, sequences, words  # noqa: E402
-from attention.model.vocab import WordVocab  # noqa: E402
+from attention.model import train  # noqa: E402
+from attention.model.induction import (  # noqa: E402
+    BATCH,
+    BUILTIN,
+    HALF,
+    HOLD,
+    INIT_STD,
+    LR,
+    SEED,
+    STEPS,
+    VOCAB,
+    learning_rate,
+    measure,
+    recipe_model,
+    sequences,
+    words,
+)
+from attention.model.induction import recipe_batch as batch  # noqa: E402
+from attention.model.induction import recipe_config as config  # noqa: E402
 
-SEED = 0
-VOCAB = 32
-HALF = 12
-SHORTEST = 10  # training repeats a segment of 10 to 12 tokens, so where the repeat starts varies
-D_MODEL = 32
-HEADS = 2
-BATCH = 16
-LR = 0.02  # held for HOLD steps, then falling linearly to LR / 50 at STEPS
-HOLD = 800
-STEPS = 1600
-INIT_STD = 0.3
 EVAL_BATCH = 64
 DROP = 0.07  # nats of smoothed training loss between snapshots
 MAX_GAP = 100  # steps
-
-
-def learning_rate(step: int) -> float:
-    return LR if step < HOLD else max(LR * (STEPS - step) / (STEPS - HOLD), LR / 50)
-
-
-def config() -> Config:
-    return Config(
-        vocab_size=VOCAB,
-        n_ctx=2 * HALF,
-        d_model=D_MODEL,
-        n_layers=2,
-        n_heads=HEADS,
-        positions="learned",
-        attention_only=True,
-        tied=False,
-        bias=False,
-    )
-
-
-def batch(step: int) -> np.ndarray:
-    """The training batch of a step: (BATCH, 2·HALF), from SEED and the step alone."""
-    return sequences(np.random.RandomState([SEED, 1, step]), BATCH, VOCAB, HALF, SHORTEST)
 
 
 def evaluation_batch() -> np.ndarray:
@@ -74,7 +57,7 @@ def evaluation_batch() -> np.ndarray:
 def build(steps: int = STEPS) -> dict[str, np.ndarray]:
     """Train for ``steps`` steps; every array the .npz holds."""
     cfg = config()
-    model = Model(cfg, init_params(cfg, SEED, INIT_STD), WordVocab(words(VOCAB)), name="induction")
+    model = recipe_model()
     ev = evaluation_batch()
     snaps: list[dict] = []
     smooth = {"value": None, "at_last": None, "last": -MAX_GAP}

@@ -30,6 +30,8 @@ PAGES = {
     "flash": "pages/13_flash.py",
     "every_head": "pages/14_every_head.py",
     "class_board": "pages/15_class_board.py",
+    "watch_it_learn": "pages/16_watch_it_learn.py",
+    "generate": "pages/17_generate.py",
 }
 TIMEOUT = 60
 

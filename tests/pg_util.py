@@ -65,5 +65,3 @@ def postgres_server() -> Iterator[str]:
             capture_output=True,
         )
         shutil.rmtree(home, ignore_errors=True)
-
-

@@ -121,9 +121,9 @@ def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her
     assert "member" not in link and "playing=" in link
     forged = _opened(url, "challenges", {**address, "member": code + ".not-her-token"})
     assert "board.member" not in forged.session_state
-    assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), (
-        texts(forged.warning) + texts(forged.info)
-    )
+    assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), texts(
+        forged.warning
+    ) + texts(forged.info)
 
 
 def test_a_built_in_rewritten_under_its_id_is_recorded_apart() -> None:

@@ -37,8 +37,9 @@ def _trace(at):
 
 def _snapshot(at):
     s = session(at)
-    return type("Snap", (), {"options": s.options, "tokens": s.tokens,
-                             "matrices": {k: v.copy() for k, v in s.matrices.items()}})
+    return type(
+        "Snap", (), {"options": s.options, "tokens": s.tokens, "matrices": {k: v.copy() for k, v in s.matrices.items()}}
+    )
 
 
 def _refused(at, word: str) -> None:

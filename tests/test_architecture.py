@@ -100,14 +100,35 @@ def test_layers_import_only_what_they_may(module: str) -> None:
         if top == "attention":
             target = imported if imported in MODULES else imported.rsplit(".", 1)[0]
             assert _layer(target) in ALLOWED[layer], f"{module} ({layer}) imports {imported} ({_layer(target)})"
-        elif top in {"numpy", "pandas", "altair", "streamlit", "torch", "scipy", "safetensors", "tokenizers",
-                     "transformers", "sqlalchemy", "vl_convert"}:
+        elif top in {
+            "numpy",
+            "pandas",
+            "altair",
+            "streamlit",
+            "torch",
+            "scipy",
+            "safetensors",
+            "tokenizers",
+            "transformers",
+            "sqlalchemy",
+            "vl_convert",
+        }:
             assert top in THIRD_PARTY[layer], f"{module} ({layer}) imports {top}"
 
 
 # the UI's rooms, from the ground floor up: a module imports only from its own room and the rooms below it
 UI_ROOMS = (
-    "core", "state", "address", "widgets", "inputs", "views", "controls", "sidebar", "labpages", "modelpages", "app"
+    "core",
+    "state",
+    "address",
+    "widgets",
+    "inputs",
+    "views",
+    "controls",
+    "sidebar",
+    "labpages",
+    "modelpages",
+    "app",
 )
 
 

@@ -287,6 +287,10 @@ def test_the_systemd_unit_runs_the_replicas_script_with_its_variables():
     assert {"Restart=on-failure", "KillSignal=SIGTERM", "KillMode=mixed", "WantedBy=multi-user.target"} <= set(lines)
     analyze = shutil.which("systemd-analyze")
     if analyze:
-        check = subprocess.run([analyze, "verify", str(ROOT / "deploy" / "attention-dashboard.service")],
-                               capture_output=True, text=True, check=False)
+        check = subprocess.run(
+            [analyze, "verify", str(ROOT / "deploy" / "attention-dashboard.service")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert check.returncode == 0 and "error" not in check.stderr.lower(), check.stderr

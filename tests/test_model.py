@@ -162,6 +162,67 @@ def test_generation_with_the_cache_for_every_kind_of_position(positions: str) ->
         np.testing.assert_allclose(g.logits[s], m.run(g.tokens[: 3 + s]).logits[-1], rtol=1e-10, atol=1e-12)
 
 
+def test_step_by_step_through_the_cache_equals_torch_at_every_position(gpt2: tuple[Path, object]) -> None:
+    """Each Step's attention rows are torch's weights on the whole text, row by row; its logits torch's logits."""
+    m, torch_model = load(gpt2[0]), gpt2[1]
+    ids = m.encode("the cat sat on the mat and the dog sat")
+    P = 3
+    walk, cache = m.step_through(ids, P)
+    logits, attentions = _torch_run(torch_model, ids)
+    assert [s.position for s in walk] == list(range(P - 1, len(ids)))
+    for s in walk:
+        t = s.position
+        assert s.token == ids[t] and s.cache_length == t + 1
+        _close(s.logits, logits[t], rel=1e-9)
+        for layer in range(2):
+            assert s.weights[layer].shape == (4, t + 1) and s.queries[layer].shape == (4, 16)
+            np.testing.assert_allclose(s.weights[layer], attentions[layer][:, t, : t + 1], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(s.weights[layer].sum(-1), 1.0)
+    assert all(K.shape == V.shape == (4, len(ids), 16) for K, V in cache)
+
+
+@pytest.mark.parametrize("positions", ["learned", "rotary", "sinusoidal", "none"])
+def test_each_cached_step_is_the_last_row_of_a_full_forward(positions: str) -> None:
+    """A step's query, attention row and logits equal those of Model.run on the whole text at that position (causal:
+    the whole text's row t is the prefix's last row); the cache is the run's K and V; feed leaves its input alone."""
+    cfg = Config(vocab_size=20, n_ctx=10, d_model=16, n_layers=2, n_heads=4, d_mlp=32, positions=positions)
+    params = init_params(cfg, 5, std=0.6)
+    m = Model(cfg, params, WordVocab([f"w{i}" for i in range(20)]))
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
+    run = m.run(ids)
+    walk, cache = m.step_through(ids, 4)
+    for s in walk:
+        t = s.position
+        np.testing.assert_allclose(s.logits, run.logits[t], rtol=1e-10, atol=1e-12)
+        for layer, trace in enumerate(run.traces):
+            Q = trace.Q.reshape(10, 4, 4).transpose(1, 0, 2)  # (H, n, d_head): head h is columns 4h .. 4h + 3
+            np.testing.assert_allclose(s.queries[layer], Q[:, t], rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(s.weights[layer], run.weights[layer, :, t, : t + 1], rtol=1e-10, atol=1e-12)
+            prefix = m.run(ids[: t + 1]).weights[layer, :, -1]  # the last row of a forward on the text so far
+            np.testing.assert_allclose(s.weights[layer], prefix, rtol=1e-10, atol=1e-12)
+    for layer, (K, V) in enumerate(cache):
+        np.testing.assert_allclose(K, run.traces[layer].K.reshape(10, 4, 4).transpose(1, 0, 2), atol=1e-12)
+        np.testing.assert_allclose(V, run.traces[layer].V.reshape(10, 4, 4).transpose(1, 0, 2), atol=1e-12)
+    held = sum(K.nbytes + V.nbytes for K, V in cache)
+    assert held == 2 * 2 * 4 * 4 * 10 * 8  # layers × (K and V) × heads × d_head × tokens × 8 bytes (float64)
+    first, small = m.prefill(ids[:3])
+    _, bigger = m.feed(ids[3], small)
+    assert small[0][0].shape == (4, 3, 4) and bigger[0][0].shape == (4, 4, 4)  # the cache given is unchanged
+
+
+def test_step_through_refuses_bad_lengths_and_a_full_context() -> None:
+    m = builtin("induction")
+    ids = list(range(24))
+    for bad in (0, 25, 2.5, "3"):
+        with pytest.raises(AttentionError, match="prompt_length"):
+            m.step_through(ids[:5], bad)
+    _, cache = m.step_through(ids, 24)
+    with pytest.raises(AttentionError, match="context of 24"):
+        m.feed(1, cache)
+    with pytest.raises(AttentionError, match="outside the vocabulary"):
+        m.feed(32, cache[:1])
+
+
 def _random_model(attention_only: bool = False) -> Model:
     cfg = Config(vocab_size=30, n_ctx=12, d_model=24, n_layers=3, n_heads=3, d_mlp=48, attention_only=attention_only)
     params = init_params(cfg, 7, std=0.4)

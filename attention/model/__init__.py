@@ -9,15 +9,17 @@ from .checkpoint import load
 from .config import Config
 from .induction import builtin
 from .interventions import Intervention, ablate, replace_matrix
-from .model import Generation, Model, Run, init_params, param_shapes
+from .model import Generation, KVCache, Model, Run, Step, init_params, param_shapes
 from .train import TrainResult, loss_and_grads, train
 
 __all__ = [
     "Config",
     "Generation",
     "Intervention",
+    "KVCache",
     "Model",
     "Run",
+    "Step",
     "TrainResult",
     "ablate",
     "builtin",

@@ -20,11 +20,24 @@ import numpy as np
 from ..errors import AttentionError
 from .config import Config
 from .layers import log_softmax
-from .model import Model, Params
+from .model import Model, Params, init_params
 from .vocab import WordVocab
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 BUILTIN = {"induction": DATA / "induction.npz"}
+
+# The shipped model's training recipe (scripts/train_induction.py trains it; the "Watch it learn" page trains it live)
+SEED = 0
+VOCAB = 32
+HALF = 12
+SHORTEST = 10  # training repeats a segment of 10 to 12 tokens, so where the repeat starts varies
+D_MODEL = 32
+HEADS = 2
+BATCH = 16
+LR = 0.02  # held for HOLD steps, then falling linearly to LR / 50 at STEPS
+HOLD = 800
+STEPS = 1600
+INIT_STD = 0.3
 
 
 def words(count: int) -> list[str]:
@@ -114,3 +127,44 @@ def history(name: str = "induction") -> dict[str, np.ndarray]:
         raise AttentionError(f"there is no built-in model {name!r}", field="model")
     z = _read(BUILTIN[name])
     return {k.removeprefix("snap/"): v for k, v in z.items() if k.startswith("snap/") or k in ("losses", "example")}
+
+
+def learning_rate(step: int, steps: int = STEPS, hold: int = HOLD) -> float:
+    """The recipe's schedule: LR for ``hold`` steps, then falling linearly to LR / 50 at ``steps``."""
+    return LR if step < hold else max(LR * (steps - step) / (steps - hold), LR / 50)
+
+
+def recipe_config() -> Config:
+    """The shipped model's shape: 2 attention-only layers of HEADS heads, learned positions, 2·HALF tokens."""
+    return Config(
+        vocab_size=VOCAB,
+        n_ctx=2 * HALF,
+        d_model=D_MODEL,
+        n_layers=2,
+        n_heads=HEADS,
+        positions="learned",
+        attention_only=True,
+        tied=False,
+        bias=False,
+    )
+
+
+def recipe_batch(step: int) -> np.ndarray:
+    """The training batch of a step: (BATCH, 2·HALF), from SEED and the step alone."""
+    return sequences(np.random.RandomState([SEED, 1, step]), BATCH, VOCAB, HALF, SHORTEST)
+
+
+def recipe_model(name: str = "induction") -> Model:
+    """The untrained model the recipe starts from: :func:`recipe_config`, initialised from SEED."""
+    config = recipe_config()
+    return Model(config, init_params(config, SEED, INIT_STD), WordVocab(words(VOCAB)), name=name)
+
+
+PHASE_SCORE = 0.5  # an induction head: more than half of its weight on the token to copy
+
+
+def phase_change(record: dict[str, np.ndarray], score: float = PHASE_SCORE) -> int | None:
+    """The index of the first snapshot of a training record (:func:`history`) at which some head's induction score
+    reaches ``score``: where the induction head has appeared. None if no head ever does."""
+    reached = np.flatnonzero(record["induction"].reshape(len(record["step"]), -1).max(axis=1) >= score)
+    return int(reached[0]) if reached.size else None

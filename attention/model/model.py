@@ -189,6 +189,28 @@ class Generation:
     cache_lengths: tuple[int, ...]
 
 
+KVCache = tuple[tuple[np.ndarray, np.ndarray], ...]  # per layer (K, V), each (heads, tokens, d_head)
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One token through the key/value cache, at ``position`` (0-based). Per layer l: ``queries[l]`` (heads, d_head)
+    its query (after any rotation), ``weights[l]`` (heads, position + 1) its attention row over the cache, which
+    holds ``position + 1`` rows of K and of V per layer after it (its own included); ``logits`` (V,) for the token
+    after it."""
+
+    position: int
+    token: int
+    queries: tuple[np.ndarray, ...]
+    weights: tuple[np.ndarray, ...]
+    logits: np.ndarray
+
+    @property
+    def cache_length(self) -> int:
+        """The rows each layer's K and V hold once this token is in: position + 1."""
+        return self.position + 1
+
+
 class Model:
     """A transformer: ``config``, ``params`` (read-only float64 arrays, named as in :func:`param_shapes`) and a
     vocabulary (``encode``/``decode``/``pieces``)."""
@@ -416,12 +438,42 @@ class Model:
 
     def _decode_one(self, token: int, pos: int, cache: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         """One new token at position ``pos`` through every layer with the cache (extended in place); its logits."""
+        step, grown = self.feed(token, tuple(cache))
+        cache[:] = grown
+        return step.logits
+
+    def prefill(self, token_ids: Sequence[int]) -> tuple[Step, KVCache]:
+        """The prompt in one full forward: the last prompt token as a :class:`Step` (its query and attention row
+        from the run) and the cache of every prompt position's keys and values, per layer (H, n, d_head) each."""
+        ids = self.check_ids(token_ids)
+        H, n = self.config.n_heads, len(ids)
+        run = self.run(ids)
+        cache = tuple((split_heads(t.K, H), split_heads(t.V, H)) for t in run.traces)  # (H, n, d_head) each
+        queries = tuple(split_heads(t.Q, H)[:, -1] for t in run.traces)  # (H, d_head) each
+        weights = tuple(run.weights[layer, :, -1] for layer in range(self.config.n_layers))  # (H, n) each
+        return Step(n - 1, ids[-1], queries, weights, run.logits[-1]), cache
+
+    def feed(self, token: int, cache: KVCache) -> tuple[Step, KVCache]:
+        """One token at the next position (the cache's length) through every layer, attending the cached keys and
+        values and its own: its :class:`Step` and the cache one row longer per layer (the given one is unchanged).
+
+        Per layer: h = LN₁(x) (1, d); q, k, v = h W_q, h W_k, h W_v (H, 1, d_head); K, V = [K; k], [V; v]
+        (H, pos + 1, d_head); a = softmax(q Kᵀ · scale) (H, 1, pos + 1); x = x + (a V merged) W_o (1, d)."""
         cfg, p, H = self.config, self.params, self.config.n_heads
+        pos = int(cache[0][0].shape[-2]) if cache else 0
+        (token,) = self.check_ids([token], longest=1)
+        if len(cache) != cfg.n_layers or pos + 1 > cfg.n_ctx:
+            raise AttentionError(
+                f"a cache of {len(cache)} layers and {pos} tokens cannot take one more token: the model has "
+                f"{cfg.n_layers} layers and a context of {cfg.n_ctx}",
+                field="cache",
+            )
         x = p["W_E"][[token]]  # (1, d)
         if cfg.positions == "learned":
             x = x + p["W_pos"][pos : pos + 1]  # (1, d): the token sits at position pos
         elif cfg.positions == "sinusoidal":
             x = x + positions.sinusoidal(pos + 1, cfg.d_model)[pos:]  # (1, d)
+        grown, queries, rows = [], [], []
         for layer in range(cfg.n_layers):
             W_q, W_k, W_v, W_o = self.layer_weights(layer)
             X_in = attention_input(cfg, p, layer, x)  # (1, d [+1])
@@ -429,14 +481,33 @@ class Model:
             if cfg.positions == "rotary":
                 q, k = _rotate_at(q, pos), _rotate_at(k, pos)
             K, V = np.concatenate([cache[layer][0], k], axis=-2), np.concatenate([cache[layer][1], v], axis=-2)
-            cache[layer] = (K, V)  # (H, pos + 1, d_head) each
+            grown.append((K, V))  # (H, pos + 1, d_head) each
             scale = self._options[layer].scale
-            o, _ = scaled_dot_product_attention(q, K, V, scale=scale)  # (H, 1, d_head): the last query sees every key
+            o, a = scaled_dot_product_attention(q, K, V, scale=scale)  # (H, 1, d_head), (H, 1, pos + 1)
+            queries.append(q[:, 0])  # (H, d_head)
+            rows.append(a[:, 0])  # (H, pos + 1)
             attn = merge_heads(o) @ W_o  # (1, d)
             x = x + (attn + p[f"{layer}.b_o"] if cfg.bias else attn)  # (1, d)
             if not cfg.attention_only:
                 x = x + mlp_out(cfg, p, layer, x)  # (1, d)
-        return final_logits(cfg, p, x)[0]  # (V,)
+        logits = final_logits(cfg, p, x)[0]  # (V,)
+        return Step(pos, token, tuple(queries), tuple(rows), logits), tuple(grown)
+
+    def step_through(self, token_ids: Sequence[int], prompt_length: int) -> tuple[list[Step], KVCache]:
+        """The first ``prompt_length`` tokens in one forward (:meth:`prefill`), then every later token one at a time
+        through the cache (:meth:`feed`): a Step per position from prompt_length − 1 on, and the final cache."""
+        ids = self.check_ids(token_ids)
+        if not (is_whole(prompt_length) and 1 <= prompt_length <= len(ids)):
+            raise AttentionError(
+                f"prompt_length must be a whole number from 1 to {len(ids)}; got {prompt_length!r}",
+                field="prompt_length",
+            )
+        step, cache = self.prefill(ids[:prompt_length])
+        out = [step]
+        for token in ids[prompt_length:]:
+            step, cache = self.feed(token, cache)
+            out.append(step)
+        return out, cache
 
 
 def _rotate_at(x: np.ndarray, pos: int) -> np.ndarray:

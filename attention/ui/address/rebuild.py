@@ -12,11 +12,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from ... import names
+from ...errors import AttentionError
 from ...io import presets as presets_mod
 from ..core import session
-from ..core.text import quoted
+from ..core.text import esc, quoted
 from ..state import reshapes
 from ..state.family import source_problem
+from . import inside
 from .options import read_options, whole
 
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
@@ -37,7 +39,10 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
     and the digits shown."""
     notices: list[str] = []
     pid = _preset_id(qp, notices)
-    s = session.new_session(pid, _seed(qp, notices), _blank_shape(qp, pid, notices))
+    s = _model_head(qp, notices) if pid == session.MODEL else None
+    if s is None:
+        pid = session.DEFAULT_PRESET if pid == session.MODEL else pid
+        s = session.new_session(pid, _seed(qp, notices), _blank_shape(qp, pid, notices))
     _projection(s, qp, notices)
     _sizes(s, qp, notices)
     read_options(s, qp, notices)
@@ -52,13 +57,26 @@ def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
 
 def _preset_id(qp: Mapping[str, str], notices: list[str]) -> str:
     pid = qp.get("preset", session.DEFAULT_PRESET)
-    if pid in (*presets_mod.list_presets(), session.BLANK):
+    if pid in (*presets_mod.list_presets(), session.BLANK, session.MODEL):
         return pid
     notices.append(
         f"The link asked for preset {quoted(pid)}, which does not exist; showing "
         f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead."
     )
     return session.DEFAULT_PRESET
+
+
+def _model_head(qp: Mapping[str, str], notices: list[str]) -> session.Session | None:
+    """The state at the model's head ``mh`` names, or None with a notice (the default preset is shown then)."""
+    ref = inside.read_head(qp.get(inside.HEAD, ""))
+    if isinstance(ref, str):
+        notices.append(f"The link's model head was not opened: {ref}; showing the default preset.")
+        return None
+    try:
+        return session.head_session(ref)
+    except AttentionError as exc:
+        notices.append(f"The link's model head was not opened: {esc(exc.message, 300)}; showing the default preset.")
+        return None
 
 
 def _seed(qp: Mapping[str, str], notices: list[str]) -> int | None:

@@ -23,16 +23,16 @@ import streamlit as st
 from ... import masks, names
 from ...errors import AttentionError
 from ...io import links
-from ..core import session
+from ..core import models, session
 from ..core.text import quoted
-from . import membership, playing
+from . import inside, membership, playing
 from .rebuild import MAX_TOKENS_TEXT, rebuild
 
 _LINK_PREFIX = "the link's edits cannot be restored: "
 # every parameter this module writes (others in the address are left alone)
 _NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
 _NAMES += "edits playing"
-PARAMS = tuple(_NAMES.split())
+PARAMS = (*_NAMES.split(), inside.HEAD, *inside.PARAMS)
 # The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
 # any other is a name or a number. Measured before anything reads a value.
 LIMITS = {
@@ -42,6 +42,7 @@ LIMITS = {
     "src": MAX_TOKENS_TEXT,  # the source sentence, as the sentence
     "cmask": 64 * 65,
     "pad": names.MAX_TOKENS * 5,
+    **inside.LIMITS,
 }
 SHORT_LIMIT = 100
 
@@ -62,18 +63,22 @@ def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
 def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
     """The parameters for everything but the edits, and what cannot travel."""
     notes: list[str] = []
+    travels = s.preset_id != session.FILE
     if s.preset_id == session.FILE:
         notes.append("a state loaded from a file: download the preset file to share it.")
-    base_id = s.preset_id if s.preset_id != session.FILE else session.DEFAULT_PRESET
+    elif s.preset_id == session.MODEL and not models.travels(s.model_head.model_id):
+        notes.append("a head of a model you uploaded or trained: such a model cannot travel in a link.")
+        travels = False
+    base_id = s.preset_id if travels else session.DEFAULT_PRESET
     q = {"preset": base_id}
-    if s.seed is not None and s.preset_id != session.FILE:
+    if s.seed is not None and travels:
         q["seed"] = str(s.seed)
     if s.preset_id == session.BLANK:
         q["size"] = "x".join(str(v) for v in s.blank_shape)
+    if s.preset_id == session.MODEL and travels:
+        q[inside.HEAD] = inside.head_param(s.model_head)
     preset, base = (
-        (s.origin.preset, s.origin.base)
-        if s.preset_id != session.FILE
-        else session.preset_and_base(base_id, None, s.blank_shape)
+        (s.origin.preset, s.origin.base) if travels else session.preset_and_base(base_id, None, s.blank_shape)
     )
     o, po = s.options, preset.options
     if o.projection != po.projection:
@@ -188,13 +193,14 @@ def read() -> tuple[session.Session, list[str]]:
             for name, arr in decoded.items():
                 s.matrices[name] = np.array(arr, dtype=np.float64)
             s.version += 1
-    notices += playing.restore(qp, s) + membership.restore(qp)
+    notices += playing.restore(qp, s) + membership.restore(qp) + inside.restore(qp)
     return s, notices
 
 
 def write(s: session.Session) -> None:
     """Put the whole state in the address bar (a reload restores it); drop parameters the state no longer has."""
     want, _ = link(s)
+    want.update(inside.params())
     current = st.query_params.to_dict()
     for k in PARAMS:
         if k in want and current.get(k) != want[k]:

@@ -31,6 +31,7 @@ from ..inputs import editors
 from ..inputs import import_box as imports
 from ..labpages import BODIES
 from ..modelpages import BODIES as MODEL_BODIES
+from ..modelpages import ON_STEPS as model_answers
 from ..sidebar import panel as sidebar
 from ..sidebar import share
 from ..views import compare
@@ -186,6 +187,8 @@ def result_panel(key: str) -> None:
     with printing.screen_only("compare"):
         for name in step.compare:
             compare.show(name, s, trace, key)
+    if s.model_head is not None:  # a model's head: the edits flow back, and the model answers
+        model_answers(s)
 
 
 def input_panel(s: session.Session) -> None:

@@ -257,6 +257,28 @@ INSIDE: dict[str, Lab] = {
             "restore it; then ablate the previous-token head in layer 1 and watch the induction head's pattern "
             "fall apart too.",
         ),
+        Lab(
+            "watch_it_learn",
+            "pages/16_watch_it_learn.py",
+            "Watch it learn",
+            "Inside a model: watch it learn",
+            "The shipped model was not born knowing how to continue a repeated sequence. For its first few hundred "
+            "steps its loss sat on a plateau; then, within a short stretch of training, a previous-token head and an "
+            "**induction head** formed and the loss on the repeated half dropped: a *phase change*. Move the slider "
+            "through the snapshots taken while it trained to see the loss curves and every head's pattern at that "
+            "moment. Then train one yourself, live.",
+        ),
+        Lab(
+            "generate",
+            "pages/17_generate.py",
+            "Generate",
+            "Inside a model: generation and the KV cache",
+            "A model writes one token at a time. The prompt runs through it once; its keys and values are kept, in "
+            "every layer, in the **KV cache**. Each new token then runs alone: only its query is computed, it "
+            "attends every cached key, its own key and value join the cache (one row longer per layer), and the "
+            "most likely next token is added. Press **Next token** and watch each step; on the shipped model, the "
+            "prompt is the first half of a repeated text and a few tokens of its repeat, and the model completes it.",
+        ),
     )
 }
 NAV = (

@@ -20,13 +20,16 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from ...errors import AttentionError
-from ...model import Model, builtin, load
+from ...io import presets as presets_mod
+from ...io.presets import Preset
+from ...model import Model, ablate, builtin, load
 from ...model.induction import history, sequences
 
 _LOG = logging.getLogger(__name__)
@@ -114,8 +117,17 @@ def hold(model: Model, kind: str) -> str:
 
 
 def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
-    """Ready-made texts for a model, by label: for the shipped one, random words repeated; none for the others."""
-    return _ready_made() if model_id == BUILTIN else {}
+    """Ready-made texts for a model, by label: random words repeated, for the shipped model and any model that reads
+    the same words as it does (one trained here from its recipe, say); none for the others."""
+    if model_id != BUILTIN:
+        try:
+            m, shipped = get(model_id), _builtin()
+        except AttentionError:
+            return {}
+        same = type(m.vocab) is type(shipped.vocab) and getattr(m.vocab, "words", None) == shipped.vocab.words
+        if not (same and m.config.n_ctx >= shipped.config.n_ctx):
+            return {}
+    return _ready_made()
 
 
 @st.cache_resource(show_spinner=False)
@@ -146,3 +158,65 @@ def _ready_made() -> dict[str, tuple[int, ...]]:
         "10 words, repeated (the shortest repeat it was trained on)": repeat(10, 1),
         "8 words, repeated (shorter than any repeat it saw in training)": repeat(8, 1),
     }
+
+
+Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
+
+
+@dataclass(frozen=True)
+class HeadRef:
+    """One head of a model on one text, opened on the step pages: the model's id, the text's token ids, the layer and
+    head (0-based), and the ablations the model runs with (earlier layers' ones change what this head reads)."""
+
+    model_id: str
+    ids: tuple[int, ...]
+    layer: int
+    head: int
+    ablations: tuple[Ablation, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The head as a person counts: "layer 2 · head 1"."""
+        return f"layer {self.layer + 1} · head {self.head + 1}"
+
+
+def head_preset(ref: HeadRef) -> Preset:
+    """The head as a preset the step pages open: X (n, d_model [+1]) the layer's input after its LayerNorm (a column
+    of ones when the model has biases), W_q, W_k, W_v (d_model [+1], d_head) the head's blocks, the model's tokens,
+    and the layer's options for one head (causal, the model's score scale). Its W_o block (d_head, d_model) is the
+    model's, applied when the edits flow back (:func:`head_w_o`). Raises AttentionError naming what is wrong."""
+    return _head_preset(ref)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _head_preset(ref: HeadRef) -> Preset:
+    m = get(ref.model_id)
+    c = m.config
+    for what, value, count in (("layer", ref.layer, c.n_layers), ("head", ref.head, c.n_heads)):
+        if not 0 <= value < count:
+            raise AttentionError(f"the model has {count} {what}s; there is no {what} {value + 1}", field=what)
+    ids = m.check_ids(list(ref.ids))
+    with LOCK:
+        run = m.run(ids, [ablate(layer, head, how) for layer, head, how in ref.ablations])
+    t = run.head(ref.layer, ref.head)
+    tokens = [p if p.strip() else repr(p) for p in m.pieces(ids)]
+    ablated = ", ".join(f"layer {a + 1} · head {b + 1} ({how})" for a, b, how in ref.ablations)
+    return presets_mod.from_state(
+        tokens,
+        {"X": t.X, "W_q": t.W_q, "W_k": t.W_k, "W_v": t.W_v},
+        t.options,
+        id="model_head",
+        title=f"{m.name}: {ref.name}",
+        description=(
+            f"Layer {ref.layer + 1}, head {ref.head + 1} of the model {m.name!s} on a text of {len(ids)} tokens: X is "
+            "what the layer's attention reads (after its LayerNorm), W_q, W_k and W_v are this head's blocks."
+            + (f" The model runs with {ablated} ablated." if ablated else "")
+        ),
+    )
+
+
+def head_w_o(ref: HeadRef) -> np.ndarray:
+    """The head's rows of the model's W_o: (d_head, d_model), how its output is written into the residual stream."""
+    m = get(ref.model_id)
+    d = m.config.d_head
+    return m.layer_weights(ref.layer)[3][ref.head * d : (ref.head + 1) * d]  # (d_head, d_model)

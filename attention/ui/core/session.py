@@ -21,10 +21,12 @@ from ...io.presets import Preset
 from ...labs.challenges import Challenge
 from ...trace import Options
 from .learned import Learned, LearnSettings
+from .models import HeadRef, head_preset
 
 KEY = "attention_session"
 BLANK = "blank"
 FILE = "file"  # the preset_id of a state loaded from a preset file
+MODEL = "model"  # the preset_id of a model's head opened on the step pages (see Session.model_head)
 DEFAULT_PRESET = "she_likes_coffee"
 DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
 DIGIT_CHOICES = (3, 4, 6, 8, None)  # significant digits shown (None: every digit); the control and links offer these
@@ -92,6 +94,8 @@ class Session:
     # the unedited starting point, set with the preset, seed or size (by new_session and the writer); None only for a
     # bare Session built by hand
     origin: Origin | None = None
+    # the model's head this state was opened from (preset_id is then MODEL): its edits of W_q, W_k, W_v flow back
+    model_head: HeadRef | None = None
     # values derived from the whole state, each with the state it was derived from (see derived); not state
     memo: dict[str, tuple[tuple, Any]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -140,6 +144,9 @@ def preset_label(preset_id: str, s: Session | None = None) -> str:
     """A preset's name in lists: its file's label, "Blank n × d (random)", or the title of a loaded file."""
     if preset_id == FILE:
         return f"From a file: {s.loaded.title}" if s is not None and s.loaded is not None else "From a file"
+    if preset_id == MODEL:
+        known = s is not None and s.origin is not None
+        return f"Inside a model: {s.origin.preset.title}" if known else "A model's head"
     return "Blank n × d (random)" if preset_id == BLANK else presets_mod.preset_label(preset_id)
 
 
@@ -170,6 +177,22 @@ def new_session(
     )
 
 
+def head_session(ref: HeadRef) -> Session:
+    """A state at a model's head (:func:`attention.ui.core.models.head_preset`), unedited; raises AttentionError."""
+    preset = head_preset(ref)
+    base = _read_only(matrices_2d(preset))
+    return Session(
+        preset_id=MODEL,
+        seed=None,
+        blank_shape=DEFAULT_BLANK,
+        tokens=preset.tokens,
+        matrices={k: np.array(v) for k, v in base.items()},
+        options=preset.options,
+        origin=Origin(preset, base),
+        model_head=ref,
+    )
+
+
 def _state_of(s: Session) -> tuple:
     """What a derived value depends on, cheap to compare: every field that travels or is shown, and each matrix by
     identity (a change of numbers always puts a new array in; :mod:`attention.ui.state` never writes into one).
@@ -188,6 +211,7 @@ def _state_of(s: Session) -> tuple:
         s.options,
         s.rolled,
         s.digits,
+        s.model_head,
         held,
         matrices,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -50,7 +52,7 @@ def last_change() -> str:
     return moved(runs.measure(ids, before), runs.measure(ids, now), st.session_state[inside.CHANGE], position)
 
 
-def moved(before: runs.Measured, now: runs.Measured, change: str, position: int) -> str:
+def moved(before: runs.Measured, now: runs.Measured, change: str, position: int, pieces: Callable | None = None) -> str:
     """One paragraph naming what the last change moved: the second half's loss, the heads whose score of their role
     moved, the first half's loss, and the most likely next token at the chosen position."""
     second = "repeated half" if roles.half_split(now.ids)[1] else "second half"
@@ -63,7 +65,7 @@ def moved(before: runs.Measured, now: runs.Measured, change: str, position: int)
         if abs(b - a) >= MOVED:
             parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
     parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
-    pieces = runs.model().pieces
+    pieces = pieces or runs.model().pieces
     (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
     (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
     where = f"At position {position + 1} ({esc(pieces([now.ids[position]])[0])}) the most likely next token"

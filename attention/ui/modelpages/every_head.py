@@ -153,8 +153,29 @@ def heads(now: runs.Measured) -> None:
                     args=(layer, head),
                     type="primary" if how else "secondary",
                 )
+                st.button(
+                    f"Open {runs.name(layer, head)} on the step pages",
+                    key=f"inside.open.{layer}.{head}",
+                    on_click=inside.open_on_steps,
+                    args=(layer, head),
+                    help="The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
+                    "An edit there runs the model with your numbers, and its predictions answer back.",
+                )
+                if st.session_state.get(inside.OPENED) == (layer, head):
+                    opened(layer, head)
                 if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
                     st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
+
+
+def opened(layer: int, head: int) -> None:
+    """Where to go once a head is opened: the step pages, each now showing it."""
+    st.success(f"The step pages now show {runs.name(layer, head)}. Edit its numbers there:")
+    for page, label in (
+        ("pages/2_weights.py", "W_q, W_k, W_v"),
+        ("pages/4_scores.py", "Scores"),
+        ("pages/6_softmax.py", "Attention weights"),
+    ):
+        st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
 
 
 def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:

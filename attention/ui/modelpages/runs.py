@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ...model import ablate, roles
+from ...model import Run, ablate, roles
 from ..core import models
 from ..state import inside
 from ..state.inside import Ablation, name
 
-__all__ = ["Ablation", "Measured", "measure", "model", "name", "ready_made"]
+SHOWN = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "↵"}  # whitespace in a token, made visible
+__all__ = ["Ablation", "Measured", "measure", "model", "model_id", "name", "pieces", "ready_made"]
 
 
 def model() -> models.Model:
     """The model the learner chose (the shipped one until another is chosen)."""
     return inside.model()
+
+
+def model_id() -> str:
+    """The chosen model's id (see :mod:`attention.ui.core.models`)."""
+    return inside.model_id()
+
+
+def pieces(ids: Sequence[int]) -> list[str]:
+    """The chosen model's tokens as a person reads them (a BPE piece's spaces made visible); user text: escape it."""
+    return ["".join(SHOWN.get(ch, ch) for ch in t) or "∅" for t in inside.model().pieces(ids)]
 
 
 def ready_made() -> dict[str, tuple[int, ...]]:
@@ -52,6 +64,11 @@ def _measure(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...
     m = models.get(model_id)
     with models.LOCK:
         run = m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
+    return measured(ids, ablations, run)
+
+
+def measured(ids: tuple[int, ...], ablations: tuple[Ablation, ...], run: Run) -> Measured:
+    """What the page shows of a run of the model on ``ids`` (its roles, losses by half and logits); read-only."""
     scores = roles.head_scores(run.weights, ids)
     losses = roles.position_losses(run.logits, ids)
     first, second = roles.half_losses(losses, roles.half_split(ids)[0])

@@ -26,7 +26,8 @@ def draw(s: session.Session, tools: bool = True) -> None:
     sb.markdown("### Self-attention, step by step")
     challenge_status.show(s)
     bind("sb.preset", s.preset_id)
-    options = [*presets_mod.list_presets(), session.BLANK] + ([session.FILE] if s.preset_id == session.FILE else [])
+    held = [s.preset_id] if s.preset_id in (session.FILE, session.MODEL) else []  # listed while in force
+    options = [*presets_mod.list_presets(), session.BLANK, *held]
     sb.selectbox(
         "Preset",
         options,
@@ -47,7 +48,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
             )
         show_messages("sidebar.blank", sb)
     preset = s.origin.preset
-    from_file = s.preset_id == session.FILE
+    from_file = s.preset_id in (session.FILE, session.MODEL)
     bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input(
         "Seed",
@@ -63,7 +64,9 @@ def draw(s: session.Session, tools: bool = True) -> None:
         if preset.is_random
         else "This preset has no random parts: every matrix is typed in its document.",
     )
-    if from_file:
+    if s.preset_id == session.MODEL:
+        sb.caption("The seed is off: a model's head keeps the model's numbers.")
+    elif from_file:
         sb.caption("The seed is off: a state loaded from a file keeps the file's numbers.")
     elif not preset.is_random:
         sb.caption("The seed is off: this preset has no random parts (every matrix is typed in).")

@@ -8,17 +8,25 @@ from __future__ import annotations
 import streamlit as st
 
 from ...errors import AttentionError
-from ..core import models
+from ..core import models, training
+from ..core.models import HeadRef
+from ..core.text import esc
+from .presets import open_head
 
 PREFIX = "inside."
 MODEL = PREFIX + "model"
 SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
 BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
+OPENED = PREFIX + "opened"  # the (layer, head) last opened on the step pages from these pages, for its link
 W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
 Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
 TYPED_LABEL = "Your own words (typed below)"
+# "Watch it learn": the snapshot shown (1-based, as the slider counts), a live training job's id, their messages
+SNAPSHOT, JOB = PREFIX + "snapshot", PREFIX + "job"
+LEARN_MESSAGE, TRAIN_MESSAGE = PREFIX + "learn_message", PREFIX + "train_message"
+W_SNAPSHOT = PREFIX + "w.snapshot"
 
 
 def ensure() -> None:
@@ -40,6 +48,41 @@ def ensure() -> None:
             MESSAGE: "",
         }
     )
+
+
+def started() -> bool:
+    """Whether the model pages' state exists in this session (made by :func:`ensure` or :func:`restore`)."""
+    return IDS in st.session_state
+
+
+def start() -> tuple[str, tuple[int, ...]]:
+    """Where the model pages start: the shipped model and its first ready-made text."""
+    return models.BUILTIN, next(iter(models.ready_made(models.BUILTIN).values()))
+
+
+def restore(model_id: str, ids: tuple[int, ...] | None, ablations: tuple[Ablation, ...]) -> str:
+    """The model, text (None: the model's first ready-made one) and ablations an address names, when the model opens
+    and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
+    try:
+        m = models.get(model_id)
+        if ids is None:
+            ids = next(iter(models.ready_made(model_id).values()), None)
+        if ids is None:
+            return "the link names no text for that model"
+        ids = tuple(m.check_ids(list(ids)))
+    except AttentionError as exc:
+        return esc(exc.message, 300)
+    c = m.config
+    if not 2 <= len(ids) <= c.n_ctx:
+        return f"the text has {len(ids)} tokens; the model reads 2 to {c.n_ctx}"
+    bad = [a for a in ablations if not (a[0] < c.n_layers and a[1] < c.n_heads)]
+    if bad:
+        return f"the model has {c.n_layers} layers of {c.n_heads} heads; there is no {name(*bad[0][:2])}"
+    ensure()
+    label = next((k for k, v in models.ready_made(model_id).items() if v == ids), "")
+    st.session_state.update({MODEL: model_id, ABLATIONS: ablations})
+    _new_text(ids, label)
+    return ""
 
 
 def default_position(ids: tuple[int, ...]) -> int:
@@ -138,3 +181,68 @@ def restore_all() -> None:
 def name(layer: int, head: int) -> str:
     """A head as a person counts: "layer 1 · head 2" (the engine counts from 0)."""
     return f"layer {layer + 1} · head {head + 1}"
+
+
+def open_on_steps(layer: int, head: int) -> None:
+    """Open a head of the chosen model, on the current text and with the current ablations, on the step pages."""
+    ids, _, ablations = current()
+    if open_head(HeadRef(model_id(), ids, layer, head, ablations)):
+        st.session_state[OPENED] = (layer, head)
+
+
+def ensure_learn() -> None:
+    """Create the "Watch it learn" keys once per session: the first snapshot, no training job."""
+    if SNAPSHOT not in st.session_state:
+        st.session_state.update({SNAPSHOT: 1, JOB: None, LEARN_MESSAGE: "", TRAIN_MESSAGE: ""})
+
+
+def on_snapshot(count: int) -> None:
+    """A snapshot was chosen on the slider (1 to ``count``); any other value is refused with a message and nothing
+    changes."""
+    value = st.session_state.get(W_SNAPSHOT)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= count:
+        st.session_state.update({SNAPSHOT: value, LEARN_MESSAGE: ""})
+    else:
+        st.session_state[LEARN_MESSAGE] = (
+            f"The snapshot {str(value)[:20]!r} is not one of 1 to {count}; still showing snapshot "
+            f"{st.session_state[SNAPSHOT]}. Nothing changed."
+        )
+
+
+def start_training(steps: int, hold: int) -> None:
+    """Train a model from scratch, live (this session's earlier run, if still running, is cancelled first)."""
+    training.cancel(st.session_state.get(JOB))
+    try:
+        job = training.start(steps, hold)
+    except AttentionError as e:
+        st.session_state[TRAIN_MESSAGE] = f"{e}. Nothing started."
+        return
+    st.session_state.update({JOB: job.id, TRAIN_MESSAGE: ""})
+
+
+def cancel_training() -> None:
+    """Stop this session's live training at its next step."""
+    training.cancel(st.session_state.get(JOB))
+
+
+def open_model(new_id: str) -> bool:
+    """Open a model on the "Every head" page: it becomes the chosen model, with its first ready-made text (or the text
+    so far, when that model reads it), and nothing ablated. False (and a message; nothing changed) if it cannot be
+    opened."""
+    ensure()
+    try:
+        m = models.get(new_id)
+    except AttentionError as e:
+        st.session_state[TRAIN_MESSAGE] = f"{e}. Nothing changed."
+        return False
+    st.session_state.update({MODEL: new_id, ABLATIONS: (), TRAIN_MESSAGE: ""})
+    made = models.ready_made(new_id)
+    ids = st.session_state[IDS]
+    if made:
+        label, ids = next(iter(made.items()))
+        _new_text(ids, label)
+    else:
+        _new_text(ids if max(ids) < m.config.vocab_size and len(ids) <= m.config.n_ctx else (0, 0), "")
+    st.session_state.pop(W_SEQUENCE, None)  # the text boxes start again from the new text
+    st.session_state.pop(W_TYPED, None)
+    return True

@@ -9,19 +9,23 @@ import numpy as np
 from ... import names, rng
 from ...errors import AttentionError
 from ...io.presets import Preset
+from ..core.models import HeadRef
 from ..core.session import (
     BLANK,
     FACTOR_RANGE,
     FILE,
+    MODEL,
     Origin,
     Session,
     file_origin,
     get,
+    head_session,
     is_unedited,
     matrices_2d,
     new_session,
     preset_and_base,
 )
+from ..core.text import esc
 from . import reshapes
 from .challenges import start_challenge
 from .core import replace_session, say, touch
@@ -40,6 +44,8 @@ def reset() -> None:
         start_challenge(s.challenge)
     elif s.preset_id == FILE and s.loaded is not None:
         apply_preset(s.loaded)
+    elif s.preset_id == MODEL and s.model_head is not None:
+        open_head(s.model_head)
     else:
         load_preset(s.preset_id, s.seed, s.blank_shape)
 
@@ -47,8 +53,9 @@ def reset() -> None:
 def set_seed(seed: int) -> None:
     """Redraw only what the preset draws at random; the user's edits to fixed parts are kept."""
     s = get()
-    if s.preset_id == FILE:
-        say("sidebar.seed", "error", "A state loaded from a file keeps the file's numbers; the seed was not applied.")
+    if s.preset_id in (FILE, MODEL):
+        what = "A state loaded from a file keeps the file's" if s.preset_id == FILE else "A model's head keeps its"
+        say("sidebar.seed", "error", f"{what} numbers; the seed was not applied.")
         return
     preset, fresh = preset_and_base(s.preset_id, seed, s.blank_shape)
     if not preset.is_random:
@@ -81,6 +88,33 @@ def apply_preset(preset: Preset) -> None:
             origin=file_origin(preset),
         )
     )
+
+
+def open_head(ref: HeadRef) -> bool:
+    """Open a model's head on the step pages: its X, W_q, W_k, W_v and options replace the state (the pin, digits and
+    tabs are kept, as with any preset). A head that cannot be opened changes nothing and says why; False then."""
+    try:
+        new = head_session(ref)
+    except AttentionError as exc:
+        say("page.notice.head", "error", f"That head could not be opened: {esc(exc.message, 300)}. Nothing changed.")
+        return False
+    replace_session(new)
+    half = len(new.tokens) // 2  # explain the first query of the second half, at the key an induction head copies
+    new.cell = (half, 1 if half > 1 and ref.ids[:half] == ref.ids[half : 2 * half] else 0)
+    return True
+
+
+def set_head_ablation(how: str | None) -> None:
+    """Ablate the opened model head in the model ("zero" or "mean"), or restore it (None). The head's own matrices are
+    unchanged (X is made by the layers below it), so only what the model predicts moves."""
+    s = get()
+    ref = s.model_head
+    if ref is None or how not in (None, "zero", "mean"):
+        return
+    others = tuple(a for a in ref.ablations if a[:2] != (ref.layer, ref.head))
+    ablations = tuple(sorted((*others, (ref.layer, ref.head, how)))) if how else others
+    s.model_head = replace(ref, ablations=ablations)
+    touch(s)
 
 
 def set_blank_shape(shape: tuple[int, int, int]) -> None:

@@ -3,6 +3,10 @@
 A pandas Styler is formatted on the server cell by cell (about a fifth of a run, for a page's few tables), so a
 table whose numbers are all finite and need no highlight is sent as numbers with a printf format per column, which
 the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as such, every digit.
+That Styler (:func:`_given`) is handed its cell texts and highlighted cells ready-made: Streamlit reads a Styler's
+computed styles and display texts, and pandas' general machinery for them (every cell's style computed, matched
+and grouped) was most of a highlighted table's cost; tests/test_number_tables.py checks that Streamlit receives
+exactly what pandas' own Styler gives it.
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 _HIGHLIGHT = "background-color: #fff3b0; font-weight: 600"
+_HIGHLIGHT_PROPS = [tuple(part.strip() for part in prop.split(":")) for prop in _HIGHLIGHT.split(";")]
 SHOWN_ROWS = 16  # a table of up to this many rows is shown whole; a longer one scrolls, showing whole rows
 ROW_PX = 35  # the data grid's row (and header) height
 
@@ -32,7 +38,26 @@ def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray
         config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
         where.dataframe(df, width="stretch", column_config=config, **{"height": fit_height(len(df)), **kwargs})
         return
-    styler = df.style.format(lambda v: "−∞" if np.isneginf(v) else pattern.format(v))
-    if marked:
-        styler = styler.apply(lambda _: np.where(highlight, _HIGHLIGHT, ""), axis=None)
+    texts = [["−∞" if np.isneginf(v) else pattern.format(v) for v in row] for row in values.tolist()]
+    styler = _given(df, texts, highlight if marked else None)
     where.dataframe(styler, width="stretch", **{"height": fit_height(len(df)), **kwargs})
+
+
+def _given(df: pd.DataFrame, texts: list[list[str]], highlight: np.ndarray | None) -> Styler:
+    """A Styler of ``df`` whose cell texts (rows of str) and highlighted cells (a boolean array, or None) are given:
+    what Streamlit reads of a Styler (``_compute()``, then ``_translate()``'s cell styles and display values) is
+    built directly, the same as ``df.style.format(...).apply(...)`` would compute it. (A pandas Styler itself, not a
+    subclass: Streamlit recognises a Styler by its exact type.)"""
+    marked = [] if highlight is None else [f"row{r}_col{c}" for r, c in np.argwhere(highlight)]
+    translated = {
+        "table_styles": [],
+        "cellstyle": [{"props": _HIGHLIGHT_PROPS, "selectors": marked}] if marked else [],
+        "body": [
+            [{"id": f"row{r}_col{c}", "display_value": text} for c, text in enumerate(row)]
+            for r, row in enumerate(texts)
+        ],
+    }
+    styler = Styler(df)
+    styler._compute = lambda: styler  # type: ignore[method-assign]
+    styler._translate = lambda *args, **kwargs: translated  # type: ignore[method-assign]
+    return styler

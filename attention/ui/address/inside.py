@@ -1,0 +1,125 @@
+"""A model in the address: the head opened on the step pages (``mh``) and the model pages' model, text and ablations.
+
+- ``mh=induction~2.1~4.17.9~1.2z``: a state at a model's head (``preset=model``): the model's id, layer.head
+  (counted from 1), the text's token ids, then the ablations it runs with (layer.head and z for zero, m for mean);
+- ``model=induction&ids=4.17.9&ablate=2.1z-1.2m``: what the "Inside a model" pages show (written only when it
+  differs from their starting point).
+
+Only the shipped model and the server's own checkpoints travel (:func:`attention.ui.core.models.travels`). Every
+value is user text: bounded before it is split, read with plain string methods, and quoted in every notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..core import models
+from ..core.models import Ablation, HeadRef
+from ..core.text import quoted
+from ..state import inside
+
+HEAD = "mh"
+MODEL, IDS, ABLATE = "model", "ids", "ablate"
+PARAMS = (MODEL, IDS, ABLATE)
+MAX_IDS = 1024  # tokens in an address (GPT-2's whole context)
+LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60}
+HOWS = {"z": "zero", "m": "mean"}
+
+
+def ids_text(ids: tuple[int, ...]) -> str:
+    """Token ids as the address holds them: "4.17.9"."""
+    return ".".join(str(i) for i in ids)
+
+
+def read_ids(text: str) -> tuple[int, ...] | None:
+    """The token ids ``text`` spells (whole numbers below a million, 1 to :data:`MAX_IDS` of them), else None."""
+    parts = text[: LIMITS[IDS]].split(".")
+    if len(text) > LIMITS[IDS] or not 0 < len(parts) <= MAX_IDS:
+        return None
+    if not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def ablations_text(ablations: tuple[Ablation, ...]) -> str:
+    """Ablations as the address holds them: "2.1z-1.2m" (layer.head counted from 1, z zero, m mean)."""
+    return "-".join(f"{layer + 1}.{head + 1}{how[0]}" for layer, head, how in ablations)
+
+
+def read_ablations(text: str) -> tuple[Ablation, ...] | None:
+    """The ablations ``text`` spells, sorted and one per head, else None (layers and heads are checked by the
+    model)."""
+    if len(text) > LIMITS[ABLATE]:
+        return None
+    out: dict[tuple[int, int], str] = {}
+    for part in filter(None, text.split("-")):
+        how = HOWS.get(part[-1])
+        where = part[:-1].split(".")
+        if how is None or len(where) != 2 or not all(w.isascii() and w.isdigit() and 0 < len(w) <= 3 for w in where):
+            return None
+        layer, head = int(where[0]) - 1, int(where[1]) - 1
+        if layer < 0 or head < 0:
+            return None
+        out[(layer, head)] = how
+    return tuple(sorted((layer, head, how) for (layer, head), how in out.items()))
+
+
+def head_param(ref: HeadRef) -> str:
+    """The ``mh`` value of a head (its model must travel)."""
+    return f"{ref.model_id}~{ref.layer + 1}.{ref.head + 1}~{ids_text(ref.ids)}~{ablations_text(ref.ablations)}"
+
+
+def read_head(text: str) -> HeadRef | str:
+    """The head an ``mh`` value names, or why it cannot be read (Markdown, the value quoted)."""
+    parts = text[: LIMITS[HEAD]].split("~")
+    if len(text) > LIMITS[HEAD] or len(parts) != 4:
+        return f"the link's model head {quoted(text, 80)} is not model~layer.head~token ids~ablations"
+    model_id, where, ids_part, ablate = parts
+    if not models.travels(model_id) or model_id not in models.offered():
+        return f"this server offers no model {quoted(model_id, 60)}"
+    lh = where.split(".")
+    ids, ablations = read_ids(ids_part), read_ablations(ablate)
+    if len(lh) != 2 or not all(x.isascii() and x.isdigit() and 0 < len(x) <= 3 for x in lh):
+        return f"the link's layer and head {quoted(where, 20)} are not two numbers such as 2.1"
+    if ids is None:
+        return f"the link's token ids {quoted(ids_part, 80)} are not whole numbers separated by dots"
+    if ablations is None:
+        return f"the link's ablations {quoted(ablate, 80)} are not such as 2.1z-1.2m"
+    return HeadRef(model_id, ids, int(lh[0]) - 1, int(lh[1]) - 1, ablations)
+
+
+def params() -> dict[str, str]:
+    """The model pages' parameters: those of their state that differ from its start (none before they are opened,
+    none for a model that cannot travel)."""
+    if not inside.started() or not models.travels(inside.model_id()):
+        return {}
+    start, (ids, _, ablations) = inside.start(), inside.current()
+    q = {}
+    if inside.model_id() != start[0]:
+        q[MODEL] = inside.model_id()
+    if ids != start[1]:
+        q[IDS] = ids_text(ids)
+    if ablations:
+        q[ABLATE] = ablations_text(ablations)
+    return q
+
+
+def restore(qp: Mapping[str, str]) -> list[str]:
+    """Put the model pages' model, text and ablations from the address into their state; notices for what could not
+    be (each value quoted). Nothing is restored from a value that cannot be read."""
+    if not any(k in qp for k in PARAMS):
+        return []
+    for key in PARAMS:
+        if key in qp and len(qp[key]) > LIMITS[key]:
+            return [f"The link's {key} is {len(qp[key]):,} characters long, more than {LIMITS[key]:,}; ignored."]
+    model_id = qp.get(MODEL, models.BUILTIN)
+    if not models.travels(model_id) or model_id not in models.offered():
+        return [f"This server offers no model {quoted(model_id, 60)}; the model pages show the shipped one."]
+    ids = read_ids(qp[IDS]) if IDS in qp else None
+    ablations = read_ablations(qp.get(ABLATE, ""))
+    if IDS in qp and ids is None:
+        return [f"The link's token ids {quoted(qp[IDS], 80)} are not whole numbers separated by dots; ignored."]
+    if ablations is None:
+        return [f"The link's ablations {quoted(qp[ABLATE], 80)} are not such as 2.1z-1.2m; ignored."]
+    problem = inside.restore(model_id, ids, ablations)
+    return [f"The link's model pages could not be restored: {problem}"] if problem else []

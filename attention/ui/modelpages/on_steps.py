@@ -1,0 +1,126 @@
+"""A model's head on the step pages: the edits that flow back into the model, and what the model then predicts.
+
+The state was opened at one head (``Session.model_head``). An edit of that head's W_q, W_k or W_v is an
+intervention: the model runs with the head's block replaced by the edited matrix (:func:`attention.model
+.replace_matrix`), and the predictions, the loss and its split by half answer back. X is the layer's input, made by
+the layers below: an edit of X, or of an option (mask, scale, softmax...), changes this page's attention only, and the
+panel says so. The position predicted for is the query of the explained cell (a click on a heatmap cell moves it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ...model import ablate, replace_matrix, roles
+from ...model.layers import log_softmax
+from ...names import WEIGHTS
+from .. import state
+from ..core import models, session
+from ..core.models import HeadRef
+from ..core.text import esc
+from . import answers, runs
+
+FLOWS = WEIGHTS  # the head's matrices whose edits become interventions: W_q, W_k, W_v
+
+
+def edits(s: session.Session) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The head's edited matrices that flow into the model (name -> (d_model [+1], d_head)), and what was changed
+    that does not (X, the options, the sentence), in words."""
+    base, preset = s.origin.base, s.origin.preset
+    flows = {}
+    stays = [n for n in ("X",) if not session.identical(s.matrices[n], base[n])]
+    for name in FLOWS:
+        m = s.matrices[name]
+        if session.identical(m, base[name]):
+            continue
+        if s.options.projection == "x_w" and m.shape == base[name].shape:
+            flows[name] = m
+        else:
+            stays.append(f"{name} (its shape or projection differs from the head's)")
+    if s.options != preset.options:
+        stays.append("the options (mask, scale, softmax, heads…)")
+    if s.tokens != preset.tokens:
+        stays.append("the tokens' labels")
+    return flows, stays
+
+
+def run_with(ref: HeadRef, flows: dict[str, np.ndarray]) -> runs.Measured:
+    """The model on the head's text with its ablations and the edited blocks in place (the engine keeps recent runs
+    by content, so an unchanged state is not run again)."""
+    if not flows:
+        return runs.measure(ref.ids, ref.ablations, ref.model_id)
+    m = models.get(ref.model_id)
+    ivs = [ablate(layer, head, how) for layer, head, how in ref.ablations]
+    ivs += [replace_matrix(ref.layer, ref.head, name, value) for name, value in flows.items()]
+    with models.LOCK:
+        run = m.run(list(ref.ids), ivs)
+    return runs.measured(ref.ids, ref.ablations, run)
+
+
+def panel(s: session.Session) -> None:
+    """Below a step page's results: which edits reach the model, its top-5 next tokens at the explained cell's query,
+    the loss by half against the unedited head, and ablating this head in the model."""
+    ref = s.model_head
+    if ref is None:
+        return
+    m = models.get(ref.model_id)
+    flows, stays = edits(s)
+    now, base = run_with(ref, flows), runs.measure(ref.ids, ref.ablations, ref.model_id)
+    position = min(s.cell[0], len(ref.ids) - 1)
+    pieces = m.pieces
+    st.subheader(f"What the model predicts, with {ref.name} as it is here")
+    if flows:
+        counts = {n: int(np.sum(s.matrices[n] != s.origin.base[n])) for n in flows}
+        cells = ", ".join(f"{n} ({k} cell{'s' if k != 1 else ''})" for n, k in counts.items())
+        st.markdown(f"**Your edits flow into the model:** {cells} replace {ref.name}'s block.")  # ours: names
+        said = answers.moved(base, now, "With your edits", position, pieces)
+        st.info(said)  # ours: built by answers.moved, tokens escaped
+    else:
+        st.markdown(
+            f"Edit a cell of W_q, W_k or W_v and the model runs with {ref.name}'s block replaced by your matrix: the "
+            "predictions below answer back."
+        )
+    if stays:
+        st.caption(
+            "Changed here but not in the model: " + "; ".join(stays) + ". X is what the layers below give this "
+            "layer; the options are this page's own."
+        )
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        best, p = roles.top_next(now.logits[position])
+        table = {"next token": pieces(best), "probability": np.round(p, 4)}
+        if flows:
+            table["unedited"] = np.round(np.exp(log_softmax(base.logits[position]))[best], 4)
+        st.markdown(
+            f"After token {position + 1} (**{esc(pieces([ref.ids[position]])[0])}**, the query of the explained "
+            "cell: click a heatmap cell to choose another):"
+        )
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+    with right:
+        half, repeats = roles.half_split(ref.ids)
+        n, second = len(ref.ids), "repeated half" if repeats else "second half"
+        for label, value, was in (
+            (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
+            (f"Loss on the {second} (tokens {half + 2}–{n})", now.second, base.second),
+            ("Loss on the whole text", float(now.losses.mean()), float(base.losses.mean())),
+        ):
+            delta = f"{value - was:+.2f} nats (edited)" if flows and np.isfinite(value) else None
+            shown = "n/a" if not np.isfinite(value) else f"{value:.2f} nats"
+            st.metric(label, shown, delta, delta_color="inverse")  # ours: labels and numbers
+    ablation_buttons(ref)
+
+
+def ablation_buttons(ref: HeadRef) -> None:
+    """Ablate this head in the model (zero or mean), or restore it."""
+    how = next((a[2] for a in ref.ablations if a[:2] == (ref.layer, ref.head)), None)
+    if how:
+        st.markdown(
+            f"**{ref.name} is {how}-ablated in the model:** its output is removed, so edits here cannot move it."
+        )
+        st.button(f"Restore {ref.name}", key="model_head.restore", on_click=state.set_head_ablation, args=(None,))
+        return
+    left, right = st.columns(2)
+    left.button(f"Ablate {ref.name} (zero)", key="model_head.zero", on_click=state.set_head_ablation, args=("zero",))
+    right.button(f"Ablate {ref.name} (mean)", key="model_head.mean", on_click=state.set_head_ablation, args=("mean",))

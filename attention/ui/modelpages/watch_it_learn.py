@@ -1,0 +1,264 @@
+"""The "Watch it learn" page: the shipped model's training snapshots on a slider, and a model trained here, live."""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...errors import AttentionError
+from ...model import induction
+from ...names import token_labels
+from ..core import models, session, training
+from ..core.text import esc
+from ..state import inside
+from ..widgets import common as widgets
+from . import runs
+
+LIVE_STEPS = 1000  # the live run: 1,000 steps (the shipped run took 1,600), fast enough here and past the change
+LIVE_HOLD = 600  # the learning rate held this long, then falling (the shipped run: 800 of 1,600)
+EVERY_HEAD = str(Path(__file__).resolve().parents[3] / "pages" / "14_every_head.py")  # absolute: under AppTest too
+POLL = 0.5  # s between redraws of a live run's progress
+ROW_PX = 9  # each heatmap row, as on Every head
+LOSS_HEIGHT = 340  # px
+STARTED = 20  # steps: the loss chart's scale fits the losses from here on (the random start's are far above)
+SERIES = {  # the loss chart's lines: label, colour (readable with any colour vision)
+    "training loss (each step's batch)": "#9e9e9e",
+    "first half (snapshots)": "#3e4989",
+    "repeated half (snapshots)": "#e66101",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def record() -> dict[str, np.ndarray]:
+    """The shipped model's training record (:func:`attention.model.induction.history`), read once per process."""
+    return induction.history(models.BUILTIN)
+
+
+def body(s: session.Session) -> None:
+    """The snapshots on a slider with the loss curves and every head's pattern, then a model trained live."""
+    inside.ensure_learn()
+    h = record()
+    snapshots(h, induction.phase_change(h))
+    train_yourself()
+
+
+def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
+    """The loss curves with the phase change marked, the slider, and every head's pattern at the chosen snapshot."""
+    steps, count = h["step"], len(h["step"])
+    best = h["induction"].reshape(count, -1).max(axis=1)  # (snapshots,): the strongest induction score
+    r = float(np.corrcoef(best, h["loss_repeated"])[0, 1])
+    vocab = models.get(models.BUILTIN).config.vocab_size
+    if phase is None:
+        st.markdown(f"No head's induction score reached {induction.PHASE_SCORE} in this record.")
+    else:
+        layer, head = np.unravel_index(np.argmax(h["induction"][phase]), h["induction"].shape[1:])
+        before = max(phase - 1, 0)
+        st.markdown(
+            f"**The phase change** (the dashed line) is found from the record: it is the first snapshot at which a "
+            f"head puts more than half of its weight on the token to copy (an induction score of at least "
+            f"{induction.PHASE_SCORE}). That is **step {steps[phase]}**, where {runs.name(layer, head)}'s induction "
+            f"score reached {h['induction'][phase, layer, head]:.2f}. **The induction head appears where the "
+            f"repeated half's loss drops:** from step {steps[before]} to step {steps[phase]} that loss fell from "
+            f"{h['loss_repeated'][before]:.2f} to {h['loss_repeated'][phase]:.2f} nats, and over the whole run it "
+            f"went from {h['loss_repeated'][1]:.2f} (step {steps[1]}) to {h['loss_repeated'][-1]:.2f} as the "
+            f"strongest induction score rose from {best[1]:.2f} to {best[-1]:.2f} (across the {count} snapshots the "
+            f"two move together: correlation {r:.2f}). The first half's loss stays near ln {vocab} ≈ "
+            f"{np.log(vocab):.2f} ({h['loss_first'][phase]:.2f} at the phase change): its words are new, so nothing "
+            "there can be predicted."
+        )
+    k = st.session_state[inside.SNAPSHOT]
+    st.slider(
+        f"Snapshot (1 to {count})",
+        1,
+        count,
+        value=k,
+        key=inside.W_SNAPSHOT,
+        on_change=inside.on_snapshot,
+        args=(count,),
+    )
+    if st.session_state[inside.LEARN_MESSAGE]:
+        st.error(esc(st.session_state[inside.LEARN_MESSAGE], 300))
+    i = k - 1
+    st.markdown(
+        f"**Snapshot {k} of {count}: after {steps[i]} training steps.** Loss on the first half "
+        f"{h['loss_first'][i]:.2f} nats, on the repeated half {h['loss_repeated'][i]:.2f} nats."
+    )
+    widgets.chart_gap()
+    st.altair_chart(loss_curves(h, phase, i), width="stretch", height=LOSS_HEIGHT)
+    st.caption(
+        f"At step 0, the random start, the losses were {h['losses'][0]:.2f} (training batch), "
+        f"{h['loss_first'][0]:.2f} (first half) and {h['loss_repeated'][0]:.2f} (repeated half): the lines leave the "
+        "chart's top there. The grey training loss mixes both halves of sequences whose repeat is 10 to 12 words long."
+    )
+    heads(h, i)
+
+
+def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.LayerChart:
+    """Every step's training loss, each half's loss at the snapshots, a dashed rule at the phase change and a solid
+    one at snapshot ``i``."""
+    losses = h["losses"]
+    names = list(SERIES)
+    df = pd.concat(
+        [
+            pd.DataFrame({"step": np.arange(len(losses)), "loss": losses, "series": names[0]}),
+            pd.DataFrame({"step": h["step"], "loss": h["loss_first"], "series": names[1]}),
+            pd.DataFrame({"step": h["step"], "loss": h["loss_repeated"], "series": names[2]}),
+        ]
+    )
+    x = alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, int(h["step"][-1])]))
+    colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=names, range=list(SERIES.values())))
+    colour = colour.legend(orient="top", labelLimit=260)
+    top = float(np.ceil(max(losses[STARTED:].max(), h["loss_first"][1:].max(), h["loss_repeated"][1:].max()))) + 1
+    y = alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(domain=[0, top]))
+    tip = [alt.Tooltip("series:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")]
+    lines = alt.Chart(df).mark_line(strokeWidth=1.5, clip=True).encode(x, y, colour, tooltip=tip)
+    shown = df[(df.series != names[0]) & (df.loss <= top)]
+    points = alt.Chart(shown).mark_point(filled=True, size=30).encode(x, y, colour, tooltip=tip)
+    marks = [{"step": int(h["step"][i]), "what": f"snapshot shown (step {int(h['step'][i])})", "dash": "shown"}]
+    if phase is not None:
+        marks.append(
+            {"step": int(h["step"][phase]), "what": f"phase change (step {int(h['step'][phase])})", "dash": "phase"}
+        )
+    rules = (
+        alt.Chart(pd.DataFrame(marks))
+        .mark_rule(color="#000000", strokeWidth=1.5)
+        .encode(
+            x,
+            strokeDash=alt.StrokeDash(
+                "dash:N", scale=alt.Scale(domain=["shown", "phase"], range=[[1, 0], [6, 4]]), legend=None
+            ),
+            tooltip=[alt.Tooltip("what:N")],
+        )
+    )
+    labels = (
+        alt.Chart(pd.DataFrame(marks))
+        .mark_text(align="left", dx=4, dy=6, baseline="top", fontSize=12)
+        .encode(x, y=alt.value(0), text="what:N")
+    )
+    return (lines + points + rules + labels).properties(title="Loss as the model learns")
+
+
+def heads(h: dict[str, np.ndarray], i: int) -> None:
+    """Every layer × head's weights on the example sequence at snapshot ``i`` (one chart per head, in columns, on one
+    0–1 scale), each with its previous-token and induction scores there."""
+    weights = h["weights"][i]  # (layers, heads, n, n)
+    L, H, n = weights.shape[0], weights.shape[1], weights.shape[-1]
+    labels = token_labels(models.get(models.BUILTIN).pieces([int(t) for t in h["example"]]))
+    allowed = np.tril(np.ones((n, n), bool))  # (n, n): causal, True = may attend
+    colour = charts.colour_for("weights", weights)
+    st.subheader("Every head at this snapshot")
+    st.markdown(
+        "Each head's weights on the example sequence (12 words, then the same 12 again; rows: the query token, "
+        "columns: the key it attends to; all on the same 0–1 scale). Below each, its scores at this snapshot, "
+        "averaged over the 64 sequences the snapshots were measured on: **previous-token** (the weight on the token "
+        "before) and **induction** (the weight on the token that followed an earlier occurrence of the current one)."
+    )
+    for layer in range(L):
+        widgets.chart_gap()
+        for head, col in enumerate(st.columns(H, gap="medium")):
+            prev, ind = h["previous"][i, layer, head], h["induction"][i, layer, head]
+            with col:
+                spec = charts.heatmap_spec(
+                    weights[layer, head].astype(np.float64),
+                    labels,
+                    labels,
+                    kind="weights",
+                    title=runs.name(layer, head),
+                    subtitle=f"previous-token {prev:.2f} · induction {ind:.2f}",
+                    allowed=allowed,
+                    row_title="query",
+                    col_title="key",
+                    colour=colour,
+                    row_height=ROW_PX,
+                )
+                st.vega_lite_chart(spec, width="stretch", key=f"inside.learn.chart.{layer}.{head}")
+                st.markdown(f"{runs.name(layer, head)}: previous-token **{prev:.2f}** · induction **{ind:.2f}**")
+
+
+def train_yourself() -> None:
+    """Train the same kind of model from scratch, live, with a progress bar, the loss as it goes, and Cancel."""
+    st.subheader("Train it yourself")
+    st.markdown(
+        f"The same recipe as the shipped model (the same seed, shape, batches of 16 sequences and Adam), trained "
+        f"from scratch on this server for {LIVE_STEPS:,} steps: the learning rate is held at {induction.LR} for "
+        f"{LIVE_HOLD} steps, then falls. That is shorter than the shipped run's {induction.STEPS:,} steps, and "
+        "still past the phase change: watch the loss sit near ln 32 ≈ 3.47 on the plateau, then drop."
+    )
+    job = training.get(st.session_state[inside.JOB])
+    running = job is not None and job.state == "running"
+    st.button(
+        "Train a model from scratch" if job is None else "Train again",
+        key="inside.learn.train",
+        on_click=inside.start_training,
+        args=(LIVE_STEPS, LIVE_HOLD),
+        disabled=running,
+        type="primary",
+    )
+    if st.session_state[inside.TRAIN_MESSAGE]:
+        st.error(esc(st.session_state[inside.TRAIN_MESSAGE], 300))
+    st.fragment(progress, run_every=POLL if running else None)(st.session_state[inside.JOB], running)
+    job = training.get(st.session_state[inside.JOB])
+    if job is not None and job.state == "done" and job.model_id is not None:
+        trained(job)
+
+
+def progress(job_id: str | None, polling: bool) -> None:
+    """A live run's progress bar, its loss so far, and Cancel; redrawn every :data:`POLL` s while it runs."""
+    job = training.get(job_id)
+    if job is None:
+        if job_id:
+            st.info("That run is no longer remembered by this server. Press the button to train again.")
+        return
+    if polling and job.state != "running":
+        st.rerun()  # the run ended: the whole page again, without the timer, with what it made
+    losses = np.array(job.losses)
+    done = max(len(losses) - 1, 0)
+    seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
+    st.progress(min(done / job.steps, 1.0), text=f"Step {done:,} of {job.steps:,} · {seconds:.1f} s")
+    if job.state == "running":
+        st.button("Cancel", key="inside.learn.cancel", on_click=inside.cancel_training)
+    elif job.state == "cancelled":
+        st.info(f"Cancelled at step {done:,} of {job.steps:,} after {seconds:.1f} s; nothing was kept.")
+    elif job.state == "failed":
+        st.error(esc(job.message, 300))
+    if len(losses):
+        df = pd.DataFrame({"step": np.arange(len(losses)), "loss": losses})
+        chart = (
+            alt.Chart(df)
+            .mark_line(color=SERIES["training loss (each step's batch)"], strokeWidth=1.5)
+            .encode(
+                alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, job.steps])),
+                alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(domainMin=0)),
+                tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
+            )
+        )
+        widgets.chart_gap()
+        st.altair_chart(chart.properties(title="Your model's training loss"), width="stretch", height=LOSS_HEIGHT)
+
+
+def trained(job: training.Job) -> None:
+    """What the finished run reached on the example sequence, and the button that opens it on Every head."""
+    ids = tuple(int(t) for t in record()["example"])
+    try:
+        now = runs.measure(ids, (), model_id=job.model_id)
+    except AttentionError as e:  # let go by this server since (it keeps a few learners' models only)
+        st.info(f"{esc(e, 300)}.")
+        return
+    ind = now.scores["induction"]
+    layer, head = np.unravel_index(np.nanargmax(ind), ind.shape)
+    st.success(
+        f"Trained {job.steps:,} steps in {job.seconds:.1f} s. On the example sequence: loss on the first half "
+        f"{now.first:.2f} nats, on the repeated half {now.second:.2f} nats; the strongest induction head is "
+        f"{runs.name(layer, head)} ({ind[layer, head]:.2f})."
+    )
+    if st.button("Open it on Every head", key="inside.learn.open", type="primary"):
+        if inside.open_model(job.model_id):
+            st.switch_page(EVERY_HEAD)
+        st.rerun()  # the message says why it did not open

@@ -1,0 +1,170 @@
+"""The Generate page's state: its own keys (``inside.gen.*``), made in :func:`gen_follow`, changed by callbacks.
+
+The page works on the "Inside a model" pages' model and text (:mod:`.inside`); this module is the one writer of the
+generation's keys: the prompt's length, how many tokens were made, the model and text they were made for."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .inside import IDS, PREFIX, ensure, model, model_id
+
+GEN_KEEP, GEN_STEPS, GEN_FOR, GEN_MESSAGE, GEN_LAYER, GEN_MANY = (
+    PREFIX + "gen." + k for k in ("keep", "steps", "for", "message", "layer", "many")
+)
+W_GEN_KEEP, W_GEN_LAYER, W_GEN_MANY = (PREFIX + "w.gen." + k for k in ("keep", "layer", "many"))
+GEN_PRESS_MAX = 256  # new tokens one press makes at most, for the smallest models
+PRESS_WORK = 10**9  # and at most about this many weights read a press (each token reads every weight once)
+EVERY_LAYER = -1  # the layer choice that shows every layer's heads
+
+
+def gen_default_keep(ids: tuple[int, ...], n_ctx: int) -> int:
+    """How many of the text's tokens the prompt keeps at first: a repeated text's first half and 3 of its repeat
+    (so the model can complete it), else the whole text when the context has room after it, else its first half."""
+    n, half = len(ids), len(ids) // 2
+    if n >= 8 and ids[:half] == ids[half : 2 * half]:
+        return min(half + 3, n - 1)
+    return n if n < n_ctx else max(1, half)
+
+
+def gen_keep_most(ids: tuple[int, ...], n_ctx: int) -> int:
+    """The longest prompt: the whole text, leaving at least one position of the context to generate into."""
+    return max(1, min(len(ids), n_ctx - 1))
+
+
+def _gen_start(ids: tuple[int, ...], message: str) -> None:
+    keep = gen_default_keep(ids, model().config.n_ctx)
+    st.session_state.update(
+        {GEN_KEEP: keep, GEN_STEPS: 0, GEN_FOR: (model_id(), ids), GEN_MESSAGE: ("info", message) if message else None}
+    )
+    st.session_state.pop(W_GEN_KEEP, None)  # the box starts again from the new prompt's length
+
+
+def gen_follow() -> None:
+    """Make the Generate page's state once, and start the generation again (saying why) when the model or the text
+    changed since it began: its tokens were the old text's continuation."""
+    ensure()
+    ids = st.session_state[IDS]
+    if GEN_FOR not in st.session_state:
+        st.session_state.update({GEN_LAYER: EVERY_LAYER if _every_layer_fits() else 0, GEN_MANY: min(5, press_max())})
+        _gen_start(ids, "")
+        return
+    was_model, was_ids = st.session_state[GEN_FOR]
+    if (was_model, was_ids) == (model_id(), ids):
+        return
+    what = "model" if was_model != model_id() else "text"
+    said = f"The {what} changed, so the generation started again from the new {what}'s prompt."
+    if st.session_state[GEN_MANY] > press_max():
+        st.session_state[GEN_MANY] = press_max()
+        st.session_state.pop(W_GEN_MANY, None)
+        said += f" This model makes at most {press_max()} tokens a press, so Generate now makes {press_max()}."
+    _gen_start(ids, said)
+    if not _layer_exists(st.session_state[GEN_LAYER]):
+        st.session_state[GEN_LAYER] = EVERY_LAYER if _every_layer_fits() else 0
+        st.session_state.pop(W_GEN_LAYER, None)
+
+
+def _every_layer_fits() -> bool:
+    c = model().config
+    return c.n_layers * c.n_heads <= 48
+
+
+def _layer_exists(layer: object) -> bool:
+    fits = layer == EVERY_LAYER and _every_layer_fits()
+    return fits or (isinstance(layer, int) and 0 <= layer < model().config.n_layers)
+
+
+def weights_per_token(config: object) -> int:
+    """The weights one token is multiplied by: per layer W_q, W_k, W_v, W_o (4 d²) and the MLP (2 d · d_mlp), then
+    the unembedding (d · V). A float64 model reads each of them from memory once per token: this is its cost."""
+    d, mlp = config.d_model, 0 if config.attention_only else 2 * config.d_model * config.d_mlp
+    return config.n_layers * (4 * d * d + mlp) + d * config.vocab_size
+
+
+def press_max() -> int:
+    """The most tokens one press makes for the chosen model: GEN_PRESS_MAX, fewer for a large model (a GPT-2 small
+    reads 124 million weights a token: 8 tokens a press, a few seconds here)."""
+    return max(1, min(GEN_PRESS_MAX, PRESS_WORK // weights_per_token(model().config)))
+
+
+def gen_left() -> int:
+    """How many more tokens fit in the context after the prompt and the tokens made so far."""
+    return model().config.n_ctx - st.session_state[GEN_KEEP] - st.session_state[GEN_STEPS]
+
+
+def on_gen_keep() -> None:
+    """The prompt's length was typed: a whole number from 1 to the longest prompt; else a message, nothing changes
+    (the box shows the length in force). A new prompt starts the generation again."""
+    value, ids = st.session_state.get(W_GEN_KEEP), st.session_state[IDS]
+    most = gen_keep_most(ids, model().config.n_ctx)
+    if not (isinstance(value, int) and 1 <= value <= most):
+        st.session_state[GEN_MESSAGE] = (
+            "error",
+            f"The prompt keeps 1 to {most} tokens of the text; {value!r} is not one of them. Nothing changed.",
+        )
+        st.session_state[W_GEN_KEEP] = st.session_state[GEN_KEEP]
+        return
+    if value != st.session_state[GEN_KEEP]:
+        st.session_state.update({GEN_KEEP: value, GEN_STEPS: 0, GEN_MESSAGE: None})
+
+
+def on_gen_many() -> None:
+    """How many tokens "Generate" makes: 1 to press_max(); else a message, nothing changes."""
+    value, most = st.session_state.get(W_GEN_MANY), press_max()
+    if not (isinstance(value, int) and 1 <= value <= most):
+        st.session_state[GEN_MESSAGE] = (
+            "error",
+            f"Generate makes 1 to {most} tokens a press with this model; {value!r} is not one of them. "
+            "Nothing changed.",
+        )
+        st.session_state[W_GEN_MANY] = st.session_state[GEN_MANY]
+        return
+    st.session_state.update({GEN_MANY: value, GEN_MESSAGE: None})
+
+
+def on_gen_layer() -> None:
+    """A layer (or every layer) was chosen for the query and attention rows."""
+    value = st.session_state.get(W_GEN_LAYER)
+    if _layer_exists(value):
+        st.session_state[GEN_LAYER] = value
+    else:
+        st.session_state[GEN_MESSAGE] = ("error", f"There is no layer {value!r} to show. Nothing changed.")
+        st.session_state[W_GEN_LAYER] = st.session_state[GEN_LAYER]
+
+
+def gen_more(count: int | None) -> None:
+    """Generate ``count`` more tokens (None: as many as the box says), at most to the end of the context and at most
+    press_max() a press; the message says when fewer were made than asked."""
+    want = st.session_state[GEN_MANY] if count is None else count
+    left = gen_left()
+    most = press_max()
+    made = min(want, left, most)
+    st.session_state[GEN_STEPS] += made
+    if made < want and made == left:
+        st.session_state[GEN_MESSAGE] = (
+            "info",
+            (
+                f"Made {made} of the {want} tokens asked: the context of {model().config.n_ctx} is full."
+                if made
+                else f"The context of {model().config.n_ctx} tokens is full: nothing more can be generated. Press "
+                "Start again, or keep fewer tokens of the text in the prompt."
+            ),
+        )
+    elif made < want:
+        st.session_state[GEN_MESSAGE] = (
+            "info",
+            f"Made {made} tokens (at most {most} a press with this model: each token reads all its "
+            f"{weights_per_token(model().config):,} weights); press again for more.",
+        )
+    else:
+        st.session_state[GEN_MESSAGE] = None
+
+
+def gen_to_end() -> None:
+    """Generate until the context is full (at most press_max() tokens a press)."""
+    gen_more(max(gen_left(), 1))
+
+
+def gen_again() -> None:
+    """Start the generation again from the prompt (the cache holds only the prompt)."""
+    st.session_state.update({GEN_STEPS: 0, GEN_MESSAGE: None})

@@ -1,0 +1,114 @@
+"""Real headless Chromium at 1280 × 720 and 1400 × 1000: the Generate page's charts readable and drawn, Next token
+pressed several times growing the cache's bars by one row each, the tokens the engine generates, axe-core clean."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attention.model import builtin, induction
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
+from tests.test_browser import base_url, browser  # noqa: F401
+from tests.test_browser_a11y import axe_script, check  # noqa: F401
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+CHARTS = "[data-testid='stVegaLiteChart']"
+VIEWPORTS = [(1280, 720), (1400, 1000)]
+NEW_ROW = np.array([0xE6, 0x55, 0x0D])  # the cache chart's colour for the row this step added
+
+
+def _why_not_readable(pg, index: int) -> str | None:
+    """None when the chart's box is at least 120 × 60 px and its pixels are not blank; else why."""
+    el = pg.locator(CHARTS).nth(index)
+    box = el.bounding_box()
+    if box is None or box["width"] < 120 or box["height"] < 60:
+        return f"box {box}"
+    grey = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=10_000))).convert("L"), dtype=float)
+    background = np.bincount(grey.astype(int).ravel()).argmax()
+    drawn = float(np.mean(np.abs(grey - background) > 16))
+    return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)" if grey.std() < 8 or drawn < 0.02 else None
+
+
+def _all_readable(pg, count: int = 3) -> None:
+    """Wait (up to 20 s) until ``count`` charts are drawn and every one is readable."""
+    why: list[str | None] = []
+    for _ in range(40):
+        if pg.locator(CHARTS).count() == count and pg.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
+            why = [_why_not_readable(pg, k) for k in range(count)]
+            if not any(why):
+                return
+        pg.wait_for_timeout(500)
+    raise AssertionError(f"charts not readable: {why} ({pg.locator(CHARTS).count()} charts)")
+
+
+def _new_row_right_edge(pg) -> int:
+    """The rightmost pixel column of the cache chart drawn in the new row's colour (the bars' end)."""
+    el = pg.locator(CHARTS).nth(2)
+    el.scroll_into_view_if_needed()
+    rgb = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=10_000))).convert("RGB"), dtype=int)
+    near = np.abs(rgb - NEW_ROW).sum(axis=-1) < 40  # (h, w)
+    cols = np.flatnonzero(near.sum(axis=0) >= 20)  # columns with a bar's height of it, not the legend's swatch
+    assert cols.size, "no bar in the new row's colour"
+    return int(cols.max())
+
+
+def _cache_rows(pg) -> int:
+    """The rows each layer's K and V hold, as the caption under the cache chart says."""
+    found = re.search(r"Each layer's K and V have (\d+) rows", pg.inner_text("body"))
+    assert found, "no cache caption"
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
+def test_next_token_grows_the_cache_in_the_browser(browser, base_url, axe_script, viewport) -> None:  # noqa: F811
+    w, h = viewport
+    with guarded_context(browser, viewport={"width": w, "height": h}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/generate")
+        settle(pg)
+        _all_readable(pg)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / f"inside_generate_top_{w}.png"), full_page=True)
+        ids = [int(i) for i in induction.history("induction")["example"]]  # the first ready-made sequence
+        prompt = ids[:15]  # its first half and 3 tokens of the repeat
+        made = builtin("induction").generate(prompt, 4)[15:]
+        assert made == ids[15:19]  # the engine, run directly, continues the repeat
+        pieces = builtin("induction").pieces(made)
+        rows, edges = [_cache_rows(pg)], [_new_row_right_edge(pg)]
+        assert rows[0] == 15
+        for k in range(4):
+            with rerun(pg):
+                pg.get_by_role("button", name="Next token", exact=True).click()
+            assert not error_texts(pg), error_texts(pg)
+            _all_readable(pg)
+            rows.append(_cache_rows(pg))
+            edges.append(_new_row_right_edge(pg))
+            assert f"{16 + k} {pieces[k]} ✓" in pg.inner_text("body")
+        assert rows == [15, 16, 17, 18, 19]
+        assert all(b > a for a, b in zip(edges, edges[1:], strict=False)), edges  # the bars grow, row by row
+        pg.locator(CHARTS).nth(2).screenshot(path=str(SHOTS / f"inside_generate_cache_{w}.png"))
+        pg.screenshot(path=str(SHOTS / f"inside_generate_after_{w}.png"), full_page=True)
+        check(pg, axe_script, f"generate after 4 steps at {w}x{h}")
+
+
+def test_every_chart_passes_the_visible_checks(browser, base_url) -> None:  # noqa: F811
+    """The checks every chart of the step pages passes (tests/test_browser_visible.py), at both viewports."""
+    from tests.test_browser_visible import CANVAS_HOOK, _check_page
+
+    for viewport in VIEWPORTS:
+        with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
+            pg = context.new_page()
+            pg.add_init_script(CANVAS_HOOK)
+            pg.goto(f"{base_url}/generate")
+            settle(pg)
+            _all_readable(pg)
+            problems = _check_page(pg, "generate", "1 head, 6 tokens", viewport)  # the state names no query here
+            assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

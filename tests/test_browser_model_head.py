@@ -1,0 +1,98 @@
+"""Real headless Chromium: a model's head opened on the step pages from Every head, a grid edit of its W_k that flows
+into the model (the loss answers with the engine's number), ablating it from its page, a reload that keeps it, at
+1400 × 1000 and 1280 × 720; axe-core on the page."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from attention.model import ablate, builtin, replace_matrix, roles
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
+from tests.test_browser import base_url, browser, nav  # noqa: F401
+from tests.test_browser_a11y import axe_script, check  # noqa: F401
+from tests.test_browser_editing import _ready, _type_in_cell
+from tests.test_browser_inside import _why_not_readable
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+ENGINE = builtin("induction")
+SIZES = [(1400, 1000), (1280, 720)]
+
+
+def _repeated_loss(ids: list[int], ivs: list) -> float:
+    run = ENGINE.run(ids, ivs)
+    return roles.half_losses(roles.position_losses(run.logits, ids), len(ids) // 2)[1]
+
+
+def _metric(pg, label: str) -> str:
+    m = pg.get_by_test_id("stMetric").filter(has_text=label).first
+    m.scroll_into_view_if_needed()
+    return m.get_by_test_id("stMetricValue").inner_text()
+
+
+def _click(pg, name: str) -> None:
+    with rerun(pg):
+        pg.get_by_role("button", name=name, exact=True).click()
+    _ready(pg)
+    assert not error_texts(pg), error_texts(pg)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script, size) -> None:  # noqa: F811
+    width, height = size
+    with guarded_context(browser, viewport={"width": width, "height": height}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        _click(pg, "Open layer 2 · head 1 on the step pages")
+        link = pg.get_by_role("link", name="→ W_q, W_k, W_v of layer 2 · head 1")
+        link.scroll_into_view_if_needed()
+        with rerun(pg):
+            link.click()
+        _ready(pg)
+        assert "What the model predicts, with layer 2 · head 1 as it is here" in pg.inner_text("body")
+        mh = pg.evaluate("() => new URL(location.href).searchParams.get('mh')")
+        ids = [int(i) for i in mh.split("~")[2].split(".")]
+        clean = _repeated_loss(ids, [])
+        assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
+        # the Weights page: W_q, W_k, W_v editors; W_k is the second grid. Its first cell becomes 40.
+        grid = pg.get_by_test_id("stDataFrame").nth(1)
+        grid.scroll_into_view_if_needed()
+        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
+        _type_in_cell(pg, 1, 0, 0, cols, "40")
+        W_k = ENGINE.layer_weights(1)[1][:, :16].copy()
+        W_k[0, 0] = 40.0
+        edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_k", W_k)])
+        assert abs(edited - clean) > 0.01
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        info = pg.get_by_test_id("stAlertContentInfo").filter(has_text="With your edits").first.inner_text()
+        assert f"from {clean:.2f} to {edited:.2f}" in info, info
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.get_by_test_id("stMetric").first.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / f"model_head_edited_{width}.png"))
+        for k in range(3):
+            box = pg.get_by_test_id("stMetric").nth(k).bounding_box()
+            assert box and box["width"] >= 120 and box["height"] >= 40, box
+        # a reload keeps the head and the edit (both in the address)
+        pg.reload()
+        _ready(pg)
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        # ablate the head from its page: the model answers as the engine with the head zeroed
+        _click(pg, "Ablate layer 2 · head 1 (zero)")
+        off = _repeated_loss(ids, [ablate(1, 0, "zero")])
+        assert _metric(pg, "Loss on the repeated half") == f"{off:.2f} nats"
+        assert np.isfinite(off) and off > clean + 1.0
+        _click(pg, "Restore layer 2 · head 1")
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        nav(pg, "Softmax")  # the attention weights of the edited head, beside the model's answer
+        _ready(pg)
+        pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+        assert _why_not_readable(pg, 0) is None
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        if width == 1400:
+            check(pg, axe_script, "a model's head on the Softmax page")
