@@ -1,8 +1,8 @@
 """The Every head page against the floor app, side by side in one run: page load → every heatmap drawn; press
 Ablate → the new loss shown, and → the whole run drawn; choose another position → its prediction shown (issue 23's
 goals: an ablation → new predictions ≤ 1.5× the floor app's edit; switching layer or head ≤ 1.5× the floor app's
-edit; the page has no head selector of its own, so the switch measured is its position box, the choice that changes
-which prediction is read).
+edit: measured as the page's two switches, its position box (which prediction is read) and a head's "Open … on the
+step pages" (the session becomes that head; timed to the page saying so)).
 
 The floor app and its edit are bench_floor's (one 4 × 4 editor, one 3 × 3 heatmap; edit a cell → the heatmap shows
 the new number), measured just before each repeat of this page, each in a new browser context at 1400 × 1000. An
@@ -38,7 +38,7 @@ from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, runs, s
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
 POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)
-MEASURES = ("load", "ablate: new loss", "ablate: all drawn", "switch position")
+MEASURES = ("load", "ablate: new loss", "ablate: all drawn", "switch position", "open a head")
 
 
 def _example() -> list[int]:
@@ -71,8 +71,8 @@ def _prediction_at(position: int) -> tuple[str, str]:
     return label, f"probability {p[target]:.3f}, loss {-np.log(p[target]):.2f} nats"
 
 
-def _one(browser, url: str, rep: int) -> tuple[float, float, float, float]:
-    """One load of the page, one switch of position, and one ablation in a new browser context."""
+def _one(browser, url: str, rep: int) -> tuple[float, ...]:
+    """One load of the page, one switch of position, one ablation and one head opened, in a new browser context."""
     layer, head = HEADS[rep % len(HEADS)]
     want = _loss_after(layer, head)
     label, said = _prediction_at(POSITIONS[rep % len(POSITIONS)])
@@ -103,7 +103,15 @@ def _one(browser, url: str, rep: int) -> tuple[float, float, float, float]:
         t_new = time.perf_counter() - t0
         settle(page, mark)
         page.get_by_role("button", name=f"Restore layer {layer + 1} · head {head + 1} (zero-ablated)").wait_for()
-        return t_load, t_new, time.perf_counter() - t0, t_switch
+        t_drawn = time.perf_counter() - t0
+        opener = page.get_by_role("button", name=f"Open layer {2 - layer} · head {head + 1} on the step pages")
+        if opener.count() == 0:  # a version without the head opener
+            return t_load, t_new, t_drawn, t_switch, float("nan")
+        opener.scroll_into_view_if_needed()
+        t0 = time.perf_counter()
+        opener.click()
+        page.get_by_text(f"The step pages now show layer {2 - layer} · head {head + 1}").wait_for(timeout=30_000)
+        return t_load, t_new, t_drawn, t_switch, time.perf_counter() - t0
 
 
 def main() -> None:
@@ -141,11 +149,16 @@ def main() -> None:
     for v in versions:
         med = [statistics.median(t[k] for t in times[v]) for k in range(len(MEASURES))]
         ratios = [med[0] / f_load, *(x / f_edit for x in med[1:])]
-        print(f"{v:12}" + "".join(f"{f'{x:.2f} s ({r:.2f}x)':>24}" for x, r in zip(med, ratios, strict=True)))
+        print(
+            f"{v:12}"
+            + "".join(f"{f'{x:.2f} s ({r:.2f}x)' if x == x else 'n/a':>24}" for x, r in zip(med, ratios, strict=True))
+        )
     end = os.getloadavg()
     print(f"ratios: load over the floor's load, the others over the floor's edit; medians of {args.repeats} repeats")
-    print(f"machine load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in start)} at the start, "
-          f"{', '.join(f'{x:.2f}' for x in end)} at the end; {os.cpu_count()} cores")
+    print(
+        f"machine load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in start)} at the start, "
+        f"{', '.join(f'{x:.2f}' for x in end)} at the end; {os.cpu_count()} cores"
+    )
     print("goals: an ablation -> new predictions <= 1.5x, switching layer or head <= 1.5x the floor app's edit")
 
 
