@@ -177,4 +177,5 @@ def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None
             assert r[2] == builtin("induction").pieces([int(off[k].argmax())])[0], r
             assert float(r[3]) == pytest.approx(round(float(off[k].max()), 4), abs=1e-9), r
         _all_readable(pg)
+        grid.scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / "inside_every_head_positions_1400.png"))
