@@ -32,6 +32,7 @@ PAGES = {
     "class_board": "pages/15_class_board.py",
     "watch_it_learn": "pages/16_watch_it_learn.py",
     "generate": "pages/17_generate.py",
+    "first_token": "pages/18_first_token.py",
 }
 TIMEOUT = 60
 

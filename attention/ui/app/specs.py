@@ -250,7 +250,8 @@ INSIDE: dict[str, Lab] = {
             "pages/14_every_head.py",
             "Every head",
             "Inside a model: every head",
-            "A real trained model this time: the shipped 2-layer model learned to continue a repeated sequence. "
+            "A real trained model this time: the shipped 2-layer model, which learned to continue a repeated "
+            "sequence, or one you choose below. "
             "Below, every head's attention on the text you choose, what each head does (measured on that text), "
             "and what the model predicts. **Ablate** a head to take it out and watch the predictions and the loss "
             "answer back. Try it: find the induction head, ablate it, and see the loss on the repeated half rise; "
@@ -278,6 +279,15 @@ INSIDE: dict[str, Lab] = {
             "attends every cached key, its own key and value join the cache (one row longer per layer), and the "
             "most likely next token is added. Press **Next token** and watch each step; on the shipped model, the "
             "prompt is the first half of a repeated text and a few tokens of its repeat, and the model completes it.",
+        ),
+        Lab(
+            "first_token",
+            "pages/18_first_token.py",
+            "First token",
+            "Why does everything attend to the first token?",
+            "Open the weights of a trained model and many heads put much of every row on token 1, whatever the text. "
+            "Below, for the model and text you choose, how much weight each head puts on the first token, and why a "
+            "head would: the attention sink, explained with this model's own numbers.",
         ),
     )
 }

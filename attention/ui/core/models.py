@@ -6,7 +6,8 @@
       [models]                        # in .streamlit/secrets.toml
       gpt2 = "/srv/models/gpt2"       # a folder with config.json, model.safetensors and a tokenizer
 
-  or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins);
+  or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins). A name is
+  ASCII letters, digits, '-', '_' or '.' (at most 40); a relative folder is read from the server's working folder;
 - ``"upload:HASH"`` and ``"trained:HASH"``: a model uploaded or trained by a learner, named by its content, held by
   this server process (at most :data:`HELD_MAX` of them, the oldest let go first). These cannot travel in a link.
 
@@ -31,15 +32,19 @@ from ...io import presets as presets_mod
 from ...io.presets import Preset
 from ...model import Model, ablate, builtin, load
 from ...model.induction import history, sequences
+from ...model.vocab import WordVocab
 
 _LOG = logging.getLogger(__name__)
 BUILTIN = "induction"
 SERVER, UPLOAD, TRAINED = "server:", "upload:", "trained:"
+MAX_TOKENS = 64  # a tokenizer's text is cut off here for the pages' speed (every head's heatmap is n × n)
+DEFAULT_TEXT = "The cat sat on the mat."  # a model without ready-made texts starts on its tokens, repeated
 HELD_MAX = 6  # uploaded or trained models held by this process at once
 MAX_NAME = 40  # a server model's name, as listed
 LOCK = threading.Lock()  # a Model's run cache is not shared safely between sessions' threads
 _HELD: OrderedDict[str, Model] = OrderedDict()
 _HELD_LOCK = threading.Lock()
+_WARNED: set[tuple[str, str]] = set()
 
 
 def server_folders() -> dict[str, Path]:
@@ -58,10 +63,13 @@ def server_folders() -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name, folder in pairs:
         name, folder = str(name).strip(), str(folder).strip()
-        if not (0 < len(name) <= MAX_NAME and all(c.isalnum() or c in "-_." for c in name) and folder):
-            _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
+        plain = all(c.isascii() and (c.isalnum() or c in "-_.") for c in name)
+        if not (0 < len(name) <= MAX_NAME and plain and folder):
+            if (name, folder) not in _WARNED:  # said once per process, not on every run
+                _WARNED.add((name, folder))
+                _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
             continue
-        out[name] = Path(folder)
+        out[name] = Path(folder).expanduser()
     return out
 
 
@@ -92,6 +100,8 @@ def get(model_id: str) -> Model:
         if model is not None:
             _HELD.move_to_end(model_id)
             return model
+    if not model_id.startswith((UPLOAD, TRAINED)):
+        raise AttentionError(f"there is no model {model_id[:60]!r} (not one this server offers)", field="model")
     raise AttentionError(
         f"the model {model_id[:60]!r} is no longer held by this server (a model you upload or train is kept for a "
         "while only); upload or train it again",
@@ -104,6 +114,7 @@ def hold(model: Model, kind: str) -> str:
     if kind not in ("upload", "trained"):
         raise ValueError(kind)
     digest = hashlib.sha256(repr(model.config).encode())
+    digest.update(_vocab_text(model).encode())  # the same weights with another tokenizer are another model
     for name in sorted(model.params):
         digest.update(name.encode())
         digest.update(np.ascontiguousarray(model.params[name]).tobytes())
@@ -114,6 +125,15 @@ def hold(model: Model, kind: str) -> str:
         while len(_HELD) > HELD_MAX:
             _HELD.popitem(last=False)
     return model_id
+
+
+def _vocab_text(model: Model) -> str:
+    """The model's vocabulary as text, for its id: a word list's words, a BPE tokenizer's JSON."""
+    words = getattr(model.vocab, "words", None)
+    if words is not None:
+        return "\n".join(words)
+    tokenizer = getattr(model.vocab, "tokenizer", None)
+    return tokenizer.to_str() if tokenizer is not None else repr(model.vocab)
 
 
 def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
@@ -128,6 +148,28 @@ def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
         if not (same and m.config.n_ctx >= shipped.config.n_ctx):
             return {}
     return _ready_made()
+
+
+def longest(m: Model) -> int:
+    """The most tokens the pages read for this model: its context for a word list, else at most MAX_TOKENS."""
+    return m.config.n_ctx if isinstance(m.vocab, WordVocab) else min(m.config.n_ctx, MAX_TOKENS)
+
+
+def first_text(model_id: str) -> tuple[str, tuple[int, ...]]:
+    """(label, token ids) a model starts on: its first ready-made text; else for a tokenizer DEFAULT_TEXT's tokens
+    twice, for a word list its first words twice (label ""). An AttentionError when the model cannot be opened."""
+    made = ready_made(model_id)
+    if made:
+        return next(iter(made.items()))
+    m = get(model_id)
+    most = longest(m)
+    if most < 2:
+        raise AttentionError(f"the model reads at most {most} token; these pages need 2", field="n_positions")
+    if isinstance(m.vocab, WordVocab):
+        ids = tuple(range(min(len(m.vocab), most // 2, 12)))
+    else:
+        ids = tuple(m.encode(DEFAULT_TEXT))[: most // 2]
+    return "", (ids + ids if ids else (0, 0))
 
 
 @st.cache_resource(show_spinner=False)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import every_head, generate, on_steps, watch_it_learn
+from . import every_head, first_token, generate, on_steps, watch_it_learn
 
 ON_STEPS = on_steps.panel  # below a step page's results when the state is a model's head
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "every_head": every_head.body,
     "watch_it_learn": watch_it_learn.body,
     "generate": generate.body,
+    "first_token": first_token.body,
 }

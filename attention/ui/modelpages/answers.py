@@ -16,6 +16,7 @@ from . import runs
 ANSWERING = "inside.answering"  # the page's fragment of the heads and the predictions, rerun by name
 EVERY = "open.inside.every_position"  # the expander of every position's prediction (its widget key)
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
+NAMED = 6  # at most this many heads are named in what moved (the largest changes); the others are counted
 
 
 def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
@@ -57,15 +58,21 @@ def moved(before: runs.Measured, now: runs.Measured, change: str, position: int,
     moved, the first half's loss, and the most likely next token at the chosen position."""
     second = "repeated half" if roles.half_split(now.ids)[1] else "second half"
     parts = [f"{change}: the loss on the {second} {_went(before.second, now.second)} nats."]
+    shifts = []  # (how far, layer, head, role, before, after) of each head whose role's score moved
     for layer, head in np.ndindex(before.roles.shape):
         role = str(before.roles[layer, head])
         if role == "none":
             continue
         a, b = before.scores[role][layer, head], now.scores[role][layer, head]
         if abs(b - a) >= MOVED:
-            parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
+            shifts.append((abs(b - a), layer, head, role, a, b))
+    named = sorted(shifts, key=lambda t: -t[0])[:NAMED] if len(shifts) > NAMED else shifts  # a big model: the largest
+    for _, layer, head, role, a, b in sorted(named, key=lambda t: t[1:3]):
+        parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
+    if len(shifts) > NAMED:
+        parts.append(f"The scores of {len(shifts) - NAMED} other heads moved by {MOVED} or more too.")
     parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
-    pieces = pieces or runs.model().pieces
+    pieces = pieces or runs.pieces
     (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
     (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
     where = f"At position {position + 1} ({esc(pieces([now.ids[position]])[0])}) the most likely next token"
@@ -97,8 +104,7 @@ def predicting() -> None:
 def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     """The top 5 next tokens at a chosen position (beside the unablated model's when heads are ablated), the loss on
     each half and on the whole text, and every position's prediction."""
-    m = runs.model()
-    tokens = m.pieces(now.ids)
+    tokens = runs.pieces(now.ids)
     n = len(tokens)
     half, repeats = roles.half_split(now.ids)
     st.subheader("What the model predicts")
@@ -114,7 +120,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     left, right = st.columns([3, 2], gap="medium")
     with left:
         best, p = roles.top_next(now.logits[position])
-        table = {"next token": m.pieces(best), "probability": np.round(p, 4)}
+        table = {"next token": runs.pieces(best), "probability": np.round(p, 4)}
         if now.ablations:
             table["without ablations"] = np.round(_probs(base.logits[position])[best], 4)
         st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
@@ -147,7 +153,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
         rows = {
             "position": np.arange(1, n + 1),
             "token": tokens,
-            "most likely next": m.pieces(top),
+            "most likely next": runs.pieces(top),
             "p(most likely)": np.round(probs[np.arange(n), top], 4),
             "next in the text": [*tokens[1:], ""],
             "p(next in the text)": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],

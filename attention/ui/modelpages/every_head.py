@@ -11,26 +11,21 @@ import streamlit as st
 
 from ... import charts
 from ...model import roles
+from ...model.vocab import WordVocab
 from ...names import token_labels
-from ..core import session
+from ..core import models, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
-from . import answers, runs
+from . import answers, choose, overview, runs
 
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
 
 def body(s: session.Session) -> None:
-    """Choose a text, see every head on it (role and scores), ablate heads, and see what the model predicts."""
-    inside.ensure()
-    m = runs.model()
-    c = m.config
-    st.caption(
-        f"The shipped model: {c.n_layers} layers × {c.n_heads} heads, attention only, width {c.d_model}, a vocabulary "
-        f"of {c.vocab_size} words, up to {c.n_ctx} tokens; trained to continue a repeated sequence."
-    )
+    """Choose a model and a text, see every head on it (role and scores), ablate heads, and see what it predicts."""
+    choose.chooser()
     choose_text()
     answering()
 
@@ -52,35 +47,49 @@ def answering() -> None:
 
 def choose_text() -> None:
     """A ready-made repeated sequence, or words typed from the vocabulary (a word outside it is named; nothing
-    changes)."""
+    changes); for a model with a tokenizer, any text, tokenized by it."""
     m = runs.model()
+    words = isinstance(m.vocab, WordVocab)
     options = [*runs.ready_made(), inside.TYPED_LABEL]
     chosen = st.session_state[inside.SEQUENCE] or inside.TYPED_LABEL
-    left, right = st.columns([2, 3], gap="medium")
-    with left:
-        st.selectbox(
-            "Ready-made sequence",
-            options,
-            **({} if inside.W_SEQUENCE in st.session_state else {"index": options.index(chosen)}),
-            key=inside.W_SEQUENCE,
-            on_change=inside.on_sequence,
-        )
+    left, right = st.columns([2, 3], gap="medium") if len(options) > 1 else (None, st.container())
+    if left is not None:
+        with left:
+            st.selectbox(
+                "Ready-made sequence",
+                options,
+                **({} if inside.W_SEQUENCE in st.session_state else {"index": options.index(chosen)}),
+                key=inside.W_SEQUENCE,
+                on_change=inside.on_sequence,
+            )
     with right:
+        most = models.longest(m)
         st.text_input(
-            f"Or type words of its vocabulary (2 to {m.config.n_ctx}, separated by spaces), then press Enter",
+            f"Or type words of its vocabulary (2 to {most}, separated by spaces), then press Enter"
+            if words
+            else f"Type a text (2 to {most} tokens of the model's tokenizer), then press Enter",
             **({} if inside.W_TYPED in st.session_state else {"value": m.decode(st.session_state[inside.IDS])}),
             key=inside.W_TYPED,
             on_change=inside.on_typed,
             max_chars=inside.MAX_CHARS,
         )
-        st.caption("The vocabulary: " + " ".join(esc(w) for w in m.vocab.words))
+        if words:
+            st.caption("The vocabulary: " + " ".join(esc(w) for w in m.vocab.words))
+        else:
+            st.button(
+                "Repeat these tokens",
+                key="inside.repeat",
+                on_click=inside.on_repeat,
+                help="The text's tokens twice, exactly: the second half then copies the first, and an induction "
+                "head can predict it.",
+            )
         if st.session_state[inside.MESSAGE]:
             st.error(esc(st.session_state[inside.MESSAGE], 600))
 
 
 def show_tokens(ids: tuple[int, ...]) -> None:
     """The tokens as the model reads them, numbered, and whether the second half repeats the first."""
-    tokens = runs.model().pieces(ids)
+    tokens = runs.pieces(ids)
     half, repeats = roles.half_split(ids)
     numbered = " · ".join(f"{k + 1} {esc(t)}" for k, t in enumerate(tokens))
     st.markdown(f"**{len(tokens)} tokens:** {numbered}")  # ours: tokens escaped
@@ -111,16 +120,28 @@ def heads(now: runs.Measured) -> None:
             layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
             strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
-    for head in range(H):
+    for head in range(H) if runs.model_id() == "induction" else ():  # the note speaks of the shipped model's texts
         if now.roles[0, head] == "induction":
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
-    labels = token_labels(runs.model().pieces(now.ids))
+    labels = token_labels(runs.pieces(now.ids))
     allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
     colour = charts.colour_for("weights", now.weights)
     ablated = {a[:2]: a[2] for a in now.ablations}
-    for layer in range(L):
+    if overview.draws_all(L, H):
+        layers = range(L)
+    else:
+        st.markdown(
+            f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
+            "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
+        )
+        overview.scores(now.scores, now.roles, "inside.overview")
+        layers = [overview.layer_chooser(L)]
+    row_px = max(4, min(ROW_PX, 216 // len(labels)))  # (n,): a 64-token text's heatmap stays 256 px tall
+    prefix = "induction" if runs.model_id() == "induction" else "model"
+    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
         widgets.chart_gap()
-        for head, col in enumerate(st.columns(H, gap="medium")):
+        cols = st.columns(min(H, overview.PER_ROW), gap="medium")
+        for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
             with col:
                 role = str(now.roles[layer, head])
                 score = now.scores[role][layer, head] if role != "none" else np.nan
@@ -136,10 +157,10 @@ def heads(now: runs.Measured) -> None:
                     row_title="query",
                     col_title="key",
                     colour=colour,
-                    row_height=ROW_PX,
+                    row_height=row_px,
                 )
                 st.vega_lite_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
-                chart_files(spec, f"induction_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
+                chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
                 scores = " · ".join(
                     f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
                     for r in roles.ROLES

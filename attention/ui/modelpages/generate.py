@@ -9,19 +9,15 @@ from ..core import session
 from ..core.text import esc
 from ..state import generation as gen
 from ..state import inside
-from . import every_head, genviews, runs, walks
+from . import choose, every_head, genviews, runs, walks
 
 BYTES = ((8, "float64", "what this engine keeps"), (4, "float32", ""), (2, "float16 / bfloat16", "as most servers"))
 
 
 def body(s: session.Session) -> None:
     """Choose the text, keep part of it as the prompt, then generate one token at a time."""
+    choose.chooser()  # the model (a change starts the generation again)
     gen.gen_follow()
-    c = runs.model().config
-    st.caption(
-        f"The chosen model: {c.n_layers} layers × {c.n_heads} heads of width {c.d_head}, a vocabulary of "
-        f"{c.vocab_size} tokens, a context of {c.n_ctx} tokens."
-    )
     every_head.choose_text()
     ablated = inside.current()[2]
     if ablated:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,6 +9,7 @@ import numpy as np
 
 from ...model import Run, ablate, roles
 from ..core import models
+from ..core.cache import TraceCache
 from ..state import inside
 from ..state.inside import Ablation, name
 
@@ -59,12 +59,22 @@ def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (), model_id
     return _measure(model_id or inside.model_id(), ids, ablations)
 
 
-@functools.lru_cache(maxsize=64)
+def _bytes(m: Measured) -> int:
+    return int(m.logits.nbytes + m.weights.nbytes + m.losses.nbytes)
+
+
+# Runs by content, bounded by bytes: a GPT-2 run's logits alone are n × 50,257 float64 (26 MB at 64 tokens)
+_RUNS = TraceCache(max_bytes=256 * 1024**2, max_entries=64, ttl=3600, measure=_bytes)
+
+
 def _measure(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...]) -> Measured:
-    m = models.get(model_id)
-    with models.LOCK:
-        run = m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
-    return measured(ids, ablations, run)
+    def run() -> Measured:
+        m = models.get(model_id)
+        with models.LOCK:
+            out = m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
+        return measured(ids, ablations, out)
+
+    return _RUNS.get(repr((model_id, ids, ablations)), run)
 
 
 def measured(ids: tuple[int, ...], ablations: tuple[Ablation, ...], run: Run) -> Measured:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ...errors import AttentionError
+from ...model import upload
+from ...model.vocab import WordVocab
 from ..core import models, training
 from ..core.models import HeadRef
 from ..core.text import esc
@@ -23,6 +25,8 @@ MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of 
 HOWS = ("zero", "mean")
 Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
 TYPED_LABEL = "Your own words (typed below)"
+HELD, MODEL_MESSAGE, LAYER_SHOWN, UPLOADS = (PREFIX + k for k in ("held", "model_message", "layer_shown", "uploads"))
+W_MODEL, W_LAYER_SHOWN = PREFIX + "w.model", PREFIX + "w.layer_shown"
 # "Watch it learn": the snapshot shown (1-based, as the slider counts), a live training job's id, their messages
 SNAPSHOT, JOB = PREFIX + "snapshot", PREFIX + "job"
 LEARN_MESSAGE, TRAIN_MESSAGE = PREFIX + "learn_message", PREFIX + "train_message"
@@ -31,23 +35,13 @@ W_SNAPSHOT = PREFIX + "w.snapshot"
 
 def ensure() -> None:
     """Create the page's state once per session: the first ready-made sequence, nothing ablated."""
+    for key, value in ((HELD, ()), (MODEL_MESSAGE, ""), (LAYER_SHOWN, 0), (UPLOADS, 0)):
+        st.session_state.setdefault(key, value)
     if IDS in st.session_state:
         return
     label, ids = next(iter(models.ready_made(models.BUILTIN).items()))
-    st.session_state.update(
-        {
-            MODEL: models.BUILTIN,
-            SEQUENCE: label,
-            IDS: ids,
-            POSITION: default_position(ids),
-            ABLATIONS: (),
-            HOW: "zero",
-            BEFORE: None,
-            CHANGE: "",
-            WHERE: None,
-            MESSAGE: "",
-        }
-    )
+    st.session_state.update({MODEL: models.BUILTIN, SEQUENCE: label, IDS: ids, POSITION: default_position(ids)})
+    st.session_state.update({ABLATIONS: (), HOW: "zero", BEFORE: None, CHANGE: "", WHERE: None, MESSAGE: ""})
 
 
 def started() -> bool:
@@ -73,8 +67,8 @@ def restore(model_id: str, ids: tuple[int, ...] | None, ablations: tuple[Ablatio
     except AttentionError as exc:
         return esc(exc.message, 300)
     c = m.config
-    if not 2 <= len(ids) <= c.n_ctx:
-        return f"the text has {len(ids)} tokens; the model reads 2 to {c.n_ctx}"
+    if not 2 <= len(ids) <= models.longest(m):
+        return f"the text has {len(ids)} tokens; the model reads 2 to {models.longest(m)} here"
     bad = [a for a in ablations if not (a[0] < c.n_layers and a[1] < c.n_heads)]
     if bad:
         return f"the model has {c.n_layers} layers of {c.n_heads} heads; there is no {name(*bad[0][:2])}"
@@ -108,7 +102,7 @@ def current() -> tuple[tuple[int, ...], int, tuple[Ablation, ...]]:
 def _new_text(ids: tuple[int, ...], label: str) -> None:
     st.session_state.update({IDS: ids, SEQUENCE: label, POSITION: default_position(ids), MESSAGE: ""})
     st.session_state.update({BEFORE: None, CHANGE: "", WHERE: None})
-    st.session_state.pop(W_POSITION, None)  # the position box starts again from the new text's default
+    st.session_state[W_POSITION] = default_position(ids)  # set, not dropped: a browser would send its old value back
 
 
 def on_sequence() -> None:
@@ -126,6 +120,8 @@ def on_typed() -> None:
     and nothing else changes."""
     text = st.session_state.get(W_TYPED)
     m = model()
+    words = "words" if isinstance(m.vocab, WordVocab) else "tokens"
+    most = models.longest(m)
     if not isinstance(text, str) or len(text) > MAX_CHARS:
         size = len(text) if isinstance(text, str) else 0
         st.session_state[MESSAGE] = f"The text has {size:,} characters; at most {MAX_CHARS} are read. Nothing changed."
@@ -135,9 +131,14 @@ def on_typed() -> None:
     except AttentionError as e:
         st.session_state[MESSAGE] = f"{e}. Nothing changed."
         return
-    if not 2 <= len(ids) <= m.config.n_ctx:
+    if not 2 <= len(ids) <= most:
+        cap = (
+            f" here (it reads up to {m.config.n_ctx}; longer texts make the charts slow)"
+            if most < m.config.n_ctx
+            else ""
+        )
         st.session_state[MESSAGE] = (
-            f"The text has {len(ids)} words; the model reads 2 to {m.config.n_ctx}. Nothing changed."
+            f"The text has {len(ids)} {words}; the model reads 2 to {most}{cap}. Nothing changed."
         )
         return
     _new_text(ids, "")
@@ -183,6 +184,72 @@ def name(layer: int, head: int) -> str:
     return f"layer {layer + 1} · head {head + 1}"
 
 
+def choose_model(model_id: str, named: str = "") -> bool:
+    """Open a model on its first text, nothing ablated (else a message, nothing changed); a learner's stays listed."""
+    ensure()
+    try:
+        m = models.get(model_id)
+        text_label, ids = models.first_text(model_id)
+    except AttentionError as e:
+        st.session_state[MODEL_MESSAGE] = f"That model could not be opened: {e}. Nothing changed."
+        return False
+    if not models.travels(model_id):
+        c, held = m.config, dict(st.session_state[HELD])
+        kind = f"Uploaded {named}".strip() if model_id.startswith(models.UPLOAD) else "Trained here"
+        held.setdefault(model_id, f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})")
+        st.session_state[HELD] = tuple(held.items())
+    st.session_state.update({MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: (), W_LAYER_SHOWN: 0})
+    _new_text(ids, text_label)  # the widgets are set, not dropped: a browser would send their old values back
+    st.session_state.update({W_MODEL: model_id, W_TYPED: m.decode(ids), W_SEQUENCE: text_label or TYPED_LABEL})
+    return True
+
+
+def on_model() -> None:
+    """A model was chosen in the chooser; if it fails to open, the chooser goes back to the model in use."""
+    chosen = st.session_state.get(W_MODEL)
+    if isinstance(chosen, str) and chosen != st.session_state[MODEL] and not choose_model(chosen):
+        st.session_state[W_MODEL] = st.session_state[MODEL]
+
+
+def on_upload(key: str) -> None:
+    """Files or a .zip sent (uploader ``key``): opened by the engine, held, chosen; else a message, nothing changed."""
+    sent = st.session_state.get(key) or []
+    st.session_state[UPLOADS] += 1  # a new uploader key: the files sent do not linger
+    try:
+        m = upload.open_files({str(f.name): f.getvalue() for f in sent}) if sent else None
+    except AttentionError as e:
+        st.session_state[MODEL_MESSAGE] = f"The upload was not opened: {e}. Nothing changed."
+        return
+    if m is not None:
+        choose_model(models.hold(m, "upload"), " ".join(str(sent[0].name).split())[:40] if len(sent) == 1 else "files")
+
+
+def on_layer_shown() -> None:
+    """The layer whose heads are drawn large (a model with many heads shows one layer at a time)."""
+    value = st.session_state.get(W_LAYER_SHOWN)
+    if isinstance(value, int) and 0 <= value < model().config.n_layers:
+        st.session_state[LAYER_SHOWN] = value
+
+
+def recover() -> None:
+    """When the chosen model can no longer be opened (let go, or its folder gone), open the shipped one and say so."""
+    try:
+        models.get(st.session_state[MODEL])
+    except AttentionError as e:
+        if choose_model(models.BUILTIN):
+            st.session_state[MODEL_MESSAGE] = f"{e}. The shipped model is open instead."
+
+
+def on_repeat() -> None:
+    """Repeat the text's tokens exactly, so its second half copies the first (what an induction head can use)."""
+    ids, m = st.session_state[IDS], model()
+    if 2 * len(ids) > (most := models.longest(m)):
+        st.session_state[MESSAGE] = f"Repeated: {2 * len(ids)} tokens; at most {most} are read. Nothing changed."
+        return
+    _new_text(ids + ids, "")
+    st.session_state.update({W_TYPED: m.decode(ids + ids), W_SEQUENCE: TYPED_LABEL})
+
+
 def open_on_steps(layer: int, head: int) -> None:
     """Open a head of the chosen model, on the current text and with the current ablations, on the step pages."""
     ids, _, ablations = current()
@@ -226,23 +293,7 @@ def cancel_training() -> None:
 
 
 def open_model(new_id: str) -> bool:
-    """Open a model on the "Every head" page: it becomes the chosen model, with its first ready-made text (or the text
-    so far, when that model reads it), and nothing ablated. False (and a message; nothing changed) if it cannot be
-    opened."""
-    ensure()
-    try:
-        m = models.get(new_id)
-    except AttentionError as e:
-        st.session_state[TRAIN_MESSAGE] = f"{e}. Nothing changed."
-        return False
-    st.session_state.update({MODEL: new_id, ABLATIONS: (), TRAIN_MESSAGE: ""})
-    made = models.ready_made(new_id)
-    ids = st.session_state[IDS]
-    if made:
-        label, ids = next(iter(made.items()))
-        _new_text(ids, label)
-    else:
-        _new_text(ids if max(ids) < m.config.vocab_size and len(ids) <= m.config.n_ctx else (0, 0), "")
-    st.session_state.pop(W_SEQUENCE, None)  # the text boxes start again from the new text
-    st.session_state.pop(W_TYPED, None)
-    return True
+    """Open a model trained here on "Every head", as the chooser does; False, with a message, if it cannot be."""
+    opened = choose_model(new_id)
+    st.session_state[TRAIN_MESSAGE] = "" if opened else st.session_state[MODEL_MESSAGE]
+    return opened

@@ -1,0 +1,74 @@
+"""The model chooser every "Inside a model" page draws at its top: the shipped model, the server's, a learner's own.
+
+:func:`chooser` lists :func:`attention.ui.core.models.offered` and the models held for this session (uploaded or
+trained), describes the chosen one, and takes an upload of a small checkpoint; a change goes through
+:func:`attention.ui.state.inside.choose_model` (a model that fails to open changes nothing, with a message).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ...model import upload
+from ...model.vocab import WordVocab
+from ..core import models
+from ..core.text import esc
+from ..state import inside
+
+
+def chooser() -> models.Model:
+    """Choose the model (and upload one); the chosen model, described. Call at the top of an inside page's body."""
+    inside.ensure()
+    inside.recover()
+    options = {**models.offered(), **dict(st.session_state[inside.HELD])}
+    current = inside.model_id()
+    options.setdefault(current, current)
+    ids = list(options)
+    left, right = st.columns([2, 3], gap="medium")
+    with left:
+        st.selectbox(
+            "Model",
+            ids,
+            **({} if inside.W_MODEL in st.session_state else {"index": ids.index(current)}),
+            format_func=lambda i: options.get(i, i),
+            key=inside.W_MODEL,
+            on_change=inside.on_model,
+            help="The server's owner lists its checkpoint folders in a setting; your own upload is listed for this "
+            "session.",
+        )
+    with right, st.expander("Upload a small checkpoint"):
+        st.file_uploader(
+            f"config.json, model.safetensors and tokenizer.json (or vocab.json and merges.txt), or one .zip of "
+            f"them; at most {upload.MAX_BYTES // 1024**2} MB. A GPT-2 saved with save_pretrained(..., "
+            "safe_serialization=True); pickled weights (.bin, .pt) are never opened.",
+            accept_multiple_files=True,
+            key=(key := f"{inside.PREFIX}w.upload.{st.session_state[inside.UPLOADS]}"),
+            on_change=inside.on_upload,
+            args=(key,),
+        )
+    if st.session_state[inside.MODEL_MESSAGE]:
+        st.error(esc(st.session_state[inside.MODEL_MESSAGE], 600))
+    m = inside.model()
+    st.caption(describe(m, inside.model_id()))  # ours: sizes; the name is the server's or ours
+    return m
+
+
+def describe(m: models.Model, model_id: str) -> str:
+    """One line on the model: its kind, sizes, how many tokens a page reads, and whether a link can name it."""
+    c = m.config
+    if model_id == models.BUILTIN:
+        kind = "The shipped model, attention only, trained to continue a repeated sequence"
+    elif model_id.startswith(models.SERVER):
+        kind = f"{esc(model_id.removeprefix(models.SERVER))}, a GPT-2 checkpoint on this server"
+    else:
+        kind = "Your own model, held by this server for a while"
+    words = "words" if isinstance(m.vocab, WordVocab) else "BPE tokens"
+    line = (
+        f"{kind}: {c.n_layers} layers × {c.n_heads} heads ({c.n_layers * c.n_heads} in all), width {c.d_model}, "
+        f"a vocabulary of {c.vocab_size:,} {words}, up to {c.n_ctx:,} tokens"
+        + (f" (this page reads up to {models.longest(m)})" if models.longest(m) < c.n_ctx else "")
+        + "."
+    )
+    if not models.travels(model_id):
+        line += " An uploaded or trained model cannot travel in a link: a link opens the shipped model instead."
+    return line

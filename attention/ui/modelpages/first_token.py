@@ -1,0 +1,154 @@
+"""The "First token" page: how much attention every head puts on token 1, and why (the attention sink), measured.
+
+For head (l, h) and a text of n tokens, its share on the first token is the mean over the queries t = 2 .. n of its
+weight A[t, 1] (query 1 can only see itself): the first-token score of :mod:`attention.model.roles`. The page also
+measures the value vectors of the head that puts the most there: ‖v_j‖ for each token j (the head's value, d_head
+numbers) and ‖v_j W_o,h‖ (what it writes into the stream), token 1's beside the others'.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...model import ablate, roles
+from ...names import token_labels
+from ..core import models, session
+from ..core.text import esc
+from ..state import inside
+from . import choose, every_head, overview, runs
+
+STRONG = 0.5  # a head is said to park its weight on token 1 when its mean share there is at least this
+SMALL = 0.5  # token 1's value is said to be small when its norm is below this fraction of the others' median
+
+
+def body(s: session.Session) -> None:
+    """Choose a model and a text; every head's share on token 1, the strongest sink's rows and its value vectors."""
+    choose.chooser()
+    every_head.choose_text()
+    sinks()
+
+
+@st.fragment
+def sinks() -> None:
+    """Every head's share on token 1, then the head with the most, its rows, and what its output is made of."""
+    ids, _, ablations = inside.current()
+    now = runs.measure(ids, ablations)
+    share = now.scores["first-token sink"]  # (L, H): mean over t ≥ 1 of A[t, 0]
+    L, H = share.shape
+    chance = roles.uniform_scores(ids)["first-token sink"]
+    tokens = runs.pieces(ids)
+    layer, head = (int(k) for k in np.unravel_index(np.argmax(share), share.shape))
+    many = int((share >= STRONG).sum())
+    st.markdown(
+        "**The rule behind it.** Each row of a head's weights is a softmax over the tokens the query may see: the "
+        "numbers are positive and **must add up to 1**. A head has no way to say *nothing here*: when the token it "
+        "looks for is absent, its weight still has to go somewhere. Token 1 is the one key every query can see (the "
+        "causal mask hides the later ones), so trained models often learn to park the spare weight there, and to "
+        "give token 1 a small value so that parking it adds little. That is an **attention sink**."
+    )
+    if ablations:
+        st.caption("Measured with the heads ablated on the Every head page: " + runs_names(ablations) + ".")
+    st.markdown(
+        f"**On your text** ({len(ids)} tokens, token 1 is “{esc(tokens[0], 40)}”): the head with the most weight "
+        f"on token 1 is **{runs.name(layer, head)}**, a mean of **{share[layer, head]:.2f}** over queries 2 to "
+        f"{len(ids)}; a head spreading its weight evenly would put {chance:.2f} there. "
+        + (
+            f"{many} of the {L * H} heads put at least {STRONG} there."
+            if many
+            else f"No head puts {STRONG} or more there: on this model and text the sink is weak, and what the heads "
+            "do is find tokens (the Every head page names their roles)."
+        )
+    )
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        spec = overview.grid_spec(share, "Mean weight on token 1", f"queries 2–{len(ids)}, every layer × head")
+        st.vega_lite_chart(spec, width="stretch", key="inside.sink.grid")
+    with right:
+        table = pd.DataFrame(
+            np.round(share, 3), index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
+        )
+        st.dataframe(table, width="stretch")
+    strongest(ids, ablations, layer, head, tokens)
+
+
+def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tokens: list[str]) -> None:
+    """The head with the most weight on token 1: its weights, each row's share on token 1, its value vectors."""
+    now = runs.measure(ids, ablations)
+    A = now.weights[layer, head]  # (n, n)
+    labels = token_labels(tokens)
+    n = len(ids)
+    st.subheader(f"Inside {runs.name(layer, head)}")
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        spec = charts.heatmap_spec(
+            A,
+            labels,
+            labels,
+            kind="weights",
+            title=runs.name(layer, head),
+            subtitle="its weights; column 1 is token 1",
+            allowed=np.tril(np.ones((n, n), bool)),
+            row_title="query",
+            col_title="key",
+            colour=charts.colour_for("weights", A),
+            row_height=max(4, min(every_head.ROW_PX, 216 // n)),
+        )
+        st.vega_lite_chart(spec, width="stretch", key="inside.sink.head")
+    seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
+    found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token
+    if found.any() and nothing.any():
+        st.markdown(
+            f"**Where it parks its weight.** On the queries whose token has not occurred before (nothing for a copying "
+            f"head to find; {int(nothing.sum())} of them) it puts a mean **{A[1:, 0][nothing].mean():.2f}** on token "
+            f"1; on the queries whose token did occur before ({int(found.sum())}), "
+            f"**{A[1:, 0][found].mean():.2f}**."
+        )
+    v, vo = value_norms(runs.model_id(), ids, ablations, layer, head)
+    others = np.median(v[1:]), np.median(vo[1:])
+    with right:
+        rows = {
+            "query": labels,
+            "on token 1": np.round(A[:, 0], 3),
+            "most elsewhere": np.round(np.r_[0.0, (A[1:, 1:]).max(axis=-1)], 3),
+            "‖v‖": np.round(v, 3),
+        }
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=300)
+    small = v[0] < SMALL * others[0]
+    st.markdown(
+        f"**What it adds.** The head's output at a row is the weighted sum of the value vectors, Σ_j A[t, j] v_j. "
+        f"Token 1's value vector has norm **{v[0]:.2f}**; the other tokens' median is **{others[0]:.2f}** "
+        f"({v[0] / others[0]:.2f} times as long). Through W_o, what it writes into the stream: **{vo[0]:.2f}** against "
+        f"a median of **{others[1]:.2f}**. "
+        + (
+            "So token 1's value is small: a row that parks its weight there adds little to the stream. That is the "
+            "sink doing its job: a way to attend and change almost nothing."
+            if small
+            else "Token 1's value is not small here: each row adds its weight on token 1 times token 1's value to the "
+            "stream. On this model token 1 is not a place to attend and change nothing (a model learns that only "
+            "when it helps: the attention-sink paper, StreamingLLM, found it in Llama-2, MPT, Falcon and Pythia)."
+        )
+    )
+
+
+def runs_names(ablations: tuple) -> str:
+    return ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in ablations)
+
+
+@functools.lru_cache(maxsize=32)
+def value_norms(
+    model_id: str, ids: tuple[int, ...], ablations: tuple, layer: int, head: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(‖v_j‖, ‖v_j W_o,h‖) for every token j (n,) each: the head's value vectors (bias included) and what they
+    write into the stream through the head's rows of W_o."""
+    m = models.get(model_id)
+    with models.LOCK:
+        run = m.run(list(ids), [ablate(*a) for a in ablations])
+    V = run.traces[layer].head(head).V  # (n, d_head)
+    dh = m.config.d_head
+    W_o = m.layer_weights(layer)[3][head * dh : (head + 1) * dh]  # (d_head, d)
+    return np.linalg.norm(V, axis=-1), np.linalg.norm(V @ W_o, axis=-1)  # (n,), (n,)

@@ -1,0 +1,79 @@
+"""Every layer × head at once, for a model with many heads: one layers × heads heatmap per score, a layer to open.
+
+GPT-2 small has 12 × 12 = 144 heads: 144 attention heatmaps of a 64-token text would take the page seconds to draw
+and scroll for screens. A model with more than :data:`DRAW_ALL` heads (or more than :data:`PER_ROW` per layer) shows
+instead each score as one layers × heads heatmap (every head's number written in its cell), and one layer's heads
+as attention heatmaps, that layer chosen here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ... import charts
+from ...model import roles
+from ..state import inside
+
+DRAW_ALL = 16  # a model with at most this many heads (and at most PER_ROW a layer) draws every head's heatmap
+PER_ROW = 4  # heatmaps side by side
+
+
+def draws_all(layers: int, heads: int) -> bool:
+    """Whether every head's heatmap is drawn (a small model), or one layer at a time after the overview."""
+    return layers * heads <= DRAW_ALL and heads <= PER_ROW
+
+
+def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
+    """A layers × heads heatmap on the 0–1 weights scale, rows "layer k", columns "head k" (counted from 1)."""
+    L, H = values.shape
+    return charts.heatmap_spec(
+        np.nan_to_num(values, nan=0.0),
+        [f"layer {k + 1}" for k in range(L)],
+        [f"head {k + 1}" for k in range(H)],
+        kind="weights",
+        title=title,
+        subtitle=subtitle,
+        row_title="layer",
+        col_title="head",
+        colour=charts.colour_for("weights", values),
+    )
+
+
+def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str) -> None:
+    """The three scores of every head, each a layers × heads heatmap, side by side; every head's role and score as a
+    table below."""
+    for kind, col in zip(roles.ROLES, st.columns(len(roles.ROLES), gap="medium"), strict=True):
+        with col:
+            values = scores_by_kind[kind]
+            note = "" if np.isfinite(values).all() else "n/a: no token of the text occurs twice"
+            st.vega_lite_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=f"{key}.{kind}")
+    L, H = role_of.shape
+    with st.expander("Every head's role and score, as a table"):
+        cells = [
+            [
+                "—"
+                if role_of[la, h] == "none"
+                else f"{role_of[la, h]} {scores_by_kind[str(role_of[la, h])][la, h]:.2f}"
+                for h in range(H)
+            ]
+            for la in range(L)
+        ]
+        table = pd.DataFrame(
+            cells, index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
+        )
+        st.dataframe(table, width="stretch")
+
+
+def layer_chooser(layers: int) -> int:
+    """Choose the layer whose heads are drawn; the layer (0-based)."""
+    st.selectbox(
+        "Layer whose heads are drawn below",
+        list(range(layers)),
+        **({} if inside.W_LAYER_SHOWN in st.session_state else {"index": st.session_state[inside.LAYER_SHOWN]}),
+        format_func=lambda k: f"layer {k + 1}",
+        key=inside.W_LAYER_SHOWN,
+        on_change=inside.on_layer_shown,
+    )
+    return min(st.session_state[inside.LAYER_SHOWN], layers - 1)
