@@ -1,16 +1,25 @@
-"""The Every head page against the floor app, side by side in one run: page load → every heatmap drawn, and press
-Ablate → the new loss shown (issue 23's goal: an ablation → new predictions ≤ 1.5× the floor app's edit).
+"""The Every head page against the floor app, side by side in one run: page load → every heatmap drawn; press
+Ablate → the new loss shown, and → the whole run drawn; choose another position → its prediction shown (issue 23's
+goals: an ablation → new predictions ≤ 1.5× the floor app's edit; switching layer or head ≤ 1.5× the floor app's
+edit: measured as the page's two switches, its position box (which prediction is read) and a head's "Open … on the
+step pages" (the session becomes that head; timed to the page saying so)).
 
 The floor app and its edit are bench_floor's (one 4 × 4 editor, one 3 × 3 heatmap; edit a cell → the heatmap shows
 the new number), measured just before each repeat of this page, each in a new browser context at 1400 × 1000. An
-ablation is timed from the click to the repeated half's loss, computed by the engine, being written on the page.
-Prints medians and ratios. Needs /usr/bin/chromium and playwright.
-Run: python benchmarks/bench_inside.py [--repeats 7]
+ablation is timed from the click to the repeated half's loss, computed by the engine, being written on the page, and
+on to the run's end with every element drawn (the pressed button reading Restore). A switch is timed from the click
+on a position in the box to that position's next-token probability and loss, computed by the engine, being written.
+``--before PATH``: also serve the app from another checkout (e.g. the main branch in a second work tree), measured
+beside this one in each repeat (which of the two comes first alternates). Prints medians, ratios and the machine's
+load average. Needs /usr/bin/chromium and playwright.
+Run: python benchmarks/bench_inside.py [--repeats 7] [--before ../main]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -23,26 +32,50 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_floor import _one as floor_one  # noqa: E402
-from bench_floor import _ready  # noqa: E402
+from bench_floor import _ready, checkout_server  # noqa: E402
 
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, streamlit_server  # noqa: E402
+from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, runs, settle, streamlit_server  # noqa: E402
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
+POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)
+MEASURES = ("load", "ablate: new loss", "ablate: all drawn", "switch position", "open a head")
+
+
+def _example() -> list[int]:
+    from attention.model import induction
+
+    return [int(i) for i in induction.history("induction")["example"]]
 
 
 def _loss_after(layer: int, head: int) -> str:
     """The repeated half's loss the page writes once this head is zero-ablated (the engine's own functions)."""
     from attention.model import ablate, builtin, induction
 
-    ids = [int(i) for i in induction.history("induction")["example"]]
+    ids = _example()
     run = builtin("induction").run(ids, [ablate(layer, head)])
     return f"{induction.half_losses(run.logits[None], np.array(ids)[None], len(ids) // 2)[1]:.2f} nats"
 
 
-def _one(browser, url: str, rep: int) -> tuple[float, float]:
-    """One load of the page and one ablation in a new browser context."""
+def _prediction_at(position: int) -> tuple[str, str]:
+    """The position box's label for ``position`` and the probability and loss of the text's next token there, as
+    the page writes them, from the engine's unablated run (the softmax and the cross-entropy written out)."""
+    from attention.model import builtin
+
+    m = builtin("induction")
+    ids = _example()
+    logits = m.run(ids).logits[position]  # (V,)
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    target = ids[position + 1]
+    label = f"{position + 1}: {m.pieces([ids[position]])[0]}"
+    return label, f"probability {p[target]:.3f}, loss {-np.log(p[target]):.2f} nats"
+
+
+def _one(browser, url: str, rep: int) -> tuple[float, ...]:
+    """One load of the page, one switch of position, one ablation and one head opened, in a new browser context."""
     layer, head = HEADS[rep % len(HEADS)]
     want = _loss_after(layer, head)
+    label, said = _prediction_at(POSITIONS[rep % len(POSITIONS)])
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as ctx:
         page = ctx.new_page()
         t0 = time.perf_counter()
@@ -50,40 +83,83 @@ def _one(browser, url: str, rep: int) -> tuple[float, float]:
         _ready(page)
         page.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").nth(3).wait_for()
         t_load = time.perf_counter() - t0
+        box = page.get_by_role("combobox", name="Position (the prediction is for the token after it)")
+        box.scroll_into_view_if_needed()
+        box.click()
+        option = page.get_by_role("option", name=label, exact=True)
+        option.wait_for()
+        mark = runs(page)
+        t0 = time.perf_counter()
+        option.click()
+        page.get_by_test_id("stMarkdown").filter(has_text=said).first.wait_for(timeout=30_000)
+        t_switch = time.perf_counter() - t0
+        settle(page, mark)
         button = page.get_by_role("button", name=f"Ablate layer {layer + 1} · head {head + 1}", exact=True)
         button.scroll_into_view_if_needed()
+        mark = runs(page)
         t0 = time.perf_counter()
         button.click()
         page.get_by_test_id("stMetric").nth(1).get_by_text(want).wait_for(timeout=30_000)
-        return t_load, time.perf_counter() - t0
+        t_new = time.perf_counter() - t0
+        settle(page, mark)
+        page.get_by_role("button", name=f"Restore layer {layer + 1} · head {head + 1} (zero-ablated)").wait_for()
+        t_drawn = time.perf_counter() - t0
+        opener = page.get_by_role("button", name=f"Open layer {2 - layer} · head {head + 1} on the step pages")
+        if opener.count() == 0:  # a version without the head opener
+            return t_load, t_new, t_drawn, t_switch, float("nan")
+        opener.scroll_into_view_if_needed()
+        t0 = time.perf_counter()
+        opener.click()
+        page.get_by_text(f"The step pages now show layer {2 - layer} · head {head + 1}").wait_for(timeout=30_000)
+        return t_load, t_new, t_drawn, t_switch, time.perf_counter() - t0
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--before", type=Path, help="another checkout of the app, measured beside this one")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    times: dict[str, list[tuple[float, float]]] = {"floor": [], "every head": []}
-    with streamlit_server("benchmarks/floor/floor_app.py") as floor, streamlit_server() as app, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        for rep in range(args.repeats + 1):  # the first round warms both servers and is not counted
-            f = floor_one(browser, "floor", f"{floor}/", rep)
-            a = _one(browser, f"{app}/every_head", rep)
+    versions = ("now", "before") if args.before else ("now",)
+    floor: list[tuple[float, float]] = []
+    times: dict[str, list[tuple[float, ...]]] = {v: [] for v in versions}
+    start = os.getloadavg()
+    with contextlib.ExitStack() as stack:
+        floor_url = stack.enter_context(streamlit_server("benchmarks/floor/floor_app.py"))
+        apps = {"now": stack.enter_context(streamlit_server())}
+        if args.before:
+            apps["before"] = stack.enter_context(checkout_server(args.before.resolve()))
+        browser = stack.enter_context(sync_playwright()).chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        for rep in range(args.repeats + 1):  # the first round warms every server and is not counted
+            f = floor_one(browser, "floor", f"{floor_url}/", rep)
+            order = versions if rep % 2 else versions[::-1]  # each version in turn measured right after the floor
+            a = {v: _one(browser, f"{apps[v]}/every_head", rep) for v in order}
             if rep:
-                times["floor"].append(f)
-                times["every head"].append(a)
+                floor.append(f)
+                for v in versions:
+                    times[v].append(a[v])
         browser.close()
-    f_load = statistics.median(t for t, _ in times["floor"])
-    f_edit = statistics.median(t for _, t in times["floor"])
-    a_load = statistics.median(t for t, _ in times["every head"])
-    a_edit = statistics.median(t for _, t in times["every head"])
+    f_load = statistics.median(t for t, _ in floor)
+    f_edit = statistics.median(t for _, t in floor)
     print(f"floor app: load -> heatmap drawn {f_load:.2f} s, edit a cell -> new heatmap {f_edit:.2f} s")
+    print(f"{'Every head':12}" + "".join(f"{m:>24}" for m in MEASURES))
+    for v in versions:
+        med = [statistics.median(t[k] for t in times[v]) for k in range(len(MEASURES))]
+        ratios = [med[0] / f_load, *(x / f_edit for x in med[1:])]
+        print(
+            f"{v:12}"
+            + "".join(f"{f'{x:.2f} s ({r:.2f}x)' if x == x else 'n/a':>24}" for x, r in zip(med, ratios, strict=True))
+        )
+    end = os.getloadavg()
+    print(f"ratios: load over the floor's load, the others over the floor's edit; medians of {args.repeats} repeats")
     print(
-        f"Every head: load -> 4 heatmaps drawn {a_load:.2f} s ({a_load / f_load:.2f}x), ablate -> new loss shown "
-        f"{a_edit:.2f} s ({a_edit / f_edit:.2f}x)"
+        f"machine load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in start)} at the start, "
+        f"{', '.join(f'{x:.2f}' for x in end)} at the end; {os.cpu_count()} cores"
     )
-    print(f"goal: an ablation -> new predictions <= 1.5x the floor app's edit; medians of {args.repeats} repeats")
+    print("goals: an ablation -> new predictions <= 1.5x, switching layer or head <= 1.5x the floor app's edit")
 
 
 if __name__ == "__main__":

@@ -206,3 +206,85 @@ def test_a_first_layer_head_scoring_as_induction_is_explained_by_where_it_looks(
     want = _engine(at.session_state["inside.ids"])
     assert want["ind"][0, 0] < 0.25 and _role_lines(at)[0].startswith("Role: none")  # off the 11-back position
     assert not [t for t in texts(at.caption) if "first layer" in t]
+
+
+def test_every_positions_prediction_is_built_when_opened_and_gives_the_engines_numbers() -> None:
+    from tests.apptest_util import open_expander
+
+    at = app("every_head")
+    at = _click(at, "inside.toggle.0.1")
+    assert len(at.dataframe) == 1  # closed: only the top 5 (the table is built when the expander opens)
+    at = open_expander(at, "inside.every_position")
+    no_exception(at)
+    ids = at.session_state["inside.ids"]
+    probs = _engine(ids, (0, 1, "zero"))["probs"]  # (n, V)
+    every = at.dataframe[1].value
+    assert list(every["most likely next"]) == ENGINE.pieces(list(probs.argmax(-1)))
+    np.testing.assert_allclose(every["p(most likely)"], np.round(probs.max(-1), 4))
+    np.testing.assert_allclose(every["p(next in the text)"][:-1], np.round(probs[np.arange(23), ids[1:]], 4))
+
+
+def _spec_values(chart) -> np.ndarray:
+    """The weights a heatmap chart sent to the browser, as an (n, n) array from its cells' (row, col, value)."""
+    import pyarrow as pa
+
+    cells = pa.ipc.open_stream(chart.proto.data.data).read_pandas()  # Streamlit sends a spec's inline data as Arrow
+    n = int(cells["row"].max())
+    out = np.full((n, n), np.nan)
+    out[cells["row"].to_numpy() - 1, cells["col"].to_numpy() - 1] = cells["value"].to_numpy(dtype=float)
+    return out
+
+
+def test_each_heatmap_shows_the_engines_weights_for_the_ablations_now() -> None:
+    """The heatmaps' specs are cached by content: after an ablation, a restore and another ablation every chart
+    still holds the engine's own weights for the ablations of that moment (never another run's)."""
+    at = app("every_head")
+    ids = list(at.session_state["inside.ids"])
+    causal = np.tril(np.ones((len(ids), len(ids)), bool))
+    for press in ("inside.toggle.0.1", "inside.toggle.0.1", "inside.toggle.0.0", "inside.toggle.1.1"):
+        at = _click(at, press)
+        want = ENGINE.run(ids, [ablate(*a) for a in at.session_state["inside.ablations"]]).weights  # (L, H, n, n)
+        charts = at.get("vega_lite_chart")
+        for k, chart in enumerate(charts):
+            layer, head = divmod(k, 2)
+            np.testing.assert_allclose(_spec_values(chart)[causal], want[layer, head][causal], rtol=1e-12)
+
+
+def test_the_spec_cache_is_keyed_by_content() -> None:
+    from attention import charts
+    from attention.ui.modelpages import every_head
+
+    ids = list(induction.history("induction")["example"])
+    clean, off = ENGINE.run(ids).weights[1, 0], ENGINE.run(ids, [ablate(0, 1)]).weights[1, 0]
+    labels = [f"t{i}" for i in range(len(ids))]
+    options = {"kind": "weights", "title": "layer 2 · head 1", "allowed": np.tril(np.ones(clean.shape, bool))}
+    a = every_head.heatmap_spec(clean, labels, labels, **options)
+    b = every_head.heatmap_spec(off, labels, labels, **options)
+    assert a is not b and a != b  # different weights never share a spec
+    assert a == charts.heatmap_spec(clean, labels, labels, **options)  # the same spec as built directly
+    assert b == charts.heatmap_spec(off, labels, labels, **options)
+    assert every_head.heatmap_spec(clean.copy(), list(labels), labels, **options) is a  # equal content: one spec
+    assert every_head.heatmap_spec(clean, labels, labels, **{**options, "title": "x"}) is not a
+    other = np.tril(np.ones(clean.shape, bool))
+    other[3, 0] = False
+    assert every_head.heatmap_spec(clean, labels, labels, **{**options, "allowed": other}) is not a
+
+
+def test_a_new_position_reruns_what_names_it() -> None:
+    """Without a change said on the page, a position only changes the predictions; after an ablation the sentence
+    saying what it moved names the new position, with the engine's numbers there."""
+    at = app("every_head")
+    at = at.selectbox(key="inside.w.position").set_value(5).run()
+    no_exception(at)
+    ids = at.session_state["inside.ids"]
+    probs = _engine(ids)["probs"][5]
+    assert list(at.dataframe[0].value["next token"]) == ENGINE.pieces(list(np.argsort(-probs)[:5]))
+    at = _click(at, "inside.toggle.1.0")
+    at = at.selectbox(key="inside.w.position").set_value(20).run()
+    no_exception(at)
+    assert at.session_state["inside.position"] == 20
+    clean, off = _engine(ids)["probs"][20], _engine(ids, (1, 0, "zero"))["probs"][20]
+    said = texts(at.info)[0]
+    assert f"At position 21 ({ENGINE.pieces([ids[20]])[0]}) the most likely next token" in said, said
+    assert f"{clean.max():.2f}" in said and f"{off.max():.2f}" in said
+    assert list(at.dataframe[0].value["next token"]) == ENGINE.pieces(list(np.argsort(-off)[:5]))

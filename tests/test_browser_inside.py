@@ -124,3 +124,58 @@ def test_every_heatmap_passes_the_visible_checks(browser, base_url, viewport) ->
         _all_readable(pg)
         problems = _check_page(pg, "every_head", "1 head, 6 tokens", viewport)  # the state names no query here
         assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+
+
+def _probs(ids: list[int], *ablations: tuple[int, int, str]) -> np.ndarray:
+    """Every position's next-token probabilities from the engine run directly: (n, V)."""
+    logits = builtin("induction").run(ids, [ablate(*a) for a in ablations]).logits
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+def _choose_position(pg, position: int, token: str) -> None:
+    box = pg.get_by_role("combobox", name="Position (the prediction is for the token after it)")
+    box.scroll_into_view_if_needed()
+    box.click()
+    with rerun(pg):
+        pg.get_by_role("option", name=f"{position + 1}: {token}", exact=True).click()
+
+
+def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None:  # noqa: F811
+    """Choosing a position (a rerun of the predictions alone) shows the engine's prediction there and leaves the heads
+    drawn; after an ablation, the sentence saying what it moved follows the new position; every position's table is
+    built when its expander opens, with the engine's numbers."""
+    ids = [int(i) for i in induction.history("induction")["example"]]
+    pieces = builtin("induction").pieces(ids)
+    clean, off = _probs(ids), _probs(ids, (1, 0, "zero"))
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        _all_readable(pg)
+        _choose_position(pg, 5, pieces[5])
+        said = f"probability {clean[5, ids[6]]:.3f}, loss {-np.log(clean[5, ids[6]]):.2f} nats"
+        assert said in pg.inner_text("body"), said
+        _all_readable(pg)  # the heads were not rerun, and are still drawn
+        _click(pg, "Ablate layer 2 · head 1")
+        _choose_position(pg, 20, pieces[20])
+        info = pg.get_by_test_id("stAlertContentInfo").inner_text()
+        assert f"At position 21 ({pieces[20]}) the most likely next token" in info, info
+        assert f"{clean[20].max():.2f}" in info and f"{off[20].max():.2f}" in info, info
+        assert pg.get_by_test_id("stDataFrame").count() == 1  # the closed expander's table is not built
+        with rerun(pg):
+            pg.get_by_text("Every position's prediction").click()
+        grid = pg.get_by_test_id("stDataFrame").nth(1)
+        grid.scroll_into_view_if_needed()
+        grid.locator("table tr").nth(1).wait_for(state="attached")
+        cells = "trs => trs.map(tr => Array.from(tr.children, c => c.textContent))"
+        rows = grid.locator("table tr").evaluate_all(cells)
+        body = [r for r in rows[1:] if r and r[0].strip().isdigit()]
+        assert len(body) >= 10, rows[:3]
+        for r in body:  # position, token, most likely next, p(most likely), next in the text, p(next in the text)
+            k = int(r[0]) - 1
+            assert r[2] == builtin("induction").pieces([int(off[k].argmax())])[0], r
+            assert float(r[3]) == pytest.approx(round(float(off[k].max()), 4), abs=1e-9), r
+        _all_readable(pg)
+        grid.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "inside_every_head_positions_1400.png"))

@@ -13,6 +13,8 @@ from ..core.text import esc
 from ..state import inside
 from . import runs
 
+ANSWERING = "inside.answering"  # the page's fragment of the heads and the predictions, rerun by name
+EVERY = "open.inside.every_position"  # the expander of every position's prediction (its widget key)
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
 NAMED = 6  # at most this many heads are named in what moved (the largest changes); the others are counted
 
@@ -89,6 +91,16 @@ def _went(a: float, b: float) -> str:
     return f"{'rose' if b > a else 'fell'} from {a:.2f} to {b:.2f}"
 
 
+@st.fragment
+def predicting() -> None:
+    """:func:`predictions` for the text, the position and the ablations now: a fragment of its own inside the page's,
+    so choosing a position writes only this part again (the runs are cached by content: no model runs again)."""
+    ids, position, ablations = inside.current()
+    now = runs.measure(ids, ablations)
+    base = runs.measure(ids) if ablations else now
+    predictions(now, base, position)
+
+
 def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     """The top 5 next tokens at a chosen position (beside the unablated model's when heads are ablated), the loss on
     each half and on the whole text, and every position's prediction."""
@@ -103,7 +115,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
         **({} if inside.W_POSITION in st.session_state else {"index": position}),
         format_func=lambda t: f"{t + 1}: {tokens[t]}",
         key=inside.W_POSITION,
-        on_change=inside.on_position,
+        on_change=on_position,
     )
     left, right = st.columns([3, 2], gap="medium")
     with left:
@@ -131,7 +143,10 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
         ):
             delta = f"{value - was:+.2f} nats (ablated)" if now.ablations and np.isfinite(value) else None
             st.metric(name_md, "n/a" if not np.isfinite(value) else f"{value:.2f} nats", delta, delta_color="inverse")
-    with st.expander("Every position's prediction"):
+    every = st.expander("Every position's prediction", key=EVERY, on_change="rerun")
+    if not every.open:  # its table is built only while it is open: opening it writes the predictions again
+        return
+    with every:
         probs = np.exp(now.logits - now.logits.max(axis=-1, keepdims=True))
         probs /= probs.sum(axis=-1, keepdims=True)  # (n, V)
         top = probs.argmax(axis=-1)  # (n,)
@@ -144,6 +159,14 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
             "p(next in the text)": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],
         }
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def on_position() -> None:
+    """A position was chosen: only the predictions are written again (the box is in their fragment), unless what the
+    last change moved is on the page (it names the position): then the page's fragment ``ANSWERING`` with it."""
+    inside.on_position()
+    if st.session_state[inside.BEFORE] is not None:
+        st.rerun(ANSWERING)
 
 
 def _probs(logits_row: np.ndarray) -> np.ndarray:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 import streamlit as st
 
@@ -26,17 +30,19 @@ def body(s: session.Session) -> None:
     answering()
 
 
-@st.fragment
+@st.fragment(key=answers.ANSWERING)
 def answering() -> None:
     """The tokens, the heads, the ablations and the predictions: a press here reruns only this part of the page (not
     the sidebar, not the text boxes above)."""
-    ids, position, ablations = inside.current()
+    ids, _, ablations = inside.current()
     now = runs.measure(ids, ablations)
     base = runs.measure(ids) if ablations else now
     show_tokens(ids)
     answers.ablation_bar(now, base)
-    heads(now)
-    answers.predictions(now, base, position)
+    heads_box = st.container()  # the heads above the predictions, written after them: the new numbers come first
+    answers.predicting()
+    with heads_box:
+        heads(now)
 
 
 def choose_text() -> None:
@@ -140,7 +146,7 @@ def heads(now: runs.Measured) -> None:
                 role = str(now.roles[layer, head])
                 score = now.scores[role][layer, head] if role != "none" else np.nan
                 subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-                spec = charts.heatmap_spec(
+                spec = heatmap_spec(
                     now.weights[layer, head],
                     labels,
                     labels,
@@ -191,6 +197,41 @@ def opened(layer: int, head: int) -> None:
         ("pages/6_softmax.py", "Attention weights"),
     ):
         st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
+
+
+def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:
+    """:func:`charts.heatmap_spec`, built once per content: the values' and every array option's bytes, the labels
+    and the other options are the key, so an ablation rebuilds only the heads whose weights, role or score it
+    changed, and two different contents never share a spec. The spec is shared: read it, never change it."""
+    key = tuple(sorted((k, _hashable(v)) for k, v in options.items()))
+    return _heatmap_spec(_hashable(values), tuple(rows), tuple(cols), key)
+
+
+@dataclass(frozen=True)
+class _Bytes:
+    """An array as a cache key: its dtype, shape and bytes (equal keys hold equal arrays)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    data: bytes
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(self.data, dtype=np.dtype(self.dtype)).reshape(self.shape)  # read-only
+
+
+def _hashable(value: object) -> object:
+    if isinstance(value, np.ndarray):
+        return _Bytes(value.dtype.str, value.shape, np.ascontiguousarray(value).tobytes())
+    return value
+
+
+def _array(value: object) -> object:
+    return value.array() if isinstance(value, _Bytes) else value
+
+
+@functools.lru_cache(maxsize=16)  # a 24-token head's spec holds ~0.4 MB: every head of the shipped model 4 times
+def _heatmap_spec(values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], options: tuple) -> dict:
+    return charts.heatmap_spec(_array(values), rows, cols, **{k: _array(v) for k, v in options})
 
 
 def first_layer_note(now: runs.Measured, head: int) -> str:
