@@ -60,13 +60,14 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         ids = [int(i) for i in mh.split("~")[2].split(".")]
         clean = _repeated_loss(ids, [])
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
-        # the Weights page: W_q, W_k, W_v editors; W_k is the second grid. Its first cell becomes 40.
+        # the Weights page: W_q, W_k, W_v editors; W_k is the second grid. Its cell (d1, k3) becomes 40 (a cell away
+        # from the row labels, which a double-click on a narrow first column could hit).
         grid = pg.get_by_test_id("stDataFrame").nth(1)
         grid.scroll_into_view_if_needed()
         cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
-        _type_in_cell(pg, 1, 0, 0, cols, "40")
+        _type_in_cell(pg, 1, 0, 2, cols, "40")
         W_k = ENGINE.layer_weights(1)[1][:, :16].copy()
-        W_k[0, 0] = 40.0
+        W_k[0, 2] = 40.0
         edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_k", W_k)])
         assert abs(edited - clean) > 0.01
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
