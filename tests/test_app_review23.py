@@ -50,3 +50,27 @@ def test_a_link_to_a_head_on_one_token_is_refused_as_the_model_pages_refuse_it()
     notes = " ".join(texts(at.warning))
     assert "1 tokens" in notes or "1 token" in notes, notes
     assert session(at).model_head is None
+
+
+def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> None:
+    """HELD_MAX learners' models are held per process: a head opened from one that was let go since (another
+    learner uploaded or trained) keeps its page, with a message instead of a traceback."""
+    from attention.model import builtin
+    from attention.ui.modelpages import runs
+    from tests.apptest_util import goto, journey
+
+    mid = models.hold(builtin("induction"), "trained")
+    at = journey("every_head")
+    at.session_state["inside.held"] = ((mid, "Trained here"),)
+    at = at.run()
+    at = at.selectbox(key="inside.w.model").set_value(mid).run()
+    at = goto(at.button(key="inside.open.1.0").click().run(), "scores")
+    no_exception(at)
+    assert session(at).model_head.model_id == mid
+    with models._HELD_LOCK:
+        models._HELD.pop(mid)  # let go, as a seventh learner's model would
+    runs._RUNS._items.clear()
+    at = at.run()
+    no_exception(at)
+    assert any("no longer held" in w for w in texts(at.warning)), texts(at.warning)
+    assert session(at).model_head.model_id == mid
