@@ -64,6 +64,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         # from the row labels, which a double-click on a narrow first column could hit).
         grid = pg.get_by_test_id("stDataFrame").nth(1)
         grid.scroll_into_view_if_needed()
+        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
         cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
         _type_in_cell(pg, 1, 0, 2, cols, "40")
         W_k = ENGINE.layer_weights(1)[1][:, :16].copy()

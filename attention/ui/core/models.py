@@ -238,6 +238,8 @@ def _head_preset(ref: HeadRef) -> Preset:
         if not 0 <= value < count:
             raise AttentionError(f"the model has {count} {what}s; there is no {what} {value + 1}", field=what)
     ids = m.check_ids(list(ref.ids))
+    if not 2 <= len(ids) <= longest(m):  # as the model pages read: a link cannot ask for a whole GPT-2 context
+        raise AttentionError(f"the text has {len(ids)} tokens; the model reads 2 to {longest(m)} here", field="ids")
     with LOCK:
         run = m.run(ids, [ablate(layer, head, how) for layer, head, how in ref.ablations])
     t = run.head(ref.layer, ref.head)

@@ -13,6 +13,7 @@ from ... import charts
 from ...model import roles
 from ...model.vocab import WordVocab
 from ...names import token_labels
+from ..address import url
 from ..core import models, session
 from ..core.text import esc
 from ..state import inside
@@ -34,6 +35,7 @@ def body(s: session.Session) -> None:
 def answering() -> None:
     """The tokens, the heads, the ablations and the predictions: a press here reruns only this part of the page (not
     the sidebar, not the text boxes above)."""
+    url.write(session.get())  # an ablation or a head opened here reruns this part only: the address follows it
     ids, _, ablations = inside.current()
     now = runs.measure(ids, ablations)
     base = runs.measure(ids) if ablations else now

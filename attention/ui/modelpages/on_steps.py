@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ...errors import AttentionError
 from ...model import ablate, replace_matrix, roles
 from ...model.layers import log_softmax
 from ...names import WEIGHTS
@@ -65,9 +66,13 @@ def panel(s: session.Session) -> None:
     ref = s.model_head
     if ref is None:
         return
-    m = models.get(ref.model_id)
     flows, stays = edits(s)
-    now, base = run_with(ref, flows), runs.measure(ref.ids, ref.ablations, ref.model_id)
+    try:  # a learner's model is held for a while only: once let go, the page keeps its numbers and says so
+        m = models.get(ref.model_id)
+        now, base = run_with(ref, flows), runs.measure(ref.ids, ref.ablations, ref.model_id)
+    except AttentionError as e:
+        st.warning(f"The model cannot answer back: {esc(e.message, 300)}. This page keeps the head's numbers.")
+        return
     position = min(s.cell[0], len(ref.ids) - 1)
     pieces = m.pieces
     st.subheader(f"What the model predicts, with {ref.name} as it is here")
