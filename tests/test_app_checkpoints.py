@@ -414,3 +414,20 @@ def test_the_generate_page_draws_the_chooser_and_generates_with_the_servers_mode
     greedy = _piece(folder, int(np.argmax(logits[-1])))
     line = [t for t in texts(at.markdown) if t.startswith("**Generated")]
     assert line and greedy.strip() in line[0], (greedy, line)
+
+
+def test_an_upload_with_more_heads_than_the_limit_is_refused_before_its_weights_are_read(gpt2) -> None:  # noqa: F811
+    import json
+
+    from attention.model.upload import MAX_HEADS
+
+    folder, _ = gpt2
+    config = json.loads((folder / "config.json").read_text())
+    config.update({"n_layer": 96, "n_head": 64, "n_embd": 64})  # 6,144 heads: the weights sent are not even these
+    files = [("config.json", json.dumps(config).encode(), "application/json"), *_files(folder)[1:]]
+    at = app("every_head")
+    before = _state(at)
+    at = _upload(at, files)
+    shown = " ".join(errors(at))
+    assert f"96 layers × 64 heads = 6,144 heads; an uploaded model may have at most {MAX_HEADS}" in shown, shown
+    assert _state(at) == before

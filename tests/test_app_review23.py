@@ -67,6 +67,9 @@ def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> 
     at = goto(at.button(key="inside.open.1.0").click().run(), "scores")
     no_exception(at)
     assert session(at).model_head.model_id == mid
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert address.get("preset") == "she_likes_coffee" and "mh" not in address, address  # it cannot travel: nothing
+    assert not any(k in address for k in ("edits", "dm", "dk", "softmax", "mask")), address  # of it is written
     with models._HELD_LOCK:
         models._HELD.pop(mid)  # let go, as a seventh learner's model would
     runs._RUNS._items.clear()

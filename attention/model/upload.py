@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import AttentionError
 from ..names import MAX_UPLOAD_BYTES
-from .checkpoint import PICKLED, WHY_NOT_PICKLE, load
+from .checkpoint import PICKLED, WHY_NOT_PICKLE, load, read_config
 from .model import Model
 
 ACCEPTED = ("config.json", "model.safetensors", "tokenizer.json", "vocab.json", "merges.txt")
@@ -41,6 +41,7 @@ MAX_BYTES = MAX_UPLOAD_BYTES  # 16 MiB: everything sent at once
 MAX_UNZIPPED = 2 * MAX_UPLOAD_BYTES  # the members of a zip, by their declared sizes
 MAX_MEMBERS = 16
 MAX_NAME = 200
+MAX_HEADS = 384  # layers × heads of an uploaded model: GPT-2 medium's 24 × 16 (the upload limit is no bound on this)
 NEEDED = "config.json, model.safetensors and tokenizer.json (or vocab.json and merges.txt)"
 
 
@@ -68,6 +69,14 @@ def open_files(files: Mapping[str, bytes]) -> Model:
         folder.mkdir()
         for name, data in files.items():
             (folder / name).write_bytes(data)
+        config = read_config(folder / "config.json")
+        heads = config.n_layers * config.n_heads
+        if heads > MAX_HEADS:  # tiny weights can still make thousands of heads, each an n × n array per run
+            raise AttentionError(
+                f"config.json asks for {config.n_layers} layers × {config.n_heads} heads = {heads:,} heads; an "
+                f"uploaded model may have at most {MAX_HEADS} (GPT-2 medium's 24 × 16)",
+                field="n_head",
+            )
         model = load(folder)
     model.name = "uploaded"
     return model

@@ -148,6 +148,10 @@ def _rebuilt(query: tuple[tuple[str, str], ...]) -> session.Session:
 
 
 def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
+    if s.preset_id == session.MODEL and not models.travels(s.model_head.model_id):  # nothing of it can travel
+        return {"preset": session.DEFAULT_PRESET}, [
+            "a head of a model you uploaded or trained: such a model cannot travel in a link."
+        ]
     q, notes = state_params(s)
     rebuilt = _rebuilt(tuple(sorted(q.items())))
     if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):

@@ -77,16 +77,17 @@ def walk(model_id: str, prompt: tuple[int, ...], steps: int) -> Walk:
         shorter = [k for k in _WALKS if k[:2] == key[:2] and k[2] < steps]
         start = _WALKS[max(shorter, key=lambda k: k[2])] if shorter else None
     m = models.get(model_id)
-    with models.LOCK:
-        if start is None:
+    if start is None:
+        with models.LOCK:
             step, cache = m.prefill(list(prompt))
-            start = Walk(model_id, prompt, prompt, step, cache, (_said(step),))
-        tokens, step, cache, said = list(start.tokens), start.step, start.cache, list(start.said)
-        for _ in range(steps - start.steps):
-            nxt = int(said[-1].top[0])  # the most likely next token: greedy
-            step, cache = m.feed(nxt, cache)
-            tokens.append(nxt)
-            said.append(_said(step))
+        start = Walk(model_id, prompt, prompt, step, cache, (_said(step),))
+    tokens, step, cache, said = list(start.tokens), start.step, start.cache, list(start.said)
+    for _ in range(steps - start.steps):
+        nxt = int(said[-1].top[0])  # the most likely next token: greedy
+        with models.LOCK:  # one token at a time: a long walk (redone after its cache was let go) never holds
+            step, cache = m.feed(nxt, cache)  # every other session's runs for its whole length
+        tokens.append(nxt)
+        said.append(_said(step))
     done = Walk(model_id, prompt, tuple(tokens), step, cache, tuple(said))
     with _WALKS_LOCK:
         _WALKS[key] = done
