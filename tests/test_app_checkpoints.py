@@ -245,10 +245,16 @@ def _bad_cases(folder: Path) -> list[tuple[str, list, str]]:
             "the member '../config.json' has an unsafe path",
         ),
         ("absolute path", [("t.zip", _zip({"/etc/config.json": b"{}"}), "application/zip")], "unsafe path"),
-        ("two folders deep", [("t.zip", _zip({"a/b/config.json": b"{}"}), "application/zip")],
-         "only files at the top or in one folder"),
-        ("many members", [("t.zip", _zip({f"f{k}/config.json": b"{}" for k in range(17)}), "application/zip")],
-         "t.zip holds 17 files"),
+        (
+            "two folders deep",
+            [("t.zip", _zip({"a/b/config.json": b"{}"}), "application/zip")],
+            "only files at the top or in one folder",
+        ),
+        (
+            "many members",
+            [("t.zip", _zip({f"f{k}/config.json": b"{}" for k in range(17)}), "application/zip")],
+            "t.zip holds 17 files",
+        ),
         ("backslash path", [("t.zip", _zip({"..\\config.json": b"{}"}), "application/zip")], "unsafe path"),
         (
             "wrong shapes",
