@@ -2,7 +2,9 @@
 Ablate → the new loss shown, and → the whole run drawn; choose another position → its prediction shown (issue 23's
 goals: an ablation → new predictions ≤ 1.5× the floor app's edit; switching layer or head ≤ 1.5× the floor app's
 edit: measured as the page's two switches, its position box (which prediction is read) and a head's "Open … on the
-step pages" (the session becomes that head; timed to the page saying so)).
+step pages" (the session becomes that head; timed to the page saying so), and on a step page opened at a head, its
+"Head shown on these pages" box (the step pages become another head; timed to the run's end with the panel naming
+the new head and the heatmap drawn)).
 
 The floor app and its edit are bench_floor's (one 4 × 4 editor, one 3 × 3 heatmap; edit a cell → the heatmap shows
 the new number), measured just before each repeat of this page, each in a new browser context at 1400 × 1000. An
@@ -38,7 +40,7 @@ from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, runs, s
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
 POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)
-MEASURES = ("load", "ablate: new loss", "ablate: all drawn", "switch position", "open a head")
+MEASURES = ("load", "ablate: new loss", "ablate: all drawn", "switch position", "open a head", "head on steps")
 
 
 def _example() -> list[int]:
@@ -69,6 +71,33 @@ def _prediction_at(position: int) -> tuple[str, str]:
     target = ids[position + 1]
     label = f"{position + 1}: {m.pieces([ids[position]])[0]}"
     return label, f"probability {p[target]:.3f}, loss {-np.log(p[target]):.2f} nats"
+
+
+def _switch_on_steps(browser, url: str, rep: int) -> float:
+    """On the Softmax page opened at layer 2 · head 1 (by its address), choose another head in the box under the
+    results: the time from the choice to the run's end with the panel naming the new head and the heatmap drawn."""
+    layer, head = HEADS[1 + rep % (len(HEADS) - 1)]  # never the head already shown
+    mh = "induction~2.1~" + ".".join(str(i) for i in _example()) + "~"
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as ctx:
+        page = ctx.new_page()
+        page.goto(f"{url}/softmax?preset=model&mh={mh}")
+        _ready(page)
+        box = page.get_by_role("combobox", name="Head shown on these pages")
+        if box.count() == 0:  # a version without the head box
+            return float("nan")
+        box.scroll_into_view_if_needed()
+        box.click()
+        option = page.get_by_role("option", name=f"layer {layer + 1} · head {head + 1}", exact=True)
+        option.wait_for()
+        mark = runs(page)
+        t0 = time.perf_counter()
+        option.click()
+        page.get_by_text(f"What the model predicts, with layer {layer + 1} · head {head + 1} as it is here").wait_for(
+            timeout=30_000
+        )
+        settle(page, mark)
+        page.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").first.wait_for()
+        return time.perf_counter() - t0
 
 
 def _one(browser, url: str, rep: int) -> tuple[float, ...]:
@@ -106,12 +135,13 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         t_drawn = time.perf_counter() - t0
         opener = page.get_by_role("button", name=f"Open layer {2 - layer} · head {head + 1} on the step pages")
         if opener.count() == 0:  # a version without the head opener
-            return t_load, t_new, t_drawn, t_switch, float("nan")
+            return t_load, t_new, t_drawn, t_switch, float("nan"), float("nan")
         opener.scroll_into_view_if_needed()
         t0 = time.perf_counter()
         opener.click()
         page.get_by_text(f"The step pages now show layer {2 - layer} · head {head + 1}").wait_for(timeout=30_000)
-        return t_load, t_new, t_drawn, t_switch, time.perf_counter() - t0
+        t_open = time.perf_counter() - t0
+    return t_load, t_new, t_drawn, t_switch, t_open, _switch_on_steps(browser, url.removesuffix("/every_head"), rep)
 
 
 def main() -> None:

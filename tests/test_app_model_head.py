@@ -218,3 +218,21 @@ def test_every_step_page_explain_compare_and_the_exports_work_on_a_head(tmp_path
     at = open_expander(at, "io")
     labels = {e.proto.label for e in at.get("download_button")}
     assert "Download preset file (.json)" in labels and "Export as Python script" in labels
+
+
+def test_another_head_is_chosen_on_the_step_pages_with_the_same_text_and_ablations() -> None:
+    at = journey("every_head")
+    at = at.button(key="inside.toggle.0.0").click().run()  # an ablation the heads opened afterwards keep
+    at = at.button(key="inside.open.1.0").click().run()
+    at = goto(at, "softmax")
+    ref = session(at).model_head
+    at = at.selectbox(key="model_head.pick").set_value((1, 1)).run()
+    no_exception(at)
+    s = session(at)
+    assert (s.model_head.layer, s.model_head.head) == (1, 1)
+    assert s.model_head.ids == ref.ids and s.model_head.ablations == ((0, 0, "zero"),)
+    run = ENGINE.run(list(ref.ids), [ablate(0, 0, "zero")])
+    np.testing.assert_array_equal(s.matrices["W_q"], ENGINE.layer_weights(1)[0][:, D : 2 * D])  # head 2's block
+    np.testing.assert_allclose(compute.current_trace(s).weights, run.weights[1, 1], atol=1e-12)
+    assert _query(at)["mh"].startswith("induction~2.2~")
+    assert at.selectbox(key="model_head.pick").value == (1, 1)

@@ -21,6 +21,7 @@ from .. import state
 from ..core import models, session
 from ..core.models import HeadRef
 from ..core.text import esc
+from ..widgets.common import bind, on_value
 from . import answers, runs
 
 FLOWS = WEIGHTS  # the head's matrices whose edits become interventions: W_q, W_k, W_v
@@ -76,6 +77,15 @@ def panel(s: session.Session) -> None:
     position = min(s.cell[0], len(ref.ids) - 1)
     pieces = m.pieces
     st.subheader(f"What the model predicts, with {ref.name} as it is here")
+    heads = [(layer, head) for layer in range(m.config.n_layers) for head in range(m.config.n_heads)]
+    bind("model_head.pick", (ref.layer, ref.head))
+    st.selectbox(
+        "Head shown on these pages (the same text and ablations; your edits here are replaced)",
+        heads,
+        format_func=lambda lh: runs.name(*lh),
+        key="model_head.pick",
+        on_change=on_value(state.switch_head, "model_head.pick"),
+    )
     if flows:
         counts = {n: int(np.sum(s.matrices[n] != s.origin.base[n])) for n in flows}
         cells = ", ".join(f"{n} ({k} cell{'s' if k != 1 else ''})" for n, k in counts.items())

@@ -17,7 +17,16 @@ from .family import set_setting, set_source, settings
 from .learning import set_embeddings, set_learn, store_learned, use_identity, use_learned
 from .options import set_custom_mask, set_heads, set_kv_heads, set_mask, set_option, set_positions, set_w_o
 from .pins import clear_pin, hold_import, pin, renew_grids, set_tab, set_view, swap_pin
-from .presets import apply_preset, load_preset, open_head, reset, set_blank_shape, set_head_ablation, set_seed
+from .presets import (
+    apply_preset,
+    load_preset,
+    open_head,
+    reset,
+    set_blank_shape,
+    set_head_ablation,
+    set_seed,
+    switch_head,
+)
 
 __all__ = [
     "apply_preset",
@@ -57,6 +66,7 @@ __all__ = [
     "settings",
     "show_solution",
     "shuffle_tokens",
+    "switch_head",
     "start_challenge",
     "back_to_before",
     "stop_challenge",

@@ -104,6 +104,17 @@ def open_head(ref: HeadRef) -> bool:
     return True
 
 
+def switch_head(where: object) -> None:
+    """Open another head of the same model on the same text, with the same ablations: ``where`` is (layer, head),
+    0-based. Edits of the head shown are replaced, as any other preset replaces them; a value no client should send
+    changes nothing."""
+    ref = get().model_head
+    if ref is None or not (isinstance(where, tuple) and len(where) == 2 and all(isinstance(v, int) for v in where)):
+        return
+    if where != (ref.layer, ref.head):
+        open_head(replace(ref, layer=where[0], head=where[1]))
+
+
 def set_head_ablation(how: str | None) -> None:
     """Ablate the opened model head in the model ("zero" or "mean"), or restore it (None). The head's own matrices are
     unchanged (X is made by the layers below it), so only what the model predicts moves."""
