@@ -98,3 +98,15 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
         if width == 1400:
             check(pg, axe_script, "a model's head on the Softmax page")
+        # another head from the box under the results: the page becomes layer 1 · head 2, the model's own numbers
+        box = pg.get_by_role("combobox", name="Head shown on these pages")
+        box.scroll_into_view_if_needed()
+        box.click()
+        with rerun(pg):
+            pg.get_by_role("option", name="layer 1 · head 2", exact=True).click()
+        _ready(pg)
+        assert "What the model predicts, with layer 1 · head 2 as it is here" in pg.inner_text("body")
+        assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"  # W_k's edit went with layer 2 · head 1
+        pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+        assert _why_not_readable(pg, 0) is None
+        assert "~1.2~" in pg.evaluate("() => new URL(location.href).searchParams.get('mh')")
