@@ -67,6 +67,18 @@ STOPS = {
         "a trained model's heads each have a role: one looks at the previous token, one copies what came next.",
         "ablate the induction head and watch the repeated half's loss rise; then restore it.",
     ),
+    "pages/16_watch_it_learn.py": (
+        "the induction head forms late in training, and the repeated half's loss drops where it does.",
+        "move the slider across the marked phase change and watch layer 2 · head 1's pattern appear.",
+    ),
+    "pages/17_generate.py": (
+        "a model writing a token adds one row per layer to its key/value cache and attends every row kept.",
+        "press Next token a few times and watch the cache grow and the repeat come out right.",
+    ),
+    "pages/18_first_token.py": (
+        "a head with nothing to find still has to put its weights somewhere; many park them on token 1.",
+        "find the head that puts the most weight on token 1, and see where in the text it does so.",
+    ),
 }
 
 
