@@ -122,27 +122,20 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
         best, p = roles.top_next(now.logits[position])
         table = {"next token": runs.pieces(best), "probability": np.round(p, 4)}
         if now.ablations:
-            table["without ablations"] = np.round(_probs(base.logits[position])[best], 4)
+            table["without ablations"] = np.round(next_probs(base.logits[position])[best], 4)
         st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
         if position < n - 1:
             target = now.ids[position + 1]
             st.markdown(
                 f"The text's next token is **{esc(tokens[position + 1])}**: probability "
-                f"{_probs(now.logits[position])[target]:.3f}, loss {now.losses[position]:.2f} nats"
-                + (f" (without ablations {_probs(base.logits[position])[target]:.3f})" if now.ablations else "")
+                f"{next_probs(now.logits[position])[target]:.3f}, loss {now.losses[position]:.2f} nats"
+                + (f" (without ablations {next_probs(base.logits[position])[target]:.3f})" if now.ablations else "")
                 + "."
             )
         else:
             st.markdown("This is the text's last token: nothing follows it to compare with.")
     with right:
-        second = "repeated half" if repeats else "second half"
-        for name_md, value, was in (
-            (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
-            (f"Loss on the {second} (tokens {half + 2}–{n})", now.second, base.second),
-            ("Loss on the whole text", float(now.losses.mean()), float(base.losses.mean())),
-        ):
-            delta = f"{value - was:+.2f} nats (ablated)" if now.ablations and np.isfinite(value) else None
-            st.metric(name_md, "n/a" if not np.isfinite(value) else f"{value:.2f} nats", delta, delta_color="inverse")
+        loss_metrics(now, base, "ablated" if now.ablations else None)
     every = st.expander("Every position's prediction", key=EVERY, on_change="rerun")
     if not every.open:  # its table is built only while it is open: opening it writes the predictions again
         return
@@ -169,6 +162,21 @@ def on_position() -> None:
         st.rerun(ANSWERING)
 
 
-def _probs(logits_row: np.ndarray) -> np.ndarray:
+def loss_metrics(now: runs.Measured, base: runs.Measured, changed: str | None) -> None:
+    """The loss on the first half, the second (or repeated) half and the whole text; with ``changed`` (what made
+    ``now`` differ from ``base``: "ablated", "edited"), each one's change from ``base`` beside it."""
+    half, repeats = roles.half_split(now.ids)
+    n, second = len(now.ids), "repeated half" if repeats else "second half"
+    for label, value, was in (
+        (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
+        (f"Loss on the {second} (tokens {half + 2}–{n})", now.second, base.second),
+        ("Loss on the whole text", float(now.losses.mean()), float(base.losses.mean())),
+    ):
+        delta = f"{value - was:+.2f} nats ({changed})" if changed and np.isfinite(value) else None
+        shown = "n/a" if not np.isfinite(value) else f"{value:.2f} nats"
+        st.metric(label, shown, delta, delta_color="inverse")  # ours: labels and numbers
+
+
+def next_probs(logits_row: np.ndarray) -> np.ndarray:
     p = np.exp(logits_row - logits_row.max())  # (V,)
     return p / p.sum()

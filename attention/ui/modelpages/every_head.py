@@ -138,7 +138,7 @@ def heads(now: runs.Measured) -> None:
         )
         overview.scores(now.scores, now.roles, "inside.overview")
         layers = [overview.layer_chooser(L)]
-    row_px = max(4, min(ROW_PX, 216 // len(labels)))  # (n,): a 64-token text's heatmap stays 256 px tall
+    row_px = row_height(len(labels))
     prefix = "induction" if runs.model_id() == "induction" else "model"
     for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
         widgets.chart_gap()
@@ -199,6 +199,11 @@ def opened(layer: int, head: int) -> None:
         ("pages/6_softmax.py", "Attention weights"),
     ):
         st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
+
+
+def row_height(n: int) -> int:
+    """Each row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall)."""
+    return max(4, min(ROW_PX, 216 // n))
 
 
 def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:

@@ -96,7 +96,7 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             row_title="query",
             col_title="key",
             colour=charts.colour_for("weights", A),
-            row_height=max(4, min(every_head.ROW_PX, 216 // n)),
+            row_height=every_head.row_height(n),
         )
         st.vega_lite_chart(spec, width="stretch", key="inside.sink.head")
     seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before

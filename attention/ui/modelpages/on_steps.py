@@ -15,7 +15,6 @@ import streamlit as st
 
 from ...errors import AttentionError
 from ...model import ablate, replace_matrix, roles
-from ...model.layers import log_softmax
 from ...names import WEIGHTS
 from .. import state
 from ..core import models, session
@@ -107,23 +106,14 @@ def panel(s: session.Session) -> None:
         best, p = roles.top_next(now.logits[position])
         table = {"next token": pieces(best), "probability": np.round(p, 4)}
         if flows:
-            table["unedited"] = np.round(np.exp(log_softmax(base.logits[position]))[best], 4)
+            table["unedited"] = np.round(answers.next_probs(base.logits[position])[best], 4)
         st.markdown(
             f"After token {position + 1} (**{esc(pieces([ref.ids[position]])[0])}**, the query of the explained "
             "cell: click a heatmap cell to choose another):"
         )
         st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
     with right:
-        half, repeats = roles.half_split(ref.ids)
-        n, second = len(ref.ids), "repeated half" if repeats else "second half"
-        for label, value, was in (
-            (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
-            (f"Loss on the {second} (tokens {half + 2}–{n})", now.second, base.second),
-            ("Loss on the whole text", float(now.losses.mean()), float(base.losses.mean())),
-        ):
-            delta = f"{value - was:+.2f} nats (edited)" if flows and np.isfinite(value) else None
-            shown = "n/a" if not np.isfinite(value) else f"{value:.2f} nats"
-            st.metric(label, shown, delta, delta_color="inverse")  # ours: labels and numbers
+        answers.loss_metrics(now, base, "edited" if flows else None)
     ablation_buttons(ref)
 
 

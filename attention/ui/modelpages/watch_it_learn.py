@@ -19,13 +19,12 @@ from ..core import models, session, training
 from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
-from . import runs
+from . import every_head, runs
 
 LIVE_STEPS = 1000  # the live run: 1,000 steps (the shipped run took 1,600), fast enough here and past the change
 LIVE_HOLD = 600  # the learning rate held this long, then falling (the shipped run: 800 of 1,600)
 EVERY_HEAD = str(Path(__file__).resolve().parents[3] / "pages" / "14_every_head.py")  # absolute: under AppTest too
 POLL = 0.5  # s between redraws of a live run's progress
-ROW_PX = 9  # each heatmap row, as on Every head
 LOSS_HEIGHT = 340  # px
 STARTED = 20  # steps: the loss chart's scale fits the losses from here on (the random start's are far above)
 SERIES = {  # the loss chart's lines: label, colour (readable with any colour vision)
@@ -176,7 +175,7 @@ def heads(h: dict[str, np.ndarray], i: int) -> None:
                     row_title="query",
                     col_title="key",
                     colour=colour,
-                    row_height=ROW_PX,
+                    row_height=every_head.row_height(len(labels)),
                 )
                 st.vega_lite_chart(spec, width="stretch", key=f"inside.learn.chart.{layer}.{head}")
                 st.markdown(f"{runs.name(layer, head)}: previous-token **{prev:.2f}** · induction **{ind:.2f}**")
