@@ -178,5 +178,6 @@ def loss_metrics(now: runs.Measured, base: runs.Measured, changed: str | None) -
 
 
 def next_probs(logits_row: np.ndarray) -> np.ndarray:
+    """The next-token probabilities of one row of logits: softmax, (V,) -> (V,)."""
     p = np.exp(logits_row - logits_row.max())  # (V,)
     return p / p.sum()
