@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import socket
 import subprocess
@@ -12,7 +13,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+from PIL import Image
+
 ROOT = Path(__file__).resolve().parent.parent
+CHARTS = "[data-testid='stVegaLiteChart']"  # every Vega-Lite chart on a page
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM_ARGS = [
@@ -197,3 +202,38 @@ def error_texts(page) -> list[str]:
     out = page.get_by_test_id("stException").all_inner_texts()
     out += page.locator("[data-testid='stAlertContentError']").all_inner_texts()
     return out
+
+
+def blank_pixels(png: bytes) -> str | None:
+    """Why a chart's screenshot looks blank (its grey levels barely spread, or under 2% of its pixels differ from
+    the most common grey), or None."""
+    grey = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
+    background = np.bincount(grey.astype(int).ravel()).argmax()
+    drawn = float(np.mean(np.abs(grey - background) > 16))
+    if grey.std() < 8 or drawn < 0.02:
+        return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)"
+    return None
+
+
+def why_not_readable(page, index: int) -> str | None:
+    """None when chart ``index``'s box is at least 120 × 60 px and its pixels are not blank; else why."""
+    el = page.locator(CHARTS).nth(index)
+    box = el.bounding_box()
+    if box is None or box["width"] < 120 or box["height"] < 60:
+        return f"chart {index}: box {box}"
+    blank = blank_pixels(el.screenshot(timeout=10_000))
+    return f"chart {index}: {blank}" if blank else None
+
+
+def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 20) -> None:
+    """Wait (up to ``seconds``) until ``count`` charts (at least ``count`` when not ``exact``) are drawn and the first
+    ``count`` are readable (:func:`why_not_readable`); else fail saying why."""
+    why: list[str | None] = []
+    for _ in range(int(seconds * 2)):
+        n = page.locator(CHARTS).count()
+        if (n == count if exact else n >= count) and page.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
+            why = [why_not_readable(page, k) for k in range(count)]
+            if not any(why):
+                return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"charts not readable: {why} ({page.locator(CHARTS).count()} charts)")

@@ -9,11 +9,20 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, streamlit_server
+from tests.browser_util import (
+    CHARTS,
+    CHROMIUM,
+    SHOTS,
+    error_texts,
+    guarded_context,
+    rerun,
+    settle,
+    streamlit_server,
+    wait_readable,
+)
 from tests.test_app_checkpoints import wide  # noqa: F401 - a 3 × 6-head GPT-2 folder
 from tests.test_browser import browser  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
-from tests.test_browser_inside import CHARTS, _all_readable
 from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
 
 pytestmark = pytest.mark.browser
@@ -76,9 +85,9 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         pg = context.new_page()
         pg.goto(f"{url}/every_head")
         settle(pg)
-        _all_readable(pg, 4)
+        wait_readable(pg, 4)
         _choose(pg, "tiny (on this server)")
-        _all_readable(pg, 8)  # 2 layers × 4 heads, each its own chart, readable and not blank
+        wait_readable(pg, 8)  # 2 layers × 4 heads, each its own chart, readable and not blank
         body = pg.inner_text("body")
         assert "tiny, a GPT-2 checkpoint on this server: 2 layers × 4 heads" in body
         typed = pg.get_by_label(re.compile("^Type a text")).input_value()  # the new model's text, not the old words
@@ -94,7 +103,7 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         # the First token page, through the navigation (the same session, the same model)
         with rerun(pg):
             pg.get_by_test_id("stSidebarNav").get_by_text("First token", exact=True).click()
-        _all_readable(pg, 2)
+        wait_readable(pg, 2)
         sink = _torch_sink(model, ids)
         layer, head = np.unravel_index(np.argmax(sink), sink.shape)
         body = pg.inner_text("body")
@@ -110,9 +119,9 @@ def test_a_model_with_many_heads_draws_the_score_grids_then_one_layer(browser, s
         pg = context.new_page()
         pg.goto(f"{url}/every_head")
         settle(pg)
-        _all_readable(pg, 4)
+        wait_readable(pg, 4)
         _choose(pg, "wide (on this server)")
-        _all_readable(pg, 9)  # three 3 × 6 score grids, then layer 1's six heads
+        wait_readable(pg, 9)  # three 3 × 6 score grids, then layer 1's six heads
         pg.locator(CHARTS).nth(0).scroll_into_view_if_needed()
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "checkpoints_many_heads_1280.png"))
@@ -127,7 +136,7 @@ def test_an_upload_in_the_browser_opens_and_a_pickle_is_refused(browser, served,
         pg = context.new_page()
         pg.goto(f"{url}/every_head")
         settle(pg)
-        _all_readable(pg, 4)
+        wait_readable(pg, 4)
         pg.get_by_text("Upload a small checkpoint").click()
         chooser = pg.locator("input[type='file']").first
         with rerun(pg):
@@ -135,13 +144,13 @@ def test_an_upload_in_the_browser_opens_and_a_pickle_is_refused(browser, served,
         said = " ".join(error_texts(pg))
         assert "The upload was not opened: pytorch_model.bin: pickled weights are never opened" in said, said
         assert "Nothing changed" in said
-        _all_readable(pg, 4)  # still the shipped model
+        wait_readable(pg, 4)  # still the shipped model
         with rerun(pg):
             pg.locator("input[type='file']").first.set_input_files(
                 [str(folder / n) for n in ("config.json", "model.safetensors", "tokenizer.json")]
             )
         assert not error_texts(pg), error_texts(pg)
-        _all_readable(pg, 8)
+        wait_readable(pg, 8)
         body = pg.inner_text("body")
         assert "An uploaded or trained model cannot travel in a link" in body
         shown = pg.get_by_test_id("stSelectbox").filter(has_text="Model").first

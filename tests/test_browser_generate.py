@@ -12,7 +12,16 @@ import pytest
 from PIL import Image
 
 from attention.model import builtin, induction
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
+from tests.browser_util import (
+    CHARTS,
+    CHROMIUM,
+    SHOTS,
+    error_texts,
+    guarded_context,
+    rerun,
+    settle,
+    wait_readable,
+)
 from tests.test_browser import base_url, browser  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
 
@@ -20,33 +29,8 @@ pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
     pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
-CHARTS = "[data-testid='stVegaLiteChart']"
 VIEWPORTS = [(1280, 720), (1400, 1000)]
 NEW_ROW = np.array([0xE6, 0x55, 0x0D])  # the cache chart's colour for the row this step added
-
-
-def _why_not_readable(pg, index: int) -> str | None:
-    """None when the chart's box is at least 120 × 60 px and its pixels are not blank; else why."""
-    el = pg.locator(CHARTS).nth(index)
-    box = el.bounding_box()
-    if box is None or box["width"] < 120 or box["height"] < 60:
-        return f"box {box}"
-    grey = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=10_000))).convert("L"), dtype=float)
-    background = np.bincount(grey.astype(int).ravel()).argmax()
-    drawn = float(np.mean(np.abs(grey - background) > 16))
-    return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)" if grey.std() < 8 or drawn < 0.02 else None
-
-
-def _all_readable(pg, count: int = 3) -> None:
-    """Wait (up to 20 s) until ``count`` charts are drawn and every one is readable."""
-    why: list[str | None] = []
-    for _ in range(40):
-        if pg.locator(CHARTS).count() == count and pg.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
-            why = [_why_not_readable(pg, k) for k in range(count)]
-            if not any(why):
-                return
-        pg.wait_for_timeout(500)
-    raise AssertionError(f"charts not readable: {why} ({pg.locator(CHARTS).count()} charts)")
 
 
 def _new_row_right_edge(pg) -> int:
@@ -74,7 +58,7 @@ def test_next_token_grows_the_cache_in_the_browser(browser, base_url, axe_script
         pg = context.new_page()
         pg.goto(f"{base_url}/generate")
         settle(pg)
-        _all_readable(pg)
+        wait_readable(pg, 3)
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / f"inside_generate_top_{w}.png"), full_page=True)
         ids = [int(i) for i in induction.history("induction")["example"]]  # the first ready-made sequence
@@ -88,7 +72,7 @@ def test_next_token_grows_the_cache_in_the_browser(browser, base_url, axe_script
             with rerun(pg):
                 pg.get_by_role("button", name="Next token", exact=True).click()
             assert not error_texts(pg), error_texts(pg)
-            _all_readable(pg)
+            wait_readable(pg, 3)
             rows.append(_cache_rows(pg))
             edges.append(_new_row_right_edge(pg))
             assert f"{16 + k} {pieces[k]} ✓" in pg.inner_text("body")
@@ -109,6 +93,6 @@ def test_every_chart_passes_the_visible_checks(browser, base_url) -> None:  # no
             pg.add_init_script(CANVAS_HOOK)
             pg.goto(f"{base_url}/generate")
             settle(pg)
-            _all_readable(pg)
+            wait_readable(pg, 3)
             problems = _check_page(pg, "generate", "1 head, 6 tokens", viewport)  # the state names no query here
             assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

@@ -3,23 +3,19 @@ ablate the previous-token head), every heatmap readable and drawn, the sentences
 
 from __future__ import annotations
 
-import io
 import os
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from attention.model import ablate, builtin, induction
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
+from tests.browser_util import CHARTS, CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, wait_readable
 from tests.test_browser import base_url, browser  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
     pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
-
-CHARTS = "[data-testid='stVegaLiteChart']"
 
 
 def _engine(ids: list[int], *ablations: tuple[int, int, str]) -> tuple[float, np.ndarray]:
@@ -28,30 +24,6 @@ def _engine(ids: list[int], *ablations: tuple[int, int, str]) -> tuple[float, np
     half = len(ids) // 2
     repeated = induction.half_losses(run.logits[None], np.array(ids)[None], half)[1]
     return repeated, induction.head_scores(run.weights[None], half)[1]
-
-
-def _why_not_readable(pg, index: int) -> str | None:
-    """None when the chart's box is at least 120 × 60 px and its pixels are not blank; else why."""
-    el = pg.locator(CHARTS).nth(index)
-    box = el.bounding_box()
-    if box is None or box["width"] < 120 or box["height"] < 60:
-        return f"box {box}"
-    grey = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=10_000))).convert("L"), dtype=float)
-    background = np.bincount(grey.astype(int).ravel()).argmax()
-    drawn = float(np.mean(np.abs(grey - background) > 16))
-    return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)" if grey.std() < 8 or drawn < 0.02 else None
-
-
-def _all_readable(pg, count: int = 4) -> None:
-    """Wait (up to 20 s) until ``count`` charts are drawn and every one is readable."""
-    why: list[str | None] = []
-    for _ in range(40):
-        if pg.locator(CHARTS).count() == count and pg.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
-            why = [_why_not_readable(pg, k) for k in range(count)]
-            if not any(why):
-                return
-        pg.wait_for_timeout(500)
-    raise AssertionError(f"charts not readable: {why} ({pg.locator(CHARTS).count()} charts)")
 
 
 def _click(pg, name: str) -> str:
@@ -67,7 +39,7 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        _all_readable(pg)
+        wait_readable(pg, 4)
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "inside_every_head_top_1280.png"))
         ids = [int(i) for i in induction.history("induction")["example"]]  # the page's first ready-made sequence
@@ -92,7 +64,7 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         pg.screenshot(path=str(SHOTS / "inside_every_head_said_1280.png"))
         assert f"Layer 2 · head 1's induction score fell from {clean_ind[1, 0]:.2f} to {broken_ind[1, 0]:.2f}" in said
         assert f"{broken:.2f} nats" in pg.get_by_test_id("stMetric").nth(1).inner_text()
-        _all_readable(pg)
+        wait_readable(pg, 4)
         pg.get_by_role("button", name="Restore every head").scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / "inside_every_head_1280.png"))
         pg.locator(CHARTS).nth(2).screenshot(path=str(SHOTS / "inside_every_head_layer2_head1.png"))
@@ -103,9 +75,9 @@ def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        _all_readable(pg)
+        wait_readable(pg, 4)
         _click(pg, "Ablate layer 2 · head 1")
-        _all_readable(pg)
+        wait_readable(pg, 4)
         check(pg, axe_script, "every_head after an ablation")
         pg.screenshot(path=str(SHOTS / "inside_every_head_1400.png"))
 
@@ -121,7 +93,7 @@ def test_every_heatmap_passes_the_visible_checks(browser, base_url, viewport) ->
         pg.add_init_script(CANVAS_HOOK)
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        _all_readable(pg)
+        wait_readable(pg, 4)
         problems = _check_page(pg, "every_head", "1 head, 6 tokens", viewport)  # the state names no query here
         assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
@@ -152,11 +124,11 @@ def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        _all_readable(pg)
+        wait_readable(pg, 4)
         _choose_position(pg, 5, pieces[5])
         said = f"probability {clean[5, ids[6]]:.3f}, loss {-np.log(clean[5, ids[6]]):.2f} nats"
         assert said in pg.inner_text("body"), said
-        _all_readable(pg)  # the heads were not rerun, and are still drawn
+        wait_readable(pg, 4)  # the heads were not rerun, and are still drawn
         _click(pg, "Ablate layer 2 · head 1")
         _choose_position(pg, 20, pieces[20])
         info = pg.get_by_test_id("stAlertContentInfo").inner_text()
@@ -176,6 +148,6 @@ def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None
             k = int(r[0]) - 1
             assert r[2] == builtin("induction").pieces([int(off[k].argmax())])[0], r
             assert float(r[3]) == pytest.approx(round(float(off[k].max()), 4), abs=1e-9), r
-        _all_readable(pg)
+        wait_readable(pg, 4)
         grid.scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / "inside_every_head_positions_1400.png"))

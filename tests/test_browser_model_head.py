@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, replace_matrix, roles
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, why_not_readable
 from tests.test_browser import base_url, browser, nav  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
 from tests.test_browser_editing import _ready, _type_in_cell
-from tests.test_browser_inside import _why_not_readable
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -94,7 +93,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         nav(pg, "Softmax")  # the attention weights of the edited head, beside the model's answer
         _ready(pg)
         pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
-        assert _why_not_readable(pg, 0) is None
+        assert why_not_readable(pg, 0) is None
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
         if width == 1400:
             check(pg, axe_script, "a model's head on the Softmax page")
@@ -108,5 +107,5 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         assert "What the model predicts, with layer 1 · head 2 as it is here" in pg.inner_text("body")
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"  # W_k's edit went with layer 2 · head 1
         pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
-        assert _why_not_readable(pg, 0) is None
+        assert why_not_readable(pg, 0) is None
         assert "~1.2~" in pg.evaluate("() => new URL(location.href).searchParams.get('mh')")

@@ -14,16 +14,13 @@ session. Failures are collected over a whole state and reported together, page b
 
 from __future__ import annotations
 
-import io
 import os
 import re
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from attention.ui.app.specs import LABS, STEPS
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, settle
+from tests.browser_util import CHROMIUM, SHOTS, blank_pixels, error_texts, settle
 from tests.test_browser import base_url, browser, page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -182,12 +179,7 @@ def _blank(pg, index: int) -> str | None:
         png = el.screenshot(timeout=10_000)
     except Exception as exc:  # noqa: BLE001 - a 0 px element cannot be screenshotted: that is the finding
         return f"no screenshot ({str(exc).splitlines()[0][:80]})"
-    grey = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
-    background = np.bincount(grey.astype(int).ravel()).argmax()
-    drawn = float(np.mean(np.abs(grey - background) > 16))
-    if grey.std() < 8 or drawn < 0.02:
-        return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)"
-    return None
+    return blank_pixels(png)
 
 
 def _expected_charts(slug: str, n: int, heads: int, trained: bool) -> int | None:

@@ -14,7 +14,15 @@ import pytest
 from PIL import Image
 
 from attention.model import induction
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, settle
+from tests.browser_util import (
+    CHARTS,
+    CHROMIUM,
+    SHOTS,
+    error_texts,
+    guarded_context,
+    settle,
+    wait_readable,
+)
 from tests.test_browser import base_url, browser  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
 
@@ -22,7 +30,6 @@ pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
     pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
-CHARTS = "[data-testid='stVegaLiteChart']"
 VIEWPORTS = [(1400, 1000), (1280, 720)]
 HEADS = 4  # 2 layers × 2 heads
 H = induction.history("induction")
@@ -34,30 +41,6 @@ def _pixels(pg, index: int) -> tuple[np.ndarray, dict]:
     box = el.bounding_box()
     grey = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=10_000))).convert("L"), dtype=float)
     return grey, box
-
-
-def _why_not_readable(pg, index: int) -> str | None:
-    """None when the chart's box is at least 120 × 60 px and its pixels are not blank; else why."""
-    grey, box = _pixels(pg, index)
-    if box is None or box["width"] < 120 or box["height"] < 60:
-        return f"chart {index}: box {box}"
-    background = np.bincount(grey.astype(int).ravel()).argmax()
-    drawn = float(np.mean(np.abs(grey - background) > 16))
-    if grey.std() < 8 or drawn < 0.02:
-        return f"chart {index}: blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)"
-    return None
-
-
-def _wait_readable(pg, count: int) -> None:
-    """Wait (up to 30 s) until at least ``count`` charts are drawn and the first ``count`` are readable."""
-    why: list[str | None] = []
-    for _ in range(60):
-        if pg.locator(CHARTS).count() >= count and pg.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
-            why = [_why_not_readable(pg, k) for k in range(count)]
-            if not any(why):
-                return
-        pg.wait_for_timeout(500)
-    raise AssertionError(f"charts not readable: {why} ({pg.locator(CHARTS).count()} charts)")
 
 
 def _head_digests(pg) -> list[str]:
@@ -73,7 +56,7 @@ def _score_lines(pg) -> list[str]:
 def _open(pg, base_url: str) -> None:  # noqa: F811
     pg.goto(f"{base_url}/watch_it_learn")
     settle(pg)
-    _wait_readable(pg, 1 + HEADS)
+    wait_readable(pg, 1 + HEADS, exact=False, seconds=30)
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1400x1000", "1280x720"])
@@ -106,7 +89,7 @@ def test_charts_readable_the_slider_changes_the_heads_and_axe_passes(
             timeout=60_000,
         )
         settle(pg)
-        _wait_readable(pg, 1 + HEADS)
+        wait_readable(pg, 1 + HEADS, exact=False, seconds=30)
         after = _head_digests(pg)
         assert all(a != b for a, b in zip(before, after, strict=True)), "a head chart did not change"
         assert _score_lines(pg)[2] == (
@@ -138,7 +121,7 @@ def test_training_live_the_bar_moves_and_cancel_stops_it(browser, base_url) -> N
             timeout=60_000,
         )
         assert step() > first  # the bar moved while the run went on
-        _wait_readable(pg, 1 + HEADS + 1)  # the live loss curve is drawn too
+        wait_readable(pg, 1 + HEADS + 1, exact=False, seconds=30)  # the live loss curve is drawn too
         pg.get_by_text("Your model's training loss").first.wait_for(state="attached")
         pg.screenshot(path=str(SHOTS / "watch_it_learn_training_1280.png"))
         pg.get_by_role("button", name="Cancel").click()
