@@ -65,6 +65,21 @@ def checkout_server(root: Path) -> Iterator[str]:
 HEATMAP = "[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas"
 
 
+def servers(stack: contextlib.ExitStack, before: Path | None) -> tuple[str, dict[str, str], object]:
+    """The floor app's address, this app's (``"now"``) and ``before``'s (a checkout, if given) by version, and a
+    headless Chromium: each started here and stopped when ``stack`` closes."""
+    from playwright.sync_api import sync_playwright
+
+    floor = stack.enter_context(streamlit_server("benchmarks/floor/floor_app.py"))
+    apps = {"now": stack.enter_context(streamlit_server())}
+    if before:
+        apps["before"] = stack.enter_context(checkout_server(before.resolve()))
+    browser = stack.enter_context(sync_playwright()).chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+    return floor, apps, browser
+
+
 def _ready(page) -> None:
     settle(page)
     page.locator(HEATMAP).first.wait_for(timeout=60_000)
@@ -173,7 +188,6 @@ def main() -> None:
     ap.add_argument("--before", type=Path, help="another checkout of the app, measured beside this one")
     args = ap.parse_args()
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
 
     presets = args.presets.split(",")
     versions = ("now", "before") if args.before else ("now",)
@@ -182,13 +196,7 @@ def main() -> None:
     edits: dict[str, list[float]] = {n: [] for n in names}
     retries = dict.fromkeys(names, 0)
     with contextlib.ExitStack() as stack:
-        floor = stack.enter_context(streamlit_server("benchmarks/floor/floor_app.py"))
-        apps = {"now": stack.enter_context(streamlit_server())}
-        if args.before:
-            apps["before"] = stack.enter_context(checkout_server(args.before.resolve()))
-        browser = stack.enter_context(sync_playwright()).chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
+        floor, apps, browser = servers(stack, args.before)
         for rep in range(args.repeats + 1):  # the first round warms every server and is not counted
             for preset_id in presets:  # the floor app is measured before each preset, so all see the same noise
                 runs = [("floor", "floor", f"{floor}/")]

@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_floor import _one as floor_one  # noqa: E402
-from bench_floor import _ready, checkout_server  # noqa: E402
+from bench_floor import _ready, servers  # noqa: E402
 
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, runs, settle, streamlit_server  # noqa: E402
+from tests.browser_util import guarded_context, runs, settle  # noqa: E402
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
 POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)
@@ -149,20 +149,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--before", type=Path, help="another checkout of the app, measured beside this one")
     args = ap.parse_args()
-    from playwright.sync_api import sync_playwright
 
     versions = ("now", "before") if args.before else ("now",)
     floor: list[tuple[float, float]] = []
     times: dict[str, list[tuple[float, ...]]] = {v: [] for v in versions}
     start = os.getloadavg()
     with contextlib.ExitStack() as stack:
-        floor_url = stack.enter_context(streamlit_server("benchmarks/floor/floor_app.py"))
-        apps = {"now": stack.enter_context(streamlit_server())}
-        if args.before:
-            apps["before"] = stack.enter_context(checkout_server(args.before.resolve()))
-        browser = stack.enter_context(sync_playwright()).chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
+        floor_url, apps, browser = servers(stack, args.before)
         for rep in range(args.repeats + 1):  # the first round warms every server and is not counted
             f = floor_one(browser, "floor", f"{floor_url}/", rep)
             order = versions if rep % 2 else versions[::-1]  # each version in turn measured right after the floor
