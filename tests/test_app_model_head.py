@@ -8,7 +8,19 @@ import pytest
 
 from attention.model import ablate, builtin, replace_matrix, roles
 from attention.ui.core import compute
-from tests.apptest_util import app, edit_cell, errors, goto, journey, no_exception, session, texts
+from attention.ui.inputs.editors import editor_key
+from tests.apptest_util import (
+    app,
+    choose_tab,
+    edit_cell,
+    errors,
+    goto,
+    grid_edit,
+    journey,
+    no_exception,
+    session,
+    texts,
+)
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 D = ENGINE.config.d_head
@@ -236,3 +248,73 @@ def test_another_head_is_chosen_on_the_step_pages_with_the_same_text_and_ablatio
     np.testing.assert_allclose(compute.current_trace(s).weights, run.weights[1, 1], atol=1e-12)
     assert _query(at)["mh"].startswith("induction~2.2~")
     assert at.selectbox(key="model_head.pick").value == (1, 1)
+
+
+def _grid(at, name: str):
+    """The matrix grid of ``name`` drawn on the page (its first window of rows and columns): its key and its numbers
+    as the grid shows them."""
+    key = editor_key(name, session(at))
+    grids = [e for e in at.dataframe if e.key == key]
+    assert grids, (key, [e.key for e in at.dataframe])
+    return key, grids[0].value.to_numpy(dtype=float)
+
+
+def _same(shown: np.ndarray, matrix: np.ndarray) -> None:
+    """A grid's window shows ``matrix``'s numbers (as rounded for the grid)."""
+    np.testing.assert_allclose(shown, matrix[: shown.shape[0], : shown.shape[1]], rtol=1e-3, atol=1e-3)
+
+
+def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_only() -> None:
+    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change), so an edit made on head A
+    must never be re-applied to head B, and an edit after the switch must change B's matrix and nothing else."""
+    at = _opened(1, 0, "softmax")
+    ids = list(session(at).model_head.ids)
+    W_q, W_k, W_v, _ = ENGINE.layer_weights(1)
+    at = edit_cell(at, "W_k", 0, "k1", 40.0)  # head A (layer 2 · head 1)
+    no_exception(at)
+    assert session(at).matrices["W_k"][0, 0] == 40.0
+    key_a, _ = _grid(at, "W_k")
+    at = at.selectbox(key="model_head.pick").set_value((1, 1)).run()  # head B (layer 2 · head 2)
+    no_exception(at)
+    s = session(at)
+    key_b, shown_b = _grid(at, "W_k")
+    assert key_b == key_a  # the grid stayed mounted: the browser redraws its numbers only
+    head_b = {"X": ENGINE.run(ids).residuals[1], "W_q": W_q[:, D : 2 * D], "W_k": W_k[:, D : 2 * D]}
+    head_b["W_v"] = W_v[:, D : 2 * D]
+    for name, want in head_b.items():  # B's own numbers, A's edit gone with A
+        np.testing.assert_array_equal(s.matrices[name], want)
+    _same(shown_b, head_b["W_k"])  # what B's grid shows
+    assert _metric(at, "Loss on the repeated half") == f"{_losses(tuple(ids), [])[1]:.2f} nats"
+    at = edit_cell(at, "W_k", 1, "k2", -7.5)  # an edit after the switch
+    no_exception(at)
+    s = session(at)
+    want = head_b["W_k"].copy()
+    want[1, 1] = -7.5
+    np.testing.assert_array_equal(s.matrices["W_k"], want)  # B's matrix with that one cell, nothing of A's edit
+    for name in ("X", "W_q", "W_v"):
+        np.testing.assert_array_equal(s.matrices[name], head_b[name])
+    _, second = _losses(tuple(ids), [replace_matrix(1, 1, "W_k", want)])  # the model with B's block replaced
+    assert _metric(at, "Loss on the repeated half") == f"{second:.2f} nats"
+    _same(_grid(at, "W_k")[1], want)
+
+
+def test_an_edit_sent_with_a_switch_is_never_applied_to_the_new_head() -> None:
+    """A grid edit of head A that reaches the server in the same run as the choice of head B (the switch's callback
+    first): B's matrices stay the model's own, the edit is refused with a message, and the grids are renewed."""
+    from attention.ui.state import core
+
+    at = choose_tab(_opened(1, 0, "softmax"), "inputs", "W_k")
+    ids = list(session(at).model_head.ids)
+    key, _ = _grid(at, "W_k")
+    assert key.startswith(core.GRID_KEYS)  # the grids' keys are the ones checked for pending edits
+    at.selectbox(key="model_head.pick").set_value((1, 1))  # sent in the same run as the edit below, listed first
+    at = grid_edit(at, key, {"edited_rows": {0: {"k1": "40"}}, "added_rows": [], "deleted_rows": []})
+    no_exception(at)
+    s = session(at)
+    assert (s.model_head.layer, s.model_head.head) == (1, 1)
+    np.testing.assert_array_equal(s.matrices["W_k"], ENGINE.layer_weights(1)[1][:, D : 2 * D])  # B's own block
+    assert any("W_k: that edit was typed over numbers no longer shown" in e for e in errors(at)), errors(at)
+    new_key, shown = _grid(at, "W_k")
+    assert new_key != key
+    _same(shown, s.matrices["W_k"])
+    assert _metric(at, "Loss on the repeated half") == f"{_losses(tuple(ids), [])[1]:.2f} nats"

@@ -9,7 +9,9 @@ the title. The body starts by comparing what the rest of the page was drawn from
 state now: when a change reached beyond the body (a preset, an option, a size, a message outside it), it asks for
 the whole page instead (``st.rerun()``), so nothing a learner sees is ever left stale. The address is written by
 the body too, so it follows every edit. Inside the body, the results column is a fragment of its own: a click on a
-heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way.
+heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way; except on a
+model's head, where the body draws its results itself, so that choosing another head (same shapes, same sidebar)
+reruns the body alone.
 """
 
 from __future__ import annotations
@@ -75,14 +77,17 @@ def drawn_from(s: session.Session) -> tuple:
     """What the part of a step page outside its body shows depends on: the navigation, the sidebar's controls (the
     preset, seed, sizes, options, digits, the pin, the source sentence), the running challenge's standing and the
     messages left outside the body. Without a challenge, grid edits, tabs, the explained cell and imports of the same
-    shape change none of it."""
+    shape change none of it, nor does another head of the same model on the same text."""
     outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
     # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
     # of the numbers redraws the whole page
     playing = (id(s.challenge), s.epoch) if s.challenge is not None else None
     shapes = tuple((k, v.shape) for k, v in s.matrices.items())
+    preset = s.origin.preset  # the sidebar shows its name (a model's, not its head's), whether it is random and what
     return (
-        id(s),
+        session.preset_label(s.preset_id, s),
+        preset.is_random,
+        tuple(preset.random.names) if preset.is_random else (),
         s.version,
         s.preset_id,
         s.seed,
@@ -147,7 +152,9 @@ def body(key: str) -> None:
                 input_panel(s)
         elif column is results:
             with results:
-                result_panel(key)
+                # a model's head: the results are drawn by the body, so the "Head shown on these pages" box is the
+                # body's and choosing another head reruns the body (its grids and results), not the whole page
+                (results_of if s.model_head is not None else result_panel)(key)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
@@ -168,9 +175,14 @@ def body_drawn_from(s: session.Session) -> tuple:
 def result_panel(key: str) -> None:
     """A step page's results: the tutorial check, the heatmap, tables and views. A click on a heatmap cell, a head,
     a window or a zoom reruns only this column; a change beyond it reruns the whole page."""
-    s = session.get()
-    if st.session_state.get(_BODY_DRAWN) != body_drawn_from(s):
+    if st.session_state.get(_BODY_DRAWN) != body_drawn_from(session.get()):
         st.rerun()  # a change beyond the results: the whole page (never when the body runs: it just set it)
+    results_of(key)
+
+
+def results_of(key: str) -> None:
+    """What :func:`result_panel` draws, in whatever run draws it."""
+    s = session.get()
     step, trace = STEPS[key], compute.current_trace(s)
     if not isinstance(trace, Trace):
         views.show_error(trace)

@@ -144,9 +144,10 @@ def preset_label(preset_id: str, s: Session | None = None) -> str:
     """A preset's name in lists: its file's label, "Blank n × d (random)", or the title of a loaded file."""
     if preset_id == FILE:
         return f"From a file: {s.loaded.title}" if s is not None and s.loaded is not None else "From a file"
-    if preset_id == MODEL:
-        known = s is not None and s.origin is not None
-        return f"Inside a model: {s.origin.preset.title}" if known else "A model's head"
+    if preset_id == MODEL:  # the model, not the head: another head is chosen on the page (the sidebar stays)
+        if s is None or s.origin is None or s.model_head is None:
+            return "A model's head"
+        return f"Inside a model: {s.origin.preset.title.removesuffix(': ' + s.model_head.name)}"
     return "Blank n × d (random)" if preset_id == BLANK else presets_mod.preset_label(preset_id)
 
 

@@ -61,7 +61,7 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         width="stretch",
         height=fit_height(len(df)),
         on_change=_on_edit,
-        args=(name, key, r0, c0, per),
+        args=(name, key, r0, c0, per, s.version),
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
@@ -92,9 +92,16 @@ def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
     )
 
 
-def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> None:
-    """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones."""
+def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, version: int | None = None) -> None:
+    """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones. An edit
+    of a grid drawn for other numbers (``version``: the state's when it was drawn; another preset or head was opened
+    by a change sent with it) is refused: it was typed over numbers that are no longer there."""
     s = session.get()
+    if version is not None and version != s.version:
+        state.renew_grids()
+        said = f"{name}: that edit was typed over numbers no longer shown; nothing was applied."
+        state.say(f"edit.{name}", "error", said)
+        return
     m = s.matrices[name]
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     rows, cols = s.axis_labels(name, m.shape)

@@ -49,15 +49,39 @@ def touch(s: Session) -> None:
     s.held.clear()
 
 
-def replace_session(new: Session) -> None:
+def replace_session(new: Session, keep_grids: bool = False) -> None:
     """A new state; the pin, the display digits and open tabs, the explained cell and the Learn page's settings are
     kept across presets, and its last run too while the tokens are the same (so after "Reset to preset" it can be
-    used again)."""
+    used again). Every grid gets a fresh key, unless ``keep_grids`` and the new matrices have the old ones' shapes
+    and no grid holds an edit not yet applied: then the grids stay mounted and only their numbers change (a keyed
+    grid re-applies its pending edits to new numbers, so one holding any is always renewed)."""
     old = get()
-    new.version, new.epoch, new.pin, new.digits = old.version + 1, old.epoch + 1, old.pin, old.digits
+    same = keep_grids and not grids_hold_edits() and _shapes(new) == _shapes(old)
+    new.version, new.epoch, new.pin, new.digits = old.version + (0 if same else 1), old.epoch + 1, old.pin, old.digits
+    new.grids = old.grids if same else new.grids
     new.learn, new.learned = old.learn, old.learned if old.learned and old.learned.tokens == new.tokens else None
     new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
     new.tour_dismissed, new.tabs = old.tour_dismissed, old.tabs
     st.session_state[KEY] = new
     if old.challenge is not None:  # another preset ends the challenge (a challenge is played on its own preset)
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")
+
+
+def _shapes(s: Session) -> tuple:
+    return tuple((k, v.shape) for k, v in s.matrices.items())
+
+
+GRID_KEYS = "ed."  # the matrix grids' widget keys start so (attention.ui.inputs.editors.editor_key)
+
+
+def grids_hold_edits() -> bool:
+    """Whether a matrix grid's widget holds an edit its callback has not applied yet (its payload lists an edited,
+    added or deleted row). Each grid edit is applied in its callback, which then renews the grids, so normally none
+    does."""
+    for key in list(st.session_state.keys()):
+        if not str(key).startswith(GRID_KEYS):
+            continue
+        payload = st.session_state[key]
+        if not isinstance(payload, dict) or any(payload.get(f) for f in ("edited_rows", "added_rows", "deleted_rows")):
+            return True
+    return False

@@ -90,15 +90,16 @@ def apply_preset(preset: Preset) -> None:
     )
 
 
-def open_head(ref: HeadRef) -> bool:
+def open_head(ref: HeadRef, keep_grids: bool = False) -> bool:
     """Open a model's head on the step pages: its X, W_q, W_k, W_v and options replace the state (the pin, digits and
-    tabs are kept, as with any preset). A head that cannot be opened changes nothing and says why; False then."""
+    tabs are kept, as with any preset; ``keep_grids``: see :func:`replace_session`). A head that cannot be opened
+    changes nothing and says why; False then."""
     try:
         new = head_session(ref)
     except AttentionError as exc:
         say("page.notice.head", "error", f"That head could not be opened: {esc(exc.message, 300)}. Nothing changed.")
         return False
-    replace_session(new)
+    replace_session(new, keep_grids)
     half = len(new.tokens) // 2  # explain the first query of the second half, at the key an induction head copies
     new.cell = (half, 1 if half > 1 and ref.ids[:half] == ref.ids[half : 2 * half] else 0)
     return True
@@ -107,12 +108,13 @@ def open_head(ref: HeadRef) -> bool:
 def switch_head(where: object) -> None:
     """Open another head of the same model on the same text, with the same ablations: ``where`` is (layer, head),
     0-based. Edits of the head shown are replaced, as any other preset replaces them; a value no client should send
-    changes nothing."""
+    changes nothing. The heads of a model have matrices of one shape, so the grids stay mounted and only their numbers
+    change (the browser redraws less), unless one holds an edit not yet applied."""
     ref = get().model_head
     if ref is None or not (isinstance(where, tuple) and len(where) == 2 and all(isinstance(v, int) for v in where)):
         return
     if where != (ref.layer, ref.head):
-        open_head(replace(ref, layer=where[0], head=where[1]))
+        open_head(replace(ref, layer=where[0], head=where[1]), keep_grids=True)
 
 
 def set_head_ablation(how: str | None) -> None:
