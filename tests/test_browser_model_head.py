@@ -9,11 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from attention.model import ablate, builtin, replace_matrix, roles
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, why_not_readable
+from attention.model import ablate, builtin, induction, replace_matrix, roles
+from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, runs, settle, why_not_readable
 from tests.test_browser import base_url, browser, nav  # noqa: F401
 from tests.test_browser_a11y import axe_script, check  # noqa: F401
-from tests.test_browser_editing import _ready, _type_in_cell
+from tests.test_browser_editing import _cell, _ready, _type_in_cell
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -109,3 +109,59 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
         assert why_not_readable(pg, 0) is None
         assert "~1.2~" in pg.evaluate("() => new URL(location.href).searchParams.get('mh')")
+
+
+def _shows(pg, grid: int, row: int, want: np.ndarray) -> None:
+    """The grid's row shows ``want`` (rounded as the grid writes it). A kept grid's accessible table, read here, is
+    written a few frames after the run's end (its canvas already shows the numbers): waited for, up to 5 s."""
+    for _ in range(100):
+        shown = np.array([float(_cell(pg, grid, row, c)) for c in range(len(want))])
+        if np.allclose(shown, want, atol=1e-3):
+            return
+        pg.wait_for_timeout(50)
+    np.testing.assert_allclose(shown, want, atol=1e-3)
+
+
+def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_head(browser, base_url) -> None:  # noqa: F811
+    """Issue 23 §7: on the Weights page opened at layer 2 · head 1, an edit of its W_k, then layer 2 · head 2 chosen in
+    the box under the results: one run of the page's body (not the whole page), the grids stay mounted and show head
+    2's own numbers, the address and the panel follow, and an edit then changes head 2's block in the model only."""
+    ids = [int(i) for i in induction.history("induction")["example"]]
+    mh = "induction~2.1~" + ".".join(str(i) for i in ids) + "~"
+    d = ENGINE.config.d_head
+    W_k = ENGINE.layer_weights(1)[1]  # (d_model, n_heads * d_head): head 1's block, then head 2's
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/weights?preset=model&mh={mh}")
+        _ready(pg)
+        grid = pg.get_by_test_id("stDataFrame").nth(1)  # W_q, W_k, W_v: W_k is the second grid
+        grid.scroll_into_view_if_needed()
+        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")
+        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
+        _type_in_cell(pg, 1, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
+        assert float(_cell(pg, 1, 0, 2)) == 40.0
+        pg.evaluate("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").forEach(g => g.dataset.was = 1)")
+        box = pg.get_by_role("combobox", name="Head shown on these pages")
+        box.scroll_into_view_if_needed()
+        box.click()
+        option = pg.get_by_role("option", name="layer 2 · head 2", exact=True)
+        mark = runs(pg)
+        option.click()
+        settle(pg, mark)
+        _ready(pg)
+        assert pg.script_runs[mark:] == ["start", "finished"]  # one run, of the body: no second run of the whole page
+        assert "What the model predicts, with layer 2 · head 2 as it is here" in pg.inner_text("body")
+        assert pg.evaluate("() => new URL(location.href).searchParams.get('mh')").startswith("induction~2.2~")
+        assert pg.get_by_test_id("stDataFrame").nth(1).get_attribute("data-was") == "1"  # the grid stayed mounted
+        for row in (0, 1):  # head 2's own numbers, as the engine has them (head 1's edit went with head 1)
+            _shows(pg, 1, row, W_k[row, d : d + cols])
+        assert _metric(pg, "Loss on the repeated half") == f"{_repeated_loss(ids, []):.2f} nats"
+        _type_in_cell(pg, 1, 1, 1, cols, "-40")  # head 2's W_k (d2, k2)
+        block = W_k[:, d : 2 * d].copy()
+        block[1, 1] = -40.0
+        edited = _repeated_loss(ids, [replace_matrix(1, 1, "W_k", block)])
+        assert abs(edited - _repeated_loss(ids, [])) > 0.01, "the edit should move the loss for this test to mean it"
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        _shows(pg, 1, 0, W_k[0, d : d + cols])  # no 40 came back
+        assert float(_cell(pg, 1, 1, 1)) == -40.0
+        assert not error_texts(pg), error_texts(pg)
