@@ -236,3 +236,68 @@ def test_another_head_is_chosen_on_the_step_pages_with_the_same_text_and_ablatio
     np.testing.assert_allclose(compute.current_trace(s).weights, run.weights[1, 1], atol=1e-12)
     assert _query(at)["mh"].startswith("induction~2.2~")
     assert at.selectbox(key="model_head.pick").value == (1, 1)
+
+
+def _head_writes(ids: tuple[int, ...], layer: int, head: int) -> np.ndarray:
+    """What one head adds to the residual stream (n, d_model), from the model alone: the stream after its layer, less
+    the stream after it with the head's rows of W_o set to zero (the layer's bias and every other head unchanged)."""
+    whole = ENGINE.run(list(ids))
+    without = ENGINE.run(list(ids), [replace_matrix(layer, head, "W_o", np.zeros((D, ENGINE.config.d_model)))])
+    return whole.residuals[layer + 1] - without.residuals[layer + 1]  # (n, d_model)
+
+
+def test_the_heads_w_o_is_its_rows_of_the_models_and_the_output_is_what_the_head_writes() -> None:
+    at = _opened(1, 0, "output")
+    no_exception(at)
+    assert not errors(at)
+    s = session(at)
+    W_o = ENGINE.layer_weights(1)[3]  # (d_model, d_model): the heads' rows one after another
+    np.testing.assert_array_equal(s.matrices["W_o"], W_o[:D])  # head 1: the first d_head rows
+    trace = compute.current_trace(s)
+    assert trace.output.shape == (len(s.tokens), ENGINE.config.d_model)
+    np.testing.assert_allclose(trace.output, _head_writes(s.model_head.ids, 1, 0), atol=1e-12)
+    shown = " ".join(texts(at.caption))
+    assert f"W_o · {D} × {ENGINE.config.d_model}" in shown, shown  # output = concat · W_o, with its shapes
+    at = goto(at, "weights")
+    no_exception(at)
+    assert at.checkbox(key="w.w_o").value is True
+    assert any(e.key.startswith("ed.W_o.") for e in at.dataframe), [e.key for e in at.dataframe]
+
+
+def test_an_edit_of_w_o_flows_into_the_model_and_the_address_restores_it() -> None:
+    at = _opened(1, 0, "weights")
+    ids = session(at).model_head.ids
+    at = edit_cell(at, "W_o", 3, "o5", -30.0)  # row 4 (the head's 4th value dimension), the stream's 5th dimension
+    no_exception(at)
+    s = session(at)
+    edited = s.matrices["W_o"]
+    assert edited[3, 4] == -30.0 and edited.shape == (D, ENGINE.config.d_model)
+    changed = ENGINE.layer_weights(1)[3].copy()  # the model's own W_o with one cell changed, run as a whole model
+    changed[3, 4] = -30.0
+    _, second = _losses(ids, [replace_matrix(1, 0, "W_o", changed[:D])])
+    _, unedited = _losses(ids, [])
+    assert abs(second - unedited) > 0.01, "the edit should move the loss for this test to mean anything"
+    assert _metric(at, "Loss on the repeated half") == f"{second:.2f} nats"
+    assert "W_o (1 cell)" in " ".join(texts(at.markdown))
+    query = _query(at)
+    again = app("weights", query)  # a reload, or the link opened elsewhere
+    no_exception(again)
+    np.testing.assert_array_equal(session(again).matrices["W_o"], edited)
+    assert _metric(again, "Loss on the repeated half") == f"{second:.2f} nats"
+
+
+def test_dropping_the_heads_w_o_stays_on_the_page_and_bringing_it_back_restores_the_models() -> None:
+    at = _opened(1, 0, "weights")
+    at = at.checkbox(key="w.w_o").uncheck().run()
+    no_exception(at)
+    s = session(at)
+    assert "W_o" not in s.matrices
+    np.testing.assert_allclose(compute.current_trace(s).output.shape, (len(s.tokens), D))  # the head's concat
+    captions = [t for t in texts(at.caption) if t.startswith("Changed here but not in the model")]
+    assert captions and "W_o (dropped here; the model applies its own)" in captions[0], captions
+    _, unedited = _losses(s.model_head.ids, [])
+    assert _metric(at, "Loss on the repeated half") == f"{unedited:.2f} nats"  # the model keeps its W_o
+    assert _query(at).get("wo") == "0"
+    at = at.checkbox(key="w.w_o").check().run()
+    np.testing.assert_array_equal(session(at).matrices["W_o"], ENGINE.layer_weights(1)[3][:D])
+    assert "wo" not in _query(at)

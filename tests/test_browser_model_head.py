@@ -109,3 +109,45 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
         assert why_not_readable(pg, 0) is None
         assert "~1.2~" in pg.evaluate("() => new URL(location.href).searchParams.get('mh')")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_an_edit_of_the_heads_w_o_in_its_grid_flows_into_the_model(browser, base_url, size) -> None:  # noqa: F811
+    """W_o is the head's rows of the model's W_o (d_head × d_model), edited in its grid on the Weights page; the model
+    answers as the engine does with the model's W_o changed in that one cell; the Output page draws concat · W_o."""
+    width, height = size
+    ids = [3, 1, 4, 1, 5, 9, 2, 6] * 2  # eight tokens, repeated
+    mh = "induction~2.1~" + ".".join(str(i) for i in ids) + "~"
+    with guarded_context(browser, viewport={"width": width, "height": height}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/weights?preset=model&mh={mh}")
+        _ready(pg)
+        assert not error_texts(pg), error_texts(pg)
+        clean = _repeated_loss(ids, [])
+        assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
+        label = pg.get_by_text("W_o · shape 16 × 32", exact=True)
+        label.scroll_into_view_if_needed()
+        grids = pg.get_by_test_id("stDataFrame")
+        index = next(i for i in range(grids.count()) if grids.nth(i).bounding_box()["y"] > label.bounding_box()["y"])
+        grid = grids.nth(index)
+        grid.scroll_into_view_if_needed()
+        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")
+        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
+        _type_in_cell(pg, index, 3, 4, cols, "-30")  # W_o's row 4, column o5
+        W_o = ENGINE.layer_weights(1)[3].copy()  # the model's own W_o, one cell changed
+        W_o[3, 4] = -30.0
+        edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_o", W_o[:16])])
+        assert abs(edited - clean) > 0.01
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        assert "W_o (1 cell) replace" in pg.inner_text("body")
+        nav(pg, "Output")
+        _ready(pg)
+        assert not error_texts(pg), error_texts(pg)
+        caption = pg.get_by_text("W_o · 16 × 32", exact=True)
+        caption.scroll_into_view_if_needed()
+        table = caption.locator("xpath=following::*[@data-testid='stTable' or @data-testid='stDataFrame'][1]")
+        box = table.bounding_box()
+        assert box and box["width"] >= 200 and box["height"] >= 100, box
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / f"model_head_w_o_{width}.png"))
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"

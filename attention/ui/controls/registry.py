@@ -145,13 +145,18 @@ def _on_width(key: str, dim: str) -> None:
 
 
 def w_o(s: session.Session) -> None:
-    """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first), and its editor."""
+    """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first; a model's head: its rows of
+    the model's W_o, d_v × d_model), and its editor."""
     bind("w.w_o", "W_o" in s.matrices)
+    model = s.model_head is not None
     st.checkbox(
         "Mix the heads' outputs by W_o (output = concat · W_o)",
         key="w.w_o",
         on_change=on_value(lambda v: state.set_w_o(bool(v)), "w.w_o"),
-        help="Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
+        help="This head's rows of the model's W_o (d_head × d_model): the output is what the head adds to the "
+        "model's residual stream, and an edit here flows into the model."
+        if model
+        else "Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
         "found. It starts as the identity, so nothing changes until you edit it.",
     )
     show_messages("control.w_o")
