@@ -34,6 +34,19 @@ def _metric(pg, label: str) -> str:
     return m.get_by_test_id("stMetricValue").inner_text()
 
 
+def _grid_after(pg, label: str) -> tuple[int, int]:
+    """The editor grid under the label "W_k · shape r × c" (its index among the page's grids) and its number of
+    columns shown, once its cells (not its skeleton) are drawn."""
+    above = pg.get_by_text(label, exact=True)
+    above.scroll_into_view_if_needed()
+    grids = pg.get_by_test_id("stDataFrame")
+    index = next(i for i in range(grids.count()) if grids.nth(i).bounding_box()["y"] > above.bounding_box()["y"])
+    grid = grids.nth(index)
+    grid.scroll_into_view_if_needed()
+    grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
+    return index, grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index
+
+
 def _click(pg, name: str) -> None:
     with rerun(pg):
         pg.get_by_role("button", name=name, exact=True).click()
@@ -59,13 +72,10 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         ids = [int(i) for i in mh.split("~")[2].split(".")]
         clean = _repeated_loss(ids, [])
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
-        # the Weights page: W_q, W_k, W_v editors; W_k is the second grid. Its cell (d1, k3) becomes 40 (a cell away
-        # from the row labels, which a double-click on a narrow first column could hit).
-        grid = pg.get_by_test_id("stDataFrame").nth(1)
-        grid.scroll_into_view_if_needed()
-        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
-        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
-        _type_in_cell(pg, 1, 0, 2, cols, "40")
+        # the Weights page: W_o's, W_q's, W_k's and W_v's editors. W_k's cell (d1, k3) becomes 40 (a cell away from the
+        # row labels, which a double-click on a narrow first column could hit).
+        index, cols = _grid_after(pg, "W_k · shape 32 × 16")
+        _type_in_cell(pg, index, 0, 2, cols, "40")
         W_k = ENGINE.layer_weights(1)[1][:, :16].copy()
         W_k[0, 2] = 40.0
         edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_k", W_k)])
@@ -125,14 +135,7 @@ def test_an_edit_of_the_heads_w_o_in_its_grid_flows_into_the_model(browser, base
         assert not error_texts(pg), error_texts(pg)
         clean = _repeated_loss(ids, [])
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
-        label = pg.get_by_text("W_o · shape 16 × 32", exact=True)
-        label.scroll_into_view_if_needed()
-        grids = pg.get_by_test_id("stDataFrame")
-        index = next(i for i in range(grids.count()) if grids.nth(i).bounding_box()["y"] > label.bounding_box()["y"])
-        grid = grids.nth(index)
-        grid.scroll_into_view_if_needed()
-        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")
-        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
+        index, cols = _grid_after(pg, "W_o · shape 16 × 32")
         _type_in_cell(pg, index, 3, 4, cols, "-30")  # W_o's row 4, column o5
         W_o = ENGINE.layer_weights(1)[3].copy()  # the model's own W_o, one cell changed
         W_o[3, 4] = -30.0
