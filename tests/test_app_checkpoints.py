@@ -478,3 +478,7 @@ def test_a_gpt2_head_on_the_step_pages_writes_what_transformers_says_and_its_w_o
     loss = -np.mean([logp[i, ids[i + 1]] for i in range(len(ids) - 1)])  # the next token's loss, every position
     whole = [m.value for m in at.metric if m.label.startswith("Loss on the whole text")]
     assert whole == [f"{loss:.2f} nats"], (whole, loss)
+    with torch.no_grad():
+        logp = torch.log_softmax(torch_model(torch.tensor([ids])).logits[0], dim=-1).numpy()
+    clean = -np.mean([logp[i, ids[i + 1]] for i in range(len(ids) - 1)])
+    assert abs(loss - clean) > 0.01, "the edit should move the loss for this test to mean anything"

@@ -125,7 +125,11 @@ def ablation_buttons(ref: HeadRef) -> None:
     how = next((a[2] for a in ref.ablations if a[:2] == (ref.layer, ref.head)), None)
     if how:
         st.markdown(
-            f"**{ref.name} is {how}-ablated in the model:** its output is removed, so edits here cannot move it."
+            f"**{ref.name} is zero-ablated in the model:** its output is removed, so edits here cannot move it."
+            if how == "zero"
+            else f"**{ref.name} is mean-ablated in the model:** at each position its output is replaced by the mean "
+            "of its outputs up to there, so what it attends to where no longer reaches the model; your edits reach "
+            "it only through that mean."
         )
         st.button(f"Restore {ref.name}", key="model_head.restore", on_click=state.set_head_ablation, args=(None,))
         return
