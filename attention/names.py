@@ -10,9 +10,11 @@ Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·W�
     P            (n, d_model)              learned positions, added to X
     W_q, W_k     (d_model, d_k)            "x_wt": (d_k, d_model)
     W_v          (d_model, d_v)            "x_wt": (d_v, d_model)
-    W_o          (d_v, d_v)                mixes the concatenated heads
+    W_o          (d_v, d_out)              mixes the concatenated heads; d_out = d_v unless a model's head writes
+                                           its output into the model's width (a head's W_o block: d_head × d_model)
     Q, K         (n, d_k)
-    V, output    (n, d_v)
+    V            (n, d_v)
+    output       (n, d_v), or (n, d_out) with W_o
     scores, scaled, weights   (n, n), or (h, n, n) with h > 1 heads
 """
 
@@ -79,7 +81,8 @@ _OUT_PREFIX = {
 
 @dataclass(frozen=True)
 class Dims:
-    """The sizes of one attention state: n tokens, d_model, d_k (Q and K), d_v (V), heads, projection."""
+    """The sizes of one attention state: n tokens, d_model, d_k (Q and K), d_v (V), heads, projection, and d_out,
+    the width W_o writes (None: W_o, where there is one, is square, d_v × d_v)."""
 
     n: int
     d_model: int
@@ -87,6 +90,7 @@ class Dims:
     d_v: int
     heads: int = 1
     projection: str = "x_w"
+    d_out: int | None = None
 
     def shape(self, name: str) -> tuple[int, int]:
         """The 2-D shape of a named matrix for these sizes."""
@@ -95,7 +99,7 @@ class Dims:
         if name in WEIGHTS:
             return weight_shape(self.d_model, self.d_k if name != "W_v" else self.d_v, self.projection)
         if name == "W_o":
-            return (self.d_v, self.d_v)
+            return (self.d_v, self.d_out or self.d_v)
         if name in ("Q", "K"):
             return (self.n, self.d_k)
         if name in ("V", "output"):
@@ -148,7 +152,7 @@ def axis_names(name: str, projection: str = "x_w") -> tuple[str, str]:
     if name in WEIGHTS:
         return ("d_model", _OUT_DIM[name]) if projection == "x_w" else (_OUT_DIM[name], "d_model")
     if name == "W_o":
-        return ("d_v", "d_v")
+        return ("d_v", "d_out")
     if name in SQUARE:
         return ("queries", "keys")
     cols = {"X": "d_model", "P": "d_model", "Q": "d_k", "K": "d_k", "V": "d_v", "output": "d_v"}
@@ -158,12 +162,15 @@ def axis_names(name: str, projection: str = "x_w") -> tuple[str, str]:
 
 
 def dims_of(matrices: dict[str, np.ndarray], projection: str = "x_w", heads: int = 1, kv: int | None = None) -> Dims:
-    """The sizes implied by X, W_q and W_v (2-D, or X with a batch of one). With kv < heads key/value heads (grouped
-    query attention) W_v holds kv blocks of d_v/h: d_v is the heads' concatenated width, W_v's times heads / kv."""
+    """The sizes implied by X, W_q, W_v and W_o (2-D, or X with a batch of one). With kv < heads key/value heads
+    (grouped query attention) W_v holds kv blocks of d_v/h: d_v is the heads' concatenated width, W_v's times heads /
+    kv. d_out is W_o's width when W_o is not square (a model's head), None otherwise."""
     n, d_model = matrices["X"].shape[-2:]
     ax = out_axis(projection)
     d_v = int(matrices["W_v"].shape[ax]) * heads // (heads if kv is None else kv)
-    return Dims(int(n), int(d_model), int(matrices["W_q"].shape[ax]), d_v, heads, projection)
+    w_o = matrices.get("W_o")
+    d_out = int(w_o.shape[1]) if w_o is not None and w_o.shape[1] != w_o.shape[0] else None
+    return Dims(int(n), int(d_model), int(matrices["W_q"].shape[ax]), d_v, heads, projection, d_out)
 
 
 def squeeze_batch(a: np.ndarray) -> np.ndarray:
@@ -208,12 +215,15 @@ def axis_labels(
     tokens: Sequence[str],
     projection: str = "x_w",
     key_tokens: Sequence[str] | None = None,
+    d_v: int | None = None,
 ) -> tuple[list[str], list[str]]:
     """(row labels, column labels) of a named matrix of the given shape (the last two axes count).
 
     X: tokens × d1..d_model; W_q: d1.. × q1.. ("x_wt": q1.. × d1..); W_k: d1.. × k1..; W_v: d1.. × v1..;
     W_o: v1.. × v1..; Q: tokens × q1..; K: tokens × k1..; V, output: tokens × v1..; scores, scaled, weights:
-    tokens × tokens. (Q's columns are q1.., not k1..: they are the query's dimensions.)
+    tokens × tokens. (Q's columns are q1.., not k1..: they are the query's dimensions.) A W_o that is not square (a
+    model's head writing into the model's width d_out) has columns o1..; so has the output when ``d_v`` (the heads'
+    concatenated width) is given and differs from its width.
     Token labels are made unique by :func:`token_labels`. Cross-attention: ``key_tokens`` (the source) label the
     rows of K and V and the columns of scores, scaled and weights (queries × source keys).
     """
@@ -230,7 +240,9 @@ def axis_labels(
             return dimension_labels(out, r), dimension_labels("d", c)
         return dimension_labels("d", r), dimension_labels(out, c)
     if name == "W_o":
-        return dimension_labels("v", r), dimension_labels("v", c)
+        return dimension_labels("v", r), dimension_labels("v" if c == r else "o", c)
+    if name == "output" and d_v is not None and c != d_v:
+        return token_labels(tokens), dimension_labels("o", c)
     if name not in _COL_PREFIX:
         raise KeyError(f"unknown matrix {name!r}")
     return token_labels(tokens), dimension_labels(_COL_PREFIX[name], c)

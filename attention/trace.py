@@ -203,7 +203,7 @@ def check_output_weights(W_o: object, d_v: int) -> np.ndarray | None:
     if W_o.shape[0] != d_v:
         raise AttentionError(
             f"W_o has {W_o.shape[0]} rows but the heads concatenate to width {d_v} (d_v); W_o must have {d_v} rows "
-            f"(d_v × d_v, e.g. {names.Dims(1, 1, 1, d_v).shape('W_o')})",
+            f"(d_v × d_out, e.g. {(d_v, W_o.shape[1])})",
             matrix="W_o",
         )
     return W_o

@@ -437,3 +437,48 @@ def test_an_upload_with_more_heads_than_the_limit_is_refused_before_its_weights_
     shown = " ".join(errors(at))
     assert f"96 layers × 64 heads = 6,144 heads; an uploaded model may have at most {MAX_HEADS}" in shown, shown
     assert _state(at) == before
+
+
+def test_a_gpt2_head_on_the_step_pages_writes_what_transformers_says_and_its_w_o_edit_answers(server) -> None:
+    """A GPT-2 head (LayerNorm, biases) opened on the step pages: X·W_q... give transformers' weights for the head,
+    and output = concat · W_o is what the head adds to the stream, from transformers' own c_proj input and weight
+    (a hook). An edit of W_o runs the model with that block changed: transformers with the same cell changed."""
+    import copy
+
+    import torch
+
+    from attention.ui.core import compute
+    from tests.apptest_util import edit_cell, goto, journey, session
+
+    folder, torch_model = server
+    at = _choose(journey("every_head"), "server:tiny")
+    at = at.button(key="inside.open.1.2").click().run()  # layer 2 · head 3
+    no_exception(at)
+    at = goto(at, "weights")
+    s = session(at)
+    ids = list(s.model_head.ids)
+    attn = torch_model.transformer.h[1].attn
+    d = attn.head_dim
+    seen = {}
+    hook = attn.c_proj.register_forward_hook(lambda mod, inp, out: seen.update(merged=inp[0][0].detach().numpy()))
+    with torch.no_grad():
+        torch_model(torch.tensor([ids]))
+    hook.remove()
+    w_o = attn.c_proj.weight.detach().numpy()  # (d_model, d_model): Conv1D, x @ W + b
+    np.testing.assert_allclose(s.matrices["W_o"], w_o[2 * d : 3 * d], atol=1e-12)
+    writes = seen["merged"][:, 2 * d : 3 * d] @ w_o[2 * d : 3 * d]  # (n, d_model): head 3's part of c_proj's output
+    np.testing.assert_allclose(compute.current_trace(s).output, writes, atol=1e-9)
+    at = edit_cell(at, "W_o", 0, "o1", 5.0)
+    no_exception(at)
+    assert session(at).matrices["W_o"][0, 0] == 5.0
+    changed = copy.deepcopy(torch_model)  # transformers' model with the one cell of c_proj changed
+    with torch.no_grad():
+        changed.transformer.h[1].attn.c_proj.weight[2 * d, 0] = 5.0
+        logp = torch.log_softmax(changed(torch.tensor([ids])).logits[0], dim=-1).numpy()  # (n, V)
+    loss = -np.mean([logp[i, ids[i + 1]] for i in range(len(ids) - 1)])  # the next token's loss, every position
+    whole = [m.value for m in at.metric if m.label.startswith("Loss on the whole text")]
+    assert whole == [f"{loss:.2f} nats"], (whole, loss)
+    with torch.no_grad():
+        logp = torch.log_softmax(torch_model(torch.tensor([ids])).logits[0], dim=-1).numpy()
+    clean = -np.mean([logp[i, ids[i + 1]] for i in range(len(ids) - 1)])
+    assert abs(loss - clean) > 0.01, "the edit should move the loss for this test to mean anything"

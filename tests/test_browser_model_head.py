@@ -34,6 +34,19 @@ def _metric(pg, label: str) -> str:
     return m.get_by_test_id("stMetricValue").inner_text()
 
 
+def _grid_after(pg, label: str) -> tuple[int, int]:
+    """The editor grid under the label "W_k · shape r × c" (its index among the page's grids) and its number of
+    columns shown, once its cells (not its skeleton) are drawn."""
+    above = pg.get_by_text(label, exact=True)
+    above.scroll_into_view_if_needed()
+    grids = pg.get_by_test_id("stDataFrame")
+    index = next(i for i in range(grids.count()) if grids.nth(i).bounding_box()["y"] > above.bounding_box()["y"])
+    grid = grids.nth(index)
+    grid.scroll_into_view_if_needed()
+    grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
+    return index, grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index
+
+
 def _click(pg, name: str) -> None:
     with rerun(pg):
         pg.get_by_role("button", name=name, exact=True).click()
@@ -59,13 +72,10 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         ids = [int(i) for i in mh.split("~")[2].split(".")]
         clean = _repeated_loss(ids, [])
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
-        # the Weights page: W_q, W_k, W_v editors; W_k is the second grid. Its cell (d1, k3) becomes 40 (a cell away
-        # from the row labels, which a double-click on a narrow first column could hit).
-        grid = pg.get_by_test_id("stDataFrame").nth(1)
-        grid.scroll_into_view_if_needed()
-        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
-        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
-        _type_in_cell(pg, 1, 0, 2, cols, "40")
+        # the Weights page: W_o's, W_q's, W_k's and W_v's editors. W_k's cell (d1, k3) becomes 40 (a cell away from the
+        # row labels, which a double-click on a narrow first column could hit).
+        index, cols = _grid_after(pg, "W_k · shape 32 × 16")
+        _type_in_cell(pg, index, 0, 2, cols, "40")
         W_k = ENGINE.layer_weights(1)[1][:, :16].copy()
         W_k[0, 2] = 40.0
         edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_k", W_k)])
@@ -134,12 +144,9 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         pg = context.new_page()
         pg.goto(f"{base_url}/weights?preset=model&mh={mh}")
         _ready(pg)
-        grid = pg.get_by_test_id("stDataFrame").nth(1)  # W_q, W_k, W_v: W_k is the second grid
-        grid.scroll_into_view_if_needed()
-        grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")
-        cols = grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index column
-        _type_in_cell(pg, 1, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
-        assert float(_cell(pg, 1, 0, 2)) == 40.0
+        g, cols = _grid_after(pg, "W_k · shape 32 × 16")
+        _type_in_cell(pg, g, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
+        assert float(_cell(pg, g, 0, 2)) == 40.0
         pg.evaluate("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").forEach(g => g.dataset.was = 1)")
         box = pg.get_by_role("combobox", name="Head shown on these pages")
         box.scroll_into_view_if_needed()
@@ -152,16 +159,51 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         assert pg.script_runs[mark:] == ["start", "finished"]  # one run, of the body: no second run of the whole page
         assert "What the model predicts, with layer 2 · head 2 as it is here" in pg.inner_text("body")
         assert pg.evaluate("() => new URL(location.href).searchParams.get('mh')").startswith("induction~2.2~")
-        assert pg.get_by_test_id("stDataFrame").nth(1).get_attribute("data-was") == "1"  # the grid stayed mounted
+        assert pg.get_by_test_id("stDataFrame").nth(g).get_attribute("data-was") == "1"  # the grid stayed mounted
         for row in (0, 1):  # head 2's own numbers, as the engine has them (head 1's edit went with head 1)
-            _shows(pg, 1, row, W_k[row, d : d + cols])
+            _shows(pg, g, row, W_k[row, d : d + cols])
         assert _metric(pg, "Loss on the repeated half") == f"{_repeated_loss(ids, []):.2f} nats"
-        _type_in_cell(pg, 1, 1, 1, cols, "-40")  # head 2's W_k (d2, k2)
+        _type_in_cell(pg, g, 1, 1, cols, "-40")  # head 2's W_k (d2, k2)
         block = W_k[:, d : 2 * d].copy()
         block[1, 1] = -40.0
         edited = _repeated_loss(ids, [replace_matrix(1, 1, "W_k", block)])
         assert abs(edited - _repeated_loss(ids, [])) > 0.01, "the edit should move the loss for this test to mean it"
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
-        _shows(pg, 1, 0, W_k[0, d : d + cols])  # no 40 came back
-        assert float(_cell(pg, 1, 1, 1)) == -40.0
+        _shows(pg, g, 0, W_k[0, d : d + cols])  # no 40 came back
+        assert float(_cell(pg, g, 1, 1)) == -40.0
         assert not error_texts(pg), error_texts(pg)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_an_edit_of_the_heads_w_o_in_its_grid_flows_into_the_model(browser, base_url, size) -> None:  # noqa: F811
+    """W_o is the head's rows of the model's W_o (d_head × d_model), edited in its grid on the Weights page; the model
+    answers as the engine does with the model's W_o changed in that one cell; the Output page draws concat · W_o."""
+    width, height = size
+    ids = [3, 1, 4, 1, 5, 9, 2, 6] * 2  # eight tokens, repeated
+    mh = "induction~2.1~" + ".".join(str(i) for i in ids) + "~"
+    with guarded_context(browser, viewport={"width": width, "height": height}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/weights?preset=model&mh={mh}")
+        _ready(pg)
+        assert not error_texts(pg), error_texts(pg)
+        clean = _repeated_loss(ids, [])
+        assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
+        index, cols = _grid_after(pg, "W_o · shape 16 × 32")
+        _type_in_cell(pg, index, 3, 4, cols, "-30")  # W_o's row 4, column o5
+        W_o = ENGINE.layer_weights(1)[3].copy()  # the model's own W_o, one cell changed
+        W_o[3, 4] = -30.0
+        edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_o", W_o[:16])])
+        assert abs(edited - clean) > 0.01
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
+        assert "W_o (1 cell) replace" in pg.inner_text("body")
+        nav(pg, "Output")
+        _ready(pg)
+        assert not error_texts(pg), error_texts(pg)
+        caption = pg.get_by_text("W_o · 16 × 32", exact=True)
+        caption.scroll_into_view_if_needed()
+        table = caption.locator("xpath=following::*[@data-testid='stTable' or @data-testid='stDataFrame'][1]")
+        box = table.bounding_box()
+        assert box and box["width"] >= 200 and box["height"] >= 100, box
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SHOTS / f"model_head_w_o_{width}.png"))
+        assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"

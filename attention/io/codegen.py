@@ -538,7 +538,9 @@ def _output_step(b: _Builder) -> Section:
             "concatenated side by side" + ("" if wo else " (there is no output projection W_o here)") + "."
         )
     if wo:
-        code += [*b.fixed_lines("W_o"), "output = concat @ W_o  # W_o mixes the heads' outputs (d_v × d_v)"]
+        r, c = b.m["W_o"].shape
+        size = f"(d_v × d_v) = ({r} × {c})" if r == c else f"(d_v × d_out) = ({r} × {c}): a model head's write"
+        code += [*b.fixed_lines("W_o"), f"output = concat @ W_o  # W_o mixes the heads' outputs {size}"]
         md += " Then W_o mixes them: output = concat · W_o."
     kind = "Cross" if b.src else "Self"
     code.append(f'print("{kind}-attention output:\\n", output)')

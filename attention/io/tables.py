@@ -82,7 +82,10 @@ def matrix_labels(name: str, trace: Trace, tokens: Sequence[str] | None = None) 
     toks = list(tokens) if tokens is not None else (list(trace.tokens) or dimension_labels("t", n))
     if len(toks) != n:
         raise AttentionError(f"{len(toks)} token labels given for {n} rows of X; give one label per token")
-    return axis_labels(name, getattr(trace, name).shape[-2:], toks, trace.options.projection, trace.tokens_kv or None)
+    d_v = trace.concat.shape[-1] if trace.concat is not None else None  # the heads' width, before W_o
+    return axis_labels(
+        name, getattr(trace, name).shape[-2:], toks, trace.options.projection, trace.tokens_kv or None, d_v
+    )
 
 
 def matrix_csv(

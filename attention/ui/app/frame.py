@@ -141,6 +141,8 @@ def body(key: str) -> None:
         for name in step.editors:
             editors.matrix_editor(name, s)
             imports.matrix_import(name, s)
+        for name in step.controls_after:
+            controls.CONTROLS[name](s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
     st.session_state[_BODY_DRAWN] = body_drawn_from(s)
     # A whole run sends the grids first (their code loads while the rest is built); a rerun of the body after an edit

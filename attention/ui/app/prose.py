@@ -141,13 +141,18 @@ def output(s: session.Session, t: Trace | None) -> str:
     v = "V" if h == 1 else "V₁"
     parts = " + ".join(f"{w[0, j]:.3f}·{v}[{tk[j]}]" for j in range(min(3, w.shape[1])))
     more = " + …" if w.shape[1] > 3 else ""
-    mixed = (
-        " Then W_o (edited on the Weights page) mixes the heads' outputs: output = concat · W_o, shown below."
-        if t.W_o is not None
-        else ""
-    )
+    if t.W_o is None:
+        mixed = ""
+    elif t.W_o.shape[0] != t.W_o.shape[1]:  # a model's head: its rows of the model's W_o
+        mixed = (
+            f" Here A V is concat ({d_v} wide), and W_o, this head's rows of the model's W_o (edited on the Weights "
+            f"page), writes it into the model's width: output = concat · W_o ({t.W_o.shape[1]} wide) is what the head "
+            "adds to the residual stream, shown below."
+        )
+    else:
+        mixed = " Then W_o (edited on the Weights page) mixes the heads' outputs: output = concat · W_o, shown below."
     if h == 1:
-        row1 = f"row 1 = {parts}{more}. "
+        row1 = f"{'concat ' if t.W_o is not None else ''}row 1 = {parts}{more}. "
     else:
         rest = "head 2 gives" if h == 2 else f"heads 2–{h} give"
         into = "output" if t.W_o is None else "concat"
@@ -203,3 +208,14 @@ def reading(s: session.Session, t: Trace | None) -> str:
         "gives the second most to and that weight, and the row's entropy: 0 bits means all attention on one key, "
         "log₂(n) bits means spread evenly over all n. " + _MEANING[weights_origin(s)]
     )
+
+
+def shape_of(a: np.ndarray) -> str:
+    """A shape as the Overview's table writes it: "4 × 16"."""
+    return " × ".join(str(v) for v in a.shape)
+
+
+def weights_row(s: session.Session, t: Trace) -> tuple[str, str]:
+    """The Overview's Weights row: W_q, W_k, W_v, then W_o when the state has one, and their shapes."""
+    used = [(n, m) for n, m in (("W_q", t.W_q), ("W_k", t.W_k), ("W_v", t.W_v), ("W_o", t.W_o)) if m is not None]
+    return ", ".join(n for n, _ in used), ", ".join(shape_of(m) for _, m in used)

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from ... import masks
 from ...trace import Trace
 from ..core import session
@@ -24,8 +22,9 @@ OVERVIEW = "pages/0_overview.py"
 @dataclass(frozen=True)
 class Step:
     """One page. ``controls`` and ``views`` name entries of the frame's registries (drawn before the editors
-    and after the matrices); ``editors`` are the input matrices edited here; ``show`` the arrays shown as
-    tables; ``heatmap`` the array drawn as a heatmap; ``overview`` what the overview's table says it computes."""
+    and after the matrices; ``controls_after`` after the editors); ``editors`` are the input matrices edited here;
+    ``show`` the arrays shown as tables; ``heatmap`` the array drawn as a heatmap; ``overview`` what the overview's
+    table says it computes."""
 
     key: str
     file: str
@@ -37,14 +36,11 @@ class Step:
     show: tuple[str, ...] = ()
     heatmap: str | None = None
     controls: tuple[str, ...] = ()
+    controls_after: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
     overview: Callable[[session.Session, Trace], str] | None = None
     inputs: bool = False  # the input editors (X, W_q, W_k, W_v) beside the result, so an edit redraws it on one screen
     compare: tuple[str, ...] = ()  # the arrays shown beside a pinned state A
-
-
-def _shape(a: np.ndarray) -> str:
-    return " × ".join(str(v) for v in a.shape)
 
 
 STEPS: dict[str, Step] = {
@@ -59,7 +55,7 @@ STEPS: dict[str, Step] = {
             prose.tokens,
             editors=("X",),
             controls=("sentence", "embeddings", "positions", "batch_note", "source"),
-            overview=lambda s, t: ("X", _shape(t.X)),
+            overview=lambda s, t: ("X", prose.shape_of(t.X)),
         ),
         Step(
             "weights",
@@ -69,8 +65,9 @@ STEPS: dict[str, Step] = {
             r"W_q,\ W_k \in \mathbb{R}^{d_{model} \times d_k},\quad W_v \in \mathbb{R}^{d_{model} \times d_v}",
             prose.weights,
             editors=("W_q", "W_k", "W_v"),
-            controls=("d_k", "w_o"),
-            overview=lambda s, t: ("W_q, W_k, W_v", f"{_shape(t.W_q)}, {_shape(t.W_k)}, {_shape(t.W_v)}"),
+            controls=("d_k",),
+            controls_after=("w_o",),
+            overview=prose.weights_row,
         ),
         Step(
             "qkv",
@@ -83,7 +80,7 @@ STEPS: dict[str, Step] = {
             views=("kv_groups", "kv_cache"),
             inputs=True,
             compare=("Q", "K", "V"),
-            overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", f"{_shape(t.Q)}, {_shape(t.K)}, {_shape(t.V)}"),
+            overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", ", ".join(map(prose.shape_of, (t.Q, t.K, t.V)))),
         ),
         Step(
             "scores",
@@ -97,7 +94,7 @@ STEPS: dict[str, Step] = {
             inputs=True,
             compare=("scores",),
             views=("takes_q_k", "explain_cell"),
-            overview=lambda s, t: ("S = QKᵀ", _shape(t.scores)),
+            overview=lambda s, t: ("S = QKᵀ", prose.shape_of(t.scores)),
         ),
         Step(
             "scaling",
@@ -114,7 +111,7 @@ STEPS: dict[str, Step] = {
             views=("takes_scores", "explain_cell"),
             overview=lambda s, t: (
                 f"S' = S × {t.scale:.4g}" + (f", mask: {masks.join(s.options.mask)}" if s.options.mask else ""),
-                _shape(t.scaled),
+                prose.shape_of(t.scaled),
             ),
         ),
         Step(
@@ -131,7 +128,7 @@ STEPS: dict[str, Step] = {
             compare=("weights",),
             overview=lambda s, t: (
                 "A = softmax(S'" + (f"/{s.options.temperature:g}" if s.options.temperature != 1 else "") + ")",
-                _shape(t.weights),
+                prose.shape_of(t.weights),
             ),
         ),
         Step(
@@ -146,7 +143,7 @@ STEPS: dict[str, Step] = {
             views=("concat", "reading_lines", "takes_v_weights", "explain_cell"),
             inputs=True,
             compare=("output",),
-            overview=lambda s, t: ("O = AV", _shape(t.output)),
+            overview=lambda s, t: ("O = AV" if t.W_o is None else "O = AV · W_o", prose.shape_of(t.output)),
         ),
         Step(
             "reading",

@@ -16,8 +16,9 @@ from ...shapes import shape_trace
 from .. import state
 from ..core import session
 from ..core.text import esc, quoted
-from ..inputs import editors
+from ..inputs import editors, import_box
 from ..views import cross
+from ..widgets import downloads
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import embeddings
 from .steps import custom_mask, position_control
@@ -145,18 +146,37 @@ def _on_width(key: str, dim: str) -> None:
 
 
 def w_o(s: session.Session) -> None:
-    """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first), and its editor."""
+    """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first; a model's head: its rows of
+    the model's W_o, d_v × d_model), and its editor."""
     bind("w.w_o", "W_o" in s.matrices)
-    st.checkbox(
-        "Mix the heads' outputs by W_o (output = concat · W_o)",
-        key="w.w_o",
-        on_change=on_value(lambda v: state.set_w_o(bool(v)), "w.w_o"),
-        help="Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
-        "found. It starts as the identity, so nothing changes until you edit it.",
-    )
+    w = s.matrices.get("W_o")
+    if s.model_head is not None:
+        label = "Apply the head's rows of the model's W_o (output = concat · W_o)"
+        why = (
+            "This head's rows of the model's W_o (d_head × d_model): the output is what the head adds to the model's "
+            "residual stream, and an edit here flows into the model. Unticked, the output is the head's concat; the "
+            "model keeps its own W_o."
+        )
+    elif w is not None and w.shape[0] != w.shape[1]:
+        label, why = (
+            "Mix the heads' outputs by W_o (output = concat · W_o)",
+            (f"The preset's W_o ({w.shape[0]} × {w.shape[1]}) turns the heads' concatenated outputs into the output."),
+        )
+    else:
+        label, why = (
+            "Mix the heads' outputs by W_o (output = concat · W_o)",
+            (
+                "Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
+                "found. It starts as the identity, so nothing changes until you edit it."
+            ),
+        )
+    on_change = on_value(lambda v: state.set_w_o(bool(v)), "w.w_o")
+    st.checkbox(label, key="w.w_o", on_change=on_change, help=why)  # ours: labels
     show_messages("control.w_o")
     if "W_o" in s.matrices:
         editors.matrix_editor("W_o", s)
+        import_box.matrix_import("W_o", s)
+        downloads.matrix("W_o", s, "w_o")
 
 
 # ------------------------------------------------------------------------------------------ batch note

@@ -225,8 +225,9 @@ class HeadRef:
 def head_preset(ref: HeadRef) -> Preset:
     """The head as a preset the step pages open: X (n, d_model [+1]) the layer's input after its LayerNorm (a column
     of ones when the model has biases), W_q, W_k, W_v (d_model [+1], d_head) the head's blocks, the model's tokens,
-    and the layer's options for one head (causal, the model's score scale). Its W_o block (d_head, d_model) is the
-    model's, applied when the edits flow back (:func:`head_w_o`). Raises AttentionError naming what is wrong."""
+    and the layer's options for one head (causal, the model's score scale), and W_o (d_head, d_model) the head's rows
+    of the model's W_o, so the output is what the head writes into the residual stream (the layer's bias b_o is
+    shared by every head and not in it). Raises AttentionError naming what is wrong."""
     return _head_preset(ref)
 
 
@@ -247,13 +248,14 @@ def _head_preset(ref: HeadRef) -> Preset:
     ablated = ", ".join(f"layer {a + 1} · head {b + 1} ({how})" for a, b, how in ref.ablations)
     return presets_mod.from_state(
         tokens,
-        {"X": t.X, "W_q": t.W_q, "W_k": t.W_k, "W_v": t.W_v},
+        {"X": t.X, "W_q": t.W_q, "W_k": t.W_k, "W_v": t.W_v, "W_o": head_w_o(ref).copy()},
         t.options,
         id="model_head",
         title=f"{m.name}: {ref.name}",
         description=(
             f"Layer {ref.layer + 1}, head {ref.head + 1} of the model {m.name!s} on a text of {len(ids)} tokens: X is "
-            "what the layer's attention reads (after its LayerNorm), W_q, W_k and W_v are this head's blocks."
+            "what the layer's attention reads (after its LayerNorm), W_q, W_k and W_v are this head's blocks, and "
+            "W_o its rows of the model's W_o: the output is what this head adds to the residual stream."
             + (f" The model runs with {ablated} ablated." if ablated else "")
         ),
     )

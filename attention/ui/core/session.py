@@ -109,7 +109,7 @@ class Session:
         return names.token_labels(self.tokens)
 
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
-        return names.axis_labels(name, shape, self.tokens, self.options.projection, self.source)
+        return names.axis_labels(name, shape, self.tokens, self.options.projection, self.source, self.dims.d_v)
 
 
 def valid_heads(s: Session) -> list[int]:

@@ -40,7 +40,9 @@ def parse_import(
 
 def resized_shapes(name: str, shape: tuple[int, int], projection: str) -> tuple[int | None, int, int | None] | None:
     """(n tokens, d_model, d_out) that would make ``shape`` fit ``name`` (d_out is d_v for W_v, else d_k; None where
-    it says nothing); None when out of range."""
+    it says nothing); None when out of range, or for W_o and P (no resize follows from their shape)."""
+    if name not in ("X", *names.WEIGHTS):
+        return None
     r, c = shape
     if name == "X":
         n, dm, dk = r, c, None

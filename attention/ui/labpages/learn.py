@@ -69,6 +69,12 @@ def settings_panel(s: session.Session) -> None:
         for col, name in zip(st.columns(len(offered)), offered, strict=True):
             key = _key(s, f"learns.{name}")
             col.checkbox(name, value=name in cfg.learn, key=key, on_change=_on_learns, args=(name, key))
+        after = [k for k in ("W_v", "W_o") if k in offered]
+        if after and cfg.learn and set(cfg.learn) <= set(after):
+            st.caption(
+                f"The target is a pattern of attention weights, and {' and '.join(after)} come after the weights: "
+                "learning only them cannot move the loss. Tick X, W_q or W_k too."
+            )
         show_messages("learn.learn")
     with right:
         _choice(s, "optimiser", "Optimiser", OPTIMISERS)

@@ -1,8 +1,9 @@
 """A model's head on the step pages: the edits that flow back into the model, and what the model then predicts.
 
-The state was opened at one head (``Session.model_head``). An edit of that head's W_q, W_k or W_v is an
+The state was opened at one head (``Session.model_head``). An edit of that head's W_q, W_k, W_v or W_o is an
 intervention: the model runs with the head's block replaced by the edited matrix (:func:`attention.model
-.replace_matrix`), and the predictions, the loss and its split by half answer back. X is the layer's input, made by
+.replace_matrix`: W_q, W_k, W_v's columns, W_o's rows), and the predictions, the loss and its split by half answer
+back. X is the layer's input, made by
 the layers below: an edit of X, or of an option (mask, scale, softmax...), changes this page's attention only, and the
 panel says so. The position predicted for is the query of the explained cell (a click on a heatmap cell moves it).
 """
@@ -23,7 +24,7 @@ from ..core.text import esc
 from ..widgets.common import bind, on_value
 from . import answers, runs
 
-FLOWS = WEIGHTS  # the head's matrices whose edits become interventions: W_q, W_k, W_v
+FLOWS = (*WEIGHTS, "W_o")  # the head's matrices whose edits become interventions: W_q, W_k, W_v, W_o
 
 
 def edits(s: session.Session) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -33,10 +34,12 @@ def edits(s: session.Session) -> tuple[dict[str, np.ndarray], list[str]]:
     flows = {}
     stays = [n for n in ("X",) if not session.identical(s.matrices[n], base[n])]
     for name in FLOWS:
-        m = s.matrices[name]
-        if session.identical(m, base[name]):
+        m = s.matrices.get(name)
+        if m is None:  # W_o dropped: the output here is the head's concat; the model keeps its own W_o
+            stays.append(f"{name} (dropped here; the model applies its own)")
+        elif session.identical(m, base[name]):
             continue
-        if s.options.projection == "x_w" and m.shape == base[name].shape:
+        elif m.shape == base[name].shape and (s.options.projection == "x_w" or name == "W_o"):
             flows[name] = m
         else:
             stays.append(f"{name} (its shape or projection differs from the head's)")
@@ -93,8 +96,8 @@ def panel(s: session.Session) -> None:
         st.info(said)  # ours: built by answers.moved, tokens escaped
     else:
         st.markdown(
-            f"Edit a cell of W_q, W_k or W_v and the model runs with {ref.name}'s block replaced by your matrix: the "
-            "predictions below answer back."
+            f"Edit a cell of W_q, W_k, W_v or W_o (W_o on the Weights page) and the model runs with {ref.name}'s "
+            "block replaced by your matrix: the predictions below answer back."
         )
     if stays:
         st.caption(
@@ -122,7 +125,11 @@ def ablation_buttons(ref: HeadRef) -> None:
     how = next((a[2] for a in ref.ablations if a[:2] == (ref.layer, ref.head)), None)
     if how:
         st.markdown(
-            f"**{ref.name} is {how}-ablated in the model:** its output is removed, so edits here cannot move it."
+            f"**{ref.name} is zero-ablated in the model:** its output is removed, so edits here cannot move it."
+            if how == "zero"
+            else f"**{ref.name} is mean-ablated in the model:** at each position its output is replaced by the mean "
+            "of its outputs up to there, so what it attends to where no longer reaches the model; your edits reach "
+            "it only through that mean."
         )
         st.button(f"Restore {ref.name}", key="model_head.restore", on_click=state.set_head_ablation, args=(None,))
         return

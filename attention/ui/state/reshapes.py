@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from ... import heads, names, positions, rng
-from ..core.session import Session
+from ..core.session import Session, identical
 
 
 def shuffle(s: Session) -> None:
@@ -43,14 +43,30 @@ def use_positions(s: Session, kind: str) -> str:
     return note
 
 
+def w_o_width(s: Session, d_v: int) -> int:
+    """The width W_o has with d_v rows: the preset's own W_o keeps its width when it is not square or is a model head's
+    (its rows of the model's W_o write d_model wide, whatever d_v is); otherwise W_o is square, d_v × d_v."""
+    base = s.origin.base.get("W_o")
+    fixed = base is not None and (base.shape[0] != base.shape[1] or s.model_head is not None)
+    return int(base.shape[1]) if fixed else d_v
+
+
 def use_w_o(s: Session, on: bool) -> str:
-    """Mix the heads' outputs by W_o (d_v × d_v), starting as the identity so nothing changes until it is edited; or
-    drop W_o. Returns a note saying so."""
+    """Mix the heads' outputs by W_o, or drop W_o. W_o comes back as the preset's own when it has one (a model's head:
+    its rows of the model's W_o, d_v × d_model), fitted to d_v as a resize fits it, otherwise as the identity (d_v ×
+    d_v), so nothing changes until it is edited. Returns a note saying so."""
+    base, d_v = s.origin.base.get("W_o"), s.dims.d_v
+    if base is None:
+        start = np.eye(d_v)  # (d_v, d_v)
+    else:
+        start = rng.fill_new_cells(base, (d_v, w_o_width(s, d_v)), s.seed or 0, stream=4)  # (d_v, d_out)
     if on and "W_o" not in s.matrices:
-        s.matrices["W_o"] = np.eye(s.dims.d_v)  # (d_v, d_v)
+        s.matrices["W_o"] = start
+        if base is not None:
+            return "W_o is the preset's own again, unedited: edit any cell to change what the output is."
         return "W_o starts as the identity (the output is unchanged): edit any cell to mix the heads' outputs."
     if not on and "W_o" in s.matrices:
-        edited = not np.array_equal(s.matrices["W_o"], np.eye(s.matrices["W_o"].shape[0]))
+        edited = not identical(s.matrices["W_o"], start)
         del s.matrices["W_o"]
         return "W_o was dropped: the output is the heads' outputs side by side" + (
             ", and your edits to W_o are gone." if edited else "."
@@ -96,8 +112,8 @@ def resize(
         s.matrices[name] = rng.fill_new_cells(
             s.matrices[name], names.weight_shape(dm, out, s.options.projection), seed, stream=1 + i
         )
-    if "W_o" in s.matrices:  # (d_v, d_v)
-        s.matrices["W_o"] = rng.fill_new_cells(s.matrices["W_o"], (dv, dv), seed, stream=4)
+    if "W_o" in s.matrices:  # (d_v, d_v), or (d_v, d_model) for a model's head: its width stays the model's
+        s.matrices["W_o"] = rng.fill_new_cells(s.matrices["W_o"], (dv, w_o_width(s, dv)), seed, stream=4)
     if "P" in s.matrices:  # (n, d_model): one row per position
         s.matrices["P"] = rng.fill_new_cells(s.matrices["P"], (n, dm), seed, stream=5)
     note = ""

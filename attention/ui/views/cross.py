@@ -76,7 +76,9 @@ def source(s: session.Session) -> None:
     chart_files(spec, f"{s.preset_id}_cross_weights", "cross.weights")
     out = np.asarray(names.squeeze_batch(t.output))  # (L, d_out)
     st.markdown("**Cross-attention output** (one row per query token; each mixes the source's values)")
+    columns = s.axis_labels("output", out.shape)[1]  # v1.., or o1.. through a model head's W_o
     number_tables.number_table(
-        pd.DataFrame(out[:, :16], index=s.labels, columns=names.dimension_labels("v", min(out.shape[1], 16))),
-        charts.decimals_for(out, s.digits),
+        pd.DataFrame(out[:, :16], index=s.labels, columns=columns[:16]), charts.decimals_for(out, s.digits)
     )
+    if out.shape[1] > 16:
+        st.caption(f"The first 16 of its {out.shape[1]} columns; the zip download has output.csv in full.")

@@ -232,18 +232,19 @@ def show_concat(s: session.Session, trace: Trace, page_key: str) -> None:
     if "W_o" not in s.matrices or trace.concat is None:
         return
     concat = names.squeeze_batch(np.asarray(trace.concat))  # (n, d_v)
-    w_o = s.matrices["W_o"]  # (d_v, d_v)
+    w_o = s.matrices["W_o"]  # (d_v, d_out)
     st.markdown("**output = concat · W_o** · the heads' outputs side by side, then mixed by W_o (Weights page)")
-    rows, cols = s.axis_labels("output", concat.shape)
-    left, right = st.columns([3, 2])
-    for where, label, m, index in ((left, "concat", concat, rows), (right, "W_o", w_o, cols)):  # W_o's rows: d_v
+    # side by side while both are narrow; a model's head (16 × 16, then 16 × 32) is stacked, each table the page's width
+    left, right = st.columns([3, 2]) if concat.shape[1] + w_o.shape[1] <= 8 else (st.container(), st.container())
+    for where, label, m in ((left, "concat", concat), (right, "W_o", w_o)):
+        index, cols = s.axis_labels("output" if label == "concat" else "W_o", m.shape)  # concat's columns: d_v
         where.caption(f"{label} · {m.shape[0]} × {m.shape[1]}")  # ours: concat or W_o
         number_tables.number_table(
             pd.DataFrame(m[:VIEW_ROWS, :VIEW_COLS], index=index[:VIEW_ROWS], columns=cols[:VIEW_COLS]),
             charts.decimals_for(m, s.digits),
             where=where,
         )
-    if concat.shape[0] > VIEW_ROWS or concat.shape[1] > VIEW_COLS:
+    if concat.shape[0] > VIEW_ROWS or max(concat.shape[1], w_o.shape[1]) > VIEW_COLS:
         st.caption(f"The first {VIEW_ROWS} rows and {VIEW_COLS} columns; the zip download has concat.csv in full.")
 
 
