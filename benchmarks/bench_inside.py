@@ -14,7 +14,8 @@ on a position in the box to that position's next-token probability and loss, com
 ``--before PATH``: also serve the app from another checkout (e.g. the main branch in a second work tree), measured
 beside this one in each repeat (which of the two comes first alternates). Prints medians, ratios and the machine's
 load average. Needs /usr/bin/chromium and playwright.
-Run: python benchmarks/bench_inside.py [--repeats 7] [--before ../main]
+``--head-on-steps``: only the floor app and the head switch on the step pages (more repeats in the same time).
+Run: python benchmarks/bench_inside.py [--repeats 7] [--before ../main] [--head-on-steps]
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--before", type=Path, help="another checkout of the app, measured beside this one")
+    ap.add_argument("--head-on-steps", action="store_true", help="time only the head switch on the step pages")
     args = ap.parse_args()
 
     versions = ("now", "before") if args.before else ("now",)
@@ -159,7 +161,10 @@ def main() -> None:
         for rep in range(args.repeats + 1):  # the first round warms every server and is not counted
             f = floor_one(browser, "floor", f"{floor_url}/", rep)
             order = versions if rep % 2 else versions[::-1]  # each version in turn measured right after the floor
-            a = {v: _one(browser, f"{apps[v]}/every_head", rep) for v in order}
+            if args.head_on_steps:  # the floor's edit and the switch on the step pages, nothing else
+                a = {v: (float("nan"),) * 5 + (_switch_on_steps(browser, apps[v], rep),) for v in order}
+            else:
+                a = {v: _one(browser, f"{apps[v]}/every_head", rep) for v in order}
             if rep:
                 floor.append(f)
                 for v in versions:
