@@ -55,19 +55,23 @@ def arrow_table(df: pd.DataFrame, values: np.ndarray) -> pa.Table | pd.DataFrame
     """``df`` (its numbers ``values``, (rows, cols) float) as ``pa.Table.from_pandas(df)``, the table Streamlit makes
     of a frame, from a schema made once per set of labels; ``df`` itself for other frames (labels that repeat, a
     range or multi-level index, numbers not float64), to which Streamlit's own conversion applies."""
-    plain = type(df.index) is pd.Index and type(df.columns) is pd.Index
-    if not (plain and df.columns.is_unique and df.index.is_unique) or any(t != np.float64 for t in df.dtypes):
+    if type(df.index) is not pd.Index or type(df.columns) is not pd.Index or any(t != np.float64 for t in df.dtypes):
         return df
     labels = (tuple(df.columns), df.columns.dtype, df.columns.name, tuple(df.index), df.index.dtype, df.index.name)
-    schema, index = _frame(labels)
+    frame = _frame(labels)
+    if frame is None:
+        return df
+    schema, index = frame
     columns = [pa.array(col) for col in np.ascontiguousarray(values.T)]  # (cols, rows): one array per column
     return pa.Table.from_arrays(columns + index, schema=schema)
 
 
 @functools.lru_cache(maxsize=64)
-def _frame(labels: tuple) -> tuple[pa.Schema, list[pa.ChunkedArray]]:
+def _frame(labels: tuple) -> tuple[pa.Schema, list[pa.ChunkedArray]] | None:
     """The schema and index columns of a float frame with these labels: (columns, their dtype and name, index,
-    its dtype and name)."""
+    its dtype and name); None when labels repeat."""
+    if len(set(labels[0])) < len(labels[0]) or len(set(labels[3])) < len(labels[3]):
+        return None
     cols = pd.Index(labels[0], dtype=labels[1], name=labels[2])
     index = pd.Index(labels[3], dtype=labels[4], name=labels[5])
     table = pa.Table.from_pandas(pd.DataFrame(np.zeros((len(index), len(cols))), index=index, columns=cols))
