@@ -118,3 +118,41 @@ def test_a_table_whose_labels_repeat_or_count_or_numbers_are_not_float64_goes_to
     assert number_tables.arrow_table(repeated, repeated.to_numpy(dtype=float)) is repeated
     small = pd.DataFrame(np.ones((2, 2), np.float32), index=["a", "b"], columns=["c", "d"])
     assert number_tables.arrow_table(small, small.to_numpy(dtype=float)) is small
+
+
+def _two_tables(case: str) -> None:
+    import numpy as np
+    import pandas as pd
+    import streamlit as st
+
+    from attention.ui.widgets import number_tables
+
+    values, pattern, marks = {
+        "marked": (np.array([[0.25, 0.5, 0.25], [0.1, 0.2, 0.7]]), "{:.4f}", [(1, 1), (0, 2)]),
+        "−∞": (np.array([[0.3, -np.inf], [1.2, 0.4]]), "{:.2f}", []),
+    }[case]
+    df = pd.DataFrame(values, index=["The", "cat"], columns=[f"k{j}" for j in range(values.shape[1])])
+    highlight = np.zeros(values.shape, bool)
+    for r, c in marks:
+        highlight[r, c] = True
+    styler = df.style.format(lambda v: "−∞" if np.isneginf(v) else pattern.format(v))
+    if marks:
+        styler = styler.apply(lambda _: np.where(highlight, number_tables._HIGHLIGHT, ""), axis=None)
+    st.dataframe(styler, width="stretch", height=number_tables.fit_height(len(df)))
+    number_tables.number_table(df, pattern, highlight=highlight)
+
+
+@pytest.mark.parametrize("case", ["marked", "−∞"])
+def test_st_dataframe_sends_the_same_table_for_pandas_styler_and_the_given_one(case: str) -> None:
+    """The whole of st.dataframe: the numbers (bytes), the display texts and the CSS (its table id aside)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_two_tables, args=(case,)).run()
+    assert not at.exception
+    theirs, ours = (el.proto.arrow_data for el in at.dataframe)
+    assert ours.data == theirs.data  # the numbers
+    pd.testing.assert_frame_equal(
+        convert_arrow_bytes_to_pandas_df(ours.styler.display_values),
+        convert_arrow_bytes_to_pandas_df(theirs.styler.display_values),
+    )
+    assert ours.styler.styles.replace(ours.styler.uuid, "ID") == theirs.styler.styles.replace(theirs.styler.uuid, "ID")

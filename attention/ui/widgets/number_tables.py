@@ -78,21 +78,38 @@ def _frame(labels: tuple) -> tuple[pa.Schema, list[pa.ChunkedArray]] | None:
     return table.schema, [table.column(k) for k in range(len(cols), table.num_columns)]
 
 
+class _Shown(pd.DataFrame):
+    """A frame of numbers that holds the texts its cells are shown as (``shown``, a frame of str of the same labels):
+    ``astype(str)`` gives them. Streamlit makes a Styler's display texts as ``data.astype(str)`` and then writes each
+    cell's text from ``_translate()`` into it, column by column (most of a highlighted table's cost); with the texts
+    already in place no cell is written. Anything else made from it is a plain DataFrame."""
+
+    _metadata = ["shown"]
+
+    @property
+    def _constructor(self) -> type[pd.DataFrame]:
+        return pd.DataFrame
+
+    def astype(self, dtype, *args, **kwargs):  # noqa: ANN001, ANN201 - pandas' own signature
+        if dtype is str and getattr(self, "shown", None) is not None:
+            return self.shown
+        return super().astype(dtype, *args, **kwargs)
+
+
 def _given(df: pd.DataFrame, texts: list[list[str]], highlight: np.ndarray | None) -> Styler:
     """A Styler of ``df`` whose cell texts (rows of str) and highlighted cells (a boolean array, or None) are given:
     what Streamlit reads of a Styler (``_compute()``, then ``_translate()``'s cell styles and display values) is
     built directly, the same as ``df.style.format(...).apply(...)`` would compute it. (A pandas Styler itself, not a
-    subclass: Streamlit recognises a Styler by its exact type.)"""
+    subclass: Streamlit recognises a Styler by its exact type.) The texts travel in the data (:class:`_Shown`)."""
     marked = [] if highlight is None else [f"row{r}_col{c}" for r, c in np.argwhere(highlight)]
     translated = {
         "table_styles": [],
         "cellstyle": [{"props": _HIGHLIGHT_PROPS, "selectors": marked}] if marked else [],
-        "body": [
-            [{"id": f"row{r}_col{c}", "display_value": text} for c, text in enumerate(row)]
-            for r, row in enumerate(texts)
-        ],
+        "body": [],  # no cell to write: the texts are already those of data.astype(str)
     }
-    styler = Styler(df)
+    data = _Shown(df)
+    data.shown = pd.DataFrame(texts, index=df.index, columns=df.columns, dtype=str)
+    styler = Styler(data)
     styler._compute = lambda: styler  # type: ignore[method-assign]
     styler._translate = lambda *args, **kwargs: translated  # type: ignore[method-assign]
     return styler
