@@ -1,4 +1,4 @@
-"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders.
+"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders, charts.
 
 The tab and expander labels are always the dashboard's own names (matrix names, step names), never user text."""
 
