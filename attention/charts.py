@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
-import pandas as pd
 
 from .errors import AttentionError
 from .names import squeeze_batch, token_labels
@@ -224,26 +223,26 @@ def _long_form(
     col_offset: int = 0,
     kind: str = "scores",
     digits: int | None = 3,
-) -> pd.DataFrame:
+) -> dict[str, list]:
+    """One row per cell, as columns of plain Python values (a pandas frame cost more to build than the rest of the
+    spec): its labels, 1-based position, value (NaN where not finite), text ("masked" for a masked cell) and mask."""
     n_r, n_c = values.shape
     pattern = decimals_for(_unmasked(values, allowed), digits)
     fmt = (lambda v: ("+" if v > 0 else "") + pattern.format(v)) if kind == "diff" else pattern.format
     r_idx, c_idx = np.divmod(np.arange(n_r * n_c), n_c)
     flat = values.reshape(-1)
     masked = np.zeros(flat.shape, bool) if allowed is None else ~allowed.reshape(-1)
-    return pd.DataFrame(
-        {
-            "query": np.asarray(rows, dtype=object)[r_idx],
-            "key": np.asarray(cols, dtype=object)[c_idx],
-            "row": r_idx + 1 + row_offset,
-            "col": c_idx + 1 + col_offset,
-            "value": np.where(np.isfinite(flat), flat, np.nan),
-            "shown": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)]
-            if n_r * n_c <= TEXT_MAX**2
-            else "",
-            "masked": masked,
-        }
-    )
+    return {
+        "query": np.asarray(rows, dtype=object)[r_idx].tolist(),
+        "key": np.asarray(cols, dtype=object)[c_idx].tolist(),
+        "row": (r_idx + 1 + row_offset).tolist(),
+        "col": (c_idx + 1 + col_offset).tolist(),
+        "value": np.where(np.isfinite(flat), flat, np.nan).tolist(),
+        "shown": [("masked" if m else fmt(v)) for v, m in zip(flat, masked, strict=True)]
+        if n_r * n_c <= TEXT_MAX**2
+        else [""] * flat.size,
+        "masked": masked.tolist(),
+    }
 
 
 def _rect_heatmap(
@@ -406,7 +405,7 @@ def _masked_layer(position: dict, stroke: float) -> dict:
     }
 
 
-def _text_layer(position: dict, colour: Colour, kind: str, df: pd.DataFrame, n_r: int, n_c: int) -> dict:
+def _text_layer(position: dict, colour: Colour, kind: str, df: dict[str, list], n_r: int, n_c: int) -> dict:
     """Each cell's value written in it, only where the cell is wide and tall enough for it at the current font
     size. Dark text on light cells (viridis is light at the top of its range; the diverging scale within 70% of 0,
     where white text would have too little contrast), white on the rest."""
@@ -426,7 +425,7 @@ def _text_layer(position: dict, colour: Colour, kind: str, df: pd.DataFrame, n_r
 
 
 def _rect_frame(
-    df: pd.DataFrame, layers: list[dict], n_r: int, n_c: int, title: str, subtitle: str, row_height: int | None
+    df: dict[str, list], layers: list[dict], n_r: int, n_c: int, title: str, subtitle: str, row_height: int | None
 ) -> dict:
     """The spec around the layers: the data inline, the font signal, the title, the size. Sized to its column: the
     width is the container's (set by the app, or "container" in a notebook), the height follows the rows; a
@@ -447,15 +446,9 @@ def _rect_frame(
     }
 
 
-def _records(df: pd.DataFrame) -> list[dict]:
-    """A long-form frame as JSON-ready rows: numpy scalars as Python numbers, NaN as null (JSON has no NaN)."""
-    columns = {}
-    for name in df.columns:
-        col = df[name].to_numpy()
-        values = col.tolist()  # numpy scalars -> Python numbers, strings and bools
-        if col.dtype.kind == "f" and not np.isfinite(col).all():
-            values = [v if np.isfinite(v) else None for v in values]
-        columns[name] = values
+def _records(columns: dict[str, list]) -> list[dict]:
+    """Long-form columns (:func:`_long_form`) as JSON-ready rows: NaN as null (JSON has no NaN)."""
+    columns = {**columns, "value": [None if v != v else v for v in columns["value"]]}  # v != v: NaN
     return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 

@@ -243,7 +243,7 @@ def render_overview() -> None:
             st.page_link(p, label=f"→ {p.title}")
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
     widgets.chart_gap()
-    st.vega_lite_chart(
+    widgets.vega_chart(
         charts.heatmap_spec(
             per_head(trace.weights)[0],
             s.labels,

@@ -12,7 +12,7 @@ from .. import state
 from ..core import compute, session
 from ..core.shown import as_2d, shown
 from ..core.text import esc
-from ..widgets.common import chart_gap
+from ..widgets.common import chart_gap, vega_chart
 
 TOP = 5  # largest changes listed
 
@@ -97,7 +97,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
     kind = "weights" if name == "weights" else "scores"
     chart_gap()
     left, right = st.columns(2)
-    left.vega_lite_chart(
+    vega_chart(
         charts.heatmap_spec(
             was,
             rows,
@@ -108,10 +108,11 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             row_title="row",
             col_title="column",
         ),
+        left,
         width="stretch",
         key=f"cmp.{page_key}.{name}.a",
     )
-    right.vega_lite_chart(
+    vega_chart(
         charts.heatmap_spec(
             np.where(both, diff, np.nan),
             rows,
@@ -123,6 +124,7 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             row_title="row",
             col_title="column",
         ),
+        right,
         width="stretch",
         key=f"cmp.{page_key}.{name}.diff",
     )

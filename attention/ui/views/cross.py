@@ -23,7 +23,7 @@ from ..core.shown import per_head
 from ..core.source import left_out, source_rows
 from ..widgets import number_tables
 from ..widgets.chart_files import chart_files
-from ..widgets.common import show_messages
+from ..widgets.common import show_messages, vega_chart
 from .steps import show_error
 
 __all__ = ["source", "source_rows", "cross_trace"]
@@ -72,7 +72,7 @@ def source(s: session.Session) -> None:
         allowed=t.allowed,
         digits=s.digits,
     )
-    st.vega_lite_chart(spec, width="content")
+    vega_chart(spec, width="content")
     chart_files(spec, f"{s.preset_id}_cross_weights", "cross.weights")
     out = np.asarray(names.squeeze_batch(t.output))  # (L, d_out)
     st.markdown("**Cross-attention output** (one row per query token; each mixes the source's values)")

@@ -12,7 +12,7 @@ from ...trace import Trace
 from ..core import session
 from ..core.shown import habit_line, key_labels
 from ..widgets.chart_files import chart_files
-from ..widgets.common import chart_gap
+from ..widgets.common import chart_gap, vega_chart
 from . import cell
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
@@ -62,7 +62,7 @@ def show(
         for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
             with col:
                 if clickable:
-                    st.vega_lite_chart(
+                    vega_chart(
                         spec,
                         width="stretch",
                         on_select=functools.partial(cell.on_heatmap_click, page_key, k),
@@ -70,6 +70,6 @@ def show(
                         key=cell.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
                     )
                 else:
-                    st.vega_lite_chart(spec, width="stretch")
+                    vega_chart(spec, width="stretch")
                 chart_files(spec, f"{s.preset_id}_{kind}_head{k + 1}", f"{page_key}.{kind}.head{k + 1}")
                 st.markdown(f"**head {k + 1}**: " + habit_line(trace, s.tokens, k))  # ours: tokens escaped

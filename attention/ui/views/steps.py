@@ -21,7 +21,7 @@ from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
 from ..core.text import esc
 from ..widgets import downloads, number_tables
 from ..widgets.chart_files import chart_files
-from ..widgets.common import chart_gap
+from ..widgets.common import chart_gap, vega_chart
 from ..widgets.windows import VIEW_COLS, VIEW_ROWS, window_controls
 from . import cell, family, heads
 
@@ -112,7 +112,7 @@ def _clickable_heatmap(
         m, toks, keys, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
     )
     chart_gap()
-    st.vega_lite_chart(
+    vega_chart(
         spec,
         width="stretch",
         on_select=functools.partial(cell.on_heatmap_click, page_key),
@@ -130,7 +130,7 @@ def _pooled_heatmap(
     toks, keys = s.labels, key_labels(s)
     chart_gap()
     spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits)
-    st.vega_lite_chart(spec, width="stretch")
+    vega_chart(spec, width="stretch")
     chart_files(spec, f"{s.preset_id}_{kind}_blocks", f"{page_key}.{kind}.blocks")
     pooled = "the largest weight" if kind == "weights" else "the mean score"
     st.caption(

@@ -1,4 +1,4 @@
-"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders.
+"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders, charts.
 
 The tab and expander labels are always the dashboard's own names (matrix names, step names), never user text."""
 
@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 
 from ... import names
@@ -21,6 +22,25 @@ TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16
 def chart_gap(where=st) -> None:
     """Room above a chart for the toolbar Streamlit shows over its top right corner on hover, so it covers no text."""
     where.space(TOOLBAR_GAP)
+
+
+def vega_chart(spec: dict, where=st, **kwargs: Any) -> Any:
+    """``st.vega_lite_chart`` of ``spec``; the rows of its inline data (``spec["data"]["values"]``, JSON-ready dicts
+    with the same keys, as :func:`attention.charts.rect_spec` writes them) reach Streamlit as one Arrow table of
+    their columns. Streamlit takes inline rows out of the spec and converts them to Arrow through a pandas frame, which
+    was most of a heatmap's cost on the server (~1 ms for 3 × 3); the browser gets the same columns, names and values
+    (None as null). Any other spec is passed on as it is."""
+    values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
+    if not values or not isinstance(values, list) or not all(isinstance(row, dict) for row in values):
+        return where.vega_lite_chart(spec, **kwargs)
+    keys = list(values[0])
+    if len(spec["data"]) > 1 or any(list(row) != keys for row in values):  # named data or ragged rows: as it is
+        return where.vega_lite_chart(spec, **kwargs)
+    try:
+        table = pa.table({k: [row[k] for row in values] for k in keys})
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of mixed kinds: Streamlit's own conversion decides
+        return where.vega_lite_chart(spec, **kwargs)
+    return where.vega_lite_chart(table, {k: v for k, v in spec.items() if k != "data"}, **kwargs)
 
 
 def formula(latex: str, where=st) -> None:

@@ -22,10 +22,14 @@ EAGER_CELLS = 1024  # input cells of a state whose downloads are built with the 
 T = TypeVar("T", bytes, str)
 
 
-def payload(s: session.Session, build: Callable[[], T]) -> T | Callable[[], T]:
-    """A download's data: built now for a small state, else the callable (built when clicked)."""
+def payload(s: session.Session, build: Callable[[], T], name: str | None = None) -> T | Callable[[], T]:
+    """A download's data: built now for a small state, else the callable (built when clicked). A ``name``d file
+    depends on the state alone and is built once per state (:func:`session.derived`): a page switch or a whole run
+    of the same numbers sends the bytes already made."""
     cells = sum(s.matrices[n].size for n in names.inputs_of(s.matrices))
-    return build() if cells <= EAGER_CELLS else build
+    if cells > EAGER_CELLS:
+        return build
+    return build() if name is None else session.derived(s, f"download.{name}", build)
 
 
 def matrix(name: str, s: session.Session, page_key: str) -> None:
@@ -43,7 +47,7 @@ def matrix(name: str, s: session.Session, page_key: str) -> None:
 
     st.download_button(
         f"Download {name}.csv",
-        data=payload(s, data),
+        data=payload(s, data, f"{name}.csv"),
         file_name=f"{s.preset_id}_{name}.csv",
         mime="text/csv",
         key=f"dl.{page_key}.{name}",
@@ -57,7 +61,7 @@ def everything(s: session.Session, page_key: str) -> None:
 
     st.download_button(
         "Download everything (.zip: every matrix as CSV + settings as a preset file)",
-        data=payload(s, build),
+        data=payload(s, build, "zip"),
         file_name=f"{s.preset_id}_attention.zip",
         mime="application/zip",
         key=f"dl.{page_key}.zip",

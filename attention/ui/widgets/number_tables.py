@@ -7,12 +7,19 @@ That Styler (:func:`_given`) is handed its cell texts and highlighted cells read
 computed styles and display texts, and pandas' general machinery for them (every cell's style computed, matched
 and grouped) was most of a highlighted table's cost; tests/test_number_tables.py checks that Streamlit receives
 exactly what pandas' own Styler gives it.
+
+A plain table reaches Streamlit as the Arrow table it would have made of the frame (:func:`arrow_table`): the
+frame's schema, which depends on its labels only, is made once per set of labels, so an edit converts only the
+numbers (0.22 -> 0.04 ms for 3 x 3; tests/test_number_tables.py checks the bytes are Streamlit's own).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 from pandas.io.formats.style import Styler
 
@@ -36,28 +43,73 @@ def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray
     if not marked and pattern != "{!r}" and np.isfinite(values).all():
         printf = "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"
         config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
-        where.dataframe(df, width="stretch", column_config=config, **{"height": fit_height(len(df)), **kwargs})
+        table = arrow_table(df, values)
+        where.dataframe(table, width="stretch", column_config=config, **{"height": fit_height(len(df)), **kwargs})
         return
     texts = [["−∞" if np.isneginf(v) else pattern.format(v) for v in row] for row in values.tolist()]
     styler = _given(df, texts, highlight if marked else None)
     where.dataframe(styler, width="stretch", **{"height": fit_height(len(df)), **kwargs})
 
 
+def arrow_table(df: pd.DataFrame, values: np.ndarray) -> pa.Table | pd.DataFrame:
+    """``df`` (its numbers ``values``, (rows, cols) float) as ``pa.Table.from_pandas(df)``, the table Streamlit makes
+    of a frame, from a schema made once per set of labels; ``df`` itself for other frames (labels that repeat, a
+    range or multi-level index, numbers not float64), to which Streamlit's own conversion applies."""
+    if type(df.index) is not pd.Index or type(df.columns) is not pd.Index or any(t != np.float64 for t in df.dtypes):
+        return df
+    labels = (tuple(df.columns), df.columns.dtype, df.columns.name, tuple(df.index), df.index.dtype, df.index.name)
+    frame = _frame(labels)
+    if frame is None:
+        return df
+    schema, index = frame
+    columns = [pa.array(col) for col in np.ascontiguousarray(values.T)]  # (cols, rows): one array per column
+    return pa.Table.from_arrays(columns + index, schema=schema)
+
+
+@functools.lru_cache(maxsize=64)
+def _frame(labels: tuple) -> tuple[pa.Schema, list[pa.ChunkedArray]] | None:
+    """The schema and index columns of a float frame with these labels: (columns, their dtype and name, index,
+    its dtype and name); None when labels repeat."""
+    if len(set(labels[0])) < len(labels[0]) or len(set(labels[3])) < len(labels[3]):
+        return None
+    cols = pd.Index(labels[0], dtype=labels[1], name=labels[2])
+    index = pd.Index(labels[3], dtype=labels[4], name=labels[5])
+    table = pa.Table.from_pandas(pd.DataFrame(np.zeros((len(index), len(cols))), index=index, columns=cols))
+    return table.schema, [table.column(k) for k in range(len(cols), table.num_columns)]
+
+
+class _Shown(pd.DataFrame):
+    """A frame of numbers that holds the texts its cells are shown as (``shown``, a frame of str of the same labels):
+    ``astype(str)`` gives them. Streamlit makes a Styler's display texts as ``data.astype(str)`` and then writes each
+    cell's text from ``_translate()`` into it, column by column (most of a highlighted table's cost); with the texts
+    already in place no cell is written. Anything else made from it is a plain DataFrame."""
+
+    _metadata = ["shown"]
+
+    @property
+    def _constructor(self) -> type[pd.DataFrame]:
+        return pd.DataFrame
+
+    def astype(self, dtype, *args, **kwargs):  # noqa: ANN001, ANN201 - pandas' own signature
+        if dtype is str and getattr(self, "shown", None) is not None:
+            return self.shown
+        return super().astype(dtype, *args, **kwargs)
+
+
 def _given(df: pd.DataFrame, texts: list[list[str]], highlight: np.ndarray | None) -> Styler:
     """A Styler of ``df`` whose cell texts (rows of str) and highlighted cells (a boolean array, or None) are given:
     what Streamlit reads of a Styler (``_compute()``, then ``_translate()``'s cell styles and display values) is
     built directly, the same as ``df.style.format(...).apply(...)`` would compute it. (A pandas Styler itself, not a
-    subclass: Streamlit recognises a Styler by its exact type.)"""
+    subclass: Streamlit recognises a Styler by its exact type.) The texts travel in the data (:class:`_Shown`)."""
     marked = [] if highlight is None else [f"row{r}_col{c}" for r, c in np.argwhere(highlight)]
     translated = {
         "table_styles": [],
         "cellstyle": [{"props": _HIGHLIGHT_PROPS, "selectors": marked}] if marked else [],
-        "body": [
-            [{"id": f"row{r}_col{c}", "display_value": text} for c, text in enumerate(row)]
-            for r, row in enumerate(texts)
-        ],
+        "body": [],  # no cell to write: the texts are already those of data.astype(str)
     }
-    styler = Styler(df)
+    data = _Shown(df)
+    data.shown = pd.DataFrame(texts, index=df.index, columns=df.columns, dtype=str)
+    styler = Styler(data)
     styler._compute = lambda: styler  # type: ignore[method-assign]
     styler._translate = lambda *args, **kwargs: translated  # type: ignore[method-assign]
     return styler

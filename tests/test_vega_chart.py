@@ -1,0 +1,63 @@
+"""A heatmap's rows reach the browser as the same columns and values whether Streamlit converts the spec's inline rows
+itself (through a pandas frame) or ``widgets.common.vega_chart`` hands them over as an Arrow table.
+
+The oracle is Streamlit's own handling of the whole spec (``st.vega_lite_chart(spec)``), drawn in the same AppTest
+run: the same spec text (the rows taken out of it), the same column names, types and values, masked cells null."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from streamlit.testing.v1 import AppTest
+
+
+def _page(case: str) -> None:
+    import copy
+
+    import numpy as np
+    import streamlit as st
+
+    from attention import charts
+    from attention.ui.widgets.common import vega_chart
+
+    values = np.array([[0.5, -np.inf, 2.0], [1.25, 0.0, -3.5]])
+    allowed = np.isfinite(values)
+    if case == "masked scores":
+        spec = charts.rect_spec(values, ["a", "b"], ["x", "y", "z"], kind="scores", allowed=allowed, select=True)
+    elif case == "weights":
+        spec = charts.rect_spec(np.abs(values[:, [0, 2]]) / 4, ["the", "cat"], ["the", "cat"], kind="weights")
+    elif case == "diff, nothing written":
+        big = np.linspace(-1, 1, 30 * 30).reshape(30, 30)
+        labels = [f"t{i}" for i in range(30)]
+        spec = charts.rect_spec(big, labels, labels, kind="diff")
+    else:  # blocks of a large matrix: named datasets, passed on as they are
+        spec = charts.heatmap_spec(np.ones((300, 300)), [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)])
+    st.vega_lite_chart(copy.deepcopy(spec), width="stretch")
+    vega_chart(spec, width="stretch")
+
+
+def _table(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
+
+
+@pytest.mark.parametrize("case", ["masked scores", "weights", "diff, nothing written", "blocks"])
+def test_vega_chart_sends_what_streamlit_makes_of_the_spec(case: str) -> None:
+    at = AppTest.from_function(_page, args=(case,)).run()
+    assert not at.exception
+    theirs, ours = (el.proto for el in at.get("vega_lite_chart"))
+    assert json.loads(ours.spec) == json.loads(theirs.spec)
+    assert [d.name for d in ours.datasets] == [d.name for d in theirs.datasets]
+    for a, b in zip(theirs.datasets, ours.datasets, strict=True):
+        assert _table(a.data.data).equals(_table(b.data.data))
+    if not theirs.data.data:
+        assert not ours.data.data
+        return
+    want, got = _table(theirs.data.data), _table(ours.data.data)
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
+        assert pa.types.is_string(got.schema.field(name).type) == pa.types.is_large_string(want.schema.field(name).type)
+    if case == "masked scores":
+        assert want.column("value").null_count == got.column("value").null_count == 1
