@@ -41,7 +41,15 @@ from tests.browser_util import guarded_context, runs, settle  # noqa: E402
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
 POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)
-MEASURES = ("load", "ablate: new loss", "ablate: all drawn", "switch position", "open a head", "head on steps")
+MEASURES = (
+    "load",
+    "ablate: new loss",
+    "ablate: all drawn",
+    "switch position",
+    "open a head",
+    "head on steps",
+    "head on steps, by key",
+)
 
 
 def _example() -> list[int]:
@@ -74,9 +82,12 @@ def _prediction_at(position: int) -> tuple[str, str]:
     return label, f"probability {p[target]:.3f}, loss {-np.log(p[target]):.2f} nats"
 
 
-def _switch_on_steps(browser, url: str, rep: int) -> float:
+def _switch_on_steps(browser, url: str, rep: int, by_key: bool = False) -> float:
     """On the Softmax page opened at layer 2 · head 1 (by its address), choose another head in the box under the
-    results: the time from the choice to the run's end with the panel naming the new head and the heatmap drawn."""
+    results: the time from the choice to the run's end with the panel naming the new head and the heatmap drawn.
+    The choice is a click on the option, or (``by_key``) the Enter that picks it after its name was typed in the box,
+    as the floor's edit is timed from the Enter that commits the typed cell (a click first waits for Playwright's
+    checks that the option is visible, stable and not covered)."""
     layer, head = HEADS[1 + rep % (len(HEADS) - 1)]  # never the head already shown
     mh = "induction~2.1~" + ".".join(str(i) for i in _example()) + "~"
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as ctx:
@@ -90,9 +101,12 @@ def _switch_on_steps(browser, url: str, rep: int) -> float:
         box.click()
         option = page.get_by_role("option", name=f"layer {layer + 1} · head {head + 1}", exact=True)
         option.wait_for()
+        if by_key:  # the box filters its options by what is typed: the head's name leaves that one option, highlighted
+            page.keyboard.type(f"layer {layer + 1} · head {head + 1}")
+            page.get_by_role("option").filter(has_text=f"layer {layer + 1} · head {head + 1}").wait_for()
         mark = runs(page)
         t0 = time.perf_counter()
-        option.click()
+        page.keyboard.press("Enter") if by_key else option.click()
         page.get_by_text(f"What the model predicts, with layer {layer + 1} · head {head + 1} as it is here").wait_for(
             timeout=30_000
         )
@@ -136,13 +150,22 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         t_drawn = time.perf_counter() - t0
         opener = page.get_by_role("button", name=f"Open layer {2 - layer} · head {head + 1} on the step pages")
         if opener.count() == 0:  # a version without the head opener
-            return t_load, t_new, t_drawn, t_switch, float("nan"), float("nan")
+            return t_load, t_new, t_drawn, t_switch, float("nan"), float("nan"), float("nan")
         opener.scroll_into_view_if_needed()
         t0 = time.perf_counter()
         opener.click()
         page.get_by_text(f"The step pages now show layer {2 - layer} · head {head + 1}").wait_for(timeout=30_000)
         t_open = time.perf_counter() - t0
-    return t_load, t_new, t_drawn, t_switch, t_open, _switch_on_steps(browser, url.removesuffix("/every_head"), rep)
+    steps = url.removesuffix("/every_head")
+    return (
+        t_load,
+        t_new,
+        t_drawn,
+        t_switch,
+        t_open,
+        _switch_on_steps(browser, steps, rep),
+        _switch_on_steps(browser, steps, rep, by_key=True),
+    )
 
 
 def main() -> None:
@@ -162,7 +185,11 @@ def main() -> None:
             f = floor_one(browser, "floor", f"{floor_url}/", rep)
             order = versions if rep % 2 else versions[::-1]  # each version in turn measured right after the floor
             if args.head_on_steps:  # the floor's edit and the switch on the step pages, nothing else
-                a = {v: (float("nan"),) * 5 + (_switch_on_steps(browser, apps[v], rep),) for v in order}
+                a = {
+                    v: (float("nan"),) * 5
+                    + (_switch_on_steps(browser, apps[v], rep), _switch_on_steps(browser, apps[v], rep, by_key=True))
+                    for v in order
+                }
             else:
                 a = {v: _one(browser, f"{apps[v]}/every_head", rep) for v in order}
             if rep:
