@@ -85,14 +85,8 @@ def test_next_token_grows_the_cache_in_the_browser(browser, base_url, axe_script
 
 def test_every_chart_passes_the_visible_checks(browser, base_url) -> None:  # noqa: F811
     """The checks every chart of the step pages passes (tests/test_browser_visible.py), at both viewports."""
-    from tests.test_browser_visible import CANVAS_HOOK, _check_page
+    from tests.test_browser_visible import page_problems
 
     for viewport in VIEWPORTS:
-        with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
-            pg = context.new_page()
-            pg.add_init_script(CANVAS_HOOK)
-            pg.goto(f"{base_url}/generate")
-            settle(pg)
-            wait_readable(pg, 3)
-            problems = _check_page(pg, "generate", "1 head, 6 tokens", viewport)  # the state names no query here
-            assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+        problems = page_problems(browser, f"{base_url}/generate", "generate", viewport, lambda pg: wait_readable(pg, 3))
+        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

@@ -86,16 +86,11 @@ def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base
 def test_every_heatmap_passes_the_visible_checks(browser, base_url, viewport) -> None:  # noqa: F811
     """The checks every chart of the step pages passes (tests/test_browser_visible.py): a readable box and plot, 12 px
     text, nothing cut or clipped, sized to its column, the toolbar covering no text, non-blank pixels."""
-    from tests.test_browser_visible import CANVAS_HOOK, _check_page
+    from tests.test_browser_visible import page_problems
 
-    with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
-        pg = context.new_page()
-        pg.add_init_script(CANVAS_HOOK)
-        pg.goto(f"{base_url}/every_head")
-        settle(pg)
-        wait_readable(pg, 4)
-        problems = _check_page(pg, "every_head", "1 head, 6 tokens", viewport)  # the state names no query here
-        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+    url = f"{base_url}/every_head"
+    problems = page_problems(browser, url, "every_head", viewport, lambda pg: wait_readable(pg, 4))
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
 def _probs(ids: list[int], *ablations: tuple[int, int, str]) -> np.ndarray:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import pytest
 
 from attention.ui.app.specs import LABS, STEPS
-from tests.browser_util import CHROMIUM, SHOTS, blank_pixels, error_texts, settle
+from tests.browser_util import CHROMIUM, SHOTS, blank_pixels, error_texts, guarded_context, settle
 from tests.test_browser import base_url, browser, page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -245,6 +246,19 @@ def _visit(pg, base: str, slug: str, title: str, query: str | None) -> None:
         pg.wait_for_url(re.compile(rf"/{re.escape(slug)}(\?|$)"), timeout=30_000)
     pg.get_by_test_id("stMain").locator("h1").filter(has_text=title).first.wait_for(timeout=30_000)
     settle(pg)
+
+
+def page_problems(browser, url: str, slug: str, viewport: tuple[int, int], ready: Callable) -> list[str]:  # noqa: F811
+    """Open ``url`` in a new browser context at ``viewport`` with the canvas hook, wait for the run to settle and for
+    ``ready(page)``, and list every problem :func:`_check_page` finds with its charts (the pages inside a model: their
+    state names no query, so it is read as the default one)."""
+    with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        pg.goto(url)
+        settle(pg)
+        ready(pg)
+        return _check_page(pg, slug, "1 head, 6 tokens", viewport)
 
 
 def _nav_label(slug: str) -> str:

@@ -56,6 +56,11 @@ def _score_lines(pg) -> list[str]:
 def _open(pg, base_url: str) -> None:  # noqa: F811
     pg.goto(f"{base_url}/watch_it_learn")
     settle(pg)
+    _ready(pg)
+
+
+def _ready(pg) -> None:
+    """The loss chart and every head's chart readable (a live run may still be drawing more)."""
     wait_readable(pg, 1 + HEADS, exact=False, seconds=30)
 
 
@@ -162,11 +167,8 @@ def test_a_finished_run_opens_on_every_head(browser, base_url) -> None:  # noqa:
 def test_every_chart_passes_the_visible_checks(browser, base_url, viewport) -> None:  # noqa: F811
     """The checks every chart of the step pages passes (tests/test_browser_visible.py): a readable box and plot, 12 px
     text, nothing cut or clipped, sized to its column, the toolbar covering no text, non-blank pixels."""
-    from tests.test_browser_visible import CANVAS_HOOK, _check_page
+    from tests.test_browser_visible import page_problems
 
-    with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
-        pg = context.new_page()
-        pg.add_init_script(CANVAS_HOOK)
-        _open(pg, base_url)
-        problems = _check_page(pg, "watch_it_learn", "1 head, 6 tokens", viewport)  # the state names no query here
-        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+    url = f"{base_url}/watch_it_learn"
+    problems = page_problems(browser, url, "watch_it_learn", viewport, _ready)
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

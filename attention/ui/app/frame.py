@@ -82,7 +82,6 @@ def drawn_from(s: session.Session) -> tuple:
     # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
     # of the numbers redraws the whole page
     playing = (id(s.challenge), s.epoch) if s.challenge is not None else None
-    shapes = tuple((k, v.shape) for k, v in s.matrices.items())
     preset = s.origin.preset  # the sidebar shows its name (a model's, not its head's), whether it is random and what
     return (
         session.preset_label(s.preset_id, s),
@@ -98,7 +97,7 @@ def drawn_from(s: session.Session) -> tuple:
         s.digits,
         id(s.pin),
         playing,
-        shapes,
+        s.shapes(),
         outside,
     )
 

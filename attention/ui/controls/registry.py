@@ -150,6 +150,7 @@ def w_o(s: session.Session) -> None:
     the model's W_o, d_v × d_model), and its editor."""
     bind("w.w_o", "W_o" in s.matrices)
     w = s.matrices.get("W_o")
+    label = "Mix the heads' outputs by W_o (output = concat · W_o)"
     if s.model_head is not None:
         label = "Apply the head's rows of the model's W_o (output = concat · W_o)"
         why = (
@@ -158,17 +159,11 @@ def w_o(s: session.Session) -> None:
             "model keeps its own W_o."
         )
     elif w is not None and w.shape[0] != w.shape[1]:
-        label, why = (
-            "Mix the heads' outputs by W_o (output = concat · W_o)",
-            (f"The preset's W_o ({w.shape[0]} × {w.shape[1]}) turns the heads' concatenated outputs into the output."),
-        )
+        why = f"The preset's W_o ({w.shape[0]} × {w.shape[1]}) turns the heads' concatenated outputs into the output."
     else:
-        label, why = (
-            "Mix the heads' outputs by W_o (output = concat · W_o)",
-            (
-                "Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
-                "found. It starts as the identity, so nothing changes until you edit it."
-            ),
+        why = (
+            "Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
+            "found. It starts as the identity, so nothing changes until you edit it."
         )
     on_change = on_value(lambda v: state.set_w_o(bool(v)), "w.w_o")
     st.checkbox(label, key="w.w_o", on_change=on_change, help=why)  # ours: labels

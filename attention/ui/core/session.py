@@ -108,6 +108,10 @@ class Session:
         """The tokens as unique labels for axes, tables and CSVs."""
         return names.token_labels(self.tokens)
 
+    def shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """Each matrix's name and shape, in the state's order."""
+        return tuple((k, v.shape) for k, v in self.matrices.items())
+
     def axis_labels(self, name: str, shape: tuple[int, ...]) -> tuple[list[str], list[str]]:
         return names.axis_labels(name, shape, self.tokens, self.options.projection, self.source, self.dims.d_v)
 

@@ -24,13 +24,14 @@ from ...names import MAX_NUMBER_CHARS
 from .. import state
 from ..core import session
 from ..core.text import esc
+from ..state.core import GRID_KEYS
 from ..widgets.common import show_messages
 from ..widgets.number_tables import fit_height
 from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
-    return f"ed.{name}.{s.version}.{s.grids}.{r0}.{c0}"
+    return f"{GRID_KEYS}{name}.{s.version}.{s.grids}.{r0}.{c0}"
 
 
 def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:

@@ -56,7 +56,7 @@ def replace_session(new: Session, keep_grids: bool = False) -> None:
     and no grid holds an edit not yet applied: then the grids stay mounted and only their numbers change (a keyed
     grid re-applies its pending edits to new numbers, so one holding any is always renewed)."""
     old = get()
-    same = keep_grids and not grids_hold_edits() and _shapes(new) == _shapes(old)
+    same = keep_grids and not grids_hold_edits() and new.shapes() == old.shapes()
     new.version, new.epoch, new.pin, new.digits = old.version + (0 if same else 1), old.epoch + 1, old.pin, old.digits
     new.grids = old.grids if same else new.grids
     new.learn, new.learned = old.learn, old.learned if old.learned and old.learned.tokens == new.tokens else None
@@ -67,11 +67,7 @@ def replace_session(new: Session, keep_grids: bool = False) -> None:
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")
 
 
-def _shapes(s: Session) -> tuple:
-    return tuple((k, v.shape) for k, v in s.matrices.items())
-
-
-GRID_KEYS = "ed."  # the matrix grids' widget keys start so (attention.ui.inputs.editors.editor_key)
+GRID_KEYS = "ed."  # what the matrix grids' widget keys start with (attention.ui.inputs.editors.editor_key)
 
 
 def grids_hold_edits() -> bool:
