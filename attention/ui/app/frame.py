@@ -134,14 +134,15 @@ def body(key: str) -> None:
     trace = compute.current_trace(s)
     ok = isinstance(trace, Trace)
     st.markdown(step.explain(s, trace if ok else None))
-    with printing.screen_only("controls"):
-        for name in step.controls:
-            controls.CONTROLS[name](s)
-        for name in step.editors:
-            editors.matrix_editor(name, s)
-            imports.matrix_import(name, s)
-        for name in step.controls_after:
-            controls.CONTROLS[name](s)
+    if step.controls or step.editors or step.controls_after:  # no empty container: each element costs every edit
+        with printing.screen_only("controls"):
+            for name in step.controls:
+                controls.CONTROLS[name](s)
+            for name in step.editors:
+                editors.matrix_editor(name, s)
+                imports.matrix_import(name, s)
+            for name in step.controls_after:
+                controls.CONTROLS[name](s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
     st.session_state[_BODY_DRAWN] = body_drawn_from(s)
     # A whole run sends the grids first (their code loads while the rest is built); a rerun of the body after an edit
@@ -197,9 +198,10 @@ def results_of(key: str) -> None:
     for name in step.views:
         with printing.view(name):
             views.VIEWS[name](s, trace, key)
-    with printing.screen_only("compare"):
-        for name in step.compare:
-            compare.show(name, s, trace, key)
+    if step.compare and s.pin is not None:  # A beside now: only once a state is pinned
+        with printing.screen_only("compare"):
+            for name in step.compare:
+                compare.show(name, s, trace, key)
     if s.model_head is not None:  # a model's head: the edits flow back, and the model answers
         model_answers(s)
 
