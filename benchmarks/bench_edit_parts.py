@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_floor import _edit_for, _ready  # noqa: E402
+from benchmarks.bench_floor import _edit_for, _ready, floor_weights  # noqa: E402
 from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, rerun, streamlit_server  # noqa: E402
 
 # Before any page script: note when each websocket message is handed to the page and when the page sends, and when
@@ -72,26 +72,14 @@ def _kind(payload: bytes) -> str:
     return kind or "?"
 
 
-def _weights(w) -> object:
-    import numpy as np
-
-    x = np.array([[1.0, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
-    s = (x @ w) @ (x @ w).T / 2
-    a = np.exp(s - s.max(axis=1, keepdims=True))
-    return a / a.sum(axis=1, keepdims=True)
-
-
 def _floor_edit(rep: int, ours: bool) -> tuple[str, str]:
     """The value typed into the floor's cell (1, 1) and the text its heatmap then shows for weight (1, 1) (the floor
     writes ``.4f``; our chart code writes the page's format)."""
-    import numpy as np
-
     from attention import charts
 
-    w = np.random.RandomState(0).rand(4, 4)
-    w[1, 1] = 2.0 + rep
-    a = _weights(w)
-    return str(2.0 + rep), (charts.decimals_for(a, 4) if ours else "{:.4f}").format(a[1, 1])
+    value = str(2.0 + rep)
+    a = floor_weights(value)
+    return value, (charts.decimals_for(a, 4) if ours else "{:.4f}").format(a[1, 1])
 
 
 def _one(browser, app: str, url: str, rep: int) -> dict[str, float]:

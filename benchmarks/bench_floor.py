@@ -150,7 +150,8 @@ def _edit_for(preset_id: str, rep: int) -> tuple[str, str]:
     raise SystemExit(f"{preset_id}: no value of W_q[1, 1] tried writes a new number in the heatmap")
 
 
-def _expected_floor(value: str) -> str:
+def floor_weights(value: str):  # noqa: ANN201 - a numpy array; numpy is imported late here
+    """The floor app's 3 × 3 weights once its cell (1, 1) holds ``value`` (its own numbers, in numpy)."""
     import numpy as np
 
     w = np.random.RandomState(0).rand(4, 4)
@@ -158,8 +159,11 @@ def _expected_floor(value: str) -> str:
     x = np.array([[1.0, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
     s = (x @ w) @ (x @ w).T / 2
     a = np.exp(s - s.max(axis=1, keepdims=True))
-    a /= a.sum(axis=1, keepdims=True)
-    return f"{a[1, 1]:.4f}"
+    return a / a.sum(axis=1, keepdims=True)
+
+
+def _expected_floor(value: str) -> str:
+    return f"{floor_weights(value)[1, 1]:.4f}"
 
 
 def _one(browser, name: str, url: str, rep: int) -> tuple[float, float]:
