@@ -100,3 +100,20 @@ def test_visiting_every_page_changes_nothing(preset_id: str) -> None:
         at = goto(at, page)
         no_exception(at)
         assert ui_session.is_unedited(at.session_state["attention_session"]), (preset_id, page)
+
+
+def test_output_formula_names_w_o_when_it_is_in_use() -> None:
+    """The Output page's formula is the one its tables compute: O = AV without W_o, (AV)·W_o with it, and with
+    several heads their outputs side by side (concat) times W_o; each heads count and W_o from the address."""
+    cases = (
+        ({"wo": "0"}, "O = A V,", "W_o"),
+        ({"wo": "1"}, r"O = (A V)\, W_o", "concat"),
+        ({"wo": "1", "heads": "2"}, r"\operatorname{concat}(A_1 V_1, \dots, A_h V_h)\, W_o", "(A V)"),
+    )
+    for query, says, not_says in cases:
+        at = app("output", {"preset": "random_seed_42", **query})
+        no_exception(at)
+        s = at.session_state["attention_session"]
+        assert ("W_o" in s.matrices) == (query["wo"] == "1") and s.options.heads == int(query.get("heads", "1"))
+        formula = at.latex[0].value
+        assert says in formula and not_says not in formula, (query, formula)

@@ -113,10 +113,10 @@ def render(key: str) -> None:
         (BODIES.get(key) or MODEL_BODIES[key])(s)
         return
     step = STEPS[key]
-    setup(step.nav, step.file, tools=False)
+    s = setup(step.nav, step.file, tools=False)
     printing.print_layout()
     st.title(step.title)  # ours: the spec's title
-    widgets.formula(step.latex)
+    widgets.formula(step.latex(s) if callable(step.latex) else step.latex)
     body(key)
 
 

@@ -132,6 +132,16 @@ def softmax(s: session.Session, t: Trace | None) -> str:
     )
 
 
+def output_formula(s: session.Session) -> str:
+    """The Output page's formula: O = AV, or with W_o in use the heads' outputs side by side times W_o (what the
+    page's tables show: output = concat · W_o)."""
+    if "W_o" not in s.matrices:
+        return r"O = A V,\qquad o_i = \sum_j A_{ij} v_j"
+    if s.options.heads > 1:
+        return r"O = \operatorname{concat}(A_1 V_1, \dots, A_h V_h)\, W_o,\qquad h = " + str(s.options.heads)
+    return r"O = (A V)\, W_o,\qquad o_i = \Big(\sum_j A_{ij} v_j\Big)\, W_o"
+
+
 def output(s: session.Session, t: Trace | None) -> str:
     if t is None:
         return "Each output row is a weighted average of the value rows."

@@ -30,7 +30,7 @@ class Step:
     file: str
     nav: str
     title: str
-    latex: str
+    latex: str | Callable[[session.Session], str]  # the formula, or the state's (the Output page's names W_o in use)
     explain: Callable[[session.Session, Trace | None], str]
     editors: tuple[str, ...] = ()
     show: tuple[str, ...] = ()
@@ -136,7 +136,7 @@ STEPS: dict[str, Step] = {
             "pages/7_output.py",
             "Output (weights·V)",
             "Output: weighted sum of values",
-            r"O = A V,\qquad o_i = \sum_j A_{ij} v_j",
+            prose.output_formula,
             prose.output,
             show=("output",),
             heatmap="weights",
