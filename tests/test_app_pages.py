@@ -108,7 +108,8 @@ def test_output_formula_names_w_o_when_it_is_in_use() -> None:
     cases = (
         ({"wo": "0"}, "O = A V,", "W_o"),
         ({"wo": "1"}, r"O = (A V)\, W_o", "concat"),
-        ({"wo": "1", "heads": "2"}, r"\operatorname{concat}(A_1 V_1, \dots, A_h V_h)\, W_o", "(A V)"),
+        ({"wo": "1", "heads": "2"}, r"\operatorname{concat}(A_{1} V_{1}, A_{2} V_{2})\, W_o", "(A V)"),
+        ({"wo": "1", "heads": "4"}, r"\operatorname{concat}(A_{1} V_{1}, \dots, A_{4} V_{4})\, W_o", "(A V)"),
     )
     for query, says, not_says in cases:
         at = app("output", {"preset": "random_seed_42", **query})

@@ -137,8 +137,11 @@ def output_formula(s: session.Session) -> str:
     page's tables show: output = concat · W_o)."""
     if "W_o" not in s.matrices:
         return r"O = A V,\qquad o_i = \sum_j A_{ij} v_j"
-    if s.options.heads > 1:
-        return r"O = \operatorname{concat}(A_1 V_1, \dots, A_h V_h)\, W_o,\qquad h = " + str(s.options.heads)
+    h = s.options.heads
+    if h > 1:
+        heads = [f"A_{{{k}}} V_{{{k}}}" for k in range(1, h + 1)]
+        listed = ", ".join(heads) if h <= 3 else rf"{heads[0]}, \dots, {heads[-1]}"
+        return rf"O = \operatorname{{concat}}({listed})\, W_o"
     return r"O = (A V)\, W_o,\qquad o_i = \Big(\sum_j A_{ij} v_j\Big)\, W_o"
 
 
