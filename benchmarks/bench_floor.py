@@ -23,6 +23,10 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -150,7 +154,7 @@ def _edit_for(preset_id: str, rep: int) -> tuple[str, str]:
     raise SystemExit(f"{preset_id}: no value of W_q[1, 1] tried writes a new number in the heatmap")
 
 
-def floor_weights(value: str):  # noqa: ANN201 - a numpy array; numpy is imported late here
+def floor_weights(value: str) -> np.ndarray:
     """The floor app's 3 × 3 weights once its cell (1, 1) holds ``value`` (its own numbers, in numpy)."""
     import numpy as np
 

@@ -103,18 +103,27 @@ def test_visiting_every_page_changes_nothing(preset_id: str) -> None:
 
 
 def test_output_formula_names_w_o_when_it_is_in_use() -> None:
-    """The Output page's formula is the one its tables compute: O = AV without W_o, (AV)·W_o with it, and with
-    several heads their outputs side by side (concat) times W_o; each heads count and W_o from the address."""
+    """The Output page's formula is the one its tables compute: O = AV for one head, (AV)·W_o with W_o; with several
+    heads their outputs side by side (concat), each head with the value head that serves it (grouped-query: heads 1-2
+    read V_1, heads 3-4 V_2), times W_o when it is in use; heads, key/value heads and W_o from the address."""
     cases = (
-        ({"wo": "0"}, "O = A V,", "W_o"),
-        ({"wo": "1"}, r"O = (A V)\, W_o", "concat"),
-        ({"wo": "1", "heads": "2"}, r"\operatorname{concat}(A_{1} V_{1}, A_{2} V_{2})\, W_o", "(A V)"),
-        ({"wo": "1", "heads": "4"}, r"\operatorname{concat}(A_{1} V_{1}, \dots, A_{4} V_{4})\, W_o", "(A V)"),
+        ({"wo": "0"}, "O = A V,", ("W_o", "concat")),
+        ({"wo": "1"}, r"O = (A V)\, W_o", ("concat",)),
+        ({"wo": "0", "heads": "2"}, r"O = \operatorname{concat}(A_{1} V_{1}, A_{2} V_{2})", ("W_o", "(A V)")),
+        ({"wo": "1", "heads": "2"}, r"\operatorname{concat}(A_{1} V_{1}, A_{2} V_{2})\, W_o", ("(A V)",)),
+        ({"wo": "1", "heads": "4"}, r"\operatorname{concat}(A_{1} V_{1}, \dots, A_{4} V_{4})\, W_o", ("(A V)",)),
+        ({"wo": "0", "heads": "2", "kv": "1"}, r"\operatorname{concat}(A_{1} V_{1}, A_{2} V_{1})", ("V_{2}", "W_o")),
+        (
+            {"wo": "1", "heads": "4", "kv": "2"},
+            r"\operatorname{concat}(A_{1} V_{1}, \dots, A_{4} V_{2})\, W_o",
+            ("V_{4}",),
+        ),
     )
     for query, says, not_says in cases:
         at = app("output", {"preset": "random_seed_42", **query})
         no_exception(at)
         s = at.session_state["attention_session"]
         assert ("W_o" in s.matrices) == (query["wo"] == "1") and s.options.heads == int(query.get("heads", "1"))
+        assert s.options.kv == int(query.get("kv", query.get("heads", "1")))
         formula = at.latex[0].value
-        assert says in formula and not_says not in formula, (query, formula)
+        assert says in formula and not any(x in formula for x in not_says), (query, formula)

@@ -133,16 +133,20 @@ def softmax(s: session.Session, t: Trace | None) -> str:
 
 
 def output_formula(s: session.Session) -> str:
-    """The Output page's formula: O = AV, or with W_o in use the heads' outputs side by side times W_o (what the
-    page's tables show: output = concat · W_o)."""
-    if "W_o" not in s.matrices:
-        return r"O = A V,\qquad o_i = \sum_j A_{ij} v_j"
-    h = s.options.heads
-    if h > 1:
-        heads = [f"A_{{{k}}} V_{{{k}}}" for k in range(1, h + 1)]
-        listed = ", ".join(heads) if h <= 3 else rf"{heads[0]}, \dots, {heads[-1]}"
-        return rf"O = \operatorname{{concat}}({listed})\, W_o"
-    return r"O = (A V)\, W_o,\qquad o_i = \Big(\sum_j A_{ij} v_j\Big)\, W_o"
+    """The Output page's formula, as its tables compute it: O = AV for one head; with several, the heads' outputs side
+    by side, head k reading the value head that serves it (grouped-query: V_g for g = ⌈k · kv / h⌉); times W_o when
+    W_o is in use (output = concat · W_o)."""
+    o = s.options
+    w_o = r"\, W_o" if "W_o" in s.matrices else ""
+    if o.heads == 1:
+        return (
+            r"O = (A V)\, W_o,\qquad o_i = \Big(\sum_j A_{ij} v_j\Big)\, W_o"
+            if w_o
+            else r"O = A V,\qquad o_i = \sum_j A_{ij} v_j"
+        )
+    heads = [f"A_{{{k}}} V_{{{-(-k * o.kv // o.heads)}}}" for k in range(1, o.heads + 1)]
+    listed = ", ".join(heads) if o.heads <= 3 else rf"{heads[0]}, \dots, {heads[-1]}"
+    return rf"O = \operatorname{{concat}}({listed}){w_o}"
 
 
 def output(s: session.Session, t: Trace | None) -> str:
