@@ -20,7 +20,7 @@ from ..core.shown import per_head
 from ..core.text import esc
 from ..widgets import number_tables
 from ..widgets.chart_files import chart_files
-from ..widgets.common import chart_gap, show_messages
+from ..widgets.common import chart_gap, show_messages, vega_chart
 
 OPTIMISER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam"}
 ORDER_TARGETS = ("previous", "next", "first", "token")  # targets about where a token stands, not what it is
@@ -58,7 +58,7 @@ def heatmap(
         spec = charts.rect_spec(
             values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
         )
-        st.vega_lite_chart(spec, width="stretch")
+        vega_chart(spec, width="stretch")
         chart_files(spec, f"learned_{title}", f"learn.{title}")
     else:
         chart = charts.heatmap(

@@ -161,7 +161,7 @@ def heads(now: runs.Measured) -> None:
                     colour=colour,
                     row_height=row_px,
                 )
-                st.vega_lite_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
+                widgets.vega_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
                 chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
                 scores = " · ".join(
                     f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"

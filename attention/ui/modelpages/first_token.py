@@ -20,6 +20,7 @@ from ...names import token_labels
 from ..core import models, session
 from ..core.text import esc
 from ..state import inside
+from ..widgets.common import vega_chart
 from . import choose, every_head, overview, runs
 
 STRONG = 0.5  # a head is said to park its weight on token 1 when its mean share there is at least this
@@ -67,7 +68,7 @@ def sinks() -> None:
     left, right = st.columns([3, 2], gap="medium")
     with left:
         spec = overview.grid_spec(share, "Mean weight on token 1", f"queries 2–{len(ids)}, every layer × head")
-        st.vega_lite_chart(spec, width="stretch", key="inside.sink.grid")
+        vega_chart(spec, width="stretch", key="inside.sink.grid")
     with right:
         table = pd.DataFrame(
             np.round(share, 3), index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
@@ -98,7 +99,7 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             colour=charts.colour_for("weights", A),
             row_height=every_head.row_height(n),
         )
-        st.vega_lite_chart(spec, width="stretch", key="inside.sink.head")
+        vega_chart(spec, width="stretch", key="inside.sink.head")
     seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
     found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token
     if found.any() and nothing.any():

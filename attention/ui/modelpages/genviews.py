@@ -80,7 +80,7 @@ def query_and_row(w: walks.Walk) -> None:
         col_title="dimension of q",
         colour=charts.Colour((-limit, 0.0, limit), charts.DIVERGING, "q"),
     )
-    st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.q")
+    widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.q")
     widgets.chart_gap()
     labels = token_labels(runs.pieces(list(w.tokens)))
     spec = charts.heatmap_spec(
@@ -92,7 +92,7 @@ def query_and_row(w: walks.Walk) -> None:
         row_title="head",
         col_title="cached key (token)",
     )
-    st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.row")
+    widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.row")
     best = rows.argmax(axis=-1)  # (heads,)
     st.caption(
         "Where each head looks most: "
@@ -144,7 +144,7 @@ def cache_rows(w: walks.Walk) -> None:
         },
     }
     widgets.chart_gap()
-    st.vega_lite_chart(spec, width="stretch", key="inside.gen.chart.cache")
+    widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.cache")
     st.caption(
         f"Each layer's K and V have {t} rows of {c.n_heads} heads × {c.d_head} numbers: "
         + (

@@ -15,6 +15,7 @@ import streamlit as st
 from ... import charts
 from ...model import roles
 from ..state import inside
+from ..widgets.common import vega_chart
 
 DRAW_ALL = 16  # a model with at most this many heads (and at most PER_ROW a layer) draws every head's heatmap
 PER_ROW = 4  # heatmaps side by side
@@ -48,7 +49,7 @@ def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str)
         with col:
             values = scores_by_kind[kind]
             note = "" if np.isfinite(values).all() else "n/a: no token of the text occurs twice"
-            st.vega_lite_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=f"{key}.{kind}")
+            vega_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=f"{key}.{kind}")
     L, H = role_of.shape
     with st.expander("Every head's role and score, as a table"):
         cells = [

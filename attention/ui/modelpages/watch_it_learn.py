@@ -177,7 +177,7 @@ def heads(h: dict[str, np.ndarray], i: int) -> None:
                     colour=colour,
                     row_height=every_head.row_height(len(labels)),
                 )
-                st.vega_lite_chart(spec, width="stretch", key=f"inside.learn.chart.{layer}.{head}")
+                widgets.vega_chart(spec, width="stretch", key=f"inside.learn.chart.{layer}.{head}")
                 st.markdown(f"{runs.name(layer, head)}: previous-token **{prev:.2f}** · induction **{ind:.2f}**")
 
 
