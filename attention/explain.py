@@ -13,6 +13,7 @@ import numpy as np
 
 from . import positions
 from .errors import AttentionError
+from .heads import kv_block
 from .names import squeeze_batch
 from .trace import Trace
 
@@ -56,7 +57,7 @@ def explain_cell(trace: Trace, i: int, j: int, head: int = 0) -> CellExplanation
             f"the cell must be a query from 1 to {n} and a key from 1 to {n_keys}; got ({i + 1}, {j + 1})"
         )
     width = Q.shape[-1] // h
-    block = head // (h // trace.options.kv)  # the key block this head reads (itself unless grouped)
+    block = kv_block(head, h, trace.options.kv)  # the key block this head reads (itself unless grouped)
     q, k = Q[i, head * width : (head + 1) * width], K[j, block * width : (block + 1) * width]  # (d,), (d,)
     bias = 0.0
     if trace.options.positions == "alibi":  # the head's distance penalty, added after scaling

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import positions, steps
 from .errors import AttentionError
-from .heads import merge_heads, split_heads
+from .heads import kv_block, merge_heads, split_heads
 from .names import is_whole
 from .trace import Trace
 
@@ -189,8 +189,8 @@ def _one_head(trace: Trace, block_q: int, block_k: int, head: object) -> Flash:
     L, S = trace.Q.shape[-2], trace.K.shape[-2]
     Q = split_heads(trace.Q, h)  # (..., h, L, d_k/h): views
     q = Q[..., head, :, :]  # (..., L, d_k/h)
-    k = split_heads(trace.K, g)[..., head // (h // g), :, :]  # (..., S, d_k/h): the block head i reads
-    v = split_heads(trace.V, g)[..., head // (h // g), :, :]  # (..., S, d_v/h)
+    k = split_heads(trace.K, g)[..., kv_block(head, h, g), :, :]  # (..., S, d_k/h): the block head i reads
+    v = split_heads(trace.V, g)[..., kv_block(head, h, g), :, :]  # (..., S, d_v/h)
     allowed = None if trace.allowed is None else np.broadcast_to(trace.allowed, Q.shape[:-2] + (L, S))[..., head, :, :]
     bias = None
     if o.positions == "alibi":

@@ -60,6 +60,12 @@ def regroup(W: np.ndarray, h: int, kv_from: int, kv_to: int, projection: str = "
     return np.concatenate(pooled, axis=ax)  # (d_model, kv_to · w)
 
 
+def kv_block(head: int, heads: int, kv: int) -> int:
+    """The key/value block query head ``head`` reads (0-based), with ``heads`` query heads and ``kv`` key/value heads:
+    each block serves heads / kv consecutive query heads (``head`` itself when kv == heads)."""
+    return head // (heads // kv)
+
+
 def kind_of(heads: int, kv: int) -> str:
     """Multi-head (MHA), grouped-query (GQA) or multi-query (MQA) attention, for h heads and kv key/value heads."""
     if kv == heads:

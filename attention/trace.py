@@ -21,7 +21,7 @@ import numpy as np
 
 from . import masks, names, positions, steps
 from .errors import AttentionError, as_matrix, check_finite
-from .heads import head_weights
+from .heads import head_weights, kv_block
 from .options import Options, finite
 from .reading import Reading, read
 
@@ -96,7 +96,7 @@ class Trace:
         h, g, proj = self.options.heads, self.options.kv, self.options.projection
         if not (isinstance(i, (int, np.integer)) and 0 <= i < h):
             raise AttentionError(f"there is no head {i!r}: this trace has {h} head(s), numbered 0 to {h - 1}")
-        kv = i // (h // g)  # the key/value block head i reads (i itself unless grouped)
+        kv = kv_block(i, h, g)  # the key/value block head i reads (i itself unless grouped)
         dk, dv = self.Q.shape[-1] // h, self.V.shape[-1] // g
         concat = self.output if self.concat is None else self.concat
 
@@ -490,7 +490,7 @@ def all_heads(
         return attend(X_in, W_q, W_k, W_v, opts, allowed, rows, alibi_bias(opts, 0, n, s), X_kv)
     heads = []
     for i in range(h):
-        kv = i // (h // g)  # the key/value block query head i reads (i itself unless grouped)
+        kv = kv_block(i, h, g)  # the key/value block query head i reads (i itself unless grouped)
         W_q_i = head_weights(W_q, h, i, proj)  # (d_model, d_k/h) under X·W, transposed under X·Wᵀ
         W_k_i = head_weights(W_k, g, kv, proj)  # (d_model, d_k/h)
         W_v_i = head_weights(W_v, g, kv, proj)  # (d_model, d_v/h), d_v the heads' concatenated width

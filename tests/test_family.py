@@ -538,3 +538,12 @@ def test_numpy_sdpa_enable_gqa_matches_torch(hq: int, hkv: int) -> None:
             attention.scaled_dot_product_attention(
                 q, rand(rng, 2, hq - 1, 7, 3), rand(rng, 2, hq - 1, 7, 4), enable_gqa=True
             )
+
+
+@pytest.mark.parametrize(("h", "g"), [(1, 1), (4, 4), (4, 2), (4, 1), (6, 3), (8, 2)])
+def test_kv_block_is_the_block_of_consecutive_query_heads_each_key_value_head_serves(h: int, g: int) -> None:
+    """The oracle: the key/value heads' indices, each repeated h / g times, as torch's repeat_interleave does for
+    grouped-query attention."""
+    from attention.heads import kv_block
+
+    assert [kv_block(i, h, g) for i in range(h)] == np.repeat(np.arange(g), h // g).tolist()

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...heads import kv_block
 from ...names import token_labels
 from ...trace import Trace
 from ..core import session
@@ -48,7 +49,7 @@ def qkv(s: session.Session, t: Trace | None) -> str:
     kw, vw = t.K.shape[-1] // g, t.V.shape[-1] // g  # one key/value block's columns
 
     def kv(k: int) -> str:  # the key and value columns head k reads (its group's block)
-        b = k // (h // g)
+        b = kv_block(k, h, g)
         return f"k{b * kw + 1}–k{(b + 1) * kw}, v{b * vw + 1}–v{(b + 1) * vw}"
 
     heads = (
@@ -134,8 +135,8 @@ def softmax(s: session.Session, t: Trace | None) -> str:
 
 def output_formula(s: session.Session) -> str:
     """The Output page's formula, as its tables compute it: O = AV for one head; with several, the heads' outputs side
-    by side, head k reading the value head that serves it (grouped-query: V_g for g = ⌈k · kv / h⌉); times W_o when
-    W_o is in use (output = concat · W_o)."""
+    by side, head k reading the value head that serves it (grouped-query: :func:`attention.heads.kv_block`); times
+    W_o when W_o is in use (output = concat · W_o)."""
     o = s.options
     w_o = r"\, W_o" if "W_o" in s.matrices else ""
     if o.heads == 1:
@@ -144,7 +145,7 @@ def output_formula(s: session.Session) -> str:
             if w_o
             else r"O = A V,\qquad o_i = \sum_j A_{ij} v_j"
         )
-    heads = [f"A_{{{k}}} V_{{{-(-k * o.kv // o.heads)}}}" for k in range(1, o.heads + 1)]
+    heads = [f"A_{{{k + 1}}} V_{{{kv_block(k, o.heads, o.kv) + 1}}}" for k in range(o.heads)]
     listed = ", ".join(heads) if o.heads <= 3 else rf"{heads[0]}, \dots, {heads[-1]}"
     return rf"O = \operatorname{{concat}}({listed}){w_o}"
 
