@@ -31,7 +31,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_floor import _edit_for, _ready, floor_weights  # noqa: E402
+from benchmarks.bench_floor import (  # noqa: E402
+    _edit_for,
+    _ready,
+    floor_weights,
+    last_visible_grid,
+    retried,
+    type_into_cell,
+)
 from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, rerun, streamlit_server  # noqa: E402
 
 # Before any page script: note when each websocket message is handed to the page and when the page sends, and when
@@ -102,17 +109,7 @@ def _one(browser, app: str, url: str, rep: int) -> dict[str, float]:
             value, want = _edit_for("the_cat_sat", rep)
         else:
             value, want = _floor_edit(rep, ours=app != "floor")
-        grids = page.get_by_test_id("stDataFrame")
-        grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
-        box = grid.bounding_box()
-        page.mouse.click(box["x"] + 60, box["y"] + 35 * 1.5)
-        page.wait_for_timeout(200)
-        page.keyboard.press("ArrowDown")
-        page.keyboard.press("ArrowRight")
-        page.keyboard.press("Enter")
-        editor = page.locator("#portal .gdg-input")
-        editor.wait_for(timeout=5000)
-        editor.fill(value)
+        type_into_cell(page, last_visible_grid(page), value)
         page.wait_for_timeout(300)  # the page idle before the Enter
         page.evaluate(_WATCH, want)
         kinds.clear()
@@ -136,7 +133,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args()
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     apps = ("floor", "floor + our heatmap", "softmax page")
@@ -153,14 +149,7 @@ def main() -> None:
         )
         for rep in range(args.repeats + 1):  # the first round warms every server and is not counted
             for app in apps:
-                for _attempt in range(3):  # an edit that never shows is retried in a new context, and counted
-                    try:
-                        parts = _one(browser, app, urls[app], rep)
-                        break
-                    except PlaywrightTimeout:
-                        retries[app] += 1
-                else:
-                    raise SystemExit(f"{app}: the edit never showed in 3 tries")
+                parts = retried(app, retries, _one, browser, app, urls[app], rep)
                 if rep:
                     seen[app].append(parts)
     missing = {a: sum(any(math.isnan(p[k]) for k in FIELDS) for p in seen[a]) for a in apps}

@@ -1,7 +1,8 @@
 """This app against a floor app, side by side in one run: page load → first heatmap drawn, and edit one cell → the
 heatmap on the same screen shows the new numbers (goals: load ≤ 1.2× the floor, edit ≤ 1.2× the floor).
 
-The floor (benchmarks/floor/floor_app.py) is one 4 × 4 st.data_editor and one 3 × 3 Altair heatmap. This app is
+The floor (benchmarks/floor/floor_app.py; its editor and weights in floor/grid.py) is one 4 × 4 st.data_editor and
+one 3 × 3 Altair heatmap. This app is
 measured on /softmax?preset=<each document preset>, editing W_q[1, 1] in the input tabs beside the heatmap. Both
 servers run at the same time on the same machine; the floor app is measured just before each preset (so noise hits
 both), and each ratio is a preset's median over the floor's median of all its runs. An edit that never shows is
@@ -21,13 +22,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -100,9 +102,9 @@ def _load(page, url: str) -> float:
     return time.perf_counter() - t0
 
 
-def _edit(page, grid, value: str, text_after: str) -> float:
+def type_into_cell(page, grid, value: str) -> None:
     """Select cell (0, 0) of the grid, move to (1, 1) with the arrow keys (column widths differ between grids), open
-    its editor, type, Enter; time until the heatmap shows ``text_after``."""
+    its editor and type ``value``, short of the Enter that commits it."""
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 60, box["y"] + 35 * 1.5)
     page.wait_for_timeout(200)  # the grid takes the focus and the selection before the keys
@@ -112,6 +114,30 @@ def _edit(page, grid, value: str, text_after: str) -> float:
     editor = page.locator("#portal .gdg-input")
     editor.wait_for(timeout=5000)
     editor.fill(value)
+
+
+def last_visible_grid(page):  # noqa: ANN201 - a Playwright locator
+    """The page's last visible data grid: the open input tab's editor beside the Softmax heatmap."""
+    grids = page.get_by_test_id("stDataFrame")
+    return [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
+
+
+def retried(name: str, retries: dict[str, int], measure: Callable[..., T], *args: object) -> T:
+    """``measure(*args)`` (one new browser context), again when an edit never shows (a Playwright timeout), at most
+    3 tries; each retry is counted in ``retries[name]``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _attempt in range(3):
+        try:
+            return measure(*args)
+        except PlaywrightTimeout:
+            retries[name] += 1
+    raise SystemExit(f"{name}: the edit never showed in 3 tries")
+
+
+def _edit(page, grid, value: str, text_after: str) -> float:
+    """Type ``value`` into cell (1, 1) of the grid, press Enter; time until the heatmap shows ``text_after``."""
+    type_into_cell(page, grid, value)
     t0 = time.perf_counter()
     page.keyboard.press("Enter")
     page.get_by_test_id("stVegaLiteChart").first.get_by_text(text_after).first.wait_for(timeout=10_000)
@@ -156,14 +182,11 @@ def _edit_for(preset_id: str, rep: int) -> tuple[str, str]:
 
 def floor_weights(value: str) -> np.ndarray:
     """The floor app's 3 × 3 weights once its cell (1, 1) holds ``value`` (its own numbers, in numpy)."""
-    import numpy as np
+    from benchmarks.floor import grid
 
-    w = np.random.RandomState(0).rand(4, 4)
+    w = grid.start()
     w[1, 1] = float(value)
-    x = np.array([[1.0, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
-    s = (x @ w) @ (x @ w).T / 2
-    a = np.exp(s - s.max(axis=1, keepdims=True))
-    return a / a.sum(axis=1, keepdims=True)
+    return grid.weights(w)
 
 
 def _expected_floor(value: str) -> str:
@@ -184,8 +207,7 @@ def _one(browser, name: str, url: str, rep: int) -> tuple[float, float]:
                 page.get_by_role("tab", name="W_q").click()
             _ready(page)
             value, want = _edit_for(name, rep)
-            grids = page.get_by_test_id("stDataFrame")
-            grid = [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
+            grid = last_visible_grid(page)
         return t_load, _edit(page, grid, value, want)
 
 
@@ -195,8 +217,6 @@ def main() -> None:
     ap.add_argument("--presets", default=",".join(DOCUMENT_PRESETS), help="comma-separated; default: the documents'")
     ap.add_argument("--before", type=Path, help="another checkout of the app, measured beside this one")
     args = ap.parse_args()
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     presets = args.presets.split(",")
     versions = ("now", "before") if args.before else ("now",)
     names = ["floor", *(f"{v} {p}" for p in presets for v in versions)]
@@ -210,14 +230,7 @@ def main() -> None:
                 runs = [("floor", "floor", f"{floor}/")]
                 runs += [(f"{v} {preset_id}", preset_id, f"{apps[v]}/softmax?preset={preset_id}") for v in versions]
                 for name, what, url in runs:
-                    for _attempt in range(3):  # an edit that never shows is retried in a new context, and counted
-                        try:
-                            t_load, t_edit = _one(browser, what, url, rep)
-                            break
-                        except PlaywrightTimeout:
-                            retries[name] += 1
-                    else:
-                        raise SystemExit(f"{name}: the edit never showed in 3 tries")
+                    t_load, t_edit = retried(name, retries, _one, browser, what, url, rep)
                     if rep:
                         loads[name].append(t_load)
                         edits[name].append(t_edit)
