@@ -1,11 +1,11 @@
 """This app against a floor app, side by side in one run: page load → first heatmap drawn, and edit one cell → the
 heatmap on the same screen shows the new numbers (goals: load ≤ 1.2× the floor, edit ≤ 1.2× the floor).
 
-The floor (benchmarks/floor/floor_app.py; its editor and weights in floor/grid.py) is one 4 × 4 st.data_editor and one 3
-× 3 Altair heatmap. This app is measured on /softmax?preset=<each document preset>, editing W_q[1, 1] in the input tabs
-beside the heatmap. Both servers run at the same time on the same machine; the floor app is measured just before each
-preset (so noise hits both), and each ratio is a preset's median over the floor's median of all its runs. An edit that
-never shows is retried in a new context and counted (printed when any). Prints medians and ratios. Needs
+The floor (benchmarks/floor/floor_app.py; its editor and weights in floor/grid.py) is one 4 × 4 st.data_editor and one
+3 × 3 Altair heatmap. This app is measured on /softmax?preset=<each document preset>, editing W_q[1, 1] in the input
+tabs beside the heatmap. Both servers run at the same time on the same machine; the floor app is measured just before
+each preset (so noise hits both), and each ratio is a preset's median over the floor's median of all its runs. An edit
+that never shows is retried in a new context and counted (printed when any). Prints medians and ratios. Needs
 /usr/bin/chromium and playwright. ``--before PATH``: also serve the app from another checkout (e.g. the main branch in a
 second work tree), measured right after this one for each preset, so a change is compared with what it replaces in one
 run.
