@@ -127,3 +127,19 @@ def test_output_formula_names_w_o_when_it_is_in_use() -> None:
         assert s.options.kv == int(query.get("kv", query.get("heads", "1")))
         formula = at.latex[0].value
         assert says in formula and not any(x in formula for x in not_says), (query, formula)
+
+
+def test_output_prose_names_head_1s_columns_of_v_and_of_the_output() -> None:
+    """ "V₁ is head 1's columns v1–vW of V ... columns 1–W": W is one head's share of the output, which is the output's
+    width over the heads (the oracle: attention.self_attention's output), for every head and key/value head count;
+    with grouped-query heads it says how many heads share each value head."""
+    for heads, kv in ((2, 2), (4, 4), (4, 2), (4, 1)):
+        at = app("output", {"preset": "random_seed_42", "wo": "0", "heads": str(heads), "kv": str(kv)})
+        no_exception(at)
+        s = at.session_state["attention_session"]
+        m = s.matrices
+        t = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=s.tokens, options=s.options)
+        width = t.output.shape[-1] // heads
+        prose = " ".join(md.value for md in at.markdown)
+        assert width >= 1 and f"columns v1–v{width} of V" in prose and f"columns 1–{width} of output" in prose
+        assert (f"({heads // kv} heads share each)" in prose) == (kv < heads), (heads, kv)

@@ -174,9 +174,16 @@ def output(s: session.Session, t: Trace | None) -> str:
     else:
         rest = "head 2 gives" if h == 2 else f"heads 2–{h} give"
         into = "output" if t.W_o is None else "concat"
+        g = t.options.kv
+        width = d_v // g  # one key/value head's columns of V, and one head's columns of the output
+        own = (
+            "its own columns of V"
+            if g == h
+            else f"the columns of V of the key/value head it reads ({h // g} heads share each)"
+        )
         row1 = (
-            f"with {h} heads, each head mixes its own columns of V by its own weights. In head 1, row 1 = "
-            f"{parts}{more}, where V₁ is head 1's columns v1–v{d_v // h} of V: that gives columns 1–{d_v // h} of "
+            f"with {h} heads, each head mixes {own} by its own weights. In head 1, row 1 = "
+            f"{parts}{more}, where V₁ is head 1's columns v1–v{width} of V: that gives columns 1–{width} of "
             f"{into} row 1, and {rest} the other columns the same way with their own weights. "
         )
     return (
