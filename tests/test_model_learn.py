@@ -226,7 +226,7 @@ def test_the_reruns_bound_is_wide_for_rounding_and_tight_for_a_changed_recipe() 
         return Model(m.config, {k: np.nextafter(v, np.inf) for k, v in m.params.items()}, m.vocab, name=m.name)
 
     rounding = _rerun(script, steps, recipe_model=nudged)
-    assert np.allclose(rounding["losses"][:steps], z["losses"][:steps], rtol=RTOL / 1000, atol=0)  # 1000× inside the bound
+    assert np.allclose(rounding["losses"][:steps], z["losses"][:steps], rtol=RTOL / 1000, atol=0)  # 1000× inside
     assert _differs(rounding, z, steps) is None
     rate, batch = script.learning_rate, script.batch
 
