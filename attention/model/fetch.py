@@ -1,4 +1,4 @@
-"""Fetch a checkpoint from the Hugging Face Hub into the models folder, where the app's model chooser lists it::
+"""Fetch a checkpoint from the Hugging Face Hub into the models folder, where the app's model chooser lists it.
 
     python -m attention.model.fetch HuggingFaceTB/SmolLM2-135M      # -> models/HuggingFaceTB--SmolLM2-135M
 
@@ -113,7 +113,7 @@ def check_sizes(repo_id: str, files: list[str], sizes: dict[str, int | None]) ->
 
 def shards(index: Path, repo_id: str, sizes: dict[str, int | None]) -> list[str]:
     """The shard files a downloaded model.safetensors.index.json names, each one the listing has."""
-    try:
+    try:  # its size is bounded: the hub listed at most MAX_CONFIG_BYTES, and what arrived has the listed size
         weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
     except (ValueError, AttributeError):
         weight_map = None
@@ -202,12 +202,15 @@ def _get(repo_id: str, commit: str, files: list[str], temp: Path, sizes: dict[st
 
 def _bar(label: str) -> type:
     """A progress bar class for one file: tqdm itself, not the hub's subclass, so it shows in a log as on a terminal,
-    labelled with the file's name (the hub's labels it with the end of its address)."""
+    labelled with the file's name where the hub would label it with the end of its address."""
     from tqdm import tqdm
 
     class Bar(tqdm):
         def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **{**kwargs, "desc": label})  # type: ignore[arg-type]
+            desc = str(kwargs.get("desc") or "")
+            if not desc or desc.startswith("(…)") or "/" in desc:  # an address, not a name
+                kwargs["desc"] = label
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     return Bar
 

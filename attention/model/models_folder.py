@@ -1,11 +1,11 @@
-"""The models folder: where ``python -m attention.model.fetch`` writes checkpoints, one folder a model, and which of
-its folders the app offers in its model chooser.
+"""The models folder: where the fetch command writes checkpoints, and the folders in it the app's chooser offers.
 
-The folder is ``models`` in the working folder, or the folder named by the environment variable
-:data:`FOLDER_ENV`. A model's folder is listed under its own name, as ``server:NAME``, when the name is
-:func:`plain` (ASCII letters, digits, '-', '_' or '.', at most :data:`MAX_NAME`, not starting with '.'): a download
-still under way is in a hidden sibling (:func:`partial`) and is renamed to its name only when complete, so a
-half-written model is never listed. Listing reads names only: a folder that does not open says so when chosen.
+``python -m attention.model.fetch`` writes one folder a model into ``models`` in the working folder, or into the
+folder named by the environment variable :data:`FOLDER_ENV`. A model's folder is listed under its own name, as
+``server:NAME``, when the name is :func:`plain` (ASCII letters, digits, '-', '_' or '.', at most :data:`MAX_NAME`, not
+starting with '.'): a download still under way is in a hidden sibling (:func:`partial`), renamed to its name only
+when complete, so a half-written model is never listed. Listing reads names only: a folder that does not open says
+so when it is chosen.
 """
 
 from __future__ import annotations
