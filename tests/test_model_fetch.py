@@ -167,8 +167,11 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, byte
     return {**files, **junk}, model
 
 
-def _run(url: str, tmp_path: Path, *args: str, wait: bool = True) -> subprocess.CompletedProcess | subprocess.Popen:
-    """The command, as a person runs it, against the local hub only: every other address goes to a dead proxy."""
+def _run(
+    url: str, tmp_path: Path, *args: str, wait: bool = True, script: bool = False
+) -> subprocess.CompletedProcess | subprocess.Popen:
+    """The command (or scripts/fetch_model.py), as a person runs it, against the local hub only: every other address
+    goes to a dead proxy."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("HF_", "HUGGING", "TRANSFORMERS_"))}
     env.update(
         HF_ENDPOINT=url,
@@ -181,7 +184,7 @@ def _run(url: str, tmp_path: Path, *args: str, wait: bool = True) -> subprocess.
         NO_PROXY="127.0.0.1,localhost",
         ATTENTION_MODELS_DIR=str(tmp_path / "models"),
     )
-    command = [sys.executable, "-m", "attention.model.fetch", *args]
+    command = [sys.executable, *(["scripts/fetch_model.py"] if script else ["-m", "attention.model.fetch"]), *args]
     if not wait:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -385,7 +388,7 @@ def test_a_model_already_fetched_is_not_fetched_again(hub, checkpoint, tmp_path:
     state.repos[REPO] = checkpoint[0]
     assert _run(url, tmp_path, f"https://huggingface.co/{REPO}").returncode == 0  # a pasted page address works
     state.requests.clear()
-    done = _run(url, tmp_path, REPO)
+    done = _run(url, tmp_path, REPO, script=True)  # the script is the same command
     assert done.returncode == 0 and "is already there" in done.stdout
     assert state.requests == []
 
