@@ -152,7 +152,7 @@ def fetch(repo: str, *, revision: str = "main", name: str | None = None, say: Sa
     say(f"{repo_id} at {commit[:12]}: {', '.join(files)} ({_size(total)}) -> {final}")
     temp.mkdir(parents=True, exist_ok=True)
     small = [CONFIG, INDEX] if files[-1] == INDEX else [CONFIG]
-    _get(repo_id, commit, small, temp, sizes, say)
+    _get(repo_id, commit, small, temp, sizes)
     try:
         read_config(temp / CONFIG)  # refused here, before any weight, by the loader's own rules
         if files[-1] == INDEX:
@@ -161,7 +161,7 @@ def fetch(repo: str, *, revision: str = "main", name: str | None = None, say: Sa
     except AttentionError as exc:
         shutil.rmtree(temp, ignore_errors=True)
         raise AttentionError(f"{repo_id} cannot be opened here: {exc.message}", field=exc.field) from None
-    _get(repo_id, commit, [f for f in files if f not in small], temp, sizes, say)
+    _get(repo_id, commit, [f for f in files if f not in small], temp, sizes)
     shutil.rmtree(temp / ".cache", ignore_errors=True)  # huggingface_hub's notes on each file, for resuming
     try:
         os.rename(temp, final)  # atomic: the folder appears complete or not at all
@@ -184,7 +184,7 @@ def _listing(repo_id: str, revision: str) -> tuple[str, dict[str, int | None]]:
     return info.sha, {s.rfilename: s.size for s in info.siblings}
 
 
-def _get(repo_id: str, commit: str, files: list[str], temp: Path, sizes: dict[str, int | None], say: Say) -> None:
+def _get(repo_id: str, commit: str, files: list[str], temp: Path, sizes: dict[str, int | None]) -> None:
     """Download ``files`` of ``commit`` into ``temp``, a bar for each (huggingface_hub keeps a file already complete
     there from an earlier run without asking the hub again)."""
     from huggingface_hub import hf_hub_download
