@@ -7,7 +7,9 @@
       gpt2 = "/srv/models/gpt2"       # a folder with config.json, model.safetensors and a tokenizer
 
   or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins). A name is
-  ASCII letters, digits, '-', '_' or '.' (at most 40); a relative folder is read from the server's working folder;
+  ASCII letters, digits, '-', '_' or '.' (at most 40); a relative folder is read from the server's working folder.
+  Every folder in the models folder (``models/``, where ``python -m attention.model.fetch`` writes) is offered too,
+  under its own name (:mod:`attention.model.models_folder`); a name set above wins;
 - ``"upload:HASH"`` and ``"trained:HASH"``: a model uploaded or trained by a learner, named by its content, held by
   this server process (at most :data:`HELD_MAX` of them, the oldest let go first). These cannot travel in a link.
 
@@ -30,7 +32,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io import presets as presets_mod
 from ...io.presets import Preset
-from ...model import Model, ablate, builtin, load
+from ...model import Model, ablate, builtin, load, models_folder
 from ...model.induction import history, sequences
 from ...model.vocab import WordVocab
 
@@ -40,7 +42,7 @@ SERVER, UPLOAD, TRAINED = "server:", "upload:", "trained:"
 MAX_TOKENS = 64  # a tokenizer's text is cut off here for the pages' speed (every head's heatmap is n × n)
 DEFAULT_TEXT = "The cat sat on the mat."  # a model without ready-made texts starts on its tokens, repeated
 HELD_MAX = 6  # uploaded or trained models held by this process at once
-MAX_NAME = 40  # a server model's name, as listed
+MAX_NAME = models_folder.MAX_NAME  # a server model's name, as listed
 LOCK = threading.Lock()  # a Model's run cache is not shared safely between sessions' threads
 _HELD: OrderedDict[str, Model] = OrderedDict()
 _HELD_LOCK = threading.Lock()
@@ -48,7 +50,8 @@ _WARNED: set[tuple[str, str]] = set()
 
 
 def server_folders() -> dict[str, Path]:
-    """The checkpoint folders the server's owner listed, by name (names of letters, digits, '-', '_', '.')."""
+    """The checkpoint folders the server's owner listed, by name (names of letters, digits, '-', '_', '.'), then
+    those in the models folder that no listed name takes."""
     raw = os.environ.get("ATTENTION_MODELS")
     pairs: list[tuple[object, object]] = []
     if raw:
@@ -63,13 +66,14 @@ def server_folders() -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name, folder in pairs:
         name, folder = str(name).strip(), str(folder).strip()
-        plain = all(c.isascii() and (c.isalnum() or c in "-_.") for c in name)
-        if not (0 < len(name) <= MAX_NAME and plain and folder):
+        if not (models_folder.plain(name) and folder):
             if (name, folder) not in _WARNED:  # said once per process, not on every run
                 _WARNED.add((name, folder))
                 _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
             continue
         out[name] = Path(folder).expanduser()
+    for name, path in models_folder.listed().items():
+        out.setdefault(name, path)
     return out
 
 
