@@ -180,8 +180,17 @@ def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
 
 
 def read() -> tuple[session.Session, list[str]]:
-    """The session the address describes (edits included), and notes on what it could not restore."""
-    qp, notices = bounded(st.query_params.to_dict())
+    """The session the address describes (edits included), and notes on what it could not restore; the model pages'
+    state and the class membership are restored from it too."""
+    s, notices = decode(st.query_params.to_dict())
+    qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
+    return s, notices + membership.restore(qp) + inside.restore(qp)
+
+
+def decode(query: Mapping[str, str]) -> tuple[session.Session, list[str]]:
+    """The session a link's parameters describe (edits and the running challenge included), and notes on what could
+    not be restored; reads nothing but ``query``."""
+    qp, notices = bounded(query)
     s, more = rebuild(qp)
     notices += more
     token = qp.get("edits")
@@ -197,7 +206,7 @@ def read() -> tuple[session.Session, list[str]]:
             for name, arr in decoded.items():
                 s.matrices[name] = np.array(arr, dtype=np.float64)
             s.version += 1
-    notices += playing.restore(qp, s) + membership.restore(qp) + inside.restore(qp)
+    notices += playing.restore(qp, s)
     return s, notices
 
 

@@ -1,0 +1,113 @@
+"""The address as a table: every link parameter survives write -> read, a bad value of each is named and leaves the
+rest, and literal links written by earlier versions still decode to the same state and are written back byte for
+byte (the order of the parameters included: the shared link is their urlencoding)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import numpy as np
+import pytest
+
+from attention.ui.address import url
+from attention.ui.core import session as session_mod
+
+# Links as the writer made them before the address became a table (each the parameters in the order written). Kept
+# literally: a link shared then must open the same state now.
+OLD_LINKS = [
+    (('preset', 'she_likes_coffee'),),
+    (('preset', 'the_cat_sat'), ('seed', '7')),
+    (('preset', 'blank'), ('seed', '3'), ('size', '5x6x4')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('proj', 'x_wt')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('tokens', 'a dog ran')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('tokens', 'a big dog ran far')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('roll', '2')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('dm', '6'), ('dk', '5'), ('dv', '3')),
+    (('preset', 'i_am_batman'), ('softmax', 'global_max'), ('scale', 'none'), ('temp', '0.5')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('scale', '2.5')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('mask', 'causal+padding'), ('pad', '2')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('mask', 'custom'), ('cmask', '100.110.111')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('mask', 'window'), ('win', '2')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('pos', 'sinusoidal')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('pos', 'learned')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('softmax', 'none'), ('pos', 'alibi')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('pos', 'rotary')),
+    (('preset', 'the_cat_sat_on_the_mat'), ('seed', '89299'), ('dk', '4'), ('dv', '4'), ('heads', '2'), ('kv', '1')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('src', 'le chat noir')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('wo', '1')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('digits', 'full')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('digits', '6')),
+    (('preset', 'random_seed_42'), ('seed', '11'), ('mask', 'causal'), ('heads', '2'), ('wo', '1'), ('digits', '3')),
+    (('preset', 'model'), ('mh', 'induction~2.1~4.17.9.4.17~1.2z')),
+    (('preset', 'model'), ('mh', 'induction~1.2~1.2.3~')),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('edits',
+        "v1.z-LoKslqyih42mNkYGJgZmBhgIAGBhTwwZ4BDZgYg8BldHEHVPWYNABHJwj7"
+    )),
+    (('preset', 'random_seed_42'), ('seed', '5'), ('dk', '3'), ('edits',
+        "v1.Ji0XuVZxLwB42gFnAJj_AQECAAQAA8SKdMfOLvU_Jk5YIj9l3j_6K1VHVR4FQDPutrIe4vM_D-uI3nVs7D-AXSS7iy7-P20nZ"
+        "BLuy_w_w8osSMWE6T-tzx6xcFTrP119ACo2cu8_Jvlqtfat2z_uCP4ONMzfP8I5L2Q"
+    )),
+    (('preset', 'the_cat_sat'), ('seed', '0'), ('playing',
+        "c1.d9au7dYpsF142m2SwY7UMAyGX8XKpZdu2QHEoRLckeCCVgKE0MjTetqoaVJid4Zqte-O3bKwo5lb4t_5_NvOozumPKK42qEIR"
+        "fEp3jU9hkCxo1c7Vzrfqsgo-5DSwPsDNoNGxUsgFT7jQFCoXIDpYDKgQPHQU6F5UyYmw0tP-0YpmqrhlFvKrt5V96XrEoZLUudPZ"
+        "JBAyAL31TtIR_DC8M8jSNpKVPA9zTDiAtR6gRTDAl_3QwlaT8OS_W89KmtUPK_RgRau1EOToj5RmKsfnSyTtdNQCCphzrjo9Uy-6"
+        "4U1ktN5G8P60PxqdWtk0uOH93o6YZgVoW6fSmdm8GAT-uHUjvtZut5Hm8Mnm5L6-VavZmg8UNv62FmLW_eebyjWK0xhZtDlHG8k6"
+        "GyLEjg9t3jBw3DGhS-kG8BnyVAVfEHPBr96lFUgvq4jKVXwMbIQtiVMM_dXVED1AcecxlX6NVP-D6j_5sxG13kztK8BYwvtW8tZt"
+        "7o5eJGx2zLeVPBwBdw6DzAl1j2faB1PpA7tsn4DlXQrL1x5qUH_K9DJQHHWEWfw8bYd-4R3u8o9_QFJTBMI"
+    )),
+]
+
+
+def _decoded(pairs) -> session_mod.Session:
+    s, notices = url.decode(dict(pairs))
+    assert not notices, notices
+    return s
+
+
+@pytest.mark.parametrize("pairs", OLD_LINKS, ids=lambda p: "&".join(k for k, _ in p))
+def test_an_old_link_decodes_and_is_written_back_byte_for_byte(pairs) -> None:
+    q, notes = url.link(_decoded(pairs))
+    assert urlencode(q) == urlencode(pairs)
+    assert not notes
+
+
+def test_old_links_decode_to_the_states_they_describe() -> None:
+    """What each old link meant, read from the link itself (not from the code's output)."""
+    s = _decoded(OLD_LINKS[4])
+    assert s.tokens == ("a", "dog", "ran") and s.matrices["X"].shape[0] == 3
+    s = _decoded(OLD_LINKS[7])
+    assert (s.dims.d_model, s.dims.d_k, s.dims.d_v) == (6, 5, 3)
+    s = _decoded(OLD_LINKS[8])
+    assert (s.options.softmax, s.options.scale, s.options.temperature) == ("global_max", 1.0, 0.5)
+    s = _decoded(OLD_LINKS[10])
+    assert s.options.mask == ("causal", "padding") and s.options.padding == (False, True, False)
+    s = _decoded(OLD_LINKS[11])
+    assert s.options.custom_mask == ((True, False, False), (True, True, False), (True, True, True))
+    s = _decoded(OLD_LINKS[17])
+    assert (s.options.heads, s.options.kv) == (2, 1)
+    assert _decoded(OLD_LINKS[18]).source == ("le", "chat", "noir")
+    assert "W_o" in _decoded(OLD_LINKS[19]).matrices
+    assert _decoded(OLD_LINKS[20]).digits is None and _decoded(OLD_LINKS[21]).digits == 6
+    s = _decoded(OLD_LINKS[23])
+    assert s.preset_id == session_mod.MODEL
+    assert (s.model_head.model_id, s.model_head.layer, s.model_head.head) == ("induction", 1, 0)
+    assert s.model_head.ids == (4, 17, 9, 4, 17) and s.model_head.ablations == ((0, 1, "zero"),)
+    s, base = _decoded(OLD_LINKS[25]), _decoded(OLD_LINKS[25][:2])
+    assert s.matrices["X"][0, 0] == 0.0 and np.signbit(s.matrices["X"][0, 0])  # -0.0, as edited
+    assert s.matrices["X"][1, 1] == 0.1 + 0.2
+    changed = s.matrices["X"] != base.matrices["X"]
+    assert changed.sum() == 2 and changed[0, 0] and changed[1, 1]  # the two cells edited, no other
+    assert _decoded(OLD_LINKS[27]).challenge.id == "sat_looks_back"
+
+
+def test_what_cannot_travel_is_named() -> None:
+    s = _decoded((("preset", "the_cat_sat"), ("digits", "3"), ("tokens", "a b c")))
+    s.pin = session_mod.Pinned(s.tokens, dict(s.matrices), s.options, "A")
+    s.epoch += 1
+    q, notes = url.link(s)
+    assert q == {"preset": "the_cat_sat", "seed": "0", "tokens": "a b c", "digits": "3"}
+    assert notes == ["the pinned state A."]
+    s.tokens, s.epoch = ("a b", "c", "d"), s.epoch + 1
+    q, notes = url.link(s)
+    assert q == {"preset": "the_cat_sat", "seed": "0", "digits": "3"}
+    assert notes[0].startswith("the sentence (tokens with spaces in them")
