@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import numpy as np
 import pytest
 
-from attention.ui.address import url
+from attention.ui.address import params, url
 from attention.ui.core import session as session_mod
 
 # Links as the writer made them before the address became a table (each the parameters in the order written). Kept
@@ -111,3 +111,84 @@ def test_what_cannot_travel_is_named() -> None:
     q, notes = url.link(s)
     assert q == {"preset": "the_cat_sat", "seed": "0", "digits": "3"}
     assert notes[0].startswith("the sentence (tokens with spaces in them")
+
+
+# ----------------------------------------------------------------------------------------- the whole table
+
+
+def test_every_parameter_of_the_table_is_in_an_old_link_that_round_trips() -> None:
+    """Each record of the table is written and read back by at least one of the links above (all checked byte for
+    byte), and the address bar knows each one."""
+    written = {k for pairs in OLD_LINKS for k, _ in pairs}
+    assert written == {p.name for p in params.PARAMS}
+    assert {p.name for p in params.PARAMS} <= set(url.PARAMS)
+
+
+def test_many_parameters_at_once_survive_write_then_read() -> None:
+    s = _decoded(
+        (("preset", "random_seed_42"), ("seed", "9"), ("proj", "x_wt"), ("tokens", "one two three four five"),
+         ("dm", "5"), ("dk", "4"), ("dv", "4"), ("softmax", "none"), ("scale", "0.25"), ("temp", "2.0"),
+         ("mask", "causal+padding"), ("pad", "1,3"), ("pos", "learned"), ("heads", "2"), ("kv", "1"),
+         ("src", "ein zwei"), ("wo", "1"), ("digits", "full"))
+    )  # fmt: skip
+    s.matrices["X"] = s.matrices["X"] + 1.0
+    s.epoch += 1
+    q, notes = url.link(s)
+    assert not notes and "edits" in q
+    back = _decoded(tuple(q.items()))
+    assert url.link(back)[0] == q
+    assert (back.tokens, back.options, back.source, back.digits) == (s.tokens, s.options, s.source, s.digits)
+    assert all(session_mod.identical(back.matrices[n], s.matrices[n]) for n in s.matrices)
+    assert back.matrices.keys() == s.matrices.keys() == {"X", "W_q", "W_k", "W_v", "W_o", "P"}
+
+
+GOOD = {"preset": "the_cat_sat", "digits": "6", "src": "le chat"}
+BAD = {  # one bad value of each parameter, and the preset it is read with when not the_cat_sat
+    "preset": ("nope", None),
+    "seed": ("x1", None),
+    "size": ("0x9x9", "blank"),
+    "mh": ("induction~9.9", "model"),
+    "proj": ("x_y", None),
+    "tokens": ("a " * 3000, None),
+    "roll": ("99", None),
+    "dm": ("0", None),
+    "dk": ("-1", None),
+    "dv": ("four", None),
+    "softmax": ("softer", None),
+    "scale": ("huge", None),
+    "temp": ("0", None),
+    "mask": ("maskless", None),
+    "pad": ("9", None),
+    "cmask": ("10.01", None),
+    "pos": ("rope", None),
+    "heads": ("7", None),
+    "kv": ("5", None),
+    "win": ("0", None),
+    "src": ("<b>" * 2000, None),
+    "wo": ("2", None),
+    "digits": ("5", None),
+    "playing": ("c1.forged", None),
+    "edits": ("v1.forged", None),
+}
+
+
+def test_the_bad_values_cover_the_table() -> None:
+    assert set(BAD) == {p.name for p in params.PARAMS}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_a_bad_value_of_each_parameter_is_named_and_leaves_the_rest(name: str) -> None:
+    text, preset = BAD[name]
+    query = {**GOOD, **({"preset": preset} if preset else {}), name: text}
+    s, notices = url.decode(query)
+    assert len(notices) == 1, notices
+    assert notices[0].startswith(("The link's", "The link asked")), notices
+    assert name in notices[0] or text[:8] in notices[0] or name in ("mh", "tokens", "playing", "edits", "temp")
+    if name != "digits":
+        assert s.digits == 6
+    if name != "src":
+        assert s.source == ("le", "chat")
+    good, _ = url.decode({k: v for k, v in query.items() if k != name})
+    if name not in ("preset", "mh", "size"):  # those choose the preset the rest is read with
+        assert s.tokens == good.tokens and s.options == good.options
+        assert all(session_mod.identical(s.matrices[n], good.matrices[n]) for n in good.matrices)

@@ -93,6 +93,7 @@ class Decl:
     rerun: str | None = None
     key: Callable[[Any], Hashable] = same
     shown: Callable[[Any], Hashable] | None = None
+    param: Any = None  # a field that travels by itself: its record in the address's table (address.params.Param)
 
 
 def declare(
