@@ -10,7 +10,8 @@ A field is declared with :func:`declare` (a ``dataclasses.field`` carrying a :cl
 - :func:`fingerprint`: what the page outside a step page's body (``PAGE``), or the body beside its results
   (``BODY``), was drawn from (``app.frame.drawn_from`` / ``body_drawn_from``): a change of it reruns that part;
 - :func:`content`: what values derived from the whole state depend on (``session.derived``: the link, "unedited");
-- :func:`travelling`: the fields a link carries (each has its records in :mod:`attention.ui.address.params`).
+- ``travels``: the fields a link carries; each has its records in :mod:`attention.ui.address.params` (a field may
+  declare its own, ``param``).
 """
 
 from __future__ import annotations
@@ -152,8 +153,3 @@ def content(state: Any) -> tuple:
         for name, d in declared(state)
         if d.travels or d.rerun == PAGE or d.part == NUMBERS
     )
-
-
-def travelling(state: Any) -> tuple[str, ...]:
-    """The fields a link carries."""
-    return tuple(name for name, d in declared(state) if d.travels)
