@@ -1,201 +1,294 @@
-"""The session an address describes: :func:`rebuild` from the query parameters, one small step per parameter group.
+"""The steps a rebuild from an address takes beyond single parameters: its context, the session, the one resize.
 
-Every value is user text: a value that cannot be used leaves a notice (Markdown, quoted through
-:func:`attention.ui.core.text.quoted`) and the preset's own value in force. The steps run in the order the
-controls would make that state, and reshape through :mod:`attention.ui.state.reshapes`, as the controls do.
+:func:`attention.ui.address.url.rebuild` runs the records of :mod:`.params` in order against a :class:`Reading`;
+this module holds what they share: :func:`start` builds the session once the preset, seed, size and model head are
+read, :func:`use_sizes` makes one resize of the sentence and sizes (as the controls make it), and the edits are
+decoded and found. Every value is user text: a notice quotes it through :func:`attention.ui.core.text.quoted`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from ... import names
 from ...errors import AttentionError
-from ...io import presets as presets_mod
+from ...io import links
+from ...io.presets import Preset
+from ...labs import challenges as ch
+from ...trace import Options
 from ..core import session
 from ..core.text import esc, quoted
 from ..state import reshapes
 from ..state.family import source_problem
 from . import inside
-from .options import read_options, whole
+from .options import whole
 
 MAX_TOKENS_TEXT = 4000  # characters of the sentence carried in an address
+_LINK_PREFIX = "the link's edits cannot be restored: "
 
 
-def _size(text: str) -> tuple[int, int, int] | None:
+class Refused(Exception):
+    """A value that gives no state, and why (Markdown, user text quoted): the record's notice says it."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass
+class Reading:
+    """A session being rebuilt from a query: the values read so far that wait for a group, and the notices."""
+
+    qp: Mapping[str, str]
+    s: session.Session | None = None
+    pending: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Writing:
+    """What a link is written against: the preset the parameters start from (its options, sizes and matrices), the
+    parameters written so far, what cannot travel, and the session the parameters without edits rebuild."""
+
+    travels: bool
+    preset: Preset
+    options: Options
+    dims: names.Dims
+    base: dict[str, np.ndarray]
+    rebuilt: Callable[[dict[str, str]], session.Session]
+    query: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    edit_notes: list[str] = field(default_factory=list)
+
+
+def read_size(text: str, r: Reading) -> tuple[int, int, int] | None:
+    """A blank's size n x d_model x d_k (read only for a blank preset: any other keeps its own)."""
+    if r.pending.get("preset") != session.BLANK:
+        return session.DEFAULT_BLANK
     parts = text.split("x")
     his = (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM)
     sizes = [whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
     return None if None in sizes else tuple(sizes)  # type: ignore[return-value]
 
 
-def rebuild(qp: Mapping[str, str]) -> tuple[session.Session, list[str]]:
-    """The session the parameters describe, edits aside, and notes (Markdown, user text escaped) on what was refused.
-
-    In the order the controls would make that state: the preset, its seed and size; the projection; the sentence and
-    sizes (a resize, as the controls do it); the options; then key/value heads, the source sentence, positions, W_o
-    and the digits shown."""
-    notices: list[str] = []
-    pid = _preset_id(qp, notices)
-    s = _model_head(qp, notices) if pid == session.MODEL else None
+def start(r: Reading) -> None:
+    """The session at the preset (its seed and size) or at the model's head the link names; a head that cannot be
+    opened is named and the default preset shown."""
+    pid = r.pending.get("preset", session.DEFAULT_PRESET)
+    s = _model_head(r) if pid == session.MODEL else None
     if s is None:
         pid = session.DEFAULT_PRESET if pid == session.MODEL else pid
-        s = session.new_session(pid, _seed(qp, notices), _blank_shape(qp, pid, notices))
-    _projection(s, qp, notices)
-    _sizes(s, qp, notices)
-    read_options(s, qp, notices)
-    _kv_heads(s, qp, notices)
-    _source(s, qp, notices)
-    if s.options.positions == "learned" and "P" not in s.matrices:
-        reshapes.use_positions(s, "learned")  # P starts as the sinusoidal code; edits travel as edits
-    _w_o(s, qp, notices)
-    _digits(s, qp, notices)
-    return s, notices
+        shape = r.pending.get("size", session.DEFAULT_BLANK) if pid == session.BLANK else session.DEFAULT_BLANK
+        s = session.new_session(pid, r.pending.get("seed"), shape)
+    r.s, r.pending = s, {}
 
 
-def _preset_id(qp: Mapping[str, str], notices: list[str]) -> str:
-    pid = qp.get("preset", session.DEFAULT_PRESET)
-    if pid in (*presets_mod.list_presets(), session.BLANK, session.MODEL):
-        return pid
-    notices.append(
-        f"The link asked for preset {quoted(pid)}, which does not exist; showing "
-        f"{quoted(session.preset_label(session.DEFAULT_PRESET))} instead."
-    )
-    return session.DEFAULT_PRESET
-
-
-def _model_head(qp: Mapping[str, str], notices: list[str]) -> session.Session | None:
-    """The state at the model's head ``mh`` names, or None with a notice (the default preset is shown then)."""
-    ref = inside.read_head(qp.get(inside.HEAD, ""))
+def _model_head(r: Reading) -> session.Session | None:
+    ref = inside.read_head(r.qp.get(inside.HEAD, ""))
     if isinstance(ref, str):
-        notices.append(f"The link's model head was not opened: {ref}; showing the default preset.")
+        r.notices.append(f"The link's model head was not opened: {ref}; showing the default preset.")
         return None
     try:
         return session.head_session(ref)
     except AttentionError as exc:
-        notices.append(f"The link's model head was not opened: {esc(exc.message, 300)}; showing the default preset.")
+        r.notices.append(f"The link's model head was not opened: {esc(exc.message, 300)}; showing the default preset.")
         return None
 
 
-def _seed(qp: Mapping[str, str], notices: list[str]) -> int | None:
-    if "seed" not in qp:
-        return None
-    seed = whole(qp["seed"], 0, names.MAX_SEED)
-    if seed is None:
-        notices.append(
-            f"The link's seed {quoted(qp['seed'])} is not a whole number from 0 to {names.MAX_SEED}; "
-            "using the preset's own seed."
-        )
-    return seed
-
-
-def _blank_shape(qp: Mapping[str, str], pid: str, notices: list[str]) -> tuple[int, int, int]:
-    if pid != session.BLANK or "size" not in qp:
-        return session.DEFAULT_BLANK
-    shape = _size(qp["size"])
-    if shape is None:
-        notices.append(
-            f"The link's size {quoted(qp['size'])} is not n x d_model x d_k with n ≤ {names.MAX_TOKENS} "
-            f"and d ≤ {names.MAX_DIM}; using {'×'.join(map(str, session.DEFAULT_BLANK))}."
-        )
-        return session.DEFAULT_BLANK
-    return shape
-
-
-def _projection(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    if qp.get("proj") in names.PROJECTIONS and qp["proj"] != s.options.projection:
-        reshapes.project(s, qp["proj"])
-    elif "proj" in qp and qp["proj"] not in names.PROJECTIONS:
-        notices.append(f"The link's projection {quoted(qp['proj'])} is not x_w or x_wt; keeping the preset's.")
-
-
-def _tokens(qp: Mapping[str, str], notices: list[str]) -> tuple[str, ...] | None:
+def read_tokens(text: str, r: Reading) -> tuple[str, ...] | None:
     """The link's sentence, if it is one the app can hold."""
-    if "tokens" not in qp:
-        return None
-    words = tuple(qp["tokens"].split())
+    words = tuple(text.split())
     if (
         not words
         or len(words) > names.MAX_TOKENS
-        or len(qp["tokens"]) > MAX_TOKENS_TEXT
+        or len(text) > MAX_TOKENS_TEXT
         or any(len(w) > names.MAX_TOKEN_CHARS for w in words)
     ):
-        notices.append(f"The link's sentence {quoted(qp['tokens'])} is empty or too long; keeping the preset's.")
         return None
     return words
 
 
-def _dim(qp: Mapping[str, str], key: str, notices: list[str]) -> int | None:
-    """A resized d_model, d_k or d_v (``dm``, ``dk``, ``dv``), if the link has a valid one."""
-    if key not in qp:
-        return None
-    value = whole(qp[key], 1, names.MAX_DIM)
-    if value is None:
-        notices.append(f"The link's {key} {quoted(qp[key])} is not a whole number from 1 to {names.MAX_DIM}; ignored.")
-    return value
-
-
-def _sizes(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    """The sentence, the shuffles (X's rows moved on) and a resize, as the controls make them."""
-    tokens = _tokens(qp, notices)
-    dm, dk, dv = (_dim(qp, key, notices) for key in ("dm", "dk", "dv"))
+def use_sizes(r: Reading) -> None:
+    """The sentence and a resize (d_model, d_k, d_v), in one resize as the controls make it; a sentence of the same
+    length only puts its words in."""
+    s, tokens = r.s, r.pending.pop("tokens", None)
+    dm, dk, dv = (r.pending.pop(key, None) for key in ("dm", "dk", "dv"))
     if tokens is not None and len(tokens) == len(s.tokens):
-        s.tokens, tokens = tokens, None  # the same count: new words only
-    if "roll" in qp:
-        k = whole(qp["roll"], 0, len(s.tokens) - 1)
-        if k is None:
-            notices.append(
-                f"The link's shuffle {quoted(qp['roll'])} is not a whole number from 0 to {len(s.tokens) - 1}; the "
-                "tokens' rows stay in the preset's order."
-            )
-        else:  # X's rows moved on k places, as k clicks of "Shuffle tokens" do (the tokens travel as they are)
-            s.matrices["X"], s.rolled = np.roll(s.matrices["X"], k, axis=0), k
+        s.tokens, tokens = tokens, None
     if tokens is not None or dm is not None or dk is not None or dv is not None:
         reshapes.resize(s, tokens, dm, dk, dv)
 
 
-def _kv_heads(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    """After the heads: W_k and W_v regrouped exactly as the sidebar does."""
-    if "kv" not in qp:
-        return
-    g = whole(qp["kv"], 1, s.options.heads)
-    if g is None or s.options.heads % g:
-        notices.append(
-            f"The link's key/value heads {quoted(qp['kv'])} do not divide the {s.options.heads} heads; one per head."
+def read_edits(text: str, r: Reading) -> dict[str, np.ndarray]:
+    """The link's edits, decoded for the shapes of the state rebuilt so far."""
+    try:
+        return links.decode_edits(
+            text, expected_shapes={n: r.s.matrices[n].shape for n in names.inputs_of(r.s.matrices)}
         )
-    else:
-        reshapes.use_kv_heads(s, g)
+    except AttentionError as exc:
+        raise Refused(quoted(exc.message.removeprefix(_LINK_PREFIX), 200)) from exc
 
 
-def _source(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    if "src" not in qp:
-        return
-    problem = source_problem(qp["src"], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS))
+def put_edits(r: Reading, decoded: dict[str, np.ndarray]) -> None:
+    for name, arr in decoded.items():
+        r.s.matrices[name] = np.array(arr, dtype=np.float64)
+    r.s.version += 1
+
+
+def edits_in(s: session.Session, w: Writing) -> str | None:
+    """The matrices that differ from the state the other parameters rebuild, packed; or None, and a note on what
+    cannot travel."""
+    rebuilt = w.rebuilt(w.query)
+    if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):
+        w.edit_notes.append("the matrices W_o and P.")  # cannot happen while wo and pos travel
+        return None
+    changed = {
+        n: s.matrices[n]
+        for n in names.inputs_of(s.matrices)
+        if not session.identical(rebuilt.matrices[n], s.matrices[n])
+    }
+    if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
+        w.edit_notes.append("the matrices' shapes.")  # cannot happen unless the sizes could not be written
+        return None
+    cells = sum(m.size for m in changed.values())
+    if changed and cells > links.MAX_LINK_CELLS:
+        w.edit_notes.append(
+            f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
+            "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them."
+        )
+        return None
+    try:
+        return links.encode_edits(changed) if changed else None
+    except AttentionError as exc:
+        w.edit_notes.append(f"your edits ({exc.message}).")
+        return None
+
+
+# the pieces the table's records (attention.ui.address.params) are made of
+
+
+def option(field: str) -> Callable[[session.Session, Writing], Any]:
+    """An option written when it differs from the preset's."""
+    return lambda s, w: getattr(s.options, field) if getattr(s.options, field) != getattr(w.options, field) else None
+
+
+def set_option(field: str) -> Callable[[Reading, Any], None]:
+    def put(r: Reading, value: Any) -> None:
+        r.s.options = replace(r.s.options, **{field: value})
+
+    return put
+
+
+def dim(which: str) -> Callable[[session.Session, Writing], Any]:
+    return lambda s, w: getattr(s.dims, which) if getattr(s.dims, which) != getattr(w.dims, which) else None
+
+
+def pending(key: str) -> Callable[[Reading, Any], None]:
+    def put(r: Reading, value: Any) -> None:
+        r.pending[key] = value
+
+    return put
+
+
+def tokens_value(s: session.Session, w: Writing) -> str | None:
+    if s.tokens == w.preset.tokens:
+        return None
+    text = " ".join(s.tokens)
+    if any(len(t.split()) != 1 for t in s.tokens) or len(text) > MAX_TOKENS_TEXT:
+        w.notes.append("the sentence (tokens with spaces in them, or more than 4,000 characters).")
+        return None
+    return text
+
+
+def roll_put(r: Reading, k: int) -> None:
+    """X's rows moved on k places, as k clicks of "Shuffle tokens" do (the tokens travel as they are)."""
+    r.s.matrices["X"], r.s.rolled = np.roll(r.s.matrices["X"], k, axis=0), k
+
+
+def scale_text(scale: float | None) -> str:
+    return "default" if scale is None else "none" if scale == 1.0 else repr(float(scale))
+
+
+def pad_value(s: session.Session, w: Writing) -> str | None:
+    return ",".join(str(i + 1) for i, p in enumerate(s.options.padding) if p) if any(s.options.padding) else None
+
+
+def pad_parse(text: str, r: Reading) -> tuple[bool, ...]:
+    """Each padding token a link names (a bad one is named and left out, the rest kept)."""
+    n = len(r.s.tokens)
+    pad = [False] * n
+    for part in text.split(",") if text else []:
+        i = whole(part, 1, n)
+        if i is None:
+            r.notices.append(f"The link's padding token {quoted(part)} is not a token number from 1 to {n}; ignored.")
+        else:
+            pad[i - 1] = True
+    return tuple(pad)
+
+
+def pad_then(r: Reading) -> None:
+    """The padding flags the link names, when it names one or the mask pads (then none named: no padding token)."""
+    pad = r.pending.pop("pad", (False,) * len(r.s.tokens))
+    if any(pad) or "padding" in r.s.options.mask:
+        r.s.options = replace(r.s.options, padding=pad)
+
+
+def cmask_value(s: session.Session, w: Writing) -> str | None:
+    o = s.options
+    if not o.custom_mask or o.custom_mask == w.options.custom_mask:
+        return None
+    if len(o.custom_mask) > 64:
+        w.notes.append("the custom mask (more than 64 tokens).")
+        return None
+    return ".".join("".join("1" if v else "0" for v in row) for row in o.custom_mask)
+
+
+def cmask_parse(text: str, r: Reading) -> tuple | None:
+    n, rows = len(r.s.tokens), text.split(".")
+    if len(rows) == n and all(len(row) == n and set(row) <= {"0", "1"} for row in rows):
+        return tuple(tuple(c == "1" for c in row) for row in rows)
+    return None
+
+
+def cmask_then(r: Reading) -> None:
+    """A custom mask with no grid allows everything."""
+    o, n = r.s.options, len(r.s.tokens)
+    if "custom" in o.mask and len(o.custom_mask) != n:
+        r.s.options = replace(o, custom_mask=((True,) * n,) * n)
+
+
+def positions_then(r: Reading) -> None:
+    if r.s.options.positions == "learned" and "P" not in r.s.matrices:
+        reshapes.use_positions(r.s, "learned")  # P starts as the sinusoidal code; edits travel as edits
+
+
+def kv_parse(text: str, r: Reading) -> int | None:
+    g = whole(text, 1, r.s.options.heads)
+    return None if g is None or r.s.options.heads % g else g
+
+
+def wo_value(s: session.Session, w: Writing) -> str | None:
+    has = "W_o" in s.matrices
+    return ("1" if has else "0") if has != ("W_o" in w.base) else None
+
+
+def source_put(r: Reading, text: str) -> None:
+    r.s.source = tuple(text.split())
+
+
+def source_parse(text: str, r: Reading) -> str:
+    problem = source_problem(text, (names.MAX_TOKENS, names.MAX_TOKEN_CHARS))
     if problem:
-        notices.append(f"The link's source sentence was not restored: {problem}.")
-    else:
-        s.source = tuple(qp["src"].split())
+        raise Refused(problem)
+    return text
 
 
-def _w_o(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    if "wo" not in qp:
-        return
-    if qp["wo"] in ("0", "1"):
-        reshapes.use_w_o(s, qp["wo"] == "1")
-    else:
-        notices.append(f"The link's W_o switch {quoted(qp['wo'])} is not 0 or 1; no W_o.")
-
-
-def _digits(s: session.Session, qp: Mapping[str, str], notices: list[str]) -> None:
-    if "digits" not in qp:
-        return
-    allowed = {("full" if d is None else str(d)): d for d in session.DIGIT_CHOICES}
-    if qp["digits"] in allowed:
-        s.digits = allowed[qp["digits"]]
-    else:
-        notices.append(
-            f"The link's digits {quoted(qp['digits'])} are not one of {', '.join(allowed)}; showing "
-            f"{session.Session.digits} significant digits."
-        )
+def playing_parse(text: str, r: Reading) -> ch.Challenge:
+    try:
+        return ch.decode_link(text)
+    except AttentionError as exc:
+        raise Refused(quoted(exc.message, 200)) from exc

@@ -1,15 +1,14 @@
 """Reading and writing the address: the query parameters that reproduce the whole state (a reload restores it).
 
-Parameters (each only when it differs from the preset's own): ``preset``, ``seed``, ``size`` (blank n×d_model×d_k),
-``tokens`` (the sentence), ``roll`` (shuffles: X's rows moved on), ``dm`` / ``dk`` / ``dv`` (a resized d_model /
-d_k / d_v), the options ``proj``, ``softmax``, ``scale``, ``temp``, ``mask``, ``pad`` (padding tokens, 1-based),
-``cmask``, ``pos``, ``heads``, ``kv`` (key/value heads), ``win`` (the sliding window), ``src`` (the source
-sentence of cross-attention), ``wo`` (1: the heads' outputs mixed by W_o), the display ``digits``, and ``edits``
-(the matrices that differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`).
-:func:`read` rebuilds a session from them and says what it could not restore; :func:`write` keeps the address
-bar in step with the state on every run; :func:`link` gives the parameters and what cannot travel (edits of
-more than 512 numbers, a pinned A, a state loaded from a file). Every value read from the address is user
-text: messages quote it through :func:`attention.ui.core.text.quoted`.
+What goes into a link is the table :data:`attention.ui.address.params.PARAMS`: one record per parameter, written
+only when it differs from the preset's own (``preset``, ``seed``, ``size``, ``mh``, ``proj``, ``tokens``, ``roll``,
+``dm``/``dk``/``dv``, the options, ``src``, ``wo``, ``digits``, ``playing``, and the ``edits``: the matrices that
+differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`). :func:`link` writes the
+table from a state, with notes on what cannot travel (edits of more than 512 numbers, a pinned A, a state loaded
+from a file); :func:`rebuild` and :func:`decode` read it back, with a notice for each value refused; :func:`read`
+and :func:`write` keep the address bar in step with the state (with the model pages' parameters and the class
+membership). Every value read from the address is user text: notices quote it through
+:func:`attention.ui.core.text.quoted`.
 """
 
 from __future__ import annotations
@@ -17,34 +16,28 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-import numpy as np
 import streamlit as st
 
-from ... import masks, names
-from ...errors import AttentionError
-from ...io import links
-from ..core import models, session
-from ..core.text import quoted
-from . import inside, membership, playing
-from .rebuild import MAX_TOKENS_TEXT, rebuild
+from ... import names
+from ..core import models, parts, session
+from . import inside, membership
+from .params import PARAMS as TABLE
+from .params import SHORT_LIMIT, Param
+from .rebuild import Reading, Refused, Writing
 
-_LINK_PREFIX = "the link's edits cannot be restored: "
-# every parameter this module writes (others in the address are left alone)
-_NAMES = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
-_NAMES += "edits playing"
-PARAMS = (*_NAMES.split(), inside.HEAD, *inside.PARAMS)
-# The most characters each parameter can need (a custom mask: 64 rows of 64 flags and dots; padding: "1,2,...,2048");
-# any other is a name or a number. Measured before anything reads a value.
-LIMITS = {
-    "edits": names.MAX_LINK_CHARS,
-    playing.PARAM: playing.LIMIT,
-    "tokens": MAX_TOKENS_TEXT,
-    "src": MAX_TOKENS_TEXT,  # the source sentence, as the sentence
-    "cmask": 64 * 65,
-    "pad": names.MAX_TOKENS * 5,
-    **inside.LIMITS,
-}
-SHORT_LIMIT = 100
+# every parameter this module writes, in the order the address bar first lists them (others are left alone)
+_ORDER = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
+_ORDER += "edits playing mh"
+PARAMS = (*_ORDER.split(), *(p.name for p in TABLE if p.name not in _ORDER.split()), *inside.PARAMS)
+LIMITS = {**{p.name: p.limit for p in TABLE if p.limit != SHORT_LIMIT}, **inside.LIMITS}
+_CANNOT_TRAVEL = "a head of a model you uploaded or trained: such a model cannot travel in a link."
+
+
+def table(kind: type = session.Session) -> tuple[Param, ...]:
+    """The parameters of a state of class ``kind``: the table, and any record a field declares for itself (before
+    the edits, which are written against everything else)."""
+    own = tuple(d.param for _, d in parts._declared(kind) if d.param is not None)
+    return (*TABLE[:-1], *own, TABLE[-1])
 
 
 def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -58,79 +51,6 @@ def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
                 "there, so it was ignored."
             )
     return kept, notices
-
-
-def state_params(s: session.Session) -> tuple[dict[str, str], list[str]]:
-    """The parameters for everything but the edits, and what cannot travel."""
-    notes: list[str] = []
-    travels = s.preset_id != session.FILE
-    if s.preset_id == session.FILE:
-        notes.append("a state loaded from a file: download the preset file to share it.")
-    elif s.preset_id == session.MODEL and not models.travels(s.model_head.model_id):
-        notes.append("a head of a model you uploaded or trained: such a model cannot travel in a link.")
-        travels = False
-    base_id = s.preset_id if travels else session.DEFAULT_PRESET
-    q = {"preset": base_id}
-    if s.seed is not None and travels:
-        q["seed"] = str(s.seed)
-    if s.preset_id == session.BLANK:
-        q["size"] = "x".join(str(v) for v in s.blank_shape)
-    if s.preset_id == session.MODEL and travels:
-        q[inside.HEAD] = inside.head_param(s.model_head)
-    preset, base = (
-        (s.origin.preset, s.origin.base) if travels else session.preset_and_base(base_id, None, s.blank_shape)
-    )
-    o, po = s.options, preset.options
-    if o.projection != po.projection:
-        q["proj"] = o.projection
-    if s.tokens != preset.tokens:
-        text = " ".join(s.tokens)
-        if any(len(t.split()) != 1 for t in s.tokens) or len(text) > MAX_TOKENS_TEXT:
-            notes.append("the sentence (tokens with spaces in them, or more than 4,000 characters).")
-        else:
-            q["tokens"] = text
-    d, pd_ = s.dims, names.dims_of(base, po.projection, po.heads, po.kv)
-    if s.rolled:
-        q["roll"] = str(s.rolled)
-    if d.d_model != pd_.d_model:
-        q["dm"] = str(d.d_model)
-    if d.d_k != pd_.d_k:
-        q["dk"] = str(d.d_k)
-    if d.d_v != pd_.d_v:
-        q["dv"] = str(d.d_v)
-    if o.softmax != po.softmax:
-        q["softmax"] = o.softmax
-    if o.scale != po.scale:
-        q["scale"] = "default" if o.scale is None else "none" if o.scale == 1.0 else repr(float(o.scale))
-    if o.temperature != po.temperature:
-        q["temp"] = repr(float(o.temperature))
-    if o.mask != po.mask:
-        q["mask"] = masks.join(o.mask)
-    if any(o.padding):
-        q["pad"] = ",".join(str(i + 1) for i, p in enumerate(o.padding) if p)
-    if o.custom_mask and o.custom_mask != po.custom_mask:
-        if len(o.custom_mask) <= 64:
-            q["cmask"] = ".".join("".join("1" if v else "0" for v in row) for row in o.custom_mask)
-        else:
-            notes.append("the custom mask (more than 64 tokens).")
-    if o.positions != po.positions:
-        q["pos"] = o.positions
-    if o.heads != po.heads:
-        q["heads"] = str(o.heads)
-    if o.kv_heads != po.kv_heads:
-        q["kv"] = str(o.kv)
-    if o.window != po.window:
-        q["win"] = str(o.window)
-    if s.source:
-        q["src"] = " ".join(s.source)
-    if ("W_o" in s.matrices) != ("W_o" in base):
-        q["wo"] = "1" if "W_o" in s.matrices else "0"
-    if s.digits != session.Session.digits:
-        q["digits"] = "full" if s.digits is None else str(s.digits)
-    if s.pin is not None:
-        notes.append("the pinned state A.")
-    q.update(playing.params(s))
-    return q, notes
 
 
 def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
@@ -147,58 +67,68 @@ def _rebuilt(query: tuple[tuple[str, str], ...]) -> session.Session:
     return rebuild(dict(query))[0]
 
 
+def _writing(s: session.Session) -> Writing:
+    """What ``s``'s link is written against: its own preset, or the default one for a state that cannot travel."""
+    travels = s.preset_id != session.FILE
+    notes = ["a state loaded from a file: download the preset file to share it."] if not travels else []
+    base_id = s.preset_id if travels else session.DEFAULT_PRESET
+    preset, base = (
+        (s.origin.preset, s.origin.base) if travels else session.preset_and_base(base_id, None, s.blank_shape)
+    )
+    po = preset.options
+    dims = names.dims_of(base, po.projection, po.heads, po.kv)
+    return Writing(travels, preset, po, dims, base, lambda q: _rebuilt(tuple(sorted(q.items()))), notes=notes)
+
+
 def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     if s.preset_id == session.MODEL and not models.travels(s.model_head.model_id):  # nothing of it can travel
-        return {"preset": session.DEFAULT_PRESET}, [
-            "a head of a model you uploaded or trained: such a model cannot travel in a link."
-        ]
-    q, notes = state_params(s)
-    rebuilt = _rebuilt(tuple(sorted(q.items())))
-    if names.inputs_of(rebuilt.matrices) != names.inputs_of(s.matrices):
-        notes.append("the matrices W_o and P.")  # cannot happen while wo and pos travel: nothing to add then
-        return q, notes
-    changed = {
-        n: s.matrices[n]
-        for n in names.inputs_of(s.matrices)
-        if not session.identical(rebuilt.matrices[n], s.matrices[n])
-    }
-    if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
-        changed = {}  # cannot happen unless the sizes could not be written: nothing to add then
-        notes.append("the matrices' shapes.")
-    cells = sum(m.size for m in changed.values())
-    if changed and cells > links.MAX_LINK_CELLS:
-        notes.append(
-            f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
-            "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them."
-        )
-    elif changed:
-        try:
-            q["edits"] = links.encode_edits(changed)
-        except AttentionError as exc:
-            notes.append(f"your edits ({exc.message}).")
-    return q, notes
+        return {"preset": session.DEFAULT_PRESET}, [_CANNOT_TRAVEL]
+    w = _writing(s)
+    for p in table(type(s)):
+        value = p.value(s, w)
+        if value is not None:
+            w.query[p.name] = p.text(value)
+    pinned = ["the pinned state A."] if s.pin is not None else []
+    return w.query, w.notes + pinned + w.edit_notes
+
+
+def rebuild(qp: Mapping[str, str], params: tuple[Param, ...] = TABLE) -> tuple[session.Session, list[str]]:
+    """The session the parameters describe, and notes (Markdown, user text escaped) on what was refused: each
+    record of the table in order (the order the controls would make that state), a bad value named and left out."""
+    r = Reading(qp)
+    for p in params:
+        if p.name in qp and (qp[p.name] or p.empty):
+            _read(p, qp[p.name], r)
+        if p.then is not None:
+            p.then(r)
+    return r.s, r.notices
+
+
+def _read(p: Param, text: str, r: Reading) -> None:
+    try:
+        value, why = p.parse(text, r), ""
+    except Refused as exc:
+        value, why = None, exc.why
+    if value is None:
+        r.notices.append(p.bad(text, r, why))
+    else:
+        p.put(r, value)
+
+
+def decode(query: Mapping[str, str], params: tuple[Param, ...] = TABLE) -> tuple[session.Session, list[str]]:
+    """The session a link's parameters describe (edits and the running challenge included), and notes on what could
+    not be restored; reads nothing but ``query``."""
+    qp, notices = bounded(query)
+    s, more = rebuild(qp, params)
+    return s, notices + more
 
 
 def read() -> tuple[session.Session, list[str]]:
-    """The session the address describes (edits included), and notes on what it could not restore."""
-    qp, notices = bounded(st.query_params.to_dict())
-    s, more = rebuild(qp)
-    notices += more
-    token = qp.get("edits")
-    if token:
-        try:
-            decoded = links.decode_edits(
-                token, expected_shapes={n: s.matrices[n].shape for n in names.inputs_of(s.matrices)}
-            )
-        except AttentionError as exc:
-            why = exc.message.removeprefix(_LINK_PREFIX)
-            notices.append(f"The link's edits could not be restored: {quoted(why, 200)}; showing the unedited preset.")
-        else:
-            for name, arr in decoded.items():
-                s.matrices[name] = np.array(arr, dtype=np.float64)
-            s.version += 1
-    notices += playing.restore(qp, s) + membership.restore(qp) + inside.restore(qp)
-    return s, notices
+    """The session the address describes (edits included), and notes on what it could not restore; the model pages'
+    state and the class membership are restored from it too."""
+    s, notices = decode(st.query_params.to_dict())
+    qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
+    return s, notices + membership.restore(qp) + inside.restore(qp)
 
 
 def write(s: session.Session) -> None:

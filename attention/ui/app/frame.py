@@ -26,7 +26,7 @@ from ...trace import Trace
 from .. import state
 from ..address import url
 from ..controls import registry as controls
-from ..core import cache, compute, session
+from ..core import cache, compute, parts, session
 from ..core.shown import key_labels, per_head
 from ..core.text import esc
 from ..inputs import editors
@@ -74,32 +74,17 @@ _BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset
 
 
 def drawn_from(s: session.Session) -> tuple:
-    """What the part of a step page outside its body shows depends on: the navigation, the sidebar's controls (the
-    preset, seed, sizes, options, digits, the pin, the source sentence), the running challenge's standing and the
-    messages left outside the body. Without a challenge, grid edits, tabs, the explained cell and imports of the same
-    shape change none of it, nor does another head of the same model on the same text."""
+    """What the part of a step page outside its body shows depends on: the fields declared to rerun the whole page
+    (:mod:`attention.ui.core.parts`: the preset, seed, sizes, options, digits, the pin, the source sentence...), the
+    preset's name, the running challenge's standing and the messages left outside the body. Without a challenge,
+    grid edits, tabs, the explained cell and imports of the same shape change none of it, nor does another head of
+    the same model on the same text."""
     outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
     # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
     # of the numbers redraws the whole page
-    playing = (id(s.challenge), s.epoch) if s.challenge is not None else None
-    preset = s.origin.preset  # the sidebar shows its name (a model's, not its head's), whether it is random and what
-    return (
-        session.preset_label(s.preset_id, s),
-        preset.is_random,
-        tuple(preset.random.names) if preset.is_random else (),
-        s.version,
-        s.preset_id,
-        s.seed,
-        s.blank_shape,
-        s.tokens,
-        s.source,
-        s.options,
-        s.digits,
-        id(s.pin),
-        playing,
-        s.shapes(),
-        outside,
-    )
+    playing = s.epoch if s.challenge is not None else None
+    # the preset's name: a model's, not its head's
+    return (session.preset_label(s.preset_id, s), parts.fingerprint(s, parts.PAGE), playing, outside)
 
 
 def render(key: str) -> None:
@@ -167,10 +152,10 @@ _BODY_DRAWN = "frame.body_drawn_from"  # what the last run of a step page's body
 
 
 def body_drawn_from(s: session.Session) -> tuple:
-    """What a step page's body outside its results column depends on: everything outside the body, the numbers
-    (``epoch`` moves with every change), the refreshed grids, open tabs and every message."""
-    messages = tuple(sorted((p, m[0]) for p, m in s.messages.items()))
-    return (drawn_from(s), s.epoch, s.grids, tuple(s.tabs.items()), messages)
+    """What a step page's body outside its results column depends on: everything outside the body, and the fields
+    declared to rerun the body (the numbers: ``epoch`` moves with every change; the refreshed grids, open tabs and
+    every message)."""
+    return (drawn_from(s), parts.fingerprint(s, parts.BODY))
 
 
 @st.fragment

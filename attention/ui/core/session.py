@@ -9,7 +9,7 @@ state (is it unedited? its address) is computed once per state and remembered (:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -20,8 +20,28 @@ from ...io import presets as presets_mod
 from ...io.presets import Preset
 from ...labs.challenges import Challenge
 from ...trace import Options
+from . import parts
 from .learned import Learned, LearnSettings
 from .models import HeadRef, head_preset
+from .parts import (
+    BODY,
+    BOOKKEEPING,
+    LABS,
+    NUMBERS,
+    OPTIONS,
+    PAGE,
+    VIEW,
+    arrays,
+    cell_if_it_fits,
+    declare,
+    identity,
+    items,
+    learned_if_same_tokens,
+    randomness,
+    said,
+    shapes,
+)
+from .parts import MODEL as MODEL_PART
 
 KEY = "attention_session"
 BLANK = "blank"
@@ -64,40 +84,53 @@ class Session:
     ``messages`` holds what the last change or refusal had to say, by place (see :func:`say`).
     """
 
-    preset_id: str
-    seed: int | None
-    blank_shape: tuple[int, int, int]
-    tokens: tuple[str, ...]
-    matrices: dict[str, np.ndarray]
-    options: Options
-    version: int = 0
-    epoch: int = 0  # every change adds 1; a message is shown while nothing has changed since it was left
-    messages: dict[str, tuple[int, str, str, str]] = field(default_factory=dict)  # place: epoch, kind, text, page
-    held: dict[str, tuple[np.ndarray, str]] = field(default_factory=dict)  # an import of another shape, per matrix
-    pin: Pinned | None = None  # the state pinned as A, if any
-    digits: int | None = 4  # significant digits shown in tables, editors and heatmaps (None: full precision)
-    loaded: Preset | None = None  # the preset file this state was loaded from (preset_id is then FILE)
-    cell: tuple[int, int] = (0, 0)  # the (query, key) cell being explained
-    head: int = 0  # ... in this head
-    tabs: dict[str, str] = field(default_factory=dict)  # open tab of each lazy tab set; expanders open (display)
-    rolled: int = 0  # how many places the tokens (and X's rows) were moved on by shuffles since the preset
-    grids: int = 0  # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
+    # --- the numbers: the preset, its tokens and matrices (with the options, what the engine computes from) ---
+    preset_id: str = declare(NUMBERS, travels=True, rerun=PAGE)
+    seed: int | None = declare(NUMBERS, travels=True, rerun=PAGE)
+    blank_shape: tuple[int, int, int] = declare(NUMBERS, travels=True, rerun=PAGE)
+    tokens: tuple[str, ...] = declare(NUMBERS, travels=True, rerun=PAGE)
+    matrices: dict[str, np.ndarray] = declare(NUMBERS, travels=True, rerun=PAGE, key=arrays, shown=shapes)
+    # --- the options ---
+    options: Options = declare(OPTIONS, travels=True, rerun=PAGE)
+    # --- bookkeeping and more numbers ---
+    version: int = declare(NUMBERS, default=0, rerun=PAGE)  # see the class's docstring
+    epoch: int = declare(BOOKKEEPING, default=0, rerun=BODY)  # every change adds 1; messages are shown until then
+    # place: epoch, kind, text, page (see attention.ui.state.core.say); the page shows those outside the body
+    messages: dict[str, tuple[int, str, str, str]] = declare(BOOKKEEPING, factory=dict, rerun=BODY, shown=said)
+    held: dict[str, tuple[np.ndarray, str]] = declare(BOOKKEEPING, factory=dict)  # an import of another shape
+    # --- the view ---
+    pin: Pinned | None = declare(VIEW, default=None, survives=True, rerun=PAGE, key=identity)  # the state pinned as A
+    # significant digits shown in tables, editors and heatmaps (None: full precision)
+    digits: int | None = declare(VIEW, default=4, survives=True, travels=True, rerun=PAGE)
+    # the preset file this state was loaded from (its origin's kind is then FILE)
+    loaded: Preset | None = declare(NUMBERS, default=None, key=identity)
+    cell: tuple[int, int] = declare(VIEW, default=(0, 0), survives=cell_if_it_fits)  # the (query, key) explained
+    head: int = declare(VIEW, default=0)  # ... in this head
+    # open tab of each lazy tab set; expanders open (display)
+    tabs: dict[str, str] = declare(VIEW, factory=dict, survives=True, rerun=BODY, shown=items)
+    # how many places the tokens (and X's rows) were moved on by shuffles since the preset
+    rolled: int = declare(NUMBERS, default=0, travels=True)
+    # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
+    grids: int = declare(BOOKKEEPING, default=0, rerun=BODY)
     # --- labs: the challenge being played and the overview's guided path (see attention.ui.state.challenges) ---
-    challenge: Challenge | None = None  # while set, edits of the matrices it locks are refused
-    tour_dismissed: bool = False  # the overview's "Start here" was put away (kept across presets)
-    # --- end of labs ---
+    # while set, edits of the matrices it locks are refused
+    challenge: Challenge | None = declare(LABS, default=None, travels=True, rerun=PAGE, key=identity)
+    tour_dismissed: bool = declare(LABS, default=False, survives=True)  # the overview's "Start here" was put away
     # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
-    learn: LearnSettings = field(default_factory=LearnSettings)
-    learned: Learned | None = None
-    embedding: tuple[str, int] = ("preset", 0)
-    source: tuple[str, ...] = ()  # the Tokens page's source sentence: cross-attention's keys and values (empty: none)
+    learn: LearnSettings = declare(LABS, factory=LearnSettings, survives=True)
+    learned: Learned | None = declare(LABS, default=None, survives=learned_if_same_tokens)
+    embedding: tuple[str, int] = declare(NUMBERS, default=("preset", 0))
+    # the Tokens page's source sentence: cross-attention's keys and values (empty: none)
+    source: tuple[str, ...] = declare(NUMBERS, default=(), travels=True, rerun=PAGE)
     # the unedited starting point, set with the preset, seed or size (by new_session and the writer); None only for a
-    # bare Session built by hand
-    origin: Origin | None = None
-    # the model's head this state was opened from (preset_id is then MODEL): its edits of W_q, W_k, W_v flow back
-    model_head: HeadRef | None = None
+    # bare Session built by hand. The page shows whether it is random (not which head of a model: another head of
+    # the same model on the same text reruns a step page's body only)
+    origin: Origin | None = declare(NUMBERS, default=None, key=identity, rerun=PAGE, shown=randomness)
+    # --- the model: the model's head this state was opened from (its origin's kind is then MODEL); its edits of
+    # W_q, W_k, W_v flow back ---
+    model_head: HeadRef | None = declare(MODEL_PART, default=None, travels=True)
     # values derived from the whole state, each with the state it was derived from (see derived); not state
-    memo: dict[str, tuple[tuple, Any]] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[str, tuple[tuple, Any]] = declare(BOOKKEEPING, factory=dict, cache=True)
 
     @property
     def dims(self) -> names.Dims:
@@ -199,27 +232,10 @@ def head_session(ref: HeadRef) -> Session:
 
 
 def _state_of(s: Session) -> tuple:
-    """What a derived value depends on, cheap to compare: every field that travels or is shown, and each matrix by
-    identity (a change of numbers always puts a new array in; :mod:`attention.ui.state` never writes into one).
-    ``epoch`` and ``version`` move with every change of content, so an array freed and another made at its
-    address cannot pass for it."""
-    matrices = tuple((k, id(v), v.shape) for k, v in s.matrices.items())
-    held = (id(s.pin), id(s.origin), id(s.loaded), id(s.challenge))  # by identity: each holds arrays or is new
-    return (
-        s.epoch,
-        s.version,
-        s.preset_id,
-        s.seed,
-        s.blank_shape,
-        s.tokens,
-        s.source,
-        s.options,
-        s.rolled,
-        s.digits,
-        s.model_head,
-        held,
-        matrices,
-    )
+    """What a derived value depends on, cheap to compare: ``epoch``, which moves with every change of content (so an
+    array freed and another made at its address cannot pass for it), and what the fields' declarations name
+    (:func:`attention.ui.core.parts.content`)."""
+    return (s.epoch, *parts.content(s))
 
 
 def derived(s: Session, name: str, make: Callable[[], T]) -> T:

@@ -15,8 +15,9 @@ from ... import names
 from ...errors import AttentionError
 from ...io import parse
 from .. import state
-from ..core import messages, session
+from ..core import session
 from ..core.text import esc, quoted
+from ..state import core as messages
 from ..widgets.common import show_messages
 
 

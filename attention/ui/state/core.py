@@ -1,12 +1,13 @@
-"""The state's guarded creation, its messages, and the bookkeeping every change shares."""
+"""The state's guarded creation, its messages (left and read), and the bookkeeping every change shares."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..core.messages import page_id
+from ..core import parts
 from ..core.session import KEY, Session, get
 
 
@@ -35,6 +36,23 @@ def say(place: str, kind: str, text: str, *, anywhere: bool = False) -> None:
     s.messages[place] = (s.epoch, kind, text, "*" if anywhere else page_id())
 
 
+def page_id() -> str:
+    """Which page this run draws (its script's hash; a widget's callback runs in the run of the page it is on)."""
+    ctx = get_script_run_ctx()
+    return "" if ctx is None else ctx.page_script_hash
+
+
+def messages(prefix: str) -> list[tuple[str, str]]:
+    """(kind, text) of the messages still current at places starting with ``prefix`` and left on this page, oldest
+    first. A message belongs to the input that caused it and to the page it was left on."""
+    s, page = get(), page_id()
+    return [
+        (kind, text)
+        for place, (epoch, kind, text, where) in s.messages.items()
+        if place.startswith(prefix) and epoch == s.epoch and where in (page, "*")
+    ]
+
+
 def unsay(place: str, kind: str = "error") -> None:
     """Take away the ``kind`` message at ``place`` (its input now holds a valid value)."""
     s = get()
@@ -50,18 +68,16 @@ def touch(s: Session) -> None:
 
 
 def replace_session(new: Session, keep_grids: bool = False) -> None:
-    """A new state; the pin, the display digits and open tabs, the explained cell and the Learn page's settings are
-    kept across presets, and its last run too while the tokens are the same (so after "Reset to preset" it can be
-    used again). Every grid gets a fresh key, unless ``keep_grids`` and the new matrices have the old ones' shapes
-    and no grid holds an edit not yet applied: then the grids stay mounted and only their numbers change (a keyed
-    grid re-applies its pending edits to new numbers, so one holding any is always renewed)."""
+    """A new state, keeping what the fields' declarations say survives a preset change (:func:`parts.carry`: the
+    pin, the display digits and open tabs, the explained cell while it fits, the Learn page's settings and its last
+    run while the tokens are the same...). Every grid gets a fresh key, unless ``keep_grids`` and the new matrices
+    have the old ones' shapes and no grid holds an edit not yet applied: then the grids stay mounted and only their
+    numbers change (a keyed grid re-applies its pending edits to new numbers, so one holding any is always renewed)."""
     old = get()
     same = keep_grids and not grids_hold_edits() and new.shapes() == old.shapes()
-    new.version, new.epoch, new.pin, new.digits = old.version + (0 if same else 1), old.epoch + 1, old.pin, old.digits
+    parts.carry(old, new)
+    new.version, new.epoch = old.version + (0 if same else 1), old.epoch + 1
     new.grids = old.grids if same else new.grids
-    new.learn, new.learned = old.learn, old.learned if old.learned and old.learned.tokens == new.tokens else None
-    new.cell = old.cell if max(old.cell) < len(new.tokens) else (0, 0)
-    new.tour_dismissed, new.tabs = old.tour_dismissed, old.tabs
     st.session_state[KEY] = new
     if old.challenge is not None:  # another preset ends the challenge (a challenge is played on its own preset)
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")

@@ -13,8 +13,9 @@ import streamlit as st
 
 from ... import names
 from .. import state
-from ..core import messages, session
+from ..core import session
 from ..core.text import esc
+from ..state import core as messages
 
 TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16 px of that is the usual gap
 

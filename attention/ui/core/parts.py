@@ -1,0 +1,155 @@
+"""How each field of the session is declared: its part, and whether it survives, travels and reruns a page.
+
+Per field: whether it survives a preset change, whether it travels in a link, and which rerun depends on it.
+Everything that needs such a list derives it from these declarations.
+
+A field is declared with :func:`declare` (a ``dataclasses.field`` carrying a :class:`Decl`), in
+:class:`attention.ui.core.session.Session`. From the declarations:
+
+- :func:`survivors`: the fields a new preset keeps (``state.core.replace_session``);
+- :func:`fingerprint`: what the page outside a step page's body (``PAGE``), or the body beside its results
+  (``BODY``), was drawn from (``app.frame.drawn_from`` / ``body_drawn_from``): a change of it reruns that part;
+- :func:`content`: what values derived from the whole state depend on (``session.derived``: the link, "unedited");
+- ``travels``: the fields a link carries; each has its records in :mod:`attention.ui.address.params` (a field may
+  declare its own, ``param``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+# the parts of the state
+NUMBERS = "numbers"  # the preset, its tokens and matrices: what the engine computes from, with the options
+OPTIONS = "options"
+VIEW = "view"  # how the state is shown: digits, the explained cell and head, open tabs, the pin
+LABS = "labs"  # the running challenge, the tour, the Learn page
+MODEL = "model"  # a model's head opened on the step pages, and the model pages' own state
+GENERATION = "generation"  # the Generate page's state
+BOOKKEEPING = "bookkeeping"  # counters, messages and caches: what the writer keeps about changes, not content
+PARTS = (NUMBERS, OPTIONS, VIEW, LABS, MODEL, GENERATION, BOOKKEEPING)
+
+PAGE, BODY = "page", "body"  # a change reruns the whole page / a step page's body (the body follows the page too)
+
+
+def same(value: Any) -> Hashable:
+    """A field compared by its value (it is immutable and cheap to compare)."""
+    return value
+
+
+def identity(value: Any) -> Hashable:
+    """A field compared by identity: it holds arrays, and every change puts a new object in."""
+    return id(value)
+
+
+# how the session's fields enter the fingerprints, and what of them survives
+def arrays(matrices: dict[str, Any]) -> tuple:
+    """Each matrix by identity (a change of numbers always puts a new array in: the writer never writes into one)."""
+    return tuple((k, id(v), v.shape) for k, v in matrices.items())
+
+
+def shapes(matrices: dict[str, Any]) -> tuple:
+    return tuple((k, v.shape) for k, v in matrices.items())
+
+
+def said(messages: dict[str, tuple[int, str, str, str]]) -> tuple:
+    return tuple(sorted((p, m[0]) for p, m in messages.items()))
+
+
+def items(tabs: dict[str, str]) -> tuple:
+    return tuple(tabs.items())
+
+
+def randomness(origin: Any) -> tuple:
+    if origin is None:
+        return ()
+    preset = origin.preset
+    return (preset.is_random, tuple(preset.random.names) if preset.is_random else ())
+
+
+def cell_if_it_fits(old: Any, new: Any) -> tuple[int, int]:
+    return old.cell if max(old.cell) < len(new.tokens) else (0, 0)
+
+
+def learned_if_same_tokens(old: Any, new: Any) -> Any:
+    """The last run of the Learn page, while the tokens are the same (so after "Reset to preset" it can be used)."""
+    return old.learned if old.learned and old.learned.tokens == new.tokens else None
+
+
+@dataclass(frozen=True)
+class Decl:
+    """One field's declaration.
+
+    ``survives``: True, the old value is kept when a new preset replaces the state; or a function (old state, new
+    state) giving the value kept. ``rerun``: PAGE, BODY or None, which part of a step page must be drawn again when
+    it changes. ``key``: how it enters :func:`content` (by value, or by identity for what holds arrays); ``shown``:
+    how it enters :func:`fingerprint`, when the page shows less of it than its content (a matrix's shape only).
+    """
+
+    part: str
+    survives: bool | Callable[[Any, Any], Any] = False
+    travels: bool = False
+    rerun: str | None = None
+    key: Callable[[Any], Hashable] = same
+    shown: Callable[[Any], Hashable] | None = None
+    param: Any = None  # a field that travels by itself: its record in the address's table (address.params.Param)
+
+
+def declare(
+    part: str,
+    *,
+    default: Any = dataclasses.MISSING,
+    factory: Any = dataclasses.MISSING,
+    cache: bool = False,
+    **how: Any,
+) -> Any:
+    """A dataclass field of ``part``, declared as :class:`Decl` says (``survives``, ``travels``, ``rerun``...);
+    ``cache``: not state at all (left out of the dataclass's repr and equality)."""
+    if part not in PARTS:
+        raise ValueError(f"no part {part!r}; the parts are {', '.join(PARTS)}")
+    meta = {"decl": Decl(part, **how)}
+    return dataclasses.field(default=default, default_factory=factory, metadata=meta, repr=not cache, compare=not cache)
+
+
+def declared(state: Any) -> tuple[tuple[str, Decl], ...]:
+    """Each declared field of ``state``'s class, in order, with its declaration."""
+    return _declared(type(state))
+
+
+_CACHE: dict[type, tuple[tuple[str, Decl], ...]] = {}
+
+
+def _declared(cls: type) -> tuple[tuple[str, Decl], ...]:
+    if cls not in _CACHE:
+        _CACHE[cls] = tuple((f.name, f.metadata["decl"]) for f in dataclasses.fields(cls) if "decl" in f.metadata)
+    return _CACHE[cls]
+
+
+def survivors(state: Any) -> tuple[tuple[str, Decl], ...]:
+    """The fields a new preset keeps from the state it replaces."""
+    return tuple((name, d) for name, d in declared(state) if d.survives)
+
+
+def carry(old: Any, new: Any) -> None:
+    """Keep in ``new`` what its declarations say survives from ``old``."""
+    for name, d in survivors(old):
+        setattr(new, name, d.survives(old, new) if callable(d.survives) else getattr(old, name))
+
+
+def fingerprint(state: Any, rerun: str) -> tuple:
+    """What a ``rerun`` (PAGE or BODY) part of a step page depends on: each field declared for it (a body also
+    depends on everything the page depends on), as it is shown."""
+    wanted = (PAGE,) if rerun == PAGE else (PAGE, BODY)
+    return tuple((name, (d.shown or d.key)(getattr(state, name))) for name, d in declared(state) if d.rerun in wanted)
+
+
+def content(state: Any) -> tuple:
+    """What a value derived from the whole state depends on, cheap to compare: every field that travels, that the
+    whole page shows, or that holds the numbers, each by its ``key``."""
+    return tuple(
+        (name, d.key(getattr(state, name)))
+        for name, d in declared(state)
+        if d.travels or d.rerun == PAGE or d.part == NUMBERS
+    )

@@ -1,0 +1,121 @@
+"""The session's parts: every field declared once (its part, whether it survives a preset change, travels in a link,
+and which rerun depends on it), and the page's reruns, the link's cache and the reset all following a declaration,
+shown with a field added by this test alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from attention.ui.app import frame
+from attention.ui.core import parts
+from attention.ui.core import session as session_mod
+from attention.ui.state import core as state_core
+
+
+def _fields() -> dict[str, parts.Decl]:
+    return dict(parts.declared(session_mod.new_session("the_cat_sat")))
+
+
+def test_every_field_of_the_session_is_declared_in_a_part() -> None:
+    declared = _fields()
+    assert set(declared) == {f.name for f in dataclasses.fields(session_mod.Session)}
+    assert {d.part for d in declared.values()} <= set(parts.PARTS)
+
+
+def test_the_declarations_say_what_the_hand_written_lists_said() -> None:
+    """The lists the frame, the cache and the reset kept by hand before, now read from the declarations."""
+    d = _fields()
+    survive = {n for n, x in d.items() if x.survives}
+    assert survive == {"pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned"}
+    travel = {n for n, x in d.items() if x.travels}
+    assert travel == {
+        "preset_id", "seed", "blank_shape", "tokens", "matrices", "options", "digits", "rolled", "challenge",
+        "source", "model_head",
+    }  # fmt: skip
+    page = {n for n, x in d.items() if x.rerun == parts.PAGE}
+    assert page == {
+        "preset_id", "seed", "blank_shape", "tokens", "matrices", "options", "version", "pin", "digits",
+        "challenge", "source", "origin",
+    }  # fmt: skip
+    assert {n for n, x in d.items() if x.rerun == parts.BODY} == {"epoch", "messages", "tabs", "grids"}
+
+
+def _with_field(**how):
+    """A Session with one more field, declared by this test only (nothing else in the app knows it)."""
+
+    @dataclasses.dataclass
+    class Wider(session_mod.Session):
+        marked: int = parts.declare(parts.VIEW, default=0, **how)
+
+    def make(preset: str = "the_cat_sat") -> Wider:
+        s = session_mod.new_session(preset)
+        return Wider(**{f.name: getattr(s, f.name) for f in dataclasses.fields(s)})
+
+    return make
+
+
+def test_a_new_field_declared_to_rerun_the_page_reruns_the_page_and_the_body() -> None:
+    make = _with_field(rerun=parts.PAGE)
+    s = make()
+    page, body = frame.drawn_from(s), frame.body_drawn_from(s)
+    s.marked = 3
+    assert frame.drawn_from(s) != page and frame.body_drawn_from(s) != body
+    make = _with_field(rerun=parts.BODY)
+    s = make()
+    page, body = frame.drawn_from(s), frame.body_drawn_from(s)
+    s.marked = 3
+    assert frame.drawn_from(s) == page and frame.body_drawn_from(s) != body
+    make = _with_field()
+    s = make()
+    page, body = frame.drawn_from(s), frame.body_drawn_from(s)
+    s.marked = 3
+    assert frame.drawn_from(s) == page and frame.body_drawn_from(s) == body
+
+
+def test_a_value_derived_from_the_state_is_made_again_when_a_declared_field_changes() -> None:
+    for how, again in (({"travels": True}, True), ({"rerun": parts.PAGE}, True), ({}, False)):
+        s = _with_field(**how)()
+        made: list[int] = []
+        session_mod.derived(s, "probe", made.__len__)
+        s.marked = 5
+        assert session_mod.derived(s, "probe", lambda: -1) == (-1 if again else 0), how
+
+
+def test_a_new_preset_keeps_a_field_declared_to_survive_and_drops_one_that_does_not() -> None:
+    for survives, kept in ((True, 7), (False, 0), (lambda old, new: old.marked * 2, 14)):
+        make = _with_field(survives=survives)
+        old = make()
+        old.marked = 7
+        st.session_state[session_mod.KEY] = old
+        state_core.replace_session(make("she_likes_coffee"))
+        new = st.session_state[session_mod.KEY]
+        assert new.preset_id == "she_likes_coffee" and new.marked == kept
+        assert new.epoch == old.epoch + 1 and new.version == old.version + 1
+
+
+def test_a_new_field_declared_to_travel_with_its_record_goes_into_the_link_and_back() -> None:
+    """The field's own record joins the address's table: written when it differs from its default, read back, and
+    a bad value named while the rest is kept."""
+    from attention.ui.address import url
+    from attention.ui.address.params import Param
+
+    record = Param(
+        "mk",
+        lambda s, w: s.marked or None,
+        lambda text, r: int(text) if text.isdigit() else None,
+        lambda r, value: setattr(r.s, "marked", value),
+        lambda text, r, why: f"The link's mark {text!r} is not a number; none.",
+    )
+    make = _with_field(travels=True, rerun=parts.PAGE, param=record)
+    s = make()
+    assert "mk" not in url.link(s)[0]
+    s.marked = 12
+    q, notes = url.link(s)
+    assert q["mk"] == "12" and list(q)[-1] == "mk" and not notes
+    kind = type(s)
+    back, notices = url.decode(q, url.table(kind))
+    assert back.marked == 12 and not notices
+    back, notices = url.decode({**q, "mk": "x", "digits": "6"}, url.table(kind))
+    assert notices == ["The link's mark 'x' is not a number; none."] and back.digits == 6
