@@ -245,15 +245,17 @@ def render_overview() -> None:
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
     widgets.chart_gap()
     widgets.vega_chart(
-        charts.heatmap_spec(
+        charts.heatmap(
             per_head(trace.weights)[0],
             s.labels,
             key_labels(s),
-            kind="weights",
-            title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
-            subtitle="each row sums to 1",
-            allowed=trace.allowed,
-            digits=s.digits,
+            charts.Style(
+                kind="weights",
+                title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
+                subtitle="each row sums to 1",
+                digits=s.digits,
+            ),
+            trace.allowed,
         ),
         width="stretch",
     )

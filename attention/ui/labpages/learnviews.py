@@ -51,21 +51,12 @@ def heatmap(
     digits: int | None,
     subtitle: str = "",
 ) -> None:
-    """A weights heatmap (n, n): cell by cell as a plain Vega-Lite dict up to charts.RECT_MAX tokens (building the
-    Altair objects for 64 × 64 cells took seconds), in blocks beyond."""
+    """A weights heatmap (n, n): cell by cell up to charts.RECT_MAX tokens, in blocks beyond."""
     allowed = None if allowed is None else per_head(np.asarray(allowed))[0]
-    if values.shape[-1] <= charts.RECT_MAX:
-        spec = charts.rect_spec(
-            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
-        )
-        vega_chart(spec, width="stretch")
-        chart_files(spec, f"learned_{title}", f"learn.{title}")
-    else:
-        chart = charts.heatmap(
-            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
-        )
-        st.altair_chart(chart, width="stretch")
-        chart_files(chart, f"learned_{title}", f"learn.{title}")
+    style = charts.Style(kind="weights", title=title, subtitle=subtitle, digits=digits)
+    spec = charts.heatmap(values, labels, labels, style, allowed)
+    vega_chart(spec, width="stretch")
+    chart_files(spec, f"learned_{title}", f"learn.{title}")
 
 
 def is_current(s: session.Session, run: Learned) -> bool:

@@ -127,7 +127,6 @@ def heads(now: runs.Measured) -> None:
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
     labels = token_labels(runs.pieces(now.ids))
     allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
-    colour = charts.colour_for("weights", now.weights)
     ablated = {a[:2]: a[2] for a in now.ablations}
     if overview.draws_all(L, H):
         layers = range(L)
@@ -148,19 +147,8 @@ def heads(now: runs.Measured) -> None:
                 role = str(now.roles[layer, head])
                 score = now.scores[role][layer, head] if role != "none" else np.nan
                 subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-                spec = heatmap_spec(
-                    now.weights[layer, head],
-                    labels,
-                    labels,
-                    kind="weights",
-                    title=runs.name(layer, head),
-                    subtitle=subtitle,
-                    allowed=allowed,
-                    row_title="query",
-                    col_title="key",
-                    colour=colour,
-                    row_height=row_px,
-                )
+                style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=row_px)
+                spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
                 widgets.vega_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
                 chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
                 scores = " · ".join(
@@ -206,12 +194,13 @@ def row_height(n: int) -> int:
     return max(4, min(ROW_PX, 216 // n))
 
 
-def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:
-    """:func:`charts.heatmap_spec`, built once per content: the values' and every array option's bytes, the labels
-    and the other options are the key, so an ablation rebuilds only the heads whose weights, role or score it
-    changed, and two different contents never share a spec. The spec is shared: read it, never change it."""
-    key = tuple(sorted((k, _hashable(v)) for k, v in options.items()))
-    return _heatmap_spec(_hashable(values), tuple(rows), tuple(cols), key)
+def heatmap(
+    values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: charts.Style, allowed: np.ndarray | None
+) -> dict:
+    """:func:`charts.heatmap`, built once per content: the values' and the mask's bytes, the labels and the style are
+    the key, so an ablation rebuilds only the heads whose weights, role or score it changed, and two different
+    contents never share a spec. The spec is shared: read it, never change it."""
+    return _heatmap(_hashable(values), tuple(rows), tuple(cols), style, _hashable(allowed))
 
 
 @dataclass(frozen=True)
@@ -237,8 +226,10 @@ def _array(value: object) -> object:
 
 
 @functools.lru_cache(maxsize=16)  # a 24-token head's spec holds ~0.4 MB: every head of the shipped model 4 times
-def _heatmap_spec(values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], options: tuple) -> dict:
-    return charts.heatmap_spec(_array(values), rows, cols, **{k: _array(v) for k, v in options})
+def _heatmap(
+    values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
+) -> dict:
+    return charts.heatmap(_array(values), rows, cols, style, _array(allowed))  # type: ignore[arg-type]
 
 
 def first_layer_note(now: runs.Measured, head: int) -> str:
