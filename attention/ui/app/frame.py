@@ -9,9 +9,9 @@ the title. The body starts by comparing what the rest of the page was drawn from
 state now: when a change reached beyond the body (a preset, an option, a size, a message outside it), it asks for
 the whole page instead (``st.rerun()``), so nothing a learner sees is ever left stale. The address is written by
 the body too, so it follows every edit. Inside the body, the results column is a fragment of its own: a click on a
-heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way; except on a
-model's head, where the body draws its results itself, so that choosing another head (same shapes, same sidebar)
-reruns the body alone.
+heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way; except when a
+panel the spec asks for answers back from beyond the page (the model, on a model's head): then the body draws the
+results and the panel itself, so that choosing another head (same shapes, same sidebar) reruns the body alone.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from ..core.text import esc
 from ..inputs import editors
 from ..inputs import import_box as imports
 from ..labpages import BODIES
+from ..modelpages import ANSWERS
 from ..modelpages import BODIES as MODEL_BODIES
-from ..modelpages import ON_STEPS as model_answers
 from ..sidebar import panel as sidebar
 from ..sidebar import share
 from ..views import compare
@@ -154,9 +154,7 @@ def body(key: str) -> None:
                 input_panel(s)
         elif column is results:
             with results:
-                # a model's head: the results are drawn by the body, so the "Head shown on these pages" box is the
-                # body's and choosing another head reruns the body (its grids and results), not the whole page
-                (results_of if s.model_head is not None else result_panel)(key)
+                results_column(key, s, ok)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
@@ -171,6 +169,20 @@ def body_drawn_from(s: session.Session) -> tuple:
     (``epoch`` moves with every change), the refreshed grids, open tabs and every message."""
     messages = tuple(sorted((p, m[0]) for p, m in s.messages.items()))
     return (drawn_from(s), s.epoch, s.grids, tuple(s.tabs.items()), messages)
+
+
+def results_column(key: str, s: session.Session, ok: bool) -> None:
+    """The results column: a fragment of its own (:func:`result_panel`), or, when a panel the spec asks for answers
+    back (:data:`attention.ui.modelpages.ANSWERS`: the model, on a model's head), the results and that panel in the
+    body's run, since the panel's widgets change the grids beside it too (choosing another head reruns the body, not
+    the whole page)."""
+    answers = [ANSWERS[name] for name in STEPS[key].answers if ANSWERS[name].applies(s)]
+    if not answers:
+        result_panel(key)
+        return
+    results_of(key)
+    for answer in answers if ok else ():  # below the results, once they are computed
+        answer.draw(s)
 
 
 @st.fragment
@@ -202,8 +214,6 @@ def results_of(key: str) -> None:
         with printing.screen_only("compare"):
             for name in step.compare:
                 compare.show(name, s, trace, key)
-    if s.model_head is not None:  # a model's head: the edits flow back, and the model answers
-        model_answers(s)
 
 
 def input_panel(s: session.Session) -> None:
