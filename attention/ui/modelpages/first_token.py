@@ -15,7 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from ... import charts
-from ...model import ablate, roles
+from ...model import roles
+from ...model.interventions import ablate
 from ...names import token_labels
 from ..core import models, session
 from ..core.text import esc

@@ -18,7 +18,8 @@ import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...model import ablate, replace_matrix, roles
+from ...model import roles
+from ...model.interventions import ablate, replace_matrix
 from ...names import WEIGHTS
 from .. import state
 from ..core import models, session
