@@ -1,8 +1,8 @@
 """Every function in the package is short and shallow: at most MAX_LINES lines of code (its first statement after
 the docstring to its last line: a public function's docstring is prose, not code) and at most MAX_DEPTH levels of
-nested blocks (if, for, while, with, try, match, and a conditional expression inside another; an ``elif`` is a branch
-of its ``if``, not a level), measured on the syntax tree. A module is split where its concerns differ, not where its
-line count does, so there is no cap on a file."""
+nested blocks (if, for, while, with, try, match, and a conditional expression ``a if c else b`` as an if; an
+``elif`` is a branch of its ``if``, not a level), measured on the syntax tree. A module is split where its concerns
+differ, not where its line count does, so there is no cap on a file."""
 
 from __future__ import annotations
 
