@@ -1,17 +1,19 @@
-"""Altair chart builders (no Streamlit): the heatmaps the app draws, for a notebook too; the path is chosen by size.
+"""The heatmaps the app draws, as Vega-Lite specs (no Streamlit): for the pages, figures and a notebook alike.
 
-Up to ``RECT_MAX`` rows and columns every cell is an Altair rect with a tooltip (and its value
+One entry point, :func:`heatmap`, and one record of how a heatmap is drawn, :class:`Style`; the path is chosen by size.
+
+Up to ``RECT_MAX`` rows and columns every cell is a rect with a tooltip (and its value
 written in the cell when the matrix is small).
 Larger matrices are pooled into blocks (at most BLOCK_GRID per side; rect marks for a 1024×1024
 matrix take ~20 s to draw in a browser, 32×32 blocks a few tenths of a second), each block with a
-tooltip; exact cells are read in the zoom window (:func:`zoom_heatmap`), which draws the chosen
+tooltip; exact cells are read in a zoom window (a :class:`Window` of :func:`heatmap`), which draws the chosen
 region cell by cell on the whole matrix's colour scale.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import altair as alt
 import numpy as np
@@ -40,12 +42,14 @@ class Colour:
     title: str
 
 
-def colour_for(kind: str, values: np.ndarray) -> Colour:
+def colour_for(kind: str, values: np.ndarray, allowed: np.ndarray | None = None) -> Colour:
     """Each step's own scale, readable with any colour vision: weights 0–1 on viridis; signed values (scores and
     scaled scores, and differences "diff") on a diverging scale centred at 0 and symmetric, fitted to the largest
-    finite |value|, so white means 0 and blue and red the two signs."""
+    finite |value|, so white means 0 and blue and red the two signs. Cells ``allowed`` marks False (masked) are left
+    out of the fit; one scale fitted to a stack of heads ((h, n, n)) serves each head's chart."""
     if kind == "weights":
         return Colour((0.0, 1.0), tuple(VIRIDIS), "weight")
+    values = _unmasked(values, allowed)
     finite = np.abs(values[np.isfinite(values)])
     m = float(finite.max()) if finite.size else 0.0
     m = m if m > 0 else 1.0
@@ -73,145 +77,74 @@ def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
     return values if allowed is None else np.where(allowed, values, np.nan)
 
 
+@dataclass(frozen=True)
+class Style:
+    """How a heatmap is drawn: the one record every caller hands to :func:`heatmap`.
+
+    ``kind`` picks the colour scale (see :func:`colour_for`): "weights" 0–1 viridis, "scores" (or any other) diverging
+    at 0, "diff" the same with a sign written before each value; ``colour`` gives the scale instead (one scale for
+    several charts). ``digits``: significant digits written in the cells (tooltips always show full precision).
+    ``select`` adds a click selection "cell" (fields query and key) to a cell-by-cell heatmap; blocks are not
+    selectable. ``row_height`` (px) sets the rows' height (the blocks' for a pooled heatmap)."""
+
+    kind: str = "weights"
+    title: str = ""
+    subtitle: str = ""
+    row_title: str = "query (attends from)"
+    col_title: str = "key (attends to)"
+    digits: int | None = 3
+    select: bool = False
+    colour: Colour | None = None
+    row_height: int | None = None
+
+    def but(self, **changes: object) -> Style:
+        """This style with ``changes`` (``dataclasses.replace``)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+HEAD = Style(row_title="query", col_title="key")  # a head's heatmap, in a column beside other heads: short axis titles
+
+
+@dataclass(frozen=True)
+class Window:
+    """The part of a large matrix read cell by cell: ``size`` rows and columns from row ``r0``, column ``c0``
+    (0-based); coloured on the whole matrix's scale so colours match the pooled overview."""
+
+    r0: int
+    c0: int
+    size: int
+
+
 def heatmap(
     values: np.ndarray,
     rows: Sequence[str],
     cols: Sequence[str],
-    *,
-    kind: str = "weights",
-    title: str = "",
+    style: Style = Style(),  # noqa: B008 (frozen: one shared default is safe)
     allowed: np.ndarray | None = None,
-    row_title: str = "query (attends from)",
-    col_title: str = "key (attends to)",
-    digits: int | None = 3,
-    select: bool = False,
-    subtitle: str = "",
-    colour: Colour | None = None,
-    row_height: int | None = None,
-) -> alt.LayerChart:
-    """A heatmap of a 2-D matrix (n_rows, n_cols) with queries on rows and keys on columns: the chart the app draws.
+    window: Window | None = None,
+) -> dict:
+    """The heatmap the app draws, as a Vega-Lite spec (a plain dict): a 2-D matrix (n_rows, n_cols), queries on rows
+    and keys on columns, drawn as ``style`` says. ``allowed`` (same shape, True = may attend) marks masked cells,
+    drawn grey and labelled "masked". A batch of one ((1, n, n)) is drawn as its single matrix.
 
-    ``kind`` "weights" uses a 0–1 viridis scale, "scores" a diverging scale centred at 0 (see :func:`colour_for`),
-    unless ``colour`` gives the scale (one scale for several charts). ``allowed`` (same shape, True = may attend)
-    marks masked cells, drawn grey and labelled "masked". A batch of one ((1, n, n)) is drawn as its single matrix.
-    ``digits``: significant digits of the numbers written in the cells (the tooltip always shows full precision).
-    ``select`` adds a click selection named "cell" (fields query and key) to a cell-by-cell heatmap, for an app to
-    react to. The chart takes its container's width; ``row_height`` (px) sets its rows' height (blocks' for a pooled
-    one). In a notebook: ``charts.heatmap(trace.weights, tokens, tokens)``.
-    """
+    Up to RECT_MAX rows and columns every cell is a rect with a tooltip; beyond, blocks of tokens (at most BLOCK_GRID
+    a side), unless ``window`` asks for a part of it cell by cell. The width is its container's, the height follows
+    the rows. In a notebook: ``alt.LayerChart.from_dict(charts.heatmap(trace.weights, tokens, tokens))``."""
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
     if values.ndim != 2:
         raise AttentionError(f"a heatmap needs a 2-D matrix; got shape {values.shape}")
     allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
     rows, cols = token_labels(rows), token_labels(cols)  # axis labels must be unique
-    n_r, n_c = values.shape
-    if max(n_r, n_c) <= RECT_MAX:
-        return _rect_heatmap(
-            values,
-            rows,
-            cols,
-            kind=kind,
-            title=title,
-            allowed=allowed,
-            row_title=row_title,
-            col_title=col_title,
-            digits=digits,
-            select=select,
-            subtitle=subtitle,
-            colour=colour,
-            row_height=row_height,
-        )
-    return _block_heatmap(
-        values,
-        kind=kind,
-        title=title,
-        allowed=allowed,
-        row_title=row_title,
-        col_title=col_title,
-        digits=digits,
-        colour=colour,
-        row_height=row_height,
-    )
+    if window is not None:
+        return _window(values, rows, cols, style, allowed, window)
+    if max(values.shape) <= RECT_MAX:
+        return _cells(values, rows, cols, style, allowed)
+    return _blocks(values, style, allowed)
 
 
-def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:
-    """:func:`heatmap` as a Vega-Lite spec (a plain dict) for an app: built directly for a cell-by-cell heatmap (no
-    Altair objects to build and validate), converted unvalidated for the pooled one. Same options as :func:`heatmap`."""
-    values = squeeze_batch(np.asarray(values, dtype=np.float64))
-    if values.ndim == 2 and max(values.shape) <= RECT_MAX:
-        allowed = options.pop("allowed", None)
-        allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
-        return rect_spec(values, token_labels(rows), token_labels(cols), allowed=allowed, **options)  # type: ignore[arg-type]
-    options.pop("select", None)  # blocks are not selectable
-    return heatmap(values, rows, cols, **options).to_dict(validate=False)  # type: ignore[arg-type]
-
-
-def head_specs(
-    stack: np.ndarray,
-    rows: Sequence[str],
-    cols: Sequence[str],
-    *,
-    kind: str = "weights",
-    allowed: np.ndarray | None = None,
-    digits: int | None = 3,
-    heads: Sequence[int] | None = None,
-    select: bool = False,
-) -> list[dict]:
-    """One heatmap spec per head in ``heads`` (default: all), titled "head k", every one on the same colour scale,
-    fitted to all the heads: ``stack`` is (h, n, n). An app draws them side by side, each in its own chart (a
-    Vega-Lite ``concat`` of them was drawn 0 px wide in a Streamlit column). Large matrices are pooled into blocks."""
-    stack = np.asarray(stack, dtype=np.float64)  # (h, n, n)
-    allowed = None if allowed is None else squeeze_batch(np.asarray(allowed))
-    shared = colour_for(kind, _unmasked(stack, allowed))
-    return [
-        heatmap_spec(
-            stack[k],
-            rows,
-            cols,
-            kind=kind,
-            title=f"head {k + 1}",
-            allowed=allowed,
-            row_title="query",
-            col_title="key",
-            colour=shared,
-            digits=digits,
-            select=select,
-            row_height=max(4, min(40, 240 // _drawn_rows(stack.shape[-2]))),  # in half a column: shorter rows
-        )
-        for k in (heads if heads is not None else range(stack.shape[0]))
-    ]
-
-
-def _drawn_rows(n: int) -> int:
+def drawn_rows(n: int) -> int:
     """How many rows a heatmap of n rows draws: every one up to RECT_MAX, else one per block."""
     return n if n <= RECT_MAX else -(-n // -(-n // BLOCK_GRID))
-
-
-def head_heatmaps(
-    stack: np.ndarray,
-    rows: Sequence[str],
-    cols: Sequence[str],
-    *,
-    kind: str = "weights",
-    title: str = "",
-    allowed: np.ndarray | None = None,
-    digits: int | None = 3,
-    heads: Sequence[int] | None = None,
-    width: int = 300,
-) -> alt.ConcatChart:
-    """For a notebook: :func:`head_specs` as one Altair chart, two heads to a row, each ``width`` px wide (text at
-    12 px: the font signal of a single chart follows its own size, which a concat does not have)."""
-    panels, datasets = [], {}
-    for spec in head_specs(stack, rows, cols, kind=kind, allowed=allowed, digits=digits, heads=heads):
-        datasets.update(spec.pop("datasets", {}))
-        params = [p for p in spec.get("params", []) if p["name"] != "fs"]
-        spec = {k: v for k, v in spec.items() if k not in ("autosize", "padding", "$schema", "config", "params")}
-        panels.append(
-            {**spec, **({"params": params} if params else {}), "width": width, "height": spec["height"] - 190}
-        )
-    top = {"concat": panels, "columns": 2, "title": title, "params": [{"name": "fs", "value": 12}]}
-    top["resolve"] = {"scale": {"color": "shared"}}
-    return alt.ConcatChart.from_dict({**top, **({"datasets": datasets} if datasets else {})}, validate=False)
 
 
 def _long_form(
@@ -245,80 +178,33 @@ def _long_form(
     }
 
 
-def _rect_heatmap(
+def _cells(
     values: np.ndarray,
     rows: Sequence[str],
     cols: Sequence[str],
-    *,
-    kind: str,
-    title: str,
+    style: Style,
     allowed: np.ndarray | None,
-    row_title: str,
-    col_title: str,
-    row_offset: int = 0,
-    col_offset: int = 0,
-    colour: Colour | None = None,
-    digits: int | None = 3,
-    select: bool = False,
-    subtitle: str = "",
-    row_height: int | None = None,
-) -> alt.LayerChart:
-    spec = rect_spec(
-        values,
-        rows,
-        cols,
-        kind=kind,
-        title=title,
-        allowed=allowed,
-        row_title=row_title,
-        col_title=col_title,
-        row_offset=row_offset,
-        col_offset=col_offset,
-        colour=colour,
-        digits=digits,
-        select=select,
-        subtitle=subtitle,
-        row_height=row_height,
-    )
-    return alt.LayerChart.from_dict(spec, validate=False)
-
-
-def rect_spec(
-    values: np.ndarray,
-    rows: Sequence[str],
-    cols: Sequence[str],
-    *,
-    kind: str = "weights",
-    title: str = "",
-    allowed: np.ndarray | None = None,
-    row_title: str = "query (attends from)",
-    col_title: str = "key (attends to)",
-    row_offset: int = 0,
-    col_offset: int = 0,
-    colour: Colour | None = None,
-    digits: int | None = 3,
-    select: bool = False,
-    subtitle: str = "",
-    row_height: int | None = None,
+    offset: tuple[int, int] = (0, 0),
 ) -> dict:
-    """The cell-by-cell heatmap as a Vega-Lite spec (a plain dict, data inline): every cell a rect with a tooltip,
-    masked cells grey, the value written in each cell up to TEXT_MAX (where it fits), a click selection "cell" when
-    ``select``; ``subtitle`` under the title; ``row_height`` (px) overrides the rows' height.
+    """The cell-by-cell heatmap: every cell a rect with a tooltip (its row and column counted from ``offset``), masked
+    cells grey, the value written in each cell up to TEXT_MAX (where it fits), a click selection "cell" when
+    ``style.select``.
 
     Written as the dict Altair would produce, because building the Altair objects and validating them took ~100 ms
-    of each run; a person's edit waits for it. :func:`heatmap` wraps it as an Altair chart for a notebook."""
-    df = _long_form(values, rows, cols, allowed, row_offset, col_offset, kind, digits)
-    colour = colour or colour_for(kind, _unmasked(values, allowed))
+    of each run; a person's edit waits for it."""
+    kind = style.kind
+    df = _long_form(values, rows, cols, allowed, offset[0], offset[1], kind, style.digits)
+    colour = style.colour or colour_for(kind, values, allowed)
     n_r, n_c = values.shape
-    position = _positions(rows, cols, row_title, col_title, n_c)
+    position = _positions(rows, cols, style.row_title, style.col_title, n_c)
     stroke = 0.5 if max(n_r, n_c) <= 32 else 0  # cell borders only while cells are large enough to show them
-    layers = [_cells_layer(position, colour, stroke, select)]
+    layers = [_cells_layer(position, colour, stroke, style.select)]
     if allowed is not None and not allowed.all():
         layers.append(_masked_layer(position, stroke))
     if max(n_r, n_c) <= TEXT_MAX:
         layers.append(_text_layer(position, colour, kind, df, n_r, n_c))
-    spec = _rect_frame(df, layers, n_r, n_c, title, subtitle, row_height)
-    if select:
+    spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)
+    if style.select:
         spec["params"].append(_cell_selection())
     return spec
 
@@ -475,73 +361,41 @@ def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarr
     return np.where(count > 0, out, np.nan)
 
 
-def _block_heatmap(
-    values: np.ndarray,
-    *,
-    kind: str,
-    title: str,
-    allowed: np.ndarray | None,
-    row_title: str,
-    col_title: str,
-    digits: int | None = 3,
-    colour: Colour | None = None,
-    row_height: int | None = None,
-) -> alt.Chart:
+def _blocks(values: np.ndarray, style: Style, allowed: np.ndarray | None) -> dict:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
-    second). Each block's tooltip names its token range and pooled value."""
+    second). Each block's tooltip names its token range and pooled value. The spec goes once through Altair (its
+    data as a named dataset)."""
     n_r, n_c = values.shape
     factor = -(-max(n_r, n_c) // BLOCK_GRID)
     masked_values = _unmasked(values, allowed)
-    pool = "max" if kind == "weights" else "mean"
+    pool = "max" if style.kind == "weights" else "mean"
     pooled = pool_blocks(masked_values, factor, pool)
     r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[0])]
     c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
-    return _rect_heatmap(
-        pooled,
-        r_lbl,
-        c_lbl,
-        kind=kind,
-        title=title,
+    block_style = style.but(
         subtitle=f"blocks of {factor}×{factor}: each its {pool}",  # short: a head's chart is narrow
-        allowed=np.isfinite(pooled) if allowed is not None else None,
-        row_title=f"{row_title}, tokens",
-        col_title=f"{col_title}, tokens",
-        colour=colour or colour_for(kind, masked_values),
-        digits=digits,
-        row_height=row_height,
+        row_title=f"{style.row_title}, tokens",
+        col_title=f"{style.col_title}, tokens",
+        colour=style.colour or colour_for(style.kind, masked_values),
+        select=False,
     )
+    spec = _cells(pooled, r_lbl, c_lbl, block_style, np.isfinite(pooled) if allowed is not None else None)
+    return alt.LayerChart.from_dict(spec, validate=False).to_dict(validate=False)
 
 
-def zoom_heatmap(
-    values: np.ndarray,
-    rows: Sequence[str],
-    cols: Sequence[str],
-    r0: int,
-    c0: int,
-    size: int,
-    *,
-    kind: str,
-    title: str,
-    allowed: np.ndarray | None = None,
-    digits: int | None = 3,
-) -> alt.Chart:
-    """Rect heatmap (with tooltips) of the window [r0:r0+size, c0:c0+size] of a large matrix, coloured
-    on the whole matrix's scale so colours match the overview."""
-    win = values[r0 : r0 + size, c0 : c0 + size]
+def _window(
+    values: np.ndarray, rows: list[str], cols: list[str], style: Style, allowed: np.ndarray | None, window: Window
+) -> dict:
+    """The cells [r0:r0+size, c0:c0+size] of a large matrix, on the whole matrix's colour scale."""
+    r0, c0, size = window.r0, window.c0, window.size
     win_allowed = None if allowed is None else allowed[r0 : r0 + size, c0 : c0 + size]
-    whole = colour_for(kind, _unmasked(values, allowed))
-    return _rect_heatmap(
-        win,
-        list(rows[r0 : r0 + size]),
-        list(cols[c0 : c0 + size]),
-        kind=kind,
-        title=title,
-        allowed=win_allowed,
-        row_title="query (attends from)",
-        col_title="key (attends to)",
-        row_offset=r0,
-        col_offset=c0,
-        colour=whole,
-        digits=digits,
+    whole = style.colour or colour_for(style.kind, values, allowed)
+    return _cells(
+        values[r0 : r0 + size, c0 : c0 + size],
+        rows[r0 : r0 + size],
+        cols[c0 : c0 + size],
+        style.but(colour=whole, select=False),
+        win_allowed,
+        offset=(r0, c0),
     )

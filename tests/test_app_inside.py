@@ -257,17 +257,17 @@ def test_the_spec_cache_is_keyed_by_content() -> None:
     ids = list(induction.history("induction")["example"])
     clean, off = ENGINE.run(ids).weights[1, 0], ENGINE.run(ids, [ablate(0, 1)]).weights[1, 0]
     labels = [f"t{i}" for i in range(len(ids))]
-    options = {"kind": "weights", "title": "layer 2 · head 1", "allowed": np.tril(np.ones(clean.shape, bool))}
-    a = every_head.heatmap_spec(clean, labels, labels, **options)
-    b = every_head.heatmap_spec(off, labels, labels, **options)
+    style, causal = charts.Style(kind="weights", title="layer 2 · head 1"), np.tril(np.ones(clean.shape, bool))
+    a = every_head.heatmap(clean, labels, labels, style, causal)
+    b = every_head.heatmap(off, labels, labels, style, causal)
     assert a is not b and a != b  # different weights never share a spec
-    assert a == charts.heatmap_spec(clean, labels, labels, **options)  # the same spec as built directly
-    assert b == charts.heatmap_spec(off, labels, labels, **options)
-    assert every_head.heatmap_spec(clean.copy(), list(labels), labels, **options) is a  # equal content: one spec
-    assert every_head.heatmap_spec(clean, labels, labels, **{**options, "title": "x"}) is not a
+    assert a == charts.heatmap(clean, labels, labels, style, causal)  # the same spec as built directly
+    assert b == charts.heatmap(off, labels, labels, style, causal)
+    assert every_head.heatmap(clean.copy(), list(labels), labels, style, causal.copy()) is a  # equal content: one spec
+    assert every_head.heatmap(clean, labels, labels, style.but(title="x"), causal) is not a
     other = np.tril(np.ones(clean.shape, bool))
     other[3, 0] = False
-    assert every_head.heatmap_spec(clean, labels, labels, **{**options, "allowed": other}) is not a
+    assert every_head.heatmap(clean, labels, labels, style, other) is not a
 
 
 def test_a_new_position_reruns_what_names_it() -> None:

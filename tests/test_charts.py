@@ -39,16 +39,15 @@ def test_colour_scales_fit_each_step() -> None:
 
 
 def test_small_matrices_draw_every_cell_and_large_ones_draw_blocks() -> None:
-    small = charts.heatmap(np.eye(3), list("abc"), list("abc"), kind="weights", title="t").to_dict()
-    assert len(small["datasets"][next(iter(small["datasets"]))]) == 9
+    small = charts.heatmap(np.eye(3), list("abc"), list("abc"), charts.Style(kind="weights", title="t"))
+    assert len(small["data"]["values"]) == 9
     n = 1000
-    big = charts.heatmap(
-        np.full((n, n), 1 / n), [str(i) for i in range(n)], [str(i) for i in range(n)], kind="weights", title="t"
-    )
-    data = big.to_dict()["datasets"]
+    labels = [str(i) for i in range(n)]
+    big = charts.heatmap(np.full((n, n), 1 / n), labels, labels, charts.Style(kind="weights", title="t"))
+    data = big["datasets"]
     cells = len(data[next(iter(data))])
     assert cells <= charts.BLOCK_GRID**2
-    assert "blocks of" in big.to_dict()["title"]["subtitle"]
+    assert "blocks of" in big["title"]["subtitle"]
 
 
 def test_the_reading_matches_a_naive_loop_and_marks_fully_masked_rows() -> None:

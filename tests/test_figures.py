@@ -34,7 +34,7 @@ def _texts(text: str) -> list[str]:
 
 
 def test_a_heatmap_as_svg_is_sized_for_a_slide_and_keeps_tokens_as_text(trace) -> None:
-    spec = charts.heatmap_spec(trace.weights[0], TOKENS, TOKENS)
+    spec = charts.heatmap(trace.weights[0], TOKENS, TOKENS)
     assert spec["width"] == "container"  # as the page draws it: the file must choose a width
     text = figures.svg(spec)
     width, height = _svg_size(text)
@@ -47,7 +47,8 @@ def test_a_heatmap_as_svg_is_sized_for_a_slide_and_keeps_tokens_as_text(trace) -
 
 
 def test_the_png_is_twice_the_svg_and_not_blank(trace) -> None:
-    spec = charts.head_specs(trace.weights[0] if trace.weights.ndim == 4 else trace.weights, TOKENS, TOKENS)[1]
+    stack = trace.weights[0] if trace.weights.ndim == 4 else trace.weights  # (h, n, n)
+    spec = charts.heatmap(stack[1], TOKENS, TOKENS, charts.HEAD.but(title="head 2", row_height=40))  # as heads.show
     width, height = _svg_size(figures.svg(spec))
     image = Image.open(io.BytesIO(figures.png(spec))).convert("RGB")
     assert image.size == (round(2 * width), round(2 * height))
@@ -57,7 +58,7 @@ def test_the_png_is_twice_the_svg_and_not_blank(trace) -> None:
 
 
 def test_the_spec_download_carries_its_data_and_opens_alone(trace) -> None:
-    spec = charts.heatmap_spec(trace.weights[0], TOKENS, TOKENS)
+    spec = charts.heatmap(trace.weights[0], TOKENS, TOKENS)
     loaded = json.loads(figures.vega_lite_json(spec))
     values = loaded["data"]["values"]
     assert len(values) == 9  # every (query, key) pair, masked ones flagged
@@ -73,6 +74,6 @@ def test_the_spec_download_carries_its_data_and_opens_alone(trace) -> None:
 
 
 def test_a_width_asked_for_is_the_width_drawn(trace) -> None:
-    spec = charts.heatmap_spec(trace.weights[0], TOKENS, TOKENS)
+    spec = charts.heatmap(trace.weights[0], TOKENS, TOKENS)
     narrow, wide = (_svg_size(figures.svg(spec, width=w))[0] for w in (400, 800))
     assert wide - narrow == pytest.approx(400, abs=2)

@@ -25,15 +25,15 @@ def _page(case: str) -> None:
     values = np.array([[0.5, -np.inf, 2.0], [1.25, 0.0, -3.5]])
     allowed = np.isfinite(values)
     if case == "masked scores":
-        spec = charts.rect_spec(values, ["a", "b"], ["x", "y", "z"], kind="scores", allowed=allowed, select=True)
+        spec = charts.heatmap(values, ["a", "b"], ["x", "y", "z"], charts.Style(kind="scores", select=True), allowed)
     elif case == "weights":
-        spec = charts.rect_spec(np.abs(values[:, [0, 2]]) / 4, ["the", "cat"], ["the", "cat"], kind="weights")
+        spec = charts.heatmap(np.abs(values[:, [0, 2]]) / 4, ["the", "cat"], ["the", "cat"], charts.Style())
     elif case == "diff, nothing written":
         big = np.linspace(-1, 1, 30 * 30).reshape(30, 30)
         labels = [f"t{i}" for i in range(30)]
-        spec = charts.rect_spec(big, labels, labels, kind="diff")
+        spec = charts.heatmap(big, labels, labels, charts.Style(kind="diff"))
     else:  # blocks of a large matrix: named datasets, passed on as they are
-        spec = charts.heatmap_spec(np.ones((300, 300)), [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)])
+        spec = charts.heatmap(np.ones((300, 300)), [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)])
     st.vega_lite_chart(copy.deepcopy(spec), width="stretch")
     vega_chart(spec, width="stretch")
 

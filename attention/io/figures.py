@@ -4,7 +4,7 @@ The browser draws the app's charts with vega-embed; these files are drawn from t
 vl-convert (the renderer Altair's ``chart.save`` uses), so a slide shows exactly what the page shows. A spec that
 takes its column's width (``"width": "container"``) is given a fixed width first: a file has no column.
 
-    svg_text = svg(charts.heatmap_spec(trace.weights, tokens, tokens))
+    svg_text = svg(charts.heatmap(trace.weights, tokens, tokens))
     png_bytes = png(spec)            # twice the size: sharp on a projector
 """
 

@@ -23,7 +23,7 @@ from .. import names
 from ..errors import AttentionError
 from ..names import ARRAYS, axis_labels, corner_label, dimension_labels, is_number
 from ..trace import Trace
-from .parse import is_number_text
+from .parse.cells import is_number_text
 from .presets import Preset
 
 # OWASP "CSV injection": a cell starting with one of these may run as a formula in a spreadsheet.

@@ -114,9 +114,9 @@ def _read_json(path: Path, limit: int) -> Any:
         ) from None
 
 
-def read_config(path: Path) -> Config:
-    """The Config of a GPT-2 config.json; errors name the field."""
-    raw = _read_json(path, MAX_CONFIG_BYTES)
+def _check_kind(raw: object) -> None:
+    """config.json holds an object that describes a decoder-only GPT-2 (model_type, architectures, no
+    cross-attention); errors name the field."""
     if not isinstance(raw, dict):
         raise AttentionError("config.json must hold a JSON object", field="config.json")
     kind = raw.get("model_type")
@@ -141,6 +141,12 @@ def read_config(path: Path) -> Config:
             "config.json: add_cross_attention is true; only decoder-only GPT-2 is supported",
             field="add_cross_attention",
         )
+
+
+def read_config(path: Path) -> Config:
+    """The Config of a GPT-2 config.json; errors name the field."""
+    raw = _read_json(path, MAX_CONFIG_BYTES)
+    _check_kind(raw)
 
     def whole(name: str, default: object = None) -> int:
         value = raw.get(name, default)
@@ -251,54 +257,66 @@ def read_weights(path: Path, config: Config) -> Params:
             field="model.safetensors",
         ) from None
     want = expected_tensors(config)
-    tensors: dict[str, np.ndarray] = {}
     try:
         with safe_open(str(path), framework="np") as f:  # memory-mapped: a tensor is read when asked for
-            names = {k.removeprefix("transformer."): k for k in f.keys()}  # noqa: SIM118 - safe_open is not iterable
-            extra = sorted(k for k in names if k not in want and k != "lm_head.weight" and not k.endswith(BUFFERS))
-            if extra:
-                raise AttentionError(
-                    f"model.safetensors has a tensor {extra[0]!r} that a GPT-2 of config.json's size does not have "
-                    f"(n_layer = {config.n_layers})",
-                    field=extra[0],
-                )
-            for name, shape in want.items():
-                if name not in names:
-                    raise AttentionError(
-                        f"model.safetensors has no tensor {name!r}, which config.json's GPT-2 needs"
-                        + (" (tie_word_embeddings is false)" if name == "lm_head.weight" else ""),
-                        field=name,
-                    )
-                sl = f.get_slice(names[name])
-                got = tuple(sl.get_shape())
-                if got != shape:
-                    raise AttentionError(
-                        f"model.safetensors: {name} has shape {list(got)} but config.json "
-                        f"({_why_shape(name, config)}) needs {list(shape)}",
-                        field=name,
-                    )
-                if sl.get_dtype() not in ("F16", "F32", "F64"):
-                    raise AttentionError(
-                        f"model.safetensors: {name} is stored as {sl.get_dtype()}; only F16, F32 and F64 are read",
-                        field=name,
-                    )
-                arr = np.asarray(f.get_tensor(names[name]), dtype=np.float64)
-                with np.errstate(over="ignore", invalid="ignore"):
-                    quick = np.isfinite(arr.sum())  # one pass: a finite sum means every value is finite
-                bad = np.zeros(1, bool) if quick else ~np.isfinite(arr)
-                if bad.any():
-                    idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                    raise AttentionError(
-                        f"model.safetensors: {name} at {list(idx)} is {arr[idx]}; every weight must be finite",
-                        field=name,
-                    )
-                arr.flags.writeable = False  # the model keeps it as it is, without another copy
-                tensors[name] = arr
+            tensors = _tensors(f, want, config)
     except SafetensorError as exc:
         raise AttentionError(
             f"model.safetensors could not be read as a safetensors file: {exc}", field="model.safetensors"
         ) from None
     return _to_params(tensors, config)
+
+
+def _tensors(f: Any, want: dict[str, tuple[int, ...]], config: Config) -> dict[str, np.ndarray]:
+    """Every tensor config.json's GPT-2 needs from the open file ``f``, each checked (:func:`_tensor`); a tensor it
+    does not have, or one it needs and the file lacks, is named."""
+    tensors: dict[str, np.ndarray] = {}
+    names = {k.removeprefix("transformer."): k for k in f.keys()}  # noqa: SIM118 - safe_open is not iterable
+    extra = sorted(k for k in names if k not in want and k != "lm_head.weight" and not k.endswith(BUFFERS))
+    if extra:
+        raise AttentionError(
+            f"model.safetensors has a tensor {extra[0]!r} that a GPT-2 of config.json's size does not have "
+            f"(n_layer = {config.n_layers})",
+            field=extra[0],
+        )
+    for name, shape in want.items():
+        if name not in names:
+            tied = " (tie_word_embeddings is false)" if name == "lm_head.weight" else ""
+            raise AttentionError(
+                f"model.safetensors has no tensor {name!r}, which config.json's GPT-2 needs{tied}", field=name
+            )
+        tensors[name] = _tensor(f, names[name], name, shape, config)
+    return tensors
+
+
+def _tensor(f: Any, stored: str, name: str, shape: tuple[int, ...], config: Config) -> np.ndarray:
+    """The tensor ``stored`` in the open file ``f`` as a read-only float64 array, checked: the shape config.json
+    gives ``name``, a float type, every value finite."""
+    sl = f.get_slice(stored)
+    got = tuple(sl.get_shape())
+    if got != shape:
+        raise AttentionError(
+            f"model.safetensors: {name} has shape {list(got)} but config.json "
+            f"({_why_shape(name, config)}) needs {list(shape)}",
+            field=name,
+        )
+    if sl.get_dtype() not in ("F16", "F32", "F64"):
+        raise AttentionError(
+            f"model.safetensors: {name} is stored as {sl.get_dtype()}; only F16, F32 and F64 are read",
+            field=name,
+        )
+    arr = np.asarray(f.get_tensor(stored), dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        quick = np.isfinite(arr.sum())  # one pass: a finite sum means every value is finite
+    bad = np.zeros(1, bool) if quick else ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AttentionError(
+            f"model.safetensors: {name} at {list(idx)} is {arr[idx]}; every weight must be finite",
+            field=name,
+        )
+    arr.flags.writeable = False  # the model keeps it as it is, without another copy
+    return arr
 
 
 def _to_params(t: dict[str, np.ndarray], config: Config) -> Params:

@@ -9,6 +9,7 @@ literal" without running anything.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -104,9 +105,7 @@ def parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
         if tok in "[(":
             if len(stack) >= MAX_DEPTH:
                 raise AttentionError(
-                    f"{name}: the {source} is nested more than {MAX_DEPTH} levels deep; a matrix is [[row], [row], "
-                    f"...]",
-                    matrix=name,
+                    f"{name}: the {source} is nested more than {MAX_DEPTH} levels deep; {_FORM}", matrix=name
                 )
             new: list = []
             if stack:
@@ -129,20 +128,7 @@ def parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
         else:
             if not stack:
                 raise not_literal(f"{short(tok, 20)} outside the brackets")
-            if tok == "..." or tok == "…":
-                raise AttentionError(
-                    f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it "
-                    "in full with np.set_printoptions(threshold=sys.maxsize) and paste again",
-                    matrix=name,
-                )
-            if len(tok) > MAX_NUMBER_CHARS:
-                raise AttentionError(
-                    f"{name}: the {source} has {len(tok):,} characters without a break at "
-                    f"{_where_in(text, m.start())} ({short(tok, 20)}); a number has at most {MAX_NUMBER_CHARS:,}",
-                    matrix=name,
-                )
-            if not (NUMBER.fullmatch(tok) or NONFINITE.fullmatch(tok)):
-                raise not_literal(f"{short(tok, 20)} at {_where_in(text, m.start())} is not a number")
+            _check_number(tok, _where_in(text, m.start()), name, source, not_literal)
             cells += 1
             if cells > MAX_CELLS:
                 raise AttentionError(
@@ -157,6 +143,28 @@ def parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
     if root is None:
         raise AttentionError(f"{name}: the {source} is empty", matrix=name)
     return _nested_to_array(root, name, source)
+
+
+_FORM = "a matrix is [[row], [row], ...]"
+
+
+def _check_number(tok: str, where: str, name: str, source: str, not_literal: Callable[[str], AttentionError]) -> None:
+    """An atom between the brackets must be a number: not numpy's '...' of a shortened print, not too long, and a
+    number or a non-finite word (checked later) by its form."""
+    if tok == "..." or tok == "…":
+        raise AttentionError(
+            f"{name}: the {source} contains '...', so numpy shortened the array when printing it; print it "
+            "in full with np.set_printoptions(threshold=sys.maxsize) and paste again",
+            matrix=name,
+        )
+    if len(tok) > MAX_NUMBER_CHARS:
+        raise AttentionError(
+            f"{name}: the {source} has {len(tok):,} characters without a break at "
+            f"{where} ({short(tok, 20)}); a number has at most {MAX_NUMBER_CHARS:,}",
+            matrix=name,
+        )
+    if not (NUMBER.fullmatch(tok) or NONFINITE.fullmatch(tok)):
+        raise not_literal(f"{short(tok, 20)} at {where} is not a number")
 
 
 def _nested_to_array(root: list, name: str, source: str = "paste") -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -81,34 +81,35 @@ def _sniff(text: str) -> str | None:
     return best
 
 
+def _cells_by_line(text: str, delim: str | None) -> Iterator[tuple[list[str], int]]:
+    """Each non-blank row's cells and its line number: split on whitespace without a delimiter, else read as CSV."""
+    if delim is None:
+        for i, line in enumerate(text.splitlines(), start=1):
+            cells = line.split()
+            if cells:
+                yield cells, i
+        return
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    try:
+        for row in reader:
+            if any(c.strip() for c in row):
+                yield list(row), reader.line_num
+    except csv.Error as exc:
+        raise AttentionError(f"the text is not valid CSV (line {reader.line_num}: {exc})") from None
+
+
 def _split(text: str, csv_mode: bool) -> tuple[list[list[str]], list[int]]:
     """Rows of stripped cell strings and each row's line number; blank lines are skipped."""
     delim = _sniff(text) or ("," if csv_mode else None)
     rows: list[list[str]] = []
     lines: list[int] = []
     cells = 0
-    if delim is None:
-        for i, line in enumerate(text.splitlines(), start=1):
-            cells_ = line.split()
-            if cells_:
-                rows.append(cells_)
-                lines.append(i)
-                cells += len(cells_)
-                if cells > MAX_CELLS:
-                    break
-    else:
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
-        try:
-            for row in reader:
-                cells_ = list(row)
-                if any(c.strip() for c in cells_):
-                    rows.append(cells_)
-                    lines.append(reader.line_num)
-                    cells += len(cells_)
-                    if cells > MAX_CELLS:
-                        break
-        except csv.Error as exc:
-            raise AttentionError(f"the text is not valid CSV (line {reader.line_num}: {exc})") from None
+    for row, line in _cells_by_line(text, delim):
+        rows.append(row)
+        lines.append(line)
+        cells += len(row)
+        if cells > MAX_CELLS:
+            break
     if cells > MAX_CELLS:
         raise AttentionError(f"the input has more than {MAX_CELLS:,} cells; that is larger than any supported matrix")
     # A trailing separator on every row leaves an empty last column: drop it.

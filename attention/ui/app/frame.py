@@ -9,9 +9,9 @@ the title. The body starts by comparing what the rest of the page was drawn from
 state now: when a change reached beyond the body (a preset, an option, a size, a message outside it), it asks for
 the whole page instead (``st.rerun()``), so nothing a learner sees is ever left stale. The address is written by
 the body too, so it follows every edit. Inside the body, the results column is a fragment of its own: a click on a
-heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way; except on a
-model's head, where the body draws its results itself, so that choosing another head (same shapes, same sidebar)
-reruns the body alone.
+heatmap cell (the explained cell), a head or a window reruns only that column, checked the same way; except when a
+panel the spec asks for answers back from beyond the page (the model, on a model's head): then the body draws the
+results and the panel itself, so that choosing another head (same shapes, same sidebar) reruns the body alone.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from ..core.text import esc
 from ..inputs import editors
 from ..inputs import import_box as imports
 from ..labpages import BODIES
+from ..modelpages import ANSWERS
 from ..modelpages import BODIES as MODEL_BODIES
-from ..modelpages import ON_STEPS as model_answers
 from ..sidebar import panel as sidebar
 from ..sidebar import share
 from ..views import compare
@@ -139,9 +139,7 @@ def body(key: str) -> None:
                 input_panel(s)
         elif column is results:
             with results:
-                # a model's head: the results are drawn by the body, so the "Head shown on these pages" box is the
-                # body's and choosing another head reruns the body (its grids and results), not the whole page
-                (results_of if s.model_head is not None else result_panel)(key)
+                results_column(key, s, ok)
     for name in step.editors:
         downloads.matrix(name, s, key)
     if ok:
@@ -156,6 +154,20 @@ def body_drawn_from(s: session.Session) -> tuple:
     declared to rerun the body (the numbers: ``epoch`` moves with every change; the refreshed grids, open tabs and
     every message)."""
     return (drawn_from(s), parts.fingerprint(s, parts.BODY))
+
+
+def results_column(key: str, s: session.Session, ok: bool) -> None:
+    """The results column: a fragment of its own (:func:`result_panel`), or, when a panel the spec asks for answers
+    back (:data:`attention.ui.modelpages.ANSWERS`: the model, on a model's head), the results and that panel in the
+    body's run, since the panel's widgets change the grids beside it too (choosing another head reruns the body, not
+    the whole page)."""
+    answers = [ANSWERS[name] for name in STEPS[key].answers if ANSWERS[name].applies(s)]
+    if not answers:
+        result_panel(key)
+        return
+    results_of(key)
+    for answer in answers if ok else ():  # below the results, once they are computed
+        answer.draw(s)
 
 
 @st.fragment
@@ -187,8 +199,6 @@ def results_of(key: str) -> None:
         with printing.screen_only("compare"):
             for name in step.compare:
                 compare.show(name, s, trace, key)
-    if s.model_head is not None:  # a model's head: the edits flow back, and the model answers
-        model_answers(s)
 
 
 def input_panel(s: session.Session) -> None:
@@ -230,15 +240,17 @@ def render_overview() -> None:
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
     widgets.chart_gap()
     widgets.vega_chart(
-        charts.heatmap_spec(
+        charts.heatmap(
             per_head(trace.weights)[0],
             s.labels,
             key_labels(s),
-            kind="weights",
-            title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
-            subtitle="each row sums to 1",
-            allowed=trace.allowed,
-            digits=s.digits,
+            charts.Style(
+                kind="weights",
+                title="Attention weights" + (" (head 1)" if trace.options.heads > 1 else ""),
+                subtitle="each row sums to 1",
+                digits=s.digits,
+            ),
+            trace.allowed,
         ),
         width="stretch",
     )

@@ -24,7 +24,9 @@ class Step:
     """One page. ``controls`` and ``views`` name entries of the frame's registries (drawn before the editors
     and after the matrices; ``controls_after`` after the editors); ``editors`` are the input matrices edited here;
     ``show`` the arrays shown as tables; ``heatmap`` the array drawn as a heatmap; ``overview`` what the overview's
-    table says it computes."""
+    table says it computes; ``answers`` the panels that answer back from beyond the page, drawn below the results
+    when they apply (entries of :data:`attention.ui.modelpages.ANSWERS`: "model", what the model a head came from
+    predicts with the edits made here)."""
 
     key: str
     file: str
@@ -41,6 +43,7 @@ class Step:
     overview: Callable[[session.Session, Trace], str] | None = None
     inputs: bool = False  # the input editors (X, W_q, W_k, W_v) beside the result, so an edit redraws it on one screen
     compare: tuple[str, ...] = ()  # the arrays shown beside a pinned state A
+    answers: tuple[str, ...] = ()
 
 
 STEPS: dict[str, Step] = {
@@ -56,6 +59,7 @@ STEPS: dict[str, Step] = {
             editors=("X",),
             controls=("sentence", "embeddings", "positions", "batch_note", "source"),
             overview=lambda s, t: ("X", prose.shape_of(t.X)),
+            answers=("model",),
         ),
         Step(
             "weights",
@@ -68,6 +72,7 @@ STEPS: dict[str, Step] = {
             controls=("d_k",),
             controls_after=("w_o",),
             overview=prose.weights_row,
+            answers=("model",),
         ),
         Step(
             "qkv",
@@ -81,6 +86,7 @@ STEPS: dict[str, Step] = {
             inputs=True,
             compare=("Q", "K", "V"),
             overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", ", ".join(map(prose.shape_of, (t.Q, t.K, t.V)))),
+            answers=("model",),
         ),
         Step(
             "scores",
@@ -95,6 +101,7 @@ STEPS: dict[str, Step] = {
             compare=("scores",),
             views=("takes_q_k", "explain_cell"),
             overview=lambda s, t: ("S = QKᵀ", prose.shape_of(t.scores)),
+            answers=("model",),
         ),
         Step(
             "scaling",
@@ -113,6 +120,7 @@ STEPS: dict[str, Step] = {
                 f"S' = S × {t.scale:.4g}" + (f", mask: {masks.join(s.options.mask)}" if s.options.mask else ""),
                 prose.shape_of(t.scaled),
             ),
+            answers=("model",),
         ),
         Step(
             "softmax",
@@ -130,6 +138,7 @@ STEPS: dict[str, Step] = {
                 "A = softmax(S'" + (f"/{s.options.temperature:g}" if s.options.temperature != 1 else "") + ")",
                 prose.shape_of(t.weights),
             ),
+            answers=("model",),
         ),
         Step(
             "output",
@@ -144,6 +153,7 @@ STEPS: dict[str, Step] = {
             inputs=True,
             compare=("output",),
             overview=lambda s, t: ("O = AV" if t.W_o is None else "O = AV · W_o", prose.shape_of(t.output)),
+            answers=("model",),
         ),
         Step(
             "reading",
@@ -155,6 +165,7 @@ STEPS: dict[str, Step] = {
             views=("reading_table",),
             inputs=True,
             compare=("weights",),
+            answers=("model",),
         ),
     )
 }

@@ -19,7 +19,7 @@ import streamlit as st
 
 from ... import charts
 from ...errors import cell_name
-from ...io.parse import cell_number, number_too_long
+from ...io.parse.cells import cell_number, number_too_long
 from ...names import MAX_NUMBER_CHARS
 from .. import state
 from ..core import session
@@ -93,6 +93,18 @@ def to_text(values: np.ndarray, pattern: str = "{!r}") -> np.ndarray:
     )
 
 
+def not_a_number(raw: object, value: float | None) -> str:
+    """Why a cell's text is refused (``value``: what :func:`cell_number` read from it, None or not finite), short:
+    the grid may sit in a narrow column."""
+    if number_too_long(raw):
+        return f"is {len(str(raw)):,} characters long; a number has at most {MAX_NUMBER_CHARS:,}"
+    if raw is None or not str(raw).strip():
+        return "is blank"
+    if str(raw).strip().lower() == "nan":
+        return "is NaN"
+    return f"is {esc(repr(str(raw)[:40]))}, which is " + ("infinite" if value is not None else "not a number")
+
+
 def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, version: int | None = None) -> None:
     """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones. An edit
     of a grid drawn for other numbers (``version``: the state's when it was drawn; another preset or head was opened
@@ -119,19 +131,7 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, versio
         value = cell_number(raw)
         where = cell_name((r0 + r, c0 + c), rows, cols)
         if value is None or not math.isfinite(value):
-            what = (
-                f"is {len(raw):,} characters long; a number has at most {MAX_NUMBER_CHARS:,}"
-                if number_too_long(raw)
-                else "is blank"
-                if raw is None or not str(raw).strip()
-                else (
-                    "is NaN"
-                    if str(raw).strip().lower() == "nan"
-                    else f"is {esc(repr(str(raw)[:40]))}, which is "
-                    + ("infinite" if value is not None else "not a number")
-                )
-            )  # short: the grid may sit in a narrow column
-            bad.append(f"{name} {esc(where)} {what}; it keeps {fmt.format(m[r0 + r, c0 + c])}.")
+            bad.append(f"{name} {esc(where)} {not_a_number(raw, value)}; it keeps {fmt.format(m[r0 + r, c0 + c])}.")
         else:
             good[(r0 + r, c0 + c)] = value
     if not bad:  # every cell sent is valid now: an error about this grid goes (a challenge's lock may say another)

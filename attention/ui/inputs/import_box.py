@@ -13,7 +13,7 @@ import streamlit as st
 
 from ... import names
 from ...errors import AttentionError
-from ...io import parse
+from ...io.parse import dispatch
 from .. import state
 from ..core import session
 from ..core.text import esc, quoted
@@ -33,9 +33,9 @@ def parse_import(
     """A pasted text or an uploaded file as a float64 matrix of the expected shape (AttentionError if not)."""
     dims = names.axis_names(name, projection)
     if text is not None:
-        arr = parse.parse_matrix_text(text, name, expected, dims=dims)
+        arr = dispatch.parse_matrix_text(text, name, expected, dims=dims)
     else:
-        arr = parse.read_upload(data if data is not None else b"", filename, name, expected, dims=dims)
+        arr = dispatch.read_upload(data if data is not None else b"", filename, name, expected, dims=dims)
     return np.array(arr, dtype=np.float64)
 
 
@@ -140,10 +140,10 @@ def matrix_import(name: str, s: session.Session) -> None:
             "a paste may be `np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form "
             "`[[0.2 0.9]\\n [0.1 0.5]]`. Nothing you paste is run as code."
         )
-        formats = ", ".join("." + f for f in parse.MATRIX_FORMATS)
+        formats = ", ".join("." + f for f in dispatch.MATRIX_FORMATS)
         st.file_uploader(
             f"Upload {name} ({formats})",
-            type=parse.uploader_types(parse.MATRIX_FORMATS),
+            type=dispatch.uploader_types(dispatch.MATRIX_FORMATS),
             key=f"imp.{name}.file",
             on_change=_on_upload,
             args=(name,),

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.presets import list_presets, preset_label
+from ...io.presets import list_presets, load_preset, preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import Audit, audit
 from ...names import ARRAYS, INPUTS
@@ -18,7 +18,7 @@ from .. import state
 from ..core import session
 from ..core.text import esc
 
-EXAMPLES = {  # the form starts filled in with a challenge that reads, one per condition type (on The cat sat)
+EXAMPLES = {  # the form starts filled in with a challenge that reads, one per condition type (see example_preset)
     "cell": {
         "title": "Make 'cat' look at 'sat'",
         "goal": "Make 'cat' give at least half of its attention to 'sat'. You may edit only W_q.",
@@ -49,7 +49,7 @@ EXAMPLES = {  # the form starts filled in with a challenge that reads, one per c
         "multiplies every difference too.",
     },
 }
-EXAMPLE = EXAMPLES["cell"] | {"preset": "the_cat_sat", "kind": "cell", "array": "weights", "editable": ["W_q"]}
+EXAMPLE = EXAMPLES["cell"] | {"kind": "cell", "array": "weights", "editable": ["W_q"]}
 KIND_NAMES = {"cell": "one number (cell)", "argmax": "the row's top (argmax)", "entropy": "the row's spread (entropy)"}
 USED = {  # the condition fields each type uses: only these are shown
     "cell": ("array", "row", "col", "op", "value"),
@@ -80,6 +80,14 @@ EXAMPLE_GOALS = {e["goal"] for e in EXAMPLES.values()}
 CLEARED = "cf.cleared"  # set when the example's hint was taken out of the form
 
 
+@functools.cache
+def example_preset() -> str:
+    """The preset the examples are set on: the first in the sidebar's order whose tokens hold every word the examples
+    name as a row or column (only there do they read)."""
+    words = {e[field] for e in EXAMPLES.values() for field in ("row", "col")}
+    return next(p for p in list_presets() if words <= set(load_preset(p).tokens))
+
+
 def _init() -> None:
     """The form's fields, filled in with the cell example the first time. Streamlit drops a widget's value when the
     widget is not drawn (another page, or a field the condition does not use), so each value is also kept under a
@@ -87,7 +95,7 @@ def _init() -> None:
     defaults = {
         "cf.kind": EXAMPLE["kind"],
         "cf.kind_was": EXAMPLE["kind"],
-        "cf.preset": EXAMPLE["preset"],
+        "cf.preset": example_preset(),
         "cf.array": EXAMPLE["array"],
         "cf.edit": list(EXAMPLE["editable"]),
         "cf.mask": "none",
@@ -119,6 +127,7 @@ def _clear_stale_hint() -> None:
 
 
 def draw(s: session.Session) -> None:
+    """The form, filled in with an example the first time; what it makes is checked on every press of *Check it*."""
     st.divider()
     st.header("Write a challenge")
     st.markdown(
@@ -168,6 +177,12 @@ def draw(s: session.Session) -> None:
     data = _as_json(
         title, preset, goal, kind, got["array"], got["row"], got["col"], got["op"], got["value"], editable, hint, mask
     )
+    checked(data)
+
+
+def checked(data: dict[str, Any]) -> None:
+    """The form's challenge read back by the same checks as a file and audited; once it reads and can be shared, its
+    link, its file and a button to try it here."""
     try:
         made = ch.parse_challenge(json.dumps(data), "your challenge")
         token = ch.encode_link(made)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -184,6 +185,15 @@ def target_of(s: session.Session, cfg: LearnSettings) -> object:
     return np.array(grid_of(s), dtype=float) if cfg.target == "custom" else cfg.target
 
 
+def _refused(bar: Any, live: Any, why: str) -> None:
+    """A run that stopped or made things worse: the progress and the live curve go, and ``why`` is said where the
+    eye is, with the promise that nothing changed."""
+    bar.empty()
+    live.empty()
+    state.say("learn.train", "error", f"{why} Nothing was changed: the matrices are exactly as they were.")
+    show_messages("learn.train")
+
+
 def train(s: session.Session) -> None:
     """Run :func:`attention.learn.train` on the session's matrices with a moving progress bar and a live loss curve;
     keep the result (a state function), or name the setting that stopped it (the matrices are never changed)."""
@@ -222,29 +232,18 @@ def train(s: session.Session) -> None:
             j=min(cfg.j, len(s.tokens) - 1),
         )
     except AttentionError as exc:
-        bar.empty()
-        live.empty()
         what = SETTING_NAMES.get(exc.field or "", "Training")
-        state.say(
-            "learn.train",
-            "error",
-            f"**{what}**: {esc(exc.message, 2000)}. Nothing was changed: the matrices are exactly as they were.",
-        )
-        show_messages("learn.train")
+        _refused(bar, live, f"**{what}**: {esc(exc.message, 2000)}.")
         return
     if result.loss > result.losses[0]:  # saturated: finite numbers, but every step made things worse
-        bar.empty()
-        live.empty()
-        state.say(
-            "learn.train",
-            "error",
+        _refused(
+            bar,
+            live,
             f"**Learning rate**: training made the loss worse ({result.losses[0]:.4g} → {result.loss:.4g}): the "
             f"learning rate {cfg.lr:g} is too large for {OPTIMISERS[cfg.optimiser]}. The first steps threw the "
             "weights so far that softmax saturated (each weight 0 or 1, the wrong way) and the gradient vanished. "
-            f"Try a smaller one (for example {cfg.lr / 100:g}). Nothing was changed: the matrices are exactly as "
-            "they were.",
+            f"Try a smaller one (for example {cfg.lr / 100:g}).",
         )
-        show_messages("learn.train")
         return
     bar.progress(1.0, text=f"Done: {result.steps_done:,} steps, loss {result.losses[0]:.4g} → {result.loss:.4g}")
     live.empty()

@@ -51,21 +51,12 @@ def heatmap(
     digits: int | None,
     subtitle: str = "",
 ) -> None:
-    """A weights heatmap (n, n): cell by cell as a plain Vega-Lite dict up to charts.RECT_MAX tokens (building the
-    Altair objects for 64 × 64 cells took seconds), in blocks beyond."""
+    """A weights heatmap (n, n): cell by cell up to charts.RECT_MAX tokens, in blocks beyond."""
     allowed = None if allowed is None else per_head(np.asarray(allowed))[0]
-    if values.shape[-1] <= charts.RECT_MAX:
-        spec = charts.rect_spec(
-            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
-        )
-        vega_chart(spec, width="stretch")
-        chart_files(spec, f"learned_{title}", f"learn.{title}")
-    else:
-        chart = charts.heatmap(
-            values, labels, labels, kind="weights", title=title, subtitle=subtitle, allowed=allowed, digits=digits
-        )
-        st.altair_chart(chart, width="stretch")
-        chart_files(chart, f"learned_{title}", f"learn.{title}")
+    style = charts.Style(kind="weights", title=title, subtitle=subtitle, digits=digits)
+    spec = charts.heatmap(values, labels, labels, style, allowed)
+    vega_chart(spec, width="stretch")
+    chart_files(spec, f"learned_{title}", f"learn.{title}")
 
 
 def is_current(s: session.Session, run: Learned) -> bool:
@@ -97,6 +88,34 @@ def result(s: session.Session) -> None:
             "from. Train again to learn for this state (or “Reset to preset” if it started from the preset).",
             icon=":material/warning:",
         )
+    snapshots(s, run)
+    _carries_over(run)
+    labels = token_labels(run.tokens)
+    final = per_head(r.weights)[0]
+    heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
+    st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
+    fmt = charts.decimals_for(final, s.digits)
+    st.dataframe(
+        pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format),
+        width="stretch",
+        height=number_tables.fit_height(len(labels)),
+    )
+    st.button(
+        "Use these weights",
+        key="learn.use",
+        on_click=state.use_learned,
+        disabled=not current,
+        icon=":material/input:",
+        help="Put the learned " + ", ".join(cfg.learn) + " into the state: every step page then shows them, and "
+        "every download and export carries them. “Reset to preset” in the sidebar undoes it.",
+    )
+    show_messages("learn.use")
+
+
+def snapshots(s: session.Session, run: Learned) -> None:
+    """The loss curve with a slider through the run's snapshots, and the learned weights at the chosen one beside the
+    target; the rows the loss leaves out, named."""
+    r, cfg = run.result, run.settings
     snaps = r.snapshots
     steps = [sn.step for sn in snaps]
     chart_gap()
@@ -127,25 +146,6 @@ def result(s: session.Session) -> None:
             + (" …" if len(skipped) > 8 else "")
             + " (nothing to attend under this target or the mask)."
         )
-    _carries_over(run)
-    final = per_head(r.weights)[0]
-    st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
-    fmt = charts.decimals_for(final, s.digits)
-    st.dataframe(
-        pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format),
-        width="stretch",
-        height=number_tables.fit_height(len(labels)),
-    )
-    st.button(
-        "Use these weights",
-        key="learn.use",
-        on_click=state.use_learned,
-        disabled=not current,
-        icon=":material/input:",
-        help="Put the learned " + ", ".join(cfg.learn) + " into the state: every step page then shows them, and "
-        "every download and export carries them. “Reset to preset” in the sidebar undoes it.",
-    )
-    show_messages("learn.use")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

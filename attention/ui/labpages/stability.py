@@ -65,6 +65,7 @@ def body(s: session.Session) -> None:
 
 
 def _variants(room: lab.Headroom | None) -> None:
+    """The three softmax variants on growing scores: where each first breaks, predicted and measured, and why."""
     sw = sweep()
     st.header("Three ways to compute softmax, as the scores grow")
     st.markdown(
@@ -90,6 +91,11 @@ def _variants(room: lab.Headroom | None) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     if says:
         st.markdown("The engine refuses rather than return NaN:\n\n" + "\n\n".join(f"- {m}" for m in says))
+    _variants_chart(sw, room)
+
+
+def _variants_chart(sw: lab.VariantSweep, room: lab.Headroom | None) -> None:
+    """Where each variant is correct and where it breaks along the magnitudes, with your largest score marked."""
     data = pd.DataFrame(
         [
             {"variant": v, "magnitude": m, "result": "correct" if ok else "broken", "error": e}

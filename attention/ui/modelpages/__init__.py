@@ -7,7 +7,9 @@ from collections.abc import Callable
 from ..core import session
 from . import every_head, first_token, generate, on_steps, watch_it_learn
 
-ON_STEPS = on_steps.panel  # below a step page's results when the state is a model's head
+ANSWERS: dict[str, on_steps.Answer] = {  # panels a step page's spec asks for below its results
+    "model": on_steps.Answer(on_steps.is_model_head, on_steps.panel),
+}
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "every_head": every_head.body,
     "watch_it_learn": watch_it_learn.body,

@@ -106,8 +106,31 @@ def heads(now: runs.Measured) -> None:
     """Every layer × head's attention on one colour scale (one chart per head, in columns), each with its role,
     its three scores and a button to ablate or restore it."""
     L, H = now.weights.shape[:2]
-    chance = roles.uniform_scores(now.ids)
     st.subheader("Every head")
+    heads_intro(now)
+    labels = token_labels(runs.pieces(now.ids))
+    if overview.draws_all(L, H):
+        layers = range(L)
+    else:
+        st.markdown(
+            f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
+            "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
+        )
+        overview.scores(now.scores, now.roles, "inside.overview")
+        layers = [overview.layer_chooser(L)]
+    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
+        widgets.chart_gap()
+        cols = st.columns(min(H, overview.PER_ROW), gap="medium")
+        for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
+            with col:
+                head_column(now, layer, head, labels)
+
+
+def heads_intro(now: runs.Measured) -> None:
+    """What the charts show and what each role means, with the scores of a head spreading its weight evenly; the
+    strongest head of each kind on this text."""
+    L, H = now.weights.shape[:2]
+    chance = roles.uniform_scores(now.ids)
     st.markdown(
         "Each head's weights on this text (rows: the query token, columns: the key it attends to; all on the same "
         "0–1 scale). A head's **role** is the kind of head whose score is largest, when it is at least "
@@ -125,69 +148,45 @@ def heads(now: runs.Measured) -> None:
     for head in range(H) if runs.model_id() == "induction" else ():  # the note speaks of the shipped model's texts
         if now.roles[0, head] == "induction":
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
-    labels = token_labels(runs.pieces(now.ids))
+
+
+def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) -> None:
+    """One head: its weights (causal, on the 0–1 scale), its role and scores, a button to ablate or restore it and
+    one to open it on the step pages; what the last press moved, beside the button pressed."""
+    role = str(now.roles[layer, head])
+    score = now.scores[role][layer, head] if role != "none" else np.nan
+    subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
+    style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=row_height(len(labels)))
     allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
-    colour = charts.colour_for("weights", now.weights)
-    ablated = {a[:2]: a[2] for a in now.ablations}
-    if overview.draws_all(L, H):
-        layers = range(L)
-    else:
-        st.markdown(
-            f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
-            "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
-        )
-        overview.scores(now.scores, now.roles, "inside.overview")
-        layers = [overview.layer_chooser(L)]
-    row_px = row_height(len(labels))
+    spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
+    widgets.vega_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
     prefix = "induction" if runs.model_id() == "induction" else "model"
-    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
-        widgets.chart_gap()
-        cols = st.columns(min(H, overview.PER_ROW), gap="medium")
-        for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
-            with col:
-                role = str(now.roles[layer, head])
-                score = now.scores[role][layer, head] if role != "none" else np.nan
-                subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-                spec = heatmap_spec(
-                    now.weights[layer, head],
-                    labels,
-                    labels,
-                    kind="weights",
-                    title=runs.name(layer, head),
-                    subtitle=subtitle,
-                    allowed=allowed,
-                    row_title="query",
-                    col_title="key",
-                    colour=colour,
-                    row_height=row_px,
-                )
-                widgets.vega_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
-                chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
-                scores = " · ".join(
-                    f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
-                    for r in roles.ROLES
-                )
-                st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
-                how = ablated.get((layer, head))
-                st.button(
-                    f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
-                    key=f"inside.toggle.{layer}.{head}",
-                    on_click=inside.toggle,
-                    args=(layer, head),
-                    type="primary" if how else "secondary",
-                )
-                st.button(
-                    f"Open {runs.name(layer, head)} on the step pages",
-                    key=f"inside.open.{layer}.{head}",
-                    on_click=inside.open_on_steps,
-                    args=(layer, head),
-                    help="The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
-                    "An edit there runs the model with your numbers, and its predictions answer back.",
-                )
-                if st.session_state.get(inside.OPENED) == (layer, head):
-                    opened(layer, head)
-                if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
-                    st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
+    chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
+    scores = " · ".join(
+        f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
+        for r in roles.ROLES
+    )
+    st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
+    how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
+    st.button(
+        f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
+        key=f"inside.toggle.{layer}.{head}",
+        on_click=inside.toggle,
+        args=(layer, head),
+        type="primary" if how else "secondary",
+    )
+    st.button(
+        f"Open {runs.name(layer, head)} on the step pages",
+        key=f"inside.open.{layer}.{head}",
+        on_click=inside.open_on_steps,
+        args=(layer, head),
+        help="The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
+        "An edit there runs the model with your numbers, and its predictions answer back.",
+    )
+    if st.session_state.get(inside.OPENED) == (layer, head):
+        opened(layer, head)
+    if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
+        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
 
 
 def opened(layer: int, head: int) -> None:
@@ -206,12 +205,13 @@ def row_height(n: int) -> int:
     return max(4, min(ROW_PX, 216 // n))
 
 
-def heatmap_spec(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], **options: object) -> dict:
-    """:func:`charts.heatmap_spec`, built once per content: the values' and every array option's bytes, the labels
-    and the other options are the key, so an ablation rebuilds only the heads whose weights, role or score it
-    changed, and two different contents never share a spec. The spec is shared: read it, never change it."""
-    key = tuple(sorted((k, _hashable(v)) for k, v in options.items()))
-    return _heatmap_spec(_hashable(values), tuple(rows), tuple(cols), key)
+def heatmap(
+    values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: charts.Style, allowed: np.ndarray | None
+) -> dict:
+    """:func:`charts.heatmap`, built once per content: the values' and the mask's bytes, the labels and the style are
+    the key, so an ablation rebuilds only the heads whose weights, role or score it changed, and two different
+    contents never share a spec. The spec is shared: read it, never change it."""
+    return _heatmap(_hashable(values), tuple(rows), tuple(cols), style, _hashable(allowed))
 
 
 @dataclass(frozen=True)
@@ -237,8 +237,10 @@ def _array(value: object) -> object:
 
 
 @functools.lru_cache(maxsize=16)  # a 24-token head's spec holds ~0.4 MB: every head of the shipped model 4 times
-def _heatmap_spec(values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], options: tuple) -> dict:
-    return charts.heatmap_spec(_array(values), rows, cols, **{k: _array(v) for k, v in options})
+def _heatmap(
+    values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
+) -> dict:
+    return charts.heatmap(_array(values), rows, cols, style, _array(allowed))  # type: ignore[arg-type]
 
 
 def first_layer_note(now: runs.Measured, head: int) -> str:

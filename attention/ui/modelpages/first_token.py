@@ -15,7 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from ... import charts
-from ...model import ablate, roles
+from ...model import roles
+from ...model.interventions import ablate
 from ...names import token_labels
 from ..core import models, session
 from ..core.text import esc
@@ -86,19 +87,12 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
     st.subheader(f"Inside {runs.name(layer, head)}")
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        spec = charts.heatmap_spec(
-            A,
-            labels,
-            labels,
-            kind="weights",
+        style = charts.HEAD.but(
             title=runs.name(layer, head),
             subtitle="its weights; column 1 is token 1",
-            allowed=np.tril(np.ones((n, n), bool)),
-            row_title="query",
-            col_title="key",
-            colour=charts.colour_for("weights", A),
             row_height=every_head.row_height(n),
         )
+        spec = charts.heatmap(A, labels, labels, style, np.tril(np.ones((n, n), bool)))
         vega_chart(spec, width="stretch", key="inside.sink.head")
     seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
     found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token

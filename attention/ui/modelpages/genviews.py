@@ -70,28 +70,24 @@ def query_and_row(w: walks.Walk) -> None:
     )
     widgets.chart_gap()  # room for the chart's toolbar above it
     limit = max(abs(float(q.max())), abs(float(q.min())), 1e-12)
-    spec = charts.heatmap_spec(
-        q,
-        heads,
-        [str(k + 1) for k in range(c.d_head)],
+    style = charts.Style(
         kind="q",
         title=f"The query of token {t + 1}",
         row_title="head",
         col_title="dimension of q",
         colour=charts.Colour((-limit, 0.0, limit), charts.DIVERGING, "q"),
     )
+    spec = charts.heatmap(q, heads, [str(k + 1) for k in range(c.d_head)], style)
     widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.q")
     widgets.chart_gap()
     labels = token_labels(runs.pieces(list(w.tokens)))
-    spec = charts.heatmap_spec(
-        rows,
-        heads,
-        labels,
+    style = charts.Style(
         kind="weights",
         title=f"Token {t + 1}'s attention over the {t + 1} cached keys",
         row_title="head",
         col_title="cached key (token)",
     )
+    spec = charts.heatmap(rows, heads, labels, style)
     widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.row")
     best = rows.argmax(axis=-1)  # (heads,)
     st.caption(

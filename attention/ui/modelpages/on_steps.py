@@ -10,12 +10,16 @@ panel says so. The position predicted for is the query of the explained cell (a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...model import ablate, replace_matrix, roles
+from ...model import roles
+from ...model.interventions import ablate, replace_matrix
 from ...names import WEIGHTS
 from .. import state
 from ..core import models, session
@@ -61,6 +65,21 @@ def run_with(ref: HeadRef, flows: dict[str, np.ndarray]) -> runs.Measured:
     with models.LOCK:
         run = m.run(list(ref.ids), ivs)
     return runs.measured(ref.ids, ref.ablations, run)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A panel that answers back below a step page's results, from beyond the page, when ``applies`` to the state.
+    Its widgets change what the whole body shows (another head: new grids, new results), so when it applies, the page's
+    body draws the results beside it in its own run, not in a results fragment of their own."""
+
+    applies: Callable[[session.Session], bool]
+    draw: Callable[[session.Session], None]
+
+
+def is_model_head(s: session.Session) -> bool:
+    """The state is a model's head (opened on Every head): its edits reach the model, and the model answers."""
+    return s.model_head is not None
 
 
 def panel(s: session.Session) -> None:

@@ -29,16 +29,11 @@ def draws_all(layers: int, heads: int) -> bool:
 def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
     """A layers × heads heatmap on the 0–1 weights scale, rows "layer k", columns "head k" (counted from 1)."""
     L, H = values.shape
-    return charts.heatmap_spec(
+    return charts.heatmap(
         np.nan_to_num(values, nan=0.0),
         [f"layer {k + 1}" for k in range(L)],
         [f"head {k + 1}" for k in range(H)],
-        kind="weights",
-        title=title,
-        subtitle=subtitle,
-        row_title="layer",
-        col_title="head",
-        colour=charts.colour_for("weights", values),
+        charts.Style(kind="weights", title=title, subtitle=subtitle, row_title="layer", col_title="head"),
     )
 
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model import Run, ablate, roles
+from ...model import roles
+from ...model.interventions import ablate
+from ...model.model import Run
 from ..core import models
 from ..core.cache import TraceCache
 from ..state import inside

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import kvcache
-from ...model import KVCache, Step
+from ...model.model import KVCache, Step
 from ..core import models
 
 TOP = 5  # next tokens shown at each step

@@ -151,7 +151,6 @@ def heads(h: dict[str, np.ndarray], i: int) -> None:
     L, H, n = weights.shape[0], weights.shape[1], weights.shape[-1]
     labels = token_labels(models.get(models.BUILTIN).pieces([int(t) for t in h["example"]]))
     allowed = np.tril(np.ones((n, n), bool))  # (n, n): causal, True = may attend
-    colour = charts.colour_for("weights", weights)
     st.subheader("Every head at this snapshot")
     st.markdown(
         "Each head's weights on the example sequence (12 words, then the same 12 again; rows: the query token, "
@@ -164,19 +163,13 @@ def heads(h: dict[str, np.ndarray], i: int) -> None:
         for head, col in enumerate(st.columns(H, gap="medium")):
             prev, ind = h["previous"][i, layer, head], h["induction"][i, layer, head]
             with col:
-                spec = charts.heatmap_spec(
-                    weights[layer, head].astype(np.float64),
-                    labels,
-                    labels,
-                    kind="weights",
+                subtitle = f"previous-token {prev:.2f} · induction {ind:.2f}"
+                style = charts.HEAD.but(
                     title=runs.name(layer, head),
-                    subtitle=f"previous-token {prev:.2f} · induction {ind:.2f}",
-                    allowed=allowed,
-                    row_title="query",
-                    col_title="key",
-                    colour=colour,
+                    subtitle=subtitle,
                     row_height=every_head.row_height(len(labels)),
                 )
+                spec = charts.heatmap(weights[layer, head].astype(np.float64), labels, labels, style, allowed)
                 widgets.vega_chart(spec, width="stretch", key=f"inside.learn.chart.{layer}.{head}")
                 st.markdown(f"{runs.name(layer, head)}: previous-token **{prev:.2f}** · induction **{ind:.2f}**")
 

@@ -9,6 +9,8 @@ range reaches the callback, which refuses it with a message under the box and pu
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from ... import names
@@ -38,15 +40,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
         "matrices of a size you choose. Loading replaces all edits.",
     )
     if s.preset_id == session.BLANK:
-        cols = sb.columns(3)
-        for col, label, idx, hi in zip(
-            cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM), strict=True
-        ):
-            bind(f"sb.blank.{idx}", s.blank_shape[idx])
-            col.number_input(  # ours: n, d_model, d_k
-                label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
-            )
-        show_messages("sidebar.blank", sb)
+        _blank_sizes(s, sb)
     preset = s.origin.preset
     from_file = s.preset_id in (session.FILE, session.MODEL)
     bind("sb.seed", s.seed if s.seed is not None else 0)
@@ -85,6 +79,19 @@ def draw(s: session.Session, tools: bool = True) -> None:
     compare.pin_controls(s)
     if tools:
         share.sidebar_tools(s)
+
+
+def _blank_sizes(s: session.Session, sb: Any) -> None:
+    """A blank preset's sizes: n, d_model and d_k, each a whole number from 1 to its limit."""
+    cols = sb.columns(3)
+    for col, label, idx, hi in zip(
+        cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM), strict=True
+    ):
+        bind(f"sb.blank.{idx}", s.blank_shape[idx])
+        col.number_input(  # ours: n, d_model, d_k
+            label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
+        )
+    show_messages("sidebar.blank", sb)
 
 
 def _seed() -> None:

@@ -10,8 +10,10 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from ... import names
 from ...errors import AttentionError
-from ...io import codegen, parse
+from ...io import codegen
+from ...io.parse import dispatch
 from ...io.presets import Preset, parse_preset
 from .. import state
 from ..address import url
@@ -27,9 +29,9 @@ def _on_preset_upload() -> None:
         return
     data = f.getvalue()
     try:
-        if len(data) > parse.MAX_UPLOAD_BYTES:
+        if len(data) > names.MAX_UPLOAD_BYTES:
             raise AttentionError(
-                f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {parse.MAX_UPLOAD_MB} MB"
+                f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {names.MAX_UPLOAD_MB} MB"
             )
         preset = parse_preset(data, f.name)
         state.apply_preset(preset)
@@ -117,7 +119,7 @@ def sidebar_tools(s: session.Session) -> None:
         _download("preset", s, stem, memo, why)
         st.file_uploader(
             "Load a preset file saved earlier",
-            type=parse.uploader_types(parse.PRESET_FORMATS),
+            type=dispatch.uploader_types(dispatch.PRESET_FORMATS),
             key="io.preset.file",
             on_change=_on_preset_upload,
         )

@@ -94,35 +94,34 @@ def show(name: str, s: session.Session, trace: Trace, page_key: str) -> None:
             + (f" ({masked_change(now, was)} cells are masked on one side only.)" if masked_change(now, was) else "")
         )
         return
+    beside(name, now, was, rows, cols, square, page_key)
+
+
+def beside(
+    name: str, now: np.ndarray, was: np.ndarray, rows: list[str], cols: list[str], square: bool, page_key: str
+) -> None:
+    """A's heatmap and the difference now − A side by side (cells finite on one side only left out), then the
+    largest changes in words. ``square``: a single head's scores or weights, whose non-finite cells are masked."""
+    with np.errstate(invalid="ignore"):
+        diff = now - was
+    both = np.isfinite(now) & np.isfinite(was)
     kind = "weights" if name == "weights" else "scores"
+    plain = charts.Style(row_title="row", col_title="column")  # any array: its rows and columns, not queries and keys
     chart_gap()
     left, right = st.columns(2)
     vega_chart(
-        charts.heatmap_spec(
-            was,
-            rows,
-            cols,
-            kind=kind,
-            title=f"A: {name}",
-            allowed=np.isfinite(was) if square else None,
-            row_title="row",
-            col_title="column",
-        ),
+        charts.heatmap(was, rows, cols, plain.but(kind=kind, title=f"A: {name}"), np.isfinite(was) if square else None),
         left,
         width="stretch",
         key=f"cmp.{page_key}.{name}.a",
     )
     vega_chart(
-        charts.heatmap_spec(
+        charts.heatmap(
             np.where(both, diff, np.nan),
             rows,
             cols,
-            kind="diff",
-            title=f"now − A: {name}",
-            subtitle="red: larger now; blue: smaller",
-            allowed=both if not both.all() else None,
-            row_title="row",
-            col_title="column",
+            plain.but(kind="diff", title=f"now − A: {name}", subtitle="red: larger now; blue: smaller"),
+            both if not both.all() else None,
         ),
         right,
         width="stretch",

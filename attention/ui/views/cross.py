@@ -63,15 +63,8 @@ def source(s: session.Session) -> None:
         + (f" {left_out(s.options)}" if left_out(s.options) else "")
     )
     weights = per_head(t.weights)[0]  # (L, S): head 1
-    spec = charts.heatmap_spec(
-        weights,
-        s.labels,
-        src,
-        kind="weights",
-        title="Cross-attention weights" + (" (head 1)" if t.options.heads > 1 else "") + ": queries × source keys",
-        allowed=t.allowed,
-        digits=s.digits,
-    )
+    title = "Cross-attention weights" + (" (head 1)" if t.options.heads > 1 else "") + ": queries × source keys"
+    spec = charts.heatmap(weights, s.labels, src, charts.Style(kind="weights", title=title, digits=s.digits), t.allowed)
     vega_chart(spec, width="content")
     chart_files(spec, f"{s.preset_id}_cross_weights", "cross.weights")
     out = np.asarray(names.squeeze_batch(t.output))  # (L, d_out)

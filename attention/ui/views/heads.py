@@ -31,7 +31,7 @@ def show(
 ) -> None:
     """Each head's heatmap in its own chart, two to a row, all on one colour scale, each with a line on what the
     head mostly does (the engine's reading of its weights); a click on a cell explains that cell of that head."""
-    h, n = stack.shape[0], stack.shape[-1]
+    h, n_rows, n = stack.shape  # (h, n, S)
     heads = range(h)
     if h > MAX_HEADS_DRAWN:
         starts = list(range(0, h, MAX_HEADS_DRAWN))
@@ -53,9 +53,15 @@ def show(
             else f". {n} × {n} is drawn in blocks of tokens; hover a block for its tokens and value."
         )
     )
-    specs = charts.head_specs(
-        stack, s.labels, key_labels(s), kind=kind, allowed=allowed, digits=s.digits, heads=heads, select=clickable
+    style = charts.HEAD.but(
+        kind=kind,
+        digits=s.digits,
+        select=clickable,
+        colour=charts.colour_for(kind, stack, allowed),  # one scale, fitted to every head
+        row_height=max(4, min(40, 240 // charts.drawn_rows(n_rows))),  # in half a column: shorter rows
     )
+    toks, keys = s.labels, key_labels(s)
+    specs = [charts.heatmap(stack[k], toks, keys, style.but(title=f"head {k + 1}"), allowed) for k in heads]
     for start in range(0, len(specs), HEADS_PER_ROW):
         chart_gap()
         columns = st.columns(HEADS_PER_ROW, gap="medium")

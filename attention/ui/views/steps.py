@@ -108,9 +108,8 @@ def _clickable_heatmap(
 ) -> None:
     """``m`` (n, S) cell by cell; a click on a cell explains it (see views/cell.py). The spec is a plain dict (fast)."""
     toks, keys = s.labels, key_labels(s)
-    spec = charts.rect_spec(
-        m, toks, keys, kind=kind, title=title, subtitle=subtitle, allowed=allowed, digits=s.digits, select=True
-    )
+    style = charts.Style(kind=kind, title=title, subtitle=subtitle, digits=s.digits, select=True)
+    spec = charts.heatmap(m, toks, keys, style, allowed)
     chart_gap()
     vega_chart(
         spec,
@@ -129,7 +128,8 @@ def _pooled_heatmap(
     n = max(m.shape)
     toks, keys = s.labels, key_labels(s)
     chart_gap()
-    spec = charts.heatmap_spec(m, toks, keys, kind=kind, title=title, allowed=allowed, digits=s.digits)
+    style = charts.Style(kind=kind, title=title, digits=s.digits)
+    spec = charts.heatmap(m, toks, keys, style, allowed)
     vega_chart(spec, width="stretch")
     chart_files(spec, f"{s.preset_id}_{kind}_blocks", f"{page_key}.{kind}.blocks")
     pooled = "the largest weight" if kind == "weights" else "the mean score"
@@ -142,21 +142,8 @@ def _pooled_heatmap(
     r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
     c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
     chart_gap()
-    st.altair_chart(
-        charts.zoom_heatmap(
-            m,
-            toks,
-            keys,
-            r0,
-            c0,
-            size,
-            kind=kind,
-            title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}",
-            allowed=allowed,
-            digits=s.digits,
-        ),
-        width="stretch",
-    )
+    window = style.but(title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}")
+    vega_chart(charts.heatmap(m, toks, keys, window, allowed, charts.Window(r0, c0, size)), width="stretch")
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:

@@ -27,7 +27,7 @@ def chart_gap(where=st) -> None:
 
 def vega_chart(spec: dict, where=st, **kwargs: Any) -> Any:
     """``st.vega_lite_chart`` of ``spec``; the rows of its inline data (``spec["data"]["values"]``, JSON-ready dicts
-    with the same keys, as :func:`attention.charts.rect_spec` writes them) reach Streamlit as one Arrow table of
+    with the same keys, as :func:`attention.charts.heatmap` writes them) reach Streamlit as one Arrow table of
     their columns. Streamlit takes inline rows out of the spec and converts them to Arrow through a pandas frame, which
     was most of a heatmap's cost on the server (~1 ms for 3 × 3); the browser gets the same columns, names and values
     (None as null). Any other spec is passed on as it is."""
