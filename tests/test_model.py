@@ -500,16 +500,16 @@ def test_the_builtin_induction_model_runs_and_continues_a_repeat() -> None:
 
 
 def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from attention.model import model as model_module
+    from attention.model import runcache
 
     m = _random_model()
     clean = m.run([1, 2, 3]).logits
-    monkeypatch.setattr(model_module, "CACHE_BYTES", 4000)
+    monkeypatch.setattr(runcache, "CACHE_BYTES", 4000)
     for k in range(20):
         m.run([1, 2, 3, k % 30, 4])
         assert m.cache_bytes == sum(a.nbytes for a in _held_by_cache(m))
         assert m.cache_bytes <= 4000 or len(m._cache) == 1
-        assert len(m._cache) <= model_module.CACHE_RUNS * 4
+        assert len(m._cache) <= runcache.CACHE_RUNS * 4
     np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits
 
 
