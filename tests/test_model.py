@@ -399,8 +399,8 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         (lambda f: (f / "config.json").write_text("{oops"), ["config.json is not valid JSON"], "config.json"),
         (lambda f: (f / "tokenizer.json").write_text("{}"), ["tokenizer.json could not be read"], "tokenizer.json"),
         (
-            lambda f: _edit_config(f, model_type="llama", architectures=["LlamaForCausalLM"]),
-            ["config.json", "model_type", "'llama'", "only GPT-2"],
+            lambda f: _edit_config(f, model_type="bert", architectures=["BertForMaskedLM"]),
+            ["config.json", "model_type", "'bert'", "the families that open are gpt2, llama, mistral"],
             "model_type",
         ),
         (
@@ -413,8 +413,8 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         (lambda f: _edit_config(f, n_head=5), ["config.json", "n_embd = 64", "5 heads"], "n_head"),
         (lambda f: _edit_config(f, n_embd="64"), ["config.json: n_embd must be a whole number"], "n_embd"),
         (
-            lambda f: _edit_config(f, activation_function="swish"),
-            ["activation_function", "'swish'"],
+            lambda f: _edit_config(f, activation_function="mish"),
+            ["activation_function", "'mish'"],
             "activation_function",
         ),
         (lambda f: _edit_config(f, vocab_size=10), ["wte.weight", "vocab_size = 10"], "wte.weight"),
@@ -426,7 +426,7 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         "not-safetensors",
         "bad-json",
         "bad-tokenizer",
-        "llama",
+        "bert",
         "shape",
         "missing-layer",
         "extra-layer",

@@ -86,7 +86,8 @@ def replaced(config: Config, W: Weights, interventions: Sequence) -> Weights:
     it reads (shared by its group: every head of the group changes), W_o's rows of head i."""
     if not interventions:
         return W
-    out = {"W_q": W[0].copy(), "W_k": W[1].copy(), "W_v": W[2].copy(), "W_o": W[3].copy()}
+    # copies in the same memory layout, so a block left as it was computes the same bits as before
+    out = dict(zip(("W_q", "W_k", "W_v", "W_o"), (w.copy(order="K") for w in W), strict=True))
     dh, H, G = config.d_head, config.n_heads, config.kv_heads
     for iv in interventions:
         block = kv_block(iv.head, H, G) if iv.matrix in ("W_k", "W_v") else iv.head

@@ -281,7 +281,7 @@ class Model:
         self.dtype = np.dtype(dtype)
         self.params = check_params(config, params, dtype=self.dtype)
         self.notes = list(notes)
-        if len(vocab) > config.vocab_size:
+        if isinstance(vocab, WordVocab) and len(vocab) > config.vocab_size:  # a tokenizer's excess is a note
             raise AttentionError(
                 f"the vocabulary has {len(vocab)} tokens but the model's embedding has {config.vocab_size} rows",
                 field="vocab_size",
