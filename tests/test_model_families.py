@@ -8,23 +8,23 @@ q, k and v only (Qwen2), QK-norm and a head width other than d_model / heads (Qw
 norms, post-norms, √d_model embedding scale and query_pre_attn_scalar, partial rotary and the parallel residual
 (GPT-NeoX, also sequential).
 
-The oracle in float64: transformers computes a few steps in float32 on purpose even in a float64 model (RMSNorm's
-mean square, the RoPE angles and frequencies, the eager softmax), which would leave float32 rounding (~1e-7) in
-the oracle. While it runs, ``torch.float32``, ``torch.float`` and ``Tensor.float`` are pointed at float64 and the
-rotary frequencies are recomputed, so the oracle is float64 throughout: then ours and it agree to ~1e-13, and the
-issue's 1e-6 is a wide margin. Float32 compute is held to a bound derived from float32's unit roundoff.
+The oracle in float64 (tests/oracle_util.py): transformers computes a few steps in float32 on purpose even in a
+float64 model (RMSNorm's mean square, the RoPE angles and frequencies, the eager softmax), which would leave float32
+rounding (~1e-7) in the oracle. While it runs, ``torch.float32``, ``torch.float`` and ``Tensor.float`` are pointed at
+float64 and the rotary frequencies are recomputed, so the oracle is float64 throughout: then ours and it agree to
+~1e-15, and the issue's 1e-6 is a wide margin. Float32 compute is held to a bound derived from float32's unit roundoff.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch  # a test oracle (requirements-dev.txt): if missing, these tests fail rather than skip
+from oracle_util import float64_oracle, refresh_rotary
 
 from attention.model import Model, ablate, load, replace_matrix
 from attention.model.weightfiles import WeightFile
@@ -122,34 +122,6 @@ FAMILIES: dict[str, Callable[[], object]] = {
 }
 
 
-@contextlib.contextmanager
-def float64_oracle() -> Iterator[None]:
-    """While it runs, transformers' deliberate float32 steps compute in float64 (see the module's docstring)."""
-    saved = torch.float32, torch.float, torch.Tensor.float
-    torch.float32 = torch.float = torch.float64  # type: ignore[misc]
-    torch.Tensor.float = lambda self, *a, **k: self.to(torch.float64)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        torch.float32, torch.float, torch.Tensor.float = saved  # type: ignore[misc]
-
-
-def _refresh_rotary(model: torch.nn.Module) -> None:
-    """Recompute every rotary module's frequencies in float64 (they were made in float32 when it was built)."""
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    with float64_oracle():
-        for module in model.modules():
-            types = getattr(module, "rope_type", None)
-            if isinstance(types, dict):  # Gemma 3: one set of frequencies per layer type
-                for kind, rope in types.items():
-                    fn = module.compute_default_rope_parameters if rope == "default" else ROPE_INIT_FUNCTIONS[rope]
-                    setattr(module, f"{kind}_inv_freq", fn(module.config, layer_type=kind)[0])
-            elif isinstance(types, str) and hasattr(module, "inv_freq"):
-                fn = module.compute_default_rope_parameters if types == "default" else ROPE_INIT_FUNCTIONS[types]
-                module.inv_freq = fn(module.config)[0]
-
-
 class Made:
     """One family's tiny model: its folders (float32 and bfloat16 files) and the float64 torch oracle."""
 
@@ -171,7 +143,7 @@ class Made:
         self.torch = AutoModelForCausalLM.from_pretrained(
             str(self.folders["float32"]), attn_implementation="eager", dtype=torch.float64
         ).eval()
-        _refresh_rotary(self.torch)
+        refresh_rotary(self.torch)
 
     def oracle(self, ids: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
         """transformers' logits (n, V) and each layer's attention weights (H, n, n), in float64 throughout."""
@@ -242,7 +214,7 @@ def _oracle_of(folder: Path) -> Made:
     made = Made.__new__(Made)
     made.torch = AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64)
     made.torch.eval()
-    _refresh_rotary(made.torch)
+    refresh_rotary(made.torch)
     return made
 
 

@@ -189,6 +189,8 @@ def _sizes(f: Fields, head_dim_default: int | None = None) -> dict[str, Any]:
     """The sizes every rotary family names alike: vocabulary, width, layers, heads, key/value heads, head width."""
     d, H = f.whole("hidden_size"), f.whole("num_attention_heads")
     head_dim = f.maybe_whole("head_dim") if "head_dim" in f.raw else head_dim_default
+    if head_dim is not None and head_dim * H == d:  # the usual width, as transformers 5 writes it out: not a choice
+        head_dim = None
     return dict(
         vocab_size=f.whole("vocab_size"),
         d_model=d,
@@ -243,7 +245,7 @@ def _windows(f: Fields, kind: str, layers: int) -> dict[str, Any]:
     slide layers max_window_layers .. when use_sliding_window; layer_types, when written, says it per layer."""
     if kind == "llama":
         return {}
-    window = f.raw.get("sliding_window")
+    window = f.raw.get("sliding_window", 4096)  # transformers' default when the key is absent
     if kind == "mistral":
         types = ["sliding_attention"] * layers if window is not None else None
     elif "layer_types" in f.raw and f.raw["layer_types"] is not None:
@@ -263,7 +265,7 @@ def _layer_types(f: Fields, types: object, layers: int) -> dict[str, Any]:
     ours = {"full_attention": "full", "sliding_attention": "sliding"}
     if not (isinstance(types, list) and len(types) == layers and all(t in ours for t in types)):
         raise f.fail("layer_types", f"must list {layers} of 'full_attention' or 'sliding_attention'")
-    return dict(layer_types=tuple(ours[t] for t in types), sliding_window=f.whole("sliding_window"))
+    return dict(layer_types=tuple(ours[t] for t in types), sliding_window=f.whole("sliding_window", 4096))
 
 
 def _rope(f: Fields, section: dict[str, Any], theta_key: str = "rope_theta", theta: float = 10000.0) -> dict:
