@@ -3,15 +3,19 @@
 The forward pass, one line per step (n tokens, d = d_model, H query heads and G key/value heads of width dₕ,
 V = vocabulary; N is LayerNorm or RMSNorm, as the config says; every family is a set of config fields):
 
-    x₀ = W_E[ids] · embed_scale (+ W_pos[:n] learned, or + PE sinusoidal)              (n, d)
+    x₀ = W_E[ids] · embed_scale (+ W_pos[:n] learned, or + PE sinusoidal)           (n, d)
     for each layer l:
-        h = N₁(x)  (x itself when attention-only)                                     (n, d)
-        trace = the attention on h (:mod:`.attend`): q, k, v, QK-norm, RoPE, causal  (n, d); H heads, G groups
-                softmax (a window on sliding layers), the heads side by side, W_o
-        a = trace.output + b_o, then N(a) with post-norms (Gemma 3)                    (n, d)
-        sequential: x = x + a;  x = x + MLP(N₂(x)) (then N(·) with post-norms)         (n, d)
-        parallel:   x = x + a + MLP(N₂(x_l))  (GPT-NeoX: both read the layer's input)  (n, d)
-    logits = N_f(x) W_U  (W_U = W_Eᵀ when tied)                                        (n, V)
+        h = N₁(x)  (x itself when attention-only)                                  (n, d)
+        q, k, v = h W_q + b_q, h W_k + b_k, h W_v + b_v                             (H, n, dₕ), (G, n, dₕ) × 2
+        q, k = RoPE(RMS(q)), RoPE(RMS(k))  (RMS: QK-norm, when the family has it)  as above
+        A = softmax(q kᵀ · scale, causal [and a window]), query head i on group i // (H/G)   (H, n, n)
+        a = concat(A v) W_o + b_o, then N(a) with post-norms (Gemma 3)              (n, d)
+        sequential: x = x + a;  x = x + MLP(N₂(x)), then N(·) with post-norms       (n, d)
+        parallel:   x = x + a + MLP(N₂(x_l))  (GPT-NeoX: both read the layer's input)   (n, d)
+    logits = N_f(x) W_U  (W_U = W_Eᵀ when tied)                                     (n, V)
+
+The attention lines are :func:`.attend.attend`; their arrays are the layer's Trace, so each head is a Trace with
+its group's K and V.
 
 A projection's bias rides in the trace as the last row of its weight: the trace's X is [h, 1] (n, d + 1), so
 Q = [h, 1] [W_q; b_q] = h W_q + b_q and every step is the project's own attention code.
