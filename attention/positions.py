@@ -7,7 +7,9 @@ positions ("Attention is all you need", section 3.5) add PE to each row of X:
 
 Learned positions add a matrix P (n, d_model) of free parameters instead. Rotary positions (RoPE, Su et al. 2021)
 turn each pair of columns (2i, 2i+1) of a query or key at position pos by the angle θ = pos · base^(−2i/d), within
-each head, so q·k depends on the two positions only through their offset.
+each head, so q·k depends on the two positions only through their offset. Checkpoints vary this (:func:`rotate`):
+the base θ, the pairs (i, i + r/2) instead of (2i, 2i+1) (Hugging Face's ``rotate_half``), only the first r columns
+of each head (GPT-NeoX's ``rotary_pct``), and frequencies stretched for longer contexts (:func:`scaled_frequencies`).
 
 ALiBi (Press et al. 2022, "Train short, test long") adds nothing to X, Q or K: each head h adds a fixed linear
 bias −m_h · (i − j) to the scaled score of query i and key j, so a key d tokens back loses m_h · d. The slopes
@@ -34,9 +36,39 @@ def sinusoidal(n: int, d_model: int) -> np.ndarray:
     return pe
 
 
+LAYOUTS = ("interleaved", "halves")  # which columns are turned together: (2i, 2i+1), or (i, i + r/2)
+SCALINGS = ("none", "linear", "llama3")  # how the frequencies are stretched for a longer context
+
+
+def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
+    """The turning speed of each column pair, (d // 2,): ω_i = base^(−2i/d); at position pos pair i turns by
+    pos · ω_i."""
+    return np.power(base, -np.arange(0, d - d % 2, 2) / d)  # (d//2,)
+
+
+def scaled_frequencies(
+    omega: np.ndarray, kind: str, factor: float = 1.0, low: float = 1.0, high: float = 4.0, context: int = 8192
+) -> np.ndarray:
+    """The frequencies stretched for a longer context, as Hugging Face's ``rope_scaling`` does (d // 2,):
+
+    - "none": ω as it is;
+    - "linear": ω / factor (position interpolation: every position counts as pos / factor);
+    - "llama3": pairs whose wavelength 2π/ω is shorter than context/high keep ω, those longer than context/low get
+      ω / factor, and those in between mix the two, (1 − s) ω / factor + s ω with s = (context/λ − low)/(high − low).
+    """
+    if kind == "none":
+        return omega
+    if kind == "linear":
+        return omega / factor
+    wavelength = 2 * np.pi / omega  # (d//2,)
+    s = (context / wavelength - low) / (high - low)  # (d//2,): 0 at the long end of the band, 1 at the short end
+    between = (1 - s) * omega / factor + s * omega  # (d//2,)
+    return np.where(wavelength < context / high, omega, np.where(wavelength > context / low, omega / factor, between))
+
+
 def angles(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     """The rotation angle of each position and column pair: (n, d // 2), θ[pos, i] = pos · base^(−2i/d)."""
-    return np.arange(n)[:, None] * np.power(base, -np.arange(0, d - d % 2, 2)[None, :] / d)  # (n, d//2)
+    return np.arange(n)[:, None] * frequencies(d, base)[None, :]  # (n, d//2)
 
 
 def rotary(x: np.ndarray, base: float = 10000.0, inverse: bool = False) -> np.ndarray:
@@ -46,15 +78,31 @@ def rotary(x: np.ndarray, base: float = 10000.0, inverse: bool = False) -> np.nd
 
     With an odd d the last column is left as it is. Norms are kept; (R_i q)·(R_j k) depends only on j − i.
     ``inverse=True`` turns by −θ (the transpose of the rotation: what the backward pass applies)."""
-    n, d = x.shape[-2:]
-    theta = angles(n, d, base)  # (n, d//2)
-    cos, sin = np.cos(theta), np.sin(theta)  # (n, d//2)
+    return rotate(x, frequencies(x.shape[-1], base), inverse=inverse)
+
+
+def rotate(
+    x: np.ndarray, omega: np.ndarray, start: int = 0, layout: str = "interleaved", inverse: bool = False
+) -> np.ndarray:
+    """x (..., n, d) with row k, at position start + k, turned by θ_i = (start + k) · ω_i on its column pairs: the
+    pairs (2i, 2i+1) ("interleaved", the paper's) or (i, i + r/2) ("halves", Hugging Face's ``rotate_half``), where
+    r = 2 · len(ω) ≤ d; columns r .. d − 1 are left as they are (a partial rotation, GPT-NeoX's ``rotary_pct``):
+
+        (a, b) -> (a cos θ − b sin θ, a sin θ + b cos θ).
+
+    cos and sin are computed in float64 and rounded to x's dtype. ``inverse=True`` turns by −θ."""
+    n, r = x.shape[-2], 2 * len(omega)
+    theta = np.arange(start, start + n)[:, None] * omega[None, :]  # (n, r/2)
+    cos, sin = np.cos(theta).astype(x.dtype), np.sin(theta).astype(x.dtype)  # (n, r/2) each
     if inverse:
         sin = -sin
-    even, odd = x[..., 0 : d - d % 2 : 2], x[..., 1 : d - d % 2 : 2]  # (..., n, d//2) each
+    first, second = (
+        (slice(0, r, 2), slice(1, r, 2)) if layout == "interleaved" else (slice(0, r // 2), slice(r // 2, r))
+    )
+    a, b = x[..., first], x[..., second]  # (..., n, r/2) each
     out = x.copy()
-    out[..., 0 : d - d % 2 : 2] = even * cos - odd * sin  # (..., n, d//2)
-    out[..., 1 : d - d % 2 : 2] = even * sin + odd * cos  # (..., n, d//2)
+    out[..., first] = a * cos - b * sin  # (..., n, r/2)
+    out[..., second] = a * sin + b * cos  # (..., n, r/2)
     return out
 
 

@@ -399,8 +399,8 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         (lambda f: (f / "config.json").write_text("{oops"), ["config.json is not valid JSON"], "config.json"),
         (lambda f: (f / "tokenizer.json").write_text("{}"), ["tokenizer.json could not be read"], "tokenizer.json"),
         (
-            lambda f: _edit_config(f, model_type="llama", architectures=["LlamaForCausalLM"]),
-            ["config.json", "model_type", "'llama'", "only GPT-2"],
+            lambda f: _edit_config(f, model_type="bert", architectures=["BertForMaskedLM"]),
+            ["config.json", "model_type", "'bert'", "the families that open are gpt2, llama, mistral"],
             "model_type",
         ),
         (
@@ -413,8 +413,8 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         (lambda f: _edit_config(f, n_head=5), ["config.json", "n_embd = 64", "5 heads"], "n_head"),
         (lambda f: _edit_config(f, n_embd="64"), ["config.json: n_embd must be a whole number"], "n_embd"),
         (
-            lambda f: _edit_config(f, activation_function="swish"),
-            ["activation_function", "'swish'"],
+            lambda f: _edit_config(f, activation_function="mish"),
+            ["activation_function", "'mish'"],
             "activation_function",
         ),
         (lambda f: _edit_config(f, vocab_size=10), ["wte.weight", "vocab_size = 10"], "wte.weight"),
@@ -426,7 +426,7 @@ def test_pickled_weights_are_refused_saying_why(gpt2: tuple[Path, object], tmp_p
         "not-safetensors",
         "bad-json",
         "bad-tokenizer",
-        "llama",
+        "bert",
         "shape",
         "missing-layer",
         "extra-layer",
@@ -500,16 +500,16 @@ def test_the_builtin_induction_model_runs_and_continues_a_repeat() -> None:
 
 
 def test_the_run_cache_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from attention.model import model as model_module
+    from attention.model import runcache
 
     m = _random_model()
     clean = m.run([1, 2, 3]).logits
-    monkeypatch.setattr(model_module, "CACHE_BYTES", 4000)
+    monkeypatch.setattr(runcache, "CACHE_BYTES", 4000)
     for k in range(20):
         m.run([1, 2, 3, k % 30, 4])
         assert m.cache_bytes == sum(a.nbytes for a in _held_by_cache(m))
         assert m.cache_bytes <= 4000 or len(m._cache) == 1
-        assert len(m._cache) <= model_module.CACHE_RUNS * 4
+        assert len(m._cache) <= runcache.CACHE_RUNS * 4
     np.testing.assert_array_equal(m.run([1, 2, 3]).logits, clean)  # recomputed when evicted, the same bits
 
 

@@ -1,8 +1,13 @@
 """A transformer you can open: a decoder-only model in numpy whose every head is an attention Trace.
 
-Public names: ``load(path) -> Model`` (a GPT-2 checkpoint folder), ``builtin("induction") -> Model`` (the shipped
-2-layer attention-only model), ``Model`` (``encode``, ``run``, ``generate``), ``Run``, ``Config``, the
-interventions ``ablate`` and ``replace_matrix``, and ``train`` (attention-only models, analytic gradients, Adam).
+Public names: ``load(path, dtype=None) -> Model`` (a checkpoint folder of GPT-2, Llama, Mistral, Qwen2, Qwen3,
+Gemma 3 or GPT-NeoX; float64 or float32, see :mod:`.checkpoint` for the rule), ``builtin("induction") -> Model``
+(the shipped 2-layer attention-only model), ``Model`` (``encode``, ``run``, ``generate``, ``notes``), ``Run``
+(``logits``, ``weights`` (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and
+V), ``Config`` (every family is a set of its fields), the interventions ``ablate`` and ``replace_matrix``, and
+``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an example and the families.
+
+    m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
 
 from .checkpoint import load

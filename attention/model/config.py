@@ -1,42 +1,70 @@
 """The shape of a decoder-only transformer: sizes, positions, which parts it has; checked in one place.
 
-A model is a stack of ``n_layers`` blocks on a residual stream of width ``d_model``. Each block is, pre-LayerNorm
-(GPT-2):
+A model is a stack of ``n_layers`` blocks on a residual stream of width ``d_model``. Each block is, pre-norm:
 
-    x = x + Attention(LN₁(x))          causal multi-head attention, n_heads heads, mixed by W_o
-    x = x + MLP(LN₂(x))                MLP(h) = act(h W_fc + b_fc) W_proj + b_proj
+    x = x + Attention(N₁(x))           causal attention, n_heads query heads sharing n_kv_heads key/value heads
+    x = x + MLP(N₂(x))                 plain: act(h W_fc + b_fc) W_proj + b_proj; gated: (act(h W_gate) ⊙ h W_fc) W_proj
 
-then a final LayerNorm and the unembedding, logits = LN_f(x) W_U (W_U = W_Eᵀ when tied). An attention-only
-model ("A Mathematical Framework for Transformer Circuits") has no LayerNorm and no MLP: x = x + Attention(x).
+then a final norm and the unembedding, logits = N_f(x) W_U (W_U = W_Eᵀ when tied). An attention-only model
+("A Mathematical Framework for Transformer Circuits") has no norm and no MLP: x = x + Attention(x).
+
+GPT-2 is the defaults. Every other family is a set of these fields, never a second model class (see
+:mod:`attention.model.families` for how each checkpoint's config.json maps onto them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from .. import positions
 from ..errors import AttentionError
-from ..names import is_whole
+from ..names import is_number, is_whole
 
-ACTIVATIONS = ("gelu_new", "gelu", "relu")  # gelu_new: GPT-2's tanh approximation; gelu: the exact erf form
+ACTIVATIONS = ("gelu_new", "gelu", "relu", "silu")  # gelu_new: the tanh approximation; gelu: the exact erf form
+NORMS = ("layernorm", "rmsnorm")
+MLPS = ("plain", "gated")
+LAYER_TYPES = ("full", "sliding")
 MAX_LAYERS = 96
 MAX_WIDTH = 16384
 MAX_VOCAB = 1_000_000
-MAX_CONTEXT = 65536
+MAX_CONTEXT = 1 << 20  # only bounds the ids one pass takes: rotary models allocate nothing per context position
 
 
 @dataclass(frozen=True)
 class Config:
     """Sizes and parts of a model.
 
-    vocab_size, n_ctx (the most tokens one pass may take), d_model, n_layers, n_heads (d_model must divide by it);
-    d_mlp: the MLP's hidden width (4 d_model in GPT-2; unused when attention_only); positions: "learned" (a matrix
-    W_pos added to the token embeddings, GPT-2), "sinusoidal" (added likewise), "rotary" (each head's Q and K
-    turned) or "none"; attention_only: no LayerNorm, no MLP; tied: W_U = W_Eᵀ; bias: the projections and the MLP
-    have biases (GPT-2) or not; ln_eps: LayerNorm's ε; activation: the MLP's nonlinearity (see ACTIVATIONS);
-    scale_by_layer: GPT-2's scale_attn_by_inverse_layer_idx (layer l's scores are further divided by l + 1);
-    scale_attn: divide the scores by √d_head (GPT-2's scale_attn_weights).
+    Sizes: vocab_size; n_ctx (the most tokens one pass may take); d_model; n_layers; n_heads (query heads);
+    n_kv_heads: key/value heads, dividing n_heads (grouped-query attention; None: as many as n_heads);
+    head_dim: each head's width (None: d_model / n_heads, which must then divide); d_mlp: the MLP's hidden width
+    (unused when attention_only).
+
+    Parts: attention_only: no norm, no MLP; norm: "layernorm" (GPT-2, GPT-NeoX) or "rmsnorm" (Llama, Qwen, Mistral,
+    Gemma); norm_offset: RMSNorm scales by norm_offset + γ (0; Gemma stores γ − 1, so 1 there); ln_eps: the norm's ε;
+    post_norms: a norm also on the attention's output and on the MLP's output before each is added (Gemma 3);
+    mlp: "plain" or "gated"; activation: the MLP's nonlinearity (see ACTIVATIONS; "gelu_new" is also
+    Gemma's gelu_pytorch_tanh); parallel_residual: x + Attention(N₁(x)) + MLP(N₂(x)), both from the same x
+    (GPT-NeoX's use_parallel_residual); tied: W_U = W_Eᵀ; embed_scale: x₀ = W_E[ids] · embed_scale (Gemma: √d_model).
+
+    Biases: bias: W_o and the MLP have biases (GPT-2, GPT-NeoX), and so do W_q, W_k and W_v unless qkv_bias says
+    otherwise; qkv_bias: W_q, W_k and W_v have biases (None: as bias; True with bias False: Qwen2).
+
+    Attention: scale_attn: divide the scores by √d_head (GPT-2's scale_attn_weights); query_pre_attn_scalar: divide
+    by √query_pre_attn_scalar instead (Gemma); scale_by_layer: GPT-2's scale_attn_by_inverse_layer_idx (layer l's
+    scores are further divided by l + 1); qk_norm: an RMSNorm of each head's query and key (weights q_norm.g and
+    k_norm.g, d_head wide) before the rotation (Qwen3, Gemma 3); layer_types: one "full" or "sliding" per layer
+    (() means every layer "full"); sliding_window: w, the keys a "sliding" layer's query sees: itself and the w − 1
+    before it (Mistral, Gemma 3's local layers).
+
+    Positions: positions: "learned" (a matrix W_pos added to the token embeddings, GPT-2), "sinusoidal" (added
+    likewise), "rotary" (each head's Q and K turned) or "none"; rope_theta: the rotary base θ; rope_local_theta:
+    the base of the "sliding" layers, unscaled (Gemma 3's rope_local_base_freq; None: rope_theta and its scaling);
+    rotary_dims: how many of each head's columns turn (None: all, less one when d_head is odd; GPT-NeoX turns
+    rotary_pct · d_head); rotary_layout: "interleaved" (pairs (2i, 2i+1)) or "halves" (pairs (i, i + r/2), Hugging
+    Face's rotate_half); rope_scaling: "none", "linear" or "llama3", with rope_factor, rope_low_freq_factor,
+    rope_high_freq_factor and rope_original_context (see :func:`attention.positions.scaled_frequencies`).
     """
 
     vocab_size: int
@@ -53,11 +81,67 @@ class Config:
     activation: str = "gelu_new"
     scale_by_layer: bool = False
     scale_attn: bool = True
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
+    norm: str = "layernorm"
+    norm_offset: float = 0.0
+    post_norms: bool = False
+    mlp: str = "plain"
+    parallel_residual: bool = False
+    embed_scale: float = 1.0
+    qkv_bias: bool | None = None
+    qk_norm: bool = False
+    query_pre_attn_scalar: float | None = None
+    layer_types: tuple[str, ...] = ()
+    sliding_window: int = 0
+    rope_theta: float = 10000.0
+    rope_local_theta: float | None = None
+    rotary_dims: int | None = None
+    rotary_layout: str = "interleaved"
+    rope_scaling: str = "none"
+    rope_factor: float = 1.0
+    rope_low_freq_factor: float = 1.0
+    rope_high_freq_factor: float = 4.0
+    rope_original_context: int = 8192
+
+    def __post_init__(self) -> None:
+        if isinstance(self.layer_types, list):  # as JSON gives it back
+            object.__setattr__(self, "layer_types", tuple(self.layer_types))
 
     @property
     def d_head(self) -> int:
-        """The width of one head's queries, keys and values: d_model / n_heads."""
-        return self.d_model // self.n_heads
+        """The width of one head's queries, keys and values: head_dim, or d_model / n_heads."""
+        return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def kv_heads(self) -> int:
+        """The number of key/value heads: n_kv_heads, or n_heads."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def has_qkv_bias(self) -> bool:
+        """Whether W_q, W_k and W_v have biases (then the attention reads [h, 1] and their last row is the bias)."""
+        return self.bias if self.qkv_bias is None else self.qkv_bias
+
+    @property
+    def rotated(self) -> int:
+        """How many columns of each head the rotation turns (0 without rotary positions)."""
+        if self.positions != "rotary":
+            return 0
+        return self.d_head - self.d_head % 2 if self.rotary_dims is None else self.rotary_dims
+
+    def layer_type(self, layer: int) -> str:
+        """ "full" or "sliding": whether layer ``layer`` sees every earlier key or only the last sliding_window."""
+        return self.layer_types[layer] if self.layer_types else "full"
+
+    def scale(self, layer: int) -> float:
+        """The factor layer ``layer``'s scores are multiplied by: 1/√query_pre_attn_scalar, 1/√d_head or 1, then
+        ÷ (layer + 1) with scale_by_layer."""
+        if self.query_pre_attn_scalar is not None:
+            base = 1.0 / math.sqrt(self.query_pre_attn_scalar)
+        else:
+            base = 1.0 / math.sqrt(self.d_head) if self.scale_attn else 1.0
+        return base / (layer + 1) if self.scale_by_layer else base
 
     def replace(self, **changes: object) -> Config:
         """A copy with some fields changed, checked."""
@@ -65,36 +149,97 @@ class Config:
 
     def validate(self, where: str = "config") -> Config:
         """Raise AttentionError naming the first field out of range (``field`` is its name); return self."""
-        for name, value, low, high in (
-            ("vocab_size", self.vocab_size, 1, MAX_VOCAB),
-            ("n_ctx", self.n_ctx, 1, MAX_CONTEXT),
-            ("d_model", self.d_model, 1, MAX_WIDTH),
-            ("n_layers", self.n_layers, 1, MAX_LAYERS),
-            ("n_heads", self.n_heads, 1, MAX_WIDTH),
-            ("d_mlp", self.d_mlp, 0, 8 * MAX_WIDTH),
+        _check_sizes(self, where)
+        for name, choices in (
+            ("positions", positions.KINDS),
+            ("activation", ACTIVATIONS),
+            ("norm", NORMS),
+            ("mlp", MLPS),
+            ("rotary_layout", positions.LAYOUTS),
+            ("rope_scaling", positions.SCALINGS),
         ):
-            if not (is_whole(value) and low <= value <= high):
+            if getattr(self, name) not in choices:
                 raise AttentionError(
-                    f"{where}.{name} must be a whole number from {low} to {high}; got {value!r}", field=name
+                    f"{where}.{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}", field=name
                 )
-        if self.d_model % self.n_heads:
-            raise AttentionError(
-                f"{where}.d_model = {self.d_model} does not divide into n_heads = {self.n_heads} heads", field="n_heads"
-            )
-        if self.positions not in positions.KINDS:
-            raise AttentionError(
-                f"{where}.positions must be one of {', '.join(positions.KINDS)}; got {self.positions!r}",
-                field="positions",
-            )
-        if not self.attention_only and self.d_mlp < 1:
-            raise AttentionError(f"{where}.d_mlp must be at least 1 when the model has MLPs", field="d_mlp")
-        if self.activation not in ACTIVATIONS:
-            raise AttentionError(
-                f"{where}.activation must be one of {', '.join(ACTIVATIONS)}; got {self.activation!r}",
-                field="activation",
-            )
-        if not (isinstance(self.ln_eps, (int, float)) and 0 < self.ln_eps < 1):
-            raise AttentionError(
-                f"{where}.ln_eps must be a number between 0 and 1; got {self.ln_eps!r}", field="ln_eps"
-            )
+        _check_numbers(self, where)
+        _check_layers(self, where)
         return self
+
+
+def _check_sizes(c: Config, where: str) -> None:
+    """The whole-number sizes are in range and fit together (heads divide d_model or head_dim is given)."""
+    for name, value, low, high in (
+        ("vocab_size", c.vocab_size, 1, MAX_VOCAB),
+        ("n_ctx", c.n_ctx, 1, MAX_CONTEXT),
+        ("d_model", c.d_model, 1, MAX_WIDTH),
+        ("n_layers", c.n_layers, 1, MAX_LAYERS),
+        ("n_heads", c.n_heads, 1, MAX_WIDTH),
+        ("d_mlp", c.d_mlp, 0, 8 * MAX_WIDTH),
+        ("n_kv_heads", c.kv_heads, 1, c.n_heads if is_whole(c.n_heads) else MAX_WIDTH),
+        ("head_dim", c.d_head if c.head_dim is not None else 1, 1, MAX_WIDTH),
+        ("sliding_window", c.sliding_window, 0, MAX_CONTEXT),
+        ("rope_original_context", c.rope_original_context, 1, MAX_CONTEXT),
+    ):
+        if not (is_whole(value) and low <= value <= high):
+            raise AttentionError(
+                f"{where}.{name} must be a whole number from {low} to {high}; got {value!r}", field=name
+            )
+    if c.head_dim is None and c.d_model % c.n_heads:
+        raise AttentionError(
+            f"{where}.d_model = {c.d_model} does not divide into n_heads = {c.n_heads} heads", field="n_heads"
+        )
+    if c.n_heads % c.kv_heads:
+        raise AttentionError(
+            f"{where}.n_kv_heads = {c.kv_heads} must divide n_heads = {c.n_heads} (each key/value head serves the "
+            "same number of query heads)",
+            field="n_kv_heads",
+        )
+    if not c.attention_only and c.d_mlp < 1:
+        raise AttentionError(f"{where}.d_mlp must be at least 1 when the model has MLPs", field="d_mlp")
+    r = c.rotary_dims
+    if r is not None and not (is_whole(r) and r % 2 == 0 and 2 <= r <= c.d_head):
+        raise AttentionError(
+            f"{where}.rotary_dims must be an even whole number from 2 to d_head = {c.d_head}; got {c.rotary_dims!r}",
+            field="rotary_dims",
+        )
+
+
+def _check_numbers(c: Config, where: str) -> None:
+    """The real-valued fields: ε in (0, 1), bases, factors and scales finite and > 0, the offset finite."""
+
+    def positive(value: object) -> bool:
+        return is_number(value) and math.isfinite(value) and value > 0  # type: ignore[arg-type]
+
+    if not (is_number(c.ln_eps) and 0 < c.ln_eps < 1):
+        raise AttentionError(f"{where}.ln_eps must be a number between 0 and 1; got {c.ln_eps!r}", field="ln_eps")
+    for name in ("rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "embed_scale"):
+        if not positive(getattr(c, name)):
+            raise AttentionError(f"{where}.{name} must be a finite number > 0; got {getattr(c, name)!r}", field=name)
+    for name in ("rope_local_theta", "query_pre_attn_scalar"):
+        if getattr(c, name) is not None and not positive(getattr(c, name)):
+            raise AttentionError(
+                f"{where}.{name} must be a finite number > 0 (or None); got {getattr(c, name)!r}", field=name
+            )
+    if not (is_number(c.norm_offset) and math.isfinite(c.norm_offset)):
+        raise AttentionError(f"{where}.norm_offset must be a finite number; got {c.norm_offset!r}", field="norm_offset")
+    if c.rope_scaling == "llama3" and not c.rope_high_freq_factor > c.rope_low_freq_factor:
+        raise AttentionError(
+            f"{where}.rope_high_freq_factor ({c.rope_high_freq_factor}) must be above rope_low_freq_factor "
+            f"({c.rope_low_freq_factor})",
+            field="rope_high_freq_factor",
+        )
+
+
+def _check_layers(c: Config, where: str) -> None:
+    """layer_types: empty or one "full"/"sliding" per layer; a "sliding" layer needs a window of at least 1."""
+    types = c.layer_types
+    if types and (len(types) != c.n_layers or any(t not in LAYER_TYPES for t in types)):
+        raise AttentionError(
+            f"{where}.layer_types must list {c.n_layers} layer types, each 'full' or 'sliding'; got {types!r}"[:300],
+            field="layer_types",
+        )
+    if "sliding" in types and c.sliding_window < 1:
+        raise AttentionError(
+            f"{where}.sliding_window must be at least 1 when a layer is 'sliding'", field="sliding_window"
+        )

@@ -6,6 +6,10 @@ A head i of layer l contributes concat_i W_o^i to the residual stream, where con
 ÷ (t + 1)), so, as in the unablated model, no position sees a later token. Replacing sets its block of W_q, W_k
 or W_v (the columns that make its queries, keys or values, as :meth:`attention.Trace.head` shows them: with a bias
 the last row is the bias) or its rows of W_o.
+
+With grouped key/value heads (G < H) a query head's block of W_k and W_v is the block of the key/value head it
+reads, shared by the H/G heads of its group: replacing it changes every head of the group, while ablating a head
+changes only that head's own output.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ def block_shape(config: Config, matrix: str) -> tuple[int, int]:
     """The shape of one head's block of a matrix as a trace holds it (a bias adds a row to W_q, W_k, W_v)."""
     if matrix == "W_o":
         return (config.d_head, config.d_model)
-    return (config.d_model + int(config.bias), config.d_head)
+    return (config.d_model + int(config.has_qkv_bias), config.d_head)
 
 
 def check(config: Config, iv: object) -> Intervention:

@@ -1,11 +1,14 @@
-"""The parts of a transformer block other than attention: LayerNorm, the MLP's activations, embedding, unembedding.
+"""The parts of a transformer block other than attention: the norms, the MLP and its activations.
 
-LayerNorm normalises each row of the residual stream, then scales and shifts it:
+LayerNorm normalises each row of the residual stream, then scales and shifts it; RMSNorm only rescales it:
 
-    LN(x) = (x − mean(x)) / √(var(x) + ε) · γ + β          (mean and biased variance over the last axis)
+    LN(x)  = (x − mean(x)) / √(var(x) + ε) · γ + β          (mean and biased variance over the last axis)
+    RMS(x) = x / √(mean(x²) + ε) · (o + γ)                   (o = 0; Gemma stores γ − 1, so o = 1 there)
 
-GELU (GPT-2's "gelu_new", the tanh approximation): gelu(x) = ½ x (1 + tanh(√(2/π) (x + 0.044715 x³))); the exact
-form is ½ x (1 + erf(x / √2)).
+The MLP is plain, act(x W_fc + b_fc) W_proj + b_proj (GPT-2, GPT-NeoX), or gated, (act(x W_gate) ⊙ x W_fc) W_proj
+(SwiGLU with SiLU: Llama, Qwen, Mistral; GeGLU with the tanh GELU: Gemma). GELU (GPT-2's "gelu_new", the tanh
+approximation): gelu(x) = ½ x (1 + tanh(√(2/π) (x + 0.044715 x³))); the exact form is ½ x (1 + erf(x / √2)).
+SiLU: x · σ(x) = x / (1 + e^(−x)).
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -
     return centred / np.sqrt(var + eps) * gamma + beta  # (..., n, d)
 
 
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, offset: float = 0.0) -> np.ndarray:
+    """RMSNorm over the last axis: (..., n, d) -> (..., n, d), scaled by offset + γ."""
+    mean_square = np.mean(x * x, axis=-1, keepdims=True)  # (..., n, 1)
+    return x / np.sqrt(mean_square + eps) * (offset + gamma)  # (..., n, d)
+
+
 def gelu_new(x: np.ndarray) -> np.ndarray:
     """GPT-2's GELU, the tanh approximation (elementwise)."""
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
@@ -32,7 +41,7 @@ def gelu_new(x: np.ndarray) -> np.ndarray:
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """The exact GELU, ½ x (1 + erf(x/√2)) (elementwise; erf from Python's math, slower)."""
-    return 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)).astype(np.float64))
+    return 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)).astype(x.dtype))
 
 
 def relu(x: np.ndarray) -> np.ndarray:
@@ -40,7 +49,13 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0)
 
 
-ACTIVATION = {"gelu_new": gelu_new, "gelu": gelu, "relu": relu}
+def silu(x: np.ndarray) -> np.ndarray:
+    """x · σ(x), elementwise (written with exp(−|x|), so it never overflows)."""
+    e = np.exp(-np.abs(x))  # (...): in (0, 1]
+    return x * np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+ACTIVATION = {"gelu_new": gelu_new, "gelu": gelu, "relu": relu, "silu": silu}
 
 
 def mlp(
@@ -50,19 +65,29 @@ def mlp(
     W_proj: np.ndarray,
     b_proj: np.ndarray | None,
     activation: str,
+    W_gate: np.ndarray | None = None,
+    b_gate: np.ndarray | None = None,
 ) -> np.ndarray:
-    """act(x W_fc + b_fc) W_proj + b_proj: (..., n, d) -> (..., n, d)."""
+    """act(x W_fc + b_fc) W_proj + b_proj, or gated (with W_gate): (act(x W_gate + b_gate) ⊙ (x W_fc + b_fc)) W_proj
+    + b_proj. (..., n, d) -> (..., n, d)."""
     hidden = x @ W_fc  # (..., n, d_mlp)
     if b_fc is not None:
         hidden += b_fc
-    out = ACTIVATION[activation](hidden) @ W_proj  # (..., n, d)
+    if W_gate is None:
+        hidden = ACTIVATION[activation](hidden)  # (..., n, d_mlp)
+    else:
+        gate = x @ W_gate  # (..., n, d_mlp)
+        if b_gate is not None:
+            gate += b_gate
+        hidden *= ACTIVATION[activation](gate)  # (..., n, d_mlp)
+    out = hidden @ W_proj  # (..., n, d)
     return out if b_proj is None else out + b_proj
 
 
 def with_ones(x: np.ndarray) -> np.ndarray:
     """x with a column of ones appended, (..., n, d) -> (..., n, d + 1): a bias becomes the last row of a weight,
     x W + b = [x, 1] [W; b], so a projection with a bias runs through the bias-free attention steps."""
-    return np.concatenate([x, np.ones((*x.shape[:-1], 1))], axis=-1)  # (..., n, d + 1)
+    return np.concatenate([x, np.ones((*x.shape[:-1], 1), dtype=x.dtype)], axis=-1)  # (..., n, d + 1)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:

@@ -53,7 +53,8 @@ class WordVocab:
 
 
 class BPEVocab:
-    """A ``tokenizers.Tokenizer`` (byte-level BPE for GPT-2)."""
+    """A ``tokenizers.Tokenizer`` (byte-level BPE for GPT-2; SentencePiece-style BPE for Llama and Gemma). ``encode``
+    adds what its post-processor adds (Llama's and Gemma's BOS token), as transformers' AutoTokenizer does."""
 
     def __init__(self, tokenizer: Any):
         self.tokenizer = tokenizer
@@ -62,7 +63,7 @@ class BPEVocab:
         return int(self.tokenizer.get_vocab_size(with_added_tokens=True))
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(_check_text(text), add_special_tokens=False).ids)
+        return list(self.tokenizer.encode(_check_text(text), add_special_tokens=True).ids)
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
         return [self.tokenizer.decode([int(i)], skip_special_tokens=False) for i in ids]

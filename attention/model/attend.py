@@ -1,0 +1,202 @@
+"""One layer's attention on new rows of a text: the full pass runs it on every row, the cached step on one.
+
+For m new rows at positions start .. start + m − 1, with the keys and values of the ``start`` rows before them from
+a cache (none in the full pass), H query heads of width dₕ sharing G key/value heads:
+
+    q, k, v = X W_q, X W_k, X W_v                  (H, m, dₕ), (G, m, dₕ), (G, m, dₕ)   [X = [h, 1] with biases]
+    q, k = RMS(q), RMS(k)                          QK-norm, per head (Qwen3, Gemma 3)
+    q, k = rotate(q), rotate(k)                    RoPE at their own positions
+    K, V = [K_cache; k], [V_cache; v]              (G, s, dₕ), s = start + m
+    S = q Kᵀ, query head i reading key/value head i // (H/G)                      (H, m, s)
+    A = softmax(S · scale, where key j ≤ query position, and > it − w on a sliding layer)   (H, m, s)
+    concat = [A V per head] (m, H·dₕ);  output = concat W_o (m, d)
+
+Every step is the project's own (:mod:`attention.steps`), and the full pass's arrays become the layer's
+:class:`~attention.Trace`, so each head is a Trace with its group's K and V (:meth:`~attention.Trace.head`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import positions, steps
+from ..heads import kv_block, merge_heads, split_heads
+from ..options import Options
+from ..trace import Trace
+from .config import Config
+from .layers import rms_norm
+
+Params = dict[str, np.ndarray]
+Weights = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # W_q, W_k, W_v (bias as last row), W_o
+
+
+class Attended(NamedTuple):
+    """One layer's attention on m new rows (s keys in all): per-head arrays, the heads' outputs and the weights used.
+    q_raw/k_raw are q and k before the rotation (after QK-norm); None without rotary positions."""
+
+    X: np.ndarray  # (m, d [+1])
+    W: Weights
+    q_raw: np.ndarray | None  # (H, m, dₕ)
+    k_raw: np.ndarray | None  # (G, m, dₕ): this pass's rows only
+    q: np.ndarray  # (H, m, dₕ)
+    K: np.ndarray  # (G, s, dₕ): the cache's rows, then these
+    V: np.ndarray  # (G, s, dₕ)
+    scores: np.ndarray  # (H, m, s)
+    scaled: np.ndarray  # (H, m, s): scaled, -inf where masked
+    weights: np.ndarray  # (H, m, s)
+    concat: np.ndarray  # (m, H·dₕ)
+    output: np.ndarray  # (m, d): concat W_o
+    allowed: np.ndarray  # (m, s)
+    scale: float
+
+
+def frequencies(config: Config, layer: int) -> np.ndarray | None:
+    """The rotation frequencies of a layer (rotated columns / 2,): base rope_theta, scaled as config says, or
+    rope_local_theta unscaled on a "sliding" layer when it is given; None without rotary positions."""
+    if config.positions != "rotary":
+        return None
+    width = config.d_head if config.rotary_dims is None else config.rotary_dims
+    if config.layer_type(layer) == "sliding" and config.rope_local_theta is not None:
+        return positions.frequencies(width, config.rope_local_theta)
+    c = config
+    return positions.scaled_frequencies(
+        positions.frequencies(width, c.rope_theta),
+        c.rope_scaling,
+        c.rope_factor,
+        c.rope_low_freq_factor,
+        c.rope_high_freq_factor,
+        c.rope_original_context,
+    )
+
+
+def visible(start: int, m: int, s: int, window: int = 0) -> np.ndarray:
+    """Which keys each new row may attend, (m, s): key j ≤ the row's position, and within the last ``window``
+    positions (the row itself and the window − 1 before it) when window > 0."""
+    query = np.arange(start, start + m)[:, None]  # (m, 1): each row's position
+    key = np.arange(s)[None, :]  # (1, s)
+    allowed = key <= query  # (m, s)
+    return allowed & (query - key < window) if window else allowed
+
+
+def replaced(config: Config, W: Weights, interventions: Sequence) -> Weights:
+    """The weights with head blocks replaced: W_q's columns of query head i, W_k's and W_v's of the key/value head
+    it reads (shared by its group: every head of the group changes), W_o's rows of head i."""
+    if not interventions:
+        return W
+    # copies in the same memory layout, so a block left as it was computes the same bits as before
+    out = dict(zip(("W_q", "W_k", "W_v", "W_o"), (w.copy(order="K") for w in W), strict=True))
+    dh, H, G = config.d_head, config.n_heads, config.kv_heads
+    for iv in interventions:
+        block = kv_block(iv.head, H, G) if iv.matrix in ("W_k", "W_v") else iv.head
+        cols = slice(block * dh, (block + 1) * dh)
+        if iv.matrix == "W_o":
+            out["W_o"][cols, :] = iv.value  # (dₕ, d): the head's rows
+        else:
+            out[str(iv.matrix)][:, cols] = iv.value  # (d [+1], dₕ): the block's columns
+    return out["W_q"], out["W_k"], out["W_v"], out["W_o"]
+
+
+def attend(
+    config: Config,
+    params: Params,
+    layer: int,
+    X: np.ndarray,
+    W: Weights,
+    start: int = 0,
+    past: tuple[np.ndarray, np.ndarray] | None = None,
+    ablations: Sequence = (),
+) -> Attended:
+    """Layer ``layer``'s attention on the new rows X (m, d [+1]) at positions start .. start + m − 1, after the
+    cache's keys and values ``past`` ((G, start, dₕ) each). ``ablations`` (start 0 only) replace head i's columns
+    of the concatenation by 0 or by their causal mean (see :mod:`.interventions`)."""
+    c, (W_q, W_k, W_v, W_o) = config, W
+    H, G = c.n_heads, c.kv_heads
+    q = split_heads(X @ W_q, H)  # (H, m, dₕ)
+    k = split_heads(X @ W_k, G)  # (G, m, dₕ)
+    v = split_heads(X @ W_v, G)  # (G, m, dₕ)
+    if c.qk_norm:
+        q = rms_norm(q, params[f"{layer}.q_norm.g"], c.ln_eps, c.norm_offset)  # (H, m, dₕ)
+        k = rms_norm(k, params[f"{layer}.k_norm.g"], c.ln_eps, c.norm_offset)  # (G, m, dₕ)
+    omega = frequencies(c, layer)
+    q_raw, k_raw = (q, k) if omega is not None else (None, None)
+    if omega is not None:
+        q = positions.rotate(q, omega, start, c.rotary_layout)  # (H, m, dₕ)
+        k = positions.rotate(k, omega, start, c.rotary_layout)  # (G, m, dₕ)
+    K = k if past is None else np.concatenate([past[0], k], axis=-2)  # (G, s, dₕ)
+    V = v if past is None else np.concatenate([past[1], v], axis=-2)  # (G, s, dₕ)
+    m, s = X.shape[0], K.shape[-2]
+    allowed = visible(start, m, s, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (m, s)
+    factor = c.scale(layer)
+    grouped = q.reshape(G, H // G, m, -1)  # (G, H/G, m, dₕ): the query heads of each key/value head
+    S = steps.scores(grouped, K[:, None]).reshape(H, m, s)  # (H, m, s)
+    scaled = steps.mask(steps.scale(S, factor), allowed)  # (H, m, s)
+    A = steps.softmax(scaled)  # (H, m, s)
+    heads = steps.weighted_sum(A.reshape(G, H // G, m, s), V[:, None]).reshape(H, m, -1)  # (H, m, dₕ)
+    concat = ablated(merge_heads(heads), c.d_head, ablations)  # (m, H·dₕ)
+    return Attended(X, W, q_raw, k_raw, q, K, V, S, scaled, A, concat, concat @ W_o, allowed, factor)
+
+
+def ablated(concat: np.ndarray, d_head: int, ablations: Sequence) -> np.ndarray:
+    """The heads' outputs side by side (n, H·dₕ) with each ablated head's columns set to 0 ("zero") or, at row t,
+    to the mean of its rows 0 .. t ("mean": causal)."""
+    if not ablations:
+        return concat
+    concat = concat.copy()
+    count = np.arange(1, concat.shape[-2] + 1)[:, None]  # (n, 1): t + 1 positions up to t
+    for iv in ablations:
+        cols = slice(iv.head * d_head, (iv.head + 1) * d_head)
+        causal_mean = np.cumsum(concat[..., cols], axis=-2) / count  # (n, dₕ): row t, the mean over 0 .. t
+        concat[..., cols] = 0.0 if iv.kind == "zero" else causal_mean
+    return concat
+
+
+def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
+    """The options a layer's trace records: n_heads causal heads sharing kv_heads, the score scale (None when it is
+    1/√d_head), rotary or no positions, and the window on a "sliding" layer when it is shorter than the n keys."""
+    c = config
+    plain = c.query_pre_attn_scalar is None and c.scale_attn and not c.scale_by_layer
+    window = c.sliding_window if c.layer_type(layer) == "sliding" else 0
+    bites = window > 0 and (n is None or window < n)
+    return Options(
+        heads=c.n_heads,
+        kv_heads=None if c.kv_heads == c.n_heads else c.kv_heads,
+        mask=("causal", "window") if bites else ("causal",),
+        window=window if bites else Options.window,
+        positions="rotary" if c.positions == "rotary" else "none",
+        scale=None if plain else c.scale(layer),
+    )
+
+
+def to_trace(a: Attended, options: Options, tokens: Sequence[str] | None = None) -> Trace:
+    """The full pass's attention as the layer's Trace: Q, K, V and the heads' outputs side by side, the scores,
+    scaled scores and weights (H, n, n) ((n, n) for one head), W_o, and Q, K before the rotation as Q_raw, K_raw."""
+    one = options.heads == 1
+
+    def square(x: np.ndarray) -> np.ndarray:
+        return x[0] if one else x  # (n, n) or (H, n, n)
+
+    return Trace(
+        X=a.X,
+        W_q=a.W[0],
+        W_k=a.W[1],
+        W_v=a.W[2],
+        Q=merge_heads(a.q),  # (n, H·dₕ)
+        K=merge_heads(a.K),  # (n, G·dₕ)
+        V=merge_heads(a.V),  # (n, G·dₕ)
+        scores=square(a.scores),
+        scaled=square(a.scaled),
+        weights=square(a.weights),
+        output=a.output,  # (n, d)
+        scale=a.scale,
+        d_k=a.q.shape[-1],
+        options=options,
+        allowed=a.allowed,
+        tokens=tuple(tokens or ()),
+        Q_raw=None if a.q_raw is None else merge_heads(a.q_raw),
+        K_raw=None if a.k_raw is None else merge_heads(a.k_raw),
+        W_o=a.W[3],
+        concat=a.concat,
+    )

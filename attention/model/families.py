@@ -1,0 +1,368 @@
+"""The families that open, and how each one's config.json becomes a :class:`~attention.model.Config`.
+
+Read by ``model_type`` (every other type is refused, naming it and the families that open):
+
+============  ==========================================================================================
+gpt2          LayerNorm, learned positions, plain GELU MLP, biases everywhere (the Config defaults)
+llama         RMSNorm, RoPE (halves layout, rope_theta, rope_scaling linear or llama3), gated SiLU MLP,
+              grouped key/value heads, no biases (attention_bias and mlp_bias both true: biases)
+mistral       llama's fields, and a sliding window on every layer when sliding_window is set
+qwen2         llama's fields, with biases on q, k and v only; sliding layers from max_window_layers
+qwen3         llama's fields with QK-norm and head_dim; sliding layers as qwen2
+gemma3_text   RMSNorm scaling by (1 + w), post-attention and post-MLP norms, QK-norm, gated GELU-tanh MLP,
+              √d_model embedding scale, query_pre_attn_scalar, local ("sliding_attention") layers with
+              their own RoPE base (rope_local_base_freq) and global layers with rope_theta and its scaling
+gemma3        its text_config, read as gemma3_text
+gpt_neox      LayerNorm, parallel residual, partial RoPE (rotary_pct of each head, halves layout), plain
+              GELU MLP, biases, untied embed_out
+============  ==========================================================================================
+
+transformers 5 writes rope_theta, rope_scaling and rotary_pct into ``rope_parameters`` (for Gemma 3 one dict per
+layer type); older files have them at the top. Both are read. Every problem is an AttentionError naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import AttentionError
+from ..names import is_number, is_whole
+from .config import Config
+
+OPENS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma3_text", "gemma3", "gpt_neox")
+OPENS_TEXT = "gpt2, llama, mistral, qwen2, qwen3, gemma3_text (and gemma3's text part), gpt_neox"
+ACTIVATIONS = {  # Hugging Face's activation names -> ours; None: known and refused
+    "gelu_new": "gelu_new",
+    "gelu_pytorch_tanh": "gelu_new",
+    "gelu_fast": None,
+    "gelu": "gelu",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
+SCALINGS = ("default", "linear", "llama3")  # rope types that open: "default" is none
+HEADS = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration", "Model")  # architectures that end so open
+
+
+class Fields:
+    """Typed reads of config.json's fields, each error naming the file and the field."""
+
+    def __init__(self, raw: dict[str, Any], where: str = "config.json"):
+        self.raw, self.where = raw, where
+
+    def fail(self, field: str, message: str) -> AttentionError:
+        return AttentionError(f"{self.where}: {field} {message}", field=field)
+
+    def whole(self, name: str, default: object = None) -> int:
+        value = self.raw.get(name, default)
+        if value is None and default is None:
+            raise self.fail(name, "is missing; it must be a whole number > 0")
+        if not (is_whole(value) and value > 0):
+            raise self.fail(name, f"must be a whole number > 0; got {value!r}")
+        return int(value)
+
+    def maybe_whole(self, name: str) -> int | None:
+        return None if self.raw.get(name) is None else self.whole(name)
+
+    def number(self, name: str, default: object = None, low: float = 0.0, high: float = math.inf) -> float:
+        value = self.raw.get(name, default)
+        if not (is_number(value) and low < value < high):
+            span = f"between {low:g} and {high:g}" if high < math.inf else f"> {low:g}"
+            raise self.fail(name, f"must be a number {span}; got {value!r}")
+        return float(value)
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name, default)
+        if not isinstance(value, bool):
+            raise self.fail(name, f"must be true or false; got {value!r}")
+        return value
+
+    def activation(self, name: str, default: str) -> str:
+        value = self.raw.get(name, default)
+        if ACTIVATIONS.get(value) is None:
+            known = ", ".join(k for k, v in ACTIVATIONS.items() if v)
+            raise self.fail(name, f"{value!r} is not supported (use one of {known})")
+        return ACTIVATIONS[value]  # type: ignore[return-value]
+
+    def must_be(self, name: str, wanted: object, why: str) -> None:
+        value = self.raw.get(name)
+        if value is not None and value != wanted:
+            raise self.fail(name, f"is {value!r}; {why}")
+
+
+def read_config(raw: object) -> tuple[str, Config]:
+    """The family (model_type) and Config of a parsed config.json."""
+    if not isinstance(raw, dict):
+        raise AttentionError("config.json must hold a JSON object", field="config.json")
+    kind = raw.get("model_type")
+    if kind not in OPENS:
+        archs = raw.get("architectures")
+        raise AttentionError(
+            f"config.json: model_type is {kind!r}"
+            + (f" (architectures {archs!r})" if archs else "")
+            + f"; the families that open are {OPENS_TEXT}",
+            field="model_type",
+        )
+    _check_architectures(raw, kind)
+    if kind == "gemma3":
+        text = raw.get("text_config")
+        if not isinstance(text, dict):
+            raise AttentionError("config.json: a gemma3 config needs its text_config object", field="text_config")
+        return "gemma3", _config(_gemma3(Fields(text, "config.json: text_config")), "config.json: text_config")
+    reader = {"gpt2": _gpt2, "gpt_neox": _gpt_neox, "gemma3_text": _gemma3}.get(kind, _llama_like)
+    return kind, _config(reader(Fields(raw)), "config.json")
+
+
+def _check_architectures(raw: dict, kind: str) -> None:
+    archs = raw.get("architectures")
+    if archs is None:
+        return
+    ok = isinstance(archs, list) and all(isinstance(a, str) and a.endswith(HEADS) for a in archs)
+    if kind == "gpt2":
+        ok = ok and all(a in ("GPT2LMHeadModel", "GPT2Model") for a in archs)
+    if not ok:
+        head = "GPT2LMHeadModel or GPT2Model" if kind == "gpt2" else "a causal language model (…ForCausalLM)"
+        raise AttentionError(
+            f"config.json: architectures is {archs!r}"[:200] + f"; only {head} can be opened", field="architectures"
+        )
+
+
+NAMES = {  # our field -> the config.json key a message names
+    "vocab_size": "vocab_size",
+    "d_model": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "n_kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "d_mlp": "intermediate_size",
+    "n_ctx": "max_position_embeddings",
+    "sliding_window": "sliding_window",
+}
+GPT2_NAMES = {
+    "n_ctx": "n_positions",
+    "d_model": "n_embd",
+    "n_layers": "n_layer",
+    "n_heads": "n_head",
+    "d_mlp": "n_inner",
+}
+
+
+def _config(fields: dict[str, Any], where: str) -> Config:
+    """The Config, validated, its message naming config.json's key for our field."""
+    names = GPT2_NAMES if fields.get("positions") == "learned" else NAMES
+    try:
+        return Config(**fields).validate(where)
+    except AttentionError as exc:
+        field = names.get(exc.field or "", exc.field)
+        message = exc.message.replace(f"{where}.", f"{where}: ")
+        for ours, theirs in names.items():
+            message = message.replace(f"{where}: {ours} ", f"{where}: {theirs} ")
+        raise AttentionError(message, field=field) from None
+
+
+def _gpt2(f: Fields) -> dict[str, Any]:
+    """GPT-2: n_embd, n_layer, n_head, n_positions, n_inner, activation_function, layer_norm_epsilon ..."""
+    if f.raw.get("add_cross_attention"):
+        raise f.fail("add_cross_attention", "is true; only decoder-only GPT-2 is supported")
+    d = f.whole("n_embd")
+    if d % f.whole("n_head"):
+        raise f.fail("n_head", f"does not fit: n_embd = {d} does not divide into n_head = {f.raw['n_head']} heads")
+    inner = f.raw.get("n_inner")
+    return dict(
+        vocab_size=f.whole("vocab_size"),
+        n_ctx=f.whole("n_positions"),
+        d_model=d,
+        n_layers=f.whole("n_layer"),
+        n_heads=f.whole("n_head"),
+        d_mlp=4 * d if inner is None else f.whole("n_inner"),
+        positions="learned",
+        tied=f.flag("tie_word_embeddings", True),
+        ln_eps=f.number("layer_norm_epsilon", 1e-5, 0, 1),
+        activation=f.activation("activation_function", "gelu_new"),
+        scale_by_layer=f.flag("scale_attn_by_inverse_layer_idx", False),
+        scale_attn=f.flag("scale_attn_weights", True),
+    )
+
+
+def _sizes(f: Fields, head_dim_default: int | None = None) -> dict[str, Any]:
+    """The sizes every rotary family names alike: vocabulary, width, layers, heads, key/value heads, head width."""
+    d, H = f.whole("hidden_size"), f.whole("num_attention_heads")
+    head_dim = f.maybe_whole("head_dim") if "head_dim" in f.raw else head_dim_default
+    if head_dim is not None and head_dim * H == d:  # the usual width, as transformers 5 writes it out: not a choice
+        head_dim = None
+    return dict(
+        vocab_size=f.whole("vocab_size"),
+        d_model=d,
+        n_layers=f.whole("num_hidden_layers"),
+        n_heads=H,
+        n_kv_heads=f.whole("num_key_value_heads", H),
+        head_dim=head_dim,
+        d_mlp=f.whole("intermediate_size"),
+        positions="rotary",
+        rotary_layout="halves",
+    )
+
+
+def _llama_like(f: Fields) -> dict[str, Any]:
+    """llama, mistral, qwen2, qwen3: RMSNorm, RoPE, gated MLP, grouped heads; their biases and windows differ."""
+    kind = f.raw["model_type"]
+    out = _sizes(f)
+    n_ctx = {"llama": 2048, "mistral": 4096 * 32}.get(kind, 32768)
+    out.update(
+        n_ctx=f.whole("max_position_embeddings", n_ctx),
+        norm="rmsnorm",
+        ln_eps=f.number("rms_norm_eps", 1e-6, 0, 1),
+        mlp="gated",
+        activation=f.activation("hidden_act", "silu"),
+        tied=f.flag("tie_word_embeddings", False),
+        qk_norm=kind == "qwen3",
+        **_biases(f, kind),
+        **_rope(f, f.raw),
+        **_windows(f, kind, out["n_layers"]),
+    )
+    return out
+
+
+def _biases(f: Fields, kind: str) -> dict[str, Any]:
+    """bias (W_o and the MLP) and qkv_bias: none (mistral), q/k/v only (qwen2), or attention_bias (llama, qwen3)."""
+    if kind == "mistral":
+        return dict(bias=False)
+    if kind == "qwen2":
+        return dict(bias=False, qkv_bias=True)
+    attention = f.flag("attention_bias", False)
+    mlp = f.flag("mlp_bias", False) if kind == "llama" else False
+    if attention != mlp:
+        raise f.fail(
+            "attention_bias",
+            f"is {str(attention).lower()} but the MLP's bias is {str(mlp).lower()}: only both or neither open here",
+        )
+    return dict(bias=attention)
+
+
+def _windows(f: Fields, kind: str, layers: int) -> dict[str, Any]:
+    """layer_types and sliding_window: mistral slides every layer when sliding_window is set; qwen2 and qwen3
+    slide layers max_window_layers .. when use_sliding_window; layer_types, when written, says it per layer."""
+    if kind == "llama":
+        return {}
+    window = f.raw.get("sliding_window", 4096)  # transformers' default when the key is absent
+    if kind == "mistral":
+        types = ["sliding_attention"] * layers if window is not None else None
+    elif "layer_types" in f.raw and f.raw["layer_types"] is not None:
+        types = f.raw["layer_types"]
+    elif f.flag("use_sliding_window", False) and window is not None:
+        first = f.whole("max_window_layers", 28)
+        types = ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
+    else:
+        types = None
+    return _layer_types(f, types, layers)
+
+
+def _layer_types(f: Fields, types: object, layers: int) -> dict[str, Any]:
+    """Hugging Face's layer_types ("full_attention" / "sliding_attention" per layer) as ours."""
+    if types is None or "sliding_attention" not in types:  # type: ignore[operator]
+        return {}
+    ours = {"full_attention": "full", "sliding_attention": "sliding"}
+    if not (isinstance(types, list) and len(types) == layers and all(t in ours for t in types)):
+        raise f.fail("layer_types", f"must list {layers} of 'full_attention' or 'sliding_attention'")
+    return dict(layer_types=tuple(ours[t] for t in types), sliding_window=f.whole("sliding_window", 4096))
+
+
+def _rope(f: Fields, section: dict[str, Any], theta_key: str = "rope_theta", theta: float = 10000.0) -> dict:
+    """rope_theta and the scaling: from rope_parameters (transformers 5) or rope_theta and rope_scaling (older)."""
+    params = section.get("rope_parameters")
+    if isinstance(params, dict) and not any(k.endswith("_attention") for k in params):
+        source, where = params, "rope_parameters"
+    else:
+        source, where = dict(section.get("rope_scaling") or {}), "rope_scaling"
+        source.setdefault("rope_theta", section.get(theta_key, theta))
+    return _rope_fields(Fields(source, f"{f.where}: {where}" if where else f.where), theta)
+
+
+def _rope_fields(f: Fields, theta: float) -> dict[str, Any]:
+    """One RoPE dict ({rope_type, rope_theta, factor, ...}) as Config fields; rope types other than default, linear
+    and llama3 are refused by name."""
+    kind = f.raw.get("rope_type", f.raw.get("type", "default"))
+    if kind not in SCALINGS:
+        raise f.fail("rope_type", f"{kind!r} is not supported; the rope types that open are {', '.join(SCALINGS)}")
+    out: dict[str, Any] = dict(rope_theta=f.number("rope_theta", theta))
+    if kind == "linear":
+        out.update(rope_scaling="linear", rope_factor=f.number("factor"))
+    elif kind == "llama3":
+        out.update(
+            rope_scaling="llama3",
+            rope_factor=f.number("factor"),
+            rope_low_freq_factor=f.number("low_freq_factor"),
+            rope_high_freq_factor=f.number("high_freq_factor"),
+            rope_original_context=f.whole("original_max_position_embeddings"),
+        )
+    return out
+
+
+def _gemma3(f: Fields) -> dict[str, Any]:
+    """Gemma 3's text model: (1 + w) RMSNorms before and after attention and MLP, QK-norm, local and global layers."""
+    f.must_be("final_logit_softcapping", None, "soft-capped logits are not supported")
+    f.must_be("attn_logit_softcapping", None, "soft-capped scores are not supported")
+    f.must_be("use_bidirectional_attention", False, "only causal attention is supported")
+    out = _sizes(f, head_dim_default=256)
+    layers = out["n_layers"]
+    types = f.raw.get("layer_types")
+    if types is None:
+        every = f.whole("sliding_window_pattern", 6)
+        types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    out.update(
+        n_ctx=f.whole("max_position_embeddings", 131072),
+        norm="rmsnorm",
+        norm_offset=1.0,
+        post_norms=True,
+        qk_norm=True,
+        ln_eps=f.number("rms_norm_eps", 1e-6, 0, 1),
+        mlp="gated",
+        activation=f.activation("hidden_activation", f.raw.get("hidden_act", "gelu_pytorch_tanh")),
+        tied=f.flag("tie_word_embeddings", True),
+        bias=f.flag("attention_bias", False),
+        embed_scale=math.sqrt(out["d_model"]),
+        query_pre_attn_scalar=f.number("query_pre_attn_scalar", 256),
+        **_layer_types(f, types, layers),
+        **_gemma3_rope(f),
+    )
+    if out["bias"]:
+        raise f.fail("attention_bias", "is true; Gemma 3 opens without biases")
+    return out
+
+
+def _gemma3_rope(f: Fields) -> dict[str, Any]:
+    """The global layers' RoPE (rope_theta, its scaling) and the local layers' base (rope_local_base_freq)."""
+    params = f.raw.get("rope_parameters")
+    if isinstance(params, dict) and "full_attention" in params:
+        full = _rope_fields(Fields(params["full_attention"] or {}, f"{f.where}: rope_parameters.full_attention"), 1e6)
+        local = Fields(params.get("sliding_attention") or {}, f"{f.where}: rope_parameters.sliding_attention")
+        if local.raw.get("rope_type", "default") != "default":
+            raise local.fail("rope_type", "is not 'default'; Gemma 3's local layers open with plain RoPE only")
+        return dict(full, rope_local_theta=local.number("rope_theta", 10000.0))
+    return dict(_rope(f, f.raw, theta=1e6), rope_local_theta=f.number("rope_local_base_freq", 10000.0))
+
+
+def _gpt_neox(f: Fields) -> dict[str, Any]:
+    """GPT-NeoX (Pythia): LayerNorms, parallel residual, RoPE on rotary_pct of each head, biases, untied."""
+    out = _sizes(f)
+    out.pop("n_kv_heads")
+    params = f.raw.get("rope_parameters") if isinstance(f.raw.get("rope_parameters"), dict) else {}
+    pct = params.get("partial_rotary_factor", f.raw.get("rotary_pct", 0.25))
+    if not (is_number(pct) and 0 < pct <= 1):
+        raise f.fail("rotary_pct", f"must be a number in (0, 1]; got {pct!r}")
+    dims = int(out["d_model"] // out["n_heads"] * pct)
+    if dims < 2 or dims % 2:
+        raise f.fail("rotary_pct", f"turns {dims} columns of each head; an even number of at least 2 opens here")
+    if not f.flag("attention_bias", True):
+        raise f.fail("attention_bias", "is false; GPT-NeoX opens with biases (its MLP always has them)")
+    out.update(
+        n_ctx=f.whole("max_position_embeddings", 2048),
+        ln_eps=f.number("layer_norm_eps", 1e-5, 0, 1),
+        activation=f.activation("hidden_act", "gelu"),
+        tied=f.flag("tie_word_embeddings", False),
+        parallel_residual=f.flag("use_parallel_residual", True),
+        rotary_dims=dims,
+        **_rope(f, f.raw, theta_key="rotary_emb_base"),
+    )
+    return out
