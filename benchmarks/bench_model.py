@@ -1,14 +1,21 @@
 """The transformer in numpy: the shipped model's forward with every head's trace, an intervention's rerun, one
-training step, training the shipped model from scratch, and a GPT-2-small-sized model against torch.
+training step, training the shipped model from scratch, and two checkpoints of published models' shapes against torch.
 
-Every case runs several times in one process after a warm-up and prints the median. The GPT-2-small-sized model
-(124M parameters, random weights) is made here with transformers and saved under a temporary folder that is deleted
-afterwards: its load time (config, 0.5 GB of safetensors as float32, tokenizer; read into float64), and its forward
-at 128 tokens, ours (float64, every head a trace) and torch's (float32, the library's default attention; and
-float64, eager) measured alternately in one run, with the ratio ours ÷ torch.
+Every case runs several times in one process after a warm-up and prints the median. The checkpoints (random weights,
+made here with transformers and saved under a temporary folder that is deleted afterwards):
 
-Run: ``python benchmarks/bench_model.py [--skip-gpt2] [--skip-train]`` (about two minutes; the 124M model needs
-about 3 GB of memory).
+- GPT-2 small's shape (124M parameters, saved as float32);
+- SmolLM2-135M's shape (a Llama with grouped key/value heads, RoPE and SwiGLU, saved as bfloat16 like the published
+  file).
+
+For each: its load time (config, safetensors, tokenizer, in the compute precision ``load`` chooses), the peak
+resident memory of a fresh process that loads it and runs 256 tokens, and the forward pass at 64 and 256 tokens,
+ours (every head a trace) and torch float32 (the library's default attention, as many threads as cores) measured
+alternately in one run, with the ratio ours ÷ torch. Goals: forward ≤ 1.5× torch at 64 tokens, load ≤ 5 s, peak
+memory ≤ 3× the weights' float32 size.
+
+Run: ``python benchmarks/bench_model.py [--skip-gpt2] [--skip-smollm2] [--skip-train]`` (a few minutes; about 3 GB
+of memory).
 """
 
 from __future__ import annotations
@@ -141,91 +148,136 @@ def train_from_scratch() -> None:
     )
 
 
-def gpt2_small() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is made here: the hub is never asked
-    import torch
+# --------------------------------------------------------------------------- checkpoints against torch
+
+FORWARD_GOAL = 1.5  # ours ÷ torch float32 at 64 tokens
+LOAD_GOAL = 5.0  # seconds
+MEMORY_GOAL = 3.0  # peak resident memory of load + a 256-token run ÷ the weights' float32 size
+
+PEAK_SCRIPT = """
+import resource, sys, numpy as np
+sys.path.insert(0, {root!r})
+from attention.model import load
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+m = load({folder!r})
+r = m.run(list(np.random.RandomState(0).randint(0, m.config.vocab_size, {n})))
+_ = [r.head(layer, h) for layer in range(m.config.n_layers) for h in range(m.config.n_heads)]
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+"""
+
+
+def _tokenizer(folder: Path) -> None:
     from tokenizers import ByteLevelBPETokenizer
+
+    tok = ByteLevelBPETokenizer()
+    corpus = ["a small corpus for a tokenizer of the benchmark"] * 10
+    tok.train_from_iterator(corpus, vocab_size=300, show_progress=False)
+    tok.save(str(folder / "tokenizer.json"))
+
+
+def _gpt2_folder(folder: Path) -> tuple[object, int]:
+    """GPT-2 small's shape (12 layers, 12 heads, d 768, vocabulary 50257), random, saved as float32."""
     from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config()).eval()
+    model.save_pretrained(str(folder), safe_serialization=True)
+    return model, sum(p.numel() for p in model.parameters())
+
+
+def _smollm2_folder(folder: Path) -> tuple[object, int]:
+    """SmolLM2-135M's shape (a Llama: 30 layers, d 576, 9 query heads sharing 3 key/value heads, SwiGLU 1536, RoPE
+    θ = 1e5, tied embeddings, vocabulary 49152), random, saved as bfloat16 as the published file is."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+        num_key_value_heads=3, max_position_embeddings=8192, rope_theta=100000.0, tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+    )
+    model = LlamaForCausalLM(cfg).eval()
+    model.to(torch.bfloat16).save_pretrained(str(folder), safe_serialization=True)
+    return model.float(), sum(p.numel() for p in model.parameters())
+
+
+def _alternately(fns: dict[str, object], repeats: int = 5) -> dict[str, float]:
+    """The median wall time of each function, run in turn so that load on the machine hits every side alike."""
+    for fn in fns.values():
+        fn()  # warm up
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def checkpoint(name: str, make) -> None:  # noqa: ANN001 - make(folder) -> (torch model, parameter count)
+    """Load time, peak memory and the forward pass at 64 and 256 tokens of a random checkpoint of a published
+    model's shape, ours (every head's trace) ÷ torch float32 with the same thread count."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is made here: the hub is never asked
+    import subprocess
+
+    import torch
 
     from attention.model import load
 
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "gpt2-small-random"
-        tok = ByteLevelBPETokenizer()
-        tok.train_from_iterator(
-            ["a small corpus for a tokenizer of the benchmark"] * 10, vocab_size=300, show_progress=False
-        )
-        cfg = GPT2Config()  # GPT-2 small's sizes: 12 layers, 12 heads, d 768, vocabulary 50257, context 1024
-        model = GPT2LMHeadModel(cfg).eval()
-        params = sum(p.numel() for p in model.parameters())
-        model.save_pretrained(str(folder), safe_serialization=True)
-        tok.save(str(folder / "tokenizer.json"))
+        folder = Path(tmp) / name
+        model, count = make(folder)
+        _tokenizer(folder)
         size = sum(f.stat().st_size for f in folder.iterdir())
-        print(f"GPT-2-small-sized random model: {params / 1e6:.1f}M parameters, folder {size / 1e9:.2f} GB")
+        print(f"{name}: {count / 1e6:.1f}M parameters, folder {size / 1e9:.2f} GB")
         loads = []
         for _ in range(3):
             t = time.perf_counter()
             ours = load(folder)
             loads.append(time.perf_counter() - t)
-        row("GPT-2 small (124M): load (config, safetensors, tokenizer)", float(np.median(loads)), "median of 3")
-        ids = np.random.RandomState(0).randint(0, cfg.vocab_size, 128).tolist()
-        t_ids = torch.tensor([ids])
-        torch64 = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
-
-        def ours_fn() -> None:
-            ours.clear_cache()
-            ours.run(ids)
-
-        def torch_fn(m=model) -> None:
-            with torch.inference_mode():
-                m(t_ids)
-
-        def torch64_fn() -> None:
-            torch_fn(torch64)
-
-        ours_fn(), torch_fn(), torch64_fn()
-        a, b, c = [], [], []
-        cpu: dict[str, list[float]] = {"ours": [], "torch": [], "torch64": []}
-        for _ in range(5):  # alternately, so load on the machine hits every side
-            for fn, out, name in ((ours_fn, a, "ours"), (torch_fn, b, "torch"), (torch64_fn, c, "torch64")):
-                t, p = time.perf_counter(), time.process_time()
-                fn()
-                out.append(time.perf_counter() - t)
-                cpu[name].append(time.process_time() - p)  # CPU seconds of every thread: a ratio load moves less
-        ours_t, torch_t, torch64_t = (float(np.median(x)) for x in (a, b, c))
-        ours_c, torch_c, torch64_c = (float(np.median(cpu[k])) for k in ("ours", "torch", "torch64"))
-        run = ours.run(ids)
-        with torch.inference_mode():
-            want = torch64(t_ids).logits[0].numpy()
-        err = float(np.abs(run.logits - want).max() / np.abs(want).max())
-        last, dh = cfg.n_layer - 1, cfg.n_embd // cfg.n_head
-        rows_o = ours.layer_weights(last)[3][:dh]
-        count = [0]
-
-        def rerun() -> None:  # a new intervention on the last layer each time; layers 0 .. 10 from the cache
-            count[0] += 1
-            ours.run(ids, [replace_matrix(last, 0, "W_o", rows_o * (1 + 1e-3 * count[0]))])
-
-        ours.run(ids)
-        row("GPT-2 small: an intervention on layer 12, rerun", median(rerun, 5), "layers 1-11 from the cache")
-        row(
-            "GPT-2 small: forward, 128 tokens, ours (float64, every head a trace)",
-            ours_t,
-            f"largest difference from torch float64: {err:.1e} of the largest logit",
+        load_s = float(np.median(loads))
+        row(f"{name}: load ({ours.dtype} compute)", load_s, f"goal ≤ {LOAD_GOAL:.0f} s: {_met(load_s <= LOAD_GOAL)}")
+        code = PEAK_SCRIPT.format(root=str(ROOT), folder=str(folder), n=256)
+        peak = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        ratio = peak / (4 * count)
+        print(
+            f"| {name + ': peak memory, load + 256 tokens':<58} | {peak / 1e9:9.2f} GB | "
+            f"{ratio:.2f}× the weights' float32 size ({4 * count / 1e9:.2f} GB); goal ≤ {MEMORY_GOAL:.0f}×: "
+            f"{_met(ratio <= MEMORY_GOAL)}"
         )
-        row(
-            "GPT-2 small: forward, 128 tokens, torch float32",
-            torch_t,
-            f"ours ÷ torch = {ours_t / torch_t:.1f} (CPU time: {ours_c:.2f} s ÷ {torch_c:.2f} s "
-            f"= {ours_c / torch_c:.1f})",
-        )
-        row(
-            "GPT-2 small: forward, 128 tokens, torch float64 (eager)",
-            torch64_t,
-            f"ours ÷ torch = {ours_t / torch64_t:.1f} (CPU time: {ours_c:.2f} s ÷ {torch64_c:.2f} s "
-            f"= {ours_c / torch64_c:.1f})",
-        )
+        torch.set_num_threads(os.cpu_count() or 1)
+        for n in (64, 256):
+            ids = np.random.RandomState(n).randint(0, ours.config.vocab_size, n).tolist()
+            t_ids = torch.tensor([ids])
+
+            def ours_fn(ids=ids) -> None:
+                ours.clear_cache()
+                run = ours.run(ids)
+                for layer in range(ours.config.n_layers):
+                    for h in range(ours.config.n_heads):
+                        run.head(layer, h)
+
+            def torch_fn(t_ids=t_ids) -> None:
+                with torch.inference_mode():
+                    model(t_ids)
+
+            got = _alternately({"ours": ours_fn, "torch": torch_fn})
+            ratio = got["ours"] / got["torch"]
+            goal = f"; goal ≤ {FORWARD_GOAL}×: {_met(ratio <= FORWARD_GOAL)}" if n == 64 else ""
+            row(f"{name}: forward + every head's trace, {n} tokens, ours", got["ours"], f"{ours.dtype}")
+            row(f"{name}: forward, {n} tokens, torch float32", got["torch"], f"ours ÷ torch = {ratio:.2f}{goal}")
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def gpt2_small() -> None:
+    checkpoint("GPT-2 small", _gpt2_folder)
+
+
+def smollm2() -> None:
+    checkpoint("SmolLM2-135M shape", _smollm2_folder)
 
 
 def main() -> None:
@@ -242,6 +294,8 @@ def main() -> None:
         train_from_scratch()
     if "--skip-gpt2" not in sys.argv:
         gpt2_small()
+    if "--skip-smollm2" not in sys.argv:
+        smollm2()
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ Public names: ``load(path, dtype=None) -> Model`` (a checkpoint folder of GPT-2,
 Gemma 3 or GPT-NeoX; float64 or float32, see :mod:`.checkpoint` for the rule), ``builtin("induction") -> Model``
 (the shipped 2-layer attention-only model), ``Model`` (``encode``, ``run``, ``generate``, ``notes``), ``Run``
 (``logits``, ``weights`` (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and
-V), ``Config`` (every family is a set of its fields), the interventions ``ablate`` and ``replace_matrix``, and
-``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an example and the families.
+V), ``Config`` (every family is a set of its fields), the interventions ``ablate``, ``replace_matrix``,
+``patch_head`` and ``patch_stream``, what the heads write (:mod:`.readout`: ``lens``, ``attribute``,
+``patch``, ``sweep``), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an
+example and the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
@@ -13,11 +15,13 @@ V), ``Config`` (every family is a set of its fields), the interventions ``ablate
 from .checkpoint import load
 from .config import Config
 from .induction import builtin
-from .interventions import Intervention, ablate, replace_matrix
+from .interventions import Intervention, ablate, patch_head, patch_stream, replace_matrix
 from .model import Generation, KVCache, Model, Run, Step, init_params, param_shapes
+from .readout import Attribution, Sweep, attribute, lens, patch, restored, sweep
 from .train import TrainResult, loss_and_grads, train
 
 __all__ = [
+    "Attribution",
     "Config",
     "Generation",
     "Intervention",
@@ -25,13 +29,21 @@ __all__ = [
     "Model",
     "Run",
     "Step",
+    "Sweep",
     "TrainResult",
     "ablate",
+    "attribute",
     "builtin",
     "init_params",
+    "lens",
     "load",
     "loss_and_grads",
     "param_shapes",
+    "patch",
+    "patch_head",
+    "patch_stream",
     "replace_matrix",
+    "restored",
+    "sweep",
     "train",
 ]

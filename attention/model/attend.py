@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import positions, steps
+from ..errors import AttentionError
 from ..heads import kv_block, merge_heads, split_heads
 from ..options import Options
 from ..trace import Trace
@@ -140,14 +141,21 @@ def attend(
 
 
 def ablated(concat: np.ndarray, d_head: int, ablations: Sequence) -> np.ndarray:
-    """The heads' outputs side by side (n, H·dₕ) with each ablated head's columns set to 0 ("zero") or, at row t,
-    to the mean of its rows 0 .. t ("mean": causal)."""
+    """The heads' outputs side by side (n, H·dₕ) with each ablated head's columns set to 0 ("zero"), at row t to the
+    mean of its rows 0 .. t ("mean": causal), or to another run's output of that head ("patch")."""
     if not ablations:
         return concat
     concat = concat.copy()
     count = np.arange(1, concat.shape[-2] + 1)[:, None]  # (n, 1): t + 1 positions up to t
     for iv in ablations:
         cols = slice(iv.head * d_head, (iv.head + 1) * d_head)
+        if iv.kind == "patch":
+            want = concat[..., cols].shape
+            if iv.value.shape != want:
+                raise AttentionError(f"head {iv.head}'s patched output is {iv.value.shape}; the text needs {want}",
+                                     field="value")
+            concat[..., cols] = iv.value  # (n, dₕ): the head's output from another run
+            continue
         causal_mean = np.cumsum(concat[..., cols], axis=-2) / count  # (n, dₕ): row t, the mean over 0 .. t
         concat[..., cols] = 0.0 if iv.kind == "zero" else causal_mean
     return concat

@@ -23,31 +23,38 @@ from ..errors import AttentionError, as_matrix
 from ..names import is_whole
 from .config import Config
 
-KINDS = ("zero", "mean", "replace")
+KINDS = ("zero", "mean", "replace", "patch", "stream")
+CONCAT_KINDS = ("zero", "mean", "patch")  # what sets a head's columns of the concatenation
 MATRICES = ("W_q", "W_k", "W_v", "W_o")
 
 
 @dataclass(frozen=True, eq=False)
 class Intervention:
-    """One change to one head: ``kind`` "zero" or "mean" (ablation), or "replace" with ``matrix`` and ``value``."""
+    """One change to one head: ``kind`` "zero" or "mean" (ablation), "replace" with ``matrix`` and ``value``, or
+    "patch" with ``value`` the head's output to use (n, d_head); or to the stream entering ``layer``: "stream" with
+    ``position`` and ``value`` (d_model,) its new row there (``head`` is 0 and unused)."""
 
     layer: int
     head: int
     kind: str
     matrix: str | None = None
     value: np.ndarray | None = None
+    position: int | None = None
 
     def key(self) -> bytes:
         """A content key: equal interventions have equal keys (the value's bytes included)."""
-        h = hashlib.blake2b(f"{self.layer}/{self.head}/{self.kind}/{self.matrix}".encode(), digest_size=16)
+        what = f"{self.layer}/{self.head}/{self.kind}/{self.matrix}/{self.position}"
+        h = hashlib.blake2b(what.encode(), digest_size=16)
         if self.value is not None:
             h.update(np.ascontiguousarray(self.value).tobytes())
         return h.digest()
 
     def describe(self) -> str:
         """One line for a person: "layer 1, head 0: zero-ablated"."""
-        what = {"zero": "zero-ablated", "mean": "mean-ablated"}.get(self.kind, f"{self.matrix} replaced")
-        return f"layer {self.layer}, head {self.head}: {what}"
+        if self.kind == "stream":
+            return f"layer {self.layer}: the stream at position {self.position} patched"
+        what = {"zero": "zero-ablated", "mean": "mean-ablated", "patch": "patched"}.get(self.kind, "")
+        return f"layer {self.layer}, head {self.head}: {what or f'{self.matrix} replaced'}"
 
 
 def ablate(layer: int, head: int, how: str = "zero") -> Intervention:
@@ -67,6 +74,19 @@ def replace_matrix(layer: int, head: int, matrix: str, value: object) -> Interve
     return Intervention(layer, head, "replace", matrix, as_matrix(matrix, value))
 
 
+def patch_head(layer: int, head: int, value: object) -> Intervention:
+    """Head ``head`` of layer ``layer`` writes ``value`` (n, d_head) as its output, e.g. its output in another run."""
+    return Intervention(layer, head, "patch", None, as_matrix("the patched output", value))
+
+
+def patch_stream(layer: int, position: int, value: object) -> Intervention:
+    """The residual stream entering layer ``layer`` holds ``value`` (d_model,) at ``position``."""
+    row = np.asarray(value, dtype=np.float64)
+    if row.ndim != 1 or not np.isfinite(row).all():
+        raise AttentionError("a patched stream row must be one finite vector of d_model numbers", field="value")
+    return Intervention(layer, 0, "stream", None, row, int(position) if is_whole(position) else position)
+
+
 def block_shape(config: Config, matrix: str) -> tuple[int, int]:
     """The shape of one head's block of a matrix as a trace holds it (a bias adds a row to W_q, W_k, W_v)."""
     if matrix == "W_o":
@@ -82,6 +102,8 @@ def check(config: Config, iv: object) -> Intervention:
             field="intervention",
         )
     for name, value, count in (("layer", iv.layer, config.n_layers), ("head", iv.head, config.n_heads)):
+        if name == "head" and iv.kind == "stream":
+            continue
         if not (is_whole(value) and 0 <= value < count):
             raise AttentionError(
                 f"there is no {name} {value!r}: the model has {count} {name}s, numbered 0 to {count - 1}", field=name
@@ -96,4 +118,18 @@ def check(config: Config, iv: object) -> Intervention:
                 f"head {iv.head}'s block of {iv.matrix} in layer {iv.layer} is {want}; the replacement is {got}",
                 matrix=iv.matrix,
             )
+    if iv.kind in ("patch", "stream"):
+        _check_patch(config, iv)
     return iv
+
+
+def _check_patch(config: Config, iv: Intervention) -> None:
+    """A patch's value has the width of what it replaces; a stream patch names a position ≥ 0."""
+    width = config.d_head if iv.kind == "patch" else config.d_model
+    got = None if iv.value is None else iv.value.shape
+    if got is None or got[-1] != width or (iv.kind == "stream" and not (is_whole(iv.position) and iv.position >= 0)):
+        raise AttentionError(
+            f"a {iv.kind} patch of layer {iv.layer} needs {'rows' if iv.kind == 'patch' else 'a row'} of {width} "
+            f"numbers{'' if iv.kind == 'patch' else ' and a position'}; got {got} at {iv.position!r}",
+            field="value",
+        )

@@ -48,7 +48,7 @@ from ..trace import Trace
 from . import attend
 from .attend import Attended, Weights, layer_options
 from .config import Config
-from .interventions import Intervention, check
+from .interventions import CONCAT_KINDS, Intervention, check
 from .layers import layer_norm, mlp, rms_norm, with_ones
 from .runcache import RunCache
 from .vocab import BPEVocab, WordVocab
@@ -195,12 +195,26 @@ def block_out(config: Config, params: Params, layer: int, x: np.ndarray, attn: n
     return x + mlp_out(c, params, layer, x)  # (..., n, d)
 
 
+def patched(x: np.ndarray, interventions: Sequence[Intervention], layer: int) -> np.ndarray:
+    """The stream entering ``layer`` (n, d) with the rows that "stream" patches of that layer put in."""
+    rows = [iv for iv in interventions if iv.kind == "stream" and iv.layer == layer]
+    if not rows:
+        return x
+    x = x.copy()
+    for iv in rows:
+        if iv.position >= len(x):
+            raise AttentionError(f"there is no position {iv.position} to patch: the text has {len(x)} tokens",
+                                 field="position")
+        x[iv.position] = iv.value  # (d,)
+    return x
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """One forward pass. ``logits`` (n, V); ``traces[l]`` layer l's attention over all heads (its ``head(i)`` one
     head); ``residuals[l]`` the stream entering layer l ((n, d), the last one after every layer, before N_f);
     ``weights`` (layers, query heads, n, n); ``recomputed_from`` the first layer this run computed (the earlier ones
-    came from the cache)."""
+    came from the cache); ``model`` the model that made it."""
 
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
@@ -209,6 +223,7 @@ class Run:
     residuals: tuple[np.ndarray, ...]
     interventions: tuple[Intervention, ...] = ()
     recomputed_from: int = 0
+    model: Model | None = None  # the model that ran it (the lens and the attribution read its final norm)
 
     @functools.cached_property
     def weights(self) -> np.ndarray:
@@ -356,7 +371,7 @@ class Model:
         keys = [self._key(ids, ivs, layer) for layer in range(L + 1)]
         start = next((layer for layer in range(L, -1, -1) if keys[layer] in self._cache), None)
         if start is None:
-            x0 = embed(self.config, self.params, np.array(ids))  # (n, d)
+            x0 = patched(embed(self.config, self.params, np.array(ids)), ivs, 0)  # (n, d)
             residuals, traces, logits = (x0,), (), None
             start = 0
         else:
@@ -364,13 +379,14 @@ class Model:
         tokens = tuple(self.vocab.pieces(ids))
         x = residuals[-1]
         for layer in range(start, L):
-            trace, x = self.block(layer, x, tokens, [iv for iv in ivs if iv.layer == layer])
+            trace, x = self.block(layer, x, tokens, [iv for iv in ivs if iv.layer == layer and iv.kind != "stream"])
+            x = patched(x, ivs, layer + 1)  # (n, d): the stream entering the next layer, with any patched rows
             residuals, traces = (*residuals, x), (*traces, trace)
             self._cache.put(keys[layer + 1], (residuals, traces, None))
         if logits is None:
             logits = final_logits(self.config, self.params, x)  # (n, V)
             self._cache.put(keys[L], (residuals, traces, logits))
-        return Run(tuple(ids), tokens, logits, traces, residuals, ivs, start)
+        return Run(tuple(ids), tokens, logits, traces, residuals, ivs, start, self)
 
     def block(
         self, layer: int, x: np.ndarray, tokens: Sequence[str] | None = None, interventions: Sequence[Intervention] = ()
@@ -394,7 +410,7 @@ class Model:
         cfg = self.config
         W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in interventions if iv.kind == "replace"])
         X = attention_input(cfg, self.params, layer, x)  # (m, d [+1])
-        ablations = [iv for iv in interventions if iv.kind in ("zero", "mean")]
+        ablations = [iv for iv in interventions if iv.kind in CONCAT_KINDS]
         attended = attend.attend(cfg, self.params, layer, X, W, start, past, ablations)
         x = block_out(cfg, self.params, layer, x, attended.output)  # (m, d)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -408,11 +424,12 @@ class Model:
         return attended, x
 
     def _key(self, ids: list[int], ivs: tuple[Intervention, ...], layer: int) -> bytes:
-        """The content key of the stream entering ``layer``: the ids and the interventions of the layers before."""
+        """The content key of the stream entering ``layer``: the ids, the interventions of the layers before, and
+        the patches of this stream itself."""
         h = hashlib.blake2b(np.asarray(ids, dtype=np.int64).tobytes(), digest_size=20)
         h.update(layer.to_bytes(4, "little"))
         for iv in ivs:
-            if iv.layer < layer:
+            if iv.layer < layer or (iv.layer == layer and iv.kind == "stream"):
                 h.update(iv.key())
         return h.digest()
 

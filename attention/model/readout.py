@@ -1,0 +1,242 @@
+"""What the heads write into a prediction: the logit lens, direct logit attribution, and activation patching.
+
+**The logit lens** reads the residual stream after the embeddings and after each layer as if it were the last one:
+through the final norm and the unembedding,
+
+    lens[l] = norm_f(x_l[t]) W_U                                   (V,) for l = 0 .. L; lens[L] = the model's logits
+
+**Direct logit attribution.** The stream after the last layer is a sum of what each part wrote into it:
+
+    x_L = x_0 + Σ_l ( Σ_h concat_h^l W_o^{l,h} + b_o^l ) + Σ_l mlp_l        (the embeddings, heads, biases, MLPs)
+
+Holding the final norm's scale at its value at position t makes norm_f affine, and the logit of a token splits:
+
+    LayerNorm:  norm_f(x) = (x − mean(x)) / σ ⊙ g + β       each part c writes  (c − mean(c)) / σ ⊙ g · W_U[:, tok]
+    RMSNorm:    norm_f(x) = x / rms(x) ⊙ g                  each part c writes   c / rms ⊙ g · W_U[:, tok]
+
+β · W_U[:, tok] (the final norm's shift) and every b_o and MLP bias go into ``biases``; the parts add up to the logit.
+
+**Activation patching** runs the corrupted text with some heads' outputs (concat_h, before W_o) taken from the clean
+run at the same positions: how much of the clean − corrupted logit difference does a head carry?
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AttentionError
+from ..names import is_whole
+from .interventions import patch_head, patch_stream
+from .model import Model, Run, final_logits, unembedding
+
+
+def _position(run: Run, position: object) -> int:
+    """A position of the run (negative counts from the end), checked."""
+    n = len(run.ids)
+    if not (is_whole(position) and -n <= position < n):
+        raise AttentionError(f"there is no position {position!r}: the text has {n} tokens", field="position")
+    return int(position) % n
+
+
+def _model(run: Run) -> Model:
+    if not isinstance(run, Run) or run.model is None:
+        raise AttentionError("the lens and the attribution read a Run made by Model.run", field="run")
+    return run.model
+
+
+def lens(run: Run, position: int) -> np.ndarray:
+    """The logit lens at ``position``: (layers + 1, V), row l the logits read from the stream entering layer l (row 0
+    after the embeddings), the last row after every layer, equal to ``run.logits[position]``."""
+    t, model = _position(run, position), _model(run)
+    streams = np.stack([x[t] for x in run.residuals])  # (L + 1, d)
+    return final_logits(model.config, model.params, streams)  # (L + 1, V)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The direct contribution of each part of the model to one logit, with the final norm's scale held.
+
+    ``heads`` (layers, query heads), ``mlps`` (layers,), ``embeddings`` and ``biases`` floats; ``total`` their sum,
+    equal to ``run.logits[position, token]``; ``scale`` the final norm's divisor held at that position (σ for
+    LayerNorm, the root mean square for RMSNorm, 1 without a final norm)."""
+
+    position: int
+    token: int
+    heads: np.ndarray
+    mlps: np.ndarray
+    embeddings: float
+    biases: float
+    total: float
+    scale: float
+
+
+def read_direction(model: Model, x: np.ndarray, token: int) -> tuple[np.ndarray, float, float]:
+    """The final norm and the unembedding as an affine map at the stream x (d,), its scale held: the logit of
+    ``token`` for a stream y near x is y · direction + shift. Returns (direction (d,), shift, the held scale)."""
+    c, p = model.config, model.params
+    w = unembedding(c, p)[:, token]  # (d,)
+    if c.attention_only:
+        return w, 0.0, 1.0
+    if c.norm == "layernorm":
+        sigma = float(np.sqrt(np.var(x) + c.ln_eps))  # held
+        gw = p["ln_f.g"] * w  # (d,)
+        return (gw - gw.mean()) / sigma, float(p["ln_f.b"] @ w), sigma  # (c − mean c)·gw = c·(gw − mean gw)
+    rms = float(np.sqrt(np.mean(x * x) + c.ln_eps))  # held
+    return (c.norm_offset + p["ln_f.g"]) * w / rms, 0.0, rms
+
+
+def _held(model: Model, layer: int, a: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """What a piece of layer ``layer``'s attention output (d,) writes into the stream: itself, or through the
+    layer's post-attention RMSNorm (Gemma 3) with its scale held at the whole output a (d,)."""
+    c, p = model.config, model.params
+    if not c.post_norms:
+        return lambda piece: piece
+    rms = np.sqrt(np.mean(a * a) + c.ln_eps)
+    return lambda piece: piece / rms * (c.norm_offset + p[f"{layer}.ln_post_attn.g"])
+
+
+def _parts(run: Run, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What each part wrote into the last stream at position t: heads (L, H, d), MLPs (L, d), the embeddings (d,)
+    and the biases (d,). They add up to the stream: x_L[t] = Σ heads + Σ MLPs + embeddings + biases."""
+    model = run.model
+    c, p = model.config, model.params
+    L, H, dh = c.n_layers, c.n_heads, c.d_head
+    heads, mlps, bias = np.zeros((L, H, c.d_model)), np.zeros((L, c.d_model)), np.zeros(c.d_model)
+    for layer in range(L):
+        tr = run.traces[layer]
+        W_o = tr.W_o  # (H·dₕ, d): as this run used it (a replaced block included)
+        concat = tr.concat[t]  # (H·dₕ,): as this run had it (ablated or patched heads included)
+        b_o = p[f"{layer}.b_o"] if c.bias else np.zeros(c.d_model)
+        into = _held(model, layer, concat @ W_o + b_o)
+        for h in range(H):
+            heads[layer, h] = into(concat[h * dh : (h + 1) * dh] @ W_o[h * dh : (h + 1) * dh])  # (d,)
+        bias += into(b_o)
+        attn = heads[layer].sum(axis=0) + into(b_o)  # (d,): what the attention wrote, by the held norm
+        mlps[layer] = run.residuals[layer + 1][t] - run.residuals[layer][t] - attn  # (d,): the rest is the MLP's
+    return heads, mlps, run.residuals[0][t], bias
+
+
+def attribute(run: Run, position: int, token: int | None = None) -> Attribution:
+    """Each head's, MLP's, the embeddings' and the biases' share of the logit of ``token`` (by default the
+    prediction) at ``position``; see the module's docstring."""
+    t, model = _position(run, position), _model(run)
+    V = model.config.vocab_size
+    token = int(np.argmax(run.logits[t])) if token is None else token
+    if not (is_whole(token) and 0 <= token < V):
+        raise AttentionError(f"there is no token {token!r}: the vocabulary has {V} tokens", field="token")
+    direction, shift, scale = read_direction(model, run.residuals[-1][t], int(token))
+    heads, mlps, embedded, bias = _parts(run, t)
+    return Attribution(
+        position=t,
+        token=int(token),
+        heads=heads @ direction,  # (L, H)
+        mlps=mlps @ direction,  # (L,)
+        embeddings=float(embedded @ direction),
+        biases=float(bias @ direction + shift),
+        total=float(run.logits[t, token]),
+        scale=scale,
+    )
+
+
+def patch(model: Model, clean_ids: Sequence[int], corrupt_ids: Sequence[int], heads: Sequence[tuple[int, int]]) -> Run:
+    """The corrupted run with the outputs (before W_o) of the listed ``(layer, head)`` pairs taken from the clean
+    run. An empty list gives the corrupted run; every head of every layer gives the clean run's logits at every
+    position where the two texts have the same token (there, the stream is the token's embedding, what the heads
+    wrote and what the MLPs made of it)."""
+    clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
+    clean = model.run(clean_ids)
+    ivs = [patch_head(layer, head, clean.traces[layer].head(head).concat) for layer, head in _pairs(model, heads)]
+    return model.run(corrupt_ids, ivs)
+
+
+def _pairs(model: Model, heads: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (layer, head) pairs, checked, each once."""
+    L, H = model.config.n_layers, model.config.n_heads
+    out: list[tuple[int, int]] = []
+    for pair in heads:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(is_whole(v) for v in pair)):
+            raise AttentionError(f"a head to patch is a (layer, head) pair; got {pair!r}", field="heads")
+        layer, head = int(pair[0]), int(pair[1])
+        if not (0 <= layer < L and 0 <= head < H):
+            raise AttentionError(
+                f"there is no layer {layer} · head {head}: the model has {L} layers of {H} heads", field="heads"
+            )
+        if (layer, head) not in out:
+            out.append((layer, head))
+    return out
+
+
+def restored(patched: Run, clean: Run, corrupt: Run, position: int, answer: int, wrong: int) -> float:
+    """How much of the clean − corrupted logit difference a patched run restores: (D_patched − D_corrupt) /
+    (D_clean − D_corrupt), where D = logit[answer] − logit[wrong] at ``position``; 0 the corrupted run, 1 the clean."""
+    d = [r.logits[position, answer] - r.logits[position, wrong] for r in (patched, clean, corrupt)]
+    return float((d[0] - d[2]) / (d[1] - d[2]))
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Patching swept over every head (``heads``, (layers, query heads)) or every stream row (``streams``, (layers,
+    n): the stream entering each layer at each position), each value the share of the logit difference restored;
+    ``done`` False when it was cancelled (the rest are NaN)."""
+
+    position: int
+    answer: int
+    wrong: int
+    heads: np.ndarray
+    streams: np.ndarray
+    done: bool
+
+
+def sweep(
+    model: Model,
+    clean_ids: Sequence[int],
+    corrupt_ids: Sequence[int],
+    position: int = -1,
+    answer: int | None = None,
+    wrong: int | None = None,
+    on_step: Callable[[int, int], object] | None = None,
+) -> Sweep:
+    """Patch each head's output, then the stream entering each layer at each position, from the clean run into the
+    corrupted one, and measure what each restores (:func:`restored`) at ``position``: ``answer`` is the clean run's
+    prediction there and ``wrong`` the corrupted run's unless given. ``on_step(done, total)`` reports progress;
+    returning False cancels."""
+    clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
+    clean, corrupt = model.run(clean_ids), model.run(corrupt_ids)
+    t = _position(clean, position)
+    answer = int(np.argmax(clean.logits[t])) if answer is None else answer
+    wrong = int(np.argmax(corrupt.logits[t])) if wrong is None else wrong
+    if clean.logits[t, answer] - clean.logits[t, wrong] == corrupt.logits[t, answer] - corrupt.logits[t, wrong]:
+        raise AttentionError(
+            "the two texts give the same logit difference at that position: patching has nothing to restore",
+            field="corrupt_ids",
+        )
+    L, H, n = model.config.n_layers, model.config.n_heads, len(clean_ids)
+    heads, streams = np.full((L, H), np.nan), np.full((L, n), np.nan)
+    jobs = [("head", layer, h) for layer in range(L) for h in range(H)]
+    jobs += [("stream", layer, p) for layer in range(L) for p in range(n)]
+    for k, (kind, layer, i) in enumerate(jobs):
+        if on_step is not None and on_step(k, len(jobs)) is False:
+            return Sweep(t, answer, wrong, heads, streams, False)
+        if kind == "head":
+            iv = patch_head(layer, i, clean.traces[layer].head(i).concat)
+            heads[layer, i] = restored(model.run(corrupt_ids, [iv]), clean, corrupt, t, answer, wrong)
+        else:
+            iv = patch_stream(layer, i, clean.residuals[layer][i])
+            streams[layer, i] = restored(model.run(corrupt_ids, [iv]), clean, corrupt, t, answer, wrong)
+    if on_step is not None:
+        on_step(len(jobs), len(jobs))
+    return Sweep(t, answer, wrong, heads, streams, True)
+
+
+def _same_length(model: Model, clean_ids: Sequence[int], corrupt_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    clean_ids, corrupt_ids = model.check_ids(clean_ids), model.check_ids(corrupt_ids)
+    if len(clean_ids) != len(corrupt_ids):
+        raise AttentionError(
+            f"the clean text has {len(clean_ids)} tokens and the corrupted one {len(corrupt_ids)}: patching needs "
+            "the same length",
+            field="corrupt_ids",
+        )
+    return clean_ids, corrupt_ids

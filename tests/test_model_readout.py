@@ -1,0 +1,254 @@
+"""What the heads write (attention.model.readout) against transformers: the logit lens, direct logit attribution and
+activation patching on a tiny random GPT-2 made here, and the attribution's parts adding up on every family.
+
+Oracles: transformers' ``output_hidden_states`` read through its own final norm and ``lm_head`` (the lens); a forward
+pre-hook on the attention's output projection that puts the clean run's head output into the corrupted run
+(patching); the logit itself (the attribution's parts add up to it, to 1e-9).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention import AttentionError
+from attention.model import ablate, attribute, builtin, lens, load, patch, sweep
+from attention.model.readout import read_direction
+
+CORPUS = ["the cat sat on the mat and the dog sat on the log", "heads read keys and values, queries ask"] * 20
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """A tiny random GPT-2 folder and the float64 torch model opened from it."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("readout_gpt2")
+    tok = ByteLevelBPETokenizer()
+    tok.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, show_progress=False)
+    tok.save(str(folder / "tokenizer.json"))
+    torch.manual_seed(0)
+    cfg = GPT2Config(
+        vocab_size=tok.get_vocab_size(), n_positions=32, n_embd=48, n_layer=3, n_head=4, initializer_range=0.2,
+        bos_token_id=0, eos_token_id=0,
+    )
+    model = GPT2LMHeadModel(cfg).double().eval()
+    with torch.no_grad():  # norms and biases away from 1 and 0, so a part left out of the sum would show
+        for name, p in model.named_parameters():
+            if "ln" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    model = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+    return folder, model
+
+
+def _close(ours: np.ndarray, theirs: np.ndarray, rel: float = 1e-6) -> None:
+    np.testing.assert_allclose(ours, theirs, rtol=rel, atol=rel * float(np.abs(theirs).max()))
+
+
+def test_the_lens_is_transformers_hidden_states_through_its_final_norm_and_lm_head(gpt2) -> None:
+    import torch
+
+    folder, hf = gpt2
+    m = load(folder)
+    ids = np.random.RandomState(3).randint(0, m.config.vocab_size, 20).tolist()
+    run = m.run(ids)
+    with torch.no_grad():
+        out = hf(torch.tensor([ids]), output_hidden_states=True)
+        hidden = out.hidden_states  # L + 1: the embeddings, then after each layer; the last one already normed
+        want = [hf.lm_head(hf.transformer.ln_f(h))[0].numpy() for h in hidden[:-1]] + [out.logits[0].numpy()]
+    for t in (0, 7, len(ids) - 1):
+        got = lens(run, t)
+        assert got.shape == (m.config.n_layers + 1, m.config.vocab_size)
+        _close(got[-1], run.logits[t], 1e-13)  # the model's own logits (one row's product may round differently)
+        for layer in range(m.config.n_layers + 1):
+            _close(got[layer], want[layer][t])
+    assert not np.allclose(lens(run, 7)[0], lens(run, 7)[-1], atol=1e-3)  # the layers differ: the test means something
+
+
+def test_the_attribution_adds_up_to_the_logit(gpt2) -> None:
+    folder, _ = gpt2
+    m = load(folder)
+    ids = m.encode("the cat sat on the mat and the dog")
+    run = m.run(ids)
+    for t, token in ((len(ids) - 1, None), (2, 5), (0, 17)):
+        a = attribute(run, t, token)
+        want = run.logits[t, a.token]
+        assert a.heads.shape == (3, 4) and a.mlps.shape == (3,)
+        parts = a.heads.sum() + a.mlps.sum() + a.embeddings + a.biases
+        assert abs(parts - want) <= 1e-9 * max(1.0, abs(want)), (parts, want)
+        assert a.total == pytest.approx(want, rel=1e-12, abs=1e-12)
+    assert a.token == 17 and np.abs(a.heads).max() > 1e-3  # the heads write something the test can see
+
+
+def test_a_last_layer_heads_share_is_what_its_ablation_takes_from_the_logit() -> None:
+    """Independent check of one head's share: in the shipped attention-only model (no final norm, no MLP) nothing
+    reads the last layer's heads, so zero-ablating one moves the logit by exactly its share."""
+    m = builtin("induction")
+    ids = [int(i) for i in np.random.RandomState(4).permutation(m.config.vocab_size)[:8]] * 2
+    run = m.run(ids)
+    t, last = len(ids) - 1, m.config.n_layers - 1
+    a = attribute(run, t)
+    for h in range(m.config.n_heads):
+        moved = run.logits[t, a.token] - m.run(ids, [ablate(last, h, "zero")]).logits[t, a.token]
+        assert moved == pytest.approx(a.heads[last, h], rel=1e-9, abs=1e-12)
+    assert np.abs(a.heads[last]).max() > 0.1  # the heads write something the test can see
+    np.testing.assert_allclose(a.mlps, 0.0, atol=1e-12)  # attention-only: no MLP
+
+
+def test_the_held_norm_is_the_norms_own_slope_at_the_stream(gpt2) -> None:
+    """With the final LayerNorm's σ held, a small step along any direction moves the logit as the true norm does, to
+    first order in the step: the finite difference of the real logit against direction · step."""
+    folder, _ = gpt2
+    m = load(folder)
+    ids = m.encode("the dog sat on the log")
+    run = m.run(ids)
+    x = run.residuals[-1][-1]
+    token = int(np.argmax(run.logits[-1]))
+    direction, shift, sigma = read_direction(m, x, token)
+    assert x @ direction + shift == pytest.approx(run.logits[-1, token], rel=1e-12)
+    from attention.model.model import final_logits
+
+    step = np.random.RandomState(0).normal(size=x.shape)
+    step -= step @ (x - x.mean()) / ((x - x.mean()) @ (x - x.mean())) * (x - x.mean())  # σ unchanged to first order
+    eps = 1e-6
+    real = (final_logits(m.config, m.params, x + eps * step)[token] - final_logits(m.config, m.params, x)[token]) / eps
+    assert real == pytest.approx(step @ direction, rel=1e-4)
+    assert sigma > 0
+
+
+def test_patching_nothing_is_the_corrupted_run_and_everything_is_the_clean_run(gpt2) -> None:
+    folder, _ = gpt2
+    m = load(folder)
+    clean, corrupt = m.encode("the cat sat on the mat"), m.encode("the dog sat on the log")
+    assert len(clean) == len(corrupt) and clean != corrupt
+    none = patch(m, clean, corrupt, [])
+    _close(none.logits, m.run(corrupt).logits, 1e-12)
+    every = [(layer, h) for layer in range(m.config.n_layers) for h in range(m.config.n_heads)]
+    full = patch(m, clean, corrupt, every).logits
+    want = m.run(clean).logits
+    # the stream at a position is its own embedding, what the heads wrote there and its own MLPs: where the two texts
+    # have the same token, every head patched gives the clean logits; where they differ, the embedding still differs
+    same = np.array(clean) == np.array(corrupt)
+    assert same.any() and not same.all()
+    _close(full[same], want[same], 1e-12)
+    assert not np.allclose(full[~same], want[~same])
+
+
+def test_one_heads_patch_equals_a_forward_hook_in_transformers(gpt2) -> None:
+    import torch
+
+    folder, hf = gpt2
+    m = load(folder)
+    clean, corrupt = m.encode("the cat sat on the mat"), m.encode("the dog sat on the log")
+    dh = m.config.d_head
+    for layer, head in ((0, 1), (2, 3)):
+        got = patch(m, clean, corrupt, [(layer, head)]).logits
+        proj = hf.transformer.h[layer].attn.c_proj
+        seen = {}
+
+        def keep(module: object, args: tuple, seen: dict = seen) -> None:
+            seen["x"] = args[0].clone()
+
+        cols = slice(head * dh, (head + 1) * dh)
+
+        def put(module: object, args: tuple, seen: dict = seen, cols: slice = cols) -> tuple:
+            x = args[0].clone()
+            x[..., cols] = seen["x"][..., cols]
+            return (x,)
+
+        with torch.no_grad():
+            handle = proj.register_forward_pre_hook(keep)
+            hf(torch.tensor([clean]))
+            handle.remove()
+            handle = proj.register_forward_pre_hook(put)
+            want = hf(torch.tensor([corrupt])).logits[0].numpy()
+            handle.remove()
+        _close(got, want)
+        assert not np.allclose(got, m.run(corrupt).logits)  # the patch changed something
+
+
+def test_bad_positions_tokens_and_pairs_are_named() -> None:
+    m = builtin("induction")
+    ids = list(range(8))
+    run = m.run(ids)
+    for call, field in (
+        (lambda: lens(run, 8), "position"),
+        (lambda: attribute(run, 0, m.config.vocab_size), "token"),
+        (lambda: patch(m, ids, ids[:-1], []), "corrupt_ids"),
+        (lambda: patch(m, ids, ids, [(5, 0)]), "heads"),
+        (lambda: patch(m, ids, ids, ["x"]), "heads"),
+    ):
+        with pytest.raises(AttentionError) as info:
+            call()
+        assert info.value.field == field
+
+
+FAMILIES = {  # the parts that change what a head writes into the stream, each once
+    "llama: RMSNorm, gated MLP, grouped heads, RoPE": dict(
+        norm="rmsnorm", mlp="gated", activation="silu", n_kv_heads=2, positions="rotary", bias=False, tied=False
+    ),
+    "gemma 3: (1 + w) norms after attention and the MLP, QK-norm": dict(
+        norm="rmsnorm", norm_offset=1.0, post_norms=True, qk_norm=True, mlp="gated", activation="gelu_new",
+        n_kv_heads=1, positions="rotary", bias=False, head_dim=12,
+    ),
+    "gpt-neox: parallel residual, partial rotation": dict(
+        parallel_residual=True, positions="rotary", rotary_dims=4, rotary_layout="halves"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_parts_add_up_and_the_lens_ends_at_the_logits_on_every_family(name: str) -> None:
+    from attention.model import Config, Model, init_params
+    from attention.model.vocab import WordVocab
+
+    cfg = Config(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48, **FAMILIES[name]).validate()
+    params = init_params(cfg, seed=1, std=0.3)
+    rs = np.random.RandomState(2)
+    params = {k: v + rs.normal(0, 0.3, v.shape) if k.endswith(".g") else v for k, v in params.items()}
+    m = Model(cfg, params, WordVocab([f"w{i}" for i in range(40)]))
+    ids = rs.randint(0, 40, 12).tolist()
+    run = m.run(ids)
+    for t in (0, 5, 11):
+        _close(lens(run, t)[-1], run.logits[t], 1e-12)
+        for token in (None, 3):
+            a = attribute(run, t, token)
+            parts = a.heads.sum() + a.mlps.sum() + a.embeddings + a.biases
+            assert abs(parts - a.total) <= 1e-9 * max(1.0, abs(a.total)), (name, t, parts, a.total)
+            assert a.total == run.logits[t, a.token]
+    assert np.abs(a.heads).max() > 1e-3 and np.abs(a.mlps).max() > 1e-3
+
+
+def test_a_sweep_restores_everything_where_the_stream_carries_the_changed_token() -> None:
+    """On the shipped model: a clean repeat, and a corruption of one token of its first half (the one that follows
+    the token at the predicting position). Patching the stream entering layer 1 at the changed position is the clean
+    run (restored 1), patching elsewhere in layer 1's input changes nothing (0), and cancelling stops with what was
+    done."""
+    m = builtin("induction")
+    first = [int(i) for i in np.random.RandomState(5).permutation(m.config.vocab_size)[:8]]
+    clean = first + first
+    corrupt = list(clean)
+    corrupt[4] = other = next(i for i in range(m.config.vocab_size) if i not in first)
+    at = 8 + 3  # the repeat of first[3]: induction predicts what followed it, first[4] (clean) or `other` (corrupted)
+    s = sweep(m, clean, corrupt, position=at, answer=first[4], wrong=other)
+    assert s.done and s.heads.shape == (2, m.config.n_heads) and s.streams.shape == (2, len(clean))
+    assert s.streams[0, 4] == pytest.approx(1.0, abs=1e-9)
+    others = [p for p in range(len(clean)) if p != 4]
+    np.testing.assert_allclose(s.streams[0, others], 0.0, atol=1e-9)
+    assert np.nanmax(s.heads) > 0.2  # some head carries the difference
+    seen: list[int] = []
+
+    def stop_after_three(k: int, total: int) -> bool:
+        seen.append(k)
+        return k < 3
+
+    stopped = sweep(m, clean, corrupt, position=at, answer=first[4], wrong=other, on_step=stop_after_three)
+    assert not stopped.done and seen[-1] == 3 and np.isnan(stopped.streams).all()
+    assert np.isfinite(stopped.heads).sum() == 3  # the three patches made before the stop, each kept
