@@ -155,14 +155,18 @@ LOAD_GOAL = 5.0  # seconds
 MEMORY_GOAL = 3.0  # peak resident memory of load + a 256-token run ÷ the weights' float32 size
 
 PEAK_SCRIPT = """
-import resource, sys, numpy as np
+import sys, numpy as np
 sys.path.insert(0, {root!r})
 from attention.model import load
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def status(field):  # kB; /proc's high-water mark is the new process's own (getrusage's carries the parent's over)
+    return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith(field + ":"))
+
+base = status("VmRSS")
 m = load({folder!r})
 r = m.run(list(np.random.RandomState(0).randint(0, m.config.vocab_size, {n})))
 _ = [r.head(layer, h) for layer in range(m.config.n_layers) for h in range(m.config.n_heads)]
-print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+print((status("VmHWM") - base) * 1024)
 """
 
 
