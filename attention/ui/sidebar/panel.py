@@ -14,7 +14,7 @@ import streamlit as st
 from ... import names
 from ...io import presets as presets_mod
 from .. import state
-from ..core import session, source
+from ..core import parts, session, source
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import challenge_status, conventions, share
@@ -26,7 +26,8 @@ def draw(s: session.Session, tools: bool = True) -> None:
     sb.markdown("### Self-attention, step by step")
     challenge_status.show(s)
     bind("sb.preset", s.preset_id)
-    held = [s.preset_id] if s.preset_id in (session.FILE, session.MODEL) else []  # listed while in force
+    kind = s.origin.kind
+    held = [] if kind.offered else [s.preset_id]  # a file or a model's head: listed while in force
     options = [*presets_mod.list_presets(), session.BLANK, *held]
     sb.selectbox(
         "Preset",
@@ -37,7 +38,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
         help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
         "matrices of a size you choose. Loading replaces all edits.",
     )
-    if s.preset_id == session.BLANK:
+    if kind is parts.BLANK_KIND:
         cols = sb.columns(3)
         for col, label, idx, hi in zip(
             cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM), strict=True
@@ -48,13 +49,12 @@ def draw(s: session.Session, tools: bool = True) -> None:
             )
         show_messages("sidebar.blank", sb)
     preset = s.origin.preset
-    from_file = s.preset_id in (session.FILE, session.MODEL)
     bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input(
         "Seed",
         key="sb.seed",
         step=1,
-        disabled=from_file or not preset.is_random,
+        disabled=not kind.seeded or not preset.is_random,
         on_change=_seed,
         help=(
             f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: "
@@ -64,10 +64,8 @@ def draw(s: session.Session, tools: bool = True) -> None:
         if preset.is_random
         else "This preset has no random parts: every matrix is typed in its document.",
     )
-    if s.preset_id == session.MODEL:
-        sb.caption("The seed is off: a model's head keeps the model's numbers.")
-    elif from_file:
-        sb.caption("The seed is off: a state loaded from a file keeps the file's numbers.")
+    if not kind.seeded:
+        sb.caption(f"The seed is off: {kind.keeps}.")
     elif not preset.is_random:
         sb.caption("The seed is off: this preset has no random parts (every matrix is typed in).")
     show_messages("sidebar.seed", sb)
