@@ -23,13 +23,6 @@ from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import embeddings
 from .steps import custom_mask, position_control
 
-
-def _bind_once(key: str, value: object) -> None:
-    """Show the session's value in a widget the first time it is drawn under this key."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-
-
 # ------------------------------------------------------------------------------------------ sentence
 
 
@@ -80,7 +73,7 @@ def _on_sentence(key: str) -> None:
 def sentence(s: session.Session) -> None:
     c1, c2 = st.columns([3, 1])
     key = f"tok.sentence.{s.version}"
-    _bind_once(key, " ".join(s.tokens))
+    bind(key, " ".join(s.tokens), once=True)
     c1.text_input(
         "Sentence (tokens are split on spaces)",
         key=key,
@@ -90,7 +83,7 @@ def sentence(s: session.Session) -> None:
     )
     show_messages("control.sentence", c1)
     dm_key = f"tok.dmodel.{s.version}"
-    _bind_once(dm_key, s.dims.d_model)
+    bind(dm_key, s.dims.d_model, once=True)
     c2.number_input(
         "d_model",
         key=dm_key,
@@ -121,7 +114,7 @@ def d_k(s: session.Session) -> None:
     c1, c2 = st.columns(2)
     for col, dim, what in ((c1, "d_k", "Q and K"), (c2, "d_v", "V")):
         key = f"w.{dim.replace('_', '')}.{s.version}.{s.options.projection}"
-        _bind_once(key, getattr(s.dims, dim))
+        bind(key, getattr(s.dims, dim), once=True)
         col.number_input(
             f"{dim} (width of {what})",
             key=key,

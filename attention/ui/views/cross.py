@@ -23,7 +23,7 @@ from ..core.shown import per_head
 from ..core.source import left_out, source_rows
 from ..widgets import number_tables
 from ..widgets.chart_files import chart_files
-from ..widgets.common import show_messages, vega_chart
+from ..widgets.common import bind, show_messages, vega_chart
 from .steps import show_error
 
 __all__ = ["source", "source_rows", "cross_trace"]
@@ -39,8 +39,7 @@ def source(s: session.Session) -> None:
     """The source sentence box and, when it has words, the cross-attention heatmap and output."""
     words = s.source
     key = f"cross.source.{s.grids}"
-    if key not in st.session_state:
-        st.session_state[key] = " ".join(words)
+    bind(key, " ".join(words), once=True)
     st.text_input(
         "Source sentence for cross-attention (optional: keys and values come from it)",
         key=key,

@@ -51,9 +51,12 @@ def formula(latex: str, where=st) -> None:
     where.latex(latex + r"\,")
 
 
-def bind(key: str, value: Any) -> None:
-    """Show the session's value in widget ``key``, whatever page the widget was last drawn on."""
-    st.session_state[key] = value
+def bind(key: str, value: Any, *, once: bool = False) -> None:
+    """Show the session's value in widget ``key``, whatever page the widget was last drawn on: call it just before
+    drawing the widget, which is given no value of its own. ``once``: only when the widget holds no value yet (so
+    what a person typed and was refused stays as typed, with its message)."""
+    if not once or key not in st.session_state:
+        st.session_state[key] = value
 
 
 def on_value(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
