@@ -23,7 +23,6 @@ import streamlit as st
 from ... import charts
 from ...names import inputs_of
 from ...trace import Trace
-from .. import state
 from ..address import url
 from ..controls import registry as controls
 from ..core import cache, compute, parts, session
@@ -36,6 +35,7 @@ from ..modelpages import BODIES as MODEL_BODIES
 from ..modelpages import ON_STEPS as model_answers
 from ..sidebar import panel as sidebar
 from ..sidebar import share
+from ..state import core as state_core
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
@@ -57,7 +57,7 @@ def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
         page_icon=str(nav.ROOT / "docs" / "icon.png"),
         layout="wide",
     )
-    s = state.ensure(url.read)
+    s = state_core.ensure(url.read)
     cache.collect_if_large(len(s.tokens))
     sidebar.draw(s, tools=tools)
     url.write(s)

@@ -13,8 +13,8 @@ import streamlit as st
 
 from ... import names
 from ...io import presets as presets_mod
-from .. import state
 from ..core import parts, session, source
+from ..state import presets as state_presets
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import challenge_status, conventions, share
@@ -34,7 +34,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
         options,
         format_func=lambda pid: session.preset_label(pid, s),
         key="sb.preset",
-        on_change=on_value(state.load_preset, "sb.preset"),
+        on_change=on_value(state_presets.load_preset, "sb.preset"),
         help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
         "matrices of a size you choose. Loading replaces all edits.",
     )
@@ -72,7 +72,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     sb.button(
         "Reset to preset",
         width="stretch",
-        on_click=state.reset,
+        on_click=state_presets.reset,
         key="sb.reset",
         help="Drop every edit and option change; reload the preset with this seed.",
     )
@@ -89,7 +89,7 @@ def _seed() -> None:
     s = session.get()
     seed = whole_number("sb.seed", "the seed", 0, names.MAX_SEED, "sidebar.seed", s.seed or 0)
     if seed is not None:
-        state.set_seed(seed)
+        state_presets.set_seed(seed)
 
 
 def _blank_size(idx: int, label: str, hi: int) -> None:
@@ -98,4 +98,4 @@ def _blank_size(idx: int, label: str, hi: int) -> None:
     if value is not None:
         shape = list(s.blank_shape)
         shape[idx] = value
-        state.set_blank_shape(tuple(shape))  # type: ignore[arg-type]
+        state_presets.set_blank_shape(tuple(shape))  # type: ignore[arg-type]

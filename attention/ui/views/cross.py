@@ -17,10 +17,10 @@ import streamlit as st
 from ... import charts, names
 from ...errors import AttentionError
 from ...trace import Trace
-from .. import state
 from ..core import compute, session
 from ..core.shown import per_head
 from ..core.source import left_out, source_rows
+from ..state import family
 from ..widgets import number_tables
 from ..widgets.chart_files import chart_files
 from ..widgets.common import bind, show_messages, vega_chart
@@ -43,7 +43,7 @@ def source(s: session.Session) -> None:
     st.text_input(
         "Source sentence for cross-attention (optional: keys and values come from it)",
         key=key,
-        on_change=lambda: state.set_source(st.session_state[key], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS)),
+        on_change=lambda: family.set_source(st.session_state[key], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS)),
         help="Cross-attention, as a translation model's decoder reads its source: each token of the sentence above "
         "asks (its query) and the source's tokens answer (their keys and values). Leave empty for self-attention.",
     )

@@ -12,10 +12,11 @@ import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 
 from ... import names
-from .. import state
 from ..core import session
 from ..core.text import esc
 from ..state import core as messages
+from ..state import core as state_core
+from ..state import pins
 
 TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16 px of that is the usual gap
 
@@ -94,7 +95,7 @@ def checked_number(
         return value
     kind = "a whole number" if whole else "a number"
     span = span or (f"{lo:,} to {hi:,}" if whole else f"{lo:g} to {hi:g}")
-    state.say(place, "error", f"{what} must be {kind} from {span}; {esc(value)} was not applied and {stays}.")
+    state_core.say(place, "error", f"{what} must be {kind} from {span}; {esc(value)} was not applied and {stays}.")
     return None
 
 
@@ -118,7 +119,7 @@ def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[
 
     def changed() -> None:
         if st.session_state.get(key) in labels:
-            state.set_tab(place, st.session_state[key])
+            pins.set_tab(place, st.session_state[key])
 
     default = chosen if chosen in labels else labels[0]
     tabs = st.tabs(labels, key=key, default=default, on_change=changed)  # ours: matrix and step names
@@ -134,7 +135,7 @@ def open_expander(place: str, label: str, s: session.Session, where=st):
     key = f"open.{place}"
 
     def changed() -> None:
-        state.set_tab(place, "open" if st.session_state.get(key) else "closed")
+        pins.set_tab(place, "open" if st.session_state.get(key) else "closed")
 
     expanded = s.tabs.get(place) == "open"
     box = where.expander(label, expanded=expanded, key=key, on_change=changed)  # ours: a heading the pages choose
