@@ -69,8 +69,6 @@ def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
 
 _DRAWN = "frame.drawn_from"  # what the last whole run drew outside a step page's body (see drawn_from)
 _WHOLE_RUN = "frame.whole_run"
-# messages shown inside a step page's body (its editors, import boxes, controls and the sidebar's share tools)
-_BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset_file")
 
 
 def drawn_from(s: session.Session) -> tuple:
@@ -79,7 +77,7 @@ def drawn_from(s: session.Session) -> tuple:
     preset's name, the running challenge's standing and the messages left outside the body. Without a challenge,
     grid edits, tabs, the explained cell and imports of the same shape change none of it, nor does another head of
     the same model on the same text."""
-    outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
+    outside = parts.said_outside(s.messages)  # the places' reruns are declared (parts.PLACES)
     # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
     # of the numbers redraws the whole page
     playing = s.epoch if s.challenge is not None else None

@@ -65,6 +65,35 @@ def said(messages: dict[str, tuple[int, str, str, str]]) -> tuple:
     return tuple(sorted((p, m[0]) for p, m in messages.items()))
 
 
+# the places messages are left at (attention.ui.state.core.say), by their first word (or whole, where a place differs
+# from its first word's): which rerun of a step page draws them again. The body's: its editors, import boxes,
+# controls and the sidebar's share tools; the rest (the sidebar's controls, the page's notices) are outside it
+PLACES = {
+    "edit": BODY,
+    "import": BODY,
+    "control": BODY,
+    "cross": BODY,
+    "kv": BODY,
+    "sidebar.preset_file": BODY,
+    "sidebar": PAGE,
+    "page": PAGE,
+    "challenge": PAGE,
+    "board": PAGE,
+    "learn": PAGE,
+    "flash": PAGE,
+}
+
+
+def rerun_of(place: str) -> str:
+    """Which rerun draws the messages at ``place`` again (a place not declared: the whole page's)."""
+    return PLACES.get(place, PLACES.get(place.split(".")[0], PAGE))
+
+
+def said_outside(messages: dict[str, tuple[int, str, str, str]]) -> tuple:
+    """The messages the page shows outside a step page's body (their places declared PAGE), as :func:`said`."""
+    return said({p: m for p, m in messages.items() if rerun_of(p) == PAGE})
+
+
 def items(tabs: dict[str, str]) -> tuple:
     return tuple(tabs.items())
 
