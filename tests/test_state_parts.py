@@ -119,3 +119,23 @@ def test_a_new_field_declared_to_travel_with_its_record_goes_into_the_link_and_b
     assert back.marked == 12 and not notices
     back, notices = url.decode({**q, "mk": "x", "digits": "6"}, url.table(kind))
     assert notices == ["The link's mark 'x' is not a number; none."] and back.digits == 6
+
+
+def test_every_place_a_message_is_left_at_is_declared_with_the_rerun_that_shows_it() -> None:
+    """Which messages redraw the whole page comes from the places' declarations (parts.PLACES), not from the frame."""
+    import re
+    from pathlib import Path
+
+    code = "".join(p.read_text(encoding="utf-8") for p in (Path(parts.__file__).parents[1]).rglob("*.py"))
+    left_at = set(re.findall(r'say\(\s*f?"([a-z_]+)\.', code))
+    assert "edit" in left_at and "sidebar" in left_at
+    assert left_at <= {p.split(".")[0] for p in parts.PLACES}
+    body = ("edit.X", "edit.W_q.last", "import.W_q", "control.mask", "cross.source", "kv.cache", "sidebar.preset_file")
+    assert {parts.rerun_of(p) for p in body} == {parts.BODY}
+    assert {parts.rerun_of(p) for p in ("sidebar.seed", "page.notice.head", "challenge.start")} == {parts.PAGE}
+    s = session_mod.new_session("the_cat_sat")
+    page, body_from = frame.drawn_from(s), frame.body_drawn_from(s)
+    s.messages["edit.X"] = (s.epoch, "error", "refused", "*")
+    assert frame.drawn_from(s) == page and frame.body_drawn_from(s) != body_from  # only the body is drawn again
+    s.messages["sidebar.seed"] = (s.epoch, "error", "refused", "*")
+    assert frame.drawn_from(s) != page  # a message beside the sidebar's seed: the whole page

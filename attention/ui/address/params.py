@@ -19,7 +19,7 @@ from ... import masks, names, positions
 from ...io import presets as presets_mod
 from ...labs import challenges as ch
 from ...trace import MASK_KINDS
-from ..core import session
+from ..core import parts, session
 from ..core.text import quoted
 from ..state import reshapes
 from . import inside
@@ -101,7 +101,7 @@ PARAMS: tuple[Param, ...] = (
     ),
     Param(
         "size",
-        lambda s, w: s.blank_shape if s.preset_id == session.BLANK else None,
+        lambda s, w: s.blank_shape if s.origin.kind is parts.BLANK_KIND else None,
         read_size,
         pending("size"),
         lambda text, r, why: (
@@ -112,7 +112,7 @@ PARAMS: tuple[Param, ...] = (
     ),
     Param(
         inside.HEAD,
-        lambda s, w: s.model_head if s.preset_id == session.MODEL and w.travels else None,
+        lambda s, w: s.model_head if s.origin.kind is parts.MODEL_KIND and w.travels else None,
         lambda text, r: text,  # read by start, with the preset: a head's state is built at once
         lambda r, text: None,
         lambda text, r, why: "",

@@ -20,7 +20,7 @@ from ...io import links
 from ...io.presets import Preset
 from ...labs import challenges as ch
 from ...trace import Options
-from ..core import session
+from ..core import parts, session
 from ..core.text import esc, quoted
 from ..state import reshapes
 from ..state.family import source_problem
@@ -67,11 +67,11 @@ class Writing:
 
 def read_size(text: str, r: Reading) -> tuple[int, int, int] | None:
     """A blank's size n x d_model x d_k (read only for a blank preset: any other keeps its own)."""
-    if r.pending.get("preset") != session.BLANK:
+    if parts.kind_of(r.pending.get("preset")) is not parts.BLANK_KIND:
         return session.DEFAULT_BLANK
-    parts = text.split("x")
+    sides = text.split("x")
     his = (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM)
-    sizes = [whole(p, 1, hi) for p, hi in zip(parts, his, strict=False)] if len(parts) == 3 else [None]
+    sizes = [whole(p, 1, hi) for p, hi in zip(sides, his, strict=False)] if len(sides) == 3 else [None]
     return None if None in sizes else tuple(sizes)  # type: ignore[return-value]
 
 
@@ -79,10 +79,11 @@ def start(r: Reading) -> None:
     """The session at the preset (its seed and size) or at the model's head the link names; a head that cannot be
     opened is named and the default preset shown."""
     pid = r.pending.get("preset", session.DEFAULT_PRESET)
-    s = _model_head(r) if pid == session.MODEL else None
+    kind = parts.kind_of(pid)
+    s = _model_head(r) if kind is parts.MODEL_KIND else None
     if s is None:
-        pid = session.DEFAULT_PRESET if pid == session.MODEL else pid
-        shape = r.pending.get("size", session.DEFAULT_BLANK) if pid == session.BLANK else session.DEFAULT_BLANK
+        pid = session.DEFAULT_PRESET if kind is parts.MODEL_KIND else pid
+        shape = r.pending.get("size", session.DEFAULT_BLANK) if kind is parts.BLANK_KIND else session.DEFAULT_BLANK
         s = session.new_session(pid, r.pending.get("seed"), shape)
     r.s, r.pending = s, {}
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from ... import names
-from ..core import models, parts, session
+from ..core import parts, session
 from . import inside, membership
 from .params import PARAMS as TABLE
 from .params import SHORT_LIMIT, Param
@@ -69,7 +69,7 @@ def _rebuilt(query: tuple[tuple[str, str], ...]) -> session.Session:
 
 def _writing(s: session.Session) -> Writing:
     """What ``s``'s link is written against: its own preset, or the default one for a state that cannot travel."""
-    travels = s.preset_id != session.FILE
+    travels = s.origin.kind.travels(s)
     notes = ["a state loaded from a file: download the preset file to share it."] if not travels else []
     base_id = s.preset_id if travels else session.DEFAULT_PRESET
     preset, base = (
@@ -81,7 +81,7 @@ def _writing(s: session.Session) -> Writing:
 
 
 def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
-    if s.preset_id == session.MODEL and not models.travels(s.model_head.model_id):  # nothing of it can travel
+    if s.origin.kind.without_preset == "nothing" and not s.origin.kind.travels(s):  # nothing of it can travel
         return {"preset": session.DEFAULT_PRESET}, [_CANNOT_TRAVEL]
     w = _writing(s)
     for p in table(type(s)):

@@ -23,7 +23,6 @@ import streamlit as st
 from ... import charts
 from ...names import inputs_of
 from ...trace import Trace
-from .. import state
 from ..address import url
 from ..controls import registry as controls
 from ..core import cache, compute, parts, session
@@ -36,6 +35,7 @@ from ..modelpages import ANSWERS
 from ..modelpages import BODIES as MODEL_BODIES
 from ..sidebar import panel as sidebar
 from ..sidebar import share
+from ..state import core as state_core
 from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
@@ -57,7 +57,7 @@ def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
         page_icon=str(nav.ROOT / "docs" / "icon.png"),
         layout="wide",
     )
-    s = state.ensure(url.read)
+    s = state_core.ensure(url.read)
     cache.collect_if_large(len(s.tokens))
     sidebar.draw(s, tools=tools)
     url.write(s)
@@ -69,8 +69,6 @@ def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
 
 _DRAWN = "frame.drawn_from"  # what the last whole run drew outside a step page's body (see drawn_from)
 _WHOLE_RUN = "frame.whole_run"
-# messages shown inside a step page's body (its editors, import boxes, controls and the sidebar's share tools)
-_BODY_PLACES = ("edit.", "import.", "control.", "cross.", "kv.", "sidebar.preset_file")
 
 
 def drawn_from(s: session.Session) -> tuple:
@@ -79,7 +77,7 @@ def drawn_from(s: session.Session) -> tuple:
     preset's name, the running challenge's standing and the messages left outside the body. Without a challenge,
     grid edits, tabs, the explained cell and imports of the same shape change none of it, nor does another head of
     the same model on the same text."""
-    outside = tuple(sorted((p, m[0]) for p, m in s.messages.items() if not p.startswith(_BODY_PLACES)))
+    outside = parts.said_outside(s.messages)  # the places' reruns are declared (parts.PLACES)
     # a running challenge: the sidebar says whether the numbers meet its goal (and hands a solve in), so every change
     # of the numbers redraws the whole page
     playing = s.epoch if s.challenge is not None else None

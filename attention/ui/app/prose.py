@@ -211,7 +211,7 @@ def weights_origin(s: session.Session) -> str:
     if not all(k in base and session.identical(s.matrices[k], base[k]) for k in ("W_q", "W_k")):
         return "edited"
     drawn = preset.random.names if preset.random is not None else ()
-    return "random" if s.preset_id == session.BLANK or {"W_q", "W_k"} & set(drawn) else "preset"
+    return "random" if s.origin.kind.drawn or {"W_q", "W_k"} & set(drawn) else "preset"
 
 
 _MEANING = {

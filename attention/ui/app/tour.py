@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ...labs.stability import overflow_limit
-from .. import state
 from ..core import session
+from ..state import challenges
 from . import nav
 
 # page file -> (what to notice, what to try); pages not listed here are left out of the path
@@ -86,7 +86,7 @@ def show(s: session.Session) -> None:
     """The guided path, or (once dismissed) a button to bring it back."""
     if s.tour_dismissed:
         st.button(
-            "Show the guided path again", key="tour.show", on_click=state.set_tour, args=(False,), type="tertiary"
+            "Show the guided path again", key="tour.show", on_click=challenges.set_tour, args=(False,), type="tertiary"
         )
         return
     with st.container(border=True, key="tour"):
@@ -103,4 +103,6 @@ def show(s: session.Session) -> None:
             with columns[i // half]:
                 st.page_link(page, label=f"**{i + 1}. {page.title}**", icon=":material/arrow_forward:")
                 st.markdown(f"**Notice** {notice}  \n**Try** {attempt}")
-        st.button("Got it, hide this", key="tour.hide", on_click=state.set_tour, args=(True,), icon=":material/close:")
+        st.button(
+            "Got it, hide this", key="tour.hide", on_click=challenges.set_tour, args=(True,), icon=":material/close:"
+        )

@@ -9,9 +9,9 @@ import streamlit as st
 from ... import names
 from ...errors import AttentionError
 from ...io import vectors
-from .. import state
 from ..core import session
 from ..core.text import quoted
+from ..state import learning, pins
 from ..widgets.common import checked_number, show_messages
 
 KINDS = {
@@ -34,7 +34,7 @@ def control(s: session.Session) -> None:
         index=list(KINDS).index(kind),
         format_func=KINDS.get,
         key=key,
-        on_change=lambda: state.set_embeddings(st.session_state[key], seed),
+        on_change=lambda: learning.set_embeddings(st.session_state[key], seed),
         help="The preset's own numbers; random numbers (standard normal / √d_model) from the seed; the 50-number "
         "GloVe vector of each word (looked up lower-cased; X becomes n × 50); or one-hot (X = I, n × n: each token "
         "its own column, so nothing is shared between words). The weights are resized, keeping what fits.",
@@ -69,9 +69,9 @@ def _on_seed(key: str) -> None:
     stays, span = f"it stays {seed}", f"0 to {names.MAX_SEED}"
     value = checked_number(key, "The embedding seed", 0, names.MAX_SEED, "control.embeddings", stays, span=span)
     if value is None:
-        state.renew_grids()
+        pins.renew_grids()
         return
-    state.set_embeddings(kind, int(value))
+    learning.set_embeddings(kind, int(value))
 
 
 def _missing(s: session.Session, seed: int) -> None:
@@ -120,7 +120,7 @@ def _similarity_note(s: session.Session) -> None:
         st.button(
             "Use W_q = W_k = I (plain similarity)",
             key=f"tok.identity.{s.version}",
-            on_click=state.use_identity,
+            on_click=learning.use_identity,
             help="Sets W_q and W_k to the identity (d_k becomes d_model); W_v is kept. “Reset to preset” undoes it.",
         )
     if same and np.array_equal(s.matrices["W_q"], eye) and np.array_equal(s.matrices["W_k"], eye):

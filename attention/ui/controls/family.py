@@ -9,8 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ... import heads, names
-from .. import state
 from ..core import session
+from ..state import options
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from .steps import POSITION_NAMES
 
@@ -33,7 +33,7 @@ def draw(s: session.Session) -> None:
         divisors,
         key="sb.kv_heads",
         disabled=o.heads == 1,
-        on_change=on_value(state.set_kv_heads, "sb.kv_heads"),
+        on_change=on_value(options.set_kv_heads, "sb.kv_heads"),
         help="How many heads have their own keys and values. Only the divisors of the heads are offered: each "
         "key/value head serves the same number of query heads. Fewer key/value heads means a smaller KV cache "
         "(Q·K·V page); W_k and W_v then have one block of columns per key/value head.",
@@ -62,7 +62,7 @@ def draw(s: session.Session) -> None:
         list(POSITION_NAMES),
         format_func=SHORT_POSITION_NAMES.get,
         key="sb.positions",
-        on_change=on_value(state.set_positions, "sb.positions"),
+        on_change=on_value(options.set_positions, "sb.positions"),
         help="The same choice as on the Tokens page: " + "; ".join(POSITION_NAMES.values()) + ". ALiBi adds nothing "
         "to X, Q or K: each head subtracts m_h × (distance) from its scaled scores, with its own slope m_h.",
     )
@@ -73,4 +73,4 @@ def _window(key: str) -> None:
     """The window from its box, if it is a whole number in range; else a message and the box shows the old one."""
     w = whole_number(key, "Window w", 1, names.MAX_TOKENS, "sidebar.window", session.get().options.window)
     if w is not None:
-        state.set_option(window=w)
+        options.set_option(window=w)

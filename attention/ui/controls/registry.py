@@ -13,22 +13,17 @@ import streamlit as st
 
 from ... import names
 from ...shapes import shape_trace
-from .. import state
 from ..core import session
 from ..core.text import esc, quoted
 from ..inputs import editors, import_box
+from ..state import core as state_core
+from ..state import edits as state_edits
+from ..state import learning, options
 from ..views import cross
 from ..widgets import downloads
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import embeddings
 from .steps import custom_mask, position_control
-
-
-def _bind_once(key: str, value: object) -> None:
-    """Show the session's value in a widget the first time it is drawn under this key."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-
 
 # ------------------------------------------------------------------------------------------ sentence
 
@@ -37,7 +32,7 @@ def _on_sentence(key: str) -> None:
     s = session.get()
     text = st.session_state.get(key, "")
     if len(text) > names.MAX_SENTENCE_CHARS:  # measured before it is split
-        state.say(
+        state_core.say(
             "control.sentence",
             "error",
             f"The sentence is {len(text):,} characters long; it may have at most {names.MAX_SENTENCE_CHARS:,} "
@@ -48,30 +43,30 @@ def _on_sentence(key: str) -> None:
     if text == " ".join(s.tokens) or tokens == s.tokens:
         return  # unchanged (tokens that themselves contain spaces, from a preset file, are not re-split)
     if not tokens:
-        state.say(
+        state_core.say(
             "control.sentence",
             "error",
             "The sentence is empty: attention needs at least one token. "
             "The previous tokens are kept until you type one.",
         )
     elif len(tokens) > names.MAX_TOKENS:
-        state.say(
+        state_core.say(
             "control.sentence",
             "error",
             f"{len(tokens):,} tokens is more than the {names.MAX_TOKENS} this dashboard "
             "supports; the previous tokens are kept.",
         )
     elif (long := next((t for t in tokens if len(t) > names.MAX_TOKEN_CHARS), None)) is not None:
-        state.say(
+        state_core.say(
             "control.sentence",
             "error",
             f"The token {quoted(long)} is {len(long):,} characters long; a token may have "
             f"at most {names.MAX_TOKEN_CHARS}. The previous tokens are kept.",
         )
     else:
-        state.set_tokens(tokens)
+        state_edits.set_tokens(tokens)
         if s.embedding[0] != "preset":  # the new words get their own vectors, made the same way
-            state.set_embeddings(*s.embedding)
+            learning.set_embeddings(*s.embedding)
         st.session_state[f"tok.sentence.{session.get().version}"] = (
             text  # the box keeps the text if the editors were renewed
         )
@@ -80,7 +75,7 @@ def _on_sentence(key: str) -> None:
 def sentence(s: session.Session) -> None:
     c1, c2 = st.columns([3, 1])
     key = f"tok.sentence.{s.version}"
-    _bind_once(key, " ".join(s.tokens))
+    bind(key, " ".join(s.tokens), once=True)
     c1.text_input(
         "Sentence (tokens are split on spaces)",
         key=key,
@@ -90,7 +85,7 @@ def sentence(s: session.Session) -> None:
     )
     show_messages("control.sentence", c1)
     dm_key = f"tok.dmodel.{s.version}"
-    _bind_once(dm_key, s.dims.d_model)
+    bind(dm_key, s.dims.d_model, once=True)
     c2.number_input(
         "d_model",
         key=dm_key,
@@ -107,7 +102,7 @@ def _on_d_model(key: str) -> None:
     d = whole_number(key, "d_model", 1, names.MAX_DIM, "control.d_model", s.dims.d_model)
     if d is not None and d != s.dims.d_model:
         text = " ".join(s.tokens)
-        if not state.resize(d_model=d, place="control.d_model"):
+        if not state_edits.resize(d_model=d, place="control.d_model"):
             st.session_state[key] = s.dims.d_model  # refused: the box shows the size in force
             return
         st.session_state[f"tok.sentence.{session.get().version}"] = text
@@ -121,7 +116,7 @@ def d_k(s: session.Session) -> None:
     c1, c2 = st.columns(2)
     for col, dim, what in ((c1, "d_k", "Q and K"), (c2, "d_v", "V")):
         key = f"w.{dim.replace('_', '')}.{s.version}.{s.options.projection}"
-        _bind_once(key, getattr(s.dims, dim))
+        bind(key, getattr(s.dims, dim), once=True)
         col.number_input(
             f"{dim} (width of {what})",
             key=key,
@@ -138,7 +133,7 @@ def _on_width(key: str, dim: str) -> None:
     s = session.get()
     current = getattr(s.dims, dim)
     d = whole_number(key, dim, 1, names.MAX_DIM, f"control.{dim}", current)
-    if d is not None and d != current and not state.resize(**{dim: d}, place=f"control.{dim}"):
+    if d is not None and d != current and not state_edits.resize(**{dim: d}, place=f"control.{dim}"):
         st.session_state[key] = current  # refused: the box shows the size in force
 
 
@@ -165,7 +160,7 @@ def w_o(s: session.Session) -> None:
             "Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
             "found. It starts as the identity, so nothing changes until you edit it."
         )
-    on_change = on_value(lambda v: state.set_w_o(bool(v)), "w.w_o")
+    on_change = on_value(lambda v: options.set_w_o(bool(v)), "w.w_o")
     st.checkbox(label, key="w.w_o", on_change=on_change, help=why)  # ours: labels
     show_messages("control.w_o")
     if "W_o" in s.matrices:

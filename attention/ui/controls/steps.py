@@ -10,10 +10,11 @@ import streamlit as st
 
 from ... import charts, positions
 from ...errors import AttentionError
-from .. import state
 from ..core import compute, session
 from ..core.text import esc
 from ..inputs import editors
+from ..state import core as state_core
+from ..state import edits, options, pins
 from ..widgets import number_tables
 from ..widgets.common import bind, formula, on_value, show_messages
 from ..widgets.tick_grid import tick_grid, ticked
@@ -27,10 +28,10 @@ def _on_mask_grid(key: str) -> None:
     s = session.get()
     grid, sent = ticked(key, s.labels, s.options.custom_mask)
     if grid is None:
-        state.say("control.mask", "error", f"The mask grid sent {sent}; nothing was changed.")
-        state.renew_grids()
+        state_core.say("control.mask", "error", f"The mask grid sent {sent}; nothing was changed.")
+        pins.renew_grids()
         return
-    state.set_custom_mask(grid)
+    options.set_custom_mask(grid)
 
 
 def custom_mask(s: session.Session) -> None:
@@ -72,7 +73,7 @@ def position_control(s: session.Session) -> None:
         list(POSITION_NAMES),
         format_func=POSITION_NAMES.get,
         key="tok.positions",
-        on_change=on_value(state.set_positions, "tok.positions"),
+        on_change=on_value(options.set_positions, "tok.positions"),
         help="How word order gets in: none, a sinusoidal code added to each row of X, a learned matrix P added "
         "to X (edit it here), or rotary positions that turn each query and key by an angle that grows with its "
         "position.",
@@ -81,7 +82,7 @@ def position_control(s: session.Session) -> None:
     c2.button(
         "Shuffle tokens",
         key="tok.shuffle",
-        on_click=state.shuffle_tokens,
+        on_click=edits.shuffle_tokens,
         width="stretch",
         help="Reorder the tokens (each keeps its row of X). Without positions every output row just moves "
         "with its token; with positions the numbers change.",

@@ -12,6 +12,10 @@ A field is declared with :func:`declare` (a ``dataclasses.field`` carrying a :cl
 - :func:`content`: what values derived from the whole state depend on (``session.derived``: the link, "unedited");
 - ``travels``: the fields a link carries; each has its records in :mod:`attention.ui.address.params` (a field may
   declare its own, ``param``).
+
+The state as a whole has a kind too, its origin's (``session.Origin.kind``): a listed preset, a blank, a preset file
+or a model's head. Each :class:`Kind` answers whether such a state travels in a link, its label, and whether the seed
+applies; the code asks the kind, never the preset id.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import dataclasses
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
+
+from ...io import presets as presets_mod
+from . import models
 
 # the parts of the state
 NUMBERS = "numbers"  # the preset, its tokens and matrices: what the engine computes from, with the options
@@ -56,6 +63,35 @@ def shapes(matrices: dict[str, Any]) -> tuple:
 
 def said(messages: dict[str, tuple[int, str, str, str]]) -> tuple:
     return tuple(sorted((p, m[0]) for p, m in messages.items()))
+
+
+# the places messages are left at (attention.ui.state.core.say), by their first word (or whole, where a place differs
+# from its first word's): which rerun of a step page draws them again. The body's: its editors, import boxes,
+# controls and the sidebar's share tools; the rest (the sidebar's controls, the page's notices) are outside it
+PLACES = {
+    "edit": BODY,
+    "import": BODY,
+    "control": BODY,
+    "cross": BODY,
+    "kv": BODY,
+    "sidebar.preset_file": BODY,
+    "sidebar": PAGE,
+    "page": PAGE,
+    "challenge": PAGE,
+    "board": PAGE,
+    "learn": PAGE,
+    "flash": PAGE,
+}
+
+
+def rerun_of(place: str) -> str:
+    """Which rerun draws the messages at ``place`` again (a place not declared: the whole page's)."""
+    return PLACES.get(place, PLACES.get(place.split(".")[0], PAGE))
+
+
+def said_outside(messages: dict[str, tuple[int, str, str, str]]) -> tuple:
+    """The messages the page shows outside a step page's body (their places declared PAGE), as :func:`said`."""
+    return said({p: m for p, m in messages.items() if rerun_of(p) == PAGE})
 
 
 def items(tabs: dict[str, str]) -> tuple:
@@ -153,3 +189,74 @@ def content(state: Any) -> tuple:
         for name, d in declared(state)
         if d.travels or d.rerun == PAGE or d.part == NUMBERS
     )
+
+
+# --- the kinds of a state's origin ---
+@dataclass(frozen=True)
+class Kind:
+    """One kind of starting point of a state (see the module's docstring).
+
+    ``id``: the preset id it is written as (None: a listed preset's own id).
+
+    ``seeded``: whether the seed applies (a file or a model keeps its own numbers; ``keeps`` says so). ``offered``:
+    always among the sidebar's presets (a file or a model's head is listed only while in force). ``without_preset``:
+    what a link carries when the preset cannot travel: "edits" (against the default preset) or "nothing".
+    """
+
+    id: str | None
+    seeded: bool = True
+    offered: bool = True
+    keeps: str = ""
+    without_preset: str = "edits"
+    documented: bool = True  # its numbers can be the ones a tutorial prints
+    drawn: bool = False  # every number is drawn from the seed
+    _travels: Callable[[Any], bool] = lambda s: True
+    _label: Callable[[str, Any], str] = lambda preset_id, s: presets_mod.preset_label(preset_id)
+
+    def travels(self, s: Any) -> bool:
+        """Whether a link can name this state's starting point (``s``: the Session)."""
+        return self._travels(s)
+
+    def label(self, preset_id: str, s: Any = None) -> str:
+        """The preset's name in lists (``s``: the Session, for a file's title or a model's name; None: generic)."""
+        return self._label(preset_id, s)
+
+
+def _file_label(preset_id: str, s: Any) -> str:
+    return f"From a file: {s.loaded.title}" if s is not None and s.loaded is not None else "From a file"
+
+
+def _model_label(preset_id: str, s: Any) -> str:
+    """The model, not the head: another head is chosen on the page (the sidebar stays)."""
+    if s is None or s.origin is None or s.model_head is None:
+        return "A model's head"
+    return f"Inside a model: {s.origin.preset.title.removesuffix(': ' + s.model_head.name)}"
+
+
+LISTED = Kind(None)
+BLANK_KIND = Kind("blank", drawn=True, _label=lambda preset_id, s: "Blank n × d (random)")
+FILE_KIND = Kind(
+    "file",
+    seeded=False,
+    offered=False,
+    keeps="a state loaded from a file keeps the file's numbers",
+    documented=False,
+    _travels=lambda s: False,
+    _label=_file_label,
+)
+MODEL_KIND = Kind(
+    "model",
+    seeded=False,
+    offered=False,
+    keeps="a model's head keeps the model's numbers",
+    without_preset="nothing",
+    _travels=lambda s: models.travels(s.model_head.model_id),
+    _label=_model_label,
+)
+KINDS = (LISTED, BLANK_KIND, FILE_KIND, MODEL_KIND)
+_BY_ID = {k.id: k for k in KINDS if k.id is not None}
+
+
+def kind_of(preset_id: str) -> Kind:
+    """The kind a preset id names (any id not special is a listed preset)."""
+    return _BY_ID.get(preset_id, LISTED)

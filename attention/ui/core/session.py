@@ -44,9 +44,9 @@ from .parts import (
 from .parts import MODEL as MODEL_PART
 
 KEY = "attention_session"
-BLANK = "blank"
-FILE = "file"  # the preset_id of a state loaded from a preset file
-MODEL = "model"  # the preset_id of a model's head opened on the step pages (see Session.model_head)
+BLANK = parts.BLANK_KIND.id
+FILE = parts.FILE_KIND.id  # the preset_id of a state loaded from a preset file
+MODEL = parts.MODEL_KIND.id  # the preset_id of a model's head opened on the step pages (Session.model_head)
 DEFAULT_PRESET = "she_likes_coffee"
 DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
 DIGIT_CHOICES = (3, 4, 6, 8, None)  # significant digits shown (None: every digit); the control and links offer these
@@ -66,10 +66,12 @@ class Pinned:
 @dataclass(frozen=True, eq=False)
 class Origin:
     """The unedited starting point of a state: the preset (listed, blank or loaded from a file) and its X, W_q, W_k,
-    W_v as read-only 2-D arrays (a batch of one dropped). Made once when the preset, seed or size changes."""
+    W_v as read-only 2-D arrays (a batch of one dropped), and its kind (what a link, the label and the seed make of
+    it). Made once when the preset, seed or size changes."""
 
     preset: Preset
     base: dict[str, np.ndarray]
+    kind: parts.Kind = parts.LISTED
 
 
 T = TypeVar("T")
@@ -164,7 +166,7 @@ def preset_and_base(
     preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]
 ) -> tuple[Preset, dict[str, np.ndarray]]:
     """Load a preset and its X, W_q, W_k, W_v as read-only 2-D arrays (a batch of one is dropped)."""
-    if preset_id == BLANK:
+    if parts.kind_of(preset_id) is parts.BLANK_KIND:
         n, d_model, d_k = blank_shape
         preset = presets_mod.blank(n, d_model, d_k, seed=0 if seed is None else seed)
     else:
@@ -179,18 +181,12 @@ def matrices_2d(preset: Preset) -> dict[str, np.ndarray]:
 
 def preset_label(preset_id: str, s: Session | None = None) -> str:
     """A preset's name in lists: its file's label, "Blank n × d (random)", or the title of a loaded file."""
-    if preset_id == FILE:
-        return f"From a file: {s.loaded.title}" if s is not None and s.loaded is not None else "From a file"
-    if preset_id == MODEL:  # the model, not the head: another head is chosen on the page (the sidebar stays)
-        if s is None or s.origin is None or s.model_head is None:
-            return "A model's head"
-        return f"Inside a model: {s.origin.preset.title.removesuffix(': ' + s.model_head.name)}"
-    return "Blank n × d (random)" if preset_id == BLANK else presets_mod.preset_label(preset_id)
+    return parts.kind_of(preset_id).label(preset_id, s)
 
 
 def file_origin(preset: Preset) -> Origin:
     """The origin of a state loaded from a preset file: the file's preset and its matrices, read-only and 2-D."""
-    return Origin(preset, _read_only(matrices_2d(preset)))
+    return Origin(preset, _read_only(matrices_2d(preset)), parts.FILE_KIND)
 
 
 def _read_only(matrices: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -211,7 +207,7 @@ def new_session(
         tokens=preset.tokens,
         matrices={k: np.array(v) for k, v in base.items()},
         options=preset.options,
-        origin=Origin(preset, base),
+        origin=Origin(preset, base, parts.kind_of(preset_id)),
     )
 
 
@@ -226,7 +222,7 @@ def head_session(ref: HeadRef) -> Session:
         tokens=preset.tokens,
         matrices={k: np.array(v) for k, v in base.items()},
         options=preset.options,
-        origin=Origin(preset, base),
+        origin=Origin(preset, base, parts.MODEL_KIND),
         model_head=ref,
     )
 

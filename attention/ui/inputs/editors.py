@@ -21,9 +21,11 @@ from ... import charts
 from ...errors import cell_name
 from ...io.parse.cells import cell_number, number_too_long
 from ...names import MAX_NUMBER_CHARS
-from .. import state
 from ..core import session
 from ..core.text import esc
+from ..state import core as state_core
+from ..state import edits as state_edits
+from ..state import pins
 from ..state.core import GRID_KEYS
 from ..widgets.common import show_messages
 from ..widgets.number_tables import fit_height
@@ -111,18 +113,18 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, versio
     by a change sent with it) is refused: it was typed over numbers that are no longer there."""
     s = session.get()
     if version is not None and version != s.version:
-        state.renew_grids()
+        pins.renew_grids()
         said = f"{name}: that edit was typed over numbers no longer shown; nothing was applied."
-        state.say(f"edit.{name}", "error", said)
+        state_core.say(f"edit.{name}", "error", said)
         return
     m = s.matrices[name]
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     rows, cols = s.axis_labels(name, m.shape)
     col_index = {c: j for j, c in enumerate(cols[c0:c1])}
     problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)
-    state.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
+    pins.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
     if problem:
-        state.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
+        state_core.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
         return
     fmt = grid_format(name, s)
     good: dict[tuple[int, int], float] = {}
@@ -135,15 +137,15 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, versio
         else:
             good[(r0 + r, c0 + c)] = value
     if not bad:  # every cell sent is valid now: an error about this grid goes (a challenge's lock may say another)
-        state.unsay(f"edit.{name}")
-    before = state.edit_cells(name, good)  # the cells that changed, with their old values
+        state_core.unsay(f"edit.{name}")
+    before = state_edits.edit_cells(name, good)  # the cells that changed, with their old values
     if before:  # named under the grid: the grid itself cannot mark the edited cell
         done = [f"{esc(cell_name(rc, rows, cols))} {_pair(fmt, was, good[rc])}" for rc, was in before.items()]
         more = f" and {len(done) - 3} more" if len(done) > 3 else ""
-        state.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
+        state_core.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
     if bad:
         more = len(bad) - 5
-        state.say(
+        state_core.say(
             f"edit.{name}", "error", "\n\n".join(bad[:5]) + (f"\n\n…and {more} more such cells." if more > 0 else "")
         )
 

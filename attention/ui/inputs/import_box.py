@@ -14,10 +14,11 @@ import streamlit as st
 from ... import names
 from ...errors import AttentionError
 from ...io.parse import dispatch
-from .. import state
 from ..core import session
 from ..core.text import esc, quoted
 from ..state import core as messages
+from ..state import core as state_core
+from ..state import edits, pins
 from ..widgets.common import show_messages
 
 
@@ -64,7 +65,7 @@ def _place(name: str) -> str:
 
 
 def _applied(name: str, arr: np.ndarray, what: str) -> None:
-    state.say(_place(name), "success", f"{name} replaced by {what}: shape {arr.shape[0]} × {arr.shape[1]}.")
+    state_core.say(_place(name), "success", f"{name} replaced by {what}: shape {arr.shape[0]} × {arr.shape[1]}.")
 
 
 def _refuse(
@@ -72,7 +73,7 @@ def _refuse(
 ) -> None:
     """Say why; when only the shape is wrong, hold the array so it can be applied with a resize."""
     s = session.get()
-    state.hold_import(name, None)
+    pins.hold_import(name, None)
     try:
         arr = parse_import(name, None, s.options.projection, text=text, data=data, filename=filename)
     except AttentionError:
@@ -82,8 +83,8 @@ def _refuse(
         and arr.shape != s.matrices[name].shape
         and resized_shapes(name, arr.shape, s.options.projection)
     ):
-        state.hold_import(name, (arr, quoted(filename) if filename else "the pasted matrix"))
-    state.say(_place(name), "error", esc(exc.message, 2000))
+        pins.hold_import(name, (arr, quoted(filename) if filename else "the pasted matrix"))
+    state_core.say(_place(name), "error", esc(exc.message, 2000))
 
 
 def _on_paste(name: str) -> None:
@@ -91,14 +92,16 @@ def _on_paste(name: str) -> None:
     text = st.session_state.get(f"imp.{name}.text", "")
     if not str(text or "").strip():  # nothing to apply (Ctrl+Enter may already have applied and emptied the box)
         if not any(kind == "success" for kind, _ in messages.messages(_place(name))):
-            state.say(_place(name), "info", f"The paste box is empty: paste {name}, then press Apply (or Ctrl+Enter).")
+            state_core.say(
+                _place(name), "info", f"The paste box is empty: paste {name}, then press Apply (or Ctrl+Enter)."
+            )
         return
     try:
         arr = parse_import(name, s.matrices[name].shape, s.options.projection, text=text)
     except AttentionError as exc:
         _refuse(name, exc, text=text)  # the text stays in the box, to be fixed
         return
-    if not state.replace_matrix(name, arr):
+    if not edits.replace_matrix(name, arr):
         return  # refused (a challenge locks it): the message says so
     _applied(name, arr, "the pasted matrix")
     st.session_state[f"imp.{name}.text"] = ""  # applied: the box is emptied
@@ -115,7 +118,7 @@ def _on_upload(name: str) -> None:
     except AttentionError as exc:
         _refuse(name, exc, data=data, filename=f.name)
         return
-    if state.replace_matrix(name, arr):
+    if edits.replace_matrix(name, arr):
         _applied(name, arr, quoted(f.name))
 
 
@@ -126,7 +129,7 @@ def _on_resize(name: str) -> None:
         return
     arr, what = held
     n, dm, dk = resized_shapes(name, arr.shape, s.options.projection)  # type: ignore[misc]
-    if state.resize_and_replace(name, arr, n, dm, dk):
+    if edits.resize_and_replace(name, arr, n, dm, dk):
         _applied(name, arr, what)
 
 

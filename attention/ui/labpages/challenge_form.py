@@ -14,9 +14,9 @@ from ...io.presets import list_presets, load_preset, preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import Audit, audit
 from ...names import ARRAYS, INPUTS
-from .. import state
 from ..core import session
 from ..core.text import esc
+from ..state import challenges as state_challenges
 
 EXAMPLES = {  # the form starts filled in with a challenge that reads, one per condition type (see example_preset)
     "cell": {
@@ -210,7 +210,9 @@ def checked(data: dict[str, Any]) -> None:
         on_click="ignore",
         key="cf.download",
     )
-    y.button("Try it here", key="cf.try", on_click=state.start_challenge, args=(made,), icon=":material/flag:")
+    y.button(
+        "Try it here", key="cf.try", on_click=state_challenges.start_challenge, args=(made,), icon=":material/flag:"
+    )
 
 
 WHAT = {"met": "it is already met", "impossible": "it is impossible", "unsolvable": "it cannot be solved"}

@@ -9,11 +9,11 @@ from ...io.presets import preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import solvable
 from ...trace import Trace
-from .. import state
 from ..core import compute, session
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
+from ..state import challenges as state_challenges
 from ..state.challenges import BEFORE
 from ..views.steps import show_error, show_heatmap, show_matrix
 from ..widgets.common import show_messages
@@ -98,7 +98,7 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
             "Start",
             type="primary",
             key=f"ch.start.{where}",
-            on_click=state.start_challenge,
+            on_click=state_challenges.start_challenge,
             args=(c,),
             icon=":material/flag:",
         )
@@ -129,13 +129,17 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
     else:
         _progress(ch.evaluate(c, trace))
     with st.container(horizontal=True):
-        st.button("Restart", key="ch.restart", on_click=state.start_challenge, args=(c,), icon=":material/replay:")
-        st.button("Stop the challenge", key="ch.stop", on_click=state.stop_challenge, icon=":material/stop_circle:")
+        st.button(
+            "Restart", key="ch.restart", on_click=state_challenges.start_challenge, args=(c,), icon=":material/replay:"
+        )
+        st.button(
+            "Stop the challenge", key="ch.stop", on_click=state_challenges.stop_challenge, icon=":material/stop_circle:"
+        )
         if BEFORE in st.session_state:
             st.button(
                 "Back to my numbers from before",
                 key="ch.back",
-                on_click=state.back_to_before,
+                on_click=state_challenges.back_to_before,
                 icon=":material/undo:",
                 help="Stops the challenge and brings back the numbers, options and sentence you had before Start.",
             )
@@ -143,7 +147,7 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
             st.button(
                 "Show a solution",
                 key="ch.solve",
-                on_click=state.show_solution,
+                on_click=state_challenges.show_solution,
                 icon=":material/auto_fix_high:",
                 help="Trains only the matrices you may edit until the goal is met; replaces your edits.",
             )

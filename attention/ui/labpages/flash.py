@@ -15,10 +15,10 @@ import streamlit as st
 
 from ... import charts, flash, kvcache, names
 from ...trace import Trace
-from .. import state
 from ..core import compute, session
 from ..core.cache import TraceCache
 from ..core.shown import key_labels
+from ..state import family
 from ..views.family import setting_box
 from ..views.steps import show_error
 from ..widgets import number_tables
@@ -87,7 +87,7 @@ def body(s: session.Session) -> None:
     if not isinstance(trace, Trace):
         show_error(trace)
         return
-    cfg = state.settings()
+    cfg = family.settings()
     o = trace.options
     h = o.heads
     n, s_len = trace.Q.shape[-2], trace.K.shape[-2]
@@ -107,7 +107,7 @@ def body(s: session.Session) -> None:
             index=min(cfg["flash_head"], h - 1),
             format_func=lambda i: f"head {i + 1}",
             key=f"flash.head.{s.grids}.{cfg['flash_head']}",
-            on_change=lambda key: state.set_setting("flash_head", st.session_state[key]),
+            on_change=lambda key: family.set_setting("flash_head", st.session_state[key]),
             args=(f"flash.head.{s.grids}.{cfg['flash_head']}",),
         )
     show_messages("flash.tile")
@@ -187,7 +187,7 @@ def _steps(s: session.Session, k: int, total: int) -> None:
             key=f"flash.go.{label}",
             width="stretch",
             disabled=target == k,
-            on_click=state.set_setting,
+            on_click=family.set_setting,
             args=("step", target),
         )
     if total > 1:
@@ -198,7 +198,7 @@ def _steps(s: session.Session, k: int, total: int) -> None:
             total,
             value=k + 1,
             key=key,
-            on_change=lambda: state.set_setting("step", st.session_state[key] - 1),
+            on_change=lambda: family.set_setting("step", st.session_state[key] - 1),
         )
     show_messages("flash.step")
 

@@ -11,10 +11,12 @@ import streamlit as st
 
 from ... import learn
 from ...errors import AttentionError
-from .. import state
 from ..core import compute, session
 from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..core.text import esc, quoted
+from ..state import core as state_core
+from ..state import learning as state_learning
+from ..state import pins
 from ..widgets.common import chart_gap, checked_number, show_messages
 from ..widgets.tick_grid import tick_grid, ticked
 from . import learnviews
@@ -105,9 +107,9 @@ def _on_number(name: str, key: str) -> None:
         key, setting, lo, hi, f"learn.{name}", f"it stays {current:g}", whole=whole, span=f"{lo:g} to {hi:g}"
     )
     if value is None:
-        state.renew_grids()
+        pins.renew_grids()
         return
-    state.set_learn(**{name: int(value) if whole else float(value)})
+    state_learning.set_learn(**{name: int(value) if whole else float(value)})
 
 
 def _choice(s: session.Session, name: str, label: str, choices: dict[str, str]) -> None:
@@ -127,7 +129,7 @@ def _choice(s: session.Session, name: str, label: str, choices: dict[str, str]) 
 
 def _on_pick(name: str, key: str) -> None:
     """A choice from a list (target, j, optimiser): every option is valid, so it is applied as it is."""
-    state.set_learn(**{name: st.session_state[key]})
+    state_learning.set_learn(**{name: st.session_state[key]})
 
 
 def _on_learns(name: str, key: str) -> None:
@@ -135,10 +137,10 @@ def _on_learns(name: str, key: str) -> None:
     ticked = {k for k in cfg.learn if k != name} | ({name} if st.session_state[key] else set())
     chosen = tuple(k for k in learn.LEARNABLE if k in ticked)
     if not chosen:
-        state.say("learn.learn", "error", "What learns: choose at least one matrix; the last one stays ticked.")
-        state.renew_grids()
+        state_core.say("learn.learn", "error", "What learns: choose at least one matrix; the last one stays ticked.")
+        pins.renew_grids()
         return
-    state.set_learn(learn=chosen)
+    state_learning.set_learn(learn=chosen)
 
 
 def grid_of(s: session.Session) -> tuple[tuple[bool, ...], ...]:
@@ -160,21 +162,21 @@ def _on_grid(key: str) -> None:
     labels = s.labels
     grid, sent = ticked(key, labels, grid_of(s))
     if grid is None:
-        state.say("learn.target", "error", f"The target grid sent {sent}; nothing changed.")
-        state.renew_grids()
+        state_core.say("learn.target", "error", f"The target grid sent {sent}; nothing changed.")
+        pins.renew_grids()
         return
     empty = [i for i, row in enumerate(grid) if not any(row)]
     if empty:
         i = empty[0]
-        state.say(
+        state_core.say(
             "learn.target",
             "error",
             f"Target grid: row {i + 1} ({quoted(labels[i])}) would attend nothing; every row needs at least one "
             "ticked key. The grid was not changed.",
         )
-        state.renew_grids()
+        pins.renew_grids()
         return
-    state.set_learn(grid=grid)
+    state_learning.set_learn(grid=grid)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -190,7 +192,7 @@ def _refused(bar: Any, live: Any, why: str) -> None:
     eye is, with the promise that nothing changed."""
     bar.empty()
     live.empty()
-    state.say("learn.train", "error", f"{why} Nothing was changed: the matrices are exactly as they were.")
+    state_core.say("learn.train", "error", f"{why} Nothing was changed: the matrices are exactly as they were.")
     show_messages("learn.train")
 
 
@@ -247,4 +249,4 @@ def train(s: session.Session) -> None:
         return
     bar.progress(1.0, text=f"Done: {result.steps_done:,} steps, loss {result.losses[0]:.4g} → {result.loss:.4g}")
     live.empty()
-    state.store_learned(Learned(result, cfg, s.tokens, start))
+    state_learning.store_learned(Learned(result, cfg, s.tokens, start))

@@ -13,11 +13,11 @@ import streamlit as st
 from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
-from .. import state
 from ..core import compute, session
 from ..core.learned import TARGETS, Learned
 from ..core.shown import per_head
 from ..core.text import esc
+from ..state import learning as state_learning
 from ..widgets import number_tables
 from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap, show_messages, vega_chart
@@ -103,7 +103,7 @@ def result(s: session.Session) -> None:
     st.button(
         "Use these weights",
         key="learn.use",
-        on_click=state.use_learned,
+        on_click=state_learning.use_learned,
         disabled=not current,
         icon=":material/input:",
         help="Put the learned " + ", ".join(cfg.learn) + " into the state: every step page then shows them, and "

@@ -11,6 +11,7 @@ import streamlit as st
 from ...model import roles
 from ..core.text import esc
 from ..state import inside
+from ..widgets.common import bind
 from . import runs
 
 ANSWERING = "inside.answering"  # the page's fragment of the heads and the predictions, rerun by name
@@ -23,10 +24,10 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
     """How the next ablation is made, which heads are ablated, Restore all, and what the last change moved."""
     left, right = st.columns([2, 3], gap="medium")
     with left:
+        bind(inside.W_HOW, st.session_state[inside.HOW], once=True)
         st.radio(
             "Ablate a head by",
             inside.HOWS,
-            **({} if inside.W_HOW in st.session_state else {"index": inside.HOWS.index(st.session_state[inside.HOW])}),
             format_func=lambda h: {"zero": "zero (its output removed)", "mean": "mean (its mean output so far)"}[h],
             key=inside.W_HOW,
             on_change=inside.on_how,
@@ -109,10 +110,10 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     half, repeats = roles.half_split(now.ids)
     st.subheader("What the model predicts")
     positions = list(range(n))
+    bind(inside.W_POSITION, position, once=True)
     st.selectbox(
         "Position (the prediction is for the token after it)",
         positions,
-        **({} if inside.W_POSITION in st.session_state else {"index": position}),
         format_func=lambda t: f"{t + 1}: {tokens[t]}",
         key=inside.W_POSITION,
         on_change=on_position,

@@ -14,6 +14,7 @@ from ...model.vocab import WordVocab
 from ..core import models
 from ..core.text import esc
 from ..state import inside
+from ..widgets.common import bind
 
 
 def chooser() -> models.Model:
@@ -26,10 +27,10 @@ def chooser() -> models.Model:
     ids = list(options)
     left, right = st.columns([2, 3], gap="medium")
     with left:
+        bind(inside.W_MODEL, current, once=True)
         st.selectbox(
             "Model",
             ids,
-            **({} if inside.W_MODEL in st.session_state else {"index": ids.index(current)}),
             format_func=lambda i: options.get(i, i),
             key=inside.W_MODEL,
             on_change=inside.on_model,

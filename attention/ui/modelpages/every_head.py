@@ -57,20 +57,20 @@ def choose_text() -> None:
     left, right = st.columns([2, 3], gap="medium") if len(options) > 1 else (None, st.container())
     if left is not None:
         with left:
+            widgets.bind(inside.W_SEQUENCE, chosen, once=True)
             st.selectbox(
                 "Ready-made sequence",
                 options,
-                **({} if inside.W_SEQUENCE in st.session_state else {"index": options.index(chosen)}),
                 key=inside.W_SEQUENCE,
                 on_change=inside.on_sequence,
             )
     with right:
         most = models.longest(m)
+        widgets.bind(inside.W_TYPED, m.decode(st.session_state[inside.IDS]), once=True)
         st.text_input(
             f"Or type words of its vocabulary (2 to {most}, separated by spaces), then press Enter"
             if words
             else f"Type a text (2 to {most} tokens of the model's tokenizer), then press Enter",
-            **({} if inside.W_TYPED in st.session_state else {"value": m.decode(st.session_state[inside.IDS])}),
             key=inside.W_TYPED,
             on_change=inside.on_typed,
             max_chars=inside.MAX_CHARS,

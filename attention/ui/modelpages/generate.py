@@ -9,6 +9,7 @@ from ..core import session
 from ..core.text import esc
 from ..state import generation as gen
 from ..state import inside
+from ..widgets.common import bind
 from . import choose, every_head, genviews, runs, walks
 
 BYTES = ((8, "float64", "what this engine keeps"), (4, "float32", ""), (2, "float16 / bfloat16", "as most servers"))
@@ -54,9 +55,9 @@ def controls(ids: tuple[int, ...]) -> None:
     left = gen.gen_left()
     a, b, c = st.columns([2, 2, 1], gap="medium")
     with a:
+        bind(gen.W_GEN_KEEP, st.session_state[gen.GEN_KEEP], once=True)
         st.number_input(
             f"Prompt: the first tokens of the text (1 to {most}), then press Enter",
-            **({} if gen.W_GEN_KEEP in st.session_state else {"value": st.session_state[gen.GEN_KEEP]}),
             step=1,
             key=gen.W_GEN_KEEP,
             on_change=gen.on_gen_keep,
@@ -64,9 +65,9 @@ def controls(ids: tuple[int, ...]) -> None:
             "Every token generated after it runs alone, attending the cache.",
         )
     with b:
+        bind(gen.W_GEN_MANY, st.session_state[gen.GEN_MANY], once=True)
         st.number_input(
             f"Tokens to generate (1 to {gen.press_max()})",
-            **({} if gen.W_GEN_MANY in st.session_state else {"value": st.session_state[gen.GEN_MANY]}),
             step=1,
             key=gen.W_GEN_MANY,
             on_change=gen.on_gen_many,

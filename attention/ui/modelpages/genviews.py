@@ -51,10 +51,10 @@ def query_and_row(w: walks.Walk) -> None:
     t = step.position
     st.subheader(f"Token {t + 1} ({esc(runs.pieces([step.token])[0])}): its query and its attention over the cache")
     options = ([gen.EVERY_LAYER] if c.n_layers * c.n_heads <= 48 else []) + list(range(c.n_layers))
+    widgets.bind(gen.W_GEN_LAYER, st.session_state[gen.GEN_LAYER], once=True)
     st.selectbox(
         "Layer",
         options,
-        **({} if gen.W_GEN_LAYER in st.session_state else {"index": options.index(st.session_state[gen.GEN_LAYER])}),
         format_func=lambda v: "every layer" if v == gen.EVERY_LAYER else f"layer {v + 1}",
         key=gen.W_GEN_LAYER,
         on_change=gen.on_gen_layer,

@@ -21,10 +21,10 @@ from ...errors import AttentionError
 from ...model import roles
 from ...model.interventions import ablate, replace_matrix
 from ...names import WEIGHTS
-from .. import state
 from ..core import models, session
 from ..core.models import HeadRef
 from ..core.text import esc
+from ..state import presets
 from ..widgets.common import bind, on_value
 from . import answers, runs
 
@@ -105,7 +105,7 @@ def panel(s: session.Session) -> None:
         heads,
         format_func=lambda lh: runs.name(*lh),
         key="model_head.pick",
-        on_change=on_value(state.switch_head, "model_head.pick"),
+        on_change=on_value(presets.switch_head, "model_head.pick"),
     )
     if flows:
         counts = {n: int(np.sum(s.matrices[n] != s.origin.base[n])) for n in flows}
@@ -150,8 +150,8 @@ def ablation_buttons(ref: HeadRef) -> None:
             "of its outputs up to there, so what it attends to where no longer reaches the model; your edits reach "
             "it only through that mean."
         )
-        st.button(f"Restore {ref.name}", key="model_head.restore", on_click=state.set_head_ablation, args=(None,))
+        st.button(f"Restore {ref.name}", key="model_head.restore", on_click=presets.set_head_ablation, args=(None,))
         return
     left, right = st.columns(2)
-    left.button(f"Ablate {ref.name} (zero)", key="model_head.zero", on_click=state.set_head_ablation, args=("zero",))
-    right.button(f"Ablate {ref.name} (mean)", key="model_head.mean", on_click=state.set_head_ablation, args=("mean",))
+    left.button(f"Ablate {ref.name} (zero)", key="model_head.zero", on_click=presets.set_head_ablation, args=("zero",))
+    right.button(f"Ablate {ref.name} (mean)", key="model_head.mean", on_click=presets.set_head_ablation, args=("mean",))

@@ -15,7 +15,7 @@ import streamlit as st
 from ... import charts
 from ...model import roles
 from ..state import inside
-from ..widgets.common import vega_chart
+from ..widgets.common import bind, vega_chart
 
 DRAW_ALL = 16  # a model with at most this many heads (and at most PER_ROW a layer) draws every head's heatmap
 PER_ROW = 4  # heatmaps side by side
@@ -64,10 +64,10 @@ def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str)
 
 def layer_chooser(layers: int) -> int:
     """Choose the layer whose heads are drawn; the layer (0-based)."""
+    bind(inside.W_LAYER_SHOWN, st.session_state[inside.LAYER_SHOWN], once=True)
     st.selectbox(
         "Layer whose heads are drawn below",
         list(range(layers)),
-        **({} if inside.W_LAYER_SHOWN in st.session_state else {"index": st.session_state[inside.LAYER_SHOWN]}),
         format_func=lambda k: f"layer {k + 1}",
         key=inside.W_LAYER_SHOWN,
         on_change=inside.on_layer_shown,

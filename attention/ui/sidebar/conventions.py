@@ -13,9 +13,9 @@ import streamlit as st
 
 from ... import masks, names
 from ...trace import MASK_KINDS
-from .. import state
 from ..controls import family
 from ..core import session
+from ..state import edits, options, pins
 from ..widgets.common import bind, checked_number, on_value, open_expander, show_messages
 
 PROJECTIONS = {
@@ -83,7 +83,7 @@ def _projection_and_softmax(s: session.Session) -> None:
         list(PROJECTIONS),
         format_func=PROJECTIONS.get,
         key="sb.projection",
-        on_change=on_value(state.set_projection, "sb.projection"),
+        on_change=on_value(edits.set_projection, "sb.projection"),
         help="Switching transposes W_q, W_k and W_v, so Q, K and V (and everything after) stay the same.",
     )
     bind("sb.softmax", s.options.softmax)
@@ -92,7 +92,7 @@ def _projection_and_softmax(s: session.Session) -> None:
         list(SOFTMAXES),
         format_func=SOFTMAXES.get,
         key="sb.softmax",
-        on_change=on_value(lambda v: state.set_option(softmax=v), "sb.softmax"),
+        on_change=on_value(lambda v: options.set_option(softmax=v), "sb.softmax"),
         help="What softmax subtracts from each score before exp: each row's max, the whole matrix's max, or nothing "
         "(as “She likes coffee” does). Mathematically the same weights; numerically, only the row's max can never "
         "overflow or underflow.",
@@ -144,7 +144,7 @@ def _heads(s: session.Session) -> None:
         "Heads",
         valid,
         key="sb.heads",
-        on_change=on_value(state.set_heads, "sb.heads"),
+        on_change=on_value(options.set_heads, "sb.heads"),
         help=f"Split Q, K and V into h heads of d_k/h columns each, attended separately and concatenated. h must "
         f"divide d_k = {d.d_k} and d_v = {d.d_v}, so the choices are {', '.join(map(str, valid))}.",
     )
@@ -160,7 +160,7 @@ def _mask(s: session.Session) -> None:
         list(MASK_KINDS),
         format_func=mask_label,
         key="sb.mask",
-        on_change=on_value(state.set_mask, "sb.mask"),
+        on_change=on_value(options.set_mask, "sb.mask"),
         help="A cell may be attended only where every chosen mask allows it; masked cells are grey and get weight 0. "
         "Causal: token i sees tokens 1…i only. Padding: no token attends the tokens you mark. Custom: a grid of "
         "ticks on the Scaling page.",
@@ -172,7 +172,7 @@ def _mask(s: session.Session) -> None:
             "Padding tokens",
             labels,
             key="sb.padding",
-            on_change=on_value(lambda v: state.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
+            on_change=on_value(lambda v: options.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
             help="No token attends to a padding token; masked cells are grey in the heatmaps.",
         )
 
@@ -185,7 +185,7 @@ def _digits(s: session.Session) -> None:
         list(DIGITS),
         format_func=DIGITS.get,
         key="sb.digits",
-        on_change=on_value(lambda v: state.set_view(digits=v), "sb.digits"),
+        on_change=on_value(lambda v: pins.set_view(digits=v), "sb.digits"),
         help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.",
     )
 
@@ -199,11 +199,11 @@ def _factor(key: str, option: str, what: str) -> None:
     now = "1/√d_k (the default)" if current is None else f"{current:g}"
     value = checked_number(key, what, lo, hi, f"sidebar.{option}", f"it stays {now}", whole=False)
     if value is not None:
-        state.set_option(**{option: float(value)})
+        options.set_option(**{option: float(value)})
     elif current is not None:
         st.session_state[key] = float(current)
 
 
 def _scale_kind() -> None:
     kind = st.session_state["sb.scale"]
-    state.set_option(scale={"default": None, "none": 1.0}.get(kind, 0.5))
+    options.set_option(scale={"default": None, "none": 1.0}.get(kind, 0.5))

@@ -15,8 +15,8 @@ import streamlit as st
 
 from ... import names
 from ...io import presets as presets_mod
-from .. import state
-from ..core import session, source
+from ..core import parts, session, source
+from ..state import presets as state_presets
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import challenge_status, conventions, share
@@ -28,27 +28,27 @@ def draw(s: session.Session, tools: bool = True) -> None:
     sb.markdown("### Self-attention, step by step")
     challenge_status.show(s)
     bind("sb.preset", s.preset_id)
-    held = [s.preset_id] if s.preset_id in (session.FILE, session.MODEL) else []  # listed while in force
+    kind = s.origin.kind
+    held = [] if kind.offered else [s.preset_id]  # a file or a model's head: listed while in force
     options = [*presets_mod.list_presets(), session.BLANK, *held]
     sb.selectbox(
         "Preset",
         options,
         format_func=lambda pid: session.preset_label(pid, s),
         key="sb.preset",
-        on_change=on_value(state.load_preset, "sb.preset"),
+        on_change=on_value(state_presets.load_preset, "sb.preset"),
         help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
         "matrices of a size you choose. Loading replaces all edits.",
     )
-    if s.preset_id == session.BLANK:
+    if kind is parts.BLANK_KIND:
         _blank_sizes(s, sb)
     preset = s.origin.preset
-    from_file = s.preset_id in (session.FILE, session.MODEL)
     bind("sb.seed", s.seed if s.seed is not None else 0)
     sb.number_input(
         "Seed",
         key="sb.seed",
         step=1,
-        disabled=from_file or not preset.is_random,
+        disabled=not kind.seeded or not preset.is_random,
         on_change=_seed,
         help=(
             f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: "
@@ -58,17 +58,15 @@ def draw(s: session.Session, tools: bool = True) -> None:
         if preset.is_random
         else "This preset has no random parts: every matrix is typed in its document.",
     )
-    if s.preset_id == session.MODEL:
-        sb.caption("The seed is off: a model's head keeps the model's numbers.")
-    elif from_file:
-        sb.caption("The seed is off: a state loaded from a file keeps the file's numbers.")
+    if not kind.seeded:
+        sb.caption(f"The seed is off: {kind.keeps}.")
     elif not preset.is_random:
         sb.caption("The seed is off: this preset has no random parts (every matrix is typed in).")
     show_messages("sidebar.seed", sb)
     sb.button(
         "Reset to preset",
         width="stretch",
-        on_click=state.reset,
+        on_click=state_presets.reset,
         key="sb.reset",
         help="Drop every edit and option change; reload the preset with this seed.",
     )
@@ -98,7 +96,7 @@ def _seed() -> None:
     s = session.get()
     seed = whole_number("sb.seed", "the seed", 0, names.MAX_SEED, "sidebar.seed", s.seed or 0)
     if seed is not None:
-        state.set_seed(seed)
+        state_presets.set_seed(seed)
 
 
 def _blank_size(idx: int, label: str, hi: int) -> None:
@@ -107,4 +105,4 @@ def _blank_size(idx: int, label: str, hi: int) -> None:
     if value is not None:
         shape = list(s.blank_shape)
         shape[idx] = value
-        state.set_blank_shape(tuple(shape))  # type: ignore[arg-type]
+        state_presets.set_blank_shape(tuple(shape))  # type: ignore[arg-type]

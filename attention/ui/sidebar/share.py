@@ -15,10 +15,11 @@ from ...errors import AttentionError
 from ...io import codegen
 from ...io.parse import dispatch
 from ...io.presets import Preset, parse_preset
-from .. import state
 from ..address import url
 from ..core import compute, session
 from ..core.text import esc, quoted
+from ..state import core as state_core
+from ..state import presets
 from ..widgets import downloads
 from ..widgets.common import open_expander, show_messages
 
@@ -34,12 +35,12 @@ def _on_preset_upload() -> None:
                 f"the file is too large ({len(data) / 1024 / 1024:.1f} MB); the limit is {names.MAX_UPLOAD_MB} MB"
             )
         preset = parse_preset(data, f.name)
-        state.apply_preset(preset)
+        presets.apply_preset(preset)
     except AttentionError as exc:
         message = exc.message.removeprefix(f"{f.name}: ")
-        state.say("sidebar.preset_file", "error", f"{quoted(f.name)} was not loaded: {esc(message, 2000)}")
+        state_core.say("sidebar.preset_file", "error", f"{quoted(f.name)} was not loaded: {esc(message, 2000)}")
         return
-    state.say("sidebar.preset_file", "success", f"Loaded preset {quoted(preset.title)} from {quoted(f.name)}.")
+    state_core.say("sidebar.preset_file", "success", f"Loaded preset {quoted(preset.title)} from {quoted(f.name)}.")
 
 
 def _export(s: session.Session, build: Callable[[Preset], str], memo: dict) -> Callable[[], str]:

@@ -9,12 +9,11 @@ import numpy as np
 from ... import names, rng
 from ...errors import AttentionError
 from ...io.presets import Preset
+from ..core import parts
 from ..core.models import HeadRef
 from ..core.session import (
     BLANK,
     FACTOR_RANGE,
-    FILE,
-    MODEL,
     Origin,
     Session,
     file_origin,
@@ -42,9 +41,9 @@ def reset() -> None:
     s = get()
     if s.challenge is not None:
         start_challenge(s.challenge)
-    elif s.preset_id == FILE and s.loaded is not None:
+    elif s.origin.kind is parts.FILE_KIND and s.loaded is not None:
         apply_preset(s.loaded)
-    elif s.preset_id == MODEL and s.model_head is not None:
+    elif s.origin.kind is parts.MODEL_KIND and s.model_head is not None:
         open_head(s.model_head)
     else:
         load_preset(s.preset_id, s.seed, s.blank_shape)
@@ -53,15 +52,15 @@ def reset() -> None:
 def set_seed(seed: int) -> None:
     """Redraw only what the preset draws at random; the user's edits to fixed parts are kept."""
     s = get()
-    if s.preset_id in (FILE, MODEL):
-        what = "A state loaded from a file keeps the file's" if s.preset_id == FILE else "A model's head keeps its"
-        say("sidebar.seed", "error", f"{what} numbers; the seed was not applied.")
+    kind = s.origin.kind
+    if not kind.seeded:
+        say("sidebar.seed", "error", f"{kind.keeps[0].upper()}{kind.keeps[1:]}; the seed was not applied.")
         return
     preset, fresh = preset_and_base(s.preset_id, seed, s.blank_shape)
     if not preset.is_random:
         say("sidebar.seed", "error", "This preset has no random parts; the seed was not applied.")
         return
-    s.seed, s.origin = preset.seed, Origin(preset, fresh)
+    s.seed, s.origin = preset.seed, Origin(preset, fresh, kind)
     for i, name in enumerate(preset.random.names):
         # the fresh draw, fitted to the current shape (the user may have resized): cells beyond the
         # preset's shape are new draws too, so nothing keeps a value from the old seed
@@ -77,7 +76,7 @@ def apply_preset(preset: Preset) -> None:
     s = get()
     replace_session(
         Session(
-            preset_id=FILE,
+            preset_id=parts.FILE_KIND.id,
             seed=preset.seed,
             blank_shape=s.blank_shape,
             tokens=tuple(preset.tokens),

@@ -9,10 +9,10 @@ import streamlit as st
 from ... import charts, names
 from ...explain import explain_cell
 from ...trace import Trace
-from .. import state
 from ..core import session
 from ..core.shown import key_labels, shown
 from ..core.text import esc
+from ..state import pins
 from ..widgets import number_tables
 from ..widgets.common import open_tab
 
@@ -30,14 +30,14 @@ def on_heatmap_click(page_key: str, head: int | None = None) -> None:
     labels, keys = session.get().labels, key_labels(session.get())
     q, k = picked.get("query"), picked.get("key")
     if q in labels and k in keys:
-        state.set_view(cell=(labels.index(q), keys.index(k)), head=head)
+        pins.set_view(cell=(labels.index(q), keys.index(k)), head=head)
 
 
 def _on_pick(page_key: str) -> None:
     labels, keys = session.get().labels, key_labels(session.get())
     q, k = st.session_state.get(f"cell.{page_key}.q"), st.session_state.get(f"cell.{page_key}.k")
     if q in labels and k in keys:
-        state.set_view(cell=(labels.index(q), keys.index(k)))
+        pins.set_view(cell=(labels.index(q), keys.index(k)))
 
 
 def explain(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -58,7 +58,7 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
             "head",
             list(range(1, trace.options.heads + 1)),
             key=f"cell.{page_key}.head",
-            on_change=lambda: state.set_view(head=st.session_state[f"cell.{page_key}.head"] - 1),
+            on_change=lambda: pins.set_view(head=st.session_state[f"cell.{page_key}.head"] - 1),
         )
     e = explain_cell(trace, i, j, head)
     fmt = charts.decimals_for(np.concatenate([e.q, e.k, e.products]), s.digits).format

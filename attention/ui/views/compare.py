@@ -8,10 +8,10 @@ import streamlit as st
 from ... import charts
 from ...errors import AttentionError
 from ...trace import Trace
-from .. import state
 from ..core import compute, session
 from ..core.shown import as_2d, shown
 from ..core.text import esc
+from ..state import pins
 from ..widgets.common import chart_gap, vega_chart
 
 TOP = 5  # largest changes listed
@@ -25,18 +25,16 @@ def pin_controls(s: session.Session) -> None:
         sb.button(
             "Pin as A",
             key="cmp.pin",
-            on_click=state.pin,
+            on_click=pins.pin,
             width="stretch",
             help="Snapshot everything now (tokens, matrices, options) as A; every result page then shows now beside A.",
         )
         return
     sb.caption(f"A = {esc(s.pin.label)}.")
     c1, c2, c3 = sb.columns(3)
-    c1.button("Re-pin", key="cmp.repin", on_click=state.pin, help="Make the current state A.")
-    c2.button(
-        "Swap", key="cmp.swap", on_click=state.swap_pin, help="Make A the current state, and the current state A."
-    )
-    c3.button("Clear", key="cmp.clear", on_click=state.clear_pin, help="Forget A.")
+    c1.button("Re-pin", key="cmp.repin", on_click=pins.pin, help="Make the current state A.")
+    c2.button("Swap", key="cmp.swap", on_click=pins.swap_pin, help="Make A the current state, and the current state A.")
+    c3.button("Clear", key="cmp.clear", on_click=pins.clear_pin, help="Forget A.")
 
 
 def largest_changes(

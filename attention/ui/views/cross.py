@@ -17,13 +17,13 @@ import streamlit as st
 from ... import charts, names
 from ...errors import AttentionError
 from ...trace import Trace
-from .. import state
 from ..core import compute, session
 from ..core.shown import per_head
 from ..core.source import left_out, source_rows
+from ..state import family
 from ..widgets import number_tables
 from ..widgets.chart_files import chart_files
-from ..widgets.common import show_messages, vega_chart
+from ..widgets.common import bind, show_messages, vega_chart
 from .steps import show_error
 
 __all__ = ["source", "source_rows", "cross_trace"]
@@ -39,12 +39,11 @@ def source(s: session.Session) -> None:
     """The source sentence box and, when it has words, the cross-attention heatmap and output."""
     words = s.source
     key = f"cross.source.{s.grids}"
-    if key not in st.session_state:
-        st.session_state[key] = " ".join(words)
+    bind(key, " ".join(words), once=True)
     st.text_input(
         "Source sentence for cross-attention (optional: keys and values come from it)",
         key=key,
-        on_change=lambda: state.set_source(st.session_state[key], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS)),
+        on_change=lambda: family.set_source(st.session_state[key], (names.MAX_TOKENS, names.MAX_TOKEN_CHARS)),
         help="Cross-attention, as a translation model's decoder reads its source: each token of the sentence above "
         "asks (its query) and the source's tokens answer (their keys and values). Leave empty for self-attention.",
     )

@@ -12,14 +12,14 @@ import streamlit as st
 from ... import heads, kvcache
 from ...errors import AttentionError
 from ...trace import Trace
-from .. import state
 from ..core import session
+from ..state import family as state_family
 from ..widgets.common import show_messages, whole_number
 
 
 def setting_box(label: str, name: str, s: session.Session, where=st, place: str = "kv.cache") -> None:
     """A number box for one display setting: value= the setting, a fresh key when it changes or is refused."""
-    value = state.settings()[name]
+    value = state_family.settings()[name]
     key = f"fam.{name}.{s.grids}.{value}"  # a fresh box whenever the setting changes or a value is refused
     where.number_input(  # ours: the setting labels are this module's own
         label,
@@ -28,15 +28,15 @@ def setting_box(label: str, name: str, s: session.Session, where=st, place: str 
         key=key,
         on_change=_on_setting,
         args=(name, key, place),
-        help=f"{state.family.SETTINGS[name][1]:,} to {state.family.SETTINGS[name][2]:,}",
+        help=f"{state_family.SETTINGS[name][1]:,} to {state_family.SETTINGS[name][2]:,}",
     )
 
 
 def _on_setting(name: str, key: str, place: str) -> None:
-    label, lo, hi, _ = state.family.SETTINGS[name]
-    value = whole_number(key, label, lo, hi, place, state.settings()[name])
+    label, lo, hi, _ = state_family.SETTINGS[name]
+    value = whole_number(key, label, lo, hi, place, state_family.settings()[name])
     if value is not None:
-        state.set_setting(name, value)
+        state_family.set_setting(name, value)
 
 
 def kv_groups(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -69,7 +69,7 @@ def _span(prefix: str, block: int, width: int) -> str:
 def kv_cache(s: session.Session, trace: Trace, page_key: str) -> None:
     """Bytes the KV cache holds per token, for MHA, the current key/value heads and MQA: for this state's heads and
     d_k/h and d_v/h with a number of layers, and for a model the learner describes."""
-    o, cfg = trace.options, state.settings()
+    o, cfg = trace.options, state_family.settings()
     st.markdown(
         "**KV cache** · a decoder keeps every past token's keys and values: per token, "
         "layers × key/value heads × (d_k/h + d_v/h) × bytes per number (a key and a value per key/value head; "

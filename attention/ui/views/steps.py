@@ -253,7 +253,7 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
 def doc_check(s: session.Session, trace: Trace) -> None:
     """A small badge saying whether the numbers are the ones the preset's tutorial prints (details on hover)."""
     preset = s.origin.preset
-    if not preset.source.get("document") or s.preset_id == session.FILE:
+    if not preset.source.get("document") or not s.origin.kind.documented:
         return
     where = f"the tutorial {esc(preset.source['document'])}"
     if not session.is_unedited(s) and not compute.same_numbers(s, trace):

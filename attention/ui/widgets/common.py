@@ -12,10 +12,11 @@ import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 
 from ... import names
-from .. import state
 from ..core import session
 from ..core.text import esc
 from ..state import core as messages
+from ..state import core as state_core
+from ..state import pins
 
 TOOLBAR_GAP = 28  # px: a chart's toolbar shows 44 px above its top on hover; 16 px of that is the usual gap
 
@@ -51,9 +52,12 @@ def formula(latex: str, where=st) -> None:
     where.latex(latex + r"\,")
 
 
-def bind(key: str, value: Any) -> None:
-    """Show the session's value in widget ``key``, whatever page the widget was last drawn on."""
-    st.session_state[key] = value
+def bind(key: str, value: Any, *, once: bool = False) -> None:
+    """Show the session's value in widget ``key``, whatever page the widget was last drawn on: call it just before
+    drawing the widget, which is given no value of its own. ``once``: only when the widget holds no value yet (so
+    what a person typed and was refused stays as typed, with its message)."""
+    if not once or key not in st.session_state:
+        st.session_state[key] = value
 
 
 def on_value(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
@@ -91,7 +95,7 @@ def checked_number(
         return value
     kind = "a whole number" if whole else "a number"
     span = span or (f"{lo:,} to {hi:,}" if whole else f"{lo:g} to {hi:g}")
-    state.say(place, "error", f"{what} must be {kind} from {span}; {esc(value)} was not applied and {stays}.")
+    state_core.say(place, "error", f"{what} must be {kind} from {span}; {esc(value)} was not applied and {stays}.")
     return None
 
 
@@ -115,7 +119,7 @@ def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[
 
     def changed() -> None:
         if st.session_state.get(key) in labels:
-            state.set_tab(place, st.session_state[key])
+            pins.set_tab(place, st.session_state[key])
 
     default = chosen if chosen in labels else labels[0]
     tabs = st.tabs(labels, key=key, default=default, on_change=changed)  # ours: matrix and step names
@@ -131,7 +135,7 @@ def open_expander(place: str, label: str, s: session.Session, where=st):
     key = f"open.{place}"
 
     def changed() -> None:
-        state.set_tab(place, "open" if st.session_state.get(key) else "closed")
+        pins.set_tab(place, "open" if st.session_state.get(key) else "closed")
 
     expanded = s.tabs.get(place) == "open"
     box = where.expander(label, expanded=expanded, key=key, on_change=changed)  # ours: a heading the pages choose
