@@ -115,7 +115,8 @@ def _parts(run: Run, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
             heads[layer, h] = into(concat[h * dh : (h + 1) * dh] @ W_o[h * dh : (h + 1) * dh])  # (d,)
         bias += into(b_o)
         attn = heads[layer].sum(axis=0) + into(b_o)  # (d,): what the attention wrote, by the held norm
-        mlps[layer] = run.residuals[layer + 1][t] - run.residuals[layer][t] - attn  # (d,): the rest is the MLP's
+        if not c.attention_only:
+            mlps[layer] = run.residuals[layer + 1][t] - run.residuals[layer][t] - attn  # (d,): the rest is the MLP's
     return heads, mlps, run.residuals[0][t], bias
 
 
