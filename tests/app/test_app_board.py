@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention.io.board import Board
-from tests.apptest_util import ROOT, edit_cells, goto, journey, no_exception, select, session, texts
+from tests.helpers.apptest import ROOT, edit_cells, goto, journey, no_exception, select, session, texts
 
 KEY = "correct horse battery staple"
 ODD_NAME = "**Ada** <b>[x](http://e.org)</b>"

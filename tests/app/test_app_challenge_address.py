@@ -8,7 +8,7 @@ import numpy as np
 
 import attention
 from attention.labs import challenges as ch
-from tests.apptest_util import edit_cells, goto, journey, no_exception, select, session, texts
+from tests.helpers.apptest import edit_cells, goto, journey, no_exception, select, session, texts
 
 CID = "negative_output"
 

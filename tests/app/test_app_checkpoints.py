@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.apptest_util import app, drawn_cells, errors, no_exception, texts
-from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
+from tests.helpers.apptest import app, drawn_cells, errors, no_exception, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STATE = ("inside.model", "inside.ids", "inside.position", "inside.ablations", "inside.held")
@@ -25,23 +24,6 @@ def server(gpt2, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, object]:  # noq
     """The tiny GPT-2 listed as the server's model "tiny" (the environment's setting), and a missing folder "gone"."""
     folder, model = gpt2
     monkeypatch.setenv("ATTENTION_MODELS", f"tiny={folder};gone={folder.parent / 'nothing_here'};bad name=/x")
-    return folder, model
-
-
-@pytest.fixture(scope="module")
-def wide(gpt2, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:  # noqa: F811
-    """A random GPT-2 of 3 layers × 6 heads (18: more than every-head-drawn allows), the tiny one's tokenizer."""
-    import shutil
-
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    folder = tmp_path_factory.mktemp("wide_gpt2")
-    shutil.copy(gpt2[0] / "tokenizer.json", folder / "tokenizer.json")
-    torch.manual_seed(1)
-    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=64, n_embd=48, n_layer=3, n_head=6)
-    GPT2LMHeadModel(cfg).double().eval().save_pretrained(str(folder), safe_serialization=True)
-    model = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
     return folder, model
 
 
@@ -448,7 +430,7 @@ def test_a_gpt2_head_on_the_step_pages_writes_what_transformers_says_and_its_w_o
     import torch
 
     from attention.ui.core import compute
-    from tests.apptest_util import edit_cell, goto, journey, session
+    from tests.helpers.apptest import edit_cell, goto, journey, session
 
     folder, torch_model = server
     at = _choose(journey("every_head"), "server:tiny")

@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 import pytest
-from apptest_util import PAGES, app, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
 from attention.ui.core.source import source_rows
+from tests.helpers.apptest import PAGES, app, drawn_cells, goto, journey, no_exception, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -175,9 +175,8 @@ def test_clearing_the_source_brings_self_attention_back():
 
 
 def test_the_source_sentence_travels_in_a_saved_preset_file_and_comes_back_through_the_uploader():
-    from apptest_util import open_expander
-
     from attention.ui.core import session as ui_session
+    from tests.helpers.apptest import open_expander
 
     at = app("softmax", LINK)
     s = session(at)

@@ -7,15 +7,15 @@ from __future__ import annotations
 import re
 
 from attention.ui.inputs.editors import editor_key
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     edit_cell,
     errors,
     goto,
     journey,
     no_exception,
+    paste,
     session,
 )
-from tests.test_app_io import paste
 
 
 def _editor(at, name: str):

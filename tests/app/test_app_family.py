@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from apptest_util import app, conventions, drawn_cells, goto, journey, no_exception, session, texts
 
 import attention
 from attention.ui.address import url
+from tests.helpers.apptest import app, conventions, drawn_cells, goto, journey, no_exception, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from attention.model import builtin
-from tests.apptest_util import app, goto, journey, no_exception, texts
-from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
+from tests.helpers.apptest import app, goto, journey, no_exception, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
 

@@ -13,7 +13,7 @@ import pytest
 from attention.model import Config, Model, builtin, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
-from tests.apptest_util import app, drawn_cells, goto, journey, no_exception, texts
+from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 L, H, DH = ENGINE.config.n_layers, ENGINE.config.n_heads, ENGINE.config.d_head

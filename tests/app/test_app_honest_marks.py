@@ -12,7 +12,7 @@ import pytest
 
 import attention
 from attention.errors import cell_name
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     choose_tab,
     conventions,
     edit_cell,

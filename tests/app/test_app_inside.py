@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction
-from tests.apptest_util import app, errors, goto, journey, no_exception, texts
+from tests.helpers.apptest import app, errors, goto, journey, no_exception, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 
@@ -209,7 +209,7 @@ def test_a_first_layer_head_scoring_as_induction_is_explained_by_where_it_looks(
 
 
 def test_every_positions_prediction_is_built_when_opened_and_gives_the_engines_numbers() -> None:
-    from tests.apptest_util import open_expander
+    from tests.helpers.apptest import open_expander
 
     at = app("every_head")
     at = _click(at, "inside.toggle.0.1")

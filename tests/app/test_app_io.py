@@ -13,7 +13,7 @@ from attention.io import codegen, links, parse, tables
 from attention.names import dimension_labels
 from attention.ui.address import url
 from attention.ui.core import session as ui_session
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     conventions,
     edit_cell,
     errors,
@@ -22,6 +22,7 @@ from tests.apptest_util import (
     journey,
     no_exception,
     open_expander,
+    paste,
     select,
     session,
 )
@@ -57,11 +58,6 @@ FULL_PRECISION = {
     "comma rows",
     "tab rows with labels",
 }
-
-
-def paste(at, name: str, text: str):
-    at.text_area(key=f"imp.{name}.text").input(text)
-    return at.button(key=f"imp.{name}.apply").click().run()
 
 
 def successes(at) -> list[str]:

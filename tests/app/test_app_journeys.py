@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     badges,
     conventions,
     edit_cell,

@@ -7,7 +7,7 @@ import pytest
 
 from attention.labs import challenges as ch
 from attention.ui.core import settings
-from tests.apptest_util import journey, no_exception, select, session
+from tests.helpers.apptest import journey, no_exception, select, session
 
 
 def _start(at, cid: str = "sat_looks_back"):

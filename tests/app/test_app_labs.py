@@ -1,7 +1,7 @@
 """AppTest: the lab pages (Why √d_k?, Numerical stability, Challenges) and the overview's Start here.
 
 Oracles: Var(q·k) = d_k for unit-variance entries (1 once scaled), numpy's own variance of QKᵀ for the sentence,
-log(finfo.max) from the float's largest value, the challenges' solutions proved in tests/test_labs_challenges.py
+log(finfo.max) from the float's largest value, the challenges' solutions proved in tests/engine/test_labs_challenges.py
 (checked again here against the engine's weights and outputs), and the session compared field by field before and
 after anything that must change nothing."""
 
@@ -20,7 +20,7 @@ import attention
 from attention.labs import challenges as ch
 from attention.labs import sqrt_dk
 from attention.ui.core import session as ss
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     ROOT,
     edit_cells,
     errors,

@@ -13,7 +13,7 @@ import attention
 from attention.io import codegen, presets, vectors
 from attention.ui.core import session as session_mod
 from attention.ui.labpages.learn import grid_of
-from tests.apptest_util import frame_by_shape, goto, grid_edit, journey, no_exception, select, session, texts
+from tests.helpers.apptest import frame_by_shape, goto, grid_edit, journey, no_exception, select, session, texts
 
 DOCUMENTS = (
     "she_likes_coffee",

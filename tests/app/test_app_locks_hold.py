@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention.labs import challenges as ch
-from tests.apptest_util import conventions, goto, journey, no_exception, select, session, texts
+from tests.helpers.apptest import conventions, goto, journey, no_exception, select, session, texts
 
 
 def _start(cid: str, page: str = "challenges"):

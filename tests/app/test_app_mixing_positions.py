@@ -15,7 +15,7 @@ import attention
 from attention.io import codegen, presets, tables
 from attention.ui.address import url
 from attention.ui.core import session as session_mod
-from tests.apptest_util import edit_cell, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import edit_cell, goto, journey, no_exception, session, texts
 
 
 def _trace(s) -> attention.Trace:

@@ -9,7 +9,7 @@ import pytest
 from attention.model import ablate, builtin, replace_matrix, roles
 from attention.ui.core import compute
 from attention.ui.inputs.editors import editor_key
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     app,
     choose_tab,
     edit_cell,
@@ -196,7 +196,7 @@ def test_every_step_page_explain_compare_and_the_exports_work_on_a_head(tmp_path
 
     from attention.io import codegen
     from attention.ui.core import session as ui_session
-    from tests.apptest_util import PAGES, open_expander
+    from tests.helpers.apptest import PAGES, open_expander
 
     at = _opened(1, 0, "softmax")
     run = ENGINE.run(list(session(at).model_head.ids))

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from attention.ui.core import models
-from tests.apptest_util import app, no_exception, session, texts
-from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
+from tests.helpers.apptest import app, no_exception, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -57,7 +56,7 @@ def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> 
     learner uploaded or trained) keeps its page, with a message instead of a traceback."""
     from attention.model import builtin
     from attention.ui.modelpages import runs
-    from tests.apptest_util import goto, journey
+    from tests.helpers.apptest import goto, journey
 
     mid = models.hold(builtin("induction"), "trained")
     at = journey("every_head")

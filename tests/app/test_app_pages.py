@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import attention
-from tests.apptest_util import PAGES, app, badges, drawn_cells, errors, no_exception, texts
+from tests.helpers.apptest import PAGES, app, badges, drawn_cells, errors, no_exception, texts
 
 PRESET_IDS = attention.list_presets()
 
@@ -93,7 +93,7 @@ def test_bad_link_parameters_give_a_message_not_a_crash() -> None:
 @pytest.mark.parametrize("preset_id", PRESET_IDS)
 def test_visiting_every_page_changes_nothing(preset_id: str) -> None:
     from attention.ui.core import session as ui_session
-    from tests.apptest_util import goto, journey
+    from tests.helpers.apptest import goto, journey
 
     at = journey("overview", {"preset": preset_id})
     for page in PAGES:

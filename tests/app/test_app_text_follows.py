@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from tests.apptest_util import edit_cell, goto, journey, no_exception, session, shown
+from tests.helpers.apptest import edit_cell, goto, journey, no_exception, session, shown
 
 GLOVE = {"preset": "glove_the_cat_sat_on_the_mat"}
 TIE_RTOL = 1e-9  # equal but for rounding: the tolerance attention.reading decides (float64 gives ~1e-16)
@@ -158,7 +158,7 @@ def test_the_sqrt_dk_page_says_why_the_scores_spread_more_than_the_model_from_he
 
 
 def test_the_gradient_through_softmax_is_folded_until_opened() -> None:
-    from tests.apptest_util import open_expander
+    from tests.helpers.apptest import open_expander
 
     at = journey("why_sqrt_dk", {"preset": "the_cat_sat"})
     titles = [c.proto.spec for c in at.get("vega_lite_chart")]

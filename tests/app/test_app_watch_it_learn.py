@@ -16,7 +16,7 @@ from attention.model.vocab import WordVocab
 from attention.ui.core import models, training
 from attention.ui.modelpages import watch_it_learn
 from attention.ui.state import inside
-from tests.apptest_util import app, drawn_cells, errors, journey, no_exception, texts
+from tests.helpers.apptest import app, drawn_cells, errors, journey, no_exception, texts
 
 H = induction.history("induction")  # read here, apart from the page's own copy
 COUNT = len(H["step"])

@@ -7,7 +7,7 @@ import pytest
 
 import attention
 from attention.ui.views.compare import largest_changes
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     choose_tab,
     conventions,
     drawn_cells,
@@ -19,7 +19,7 @@ from tests.apptest_util import (
     session,
     texts,
 )
-from tests.drawn_util import rows_of, title_of
+from tests.helpers.drawn import rows_of, title_of
 
 RESULT_PAGES = ["qkv", "scores", "scaling", "softmax", "output", "reading"]
 
@@ -128,7 +128,7 @@ def test_explain_a_cell_recomputes_the_engine_weight_step_by_step() -> None:
 
 
 def test_choosing_a_cell_explains_it_with_the_engine_numbers() -> None:
-    """(Clicking the heatmap is the browser's part: tests/test_browser_learner.py.)"""
+    """(Clicking the heatmap is the browser's part: tests/browser/test_browser_learner.py.)"""
     at = journey("softmax", {"preset": "the_cat_sat"})
     assert session(at).cell == (0, 0)
     at = at.selectbox(key="cell.softmax.q").set_value("sat").run()
@@ -218,7 +218,7 @@ def test_the_conventions_fold_away_with_a_summary_and_open_on_demand_across_page
 
 
 def test_a_custom_mask_grid_greys_cells_and_gives_them_zero_weight_combined_with_causal() -> None:
-    from tests.apptest_util import grid_edit
+    from tests.helpers.apptest import grid_edit
 
     at = journey("scaling", {"preset": "the_cat_sat"})
     at = conventions(at).selectbox(key="sb.mask").set_value("causal+custom").run()
@@ -247,7 +247,7 @@ def test_a_custom_mask_grid_greys_cells_and_gives_them_zero_weight_combined_with
 
 
 def test_a_fully_masked_row_is_explained_and_gives_zero_not_nan() -> None:
-    from tests.apptest_util import grid_edit
+    from tests.helpers.apptest import grid_edit
 
     at = journey("scaling", {"preset": "the_cat_sat"})
     at = conventions(at).selectbox(key="sb.mask").set_value("custom").run()

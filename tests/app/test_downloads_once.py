@@ -9,7 +9,7 @@ import zipfile
 
 import numpy as np
 
-from tests.apptest_util import edit_cell, goto, journey, no_exception, session
+from tests.helpers.apptest import edit_cell, goto, journey, no_exception, session
 
 
 def _weights_in(zipped: bytes) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attention.ui.inputs.editors import editor_key
-from tests.apptest_util import (
+from tests.helpers.apptest import (
     conventions,
     edit_cells,
     errors,

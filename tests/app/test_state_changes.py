@@ -10,8 +10,8 @@ from attention import names, rng
 from attention.ui.address import url
 from attention.ui.core import session as session_mod
 from attention.ui.state import reshapes
-from tests.apptest_util import conventions, edit_cell, journey, no_exception, select, session, texts
-from tests.drawn_util import title_of
+from tests.helpers.apptest import conventions, edit_cell, journey, no_exception, select, session, texts
+from tests.helpers.drawn import title_of
 
 
 def _rebuilt(s) -> session_mod.Session:

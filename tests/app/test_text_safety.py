@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from attention.ui.core.text import esc, md, quoted
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
     [*(ROOT / "attention" / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "streamlit_app.py"]
 )

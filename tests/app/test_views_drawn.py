@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from attention import charts
-from tests.apptest_util import conventions, edit_cell, journey, no_exception, session, texts
-from tests.drawn_util import _rgb, assert_colour, drawn, signed, subtitle_of, title_of, viridis
+from tests.helpers.apptest import conventions, edit_cell, journey, no_exception, session, texts
+from tests.helpers.drawn import _rgb, assert_colour, drawn, signed, subtitle_of, title_of, viridis
 
 GREY = charts.MASKED_COLOR
 

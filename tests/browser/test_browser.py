@@ -7,20 +7,22 @@ Screenshots of every page land in artifacts/screenshots/ for a person to look at
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import attention
-from attention.io.parse import read_matrix_csv
-from tests.browser_util import (
+from tests.helpers.browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     SHOTS,
+    download,
+    edit_grid_cell,
     error_texts,
     grid_cells,
     guarded_context,
+    nav,
+    open_page,
+    read_csv,
     rerun,
     settle,
     streamlit_server,
@@ -34,54 +36,6 @@ if not os.path.exists(CHROMIUM):
     ]
 
 PAGES = ["", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"]
-
-
-@pytest.fixture(scope="module")
-def base_url():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A page of a guarded context: at the end no request has left the machine and no console error was logged."""
-    with guarded_context(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True) as context:
-        yield context.new_page()
-
-
-def open_page(page, base_url: str, name: str, query: str = "") -> None:
-    page.goto(f"{base_url}/{name}" + (f"?{query}" if query else ""))
-    settle(page)  # the run of this page load
-
-
-def nav(page, label: str) -> None:
-    """Switch page the way a person does, through the sidebar navigation (same session)."""
-    with rerun(page):
-        page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=label).first.click()
-
-
-def read_csv(path) -> tuple[list[str], list[str], np.ndarray]:
-    """Columns, rows and values of a downloaded matrix CSV (read by the app's own importer)."""
-    values, rows, cols = read_matrix_csv(Path(path).read_bytes(), "download")
-    return cols, rows, values
-
-
-def download(page, label: str, tmp_path) -> str:
-    with page.expect_download() as info:
-        page.get_by_role("button", name=label).first.click()
-    path = tmp_path / info.value.suggested_filename
-    info.value.save_as(path)
-    return str(path)
 
 
 @pytest.mark.parametrize("preset_id", attention.list_presets())
@@ -101,23 +55,6 @@ def test_every_page_with_every_document_preset(page, base_url, preset_id) -> Non
         assert page.get_by_text("Same numbers as its tutorial").first.is_visible()
     assert not page.console_errors, page.console_errors
     assert not page.external, page.external
-
-
-def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
-    """Double-click a data-editor cell (0-based, not counting the index column), type, press Enter.
-
-    The grid is a canvas: the cell is found from the header and row height (35 px) and the data
-    columns sharing the width after the index column."""
-    grid = page.get_by_test_id("stDataFrame").nth(grid_index)
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    width = (box["width"] - index_width) / n_cols
-    page.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
-    editor = page.locator("#portal .gdg-input")
-    editor.wait_for(timeout=5000)
-    editor.fill(value)
-    with rerun(page):
-        page.keyboard.press("Enter")
 
 
 def test_edit_a_weight_cell_and_the_output_follows_the_engine(page, base_url, tmp_path) -> None:

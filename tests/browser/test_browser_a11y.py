@@ -15,8 +15,7 @@ import os
 
 import pytest
 
-from tests.browser_util import CHROMIUM, rerun, settle
-from tests.test_browser import base_url, browser, page  # noqa: F401
+from tests.helpers.browser import CHROMIUM, check, rerun, settle
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -25,10 +24,6 @@ if not os.path.exists(CHROMIUM):
         pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
     ]
 
-# Streamlit's own chrome, not drawn by our code: the top header (toolbar, menu and status live inside it), the
-# sidebar's header (logo, collapse button) and the page navigation. Three containers, nothing of ours inside them.
-CHROME = "[data-testid='stHeader'], [data-testid='stSidebarHeader'], [data-testid='stSidebarNav']"
-FAIL_IMPACTS = ("critical", "serious")
 STEP_PAGES = ["", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"]
 LAB_PAGES = ["why_sqrt_dk", "stability", "challenges", "learn"]
 ALL_PAGES = STEP_PAGES + LAB_PAGES
@@ -42,51 +37,6 @@ STATES = {  # name: (query, pages)
 }
 NARROW = {"rotary at 1280x720": {"width": 1280, "height": 720}}
 CASES = [(state, name) for state, (_, names) in STATES.items() for name in names]
-
-# axe.run with the elements of each violating node classified in the page itself (the DOM may change later)
-RUN_AXE = """async chrome => {
-  const r = await axe.run(document, {resultTypes: ['violations'], elementRef: true});
-  return r.violations.flatMap(v => v.nodes.map(n => ({
-    id: v.id, impact: n.impact || v.impact, target: n.target.join(' '), html: n.html.slice(0, 160),
-    chrome: !!(n.element && n.element.closest(chrome)),
-  })));
-}"""
-
-
-@pytest.fixture(scope="module")
-def axe_script() -> str:
-    from axe_playwright_python.base import AXE_SCRIPT
-
-    assert "axe v4." in AXE_SCRIPT[:200]  # the package's own copy of axe-core, read from disk
-    return AXE_SCRIPT
-
-
-def drawn(pg) -> None:
-    """Charts drawn and the fonts (KaTeX's too) loaded: what axe measures is what a person sees."""
-    charts = pg.locator("[data-testid='stVegaLiteChart']")
-    for i in range(charts.count()):
-        charts.nth(i).locator("svg, canvas").first.wait_for(state="attached", timeout=30_000)
-    pg.evaluate("() => document.fonts.ready.then(() => true)")
-
-
-def violations(pg, axe_script: str) -> tuple[list[dict], list[dict]]:
-    """(ours, chrome): every violating element axe finds, split by whether it sits in Streamlit's chrome."""
-    drawn(pg)
-    pg.evaluate(axe_script)
-    found = pg.evaluate(RUN_AXE, CHROME)
-    return [v for v in found if not v["chrome"]], [v for v in found if v["chrome"]]
-
-
-def check(pg, axe_script: str, where: str) -> None:
-    """Fail on a critical or serious violation in our content; print (once per rule) what else axe found."""
-    ours, chrome = violations(pg, axe_script)
-    for label, found in (("Streamlit's chrome, not failed", chrome), ("ours", ours)):
-        for rule in sorted({(v["id"], v["impact"]) for v in found}):
-            nodes = [v["target"][-80:] for v in found if (v["id"], v["impact"]) == rule]
-            print(f"{where}: {label}: {rule[0]} ({rule[1]}) x{len(nodes)}: {nodes[0]}")
-    bad = [v for v in ours if v["impact"] in FAIL_IMPACTS]
-    assert not bad, "\n".join(f"{v['id']} ({v['impact']}): {v['target']}\n    {v['html']}" for v in bad)
-
 
 @pytest.mark.parametrize(("state", "name"), CASES, ids=[f"{s.replace(' ', '_')}-{p or 'overview'}" for s, p in CASES])
 def test_no_serious_violation_in_our_content(page, base_url, axe_script, state: str, name: str) -> None:  # noqa: F811

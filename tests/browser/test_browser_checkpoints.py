@@ -9,10 +9,11 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser_util import (
+from tests.helpers.browser import (
     CHARTS,
     CHROMIUM,
     SHOTS,
+    check,
     error_texts,
     guarded_context,
     rerun,
@@ -20,10 +21,6 @@ from tests.browser_util import (
     streamlit_server,
     wait_readable,
 )
-from tests.test_app_checkpoints import wide  # noqa: F401 - a 3 × 6-head GPT-2 folder
-from tests.test_browser import browser  # noqa: F401
-from tests.test_browser_a11y import axe_script, check  # noqa: F401
-from tests.test_model import gpt2  # noqa: F401 - the tiny GPT-2 folder and its torch model
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):

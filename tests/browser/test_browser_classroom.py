@@ -13,11 +13,19 @@ import pytest
 
 from attention.labs import challenges as ch
 from benchmarks.classroom import Replicas
-from tests.browser_util import CHROMIUM, SHOTS, guarded_context, settle, streamlit_server
-from tests.pg_util import postgres_server
-from tests.test_browser import browser, edit_grid_cell, nav, open_page  # noqa: F401
-from tests.test_browser_a11y import axe_script, check  # noqa: F401
-from tests.test_deploy import NGINX
+from tests.helpers import NGINX
+from tests.helpers.browser import (
+    CHROMIUM,
+    SHOTS,
+    check,
+    edit_grid_cell,
+    guarded_context,
+    nav,
+    open_page,
+    settle,
+    streamlit_server,
+)
+from tests.helpers.postgres import postgres_server
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import CHROMIUM, SHOTS, open_sidebar_expander, rerun, settle
-from tests.test_browser import base_url, browser, nav, open_page, page  # noqa: F401
+from tests.helpers.browser import CHROMIUM, SHOTS, cell_text, nav, open_page, open_sidebar_expander, ready, type_in_cell
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -22,42 +21,6 @@ if not os.path.exists(CHROMIUM):
 
 SIZES = [(1400, 1000), (1280, 720)]
 ERRORS = "[data-testid='stAlertContentError']"
-
-
-def _ready(pg) -> None:
-    """The run finished and the grids are drawn (not skeletons)."""
-    settle(pg)
-    for _ in range(100):
-        if pg.locator("[data-testid='stSkeleton']").count() == 0:
-            break
-        pg.wait_for_timeout(50)
-
-
-def _cell(pg, grid: int, row: int, col: int) -> str:
-    """The text a grid shows in a cell (0-based, not counting the index column): the grid's accessible table."""
-    return pg.get_by_test_id("stDataFrame").nth(grid).get_by_test_id(f"glide-cell-{col + 1}-{row}").text_content()
-
-
-def _type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
-    """Double-click the cell (again if the first did not open its editor), type, press Enter, wait for the run.
-    The grid is a canvas: the cell is found from the header and row height (35 px) and the data columns sharing the
-    width after the index column."""
-    g = pg.get_by_test_id("stDataFrame").nth(grid)
-    g.scroll_into_view_if_needed()
-    editor = pg.locator("#portal .gdg-input")
-    for _ in range(4):
-        box = g.bounding_box()
-        width = (box["width"] - index_width) / n_cols
-        pg.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
-        try:
-            editor.wait_for(timeout=3000)
-            break
-        except Exception:  # noqa: BLE001 - the first double-click after a redraw may not open it
-            pg.wait_for_timeout(300)
-    editor.fill(value)
-    with rerun(pg):  # the run the edit starts, seen in the websocket messages, not guessed by a timer
-        pg.keyboard.press("Enter")
-    _ready(pg)
 
 
 def _visible_grids(pg) -> list[int]:
@@ -71,55 +34,55 @@ def _visible_grids(pg) -> list[int]:
 def test_a_refused_value_leaves_the_value_in_force_in_the_cell_and_a_short_error(page, base_url) -> None:  # noqa: F811
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, base_url, "softmax", "preset=the_cat_sat")
-    _ready(page)
+    ready(page)
     grid = _visible_grids(page)[-1]  # the X editor beside the weights (the inputs' first tab)
-    assert _cell(page, grid, 0, 1) == "0.000"  # X is up to 2: 4 significant digits, 3 decimals
-    _type_in_cell(page, grid, 0, 1, 4, "abc")
+    assert cell_text(page, grid, 0, 1) == "0.000"  # X is up to 2: 4 significant digits, 3 decimals
+    type_in_cell(page, grid, 0, 1, 4, "abc")
     grid = _visible_grids(page)[-1]
-    assert _cell(page, grid, 0, 1) == "0.000", "the grid shows the refused text, not the number in force"
+    assert cell_text(page, grid, 0, 1) == "0.000", "the grid shows the refused text, not the number in force"
     box = page.locator(ERRORS)
     assert box.count() == 1 and "not a number" in box.first.inner_text()
     height = page.get_by_test_id("stAlert").filter(has_text="not a number").first.bounding_box()["height"]
     assert height <= 110, f"one error takes {height:.0f} px in the inputs column"
     page.screenshot(path=str(SHOTS / "editing_refused_value.png"))
     nav(page, "Weights")  # an error stays with the page of the input that caused it
-    _ready(page)
+    ready(page)
     assert page.locator(ERRORS).count() == 0
     assert not page.console_errors, page.console_errors
 
 
 def test_an_edited_cell_is_written_in_the_grids_format_and_the_grid_keeps_its_decimals(page, base_url) -> None:  # noqa: F811
     open_page(page, base_url, "weights", "preset=the_cat_sat")
-    _ready(page)
+    ready(page)
     w_k = attention.load_preset("the_cat_sat").matrices()["W_k"]
-    assert _cell(page, 1, 1, 1) == f"{w_k[1, 1]:.4f}"  # 0.7992
-    _type_in_cell(page, 1, 1, 1, 4, "-5")
-    assert _cell(page, 1, 1, 1) == "-5.0000"  # not "-5" beside "0.8326"
+    assert cell_text(page, 1, 1, 1) == f"{w_k[1, 1]:.4f}"  # 0.7992
+    type_in_cell(page, 1, 1, 1, 4, "-5")
+    assert cell_text(page, 1, 1, 1) == "-5.0000"  # not "-5" beside "0.8326"
     for r in range(4):
         for c in range(4):
             if (r, c) != (1, 1):
-                assert _cell(page, 1, r, c) == f"{w_k[r, c]:.4f}", (r, c)  # still 4 decimals
+                assert cell_text(page, 1, r, c) == f"{w_k[r, c]:.4f}", (r, c)  # still 4 decimals
     body = page.inner_text("body")
     assert f"{w_k[1, 1]:.4f} → -5.0000" in body, body[-2000:]
 
 
 def test_ctrl_enter_applies_the_paste_and_apply_after_it_is_no_error(page, base_url) -> None:  # noqa: F811
     open_page(page, base_url, "weights", "preset=the_cat_sat")
-    _ready(page)
+    ready(page)
     page.get_by_test_id("stExpander").filter(has_text="Import W_q").first.locator("summary").click()
     area = page.get_by_label("Paste W_q")
     area.wait_for()
     area.fill("[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 2]]")
     area.press("Control+Enter")
     page.wait_for_timeout(300)
-    _ready(page)
+    ready(page)
     assert "W_q replaced by the pasted matrix" in page.inner_text("body")
     page.get_by_role("button", name="Apply").first.click()
     page.wait_for_timeout(300)
-    _ready(page)
+    ready(page)
     assert page.locator(ERRORS).count() == 0, page.locator(ERRORS).all_inner_texts()
     assert "W_q replaced by the pasted matrix" in page.inner_text("body")  # what Ctrl+Enter did is still said
-    assert _cell(page, 0, 3, 3) == "2.0000"  # in the grid's 4 decimals
+    assert cell_text(page, 0, 3, 3) == "2.0000"  # in the grid's 4 decimals
 
 
 # ------------------------------------------------------------------------------------------ layout
@@ -176,7 +139,7 @@ def _cut_grids(pg) -> list[tuple[int, int, int]]:
 def test_select_boxes_show_every_choice_whole(page, base_url, size) -> None:  # noqa: F811
     page.set_viewport_size({"width": size[0], "height": size[1]})
     open_page(page, base_url, "tokens", "preset=glove_the_cat_sat_on_the_mat")
-    _ready(page)
+    ready(page)
     open_sidebar_expander(page, "Heads, mask and conventions")
     cut = _cut_selects(page)
     assert not cut, f"select boxes cut their text: {cut}"
@@ -192,7 +155,7 @@ def test_grids_and_tables_cut_no_column_and_no_row_in_half(page, base_url, size)
         ("reading", "preset=the_cat_sat_on_the_mat&heads=2"),  # the reading table beside the inputs
     ):
         open_page(page, base_url, where, query)
-        _ready(page)
+        ready(page)
         page.wait_for_timeout(500)
         cut = _cut_grids(page)
         page.screenshot(path=str(SHOTS / f"layout_{where}_{size[0]}.png"))
@@ -222,8 +185,8 @@ def test_a_long_link_scrolls_in_a_short_box(page, base_url) -> None:  # noqa: F8
     assert len(query) > 3000
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, base_url, "weights", query)
-    _ready(page)
-    assert _cell(page, 0, 0, 0) == f"{s.matrices['W_q'][0, 0]:.4f}"  # the link carried the edits
+    ready(page)
+    assert cell_text(page, 0, 0, 0) == f"{s.matrices['W_q'][0, 0]:.4f}"  # the link carried the edits
     open_sidebar_expander(page, "Save, share, export")
     code = page.get_by_test_id("stSidebar").get_by_test_id("stCode").first
     code.wait_for()
@@ -234,7 +197,7 @@ def test_a_long_link_scrolls_in_a_short_box(page, base_url) -> None:  # noqa: F8
 
 def test_the_batch_shape_details_are_folded(page, base_url) -> None:  # noqa: F811
     open_page(page, base_url, "tokens", "preset=the_cat_sat_on_the_mat")
-    _ready(page)
+    ready(page)
     details = page.get_by_test_id("stExpander").filter(has_text="batch of one")
     assert details.count() == 1
     assert not page.get_by_text("np.dot").first.is_visible()  # folded

@@ -8,8 +8,7 @@ import os
 import pytest
 from PIL import Image
 
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle
-from tests.test_browser import base_url, browser, open_page  # noqa: F401
+from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, guarded_context, open_page, rerun, settle
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):

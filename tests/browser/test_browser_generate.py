@@ -12,18 +12,17 @@ import pytest
 from PIL import Image
 
 from attention.model import builtin, induction
-from tests.browser_util import (
+from tests.helpers.browser import (
     CHARTS,
     CHROMIUM,
     SHOTS,
+    check,
     error_texts,
     guarded_context,
     rerun,
     settle,
     wait_readable,
 )
-from tests.test_browser import base_url, browser  # noqa: F401
-from tests.test_browser_a11y import axe_script, check  # noqa: F401
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -84,8 +83,8 @@ def test_next_token_grows_the_cache_in_the_browser(browser, base_url, axe_script
 
 
 def test_every_chart_passes_the_visible_checks(browser, base_url) -> None:  # noqa: F811
-    """The checks every chart of the step pages passes (tests/test_browser_visible.py), at both viewports."""
-    from tests.test_browser_visible import page_problems
+    """The checks every chart of the step pages passes (tests/helpers/visible.py), at both viewports."""
+    from tests.helpers.visible import page_problems
 
     for viewport in VIEWPORTS:
         problems = page_problems(browser, f"{base_url}/generate", "generate", viewport, lambda pg: wait_readable(pg, 3))

@@ -9,9 +9,17 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction
-from tests.browser_util import CHARTS, CHROMIUM, SHOTS, error_texts, guarded_context, rerun, settle, wait_readable
-from tests.test_browser import base_url, browser  # noqa: F401
-from tests.test_browser_a11y import axe_script, check  # noqa: F401
+from tests.helpers.browser import (
+    CHARTS,
+    CHROMIUM,
+    SHOTS,
+    check,
+    error_texts,
+    guarded_context,
+    rerun,
+    settle,
+    wait_readable,
+)
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -84,9 +92,9 @@ def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base
 
 @pytest.mark.parametrize("viewport", [(1280, 720), (1400, 1000)], ids=["1280x720", "1400x1000"])
 def test_every_heatmap_passes_the_visible_checks(browser, base_url, viewport) -> None:  # noqa: F811
-    """The checks every chart of the step pages passes (tests/test_browser_visible.py): a readable box and plot, 12 px
+    """The checks every chart of the step pages passes (tests/helpers/visible.py): a readable box and plot, 12 px
     text, nothing cut or clipped, sized to its column, the toolbar covering no text, non-blank pixels."""
-    from tests.test_browser_visible import page_problems
+    from tests.helpers.visible import page_problems
 
     url = f"{base_url}/every_head"
     problems = page_problems(browser, url, "every_head", viewport, lambda pg: wait_readable(pg, 4))

@@ -7,9 +7,7 @@ import os
 
 import pytest
 
-from tests.browser_util import CHROMIUM, error_texts, guarded_context, rerun, settle
-from tests.test_browser import base_url, browser  # noqa: F401
-from tests.test_browser_editing import _ready
+from tests.helpers.browser import CHROMIUM, error_texts, guarded_context, ready, rerun, settle
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -21,14 +19,14 @@ def test_an_ablation_on_every_head_reaches_the_address_and_survives_a_reload(bro
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        _ready(pg)
+        ready(pg)
         with rerun(pg):
             pg.get_by_role("button", name="Ablate layer 2 · head 1", exact=True).click()
-        _ready(pg)
+        ready(pg)
         assert not error_texts(pg), error_texts(pg)
         pg.wait_for_function("location.search.includes('ablate=2.1z')", timeout=30_000)
         pg.reload()
         settle(pg)
-        _ready(pg)
+        ready(pg)
         restore = pg.get_by_role("button", name="Restore layer 2 · head 1 (zero-ablated)", exact=True)
         assert restore.count() == 1, "the reload lost the ablation"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import (
+from tests.helpers.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     error_texts,

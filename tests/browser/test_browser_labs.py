@@ -8,8 +8,7 @@ import pytest
 
 import attention
 from attention.labs import challenges as ch
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, rerun
-from tests.test_browser import base_url, browser, edit_grid_cell, open_page, page  # noqa: F401
+from tests.helpers.browser import CHROMIUM, SHOTS, edit_grid_cell, error_texts, open_page, rerun
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):

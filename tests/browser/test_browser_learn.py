@@ -10,8 +10,7 @@ import pytest
 import attention
 from attention import charts, learn
 from attention.ui.core.learned import LearnSettings
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, rerun
-from tests.test_browser import base_url, browser, nav, open_page, page  # noqa: F401
+from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, nav, open_page, rerun
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):

@@ -6,17 +6,26 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 import pytest
 
 import attention
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, open_sidebar_expander, rerun, settle
-from tests.test_browser import base_url, browser, download, edit_grid_cell, open_page, page, read_csv  # noqa: F401
+from tests.helpers import ROOT
+from tests.helpers.browser import (
+    CHROMIUM,
+    SHOTS,
+    download,
+    edit_grid_cell,
+    error_texts,
+    open_page,
+    open_sidebar_expander,
+    read_csv,
+    rerun,
+    settle,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
     pytestmark = [

@@ -10,10 +10,21 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction, replace_matrix, roles
-from tests.browser_util import CHROMIUM, SHOTS, error_texts, guarded_context, rerun, runs, settle, why_not_readable
-from tests.test_browser import base_url, browser, nav  # noqa: F401
-from tests.test_browser_a11y import axe_script, check  # noqa: F401
-from tests.test_browser_editing import _cell, _ready, _type_in_cell
+from tests.helpers.browser import (
+    CHROMIUM,
+    SHOTS,
+    cell_text,
+    check,
+    error_texts,
+    guarded_context,
+    nav,
+    ready,
+    rerun,
+    runs,
+    settle,
+    type_in_cell,
+    why_not_readable,
+)
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -50,7 +61,7 @@ def _grid_after(pg, label: str) -> tuple[int, int]:
 def _click(pg, name: str) -> None:
     with rerun(pg):
         pg.get_by_role("button", name=name, exact=True).click()
-    _ready(pg)
+    ready(pg)
     assert not error_texts(pg), error_texts(pg)
 
 
@@ -66,7 +77,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         link.scroll_into_view_if_needed()
         with rerun(pg):
             link.click()
-        _ready(pg)
+        ready(pg)
         assert "What the model predicts, with layer 2 · head 1 as it is here" in pg.inner_text("body")
         mh = pg.evaluate("() => new URL(location.href).searchParams.get('mh')")
         ids = [int(i) for i in mh.split("~")[2].split(".")]
@@ -75,7 +86,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         # the Weights page: W_o's, W_q's, W_k's and W_v's editors. W_k's cell (d1, k3) becomes 40 (a cell away from the
         # row labels, which a double-click on a narrow first column could hit).
         index, cols = _grid_after(pg, "W_k · shape 32 × 16")
-        _type_in_cell(pg, index, 0, 2, cols, "40")
+        type_in_cell(pg, index, 0, 2, cols, "40")
         W_k = ENGINE.layer_weights(1)[1][:, :16].copy()
         W_k[0, 2] = 40.0
         edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_k", W_k)])
@@ -91,7 +102,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
             assert box and box["width"] >= 120 and box["height"] >= 40, box
         # a reload keeps the head and the edit (both in the address)
         pg.reload()
-        _ready(pg)
+        ready(pg)
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
         # ablate the head from its page: the model answers as the engine with the head zeroed
         _click(pg, "Ablate layer 2 · head 1 (zero)")
@@ -101,7 +112,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         _click(pg, "Restore layer 2 · head 1")
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
         nav(pg, "Softmax")  # the attention weights of the edited head, beside the model's answer
-        _ready(pg)
+        ready(pg)
         pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
         assert why_not_readable(pg, 0) is None
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
@@ -113,7 +124,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
         box.click()
         with rerun(pg):
             pg.get_by_role("option", name="layer 1 · head 2", exact=True).click()
-        _ready(pg)
+        ready(pg)
         assert "What the model predicts, with layer 1 · head 2 as it is here" in pg.inner_text("body")
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"  # W_k's edit went with layer 2 · head 1
         pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
@@ -125,7 +136,7 @@ def _shows(pg, grid: int, row: int, want: np.ndarray) -> None:
     """The grid's row shows ``want`` (rounded as the grid writes it). A kept grid's accessible table, read here, is
     written a few frames after the run's end (its canvas already shows the numbers): waited for, up to 5 s."""
     for _ in range(100):
-        shown = np.array([float(_cell(pg, grid, row, c)) for c in range(len(want))])
+        shown = np.array([float(cell_text(pg, grid, row, c)) for c in range(len(want))])
         if np.allclose(shown, want, atol=1e-3):
             return
         pg.wait_for_timeout(50)
@@ -143,10 +154,10 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
         pg = context.new_page()
         pg.goto(f"{base_url}/weights?preset=model&mh={mh}")
-        _ready(pg)
+        ready(pg)
         g, cols = _grid_after(pg, "W_k · shape 32 × 16")
-        _type_in_cell(pg, g, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
-        assert float(_cell(pg, g, 0, 2)) == 40.0
+        type_in_cell(pg, g, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
+        assert float(cell_text(pg, g, 0, 2)) == 40.0
         pg.evaluate("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").forEach(g => g.dataset.was = 1)")
         box = pg.get_by_role("combobox", name="Head shown on these pages")
         box.scroll_into_view_if_needed()
@@ -155,7 +166,7 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         mark = runs(pg)
         option.click()
         settle(pg, mark)
-        _ready(pg)
+        ready(pg)
         assert pg.script_runs[mark:] == ["start", "finished"]  # one run, of the body: no second run of the whole page
         assert "What the model predicts, with layer 2 · head 2 as it is here" in pg.inner_text("body")
         assert pg.evaluate("() => new URL(location.href).searchParams.get('mh')").startswith("induction~2.2~")
@@ -163,14 +174,14 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         for row in (0, 1):  # head 2's own numbers, as the engine has them (head 1's edit went with head 1)
             _shows(pg, g, row, W_k[row, d : d + cols])
         assert _metric(pg, "Loss on the repeated half") == f"{_repeated_loss(ids, []):.2f} nats"
-        _type_in_cell(pg, g, 1, 1, cols, "-40")  # head 2's W_k (d2, k2)
+        type_in_cell(pg, g, 1, 1, cols, "-40")  # head 2's W_k (d2, k2)
         block = W_k[:, d : 2 * d].copy()
         block[1, 1] = -40.0
         edited = _repeated_loss(ids, [replace_matrix(1, 1, "W_k", block)])
         assert abs(edited - _repeated_loss(ids, [])) > 0.01, "the edit should move the loss for this test to mean it"
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
         _shows(pg, g, 0, W_k[0, d : d + cols])  # no 40 came back
-        assert float(_cell(pg, g, 1, 1)) == -40.0
+        assert float(cell_text(pg, g, 1, 1)) == -40.0
         assert not error_texts(pg), error_texts(pg)
 
 
@@ -184,12 +195,12 @@ def test_an_edit_of_the_heads_w_o_in_its_grid_flows_into_the_model(browser, base
     with guarded_context(browser, viewport={"width": width, "height": height}) as context:
         pg = context.new_page()
         pg.goto(f"{base_url}/weights?preset=model&mh={mh}")
-        _ready(pg)
+        ready(pg)
         assert not error_texts(pg), error_texts(pg)
         clean = _repeated_loss(ids, [])
         assert _metric(pg, "Loss on the repeated half") == f"{clean:.2f} nats"
         index, cols = _grid_after(pg, "W_o · shape 16 × 32")
-        _type_in_cell(pg, index, 3, 4, cols, "-30")  # W_o's row 4, column o5
+        type_in_cell(pg, index, 3, 4, cols, "-30")  # W_o's row 4, column o5
         W_o = ENGINE.layer_weights(1)[3].copy()  # the model's own W_o, one cell changed
         W_o[3, 4] = -30.0
         edited = _repeated_loss(ids, [replace_matrix(1, 0, "W_o", W_o[:16])])
@@ -197,7 +208,7 @@ def test_an_edit_of_the_heads_w_o_in_its_grid_flows_into_the_model(browser, base
         assert _metric(pg, "Loss on the repeated half") == f"{edited:.2f} nats"
         assert "W_o (1 cell) replace" in pg.inner_text("body")
         nav(pg, "Output")
-        _ready(pg)
+        ready(pg)
         assert not error_texts(pg), error_texts(pg)
         caption = pg.get_by_text("W_o · 16 × 32", exact=True)
         caption.scroll_into_view_if_needed()

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.browser_util import CHROMIUM, SHOTS
-from tests.test_browser import base_url, browser, open_page, page  # noqa: F401
+from tests.helpers.browser import CHROMIUM, SHOTS, open_page
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):

@@ -14,17 +14,16 @@ import pytest
 from PIL import Image
 
 from attention.model import induction
-from tests.browser_util import (
+from tests.helpers.browser import (
     CHARTS,
     CHROMIUM,
     SHOTS,
+    check,
     error_texts,
     guarded_context,
     settle,
     wait_readable,
 )
-from tests.test_browser import base_url, browser  # noqa: F401
-from tests.test_browser_a11y import axe_script, check  # noqa: F401
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -165,9 +164,9 @@ def test_a_finished_run_opens_on_every_head(browser, base_url) -> None:  # noqa:
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1400x1000", "1280x720"])
 def test_every_chart_passes_the_visible_checks(browser, base_url, viewport) -> None:  # noqa: F811
-    """The checks every chart of the step pages passes (tests/test_browser_visible.py): a readable box and plot, 12 px
+    """The checks every chart of the step pages passes (tests/helpers/visible.py): a readable box and plot, 12 px
     text, nothing cut or clipped, sized to its column, the toolbar covering no text, non-blank pixels."""
-    from tests.test_browser_visible import page_problems
+    from tests.helpers.visible import page_problems
 
     url = f"{base_url}/watch_it_learn"
     problems = page_problems(browser, url, "watch_it_learn", viewport, _ready)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from attention.io.board import CODE_ALPHABET, Board, BoardError, normal_code, solves_csv
-from tests.pg_util import postgres_server
+from tests.helpers.postgres import postgres_server
 
 LINK = "http://localhost:8501/softmax?p=the_cat_sat&challenge=abc"
 
@@ -120,7 +120,7 @@ def test_many_sessions_of_one_server_write_at_once(board: Board) -> None:
 
 @pytest.fixture(scope="module")
 def postgres():
-    """A throwaway PostgreSQL server on a free local port (see tests/pg_util.py): its SQLAlchemy URL."""
+    """A throwaway PostgreSQL server on a free local port (see tests/helpers/postgres.py): its SQLAlchemy URL."""
     with postgres_server() as url:
         yield url
 

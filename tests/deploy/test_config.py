@@ -5,11 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 from attention.io import parse
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
 
 

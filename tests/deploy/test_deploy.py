@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
@@ -30,10 +29,7 @@ from benchmarks.classroom import (
     student,
 )
 from benchmarks.st_client import DOWNLOADS, Tab, find
-
-ROOT = Path(__file__).resolve().parent.parent
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-
+from tests.helpers import NGINX, ROOT
 
 # ------------------------------------------------------------------------------------------------ one server
 

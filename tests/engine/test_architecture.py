@@ -14,8 +14,8 @@ import pytest
 import attention
 from attention import charts
 from attention.io import presets as presets_mod
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "attention"
 
 
@@ -248,7 +248,7 @@ def test_pages_are_three_lines_calling_the_frame() -> None:
 
 def test_a_new_preset_file_is_listed_and_selectable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Dropping a JSON file into (a copy of) presets/ makes it a preset, in the order and with the label it gives."""
-    from tests.apptest_util import journey, no_exception, select, session
+    from tests.helpers.apptest import journey, no_exception, select, session
 
     folder = tmp_path / "presets"
     shutil.copytree(presets_mod.PRESET_DIR, folder)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +19,8 @@ import attention
 from attention.io import parse
 from attention.labs import challenges as ch
 from attention.labs import solutions
-from tests.test_labs_solutions import naive_met
+from tests.helpers import ROOT
+from tests.helpers.challenges import naive_met
 
 Edit = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -204,7 +204,7 @@ def test_messages_for_a_trace_that_does_not_count_use_the_learners_words() -> No
 def test_the_readmes_table_gives_each_built_in_with_the_model_answer_tested_here() -> None:
     """The teachers' table in README.md: one row per built-in, in the page's order, whose model answer states the
     recipe these tests apply."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### The built-in challenges, with model answers", 1)[1].split("\n### ", 1)[0]
     rows = [r for r in section.splitlines() if re.match(r"\| \d+ \|", r)]
     ids = ch.list_challenges()

@@ -10,7 +10,6 @@ import json
 import math
 import zlib
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,8 @@ import pytest
 import attention
 from attention import AttentionError
 from attention.labs import challenges as ch
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FIVE = {"she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42"}
 
 

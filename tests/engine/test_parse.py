@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +21,7 @@ from attention.io.parse import (
     read_upload,
 )
 from attention.io.tables import matrix_csv
+from tests.helpers import ROOT
 
 
 def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -46,7 +46,7 @@ def test_upload_limit_fits_the_largest_supported_matrix():
 
 
 def test_config_toml_matches_the_limit():
-    config = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
+    config = ROOT / ".streamlit" / "config.toml"
     if not config.exists():
         pytest.skip("no .streamlit/config.toml")
     assert f"maxUploadSize = {MAX_UPLOAD_MB}" in config.read_text()

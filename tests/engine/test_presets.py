@@ -14,8 +14,9 @@ import pytest
 
 import attention
 from attention import AttentionError
+from tests.helpers import ROOT
 
-SEEDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+SEEDS_DIR = ROOT.parent / "shared" / "seeds"
 DOCUMENTS = {  # from ../shared/seeds/README.md
     "she_likes_coffee": "000_9fd09a0c5543c146.txt",
     "i_am_batman": "001_88050f199df7cad7.txt",

