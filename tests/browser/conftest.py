@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, streamlit_server
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, SHOTS, guarded_context, streamlit_server
 
 
 @pytest.fixture(scope="module")
@@ -17,6 +17,7 @@ def base_url():
 def browser():
     from playwright.sync_api import sync_playwright
 
+    SHOTS.mkdir(parents=True, exist_ok=True)  # screenshots land here whichever browser test runs first
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b

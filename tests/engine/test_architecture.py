@@ -154,11 +154,12 @@ def test_the_ui_is_only_rooms_of_a_dozen_modules_or_fewer() -> None:
         assert 1 <= len(modules) <= 12, f"attention/ui/{room}/ holds {len(modules)} modules"
 
 
-def _readme_tree() -> set[str]:
-    """The module paths the README's tree names: a folder line ``name/`` opens a folder at its indent, and the
-    file names before a line's description (``a.py, b.py   what they hold``) sit in the folder above them."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```\nstreamlit_app.py", 1)[1].split("```", 1)[0]
+def _documented_tree() -> set[str]:
+    """The module paths the module map in docs/architecture.md names: a folder line ``name/`` opens a folder at its
+    indent, and the file names before a line's description (``a.py, b.py   what they hold``) sit in the folder above
+    them."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("```\nstreamlit_app.py", 1)[1].split("```", 1)[0]
     found, folders = set(), []  # folders: (indent, path)
     for line in block.splitlines():
         if not line.strip():
@@ -174,11 +175,11 @@ def _readme_tree() -> set[str]:
     return found
 
 
-def test_the_readme_tree_lists_every_module() -> None:
-    listed = _readme_tree()
+def test_the_module_map_lists_every_module() -> None:
+    listed = _documented_tree()
     modules = {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
-    assert not sorted(modules - listed), f"modules missing from the README's tree: {sorted(modules - listed)}"
-    assert not sorted(listed - modules), f"the README names missing modules: {sorted(listed - modules)}"
+    assert not sorted(modules - listed), f"modules missing from the module map: {sorted(modules - listed)}"
+    assert not sorted(listed - modules), f"docs/architecture.md names missing modules: {sorted(listed - modules)}"
 
 
 def test_no_import_cycles() -> None:

@@ -201,11 +201,11 @@ def test_messages_for_a_trace_that_does_not_count_use_the_learners_words() -> No
     assert "X·Wᵀ" in p.blocked and "X·W" in p.blocked.replace("X·Wᵀ", "") and "x_w" not in p.blocked, p.blocked
 
 
-def test_the_readmes_table_gives_each_built_in_with_the_model_answer_tested_here() -> None:
-    """The teachers' table in README.md: one row per built-in, in the page's order, whose model answer states the
-    recipe these tests apply."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### The built-in challenges, with model answers", 1)[1].split("\n### ", 1)[0]
+def test_the_teachers_table_gives_each_built_in_with_the_model_answer_tested_here() -> None:
+    """The teachers' table in docs/teaching.md: one row per built-in, in the page's order, whose model answer states
+    the recipe these tests apply."""
+    doc = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    section = doc.split("## The built-in challenges, with model answers", 1)[1].split("\n## ", 1)[0]
     rows = [r for r in section.splitlines() if re.match(r"\| \d+ \|", r)]
     ids = ch.list_challenges()
     assert len(rows) == len(ids)
