@@ -482,7 +482,7 @@ MB = 1024 * 1024
 
 
 def memory_one_session(browser, size: str, edits: int) -> dict:
-    from tests.browser_util import streamlit_server
+    from tests.helpers.browser import streamlit_server
 
     with streamlit_server() as base:
         sampler = RssSampler(server_pid(base))
@@ -526,7 +526,7 @@ def memory_one_session(browser, size: str, edits: int) -> dict:
 
 
 def memory_many_sessions(browser, size: str, sessions: int) -> dict:
-    from tests.browser_util import streamlit_server
+    from tests.helpers.browser import streamlit_server
 
     with streamlit_server() as base:
         sampler = RssSampler(server_pid(base))
@@ -599,7 +599,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+    from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
     if args.quick:
         sizes, warm, loads, edits = ["the_cat_sat", "256x64x64", "2048x64x64"], 2, 2, 1

@@ -50,7 +50,7 @@ def timed(step) -> tuple[object, float]:
 
 
 def one(page: str, name: str, text: str) -> dict[str, float]:
-    from tests.apptest_util import app, no_exception
+    from tests.helpers.apptest import app, no_exception
 
     at = app(page)
     at, t_open = timed(lambda: at.selectbox(key="inside.w.model").set_value(f"server:{name}").run())

@@ -39,7 +39,7 @@ from benchmarks.bench_floor import (  # noqa: E402
     retried,
     type_into_cell,
 )
-from tests.browser_util import CHROMIUM, CHROMIUM_ARGS, guarded_context, rerun, streamlit_server  # noqa: E402
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, rerun, streamlit_server  # noqa: E402
 
 # Before any page script: note when each websocket message is handed to the page and when the page sends, and when
 # Enter is pressed (capture phase, so before the grid's own handler).

@@ -33,7 +33,7 @@ T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser_util import (  # noqa: E402
+from tests.helpers.browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     free_port,

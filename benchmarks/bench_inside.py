@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_floor import _one as floor_one  # noqa: E402
 from bench_floor import _ready, servers  # noqa: E402
 
-from tests.browser_util import guarded_context, runs, settle  # noqa: E402
+from tests.helpers.browser import guarded_context, runs, settle  # noqa: E402
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
 POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)

@@ -77,7 +77,7 @@ def page() -> None:
     from unittest import mock
 
     from attention.ui.labpages import learn as learn_page
-    from tests.apptest_util import journey, session
+    from tests.helpers.apptest import journey, session
 
     print(f"\nLearn page, {STEPS} Adam steps: one click on Train (median of 3 AppTest runs)")
     header = f"{'state':<26} | {'seconds':>7} | {'bar moves':>9} | goal"

@@ -1,7 +1,7 @@
 """A student's session against the app (load a preset, edit at a person's pace, switch pages, download and check),
 and the servers it runs against: one Streamlit server, or deploy/run_replicas.sh (nginx + replicas).
 
-Shared by ``benchmarks/bench_classroom.py`` and ``tests/test_deploy.py``. The numbers a student downloads are
+Shared by ``benchmarks/bench_classroom.py`` and ``tests/deploy/test_deploy.py``. The numbers a student downloads are
 checked against an oracle that never asks the server: the preset's own file (its fixed matrices, and its random
 ones drawn again with numpy's ``RandomState``), the student's own edits on top, and attention computed here with
 plain numpy. A value from another session, or a lost edit, shows as wrong numbers.

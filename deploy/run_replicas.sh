@@ -13,7 +13,7 @@
 # replica that dies 5 times within a minute is not restarted again: the script stops everything and exits 1.
 # Ctrl+C (or SIGTERM, as systemd sends) stops nginx and every replica and exits 0. SHOW_UPSTREAM=1 adds an
 # X-Upstream header naming the replica that answered (the tests use it; off by default, as it names the ports).
-# Needs nginx (Debian: apt-get install nginx) and the Python environment of the README's quick start (activated,
+# Needs nginx (Debian: apt-get install nginx) and the Python environment of the README's *Run it* (activated,
 # or PYTHON=/path/to/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."

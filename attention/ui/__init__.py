@@ -1,4 +1,4 @@
 """The only part of the package that imports Streamlit, in rooms that import only from the rooms before them.
 
-core, state, address, widgets, inputs, views, controls, sidebar, labpages, app: see the README's tree.
+core, state, address, widgets, inputs, views, controls, sidebar, labpages, app: see docs/architecture.md.
 """

@@ -4,7 +4,7 @@ Streamlit renders the text of ``st.markdown``, ``st.caption``, ``st.error`` and 
 Markdown (with its own extras: ``:red[...]`` colours, ``:material/...:`` icons, ``$...$`` maths, emoji
 shortcodes). A token such as ``![x](http://host/p.png)`` would then make every visitor's browser fetch an
 image. Every piece of user-supplied text goes through :func:`esc` (or :func:`md`, which escapes its
-arguments) before it reaches one of those calls; ``tests/test_text_safety.py`` checks the source for
+arguments) before it reaches one of those calls; ``tests/app/test_text_safety.py`` checks the source for
 interpolations that bypass it.
 """
 

@@ -25,8 +25,8 @@ def body(s: session.Session) -> None:
         st.info(
             "The class board is off on this server, or its database cannot be reached just now (the server's log "
             "says which). To turn it on, the server's owner adds a `[board]` section "
-            "with a database `url` and a `teacher_key` to `.streamlit/secrets.toml` (see the README's "
-            "*Deploy for a class*).",
+            "with a database `url` and a `teacher_key` to `.streamlit/secrets.toml` (see "
+            "docs/deploying.md, *The class board*).",
             icon=":material/info:",
         )
         return

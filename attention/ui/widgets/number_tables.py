@@ -5,12 +5,12 @@ table whose numbers are all finite and need no highlight is sent as numbers with
 the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as such, every digit.
 That Styler (:func:`_given`) is handed its cell texts and highlighted cells ready-made: Streamlit reads a Styler's
 computed styles and display texts, and pandas' general machinery for them (every cell's style computed, matched
-and grouped) was most of a highlighted table's cost; tests/test_number_tables.py checks that Streamlit receives
+and grouped) was most of a highlighted table's cost; tests/app/test_number_tables.py checks that Streamlit receives
 exactly what pandas' own Styler gives it.
 
 A plain table reaches Streamlit as the Arrow table it would have made of the frame (:func:`arrow_table`): the
 frame's schema, which depends on its labels only, is made once per set of labels, so an edit converts only the
-numbers (0.22 -> 0.04 ms for 3 x 3; tests/test_number_tables.py checks the bytes are Streamlit's own).
+numbers (0.22 -> 0.04 ms for 3 x 3; tests/app/test_number_tables.py checks the bytes are Streamlit's own).
 """
 
 from __future__ import annotations

@@ -1,0 +1,158 @@
+"""The class board in the app (issue 20 §3): off unless the server names a database; a teacher page behind the
+server's teacher key; students join on the Challenges page; a solve is handed in once the server has recomputed
+its goal, with its link; one class never shows another's; names stay text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention.io.board import Board
+from tests.helpers.apptest import ROOT, edit_cells, goto, journey, no_exception, select, session, texts
+
+KEY = "correct horse battery staple"
+ODD_NAME = "**Ada** <b>[x](http://e.org)</b>"
+
+
+def _with_board(at, url: str):
+    at.secrets["board"] = {"url": url, "teacher_key": KEY}
+    return at
+
+
+def _opened(url: str, page: str, query: dict[str, str]):
+    """A new browser session opening ``query`` on a server with the board on (the address read on its first run)."""
+    at = _with_board(AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60), url)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return goto(at.run(), page)
+
+
+@pytest.fixture()
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'board.sqlite3'}"
+
+
+def _teacher(url: str, key: str = KEY):
+    at = _with_board(journey("class_board"), url).run()
+    at.text_input(key="board.key").set_value(key).run()
+    return at
+
+
+def _student_solves(url: str, code: str, name: str = ODD_NAME):
+    at = _with_board(journey("challenges"), url).run()
+    at.text_input(key="board.join.code").set_value(code.lower())
+    at.text_input(key="board.join.name").set_value(name)
+    at = at.button[[b.label for b in at.button].index("Join")].click().run()
+    no_exception(at)
+    at = select(at, "ch.choice", "negative_output")
+    at = at.button(key="ch.start.builtin").click().run()
+    cols = session(at).axis_labels("W_v", session(at).matrices["W_v"].shape)[1]
+    return edit_cells(at, "W_v", {0: {cols[0]: "-10"}})
+
+
+def test_without_a_database_there_is_no_board() -> None:
+    at = journey("class_board")
+    no_exception(at)
+    assert any("class board is off" in t for t in texts(at.info))
+    challenges = journey("challenges")
+    assert not [e for e in challenges.expander if "join your class" in e.label]
+
+
+def test_the_teacher_page_needs_the_servers_key(url: str) -> None:
+    at = _teacher(url, "wrong")
+    no_exception(at)
+    assert any("not this server's teacher key" in t for t in texts(at.error))
+    assert not [b for b in at.button if b.label == "Open a class"]
+    at = _teacher(url)
+    assert [b for b in at.button if b.label == "Open a class"]
+
+
+def test_a_student_joins_solves_and_the_teacher_sees_it_with_a_link_that_opens_solved(url: str) -> None:
+    teacher = _teacher(url)
+    teacher.text_input(key="board.title").set_value("Tuesday lab")
+    teacher = teacher.button[[b.label for b in teacher.button].index("Open a class")].click().run()
+    code = next(t for t in texts(teacher.success) if t.startswith("Class ")).split()[1]
+    student = _student_solves(url, code)
+    no_exception(student)
+    handed = texts(student.sidebar.success)
+    assert any("Handed in to class" in t for t in handed), handed
+    teacher = teacher.run()  # the board redraws (every few seconds in a browser)
+    board = teacher.dataframe[0].value
+    assert list(board["student"]) == [ODD_NAME]  # the name as typed: a table cell is text, never Markdown
+    assert list(board["challenge"]) == ["A negative output"]
+    link = board["hand-in link"][0]
+    query = dict(p.split("=", 1) for p in link.split("?", 1)[1].split("&"))
+    from urllib.parse import unquote
+
+    opened = journey("softmax", {k: unquote(v) for k, v in query.items()})
+    assert any("✓ solved" in t for t in texts(opened.sidebar.success)), texts(opened.sidebar.success)
+    # the store agrees, and a second class shows none of it
+    store = Board(url)
+    assert [s.name for s in store.solves(code)] == [ODD_NAME]
+    other = store.open_class("Another class")
+    teacher.text_input(key="board.show").set_value(other)
+    teacher = teacher.button[[b.label for b in teacher.button].index("Show it")].click().run()
+    assert teacher.dataframe[0].value.empty
+
+
+def test_a_wrong_code_is_named_and_nothing_changes(url: str) -> None:
+    at = _with_board(journey("challenges"), url).run()
+    for code, words in (("K7QX2", "class code is 6 letters"), ("ZZZZZZ", "no class with the code ZZZZZZ")):
+        at.text_input(key="board.join.code").set_value(code)
+        at.text_input(key="board.join.name").set_value("Bob")
+        at = at.button[[b.label for b in at.button].index("Join")].click().run()
+        no_exception(at)
+        assert any(words in e for e in texts(at.error)), texts(at.error)
+        assert "board.member" not in at.session_state
+
+
+def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her_token_out(url: str) -> None:
+    code = Board(url).open_class("Lab")
+    student = _student_solves(url, code, "Bea")
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(student.query_params).items()}
+    assert address["member"].startswith(code + ".")
+    again = _opened(url, "challenges", address)  # a reload: a new session from the address alone
+    no_exception(again)
+    assert again.session_state["board.member"].name == "Bea"
+    assert any("You are Bea in class" in c.value for c in again.caption)
+    link = Board(url).solves(code)[0].link
+    assert "member" not in link and "playing=" in link
+    forged = _opened(url, "challenges", {**address, "member": code + ".not-her-token"})
+    assert "board.member" not in forged.session_state
+    assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), texts(
+        forged.warning
+    ) + texts(forged.info)
+
+
+def test_a_built_in_rewritten_under_its_id_is_recorded_apart() -> None:
+    """A link carries its challenge: one with a built-in's id but an easier goal is recorded under its own id, with
+    a title that says it is not a built-in, never as the built-in."""
+    import dataclasses
+
+    from attention.labs import challenges as ch
+    from attention.ui.state.board import recorded_as
+
+    real = ch.load_challenge("sharpen_cat")
+    assert recorded_as(real) == ("sharpen_cat", real.title)
+    easy = dataclasses.replace(real, condition=dataclasses.replace(real.condition, value=5.0))
+    cid, title = recorded_as(easy)
+    assert cid.startswith("custom-") and cid != recorded_as(real)[0] and "not a built-in" in title
+
+
+def test_an_unreachable_board_database_leaves_every_page_working(tmp_path: Path) -> None:
+    """A database URL that cannot be opened: pages draw, the board reads as off or unreachable, no traceback."""
+    bad = f"sqlite:///{tmp_path / 'no-such-folder' / 'board.sqlite3'}"
+    for page in ("challenges", "class_board", "softmax"):
+        at = _opened(bad, page, {"member": "K7QX2M.whatever"})
+        no_exception(at)
+    assert any("cannot be reached" in t for t in texts(_opened(bad, "class_board", {}).info))
+
+
+def test_a_title_with_an_emoji_sequence_is_handed_in(url: str) -> None:
+    board = Board(url)
+    code = board.open_class("Lab")
+    token = board.join(code, "Cy")
+    assert board.record(code, token, "x" * 100, "Family 👨\u200d👩\u200d👧 goal " + "t" * 150, "challenges?x=1")
+    assert board.solves(code)[0].challenge_title.startswith("Family 👨👩👧 goal")

@@ -1,0 +1,78 @@
+"""Review of issue 23: a model head opened from a link reads no more tokens than the model pages do (2 to
+models.longest), so a link cannot make a server's GPT-2 run and draw a whole 1,024-token context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attention.ui.core import models
+from tests.helpers.apptest import app, no_exception, session, texts
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def long_ctx(gpt2, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+    """A random GPT-2 whose context (128) is longer than the pages read of a tokenizer's text (MAX_TOKENS, 64)."""
+    import shutil
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("long_gpt2")
+    shutil.copy(gpt2[0] / "tokenizer.json", folder / "tokenizer.json")
+    torch.manual_seed(2)
+    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=128, n_embd=16, n_layer=1, n_head=2)
+    GPT2LMHeadModel(cfg).double().eval().save_pretrained(str(folder), safe_serialization=True)
+    return folder
+
+
+def test_a_link_to_a_head_on_more_tokens_than_the_pages_read_is_refused(long_ctx, monkeypatch) -> None:
+    monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
+    too_many = ".".join(["5"] * (models.MAX_TOKENS + 36))  # 100 tokens: within the model's context, over the cap
+    at = app("scores", {"preset": "model", "mh": f"server:long~1.1~{too_many}~"})
+    no_exception(at)
+    notes = " ".join(texts(at.warning))
+    assert "100 tokens" in notes and f"2 to {models.MAX_TOKENS}" in notes, notes
+    assert session(at).model_head is None
+    ok = ".".join(["5"] * models.MAX_TOKENS)
+    at = app("scores", {"preset": "model", "mh": f"server:long~1.1~{ok}~"})
+    no_exception(at)
+    assert len(session(at).model_head.ids) == models.MAX_TOKENS
+
+
+def test_a_link_to_a_head_on_one_token_is_refused_as_the_model_pages_refuse_it() -> None:
+    at = app("scores", {"preset": "model", "mh": "induction~1.1~1~"})
+    no_exception(at)
+    notes = " ".join(texts(at.warning))
+    assert "1 tokens" in notes or "1 token" in notes, notes
+    assert session(at).model_head is None
+
+
+def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> None:
+    """HELD_MAX learners' models are held per process: a head opened from one that was let go since (another
+    learner uploaded or trained) keeps its page, with a message instead of a traceback."""
+    from attention.model import builtin
+    from attention.ui.modelpages import runs
+    from tests.helpers.apptest import goto, journey
+
+    mid = models.hold(builtin("induction"), "trained")
+    at = journey("every_head")
+    at.session_state["inside.held"] = ((mid, "Trained here"),)
+    at = at.run()
+    at = at.selectbox(key="inside.w.model").set_value(mid).run()
+    at = goto(at.button(key="inside.open.1.0").click().run(), "scores")
+    no_exception(at)
+    assert session(at).model_head.model_id == mid
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert address.get("preset") == "she_likes_coffee" and "mh" not in address, address  # it cannot travel: nothing
+    assert not any(k in address for k in ("edits", "dm", "dk", "softmax", "mask")), address  # of it is written
+    with models._HELD_LOCK:
+        models._HELD.pop(mid)  # let go, as a seventh learner's model would
+    runs._RUNS._items.clear()
+    at = at.run()
+    no_exception(at)
+    assert any("no longer held" in w for w in texts(at.warning)), texts(at.warning)
+    assert session(at).model_head.model_id == mid

@@ -1,0 +1,225 @@
+"""The "Watch it learn" page under AppTest: the snapshots' numbers are the training record's, the phase change is
+where the record says, bad slider values change nothing, and a model trained live is the engine's own run of the
+recipe and opens on Every head."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from attention.model import Model, induction, train
+from attention.model.vocab import WordVocab
+from attention.ui.core import models, training
+from attention.ui.modelpages import watch_it_learn
+from attention.ui.state import inside
+from tests.helpers.apptest import app, drawn_cells, errors, journey, no_exception, texts
+
+H = induction.history("induction")  # read here, apart from the page's own copy
+COUNT = len(H["step"])
+
+
+def _plain(at) -> list[str]:
+    return [t.replace("**", "") for t in texts(at.markdown)]
+
+
+def _score_lines(at) -> list[str]:
+    return [t for t in _plain(at) if re.match(r"layer \d · head \d: previous", t)]
+
+
+def _want_lines(k: int) -> list[str]:
+    i = k - 1
+    return [
+        f"layer {layer + 1} · head {head + 1}: previous-token {H['previous'][i, layer, head]:.2f} · "
+        f"induction {H['induction'][i, layer, head]:.2f}"
+        for layer in range(2)
+        for head in range(2)
+    ]
+
+
+def _phase_by_loop() -> int:
+    """The first snapshot where any head's induction score is at least 0.5: a plain loop over the record."""
+    for s in range(COUNT):
+        for layer in range(H["induction"].shape[1]):
+            for head in range(H["induction"].shape[2]):
+                if H["induction"][s, layer, head] >= 0.5:
+                    return s
+    raise AssertionError("no phase change in the record")
+
+
+def _specs(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def test_the_page_draws_the_losses_and_every_head_at_the_first_snapshot() -> None:
+    at = app("watch_it_learn")
+    no_exception(at)
+    specs = _specs(at)
+    assert len(specs) == 1 + 4  # the loss curves, then one chart per head (never a concat)
+    assert all("concat" not in json.dumps(s) for s in specs)
+    assert _score_lines(at) == _want_lines(1)
+    assert any(t.startswith(f"Snapshot 1 of {COUNT}: after 0 training steps.") for t in _plain(at))
+    assert at.slider(key=inside.W_SNAPSHOT).value == 1
+
+
+@pytest.mark.parametrize("k", [2, 17, COUNT])
+def test_the_slider_shows_the_records_numbers(k: int) -> None:
+    at = app("watch_it_learn")
+    at = at.slider(key=inside.W_SNAPSHOT).set_value(k).run()
+    no_exception(at)
+    assert at.session_state[inside.SNAPSHOT] == k
+    assert _score_lines(at) == _want_lines(k)
+    head = [t for t in _plain(at) if t.startswith(f"Snapshot {k} of {COUNT}")][0]
+    assert f"after {H['step'][k - 1]} training steps" in head
+    assert f"first half {H['loss_first'][k - 1]:.2f} nats, on the repeated half {H['loss_repeated'][k - 1]:.2f}" in head
+    # each head chart draws that snapshot's weights on the example sequence, cell by cell
+    for chart, (layer, head) in zip(at.get("vega_lite_chart")[1:], np.ndindex(2, 2), strict=True):
+        cells = [c for c in _rows(chart) if "masked" in c and not c["masked"]]
+        assert len(cells) == 24 * 25 // 2
+        got = np.zeros((24, 24))
+        for c in cells:
+            got[c["row"] - 1, c["col"] - 1] = c["value"]
+        np.testing.assert_allclose(got, np.tril(H["weights"][k - 1, layer, head]), rtol=1e-6, atol=1e-7)
+
+
+def test_the_phase_change_is_marked_where_the_record_says() -> None:
+    at = app("watch_it_learn")
+    s = _phase_by_loop()
+    step = int(H["step"][s])
+    rules = [d for d in _rows(at.get("vega_lite_chart")[0]) if "dash" in d]
+    assert {"step": step, "dash": "phase"} in [{"step": d["step"], "dash": d["dash"]} for d in rules]
+    assert {"step": 0, "dash": "shown"} in [{"step": d["step"], "dash": d["dash"]} for d in rules]
+    prose = [t for t in _plain(at) if t.startswith("The phase change")][0]
+    assert f"That is step {step}," in prose
+    # the point the page makes holds in the record: the repeated half's loss drops as the induction head appears,
+    # while the first half's stays near ln 32
+    assert H["loss_repeated"][s] < H["loss_repeated"][s - 1] - 0.3
+    assert H["loss_repeated"][:s].min() > 1.5 > H["loss_repeated"][s:].max() and H["loss_repeated"][-1] < 0.1
+    assert H["induction"][:4].max() < 0.1  # no induction head on the plateau (to step 300)
+    assert abs(H["loss_first"][s] - np.log(32)) < 0.5
+    before = f"from {H['loss_repeated'][s - 1]:.2f} to {H['loss_repeated'][s]:.2f} nats"
+    assert before in prose
+    # the slider's rule follows the slider
+    at = at.slider(key=inside.W_SNAPSHOT).set_value(s + 1).run()
+    rules = [d for d in _rows(at.get("vega_lite_chart")[0]) if d.get("dash") == "shown"]
+    assert [d["step"] for d in rules] == [step]
+
+
+def _rows(chart) -> list[dict]:
+    return [row for rows in drawn_cells(chart) for row in rows]
+
+
+@pytest.mark.parametrize("bad", [0, COUNT + 1, -3, 10_000])
+def test_a_bad_slider_value_changes_nothing(bad: int) -> None:
+    at = app("watch_it_learn")
+    at = at.slider(key=inside.W_SNAPSHOT).set_value(5).run()
+    at = at.slider(key=inside.W_SNAPSHOT).set_value(bad).run()
+    no_exception(at)
+    # Streamlit puts the value= given (the snapshot shown) in place of a value outside the slider's range
+    assert at.session_state[inside.SNAPSHOT] == 5
+    assert at.slider(key=inside.W_SNAPSHOT).value == 5
+    assert _score_lines(at) == _want_lines(5)
+
+
+@pytest.mark.parametrize("bad", [0, COUNT + 1, "3", 2.5, None, True])
+def test_the_snapshot_callback_refuses_a_bad_value_with_a_message(monkeypatch, bad) -> None:
+    state = {inside.SNAPSHOT: 5, inside.LEARN_MESSAGE: "", inside.W_SNAPSHOT: bad}
+    monkeypatch.setattr(inside, "st", SimpleNamespace(session_state=state))
+    inside.on_snapshot(COUNT)
+    assert state[inside.SNAPSHOT] == 5
+    assert "Nothing changed" in state[inside.LEARN_MESSAGE] and f"1 to {COUNT}" in state[inside.LEARN_MESSAGE]
+    state[inside.W_SNAPSHOT] = 7
+    inside.on_snapshot(COUNT)
+    assert state[inside.SNAPSHOT] == 7 and state[inside.LEARN_MESSAGE] == ""
+
+
+def _independent(steps: int, hold: int) -> Model:
+    """The recipe trained by the engine directly, with the page's schedule written out here."""
+    config = induction.recipe_config()
+    from attention.model import init_params
+
+    start = Model(config, init_params(config, 0, 0.3), WordVocab(induction.words(32)))
+
+    def lr(step: int) -> float:
+        return 0.02 if step < hold else max(0.02 * (steps - step) / (steps - hold), 0.02 / 50)
+
+    return train(start, induction.recipe_batch, steps, lr=lr).model
+
+
+def test_a_live_run_is_the_engines_run_of_the_recipe_and_opens_on_every_head(monkeypatch) -> None:
+    steps, hold = 40, 25
+    monkeypatch.setattr(watch_it_learn, "LIVE_STEPS", steps)
+    monkeypatch.setattr(watch_it_learn, "LIVE_HOLD", hold)
+    at = journey("watch_it_learn")  # entered as a browser does, so the button can switch pages
+    at = at.button(key="inside.learn.train").click().run()
+    no_exception(at)
+    job = training.wait(at.session_state[inside.JOB])
+    assert job.state == "done" and len(job.losses) == steps + 1
+    at = at.run()
+    no_exception(at)
+    want = _independent(steps, hold)
+    got = models.get(job.model_id)
+    assert job.model_id.startswith("trained:")
+    for name, value in want.params.items():
+        np.testing.assert_array_equal(got.params[name], value, err_msg=name)
+    ids = [int(t) for t in H["example"]]
+    run = want.run(ids)
+    first, repeated = induction.half_losses(run.logits[None], np.array(ids)[None], 12)
+    said = [s.value for s in at.success][0]
+    assert f"Trained {steps} steps in" in said
+    assert f"loss on the first half {first:.2f} nats, on the repeated half {repeated:.2f} nats" in said
+    # the trained model reads the shipped model's words, so it gets the same ready-made texts
+    assert models.ready_made(job.model_id) == models.ready_made(models.BUILTIN)
+    at = at.button(key="inside.learn.open").click().run()
+    no_exception(at)
+    assert at.session_state[inside.MODEL] == job.model_id
+    assert at.session_state[inside.ABLATIONS] == ()
+    assert at.session_state[inside.IDS] == next(iter(models.ready_made(models.BUILTIN).values()))
+    assert [t.value for t in at.title] == ["Inside a model: every head"]  # the button went there
+    metric = [m.value for m in at.metric if m.label.startswith("Loss on the repeated half")][0]
+    assert metric == f"{repeated:.2f} nats"
+
+
+def test_cancel_stops_a_live_run_and_keeps_nothing(monkeypatch) -> None:
+    monkeypatch.setattr(watch_it_learn, "LIVE_STEPS", 100_000)
+    at = app("watch_it_learn")
+    at = at.button(key="inside.learn.train").click().run()
+    no_exception(at)
+    job_id = at.session_state[inside.JOB]
+    at = at.button(key="inside.learn.cancel").click().run()
+    no_exception(at)
+    job = training.wait(job_id)
+    assert job.state == "cancelled" and job.model_id is None and len(job.losses) < 100_000
+    at = at.run()
+    assert any(t.startswith("Cancelled at step") for t in texts(at.info))
+    assert not [b for b in at.button if b.key == "inside.learn.open"]
+
+
+def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch) -> None:
+    monkeypatch.setattr(training, "RUNNING_MAX", 0)
+    at = app("watch_it_learn")
+    at = at.button(key="inside.learn.train").click().run()
+    no_exception(at)
+    assert at.session_state[inside.JOB] is None
+    assert any("already training" in e and "Nothing started" in e for e in errors(at)), errors(at)
+
+
+def test_a_trained_model_let_go_by_the_server_is_refused_with_a_message(monkeypatch) -> None:
+    monkeypatch.setattr(watch_it_learn, "LIVE_STEPS", 3)
+    monkeypatch.setattr(watch_it_learn, "LIVE_HOLD", 2)
+    at = journey("watch_it_learn")
+    at = at.button(key="inside.learn.train").click().run()
+    job = training.wait(at.session_state[inside.JOB])
+    at = at.run()
+    with models._HELD_LOCK:
+        models._HELD.pop(job.model_id)  # as when HELD_MAX later models pushed it out
+    at = at.run()
+    no_exception(at)
+    at = at.button(key="inside.learn.open").click().run()  # a press after the eviction: refused, said, no switch
+    no_exception(at)
+    assert [t.value for t in at.title] == ["Inside a model: watch it learn"]
+    assert any("no longer held" in e and "Nothing changed" in e for e in errors(at)), errors(at)
+    assert at.session_state[inside.MODEL] == models.BUILTIN

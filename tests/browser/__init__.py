@@ -1,0 +1,1 @@
+"""The app in real headless Chromium (Playwright), as a person uses it."""

@@ -1,0 +1,125 @@
+"""A lab in real Chromium (issue 20): the teacher opens a class on the Class board page, a student joins it on the
+Challenges page, starts a challenge, solves it with a grid edit, sees "✓ solved" in the sidebar on every page;
+a reload keeps the challenge, her numbers and her class; her link opens solved in another browser; the teacher's
+board shows the solve. Screenshots of the board and the sidebar are kept."""
+
+from __future__ import annotations
+
+import os
+import re
+from unittest import mock
+
+import pytest
+
+from attention.labs import challenges as ch
+from benchmarks.classroom import Replicas
+from tests.helpers import NGINX
+from tests.helpers.browser import (
+    CHROMIUM,
+    SHOTS,
+    check,
+    edit_grid_cell,
+    guarded_context,
+    nav,
+    open_page,
+    settle,
+    streamlit_server,
+)
+from tests.helpers.postgres import postgres_server
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+KEY = "a long teacher key for the test"
+
+
+@pytest.fixture(scope="module")
+def board_url(tmp_path_factory):
+    """A server with the class board on (an SQLite file) and a teacher key, set the way an owner would."""
+    db = tmp_path_factory.mktemp("board") / "board.sqlite3"
+    env = {"ATTENTION_BOARD_URL": f"sqlite:///{db}", "ATTENTION_TEACHER_KEY": KEY}
+    with mock.patch.dict(os.environ, env), streamlit_server() as url:
+        yield url
+
+
+def _sidebar(pg) -> str:
+    return pg.get_by_test_id("stSidebar").inner_text()
+
+
+def _wait_text(pg, where, text: str, timeout_ms: int = 20_000) -> None:
+    for _ in range(timeout_ms // 250):
+        if text in where():
+            return
+        pg.wait_for_timeout(250)
+    raise AssertionError(f"{text!r} never appeared in: {where()[:2000]}")
+
+
+def test_a_lab_from_opening_a_class_to_the_board(browser, board_url, axe_script) -> None:  # noqa: F811
+    _lab(browser, board_url, board_url, axe_script)
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_the_same_lab_on_two_replicas_sharing_a_postgresql_board(browser, tmp_path, axe_script) -> None:  # noqa: F811
+    """deploy/run_replicas.sh with 2 replicas whose board is one real PostgreSQL server: the teacher's page is
+    served by one replica, the student's by the other, and the teacher still sees her solve."""
+    with postgres_server() as pg:
+        env = {"ATTENTION_BOARD_URL": pg, "ATTENTION_TEACHER_KEY": KEY}
+        with mock.patch.dict(os.environ, env):
+            proxy = Replicas(2, tmp_path / "run")
+        try:
+            first, second = (f"http://127.0.0.1:{port}" for port in proxy.replica_ports)
+            _lab(browser, first, second, axe_script)
+        finally:
+            assert proxy.stop() == 0
+
+
+def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # noqa: F811
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as teacher_ctx:
+        teacher = teacher_ctx.new_page()
+        open_page(teacher, teacher_base, "class_board")
+        teacher.get_by_label("Teacher key").fill(KEY)
+        teacher.get_by_label("Teacher key").press("Enter")
+        settle(teacher)
+        teacher.get_by_label("A new class's title").fill("Tuesday lab")
+        teacher.get_by_role("button", name="Open a class").click()
+        _wait_text(teacher, lambda: teacher.inner_text("body"), "give your students this code")
+        code = re.search(r"Class ([A-Z0-9]{6}) is open", teacher.inner_text("body")).group(1)
+
+        with guarded_context(browser, viewport={"width": 1280, "height": 720}) as student_ctx:
+            student = student_ctx.new_page()
+            token = ch.encode_link(ch.load_challenge("negative_output"))
+            open_page(student, student_base, "challenges", f"challenge={token}")
+            student.get_by_label("Class code").fill(code.lower())
+            student.get_by_label("Your display name").fill("Ada <b>*L*</b>")
+            student.get_by_role("button", name="Join").click()
+            _wait_text(student, lambda: student.inner_text("body"), f"You joined class {code}")
+            student.get_by_role("button", name="Start").first.click()
+            _wait_text(student, lambda: _sidebar(student), "not yet")
+            nav(student, "Weights (W_q, W_k, W_v)")
+            edit_grid_cell(student, 2, 0, 0, 4, "-10")  # W_v[0, 0]: token2's first output value turns negative
+            _wait_text(student, lambda: _sidebar(student), "✓ solved")
+            _wait_text(student, lambda: _sidebar(student), f"Handed in to class {code}")
+            check(student, axe, "challenge solved, sidebar status")
+            status = student.get_by_test_id("stSidebar").get_by_text("✓ solved").first
+            status.scroll_into_view_if_needed()
+            box = status.bounding_box()
+            assert box and box["width"] >= 150 and box["height"] >= 16  # readable, inside the sidebar
+            student.screenshot(path=str(SHOTS / "classroom_student_sidebar.png"))
+
+            student.reload()  # a reload keeps the challenge, the edit and the class
+            settle(student)
+            _wait_text(student, lambda: _sidebar(student), "✓ solved")
+            link = student.url
+            assert "member=" in link and "playing=" in link
+
+        with guarded_context(browser, viewport={"width": 1280, "height": 720}) as other_ctx:
+            other = other_ctx.new_page()  # anyone opening her link (without her membership) sees it solved
+            other.goto(re.sub(r"&?member=[^&]*", "", link))
+            settle(other)
+            _wait_text(other, lambda: _sidebar(other), "✓ solved")
+
+        _wait_text(teacher, lambda: teacher.inner_text("body"), "1 students joined · 1 challenges solved")
+        assert "Ada <b>*L*</b>" in teacher.inner_text("body")  # the joined list: her name as typed, as text
+        teacher.screenshot(path=str(SHOTS / "classroom_teacher_board.png"), full_page=True)
+        check(teacher, axe, "class board with a solve")  # no critical or serious violation

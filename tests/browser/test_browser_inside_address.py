@@ -1,0 +1,32 @@
+"""Review of issue 23 in real Chromium: an ablation on Every head reruns only its fragment, and the address must
+follow it (a reload or a link restores the ablation)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.helpers.browser import CHROMIUM, error_texts, guarded_context, ready, rerun, settle
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+
+def test_an_ablation_on_every_head_reaches_the_address_and_survives_a_reload(browser, base_url) -> None:  # noqa: F811
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        ready(pg)
+        with rerun(pg):
+            pg.get_by_role("button", name="Ablate layer 2 · head 1", exact=True).click()
+        ready(pg)
+        assert not error_texts(pg), error_texts(pg)
+        pg.wait_for_function("location.search.includes('ablate=2.1z')", timeout=30_000)
+        pg.reload()
+        settle(pg)
+        ready(pg)
+        restore = pg.get_by_role("button", name="Restore layer 2 · head 1 (zero-ablated)", exact=True)
+        assert restore.count() == 1, "the reload lost the ablation"

@@ -1,0 +1,1 @@
+"""Serving a class: the server settings, replicas behind nginx, the class board's store on PostgreSQL."""

@@ -1,0 +1,292 @@
+"""Hosting for a class: the server's settings take effect, and replicas behind nginx keep each tab on one replica.
+
+Sessions are driven over Streamlit's own websocket protocol (``benchmarks/st_client.py``), as a browser tab; the
+numbers they download are checked against an oracle that never asks the server (``benchmarks/classroom.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import psutil
+import pytest
+import requests
+
+from attention.io import parse
+from benchmarks.classroom import (
+    DOCUMENT_PRESETS,
+    Replicas,
+    Server,
+    attention_weights,
+    preset_file,
+    preset_inputs,
+    student,
+)
+from benchmarks.st_client import DOWNLOADS, Tab, find
+from tests.helpers import NGINX, ROOT
+
+# ------------------------------------------------------------------------------------------------ one server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app as deployed: `streamlit run` with the project's .streamlit/config.toml, for a user who has never run
+    Streamlit (an empty home folder: no credentials file) and a terminal that would wait at an "Email:" prompt."""
+    home = tmp_path_factory.mktemp("home")
+    s = Server(home / "server.log", env={**_env(), "HOME": str(home)})
+    yield s
+    s.stop()
+
+
+def _env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
+
+
+def test_no_email_prompt_on_the_first_run(server):
+    """The server answered its health check although stdin stayed open and empty, and asked nothing."""
+    assert requests.get(f"{server.url}/_stcore/health", timeout=10).text == "ok"
+    assert "Email" not in server.log.read_text()
+
+
+async def _with_tab(url: str, page: str, then):
+    """Open a tab on ``page`` and, while its session is live, call ``then(tab)`` (blocking calls run on a thread)."""
+    tab = Tab(url)
+    try:
+        await tab.open(page=page)
+        return await asyncio.to_thread(then, tab)
+    finally:
+        await tab.close()
+
+
+def _upload(tab: Tab, name: str, data: bytes, token: bool) -> int:
+    """PUT a file to the tab's session as its uploader does; the status code."""
+    cookie = tab.http.cookies["_streamlit_xsrf"]
+    r = requests.put(
+        f"{tab.base}/_stcore/upload_file/{tab.session_id}/{name}",
+        files={"file": (f"{name}.csv", data, "text/csv")},
+        cookies={"_streamlit_xsrf": cookie},
+        headers={"X-Xsrftoken": cookie} if token else {},
+        timeout=60,
+    )
+    return r.status_code
+
+
+def test_xsrf_protection_guards_uploads(server):
+    statuses = asyncio.run(
+        _with_tab(server.url, "", lambda tab: [_upload(tab, "f1", b"1,2\n3,4\n", token) for token in (False, True)])
+    )
+    assert statuses == [403, 204]  # without the token from the XSRF cookie: refused
+
+
+def test_the_upload_limit_is_the_parsers_in_the_server(server):
+    """The uploaders offer the parser's limit, the server takes a file just under it and refuses one just over it.
+    (The server compares the whole request, file plus ~200 bytes of multipart framing, with the limit, so a file
+    within those bytes of 16 MiB is refused too; the largest supported matrix as CSV is ~13.2 MB.)"""
+
+    def check(tab: Tab) -> tuple[set[int], int, int]:
+        limit = parse.MAX_UPLOAD_MB * 2**20
+        sizes = {e.proto.max_upload_size_mb for e in find(tab.elements, "file_uploader")}
+        under = _upload(tab, "under", b"0" * (limit - 2**16), True)
+        return sizes, under, _upload(tab, "over", b"0" * (limit + 1), True)
+
+    sizes, under, over = asyncio.run(_with_tab(server.url, "tokens", check))
+    assert sizes == {parse.MAX_UPLOAD_MB}
+    assert (under, over) == (204, 413)
+
+
+def test_error_details_stay_on_the_server(tmp_path):
+    """An uncaught exception (in a throwaway script run with this project's config) reaches the browser without its
+    message, type or traceback; the server's console has them."""
+    script = tmp_path / "boom.py"
+    script.write_text("raise ValueError('secret-detail-4711')\n")
+    s = Server(tmp_path / "boom.log", script=script, env=_env())
+    try:
+        elements = asyncio.run(_with_tab(s.url, "", lambda tab: tab.elements))
+    finally:
+        s.stop()
+    exceptions = find(elements, "exception")
+    assert len(exceptions) == 1
+    e = exceptions[0].proto
+    assert "secret-detail" not in e.message and not e.type and not list(e.stack_trace)
+    assert "secret-detail-4711" in (tmp_path / "boom.log").read_text()
+
+
+# ------------------------------------------------------------------------------------------------ replicas + nginx
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_replicas_behind_nginx(tmp_path):
+    """deploy/run_replicas.sh with 2 replicas: new browsers spread over both, every request of one tab (page, health,
+    websocket, downloads) reaches one replica, each student downloads exactly its own numbers, and Ctrl+C stops
+    nginx and every replica."""
+    proxy = Replicas(2, tmp_path / "run")
+    children = psutil.Process(proxy.pid).children(recursive=True)
+    try:
+        fresh = [requests.get(f"{proxy.url}/_stcore/health", timeout=10).headers["X-Upstream"] for _ in range(24)]
+        replicas = {f"127.0.0.1:{p}" for p in proxy.replica_ports}
+        assert set(fresh) == replicas  # 24 fresh browsers, random keys: both replicas are used
+
+        async def class_of(n: int):
+            return await asyncio.gather(
+                *(
+                    student(
+                        proxy.url,
+                        sid,
+                        edits=3,
+                        pace=(0.05, 0.2),
+                        switch_every=2,
+                        downloads=tuple(d for d in DOWNLOADS if d[0] in ("X", "W_q", "weights")),
+                        clicks=3,
+                    )
+                    for sid in range(n)
+                )
+            )
+
+        outcomes = asyncio.run(class_of(4))
+        for o in outcomes:
+            assert o.problems == [], (o.sid, o.problems)
+            assert o.checked == 3 and len(o.times["edit"]) == 3
+            assert len(o.upstreams) >= 5 and len(set(o.upstreams)) == 1, o.upstreams  # one replica per tab
+            assert set(o.upstreams) <= replicas
+    finally:
+        status = proxy.stop()
+    assert status == 0  # Ctrl+C is a requested stop (it exited 1, "a process stopped", when nginx took it first)
+    assert "a process stopped" not in (tmp_path / "run" / "run_replicas.out").read_text()
+    assert not [p.pid for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not list((tmp_path / "run").glob("*.pid"))
+
+
+def _landing_on(url: str, upstream: str) -> requests.Session:
+    """A fresh browser's cookies that nginx routes to ``upstream`` (new browsers get random keys: try a few)."""
+    for _ in range(200):
+        browser = requests.Session()
+        if browser.get(f"{url}/_stcore/health", timeout=10).headers["X-Upstream"] == upstream:
+            return browser
+    raise AssertionError(f"no fresh browser landed on {upstream}")
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_a_replica_killed_is_started_again_while_the_other_serves(tmp_path):
+    """kill -9 one of two replicas: every request through nginx still succeeds (new browsers and the dead replica's
+    browsers go to the other one meanwhile), a student mid-session on the other replica keeps her session, the dead
+    one is started again on its port, and its browsers return to it and open the app afresh."""
+    proxy = Replicas(2, tmp_path / "run")
+    run = tmp_path / "run"
+    dead, alive = (f"127.0.0.1:{p}" for p in proxy.replica_ports)
+    try:
+        on_dead, on_alive = _landing_on(proxy.url, dead), _landing_on(proxy.url, alive)
+        victim = int((run / "replica-0.pid").read_text())
+
+        async def scenario() -> tuple[list[int], str, Tab]:
+            survivor = Tab(proxy.url)
+            survivor.http.cookies.update(on_alive.cookies)
+            await survivor.open(page="softmax")
+            before = survivor.session_id
+            os.kill(victim, 9)
+            statuses = [
+                (await asyncio.to_thread(b.get, f"{proxy.url}/_stcore/health", timeout=10)).status_code
+                for _ in range(10)
+                for b in (on_dead, on_alive, requests.Session())
+            ]
+            rerun = await survivor.rerun()  # her next interaction, while the other replica is down
+            assert rerun.problems == [] and survivor.session_id == before and not survivor.closed_reason
+            await survivor.close()
+            return statuses, before, survivor
+
+        statuses, _, survivor = asyncio.run(scenario())
+        assert statuses == [200] * 30
+        assert set(survivor.upstreams) == {alive}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            restarted = (run / "replica-0.pid").read_text().strip()
+            if restarted and int(restarted) != victim:
+                with contextlib.suppress(requests.RequestException):
+                    if requests.get(f"http://{dead}/_stcore/health", timeout=2).status_code == 200:
+                        break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the killed replica was not started again within 120 s")
+
+        while time.monotonic() < deadline + 30:  # nginx tries a failed server again after fail_timeout (10 s)
+            if on_dead.get(f"{proxy.url}/_stcore/health", timeout=10).headers["X-Upstream"] == dead:
+                break
+            time.sleep(0.5)
+
+        async def back() -> Tab:
+            returning = Tab(proxy.url)
+            returning.http.cookies.update(on_dead.cookies)
+            opened = await returning.open(page="softmax")
+            assert opened.problems == []
+            await returning.close()
+            return returning
+
+        returning = asyncio.run(back())
+        assert set(returning.upstreams) == {dead}  # back on its own replica, in a new session
+        assert "replica 0 (port" in (run / "run_replicas.out").read_text()
+    finally:
+        status = proxy.stop()
+    assert status == 0
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_the_deployment_names_neither_its_replicas_nor_its_version(tmp_path):
+    """By default no X-Upstream header (it names the internal ports) and no nginx version in Server; the run folder
+    it writes inside the checkout is ignored by git."""
+    proxy = Replicas(1, tmp_path / "run", show_upstream=False)
+    children = psutil.Process(proxy.pid).children(recursive=True)
+    try:
+        for path in ("/", "/_stcore/health", "/no-such-file"):
+            headers = requests.get(f"{proxy.url}{path}", timeout=10).headers
+            assert "X-Upstream" not in headers, path
+            assert headers.get("Server", "nginx") == "nginx", (path, headers.get("Server"))
+    finally:
+        proxy.proc.terminate()  # SIGTERM to the script alone, as systemd's KillMode=mixed stops the service
+        status = proxy.proc.wait(60)
+    assert status == 0
+    assert not [p.pid for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    ignored = subprocess.run(["git", "check-ignore", "-q", "deploy/run/replica-0.log"], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, "deploy/run/ is not ignored by git"
+
+
+def test_the_students_oracle_gives_the_documents_printed_numbers():
+    """The oracle the load test checks downloads against (preset file + numpy) reproduces every number the documents
+    print (to their 8 printed digits), so "0 wrong numbers" means the server gave each student its own numbers."""
+    compared = 0
+    for preset_id in DOCUMENT_PRESETS:
+        preset = preset_file(preset_id)
+        inputs = preset_inputs(preset)
+        ours = {**inputs, "weights": attention_weights(inputs, preset["options"])}
+        for name, printed in preset.get("expected", {}).items():
+            if name in ours:
+                want = np.reshape(printed, ours[name].shape)
+                assert np.allclose(ours[name], want, rtol=0, atol=1e-8), (preset_id, name)
+                compared += 1
+    assert compared >= 8  # weights of four documents, and the printed random draws
+
+
+def test_the_systemd_unit_runs_the_replicas_script_with_its_variables():
+    """deploy/attention-dashboard.service starts deploy/run_replicas.sh, sets only variables the script reads,
+    restarts it on failure, stops it with SIGTERM (the script then exits 0), and passes systemd's own check."""
+    unit = (ROOT / "deploy" / "attention-dashboard.service").read_text(encoding="utf-8")
+    script = (ROOT / "deploy" / "run_replicas.sh").read_text(encoding="utf-8")
+    lines = [ln.strip() for ln in unit.splitlines() if ln.strip() and not ln.startswith("#")]
+    env = dict(ln.removeprefix("Environment=").split("=", 1) for ln in lines if ln.startswith("Environment="))
+    assert set(env) == {"REPLICAS", "LISTEN", "FIRST_PORT", "PYTHON", "RUN_DIR"}
+    assert all(f"${{{name}:-" in script or f"${{{name}}}" in script for name in env), env
+    assert "ExecStart=/usr/bin/bash deploy/run_replicas.sh" in lines
+    assert {"Restart=on-failure", "KillSignal=SIGTERM", "KillMode=mixed", "WantedBy=multi-user.target"} <= set(lines)
+    analyze = shutil.which("systemd-analyze")
+    if analyze:
+        check = subprocess.run(
+            [analyze, "verify", str(ROOT / "deploy" / "attention-dashboard.service")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert check.returncode == 0 and "error" not in check.stderr.lower(), check.stderr

@@ -1,0 +1,292 @@
+"""The layout holds: layers import only downward, no import cycles, one-line module docstrings, presets found by
+listing the folder, and the app's charts usable from a notebook (short functions: tests/test_function_size.py)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pytest
+
+import attention
+from attention import charts
+from attention.io import presets as presets_mod
+from tests.helpers import ROOT
+
+PACKAGE = ROOT / "attention"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, anywhere in the file (function-level imports included), as absolute names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if node.module or not node.level:
+                found.add(mod)
+            for alias in node.names:  # "from . import state" imports the module attention.ui.state
+                target = ROOT / Path(*f"{mod}.{alias.name}".split("."))
+                if target.with_suffix(".py").exists() or (target / "__init__.py").exists():
+                    found.add(f"{mod}.{alias.name}")
+    return found
+
+
+MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _layer(module: str) -> str:
+    if module.startswith("attention.ui"):
+        return "ui"
+    if module.startswith("attention.io"):
+        return "io"
+    if module.startswith("attention.labs"):
+        return "labs"
+    if module.startswith("attention.model"):
+        return "model"
+    if module == "attention.charts":
+        return "charts"
+    if module == "attention":
+        return "facade"
+    return "engine"
+
+
+# what each layer may import, of the project's layers and of the big third-party libraries
+ALLOWED = {
+    "engine": {"engine"},
+    "io": {"engine", "io"},
+    "charts": {"engine", "charts"},
+    "labs": {"engine", "labs", "io"},
+    "model": {"engine", "model"},
+    "ui": {"engine", "io", "charts", "labs", "model", "ui", "facade"},
+    "facade": {"engine", "io", "facade"},
+}
+THIRD_PARTY = {
+    "engine": {"numpy"},
+    "io": {"numpy", "pandas", "sqlalchemy", "vl_convert"},  # the class board's store; charts drawn as files
+    "charts": {"numpy", "pandas", "altair"},
+    "labs": {"numpy"},
+    "model": {"numpy", "safetensors", "tokenizers"},  # checkpoints are read here and nowhere else
+    "ui": {"numpy", "pandas", "altair", "streamlit"},
+    "facade": set(),
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_layers_import_only_what_they_may(module: str) -> None:
+    layer = _layer(module)
+    for imported in _imports(MODULES[module]):
+        top = imported.split(".")[0]
+        if top == "attention":
+            target = imported if imported in MODULES else imported.rsplit(".", 1)[0]
+            assert _layer(target) in ALLOWED[layer], f"{module} ({layer}) imports {imported} ({_layer(target)})"
+        elif top in {
+            "numpy",
+            "pandas",
+            "altair",
+            "streamlit",
+            "torch",
+            "scipy",
+            "safetensors",
+            "tokenizers",
+            "transformers",
+            "sqlalchemy",
+            "vl_convert",
+        }:
+            assert top in THIRD_PARTY[layer], f"{module} ({layer}) imports {top}"
+
+
+# the UI's rooms, from the ground floor up: a module imports only from its own room and the rooms below it
+UI_ROOMS = (
+    "core",
+    "state",
+    "address",
+    "widgets",
+    "inputs",
+    "views",
+    "controls",
+    "sidebar",
+    "labpages",
+    "modelpages",
+    "app",
+)
+
+
+def _room(module: str) -> str:
+    return module.split(".")[2]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.count(".") >= 3 and m.startswith("attention.ui.")))
+def test_ui_rooms_import_only_downward(module: str) -> None:
+    floor = UI_ROOMS.index(_room(module))
+    for imported in _imports(MODULES[module]):
+        if imported.startswith("attention.ui.") and imported.count(".") >= 2:
+            room = _room(imported)
+            assert UI_ROOMS.index(room) <= floor, f"{module} imports {imported}, a room above"
+
+
+def test_the_ui_is_only_rooms_of_a_dozen_modules_or_fewer() -> None:
+    ui = PACKAGE / "ui"
+    assert sorted(p.name for p in ui.glob("*.py")) == ["__init__.py"], "a UI module outside the rooms"
+    assert sorted(p.name for p in ui.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(UI_ROOMS)
+    for room in UI_ROOMS:
+        modules = [p for p in (ui / room).glob("*.py") if p.name != "__init__.py"]
+        assert 1 <= len(modules) <= 12, f"attention/ui/{room}/ holds {len(modules)} modules"
+
+
+def _documented_tree() -> set[str]:
+    """The module paths the module map in docs/architecture.md names: a folder line ``name/`` opens a folder at its
+    indent, and the file names before a line's description (``a.py, b.py   what they hold``) sit in the folder above
+    them."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("```\nstreamlit_app.py", 1)[1].split("```", 1)[0]
+    found, folders = set(), []  # folders: (indent, path)
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        head = line.strip().split("  ")[0]
+        folders = [(i, f) for i, f in folders if i < indent]
+        where = folders[-1][1] if folders else ""
+        if head.endswith("/"):
+            folders.append((indent, head if not where or head.startswith(where) else where + head))
+        else:
+            found.update(where + name.strip() for name in head.split(",") if name.strip().endswith(".py"))
+    return found
+
+
+def test_the_module_map_lists_every_module() -> None:
+    listed = _documented_tree()
+    modules = {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    assert not sorted(modules - listed), f"modules missing from the module map: {sorted(modules - listed)}"
+    assert not sorted(listed - modules), f"docs/architecture.md names missing modules: {sorted(listed - modules)}"
+
+
+def test_no_import_cycles() -> None:
+    graph = {m: {i for i in _imports(p) if i in MODULES and i != m} for m, p in MODULES.items()}
+    graph = {m: {i for i in deps if not m.startswith(i + ".") and i != "attention"} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in graph[m]:
+            if state.get(d) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(d) :] + [d]))
+            if d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m)
+
+
+def test_helpers_have_one_home() -> None:
+    """The divisors of the heads are built only by attention.heads.divisors, a typed whole number is read only by
+    widgets.whole_number, and bytes are written only by kvcache.readable (callers call them, never rewrite them)."""
+    import re
+
+    from attention.heads import divisors
+
+    assert divisors(12) == [k for k in range(1, 13) if 12 % k == 0] and divisors(1) == [1]
+    rules = {
+        "heads.py": re.compile(r"range\(1, [^)]*\+ 1\) if [^\]]*% \w+ == 0"),
+        "common.py": re.compile(r"float\(value\)\.is_integer\(\)"),
+        "kvcache.py": re.compile(r"def _readable\("),
+    }
+    allowed_elsewhere = {"common.py": {"learn.py"}}  # the learning lab reads whole and decimal numbers alike
+    for home, pattern in rules.items():
+        found = sorted(
+            p.name
+            for p in PACKAGE.rglob("*.py")
+            if p.name != home and p.name not in allowed_elsewhere.get(home, set()) and pattern.search(p.read_text())
+        )
+        assert not found, f"{home}'s helper rewritten in {found}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_opens_with_one_line_saying_its_job(module: str) -> None:
+    doc = ast.get_docstring(ast.parse(MODULES[module].read_text(encoding="utf-8")))
+    assert doc, f"{module} has no docstring"
+    first = doc.splitlines()[0]
+    assert first.endswith(".") and len(first) <= 120, f"{module}: first docstring line {first!r}"
+
+
+def test_pages_are_three_lines_calling_the_frame() -> None:
+    for page in ROOT.glob("pages/*.py"):
+        code = [ln for ln in page.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        assert len(code) == 2 and code[0].startswith("from attention.ui.app.frame import"), page.name
+
+
+def test_a_new_preset_file_is_listed_and_selectable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dropping a JSON file into (a copy of) presets/ makes it a preset, in the order and with the label it gives."""
+    from tests.helpers.apptest import journey, no_exception, select, session
+
+    folder = tmp_path / "presets"
+    shutil.copytree(presets_mod.PRESET_DIR, folder)
+    data = json.loads((folder / "the_cat_sat.json").read_text(encoding="utf-8"))
+    data.update(id="my_new_one", title="My new one", label="A brand new preset", order=2.5)
+    (folder / "my_new_one.json").write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(presets_mod, "PRESET_DIR", folder)
+    ids = presets_mod.list_presets()
+    assert ids.index("my_new_one") == ids.index("the_cat_sat") + 1  # order 2.5 sits between 2 and 3
+    assert presets_mod.preset_label("my_new_one") == "A brand new preset"
+    at = journey("softmax")
+    assert "A brand new preset" in at.selectbox(key="sb.preset").options
+    at = select(at, "sb.preset", "my_new_one")
+    no_exception(at)
+    assert session(at).preset_id == "my_new_one"
+    assert session(at).tokens == ("The", "cat", "sat")
+
+
+def test_a_broken_preset_file_is_left_out_and_named_when_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "presets"
+    shutil.copytree(presets_mod.PRESET_DIR, folder)
+    (folder / "broken.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(presets_mod, "PRESET_DIR", folder)
+    assert "broken" not in presets_mod.list_presets()
+    with pytest.raises(attention.AttentionError, match="unknown preset 'broken'"):
+        presets_mod.load_preset("broken")
+
+
+def test_a_notebook_draws_the_same_heatmap_as_the_app() -> None:
+    trace = attention.load_preset("the_cat_sat").compute()
+    tokens = list(trace.tokens)
+    spec = alt.LayerChart.from_dict(charts.heatmap(trace.weights, tokens, tokens)).to_dict()  # as in a notebook
+    cells = [d for d in spec["datasets"].values()][0]
+    assert len(cells) == 9
+    by_cell = {(c["query"], c["key"]): c["value"] for c in cells}
+    for i, q in enumerate(tokens):
+        for j, k in enumerate(tokens):
+            assert by_cell[(q, k)] == pytest.approx(trace.weights[i, j], abs=0)
+    batched = attention.load_preset("the_cat_sat_on_the_mat").compute()
+    six = charts.heatmap(batched.weights, list(batched.tokens), list(batched.tokens))  # (1, 6, 6) drawn as 6 × 6
+    assert len(six["data"]["values"]) == 36
+    with pytest.raises(attention.AttentionError, match="2-D"):
+        charts.heatmap(np.zeros((2, 2, 2)), ["a", "b"], ["a", "b"])

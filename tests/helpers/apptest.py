@@ -1,0 +1,206 @@
+"""Helpers for AppTest: run a page, find its matrices, edit a grid cell through the editor protocol."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.testing.v1 import AppTest
+
+from attention.ui.inputs.editors import editor_key
+from tests.helpers import ROOT
+
+PAGES = {
+    "overview": "pages/0_overview.py",
+    "tokens": "pages/1_tokens.py",
+    "weights": "pages/2_weights.py",
+    "qkv": "pages/3_qkv.py",
+    "scores": "pages/4_scores.py",
+    "scaling": "pages/5_scaling.py",
+    "softmax": "pages/6_softmax.py",
+    "output": "pages/7_output.py",
+    "reading": "pages/8_reading.py",
+    "why_sqrt_dk": "pages/9_why_sqrt_dk.py",
+    "stability": "pages/10_stability.py",
+    "challenges": "pages/11_challenges.py",
+    "learn": "pages/12_learn.py",
+    "flash": "pages/13_flash.py",
+    "every_head": "pages/14_every_head.py",
+    "class_board": "pages/15_class_board.py",
+    "watch_it_learn": "pages/16_watch_it_learn.py",
+    "generate": "pages/17_generate.py",
+    "first_token": "pages/18_first_token.py",
+}
+TIMEOUT = 60
+
+
+def app(page: str = "overview", query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / PAGES[page]), default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def journey(page: str = "overview", query: dict[str, str] | None = None) -> AppTest:
+    """Open the app at its entry point (as a browser does), then switch to ``page``."""
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at = at.run()
+    return at if page == "overview" else goto(at, page)
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    """Switch page within the session, as the sidebar navigation does ."""
+    return at.switch_page(str(ROOT / PAGES[page])).run()
+
+
+def session(at: AppTest):
+    return at.session_state["attention_session"]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def shown(markdown: str) -> str:
+    """The text a person sees for a Markdown source string: backslash escapes (how user text is kept literal,
+    see attention/ui/core/text.py) removed."""
+    return re.sub(r"\\([!-/:-@[-`{-~])", r"\1", markdown)
+
+
+def texts(elements) -> list[str]:
+    """What a person reads in these elements (errors, warnings, markdown...)."""
+    return [shown(e.value) for e in elements]
+
+
+def badges(at: AppTest) -> list[tuple[str, str]]:
+    """(label, hover text) of every st.badge on the page."""
+    out = []
+    for m in at.markdown:
+        found = re.fullmatch(r":[a-z]+-badge\[(?::material/[a-z_]+: )?(.*)\]", m.value)
+        if found:
+            out.append((found.group(1), shown(m.proto.help)))
+    return out
+
+
+def errors(at: AppTest) -> list[str]:
+    return texts(at.error)
+
+
+def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.ndarray:
+    """The index-th dataframe element of the given shape, as floats."""
+    found = [df.value for df in at.dataframe if getattr(df.value, "shape", None) == shape]
+    assert len(found) > index, (
+        f"no dataframe of shape {shape}; have {[getattr(d.value, 'shape', None) for d in at.dataframe]}"
+    )
+    return found[index].to_numpy(dtype=float)
+
+
+def drawn_cells(chart) -> list[list[dict]]:
+    """The rows each view of a drawn Vega-Lite chart holds: inline ``data.values`` anywhere in its spec (the app's
+    cell-by-cell heatmaps), the chart's own Arrow data and Arrow datasets (Altair charts), one list of row dicts per
+    data source."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    found: list[list[dict]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                found.append(data["values"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads(chart.proto.spec))
+    if chart.proto.data.data:  # the chart's own data (st.vega_lite_chart(data, spec)): a single heatmap's cells
+        found.append(convert_arrow_bytes_to_pandas_df(chart.proto.data.data).to_dict("records"))
+    found += [convert_arrow_bytes_to_pandas_df(d.data.data).to_dict("records") for d in chart.proto.datasets]
+    return found
+
+
+def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
+    """Send a data editor's edit payload the way the browser does: as the widget's value in the next run's
+    widget states, so Streamlit calls the editor's on_change callback (setting ``at.session_state[key]``
+    would not: callbacks run only for changes that come from a client)."""
+    found = [e for e in at.dataframe if e.key == key]
+    assert found, f"no data editor with key {key!r}; have {[e.key for e in at.dataframe]}"
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=found[0].proto.id, string_value=json.dumps(payload)))
+    return at._run(states)
+
+
+def _tab_containers(at: AppTest) -> dict[str, object]:
+    found: dict[str, object] = {}
+
+    def walk(node: object) -> None:
+        for child in getattr(node, "children", {}).values():
+            if getattr(child, "type", "") == "tab_container":
+                found[child.proto.tab_container.id.rsplit("-", 1)[-1]] = child
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def choose_tab(at: AppTest, place: str, label: str) -> AppTest:
+    """Open tab ``label`` of the lazy tab set at ``place`` (widgets.open_tab) the way the browser does: the tab
+    container's new value in the next run's widget states, so its on_change callback runs."""
+    block = _tab_containers(at).get(f"tabs.{place}")
+    assert block is not None, f"no tab set tabs.{place}; have {list(_tab_containers(at))}"
+    assert label in [t.label for t in block.children.values()], label
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=block.proto.tab_container.id, string_value=label))
+    return at._run(states)
+
+
+def open_expander(at: AppTest, place: str) -> AppTest:
+    """Open the lazy expander at ``place`` (widgets.open_expander) the way the browser does, so its callback runs."""
+    found = [e for e in at.expander if e.proto.id.endswith(f"-open.{place}")]
+    assert found, f"no expander open.{place}"
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=found[0].proto.id, bool_value=True))
+    return at._run(states)
+
+
+def conventions(at: AppTest) -> AppTest:
+    """Open the sidebar's "Heads, mask and conventions" (closed at first: its boxes are only built while open)."""
+    if any(w.key == "sb.mask" for w in at.sidebar.selectbox):
+        return at
+    return open_expander(at, "conventions")
+
+
+def edit_cells(
+    at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False
+) -> AppTest:
+    """Edit cells of the matrix editor ``name``: ``{row: {column label: value}}``. Numbers are sent as the text the
+    browser's grid sends for its text cells (``raw=True`` sends the values as given, as a hostile client could)."""
+    if not raw:
+        edited_rows = {
+            r: {c: (v if v is None or isinstance(v, str) else str(v)) for c, v in cells.items()}
+            for r, cells in edited_rows.items()
+        }
+    key = editor_key(name, session(at), *page_window)
+    if key not in [e.key for e in at.dataframe] and "tabs.inputs" in _tab_containers(at):
+        at = choose_tab(at, "inputs", name)  # a result page draws the open input tab's editor only
+    return grid_edit(at, key, {"edited_rows": edited_rows, "added_rows": [], "deleted_rows": []})
+
+
+def edit_cell(at: AppTest, name: str, row: int, col_label: str, value: object) -> AppTest:
+    """Edit one cell of the matrix editor ``name`` the way the browser grid does."""
+    return edit_cells(at, name, {row: {col_label: value}})
+
+
+def select(at: AppTest, key: str, value: object) -> AppTest:
+    return at.selectbox(key=key).set_value(value).run()
+
+
+def paste(at, name: str, text: str):
+    at.text_area(key=f"imp.{name}.text").input(text)
+    return at.button(key=f"imp.{name}.apply").click().run()

@@ -1,0 +1,366 @@
+"""A real Streamlit server and headless Chromium (Debian's /usr/bin/chromium, driven by Playwright)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from attention.io.parse import read_matrix_csv
+from tests.helpers import ROOT
+
+CHARTS = "[data-testid='stVegaLiteChart']"  # every Vega-Lite chart on a page
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(script: str = "streamlit_app.py") -> Iterator[str]:
+    """Start `streamlit run` on a free loopback port; yield its base URL; stop it afterwards."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            script,
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise RuntimeError("streamlit did not become healthy within 60 s")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+LOCAL = ("http://127.0.0.1", "data:", "blob:")  # nothing may be fetched from outside this machine
+
+
+def _track(page) -> None:
+    """Collect on ``page``: console errors, requests leaving the machine, and the script runs the server reports.
+
+    Runs are read from Streamlit's websocket messages (a ForwardMsg ``new_session`` starts a run, ``script_finished``
+    ends it), so a run is seen however fast it is; the page's ``data-test-script-state`` can skip 'running' when React
+    draws both changes in one frame."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    page.console_errors, page.external, page.script_runs = [], [], []
+    early = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
+
+    def frame(payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        msg = ForwardMsg()
+        msg.ParseFromString(bytes(payload))
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            page.script_runs.append("start")
+        elif kind == "script_finished":
+            page.script_runs.append("rerun" if msg.script_finished == early else "finished")
+
+    page.on("websocket", lambda ws: ws.on("framereceived", frame))
+    page.on(  # a new document (goto, reload), not the address updates Streamlit makes on every run
+        "request",
+        lambda r: (
+            page.script_runs.append("document") if r.is_navigation_request() and r.frame == page.main_frame else None
+        ),
+    )
+    page.on(
+        "console",
+        lambda m: (
+            page.console_errors.append(m.text)
+            if m.type == "error" and "Failed to load resource" not in m.text
+            else None
+        ),
+    )
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith(LOCAL) else page.external.append(r.url))
+
+
+@contextlib.contextmanager
+def guarded_context(browser, **options) -> Iterator:
+    """A browser context whose every page is guarded: on leaving, no request has left the machine and no page logged
+    a console error. Every browser test opens its contexts here (the pages also record their script runs for
+    :func:`settle`)."""
+    context = browser.new_context(**options)
+    context.on("page", _track)
+    try:
+        yield context
+        external = [u for pg in context.pages for u in pg.external]
+        errors = [e for pg in context.pages for e in pg.console_errors]
+    finally:
+        context.close()
+    assert not external, f"requests left the machine: {external}"
+    assert not errors, f"console errors: {errors}"
+
+
+def runs(page) -> int:
+    """A mark for :func:`settle`: take it before the action whose run you will wait for."""
+    return len(page.script_runs)
+
+
+def settle(page, since: int | None = None, timeout: float = 60_000) -> None:
+    """Wait for a script run started after the mark ``since`` to have finished (reruns it asked for included) and been
+    drawn: the stApp marked not running, no skeleton left, two animation frames painted. ``since`` is a :func:`runs`
+    mark taken before the action: use ``with rerun(page): <action>``. Without it, the mark is the last page load
+    (goto, reload): right after one, this waits for its run; after an action in the page it only waits for the page to
+    be idle, which may be before that action's run has started. Needs a page of :func:`guarded_context`."""
+    events = getattr(page, "script_runs", None)
+    if events is None:
+        raise TypeError("settle() needs a page of a context opened with guarded_context(browser, ...)")
+    if since is None:
+        since = max((i + 1 for i, e in enumerate(events) if e == "document"), default=0)
+    deadline = time.monotonic() + timeout / 1000
+    while not ("start" in events[since:] and [e for e in events if e != "document"][-1] == "finished"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no script run started and finished after mark {since}: {events[since:]}")
+        page.wait_for_timeout(20)  # lets Playwright deliver the websocket's messages
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
+        state="attached", timeout=timeout
+    )
+    page.wait_for_function("() => !document.querySelector(\"[data-testid='stSkeleton']\")", timeout=timeout)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+@contextlib.contextmanager
+def rerun(page, timeout: float = 60_000) -> Iterator[None]:
+    """``with rerun(page): <an action that reruns the script>``: afterwards the page shows that action's run."""
+    mark = runs(page)
+    yield
+    settle(page, mark, timeout)
+
+
+def open_sidebar_expander(page, label: str) -> None:
+    """Click a sidebar expander's heading (a lazy one reruns the page to build its content) and wait for the run."""
+    box = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text=label).first
+    with rerun(page):
+        box.locator("summary").click()
+
+
+def grid_cells(page, key_prefix: str) -> list[list[str]]:
+    """The text of each cell of the first grid whose widget key starts with ``key_prefix`` (header row first), read
+    from the accessible table the grid keeps under its canvas: what the canvas draws."""
+    grid = page.locator(f"[class*='st-key-{key_prefix}'] [data-testid='stDataFrame']").first
+    grid.locator("table tr").first.wait_for(state="attached")
+    return grid.locator("table tr").evaluate_all("trs => trs.map(tr => Array.from(tr.children, c => c.textContent))")
+
+
+def error_texts(page) -> list[str]:
+    """Tracebacks and st.error boxes on the page."""
+    out = page.get_by_test_id("stException").all_inner_texts()
+    out += page.locator("[data-testid='stAlertContentError']").all_inner_texts()
+    return out
+
+
+def blank_pixels(png: bytes) -> str | None:
+    """Why a chart's screenshot looks blank (its grey levels barely spread, or under 2% of its pixels differ from
+    the most common grey), or None."""
+    grey = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
+    background = np.bincount(grey.astype(int).ravel()).argmax()
+    drawn = float(np.mean(np.abs(grey - background) > 16))
+    if grey.std() < 8 or drawn < 0.02:
+        return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)"
+    return None
+
+
+def why_not_readable(page, index: int) -> str | None:
+    """None when chart ``index``'s box is at least 120 × 60 px and its pixels are not blank; else why."""
+    el = page.locator(CHARTS).nth(index)
+    box = el.bounding_box()
+    if box is None or box["width"] < 120 or box["height"] < 60:
+        return f"chart {index}: box {box}"
+    blank = blank_pixels(el.screenshot(timeout=10_000))
+    return f"chart {index}: {blank}" if blank else None
+
+
+def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 20) -> None:
+    """Wait (up to ``seconds``) until ``count`` charts (at least ``count`` when not ``exact``) are drawn and the first
+    ``count`` are readable (:func:`why_not_readable`); else fail saying why."""
+    why: list[str | None] = []
+    for _ in range(int(seconds * 2)):
+        n = page.locator(CHARTS).count()
+        if (n == count if exact else n >= count) and page.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
+            why = [why_not_readable(page, k) for k in range(count)]
+            if not any(why):
+                return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"charts not readable: {why} ({page.locator(CHARTS).count()} charts)")
+
+
+# Pages, grids and downloads, as a person uses them
+
+
+def open_page(page, base_url: str, name: str, query: str = "") -> None:
+    page.goto(f"{base_url}/{name}" + (f"?{query}" if query else ""))
+    settle(page)  # the run of this page load
+
+
+def nav(page, label: str) -> None:
+    """Switch page the way a person does, through the sidebar navigation (same session)."""
+    with rerun(page):
+        page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=label).first.click()
+
+
+def read_csv(path) -> tuple[list[str], list[str], np.ndarray]:
+    """Columns, rows and values of a downloaded matrix CSV (read by the app's own importer)."""
+    values, rows, cols = read_matrix_csv(Path(path).read_bytes(), "download")
+    return cols, rows, values
+
+
+def download(page, label: str, tmp_path) -> str:
+    with page.expect_download() as info:
+        page.get_by_role("button", name=label).first.click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return str(path)
+
+
+def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
+    """Double-click a data-editor cell (0-based, not counting the index column), type, press Enter.
+
+    The grid is a canvas: the cell is found from the header and row height (35 px) and the data
+    columns sharing the width after the index column."""
+    grid = page.get_by_test_id("stDataFrame").nth(grid_index)
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    width = (box["width"] - index_width) / n_cols
+    page.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
+    editor = page.locator("#portal .gdg-input")
+    editor.wait_for(timeout=5000)
+    editor.fill(value)
+    with rerun(page):
+        page.keyboard.press("Enter")
+
+
+def ready(pg) -> None:
+    """The run finished and the grids are drawn (not skeletons)."""
+    settle(pg)
+    for _ in range(100):
+        if pg.locator("[data-testid='stSkeleton']").count() == 0:
+            break
+        pg.wait_for_timeout(50)
+
+
+def cell_text(pg, grid: int, row: int, col: int) -> str:
+    """The text a grid shows in a cell (0-based, not counting the index column): the grid's accessible table."""
+    return pg.get_by_test_id("stDataFrame").nth(grid).get_by_test_id(f"glide-cell-{col + 1}-{row}").text_content()
+
+
+def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
+    """Double-click the cell (again if the first did not open its editor), type, press Enter, wait for the run.
+    The grid is a canvas: the cell is found from the header and row height (35 px) and the data columns sharing the
+    width after the index column."""
+    g = pg.get_by_test_id("stDataFrame").nth(grid)
+    g.scroll_into_view_if_needed()
+    editor = pg.locator("#portal .gdg-input")
+    for _ in range(4):
+        box = g.bounding_box()
+        width = (box["width"] - index_width) / n_cols
+        pg.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
+        try:
+            editor.wait_for(timeout=3000)
+            break
+        except Exception:  # noqa: BLE001 - the first double-click after a redraw may not open it
+            pg.wait_for_timeout(300)
+    editor.fill(value)
+    with rerun(pg):  # the run the edit starts, seen in the websocket messages, not guessed by a timer
+        pg.keyboard.press("Enter")
+    ready(pg)
+
+
+# Accessibility: axe-core in the page (the script comes from the axe_script fixture)
+
+# Streamlit's own chrome, not drawn by our code: the top header (toolbar, menu and status live inside it), the
+# sidebar's header (logo, collapse button) and the page navigation. Three containers, nothing of ours inside them.
+CHROME = "[data-testid='stHeader'], [data-testid='stSidebarHeader'], [data-testid='stSidebarNav']"
+FAIL_IMPACTS = ("critical", "serious")
+
+# axe.run with the elements of each violating node classified in the page itself (the DOM may change later)
+RUN_AXE = """async chrome => {
+  const r = await axe.run(document, {resultTypes: ['violations'], elementRef: true});
+  return r.violations.flatMap(v => v.nodes.map(n => ({
+    id: v.id, impact: n.impact || v.impact, target: n.target.join(' '), html: n.html.slice(0, 160),
+    chrome: !!(n.element && n.element.closest(chrome)),
+  })));
+}"""
+
+
+def drawn(pg) -> None:
+    """Charts drawn and the fonts (KaTeX's too) loaded: what axe measures is what a person sees."""
+    charts = pg.locator("[data-testid='stVegaLiteChart']")
+    for i in range(charts.count()):
+        charts.nth(i).locator("svg, canvas").first.wait_for(state="attached", timeout=30_000)
+    pg.evaluate("() => document.fonts.ready.then(() => true)")
+
+
+def violations(pg, axe_script: str) -> tuple[list[dict], list[dict]]:
+    """(ours, chrome): every violating element axe finds, split by whether it sits in Streamlit's chrome."""
+    drawn(pg)
+    pg.evaluate(axe_script)
+    found = pg.evaluate(RUN_AXE, CHROME)
+    return [v for v in found if not v["chrome"]], [v for v in found if v["chrome"]]
+
+
+def check(pg, axe_script: str, where: str) -> None:
+    """Fail on a critical or serious violation in our content; print (once per rule) what else axe found."""
+    ours, chrome = violations(pg, axe_script)
+    for label, found in (("Streamlit's chrome, not failed", chrome), ("ours", ours)):
+        for rule in sorted({(v["id"], v["impact"]) for v in found}):
+            nodes = [v["target"][-80:] for v in found if (v["id"], v["impact"]) == rule]
+            print(f"{where}: {label}: {rule[0]} ({rule[1]}) x{len(nodes)}: {nodes[0]}")
+    bad = [v for v in ours if v["impact"] in FAIL_IMPACTS]
+    assert not bad, "\n".join(f"{v['id']} ({v['impact']}): {v['target']}\n    {v['html']}" for v in bad)
