@@ -297,7 +297,7 @@ def _rotary_as_options_say(o: Options) -> Section:
     scaled = "" if o.rope_scaling == "none" else f", the frequencies scaled as {o.rope_scaling!r} says"
     md = (
         f"## Step 2b: positions\n\nRotary positions (RoPE), as this model turns them: {said} of {dims} at position "
-        f"pos are turned by the angle pos · ω_i, ω_i = {float(o.rope_theta):g}^(−2i/r){scaled}; q·k then depends "
+        f"pos are turned by the angle pos · ω_i, ω_i = {float(o.rope_theta):.10g}^(−2i/r){scaled}; q·k then depends "
         "only on how far apart two tokens are."
     )
     code = [

@@ -203,7 +203,7 @@ def rotation_words(o) -> str:
     pairs = "pairs (i, i + r/2)" if o.rotary_layout == "halves" else "pairs (2i, 2i+1)"
     dims = "" if o.rotary_dims is None else f", the first {o.rotary_dims} columns of each head"
     scaled = "" if o.rope_scaling == "none" else f", {o.rope_scaling} scaling by {float(o.rope_factor):g}"
-    return f"RoPE base {float(o.rope_theta):g}, {pairs}{dims}{scaled}"
+    return f"RoPE base {float(o.rope_theta):.10g}, {pairs}{dims}{scaled}"
 
 
 def trace_zip(trace: Trace, preset: Preset) -> bytes:
