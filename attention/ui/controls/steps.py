@@ -124,8 +124,7 @@ def _rotary_step(s: session.Session, n: int) -> None:
     st.caption(
         "Each head's queries and keys are turned by these angles (rows: positions, columns: pairs of "
         "columns of one head); a length never changes, and q·k then depends only on how far apart two "
-        "tokens are."
-        + ("" if o.plain_rotation else f" This head turns as its model does: {tables.rotation_words(o)}.")
+        "tokens are." + ("" if o.plain_rotation else f" This head turns as its model does: {tables.rotation_words(o)}.")
     )
     width = s.dims.d_k // o.heads
     theta = np.arange(n)[:, None] * o.frequencies(width)[None, :]  # (n, pairs)

@@ -273,6 +273,20 @@ def _head_preset(ref: HeadRef) -> Preset:
     )
 
 
+def group_of(ref: HeadRef) -> tuple[int, ...]:
+    """The query heads (0-based) that read the same key/value head as ``ref``'s, itself included; () when each head
+    has its own (or the model cannot be opened): then an edit of its W_k or W_v changes it alone."""
+    try:
+        c = get(ref.model_id).config
+    except AttentionError:
+        return ()
+    if c.kv_heads == c.n_heads:
+        return ()
+    size = c.n_heads // c.kv_heads
+    first = ref.head // size * size
+    return tuple(range(first, first + size))
+
+
 def head_w_o(ref: HeadRef) -> np.ndarray:
     """The head's rows of the model's W_o: (d_head, d_model), how its output is written into the residual stream."""
     m = get(ref.model_id)

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from ... import charts
-from ...model import roles
+from ...model import Config, roles
 from ...model.vocab import WordVocab
 from ...names import token_labels
 from ..address import url
@@ -118,12 +118,29 @@ def heads(now: runs.Measured) -> None:
         )
         overview.scores(now.scores, now.roles, "inside.overview")
         layers = [overview.layer_chooser(L)]
+    shared = groups(runs.model().config)
     for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
         widgets.chart_gap()
+        if shared and head0 == 0:
+            st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
         cols = st.columns(min(H, overview.PER_ROW), gap="medium")
         for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
             with col:
                 head_column(now, layer, head, labels)
+
+
+def groups(c: Config) -> str:
+    """Which query heads share a key/value head ("" when each has its own): "heads 1–3 read key/value head 1, …"."""
+    g, H = c.kv_heads, c.n_heads
+    if g == H:
+        return ""
+    size = H // g
+
+    spans = [f"heads {k * size + 1}–{(k + 1) * size} read key/value head {k + 1}" for k in range(g)]
+    return (
+        "; ".join(spans) + f" (grouped-query attention: {H} query heads share {g} keys and values; an edit of a "
+        "shared W_k or W_v changes every head of its group)."
+    )
 
 
 def heads_intro(now: runs.Measured) -> None:
