@@ -23,6 +23,9 @@ from attention.model import Config, Model, init_params
 from attention.model.vocab import WordVocab
 from attention.options import Options
 from attention.ui.core import models
+from tests.test_model_checkpoints import llama  # noqa: F401 - the tiny Llama folder
+from tests.test_model_families import FAMILIES as MADE_FAMILIES
+from tests.test_model_families import made  # noqa: F401 - each family's transformers-made folder and oracle
 
 TOL = 1e-12
 N = 8  # tokens: longer than every window below, so each sliding layer's window bites
@@ -129,9 +132,9 @@ def test_head_preset_opens_the_models_numbers(family: str) -> None:
 
 
 def test_the_rotation_options_are_the_models_own() -> None:
-    llama = _model(FAMILIES["llama, llama3 scaling"]).run(_ids()).head(0, 0).options
-    assert (llama.rope_theta, llama.rotary_layout, llama.rotary_dims) == (1e5, "halves", None)
-    assert (llama.rope_scaling, llama.rope_factor, llama.rope_original_context) == ("llama3", 8.0, 4000)
+    o = _model(FAMILIES["llama, llama3 scaling"]).run(_ids()).head(0, 0).options
+    assert (o.rope_theta, o.rotary_layout, o.rotary_dims) == (1e5, "halves", None)
+    assert (o.rope_scaling, o.rope_factor, o.rope_original_context) == ("llama3", 8.0, 4000)
     neox = _model(FAMILIES["gpt_neox"]).run(_ids()).head(1, 3).options
     assert (neox.rope_theta, neox.rotary_dims, neox.positions) == (1000.0, 2, "rotary")
     gpt2 = _model(FAMILIES["gpt2"]).run(_ids()).head(0, 0).options
@@ -299,3 +302,96 @@ def test_options_dataclass_fields_are_all_known_to_the_rules() -> None:
     from attention.options import RULES
 
     assert [f.name for f in dataclasses.fields(Options)] == list(RULES)
+
+
+# ---------------------------------------------------------------- the pages, on a Llama folder listed by the server
+
+
+@pytest.fixture
+def llama_server(llama, monkeypatch: pytest.MonkeyPatch):  # noqa: F811 - the tiny Llama folder of the checkpoint tests
+    """The tiny Llama (4 query heads sharing 2 key/value heads, halves layout) listed as the server's model."""
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny-llama={llama}")
+    return attention.model.load(llama)
+
+
+def _llama_page():
+    from tests.apptest_util import journey, no_exception
+
+    at = journey("every_head")
+    at = at.selectbox(key="inside.w.model").set_value("server:tiny-llama").run()
+    no_exception(at)
+    return at
+
+
+def test_the_chooser_says_the_precision_the_notes_and_the_groups(llama_server) -> None:
+    from tests.apptest_util import texts
+
+    at = _llama_page()
+    caption = " ".join(texts(at.caption))
+    assert "4 heads (8 in all, 2 query heads sharing each key/value head)" in caption, caption
+    assert "It computes in **float64** (8 bytes a number)." in caption
+    for note in llama_server.notes:  # the loader's own sentences (the rule that chose float64)
+        assert note in caption, (note, caption)
+    assert "Layer 1: heads 1–2 read key/value head 1; heads 3–4 read key/value head 2" in caption
+    assert "Layer 2: heads 1–2 read key/value head 1" in caption
+
+
+def test_a_llama_head_opens_on_the_step_pages_with_the_models_numbers_and_travels(llama_server) -> None:
+    from attention.ui.core import compute
+    from tests.apptest_util import app, goto, no_exception, session, texts
+
+    at = _llama_page()
+    at = at.button(key="inside.open.1.2").click().run()  # layer 2 · head 3: key/value head 2
+    no_exception(at)
+    at = goto(at, "weights")
+    no_exception(at)
+    s = session(at)
+    t = llama_server.run(list(s.model_head.ids)).head(1, 2)
+    assert s.options == t.options and s.options.rotary_layout == "halves" and not s.options.plain_rotation
+    shown = compute.current_trace(s)
+    assert _relative(shown.weights, t.weights) < TOL
+    caption = " ".join(texts(at.caption))
+    assert "This W_k block is shared: query heads 3, 4 of layer 2 all read it" in caption, caption
+    assert "This W_v block is shared" in caption and "This W_q block" not in caption
+    query = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    again = app("weights", query)
+    no_exception(again)
+    s2 = session(again)
+    assert s2.model_head == s.model_head and s2.options == s.options
+    np.testing.assert_array_equal(compute.current_trace(s2).weights, shown.weights)
+
+
+def test_a_grouped_models_cache_size_counts_its_key_value_heads() -> None:
+    from attention.ui.modelpages import walks
+
+    m = _model(FAMILIES["llama"])  # 4 query heads, 2 key/value heads
+    gen = m.generate_cached(_ids()[:4], 3)
+    held = gen.cache[0][0].shape[-2]  # the tokens each layer's cache holds
+    assert walks.cache_bytes(m, held, m.dtype.itemsize) == sum(K.nbytes + V.nbytes for K, V in gen.cache)
+
+
+@pytest.mark.parametrize("family", [f for f in MADE_FAMILIES if f not in ("qwen3", "gemma3_text")])
+def test_the_step_pages_recompute_equals_transformers_head_by_head(made, family: str) -> None:  # noqa: F811
+    """The independent oracle: each head recomputed by the generic engine from head_preset's X, W and options equals
+    transformers' attention weights (float64 throughout) to 1e-6 relative, the bound the family tests use."""
+    folder = made(family).folders["float32"]
+    m = attention.model.load(folder, dtype=np.float64)
+    ids = [int(i) for i in np.random.RandomState(2).randint(3, m.config.vocab_size, 12)]
+    _, weights = made(family).oracle(ids)
+    model_id = models.hold(m, "upload")
+    for layer in range(m.config.n_layers):
+        for head in range(m.config.n_heads):
+            shown = models.head_preset(models.HeadRef(model_id, tuple(ids), layer, head)).compute()
+            assert _relative(shown.weights, weights[layer][head]) < 1e-6, (family, layer, head)
+
+
+def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkeypatch) -> None:  # noqa: F811
+    from tests.apptest_util import journey, no_exception, texts
+
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny-qwen3={made('qwen3').folders['float32']}")
+    at = journey("every_head")
+    at = at.selectbox(key="inside.w.model").set_value("server:tiny-qwen3").run()
+    no_exception(at)
+    assert any("normalises each head's queries and keys (QK-norm) before RoPE" in t for t in texts(at.caption))
+    button = at.button(key="inside.open.1.0")
+    assert button.disabled and "QK-norm" in button.help

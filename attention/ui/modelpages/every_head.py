@@ -21,6 +21,10 @@ from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
 from . import answers, choose, overview, runs
 
+QK_NORM = (
+    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot show that step "
+    "yet, so its heads do not open there: Every head shows their attention."
+)
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
 
@@ -162,6 +166,8 @@ def heads_intro(now: runs.Measured) -> None:
             layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
             strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
+    if runs.model().config.qk_norm:
+        st.caption(QK_NORM)
     for head in range(H) if runs.model_id() == "induction" else ():  # the note speaks of the shipped model's texts
         if now.roles[0, head] == "induction":
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
@@ -192,12 +198,16 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
         args=(layer, head),
         type="primary" if how else "secondary",
     )
+    qk_norm = runs.model().config.qk_norm
     st.button(
         f"Open {runs.name(layer, head)} on the step pages",
         key=f"inside.open.{layer}.{head}",
         on_click=inside.open_on_steps,
         args=(layer, head),
-        help="The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
+        disabled=qk_norm,
+        help=QK_NORM
+        if qk_norm
+        else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",
     )
     if st.session_state.get(inside.OPENED) == (layer, head):
