@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import positions, steps
+from . import steps
 from .errors import AttentionError
 from .heads import merge_heads, split_heads
+from .options import Options
 from .trace import Trace
 
 
@@ -66,9 +67,10 @@ def scores_backward(Q: np.ndarray, K: np.ndarray, d_S: np.ndarray) -> tuple[np.n
     return d_Q, d_K
 
 
-def rotary_backward(d_Q: np.ndarray) -> np.ndarray:
-    """Q = R Q_raw with R a rotation per position and column pair: ∂Q_raw = Rᵀ ∂Q, the rotation by −θ."""
-    return positions.rotary(d_Q, inverse=True)  # (..., n, d)
+def rotary_backward(d_Q: np.ndarray, options: Options | None = None) -> np.ndarray:
+    """Q = R Q_raw with R a rotation per position and column pair (as ``options`` turn them): ∂Q_raw = Rᵀ ∂Q, the
+    rotation by −θ."""
+    return (options or Options()).rotate(d_Q, inverse=True)  # (..., n, d)
 
 
 def project_backward(
@@ -132,7 +134,7 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
     if group > 1:  # each shared block gets the sum over the query heads that read it
         d_K, d_V = _group_sum(d_K, group), _group_sum(d_V, group)  # (..., g, n, d_k/h), (..., g, n, d_v/g)
     if o.positions == "rotary":
-        d_Q, d_K = rotary_backward(d_Q), rotary_backward(d_K)  # before the rotation
+        d_Q, d_K = rotary_backward(d_Q, o), rotary_backward(d_K, o)  # before the rotation
     X_in = trace.X if trace.X_in is None else trace.X_in  # (..., n, d_model): what the projections saw
     d_X = np.zeros(X_in.shape)  # (..., n, d_model)
     for name, d_M in (("W_q", d_Q), ("W_k", d_K), ("W_v", d_V)):

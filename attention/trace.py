@@ -186,6 +186,13 @@ def check_widths(d_q: int, d_k: int, d_v: int, options: Options) -> None:
             "key/value head",
             matrix="W_k",
         )
+    r = options.rotary_dims
+    if options.positions == "rotary" and r is not None and r > d_q // h:
+        raise AttentionError(
+            f"rotary_dims = {r} is wider than a head: each head's queries and keys have {d_q // h} columns "
+            f"(d_k/h = {d_q}/{h}); rotary_dims must be an even number of them at most {d_q // h}",
+            field="rotary_dims",
+        )
     if d_v % g:
         raise AttentionError(
             f"W_v gives width {d_v}, which does not divide into {g} "
@@ -379,7 +386,7 @@ def attend(
         V = steps.project(X_kv, W_v, opts.projection)  # (..., S, d_v)
         Q_raw, K_raw = (Q, K) if opts.positions == "rotary" else (None, None)
         if opts.positions == "rotary":
-            Q, K = positions.rotary(Q), positions.rotary(K)  # (..., n, d_k) each
+            Q, K = opts.rotate(Q), opts.rotate(K)  # (..., n, d_k) each: base, pairs, width and scaling as opts say
         for name, M, w in (("Q", Q, "W_q"), ("K", K, "W_k"), ("V", V, "W_v")):
             check_finite(name, M, f"the values of X and {w}", rows)
         d_k = Q.shape[-1]

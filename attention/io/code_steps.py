@@ -16,6 +16,7 @@ import numpy as np
 from .. import positions, rng
 from ..errors import AttentionError
 from ..names import WEIGHTS
+from ..options import Options
 from ..source import cross_options, source_rows
 from .presets import Preset
 from .tables import conventions, one_line
@@ -243,6 +244,8 @@ def _sinusoidal(b: Builder) -> Section:
 
 
 def _rotary(b: Builder) -> Section:
+    if not b.o.plain_rotation:
+        return _rotary_as_options_say(b.o)
     md = (
         "## Step 2b: positions\n\nRotary positions (RoPE): each pair of columns (2i, 2i+1) of a query or key at "
         "position pos is turned by the angle pos · 10000^(−2i/d), so q·k depends only on how far apart two tokens are."
@@ -257,6 +260,60 @@ def _rotary(b: Builder) -> Section:
         "    out = x.copy()",
         "    out[..., 0:e:2] = even * cos - odd * sin",
         "    out[..., 1:e:2] = even * sin + odd * cos",
+        "    return out",
+    ]
+    return md, "\n".join(code)
+
+
+_PAIRS = {
+    "interleaved": ("(slice(0, r, 2), slice(1, r, 2))", "the pairs (2i, 2i+1)"),
+    "halves": ("(slice(0, r // 2), slice(r // 2, r))", "the pairs (i, i + r/2), Hugging Face's rotate_half"),
+}
+
+
+def _scaling_lines(o: Options) -> list[str]:
+    """The frequencies stretched as ``rope_scaling`` says (see :func:`attention.positions.scaled_frequencies`)."""
+    if o.rope_scaling == "linear":
+        return [
+            f"    omega = omega / {float(o.rope_factor)!r}  # linear scaling: every position counts as pos / factor"
+        ]
+    if o.rope_scaling != "llama3":
+        return []
+    numbers = (float(o.rope_factor), float(o.rope_low_freq_factor), float(o.rope_high_freq_factor))
+    return [
+        f"    factor, low, high, context = {', '.join(map(repr, numbers))}, {int(o.rope_original_context)}  # llama3",
+        "    wavelength = 2 * np.pi / omega",
+        "    s = (context / wavelength - low) / (high - low)",
+        "    between = (1 - s) * omega / factor + s * omega",
+        "    omega = np.where(wavelength < context / high, omega, np.where(wavelength > context / low, omega / factor, "
+        "between))",
+    ]
+
+
+def _rotary_as_options_say(o: Options) -> Section:
+    """RoPE with a checkpoint's base, pairs, rotated columns and frequency scaling (a model's head)."""
+    pairs, said = _PAIRS[o.rotary_layout]
+    dims = "every column of a head" if o.rotary_dims is None else f"the first {o.rotary_dims} columns of each head"
+    scaled = "" if o.rope_scaling == "none" else f", the frequencies scaled as {o.rope_scaling!r} says"
+    md = (
+        f"## Step 2b: positions\n\nRotary positions (RoPE), as this model turns them: {said} of {dims} at position "
+        f"pos are turned by the angle pos · ω_i, ω_i = {float(o.rope_theta):.10g}^(−2i/r){scaled}; q·k then depends "
+        "only on how far apart two tokens are."
+    )
+    code = [
+        f"def rotary(x, base={float(o.rope_theta)!r}, dims={o.rotary_dims!r}):",
+        "    n, d = x.shape[-2:]",
+        "    width = d if dims is None else dims  # the columns the frequencies are spread over",
+        "    omega = np.power(base, -np.arange(0, width - width % 2, 2) / width)  # each pair's turning speed",
+        *_scaling_lines(o),
+        "    r = 2 * len(omega)  # the columns turned; the others stay as they are",
+        "    theta = np.arange(n)[:, None] * omega[None, :]",
+        "    cos, sin = np.cos(theta), np.sin(theta)",
+        f"    first, second = {pairs}",
+        "    a, b = x[..., first], x[..., second]",
+        "    out = x.copy()",
+        "    out[..., first] = a * cos - b * sin",
+        "    out[..., second] = a * sin + b * cos",
         "    return out",
     ]
     return md, "\n".join(code)

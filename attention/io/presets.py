@@ -21,6 +21,7 @@ import numpy as np
 from .. import masks, rng
 from ..errors import AttentionError
 from ..names import ARRAYS, EXTRAS, INPUTS, MAX_DIM, MAX_SEED, MAX_TOKENS, inputs_of, is_number, is_whole
+from ..options import ROTATION_DEFAULTS
 from ..options import from_json as options_from_json
 from ..options import short as _short
 from ..source import cross_options, source_rows
@@ -540,6 +541,9 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         d["kv_heads"] = o.kv_heads
     if "window" in o.mask or o.window != Options.window:
         d["window"] = o.window
+    for name, default in ROTATION_DEFAULTS.items():  # how rotary positions turn Q and K, when not the paper's way
+        if getattr(o, name) != default:
+            d[name] = getattr(o, name)
     return d
 
 

@@ -193,8 +193,17 @@ def conventions(o) -> str:
         *([f"{o.kv} key/value head" + ("s" if o.kv > 1 else "")] if o.kv != o.heads else []),
         *([f"window {o.window}"] if "window" in o.mask else []),
         *([f"{o.positions} positions"] if o.positions != "none" else []),
+        *([rotation_words(o)] if o.positions == "rotary" and not o.plain_rotation else []),
     ]
     return "; ".join(parts)
+
+
+def rotation_words(o) -> str:
+    """How rotary positions turn Q and K when it is not the paper's way: base, pairs, rotated columns, scaling."""
+    pairs = "pairs (i, i + r/2)" if o.rotary_layout == "halves" else "pairs (2i, 2i+1)"
+    dims = "" if o.rotary_dims is None else f", the first {o.rotary_dims} columns of each head"
+    scaled = "" if o.rope_scaling == "none" else f", {o.rope_scaling} scaling by {float(o.rope_factor):g}"
+    return f"RoPE base {float(o.rope_theta):.10g}, {pairs}{dims}{scaled}"
 
 
 def trace_zip(trace: Trace, preset: Preset) -> bytes:

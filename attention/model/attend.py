@@ -54,23 +54,29 @@ class Attended(NamedTuple):
     scale: float
 
 
+def rotation(config: Config, layer: int) -> dict[str, object]:
+    """How a layer turns its queries and keys, as the options name it (see :class:`~attention.Options`): base
+    rope_theta, scaled as the config says, or rope_local_theta unscaled on a "sliding" layer when it is given."""
+    c = config
+    local = c.layer_type(layer) == "sliding" and c.rope_local_theta is not None
+    return {
+        "rope_theta": float(c.rope_local_theta if local else c.rope_theta),
+        "rotary_layout": c.rotary_layout,
+        "rotary_dims": c.rotary_dims,
+        "rope_scaling": "none" if local else c.rope_scaling,
+        "rope_factor": float(c.rope_factor),
+        "rope_low_freq_factor": float(c.rope_low_freq_factor),
+        "rope_high_freq_factor": float(c.rope_high_freq_factor),
+        "rope_original_context": int(c.rope_original_context),
+    }
+
+
 def frequencies(config: Config, layer: int) -> np.ndarray | None:
-    """The rotation frequencies of a layer (rotated columns / 2,): base rope_theta, scaled as config says, or
-    rope_local_theta unscaled on a "sliding" layer when it is given; None without rotary positions."""
+    """The rotation frequencies of a layer (rotated columns / 2,), as its options compute them (one formula for the
+    model and the step pages); None without rotary positions."""
     if config.positions != "rotary":
         return None
-    width = config.d_head if config.rotary_dims is None else config.rotary_dims
-    if config.layer_type(layer) == "sliding" and config.rope_local_theta is not None:
-        return positions.frequencies(width, config.rope_local_theta)
-    c = config
-    return positions.scaled_frequencies(
-        positions.frequencies(width, c.rope_theta),
-        c.rope_scaling,
-        c.rope_factor,
-        c.rope_low_freq_factor,
-        c.rope_high_freq_factor,
-        c.rope_original_context,
-    )
+    return Options(**rotation(config, layer)).frequencies(config.d_head)  # type: ignore[arg-type]
 
 
 def visible(start: int, m: int, s: int, window: int = 0) -> np.ndarray:
@@ -162,8 +168,10 @@ def ablated(concat: np.ndarray, d_head: int, ablations: Sequence) -> np.ndarray:
 
 
 def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
-    """The options a layer's trace records: n_heads causal heads sharing kv_heads, the score scale (None when it is
-    1/√d_head), rotary or no positions, and the window on a "sliding" layer when it is shorter than the n keys."""
+    """The options a layer's trace records, so that the generic engine recomputes each head exactly: n_heads causal
+    heads sharing kv_heads, the score scale (None when it is 1/√d_head), rotary or no positions with the layer's
+    rotation (:func:`rotation`; left at the defaults without rotary positions), and the window on a "sliding" layer
+    when it is shorter than the n keys. QK-norm is not an option: a head with it is not recomputed from X and W."""
     c = config
     plain = c.query_pre_attn_scalar is None and c.scale_attn and not c.scale_by_layer
     window = c.sliding_window if c.layer_type(layer) == "sliding" else 0
@@ -175,6 +183,7 @@ def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
         window=window if bites else Options.window,
         positions="rotary" if c.positions == "rotary" else "none",
         scale=None if plain else c.scale(layer),
+        **(rotation(c, layer) if c.positions == "rotary" else {}),  # type: ignore[arg-type]
     )
 
 

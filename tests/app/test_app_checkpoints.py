@@ -97,7 +97,7 @@ def test_the_servers_folder_is_listed_and_opened_with_transformers_numbers(serve
     assert list(at.session_state["inside.ids"]) == ids
     assert len(at.get("vega_lite_chart")) == 8  # 2 layers × 4 heads: every head drawn
     caption = " ".join(texts(at.caption))
-    assert "tiny, a GPT-2 checkpoint on this server: 2 layers × 4 heads" in caption, caption
+    assert "tiny, a checkpoint on this server: 2 layers × 4 heads" in caption, caption
     assert "cannot travel" not in caption
     shown = [t for t in texts(at.markdown) if t.startswith("**") and "tokens:**" in t][0]
     assert shown.startswith(f"**{len(ids)} tokens:** 1 The · 2 ␣") or "␣" in shown, shown  # BPE spaces made visible
@@ -391,7 +391,7 @@ def test_the_generate_page_draws_the_chooser_and_generates_with_the_servers_mode
     """The chooser on Generate: the server's GPT-2 chosen there, Next token adds its greedy token (transformers')."""
     folder, torch_model = server
     at = _choose(app("generate"), "server:tiny")
-    assert "tiny, a GPT-2 checkpoint on this server" in " ".join(texts(at.caption))
+    assert "tiny, a checkpoint on this server" in " ".join(texts(at.caption))
     at = at.button(key="inside.gen.b.next").click().run()
     no_exception(at)
     assert not errors(at), errors(at)

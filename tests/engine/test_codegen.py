@@ -94,6 +94,21 @@ CASES.update(
             1, 1, mask="padding+window", window=3, padding=(False, True) * 3, positions="alibi"
         ),
         "gqa_2_1_batched_sinusoidal": lambda: family(2, 1, batched=True, positions="sinusoidal", mask="window"),
+        "gqa_2_1_rotary_halves_partial_llama3": lambda: family(
+            2,
+            1,
+            positions="rotary",
+            rope_theta=500.0,
+            rotary_layout="halves",
+            rotary_dims=2,
+            rope_scaling="llama3",
+            rope_factor=4.0,
+            rope_original_context=16,
+            mask="causal",
+        ),
+        "rotary_one_head_base_linear_transposed": lambda: family(
+            1, 1, "x_wt", positions="rotary", rope_theta=1e5, rope_scaling="linear", rope_factor=2.5
+        ),
     }
 )
 

@@ -18,16 +18,11 @@ from attention import AttentionError
 from attention.model import checkpoint as ckpt
 from attention.model import families, load
 from attention.model.weightfiles import WeightFile
+from tests.helpers.families import CORPUS, llama_tokenizer, train_tokenizer
 from tests.helpers.oracle import float64_oracle, refresh_rotary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
 
-CORPUS = [
-    "the cat sat on the mat and the dog sat on the log",
-    "héllo wörld, naïve café; attention is all you need",
-    "two\nlines\tand a tab",
-    "数字 and emoji 🙂 too",
-] * 10
 TEXTS = ["the cat sat", " leading space", "héllo wörld 🙂 数字", "two\nlines", "<s> and <bos> as text", "a"]
 
 
@@ -35,30 +30,6 @@ def _message(folder: Path, **kw: object) -> AttentionError:
     with pytest.raises(AttentionError) as info:
         load(folder, **kw)  # type: ignore[arg-type]
     return info.value
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny Llama folder (vocabulary 512, grouped heads) with a Llama-style tokenizer; the tests copy it."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    folder = tmp_path_factory.mktemp("llama") / "tiny-llama"
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=512,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        initializer_range=0.2,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(str(folder), safe_serialization=True)
-    _llama_tokenizer(folder)
-    return folder
 
 
 def _copy(folder: Path, tmp_path: Path, name: str = "ck") -> Path:
@@ -70,31 +41,6 @@ def _copy(folder: Path, tmp_path: Path, name: str = "ck") -> Path:
 # ---------------------------------------------------------------- tokenizers against AutoTokenizer
 
 
-def _train(tok: object, specials: list[str], size: int = 400) -> None:
-    from tokenizers import trainers
-
-    byte_tokens = [f"<0x{i:02X}>" for i in range(256)]
-    trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=specials + byte_tokens, show_progress=False)
-    tok.train_from_iterator(CORPUS, trainer)  # type: ignore[attr-defined]
-
-
-def _llama_tokenizer(folder: Path, template: bool = True) -> None:
-    """SentencePiece-style BPE as Llama 2's tokenizer.json: ▁ for spaces, byte fallback, "<s> $A"."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
-    tok.decoder = decoders.Sequence(
-        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
-    )
-    _train(tok, ["<unk>", "<s>", "</s>"])
-    if template:
-        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
-    tok.save(str(folder / "tokenizer.json"))
-    config = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "add_bos_token": True}))
-
-
 def _gemma_tokenizer(folder: Path) -> None:
     """Gemma's tokenizer.json: spaces normalised to ▁, byte fallback, "<bos> $A"."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -103,7 +49,7 @@ def _gemma_tokenizer(folder: Path) -> None:
     tok.normalizer = normalizers.Replace(" ", "▁")
     tok.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="merged_with_previous", invert=False)
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
-    _train(tok, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])
+    train_tokenizer(tok, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])
     tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
     tok.save(str(folder / "tokenizer.json"))
     config = {"tokenizer_class": "GemmaTokenizer", "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>"}
@@ -134,11 +80,11 @@ def _byte_level_tokenizer(folder: Path, bos: str | None) -> None:
 @pytest.mark.parametrize(
     ("make", "bos"),
     [
-        (_llama_tokenizer, 1),
+        (llama_tokenizer, 1),
         (_gemma_tokenizer, 2),
         (lambda f: _byte_level_tokenizer(f, None), None),
         (lambda f: _byte_level_tokenizer(f, "<|begin|>"), 1),
-        (lambda f: _llama_tokenizer(f, template=False), None),  # add_bos_token true, but no template: no BOS
+        (lambda f: llama_tokenizer(f, template=False), None),  # add_bos_token true, but no template: no BOS
     ],
     ids=["llama", "gemma", "gpt2-smollm2", "llama3-style", "no-template"],
 )

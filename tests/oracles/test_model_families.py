@@ -18,7 +18,6 @@ float64 and the rotary frequencies are recomputed, so the oracle is float64 thro
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,152 +26,12 @@ import torch  # a test oracle (requirements-dev.txt): if missing, these tests fa
 
 from attention.model import Model, ablate, load, replace_matrix
 from attention.model.weightfiles import WeightFile
+from tests.helpers.families import FAMILIES, N_CTX, VOCAB, Made
 from tests.helpers.oracle import float64_oracle, refresh_rotary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
 
-VOCAB, N_CTX = 128, 40
 LENGTHS = (1, N_CTX // 2 + 3, N_CTX)  # one token, a middle length, the full context
-
-
-def _llama() -> object:
-    from transformers import LlamaConfig
-
-    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
-    return LlamaConfig(
-        **_sizes(kv=2),
-        rope_parameters={"rope_theta": 500.0, **scaling, "original_max_position_embeddings": 32},
-        tie_word_embeddings=False,
-    )
-
-
-def _mistral() -> object:
-    from transformers import MistralConfig
-
-    return MistralConfig(**_sizes(kv=2), sliding_window=5, rope_theta=1000.0, tie_word_embeddings=True)
-
-
-def _qwen2() -> object:
-    from transformers import Qwen2Config
-
-    return Qwen2Config(
-        **_sizes(kv=2),
-        use_sliding_window=True,
-        sliding_window=6,
-        max_window_layers=1,  # layer 0 sees everything, layer 1 a window of 6
-        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 2000.0},
-        tie_word_embeddings=True,
-    )
-
-
-def _qwen3() -> object:
-    from transformers import Qwen3Config
-
-    return Qwen3Config(**_sizes(kv=1), head_dim=24, rope_theta=300.0, tie_word_embeddings=False)
-
-
-def _gemma3() -> object:
-    from transformers import Gemma3TextConfig
-
-    return Gemma3TextConfig(
-        **_sizes(kv=2),
-        head_dim=32,
-        query_pre_attn_scalar=48,
-        sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"],
-        rope_parameters={
-            "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
-        },
-    )
-
-
-def _gpt_neox(parallel: bool = True) -> object:
-    from transformers import GPTNeoXConfig
-
-    sizes = _sizes(kv=4)
-    sizes.pop("num_key_value_heads")
-    return GPTNeoXConfig(**sizes, rotary_pct=0.5, rotary_emb_base=1000, use_parallel_residual=parallel)
-
-
-def _sizes(kv: int) -> dict:
-    return dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=kv,
-        max_position_embeddings=N_CTX,
-        initializer_range=0.2,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=0,
-    )
-
-
-FAMILIES: dict[str, Callable[[], object]] = {
-    "llama": _llama,
-    "mistral": _mistral,
-    "qwen2": _qwen2,
-    "qwen3": _qwen3,
-    "gemma3_text": _gemma3,
-    "gpt_neox": _gpt_neox,
-    "gpt_neox_sequential": lambda: _gpt_neox(parallel=False),
-}
-
-
-class Made:
-    """One family's tiny model: its folders (float32 and bfloat16 files) and the float64 torch oracle."""
-
-    def __init__(self, family: str, root: Path):
-        from transformers import AutoModelForCausalLM
-
-        torch.manual_seed(sorted(FAMILIES).index(family))
-        model = AutoModelForCausalLM.from_config(FAMILIES[family]()).eval()
-        with torch.no_grad():  # norm gains and biases away from 1 and 0, so a mistake in them would show
-            for name, p in model.named_parameters():
-                if "norm" in name or name.endswith("bias"):
-                    p.add_(torch.randn_like(p) * 0.3)
-        self.folders = {}
-        for dtype in ("float32", "bfloat16"):
-            folder = root / f"{family}_{dtype}"
-            model.to(getattr(torch, dtype)).save_pretrained(str(folder), safe_serialization=True)
-            _tokenizer(folder)
-            self.folders[dtype] = folder
-        self.torch = AutoModelForCausalLM.from_pretrained(
-            str(self.folders["float32"]), attn_implementation="eager", dtype=torch.float64
-        ).eval()
-        refresh_rotary(self.torch)
-
-    def oracle(self, ids: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
-        """transformers' logits (n, V) and each layer's attention weights (H, n, n), in float64 throughout."""
-        with torch.no_grad(), float64_oracle():
-            out = self.torch(torch.tensor([ids]), output_attentions=True)
-        return out.logits[0].numpy(), [a[0].numpy() for a in out.attentions]
-
-
-def _tokenizer(folder: Path) -> None:
-    """A tiny word-level tokenizer.json (the model tests feed ids; load() needs a tokenizer beside the weights)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    words = ["<pad>", "<s>", "</s>"] + [f"w{i}" for i in range(VOCAB - 3)]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<pad>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.save(str(folder / "tokenizer.json"))
-
-
-@pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Made]:
-    """Each family's Made, built on first use."""
-    root, built = tmp_path_factory.mktemp("families"), {}
-
-    def get(family: str) -> Made:
-        if family not in built:
-            built[family] = Made(family, root)
-        return built[family]
-
-    return get
 
 
 def _ids(n: int, seed: int = 0) -> list[int]:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from ... import charts, positions
 from ...errors import AttentionError
+from ...io import tables
 from ..core import compute, session
 from ..core.text import esc
 from ..inputs import editors
@@ -107,25 +108,33 @@ def position_control(s: session.Session) -> None:
         )
         editors.matrix_editor("P", s)
     elif s.options.positions == "rotary":
-        formula(
-            r"\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} = \begin{pmatrix} \cos\theta & -\sin\theta \\ "
-            r"\sin\theta & \cos\theta \end{pmatrix} \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix},\quad "
-            r"\theta = pos \cdot 10000^{-2i/d}"
-        )
-        st.caption(
-            "Each head's queries and keys are turned by these angles (rows: positions, columns: pairs of "
-            "columns of one head); a length never changes, and q·k then depends only on how far apart two "
-            "tokens are."
-        )
-        width = s.dims.d_k // s.options.heads
-        theta = positions.angles(n, width)
-        st.dataframe(
-            pd.DataFrame(
-                theta[:16, :8], index=s.labels[:16], columns=[f"pair {i + 1}" for i in range(min(theta.shape[1], 8))]
-            ),
-            width="stretch",
-        )
+        _rotary_step(s, n)
     _order_check(s)
+
+
+def _rotary_step(s: session.Session, n: int) -> None:
+    """The rotation's formula and each position's angles, with the base, pairs and rotated columns in force."""
+    o = s.options
+    halves = o.rotary_layout == "halves"
+    a, b = ("i", "i+r/2") if halves else ("2i", "2i+1")
+    formula(
+        rf"\begin{{pmatrix}} q'_{{{a}}} \\ q'_{{{b}}} \end{{pmatrix}} = \begin{{pmatrix}} \cos\theta & -\sin\theta \\ "
+        rf"\sin\theta & \cos\theta \end{{pmatrix}} \begin{{pmatrix}} q_{{{a}}} \\ q_{{{b}}} \end{{pmatrix}},\quad "
+        rf"\theta = pos \cdot {float(o.rope_theta):.10g}^{{-2i/{'r' if o.rotary_dims else 'd'}}}"
+    )
+    st.caption(
+        "Each head's queries and keys are turned by these angles (rows: positions, columns: pairs of "
+        "columns of one head); a length never changes, and q·k then depends only on how far apart two "
+        "tokens are." + ("" if o.plain_rotation else f" This head turns as its model does: {tables.rotation_words(o)}.")
+    )
+    width = s.dims.d_k // o.heads
+    theta = np.arange(n)[:, None] * o.frequencies(width)[None, :]  # (n, pairs)
+    st.dataframe(
+        pd.DataFrame(
+            theta[:16, :8], index=s.labels[:16], columns=[f"pair {i + 1}" for i in range(min(theta.shape[1], 8))]
+        ),
+        width="stretch",
+    )
 
 
 def _order_check(s: session.Session) -> None:

@@ -229,9 +229,11 @@ class HeadRef:
 def head_preset(ref: HeadRef) -> Preset:
     """The head as a preset the step pages open: X (n, d_model [+1]) the layer's input after its LayerNorm (a column
     of ones when the model has biases), W_q, W_k, W_v (d_model [+1], d_head) the head's blocks, the model's tokens,
-    and the layer's options for one head (causal, the model's score scale), and W_o (d_head, d_model) the head's rows
-    of the model's W_o, so the output is what the head writes into the residual stream (the layer's bias b_o is
-    shared by every head and not in it). Raises AttentionError naming what is wrong."""
+    and the layer's options for one head (causal, the model's score scale, its window and its rotation: base, pairs,
+    rotated columns and scaling), so the step pages recompute exactly the model's numbers, and W_o (d_head, d_model)
+    the head's rows of the model's W_o, so the output is what the head writes into the residual stream (the layer's
+    bias b_o is shared by every head and not in it). A model with QK-norm is refused: its q is not X·W_q. Raises
+    AttentionError naming what is wrong."""
     return _head_preset(ref)
 
 
@@ -242,6 +244,12 @@ def _head_preset(ref: HeadRef) -> Preset:
     for what, value, count in (("layer", ref.layer, c.n_layers), ("head", ref.head, c.n_heads)):
         if not 0 <= value < count:
             raise AttentionError(f"the model has {count} {what}s; there is no {what} {value + 1}", field=what)
+    if c.qk_norm:  # q and k are normalised before the rotation: X and W alone would give a q the model never used
+        raise AttentionError(
+            f"{ref.name.capitalize()} of {m.name} normalises its queries and keys (QK-norm) before RoPE; the step "
+            "pages cannot show that step yet. Every head shows its attention",
+            field="model",
+        )
     ids = m.check_ids(list(ref.ids))
     if not 2 <= len(ids) <= longest(m):  # as the model pages read: a link cannot ask for a whole GPT-2 context
         raise AttentionError(f"the text has {len(ids)} tokens; the model reads 2 to {longest(m)} here", field="ids")
@@ -263,6 +271,20 @@ def _head_preset(ref: HeadRef) -> Preset:
             + (f" The model runs with {ablated} ablated." if ablated else "")
         ),
     )
+
+
+def group_of(ref: HeadRef) -> tuple[int, ...]:
+    """The query heads (0-based) that read the same key/value head as ``ref``'s, itself included; () when each head
+    has its own (or the model cannot be opened): then an edit of its W_k or W_v changes it alone."""
+    try:
+        c = get(ref.model_id).config
+    except AttentionError:
+        return ()
+    if c.kv_heads == c.n_heads:
+        return ()
+    size = c.n_heads // c.kv_heads
+    first = ref.head // size * size
+    return tuple(range(first, first + size))
 
 
 def head_w_o(ref: HeadRef) -> np.ndarray:

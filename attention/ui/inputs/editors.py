@@ -21,7 +21,7 @@ from ... import charts
 from ...errors import cell_name
 from ...io.parse.cells import cell_number, number_too_long
 from ...names import MAX_NUMBER_CHARS
-from ..core import session
+from ..core import models, session
 from ..core.text import esc
 from ..state import core as state_core
 from ..state import edits as state_edits
@@ -45,6 +45,8 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
     st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")
     if s.challenge is not None and name not in s.challenge.editable:
         st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
+    if name in ("W_k", "W_v") and s.model_head is not None and (group := models.group_of(s.model_head)):
+        st.caption(shared_note(name, s.model_head.layer, group))  # ours: numbers
     per = EDIT_COLS_BESIDE if beside else EDIT_COLS
     r0, c0 = window_controls(f"edwin.{name}.{per}", *m.shape, EDIT_ROWS, per)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
@@ -68,6 +70,15 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
+
+
+def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:
+    """What an edit of a shared key/value block does: it reaches every query head of the group."""
+    heads = ", ".join(str(h + 1) for h in group)
+    return (
+        f":material/group: This {name} block is shared: query heads {heads} of layer {layer + 1} all read it "
+        f"(grouped-query attention). An edit here changes every head of that group in the model."
+    )
 
 
 def grid_format(name: str, s: session.Session) -> str:

@@ -7,6 +7,7 @@ trained), describes the chosen one, and takes an upload of a small checkpoint; a
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from ...model import upload
@@ -51,7 +52,20 @@ def chooser() -> models.Model:
         st.error(esc(st.session_state[inside.MODEL_MESSAGE], 600))
     m = inside.model()
     st.caption(describe(m, inside.model_id()))  # ours: sizes; the name is the server's or ours
+    st.caption(precision(m))  # ours: the dtype, and the loader's notes escaped
     return m
+
+
+def precision(m: models.Model) -> str:
+    """The precision the model computes in, and what its loader noted (the rule that chose the precision, a
+    vocabulary that does not match the embedding)."""
+    line = f"It computes in **{m.dtype}** ({m.dtype.itemsize} bytes a number)." + (
+        " A head opened on the step pages is recomputed there in float64 from its float32 inputs: its numbers match "
+        "the model's to about 7 significant digits."
+        if m.dtype == np.float32
+        else ""
+    )
+    return " ".join([line, *(esc(note, 400) for note in m.notes)])
 
 
 def describe(m: models.Model, model_id: str) -> str:
@@ -60,12 +74,14 @@ def describe(m: models.Model, model_id: str) -> str:
     if model_id == models.BUILTIN:
         kind = "The shipped model, attention only, trained to continue a repeated sequence"
     elif model_id.startswith(models.SERVER):
-        kind = f"{esc(model_id.removeprefix(models.SERVER))}, a GPT-2 checkpoint on this server"
+        kind = f"{esc(model_id.removeprefix(models.SERVER))}, a checkpoint on this server"
     else:
         kind = "Your own model, held by this server for a while"
     words = "words" if isinstance(m.vocab, WordVocab) else "BPE tokens"
+    shared = f", {c.n_heads // c.kv_heads} query heads sharing each key/value head" if c.kv_heads != c.n_heads else ""
     line = (
-        f"{kind}: {c.n_layers} layers × {c.n_heads} heads ({c.n_layers * c.n_heads} in all), width {c.d_model}, "
+        f"{kind}: {c.n_layers} layers × {c.n_heads} heads ({c.n_layers * c.n_heads} in all{shared}), width "
+        f"{c.d_model}, "
         f"a vocabulary of {c.vocab_size:,} {words}, up to {c.n_ctx:,} tokens"
         + (f" (this page reads up to {models.longest(m)})" if models.longest(m) < c.n_ctx else "")
         + "."

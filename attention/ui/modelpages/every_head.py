@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from ... import charts
-from ...model import roles
+from ...model import Config, roles
 from ...model.vocab import WordVocab
 from ...names import token_labels
 from ..address import url
@@ -21,6 +21,10 @@ from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
 from . import answers, choose, overview, runs
 
+QK_NORM = (
+    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot show that step "
+    "yet, so its heads do not open there: Every head shows their attention."
+)
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
 
@@ -118,12 +122,29 @@ def heads(now: runs.Measured) -> None:
         )
         overview.scores(now.scores, now.roles, "inside.overview")
         layers = [overview.layer_chooser(L)]
+    shared = groups(runs.model().config)
     for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
         widgets.chart_gap()
+        if shared and head0 == 0:
+            st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
         cols = st.columns(min(H, overview.PER_ROW), gap="medium")
         for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
             with col:
                 head_column(now, layer, head, labels)
+
+
+def groups(c: Config) -> str:
+    """Which query heads share a key/value head ("" when each has its own): "heads 1–3 read key/value head 1, …"."""
+    g, H = c.kv_heads, c.n_heads
+    if g == H:
+        return ""
+    size = H // g
+
+    spans = [f"heads {k * size + 1}–{(k + 1) * size} read key/value head {k + 1}" for k in range(g)]
+    return (
+        "; ".join(spans) + f" (grouped-query attention: {H} query heads share {g} keys and values; an edit of a "
+        "shared W_k or W_v changes every head of its group)."
+    )
 
 
 def heads_intro(now: runs.Measured) -> None:
@@ -145,6 +166,8 @@ def heads_intro(now: runs.Measured) -> None:
             layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
             strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
+    if runs.model().config.qk_norm:
+        st.caption(QK_NORM)
     for head in range(H) if runs.model_id() == "induction" else ():  # the note speaks of the shipped model's texts
         if now.roles[0, head] == "induction":
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
@@ -175,12 +198,16 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
         args=(layer, head),
         type="primary" if how else "secondary",
     )
+    qk_norm = runs.model().config.qk_norm
     st.button(
         f"Open {runs.name(layer, head)} on the step pages",
         key=f"inside.open.{layer}.{head}",
         on_click=inside.open_on_steps,
         args=(layer, head),
-        help="The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
+        disabled=qk_norm,
+        help=QK_NORM
+        if qk_norm
+        else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",
     )
     if st.session_state.get(inside.OPENED) == (layer, head):

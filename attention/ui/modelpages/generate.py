@@ -135,10 +135,12 @@ def cache_bytes(w: walks.Walk) -> None:
     c = m.config
     t = len(w.tokens)
     st.subheader("The cache's size")
+    grouped = c.kv_heads != c.n_heads
     st.markdown(
-        f"Per token the cache keeps, in every layer, one key and one value per head: "
-        f"{c.n_layers} layers × 2 × {c.n_heads} heads × {c.d_head} numbers = "
-        f"{2 * c.n_layers * c.n_heads * c.d_head:,} numbers. It holds **{t}** token{'s' if t != 1 else ''} now."
+        "Per token the cache keeps, in every layer, one key and one value per "
+        + (f"key/value head ({c.n_heads} query heads share {c.kv_heads}): " if grouped else "head: ")
+        + f"{c.n_layers} layers × 2 × {c.kv_heads} heads × {c.d_head} numbers = "
+        f"{2 * c.n_layers * c.kv_heads * c.d_head:,} numbers. It holds **{t}** token{'s' if t != 1 else ''} now."
     )
     rows = []
     for size, name, note in BYTES:
@@ -150,6 +152,7 @@ def cache_bytes(w: walks.Walk) -> None:
         f"| numbers kept as | now ({t} tokens) | at the full context ({c.n_ctx}) |\n|---|---|---|\n" + "\n".join(rows)
     )  # ours: numbers only
     st.caption(
-        f"This engine computes in float64 (8 bytes a number): its cache's arrays hold {w.cache_bytes:,} bytes, "
+        f"This model computes in {m.dtype} ({m.dtype.itemsize} bytes a number): its cache's arrays hold "
+        f"{w.cache_bytes:,} bytes, "
         "counted from the arrays themselves. A served model usually keeps them in float16 or bfloat16 (2 bytes)."
     )

@@ -99,6 +99,7 @@ def walk(model_id: str, prompt: tuple[int, ...], steps: int) -> Walk:
 
 
 def cache_bytes(model: models.Model, tokens: int, bytes_per_value: int) -> int:
-    """What a cache of ``tokens`` tokens holds: layers × 2 (K and V) × heads × d_head × tokens × bytes a number."""
+    """What a cache of ``tokens`` tokens holds: layers × 2 (K and V) × key/value heads × d_head × tokens × bytes a
+    number (grouped query heads share their key/value head's cache)."""
     c = model.config
-    return kvcache.bytes_per_token(c.n_layers, c.n_heads, c.d_head, bytes_per_value) * tokens
+    return kvcache.bytes_per_token(c.n_layers, c.kv_heads, c.d_head, bytes_per_value) * tokens

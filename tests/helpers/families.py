@@ -1,0 +1,197 @@
+"""Tiny models of each family that opens, made with transformers for the oracle tests (never fetched): the configs,
+each family's folder saved as float32 and bfloat16 beside a word-level tokenizer, the float64 torch oracle, and a
+tiny Llama with a Llama-style tokenizer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tests.helpers.oracle import float64_oracle, refresh_rotary
+
+VOCAB, N_CTX = 128, 40
+CORPUS = [
+    "the cat sat on the mat and the dog sat on the log",
+    "héllo wörld, naïve café; attention is all you need",
+    "two\nlines\tand a tab",
+    "数字 and emoji 🙂 too",
+] * 10
+
+def _llama() -> object:
+    from transformers import LlamaConfig
+
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    return LlamaConfig(
+        **_sizes(kv=2),
+        rope_parameters={"rope_theta": 500.0, **scaling, "original_max_position_embeddings": 32},
+        tie_word_embeddings=False,
+    )
+
+
+def _mistral() -> object:
+    from transformers import MistralConfig
+
+    return MistralConfig(**_sizes(kv=2), sliding_window=5, rope_theta=1000.0, tie_word_embeddings=True)
+
+
+def _qwen2() -> object:
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
+        **_sizes(kv=2),
+        use_sliding_window=True,
+        sliding_window=6,
+        max_window_layers=1,  # layer 0 sees everything, layer 1 a window of 6
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 2000.0},
+        tie_word_embeddings=True,
+    )
+
+
+def _qwen3() -> object:
+    from transformers import Qwen3Config
+
+    return Qwen3Config(**_sizes(kv=1), head_dim=24, rope_theta=300.0, tie_word_embeddings=False)
+
+
+def _gemma3() -> object:
+    from transformers import Gemma3TextConfig
+
+    return Gemma3TextConfig(
+        **_sizes(kv=2),
+        head_dim=32,
+        query_pre_attn_scalar=48,
+        sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={
+            "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+        },
+    )
+
+
+def _gpt_neox(parallel: bool = True) -> object:
+    from transformers import GPTNeoXConfig
+
+    sizes = _sizes(kv=4)
+    sizes.pop("num_key_value_heads")
+    return GPTNeoXConfig(**sizes, rotary_pct=0.5, rotary_emb_base=1000, use_parallel_residual=parallel)
+
+
+def _sizes(kv: int) -> dict:
+    return dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=kv,
+        max_position_embeddings=N_CTX,
+        initializer_range=0.2,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
+
+
+FAMILIES: dict[str, Callable[[], object]] = {
+    "llama": _llama,
+    "mistral": _mistral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "gemma3_text": _gemma3,
+    "gpt_neox": _gpt_neox,
+    "gpt_neox_sequential": lambda: _gpt_neox(parallel=False),
+}
+
+
+class Made:
+    """One family's tiny model: its folders (float32 and bfloat16 files) and the float64 torch oracle."""
+
+    def __init__(self, family: str, root: Path):
+        from transformers import AutoModelForCausalLM
+
+        torch.manual_seed(sorted(FAMILIES).index(family))
+        model = AutoModelForCausalLM.from_config(FAMILIES[family]()).eval()
+        with torch.no_grad():  # norm gains and biases away from 1 and 0, so a mistake in them would show
+            for name, p in model.named_parameters():
+                if "norm" in name or name.endswith("bias"):
+                    p.add_(torch.randn_like(p) * 0.3)
+        self.folders = {}
+        for dtype in ("float32", "bfloat16"):
+            folder = root / f"{family}_{dtype}"
+            model.to(getattr(torch, dtype)).save_pretrained(str(folder), safe_serialization=True)
+            _tokenizer(folder)
+            self.folders[dtype] = folder
+        self.torch = AutoModelForCausalLM.from_pretrained(
+            str(self.folders["float32"]), attn_implementation="eager", dtype=torch.float64
+        ).eval()
+        refresh_rotary(self.torch)
+
+    def oracle(self, ids: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """transformers' logits (n, V) and each layer's attention weights (H, n, n), in float64 throughout."""
+        with torch.no_grad(), float64_oracle():
+            out = self.torch(torch.tensor([ids]), output_attentions=True)
+        return out.logits[0].numpy(), [a[0].numpy() for a in out.attentions]
+
+
+def _tokenizer(folder: Path) -> None:
+    """A tiny word-level tokenizer.json (the model tests feed ids; load() needs a tokenizer beside the weights)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["<pad>", "<s>", "</s>"] + [f"w{i}" for i in range(VOCAB - 3)]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.save(str(folder / "tokenizer.json"))
+
+
+def train_tokenizer(tok: object, specials: list[str], size: int = 400) -> None:
+    from tokenizers import trainers
+
+    byte_tokens = [f"<0x{i:02X}>" for i in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=specials + byte_tokens, show_progress=False)
+    tok.train_from_iterator(CORPUS, trainer)  # type: ignore[attr-defined]
+
+
+def llama_tokenizer(folder: Path, template: bool = True) -> None:
+    """SentencePiece-style BPE as Llama 2's tokenizer.json: ▁ for spaces, byte fallback, "<s> $A"."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    train_tokenizer(tok, ["<unk>", "<s>", "</s>"])
+    if template:
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tok.save(str(folder / "tokenizer.json"))
+    config = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "add_bos_token": True}))
+
+
+def tiny_llama(folder: Path) -> Path:
+    """A tiny Llama folder (vocabulary 512, grouped heads) with a Llama-style tokenizer; the tests copy it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=512,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        initializer_range=0.2,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(str(folder), safe_serialization=True)
+    llama_tokenizer(folder)
+    return folder
+
+
