@@ -2,13 +2,14 @@
 
     python scripts/train_induction.py            # writes attention/data/induction.npz and prints what it reached
 
-Sequences are HALF distinct random tokens followed by the same tokens again; the model learns to predict the
-repeat. In training the repeated segment is SHORTEST to HALF tokens long, after other distinct tokens, so where the
-repeat starts varies and position alone cannot predict it (with a fixed offset the model learns a head that attends
-"11 back", which scores as induction without reading the tokens). Training draws a fresh batch each step (from
-SEED and the step number); the snapshots are measured on a fixed evaluation batch of the plain task and taken
-densely where the loss falls (whenever the smoothed loss, once below ln(VOCAB), has fallen by DROP since the last
-one, and at least every MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
+The task: HALF distinct random tokens followed by the same tokens again; the model learns to predict the repeat. In
+training the repeated segment is SHORTEST to HALF tokens long (2 and up while the sequences are still short, see
+GROWTH), repeated from the start over and over in a share PERIODIC of the rows and once from a random place in the
+others, so its length and offset vary and position alone cannot predict it (with a fixed offset the model learns a
+head that attends "11 back", which scores as induction without reading the tokens). Training draws a fresh batch each
+step (from SEED and the step number); the snapshots are measured on a fixed evaluation batch of the plain task and taken
+densely where the loss falls (whenever the smoothed loss of the full-length sequences, once below ln(VOCAB), has fallen
+by DROP since the last one, and at least every MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
 attention/model/induction.py, where the "Watch it learn" page reads it too.
 """
 
@@ -29,11 +30,14 @@ from attention.model import train  # noqa: E402
 from attention.model.induction import (  # noqa: E402
     BATCH,
     BUILTIN,
+    GROWTH,
     HALF,
     HOLD,
     INIT_STD,
     LR,
+    PERIODIC,
     SEED,
+    SHORTEST,
     STEPS,
     VOCAB,
     learning_rate,
@@ -65,7 +69,8 @@ def build(steps: int = STEPS) -> dict[str, np.ndarray]:
     def record(step: int, loss: float, params: dict) -> None:
         s = loss if smooth["value"] is None else 0.9 * smooth["value"] + 0.1 * loss
         smooth["value"] = s
-        falling = s < np.log(VOCAB) and smooth["at_last"] - s >= DROP  # the repeat being learned, not the start
+        grown = step >= GROWTH[-1][0]  # the loss of the short sequences before is not the task's
+        falling = grown and s < np.log(VOCAB) and smooth["at_last"] - s >= DROP  # the repeat being learned
         due = step == 0 or step == steps or step - smooth["last"] >= MAX_GAP or falling
         if due:
             m = measure(cfg, params, ev, HALF)
@@ -83,6 +88,9 @@ def build(steps: int = STEPS) -> dict[str, np.ndarray]:
                 {
                     "seed": SEED,
                     "half": HALF,
+                    "shortest": SHORTEST,
+                    "growth": GROWTH,
+                    "periodic": PERIODIC,
                     "batch": BATCH,
                     "lr": LR,
                     "hold": HOLD,
@@ -108,18 +116,17 @@ def main() -> None:
     np.savez_compressed(path, **arrays)
     cfg = config()
     params = {k.removeprefix("param/"): v for k, v in arrays.items() if k.startswith("param/")}
-    fresh = sequences(np.random.RandomState([SEED, 3]), 256, VOCAB, HALF)
-    m = measure(cfg, params, fresh, HALF)
     print(
         f"trained {STEPS} steps in {seconds:.1f} s; {len(arrays['snap/step'])} snapshots; "
         f"{path.stat().st_size / 1024:.0f} KiB"
     )
-    print(
-        f"fresh sequences: loss first half {m['loss_first']:.3f} (ln {VOCAB} = {np.log(VOCAB):.3f}), "
-        f"repeated half {m['loss_repeated']:.4f}"
-    )
-    print("previous-token scores", np.round(m["previous"], 3).tolist())
-    print("induction scores", np.round(m["induction"], 3).tolist())
+    for half in range(SHORTEST, HALF + 1):  # fresh sequences of every length checked
+        m = measure(cfg, params, sequences(np.random.RandomState([SEED, 3, half]), 256, VOCAB, half), half)
+        print(
+            f"first half of {half:2}: loss first half {m['loss_first']:.3f} (ln {VOCAB} = {np.log(VOCAB):.3f}), "
+            f"repeated half {m['loss_repeated']:.4f}; previous-token {np.round(m['previous'], 3).tolist()}, "
+            f"induction {np.round(m['induction'], 3).tolist()}"
+        )
     print("snapshot steps", arrays["snap/step"].tolist())
 
 

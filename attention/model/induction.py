@@ -1,6 +1,7 @@
 """The induction task, the scores that show an induction head, and the shipped model trained on it.
 
-A sequence is ``half`` distinct random tokens followed by the same tokens again. The first half cannot be predicted
+A sequence is ``half`` distinct random tokens followed by the same tokens again (the model is checked on every
+half from SHORTEST to HALF). The first half cannot be predicted
 (its loss stays near ln(vocabulary)); the second half can, by an induction head: at position t in the repeat, attend
 to the token after the earlier occurrence of the current token (position t − half + 1) and copy it. Two scores per
 head, averaged over a batch:
@@ -29,15 +30,17 @@ BUILTIN = {"induction": DATA / "induction.npz"}
 # The shipped model's training recipe (scripts/train_induction.py trains it; the "Watch it learn" page trains it live)
 SEED = 0
 VOCAB = 32
-HALF = 12
-SHORTEST = 10  # training repeats a segment of 10 to 12 tokens, so where the repeat starts varies
+HALF = 12  # the longest first half: the model reads 2·HALF tokens
+SHORTEST = 4  # the shortest repeated segment trained on (and checked: every first half from SHORTEST to HALF)
 D_MODEL = 32
 HEADS = 2
 BATCH = 16
-LR = 0.02  # held for HOLD steps, then falling linearly to LR / 50 at STEPS
-HOLD = 800
-STEPS = 1600
+LR = 0.03  # held for HOLD steps, then falling linearly to LR / 50 at STEPS
+HOLD = 1000
+STEPS = 2400
 INIT_STD = 0.3
+GROWTH = ((300, 8), (600, 16))  # (until step, tokens): short sequences first, then 2·HALF tokens
+PERIODIC = 0.5  # after GROWTH, the share of rows that repeat from the start; the others repeat one segment anywhere
 
 
 def words(count: int) -> list[str]:
@@ -48,19 +51,30 @@ def words(count: int) -> list[str]:
     return out[:count]
 
 
-def sequences(rs: np.random.RandomState, batch: int, vocab: int, half: int, shortest: int | None = None) -> np.ndarray:
-    """(batch, 2·half) ids: ``half`` distinct random tokens, then the same again. With ``shortest`` each row repeats
-    a segment of a random length k from ``shortest`` to ``half`` instead, after 2·(half − k) other distinct tokens
-    (so the repeat's offset varies and position alone cannot predict it; training uses this)."""
-    n = 2 * half
-    tokens = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :n]  # (B, n): distinct per row
-    if shortest is None:
-        return np.concatenate([tokens[:, :half], tokens[:, :half]], axis=1)  # (B, 2·half)
-    out = tokens.copy()
-    for b, k in enumerate(rs.randint(shortest, half + 1, size=batch)):
-        start = n - 2 * k
-        out[b, start + k :] = out[b, start : start + k]  # the segment, repeated
-    return out  # (B, 2·half)
+def sequences(rs: np.random.RandomState, batch: int, vocab: int, half: int) -> np.ndarray:
+    """(batch, 2·half) ids: ``half`` distinct random tokens, then the same again (the task the model is checked on)."""
+    tokens = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :half]  # (B, half): distinct per row
+    return np.concatenate([tokens, tokens], axis=1)  # (B, 2·half)
+
+
+def training_sequences(
+    rs: np.random.RandomState, batch: int, vocab: int, n: int, shortest: int, longest: int, periodic: float
+) -> np.ndarray:
+    """(batch, n) ids of distinct random tokens in which each row repeats a segment of a random length k from
+    ``shortest`` to ``longest``: with probability ``periodic`` the first k tokens over and over to the end (a repeat
+    from position 0, the way the task starts), else one segment of k tokens once, from a random start, among other
+    tokens. The repeat's length and place vary, so only reading the tokens predicts it (a fixed offset would teach a
+    head to attend "11 back", which scores as induction without being one)."""
+    out = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :n]  # (B, n): distinct per row
+    lengths = rs.randint(shortest, longest + 1, size=batch)  # (B,)
+    from_start = rs.random_sample(batch) < periodic  # (B,)
+    starts = rs.randint(0, n - 2 * lengths + 1)  # (B,)
+    for row, (k, again, start) in enumerate(zip(lengths, from_start, starts, strict=True)):
+        if again:
+            out[row] = out[row, np.arange(n) % k]  # t → t mod k: the first k tokens, over and over
+        else:
+            out[row, start + k : start + 2 * k] = out[row, start : start + k]  # the segment, once more
+    return out  # (B, n)
 
 
 def head_scores(weights: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
@@ -150,8 +164,12 @@ def recipe_config() -> Config:
 
 
 def recipe_batch(step: int) -> np.ndarray:
-    """The training batch of a step: (BATCH, 2·HALF), from SEED and the step alone."""
-    return sequences(np.random.RandomState([SEED, 1, step]), BATCH, VOCAB, HALF, SHORTEST)
+    """The training batch of a step, from SEED and the step alone: (BATCH, n) with n growing as GROWTH says. While
+    sequences are short every row repeats from the start; then a share PERIODIC of them does."""
+    n = next((tokens for until, tokens in GROWTH if step < until), 2 * HALF)
+    grown = n == 2 * HALF
+    shortest, periodic = (SHORTEST, PERIODIC) if grown else (2, 1.0)  # short sequences: repeats of 2 tokens up
+    return training_sequences(np.random.RandomState([SEED, 1, step]), BATCH, VOCAB, n, shortest, n // 2, periodic)
 
 
 def recipe_model(name: str = "induction") -> Model:
