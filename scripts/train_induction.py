@@ -3,13 +3,13 @@
     python scripts/train_induction.py            # writes attention/data/induction.npz and prints what it reached
 
 The task: HALF distinct random tokens followed by the same tokens again; the model learns to predict the repeat. In
-training the repeated segment is SHORTEST to HALF tokens long (2 and up while the sequences are still short, see
-GROWTH), repeated from the start over and over in a share PERIODIC of the rows and once from a random place in the
-others, so its length and offset vary and position alone cannot predict it (with a fixed offset the model learns a
-head that attends "11 back", which scores as induction without reading the tokens). Training draws a fresh batch each
-step (from SEED and the step number); the snapshots are measured on a fixed evaluation batch of the plain task and taken
-densely where the loss falls (whenever the smoothed loss of the full-length sequences, once below ln(VOCAB), has fallen
-by DROP since the last one, and at least every MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
+training each row repeats a segment of SHORTEST_TRAINED to HALF tokens over and over to the end, from position 0 in a
+share FROM_START of the rows (as the task does) and from a random place in the others, so its length and offset vary
+and position alone cannot predict it (with a fixed offset the model learns a head that attends "11 back", which
+scores as induction without reading the tokens). Training draws a fresh batch each step (from SEED and the step
+number); the snapshots are measured on a fixed evaluation batch of the plain task and taken densely where the loss
+falls (whenever the smoothed loss, once below ln(VOCAB), has fallen by DROP since the last one, and at least every
+MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
 attention/model/induction.py, where the "Watch it learn" page reads it too.
 """
 
@@ -30,16 +30,17 @@ from attention.model import train  # noqa: E402
 from attention.model.induction import (  # noqa: E402
     BATCH,
     BUILTIN,
-    GROWTH,
+    FROM_START,
     HALF,
     HOLD,
     INIT_STD,
     LR,
-    PERIODIC,
     SEED,
     SHORTEST,
+    SHORTEST_TRAINED,
     STEPS,
     VOCAB,
+    WARMUP,
     learning_rate,
     measure,
     recipe_model,
@@ -50,8 +51,8 @@ from attention.model.induction import recipe_batch as batch  # noqa: E402
 from attention.model.induction import recipe_config as config  # noqa: E402
 
 EVAL_BATCH = 64
-DROP = 0.07  # nats of smoothed training loss between snapshots
-MAX_GAP = 100  # steps
+DROP = 0.08  # nats of smoothed training loss between snapshots
+MAX_GAP = 200  # steps
 
 
 def evaluation_batch() -> np.ndarray:
@@ -69,8 +70,7 @@ def build(steps: int = STEPS) -> dict[str, np.ndarray]:
     def record(step: int, loss: float, params: dict) -> None:
         s = loss if smooth["value"] is None else 0.9 * smooth["value"] + 0.1 * loss
         smooth["value"] = s
-        grown = step >= GROWTH[-1][0]  # the loss of the short sequences before is not the task's
-        falling = grown and s < np.log(VOCAB) and smooth["at_last"] - s >= DROP  # the repeat being learned
+        falling = s < np.log(VOCAB) and smooth["at_last"] - s >= DROP  # the repeat being learned, not the start
         due = step == 0 or step == steps or step - smooth["last"] >= MAX_GAP or falling
         if due:
             m = measure(cfg, params, ev, HALF)
@@ -89,10 +89,11 @@ def build(steps: int = STEPS) -> dict[str, np.ndarray]:
                     "seed": SEED,
                     "half": HALF,
                     "shortest": SHORTEST,
-                    "growth": GROWTH,
-                    "periodic": PERIODIC,
+                    "shortest_trained": SHORTEST_TRAINED,
+                    "from_start": FROM_START,
                     "batch": BATCH,
                     "lr": LR,
+                    "warmup": WARMUP,
                     "hold": HOLD,
                     "steps": steps,
                     "init_std": INIT_STD,

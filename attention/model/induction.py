@@ -28,20 +28,20 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 BUILTIN = {"induction": DATA / "induction.npz"}
 
 # The shipped model's training recipe (scripts/train_induction.py trains it; the "Watch it learn" page trains it live)
-SEED = 0
+SEED = 11
 VOCAB = 32
 HALF = 12  # the longest first half: the model reads 2·HALF tokens
-SHORTEST = 4  # the shortest repeated segment trained on (and checked: every first half from SHORTEST to HALF)
+SHORTEST = 4  # the shortest first half the model is checked on (every one from SHORTEST to HALF)
+SHORTEST_TRAINED = 2  # training repeats segments of SHORTEST_TRAINED to HALF tokens
 D_MODEL = 32
 HEADS = 2
 BATCH = 16
-LR = 0.03  # held for HOLD steps, then falling linearly to LR / 50 at STEPS
-HOLD = 1000
-STEPS = 2400
+LR = 0.015  # rising linearly over the first WARMUP steps, held until HOLD, then falling linearly to LR / 50 at STEPS
+WARMUP = 100
+HOLD = 1800
+STEPS = 3600
 INIT_STD = 0.3
-GROWTH = ((300, 8), (600, 16))  # (until step, tokens): short sequences first, then 2·HALF tokens
-PERIODIC = 0.5  # after GROWTH, the share of rows that repeat from the start; the others repeat one segment anywhere
-
+FROM_START = 0.9  # the share of training rows whose repeat starts at position 0 (the others: at a random place)
 
 def words(count: int) -> list[str]:
     """``count`` short distinct words ("ba", "be", ... "zu") for the vocabulary."""
@@ -58,22 +58,20 @@ def sequences(rs: np.random.RandomState, batch: int, vocab: int, half: int) -> n
 
 
 def training_sequences(
-    rs: np.random.RandomState, batch: int, vocab: int, n: int, shortest: int, longest: int, periodic: float
+    rs: np.random.RandomState, batch: int, vocab: int, n: int, shortest: int, longest: int, from_start: float
 ) -> np.ndarray:
-    """(batch, n) ids of distinct random tokens in which each row repeats a segment of a random length k from
-    ``shortest`` to ``longest``: with probability ``periodic`` the first k tokens over and over to the end (a repeat
-    from position 0, the way the task starts), else one segment of k tokens once, from a random start, among other
-    tokens. The repeat's length and place vary, so only reading the tokens predicts it (a fixed offset would teach a
-    head to attend "11 back", which scores as induction without being one)."""
+    """(batch, n) ids: distinct random tokens up to a place p, then the k tokens from p over and over to the end
+    (t → p + (t − p) mod k), k random from ``shortest`` to ``longest``. With probability ``from_start`` p = 0, the
+    way the task starts (this teaches the induction head that position 0 is not "the token after" its own token);
+    else p is random, so that keys at late positions must say their previous token too. The repeat's length and
+    place vary, so only reading the tokens predicts it (a fixed offset would teach a head to attend "11 back", which
+    scores as induction without being one)."""
     out = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :n]  # (B, n): distinct per row
     lengths = rs.randint(shortest, longest + 1, size=batch)  # (B,)
-    from_start = rs.random_sample(batch) < periodic  # (B,)
-    starts = rs.randint(0, n - 2 * lengths + 1)  # (B,)
-    for row, (k, again, start) in enumerate(zip(lengths, from_start, starts, strict=True)):
-        if again:
-            out[row] = out[row, np.arange(n) % k]  # t → t mod k: the first k tokens, over and over
-        else:
-            out[row, start + k : start + 2 * k] = out[row, start : start + k]  # the segment, once more
+    at_zero = rs.random_sample(batch) < from_start  # (B,)
+    places = np.where(at_zero, 0, rs.randint(0, n - 2 * lengths + 1))  # (B,): where each row's repeating starts
+    for row, (k, p) in enumerate(zip(lengths, places, strict=True)):
+        out[row, p:] = out[row, p + (np.arange(n - p) % k)]  # the k tokens from p, over and over
     return out  # (B, n)
 
 
@@ -144,7 +142,11 @@ def history(name: str = "induction") -> dict[str, np.ndarray]:
 
 
 def learning_rate(step: int, steps: int = STEPS, hold: int = HOLD) -> float:
-    """The recipe's schedule: LR for ``hold`` steps, then falling linearly to LR / 50 at ``steps``."""
+    """The recipe's schedule: rising linearly to LR over the first WARMUP steps (gentle first steps, so a
+    rounding-sized difference between machines is not blown up), LR until ``hold``, then falling linearly to LR / 50
+    at ``steps``."""
+    if step < WARMUP:
+        return LR * (step + 1) / WARMUP
     return LR if step < hold else max(LR * (steps - step) / (steps - hold), LR / 50)
 
 
@@ -164,12 +166,9 @@ def recipe_config() -> Config:
 
 
 def recipe_batch(step: int) -> np.ndarray:
-    """The training batch of a step, from SEED and the step alone: (BATCH, n) with n growing as GROWTH says. While
-    sequences are short every row repeats from the start; then a share PERIODIC of them does."""
-    n = next((tokens for until, tokens in GROWTH if step < until), 2 * HALF)
-    grown = n == 2 * HALF
-    shortest, periodic = (SHORTEST, PERIODIC) if grown else (2, 1.0)  # short sequences: repeats of 2 tokens up
-    return training_sequences(np.random.RandomState([SEED, 1, step]), BATCH, VOCAB, n, shortest, n // 2, periodic)
+    """The training batch of a step, from SEED and the step alone: (BATCH, 2·HALF)."""
+    rs = np.random.RandomState([SEED, 1, step])
+    return training_sequences(rs, BATCH, VOCAB, 2 * HALF, SHORTEST_TRAINED, HALF, FROM_START)
 
 
 def recipe_model(name: str = "induction") -> Model:
