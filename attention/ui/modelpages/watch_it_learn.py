@@ -21,8 +21,8 @@ from ..state import inside
 from ..widgets import common as widgets
 from . import every_head, runs
 
-LIVE_STEPS = 1000  # the live run: 1,000 steps (the shipped run took 1,600), fast enough here and past the change
-LIVE_HOLD = 600  # the learning rate held this long, then falling (the shipped run: 800 of 1,600)
+LIVE_STEPS = 1400  # the live run: 1,400 steps (the shipped run took 2,400), past the change near step 900
+LIVE_HOLD = 1000  # the learning rate held this long, then falling (the shipped run: 1,000 of 2,400)
 EVERY_HEAD = str(Path(__file__).resolve().parents[3] / "pages" / "14_every_head.py")  # absolute: under AppTest too
 POLL = 0.5  # s between redraws of a live run's progress
 LOSS_HEIGHT = 340  # px
@@ -94,7 +94,10 @@ def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
     st.caption(
         f"At step 0, the random start, the losses were {h['losses'][0]:.2f} (training batch), "
         f"{h['loss_first'][0]:.2f} (first half) and {h['loss_repeated'][0]:.2f} (repeated half): the lines leave the "
-        "chart's top there. The grey training loss mixes both halves of sequences whose repeat is 10 to 12 words long."
+        "chart's top there. The grey training loss mixes the new and the repeated words of the training sequences: "
+        f"{' and then '.join(str(n) for _, n in induction.GROWTH)} words long for the first "
+        f"{induction.GROWTH[-1][0]} steps, then {2 * induction.HALF}, with repeats of {induction.SHORTEST} to "
+        f"{induction.HALF} words at varying places."
     )
     heads(h, i)
 
