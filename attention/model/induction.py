@@ -43,6 +43,7 @@ STEPS = 3600
 INIT_STD = 0.3
 FROM_START = 0.9  # the share of training rows whose repeat starts at position 0 (the others: at a random place)
 
+
 def words(count: int) -> list[str]:
     """``count`` short distinct words ("ba", "be", ... "zu") for the vocabulary."""
     out = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
