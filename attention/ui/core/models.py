@@ -197,8 +197,9 @@ def _ready_made() -> dict[str, tuple[int, ...]]:
         ),
         "12 other words, repeated (draw 1)": repeat(12, 1),
         "12 other words, repeated (draw 2)": repeat(12, 2),
+        "10 words, repeated": repeat(10, 1),
         "8 words, repeated": repeat(8, 1),
-        f"{SHORTEST} words, repeated (the shortest repeat it was trained on)": repeat(SHORTEST, 1),
+        f"{SHORTEST} words, repeated (the shortest first half the shipped model is checked on)": repeat(SHORTEST, 1),
     }
 
 
