@@ -26,6 +26,7 @@ LIVE_HOLD = 700  # the learning rate held until this step, then falling (the shi
 EVERY_HEAD = str(Path(__file__).resolve().parents[3] / "pages" / "14_every_head.py")  # absolute: under AppTest too
 POLL = 0.5  # s between redraws of a live run's progress
 LOSS_HEIGHT = 340  # px
+LABEL_LINE = 16  # px between the rules' labels
 FELL = 0.5  # nats: the repeated half's loss the prose follows the drop down to
 STARTED = 20  # steps: the loss chart's scale fits the losses from here on (the random start's are far above)
 SERIES = {  # the loss chart's lines: label, colour (readable with any colour vision)
@@ -153,12 +154,14 @@ def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.Laye
             tooltip=[alt.Tooltip("what:N")],
         )
     )
-    labels = (
-        alt.Chart(pd.DataFrame(marks))
-        .mark_text(align="left", dx=4, dy=6, baseline="top", fontSize=12)
-        .encode(x, y=alt.value(0), text="what:N")
-    )
-    return (lines + points + rules + labels).properties(title="Loss as the model learns")
+    chart = lines + points + rules
+    for line, mark in enumerate(marks):  # one label a line, so two close rules' labels never overlap
+        chart += (
+            alt.Chart(pd.DataFrame([{"step": mark["step"], "what": mark["what"]}]))
+            .mark_text(align="left", dx=4, dy=6 + LABEL_LINE * line, baseline="top", fontSize=12)
+            .encode(x, y=alt.value(0), text="what:N")
+        )
+    return chart.properties(title="Loss as the model learns")
 
 
 def heads(h: dict[str, np.ndarray], i: int) -> None:
