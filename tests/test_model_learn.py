@@ -263,7 +263,7 @@ def test_the_shipped_file_is_small_and_records_the_phase_change() -> None:
 
 def _fresh_lengths() -> dict[int, dict[str, object]]:
     """The shipped model measured on fresh sequences (a seed of this test's own, not training's) whose first half has
-    every length from the recipe's shortest repeat to its longest."""
+    every length the recipe checks, from its shortest (4) to its longest (12)."""
     m = builtin("induction")
     meta = json.loads(str(np.load(BUILTIN["induction"])["meta"]))
     V = m.config.vocab_size
