@@ -2,13 +2,14 @@
 
     python scripts/train_induction.py            # writes attention/data/induction.npz and prints what it reached
 
-Sequences are HALF distinct random tokens followed by the same tokens again; the model learns to predict the
-repeat. In training the repeated segment is SHORTEST to HALF tokens long, after other distinct tokens, so where the
-repeat starts varies and position alone cannot predict it (with a fixed offset the model learns a head that attends
-"11 back", which scores as induction without reading the tokens). Training draws a fresh batch each step (from
-SEED and the step number); the snapshots are measured on a fixed evaluation batch of the plain task and taken
-densely where the loss falls (whenever the smoothed loss, once below ln(VOCAB), has fallen by DROP since the last
-one, and at least every MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
+The task: HALF distinct random tokens followed by the same tokens again; the model learns to predict the repeat. In
+training each row repeats a segment of SHORTEST_TRAINED to HALF tokens over and over to the end, from position 0 in a
+share FROM_START of the rows (as the task does) and from a random place in the others, so its length and offset vary
+and position alone cannot predict it (with a fixed offset the model learns a head that attends "11 back", which
+scores as induction without reading the tokens). Training draws a fresh batch each step (from SEED and the step
+number); the snapshots are measured on a fixed evaluation batch of the plain task and taken densely where the loss
+falls (whenever the smoothed loss, once below ln(VOCAB), has fallen by DROP since the last one, and at least every
+MAX_GAP steps). The recipe (sizes, seed, schedule, batches) lives in
 attention/model/induction.py, where the "Watch it learn" page reads it too.
 """
 
@@ -29,13 +30,17 @@ from attention.model import train  # noqa: E402
 from attention.model.induction import (  # noqa: E402
     BATCH,
     BUILTIN,
+    FROM_START,
     HALF,
     HOLD,
     INIT_STD,
     LR,
     SEED,
+    SHORTEST,
+    SHORTEST_TRAINED,
     STEPS,
     VOCAB,
+    WARMUP,
     learning_rate,
     measure,
     recipe_model,
@@ -46,8 +51,8 @@ from attention.model.induction import recipe_batch as batch  # noqa: E402
 from attention.model.induction import recipe_config as config  # noqa: E402
 
 EVAL_BATCH = 64
-DROP = 0.07  # nats of smoothed training loss between snapshots
-MAX_GAP = 100  # steps
+DROP = 0.08  # nats of smoothed training loss between snapshots
+MAX_GAP = 200  # steps
 
 
 def evaluation_batch() -> np.ndarray:
@@ -83,8 +88,12 @@ def build(steps: int = STEPS) -> dict[str, np.ndarray]:
                 {
                     "seed": SEED,
                     "half": HALF,
+                    "shortest": SHORTEST,
+                    "shortest_trained": SHORTEST_TRAINED,
+                    "from_start": FROM_START,
                     "batch": BATCH,
                     "lr": LR,
+                    "warmup": WARMUP,
                     "hold": HOLD,
                     "steps": steps,
                     "init_std": INIT_STD,
@@ -108,18 +117,17 @@ def main() -> None:
     np.savez_compressed(path, **arrays)
     cfg = config()
     params = {k.removeprefix("param/"): v for k, v in arrays.items() if k.startswith("param/")}
-    fresh = sequences(np.random.RandomState([SEED, 3]), 256, VOCAB, HALF)
-    m = measure(cfg, params, fresh, HALF)
     print(
         f"trained {STEPS} steps in {seconds:.1f} s; {len(arrays['snap/step'])} snapshots; "
         f"{path.stat().st_size / 1024:.0f} KiB"
     )
-    print(
-        f"fresh sequences: loss first half {m['loss_first']:.3f} (ln {VOCAB} = {np.log(VOCAB):.3f}), "
-        f"repeated half {m['loss_repeated']:.4f}"
-    )
-    print("previous-token scores", np.round(m["previous"], 3).tolist())
-    print("induction scores", np.round(m["induction"], 3).tolist())
+    for half in range(SHORTEST, HALF + 1):  # fresh sequences of every length checked
+        m = measure(cfg, params, sequences(np.random.RandomState([SEED, 3, half]), 256, VOCAB, half), half)
+        print(
+            f"first half of {half:2}: loss first half {m['loss_first']:.3f} (ln {VOCAB} = {np.log(VOCAB):.3f}), "
+            f"repeated half {m['loss_repeated']:.4f}; previous-token {np.round(m['previous'], 3).tolist()}, "
+            f"induction {np.round(m['induction'], 3).tolist()}"
+        )
     print("snapshot steps", arrays["snap/step"].tolist())
 
 

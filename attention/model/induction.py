@@ -1,6 +1,7 @@
 """The induction task, the scores that show an induction head, and the shipped model trained on it.
 
-A sequence is ``half`` distinct random tokens followed by the same tokens again. The first half cannot be predicted
+A sequence is ``half`` distinct random tokens followed by the same tokens again (the model is checked on every
+half from SHORTEST to HALF). The first half cannot be predicted
 (its loss stays near ln(vocabulary)); the second half can, by an induction head: at position t in the repeat, attend
 to the token after the earlier occurrence of the current token (position t − half + 1) and copy it. Two scores per
 head, averaged over a batch:
@@ -27,17 +28,20 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 BUILTIN = {"induction": DATA / "induction.npz"}
 
 # The shipped model's training recipe (scripts/train_induction.py trains it; the "Watch it learn" page trains it live)
-SEED = 0
+SEED = 11
 VOCAB = 32
-HALF = 12
-SHORTEST = 10  # training repeats a segment of 10 to 12 tokens, so where the repeat starts varies
+HALF = 12  # the longest first half: the model reads 2·HALF tokens
+SHORTEST = 4  # the shortest first half the model is checked on (every one from SHORTEST to HALF)
+SHORTEST_TRAINED = 2  # training repeats segments of SHORTEST_TRAINED to HALF tokens
 D_MODEL = 32
 HEADS = 2
 BATCH = 16
-LR = 0.02  # held for HOLD steps, then falling linearly to LR / 50 at STEPS
-HOLD = 800
-STEPS = 1600
+LR = 0.015  # rising linearly over the first WARMUP steps, held until HOLD, then falling linearly to LR / 50 at STEPS
+WARMUP = 100
+HOLD = 1800
+STEPS = 3600
 INIT_STD = 0.3
+FROM_START = 0.9  # the share of training rows whose repeat starts at position 0 (the others: at a random place)
 
 
 def words(count: int) -> list[str]:
@@ -48,19 +52,28 @@ def words(count: int) -> list[str]:
     return out[:count]
 
 
-def sequences(rs: np.random.RandomState, batch: int, vocab: int, half: int, shortest: int | None = None) -> np.ndarray:
-    """(batch, 2·half) ids: ``half`` distinct random tokens, then the same again. With ``shortest`` each row repeats
-    a segment of a random length k from ``shortest`` to ``half`` instead, after 2·(half − k) other distinct tokens
-    (so the repeat's offset varies and position alone cannot predict it; training uses this)."""
-    n = 2 * half
-    tokens = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :n]  # (B, n): distinct per row
-    if shortest is None:
-        return np.concatenate([tokens[:, :half], tokens[:, :half]], axis=1)  # (B, 2·half)
-    out = tokens.copy()
-    for b, k in enumerate(rs.randint(shortest, half + 1, size=batch)):
-        start = n - 2 * k
-        out[b, start + k :] = out[b, start : start + k]  # the segment, repeated
-    return out  # (B, 2·half)
+def sequences(rs: np.random.RandomState, batch: int, vocab: int, half: int) -> np.ndarray:
+    """(batch, 2·half) ids: ``half`` distinct random tokens, then the same again (the task the model is checked on)."""
+    tokens = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :half]  # (B, half): distinct per row
+    return np.concatenate([tokens, tokens], axis=1)  # (B, 2·half)
+
+
+def training_sequences(
+    rs: np.random.RandomState, batch: int, vocab: int, n: int, shortest: int, longest: int, from_start: float
+) -> np.ndarray:
+    """(batch, n) ids: distinct random tokens up to a place p, then the k tokens from p over and over to the end
+    (t → p + (t − p) mod k), k random from ``shortest`` to ``longest``. With probability ``from_start`` p = 0, the
+    way the task starts (this teaches the induction head that position 0 is not "the token after" its own token);
+    else p is random, so that keys at late positions must say their previous token too. The repeat's length and
+    place vary, so only reading the tokens predicts it (a fixed offset would teach a head to attend "11 back", which
+    scores as induction without being one)."""
+    out = np.argsort(rs.random_sample((batch, vocab)), axis=1)[:, :n]  # (B, n): distinct per row
+    lengths = rs.randint(shortest, longest + 1, size=batch)  # (B,)
+    at_zero = rs.random_sample(batch) < from_start  # (B,)
+    places = np.where(at_zero, 0, rs.randint(0, n - 2 * lengths + 1))  # (B,): where each row's repeating starts
+    for row, (k, p) in enumerate(zip(lengths, places, strict=True)):
+        out[row, p:] = out[row, p + (np.arange(n - p) % k)]  # the k tokens from p, over and over
+    return out  # (B, n)
 
 
 def head_scores(weights: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +143,11 @@ def history(name: str = "induction") -> dict[str, np.ndarray]:
 
 
 def learning_rate(step: int, steps: int = STEPS, hold: int = HOLD) -> float:
-    """The recipe's schedule: LR for ``hold`` steps, then falling linearly to LR / 50 at ``steps``."""
+    """The recipe's schedule: rising linearly to LR over the first WARMUP steps (gentle first steps, so a
+    rounding-sized difference between machines is not blown up), LR until ``hold``, then falling linearly to LR / 50
+    at ``steps``."""
+    if step < WARMUP:
+        return LR * (step + 1) / WARMUP
     return LR if step < hold else max(LR * (steps - step) / (steps - hold), LR / 50)
 
 
@@ -150,8 +167,9 @@ def recipe_config() -> Config:
 
 
 def recipe_batch(step: int) -> np.ndarray:
-    """The training batch of a step: (BATCH, 2·HALF), from SEED and the step alone."""
-    return sequences(np.random.RandomState([SEED, 1, step]), BATCH, VOCAB, HALF, SHORTEST)
+    """The training batch of a step, from SEED and the step alone: (BATCH, 2·HALF)."""
+    rs = np.random.RandomState([SEED, 1, step])
+    return training_sequences(rs, BATCH, VOCAB, 2 * HALF, SHORTEST_TRAINED, HALF, FROM_START)
 
 
 def recipe_model(name: str = "induction") -> Model:

@@ -33,7 +33,7 @@ from ...errors import AttentionError
 from ...io import presets as presets_mod
 from ...io.presets import Preset
 from ...model import Model, ablate, builtin, load, models_folder
-from ...model.induction import history, sequences
+from ...model.induction import SHORTEST, history, sequences
 from ...model.vocab import WordVocab
 
 _LOG = logging.getLogger(__name__)
@@ -201,8 +201,9 @@ def _ready_made() -> dict[str, tuple[int, ...]]:
         ),
         "12 other words, repeated (draw 1)": repeat(12, 1),
         "12 other words, repeated (draw 2)": repeat(12, 2),
-        "10 words, repeated (the shortest repeat it was trained on)": repeat(10, 1),
-        "8 words, repeated (shorter than any repeat it saw in training)": repeat(8, 1),
+        "10 words, repeated": repeat(10, 1),
+        "8 words, repeated": repeat(8, 1),
+        f"{SHORTEST} words, repeated (the shortest first half the shipped model is checked on)": repeat(SHORTEST, 1),
     }
 
 

@@ -21,11 +21,13 @@ from ..state import inside
 from ..widgets import common as widgets
 from . import every_head, runs
 
-LIVE_STEPS = 1000  # the live run: 1,000 steps (the shipped run took 1,600), fast enough here and past the change
-LIVE_HOLD = 600  # the learning rate held this long, then falling (the shipped run: 800 of 1,600)
+LIVE_STEPS = 1000  # the live run: 1,000 steps (the shipped run took 3,600), past the change near step 400
+LIVE_HOLD = 700  # the learning rate held until this step, then falling (the shipped run: to 1,800 of 3,600)
 EVERY_HEAD = str(Path(__file__).resolve().parents[3] / "pages" / "14_every_head.py")  # absolute: under AppTest too
 POLL = 0.5  # s between redraws of a live run's progress
 LOSS_HEIGHT = 340  # px
+LABEL_LINE = 16  # px between the rules' labels
+FELL = 0.5  # nats: the repeated half's loss the prose follows the drop down to
 STARTED = 20  # steps: the loss chart's scale fits the losses from here on (the random start's are far above)
 SERIES = {  # the loss chart's lines: label, colour (readable with any colour vision)
     "training loss (each step's batch)": "#9e9e9e",
@@ -51,27 +53,7 @@ def body(s: session.Session) -> None:
 def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
     """The loss curves with the phase change marked, the slider, and every head's pattern at the chosen snapshot."""
     steps, count = h["step"], len(h["step"])
-    best = h["induction"].reshape(count, -1).max(axis=1)  # (snapshots,): the strongest induction score
-    r = float(np.corrcoef(best, h["loss_repeated"])[0, 1])
-    vocab = models.get(models.BUILTIN).config.vocab_size
-    if phase is None:
-        st.markdown(f"No head's induction score reached {induction.PHASE_SCORE} in this record.")
-    else:
-        layer, head = np.unravel_index(np.argmax(h["induction"][phase]), h["induction"].shape[1:])
-        before = max(phase - 1, 0)
-        st.markdown(
-            f"**The phase change** (the dashed line) is found from the record: it is the first snapshot at which a "
-            f"head puts more than half of its weight on the token to copy (an induction score of at least "
-            f"{induction.PHASE_SCORE}). That is **step {steps[phase]}**, where {runs.name(layer, head)}'s induction "
-            f"score reached {h['induction'][phase, layer, head]:.2f}. **The induction head appears where the "
-            f"repeated half's loss drops:** from step {steps[before]} to step {steps[phase]} that loss fell from "
-            f"{h['loss_repeated'][before]:.2f} to {h['loss_repeated'][phase]:.2f} nats, and over the whole run it "
-            f"went from {h['loss_repeated'][1]:.2f} (step {steps[1]}) to {h['loss_repeated'][-1]:.2f} as the "
-            f"strongest induction score rose from {best[1]:.2f} to {best[-1]:.2f} (across the {count} snapshots the "
-            f"two move together: correlation {r:.2f}). The first half's loss stays near ln {vocab} ≈ "
-            f"{np.log(vocab):.2f} ({h['loss_first'][phase]:.2f} at the phase change): its words are new, so nothing "
-            "there can be predicted."
-        )
+    phase_prose(h, phase)
     k = st.session_state[inside.SNAPSHOT]
     st.slider(
         f"Snapshot (1 to {count})",
@@ -91,12 +73,48 @@ def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
     )
     widgets.chart_gap()
     st.altair_chart(loss_curves(h, phase, i), width="stretch", height=LOSS_HEIGHT)
+    marked = ""
+    if phase is not None:
+        marked = (
+            f"The dashed line marks step {steps[phase]}, the phase change: the first snapshot at which a head's "
+            f"induction score reached {induction.PHASE_SCORE}. "
+        )
     st.caption(
-        f"At step 0, the random start, the losses were {h['losses'][0]:.2f} (training batch), "
+        f"{marked}At step 0, the random start, the losses were {h['losses'][0]:.2f} (training batch), "
         f"{h['loss_first'][0]:.2f} (first half) and {h['loss_repeated'][0]:.2f} (repeated half): the lines leave the "
-        "chart's top there. The grey training loss mixes both halves of sequences whose repeat is 10 to 12 words long."
+        "chart's top there. The grey training loss is on the training sequences, which differ from the example: "
+        f"in each, {induction.SHORTEST_TRAINED} to {induction.HALF} words repeat over and over to the end, from the "
+        f"first word in {induction.FROM_START:.0%} of them and from a random place in the others."
     )
     heads(h, i)
+
+
+def phase_prose(h: dict[str, np.ndarray], phase: int | None) -> None:
+    """Where the phase change is in the record, and how the two halves' losses moved around it."""
+    steps, count = h["step"], len(h["step"])
+    best = h["induction"].reshape(count, -1).max(axis=1)  # (snapshots,): the strongest induction score
+    r = float(np.corrcoef(best, h["loss_repeated"])[0, 1])
+    vocab = models.get(models.BUILTIN).config.vocab_size
+    if phase is None:
+        st.markdown(f"No head's induction score reached {induction.PHASE_SCORE} in this record.")
+    else:
+        layer, head = np.unravel_index(np.argmax(h["induction"][phase]), h["induction"].shape[1:])
+        before = max(phase - 1, 0)
+        low = next((j for j in range(phase, count) if h["loss_repeated"][j] < FELL), count - 1)
+        st.markdown(
+            f"**The phase change** (the dashed line) is found from the record: it is the first snapshot at which a "
+            f"head puts more than half of its weight on the token to copy (an induction score of at least "
+            f"{induction.PHASE_SCORE}). That is **step {steps[phase]}**, where {runs.name(layer, head)}'s induction "
+            f"score reached {h['induction'][phase, layer, head]:.2f}. **The induction head appears where the "
+            f"repeated half's loss drops:** from step {steps[before]} to step {steps[phase]} that loss fell from "
+            f"{h['loss_repeated'][before]:.2f} to {h['loss_repeated'][phase]:.2f} nats, by step {steps[low]} it was "
+            f"{h['loss_repeated'][low]:.2f}, and over the whole run it "
+            f"went from {h['loss_repeated'][1]:.2f} (step {steps[1]}) to {h['loss_repeated'][-1]:.2f} as the "
+            f"strongest induction score rose from {best[1]:.2f} to {best[-1]:.2f} (across the {count} snapshots the "
+            f"two move together: correlation {r:.2f}). The first half's loss never falls below ln {vocab} ≈ "
+            f"{np.log(vocab):.2f} ({h['loss_first'][phase]:.2f} at the phase change, {h['loss_first'][-1]:.2f} at "
+            "the end): its words are new, so nothing there can be predicted."
+        )
 
 
 def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.LayerChart:
@@ -136,12 +154,14 @@ def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.Laye
             tooltip=[alt.Tooltip("what:N")],
         )
     )
-    labels = (
-        alt.Chart(pd.DataFrame(marks))
-        .mark_text(align="left", dx=4, dy=6, baseline="top", fontSize=12)
-        .encode(x, y=alt.value(0), text="what:N")
-    )
-    return (lines + points + rules + labels).properties(title="Loss as the model learns")
+    chart = lines + points + rules
+    for line, mark in enumerate(marks):  # one label a line, so two close rules' labels never overlap
+        chart += (
+            alt.Chart(pd.DataFrame([{"step": mark["step"], "what": mark["what"]}]))
+            .mark_text(align="left", dx=4, dy=6 + LABEL_LINE * line, baseline="top", fontSize=12)
+            .encode(x, y=alt.value(0), text="what:N")
+        )
+    return chart.properties(title="Loss as the model learns")
 
 
 def heads(h: dict[str, np.ndarray], i: int) -> None:
@@ -179,9 +199,10 @@ def train_yourself() -> None:
     st.subheader("Train it yourself")
     st.markdown(
         f"The same recipe as the shipped model (the same seed, shape, batches of 16 sequences and Adam), trained "
-        f"from scratch on this server for {LIVE_STEPS:,} steps: the learning rate is held at {induction.LR} for "
-        f"{LIVE_HOLD} steps, then falls. That is shorter than the shipped run's {induction.STEPS:,} steps, and "
-        "still past the phase change: watch the loss sit near ln 32 ≈ 3.47 on the plateau, then drop."
+        f"from scratch on this server for {LIVE_STEPS:,} steps: the learning rate rises to {induction.LR} over the "
+        f"first {induction.WARMUP} steps, is held there until step {LIVE_HOLD}, then falls. That is shorter than "
+        f"the shipped run's {induction.STEPS:,} steps, and still past the phase change: watch the loss sit near "
+        "ln 32 ≈ 3.47 on the plateau, then drop."
     )
     job = training.get(st.session_state[inside.JOB])
     running = job is not None and job.state == "running"
