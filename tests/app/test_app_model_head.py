@@ -3,6 +3,8 @@ ablating it from its page, and the address that restores it; every number agains
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -151,6 +153,8 @@ def test_a_bad_model_head_link_is_named_and_the_default_preset_opens(mh: str, sa
     assert says in notes, notes
     assert session(at).preset_id != "model" and session(at).model_head is None
     assert "<b>" not in " ".join(w.value for w in at.warning)  # user text is text: escaped in the Markdown sent
+    # no bare ~ in the Markdown sent: a pair of them strikes the text between through ("model~layer.head~token")
+    assert not re.search(r"(?<!\\)~", " ".join(w.value for w in at.warning)), [w.value for w in at.warning]
 
 
 def test_the_model_pages_keep_their_text_and_ablations_in_the_address() -> None:

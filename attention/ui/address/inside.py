@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ..core import models
 from ..core.models import Ablation, HeadRef
-from ..core.text import quoted
+from ..core.text import esc, quoted
 from ..state import inside
 
 HEAD = "mh"
@@ -73,7 +73,7 @@ def read_head(text: str) -> HeadRef | str:
     """The head an ``mh`` value names, or why it cannot be read (Markdown, the value quoted)."""
     parts = text[: LIMITS[HEAD]].split("~")
     if len(text) > LIMITS[HEAD] or len(parts) != 4:
-        return f"the link's model head {quoted(text, 80)} is not model~layer.head~token ids~ablations"
+        return f"the link's model head {quoted(text, 80)} is not {esc('model~layer.head~token ids~ablations')}"
     model_id, where, ids_part, ablate = parts
     if not models.travels(model_id) or model_id not in models.offered():
         return f"this server offers no model {quoted(model_id, 60)}"
