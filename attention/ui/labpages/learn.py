@@ -187,12 +187,14 @@ def target_of(s: session.Session, cfg: LearnSettings) -> object:
     return np.array(grid_of(s), dtype=float) if cfg.target == "custom" else cfg.target
 
 
-def _refused(bar: Any, live: Any, why: str) -> None:
-    """A run that stopped or made things worse: the progress and the live curve go, and ``why`` is said where the
-    eye is, with the promise that nothing changed."""
+NOTHING_CHANGED = "Nothing was changed: the matrices are exactly as they were."
+
+
+def _refused(bar: Any, live: Any) -> None:
+    """A run that stopped or made things worse: the progress and the live curve go, and the message said under
+    ``learn.train`` (with :data:`NOTHING_CHANGED`) shows where the eye is."""
     bar.empty()
     live.empty()
-    state_core.say("learn.train", "error", f"{why} Nothing was changed: the matrices are exactly as they were.")
     show_messages("learn.train")
 
 
@@ -235,17 +237,19 @@ def train(s: session.Session) -> None:
         )
     except AttentionError as exc:
         what = SETTING_NAMES.get(exc.field or "", "Training")
-        _refused(bar, live, f"**{what}**: {esc(exc.message, 2000)}.")
+        state_core.say("learn.train", "error", f"**{what}**: {esc(exc.message, 2000)}. {NOTHING_CHANGED}")
+        _refused(bar, live)
         return
     if result.loss > result.losses[0]:  # saturated: finite numbers, but every step made things worse
-        _refused(
-            bar,
-            live,
+        state_core.say(
+            "learn.train",
+            "error",
             f"**Learning rate**: training made the loss worse ({result.losses[0]:.4g} → {result.loss:.4g}): the "
             f"learning rate {cfg.lr:g} is too large for {OPTIMISERS[cfg.optimiser]}. The first steps threw the "
             "weights so far that softmax saturated (each weight 0 or 1, the wrong way) and the gradient vanished. "
-            f"Try a smaller one (for example {cfg.lr / 100:g}).",
+            f"Try a smaller one (for example {cfg.lr / 100:g}). {NOTHING_CHANGED}",
         )
+        _refused(bar, live)
         return
     bar.progress(1.0, text=f"Done: {result.steps_done:,} steps, loss {result.losses[0]:.4g} → {result.loss:.4g}")
     live.empty()
