@@ -275,7 +275,7 @@ def _rope(f: Fields, section: dict[str, Any], theta_key: str = "rope_theta", the
         source, where = params, "rope_parameters"
     else:
         source, where = dict(section.get("rope_scaling") or {}), "rope_scaling"
-        source.setdefault("rope_theta", section.get(theta_key, theta))
+        source.setdefault("rope_theta", section.get("rope_theta", section.get(theta_key, theta)))  # either name
     return _rope_fields(Fields(source, f"{f.where}: {where}" if where else f.where), theta)
 
 

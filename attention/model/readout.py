@@ -41,6 +41,14 @@ def _position(run: Run, position: object) -> int:
     return int(position) % n
 
 
+def _token(model: Model, token: object, field: str) -> int:
+    """A token id of the model's vocabulary, checked (``field`` names the argument in the message)."""
+    V = model.config.vocab_size
+    if not (is_whole(token) and 0 <= token < V):
+        raise AttentionError(f"there is no {field} token {token!r}: the vocabulary has {V} tokens", field=field)
+    return int(token)
+
+
 def _model(run: Run) -> Model:
     if not isinstance(run, Run) or run.model is None:
         raise AttentionError("the lens and the attribution read a Run made by Model.run", field="run")
@@ -124,10 +132,13 @@ def attribute(run: Run, position: int, token: int | None = None) -> Attribution:
     """Each head's, MLP's, the embeddings' and the biases' share of the logit of ``token`` (by default the
     prediction) at ``position``; see the module's docstring."""
     t, model = _position(run, position), _model(run)
-    V = model.config.vocab_size
-    token = int(np.argmax(run.logits[t])) if token is None else token
-    if not (is_whole(token) and 0 <= token < V):
-        raise AttentionError(f"there is no token {token!r}: the vocabulary has {V} tokens", field="token")
+    token = int(np.argmax(run.logits[t])) if token is None else _token(model, token, "token")
+    if any(iv.kind == "stream" for iv in run.interventions):
+        raise AttentionError(
+            "this run has a patched residual stream, which no part of the model wrote: attribute a run without "
+            "stream patches (head patches and ablations are fine)",
+            field="run",
+        )
     direction, shift, scale = read_direction(model, run.residuals[-1][t], int(token))
     heads, mlps, embedded, bias = _parts(run, t)
     return Attribution(
@@ -207,11 +218,19 @@ def sweep(
     clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
     clean, corrupt = model.run(clean_ids), model.run(corrupt_ids)
     t = _position(clean, position)
-    answer = int(np.argmax(clean.logits[t])) if answer is None else answer
-    wrong = int(np.argmax(corrupt.logits[t])) if wrong is None else wrong
-    if clean.logits[t, answer] - clean.logits[t, wrong] == corrupt.logits[t, answer] - corrupt.logits[t, wrong]:
+    answer = int(np.argmax(clean.logits[t])) if answer is None else _token(model, answer, "answer")
+    wrong = int(np.argmax(corrupt.logits[t])) if wrong is None else _token(model, wrong, "wrong")
+    if answer == wrong:
         raise AttentionError(
-            "the two texts give the same logit difference at that position: patching has nothing to restore",
+            "the answer and the wrong token are the same token (both texts predict it there, unless they were "
+            "given): choose a wrong token, or a position where the two texts' predictions differ",
+            field="wrong",
+        )
+    gap = (clean.logits[t, answer] - clean.logits[t, wrong]) - (corrupt.logits[t, answer] - corrupt.logits[t, wrong])
+    if abs(gap) <= 1e-6 * max(1.0, float(np.abs(clean.logits[t]).max())):
+        raise AttentionError(
+            "the two texts give the same logit difference at that position (to a millionth of the largest logit): "
+            "patching has nothing to restore",
             field="corrupt_ids",
         )
     L, H, n = model.config.n_layers, model.config.n_heads, len(clean_ids)

@@ -458,3 +458,11 @@ def test_a_tokenizer_smaller_or_larger_than_the_embedding_is_noted(llama: Path, 
         assert (notes == []) if said is None else (said in notes[0]), notes
     with pytest.raises(AttentionError, match="outside the vocabulary"):
         load(folder).run([1, n - 5])
+
+
+def test_a_gpt_neox_config_naming_its_base_rope_theta_keeps_it() -> None:
+    """Old GPT-NeoX files say rotary_emb_base; some say rope_theta instead (or both): either is the base."""
+    sizes = dict(model_type="gpt_neox", vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                 num_attention_heads=4, max_position_embeddings=64, rotary_pct=0.5)
+    for keys in (dict(rope_theta=1234.0), dict(rotary_emb_base=1234.0), dict(rope_theta=1234.0, rotary_emb_base=99.0)):
+        assert families.read_config({**sizes, **keys})[1].rope_theta == 1234.0, keys

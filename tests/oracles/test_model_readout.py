@@ -1,5 +1,6 @@
 """What the heads write (attention.model.readout) against transformers: the logit lens, direct logit attribution and
-activation patching on a tiny random GPT-2 made here, and the attribution's parts adding up on every family.
+activation patching on the tiny random GPT-2 of tests/helpers/gpt2.py (the ``gpt2`` fixture), and the attribution's
+parts adding up on every family.
 
 Oracles: transformers' ``output_hidden_states`` read through its own final norm and ``lm_head`` (the lens); a forward
 pre-hook on the attention's output projection that puts the clean run's head output into the corrupted run
@@ -8,44 +9,12 @@ pre-hook on the attention's output projection that puts the clean run's head out
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from attention import AttentionError
 from attention.model import ablate, attribute, builtin, lens, load, patch, sweep
 from attention.model.readout import read_direction
-
-CORPUS = ["the cat sat on the mat and the dog sat on the log", "heads read keys and values, queries ask"] * 20
-
-
-@pytest.fixture(scope="module")
-def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
-    """A tiny random GPT-2 folder and the float64 torch model opened from it."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    folder = tmp_path_factory.mktemp("readout_gpt2")
-    tok = ByteLevelBPETokenizer()
-    tok.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, show_progress=False)
-    tok.save(str(folder / "tokenizer.json"))
-    torch.manual_seed(0)
-    cfg = GPT2Config(
-        vocab_size=tok.get_vocab_size(), n_positions=32, n_embd=48, n_layer=3, n_head=4, initializer_range=0.2,
-        bos_token_id=0, eos_token_id=0,
-    )
-    model = GPT2LMHeadModel(cfg).double().eval()
-    with torch.no_grad():  # norms and biases away from 1 and 0, so a part left out of the sum would show
-        for name, p in model.named_parameters():
-            if "ln" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.3)
-    model.save_pretrained(str(folder), safe_serialization=True)
-    model = GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
-    return folder, model
 
 
 def _close(ours: np.ndarray, theirs: np.ndarray, rel: float = 1e-6) -> None:
@@ -80,7 +49,7 @@ def test_the_attribution_adds_up_to_the_logit(gpt2) -> None:
     for t, token in ((len(ids) - 1, None), (2, 5), (0, 17)):
         a = attribute(run, t, token)
         want = run.logits[t, a.token]
-        assert a.heads.shape == (3, 4) and a.mlps.shape == (3,)
+        assert a.heads.shape == (m.config.n_layers, m.config.n_heads) and a.mlps.shape == (m.config.n_layers,)
         parts = a.heads.sum() + a.mlps.sum() + a.embeddings + a.biases
         assert abs(parts - want) <= 1e-9 * max(1.0, abs(want)), (parts, want)
         assert a.total == pytest.approx(want, rel=1e-12, abs=1e-12)
@@ -148,7 +117,7 @@ def test_one_heads_patch_equals_a_forward_hook_in_transformers(gpt2) -> None:
     m = load(folder)
     clean, corrupt = m.encode("the cat sat on the mat"), m.encode("the dog sat on the log")
     dh = m.config.d_head
-    for layer, head in ((0, 1), (2, 3)):
+    for layer, head in ((0, 1), (m.config.n_layers - 1, m.config.n_heads - 1)):
         got = patch(m, clean, corrupt, [(layer, head)]).logits
         proj = hf.transformer.h[layer].attn.c_proj
         seen = {}
@@ -252,3 +221,28 @@ def test_a_sweep_restores_everything_where_the_stream_carries_the_changed_token(
     stopped = sweep(m, clean, corrupt, position=at, answer=first[4], wrong=other, on_step=stop_after_three)
     assert not stopped.done and seen[-1] == 3 and np.isnan(stopped.streams).all()
     assert np.isfinite(stopped.heads).sum() == 3  # the three patches made before the stop, each kept
+
+
+def test_a_sweeps_tokens_are_checked_and_a_stream_patched_run_is_not_attributed() -> None:
+    from attention.model import patch_stream
+
+    m = builtin("induction")
+    ids = [int(i) for i in np.random.RandomState(6).permutation(m.config.vocab_size)[:8]] * 2
+    other = list(ids)
+    other[2] = next(i for i in range(m.config.vocab_size) if i not in ids)
+    for kwargs, field in (
+        (dict(answer=10**6), "answer"),
+        (dict(answer=-1), "answer"),
+        (dict(answer=3, wrong=3), "wrong"),
+        (dict(wrong=1.5), "wrong"),
+    ):
+        with pytest.raises(AttentionError) as info:
+            sweep(m, ids, other, position=10, **kwargs)
+        assert info.value.field == field, kwargs
+    with pytest.raises(AttentionError) as info:  # the same text: nothing differs, nothing to restore
+        sweep(m, ids, ids, position=10, answer=ids[3], wrong=other[2])
+    assert info.value.field == "corrupt_ids"
+    patched = m.run(ids, [patch_stream(1, 15, m.run(other).residuals[1][15])])
+    with pytest.raises(AttentionError) as info:
+        attribute(patched, 15)
+    assert info.value.field == "run"
