@@ -28,21 +28,21 @@ def on_heatmap_click(page_key: str, head: int | None = None) -> None:
         return
     labels, key_toks = session.get().labels, key_labels(session.get())
     q, k = picked.get("query"), picked.get("key")
-    if q in labels and k in keys:
+    if q in labels and k in key_toks:
         pins.set_view(cell=(labels.index(q), key_toks.index(k)), head=head)
 
 
 def _on_pick(page_key: str) -> None:
     labels, key_toks = session.get().labels, key_labels(session.get())
     q, k = st.session_state.get(keys.cell(page_key, "q")), st.session_state.get(keys.cell(page_key, "k"))
-    if q in labels and k in keys:
+    if q in labels and k in key_toks:
         pins.set_view(cell=(labels.index(q), key_toks.index(k)))
 
 
 def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     """Cell (i, j) taken apart: q_i and k_j side by side, each product, the sum, × scale, minus the row's shift,
     exp, the row sum and the share, each number the engine's own."""
-    labels, key_toks = s.labels, key_labels(s)  # keys: the source's tokens in cross-attention
+    labels, key_toks = s.labels, key_labels(s)  # key_toks: the source's tokens in cross-attention
     i, j = min(s.cell[0], len(labels) - 1), min(s.cell[1], len(key_toks) - 1)
     where = "a head's heatmap" if trace.options.heads > 1 else "the heatmap"
     st.markdown(f"**Explain a cell** · click a cell of {where}, or choose it here")
