@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, replace_matrix, roles
-from attention.ui.core import compute
+from attention.ui.core import compute, keys
 from attention.ui.inputs.editors import editor_key
 from tests.helpers.apptest import (
     app,
@@ -306,12 +306,10 @@ def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_
 def test_an_edit_sent_with_a_switch_is_never_applied_to_the_new_head() -> None:
     """A grid edit of head A that reaches the server in the same run as the choice of head B (the switch's callback
     first): B's matrices stay the model's own, the edit is refused with a message, and the grids are renewed."""
-    from attention.ui.state import core
-
     at = choose_tab(_opened(1, 0, "softmax"), "inputs", "W_k")
     ids = list(session(at).model_head.ids)
     key, _ = _grid(at, "W_k")
-    assert key.startswith(core.GRID_KEYS)  # the grids' keys are the ones checked for pending edits
+    assert keys.is_grid(key)  # the grids' keys are the ones checked for pending edits
     at.selectbox(key="model_head.pick").set_value((1, 1))  # sent in the same run as the edit below, listed first
     at = grid_edit(at, key, {"edited_rows": {0: {"k1": "40"}}, "added_rows": [], "deleted_rows": []})
     no_exception(at)

@@ -13,7 +13,7 @@ import pytest
 
 from attention.model import Model, induction, train
 from attention.model.vocab import WordVocab
-from attention.ui.core import models, training
+from attention.ui.core import keys, models, training
 from attention.ui.modelpages import watch_it_learn
 from attention.ui.state import inside
 from tests.helpers.apptest import app, drawn_cells, errors, journey, no_exception, texts
@@ -62,13 +62,13 @@ def test_the_page_draws_the_losses_and_every_head_at_the_first_snapshot() -> Non
     assert all("concat" not in json.dumps(s) for s in specs)
     assert _score_lines(at) == _want_lines(1)
     assert any(t.startswith(f"Snapshot 1 of {COUNT}: after 0 training steps.") for t in _plain(at))
-    assert at.slider(key=inside.W_SNAPSHOT).value == 1
+    assert at.slider(key=keys.WATCH_SNAPSHOT).value == 1
 
 
 @pytest.mark.parametrize("k", [2, 17, COUNT])
 def test_the_slider_shows_the_records_numbers(k: int) -> None:
     at = app("watch_it_learn")
-    at = at.slider(key=inside.W_SNAPSHOT).set_value(k).run()
+    at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(k).run()
     no_exception(at)
     assert at.session_state[inside.SNAPSHOT] == k
     assert _score_lines(at) == _want_lines(k)
@@ -111,7 +111,7 @@ def test_the_phase_change_is_marked_where_the_record_says() -> None:
     assert caption.startswith(f"The dashed line marks step {step}, the phase change: the first snapshot at which a")
     assert "induction score reached 0.5." in caption
     # the slider's rule follows the slider
-    at = at.slider(key=inside.W_SNAPSHOT).set_value(s + 1).run()
+    at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(s + 1).run()
     rules = [d for d in _rows(at.get("vega_lite_chart")[0]) if d.get("dash") == "shown"]
     assert [d["step"] for d in rules] == [step]
 
@@ -123,23 +123,23 @@ def _rows(chart) -> list[dict]:
 @pytest.mark.parametrize("bad", [0, COUNT + 1, -3, 10_000])
 def test_a_bad_slider_value_changes_nothing(bad: int) -> None:
     at = app("watch_it_learn")
-    at = at.slider(key=inside.W_SNAPSHOT).set_value(5).run()
-    at = at.slider(key=inside.W_SNAPSHOT).set_value(bad).run()
+    at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(5).run()
+    at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(bad).run()
     no_exception(at)
     # Streamlit puts the value= given (the snapshot shown) in place of a value outside the slider's range
     assert at.session_state[inside.SNAPSHOT] == 5
-    assert at.slider(key=inside.W_SNAPSHOT).value == 5
+    assert at.slider(key=keys.WATCH_SNAPSHOT).value == 5
     assert _score_lines(at) == _want_lines(5)
 
 
 @pytest.mark.parametrize("bad", [0, COUNT + 1, "3", 2.5, None, True])
 def test_the_snapshot_callback_refuses_a_bad_value_with_a_message(monkeypatch, bad) -> None:
-    state = {inside.SNAPSHOT: 5, inside.LEARN_MESSAGE: "", inside.W_SNAPSHOT: bad}
+    state = {inside.SNAPSHOT: 5, inside.LEARN_MESSAGE: "", keys.WATCH_SNAPSHOT: bad}
     monkeypatch.setattr(inside, "st", SimpleNamespace(session_state=state))
     inside.on_snapshot(COUNT)
     assert state[inside.SNAPSHOT] == 5
     assert "Nothing changed" in state[inside.LEARN_MESSAGE] and f"1 to {COUNT}" in state[inside.LEARN_MESSAGE]
-    state[inside.W_SNAPSHOT] = 7
+    state[keys.WATCH_SNAPSHOT] = 7
     inside.on_snapshot(COUNT)
     assert state[inside.SNAPSHOT] == 7 and state[inside.LEARN_MESSAGE] == ""
 

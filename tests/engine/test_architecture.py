@@ -152,7 +152,8 @@ def test_the_ui_is_only_rooms_of_a_dozen_modules_or_fewer() -> None:
     assert sorted(p.name for p in ui.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(UI_ROOMS)
     for room in UI_ROOMS:
         modules = [p for p in (ui / room).glob("*.py") if p.name != "__init__.py"]
-        assert 1 <= len(modules) <= 12, f"attention/ui/{room}/ holds {len(modules)} modules"
+        most = 13 if room == "core" else 12  # core: one more, keys.py (every widget key in one module, issue 31)
+        assert 1 <= len(modules) <= most, f"attention/ui/{room}/ holds {len(modules)} modules"
 
 
 def _documented_tree() -> set[str]:

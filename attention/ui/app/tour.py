@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ...labs.stability import overflow_limit
-from ..core import session
+from ..core import keys, session
 from ..state import challenges
 from . import nav
 
@@ -86,10 +86,14 @@ def show(s: session.Session) -> None:
     """The guided path, or (once dismissed) a button to bring it back."""
     if s.tour_dismissed:
         st.button(
-            "Show the guided path again", key="tour.show", on_click=challenges.set_tour, args=(False,), type="tertiary"
+            "Show the guided path again",
+            key=keys.TOUR_SHOW,
+            on_click=challenges.set_tour,
+            args=(False,),
+            type="tertiary",
         )
         return
-    with st.container(border=True, key="tour"):
+    with st.container(border=True, key=keys.TOUR):
         st.markdown("## Start here")
         st.markdown(
             "New to attention? Walk the pages in order. On each, look for one thing, then try one thing; "
@@ -104,5 +108,5 @@ def show(s: session.Session) -> None:
                 st.page_link(page, label=f"**{i + 1}. {page.title}**", icon=":material/arrow_forward:")
                 st.markdown(f"**Notice** {notice}  \n**Try** {attempt}")
         st.button(
-            "Got it, hide this", key="tour.hide", on_click=challenges.set_tour, args=(True,), icon=":material/close:"
+            "Got it, hide this", key=keys.TOUR_HIDE, on_click=challenges.set_tour, args=(True,), icon=":material/close:"
         )

@@ -9,7 +9,7 @@ import streamlit as st
 from ... import names
 from ...errors import AttentionError
 from ...io import vectors
-from ..core import session
+from ..core import keys, session
 from ..core.text import quoted
 from ..state import learning, pins
 from ..widgets.common import checked_number, show_messages
@@ -27,7 +27,7 @@ def control(s: session.Session) -> None:
     """Choose how X is made; GloVe names the words it does not know; a note when attention is word similarity."""
     kind, seed = s.embedding
     c1, c2 = st.columns([3, 1])
-    key = f"tok.emb.{s.version}.{s.grids}"
+    key = keys.tok_embedding(s.version, s.grids)
     c1.selectbox(
         "Embeddings (the rows of X)",
         list(KINDS),
@@ -40,7 +40,7 @@ def control(s: session.Session) -> None:
         "its own column, so nothing is shared between words). The weights are resized, keeping what fits.",
     )
     if kind in ("random", "glove"):
-        seed_key = f"tok.embseed.{s.version}.{s.grids}"
+        seed_key = keys.tok_embedding_seed(s.version, s.grids)
         c2.number_input(
             "Embedding seed",
             value=int(seed),
@@ -119,7 +119,7 @@ def _similarity_note(s: session.Session) -> None:
         )
         st.button(
             "Use W_q = W_k = I (plain similarity)",
-            key=f"tok.identity.{s.version}",
+            key=keys.tok_identity(s.version),
             on_click=learning.use_identity,
             help="Sets W_q and W_k to the identity (d_k becomes d_model); W_v is kept. “Reset to preset” undoes it.",
         )
@@ -148,7 +148,7 @@ def nearest_words(s: session.Session) -> None:
     words = list(dict.fromkeys(t.lower() for t in s.tokens))
     st.markdown(f"**Nearest words** · the {NEAREST} GloVe words with the largest cosine similarity to a token")
     c1, c2 = st.columns([1, 2])
-    word = c1.selectbox("Token", words, key="tok.nearest", help="Looked up lower-cased among 50,000 GloVe words.")
+    word = c1.selectbox("Token", words, key=keys.TOK_NEAREST, help="Looked up lower-cased among 50,000 GloVe words.")
     if word is None:
         return
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ... import heads, names
-from ..core import session
+from ..core import keys, session
 from ..state import options
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from .steps import POSITION_NAMES
@@ -27,13 +27,13 @@ def draw(s: session.Session) -> None:
     """Key/value heads (only the divisors of the heads), the window when the mask has one, and the positions."""
     o = s.options
     divisors = heads.divisors(o.heads)
-    bind("sb.kv_heads", o.kv)
+    bind(keys.SB_KV_HEADS, o.kv)
     st.selectbox(
         "Key/value heads",
         divisors,
-        key="sb.kv_heads",
+        key=keys.SB_KV_HEADS,
         disabled=o.heads == 1,
-        on_change=on_value(options.set_kv_heads, "sb.kv_heads"),
+        on_change=on_value(options.set_kv_heads, keys.SB_KV_HEADS),
         help="How many heads have their own keys and values. Only the divisors of the heads are offered: each "
         "key/value head serves the same number of query heads. Fewer key/value heads means a smaller KV cache "
         "(Q·K·V page); W_k and W_v then have one block of columns per key/value head.",
@@ -44,7 +44,7 @@ def draw(s: session.Session) -> None:
     )
     show_messages("sidebar.kv_heads")
     if "window" in o.mask:
-        key = f"sb.window.{s.grids}.{o.window}"  # a fresh box whenever the window changes or a value is refused
+        key = keys.sb_window(s.grids, o.window)  # a fresh box whenever the window changes or a value is refused
         st.number_input(
             "Window w (tokens each query sees)",
             value=int(o.window),
@@ -56,13 +56,13 @@ def draw(s: session.Session) -> None:
             "before it (a causal sliding window, as in Longformer and Mistral).",
         )
         show_messages("sidebar.window")
-    bind("sb.positions", o.positions)
+    bind(keys.SB_POSITIONS, o.positions)
     st.selectbox(
         "Positions",
         list(POSITION_NAMES),
         format_func=SHORT_POSITION_NAMES.get,
-        key="sb.positions",
-        on_change=on_value(options.set_positions, "sb.positions"),
+        key=keys.SB_POSITIONS,
+        on_change=on_value(options.set_positions, keys.SB_POSITIONS),
         help="The same choice as on the Tokens page: " + "; ".join(POSITION_NAMES.values()) + ". ALiBi adds nothing "
         "to X, Q or K: each head subtracts m_h × (distance) from its scaled scores, with its own slope m_h.",
     )

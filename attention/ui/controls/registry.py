@@ -13,7 +13,7 @@ import streamlit as st
 
 from ... import names
 from ...shapes import shape_trace
-from ..core import session
+from ..core import keys, session
 from ..core.text import esc, quoted
 from ..inputs import editors, import_box
 from ..state import core as state_core
@@ -67,14 +67,14 @@ def _on_sentence(key: str) -> None:
         state_edits.set_tokens(tokens)
         if s.embedding[0] != "preset":  # the new words get their own vectors, made the same way
             learning.set_embeddings(*s.embedding)
-        st.session_state[f"tok.sentence.{session.get().version}"] = (
+        st.session_state[keys.tok_sentence(session.get().version)] = (
             text  # the box keeps the text if the editors were renewed
         )
 
 
 def sentence(s: session.Session) -> None:
     c1, c2 = st.columns([3, 1])
-    key = f"tok.sentence.{s.version}"
+    key = keys.tok_sentence(s.version)
     bind(key, " ".join(s.tokens), once=True)
     c1.text_input(
         "Sentence (tokens are split on spaces)",
@@ -84,7 +84,7 @@ def sentence(s: session.Session) -> None:
         help="Add or remove words to change the number of tokens; existing rows of X are kept.",
     )
     show_messages("control.sentence", c1)
-    dm_key = f"tok.dmodel.{s.version}"
+    dm_key = keys.tok_d_model(s.version)
     bind(dm_key, s.dims.d_model, once=True)
     c2.number_input(
         "d_model",
@@ -105,7 +105,7 @@ def _on_d_model(key: str) -> None:
         if not state_edits.resize(d_model=d, place="control.d_model"):
             st.session_state[key] = s.dims.d_model  # refused: the box shows the size in force
             return
-        st.session_state[f"tok.sentence.{session.get().version}"] = text
+        st.session_state[keys.tok_sentence(session.get().version)] = text
 
 
 # ------------------------------------------------------------------------------------------ d_k
@@ -115,7 +115,7 @@ def d_k(s: session.Session) -> None:
     """Two boxes side by side: d_k (the width of Q and K) and d_v (the width of V)."""
     c1, c2 = st.columns(2)
     for col, dim, what in ((c1, "d_k", "Q and K"), (c2, "d_v", "V")):
-        key = f"w.{dim.replace('_', '')}.{s.version}.{s.options.projection}"
+        key = keys.dim_box(dim, s.version, s.options.projection)
         bind(key, getattr(s.dims, dim), once=True)
         col.number_input(
             f"{dim} (width of {what})",
@@ -143,7 +143,7 @@ def _on_width(key: str, dim: str) -> None:
 def w_o(s: session.Session) -> None:
     """Mix the heads' outputs by W_o (an editable d_v × d_v matrix, the identity at first; a model's head: its rows of
     the model's W_o, d_v × d_model), and its editor."""
-    bind("w.w_o", "W_o" in s.matrices)
+    bind(keys.W_O, "W_o" in s.matrices)
     w = s.matrices.get("W_o")
     label = "Mix the heads' outputs by W_o (output = concat · W_o)"
     if s.model_head is not None:
@@ -160,8 +160,8 @@ def w_o(s: session.Session) -> None:
             "Multi-head attention ends with an output projection W_o (d_v × d_v) that mixes what the heads "
             "found. It starts as the identity, so nothing changes until you edit it."
         )
-    on_change = on_value(lambda v: options.set_w_o(bool(v)), "w.w_o")
-    st.checkbox(label, key="w.w_o", on_change=on_change, help=why)  # ours: labels
+    on_change = on_value(lambda v: options.set_w_o(bool(v)), keys.W_O)
+    st.checkbox(label, key=keys.W_O, on_change=on_change, help=why)  # ours: labels
     show_messages("control.w_o")
     if "W_o" in s.matrices:
         editors.matrix_editor("W_o", s)

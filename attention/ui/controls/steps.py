@@ -11,7 +11,7 @@ import streamlit as st
 from ... import charts, positions
 from ...errors import AttentionError
 from ...io import tables
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.text import esc
 from ..inputs import editors
 from ..state import core as state_core
@@ -67,14 +67,14 @@ POSITION_NAMES = {
 
 def position_control(s: session.Session) -> None:
     """Choose the positions; show the position step and what a shuffle of the tokens does, live."""
-    bind("tok.positions", s.options.positions)
+    bind(keys.TOK_POSITIONS, s.options.positions)
     c1, c2 = st.columns([3, 1])
     c1.selectbox(
         "Positions",
         list(POSITION_NAMES),
         format_func=POSITION_NAMES.get,
-        key="tok.positions",
-        on_change=on_value(options.set_positions, "tok.positions"),
+        key=keys.TOK_POSITIONS,
+        on_change=on_value(options.set_positions, keys.TOK_POSITIONS),
         help="How word order gets in: none, a sinusoidal code added to each row of X, a learned matrix P added "
         "to X (edit it here), or rotary positions that turn each query and key by an angle that grows with its "
         "position.",
@@ -82,7 +82,7 @@ def position_control(s: session.Session) -> None:
     show_messages("control.positions")
     c2.button(
         "Shuffle tokens",
-        key="tok.shuffle",
+        key=keys.TOK_SHUFFLE,
         on_click=edits.shuffle_tokens,
         width="stretch",
         help="Reorder the tokens (each keeps its row of X). Without positions every output row just moves "

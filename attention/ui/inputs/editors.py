@@ -21,19 +21,18 @@ from ... import charts
 from ...errors import cell_name
 from ...io.parse.cells import cell_number, number_too_long
 from ...names import MAX_NUMBER_CHARS
-from ..core import models, session
+from ..core import keys, models, session
 from ..core.text import esc
 from ..state import core as state_core
 from ..state import edits as state_edits
 from ..state import pins
-from ..state.core import GRID_KEYS
 from ..widgets.common import show_messages
 from ..widgets.number_tables import fit_height
 from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
-    return f"{GRID_KEYS}{name}.{s.version}.{s.grids}.{r0}.{c0}"
+    return keys.grid(name, s.version, s.grids, r0, c0)
 
 
 def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
@@ -48,7 +47,7 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
     if name in ("W_k", "W_v") and s.model_head is not None and (group := models.group_of(s.model_head)):
         st.caption(shared_note(name, s.model_head.layer, group))  # ours: numbers
     per = EDIT_COLS_BESIDE if beside else EDIT_COLS
-    r0, c0 = window_controls(f"edwin.{name}.{per}", *m.shape, EDIT_ROWS, per)
+    r0, c0 = window_controls(keys.edit_window(name, per), *m.shape, EDIT_ROWS, per)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
         st.caption(

@@ -14,7 +14,7 @@ import streamlit as st
 from ... import names
 from ...errors import AttentionError
 from ...io.parse import dispatch
-from ..core import session
+from ..core import keys, session
 from ..core.text import esc, quoted
 from ..state import core as messages
 from ..state import core as state_core
@@ -89,7 +89,7 @@ def _refuse(
 
 def _on_paste(name: str) -> None:
     s = session.get()
-    text = st.session_state.get(f"imp.{name}.text", "")
+    text = st.session_state.get(keys.import_box(name, "text"), "")
     if not str(text or "").strip():  # nothing to apply (Ctrl+Enter may already have applied and emptied the box)
         if not any(kind == "success" for kind, _ in messages.messages(_place(name))):
             state_core.say(
@@ -104,11 +104,11 @@ def _on_paste(name: str) -> None:
     if not edits.replace_matrix(name, arr):
         return  # refused (a challenge locks it): the message says so
     _applied(name, arr, "the pasted matrix")
-    st.session_state[f"imp.{name}.text"] = ""  # applied: the box is emptied
+    st.session_state[keys.import_box(name, "text")] = ""  # applied: the box is emptied
 
 
 def _on_upload(name: str) -> None:
-    f = st.session_state.get(f"imp.{name}.file")
+    f = st.session_state.get(keys.import_box(name, "file"))
     if f is None:
         return
     s = session.get()
@@ -137,7 +137,7 @@ def matrix_import(name: str, s: session.Session) -> None:
     """Upload a CSV or paste a numpy literal for one matrix, under its editor."""
     shape = s.matrices[name].shape
     d = names.axis_names(name, s.options.projection)
-    with st.expander(f"Import {name}: upload a CSV or paste a numpy array", key=f"imp.{name}.exp"):
+    with st.expander(f"Import {name}: upload a CSV or paste a numpy array", key=keys.import_box(name, "exp")):
         st.caption(
             f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; "
             "a paste may be `np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form "
@@ -147,18 +147,18 @@ def matrix_import(name: str, s: session.Session) -> None:
         st.file_uploader(
             f"Upload {name} ({formats})",
             type=dispatch.uploader_types(dispatch.MATRIX_FORMATS),
-            key=f"imp.{name}.file",
+            key=keys.import_box(name, "file"),
             on_change=_on_upload,
             args=(name,),
         )
-        with st.form(f"imp.{name}.form", border=False):
+        with st.form(keys.import_box(name, "form"), border=False):
             st.text_area(
                 f"Paste {name}",
-                key=f"imp.{name}.text",
+                key=keys.import_box(name, "text"),
                 height=120,
                 placeholder="np.array([[0.2, 0.9], [0.1, 0.5]])  or  [[0.2 0.9]\n [0.1 0.5]]",
             )
-            st.form_submit_button("Apply", key=f"imp.{name}.apply", on_click=_on_paste, args=(name,))
+            st.form_submit_button("Apply", key=keys.import_box(name, "apply"), on_click=_on_paste, args=(name,))
     # The outcome is shown below the expander (not inside), so it is seen even when the expander is closed:
     # a new matrix gives the editor above a fresh key, and the browser may then redraw the expander collapsed.
     show_messages(_place(name))
@@ -174,7 +174,7 @@ def matrix_import(name: str, s: session.Session) -> None:
             parts.append(f"d_k = {dk}")
         st.button(
             f"Change the shape to match: {', '.join(parts) or 'resize'}",
-            key=f"imp.{name}.resize",
+            key=keys.import_box(name, "resize"),
             on_click=_on_resize,
             args=(name,),
             help="Resizes the other matrices too, keeping every value that still fits; new cells are drawn from the "

@@ -9,7 +9,7 @@ import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import solves_csv
-from ..core import classboard, session
+from ..core import classboard, keys, session
 from ..core.settings import server_settings
 from ..core.text import esc
 from ..state import board as board_state
@@ -34,7 +34,7 @@ def body(s: session.Session) -> None:
         st.warning("The class board has no teacher key set on this server, so this page stays locked.")
         return
     if not st.session_state.get(classboard.TEACHER):
-        st.text_input("Teacher key", type="password", key=board_state.KEY_BOX, on_change=board_state.unlock)
+        st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
         show_messages("board.teacher")
         return
     _classes()
@@ -45,11 +45,11 @@ def body(s: session.Session) -> None:
 
 def _classes() -> None:
     left, right = st.columns(2, gap="medium")
-    with left.form("board.open", border=True):
-        st.text_input("A new class's title", key=board_state.TITLE_BOX, max_chars=80, placeholder="Tuesday lab")
+    with left.form(keys.BOARD_OPEN, border=True):
+        st.text_input("A new class's title", key=keys.BOARD_TITLE, max_chars=80, placeholder="Tuesday lab")
         st.form_submit_button("Open a class", on_click=board_state.open_class, icon=":material/group_add:")
-    with right.form("board.pick", border=True):
-        st.text_input("Show the class with the code", key=board_state.SHOW_BOX, max_chars=24)
+    with right.form(keys.BOARD_PICK, border=True):
+        st.text_input("Show the class with the code", key=keys.BOARD_SHOW, max_chars=24)
         st.form_submit_button("Show it", on_click=board_state.show_class, icon=":material/visibility:")
     show_messages("board.class")
 
@@ -84,7 +84,7 @@ def _live(code: str) -> None:
         solves_csv(rows),
         file_name=f"class_{code}.csv",
         mime="text/csv",
-        key="board.csv",
+        key=keys.BOARD_CSV,
         on_click="ignore",
     )
     if names:
@@ -102,9 +102,9 @@ def join_box() -> None:
                 f"You are {esc(who.name, 40)} in class {who.code}: every challenge you solve is handed in, with "
                 "its link."
             )
-        with st.form("board.join", border=False):
+        with st.form(keys.BOARD_JOIN, border=False):
             a, b = st.columns(2)
-            a.text_input("Class code", key=board_state.CODE_BOX, max_chars=24, placeholder="K7QX2M")
-            b.text_input("Your display name", key=board_state.NAME_BOX, max_chars=40)
+            a.text_input("Class code", key=keys.BOARD_CODE, max_chars=24, placeholder="K7QX2M")
+            b.text_input("Your display name", key=keys.BOARD_NAME, max_chars=40)
             st.form_submit_button("Join", on_click=board_state.join, icon=":material/login:")
         show_messages("board.join")

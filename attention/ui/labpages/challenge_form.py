@@ -14,7 +14,7 @@ from ...io.presets import list_presets, load_preset, preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import Audit, audit
 from ...names import ARRAYS, INPUTS
-from ..core import session
+from ..core import keys, session
 from ..core.text import esc
 from ..state import challenges as state_challenges
 
@@ -73,8 +73,15 @@ LABELS = {  # a field of the file format -> the form's label for it
     "options": "Mask",
     "options.mask": "Mask",
 }
-_KEYS = {"title": "cf.title", "goal": "cf.goal", "row": "cf.row", "col": "cf.col", "op": "cf.op", "value": "cf.value"}
-_KEYS |= {"hint": "cf.hint"}
+_KEYS = {
+    "title": keys.CF_TITLE,
+    "goal": keys.CF_GOAL,
+    "row": keys.CF_ROW,
+    "col": keys.CF_COL,
+    "op": keys.CF_OP,
+    "value": keys.CF_VALUE,
+}
+_KEYS |= {"hint": keys.CF_HINT}
 EXAMPLE_HINTS = {e["hint"] for e in EXAMPLES.values()}
 EXAMPLE_GOALS = {e["goal"] for e in EXAMPLES.values()}
 CLEARED = "cf.cleared"  # set when the example's hint was taken out of the form
@@ -93,12 +100,12 @@ def _init() -> None:
     widget is not drawn (another page, or a field the condition does not use), so each value is also kept under a
     key of its own and brought back from there."""
     defaults = {
-        "cf.kind": EXAMPLE["kind"],
+        keys.CF_KIND: EXAMPLE["kind"],
         "cf.kind_was": EXAMPLE["kind"],
-        "cf.preset": example_preset(),
-        "cf.array": EXAMPLE["array"],
-        "cf.edit": list(EXAMPLE["editable"]),
-        "cf.mask": "none",
+        keys.CF_PRESET: example_preset(),
+        keys.CF_ARRAY: EXAMPLE["array"],
+        keys.CF_EDIT: list(EXAMPLE["editable"]),
+        keys.CF_MASK: "none",
         CLEARED: False,
     } | {key: EXAMPLE[name] for name, key in _KEYS.items()}
     for key, value in defaults.items():
@@ -110,7 +117,7 @@ def _init() -> None:
 def _on_kind() -> None:
     """Another condition type: every field still holding the old type's example takes the new type's example; a hint
     that is an example's while the goal is the teacher's own is cleared (it was about the example's goal)."""
-    old, new = st.session_state.get("cf.kind_was", "cell"), st.session_state["cf.kind"]
+    old, new = st.session_state.get("cf.kind_was", "cell"), st.session_state[keys.CF_KIND]
     st.session_state["cf.kind_was"] = new
     if old in EXAMPLES and new in EXAMPLES:
         for name, key in _KEYS.items():
@@ -121,8 +128,8 @@ def _on_kind() -> None:
 
 def _clear_stale_hint() -> None:
     st.session_state[CLEARED] = False
-    if st.session_state.get("cf.hint") in EXAMPLE_HINTS and st.session_state.get("cf.goal") not in EXAMPLE_GOALS:
-        st.session_state["cf.hint"] = ""
+    if st.session_state.get(keys.CF_HINT) in EXAMPLE_HINTS and st.session_state.get(keys.CF_GOAL) not in EXAMPLE_GOALS:
+        st.session_state[keys.CF_HINT] = ""
         st.session_state[CLEARED] = True
 
 
@@ -140,32 +147,32 @@ def draw(s: session.Session) -> None:
         "Condition",
         ch.KINDS,
         format_func=KIND_NAMES.get,
-        key="cf.kind",
+        key=keys.CF_KIND,
         on_change=_on_kind,
         help="Changing it shows only the fields it uses (and the matching example while you have not written yours).",
     )
     used = USED[kind]
-    with st.form("ch.form"):
+    with st.form(keys.CH_FORM):
         a, b = st.columns(2)
-        title = a.text_input("Title", max_chars=200, key="cf.title")
+        title = a.text_input("Title", max_chars=200, key=keys.CF_TITLE)
         presets = list_presets()
-        preset = b.selectbox("Preset", presets, format_func=preset_label, key="cf.preset")
-        goal = st.text_area("Goal (what the learner reads)", max_chars=2000, key="cf.goal")
+        preset = b.selectbox("Preset", presets, format_func=preset_label, key=keys.CF_PRESET)
+        goal = st.text_area("Goal (what the learner reads)", max_chars=2000, key=keys.CF_GOAL)
         cols = iter(st.columns([1.2, 1, 1, 0.8, 1][: len(used)]))
         got = {name: st.session_state[key] for name, key in _KEYS.items() if name in ("row", "col", "op", "value")}
-        got["array"] = st.session_state["cf.array"] if "array" in used else "weights"
+        got["array"] = st.session_state[keys.CF_ARRAY] if "array" in used else "weights"
         if "array" in used:
-            got["array"] = next(cols).selectbox("Array", ARRAYS, key="cf.array")
-        got["row"] = next(cols).text_input("Row", key="cf.row")
+            got["array"] = next(cols).selectbox("Array", ARRAYS, key=keys.CF_ARRAY)
+        got["row"] = next(cols).text_input("Row", key=keys.CF_ROW)
         if "col" in used:
-            got["col"] = next(cols).text_input("Column", key="cf.col")
+            got["col"] = next(cols).text_input("Column", key=keys.CF_COL)
         if "op" in used:
-            got["op"] = next(cols).selectbox("Is", list(ch.OPS), key="cf.op")
-            got["value"] = next(cols).number_input("Value", format="%.4g", key="cf.value")
+            got["op"] = next(cols).selectbox("Is", list(ch.OPS), key=keys.CF_OP)
+            got["value"] = next(cols).number_input("Value", format="%.4g", key=keys.CF_VALUE)
         d1, d2 = st.columns([2, 1])
-        editable = d1.multiselect("Matrices the learner may edit", list(INPUTS), key="cf.edit")
-        mask = d2.selectbox("Mask", ("none", "causal"), key="cf.mask")
-        hint = st.text_area("Hint (shown on request)", max_chars=2000, key="cf.hint")
+        editable = d1.multiselect("Matrices the learner may edit", list(INPUTS), key=keys.CF_EDIT)
+        mask = d2.selectbox("Mask", ("none", "causal"), key=keys.CF_MASK)
+        hint = st.text_area("Hint (shown on request)", max_chars=2000, key=keys.CF_HINT)
         st.form_submit_button("Check it", type="primary", on_click=_clear_stale_hint)
     if st.session_state.get(CLEARED):
         st.info(
@@ -208,10 +215,10 @@ def checked(data: dict[str, Any]) -> None:
         file_name=f"{made.id}.json",
         mime="application/json",
         on_click="ignore",
-        key="cf.download",
+        key=keys.CF_DOWNLOAD,
     )
     y.button(
-        "Try it here", key="cf.try", on_click=state_challenges.start_challenge, args=(made,), icon=":material/flag:"
+        "Try it here", key=keys.CF_TRY, on_click=state_challenges.start_challenge, args=(made,), icon=":material/flag:"
     )
 
 

@@ -9,7 +9,7 @@ from ...io.presets import preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import solvable
 from ...trace import Trace
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
@@ -72,10 +72,10 @@ def _chooser() -> None:
         else:
             _offer(got, "link", "The challenge in this page's address")
     table = builtins()
-    cid = st.selectbox("A built-in challenge", list(table), format_func=lambda k: table[k].title, key="ch.choice")
+    cid = st.selectbox("A built-in challenge", list(table), format_func=lambda k: table[k].title, key=keys.CH_CHOICE)
     if cid is not None:
         _offer(table[cid], "builtin", None)
-    upload = st.file_uploader("…or open a challenge file (.json)", type=["json"], key="ch.upload")
+    upload = st.file_uploader("…or open a challenge file (.json)", type=["json"], key=keys.CH_UPLOAD)
     if upload is not None:
         data = upload.getvalue()
         got = (
@@ -97,7 +97,7 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
         st.button(
             "Start",
             type="primary",
-            key=f"ch.start.{where}",
+            key=keys.ch_start(where),
             on_click=state_challenges.start_challenge,
             args=(c,),
             icon=":material/flag:",
@@ -130,15 +130,22 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
         _progress(ch.evaluate(c, trace))
     with st.container(horizontal=True):
         st.button(
-            "Restart", key="ch.restart", on_click=state_challenges.start_challenge, args=(c,), icon=":material/replay:"
+            "Restart",
+            key=keys.CH_RESTART,
+            on_click=state_challenges.start_challenge,
+            args=(c,),
+            icon=":material/replay:",
         )
         st.button(
-            "Stop the challenge", key="ch.stop", on_click=state_challenges.stop_challenge, icon=":material/stop_circle:"
+            "Stop the challenge",
+            key=keys.CH_STOP,
+            on_click=state_challenges.stop_challenge,
+            icon=":material/stop_circle:",
         )
         if BEFORE in st.session_state:
             st.button(
                 "Back to my numbers from before",
-                key="ch.back",
+                key=keys.CH_BACK,
                 on_click=state_challenges.back_to_before,
                 icon=":material/undo:",
                 help="Stops the challenge and brings back the numbers, options and sentence you had before Start.",
@@ -146,7 +153,7 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
         if solvable(c) and not server_settings().hide_solutions:
             st.button(
                 "Show a solution",
-                key="ch.solve",
+                key=keys.CH_SOLVE,
                 on_click=state_challenges.show_solution,
                 icon=":material/auto_fix_high:",
                 help="Trains only the matrices you may edit until the goal is met; replaces your edits.",

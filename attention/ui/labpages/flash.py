@@ -15,7 +15,7 @@ import streamlit as st
 
 from ... import charts, flash, kvcache, names
 from ...trace import Trace
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.cache import TraceCache
 from ..core.shown import key_labels
 from ..state import family
@@ -106,9 +106,9 @@ def body(s: session.Session) -> None:
             list(range(h)),
             index=min(cfg["flash_head"], h - 1),
             format_func=lambda i: f"head {i + 1}",
-            key=f"flash.head.{s.grids}.{cfg['flash_head']}",
+            key=keys.flash_head(s.grids, cfg["flash_head"]),
             on_change=lambda key: family.set_setting("flash_head", st.session_state[key]),
-            args=(f"flash.head.{s.grids}.{cfg['flash_head']}",),
+            args=(keys.flash_head(s.grids, cfg["flash_head"]),),
         )
     show_messages("flash.tile")
     b = cfg["tile"]
@@ -184,14 +184,14 @@ def _steps(s: session.Session, k: int, total: int) -> None:
         col.button(  # ours: the four labels above
             label,
             icon=icon,
-            key=f"flash.go.{label}",
+            key=keys.flash_go(label),
             width="stretch",
             disabled=target == k,
             on_click=family.set_setting,
             args=("step", target),
         )
     if total > 1:
-        key = f"flash.step.{s.grids}.{k}"
+        key = keys.flash_step(s.grids, k)
         st.slider(
             "Tile",
             1,

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ... import learn
 from ...errors import AttentionError
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..core.text import esc, quoted
 from ..state import core as state_core
@@ -33,13 +33,13 @@ REDRAW_SECONDS = 0.15  # the progress bar and live loss curve are redrawn at mos
 
 def _key(s: session.Session, name: str) -> str:
     """A widget's key; renewed (``s.grids``) after a refused value, so the widget shows the kept value again."""
-    return f"learn.{name}.{s.grids}"
+    return keys.learn_setting(name, s.grids)
 
 
 def body(s: session.Session) -> None:
     """Settings, the Train button (training runs in this script run, so its progress bar can move), the result."""
     settings_panel(s)
-    clicked = st.button("Train", type="primary", key="learn.train", icon=":material/model_training:")
+    clicked = st.button("Train", type="primary", key=keys.LEARN_TRAIN, icon=":material/model_training:")
     show_messages("learn.train")
     if clicked:
         train(s)

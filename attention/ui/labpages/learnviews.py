@@ -13,7 +13,7 @@ import streamlit as st
 from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.learned import TARGETS, Learned
 from ..core.shown import per_head
 from ..core.text import esc
@@ -102,7 +102,7 @@ def result(s: session.Session) -> None:
     )
     st.button(
         "Use these weights",
-        key="learn.use",
+        key=keys.LEARN_USE,
         on_click=state_learning.use_learned,
         disabled=not current,
         icon=":material/input:",
@@ -124,7 +124,7 @@ def snapshots(s: session.Session, run: Learned) -> None:
         "Snapshot: move through training to watch the weights form",
         options=steps,
         value=steps[-1],
-        key=f"learn.snap.{abs(hash((run.start, cfg)))}",
+        key=keys.learn_snapshot(abs(hash((run.start, cfg)))),
     )
     snap = snaps[steps.index(at)]
     chart.altair_chart(loss_chart(r.losses, r.steps_done, mark=at), width="stretch", height=LOSS_HEIGHT)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from ...labs import sqrt_dk
 from ...trace import Trace
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.text import esc
 from ..views.steps import show_error
 from ..widgets.chart_files import chart_files
@@ -55,9 +55,9 @@ def body(s: session.Session) -> None:
     p = point
     left, right = st.columns(2)
     sizes = sorted({*TOKENS, p.n} if 2 <= p.n <= TOKENS[-1] else set(TOKENS))  # your n among them, to compare
-    n = left.select_slider("Tokens per draw (n)", sizes, value=p.n if p.n in sizes else 16, key=f"sqrt.n.{p.n}")
+    n = left.select_slider("Tokens per draw (n)", sizes, value=p.n if p.n in sizes else 16, key=keys.sqrt_tokens(p.n))
     counts = [k for k in SEEDS if k * n * n <= BUDGET]
-    seeds = right.select_slider("Draws averaged per d_k", counts, value=min(16, counts[-1]), key=f"sqrt.seeds.{n}")
+    seeds = right.select_slider("Draws averaged per d_k", counts, value=min(16, counts[-1]), key=keys.sqrt_seeds(n))
     dims = tuple(sorted({*sqrt_dk.DIMS, point.d_k} if point.d_k <= sqrt_dk.MAX_DIM else set(sqrt_dk.DIMS)))
     c = curves(dims, n, seeds)
     _in_words(c, point)

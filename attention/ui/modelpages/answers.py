@@ -9,13 +9,12 @@ import pandas as pd
 import streamlit as st
 
 from ...model import roles
+from ..core import keys
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
 from . import runs
 
-ANSWERING = "inside.answering"  # the page's fragment of the heads and the predictions, rerun by name
-EVERY = "open.inside.every_position"  # the expander of every position's prediction (its widget key)
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
 NAMED = 6  # at most this many heads are named in what moved (the largest changes); the others are counted
 
@@ -24,12 +23,12 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
     """How the next ablation is made, which heads are ablated, Restore all, and what the last change moved."""
     left, right = st.columns([2, 3], gap="medium")
     with left:
-        bind(inside.W_HOW, st.session_state[inside.HOW], once=True)
+        bind(keys.INSIDE_HOW, st.session_state[inside.HOW], once=True)
         st.radio(
             "Ablate a head by",
             inside.HOWS,
             format_func=lambda h: {"zero": "zero (its output removed)", "mean": "mean (its mean output so far)"}[h],
-            key=inside.W_HOW,
+            key=keys.INSIDE_HOW,
             on_change=inside.on_how,
             horizontal=True,
         )
@@ -37,7 +36,7 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
         if now.ablations:
             names = ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in now.ablations)
             st.markdown(f"**Ablated:** {names}")  # ours: head names
-            st.button("Restore every head", key="inside.restore_all", on_click=inside.restore_all)
+            st.button("Restore every head", key=keys.INSIDE_RESTORE_ALL, on_click=inside.restore_all)
         else:
             st.markdown("**Nothing ablated.** Press *Ablate* under a head to remove its output from the model.")
     said = last_change()
@@ -110,12 +109,12 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     half, repeats = roles.half_split(now.ids)
     st.subheader("What the model predicts")
     positions = list(range(n))
-    bind(inside.W_POSITION, position, once=True)
+    bind(keys.INSIDE_POSITION, position, once=True)
     st.selectbox(
         "Position (the prediction is for the token after it)",
         positions,
         format_func=lambda t: f"{t + 1}: {tokens[t]}",
-        key=inside.W_POSITION,
+        key=keys.INSIDE_POSITION,
         on_change=on_position,
     )
     left, right = st.columns([3, 2], gap="medium")
@@ -137,7 +136,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
             st.markdown("This is the text's last token: nothing follows it to compare with.")
     with right:
         loss_metrics(now, base, "ablated" if now.ablations else None)
-    every = st.expander("Every position's prediction", key=EVERY, on_change="rerun")
+    every = st.expander("Every position's prediction", key=keys.INSIDE_EVERY, on_change="rerun")
     if not every.open:  # its table is built only while it is open: opening it writes the predictions again
         return
     with every:
@@ -157,10 +156,11 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
 
 def on_position() -> None:
     """A position was chosen: only the predictions are written again (the box is in their fragment), unless what the
-    last change moved is on the page (it names the position): then the page's fragment ``ANSWERING`` with it."""
+    last change moved is on the page (it names the position): then the page's fragment (``keys.INSIDE_ANSWERING``)
+    with it."""
     inside.on_position()
     if st.session_state[inside.BEFORE] is not None:
-        st.rerun(ANSWERING)
+        st.rerun(keys.INSIDE_ANSWERING)
 
 
 def loss_metrics(now: runs.Measured, base: runs.Measured, changed: str | None) -> None:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from ...model import upload
 from ...model.vocab import WordVocab
-from ..core import models
+from ..core import keys, models
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
@@ -28,12 +28,12 @@ def chooser() -> models.Model:
     ids = list(options)
     left, right = st.columns([2, 3], gap="medium")
     with left:
-        bind(inside.W_MODEL, current, once=True)
+        bind(keys.INSIDE_MODEL, current, once=True)
         st.selectbox(
             "Model",
             ids,
             format_func=lambda i: options.get(i, i),
-            key=inside.W_MODEL,
+            key=keys.INSIDE_MODEL,
             on_change=inside.on_model,
             help="The server's owner lists its checkpoint folders in a setting; your own upload is listed for this "
             "session.",
@@ -44,7 +44,7 @@ def chooser() -> models.Model:
             f"them; at most {upload.MAX_BYTES // 1024**2} MB. A GPT-2 saved with save_pretrained(..., "
             "safe_serialization=True); pickled weights (.bin, .pt) are never opened.",
             accept_multiple_files=True,
-            key=(key := f"{inside.PREFIX}w.upload.{st.session_state[inside.UPLOADS]}"),
+            key=(key := keys.inside_upload(st.session_state[inside.UPLOADS])),
             on_change=inside.on_upload,
             args=(key,),
         )

@@ -14,7 +14,7 @@ from ...model import Config, roles
 from ...model.vocab import WordVocab
 from ...names import token_labels
 from ..address import url
-from ..core import models, session
+from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
@@ -35,7 +35,7 @@ def body(s: session.Session) -> None:
     answering()
 
 
-@st.fragment(key=answers.ANSWERING)
+@st.fragment(key=keys.INSIDE_ANSWERING)
 def answering() -> None:
     """The tokens, the heads, the ablations and the predictions: a press here reruns only this part of the page (not
     the sidebar, not the text boxes above)."""
@@ -61,21 +61,21 @@ def choose_text() -> None:
     left, right = st.columns([2, 3], gap="medium") if len(options) > 1 else (None, st.container())
     if left is not None:
         with left:
-            widgets.bind(inside.W_SEQUENCE, chosen, once=True)
+            widgets.bind(keys.INSIDE_SEQUENCE, chosen, once=True)
             st.selectbox(
                 "Ready-made sequence",
                 options,
-                key=inside.W_SEQUENCE,
+                key=keys.INSIDE_SEQUENCE,
                 on_change=inside.on_sequence,
             )
     with right:
         most = models.longest(m)
-        widgets.bind(inside.W_TYPED, m.decode(st.session_state[inside.IDS]), once=True)
+        widgets.bind(keys.INSIDE_TYPED, m.decode(st.session_state[inside.IDS]), once=True)
         st.text_input(
             f"Or type words of its vocabulary (2 to {most}, separated by spaces), then press Enter"
             if words
             else f"Type a text (2 to {most} tokens of the model's tokenizer), then press Enter",
-            key=inside.W_TYPED,
+            key=keys.INSIDE_TYPED,
             on_change=inside.on_typed,
             max_chars=inside.MAX_CHARS,
         )
@@ -84,7 +84,7 @@ def choose_text() -> None:
         else:
             st.button(
                 "Repeat these tokens",
-                key="inside.repeat",
+                key=keys.INSIDE_REPEAT,
                 on_click=inside.on_repeat,
                 help="The text's tokens twice, exactly: the second half then copies the first, and an induction "
                 "head can predict it.",
@@ -120,7 +120,7 @@ def heads(now: runs.Measured) -> None:
             f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
             "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
         )
-        overview.scores(now.scores, now.roles, "inside.overview")
+        overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
         layers = [overview.layer_chooser(L)]
     shared = groups(runs.model().config)
     for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
@@ -182,9 +182,9 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
     style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=row_height(len(labels)))
     allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
     spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
-    widgets.vega_chart(spec, width="stretch", key=f"inside.chart.{layer}.{head}")
+    widgets.vega_chart(spec, width="stretch", key=keys.inside_head("chart", layer, head))
     prefix = "induction" if runs.model_id() == "induction" else "model"
-    chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", f"inside.{layer}.{head}")
+    chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", keys.inside_head_files(layer, head))
     scores = " · ".join(
         f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
         for r in roles.ROLES
@@ -193,7 +193,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
     how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
     st.button(
         f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
-        key=f"inside.toggle.{layer}.{head}",
+        key=keys.inside_head("toggle", layer, head),
         on_click=inside.toggle,
         args=(layer, head),
         type="primary" if how else "secondary",
@@ -201,7 +201,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
     qk_norm = runs.model().config.qk_norm
     st.button(
         f"Open {runs.name(layer, head)} on the step pages",
-        key=f"inside.open.{layer}.{head}",
+        key=keys.inside_head("open", layer, head),
         on_click=inside.open_on_steps,
         args=(layer, head),
         disabled=qk_norm,

@@ -18,7 +18,7 @@ from ... import charts
 from ...model import roles
 from ...model.interventions import ablate
 from ...names import token_labels
-from ..core import models, session
+from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import vega_chart
@@ -69,7 +69,7 @@ def sinks() -> None:
     left, right = st.columns([3, 2], gap="medium")
     with left:
         spec = overview.grid_spec(share, "Mean weight on token 1", f"queries 2–{len(ids)}, every layer × head")
-        vega_chart(spec, width="stretch", key="inside.sink.grid")
+        vega_chart(spec, width="stretch", key=keys.SINK_GRID)
     with right:
         table = pd.DataFrame(
             np.round(share, 3), index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
@@ -93,7 +93,7 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             row_height=every_head.row_height(n),
         )
         spec = charts.heatmap(A, labels, labels, style, np.tril(np.ones((n, n), bool)))
-        vega_chart(spec, width="stretch", key="inside.sink.head")
+        vega_chart(spec, width="stretch", key=keys.SINK_HEAD)
     seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
     found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token
     if found.any() and nothing.any():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ... import kvcache
-from ..core import session
+from ..core import keys, session
 from ..core.text import esc
 from ..state import generation as gen
 from ..state import inside
@@ -55,38 +55,38 @@ def controls(ids: tuple[int, ...]) -> None:
     left = gen.gen_left()
     a, b, c = st.columns([2, 2, 1], gap="medium")
     with a:
-        bind(gen.W_GEN_KEEP, st.session_state[gen.GEN_KEEP], once=True)
+        bind(keys.GEN_KEEP, st.session_state[gen.GEN_KEEP], once=True)
         st.number_input(
             f"Prompt: the first tokens of the text (1 to {most}), then press Enter",
             step=1,
-            key=gen.W_GEN_KEEP,
+            key=keys.GEN_KEEP,
             on_change=gen.on_gen_keep,
             help="The prompt runs through the model in one forward pass; its keys and values fill the cache. "
             "Every token generated after it runs alone, attending the cache.",
         )
     with b:
-        bind(gen.W_GEN_MANY, st.session_state[gen.GEN_MANY], once=True)
+        bind(keys.GEN_MANY, st.session_state[gen.GEN_MANY], once=True)
         st.number_input(
             f"Tokens to generate (1 to {gen.press_max()})",
             step=1,
-            key=gen.W_GEN_MANY,
+            key=keys.GEN_MANY,
             on_change=gen.on_gen_many,
         )
     with c:
         st.markdown(f"**{left}** more token{'s' if left != 1 else ''} fit in the context of {n_ctx}.")
     buttons = st.columns([1, 1, 1.3, 1], gap="small")
     buttons[0].button(
-        "Next token", key="inside.gen.b.next", on_click=gen.gen_more, args=(1,), type="primary", width="stretch"
+        "Next token", key=keys.GEN_NEXT, on_click=gen.gen_more, args=(1,), type="primary", width="stretch"
     )
     buttons[1].button(
         f"Generate {st.session_state[gen.GEN_MANY]}",
-        key="inside.gen.b.many",
+        key=keys.GEN_MORE,
         on_click=gen.gen_more,
         args=(None,),
         width="stretch",
     )
-    buttons[2].button("Generate to the end", key="inside.gen.b.end", on_click=gen.gen_to_end, width="stretch")
-    buttons[3].button("Start again", key="inside.gen.b.again", on_click=gen.gen_again, width="stretch")
+    buttons[2].button("Generate to the end", key=keys.GEN_END, on_click=gen.gen_to_end, width="stretch")
+    buttons[3].button("Start again", key=keys.GEN_AGAIN, on_click=gen.gen_again, width="stretch")
 
 
 def show_tokens(w: walks.Walk, ids: tuple[int, ...]) -> None:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from ... import charts
 from ...names import token_labels
+from ..core import keys
 from ..core.text import esc
 from ..state import generation as gen
 from ..widgets import common as widgets
@@ -27,7 +28,7 @@ def next_tokens(w: walks.Walk) -> None:
         pd.DataFrame({"next token": runs.pieces([int(i) for i in said.top]), "probability": np.round(said.probs, 4)}),
         hide_index=True,
         width="stretch",
-        key="inside.gen.top",
+        key=keys.GEN_TOP,
     )
     if len(w.tokens) < m.config.n_ctx:
         st.markdown(
@@ -51,12 +52,12 @@ def query_and_row(w: walks.Walk) -> None:
     t = step.position
     st.subheader(f"Token {t + 1} ({esc(runs.pieces([step.token])[0])}): its query and its attention over the cache")
     options = ([gen.EVERY_LAYER] if c.n_layers * c.n_heads <= 48 else []) + list(range(c.n_layers))
-    widgets.bind(gen.W_GEN_LAYER, st.session_state[gen.GEN_LAYER], once=True)
+    widgets.bind(keys.GEN_LAYER, st.session_state[gen.GEN_LAYER], once=True)
     st.selectbox(
         "Layer",
         options,
         format_func=lambda v: "every layer" if v == gen.EVERY_LAYER else f"layer {v + 1}",
-        key=gen.W_GEN_LAYER,
+        key=keys.GEN_LAYER,
         on_change=gen.on_gen_layer,
     )
     layers = _layers(w)
@@ -78,7 +79,7 @@ def query_and_row(w: walks.Walk) -> None:
         colour=charts.Colour((-limit, 0.0, limit), charts.DIVERGING, "q"),
     )
     spec = charts.heatmap(q, heads, [str(k + 1) for k in range(c.d_head)], style)
-    widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.q")
+    widgets.vega_chart(spec, width="stretch", key=keys.gen_chart("q"))
     widgets.chart_gap()
     labels = token_labels(runs.pieces(list(w.tokens)))
     style = charts.Style(
@@ -88,7 +89,7 @@ def query_and_row(w: walks.Walk) -> None:
         col_title="cached key (token)",
     )
     spec = charts.heatmap(rows, heads, labels, style)
-    widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.row")
+    widgets.vega_chart(spec, width="stretch", key=keys.gen_chart("row"))
     best = rows.argmax(axis=-1)  # (heads,)
     st.caption(
         "Where each head looks most: "
@@ -140,7 +141,7 @@ def cache_rows(w: walks.Walk) -> None:
         },
     }
     widgets.chart_gap()
-    widgets.vega_chart(spec, width="stretch", key="inside.gen.chart.cache")
+    widgets.vega_chart(spec, width="stretch", key=keys.gen_chart("cache"))
     st.caption(
         f"Each layer's K and V have {t} rows of {c.n_heads} heads × {c.d_head} numbers: "
         + (
@@ -157,7 +158,7 @@ def cache_rows(w: walks.Walk) -> None:
                 table[f"{runs.name(layer, h)} · K"] = K[h, -1]
                 table[f"{runs.name(layer, h)} · V"] = V[h, -1]
         frame = pd.DataFrame(table, index=[f"{k + 1}" for k in range(c.d_head)]).T
-        st.dataframe(frame.round(4), width="stretch", key="inside.gen.newrow")
+        st.dataframe(frame.round(4), width="stretch", key=keys.GEN_NEWROW)
 
 
 def history(w: walks.Walk) -> None:
@@ -176,5 +177,5 @@ def history(w: walks.Walk) -> None:
             ),
             hide_index=True,
             width="stretch",
-            key="inside.gen.history",
+            key=keys.GEN_HISTORY,
         )

@@ -21,7 +21,7 @@ from ...errors import AttentionError
 from ...model import roles
 from ...model.interventions import ablate, replace_matrix
 from ...names import WEIGHTS
-from ..core import models, session
+from ..core import keys, models, session
 from ..core.models import HeadRef
 from ..core.text import esc
 from ..state import presets
@@ -99,13 +99,13 @@ def panel(s: session.Session) -> None:
     pieces = m.pieces
     st.subheader(f"What the model predicts, with {ref.name} as it is here")
     heads = [(layer, head) for layer in range(m.config.n_layers) for head in range(m.config.n_heads)]
-    bind("model_head.pick", (ref.layer, ref.head))
+    bind(keys.HEAD_PICK, (ref.layer, ref.head))
     st.selectbox(
         "Head shown on these pages (the same text and ablations; your edits here are replaced)",
         heads,
         format_func=lambda lh: runs.name(*lh),
-        key="model_head.pick",
-        on_change=on_value(presets.switch_head, "model_head.pick"),
+        key=keys.HEAD_PICK,
+        on_change=on_value(presets.switch_head, keys.HEAD_PICK),
     )
     if flows:
         counts = {n: int(np.sum(s.matrices[n] != s.origin.base[n])) for n in flows}
@@ -150,8 +150,8 @@ def ablation_buttons(ref: HeadRef) -> None:
             "of its outputs up to there, so what it attends to where no longer reaches the model; your edits reach "
             "it only through that mean."
         )
-        st.button(f"Restore {ref.name}", key="model_head.restore", on_click=presets.set_head_ablation, args=(None,))
+        st.button(f"Restore {ref.name}", key=keys.HEAD_RESTORE, on_click=presets.set_head_ablation, args=(None,))
         return
     left, right = st.columns(2)
-    left.button(f"Ablate {ref.name} (zero)", key="model_head.zero", on_click=presets.set_head_ablation, args=("zero",))
-    right.button(f"Ablate {ref.name} (mean)", key="model_head.mean", on_click=presets.set_head_ablation, args=("mean",))
+    left.button(f"Ablate {ref.name} (zero)", key=keys.HEAD_ZERO, on_click=presets.set_head_ablation, args=("zero",))
+    right.button(f"Ablate {ref.name} (mean)", key=keys.HEAD_MEAN, on_click=presets.set_head_ablation, args=("mean",))

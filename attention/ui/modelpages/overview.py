@@ -14,6 +14,7 @@ import streamlit as st
 
 from ... import charts
 from ...model import roles
+from ..core import keys
 from ..state import inside
 from ..widgets.common import bind, vega_chart
 
@@ -44,7 +45,7 @@ def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str)
         with col:
             values = scores_by_kind[kind]
             note = "" if np.isfinite(values).all() else "n/a: no token of the text occurs twice"
-            vega_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=f"{key}.{kind}")
+            vega_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=keys.scores_chart(key, kind))
     L, H = role_of.shape
     with st.expander("Every head's role and score, as a table"):
         cells = [
@@ -64,12 +65,12 @@ def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str)
 
 def layer_chooser(layers: int) -> int:
     """Choose the layer whose heads are drawn; the layer (0-based)."""
-    bind(inside.W_LAYER_SHOWN, st.session_state[inside.LAYER_SHOWN], once=True)
+    bind(keys.INSIDE_LAYER_SHOWN, st.session_state[inside.LAYER_SHOWN], once=True)
     st.selectbox(
         "Layer whose heads are drawn below",
         list(range(layers)),
         format_func=lambda k: f"layer {k + 1}",
-        key=inside.W_LAYER_SHOWN,
+        key=keys.INSIDE_LAYER_SHOWN,
         on_change=inside.on_layer_shown,
     )
     return min(st.session_state[inside.LAYER_SHOWN], layers - 1)

@@ -15,7 +15,7 @@ from ... import charts
 from ...errors import AttentionError
 from ...model import induction
 from ...names import token_labels
-from ..core import models, session, training
+from ..core import keys, models, session, training
 from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
@@ -60,7 +60,7 @@ def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
         1,
         count,
         value=k,
-        key=inside.W_SNAPSHOT,
+        key=keys.WATCH_SNAPSHOT,
         on_change=inside.on_snapshot,
         args=(count,),
     )
@@ -190,7 +190,7 @@ def heads(h: dict[str, np.ndarray], i: int) -> None:
                     row_height=every_head.row_height(len(labels)),
                 )
                 spec = charts.heatmap(weights[layer, head].astype(np.float64), labels, labels, style, allowed)
-                widgets.vega_chart(spec, width="stretch", key=f"inside.learn.chart.{layer}.{head}")
+                widgets.vega_chart(spec, width="stretch", key=keys.watch_chart(layer, head))
                 st.markdown(f"{runs.name(layer, head)}: previous-token **{prev:.2f}** · induction **{ind:.2f}**")
 
 
@@ -208,7 +208,7 @@ def train_yourself() -> None:
     running = job is not None and job.state == "running"
     st.button(
         "Train a model from scratch" if job is None else "Train again",
-        key="inside.learn.train",
+        key=keys.WATCH_TRAIN,
         on_click=inside.start_training,
         args=(LIVE_STEPS, LIVE_HOLD),
         disabled=running,
@@ -236,7 +236,7 @@ def progress(job_id: str | None, polling: bool) -> None:
     seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
     st.progress(min(done / job.steps, 1.0), text=f"Step {done:,} of {job.steps:,} · {seconds:.1f} s")
     if job.state == "running":
-        st.button("Cancel", key="inside.learn.cancel", on_click=inside.cancel_training)
+        st.button("Cancel", key=keys.WATCH_CANCEL, on_click=inside.cancel_training)
     elif job.state == "cancelled":
         st.info(f"Cancelled at step {done:,} of {job.steps:,} after {seconds:.1f} s; nothing was kept.")
     elif job.state == "failed":
@@ -271,7 +271,7 @@ def trained(job: training.Job) -> None:
         f"{now.first:.2f} nats, on the repeated half {now.second:.2f} nats; the strongest induction head is "
         f"{runs.name(layer, head)} ({ind[layer, head]:.2f})."
     )
-    if st.button("Open it on Every head", key="inside.learn.open", type="primary"):
+    if st.button("Open it on Every head", key=keys.WATCH_OPEN, type="primary"):
         if inside.open_model(job.model_id):
             st.switch_page(EVERY_HEAD)
         st.rerun()  # the message says why it did not open

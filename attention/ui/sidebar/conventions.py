@@ -14,7 +14,7 @@ import streamlit as st
 from ... import masks, names
 from ...trace import MASK_KINDS
 from ..controls import family
-from ..core import session
+from ..core import keys, session
 from ..state import edits, options, pins
 from ..widgets.common import bind, checked_number, on_value, open_expander, show_messages
 
@@ -77,22 +77,22 @@ def conventions_summary(s: session.Session) -> str:
 
 def _projection_and_softmax(s: session.Session) -> None:
     """How Q is written (X · W or X · Wᵀ) and what softmax subtracts first."""
-    bind("sb.projection", s.options.projection)
+    bind(keys.SB_PROJECTION, s.options.projection)
     st.radio(
         "Projection",
         list(PROJECTIONS),
         format_func=PROJECTIONS.get,
-        key="sb.projection",
-        on_change=on_value(edits.set_projection, "sb.projection"),
+        key=keys.SB_PROJECTION,
+        on_change=on_value(edits.set_projection, keys.SB_PROJECTION),
         help="Switching transposes W_q, W_k and W_v, so Q, K and V (and everything after) stay the same.",
     )
-    bind("sb.softmax", s.options.softmax)
+    bind(keys.SB_SOFTMAX, s.options.softmax)
     st.selectbox(
         "Softmax subtracts first",
         list(SOFTMAXES),
         format_func=SOFTMAXES.get,
-        key="sb.softmax",
-        on_change=on_value(lambda v: options.set_option(softmax=v), "sb.softmax"),
+        key=keys.SB_SOFTMAX,
+        on_change=on_value(lambda v: options.set_option(softmax=v), keys.SB_SOFTMAX),
         help="What softmax subtracts from each score before exp: each row's max, the whole matrix's max, or nothing "
         "(as “She likes coffee” does). Mathematically the same weights; numerically, only the row's max can never "
         "overflow or underflow.",
@@ -106,31 +106,31 @@ def _scale_and_temperature(s: session.Session) -> None:
     scale_kind = (
         "default"
         if o.scale is None
-        else ("custom" if o.scale != 1.0 or st.session_state.get("sb.scale") == "custom" else "none")
+        else ("custom" if o.scale != 1.0 or st.session_state.get(keys.SB_SCALE) == "custom" else "none")
     )
-    bind("sb.scale", scale_kind)
-    st.selectbox("Scale", list(SCALES), format_func=SCALES.get, key="sb.scale", on_change=_scale_kind)
+    bind(keys.SB_SCALE, scale_kind)
+    st.selectbox("Scale", list(SCALES), format_func=SCALES.get, key=keys.SB_SCALE, on_change=_scale_kind)
     lo, hi = session.FACTOR_RANGE
     if scale_kind == "custom":
-        bind("sb.scale_value", float(o.scale))
+        bind(keys.SB_SCALE_VALUE, float(o.scale))
         st.number_input(
             "Scale factor",
             format="%.6g",
-            key="sb.scale_value",
+            key=keys.SB_SCALE_VALUE,
             help=f"{lo:g} to {hi:g}",
             on_change=_factor,
-            args=("sb.scale_value", "scale", "The scale factor"),
+            args=(keys.SB_SCALE_VALUE, "scale", "The scale factor"),
         )
         show_messages("sidebar.scale")
-    bind("sb.temperature", float(o.temperature))
+    bind(keys.SB_TEMPERATURE, float(o.temperature))
     st.number_input(
         "Temperature T (softmax of S/T)",
         step=0.1,
         format="%.6g",
-        key="sb.temperature",
+        key=keys.SB_TEMPERATURE,
         help=f"{lo:g} to {hi:g}",
         on_change=_factor,
-        args=("sb.temperature", "temperature", "The temperature T"),
+        args=(keys.SB_TEMPERATURE, "temperature", "The temperature T"),
     )
     show_messages("sidebar.temperature")
 
@@ -138,13 +138,13 @@ def _scale_and_temperature(s: session.Session) -> None:
 def _heads(s: session.Session) -> None:
     """The number of heads: the divisors of both d_k and d_v."""
     valid = session.valid_heads(s)
-    bind("sb.heads", s.options.heads if s.options.heads in valid else 1)
+    bind(keys.SB_HEADS, s.options.heads if s.options.heads in valid else 1)
     d = s.dims
     st.selectbox(
         "Heads",
         valid,
-        key="sb.heads",
-        on_change=on_value(options.set_heads, "sb.heads"),
+        key=keys.SB_HEADS,
+        on_change=on_value(options.set_heads, keys.SB_HEADS),
         help=f"Split Q, K and V into h heads of d_k/h columns each, attended separately and concatenated. h must "
         f"divide d_k = {d.d_k} and d_v = {d.d_v}, so the choices are {', '.join(map(str, valid))}.",
     )
@@ -154,45 +154,47 @@ def _heads(s: session.Session) -> None:
 def _mask(s: session.Session) -> None:
     """The mask, and the padding tokens when the mask includes padding."""
     o = s.options
-    bind("sb.mask", masks.join(o.mask))
+    bind(keys.SB_MASK, masks.join(o.mask))
     st.selectbox(
         "Mask",
         list(MASK_KINDS),
         format_func=mask_label,
-        key="sb.mask",
-        on_change=on_value(options.set_mask, "sb.mask"),
+        key=keys.SB_MASK,
+        on_change=on_value(options.set_mask, keys.SB_MASK),
         help="A cell may be attended only where every chosen mask allows it; masked cells are grey and get weight 0. "
         "Causal: token i sees tokens 1…i only. Padding: no token attends the tokens you mark. Custom: a grid of "
         "ticks on the Scaling page.",
     )
     if "padding" in o.mask:
         labels = s.labels
-        bind("sb.padding", [labels[i] for i, p in enumerate(o.padding) if p])
+        bind(keys.SB_PADDING, [labels[i] for i, p in enumerate(o.padding) if p])
         st.multiselect(
             "Padding tokens",
             labels,
-            key="sb.padding",
-            on_change=on_value(lambda v: options.set_option(padding=tuple(lbl in v for lbl in labels)), "sb.padding"),
+            key=keys.SB_PADDING,
+            on_change=on_value(
+                lambda v: options.set_option(padding=tuple(lbl in v for lbl in labels)), keys.SB_PADDING
+            ),
             help="No token attends to a padding token; masked cells are grey in the heatmaps.",
         )
 
 
 def _digits(s: session.Session) -> None:
     """How many significant digits tables, editors and heatmaps show."""
-    bind("sb.digits", s.digits)
+    bind(keys.SB_DIGITS, s.digits)
     st.selectbox(
         "Numbers shown with",
         list(DIGITS),
         format_func=DIGITS.get,
-        key="sb.digits",
-        on_change=on_value(lambda v: pins.set_view(digits=v), "sb.digits"),
+        key=keys.SB_DIGITS,
+        on_change=on_value(lambda v: pins.set_view(digits=v), keys.SB_DIGITS),
         help="Tables, editors and heatmaps; the heatmap's tooltip and every CSV always have full precision.",
     )
 
 
 def _factor(key: str, option: str, what: str) -> None:
     """A scale factor or temperature from its box, if it is a number in range; else a message and no change."""
-    if option == "scale" and st.session_state.get("sb.scale") != "custom":
+    if option == "scale" and st.session_state.get(keys.SB_SCALE) != "custom":
         return  # the scale kind changed in the same run: the factor box no longer applies
     lo, hi = session.FACTOR_RANGE
     current = getattr(session.get().options, option)
@@ -205,5 +207,5 @@ def _factor(key: str, option: str, what: str) -> None:
 
 
 def _scale_kind() -> None:
-    kind = st.session_state["sb.scale"]
+    kind = st.session_state[keys.SB_SCALE]
     options.set_option(scale={"default": None, "none": 1.0}.get(kind, 0.5))

@@ -15,7 +15,7 @@ import streamlit as st
 
 from ... import names
 from ...io import presets as presets_mod
-from ..core import parts, session, source
+from ..core import keys, parts, session, source
 from ..state import presets as state_presets
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
@@ -27,7 +27,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     sb = st.sidebar
     sb.markdown("### Self-attention, step by step")
     challenge_status.show(s)
-    bind("sb.preset", s.preset_id)
+    bind(keys.SB_PRESET, s.preset_id)
     kind = s.origin.kind
     held = [] if kind.offered else [s.preset_id]  # a file or a model's head: listed while in force
     options = [*presets_mod.list_presets(), session.BLANK, *held]
@@ -35,18 +35,18 @@ def draw(s: session.Session, tools: bool = True) -> None:
         "Preset",
         options,
         format_func=lambda pid: session.preset_label(pid, s),
-        key="sb.preset",
-        on_change=on_value(state_presets.load_preset, "sb.preset"),
+        key=keys.SB_PRESET,
+        on_change=on_value(state_presets.load_preset, keys.SB_PRESET),
         help="Worked examples from five numpy tutorials (each reproduces the numbers its tutorial prints), or random "
         "matrices of a size you choose. Loading replaces all edits.",
     )
     if kind is parts.BLANK_KIND:
         _blank_sizes(s, sb)
     preset = s.origin.preset
-    bind("sb.seed", s.seed if s.seed is not None else 0)
+    bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
     sb.number_input(
         "Seed",
-        key="sb.seed",
+        key=keys.SB_SEED,
         step=1,
         disabled=not kind.seeded or not preset.is_random,
         on_change=_seed,
@@ -67,7 +67,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
         "Reset to preset",
         width="stretch",
         on_click=state_presets.reset,
-        key="sb.reset",
+        key=keys.SB_RESET,
         help="Drop every edit and option change; reload the preset with this seed.",
     )
 
@@ -85,23 +85,23 @@ def _blank_sizes(s: session.Session, sb: Any) -> None:
     for col, label, idx, hi in zip(
         cols, ("n", "d_model", "d_k"), range(3), (names.MAX_TOKENS, names.MAX_DIM, names.MAX_DIM), strict=True
     ):
-        bind(f"sb.blank.{idx}", s.blank_shape[idx])
+        bind(keys.sb_blank(idx), s.blank_shape[idx])
         col.number_input(  # ours: n, d_model, d_k
-            label, key=f"sb.blank.{idx}", step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
+            label, key=keys.sb_blank(idx), step=1, on_change=_blank_size, args=(idx, label, hi), help=f"1 to {hi}"
         )
     show_messages("sidebar.blank", sb)
 
 
 def _seed() -> None:
     s = session.get()
-    seed = whole_number("sb.seed", "the seed", 0, names.MAX_SEED, "sidebar.seed", s.seed or 0)
+    seed = whole_number(keys.SB_SEED, "the seed", 0, names.MAX_SEED, "sidebar.seed", s.seed or 0)
     if seed is not None:
         state_presets.set_seed(seed)
 
 
 def _blank_size(idx: int, label: str, hi: int) -> None:
     s = session.get()
-    value = whole_number(f"sb.blank.{idx}", label, 1, hi, "sidebar.blank", s.blank_shape[idx])
+    value = whole_number(keys.sb_blank(idx), label, 1, hi, "sidebar.blank", s.blank_shape[idx])
     if value is not None:
         shape = list(s.blank_shape)
         shape[idx] = value

@@ -16,7 +16,7 @@ from ...io import codegen
 from ...io.parse import dispatch
 from ...io.presets import Preset, parse_preset
 from ..address import url
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.text import esc, quoted
 from ..state import core as state_core
 from ..state import presets
@@ -25,7 +25,7 @@ from ..widgets.common import open_expander, show_messages
 
 
 def _on_preset_upload() -> None:
-    f = st.session_state.get("io.preset.file")
+    f = st.session_state.get(keys.PRESET_FILE)
     if f is None:
         return
     data = f.getvalue()
@@ -93,7 +93,7 @@ def _download(kind: str, s: session.Session, stem: str, memo: dict, why: str | N
         data=downloads.payload(s, _export(s, build, memo)),
         file_name=f"{stem}{suffix}",
         mime=mime,
-        key=f"io.dl.{kind}",
+        key=keys.share_download(kind),
         on_click="ignore",
         width="stretch",
         disabled=why is not None,
@@ -121,7 +121,7 @@ def sidebar_tools(s: session.Session) -> None:
         st.file_uploader(
             "Load a preset file saved earlier",
             type=dispatch.uploader_types(dispatch.PRESET_FORMATS),
-            key="io.preset.file",
+            key=keys.PRESET_FILE,
             on_change=_on_preset_upload,
         )
         for kind in ("py", "ipynb"):

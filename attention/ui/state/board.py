@@ -14,7 +14,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io.board import normal_code
 from ...labs.challenges import Challenge, Progress, load_challenge, to_json
-from ..core import classboard
+from ..core import classboard, keys
 from ..core.classboard import MEMBER, SHOWN_CLASS, TEACHER, Member
 from ..core.session import Session
 from ..core.settings import server_settings
@@ -22,8 +22,6 @@ from ..core.text import esc, quoted
 from .core import say
 
 RECORDED = "board.recorded"  # session_state: the (class code, challenge id) pairs this browser has handed in
-CODE_BOX, NAME_BOX = "board.join.code", "board.join.name"
-KEY_BOX, TITLE_BOX, SHOW_BOX = "board.key", "board.title", "board.show"
 
 
 def join() -> None:
@@ -31,7 +29,7 @@ def join() -> None:
     board = classboard.board()
     if board is None:
         return
-    code, name = st.session_state.get(CODE_BOX, ""), st.session_state.get(NAME_BOX, "")
+    code, name = st.session_state.get(keys.BOARD_CODE, ""), st.session_state.get(keys.BOARD_NAME, "")
     try:
         token = board.join(code, name)
         code = normal_code(code)
@@ -46,7 +44,7 @@ def join() -> None:
 def unlock() -> None:
     """Give the teacher page to this browser session if the key typed matches the server's teacher key."""
     key = server_settings().teacher_key
-    typed = str(st.session_state.get(KEY_BOX, ""))[:500]
+    typed = str(st.session_state.get(keys.BOARD_KEY, ""))[:500]
     if key and hmac.compare_digest(typed.encode(), key.encode()):
         st.session_state[TEACHER] = True
         say("board.teacher", "success", "Teacher page unlocked for this browser session.")
@@ -60,7 +58,7 @@ def open_class() -> None:
     if board is None or not st.session_state.get(TEACHER):
         return
     try:
-        code = board.open_class(st.session_state.get(TITLE_BOX, ""))
+        code = board.open_class(st.session_state.get(keys.BOARD_TITLE, ""))
     except AttentionError as exc:
         say("board.class", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
@@ -74,7 +72,7 @@ def show_class() -> None:
     if board is None or not st.session_state.get(TEACHER):
         return
     try:
-        code = normal_code(st.session_state.get(SHOW_BOX, ""))
+        code = normal_code(st.session_state.get(keys.BOARD_SHOW, ""))
         board.title(code)
     except AttentionError as exc:
         say("board.class", "error", f"{esc(exc.message, 300)} Nothing changed.")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..core import parts
+from ..core import keys, parts
 from ..core.session import KEY, Session, get
 
 
@@ -83,15 +83,12 @@ def replace_session(new: Session, keep_grids: bool = False) -> None:
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")
 
 
-GRID_KEYS = "ed."  # what the matrix grids' widget keys start with (attention.ui.inputs.editors.editor_key)
-
-
 def grids_hold_edits() -> bool:
     """Whether a matrix grid's widget holds an edit its callback has not applied yet (its payload lists an edited,
     added or deleted row). Each grid edit is applied in its callback, which then renews the grids, so normally none
     does."""
     for key in list(st.session_state.keys()):
-        if not str(key).startswith(GRID_KEYS):
+        if not keys.is_grid(key):
             continue
         payload = st.session_state[key]
         if not isinstance(payload, dict) or any(payload.get(f) for f in ("edited_rows", "added_rows", "deleted_rows")):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..core import keys
 from .inside import IDS, PREFIX, ensure, model, model_id
 
 GEN_KEEP, GEN_STEPS, GEN_FOR, GEN_MESSAGE, GEN_LAYER, GEN_MANY = (
     PREFIX + "gen." + k for k in ("keep", "steps", "for", "message", "layer", "many")
 )
-W_GEN_KEEP, W_GEN_LAYER, W_GEN_MANY = (PREFIX + "w.gen." + k for k in ("keep", "layer", "many"))
 GEN_PRESS_MAX = 256  # new tokens one press makes at most, for the smallest models
 PRESS_WORK = 10**9  # and at most about this many weights read a press (each token reads every weight once)
 EVERY_LAYER = -1  # the layer choice that shows every layer's heads
@@ -37,7 +37,7 @@ def _gen_start(ids: tuple[int, ...], message: str) -> None:
     st.session_state.update(
         {GEN_KEEP: keep, GEN_STEPS: 0, GEN_FOR: (model_id(), ids), GEN_MESSAGE: ("info", message) if message else None}
     )
-    st.session_state.pop(W_GEN_KEEP, None)  # the box starts again from the new prompt's length
+    st.session_state.pop(keys.GEN_KEEP, None)  # the box starts again from the new prompt's length
 
 
 def gen_follow() -> None:
@@ -56,12 +56,12 @@ def gen_follow() -> None:
     said = f"The {what} changed, so the generation started again from the new {what}'s prompt."
     if st.session_state[GEN_MANY] > press_max():
         st.session_state[GEN_MANY] = press_max()
-        st.session_state.pop(W_GEN_MANY, None)
+        st.session_state.pop(keys.GEN_MANY, None)
         said += f" This model makes at most {press_max()} tokens a press, so Generate now makes {press_max()}."
     _gen_start(ids, said)
     if not _layer_exists(st.session_state[GEN_LAYER]):
         st.session_state[GEN_LAYER] = EVERY_LAYER if _every_layer_fits() else 0
-        st.session_state.pop(W_GEN_LAYER, None)
+        st.session_state.pop(keys.GEN_LAYER, None)
 
 
 def _every_layer_fits() -> bool:
@@ -95,14 +95,14 @@ def gen_left() -> int:
 def on_gen_keep() -> None:
     """The prompt's length was typed: a whole number from 1 to the longest prompt; else a message, nothing changes
     (the box shows the length in force). A new prompt starts the generation again."""
-    value, ids = st.session_state.get(W_GEN_KEEP), st.session_state[IDS]
+    value, ids = st.session_state.get(keys.GEN_KEEP), st.session_state[IDS]
     most = gen_keep_most(ids, model().config.n_ctx)
     if not (isinstance(value, int) and 1 <= value <= most):
         st.session_state[GEN_MESSAGE] = (
             "error",
             f"The prompt keeps 1 to {most} tokens of the text; {value!r} is not one of them. Nothing changed.",
         )
-        st.session_state[W_GEN_KEEP] = st.session_state[GEN_KEEP]
+        st.session_state[keys.GEN_KEEP] = st.session_state[GEN_KEEP]
         return
     if value != st.session_state[GEN_KEEP]:
         st.session_state.update({GEN_KEEP: value, GEN_STEPS: 0, GEN_MESSAGE: None})
@@ -110,26 +110,26 @@ def on_gen_keep() -> None:
 
 def on_gen_many() -> None:
     """How many tokens "Generate" makes: 1 to press_max(); else a message, nothing changes."""
-    value, most = st.session_state.get(W_GEN_MANY), press_max()
+    value, most = st.session_state.get(keys.GEN_MANY), press_max()
     if not (isinstance(value, int) and 1 <= value <= most):
         st.session_state[GEN_MESSAGE] = (
             "error",
             f"Generate makes 1 to {most} tokens a press with this model; {value!r} is not one of them. "
             "Nothing changed.",
         )
-        st.session_state[W_GEN_MANY] = st.session_state[GEN_MANY]
+        st.session_state[keys.GEN_MANY] = st.session_state[GEN_MANY]
         return
     st.session_state.update({GEN_MANY: value, GEN_MESSAGE: None})
 
 
 def on_gen_layer() -> None:
     """A layer (or every layer) was chosen for the query and attention rows."""
-    value = st.session_state.get(W_GEN_LAYER)
+    value = st.session_state.get(keys.GEN_LAYER)
     if _layer_exists(value):
         st.session_state[GEN_LAYER] = value
     else:
         st.session_state[GEN_MESSAGE] = ("error", f"There is no layer {value!r} to show. Nothing changed.")
-        st.session_state[W_GEN_LAYER] = st.session_state[GEN_LAYER]
+        st.session_state[keys.GEN_LAYER] = st.session_state[GEN_LAYER]
 
 
 def gen_more(count: int | None) -> None:

@@ -10,7 +10,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...model import upload
 from ...model.vocab import WordVocab
-from ..core import models, training
+from ..core import keys, models, training
 from ..core.models import HeadRef
 from ..core.text import esc
 from .presets import open_head
@@ -20,17 +20,14 @@ MODEL = PREFIX + "model"
 SEQUENCE, IDS, POSITION, ABLATIONS, HOW = (PREFIX + k for k in ("sequence", "ids", "position", "ablations", "how"))
 BEFORE, CHANGE, WHERE, MESSAGE = (PREFIX + k for k in ("before", "change", "where", "message"))
 OPENED = PREFIX + "opened"  # the (layer, head) last opened on the step pages from these pages, for its link
-W_SEQUENCE, W_TYPED, W_POSITION, W_HOW = (PREFIX + "w." + k for k in ("sequence", "typed", "position", "how"))
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
 Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
 TYPED_LABEL = "Your own words (typed below)"
 HELD, MODEL_MESSAGE, LAYER_SHOWN, UPLOADS = (PREFIX + k for k in ("held", "model_message", "layer_shown", "uploads"))
-W_MODEL, W_LAYER_SHOWN = PREFIX + "w.model", PREFIX + "w.layer_shown"
 # "Watch it learn": the snapshot shown (1-based, as the slider counts), a live training job's id, their messages
 SNAPSHOT, JOB = PREFIX + "snapshot", PREFIX + "job"
 LEARN_MESSAGE, TRAIN_MESSAGE = PREFIX + "learn_message", PREFIX + "train_message"
-W_SNAPSHOT = PREFIX + "w.snapshot"
 
 
 def ensure() -> None:
@@ -102,23 +99,25 @@ def current() -> tuple[tuple[int, ...], int, tuple[Ablation, ...]]:
 def _new_text(ids: tuple[int, ...], label: str) -> None:
     st.session_state.update({IDS: ids, SEQUENCE: label, POSITION: default_position(ids), MESSAGE: ""})
     st.session_state.update({BEFORE: None, CHANGE: "", WHERE: None})
-    st.session_state[W_POSITION] = default_position(ids)  # set, not dropped: a browser would send its old value back
+    st.session_state[keys.INSIDE_POSITION] = default_position(
+        ids
+    )  # set, not dropped: a browser would send its old value back
 
 
 def on_sequence() -> None:
     """A ready-made sequence was chosen: it becomes the text, and the text box shows its words."""
-    label = st.session_state.get(W_SEQUENCE)
+    label = st.session_state.get(keys.INSIDE_SEQUENCE)
     ids = models.ready_made(model_id()).get(label)
     if ids is None:  # the typed text's entry, or a value no client should send
         return
     _new_text(ids, label)
-    st.session_state[W_TYPED] = model().decode(ids)
+    st.session_state[keys.INSIDE_TYPED] = model().decode(ids)
 
 
 def on_typed() -> None:
     """Words were typed: each must be in the model's vocabulary, 2 to n_ctx of them; else a message naming the word,
     and nothing else changes."""
-    text = st.session_state.get(W_TYPED)
+    text = st.session_state.get(keys.INSIDE_TYPED)
     m = model()
     words = "words" if isinstance(m.vocab, WordVocab) else "tokens"
     most = models.longest(m)
@@ -142,20 +141,20 @@ def on_typed() -> None:
         )
         return
     _new_text(ids, "")
-    st.session_state[W_SEQUENCE] = TYPED_LABEL
+    st.session_state[keys.INSIDE_SEQUENCE] = TYPED_LABEL
 
 
 def on_position() -> None:
     """A position was chosen for the predictions."""
-    value = st.session_state.get(W_POSITION)
+    value = st.session_state.get(keys.INSIDE_POSITION)
     if isinstance(value, int) and 0 <= value < len(st.session_state[IDS]):
         st.session_state[POSITION] = value
 
 
 def on_how() -> None:
     """Zero or mean ablation for the next head ablated."""
-    if st.session_state.get(W_HOW) in HOWS:
-        st.session_state[HOW] = st.session_state[W_HOW]
+    if st.session_state.get(keys.INSIDE_HOW) in HOWS:
+        st.session_state[HOW] = st.session_state[keys.INSIDE_HOW]
 
 
 def toggle(layer: int, head: int) -> None:
@@ -198,17 +197,21 @@ def choose_model(model_id: str, named: str = "") -> bool:
         kind = f"Uploaded {named}".strip() if model_id.startswith(models.UPLOAD) else "Trained here"
         held.setdefault(model_id, f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})")
         st.session_state[HELD] = tuple(held.items())
-    st.session_state.update({MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: (), W_LAYER_SHOWN: 0})
+    st.session_state.update(
+        {MODEL: model_id, MODEL_MESSAGE: "", LAYER_SHOWN: 0, ABLATIONS: (), keys.INSIDE_LAYER_SHOWN: 0}
+    )
     _new_text(ids, text_label)  # the widgets are set, not dropped: a browser would send their old values back
-    st.session_state.update({W_MODEL: model_id, W_TYPED: m.decode(ids), W_SEQUENCE: text_label or TYPED_LABEL})
+    st.session_state.update(
+        {keys.INSIDE_MODEL: model_id, keys.INSIDE_TYPED: m.decode(ids), keys.INSIDE_SEQUENCE: text_label or TYPED_LABEL}
+    )
     return True
 
 
 def on_model() -> None:
     """A model was chosen in the chooser; if it fails to open, the chooser goes back to the model in use."""
-    chosen = st.session_state.get(W_MODEL)
+    chosen = st.session_state.get(keys.INSIDE_MODEL)
     if isinstance(chosen, str) and chosen != st.session_state[MODEL] and not choose_model(chosen):
-        st.session_state[W_MODEL] = st.session_state[MODEL]
+        st.session_state[keys.INSIDE_MODEL] = st.session_state[MODEL]
 
 
 def on_upload(key: str) -> None:
@@ -226,7 +229,7 @@ def on_upload(key: str) -> None:
 
 def on_layer_shown() -> None:
     """The layer whose heads are drawn large (a model with many heads shows one layer at a time)."""
-    value = st.session_state.get(W_LAYER_SHOWN)
+    value = st.session_state.get(keys.INSIDE_LAYER_SHOWN)
     if isinstance(value, int) and 0 <= value < model().config.n_layers:
         st.session_state[LAYER_SHOWN] = value
 
@@ -247,7 +250,7 @@ def on_repeat() -> None:
         st.session_state[MESSAGE] = f"Repeated: {2 * len(ids)} tokens; at most {most} are read. Nothing changed."
         return
     _new_text(ids + ids, "")
-    st.session_state.update({W_TYPED: m.decode(ids + ids), W_SEQUENCE: TYPED_LABEL})
+    st.session_state.update({keys.INSIDE_TYPED: m.decode(ids + ids), keys.INSIDE_SEQUENCE: TYPED_LABEL})
 
 
 def open_on_steps(layer: int, head: int) -> None:
@@ -266,7 +269,7 @@ def ensure_learn() -> None:
 def on_snapshot(count: int) -> None:
     """A snapshot was chosen on the slider (1 to ``count``); any other value is refused with a message and nothing
     changes."""
-    value = st.session_state.get(W_SNAPSHOT)
+    value = st.session_state.get(keys.WATCH_SNAPSHOT)
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= count:
         st.session_state.update({SNAPSHOT: value, LEARN_MESSAGE: ""})
     else:

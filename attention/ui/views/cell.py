@@ -9,56 +9,55 @@ import streamlit as st
 from ... import charts, names
 from ...explain import explain_cell
 from ...trace import Trace
-from ..core import session
+from ..core import keys, session
 from ..core.shown import key_labels, shown
 from ..core.text import esc
 from ..state import pins
 from ..widgets import number_tables
 from ..widgets.common import open_tab
 
-HEATMAP_KEY = "hm.{page}"
 SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
 
 
 def on_heatmap_click(page_key: str, head: int | None = None) -> None:
     """The heatmap's selection callback: a clicked cell becomes the explained cell (of ``head``, for a head's
     heatmap)."""
-    event = st.session_state.get(HEATMAP_KEY.format(page=page_key if head is None else f"{page_key}.head{head + 1}"))
+    event = st.session_state.get(keys.heatmap(page_key, head))
     picked = (((event or {}).get("selection") or {}).get("cell") or [None])[0]
     if not isinstance(picked, dict):
         return
-    labels, keys = session.get().labels, key_labels(session.get())
+    labels, key_toks = session.get().labels, key_labels(session.get())
     q, k = picked.get("query"), picked.get("key")
-    if q in labels and k in keys:
-        pins.set_view(cell=(labels.index(q), keys.index(k)), head=head)
+    if q in labels and k in key_toks:
+        pins.set_view(cell=(labels.index(q), key_toks.index(k)), head=head)
 
 
 def _on_pick(page_key: str) -> None:
-    labels, keys = session.get().labels, key_labels(session.get())
-    q, k = st.session_state.get(f"cell.{page_key}.q"), st.session_state.get(f"cell.{page_key}.k")
-    if q in labels and k in keys:
-        pins.set_view(cell=(labels.index(q), keys.index(k)))
+    labels, key_toks = session.get().labels, key_labels(session.get())
+    q, k = st.session_state.get(keys.cell(page_key, "q")), st.session_state.get(keys.cell(page_key, "k"))
+    if q in labels and k in key_toks:
+        pins.set_view(cell=(labels.index(q), key_toks.index(k)))
 
 
 def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     """Cell (i, j) taken apart: q_i and k_j side by side, each product, the sum, × scale, minus the row's shift,
     exp, the row sum and the share, each number the engine's own."""
-    labels, keys = s.labels, key_labels(s)  # keys: the source's tokens in cross-attention
-    i, j = min(s.cell[0], len(labels) - 1), min(s.cell[1], len(keys) - 1)
+    labels, key_toks = s.labels, key_labels(s)  # key_toks: the source's tokens in cross-attention
+    i, j = min(s.cell[0], len(labels) - 1), min(s.cell[1], len(key_toks) - 1)
     where = "a head's heatmap" if trace.options.heads > 1 else "the heatmap"
     st.markdown(f"**Explain a cell** · click a cell of {where}, or choose it here")
     c1, c2 = st.columns(2)
-    for col, key, idx, what, options in ((c1, "q", i, "query (row)", labels), (c2, "k", j, "key (column)", keys)):
-        st.session_state[f"cell.{page_key}.{key}"] = options[idx]
-        col.selectbox(what, options, key=f"cell.{page_key}.{key}", on_change=_on_pick, args=(page_key,))
+    for col, key, idx, what, options in ((c1, "q", i, "query (row)", labels), (c2, "k", j, "key (column)", key_toks)):
+        st.session_state[keys.cell(page_key, key)] = options[idx]
+        col.selectbox(what, options, key=keys.cell(page_key, key), on_change=_on_pick, args=(page_key,))
     head = min(s.head, trace.options.heads - 1)
     if trace.options.heads > 1:
-        st.session_state[f"cell.{page_key}.head"] = head + 1
+        st.session_state[keys.cell(page_key, "head")] = head + 1
         st.selectbox(
             "head",
             list(range(1, trace.options.heads + 1)),
-            key=f"cell.{page_key}.head",
-            on_change=lambda: pins.set_view(head=st.session_state[f"cell.{page_key}.head"] - 1),
+            key=keys.cell(page_key, "head"),
+            on_change=lambda: pins.set_view(head=st.session_state[keys.cell(page_key, "head")] - 1),
         )
     e = explain_cell(trace, i, j, head)
     fmt = charts.decimals_for(np.concatenate([e.q, e.k, e.products]), s.digits).format
@@ -67,13 +66,13 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     table = pd.DataFrame(
         {
             f"q ({labels[i]})": [fmt(v) for v in e.q],
-            f"k ({keys[j]})": [fmt(v) for v in e.k],
+            f"k ({key_toks[j]})": [fmt(v) for v in e.k],
             "q × k": [fmt(v) for v in e.products],
         },
         index=cols,
     )
     st.dataframe(table, width="stretch", height=number_tables.fit_height(len(table)))
-    qi, kj = esc(labels[i]), esc(keys[j])
+    qi, kj = esc(labels[i]), esc(key_toks[j])
     lines = [
         f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks "
         f"for)."

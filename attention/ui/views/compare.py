@@ -8,7 +8,7 @@ import streamlit as st
 from ... import charts
 from ...errors import AttentionError
 from ...trace import Trace
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.shown import as_2d, shown
 from ..core.text import esc
 from ..state import pins
@@ -24,7 +24,7 @@ def pin_controls(s: session.Session) -> None:
     if s.pin is None:
         sb.button(
             "Pin as A",
-            key="cmp.pin",
+            key=keys.CMP_PIN,
             on_click=pins.pin,
             width="stretch",
             help="Snapshot everything now (tokens, matrices, options) as A; every result page then shows now beside A.",
@@ -32,9 +32,11 @@ def pin_controls(s: session.Session) -> None:
         return
     sb.caption(f"A = {esc(s.pin.label)}.")
     c1, c2, c3 = sb.columns(3)
-    c1.button("Re-pin", key="cmp.repin", on_click=pins.pin, help="Make the current state A.")
-    c2.button("Swap", key="cmp.swap", on_click=pins.swap_pin, help="Make A the current state, and the current state A.")
-    c3.button("Clear", key="cmp.clear", on_click=pins.clear_pin, help="Forget A.")
+    c1.button("Re-pin", key=keys.CMP_REPIN, on_click=pins.pin, help="Make the current state A.")
+    c2.button(
+        "Swap", key=keys.CMP_SWAP, on_click=pins.swap_pin, help="Make A the current state, and the current state A."
+    )
+    c3.button("Clear", key=keys.CMP_CLEAR, on_click=pins.clear_pin, help="Forget A.")
 
 
 def largest_changes(
@@ -111,7 +113,7 @@ def beside(
         charts.heatmap(was, rows, cols, plain.but(kind=kind, title=f"A: {name}"), np.isfinite(was) if square else None),
         left,
         width="stretch",
-        key=f"cmp.{page_key}.{name}.a",
+        key=keys.compare(page_key, name, "a"),
     )
     vega_chart(
         charts.heatmap(
@@ -123,7 +125,7 @@ def beside(
         ),
         right,
         width="stretch",
-        key=f"cmp.{page_key}.{name}.diff",
+        key=keys.compare(page_key, name, "diff"),
     )
     lines = [f"{esc(where)}: {a:.4g} → {b:.4g}" for where, a, b in largest_changes(now, was, rows, cols, square)]
     extra = masked_change(now, was)

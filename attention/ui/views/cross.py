@@ -17,7 +17,7 @@ import streamlit as st
 from ... import charts, names
 from ...errors import AttentionError
 from ...trace import Trace
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.shown import per_head
 from ..core.source import left_out, source_rows
 from ..state import family
@@ -38,7 +38,7 @@ def cross_trace(s: session.Session, words: tuple[str, ...]) -> Trace | Attention
 def source(s: session.Session) -> None:
     """The source sentence box and, when it has words, the cross-attention heatmap and output."""
     words = s.source
-    key = f"cross.source.{s.grids}"
+    key = keys.cross_source(s.grids)
     bind(key, " ".join(words), once=True)
     st.text_input(
         "Source sentence for cross-attention (optional: keys and values come from it)",

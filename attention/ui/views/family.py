@@ -12,7 +12,7 @@ import streamlit as st
 from ... import heads, kvcache
 from ...errors import AttentionError
 from ...trace import Trace
-from ..core import session
+from ..core import keys, session
 from ..state import family as state_family
 from ..widgets.common import show_messages, whole_number
 
@@ -20,7 +20,7 @@ from ..widgets.common import show_messages, whole_number
 def setting_box(label: str, name: str, s: session.Session, where=st, place: str = "kv.cache") -> None:
     """A number box for one display setting: value= the setting, a fresh key when it changes or is refused."""
     value = state_family.settings()[name]
-    key = f"fam.{name}.{s.grids}.{value}"  # a fresh box whenever the setting changes or a value is refused
+    key = keys.family_setting(name, s.grids, value)
     where.number_input(  # ours: the setting labels are this module's own
         label,
         value=value,

@@ -9,7 +9,7 @@ import streamlit as st
 
 from ... import charts
 from ...trace import Trace
-from ..core import session
+from ..core import keys, session
 from ..core.shown import habit_line, key_labels
 from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap, vega_chart
@@ -39,7 +39,7 @@ def show(
             f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
             starts,
             format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
-            key=f"heads.window.{page_key}",
+            key=keys.heads_window(page_key),
         )
         heads = range(first, min(h, first + MAX_HEADS_DRAWN))
     clickable = n <= charts.RECT_MAX
@@ -60,8 +60,8 @@ def show(
         colour=charts.colour_for(kind, stack, allowed),  # one scale, fitted to every head
         row_height=max(4, min(40, 240 // charts.drawn_rows(n_rows))),  # in half a column: shorter rows
     )
-    toks, keys = s.labels, key_labels(s)
-    specs = [charts.heatmap(stack[k], toks, keys, style.but(title=f"head {k + 1}"), allowed) for k in heads]
+    toks, key_toks = s.labels, key_labels(s)
+    specs = [charts.heatmap(stack[k], toks, key_toks, style.but(title=f"head {k + 1}"), allowed) for k in heads]
     for start in range(0, len(specs), HEADS_PER_ROW):
         chart_gap()
         columns = st.columns(HEADS_PER_ROW, gap="medium")
@@ -73,7 +73,7 @@ def show(
                         width="stretch",
                         on_select=functools.partial(cell.on_heatmap_click, page_key, k),
                         selection_mode="cell",
-                        key=cell.HEATMAP_KEY.format(page=f"{page_key}.head{k + 1}"),
+                        key=keys.heatmap(page_key, k),
                     )
                 else:
                     vega_chart(spec, width="stretch")

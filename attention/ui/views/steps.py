@@ -16,7 +16,7 @@ from ... import charts, names
 from ...errors import AttentionError
 from ...io import tables
 from ...trace import Trace
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
 from ..core.text import esc
 from ..widgets import downloads, number_tables
@@ -44,7 +44,7 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
     )
     st.markdown(f"**{name}** · {shape_note}")
     base_m = None if base is None else shown(s, base, name)[0]
-    r0, c0 = window_controls(f"view.{page_key}.{name}", *m.shape, VIEW_ROWS, VIEW_COLS)
+    r0, c0 = window_controls(keys.view_window(page_key, name), *m.shape, VIEW_ROWS, VIEW_COLS)
     win = m[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
     df = pd.DataFrame(win, index=rows[r0 : r0 + VIEW_ROWS], columns=cols[c0 : c0 + VIEW_COLS])
     fmt = charts.decimals_for(m, s.digits)
@@ -107,16 +107,16 @@ def _clickable_heatmap(
     m: np.ndarray, s: session.Session, page_key: str, kind: str, title: str, subtitle: str, allowed: np.ndarray | None
 ) -> None:
     """``m`` (n, S) cell by cell; a click on a cell explains it (see views/cell.py). The spec is a plain dict (fast)."""
-    toks, keys = s.labels, key_labels(s)
+    toks, key_toks = s.labels, key_labels(s)
     style = charts.Style(kind=kind, title=title, subtitle=subtitle, digits=s.digits, select=True)
-    spec = charts.heatmap(m, toks, keys, style, allowed)
+    spec = charts.heatmap(m, toks, key_toks, style, allowed)
     chart_gap()
     vega_chart(
         spec,
         width="stretch",
         on_select=functools.partial(cell.on_heatmap_click, page_key),
         selection_mode="cell",
-        key=cell.HEATMAP_KEY.format(page=page_key),
+        key=keys.heatmap(page_key),
     )
     chart_files(spec, f"{s.preset_id}_{kind}", f"{page_key}.{kind}")
 
@@ -126,10 +126,10 @@ def _pooled_heatmap(
 ) -> None:
     """``m`` (n, S), too large to draw cell by cell: blocks of tokens, then a window of it to read cell by cell."""
     n = max(m.shape)
-    toks, keys = s.labels, key_labels(s)
+    toks, key_toks = s.labels, key_labels(s)
     chart_gap()
     style = charts.Style(kind=kind, title=title, digits=s.digits)
-    spec = charts.heatmap(m, toks, keys, style, allowed)
+    spec = charts.heatmap(m, toks, key_toks, style, allowed)
     vega_chart(spec, width="stretch")
     chart_files(spec, f"{s.preset_id}_{kind}_blocks", f"{page_key}.{kind}.blocks")
     pooled = "the largest weight" if kind == "weights" else "the mean score"
@@ -138,12 +138,12 @@ def _pooled_heatmap(
         "grey = masked). Choose a window below to read every cell with tooltips."
     )
     c1, c2, c3 = st.columns(3)
-    size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=f"zoom.{page_key}.size"))
-    r0 = int(c1.number_input("first query row", 1, n, 1, key=f"zoom.{page_key}.r0")) - 1
-    c0 = int(c2.number_input("first key column", 1, n, 1, key=f"zoom.{page_key}.c0")) - 1
+    size = int(c3.selectbox("zoom window (tokens)", [16, 32, 64], index=0, key=keys.zoom(page_key, "size")))
+    r0 = int(c1.number_input("first query row", 1, n, 1, key=keys.zoom(page_key, "r0"))) - 1
+    c0 = int(c2.number_input("first key column", 1, n, 1, key=keys.zoom(page_key, "c0"))) - 1
     chart_gap()
     window = style.but(title=f"rows {r0 + 1}–{min(n, r0 + size)}, columns {c0 + 1}–{min(n, c0 + size)}")
-    vega_chart(charts.heatmap(m, toks, keys, window, allowed, charts.Window(r0, c0, size)), width="stretch")
+    vega_chart(charts.heatmap(m, toks, key_toks, window, allowed, charts.Window(r0, c0, size)), width="stretch")
 
 
 def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
@@ -158,15 +158,15 @@ def show_reading_lines(s: session.Session, trace: Trace, page_key: str) -> None:
 def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
     r = trace.reading
     toks = np.asarray(s.labels, dtype=object)
-    keys = np.asarray(key_labels(s), dtype=object)  # the source's tokens in cross-attention
+    key_toks = np.asarray(key_labels(s), dtype=object)  # the source's tokens in cross-attention
     n, h = len(toks), trace.options.heads
     parts = []
     for head in range(h):
         pick = (lambda a, k=head: a[k]) if h > 1 else (lambda a: a)
         top, second, masked = pick(r.top), pick(r.second), pick(r.fully_masked)
-        most = keys[top].copy()
+        most = key_toks[top].copy()
         for i in np.flatnonzero(pick(r.top_count) > 1):  # keys that tie are all named
-            most[i] = ", ".join(keys[top_keys(trace, int(i), head)])
+            most[i] = ", ".join(key_toks[top_keys(trace, int(i), head)])
         parts.append(
             pd.DataFrame(
                 {
@@ -174,7 +174,7 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
                     "token": toks,
                     "attends most to": np.where(masked, "(fully masked)", most),
                     "weight": pick(r.top_weight),
-                    "then": np.where(masked | (len(keys) < 2), "", keys[second]),
+                    "then": np.where(masked | (len(key_toks) < 2), "", key_toks[second]),
                     "weight 2": pick(r.second_weight),
                     "entropy (bits)": pick(r.entropy),
                     "max possible (bits)": np.full(n, r.max_entropy),
@@ -206,7 +206,7 @@ def show_reading_table(s: session.Session, trace: Trace, page_key: str) -> None:
         data=downloads.payload(s, lambda: tables.table_csv(df)),
         file_name=f"{s.preset_id}_reading.csv",
         mime="text/csv",
-        key=f"dl.reading.{s.version}",
+        key=keys.reading_download(s.version),
         on_click="ignore",
     )
     note = s.origin.preset.notes.get("reading") if session.is_unedited(s) else None

@@ -13,6 +13,7 @@ import altair as alt
 import streamlit as st
 
 from ...io import figures
+from ..core import keys
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")  # runs on at most 200 characters (file_stem cuts first)
 FORMATS = (  # (label, extension, mime, maker)
@@ -46,6 +47,6 @@ def chart_files(chart: dict | alt.TopLevelMixin, stem: str, key: str, where=st) 
                 data=_maker(chart, make),
                 file_name=f"{stem}.{'vl.json' if ext == 'json' else ext}",
                 mime=mime,
-                key=f"chartfile.{key}.{ext}",
+                key=keys.chart_file(key, ext),
                 on_click="ignore",
             )

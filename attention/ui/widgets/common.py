@@ -12,7 +12,7 @@ import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 
 from ... import names
-from ..core import session
+from ..core import keys, session
 from ..core.text import esc
 from ..state import core as messages
 from ..state import core as state_core
@@ -113,7 +113,7 @@ def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[
 
     Every tab's content would otherwise be computed and sent on every run (four grids where one is seen); choosing
     another tab reruns the page with that tab's content instead. The choice is kept in the session (display only)."""
-    key = f"tabs.{place}"
+    key = keys.tabs(place)
     labels = list(labels)
     chosen = s.tabs.get(place)
 
@@ -132,7 +132,7 @@ def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[
 def open_expander(place: str, label: str, s: session.Session, where=st):
     """An expander whose content is drawn only while it is open: returns its container when open, else None.
     Opening or closing it reruns the page; whether it is open is kept in the session (display only)."""
-    key = f"open.{place}"
+    key = keys.expander(place)
 
     def changed() -> None:
         pins.set_tab(place, "open" if st.session_state.get(key) else "closed")

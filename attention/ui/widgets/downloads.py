@@ -15,7 +15,7 @@ import streamlit as st
 
 from ... import names
 from ...io import tables
-from ..core import compute, session
+from ..core import compute, keys, session
 from ..core.shown import shown
 
 EAGER_CELLS = 1024  # input cells of a state whose downloads are built with the page (a zip of 1,024 takes ~10 ms)
@@ -50,7 +50,7 @@ def matrix(name: str, s: session.Session, page_key: str) -> None:
         data=payload(s, data, f"{name}.csv"),
         file_name=f"{s.preset_id}_{name}.csv",
         mime="text/csv",
-        key=f"dl.{page_key}.{name}",
+        key=keys.download(page_key, name),
         on_click="ignore",
     )
 
@@ -64,6 +64,6 @@ def everything(s: session.Session, page_key: str) -> None:
         data=payload(s, build, "zip"),
         file_name=f"{s.preset_id}_attention.zip",
         mime="application/zip",
-        key=f"dl.{page_key}.zip",
+        key=keys.download(page_key, "zip"),
         on_click="ignore",
     )

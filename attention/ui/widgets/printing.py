@@ -11,9 +11,10 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from ..core import keys
+
 PRINTED_VIEWS = ("concat", "reading_lines", "reading_table", "kv_groups")  # a spec's views kept on paper; the
 # others (explain a cell, softmax's middle steps, what a step takes in, the KV cache sizes) are for the screen
-SCREEN_ONLY = "screen-only"  # a keyed container's CSS class is "st-key-<key>": keys starting with this are not printed
 
 PRINT_ZOOM = 0.8  # the page's text at 80 %: a formula, two heads' heatmaps and a 6-row table fit one A4 sheet
 
@@ -30,8 +31,8 @@ _LEFT_OUT = ", ".join(
         '[data-testid="stPopover"]',
         '[data-testid="stFileUploader"]',
         '[data-testid="stExpander"]',
-        f'[class*="st-key-{SCREEN_ONLY}"]',
-        f'[data-testid="stColumn"]:has([class*="st-key-{SCREEN_ONLY}-panel"])',
+        f'[class*="st-key-{keys.SCREEN_ONLY}"]',
+        f'[data-testid="stColumn"]:has([class*="st-key-{keys.SCREEN_ONLY}-panel"])',
     ]
 )
 
@@ -43,10 +44,10 @@ PRINT_CSS = f"""<style>
   [data-testid="stMainBlockContainer"] {{ padding: 0 !important; max-width: 100% !important; zoom: {PRINT_ZOOM}; }}
   [data-testid="stVerticalBlock"] {{ gap: 0.5rem !important; }}
   [data-testid="stHorizontalBlock"] {{ display: flex !important; flex-wrap: nowrap !important; }}
-  [data-testid="stHorizontalBlock"]:not(:has([class*="st-key-{SCREEN_ONLY}-panel"])) > [data-testid="stColumn"] {{
+  [data-testid="stHorizontalBlock"]:not(:has([class*="st-key-{keys.SCREEN_ONLY}-panel"])) > [data-testid="stColumn"] {{
     flex: 1 1 0 !important; width: auto !important; min-width: 0 !important;
   }}
-  [data-testid="stHorizontalBlock"]:has([class*="st-key-{SCREEN_ONLY}-panel"]) > [data-testid="stColumn"] {{
+  [data-testid="stHorizontalBlock"]:has([class*="st-key-{keys.SCREEN_ONLY}-panel"]) > [data-testid="stColumn"] {{
     width: 100% !important; flex: 1 1 100% !important;
   }}
   [data-testid="stVegaLiteChart"], [data-testid="stDataFrame"] {{ break-inside: avoid; }}
@@ -63,7 +64,7 @@ def print_layout() -> None:
 @contextmanager
 def screen_only(name: str, panel: bool = False) -> Iterator[None]:
     """A container left out of the printed page; ``panel=True`` leaves out the whole column it sits in."""
-    with st.container(key=f"{SCREEN_ONLY}{'-panel' if panel else ''}-{name}"):
+    with st.container(key=keys.screen_only(name, panel)):
         yield
 
 
