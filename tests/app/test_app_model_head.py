@@ -141,6 +141,7 @@ def test_a_head_opened_with_earlier_ablations_reads_the_ablated_stream() -> None
         ("gpt9~1.1~1.2~", "offers no model"),
         ("upload:abc~1.1~1.2~", "offers no model"),
         ("induction~2.1~1.2~3.1q", "are not such as"),
+        ("induction~2.1~1.2~9.9m", "there is no layer 9"),  # counted from 1, as the link counts
         ("induction~2", "is not model~layer.head"),
         ("induction~2.1~" + ".".join(["1"] * 5000) + "~", "characters long"),
         ("<b>x</b>~1.1~1~", "offers no model"),

@@ -242,9 +242,10 @@ def head_preset(ref: HeadRef) -> Preset:
 def _head_preset(ref: HeadRef) -> Preset:
     m = get(ref.model_id)
     c = m.config
-    for what, value, count in (("layer", ref.layer, c.n_layers), ("head", ref.head, c.n_heads)):
-        if not 0 <= value < count:
-            raise AttentionError(f"the model has {count} {what}s; there is no {what} {value + 1}", field=what)
+    for layer, head in [(ref.layer, ref.head), *((a, b) for a, b, _ in ref.ablations)]:  # 0-based, said 1-based
+        for what, value, count in (("layer", layer, c.n_layers), ("head", head, c.n_heads)):
+            if not 0 <= value < count:
+                raise AttentionError(f"the model has {count} {what}s; there is no {what} {value + 1}", field=what)
     if c.qk_norm:  # q and k are normalised before the rotation: X and W alone would give a q the model never used
         raise AttentionError(
             f"{ref.name.capitalize()} of {m.name} normalises its queries and keys (QK-norm) before RoPE; the step "
