@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import app, drawn_cells, errors, no_exception, texts
+from tests.helpers.apptest import app, drawn_cells, errors, no_exception, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STATE = ("inside.model", "inside.ids", "inside.position", "inside.ablations", "inside.held")
@@ -395,8 +395,8 @@ def test_the_generate_page_draws_the_chooser_and_generates_with_the_servers_mode
     at = at.button(key="inside.gen.b.next").click().run()
     no_exception(at)
     assert not errors(at), errors(at)
-    assert at.session_state["inside.model"] == "server:tiny" and at.session_state["inside.gen.steps"] == 1
-    keep = at.session_state["inside.gen.keep"]
+    assert at.session_state["inside.model"] == "server:tiny" and session(at).generation.steps == 1
+    keep = session(at).generation.keep
     prompt = list(at.session_state["inside.ids"])[:keep]
     logits, _ = _torch(torch_model, prompt)
     greedy = _piece(folder, int(np.argmax(logits[-1])))

@@ -28,7 +28,7 @@ def test_the_declarations_say_what_the_hand_written_lists_said() -> None:
     """The lists the frame, the cache and the reset kept by hand before, now read from the declarations."""
     d = _fields()
     survive = {n for n, x in d.items() if x.survives}
-    assert survive == {"pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned"}
+    assert survive == {"pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned", "generation"}
     travel = {n for n, x in d.items() if x.travels}
     assert travel == {
         "preset_id", "seed", "blank_shape", "tokens", "matrices", "options", "digits", "rolled", "challenge",
@@ -139,3 +139,29 @@ def test_every_place_a_message_is_left_at_is_declared_with_the_rerun_that_shows_
     assert frame.drawn_from(s) == page and frame.body_drawn_from(s) != body_from  # only the body is drawn again
     s.messages["sidebar.seed"] = (s.epoch, "error", "refused", "*")
     assert frame.drawn_from(s) != page  # a message beside the sidebar's seed: the whole page
+
+
+def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -> None:
+    """The Generate page's state is one record on the Session, declared in GENERATION: it survives a preset change,
+    travels in no link and reruns no step page (the model pages draw it themselves)."""
+    d = _fields()
+    assert d["generation"].part == parts.GENERATION and d["generation"].survives is True
+    assert not d["generation"].travels and d["generation"].rerun is None
+    assert {f.name for f in dataclasses.fields(session_mod.Generation)} == {
+        "keep", "steps", "made_for", "message", "layer", "many",
+    }  # fmt: skip
+    assert {n for n, x in d.items() if x.part == parts.GENERATION} == {"generation"}
+
+
+def test_the_generation_survives_a_page_switch_and_a_new_preset() -> None:
+    from tests.helpers.apptest import app, goto, no_exception, session
+
+    at = app("generate")
+    at = at.button(key="inside.gen.b.next").click().run()
+    no_exception(at)
+    made = session(at).generation
+    assert made.steps == 1
+    at = goto(at, "softmax")
+    at = goto(at, "generate")
+    no_exception(at)
+    assert session(at).generation == made

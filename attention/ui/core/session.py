@@ -41,6 +41,7 @@ from .parts import (
     said,
     shapes,
 )
+from .parts import GENERATION as GENERATION_PART
 from .parts import MODEL as MODEL_PART
 
 KEY = "attention_session"
@@ -72,6 +73,20 @@ class Origin:
     preset: Preset
     base: dict[str, np.ndarray]
     kind: parts.Kind = parts.LISTED
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The Generate page's state (its writer: :mod:`attention.ui.state.generation`): the prompt's length (``keep``),
+    the tokens made since (``steps``), the (model id, token ids) they were made for, the page's message ((kind, text)
+    or None), the layer shown (-1: every layer) and how many tokens a press makes."""
+
+    keep: int
+    steps: int
+    made_for: tuple[str, tuple[int, ...]]
+    message: tuple[str, str] | None
+    layer: int
+    many: int
 
 
 T = TypeVar("T")
@@ -131,6 +146,8 @@ class Session:
     # --- the model: the model's head this state was opened from (its origin's kind is then MODEL); its edits of
     # W_q, W_k, W_v flow back ---
     model_head: HeadRef | None = declare(MODEL_PART, default=None, travels=True)
+    # --- the Generate page's state (attention.ui.state.generation; None until that page first opens) ---
+    generation: Generation | None = declare(GENERATION_PART, default=None, survives=True)
     # values derived from the whole state, each with the state it was derived from (see derived); not state
     memo: dict[str, tuple[tuple, Any]] = declare(BOOKKEEPING, factory=dict, cache=True)
 
