@@ -13,7 +13,7 @@ import pytest
 from attention.model import Config, Model, builtin, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
-from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, put_inside, session, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 L, H, DH = ENGINE.config.n_layers, ENGINE.config.n_heads, ENGINE.config.d_head
@@ -77,7 +77,7 @@ def _check_against_the_engine(at, prompt: list[int], steps: int) -> None:
 def test_each_step_shows_the_engines_full_forward_on_the_sequence_so_far() -> None:
     at = app("generate")
     no_exception(at)
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     prompt = list(ids[:15])  # a repeated text: its first half and 3 tokens of the repeat
     assert session(at).generation.keep == 15
     _check_against_the_engine(at, prompt, 0)
@@ -96,7 +96,7 @@ def test_each_step_shows_the_engines_full_forward_on_the_sequence_so_far() -> No
 
 def test_the_induction_model_completes_the_repeat_and_stops_at_its_context() -> None:
     at = app("generate")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     at = _press(at, "inside.gen.b.end")
     assert _generated(at) == ENGINE.pieces(list(ids[15:]))  # the 9 repeated tokens, each one right
     said = [t for t in texts(at.caption) if t.startswith("Compared with the text")][0]
@@ -137,7 +137,7 @@ def test_bad_values_are_refused_and_nothing_changes(key: str, value: int, words:
 
 def test_a_shorter_prompt_then_a_new_text_start_again() -> None:
     at = journey("generate")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     at = at.number_input(key="inside.w.gen.keep").set_value(5).run()
     at = _press(at, "inside.gen.b.next")
     _check_against_the_engine(at, list(ids[:5]), 1)
@@ -158,8 +158,8 @@ def test_a_change_of_model_starts_again_with_that_models_own_sizes() -> None:
     held = models.hold(other, "trained")
     at = app("generate")
     at = _press(at, "inside.gen.b.next")
-    at.session_state["inside.model"] = held  # as a model chooser would set it, with a text of that model's
-    at.session_state["inside.ids"] = (1, 2, 3, 4, 5, 6)
+    put_inside(at, model=held)  # as a model chooser would set it, with a text of that model's
+    put_inside(at, ids=(1, 2, 3, 4, 5, 6))
     at = at.run()
     no_exception(at)
     assert any("The model changed, so the generation started again" in t for t in texts(at.info))
@@ -197,7 +197,7 @@ def test_a_press_makes_at_most_what_the_models_size_allows(monkeypatch: pytest.M
         for t in texts(at.info)
     ), texts(at.info)
     at = _press(at, "inside.gen.b.end")
-    _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 6)
+    _check_against_the_engine(at, list(session(at).inside.ids[:15]), 6)
 
 
 def test_ablations_made_on_every_head_are_named_and_not_applied() -> None:
@@ -209,4 +209,4 @@ def test_ablations_made_on_every_head_are_named_and_not_applied() -> None:
         t.startswith("Ablated on Every head: layer 2 · head 1. Generation here runs the whole model")
         for t in texts(at.caption)
     )
-    _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 0)  # the engine's unablated numbers
+    _check_against_the_engine(at, list(session(at).inside.ids[:15]), 0)  # the engine's unablated numbers

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from ..core import models
 from ..core.models import Ablation, HeadRef
+from ..core.session import Session
 from ..core.text import esc, quoted
 from ..state import inside
 
@@ -104,9 +105,9 @@ def params() -> dict[str, str]:
     return q
 
 
-def restore(qp: Mapping[str, str]) -> list[str]:
-    """Put the model pages' model, text and ablations from the address into their state; notices for what could not
-    be (each value quoted). Nothing is restored from a value that cannot be read."""
+def restore(qp: Mapping[str, str], s: Session) -> list[str]:
+    """Put the model pages' model, text and ablations from the address into their state (in ``s``); notices for
+    what could not be (each value quoted). Nothing is restored from a value that cannot be read."""
     if not any(k in qp for k in PARAMS):
         return []
     for key in PARAMS:
@@ -121,5 +122,5 @@ def restore(qp: Mapping[str, str]) -> list[str]:
         return [f"The link's token ids {quoted(qp[IDS], 80)} are not whole numbers separated by dots; ignored."]
     if ablations is None:
         return [f"The link's ablations {quoted(qp[ABLATE], 80)} are not such as 2.1z-1.2m; ignored."]
-    problem = inside.restore(model_id, ids, ablations)
+    problem = inside.restore(s, model_id, ids, ablations)
     return [f"The link's model pages could not be restored: {problem}"] if problem else []

@@ -128,7 +128,7 @@ def read() -> tuple[session.Session, list[str]]:
     state and the class membership are restored from it too."""
     s, notices = decode(st.query_params.to_dict())
     qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
-    return s, notices + membership.restore(qp) + inside.restore(qp)
+    return s, notices + membership.restore(qp) + inside.restore(qp, s)
 
 
 def write(s: session.Session) -> None:

@@ -12,7 +12,8 @@ import streamlit as st
 
 from ..core import keys
 from ..core.session import Generation, get
-from .inside import IDS, ensure, model, model_id
+from .inside import ensure, model, model_id
+from .inside import now as inside_now
 
 GEN_PRESS_MAX = 256  # new tokens one press makes at most, for the smallest models
 PRESS_WORK = 10**9  # and at most about this many weights read a press (each token reads every weight once)
@@ -53,7 +54,7 @@ def gen_follow() -> None:
     """Make the Generate page's state once, and start the generation again (saying why) when the model or the text
     changed since it began: its tokens were the old text's continuation."""
     ensure()
-    ids = st.session_state[IDS]
+    ids = inside_now().ids
     s = get()
     if s.generation is None:
         layer = EVERY_LAYER if _every_layer_fits() else 0
@@ -106,7 +107,7 @@ def gen_left() -> int:
 def on_gen_keep() -> None:
     """The prompt's length was typed: a whole number from 1 to the longest prompt; else a message, nothing changes
     (the box shows the length in force). A new prompt starts the generation again."""
-    value, ids = st.session_state.get(keys.GEN_KEEP), st.session_state[IDS]
+    value, ids = st.session_state.get(keys.GEN_KEEP), inside_now().ids
     most = gen_keep_most(ids, model().config.n_ctx)
     if not (isinstance(value, int) and 1 <= value <= most):
         _set(
