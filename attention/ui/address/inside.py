@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ..core import models
 from ..core.models import Ablation, HeadRef
-from ..core.session import Session
+from ..core.session import Inside, Session
 from ..core.text import esc, quoted
 from ..state import inside
 
@@ -89,20 +89,27 @@ def read_head(text: str) -> HeadRef | str:
     return HeadRef(model_id, ids, int(lh[0]) - 1, int(lh[1]) - 1, ablations)
 
 
-def params() -> dict[str, str]:
-    """The model pages' parameters: those of their state that differ from its start (none before they are opened,
-    none for a model that cannot travel)."""
-    if not inside.started() or not models.travels(inside.model_id()):
-        return {}
-    start, (ids, _, ablations) = inside.start(), inside.current()
-    q = {}
-    if inside.model_id() != start[0]:
-        q[MODEL] = inside.model_id()
-    if ids != start[1]:
-        q[IDS] = ids_text(ids)
-    if ablations:
-        q[ABLATE] = ablations_text(ablations)
-    return q
+def model_value(s: Session) -> str | None:
+    """The ``model`` an address bar carries for ``s``'s model pages: their model, when it is not the one they start
+    with (none before they are opened, none for a model that cannot travel)."""
+    here = _travelling(s)
+    return here.model if here is not None and here.model != inside.start()[0] else None
+
+
+def ids_value(s: Session) -> tuple[int, ...] | None:
+    """The ``ids``: the model pages' text, when it is not the one they start with."""
+    here = _travelling(s)
+    return here.ids if here is not None and here.ids != inside.start()[1] else None
+
+
+def ablate_value(s: Session) -> tuple[Ablation, ...] | None:
+    """The ``ablate``: the model pages' ablations, when there are any."""
+    here = _travelling(s)
+    return here.ablations if here is not None and here.ablations else None
+
+
+def _travelling(s: Session) -> Inside | None:
+    return s.inside if s.inside is not None and models.travels(s.inside.model) else None
 
 
 def restore(qp: Mapping[str, str], s: Session) -> list[str]:
