@@ -64,7 +64,7 @@ def one(page: str, name: str, text: str) -> dict[str, float]:
         "text": t_text,
         "repeat": t_repeat,
         "rerun": t_rerun,
-        "tokens": len(at.session_state["inside.ids"]),
+        "tokens": len(at.session_state["attention_session"].inside.ids),
         "charts": len(at.get("vega_lite_chart")),
     }
 

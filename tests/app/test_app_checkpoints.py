@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import app, drawn_cells, errors, no_exception, texts
+from tests.helpers.apptest import app, drawn_cells, errors, no_exception, put_inside, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-STATE = ("inside.model", "inside.ids", "inside.position", "inside.ablations", "inside.held")
+STATE = ("model", "ids", "position", "ablations", "held")  # of the model pages' record (Session.inside)
 DEFAULT = "The cat sat on the mat."
 
 
@@ -49,7 +49,7 @@ def _torch(model: object, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _state(at) -> dict:
-    return {k: at.session_state[k] for k in STATE}
+    return {k: getattr(session(at).inside, k) for k in STATE}
 
 
 def _choose(at, model_id: str):
@@ -91,10 +91,10 @@ def test_the_servers_folder_is_listed_and_opened_with_transformers_numbers(serve
         "gone (on this server)",
     ]  # "bad name" is not a name: left out (the log says why)
     at = _choose(at, "server:tiny")
-    assert at.session_state["inside.model"] == "server:tiny"
+    assert session(at).inside.model == "server:tiny"
     half = _tokenize(folder, DEFAULT)
     ids = half + half  # the default text's tokens, repeated exactly
-    assert list(at.session_state["inside.ids"]) == ids
+    assert list(session(at).inside.ids) == ids
     assert len(at.get("vega_lite_chart")) == 8  # 2 layers × 4 heads: every head drawn
     caption = " ".join(texts(at.caption))
     assert "tiny, a checkpoint on this server: 2 layers × 4 heads" in caption, caption
@@ -110,11 +110,11 @@ def test_a_typed_text_is_tokenized_by_the_models_tokenizer_and_bounded(server) -
     typed = "the dog sat on the log"
     at = at.text_input(key="inside.w.typed").input(typed).run()
     no_exception(at)
-    assert list(at.session_state["inside.ids"]) == _tokenize(folder, typed)
+    assert list(session(at).inside.ids) == _tokenize(folder, typed)
     at = at.button(key="inside.repeat").click().run()
     no_exception(at)
     ids = _tokenize(folder, typed) * 2
-    assert list(at.session_state["inside.ids"]) == ids
+    assert list(session(at).inside.ids) == ids
     _check_numbers(at, torch_model, ids)
     before = _state(at)
     long = "attention is all you need " * 10  # 50+ tokens: past this model's 40 positions
@@ -161,7 +161,7 @@ def _zip(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> 
 
 
 def _upload(at, files: list):
-    key = f"inside.w.upload.{at.session_state['inside.uploads']}"
+    key = f"inside.w.upload.{session(at).inside.uploads}"
     at = at.file_uploader(key=key).set_value(files).run()
     no_exception(at)
     return at
@@ -177,9 +177,9 @@ def test_an_uploaded_checkpoint_opens_and_says_it_cannot_travel(gpt2, as_zip: bo
         assert "tiny/generation_config.json" in whole
         files = [("tiny.zip", _zip(whole), "application/zip")]
     at = _upload(at, files)
-    model_id = at.session_state["inside.model"]
+    model_id = session(at).inside.model
     assert model_id.startswith("upload:"), errors(at)
-    assert at.session_state["inside.held"][0][0] == model_id
+    assert session(at).inside.held[0][0] == model_id
     assert model_id in at.selectbox(key="inside.w.model").options or any(
         "Uploaded" in o for o in at.selectbox(key="inside.w.model").options
     )
@@ -187,7 +187,7 @@ def test_an_uploaded_checkpoint_opens_and_says_it_cannot_travel(gpt2, as_zip: bo
     half = _tokenize(folder, DEFAULT)
     _check_numbers(at, torch_model, half + half)
     at = _choose(at, "induction")  # back to the shipped model, and the upload stays listed for the session
-    assert at.session_state["inside.model"] == "induction"
+    assert session(at).inside.model == "induction"
     assert len(at.selectbox(key="inside.w.model").options) == 2
 
 
@@ -269,7 +269,7 @@ def test_every_bad_upload_is_named_and_nothing_changes(gpt2) -> None:  # noqa: F
     at = at.selectbox(key="inside.w.sequence").set_value(at.selectbox(key="inside.w.sequence").options[2]).run()
     at = at.button(key="inside.toggle.1.0").click().run()  # a state worth keeping: another text, a head ablated
     before = _state(at)
-    assert before["inside.ablations"]
+    assert before["ablations"]
     for label, files, named in _bad_cases(folder):
         at = _upload(at, files)
         shown = errors(at)
@@ -285,12 +285,12 @@ def test_a_learners_model_let_go_reopens_the_shipped_one_and_says_so(gpt2) -> No
 
     folder, _ = gpt2
     at = _upload(app("every_head"), _files(folder))
-    model_id = at.session_state["inside.model"]
+    model_id = session(at).inside.model
     with models._HELD_LOCK:
         models._HELD.pop(model_id)
     at = at.run()
     no_exception(at)
-    assert at.session_state["inside.model"] == "induction"
+    assert session(at).inside.model == "induction"
     assert any(
         "is no longer held by this server" in e and "The shipped model is open instead" in e for e in errors(at)
     ), errors(at)
@@ -313,7 +313,7 @@ def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypa
     folder, torch_model = wide
     monkeypatch.setenv("ATTENTION_MODELS", f"wide={folder}")
     at = _choose(app("every_head"), "server:wide")
-    ids = list(at.session_state["inside.ids"])
+    ids = list(session(at).inside.ids)
     _, weights = _torch(torch_model, ids)
     charts = at.get("vega_lite_chart")
     assert len(charts) == 3 + 6  # the three score grids (3 layers × 6 heads each), then layer 1's six heads
@@ -334,14 +334,14 @@ def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypa
         assert table.loc[f"layer {layer + 1}", f"head {head + 1}"] == want
     at = at.selectbox(key="inside.w.layer_shown").set_value(2).run()
     no_exception(at)
-    assert at.session_state["inside.layer_shown"] == 2
+    assert session(at).inside.layer_shown == 2
     lines = [t.replace("**", "") for t in texts(at.markdown) if t.startswith("Role:")]
     assert len(lines) == 6 and all(f"first-token sink {sink[2, h]:.2f}" in lines[h] for h in range(6)), lines
     assert len(at.get("vega_lite_chart")) == 9
     assert at.button(key="inside.toggle.2.5").label == "Ablate layer 3 · head 6"
     at = at.button(key="inside.toggle.2.5").click().run()
     no_exception(at)
-    assert at.session_state["inside.ablations"] == ((2, 5, "zero"),)
+    assert session(at).inside.ablations == ((2, 5, "zero"),)
 
 
 def test_a_trained_model_held_for_the_session_opens_with_texts_for_its_vocabulary() -> None:
@@ -357,12 +357,12 @@ def test_a_trained_model_held_for_the_session_opens_with_texts_for_its_vocabular
     other = models.hold(Model(shipped.config, dict(shipped.params), words), "trained")
     assert same != other  # the same weights with another vocabulary are another model
     at = app("every_head")
-    at.session_state["inside.held"] = ((same, "Trained A"), (other, "Trained B"))
+    put_inside(at, held=((same, "Trained A"), (other, "Trained B")))
     at = _choose(at.run(), same)
-    assert at.session_state["inside.ids"] == tuple(models.ready_made(models.BUILTIN).values())[0]
+    assert session(at).inside.ids == tuple(models.ready_made(models.BUILTIN).values())[0]
     assert "cannot travel in a link" in " ".join(texts(at.caption))
     at = _choose(at, other)
-    assert at.session_state["inside.ids"] == tuple(range(12)) * 2
+    assert session(at).inside.ids == tuple(range(12)) * 2
     assert at.selectbox(key="inside.w.model").options[1:] == ["Trained A", "Trained B"]
 
 
@@ -395,9 +395,9 @@ def test_the_generate_page_draws_the_chooser_and_generates_with_the_servers_mode
     at = at.button(key="inside.gen.b.next").click().run()
     no_exception(at)
     assert not errors(at), errors(at)
-    assert at.session_state["inside.model"] == "server:tiny" and at.session_state["inside.gen.steps"] == 1
-    keep = at.session_state["inside.gen.keep"]
-    prompt = list(at.session_state["inside.ids"])[:keep]
+    assert session(at).inside.model == "server:tiny" and session(at).generation.steps == 1
+    keep = session(at).generation.keep
+    prompt = list(session(at).inside.ids)[:keep]
     logits, _ = _torch(torch_model, prompt)
     greedy = _piece(folder, int(np.argmax(logits[-1])))
     line = [t for t in texts(at.markdown) if t.startswith("**Generated")]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attention.model import builtin
-from tests.helpers.apptest import app, goto, journey, no_exception, texts
+from tests.helpers.apptest import app, goto, journey, no_exception, session, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
 
@@ -34,7 +34,7 @@ def _md(at) -> str:
 def test_the_shipped_model_every_heads_share_on_token_1_and_its_strongest_sink() -> None:
     at = app("first_token")
     no_exception(at)
-    ids = list(at.session_state["inside.ids"])
+    ids = list(session(at).inside.ids)
     share = _naive_share(ENGINE.run(ids).weights)
     grid = at.dataframe[0].value
     np.testing.assert_allclose(grid.to_numpy(), np.round(share, 3), atol=1e-9)
@@ -65,7 +65,7 @@ def test_value_norms_on_a_server_gpt2_against_transformers(gpt2, monkeypatch: py
     at = app("first_token")
     at = at.selectbox(key="inside.w.model").set_value("server:tiny").run()
     no_exception(at)
-    ids = list(at.session_state["inside.ids"])
+    ids = list(session(at).inside.ids)
     with torch.no_grad():
         out = model(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
     weights = np.stack([a[0].numpy() for a in out.attentions])  # (L, H, n, n)
@@ -96,7 +96,7 @@ def test_the_page_follows_the_text_and_ablations_of_every_head() -> None:
     at = at.button(key="inside.toggle.1.0").click().run()
     at = goto(at, "first_token")
     no_exception(at)
-    assert at.session_state["inside.ids"] == (0, 1, 2, 3, 0, 1, 2, 3)
+    assert session(at).inside.ids == (0, 1, 2, 3, 0, 1, 2, 3)
     from attention.model import ablate
 
     share = _naive_share(ENGINE.run([0, 1, 2, 3, 0, 1, 2, 3], [ablate(1, 0, "zero")]).weights)

@@ -13,7 +13,7 @@ import pytest
 from attention.model import Config, Model, builtin, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
-from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, texts
+from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, put_inside, session, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 L, H, DH = ENGINE.config.n_layers, ENGINE.config.n_heads, ENGINE.config.d_head
@@ -77,9 +77,9 @@ def _check_against_the_engine(at, prompt: list[int], steps: int) -> None:
 def test_each_step_shows_the_engines_full_forward_on_the_sequence_so_far() -> None:
     at = app("generate")
     no_exception(at)
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     prompt = list(ids[:15])  # a repeated text: its first half and 3 tokens of the repeat
-    assert at.session_state["inside.gen.keep"] == 15
+    assert session(at).generation.keep == 15
     _check_against_the_engine(at, prompt, 0)
     for k in (1, 2, 3):
         at = _press(at, "inside.gen.b.next")
@@ -91,12 +91,12 @@ def test_each_step_shows_the_engines_full_forward_on_the_sequence_so_far() -> No
     run = ENGINE.run(ENGINE.generate(prompt, 5))
     np.testing.assert_allclose(_cells(_chart(at, "row")), run.weights[1, :, -1], atol=1e-12)
     at = _press(at, "inside.gen.b.again")
-    assert _generated(at) == [] and at.session_state["inside.gen.steps"] == 0
+    assert _generated(at) == [] and session(at).generation.steps == 0
 
 
 def test_the_induction_model_completes_the_repeat_and_stops_at_its_context() -> None:
     at = app("generate")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     at = _press(at, "inside.gen.b.end")
     assert _generated(at) == ENGINE.pieces(list(ids[15:]))  # the 9 repeated tokens, each one right
     said = [t for t in texts(at.caption) if t.startswith("Compared with the text")][0]
@@ -104,7 +104,7 @@ def test_the_induction_model_completes_the_repeat_and_stops_at_its_context() -> 
     assert [t for t in texts(at.markdown) if t.startswith("**Generated")][0].count("✓") == 9
     _check_against_the_engine(at, list(ids[:15]), 9)
     at = _press(at, "inside.gen.b.next")  # the context of 24 is full: nothing more, and the page says so
-    assert at.session_state["inside.gen.steps"] == 9
+    assert session(at).generation.steps == 9
     assert any("is full: nothing more can be generated" in t for t in texts(at.info))
 
 
@@ -121,28 +121,33 @@ def test_the_induction_model_completes_the_repeat_and_stops_at_its_context() -> 
 def test_bad_values_are_refused_and_nothing_changes(key: str, value: int, words: str) -> None:
     at = app("generate")
     at = _press(at, "inside.gen.b.next")
-    before = {k: at.session_state[k] for k in ("inside.gen.keep", "inside.gen.steps", "inside.gen.many")}
+    before = session(at).generation
     at = at.number_input(key=key).set_value(value).run()
     no_exception(at)
     assert any(words in t and "Nothing changed" in t for t in texts(at.error)), texts(at.error)
-    assert {k: at.session_state[k] for k in before} == before
-    assert at.number_input(key=key).value == before[key.replace(".w.", ".")]  # the box shows the value in force
+    assert (session(at).generation.keep, session(at).generation.steps, session(at).generation.many) == (
+        before.keep,
+        before.steps,
+        before.many,
+    )
+    in_force = before.keep if key.endswith("keep") else before.many
+    assert at.number_input(key=key).value == in_force  # the box shows the value in force
     assert len(_generated(at)) == 1
 
 
 def test_a_shorter_prompt_then_a_new_text_start_again() -> None:
     at = journey("generate")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     at = at.number_input(key="inside.w.gen.keep").set_value(5).run()
     at = _press(at, "inside.gen.b.next")
     _check_against_the_engine(at, list(ids[:5]), 1)
     at = goto(at, "every_head")  # a page switch keeps the generation
     at = goto(at, "generate")
-    assert at.session_state["inside.gen.steps"] == 1 and at.number_input(key="inside.w.gen.keep").value == 5
+    assert session(at).generation.steps == 1 and at.number_input(key="inside.w.gen.keep").value == 5
     labels = list(models.ready_made(models.BUILTIN))
     at = at.selectbox(key="inside.w.sequence").set_value(labels[1]).run()
     no_exception(at)
-    assert at.session_state["inside.gen.steps"] == 0 and at.session_state["inside.gen.keep"] == 15
+    assert session(at).generation.steps == 0 and session(at).generation.keep == 15
     assert any("The text changed, so the generation started again" in t for t in texts(at.info))
     _check_against_the_engine(at, list(models.ready_made(models.BUILTIN)[labels[1]][:15]), 0)
 
@@ -153,14 +158,14 @@ def test_a_change_of_model_starts_again_with_that_models_own_sizes() -> None:
     held = models.hold(other, "trained")
     at = app("generate")
     at = _press(at, "inside.gen.b.next")
-    at.session_state["inside.model"] = held  # as a model chooser would set it, with a text of that model's
-    at.session_state["inside.ids"] = (1, 2, 3, 4, 5, 6)
+    put_inside(at, model=held)  # as a model chooser would set it, with a text of that model's
+    put_inside(at, ids=(1, 2, 3, 4, 5, 6))
     at = at.run()
     no_exception(at)
     assert any("The model changed, so the generation started again" in t for t in texts(at.info))
-    assert at.session_state["inside.gen.steps"] == 0 and at.session_state["inside.gen.keep"] == 6
+    assert session(at).generation.steps == 0 and session(at).generation.keep == 6
     at = _press(at, "inside.gen.b.end")
-    assert at.session_state["inside.gen.steps"] == 4  # up to that model's context of 10
+    assert session(at).generation.steps == 4  # up to that model's context of 10
     tokens = other.generate([1, 2, 3, 4, 5, 6], 4)
     assert _generated(at) == other.pieces(tokens[6:])
     run = other.run(tokens)
@@ -186,13 +191,13 @@ def test_a_press_makes_at_most_what_the_models_size_allows(monkeypatch: pytest.M
     monkeypatch.setattr(generation, "PRESS_WORK", 3 * read + 5)  # as if the shipped model were large: 3 a press
     at = app("generate")
     at = _press(at, "inside.gen.b.end")
-    assert at.session_state["inside.gen.steps"] == 3
+    assert session(at).generation.steps == 3
     assert any(
         f"Made 3 tokens (at most 3 a press with this model: each token reads all its {read:,} weights)" in t
         for t in texts(at.info)
     ), texts(at.info)
     at = _press(at, "inside.gen.b.end")
-    _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 6)
+    _check_against_the_engine(at, list(session(at).inside.ids[:15]), 6)
 
 
 def test_ablations_made_on_every_head_are_named_and_not_applied() -> None:
@@ -204,4 +209,4 @@ def test_ablations_made_on_every_head_are_named_and_not_applied() -> None:
         t.startswith("Ablated on Every head: layer 2 · head 1. Generation here runs the whole model")
         for t in texts(at.caption)
     )
-    _check_against_the_engine(at, list(at.session_state["inside.ids"][:15]), 0)  # the engine's unablated numbers
+    _check_against_the_engine(at, list(session(at).inside.ids[:15]), 0)  # the engine's unablated numbers

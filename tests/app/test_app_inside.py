@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction
-from tests.helpers.apptest import app, errors, goto, journey, no_exception, texts
+from tests.helpers.apptest import app, errors, goto, journey, no_exception, session, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 
@@ -40,7 +40,7 @@ def _click(at, key: str):
 def test_the_page_draws_every_head_with_its_role_and_the_predictions() -> None:
     at = app("every_head")
     no_exception(at)
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     assert len(ids) == 24 and ids[:12] == ids[12:]
     charts = at.get("vega_lite_chart")
     assert len(charts) == 4  # 2 layers × 2 heads, one chart each (never a concat)
@@ -59,7 +59,7 @@ def test_the_page_draws_every_head_with_its_role_and_the_predictions() -> None:
 
 def test_the_learners_journey_gives_the_engines_numbers() -> None:
     at = journey("every_head")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     clean = _engine(ids)
     # 1. the induction head: the strongest induction score is layer 2 · head 1
     assert np.unravel_index(np.argmax(clean["ind"]), (2, 2)) == (1, 0)
@@ -106,17 +106,17 @@ def test_the_learners_journey_gives_the_engines_numbers() -> None:
 
 def test_mean_ablation_and_a_page_switch_keep_the_state() -> None:
     at = journey("every_head")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     at = at.radio(key="inside.w.how").set_value("mean").run()
     at = _click(at, "inside.toggle.1.0")
-    assert at.session_state["inside.ablations"] == ((1, 0, "mean"),)
+    assert session(at).inside.ablations == ((1, 0, "mean"),)
     want = _engine(ids, (1, 0, "mean"))
     assert _metric(at, "Loss on the repeated half") == f"{want['repeated']:.2f} nats"
     at = goto(at, "softmax")
     no_exception(at)
     at = goto(at, "every_head")
     no_exception(at)
-    assert at.session_state["inside.ablations"] == ((1, 0, "mean"),)
+    assert session(at).inside.ablations == ((1, 0, "mean"),)
     assert at.radio(key="inside.w.how").value == "mean"
     assert _metric(at, "Loss on the repeated half") == f"{want['repeated']:.2f} nats"
 
@@ -132,12 +132,13 @@ def test_mean_ablation_and_a_page_switch_keep_the_state() -> None:
 )
 def test_bad_words_are_named_and_nothing_changes(typed: str, named: str) -> None:
     at = app("every_head")
-    before = {k: at.session_state[k] for k in ("inside.ids", "inside.position", "inside.ablations")}
+    fields = ("ids", "position", "ablations")  # of the model pages' record (Session.inside)
+    before = {k: getattr(session(at).inside, k) for k in fields}
     at = at.text_input(key="inside.w.typed").input(typed).run()
     no_exception(at)
     shown = errors(at)
     assert any(named in e and "Nothing changed" in e for e in shown), shown
-    assert {k: at.session_state[k] for k in before} == before
+    assert {k: getattr(session(at).inside, k) for k in fields} == before
     if "![x]" in typed:  # the word stays text: its brackets reach Markdown escaped, so no image is fetched
         assert any("\\[x\\]" in m.value for m in at.error) and not any("[x](" in m.value for m in at.error)
 
@@ -146,18 +147,18 @@ def test_typed_words_and_another_sequence_become_the_text() -> None:
     at = app("every_head")
     at = at.text_input(key="inside.w.typed").input("ba be bi bo ba be bi bo").run()
     no_exception(at)
-    assert at.session_state["inside.ids"] == (0, 1, 2, 3, 0, 1, 2, 3)
+    assert session(at).inside.ids == (0, 1, 2, 3, 0, 1, 2, 3)
     assert at.selectbox(key="inside.w.sequence").value == "Your own words (typed below)"
     assert not errors(at)
     want = _engine((0, 1, 2, 3, 0, 1, 2, 3))
     assert _metric(at, "Loss on the repeated half") == f"{want['repeated']:.2f} nats"
     label = [o for o in at.selectbox(key="inside.w.sequence").options if o.startswith("10 words")][0]
     at = at.selectbox(key="inside.w.sequence").set_value(label).run()
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     assert len(ids) == 20 and ids[:10] == ids[10:]
     assert at.text_input(key="inside.w.typed").value == ENGINE.decode(list(ids))
     at = at.selectbox(key="inside.w.position").set_value(3).run()
-    assert at.session_state["inside.position"] == 3
+    assert session(at).inside.position == 3
     probs = _engine(ids)["probs"][3]
     assert list(at.dataframe[0].value["next token"]) == ENGINE.pieces(list(np.argsort(-probs)[:5]))
 
@@ -169,23 +170,23 @@ def test_a_shorter_text_starts_the_position_again_and_keeps_the_ablations() -> N
     label = [o for o in at.selectbox(key="inside.w.sequence").options if o.startswith("8 words")][0]
     at = at.selectbox(key="inside.w.sequence").set_value(label).run()
     no_exception(at)
-    assert len(at.session_state["inside.ids"]) == 16
-    assert at.session_state["inside.position"] == 8 and at.selectbox(key="inside.w.position").value == 8
-    assert at.session_state["inside.ablations"] == ((0, 1, "zero"),)
-    want = _engine(at.session_state["inside.ids"], (0, 1, "zero"))
+    assert len(session(at).inside.ids) == 16
+    assert session(at).inside.position == 8 and at.selectbox(key="inside.w.position").value == 8
+    assert session(at).inside.ablations == ((0, 1, "zero"),)
+    want = _engine(session(at).inside.ids, (0, 1, "zero"))
     assert _metric(at, "Loss on the repeated half") == f"{want['repeated']:.2f} nats"
 
 
 def test_restore_every_head_says_what_moved_back() -> None:
     at = app("every_head")
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     at = _click(at, "inside.toggle.1.0")
     at = _click(at, "inside.toggle.1.1")
     both = _engine(ids, (1, 0, "zero"), (1, 1, "zero"))
     assert _metric(at, "Loss on the repeated half") == f"{both['repeated']:.2f} nats"
     at = _click(at, "inside.restore_all")
     clean = _engine(ids)
-    assert at.session_state["inside.ablations"] == ()
+    assert session(at).inside.ablations == ()
     (said,) = texts(at.info)
     assert said.startswith("Restoring every head: the loss on the repeated half fell from ")
     assert f"fell from {both['repeated']:.2f} to {clean['repeated']:.2f} nats" in said
@@ -199,7 +200,7 @@ def test_no_first_layer_head_scores_as_induction_on_a_ready_made_text_so_no_note
             continue
         at = at.selectbox(key="inside.w.sequence").set_value(label).run()
         no_exception(at)
-        ids = at.session_state["inside.ids"]
+        ids = session(at).inside.ids
         ind = _engine(ids)["ind"]
         assert ind[0].max() < 0.25 and ind[1].max() >= 0.85, (label, ind)  # induction is the second layer's job
         assert not [t for t in texts(at.caption) if "first layer" in t], label
@@ -231,7 +232,7 @@ def test_every_positions_prediction_is_built_when_opened_and_gives_the_engines_n
     assert len(at.dataframe) == 1  # closed: only the top 5 (the table is built when the expander opens)
     at = open_expander(at, "inside.every_position")
     no_exception(at)
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     probs = _engine(ids, (0, 1, "zero"))["probs"]  # (n, V)
     every = at.dataframe[1].value
     assert list(every["most likely next"]) == ENGINE.pieces(list(probs.argmax(-1)))
@@ -254,11 +255,11 @@ def test_each_heatmap_shows_the_engines_weights_for_the_ablations_now() -> None:
     """The heatmaps' specs are cached by content: after an ablation, a restore and another ablation every chart
     still holds the engine's own weights for the ablations of that moment (never another run's)."""
     at = app("every_head")
-    ids = list(at.session_state["inside.ids"])
+    ids = list(session(at).inside.ids)
     causal = np.tril(np.ones((len(ids), len(ids)), bool))
     for press in ("inside.toggle.0.1", "inside.toggle.0.1", "inside.toggle.0.0", "inside.toggle.1.1"):
         at = _click(at, press)
-        want = ENGINE.run(ids, [ablate(*a) for a in at.session_state["inside.ablations"]]).weights  # (L, H, n, n)
+        want = ENGINE.run(ids, [ablate(*a) for a in session(at).inside.ablations]).weights  # (L, H, n, n)
         charts = at.get("vega_lite_chart")
         for k, chart in enumerate(charts):
             layer, head = divmod(k, 2)
@@ -291,13 +292,13 @@ def test_a_new_position_reruns_what_names_it() -> None:
     at = app("every_head")
     at = at.selectbox(key="inside.w.position").set_value(5).run()
     no_exception(at)
-    ids = at.session_state["inside.ids"]
+    ids = session(at).inside.ids
     probs = _engine(ids)["probs"][5]
     assert list(at.dataframe[0].value["next token"]) == ENGINE.pieces(list(np.argsort(-probs)[:5]))
     at = _click(at, "inside.toggle.1.0")
     at = at.selectbox(key="inside.w.position").set_value(20).run()
     no_exception(at)
-    assert at.session_state["inside.position"] == 20
+    assert session(at).inside.position == 20
     clean, off = _engine(ids)["probs"][20], _engine(ids, (1, 0, "zero"))["probs"][20]
     said = texts(at.info)[0]
     assert f"At position 21 ({ENGINE.pieces([ids[20]])[0]}) the most likely next token" in said, said

@@ -169,8 +169,8 @@ def test_the_model_pages_keep_their_text_and_ablations_in_the_address() -> None:
     assert query["ablate"] == "1.2z-2.1z" or query["ablate"] == "2.1z-1.2z" or query["ablate"] == "1.2z", query
     again = app("every_head", query)
     no_exception(again)
-    assert again.session_state["inside.ids"] == at.session_state["inside.ids"]
-    assert again.session_state["inside.ablations"] == at.session_state["inside.ablations"]
+    assert session(again).inside.ids == session(at).inside.ids
+    assert session(again).inside.ablations == session(at).inside.ablations
     assert again.selectbox(key="inside.w.sequence").value == label
 
 
@@ -190,7 +190,7 @@ def test_bad_model_page_values_in_the_address_are_named(query: dict[str, str], s
     no_exception(at)
     notes = " ".join(texts(at.warning))
     assert says in notes, notes
-    assert at.session_state["inside.ablations"] == ()
+    assert session(at).inside.ablations == ()
     assert not errors(at)
 
 
@@ -201,7 +201,7 @@ def test_every_step_page_explain_compare_and_the_exports_work_on_a_head(tmp_path
 
     from attention.io import codegen
     from attention.ui.core import session as ui_session
-    from tests.helpers.apptest import PAGES, open_expander
+    from tests.helpers.apptest import PAGES, open_expander, session
 
     at = _opened(1, 0, "softmax")
     run = ENGINE.run(list(session(at).model_head.ids))

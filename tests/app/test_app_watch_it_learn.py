@@ -14,9 +14,10 @@ import pytest
 from attention.model import Model, induction, train
 from attention.model.vocab import WordVocab
 from attention.ui.core import keys, models, training
+from attention.ui.core import session as session_mod
 from attention.ui.modelpages import watch_it_learn
 from attention.ui.state import inside
-from tests.helpers.apptest import app, drawn_cells, errors, journey, no_exception, texts
+from tests.helpers.apptest import app, drawn_cells, errors, journey, no_exception, session, texts
 
 H = induction.history("induction")  # read here, apart from the page's own copy
 COUNT = len(H["step"])
@@ -70,7 +71,7 @@ def test_the_slider_shows_the_records_numbers(k: int) -> None:
     at = app("watch_it_learn")
     at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(k).run()
     no_exception(at)
-    assert at.session_state[inside.SNAPSHOT] == k
+    assert session(at).inside.snapshot == k
     assert _score_lines(at) == _want_lines(k)
     head = [t for t in _plain(at) if t.startswith(f"Snapshot {k} of {COUNT}")][0]
     assert f"after {H['step'][k - 1]} training steps" in head
@@ -127,21 +128,24 @@ def test_a_bad_slider_value_changes_nothing(bad: int) -> None:
     at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(bad).run()
     no_exception(at)
     # Streamlit puts the value= given (the snapshot shown) in place of a value outside the slider's range
-    assert at.session_state[inside.SNAPSHOT] == 5
+    assert session(at).inside.snapshot == 5
     assert at.slider(key=keys.WATCH_SNAPSHOT).value == 5
     assert _score_lines(at) == _want_lines(5)
 
 
 @pytest.mark.parametrize("bad", [0, COUNT + 1, "3", 2.5, None, True])
 def test_the_snapshot_callback_refuses_a_bad_value_with_a_message(monkeypatch, bad) -> None:
-    state = {inside.SNAPSHOT: 5, inside.LEARN_MESSAGE: "", keys.WATCH_SNAPSHOT: bad}
-    monkeypatch.setattr(inside, "st", SimpleNamespace(session_state=state))
+    s = session_mod.new_session()
+    s.inside, s.training = session_mod.Inside(models.BUILTIN, "", (1, 2), 1, snapshot=5), session_mod.Training()
+    state = {session_mod.KEY: s, keys.WATCH_SNAPSHOT: bad}
+    for module in (inside, session_mod):
+        monkeypatch.setattr(module, "st", SimpleNamespace(session_state=state))
     inside.on_snapshot(COUNT)
-    assert state[inside.SNAPSHOT] == 5
-    assert "Nothing changed" in state[inside.LEARN_MESSAGE] and f"1 to {COUNT}" in state[inside.LEARN_MESSAGE]
+    assert s.inside.snapshot == 5
+    assert "Nothing changed" in s.training.learn_message and f"1 to {COUNT}" in s.training.learn_message
     state[keys.WATCH_SNAPSHOT] = 7
     inside.on_snapshot(COUNT)
-    assert state[inside.SNAPSHOT] == 7 and state[inside.LEARN_MESSAGE] == ""
+    assert s.inside.snapshot == 7 and s.training.learn_message == ""
 
 
 def _independent(steps: int, hold: int) -> Model:
@@ -166,7 +170,7 @@ def test_a_live_run_is_the_engines_run_of_the_recipe_and_opens_on_every_head(mon
     at = journey("watch_it_learn")  # entered as a browser does, so the button can switch pages
     at = at.button(key="inside.learn.train").click().run()
     no_exception(at)
-    job = training.wait(at.session_state[inside.JOB])
+    job = training.wait(session(at).training.job)
     assert job.state == "done" and len(job.losses) == steps + 1
     at = at.run()
     no_exception(at)
@@ -185,9 +189,9 @@ def test_a_live_run_is_the_engines_run_of_the_recipe_and_opens_on_every_head(mon
     assert models.ready_made(job.model_id) == models.ready_made(models.BUILTIN)
     at = at.button(key="inside.learn.open").click().run()
     no_exception(at)
-    assert at.session_state[inside.MODEL] == job.model_id
-    assert at.session_state[inside.ABLATIONS] == ()
-    assert at.session_state[inside.IDS] == next(iter(models.ready_made(models.BUILTIN).values()))
+    assert session(at).inside.model == job.model_id
+    assert session(at).inside.ablations == ()
+    assert session(at).inside.ids == next(iter(models.ready_made(models.BUILTIN).values()))
     assert [t.value for t in at.title] == ["Inside a model: every head"]  # the button went there
     metric = [m.value for m in at.metric if m.label.startswith("Loss on the repeated half")][0]
     assert metric == f"{repeated:.2f} nats"
@@ -198,7 +202,7 @@ def test_cancel_stops_a_live_run_and_keeps_nothing(monkeypatch) -> None:
     at = app("watch_it_learn")
     at = at.button(key="inside.learn.train").click().run()
     no_exception(at)
-    job_id = at.session_state[inside.JOB]
+    job_id = session(at).training.job
     at = at.button(key="inside.learn.cancel").click().run()
     no_exception(at)
     job = training.wait(job_id)
@@ -213,7 +217,7 @@ def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch) -> None:
     at = app("watch_it_learn")
     at = at.button(key="inside.learn.train").click().run()
     no_exception(at)
-    assert at.session_state[inside.JOB] is None
+    assert session(at).training.job is None
     assert any("already training" in e and "Nothing started" in e for e in errors(at)), errors(at)
 
 
@@ -222,7 +226,7 @@ def test_a_trained_model_let_go_by_the_server_is_refused_with_a_message(monkeypa
     monkeypatch.setattr(watch_it_learn, "LIVE_HOLD", 2)
     at = journey("watch_it_learn")
     at = at.button(key="inside.learn.train").click().run()
-    job = training.wait(at.session_state[inside.JOB])
+    job = training.wait(session(at).training.job)
     at = at.run()
     with models._HELD_LOCK:
         models._HELD.pop(job.model_id)  # as when HELD_MAX later models pushed it out
@@ -232,4 +236,4 @@ def test_a_trained_model_let_go_by_the_server_is_refused_with_a_message(monkeypa
     no_exception(at)
     assert [t.value for t in at.title] == ["Inside a model: watch it learn"]
     assert any("no longer held" in e and "Nothing changed" in e for e in errors(at)), errors(at)
-    assert at.session_state[inside.MODEL] == models.BUILTIN
+    assert session(at).inside.model == models.BUILTIN

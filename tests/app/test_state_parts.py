@@ -28,7 +28,9 @@ def test_the_declarations_say_what_the_hand_written_lists_said() -> None:
     """The lists the frame, the cache and the reset kept by hand before, now read from the declarations."""
     d = _fields()
     survive = {n for n, x in d.items() if x.survives}
-    assert survive == {"pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned"}
+    assert survive == {
+        "pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned", "inside", "training", "generation",
+    }  # fmt: skip
     travel = {n for n, x in d.items() if x.travels}
     assert travel == {
         "preset_id", "seed", "blank_shape", "tokens", "matrices", "options", "digits", "rolled", "challenge",
@@ -139,3 +141,57 @@ def test_every_place_a_message_is_left_at_is_declared_with_the_rerun_that_shows_
     assert frame.drawn_from(s) == page and frame.body_drawn_from(s) != body_from  # only the body is drawn again
     s.messages["sidebar.seed"] = (s.epoch, "error", "refused", "*")
     assert frame.drawn_from(s) != page  # a message beside the sidebar's seed: the whole page
+
+
+def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -> None:
+    """The model pages' state is records on the Session: the "Inside a model" pages' in MODEL, the Generate page's in
+    GENERATION, "Watch it learn"'s job and messages in BOOKKEEPING. Each survives a preset change, travels in no link
+    by itself and reruns no step page (the model pages draw it themselves)."""
+    d = _fields()
+    assert d["generation"].part == parts.GENERATION and d["generation"].survives is True
+    assert not d["generation"].travels and d["generation"].rerun is None
+    assert {f.name for f in dataclasses.fields(session_mod.Generation)} == {
+        "keep", "steps", "made_for", "message", "layer", "many",
+    }  # fmt: skip
+    assert {n for n, x in d.items() if x.part == parts.GENERATION} == {"generation"}
+    assert {n for n, x in d.items() if x.part == parts.MODEL} == {"model_head", "inside"}
+    assert d["inside"].survives is True and not d["inside"].travels and d["inside"].rerun is None
+    assert {f.name for f in dataclasses.fields(session_mod.Inside)} == {
+        "model", "sequence", "ids", "position", "ablations", "how", "before", "change", "where", "message", "opened",
+        "held", "model_message", "layer_shown", "uploads", "snapshot",
+    }  # fmt: skip
+    assert d["training"].part == parts.BOOKKEEPING and d["training"].survives is True
+    assert {f.name for f in dataclasses.fields(session_mod.Training)} == {"job", "learn_message", "train_message"}
+    assert not any(k.startswith("inside.") for k in dataclasses.asdict(session_mod.new_session("the_cat_sat")))
+
+
+def test_the_generation_survives_a_page_switch_and_a_new_preset() -> None:
+    from tests.helpers.apptest import app, goto, no_exception, session
+
+    at = app("generate")
+    at = at.button(key="inside.gen.b.next").click().run()
+    no_exception(at)
+    made = session(at).generation
+    assert made.steps == 1
+    at = goto(at, "softmax")
+    at = goto(at, "generate")
+    no_exception(at)
+    assert session(at).generation == made
+
+
+def test_a_model_page_value_survives_a_page_switch() -> None:
+    """Ablate a head on Every head, switch to Generate and back: the ablation, the text and the message beside the
+    head are still there, in the Session's record and on the page."""
+    from tests.helpers.apptest import app, goto, no_exception, session
+
+    at = app("every_head")
+    at = at.button(key="inside.toggle.0.1").click().run()
+    no_exception(at)
+    made = session(at).inside
+    assert made.ablations == ((0, 1, "zero"),) and made.where == (0, 1)
+    at = goto(at, "generate")
+    no_exception(at)
+    assert session(at).inside.ablations == made.ablations  # Generate runs with the same ablations
+    at = goto(at, "every_head")
+    no_exception(at)
+    assert session(at).inside == made

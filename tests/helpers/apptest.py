@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -59,6 +60,12 @@ def goto(at: AppTest, page: str) -> AppTest:
 
 def session(at: AppTest):
     return at.session_state["attention_session"]
+
+
+def put_inside(at: AppTest, **changes: object) -> None:
+    """Change the model pages' state (the Session's ``inside`` record) as their writer would, before the next run."""
+    s = session(at)
+    s.inside = dataclasses.replace(s.inside, **changes)
 
 
 def no_exception(at: AppTest) -> None:

@@ -232,7 +232,7 @@ def test_only_the_files_that_open_are_fetched_and_the_app_offers_and_opens_them(
 def test_the_chooser_offers_a_fetched_model_and_names_one_that_does_not_open(
     hub, checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.helpers.apptest import app, errors, no_exception, texts
+    from tests.helpers.apptest import app, errors, no_exception, session, texts
 
     state, url = hub
     state.repos[REPO] = checkpoint[0]
@@ -248,13 +248,13 @@ def test_the_chooser_offers_a_fetched_model_and_names_one_that_does_not_open(
     assert chooser.options[1:] == ["broken-model (on this server)", f"{NAME} (on this server)"], chooser.options
     at = chooser.set_value(f"server:{NAME}").run()
     no_exception(at)
-    assert at.session_state["inside.model"] == f"server:{NAME}"
+    assert session(at).inside.model == f"server:{NAME}"
     assert f"{NAME}, a checkpoint on this server: 2 layers × 4 heads" in " ".join(texts(at.caption))
     at = at.selectbox(key="inside.w.model").set_value("server:broken-model").run()
     no_exception(at)
     said = errors(at)
     assert any("could not be opened" in e and "has no model.safetensors" in e for e in said), said
-    assert at.session_state["inside.model"] == f"server:{NAME}"  # the model in use stays
+    assert session(at).inside.model == f"server:{NAME}"  # the model in use stays
 
 
 def test_a_dropped_connection_is_resumed_where_it_stopped(hub, checkpoint, tmp_path: Path) -> None:

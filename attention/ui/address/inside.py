@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from ..core import models
 from ..core.models import Ablation, HeadRef
+from ..core.session import Inside, Session
 from ..core.text import esc, quoted
 from ..state import inside
 
@@ -88,25 +89,32 @@ def read_head(text: str) -> HeadRef | str:
     return HeadRef(model_id, ids, int(lh[0]) - 1, int(lh[1]) - 1, ablations)
 
 
-def params() -> dict[str, str]:
-    """The model pages' parameters: those of their state that differ from its start (none before they are opened,
-    none for a model that cannot travel)."""
-    if not inside.started() or not models.travels(inside.model_id()):
-        return {}
-    start, (ids, _, ablations) = inside.start(), inside.current()
-    q = {}
-    if inside.model_id() != start[0]:
-        q[MODEL] = inside.model_id()
-    if ids != start[1]:
-        q[IDS] = ids_text(ids)
-    if ablations:
-        q[ABLATE] = ablations_text(ablations)
-    return q
+def model_value(s: Session) -> str | None:
+    """The ``model`` an address bar carries for ``s``'s model pages: their model, when it is not the one they start
+    with (none before they are opened, none for a model that cannot travel)."""
+    here = _travelling(s)
+    return here.model if here is not None and here.model != inside.start()[0] else None
 
 
-def restore(qp: Mapping[str, str]) -> list[str]:
-    """Put the model pages' model, text and ablations from the address into their state; notices for what could not
-    be (each value quoted). Nothing is restored from a value that cannot be read."""
+def ids_value(s: Session) -> tuple[int, ...] | None:
+    """The ``ids``: the model pages' text, when it is not the one they start with."""
+    here = _travelling(s)
+    return here.ids if here is not None and here.ids != inside.start()[1] else None
+
+
+def ablate_value(s: Session) -> tuple[Ablation, ...] | None:
+    """The ``ablate``: the model pages' ablations, when there are any."""
+    here = _travelling(s)
+    return here.ablations if here is not None and here.ablations else None
+
+
+def _travelling(s: Session) -> Inside | None:
+    return s.inside if s.inside is not None and models.travels(s.inside.model) else None
+
+
+def restore(qp: Mapping[str, str], s: Session) -> list[str]:
+    """Put the model pages' model, text and ablations from the address into their state (in ``s``); notices for
+    what could not be (each value quoted). Nothing is restored from a value that cannot be read."""
     if not any(k in qp for k in PARAMS):
         return []
     for key in PARAMS:
@@ -121,5 +129,5 @@ def restore(qp: Mapping[str, str]) -> list[str]:
         return [f"The link's token ids {quoted(qp[IDS], 80)} are not whole numbers separated by dots; ignored."]
     if ablations is None:
         return [f"The link's ablations {quoted(qp[ABLATE], 80)} are not such as 2.1z-1.2m; ignored."]
-    problem = inside.restore(model_id, ids, ablations)
+    problem = inside.restore(s, model_id, ids, ablations)
     return [f"The link's model pages could not be restored: {problem}"] if problem else []

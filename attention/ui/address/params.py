@@ -7,6 +7,9 @@ Markdown, the value quoted). :mod:`.url` writes the table (:func:`attention.ui.a
 :mod:`.rebuild` reads it; a rebuild runs the records in the order the controls would make that state. ``then`` runs
 after a record whether or not the link has it: what the controls do once a group of values is in (build the session
 from the preset, resize once for the sentence and sizes, fill the padding flags and custom mask).
+
+:data:`BAR` holds the address bar's own records, which the shared link leaves out: the model pages' ``model``,
+``ids`` and ``ablate`` (written from the Session's ``inside`` record, read back together into it).
 """
 
 from __future__ import annotations
@@ -289,3 +292,30 @@ PARAMS: tuple[Param, ...] = (
     ),
 )
 BY_NAME = {p.name: p for p in PARAMS}
+
+
+def _model_pages(r: Reading) -> None:
+    """Once the model pages' three records are read: put their model, text and ablations into the state (as one,
+    :func:`attention.ui.address.inside.restore`), or say what could not be."""
+    r.notices.extend(inside.restore(r.qp, r.s))
+
+
+# the address bar's own records: the model pages' model, text and ablations (a reload keeps them; the shared link
+# leaves them out). They are read together, by the last one's ``then``
+BAR: tuple[Param, ...] = tuple(
+    Param(
+        name,
+        lambda s, w, value=value: value(s),
+        lambda text, r: text,  # read by _model_pages, all three together
+        lambda r, text: None,
+        lambda text, r, why: "",
+        text=text,
+        limit=inside.LIMITS[name],
+        then=_model_pages if name == inside.ABLATE else None,
+    )
+    for name, value, text in (
+        (inside.MODEL, inside.model_value, str),
+        (inside.IDS, inside.ids_value, inside.ids_text),
+        (inside.ABLATE, inside.ablate_value, inside.ablations_text),
+    )
+)

@@ -6,8 +6,9 @@ only when it differs from the preset's own (``preset``, ``seed``, ``size``, ``mh
 differ from the state the other parameters rebuild, packed by :mod:`attention.io.links`). :func:`link` writes the
 table from a state, with notes on what cannot travel (edits of more than 512 numbers, a pinned A, a state loaded
 from a file); :func:`rebuild` and :func:`decode` read it back, with a notice for each value refused; :func:`read`
-and :func:`write` keep the address bar in step with the state (with the model pages' parameters and the class
-membership). Every value read from the address is user text: notices quote it through
+and :func:`write` keep the address bar in step with the state (with the class membership, and the model pages'
+parameters: the address bar's own records :data:`attention.ui.address.params.BAR`, which the shared link leaves
+out). Every value read from the address is user text: notices quote it through
 :func:`attention.ui.core.text.quoted`.
 """
 
@@ -20,16 +21,16 @@ import streamlit as st
 
 from ... import names
 from ..core import parts, session
-from . import inside, membership
+from . import membership
+from .params import BAR, SHORT_LIMIT, Param
 from .params import PARAMS as TABLE
-from .params import SHORT_LIMIT, Param
 from .rebuild import Reading, Refused, Writing
 
 # every parameter this module writes, in the order the address bar first lists them (others are left alone)
 _ORDER = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
 _ORDER += "edits playing mh"
-PARAMS = (*_ORDER.split(), *(p.name for p in TABLE if p.name not in _ORDER.split()), *inside.PARAMS)
-LIMITS = {**{p.name: p.limit for p in TABLE if p.limit != SHORT_LIMIT}, **inside.LIMITS}
+PARAMS = (*_ORDER.split(), *(p.name for p in TABLE if p.name not in _ORDER.split()), *(p.name for p in BAR))
+LIMITS = {p.name: p.limit for p in (*TABLE, *BAR) if p.limit != SHORT_LIMIT}
 _CANNOT_TRAVEL = "a head of a model you uploaded or trained: such a model cannot travel in a link."
 
 
@@ -95,10 +96,14 @@ def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
 def rebuild(qp: Mapping[str, str], params: tuple[Param, ...] = TABLE) -> tuple[session.Session, list[str]]:
     """The session the parameters describe, and notes (Markdown, user text escaped) on what was refused: each
     record of the table in order (the order the controls would make that state), a bad value named and left out."""
-    r = Reading(qp)
+    return _run(params, Reading(qp))
+
+
+def _run(params: tuple[Param, ...], r: Reading) -> tuple[session.Session, list[str]]:
+    """Each record in order into ``r``: a value the query has read and put (a bad one named), then its ``then``."""
     for p in params:
-        if p.name in qp and (qp[p.name] or p.empty):
-            _read(p, qp[p.name], r)
+        if p.name in r.qp and (r.qp[p.name] or p.empty):
+            _read(p, r.qp[p.name], r)
         if p.then is not None:
             p.then(r)
     return r.s, r.notices
@@ -128,13 +133,15 @@ def read() -> tuple[session.Session, list[str]]:
     state and the class membership are restored from it too."""
     s, notices = decode(st.query_params.to_dict())
     qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
-    return s, notices + membership.restore(qp) + inside.restore(qp)
+    member = membership.restore(qp)
+    _, bar = _run(BAR, Reading(qp, s))  # the address bar's own records: the model pages' state
+    return s, notices + member + bar
 
 
 def write(s: session.Session) -> None:
     """Put the whole state in the address bar (a reload restores it); drop parameters the state no longer has."""
     want, _ = link(s)
-    want.update(inside.params())
+    want.update({p.name: p.text(v) for p in BAR if (v := p.value(s, None)) is not None})
     current = st.query_params.to_dict()
     for k in PARAMS:
         if k in want and current.get(k) != want[k]:

@@ -22,7 +22,7 @@ from ...labs.challenges import Challenge
 from ...trace import Options
 from . import parts
 from .learned import Learned, LearnSettings
-from .models import HeadRef, head_preset
+from .models import Ablation, HeadRef, head_preset
 from .parts import (
     BODY,
     BOOKKEEPING,
@@ -41,6 +41,7 @@ from .parts import (
     said,
     shapes,
 )
+from .parts import GENERATION as GENERATION_PART
 from .parts import MODEL as MODEL_PART
 
 KEY = "attention_session"
@@ -72,6 +73,57 @@ class Origin:
     preset: Preset
     base: dict[str, np.ndarray]
     kind: parts.Kind = parts.LISTED
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The Generate page's state (its writer: :mod:`attention.ui.state.generation`): the prompt's length (``keep``),
+    the tokens made since (``steps``), the (model id, token ids) they were made for, the page's message ((kind, text)
+    or None), the layer shown (-1: every layer) and how many tokens a press makes."""
+
+    keep: int
+    steps: int
+    made_for: tuple[str, tuple[int, ...]]
+    message: tuple[str, str] | None
+    layer: int
+    many: int
+
+
+@dataclass(frozen=True)
+class Inside:
+    """The "Inside a model" pages' state (its writer: :mod:`attention.ui.state.inside`): the chosen model's id, the
+    text (its ready-made label, "" when typed, and its token ids), the position predicted from, the ablations and how
+    the next head is ablated; the last change of ablations (those ``before`` it, what it was, ``where``: a (layer,
+    head) or "all"); the text's and the chooser's messages; the head last opened on the step pages; the models held
+    for this session (id, label); the layer drawn large; the uploader's count; the snapshot shown on "Watch it learn"
+    (1-based)."""
+
+    model: str
+    sequence: str
+    ids: tuple[int, ...]
+    position: int
+    ablations: tuple[Ablation, ...] = ()
+    how: str = "zero"
+    before: tuple[Ablation, ...] | None = None
+    change: str = ""
+    where: tuple[int, int] | str | None = None
+    message: str = ""
+    opened: tuple[int, int] | None = None
+    held: tuple[tuple[str, str], ...] = ()
+    model_message: str = ""
+    layer_shown: int = 0
+    uploads: int = 0
+    snapshot: int = 1
+
+
+@dataclass(frozen=True)
+class Training:
+    """ "Watch it learn"'s bookkeeping: this session's live training job's id (None: none), and the messages of its
+    snapshot slider and its training."""
+
+    job: str | None = None
+    learn_message: str = ""
+    train_message: str = ""
 
 
 T = TypeVar("T")
@@ -131,6 +183,11 @@ class Session:
     # --- the model: the model's head this state was opened from (its origin's kind is then MODEL); its edits of
     # W_q, W_k, W_v flow back ---
     model_head: HeadRef | None = declare(MODEL_PART, default=None, travels=True)
+    # --- the model pages' own state (attention.ui.state.inside; None until a model page first opens) ---
+    inside: Inside | None = declare(MODEL_PART, default=None, survives=True)
+    training: Training | None = declare(BOOKKEEPING, default=None, survives=True)  # "Watch it learn"'s job
+    # --- the Generate page's state (attention.ui.state.generation; None until that page first opens) ---
+    generation: Generation | None = declare(GENERATION_PART, default=None, survives=True)
     # values derived from the whole state, each with the state it was derived from (see derived); not state
     memo: dict[str, tuple[tuple, Any]] = declare(BOOKKEEPING, factory=dict, cache=True)
 

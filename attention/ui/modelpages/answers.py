@@ -23,7 +23,7 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
     """How the next ablation is made, which heads are ablated, Restore all, and what the last change moved."""
     left, right = st.columns([2, 3], gap="medium")
     with left:
-        bind(keys.INSIDE_HOW, st.session_state[inside.HOW], once=True)
+        bind(keys.INSIDE_HOW, inside.now().how, once=True)
         st.radio(
             "Ablate a head by",
             inside.HOWS,
@@ -40,17 +40,17 @@ def ablation_bar(now: runs.Measured, base: runs.Measured) -> None:
         else:
             st.markdown("**Nothing ablated.** Press *Ablate* under a head to remove its output from the model.")
     said = last_change()
-    if said and st.session_state[inside.WHERE] == "all":  # a head's own change is said under its button
+    if said and inside.now().where == "all":  # a head's own change is said under its button
         st.info(said)  # ours: built by moved(), tokens escaped
 
 
 def last_change() -> str:
     """What the last ablation or restore moved, or "" when nothing was changed on this text yet."""
-    before = st.session_state[inside.BEFORE]
+    before = inside.now().before
     if before is None:
         return ""
     ids, position, now = inside.current()
-    return moved(runs.measure(ids, before), runs.measure(ids, now), st.session_state[inside.CHANGE], position)
+    return moved(runs.measure(ids, before), runs.measure(ids, now), inside.now().change, position)
 
 
 def moved(before: runs.Measured, now: runs.Measured, change: str, position: int, pieces: Callable | None = None) -> str:
@@ -159,7 +159,7 @@ def on_position() -> None:
     last change moved is on the page (it names the position): then the page's fragment (``keys.INSIDE_ANSWERING``)
     with it."""
     inside.on_position()
-    if st.session_state[inside.BEFORE] is not None:
+    if inside.now().before is not None:
         st.rerun(keys.INSIDE_ANSWERING)
 
 

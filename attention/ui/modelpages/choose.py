@@ -22,7 +22,7 @@ def chooser() -> models.Model:
     """Choose the model (and upload one); the chosen model, described. Call at the top of an inside page's body."""
     inside.ensure()
     inside.recover()
-    options = {**models.offered(), **dict(st.session_state[inside.HELD])}
+    options = {**models.offered(), **dict(inside.now().held)}
     current = inside.model_id()
     options.setdefault(current, current)
     ids = list(options)
@@ -44,12 +44,12 @@ def chooser() -> models.Model:
             f"them; at most {upload.MAX_BYTES // 1024**2} MB. A GPT-2 saved with save_pretrained(..., "
             "safe_serialization=True); pickled weights (.bin, .pt) are never opened.",
             accept_multiple_files=True,
-            key=(key := keys.inside_upload(st.session_state[inside.UPLOADS])),
+            key=(key := keys.inside_upload(inside.now().uploads)),
             on_change=inside.on_upload,
             args=(key,),
         )
-    if st.session_state[inside.MODEL_MESSAGE]:
-        st.error(esc(st.session_state[inside.MODEL_MESSAGE], 600))
+    if inside.now().model_message:
+        st.error(esc(inside.now().model_message, 600))
     m = inside.model()
     st.caption(describe(m, inside.model_id()))  # ours: sizes; the name is the server's or ours
     st.caption(precision(m))  # ours: the dtype, and the loader's notes escaped

@@ -57,7 +57,7 @@ def choose_text() -> None:
     m = runs.model()
     words = isinstance(m.vocab, WordVocab)
     options = [*runs.ready_made(), inside.TYPED_LABEL]
-    chosen = st.session_state[inside.SEQUENCE] or inside.TYPED_LABEL
+    chosen = inside.now().sequence or inside.TYPED_LABEL
     left, right = st.columns([2, 3], gap="medium") if len(options) > 1 else (None, st.container())
     if left is not None:
         with left:
@@ -70,7 +70,7 @@ def choose_text() -> None:
             )
     with right:
         most = models.longest(m)
-        widgets.bind(keys.INSIDE_TYPED, m.decode(st.session_state[inside.IDS]), once=True)
+        widgets.bind(keys.INSIDE_TYPED, m.decode(inside.now().ids), once=True)
         st.text_input(
             f"Or type words of its vocabulary (2 to {most}, separated by spaces), then press Enter"
             if words
@@ -89,8 +89,8 @@ def choose_text() -> None:
                 help="The text's tokens twice, exactly: the second half then copies the first, and an induction "
                 "head can predict it.",
             )
-        if st.session_state[inside.MESSAGE]:
-            st.error(esc(st.session_state[inside.MESSAGE], 600))
+        if inside.now().message:
+            st.error(esc(inside.now().message, 600))
 
 
 def show_tokens(ids: tuple[int, ...]) -> None:
@@ -210,9 +210,9 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
         else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",
     )
-    if st.session_state.get(inside.OPENED) == (layer, head):
+    if inside.now().opened == (layer, head):
         opened(layer, head)
-    if st.session_state[inside.WHERE] == (layer, head):  # what it moved, beside the button pressed
+    if inside.now().where == (layer, head):  # what it moved, beside the button pressed
         st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
 
 

@@ -31,9 +31,9 @@ def body(s: session.Session) -> None:
 def generating() -> None:
     """The prompt, the buttons, and the last step: a press reruns only this part of the page."""
     ids = inside.current()[0]
-    keep, steps = st.session_state[gen.GEN_KEEP], st.session_state[gen.GEN_STEPS]
+    keep, steps = gen.now().keep, gen.now().steps
     controls(ids)
-    said = st.session_state[gen.GEN_MESSAGE]
+    said = gen.now().message
     if said:
         (st.error if said[0] == "error" else st.info)(esc(said[1], 600))
     w = walks.walk(inside.model_id(), tuple(ids[:keep]), steps)
@@ -55,7 +55,7 @@ def controls(ids: tuple[int, ...]) -> None:
     left = gen.gen_left()
     a, b, c = st.columns([2, 2, 1], gap="medium")
     with a:
-        bind(keys.GEN_KEEP, st.session_state[gen.GEN_KEEP], once=True)
+        bind(keys.GEN_KEEP, gen.now().keep, once=True)
         st.number_input(
             f"Prompt: the first tokens of the text (1 to {most}), then press Enter",
             step=1,
@@ -65,7 +65,7 @@ def controls(ids: tuple[int, ...]) -> None:
             "Every token generated after it runs alone, attending the cache.",
         )
     with b:
-        bind(keys.GEN_MANY, st.session_state[gen.GEN_MANY], once=True)
+        bind(keys.GEN_MANY, gen.now().many, once=True)
         st.number_input(
             f"Tokens to generate (1 to {gen.press_max()})",
             step=1,
@@ -79,7 +79,7 @@ def controls(ids: tuple[int, ...]) -> None:
         "Next token", key=keys.GEN_NEXT, on_click=gen.gen_more, args=(1,), type="primary", width="stretch"
     )
     buttons[1].button(
-        f"Generate {st.session_state[gen.GEN_MANY]}",
+        f"Generate {gen.now().many}",
         key=keys.GEN_MORE,
         on_click=gen.gen_more,
         args=(None,),

@@ -40,7 +40,7 @@ def next_tokens(w: walks.Walk) -> None:
 
 
 def _layers(w: walks.Walk) -> list[int]:
-    chosen = st.session_state[gen.GEN_LAYER]
+    chosen = gen.now().layer
     return list(range(len(w.cache))) if chosen == gen.EVERY_LAYER else [chosen]
 
 
@@ -52,7 +52,7 @@ def query_and_row(w: walks.Walk) -> None:
     t = step.position
     st.subheader(f"Token {t + 1} ({esc(runs.pieces([step.token])[0])}): its query and its attention over the cache")
     options = ([gen.EVERY_LAYER] if c.n_layers * c.n_heads <= 48 else []) + list(range(c.n_layers))
-    widgets.bind(keys.GEN_LAYER, st.session_state[gen.GEN_LAYER], once=True)
+    widgets.bind(keys.GEN_LAYER, gen.now().layer, once=True)
     st.selectbox(
         "Layer",
         options,

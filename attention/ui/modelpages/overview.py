@@ -65,7 +65,7 @@ def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str)
 
 def layer_chooser(layers: int) -> int:
     """Choose the layer whose heads are drawn; the layer (0-based)."""
-    bind(keys.INSIDE_LAYER_SHOWN, st.session_state[inside.LAYER_SHOWN], once=True)
+    bind(keys.INSIDE_LAYER_SHOWN, inside.now().layer_shown, once=True)
     st.selectbox(
         "Layer whose heads are drawn below",
         list(range(layers)),
@@ -73,4 +73,4 @@ def layer_chooser(layers: int) -> int:
         key=keys.INSIDE_LAYER_SHOWN,
         on_change=inside.on_layer_shown,
     )
-    return min(st.session_state[inside.LAYER_SHOWN], layers - 1)
+    return min(inside.now().layer_shown, layers - 1)

@@ -54,7 +54,7 @@ def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
     """The loss curves with the phase change marked, the slider, and every head's pattern at the chosen snapshot."""
     steps, count = h["step"], len(h["step"])
     phase_prose(h, phase)
-    k = st.session_state[inside.SNAPSHOT]
+    k = inside.now().snapshot
     st.slider(
         f"Snapshot (1 to {count})",
         1,
@@ -64,8 +64,8 @@ def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
         on_change=inside.on_snapshot,
         args=(count,),
     )
-    if st.session_state[inside.LEARN_MESSAGE]:
-        st.error(esc(st.session_state[inside.LEARN_MESSAGE], 300))
+    if session.get().training.learn_message:
+        st.error(esc(session.get().training.learn_message, 300))
     i = k - 1
     st.markdown(
         f"**Snapshot {k} of {count}: after {steps[i]} training steps.** Loss on the first half "
@@ -204,7 +204,7 @@ def train_yourself() -> None:
         f"the shipped run's {induction.STEPS:,} steps, and still past the phase change: watch the loss sit near "
         "ln 32 ≈ 3.47 on the plateau, then drop."
     )
-    job = training.get(st.session_state[inside.JOB])
+    job = training.get(session.get().training.job)
     running = job is not None and job.state == "running"
     st.button(
         "Train a model from scratch" if job is None else "Train again",
@@ -214,10 +214,10 @@ def train_yourself() -> None:
         disabled=running,
         type="primary",
     )
-    if st.session_state[inside.TRAIN_MESSAGE]:
-        st.error(esc(st.session_state[inside.TRAIN_MESSAGE], 300))
-    st.fragment(progress, run_every=POLL if running else None)(st.session_state[inside.JOB], running)
-    job = training.get(st.session_state[inside.JOB])
+    if session.get().training.train_message:
+        st.error(esc(session.get().training.train_message, 300))
+    st.fragment(progress, run_every=POLL if running else None)(session.get().training.job, running)
+    job = training.get(session.get().training.job)
     if job is not None and job.state == "done" and job.model_id is not None:
         trained(job)
 

@@ -1,18 +1,20 @@
-"""The Generate page's state: its own keys (``inside.gen.*``), made in :func:`gen_follow`, changed by callbacks.
+"""The Generate page's state: the Session's ``generation`` record, made in :func:`gen_follow`, changed by callbacks.
 
 The page works on the "Inside a model" pages' model and text (:mod:`.inside`); this module is the one writer of the
-generation's keys: the prompt's length, how many tokens were made, the model and text they were made for."""
+generation's record (:class:`attention.ui.core.session.Generation`): the prompt's length, how many tokens were made,
+the model and text they were made for."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
 from ..core import keys
-from .inside import IDS, PREFIX, ensure, model, model_id
+from ..core.session import Generation, get
+from .inside import ensure, model, model_id
+from .inside import now as inside_now
 
-GEN_KEEP, GEN_STEPS, GEN_FOR, GEN_MESSAGE, GEN_LAYER, GEN_MANY = (
-    PREFIX + "gen." + k for k in ("keep", "steps", "for", "message", "layer", "many")
-)
 GEN_PRESS_MAX = 256  # new tokens one press makes at most, for the smallest models
 PRESS_WORK = 10**9  # and at most about this many weights read a press (each token reads every weight once)
 EVERY_LAYER = -1  # the layer choice that shows every layer's heads
@@ -32,11 +34,19 @@ def gen_keep_most(ids: tuple[int, ...], n_ctx: int) -> int:
     return max(1, min(len(ids), n_ctx - 1))
 
 
+def now() -> Generation:
+    """The Generate page's state (made by :func:`gen_follow`)."""
+    return get().generation
+
+
+def _set(**changes: object) -> None:
+    s = get()
+    s.generation = replace(s.generation, **changes)
+
+
 def _gen_start(ids: tuple[int, ...], message: str) -> None:
     keep = gen_default_keep(ids, model().config.n_ctx)
-    st.session_state.update(
-        {GEN_KEEP: keep, GEN_STEPS: 0, GEN_FOR: (model_id(), ids), GEN_MESSAGE: ("info", message) if message else None}
-    )
+    _set(keep=keep, steps=0, made_for=(model_id(), ids), message=("info", message) if message else None)
     st.session_state.pop(keys.GEN_KEEP, None)  # the box starts again from the new prompt's length
 
 
@@ -44,23 +54,25 @@ def gen_follow() -> None:
     """Make the Generate page's state once, and start the generation again (saying why) when the model or the text
     changed since it began: its tokens were the old text's continuation."""
     ensure()
-    ids = st.session_state[IDS]
-    if GEN_FOR not in st.session_state:
-        st.session_state.update({GEN_LAYER: EVERY_LAYER if _every_layer_fits() else 0, GEN_MANY: min(5, press_max())})
+    ids = inside_now().ids
+    s = get()
+    if s.generation is None:
+        layer = EVERY_LAYER if _every_layer_fits() else 0
+        s.generation = Generation(0, 0, ("", ()), None, layer, min(5, press_max()))
         _gen_start(ids, "")
         return
-    was_model, was_ids = st.session_state[GEN_FOR]
+    was_model, was_ids = s.generation.made_for
     if (was_model, was_ids) == (model_id(), ids):
         return
     what = "model" if was_model != model_id() else "text"
     said = f"The {what} changed, so the generation started again from the new {what}'s prompt."
-    if st.session_state[GEN_MANY] > press_max():
-        st.session_state[GEN_MANY] = press_max()
+    if now().many > press_max():
+        _set(many=press_max())
         st.session_state.pop(keys.GEN_MANY, None)
         said += f" This model makes at most {press_max()} tokens a press, so Generate now makes {press_max()}."
     _gen_start(ids, said)
-    if not _layer_exists(st.session_state[GEN_LAYER]):
-        st.session_state[GEN_LAYER] = EVERY_LAYER if _every_layer_fits() else 0
+    if not _layer_exists(now().layer):
+        _set(layer=EVERY_LAYER if _every_layer_fits() else 0)
         st.session_state.pop(keys.GEN_LAYER, None)
 
 
@@ -89,75 +101,78 @@ def press_max() -> int:
 
 def gen_left() -> int:
     """How many more tokens fit in the context after the prompt and the tokens made so far."""
-    return model().config.n_ctx - st.session_state[GEN_KEEP] - st.session_state[GEN_STEPS]
+    return model().config.n_ctx - now().keep - now().steps
 
 
 def on_gen_keep() -> None:
     """The prompt's length was typed: a whole number from 1 to the longest prompt; else a message, nothing changes
     (the box shows the length in force). A new prompt starts the generation again."""
-    value, ids = st.session_state.get(keys.GEN_KEEP), st.session_state[IDS]
+    value, ids = st.session_state.get(keys.GEN_KEEP), inside_now().ids
     most = gen_keep_most(ids, model().config.n_ctx)
     if not (isinstance(value, int) and 1 <= value <= most):
-        st.session_state[GEN_MESSAGE] = (
-            "error",
-            f"The prompt keeps 1 to {most} tokens of the text; {value!r} is not one of them. Nothing changed.",
+        _set(
+            message=(
+                "error",
+                f"The prompt keeps 1 to {most} tokens of the text; {value!r} is not one of them. Nothing changed.",
+            )
         )
-        st.session_state[keys.GEN_KEEP] = st.session_state[GEN_KEEP]
+        st.session_state[keys.GEN_KEEP] = now().keep
         return
-    if value != st.session_state[GEN_KEEP]:
-        st.session_state.update({GEN_KEEP: value, GEN_STEPS: 0, GEN_MESSAGE: None})
+    if value != now().keep:
+        _set(keep=value, steps=0, message=None)
 
 
 def on_gen_many() -> None:
     """How many tokens "Generate" makes: 1 to press_max(); else a message, nothing changes."""
     value, most = st.session_state.get(keys.GEN_MANY), press_max()
     if not (isinstance(value, int) and 1 <= value <= most):
-        st.session_state[GEN_MESSAGE] = (
-            "error",
-            f"Generate makes 1 to {most} tokens a press with this model; {value!r} is not one of them. "
-            "Nothing changed.",
-        )
-        st.session_state[keys.GEN_MANY] = st.session_state[GEN_MANY]
+        said = f"Generate makes 1 to {most} tokens a press with this model; {value!r} is not one of them. "
+        _set(message=("error", said + "Nothing changed."))
+        st.session_state[keys.GEN_MANY] = now().many
         return
-    st.session_state.update({GEN_MANY: value, GEN_MESSAGE: None})
+    _set(many=value, message=None)
 
 
 def on_gen_layer() -> None:
     """A layer (or every layer) was chosen for the query and attention rows."""
     value = st.session_state.get(keys.GEN_LAYER)
     if _layer_exists(value):
-        st.session_state[GEN_LAYER] = value
+        _set(layer=value)
     else:
-        st.session_state[GEN_MESSAGE] = ("error", f"There is no layer {value!r} to show. Nothing changed.")
-        st.session_state[keys.GEN_LAYER] = st.session_state[GEN_LAYER]
+        _set(message=("error", f"There is no layer {value!r} to show. Nothing changed."))
+        st.session_state[keys.GEN_LAYER] = now().layer
 
 
 def gen_more(count: int | None) -> None:
     """Generate ``count`` more tokens (None: as many as the box says), at most to the end of the context and at most
     press_max() a press; the message says when fewer were made than asked."""
-    want = st.session_state[GEN_MANY] if count is None else count
+    want = now().many if count is None else count
     left = gen_left()
     most = press_max()
     made = min(want, left, most)
-    st.session_state[GEN_STEPS] += made
+    _set(steps=now().steps + made)
     if made < want and made == left:
-        st.session_state[GEN_MESSAGE] = (
-            "info",
-            (
-                f"Made {made} of the {want} tokens asked: the context of {model().config.n_ctx} is full."
-                if made
-                else f"The context of {model().config.n_ctx} tokens is full: nothing more can be generated. Press "
-                "Start again, or keep fewer tokens of the text in the prompt."
-            ),
+        _set(
+            message=(
+                "info",
+                (
+                    f"Made {made} of the {want} tokens asked: the context of {model().config.n_ctx} is full."
+                    if made
+                    else f"The context of {model().config.n_ctx} tokens is full: nothing more can be generated. Press "
+                    "Start again, or keep fewer tokens of the text in the prompt."
+                ),
+            )
         )
     elif made < want:
-        st.session_state[GEN_MESSAGE] = (
-            "info",
-            f"Made {made} tokens (at most {most} a press with this model: each token reads all its "
-            f"{weights_per_token(model().config):,} weights); press again for more.",
+        _set(
+            message=(
+                "info",
+                f"Made {made} tokens (at most {most} a press with this model: each token reads all its "
+                f"{weights_per_token(model().config):,} weights); press again for more.",
+            )
         )
     else:
-        st.session_state[GEN_MESSAGE] = None
+        _set(message=None)
 
 
 def gen_to_end() -> None:
@@ -167,4 +182,4 @@ def gen_to_end() -> None:
 
 def gen_again() -> None:
     """Start the generation again from the prompt (the cache holds only the prompt)."""
-    st.session_state.update({GEN_STEPS: 0, GEN_MESSAGE: None})
+    _set(steps=0, message=None)
