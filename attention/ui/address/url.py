@@ -26,19 +26,21 @@ from .params import BAR, SHORT_LIMIT, Param
 from .params import PARAMS as TABLE
 from .rebuild import Reading, Refused, Writing
 
-# every parameter this module writes, in the order the address bar first lists them (others are left alone)
-_ORDER = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
-_ORDER += "edits playing mh"
-PARAMS = (*_ORDER.split(), *(p.name for p in TABLE if p.name not in _ORDER.split()), *(p.name for p in BAR))
-LIMITS = {p.name: p.limit for p in (*TABLE, *BAR) if p.limit != SHORT_LIMIT}
-_CANNOT_TRAVEL = "a head of a model you uploaded or trained: such a model cannot travel in a link."
-
 
 def table(kind: type = session.Session) -> tuple[Param, ...]:
     """The parameters of a state of class ``kind``: the table, and any record a field declares for itself (before
     the edits, which are written against everything else)."""
     own = tuple(d.param for _, d in parts._declared(kind) if d.param is not None)
     return (*TABLE[:-1], *own, TABLE[-1])
+
+
+SESSION_TABLE = table()  # the Session's parameters: the table and the records its fields declare
+# every parameter this module writes, in the order the address bar first lists them (others are left alone)
+_ORDER = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
+_ORDER += "edits playing mh"
+PARAMS = (*_ORDER.split(), *(p.name for p in SESSION_TABLE if p.name not in _ORDER.split()), *(p.name for p in BAR))
+LIMITS = {p.name: p.limit for p in (*SESSION_TABLE, *BAR) if p.limit != SHORT_LIMIT}
+_CANNOT_TRAVEL = "a head of a model you uploaded or trained: such a model cannot travel in a link."
 
 
 def bounded(qp: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -93,7 +95,7 @@ def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     return w.query, w.notes + pinned + w.edit_notes
 
 
-def rebuild(qp: Mapping[str, str], params: tuple[Param, ...] = TABLE) -> tuple[session.Session, list[str]]:
+def rebuild(qp: Mapping[str, str], params: tuple[Param, ...] = SESSION_TABLE) -> tuple[session.Session, list[str]]:
     """The session the parameters describe, and notes (Markdown, user text escaped) on what was refused: each
     record of the table in order (the order the controls would make that state), a bad value named and left out."""
     return _run(params, Reading(qp))
@@ -120,7 +122,9 @@ def _read(p: Param, text: str, r: Reading) -> None:
         p.put(r, value)
 
 
-def decode(query: Mapping[str, str], params: tuple[Param, ...] = TABLE) -> tuple[session.Session, list[str]]:
+def decode(
+    query: Mapping[str, str], params: tuple[Param, ...] = SESSION_TABLE
+) -> tuple[session.Session, list[str]]:
     """The session a link's parameters describe (edits and the running challenge included), and notes on what could
     not be restored; reads nothing but ``query``."""
     qp, notices = bounded(query)
