@@ -9,8 +9,9 @@ solves its challenge is decided by the caller, from the numbers the link carries
     board = Board("sqlite:///board.sqlite3")
     code = board.open_class("Tuesday lab")             # 'K7QX2M': the teacher writes it on the board
     token = board.join(code, "Ada")                    # the student's secret
-    board.record(code, token, "sharpen_one_row", "Sharpen one row", "https://.../?challenge=...")
-    board.solves(code)                                 # [Solve(name='Ada', challenge_id=..., ...)]
+    board.assign(code, key, "Sharpen one row", link)   # the teacher sets a challenge (key: its content's hash)
+    board.record(code, token, key, "https://.../challenges?challenge=...")   # refused for a challenge not set
+    board.standings(code)                              # every student, one row: value, solved or not, when
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ MAX_CLASS_TITLE_CHARS = 80
 MAX_NAME_CHARS = 40
 MAX_CHALLENGE_ID_CHARS = 100  # as a challenge file allows
 MAX_CHALLENGE_TITLE_CHARS = 200
+MAX_VALUE_CHARS = 80  # a goal's current value as the board shows it ("0.412 (needs ≥ 0.5)")
 DEFAULT_URL = "sqlite:///board.sqlite3"
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -72,6 +74,29 @@ solves = sa.Table(
     sa.Column("solved_at", sa.DateTime(timezone=True), nullable=False),
     sa.UniqueConstraint("student_id", "challenge_id", name="first_solve_counts"),
 )
+assigned = sa.Table(  # the challenges a teacher set for a class, by content key: only these are handed in
+    "board_assigned",
+    _meta,
+    sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("challenge_title", sa.String(MAX_CHALLENGE_TITLE_CHARS), nullable=False),
+    sa.Column("link", sa.Text, nullable=False),
+    sa.Column("assigned_at", sa.DateTime(timezone=True), nullable=False),
+)
+progress = sa.Table(  # each student's latest value of each assigned goal (one row per student and challenge)
+    "board_progress",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("value", sa.String(MAX_VALUE_CHARS), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+closed = sa.Table(  # a class the teacher closed: nobody joins or hands in any more; its board stays readable
+    "board_closed",
+    _meta,
+    sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
+    sa.Column("closed_at", sa.DateTime(timezone=True), nullable=False),
+)
 
 
 class BoardError(AttentionError):
@@ -87,6 +112,37 @@ class Solve:
     challenge_title: str
     solved_at: datetime
     link: str
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """A challenge the teacher set for a class: its content key, its title and the link that opens it."""
+
+    challenge_id: str
+    title: str
+    link: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Where one student stands on one assigned challenge: the goal's latest value ("" before she starts it), and
+    when she solved it with the link that hands it in (None while not yet solved)."""
+
+    value: str
+    solved_at: datetime | None
+    link: str | None
+
+    @property
+    def status(self) -> str:
+        return "solved" if self.solved_at is not None else "not yet solved" if self.value else "not started"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One student of a class, one row of the board: a Cell per assigned challenge, in the assignments' order."""
+
+    name: str
+    cells: tuple[Cell, ...]
 
 
 def normal_code(code: object) -> str:
@@ -179,7 +235,7 @@ class Board:
     def join(self, code: str, name: str) -> str:
         """Join the class ``code`` as ``name`` (unique in that class); the student's secret token."""
         code, name = normal_code(code), _text(name, "display name", MAX_NAME_CHARS)
-        self.title(code)
+        self._open(code)
         token = secrets.token_urlsafe(24)
         try:
             with self.engine.begin() as db:
@@ -206,13 +262,163 @@ class Board:
             raise BoardError(f"This browser has not joined the class {code}.", field="class code")
         return row.id, row.name
 
+    def _open(self, code: str) -> None:
+        """BoardError unless the class ``code`` exists and its teacher has not closed it."""
+        self.title(code)
+        with self.engine.connect() as db:
+            if db.execute(sa.select(closed.c.class_code).where(closed.c.class_code == code)).first() is not None:
+                raise BoardError(f"The class {code} is closed: ask your teacher.", field="class code")
+
+    def _assigned(self, code: str, challenge_id: object) -> str:
+        """The title of ``challenge_id`` as the teacher set it for class ``code``, or BoardError (not set)."""
+        with self.engine.connect() as db:
+            title = db.execute(
+                sa.select(assigned.c.challenge_title).where(
+                    assigned.c.class_code == code, assigned.c.challenge_id == challenge_id
+                )
+            ).scalar()
+        if title is None:
+            raise BoardError(
+                f"this challenge was not set by the teacher of class {code} (only the challenges your teacher set, "
+                "exactly as set, are handed in)",
+                field="challenge",
+            )
+        return title
+
     @_db_errors
-    def record(self, code: str, token: str, challenge_id: str, challenge_title: str, link: str) -> bool:
-        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link``; True if this
-        is her first solve of it (a later one keeps the first time and link)."""
+    def assign(self, code: str, challenge_id: str, title: str, link: str) -> bool:
+        """Set the challenge with content key ``challenge_id`` for class ``code``; False if it was set already."""
+        code = normal_code(code)
+        self.title(code)
+        row = dict(
+            class_code=code,
+            challenge_id=_text(challenge_id, "challenge id", MAX_CHALLENGE_ID_CHARS),
+            challenge_title=_text(_visible(title), "challenge title", MAX_CHALLENGE_TITLE_CHARS),
+            link=str(link)[: 4 * MAX_LINK_CHARS],
+            assigned_at=_now(),
+        )
+        try:
+            with self.engine.begin() as db:
+                db.execute(assigned.insert().values(**row))
+        except IntegrityError:
+            return False
+        return True
+
+    @_db_errors
+    def assignments(self, code: str) -> list[Assigned]:
+        """The challenges set for class ``code``, in the order they were set."""
+        code = normal_code(code)
+        query = (
+            sa.select(assigned.c.challenge_id, assigned.c.challenge_title, assigned.c.link)
+            .where(assigned.c.class_code == code)
+            .order_by(assigned.c.assigned_at, assigned.c.challenge_id)
+        )
+        with self.engine.connect() as db:
+            return [Assigned(r.challenge_id, r.challenge_title, r.link) for r in db.execute(query)]
+
+    @_db_errors
+    def close_class(self, code: str) -> None:
+        """Close the class ``code``: nobody joins or hands in from now on; its board stays readable."""
+        code = normal_code(code)
+        self.title(code)
+        try:
+            with self.engine.begin() as db:
+                db.execute(closed.insert().values(class_code=code, closed_at=_now()))
+        except IntegrityError:  # closed already
+            pass
+
+    @_db_errors
+    def is_closed(self, code: str) -> bool:
+        code = normal_code(code)
+        with self.engine.connect() as db:
+            return db.execute(sa.select(closed.c.class_code).where(closed.c.class_code == code)).first() is not None
+
+    @_db_errors
+    def rename(self, code: str, name: str, new_name: str) -> None:
+        """Give the student ``name`` of class ``code`` the display name ``new_name`` (her token stays hers)."""
+        code, new_name = normal_code(code), _text(new_name, "display name", MAX_NAME_CHARS)
+        try:
+            with self.engine.begin() as db:
+                done = db.execute(
+                    students.update()
+                    .where(students.c.class_code == code, students.c.name == name)
+                    .values(name=new_name)
+                ).rowcount
+        except IntegrityError:
+            raise BoardError(
+                f"Someone in this class already uses the name {new_name!r}; choose another.", field="display name"
+            ) from None
+        if not done:
+            raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
+
+    @_db_errors
+    def remove(self, code: str, name: str) -> None:
+        """Take the student ``name`` out of class ``code``, with her solves and progress (her token stops working)."""
+        code = normal_code(code)
+        with self.engine.begin() as db:
+            sid = db.execute(
+                sa.select(students.c.id).where(students.c.class_code == code, students.c.name == name)
+            ).scalar()
+            if sid is None:
+                raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
+            db.execute(solves.delete().where(solves.c.student_id == sid))
+            db.execute(progress.delete().where(progress.c.student_id == sid))
+            db.execute(students.delete().where(students.c.id == sid))
+
+    @_db_errors
+    def report(self, code: str, token: str, challenge_id: str, value: str) -> None:
+        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token``."""
+        code = normal_code(code)
         student_id, _ = self.student(code, token)
+        self._assigned(code, challenge_id)
+        value = _text(_visible(value), "value", MAX_VALUE_CHARS)
+        key = (progress.c.student_id == student_id) & (progress.c.challenge_id == challenge_id)
+        with self.engine.begin() as db:
+            db.execute(progress.delete().where(key))
+            db.execute(
+                progress.insert().values(
+                    student_id=student_id, challenge_id=challenge_id, value=value, updated_at=_now()
+                )
+            )
+
+    @_db_errors
+    def standings(self, code: str) -> tuple[list[Assigned], list[Standing]]:
+        """The challenges set for class ``code`` and every student who joined it, one Standing each (in the order
+        they joined), whether or not she has started anything."""
+        code = normal_code(code)
+        tasks = self.assignments(code)
+        with self.engine.connect() as db:
+            people = db.execute(
+                sa.select(students.c.id, students.c.name).where(students.c.class_code == code).order_by(students.c.id)
+            ).all()
+            ids = [p.id for p in people]
+            values = {
+                (r.student_id, r.challenge_id): r.value
+                for r in db.execute(sa.select(progress).where(progress.c.student_id.in_(ids)))
+            }
+            done = {
+                (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link)
+                for r in db.execute(sa.select(solves).where(solves.c.class_code == code))
+            }
+        rows = []
+        for p in people:
+            cells = []
+            for a in tasks:
+                when, link = done.get((p.id, a.challenge_id), (None, None))
+                cells.append(Cell(values.get((p.id, a.challenge_id), ""), when, link))
+            rows.append(Standing(p.name, tuple(cells)))
+        return tasks, rows
+
+    @_db_errors
+    def record(self, code: str, token: str, challenge_id: str, link: str) -> bool:
+        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link``; True if this
+        is her first solve of it (a later one keeps the first time and link). Refused (BoardError) when the class is
+        closed or its teacher did not set that challenge (by its content key: a copy under the same title is
+        another challenge); the board shows the title the teacher set."""
+        student_id, _ = self.student(code, token)
+        self._open(normal_code(code))
         challenge_id = _text(challenge_id, "challenge id", MAX_CHALLENGE_ID_CHARS)
-        challenge_title = _text(_visible(challenge_title), "challenge title", MAX_CHALLENGE_TITLE_CHARS)
+        challenge_title = self._assigned(normal_code(code), challenge_id)
         if not isinstance(link, str) or not 0 < len(link) <= 4 * MAX_LINK_CHARS:
             raise BoardError("The hand-in link is empty or too long.", field="link")
         row = dict(
@@ -266,12 +472,26 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def solves_csv(rows: list[Solve]) -> str:
-    """The board as CSV: one line per solve (student, challenge, its title, UTC time, hand-in link)."""
+def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "") -> str:
+    """The board as CSV, one line per student: for each challenge set, the goal's latest value, its status, when it
+    was solved (UTC) and the hand-in link as a full address (``base`` put before a link stored without one)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", "challenge", "challenge title", "solved at (UTC)", "hand-in link"])
-    for s in rows:
-        when = s.solved_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-        writer.writerow([_cell(s.name), _cell(s.challenge_id), _cell(s.challenge_title), when, _cell(s.link)])
+    head = ["student"]
+    for a in tasks:
+        head += [f"{a.title}: {what}" for what in ("value now", "status", "solved at (UTC)", "hand-in link")]
+    writer.writerow([_cell(h) for h in head])
+    for r in rows:
+        line = [_cell(r.name)]
+        for c in r.cells:
+            when = c.solved_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if c.solved_at else ""
+            line += [_cell(c.value), c.status, when, _cell(full_link(c.link, base)) if c.link else ""]
+        writer.writerow(line)
     return out.getvalue()
+
+
+def full_link(link: str, base: str) -> str:
+    """``link`` as a full address: as it is when it names its scheme, else after ``base`` (the app's address)."""
+    if "://" in link.split("?", 1)[0] or not base:
+        return link
+    return base.rstrip("/") + "/" + link.lstrip("/")

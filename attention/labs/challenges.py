@@ -25,6 +25,7 @@ and the JSON then goes through the same checks as a file.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import operator
@@ -393,6 +394,12 @@ def to_json(challenge: Challenge, *, compact: bool = False) -> str:
     if compact:
         return json.dumps(d, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return json.dumps(d, ensure_ascii=False, allow_nan=False, indent=2) + "\n"
+
+
+def fingerprint(challenge: Challenge) -> str:
+    """The challenge's content key: a hash of its whole definition (title, goal, condition, bound, preset, options,
+    editable matrices, hint), so that a copy with a lower bound under the same title is another challenge."""
+    return "c-" + hashlib.sha256(to_json(challenge, compact=True).encode("utf-8")).hexdigest()[:24]
 
 
 def parse_challenge(data: str | bytes, source_name: str = "challenge.json") -> Challenge:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attention.io.board import CODE_ALPHABET, Board, BoardError, normal_code, solves_csv
+from attention.io.board import CODE_ALPHABET, Board, BoardError, board_csv, normal_code
 from tests.helpers.postgres import postgres_server
 
 LINK = "http://localhost:8501/softmax?p=the_cat_sat&challenge=abc"
@@ -23,15 +23,22 @@ def board(tmp_path: Path) -> Board:
     return Board(f"sqlite:///{tmp_path / 'board.sqlite3'}")
 
 
+def _set(board: Board, code: str, *ids: str) -> None:
+    """The teacher sets the challenges ``ids`` for class ``code`` (their titles: the id in capitals)."""
+    for cid in ids:
+        board.assign(code, cid, cid.upper(), f"{LINK}&set={cid}")
+
+
 def test_a_class_from_opening_to_the_board_survives_a_restart(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
     first = Board(url)
     code = first.open_class("Tuesday lab")
+    _set(first, code, "sharpen", "uniform")
     assert len(code) == 6 and set(code) <= set(CODE_ALPHABET)
     ada, bob = first.join(code, "Ada"), first.join(code, "  Bob   Smith ")
-    assert first.record(code, ada, "sharpen", "Sharpen one row", LINK + "1")
-    assert first.record(code, bob, "sharpen", "Sharpen one row", LINK + "2")
-    assert first.record(code, ada, "uniform", "Make it uniform", LINK + "3")
+    assert first.record(code, ada, "sharpen", LINK + "1")
+    assert first.record(code, bob, "sharpen", LINK + "2")
+    assert first.record(code, ada, "uniform", LINK + "3")
     first.engine.dispose()  # the server stops
 
     again = Board(url)  # ... and starts again on the same file
@@ -40,19 +47,21 @@ def test_a_class_from_opening_to_the_board_survives_a_restart(tmp_path: Path) ->
     got = [(s.name, s.challenge_id, s.link) for s in again.solves(code)]
     assert got == [("Ada", "sharpen", LINK + "1"), ("Bob Smith", "sharpen", LINK + "2"), ("Ada", "uniform", LINK + "3")]
     assert all(s.solved_at.tzinfo is not None for s in again.solves(code))
-    assert again.record(code, ada, "sharpen", "Sharpen one row", LINK + "again") is False  # the first solve counts
+    assert again.record(code, ada, "sharpen", LINK + "again") is False  # the first solve counts
     assert [s.link for s in again.solves(code)][0] == LINK + "1"
 
 
 def test_one_class_never_reads_or_writes_another(board: Board) -> None:
     a, b = board.open_class("Class A"), board.open_class("Class B")
     assert a != b
+    _set(board, a, "sharpen")
+    _set(board, b, "sharpen")
     ada = board.join(a, "Ada")
     board.join(b, "Ada")  # the same name in another class is another student
-    board.record(a, ada, "sharpen", "Sharpen one row", LINK)
+    board.record(a, ada, "sharpen", LINK)
     assert board.solves(b) == [] and board.roster(b) == ["Ada"]
     with pytest.raises(BoardError, match="has not joined the class"):
-        board.record(b, ada, "sharpen", "Sharpen one row", LINK)  # a token of class A in class B
+        board.record(b, ada, "sharpen", LINK)  # a token of class A in class B
     with pytest.raises(BoardError, match="no class with the code"):
         board.title("ZZZZZZ")
 
@@ -91,24 +100,88 @@ def test_names_are_checked_and_kept_as_text(board: Board) -> None:
 
 def test_the_csv_export_opens_as_text_in_a_spreadsheet(board: Board) -> None:
     code = board.open_class("Lab")
+    _set(board, code, "sharpen")
     for name in ('=HYPERLINK("http://evil")', "+1", "-2", "@SUM(A1)", 'Ada, "the" first'):
-        board.record(code, board.join(code, name), "sharpen", "Sharpen one row", LINK)
-    rows = list(csv.reader(io.StringIO(solves_csv(board.solves(code)))))
-    assert rows[0] == ["student", "challenge", "challenge title", "solved at (UTC)", "hand-in link"]
+        board.record(code, board.join(code, name), "sharpen", LINK)
+    rows = list(csv.reader(io.StringIO(board_csv(*board.standings(code)))))
+    whats = ("value now", "status", "solved at (UTC)", "hand-in link")
+    assert rows[0] == ["student", *(f"SHARPEN: {w}" for w in whats)]
     names = [r[0] for r in rows[1:]]
     assert names == ['\'=HYPERLINK("http://evil")', "'+1", "'-2", "'@SUM(A1)", 'Ada, "the" first']
-    assert all(len(r) == 5 and r[4] == LINK for r in rows[1:])
+    assert all(len(r) == 5 and r[2] == "solved" and r[4] == LINK for r in rows[1:])
     assert all(time.strptime(r[3], "%Y-%m-%d %H:%M:%S") for r in rows[1:])
+
+
+def test_only_the_challenges_the_teacher_set_are_handed_in(board: Board) -> None:
+    """A class takes the challenges set for it, by content key, and nothing else; a closed class takes nothing."""
+    code = board.open_class("Lab")
+    _set(board, code, "c-real")
+    ada = board.join(code, "Ada")
+    with pytest.raises(BoardError, match="not set by the teacher of class"):
+        board.record(code, ada, "c-easier-copy", LINK)
+    with pytest.raises(BoardError, match="not set by the teacher"):
+        board.report(code, ada, "c-easier-copy", "0.4")
+    assert board.solves(code) == []
+    assert board.record(code, ada, "c-real", LINK)
+    assert [s.challenge_title for s in board.solves(code)] == ["C-REAL"]  # the title the teacher set
+    assert board.assign(code, "c-real", "again", LINK) is False  # set once
+
+
+def test_every_student_is_one_row_with_each_goals_value_and_when_it_was_solved(board: Board) -> None:
+    code = board.open_class("Lab")
+    _set(board, code, "one", "two")
+    ada, bob = board.join(code, "Ada"), board.join(code, "Bob")
+    board.join(code, "Cy")  # joined, started nothing
+    board.report(code, ada, "one", "0.31")
+    board.report(code, ada, "one", "0.42")  # the latest value counts
+    board.report(code, bob, "two", "✓ 0.7")
+    board.record(code, bob, "two", "challenges?p=x&challenge=abc")
+    tasks, rows = board.standings(code)
+    assert [a.title for a in tasks] == ["ONE", "TWO"] and [r.name for r in rows] == ["Ada", "Bob", "Cy"]
+    assert [[c.status for c in r.cells] for r in rows] == [
+        ["not yet solved", "not started"],
+        ["not started", "solved"],
+        ["not started", "not started"],
+    ]
+    assert rows[0].cells[0].value == "0.42" and rows[1].cells[1].solved_at is not None
+    lines = list(csv.reader(io.StringIO(board_csv(tasks, rows, "https://lab.example.org"))))
+    assert len(lines) == 4 and [r[0] for r in lines[1:]] == ["Ada", "Bob", "Cy"]
+    assert lines[2][8] == "https://lab.example.org/challenges?p=x&challenge=abc"  # a full address, clickable
+    assert lines[1][1:3] == ["0.42", "not yet solved"]
+
+
+def test_the_teacher_renames_removes_and_closes(board: Board) -> None:
+    code = board.open_class("Lab")
+    _set(board, code, "one")
+    ada, bob = board.join(code, "Ada"), board.join(code, "Bob")
+    board.record(code, bob, "one", LINK)
+    board.rename(code, "Ada", "Ada L.")
+    assert board.student(code, ada)[1] == "Ada L."  # her token is still hers
+    with pytest.raises(BoardError, match="already uses the name"):
+        board.rename(code, "Ada L.", "Bob")
+    board.remove(code, "Bob")
+    assert board.roster(code) == ["Ada L."] and board.solves(code) == []
+    with pytest.raises(BoardError, match="has not joined"):
+        board.record(code, bob, "one", LINK)
+    with pytest.raises(BoardError, match="no student"):
+        board.remove(code, "Nobody")
+    board.close_class(code)
+    assert board.is_closed(code) and board.title(code) == "Lab"
+    with pytest.raises(BoardError, match="is closed"):
+        board.join(code, "Dee")
+    with pytest.raises(BoardError, match="is closed"):
+        board.record(code, ada, "one", LINK)
 
 
 def test_many_sessions_of_one_server_write_at_once(board: Board) -> None:
     """Streamlit runs each session on its own thread: 40 students join and hand in at once, nothing is lost."""
     code = board.open_class("Lab")
+    _set(board, code, "a", "b", "c")
 
     def one(i: int) -> None:
         token = board.join(code, f"student {i}")
         for ch in ("a", "b", "c"):
-            board.record(code, token, ch, ch.upper(), LINK)
+            board.record(code, token, ch, LINK)
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, range(40)))
@@ -131,7 +204,7 @@ def _replica(url: str, code: str, first: int, count: int, out: multiprocessing.Q
     for i in range(first, first + count):
         token = board.join(code, f"student {i}")
         for ch in ("a", "b", "c"):
-            board.record(code, token, ch, ch.upper(), f"{LINK}&s={i}&c={ch}")
+            board.record(code, token, ch, f"{LINK}&s={i}&c={ch}")
     out.put(len(board.solves(code)))
 
 
@@ -140,6 +213,7 @@ def test_two_replicas_share_one_postgresql_board(postgres: str) -> None:
     second class sees none of it, and a third process started later (a restarted replica) reads the same board."""
     teacher = Board(postgres)
     code, other = teacher.open_class("Lab on two replicas"), teacher.open_class("Another class")
+    _set(teacher, code, "a", "b", "c")
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=_replica, args=(postgres, code, first, 15, out)) for first in (0, 15)]
@@ -156,3 +230,25 @@ def test_two_replicas_share_one_postgresql_board(postgres: str) -> None:
     assert later.solves(other) == [] and later.roster(other) == []
     with pytest.raises(BoardError, match="already uses the name"):
         later.join(code, "student 7")  # the name is taken, whichever replica is asked
+
+
+def test_a_postgresql_board_keeps_what_the_teacher_set_and_every_students_row(postgres: str) -> None:
+    """The tables for set challenges, progress and closed classes work on PostgreSQL, read by another replica."""
+    teacher = Board(postgres)
+    code = teacher.open_class("Graded lab")
+    _set(teacher, code, "one")
+    other = Board(postgres)  # a second replica's store
+    ada, bob = other.join(code, "Ada"), other.join(code, "Bob")
+    other.report(code, ada, "one", "0.5")
+    with pytest.raises(BoardError, match="not set by the teacher"):
+        other.record(code, bob, "copy", LINK)
+    assert other.record(code, bob, "one", LINK)
+    teacher.rename(code, "Bob", "Bobby")
+    tasks, rows = teacher.standings(code)
+    assert [(r.name, [c.status for c in r.cells]) for r in rows] == [
+        ("Ada", ["not yet solved"]),
+        ("Bobby", ["solved"]),
+    ]
+    teacher.close_class(code)
+    with pytest.raises(BoardError, match="is closed"):
+        other.join(code, "Cy")

@@ -5,16 +5,22 @@ leaves it out, and the deployment's nginx log leaves query strings out. Whoever 
 hand in as her: a student shares the Copy-link box's link, not the address bar. The value is the class code and
 her secret token; it is checked against the class board before it counts, and a value that does not check out is
 ignored with a notice.
+
+The same value is kept in a cookie of this site when she joins, so that any other link of this app opened in the
+same browser (the teacher's challenge link, a bookmark) finds her membership again: Streamlit reads the request's
+cookies on the server (``st.context.cookies``), and a one-line script writes it (Streamlit itself sets no cookie).
+A cookie that no longer checks out (the teacher took her out, another board) is ignored without a word.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import normal_code
+from ...io.board import Board, normal_code
 from ..core import classboard
 from ..core.classboard import MEMBER, Member
 
@@ -30,12 +36,20 @@ def param() -> dict[str, str]:
 
 def restore(qp: Mapping[str, str]) -> list[str]:
     """Rejoin the class the address names, if the board knows this token in that class; notices otherwise."""
-    value = qp.get(PARAM)
+    value, quiet = qp.get(PARAM), False
+    if not value:
+        value, quiet = classboard.cookie_member(), True
     if not value or classboard.member() is not None:
         return []
     board = classboard.board()
     if board is None:
         return []
+    notices = _check(board, value)
+    return [] if quiet else notices
+
+
+def _check(board: Board, value: str) -> list[str]:
+    """Rejoin as ``value`` (class code and token) if the board knows it; notices otherwise."""
     if len(value) > LIMIT or "." not in value:
         return ["The address's class membership does not read; join your class again on the Challenges page."]
     code, token = value.split(".", 1)
@@ -46,6 +60,24 @@ def restore(qp: Mapping[str, str]) -> list[str]:
         return ["The address's class membership is not known to this class board; join your class again."]
     st.session_state[MEMBER] = Member(code, name, token)
     return []
+
+
+SAFE = re.compile(r"[A-Z0-9]{6}\.[A-Za-z0-9_-]{20,64}")  # a code and a token: nothing a script could misread
+
+
+def keep_in_cookie() -> None:
+    """Write this browser's membership to its cookie when the request did not carry it (after she joined)."""
+    who = classboard.member()
+    if who is None:
+        return
+    value = f"{who.code}.{who.token}"
+    if classboard.cookie_member() == value or not SAFE.fullmatch(value):
+        return
+    st.html(
+        f'<script>document.cookie = "{classboard.COOKIE}={value}; path=/; max-age=2592000; samesite=lax";</script>',
+        unsafe_allow_javascript=True,
+        width=1,
+    )
 
 
 def write() -> None:

@@ -214,8 +214,7 @@ LABS: dict[str, Lab] = {
             "Challenges",
             "A challenge sets a goal on one of the arrays (a weight, the top key of a row, a row's entropy) and "
             "says which matrices you may edit; the others are locked. Choose one, press **Start**, then edit the "
-            "numbers here or on any page: the progress below is checked live. Teachers can write their own at "
-            "the bottom of the page and share it as a link or a file.",
+            "numbers here or on any page: the progress below is checked live.",
         ),
         Lab(
             "learn",

@@ -244,6 +244,9 @@ BOARD_CSV = "board.csv"
 BOARD_KEY, BOARD_TITLE, BOARD_SHOW = "board.key", "board.title", "board.show"  # the teacher's boxes
 BOARD_CODE, BOARD_NAME = "board.join.code", "board.join.name"  # a student's boxes
 BOARD_OPEN, BOARD_PICK, BOARD_JOIN = "board.open", "board.pick", "board.join"  # their forms
+BOARD_SET, BOARD_SET_BUILTIN, BOARD_SET_LINK = "board.set", "board.set.builtin", "board.set.link"  # set a challenge
+BOARD_MANAGE, BOARD_WHO, BOARD_RENAME = "board.manage", "board.who", "board.rename"  # rename or remove a student
+BOARD_CLOSE = "board.close"  # close the class
 
 # --- a model's head on the step pages ---
 HEAD_PICK, HEAD_RESTORE, HEAD_ZERO, HEAD_MEAN = (

@@ -1,21 +1,32 @@
-"""The class board: students join a class on the Challenges page; here the teacher opens a class and watches it."""
+"""The class board: the teacher opens a class, sets its challenges and watches every student's progress; students
+join on the Challenges page."""
 
 from __future__ import annotations
 
 from datetime import UTC
+from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import solves_csv
+from ...io.board import board_csv, full_link
+from ...labs import challenges as ch
+from ..address import membership
 from ..core import classboard, keys, session
 from ..core.settings import server_settings
 from ..core.text import esc
 from ..state import board as board_state
+from ..state import core as state_core
 from ..widgets.common import show_messages
 
 REFRESH_S = 5  # the board redraws itself this often while the page is open
+NO_BUILTIN = "(none: a link of my own)"
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word`` in the right number: "1 student", "2 students"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def body(s: session.Session) -> None:
@@ -33,6 +44,9 @@ def body(s: session.Session) -> None:
     if not settings.teacher_key:
         st.warning("The class board has no teacher key set on this server, so this page stays locked.")
         return
+    signed = st.query_params.get(classboard.TEACHER_PARAM)
+    if signed and not st.session_state.get(classboard.TEACHER):
+        board_state.unlock_from_address(signed)  # a reload or a restarted replica: the signed address reopens it
     if not st.session_state.get(classboard.TEACHER):
         st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
         show_messages("board.teacher")
@@ -40,7 +54,10 @@ def body(s: session.Session) -> None:
     _classes()
     code = st.session_state.get(classboard.SHOWN_CLASS)
     if code:
+        st.query_params[classboard.TEACHER_PARAM] = classboard.teacher_token(code)
         _live(code)
+        _set_challenge(code)
+        _manage(code)
 
 
 def _classes() -> None:
@@ -52,43 +69,132 @@ def _classes() -> None:
         st.text_input("Show the class with the code", key=keys.BOARD_SHOW, max_chars=24)
         st.form_submit_button("Show it", on_click=board_state.show_class, icon=":material/visibility:")
     show_messages("board.class")
+    st.caption(
+        "Open the class when the lesson starts and write its code on the board; set its challenges below. This "
+        "page's address reopens the class after a reload: keep it to yourself (it opens the board without the key)."
+    )
 
 
 @st.fragment(run_every=REFRESH_S)
 def _live(code: str) -> None:
-    """Who solved what in class ``code``, redrawn every few seconds while the page is open."""
+    """Every student of class ``code``, one row each: where she stands on each challenge set, redrawn every few
+    seconds while the page is open."""
     board = classboard.board()
     try:
-        title, names, rows = board.title(code), board.roster(code), board.solves(code)
+        title, closed = board.title(code), board.is_closed(code)
+        tasks, rows = board.standings(code)
     except AttentionError as exc:
         st.error(esc(exc.message, 300))
         return
-    st.subheader(f"Class {code} · {esc(title, 80)}")
-    st.caption(f"{len(names)} students joined · {len(rows)} challenges solved · refreshed every {REFRESH_S} s")
-    table = pd.DataFrame(
-        {
-            "student": [r.name for r in rows],
-            "challenge": [r.challenge_title for r in rows],
-            "solved at (UTC)": [r.solved_at.astimezone(UTC).strftime("%H:%M:%S") for r in rows],
-            "hand-in link": [r.link for r in rows],
-        }
+    st.subheader(f"Class {code} · {esc(title, 80)}" + (" · closed" if closed else ""))
+    solved = sum(c.solved_at is not None for r in rows for c in r.cells)
+    st.caption(
+        f"{plural(len(rows), 'student')} joined · {plural(solved, 'challenge')} solved · "
+        f"{plural(len(tasks), 'challenge')} set · refreshed every {REFRESH_S} s"
     )
+    if not tasks:
+        st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
+    base = classboard.app_base()
+    table, links = {"student": [r.name for r in rows]}, {}
+    for i, a in enumerate(tasks):
+        table[a.title] = [_cell_text(r.cells[i]) for r in rows]
+        links[f"hand-in {i + 1}"] = a.title
+        table[f"hand-in {i + 1}"] = [full_link(r.cells[i].link, base) if r.cells[i].link else None for r in rows]
     st.dataframe(
-        table,
+        pd.DataFrame(table),
         hide_index=True,
         width="stretch",
-        column_config={"hand-in link": st.column_config.LinkColumn("hand-in link", display_text="open")},
+        column_config={
+            k: st.column_config.LinkColumn(k, display_text="open", help=f"The hand-in link of {v}")
+            for k, v in links.items()
+        },
     )
     st.download_button(
         "Download the board (.csv)",
-        solves_csv(rows),
+        board_csv(tasks, rows, base),
         file_name=f"class_{code}.csv",
         mime="text/csv",
         key=keys.BOARD_CSV,
         on_click="ignore",
     )
-    if names:
-        st.caption("Joined: " + ", ".join(esc(n, 40) for n in names))
+
+
+def _cell_text(c) -> str:
+    """One student on one challenge: "✓ solved 10:42:03", "not yet: 0.41", "not started"."""
+    if c.solved_at is not None:
+        return f"✓ solved {c.solved_at.astimezone(UTC).strftime('%H:%M:%S')} UTC"
+    return f"not yet: {c.value}" if c.value else "not started"
+
+
+def _set_challenge(code: str) -> None:
+    """Set a built-in, or a challenge of the teacher's own by its link, for class ``code``."""
+    with st.form(keys.BOARD_SET, border=True):
+        st.markdown("**Set a challenge for this class**: only the challenges set here, exactly as set, are handed in.")
+        a, b = st.columns(2)
+        table = _builtins()
+        a.selectbox(
+            "A built-in challenge",
+            [NO_BUILTIN, *table],
+            format_func=lambda k: table.get(k, k),
+            key=keys.BOARD_SET_BUILTIN,
+        )
+        b.text_input(
+            "…or the link of a challenge you wrote", key=keys.BOARD_SET_LINK, max_chars=ch.MAX_LINK_CHARS + 500
+        )
+        st.form_submit_button("Set it", on_click=_on_set, args=(code,), icon=":material/assignment_add:")
+    show_messages("board.assign")
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _builtins() -> dict[str, str]:
+    return {cid: ch.load_challenge(cid).title for cid in ch.list_challenges()}
+
+
+def _on_set(code: str) -> None:
+    link = str(st.session_state.get(keys.BOARD_SET_LINK) or "").strip()
+    if link:
+        token = parse_qs(urlsplit(link).query).get("challenge", [link])[0] if "?" in link else link
+        try:
+            challenge = ch.decode_link(token)
+        except AttentionError as exc:
+            state_core.say(
+                "board.assign", "error", f"That link cannot be read: {esc(exc.message, 300)} Nothing changed."
+            )
+            return
+    else:
+        cid = st.session_state.get(keys.BOARD_SET_BUILTIN)
+        if cid not in _builtins():
+            state_core.say("board.assign", "error", "Choose a built-in challenge or paste a link. Nothing changed.")
+            return
+        challenge = ch.load_challenge(cid)
+        token = ch.encode_link(challenge)
+    board_state.assign(code, challenge, full_link(f"challenges?challenge={token}", classboard.app_base()))
+
+
+def _manage(code: str) -> None:
+    """Rename or remove a student, or close the class."""
+    with st.expander("Students and the class: rename, remove, close", icon=":material/manage_accounts:"):
+        board = classboard.board()
+        try:
+            names = board.roster(code)
+        except AttentionError:
+            names = []
+        with st.form(keys.BOARD_MANAGE, border=False):
+            a, b = st.columns(2)
+            a.selectbox("Student", names, key=keys.BOARD_WHO)
+            b.text_input("New display name", key=keys.BOARD_RENAME, max_chars=40)
+            c, d = st.columns(2)
+            c.form_submit_button("Rename", on_click=board_state.manage, args=(code, "rename"))
+            d.form_submit_button("Remove from the class", on_click=board_state.manage, args=(code, "remove"))
+        st.button(
+            "Close the class",
+            key=keys.BOARD_CLOSE,
+            on_click=board_state.manage,
+            args=(code, "close"),
+            icon=":material/lock:",
+            help="Nobody can join or hand in any more; the board stays readable.",
+        )
+    show_messages("board.manage")
 
 
 def join_box() -> None:
@@ -96,15 +202,18 @@ def join_box() -> None:
     if classboard.board() is None:
         return
     who = classboard.member()
-    with st.expander("Class board: join your class", icon=":material/groups:", expanded=who is None):
+    membership.keep_in_cookie()
+    show_messages("board.join")  # above the box: seen whether it is open or folded
+    show_messages("board.handin")
+    label = "Class board: join your class" if who is None else f"Class board: you are in class {who.code}"
+    with st.expander(label, icon=":material/groups:", expanded=who is None):
         if who is not None:
             st.caption(
-                f"You are {esc(who.name, 40)} in class {who.code}: every challenge you solve is handed in, with "
-                "its link."
+                f"You are {esc(who.name, 40)} in class {who.code}: every challenge your teacher set that you solve "
+                "is handed in, with its link. This browser stays in the class on every page and link of this app."
             )
         with st.form(keys.BOARD_JOIN, border=False):
             a, b = st.columns(2)
             a.text_input("Class code", key=keys.BOARD_CODE, max_chars=24, placeholder="K7QX2M")
             b.text_input("Your display name", key=keys.BOARD_NAME, max_chars=40)
             st.form_submit_button("Join", on_click=board_state.join, icon=":material/login:")
-        show_messages("board.join")

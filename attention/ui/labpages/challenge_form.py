@@ -208,8 +208,8 @@ def checked(data: dict[str, Any]) -> None:
             "the file can be opened there too."
         )
     st.code(_link(token), language=None, wrap_lines=True)
-    x, y, _ = st.columns([1, 1, 2])
-    x.download_button(
+    row = st.container(horizontal=True)  # each button as wide as its label: none is cut at 1280 px
+    row.download_button(
         "Download the challenge (.json)",
         ch.to_json(made),
         file_name=f"{made.id}.json",
@@ -217,7 +217,7 @@ def checked(data: dict[str, Any]) -> None:
         on_click="ignore",
         key=keys.CF_DOWNLOAD,
     )
-    y.button(
+    row.button(
         "Try it here", key=keys.CF_TRY, on_click=state_challenges.start_challenge, args=(made,), icon=":material/flag:"
     )
 

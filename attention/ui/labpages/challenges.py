@@ -46,6 +46,8 @@ def from_file(data: bytes, name: str) -> ch.Challenge | AttentionError:
 
 
 def body(s: session.Session) -> None:
+    if not server_settings().hide_authoring:  # the intro's last sentence, only where the form is drawn
+        st.markdown("Teachers can write their own at the bottom of the page and share it as a link or a file.")
     board.join_box()
     show_messages("challenge.start")
     if s.challenge is not None:

@@ -17,6 +17,7 @@ from ..core.text import esc, quoted
 from ..state import core as state_core
 from ..state import learning as state_learning
 from ..state import pins
+from ..state.challenges import refused_while_playing
 from ..widgets.common import chart_gap, checked_number, show_messages
 from ..widgets.tick_grid import tick_grid, ticked
 from . import learnviews
@@ -201,6 +202,9 @@ def _refused(bar: Any, live: Any) -> None:
 def train(s: session.Session) -> None:
     """Run :func:`attention.learn.train` on the session's matrices with a moving progress bar and a live loss curve;
     keep the result (a state function), or name the setting that stopped it (the matrices are never changed)."""
+    if refused_while_playing(s, "learn.train"):
+        show_messages("learn.train")
+        return
     cfg = s.learn
     learned = tuple(k for k in cfg.learn if k in s.matrices)
     start = compute.content_key(s.tokens, s.matrices, s.options)

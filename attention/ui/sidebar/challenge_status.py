@@ -26,9 +26,12 @@ def show(s: session.Session) -> None:
         sb.warning(f"**Challenge** · {title_md}: the numbers do not compute now.", icon=":material/block:")
         return
     p = ch.evaluate(s.challenge, trace)
-    if p.met and classboard.member() is not None:
+    if classboard.member() is not None:
+        board_state.report(s, p)
         query, _ = url.link(s)
-        board_state.hand_in(s, p, "challenges?" + urlencode(query))
+        said = board_state.hand_in(s, p, "challenges?" + urlencode(query)) if p.met else None
+        if said:  # where the student is looking, not only in the sidebar below the navigation
+            st.toast(said, icon=":material/assignment_turned_in:", duration="long")
     show_messages("board.handin", sb)
     if p.blocked:
         sb.warning(f"**Challenge** · {title_md}: this state does not count.", icon=":material/block:")

@@ -6,14 +6,13 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import normal_code
-from ...labs.challenges import Challenge, Progress, load_challenge, to_json
+from ...io.board import full_link, normal_code
+from ...labs.challenges import Challenge, Progress, fingerprint
 from ..core import classboard, keys
 from ..core.classboard import MEMBER, SHOWN_CLASS, TEACHER, Member
 from ..core.session import Session
@@ -21,7 +20,8 @@ from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from .core import say
 
-RECORDED = "board.recorded"  # session_state: the (class code, challenge id) pairs this browser has handed in
+RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
+REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
 
 
 def join() -> None:
@@ -80,35 +80,102 @@ def show_class() -> None:
     st.session_state[SHOWN_CLASS] = code
 
 
-def hand_in(s: Session, progress: Progress, link: str) -> None:
+def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     """Record the running challenge as solved by this browser's student, the first run its goal is met (the goal
-    was just recomputed by this server from the session's numbers); ``link`` is the state's address (relative)."""
+    was just recomputed by this server from the session's numbers); ``link`` is the state's address (relative: the
+    board keeps it as a full address). Refused, with a message, when the teacher did not set this challenge, exactly
+    as it runs, for the class. What was said (for a toast where the student looks), or None when nothing was."""
     board, who = classboard.board(), classboard.member()
     if board is None or who is None or s.challenge is None or not progress.met or progress.blocked:
-        return
-    cid, title = recorded_as(s.challenge)
+        return None
+    cid = fingerprint(s.challenge)
     done = st.session_state.setdefault(RECORDED, set())
     if (who.code, cid) in done:
-        return
+        return None
+    done.add((who.code, cid))  # tried once per run of the goal: a refusal is said once, not on every rerun
     try:
-        first = board.record(who.code, who.token, cid, title, link)
+        first = board.record(who.code, who.token, cid, full_link(link, classboard.app_base()))
     except AttentionError as exc:
-        say("board.handin", "warning", f"Your solve was not handed in: {esc(exc.message, 300)}")
-        return
-    done.add((who.code, cid))
+        text = f"Not handed in: {esc(exc.message, 300)}."
+        say("board.handin", "warning", text, anywhere=True)
+        return text
     said = "Handed in" if first else "Already handed in"
-    say("board.handin", "success", f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}.", anywhere=True)
+    text = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
+    say("board.handin", "success", text, anywhere=True)
+    return text
 
 
-def recorded_as(challenge: Challenge) -> tuple[str, str]:
-    """The id and title a solve is recorded under: a built-in's own when the running challenge is exactly that
-    built-in, else an id from the challenge's whole definition and a title that says it is not a built-in (a link
-    carries its challenge, so a student could rewrite a built-in's goal under its id: the board shows that apart)."""
+def report(s: Session, progress: Progress) -> None:
+    """Tell the class board where this browser's student stands on the running challenge (its goal's value now),
+    when it changed since last said; a challenge the teacher did not set is left out, with a message."""
+    board, who = classboard.board(), classboard.member()
+    if board is None or who is None or s.challenge is None:
+        return
+    cid = fingerprint(s.challenge)
+    value = standing(progress)
+    said = st.session_state.setdefault(REPORTED, {})
+    if said.get((who.code, cid)) == value:
+        return
+    said[(who.code, cid)] = value
     try:
-        known = load_challenge(challenge.id)
+        board.report(who.code, who.token, cid, value)
+    except AttentionError as exc:
+        say("board.handin", "warning", f"Your class board does not follow this challenge: {esc(exc.message, 300)}.")
+
+
+def standing(p: Progress) -> str:
+    """A goal's value now as the board shows it: "0.4123 (1 of 3 rows)", "✓ 0.6", or why it does not count."""
+    if p.blocked or p.value is None:
+        return "does not count (locked matrix or options changed)"
+    rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
+    return f"{'✓ ' if p.met else ''}{p.value:.4g}{rows}"
+
+
+def assign(code: str, challenge: Challenge, link: str) -> None:
+    """Set ``challenge`` (exactly as it is) for class ``code``: from now on its solves are handed in there."""
+    board = classboard.board()
+    if board is None or not st.session_state.get(TEACHER):
+        return
+    try:
+        new = board.assign(code, fingerprint(challenge), challenge.title, link)
+    except AttentionError as exc:
+        say("board.assign", "error", f"{esc(exc.message, 300)} Nothing changed.")
+        return
+    said = "is now set" if new else "was already set"
+    say("board.assign", "success", f"{quoted(challenge.title, 120)} {said} for class {code}.")
+
+
+def manage(code: str, action: str) -> None:
+    """Rename or remove the student picked in the teacher's box, or close the class ``code``."""
+    board = classboard.board()
+    if board is None or not st.session_state.get(TEACHER):
+        return
+    name = str(st.session_state.get(keys.BOARD_WHO) or "")
+    try:
+        if action == "rename":
+            new = str(st.session_state.get(keys.BOARD_RENAME, ""))
+            board.rename(code, name, new)
+            text = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
+        elif action == "remove":
+            board.remove(code, name)
+            text = f"{quoted(name, 60)} was taken out of class {code}, with her solves."
+        else:
+            board.close_class(code)
+            text = f"Class {code} is closed: nobody can join it or hand in any more; its board stays here."
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(exc.message, 300)} Nothing changed.")
+        return
+    say("board.manage", "success", text)
+
+
+def unlock_from_address(value: str) -> None:
+    """Give the teacher page back to a browser whose address carries a class's signed teacher token (a reload, a
+    replica restart): the token is the class code and its signature by the server's teacher key."""
+    code, _, sig = str(value)[:200].partition(".")
+    try:
+        code = normal_code(code)
     except AttentionError:
-        known = None
-    if known is not None and to_json(known) == to_json(challenge):
-        return challenge.id, challenge.title
-    digest = hashlib.sha256(to_json(challenge).encode()).hexdigest()[:12]
-    return f"custom-{digest}", f"{challenge.title[:150]} (not a built-in: open the link for its goal)"
+        return
+    if hmac.compare_digest(sig.encode(), classboard.teacher_token(code).split(".", 1)[1].encode()):
+        st.session_state[TEACHER] = True
+        st.session_state[SHOWN_CLASS] = code

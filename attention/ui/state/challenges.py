@@ -102,6 +102,22 @@ def refuse_any_locked(names: Iterable[str], place: str) -> bool:
     return any(refuse_locked(name, place) for name in names)
 
 
+def refused_while_playing(place: str) -> bool:
+    """True (after a message at ``place``) when this server hides solutions and a challenge runs: training, or
+    using trained weights, would reach its goal for the learner (the lab setting hide_solutions covers it)."""
+    s = get()
+    if s.challenge is None or not server_settings().hide_solutions:
+        return False
+    say(
+        place,
+        "error",
+        f"Training is off while the challenge {quoted(s.challenge.title, 120)} runs: this server hides solutions, "
+        "and training toward its goal would solve it for you. Stop the challenge on the Challenges page to train. "
+        "Nothing was changed.",
+    )
+    return True
+
+
 def refuse_locked(name: str, place: str) -> bool:
     """True (after leaving a message at ``place`` naming the matrix) when the active challenge locks ``name``."""
     s = get()

@@ -13,7 +13,7 @@ from ..core.compute import content_key
 from ..core.learned import Learned
 from ..core.session import get, identical
 from . import reshapes
-from .challenges import refuse_any_locked, refuse_locked
+from .challenges import refuse_any_locked, refuse_locked, refused_while_playing
 from .core import say, touch
 
 EMBEDDINGS = ("preset", "random", "glove", "onehot")
@@ -38,6 +38,8 @@ def use_learned() -> None:
     s = get()
     run = s.learned
     if run is None:
+        return
+    if refused_while_playing("learn.use"):
         return
     names = [k for k in run.settings.learn if k in s.matrices]
     trained = {k: run.result.matrices[k] for k in names}
