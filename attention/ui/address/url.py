@@ -21,7 +21,7 @@ import streamlit as st
 
 from ... import names
 from ..core import parts, session
-from . import membership
+from . import before, membership
 from .params import BAR, SHORT_LIMIT, Param
 from .params import PARAMS as TABLE
 from .rebuild import Reading, Refused, Writing
@@ -138,6 +138,7 @@ def read() -> tuple[session.Session, list[str]]:
     s, notices = decode(st.query_params.to_dict())
     qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
     member = membership.restore(qp)
+    before.restore(qp, s, decode)  # the numbers a running challenge replaced ("Back to my numbers from before")
     _, bar = _run(BAR, Reading(qp, s))  # the address bar's own records: the model pages' state
     return s, notices + member + bar
 
@@ -153,3 +154,4 @@ def write(s: session.Session) -> None:
         elif k not in want and k in current:
             del st.query_params[k]
     membership.write()
+    before.write(link)

@@ -1,5 +1,6 @@
-"""The class board: the teacher opens a class, sets its challenges and watches every student's progress; students
-join on the Challenges page."""
+"""The class board: a teacher opens a class, sets its challenges and grades every student's progress.
+
+Students join on the Challenges page (:func:`join_box`)."""
 
 from __future__ import annotations
 
@@ -205,8 +206,8 @@ def join_box() -> None:
     membership.keep_in_cookie()
     show_messages("board.join")  # above the box: seen whether it is open or folded
     show_messages("board.handin")
-    label = "Class board: join your class" if who is None else f"Class board: you are in class {who.code}"
-    with st.expander(label, icon=":material/groups:", expanded=who is None):
+    label_md = "Class board: join your class" if who is None else f"Class board: you are in class {who.code}"
+    with st.expander(label_md, icon=":material/groups:", expanded=who is None):
         if who is not None:
             st.caption(
                 f"You are {esc(who.name, 40)} in class {who.code}: every challenge your teacher set that you solve "

@@ -202,7 +202,7 @@ def _refused(bar: Any, live: Any) -> None:
 def train(s: session.Session) -> None:
     """Run :func:`attention.learn.train` on the session's matrices with a moving progress bar and a live loss curve;
     keep the result (a state function), or name the setting that stopped it (the matrices are never changed)."""
-    if refused_while_playing(s, "learn.train"):
+    if refused_while_playing("learn.train"):
         show_messages("learn.train")
         return
     cfg = s.learn

@@ -96,13 +96,13 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     try:
         first = board.record(who.code, who.token, cid, full_link(link, classboard.app_base()))
     except AttentionError as exc:
-        text = f"Not handed in: {esc(exc.message, 300)}."
-        say("board.handin", "warning", text, anywhere=True)
-        return text
+        said_md = f"Not handed in: {esc(exc.message, 300)}."
+        say("board.handin", "warning", said_md, anywhere=True)
+        return said_md
     said = "Handed in" if first else "Already handed in"
-    text = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
-    say("board.handin", "success", text, anywhere=True)
-    return text
+    said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
+    say("board.handin", "success", said_md, anywhere=True)
+    return said_md
 
 
 def report(s: Session, progress: Progress) -> None:
@@ -155,17 +155,17 @@ def manage(code: str, action: str) -> None:
         if action == "rename":
             new = str(st.session_state.get(keys.BOARD_RENAME, ""))
             board.rename(code, name, new)
-            text = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
+            done_md = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
         elif action == "remove":
             board.remove(code, name)
-            text = f"{quoted(name, 60)} was taken out of class {code}, with her solves."
+            done_md = f"{quoted(name, 60)} was taken out of class {code}, with her solves."
         else:
             board.close_class(code)
-            text = f"Class {code} is closed: nobody can join it or hand in any more; its board stays here."
+            done_md = f"Class {code} is closed: nobody can join it or hand in any more; its board stays here."
     except AttentionError as exc:
         say("board.manage", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
-    say("board.manage", "success", text)
+    say("board.manage", "success", done_md)
 
 
 def unlock_from_address(value: str) -> None:
