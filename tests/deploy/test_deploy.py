@@ -28,7 +28,7 @@ from benchmarks.classroom import (
     preset_inputs,
     student,
 )
-from benchmarks.st_client import DOWNLOADS, Tab, find
+from benchmarks.st_client import DOWNLOADS, Tab, find, find_widget
 from tests.helpers import NGINX, ROOT
 
 # ------------------------------------------------------------------------------------------------ one server
@@ -290,3 +290,33 @@ def test_the_systemd_unit_runs_the_replicas_script_with_its_variables():
             check=False,
         )
         assert check.returncode == 0 and "error" not in check.stderr.lower(), check.stderr
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_a_download_after_a_failover_reaches_the_replica_that_holds_it(tmp_path):
+    """After a failover a tab's session lives on the other replica, while its browser's cookie still names the first
+    one (restarted, it serves that browser's requests again): a download link the session made must still answer,
+    not 404 from the replica that never made it. Every download of a tab on one replica is fetched with the cookie
+    of a browser routed to the other."""
+    proxy = Replicas(2, tmp_path / "run")
+    one, other = (f"127.0.0.1:{p}" for p in proxy.replica_ports)
+    try:
+        on_one, on_other = _landing_on(proxy.url, one), _landing_on(proxy.url, other)
+
+        async def scenario() -> list[tuple[str, int, str]]:
+            tab = Tab(proxy.url)
+            tab.http.cookies.update(on_other.cookies)  # the session: on the other replica (where it failed over to)
+            await tab.open(page="softmax")
+            button = find_widget(tab, "download", "weights")
+            assert button is not None
+            got = await tab.download(button)  # fetched as the session's own browser: the reference
+            tab.http.cookies.clear()
+            tab.http.cookies.update(on_one.cookies)  # ... but the browser's cookie names the first replica
+            again = await tab.download(button) if button.proto.url else got
+            await tab.close()
+            return [(button.label, len(got), "same" if again == got else "differs")]
+
+        found = asyncio.run(scenario())
+        assert found and all(n > 0 and same == "same" for _, n, same in found), found
+    finally:
+        assert proxy.stop() == 0
