@@ -5,8 +5,11 @@ board shows the solve. Screenshots of the board and the sidebar are kept."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -74,8 +77,21 @@ def test_the_same_lab_on_two_replicas_sharing_a_postgresql_board(browser, tmp_pa
             assert proxy.stop() == 0
 
 
+def _in_view(pg, locator, what: str) -> None:
+    """``locator`` is drawn inside the viewport: where the person is looking, without scrolling."""
+    box = locator.bounding_box()
+    view = pg.viewport_size
+    assert box and box["width"] > 0, f"{what}: not drawn"
+    assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"], f"{what}: at y={box['y']:.0f}, off-screen"
+    assert box["x"] >= 0 and box["x"] + box["width"] <= view["width"], f"{what}: at x={box['x']:.0f}, off-screen"
+
+
 def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # noqa: F811
-    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as teacher_ctx:
+    """The teacher opens a class and sets a challenge; the student joins at 1280 × 720 (the message where she looks),
+    then opens the teacher's challenge link in the same tab (still in her class), solves it ("Handed in" where she
+    looks); the teacher's page survives a reload and lists her, one row, with a full hand-in address in the CSV."""
+    token = ch.encode_link(ch.load_challenge("negative_output"))
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True) as teacher_ctx:
         teacher = teacher_ctx.new_page()
         open_page(teacher, teacher_base, "class_board")
         teacher.get_by_label("Teacher key").fill(KEY)
@@ -85,20 +101,34 @@ def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # no
         teacher.get_by_role("button", name="Open a class").click()
         _wait_text(teacher, lambda: teacher.inner_text("body"), "give your students this code")
         code = re.search(r"Class ([A-Z0-9]{6}) is open", teacher.inner_text("body")).group(1)
+        own = teacher.get_by_label("…or the link of a challenge you wrote")
+        own.fill(f"{teacher_base}/challenges?challenge={token}")
+        teacher.get_by_role("button", name="Set it").click()
+        _wait_text(teacher, lambda: teacher.inner_text("body"), "is now set for class")
 
         with guarded_context(browser, viewport={"width": 1280, "height": 720}) as student_ctx:
             student = student_ctx.new_page()
-            token = ch.encode_link(ch.load_challenge("negative_output"))
-            open_page(student, student_base, "challenges", f"challenge={token}")
+            open_page(student, student_base, "challenges")
             student.get_by_label("Class code").fill(code.lower())
             student.get_by_label("Your display name").fill("Ada <b>*L*</b>")
             student.get_by_role("button", name="Join").click()
             _wait_text(student, lambda: student.inner_text("body"), f"You joined class {code}")
+            _in_view(student, student.get_by_text(f"You joined class {code}").first, "the join message")
+            _in_view(student, student.get_by_text(f"Class board: you are in class {code}").first, "the box's label")
+            student.screenshot(path=str(SHOTS / "classroom_student_joined.png"))
+
+            student.goto(f"{student_base}/challenges?challenge={token}")  # the teacher's link, in the same tab
+            settle(student)
+            _wait_text(student, lambda: student.inner_text("body"), f"Class board: you are in class {code}")
             student.get_by_role("button", name="Start").first.click()
             _wait_text(student, lambda: _sidebar(student), "not yet")
             nav(student, "Weights (W_q, W_k, W_v)")
             edit_grid_cell(student, 2, 0, 0, 4, "-10")  # W_v[0, 0]: token2's first output value turns negative
             _wait_text(student, lambda: _sidebar(student), "✓ solved")
+            toast = student.get_by_test_id("stToast").filter(has_text=f"Handed in to class {code}")
+            toast.first.wait_for(timeout=10_000)
+            _in_view(student, toast.first, "the hand-in toast")
+            student.screenshot(path=str(SHOTS / "classroom_student_handed_in.png"))
             _wait_text(student, lambda: _sidebar(student), f"Handed in to class {code}")
             check(student, axe, "challenge solved, sidebar status")
             status = student.get_by_test_id("stSidebar").get_by_text("✓ solved").first
@@ -119,7 +149,34 @@ def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # no
             settle(other)
             _wait_text(other, lambda: _sidebar(other), "✓ solved")
 
-        _wait_text(teacher, lambda: teacher.inner_text("body"), "1 students joined · 1 challenges solved")
-        assert "Ada <b>*L*</b>" in teacher.inner_text("body")  # the joined list: her name as typed, as text
+        teacher.reload()  # the teacher's page survives a reload: no key, no class code typed again
+        settle(teacher)
+        _wait_text(teacher, lambda: teacher.inner_text("body"), "1 student joined · 1 challenge solved")
+        assert teacher.get_by_label("Teacher key").count() == 0 and f"Class {code}" in teacher.inner_text("body")
+        with teacher.expect_download() as got:
+            teacher.get_by_role("button", name="Download the board (.csv)").click()
+        rows = list(csv.reader(io.StringIO(Path(got.value.path()).read_text(encoding="utf-8"))))
+        assert len(rows) == 2 and rows[1][0] == "Ada <b>*L*</b>" and rows[1][2] == "solved"  # her name as text
+        assert rows[1][4].startswith(teacher_base.split("://")[0] + "://") and "playing=" in rows[1][4], rows[1]
         teacher.screenshot(path=str(SHOTS / "classroom_teacher_board.png"), full_page=True)
         check(teacher, axe, "class board with a solve")  # no critical or serious violation
+
+
+def test_every_button_label_of_the_challenge_form_shows_whole_at_1280(browser, board_url) -> None:
+    """The form's buttons under a checked challenge ("Download the challenge (.json)", "Try it here") are as wide as
+    their labels at 1280 × 720: none is cut with an ellipsis."""
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as ctx:
+        pg = ctx.new_page()
+        open_page(pg, board_url, "challenges")
+        pg.get_by_role("button", name="Check it").click()
+        label = pg.get_by_role("button", name="Download the challenge (.json)")
+        label.wait_for(timeout=30_000)
+        for name in ("Download the challenge (.json)", "Try it here"):
+            button = pg.get_by_role("button", name=name).first
+            button.scroll_into_view_if_needed()
+            cut = button.evaluate(
+                "b => [...b.querySelectorAll('*')].concat([b]).some(e => e.scrollWidth > e.clientWidth + 1)"
+            )
+            assert not cut, f"{name!r} is cut"
+            assert name in button.inner_text()
+        pg.screenshot(path=str(SHOTS / "challenge_form_buttons_1280.png"))
