@@ -40,3 +40,21 @@ def test_the_accent_is_not_a_red_that_reads_as_an_error() -> None:
     colour = CONFIG["theme"]["primaryColor"].lstrip("#")
     r, g, b = (int(colour[i : i + 2], 16) for i in (0, 2, 4))
     assert b > r and b > g  # blue
+
+
+def test_the_secrets_file_is_ignored_by_git() -> None:
+    """.streamlit/secrets.toml holds the teacher key and the board database's password: git must never take it."""
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".streamlit/secrets.toml"], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, ".streamlit/secrets.toml is not ignored by git"
+
+
+def test_the_teaching_docs_say_how_to_set_up_a_class() -> None:
+    """When to open the class and give out the code, that setting paths are relative to the working folder, and the
+    PostgreSQL role and database step by step (initdb refusing root included)."""
+    teaching = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    deploying = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
+    assert "When to open the class and give out the code" in teaching
+    assert "relative to the working folder" in deploying and "four slashes" in deploying
+    assert "`initdb` refuses to run as root" in deploying
+    for step in ("CREATE ROLE attention LOGIN PASSWORD", "createdb -O attention attention_board", "postgresql+psycopg://"):
+        assert step in deploying, step
