@@ -181,3 +181,15 @@ def test_back_to_my_numbers_from_before_survives_a_reload() -> None:
     again = again.button(key="ch.back").click().run()
     assert session(again).challenge is None
     assert (session(again).matrices["X"] == mine).all()
+
+
+def test_a_student_on_a_shared_computer_leaves_the_class_in_this_browser(url: str) -> None:
+    code = Board(url).open_class("Lab")
+    at = _join(_app(url, "challenges"), code, "Ada")
+    assert dict(at.query_params).get("member")
+    at = at.button(key="board.leave").click().run()
+    no_exception(at)
+    assert "board.member" not in at.session_state and not dict(at.query_params).get("member")
+    assert any(f"left class {code}" in t for t in texts(at.info))
+    assert any("join your class" in e.label for e in at.expander)
+    assert Board(url).roster(code) == ["Ada"]  # her row stays on the board

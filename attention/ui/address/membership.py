@@ -65,21 +65,6 @@ def _check(board: Board, value: str) -> list[str]:
 SAFE = re.compile(r"[A-Z0-9]{6}\.[A-Za-z0-9_-]{20,64}")  # a code and a token: nothing a script could misread
 
 
-def keep_in_cookie() -> None:
-    """Write this browser's membership to its cookie when the request did not carry it (after she joined)."""
-    who = classboard.member()
-    if who is None:
-        return
-    value = f"{who.code}.{who.token}"
-    if classboard.cookie_member() == value or not SAFE.fullmatch(value):
-        return
-    st.html(
-        f'<script>document.cookie = "{classboard.COOKIE}={value}; path=/; max-age=2592000; samesite=lax";</script>',
-        unsafe_allow_javascript=True,
-        width=1,
-    )
-
-
 def write() -> None:
     """Keep the address bar's membership in step with this browser's."""
     want = param().get(PARAM)
@@ -87,3 +72,21 @@ def write() -> None:
         st.query_params[PARAM] = want
     elif want is None and PARAM in st.query_params:
         del st.query_params[PARAM]
+
+
+def keep_in_cookie() -> None:
+    """Write this browser's membership to its cookie when the request did not carry it (after she joined), or clear
+    it once she left. A session cookie: closing the browser forgets it (a shared computer in a lab)."""
+    who = classboard.member()
+    if who is None:
+        if st.session_state.get(classboard.FORGET):
+            _script(f"{classboard.COOKIE}=; path=/; max-age=0; samesite=lax")
+        return
+    value = f"{who.code}.{who.token}"
+    if classboard.cookie_member() == value or not SAFE.fullmatch(value):
+        return
+    _script(f"{classboard.COOKIE}={value}; path=/; samesite=lax")
+
+
+def _script(cookie: str) -> None:
+    st.html(f'<script>document.cookie = "{cookie}";</script>', unsafe_allow_javascript=True, width=1)

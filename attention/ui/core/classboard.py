@@ -18,6 +18,7 @@ MEMBER = "board.member"  # session_state: the Member this browser joined as (nev
 TEACHER = "board.teacher"  # session_state: True once the teacher key was given in this browser session
 SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page shows
 COOKIE = "attention_member"  # this browser's membership (code.token), kept across every link of this app
+FORGET = "board.forget"  # session_state: this browser left its class (its cookie is cleared, not read again)
 TEACHER_PARAM = "teacher"  # the teacher page's address: the class shown and its signature by the teacher key
 
 
@@ -72,6 +73,8 @@ def app_base() -> str:
 
 def cookie_member() -> str | None:
     """The membership this browser keeps in its cookie (set when it joined), or None."""
+    if st.session_state.get(FORGET):
+        return None
     try:
         value = st.context.cookies.get(COOKIE)
     except Exception:  # noqa: BLE001 - no request context (AppTest)

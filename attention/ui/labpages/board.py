@@ -213,6 +213,13 @@ def join_box() -> None:
                 f"You are {esc(who.name, 40)} in class {who.code}: every challenge your teacher set that you solve "
                 "is handed in, with its link. This browser stays in the class on every page and link of this app."
             )
+            st.button(
+                "Not you? Leave the class in this browser",
+                key=keys.BOARD_LEAVE,
+                on_click=board_state.leave,
+                icon=":material/logout:",
+                help="On a shared computer: the next student joins as herself. Your solves stay on the board.",
+            )
         with st.form(keys.BOARD_JOIN, border=False):
             a, b = st.columns(2)
             a.text_input("Class code", key=keys.BOARD_CODE, max_chars=24, placeholder="K7QX2M")

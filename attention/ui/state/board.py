@@ -37,8 +37,19 @@ def join() -> None:
         say("board.join", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
     st.session_state[MEMBER] = Member(code, " ".join(name.split()), token)
+    st.session_state.pop(classboard.FORGET, None)
     st.session_state[RECORDED] = set()
     say("board.join", "success", f"You joined class {code} as {quoted(' '.join(name.split()), 60)}.")
+
+
+def leave() -> None:
+    """Forget this browser's membership (a shared computer: the next student joins as herself); the board keeps her
+    row and her solves."""
+    who = classboard.member()
+    st.session_state.pop(MEMBER, None)
+    st.session_state[classboard.FORGET] = True  # the page clears the cookie on its next draw
+    if who is not None:
+        say("board.join", "info", f"This browser left class {who.code}; join again with your code and name.")
 
 
 def unlock() -> None:
