@@ -56,5 +56,9 @@ def test_the_teaching_docs_say_how_to_set_up_a_class() -> None:
     assert "When to open the class and give out the code" in teaching
     assert "relative to the working folder" in deploying and "four slashes" in deploying
     assert "`initdb` refuses to run as root" in deploying
-    for step in ("CREATE ROLE attention LOGIN PASSWORD", "createdb -O attention attention_board", "postgresql+psycopg://"):
+    for step in (
+        "CREATE ROLE attention LOGIN PASSWORD",
+        "createdb -O attention attention_board",
+        "postgresql+psycopg://",
+    ):
         assert step in deploying, step

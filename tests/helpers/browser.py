@@ -329,8 +329,7 @@ def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, ind
 # A toast's box too (st.toast: Streamlit's role="alertdialog" without a name, axe's aria-dialog-name); its text is
 # ours and stays in the page's other message where it is also said (the sidebar's "Handed in").
 CHROME = (
-    "[data-testid='stHeader'], [data-testid='stSidebarHeader'], [data-testid='stSidebarNav'], "
-    "[data-testid='stToast']"
+    "[data-testid='stHeader'], [data-testid='stSidebarHeader'], [data-testid='stSidebarNav'], [data-testid='stToast']"
 )
 FAIL_IMPACTS = ("critical", "serious")
 

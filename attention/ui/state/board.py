@@ -21,6 +21,7 @@ from ..core.text import esc, quoted
 from .core import say
 
 RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
+REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
 
 
@@ -100,16 +101,18 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     if board is None or who is None or s.challenge is None or not progress.met or progress.blocked:
         return None
     cid = fingerprint(s.challenge)
-    done = st.session_state.setdefault(RECORDED, set())
-    if (who.code, cid) in done:
+    done, refused = st.session_state.setdefault(RECORDED, set()), st.session_state.setdefault(REFUSED, set())
+    if (who.code, cid) in done or (who.code, cid) in refused:
         return None
-    done.add((who.code, cid))  # tried once per run of the goal: a refusal is said once, not on every rerun
     try:
         first = board.record(who.code, who.token, cid, full_link(link, classboard.app_base()))
     except AttentionError as exc:
+        if exc.field:  # refused (not set, class closed): said once, until the goal is met again
+            refused.add((who.code, cid))
         said_md = f"Not handed in: {esc(exc.message, 300)}."
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
+    done.add((who.code, cid))
     said = "Handed in" if first else "Already handed in"
     said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
     say("board.handin", "success", said_md, anywhere=True)
@@ -123,6 +126,8 @@ def report(s: Session, progress: Progress) -> None:
     if board is None or who is None or s.challenge is None:
         return
     cid = fingerprint(s.challenge)
+    if not progress.met:  # a refused hand-in is tried again the next time the goal is met
+        st.session_state.setdefault(REFUSED, set()).discard((who.code, cid))
     value = standing(progress)
     said = st.session_state.setdefault(REPORTED, {})
     if said.get((who.code, cid)) == value:
@@ -131,6 +136,8 @@ def report(s: Session, progress: Progress) -> None:
     try:
         board.report(who.code, who.token, cid, value)
     except AttentionError as exc:
+        if not exc.field:  # the database, not the challenge: try again next run
+            said.pop((who.code, cid), None)
         say("board.handin", "warning", f"Your class board does not follow this challenge: {esc(exc.message, 300)}.")
 
 
