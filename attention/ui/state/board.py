@@ -136,8 +136,9 @@ def report(s: Session, progress: Progress) -> None:
     try:
         board.report(who.code, who.token, cid, value)
     except AttentionError as exc:
-        if not exc.field:  # the database, not the challenge: try again next run
+        if not exc.field:  # the database, not the challenge: quietly, and again next run (the log has it)
             said.pop((who.code, cid), None)
+            return
         say("board.handin", "warning", f"Your class board does not follow this challenge: {esc(exc.message, 300)}.")
 
 
