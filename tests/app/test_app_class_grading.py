@@ -193,3 +193,13 @@ def test_a_student_on_a_shared_computer_leaves_the_class_in_this_browser(url: st
     assert any(f"left class {code}" in t for t in texts(at.info))
     assert any("join your class" in e.label for e in at.expander)
     assert Board(url).roster(code) == ["Ada"]  # her row stays on the board
+
+
+def test_a_hostile_before_value_is_ignored() -> None:
+    at = select(journey("challenges"), "ch.choice", "sharpen_cat").button(key="ch.start.builtin").click().run()
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    for bad in ("x" * 100_000, "AAAA", "eJzLSM3JyVcozy_KSQEAGgQEXQ", "%%%"):
+        again = journey("challenges", {**address, "before": bad})
+        no_exception(again)
+        assert session(again).challenge is not None
+        assert not [b for b in again.button if b.key == "ch.back"]
