@@ -242,9 +242,10 @@ LABS: dict[str, Lab] = {
             "pages/15_class_board.py",
             "Class board",
             "Class board",
-            "For the teacher: open a class, give its code to the students (they join on the Challenges page), and "
-            "watch who solved what, live. Every solve is checked by this server from the student's own numbers "
-            "before it is recorded, with the link that hands it in.",
+            "For the teacher: open a class, set its challenges, give its code to the students (they join on the "
+            "Challenges page), and follow every student's progress, live. Only the challenges set here are handed "
+            "in; every solve is checked by this server from the student's own numbers before it is recorded, with "
+            "the link that hands it in.",
         ),
     )
 }
