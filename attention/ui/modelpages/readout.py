@@ -1,5 +1,7 @@
-"""What the Logit lens and Attribution pages share: the chosen position and token, and the engine's readings of the
-chosen model's run (:func:`attention.model.lens`, :func:`attention.model.attribute`), made once per content.
+"""What the Logit lens and Attribution pages share: the position and token chosen, and the engine's readings.
+
+The readings of the chosen model's run (:func:`attention.model.lens`, :func:`attention.model.attribute`) are made
+once per content.
 
 The position is the one Every head predicts from (``Inside.position``); the token (``Inside.token``) is the model's
 prediction there unless the learner typed another. Both are written only by :mod:`attention.ui.state.inside`.
@@ -115,3 +117,16 @@ def where(position: int, token: int) -> str:
     """ "position 13 (“A”), token “B”", escaped, for the pages' sentences."""
     ids = inside.now().ids
     return f"position {position + 1} (“{esc(runs.pieces([ids[position]])[0], 40)}”), token “{esc(piece(token), 40)}”"
+
+
+def share_line(layer: int, head: int) -> str:
+    """A head's card on Every head: its share of the prediction's logit (or the chosen token's) at the position
+    chosen, as the Attribution page shows it (escaped Markdown)."""
+    _, att, token = now()
+    if isinstance(att, str):
+        return ""
+    fmt = charts.decimals_for(att.heads, session.get().digits).format
+    return (
+        f"Share of the logit of “{esc(piece(token), 40)}” at position {att.position + 1}: "
+        f"**{fmt(att.heads[layer, head])}** (the Attribution page takes it apart)"
+    )

@@ -87,6 +87,22 @@ def restore(s: Session, model_id: str, ids: tuple[int, ...] | None, ablations: t
     return ""
 
 
+def restore_readout(s: Session, position: int | None, token: int | None) -> str:
+    """Put in ``s`` the position (0-based) and the token an address names (None: leave it), when they fit the model
+    and text already restored; else what is wrong, and that one is left as it was."""
+    i, problems = now(s), []
+    if position is not None and not 0 <= position < len(i.ids):
+        problems.append(f"there is no position {position + 1}: the text has {len(i.ids)} tokens")
+    elif position is not None:
+        _set(s, position=position)
+    vocab = models.get(i.model).config.vocab_size
+    if token is not None and not 0 <= token < vocab:
+        problems.append(f"there is no token {token}: the model's vocabulary has {vocab:,}")
+    elif token is not None:
+        _set(s, token=token)
+    return "; ".join(problems)
+
+
 def default_position(ids: tuple[int, ...]) -> int:
     """The first position of the second half: its next token is the first one an induction head can copy."""
     return min(len(ids) // 2, len(ids) - 1)

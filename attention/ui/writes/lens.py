@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ..address import url
 from ..core import keys, session
 from ..core.text import esc
+from ..modelpages import choose, every_head, readout, runs
 from ..state import inside
-from . import choose, every_head, readout, runs
 
 LINE_HEIGHT = 300  # px: the probability line
 
@@ -36,6 +37,7 @@ def layer_names(layers: int) -> list[str]:
 @st.fragment
 def reading() -> None:
     """The controls, the sentence, the table of top tokens and the line: a choice here reruns only this part."""
+    url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
     seen, _, token = readout.now()
     _, position, ablations = inside.current()

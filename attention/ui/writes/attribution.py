@@ -18,11 +18,12 @@ import streamlit as st
 
 from ... import charts
 from ...model import Attribution
+from ..address import url
 from ..core import keys, session
 from ..core.text import esc
+from ..modelpages import choose, every_head, readout, runs
 from ..state import inside
 from ..widgets.common import vega_chart
-from . import choose, every_head, readout, runs
 from .lens import every_head_names, layer_names
 
 MLP_HEIGHT = 260  # px: the MLPs' bars
@@ -38,6 +39,7 @@ def body(s: session.Session) -> None:
 @st.fragment
 def shares() -> None:
     """The controls, the held scale, the sum, the heads' heatmap, the MLPs' bars: a choice here reruns this part."""
+    url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
     _, att, token = readout.now()
     _, position, ablations = inside.current()
