@@ -76,8 +76,9 @@ def now() -> tuple[Lensed, Attribution | str, int]:
 
 
 def piece(token: int) -> str:
-    """One token as a person reads it (spaces made visible); user text: escape it."""
-    return runs.pieces([token])[0]
+    """One token as a person reads it (spaces made visible, other control characters written as \\x0c); user text:
+    escape it."""
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in runs.pieces([token])[0])
 
 
 def controls() -> None:

@@ -23,7 +23,7 @@ from ..core import keys, session
 from ..core.text import esc
 from ..modelpages import choose, every_head, readout, runs
 from ..state import inside
-from ..widgets.common import vega_chart
+from ..widgets.common import chart_gap, vega_chart
 from .lens import every_head_names, layer_names
 
 MLP_HEIGHT = 260  # px: the MLPs' bars
@@ -116,8 +116,10 @@ def heads_map(att: Attribution, token: int) -> None:
         digits=digits(),
         select=not runs.model().config.qk_norm,
         colour=charts.Colour(colour.domain, colour.colours, "share of the logit"),
+        row_height=max(18, min(60, 480 // len(rows))),  # 2 layers: rows of 60 px; 30 layers: 18 px
     )
     spec = charts.heatmap(att.heads, rows, cols, style)
+    chart_gap()
     if style.select:
         vega_chart(spec, width="stretch", on_select=on_click, selection_mode="cell", key=keys.READOUT_HEADS)
     else:
@@ -190,4 +192,5 @@ def mlps(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
         )
         .properties(title="Each MLP's share of the logit")
     )
+    chart_gap()
     st.altair_chart(chart, width="stretch", height=MLP_HEIGHT, key=keys.READOUT_MLPS)

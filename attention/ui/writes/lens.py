@@ -18,6 +18,7 @@ from ..core import keys, session
 from ..core.text import esc
 from ..modelpages import choose, every_head, readout, runs
 from ..state import inside
+from ..widgets.common import chart_gap
 
 LINE_HEIGHT = 300  # px: the probability line
 
@@ -45,11 +46,11 @@ def reading() -> None:
     if ablations:
         st.caption("With the heads ablated on the Every head page: " + every_head_names(ablations) + ".")
     st.markdown(first_top(seen, names, position))  # ours: names and numbers, tokens escaped
-    left, right = st.columns([3, 2], gap="medium")
+    st.markdown(f"**The top {readout.TOP} tokens at each layer** (read after it)")
+    st.dataframe(top_table(seen, names, token), width="stretch", height="content")
+    left, _ = st.columns([3, 1])
     with left:
-        st.markdown(f"**The top {readout.TOP} tokens at each layer** (read after it)")
-        st.dataframe(top_table(seen, names, token), width="stretch", height="content")
-    with right:
+        chart_gap()
         st.altair_chart(line(seen, names, token), width="stretch", height=LINE_HEIGHT, key=keys.LENS_LINE)
     st.caption(
         "Each row reads the residual stream at this position after the embeddings or after a layer, through the "
