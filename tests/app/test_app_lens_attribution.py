@@ -48,6 +48,12 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def _seen(piece: str) -> str:
+    """A token as the pages write it: whitespace marked (␣ ↵ ⇥), other control characters as \\x0c."""
+    marked = "".join({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "↵"}.get(ch, ch) for ch in piece) or "∅"
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in marked)
+
+
 def _md(at) -> str:
     return " ".join(t.replace("**", "") for t in texts(at.markdown))
 
@@ -224,7 +230,7 @@ def test_a_gpt2_checkpoint_its_mlps_and_layernorm_against_transformers(gpt2, mon
     at = goto(at, "logit_lens")
     no_exception(at)
     row = at.dataframe[0].value.iloc[-1]
-    assert row["top 1"].rsplit("  ", 1)[0] == load(folder).pieces([token])[0].replace(" ", "␣")
+    assert row["top 1"].rsplit("  ", 1)[0] == _seen(load(folder).pieces([token])[0])
 
 
 def test_a_llama_family_checkpoint_lens_and_attribution(tmp_path, monkeypatch) -> None:  # noqa: ANN001
@@ -252,10 +258,29 @@ def test_a_llama_family_checkpoint_lens_and_attribution(tmp_path, monkeypatch) -
         p = _softmax(logits)
         best = int(np.argmax(p))
         token, shown = table.loc[row, "top 1"].rsplit("  ", 1)
-        assert token == pieces[best].replace(" ", "␣") or p[best] - np.sort(p)[-2] < 1e-9
+        assert token == _seen(pieces[best]) or p[best] - np.sort(p)[-2] < 1e-9
         _within_its_digits(shown, p[best])
     at = goto(at, "attribution")
     no_exception(at)
     a = attribute(m.run(ids), t)
     assert abs(a.embeddings + a.biases + a.heads.sum() + a.mlps.sum() - a.total) <= 1e-9 * max(1, abs(a.total))
     assert "(RMSNorm)" in _md(at) and len(at.get("vega_lite_chart")) == 2
+
+
+def test_a_run_the_engine_will_not_attribute_is_said_plainly(monkeypatch) -> None:  # noqa: ANN001
+    """A run with a patched stream (no part of the model wrote it) is refused by attribute(): the page says why."""
+    from attention.errors import AttentionError
+    from attention.ui.modelpages import readout
+
+    def refuse(*args: object) -> None:
+        raise AttentionError("this run has a patched residual stream, which no part of the model wrote")
+
+    readout.attributed.cache_clear()
+    monkeypatch.setattr(readout, "attribute", refuse)
+    try:
+        at = app("attribution")
+        no_exception(at)
+        assert any("this run has a patched residual stream" in e for e in texts(at.error)), texts(at.error)
+        assert not at.get("vega_lite_chart")
+    finally:
+        readout.attributed.cache_clear()
