@@ -6,6 +6,7 @@ the largest share) and a click on a head in the heatmap opening it on the step p
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +37,7 @@ TEXTS = """
 """
 # (page, model in the address, the labels each chart must write)
 LAYERS, HEADS = ["layer 1", "layer 2"], ["head 1", "head 2"]
+WIDE = ([f"layer {k}" for k in range(1, 31)], [f"head {k}" for k in range(1, 10)])  # a SmolLM2-shaped model's
 CASES = {
     "lens, shipped": ("logit_lens", "", [["embeddings", *LAYERS, "read after", "probability"]]),
     "attribution, shipped": ("attribution", "", [[*LAYERS, *HEADS]]),
@@ -45,31 +47,54 @@ CASES = {
         "server:tiny",
         [[*LAYERS, *HEADS, "head 3", "head 4"], [*LAYERS, "MLP of", "share of the logit"]],
     ),
+    "lens, 30 × 9": ("logit_lens", "server:smol", [["embeddings", *WIDE[0]]]),
+    "attribution, 30 × 9": ("attribution", "server:smol", [[*WIDE[0], *WIDE[1]], [*WIDE[0], "MLP of"]]),
 }
 
 
+def _smol(folder: Path) -> list[int]:
+    """A random Llama of SmolLM2's shape (30 layers × 9 query heads, 3 key/value heads), narrow (d = 72), with a
+    Llama-style tokenizer; the ids of a repeated sentence."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tests.helpers.families import llama_tokenizer
+
+    torch.manual_seed(0)
+    sizes = dict(vocab_size=512, hidden_size=72, intermediate_size=96, num_hidden_layers=30, num_attention_heads=9)
+    cfg = LlamaConfig(**sizes, num_key_value_heads=3, max_position_embeddings=64, bos_token_id=1, eos_token_id=2)
+    LlamaForCausalLM(cfg).save_pretrained(str(folder), safe_serialization=True)
+    llama_tokenizer(folder)
+    from attention.model import load
+
+    ids = load(folder).encode("the cat sat on the mat and the dog")
+    return ids + ids[1:]
+
+
 @pytest.fixture(scope="module")
-def served(gpt2):  # noqa: F811
-    """A server whose owner lists the tiny GPT-2 as "tiny" (the environment's setting); its base URL, and the GPT-2's
-    text in an address (a repeated sentence, as token ids)."""
+def served(gpt2, tmp_path_factory):  # noqa: F811
+    """A server whose owner lists the tiny GPT-2 as "tiny" and a SmolLM2-shaped model as "smol" (the environment's
+    setting); its base URL, and each model's text in an address (a repeated sentence, as token ids)."""
     from tokenizers import Tokenizer
 
     folder, _ = gpt2
     half = Tokenizer.from_file(str(folder / "tokenizer.json")).encode("The cat sat on the mat.").ids
+    smol = tmp_path_factory.mktemp("smol")
+    texts = {"server:tiny": half + half, "server:smol": _smol(smol)}
     old = os.environ.get("ATTENTION_MODELS")
-    os.environ["ATTENTION_MODELS"] = f"tiny={folder}"
+    os.environ["ATTENTION_MODELS"] = f"tiny={folder};smol={smol}"
     try:
         with streamlit_server() as url:  # the server copies the environment when it starts
-            yield url, ".".join(str(i) for i in half + half)
+            yield url, {k: ".".join(str(i) for i in ids) for k, ids in texts.items()}
     finally:
         os.environ.pop("ATTENTION_MODELS")
         if old is not None:
             os.environ["ATTENTION_MODELS"] = old
 
 
-def _open(pg, served: tuple[str, str], page: str, model: str, charts_drawn: int) -> None:
-    url, ids = served
-    pg.goto(f"{url}/{page}" + (f"?model={model}&ids={ids}" if model else ""))
+def _open(pg, served: tuple[str, dict[str, str]], page: str, model: str, charts_drawn: int) -> None:
+    url, texts = served
+    pg.goto(f"{url}/{page}" + (f"?model={model}&ids={texts[model]}" if model else ""))
     settle(pg)
     wait_readable(pg, charts_drawn)
     assert not error_texts(pg), error_texts(pg)
@@ -91,7 +116,7 @@ def test_every_chart_is_readable_and_labelled(browser, served, axe_script, case:
         for k, (want, got) in enumerate(zip(labels, written, strict=True)):
             missing = [w for w in want if w not in got]
             assert not missing, f"chart {k + 1} does not write {missing}: {got[:40]}"
-        name = f"{page}_{'gpt2' if model else 'shipped'}_{viewport[0]}"
+        name = f"{page}_{model.removeprefix('server:') or 'shipped'}_{viewport[0]}"
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.locator(CHARTS).first.scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"{name}.png"))

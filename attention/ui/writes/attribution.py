@@ -116,7 +116,7 @@ def heads_map(att: Attribution, token: int) -> None:
         digits=digits(),
         select=not runs.model().config.qk_norm,
         colour=charts.Colour(colour.domain, colour.colours, "share of the logit"),
-        row_height=max(18, min(60, 480 // len(rows))),  # 2 layers: rows of 60 px; 30 layers: 18 px
+        row_height=max(22, min(60, 480 // len(rows))),  # 2 layers: rows of 60 px; 30 layers: 22 px, every label shown
     )
     spec = charts.heatmap(att.heads, rows, cols, style)
     chart_gap()

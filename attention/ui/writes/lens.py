@@ -21,6 +21,7 @@ from ..state import inside
 from ..widgets.common import chart_gap
 
 LINE_HEIGHT = 300  # px: the probability line
+MANY = 13  # beyond this many rows (12 layers), the line takes the page's width and its labels stand upright
 
 
 def body(s: session.Session) -> None:
@@ -48,7 +49,7 @@ def reading() -> None:
     st.markdown(first_top(seen, names, position))  # ours: names and numbers, tokens escaped
     st.markdown(f"**The top {readout.TOP} tokens at each layer** (read after it)")
     st.dataframe(top_table(seen, names, token), width="stretch", height="content")
-    left, _ = st.columns([3, 1])
+    left, _ = st.columns([3, 1]) if len(names) <= MANY else (st.container(), None)
     with left:
         chart_gap()
         st.altair_chart(line(seen, names, token), width="stretch", height=LINE_HEIGHT, key=keys.LENS_LINE)
@@ -102,7 +103,9 @@ def line(seen: readout.Lensed, names: list[str], token: int) -> alt.LayerChart:
             for r, n in enumerate(names)
         ]
     )
-    x = alt.X("layer:N", sort=names, title="read after", axis=alt.Axis(labelAngle=-45, labelLimit=120))
+    upright = len(names) > MANY  # every layer's label shown, one beside the other
+    axis = alt.Axis(labelAngle=-90 if upright else -45, labelLimit=120, labelOverlap=False)
+    x = alt.X("layer:N", sort=names, title="read after", axis=axis)
     y = alt.Y("probability:Q", title="probability", scale=alt.Scale(domain=[0, 1]))
     colour = alt.Color(
         "token:N",
