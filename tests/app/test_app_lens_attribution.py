@@ -284,3 +284,27 @@ def test_a_run_the_engine_will_not_attribute_is_said_plainly(monkeypatch) -> Non
         assert not at.get("vega_lite_chart")
     finally:
         readout.attributed.cache_clear()
+
+
+def test_the_ablations_of_every_head_are_read_through() -> None:
+    """Heads ablated on Every head: the lens reads the ablated run, and a zero-ablated head's share is exactly 0."""
+    from attention.model import ablate
+
+    at = journey("every_head")
+    at = at.button(key="inside.toggle.1.0").click().run()  # zero-ablate layer 2 · head 1
+    at = goto(at, "attribution")
+    no_exception(at)
+    ids, t = list(session(at).inside.ids), session(at).inside.position
+    run = ENGINE.run(ids, [ablate(1, 0, "zero")])
+    a = attribute(run, t)
+    cells = drawn_cells(at.get("vega_lite_chart")[0])[0]
+    drawn = np.array([[c["value"] for c in cells if c["query"] == f"layer {r + 1}"] for r in range(2)])
+    assert drawn[1, 0] == 0.0
+    np.testing.assert_allclose(drawn, a.heads, rtol=0, atol=1e-12)
+    assert "With the heads ablated on the Every head page: layer 2 · head 1 (zero)." in texts(at.caption)
+    at = goto(at, "logit_lens")
+    no_exception(at)
+    p = np.exp(lens(run, t) - lens(run, t).max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    for r, row in enumerate(at.dataframe[0].value.index):
+        _within_its_digits(at.dataframe[0].value.loc[row, "top 1"].rsplit("  ", 1)[1], p[r].max())

@@ -21,10 +21,10 @@ from ...model import Attribution
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, readout, runs
+from ..modelpages import choose, every_head, first_token, readout, runs
 from ..state import inside
 from ..widgets.common import chart_gap, vega_chart
-from .lens import every_head_names, layer_names
+from .lens import layer_names
 
 MLP_HEIGHT = 260  # px: the MLPs' bars
 
@@ -47,7 +47,7 @@ def shares() -> None:
         st.error(esc(att, 400))
         return
     if ablations:
-        st.caption("With the heads ablated on the Every head page: " + every_head_names(ablations) + ".")
+        st.caption("With the heads ablated on the Every head page: " + first_token.runs_names(ablations) + ".")
     st.markdown(held(att))  # ours: numbers
     fmt = charts.decimals_for(np.r_[att.heads.ravel(), att.mlps, att.embeddings, att.biases, att.total], digits())
     st.markdown(the_sum(att, position, fmt.format))  # ours: numbers, tokens escaped

@@ -16,7 +16,7 @@ import streamlit as st
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, readout, runs
+from ..modelpages import choose, every_head, first_token, readout
 from ..state import inside
 from ..widgets.common import chart_gap
 
@@ -45,7 +45,7 @@ def reading() -> None:
     _, position, ablations = inside.current()
     names = layer_names(seen.probs.shape[0] - 1)
     if ablations:
-        st.caption("With the heads ablated on the Every head page: " + every_head_names(ablations) + ".")
+        st.caption("With the heads ablated on the Every head page: " + first_token.runs_names(ablations) + ".")
     st.markdown(first_top(seen, names, position))  # ours: names and numbers, tokens escaped
     st.markdown(f"**The top {readout.TOP} tokens at each layer** (read after it)")
     st.dataframe(top_table(seen, names, token), width="stretch", height="content")
@@ -58,10 +58,6 @@ def reading() -> None:
         "model's final norm and its unembedding, as if no layer came after it: the logit lens. The last row is the "
         "model's own prediction."
     )
-
-
-def every_head_names(ablations: tuple) -> str:
-    return ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in ablations)
 
 
 def first_top(seen: readout.Lensed, names: list[str], position: int) -> str:
