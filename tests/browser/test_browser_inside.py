@@ -117,9 +117,9 @@ def _choose_position(pg, position: int, token: str) -> None:
 
 
 def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None:  # noqa: F811
-    """Choosing a position (a rerun of the predictions alone) shows the engine's prediction there and leaves the heads
-    drawn; after an ablation, the sentence saying what it moved follows the new position; every position's table is
-    built when its expander opens, with the engine's numbers."""
+    """Choosing a position (a rerun of the heads, each with its share there, and the predictions) shows the engine's
+    prediction there and leaves the heads drawn; after an ablation, the sentence saying what it moved follows the new
+    position; every position's table is built when its expander opens, with the engine's numbers."""
     ids = [int(i) for i in induction.history("induction")["example"]]
     pieces = builtin("induction").pieces(ids)
     clean, off = _probs(ids), _probs(ids, (1, 0, "zero"))
@@ -131,7 +131,7 @@ def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None
         _choose_position(pg, 5, pieces[5])
         said = f"probability {clean[5, ids[6]]:.3f}, loss {-np.log(clean[5, ids[6]]):.2f} nats"
         assert said in pg.inner_text("body"), said
-        wait_readable(pg, 4)  # the heads were not rerun, and are still drawn
+        wait_readable(pg, 4)  # the heads are still drawn
         _click(pg, "Ablate layer 2 · head 1")
         _choose_position(pg, 20, pieces[20])
         info = pg.get_by_test_id("stAlertContentInfo").inner_text()

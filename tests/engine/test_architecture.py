@@ -129,6 +129,7 @@ UI_ROOMS = (
     "sidebar",
     "labpages",
     "modelpages",
+    "writes",
     "app",
 )
 

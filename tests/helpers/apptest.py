@@ -33,6 +33,8 @@ PAGES = {
     "watch_it_learn": "pages/16_watch_it_learn.py",
     "generate": "pages/17_generate.py",
     "first_token": "pages/18_first_token.py",
+    "logit_lens": "pages/19_logit_lens.py",
+    "attribution": "pages/20_attribution.py",
 }
 TIMEOUT = 60
 

@@ -3,7 +3,9 @@
 - ``mh=induction~2.1~4.17.9~1.2z``: a state at a model's head (``preset=model``): the model's id, layer.head
   (counted from 1), the text's token ids, then the ablations it runs with (layer.head and z for zero, m for mean);
 - ``model=induction&ids=4.17.9&ablate=2.1z-1.2m``: what the "Inside a model" pages show (written only when it
-  differs from their starting point).
+  differs from their starting point);
+- ``at=5&tok=17``: the position they predict from (counted from 1; written when it is not the text's default) and
+  the token the Logit lens and Attribution pages follow (its id; written when it is not the prediction).
 
 Only the shipped model and the server's own checkpoints travel (:func:`attention.ui.core.models.travels`). Every
 value is user text: bounded before it is split, read with plain string methods, and quoted in every notice.
@@ -20,10 +22,10 @@ from ..core.text import esc, quoted
 from ..state import inside
 
 HEAD = "mh"
-MODEL, IDS, ABLATE = "model", "ids", "ablate"
-PARAMS = (MODEL, IDS, ABLATE)
+MODEL, IDS, ABLATE, AT, TOKEN = "model", "ids", "ablate", "at", "tok"
+PARAMS = (MODEL, IDS, ABLATE, AT, TOKEN)
 MAX_IDS = 1024  # tokens in an address (GPT-2's whole context)
-LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60}
+LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, AT: 8, TOKEN: 8}
 HOWS = {"z": "zero", "m": "mean"}
 
 
@@ -108,6 +110,24 @@ def ablate_value(s: Session) -> tuple[Ablation, ...] | None:
     return here.ablations if here is not None and here.ablations else None
 
 
+def at_value(s: Session) -> int | None:
+    """The ``at``: the position the model pages predict from, counted from 1, when it is not the text's default."""
+    here = _travelling(s)
+    moved = here is not None and here.position != inside.default_position(here.ids)
+    return here.position + 1 if moved else None
+
+
+def token_value(s: Session) -> int | None:
+    """The ``tok``: the token the Logit lens and Attribution pages follow, when one was chosen."""
+    here = _travelling(s)
+    return here.token if here is not None else None
+
+
+def _whole(text: str | None) -> int | None:
+    """A whole number of 1 to 7 digits ``text`` spells, else None (None stays None)."""
+    return int(text) if text is not None and text.isascii() and text.isdigit() and len(text) <= 7 else None
+
+
 def _travelling(s: Session) -> Inside | None:
     return s.inside if s.inside is not None and models.travels(s.inside.model) else None
 
@@ -130,4 +150,19 @@ def restore(qp: Mapping[str, str], s: Session) -> list[str]:
     if ablations is None:
         return [f"The link's ablations {quoted(qp[ABLATE], 80)} are not such as 2.1z-1.2m; ignored."]
     problem = inside.restore(s, model_id, ids, ablations)
-    return [f"The link's model pages could not be restored: {problem}"] if problem else []
+    if problem:
+        return [f"The link's model pages could not be restored: {problem}"]
+    return _readout(qp, s)
+
+
+def _readout(qp: Mapping[str, str], s: Session) -> list[str]:
+    """The position (``at``) and the token (``tok``) from the address, once the model and text are in; a notice
+    for a value that cannot be read or does not fit (that value is left as it was)."""
+    notices = []
+    at, tok = (_whole(qp.get(k)) for k in (AT, TOKEN))
+    if AT in qp and at is None:
+        notices.append(f"The link's position {quoted(qp[AT], 20)} is not a whole number; ignored.")
+    if TOKEN in qp and tok is None:
+        notices.append(f"The link's token {quoted(qp[TOKEN], 20)} is not a token id (a whole number); ignored.")
+    problem = inside.restore_readout(s, None if at is None else at - 1, tok)
+    return notices + ([f"The link's position or token could not be restored: {problem}."] if problem else [])

@@ -317,5 +317,7 @@ BAR: tuple[Param, ...] = tuple(
         (inside.MODEL, inside.model_value, str),
         (inside.IDS, inside.ids_value, inside.ids_text),
         (inside.ABLATE, inside.ablate_value, inside.ablations_text),
+        (inside.AT, inside.at_value, str),
+        (inside.TOKEN, inside.token_value, str),
     )
 )

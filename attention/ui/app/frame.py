@@ -40,6 +40,7 @@ from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
 from ..widgets import downloads, printing
+from ..writes import BODIES as WRITES_BODIES
 from . import nav, tour
 from .specs import INSIDE, LABS, OVERVIEW, STEPS
 
@@ -93,7 +94,7 @@ def render(key: str) -> None:
         s = setup(lab.nav, lab.file)
         st.title(lab.title)  # ours: the spec's title
         st.markdown(lab.intro)  # ours: the spec's intro
-        (BODIES.get(key) or MODEL_BODIES[key])(s)
+        (BODIES.get(key) or MODEL_BODIES.get(key) or WRITES_BODIES[key])(s)
         return
     step = STEPS[key]
     s = setup(step.nav, step.file, tools=False)

@@ -79,6 +79,14 @@ STOPS = {
         "a head with nothing to find still has to put its weights somewhere; many park them on token 1.",
         "find the head that puts the most weight on token 1, and see where in the text it does so.",
     ),
+    "pages/19_logit_lens.py": (
+        "read as the output, the stream after layer 1 does not predict the repeat yet; after layer 2 it does.",
+        "choose a position in the first half, where there is nothing to copy, and compare.",
+    ),
+    "pages/20_attribution.py": (
+        "the logit splits into each head's share, and the induction head's is the largest at a repeated token.",
+        "click the largest head to open it on the step pages, then ablate it on Every head and come back.",
+    ),
 }
 
 

@@ -313,3 +313,8 @@ def gen_chart(which: str) -> str:
 
 
 SINK_GRID, SINK_HEAD = "inside.sink.grid", "inside.sink.head"
+
+# --- the logit lens and each head's share (Logit lens, Attribution) ---
+READOUT_POSITION, READOUT_TOKEN = "inside.w.readout.position", "inside.w.readout.token"
+READOUT_PICK, READOUT_OPEN = "inside.w.readout.pick", "inside.readout.open"  # a head to open, without the mouse
+READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout.mlps", "inside.lens.line"

@@ -96,7 +96,8 @@ class Inside:
     the next head is ablated; the last change of ablations (those ``before`` it, what it was, ``where``: a (layer,
     head) or "all"); the text's and the chooser's messages; the head last opened on the step pages; the models held
     for this session (id, label); the layer drawn large; the uploader's count; the snapshot shown on "Watch it learn"
-    (1-based)."""
+    (1-based); the token whose logit the Logit lens and Attribution pages follow (None: the model's prediction) and
+    their message."""
 
     model: str
     sequence: str
@@ -114,6 +115,8 @@ class Inside:
     layer_shown: int = 0
     uploads: int = 0
     snapshot: int = 1
+    token: int | None = None
+    readout_message: str = ""
 
 
 @dataclass(frozen=True)

@@ -155,12 +155,10 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
 
 
 def on_position() -> None:
-    """A position was chosen: only the predictions are written again (the box is in their fragment), unless what the
-    last change moved is on the page (it names the position): then the page's fragment (``keys.INSIDE_ANSWERING``)
-    with it."""
+    """A position was chosen: the page's fragment (``keys.INSIDE_ANSWERING``) is written again, since each head's
+    card shows its share of the prediction at that position (and what the last change moved names it)."""
     inside.on_position()
-    if inside.now().before is not None:
-        st.rerun(keys.INSIDE_ANSWERING)
+    st.rerun(keys.INSIDE_ANSWERING)
 
 
 def loss_metrics(now: runs.Measured, base: runs.Measured, changed: str | None) -> None:

@@ -19,7 +19,7 @@ from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
-from . import answers, choose, overview, runs
+from . import answers, choose, overview, readout, runs
 
 QK_NORM = (
     "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot show that step "
@@ -190,6 +190,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
         for r in roles.ROLES
     )
     st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
+    st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
     how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
     st.button(
         f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",

@@ -6,6 +6,7 @@ model's token ids; ablations as (layer, head, "zero" or "mean"), 0-based as the 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import streamlit as st
@@ -13,6 +14,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...model import upload
 from ...model.vocab import WordVocab
+from ...names import is_whole
 from ..core import keys, models, training
 from ..core.models import Ablation, HeadRef
 from ..core.session import KEY, Inside, Session, Training, get
@@ -22,6 +24,8 @@ from .presets import open_head
 MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
 HOWS = ("zero", "mean")
 TYPED_LABEL = "Your own words (typed below)"
+MAX_TOKEN_CHARS = 100  # a token's text is at most this long here (GPT-2's longest is 128 bytes of spaces)
+UNSHOWN = {"␣": " ", "↵": "\n", "⇥": "\t"}  # the marks the pages show for whitespace, read back as it
 
 
 def now(s: Session | None = None) -> Inside:
@@ -83,6 +87,22 @@ def restore(s: Session, model_id: str, ids: tuple[int, ...] | None, ablations: t
     return ""
 
 
+def restore_readout(s: Session, position: int | None, token: int | None) -> str:
+    """Put in ``s`` the position (0-based) and the token an address names (None: leave it), when they fit the model
+    and text already restored; else what is wrong, and that one is left as it was."""
+    i, problems = now(s), []
+    if position is not None and not 0 <= position < len(i.ids):
+        problems.append(f"there is no position {position + 1}: the text has {len(i.ids)} tokens")
+    elif position is not None:
+        _set(s, position=position)
+    vocab = models.get(i.model).config.vocab_size
+    if token is not None and not 0 <= token < vocab:
+        problems.append(f"there is no token {token}: the model's vocabulary has {vocab:,}")
+    elif token is not None:
+        _set(s, token=token)
+    return "; ".join(problems)
+
+
 def default_position(ids: tuple[int, ...]) -> int:
     """The first position of the second half: its next token is the first one an induction head can copy."""
     return min(len(ids) // 2, len(ids) - 1)
@@ -107,6 +127,7 @@ def current() -> tuple[tuple[int, ...], int, tuple[Ablation, ...]]:
 def _new_text(ids: tuple[int, ...], label: str, s: Session | None = None) -> None:
     position = default_position(ids)
     _set(s, ids=ids, sequence=label, position=position, message="", before=None, change="", where=None)
+    _set(s, readout_message="")
     st.session_state[keys.INSIDE_POSITION] = position  # set, not dropped: a browser would send its old value back
 
 
@@ -199,8 +220,8 @@ def choose_model(model_id: str, named: str = "") -> bool:
         kind = f"Uploaded {named}".strip() if model_id.startswith(models.UPLOAD) else "Trained here"
         held.setdefault(model_id, f"{kind} ({c.n_layers} layers × {c.n_heads} heads, {model_id[-6:]})")
         _set(held=tuple(held.items()))
-    _set(model=model_id, model_message="", layer_shown=0, ablations=())
-    st.session_state[keys.INSIDE_LAYER_SHOWN] = 0
+    _set(model=model_id, model_message="", layer_shown=0, ablations=(), token=None)
+    st.session_state.update({keys.INSIDE_LAYER_SHOWN: 0, keys.READOUT_TOKEN: ""})
     _new_text(ids, text_label)  # the widgets are set, not dropped: a browser would send their old values back
     st.session_state.update(
         {keys.INSIDE_MODEL: model_id, keys.INSIDE_TYPED: m.decode(ids), keys.INSIDE_SEQUENCE: text_label or TYPED_LABEL}
@@ -310,3 +331,54 @@ def open_model(new_id: str) -> bool:
     opened = choose_model(new_id)
     _learn(train_message="" if opened else now().model_message)
     return opened
+
+
+def on_readout_position() -> None:
+    """A position was chosen on the Logit lens or Attribution page (the one Every head predicts from too); a value
+    outside the text is refused with a message and nothing changes."""
+    value, n = st.session_state.get(keys.READOUT_POSITION), len(now().ids)
+    if is_whole(value) and 0 <= value < n:
+        _set(position=int(value), readout_message="")
+        st.session_state[keys.INSIDE_POSITION] = int(value)  # Every head's box shows it too
+    else:
+        _set(readout_message=f"There is no position {esc(str(value), 20)}: the text has {n} tokens. Nothing changed.")
+        st.session_state[keys.READOUT_POSITION] = now().position
+
+
+def on_token() -> None:
+    """A token was typed for the Logit lens and Attribution pages: empty for the model's prediction, else the text of
+    one token of the model's vocabulary (␣ for a space); anything else is refused with a message naming it, and
+    nothing changes."""
+    text = st.session_state.get(keys.READOUT_TOKEN)
+    if not isinstance(text, str) or len(text) > MAX_TOKEN_CHARS:
+        size = len(text) if isinstance(text, str) else 0
+        _set(readout_message=f"The token's text has {size:,} characters; at most {MAX_TOKEN_CHARS}. Nothing changed.")
+        return
+    if text == "":
+        _set(token=None, readout_message="")
+        return
+    found = token_id(model_id(), "".join(UNSHOWN.get(ch, ch) for ch in text))
+    if found is None:
+        _set(
+            readout_message=f"“{esc(text, 40)}” is not a token of this model's vocabulary: type one token's own text "
+            "(a space is ␣, as the pages show it; GPT-2's words start with one, such as ␣the), or leave the box "
+            "empty for the model's prediction. Nothing changed."
+        )
+        return
+    _set(token=found, readout_message="")
+
+
+def token_id(model_id: str, text: str) -> int | None:
+    """The id of the token whose own text is ``text`` in the model's vocabulary (the lowest, if several), else
+    None."""
+    return _vocabulary(model_id).get(text)
+
+
+@functools.lru_cache(maxsize=8)
+def _vocabulary(model_id: str) -> dict[str, int]:
+    """Each token's own text -> its id (the first id of a text that several share), read once per model."""
+    m = models.get(model_id)
+    out: dict[str, int] = {}
+    for i, piece in enumerate(m.vocab.pieces(range(min(m.config.vocab_size, len(m.vocab))))):
+        out.setdefault(piece, i)
+    return out

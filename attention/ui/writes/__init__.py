@@ -1,0 +1,15 @@
+"""What the heads write: the logit lens and each head's share of a prediction, pages inside a model, by key.
+
+Each is a ``Lab`` of :data:`attention.ui.app.specs.INSIDE`; its body is drawn below the title."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core import session
+from . import attribution, lens
+
+BODIES: dict[str, Callable[[session.Session], None]] = {
+    "logit_lens": lens.body,
+    "attribution": attribution.body,
+}
