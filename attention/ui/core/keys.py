@@ -309,3 +309,4 @@ def gen_chart(which: str) -> str:
 
 
 SINK_GRID, SINK_HEAD = "inside.sink.grid", "inside.sink.head"
+ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices

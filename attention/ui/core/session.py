@@ -96,7 +96,7 @@ class Inside:
     the next head is ablated; the last change of ablations (those ``before`` it, what it was, ``where``: a (layer,
     head) or "all"); the text's and the chooser's messages; the head last opened on the step pages; the models held
     for this session (id, label); the layer drawn large; the uploader's count; the snapshot shown on "Watch it learn"
-    (1-based)."""
+    (1-based); the key token and query whose weight every head shows on First token."""
 
     model: str
     sequence: str
@@ -114,6 +114,7 @@ class Inside:
     layer_shown: int = 0
     uploads: int = 0
     snapshot: int = 1
+    across: tuple[int, int] = (0, -1)  # one token across layers: (key, query), 0-based; query -1 the queries after it
 
 
 @dataclass(frozen=True)

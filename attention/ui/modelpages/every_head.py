@@ -113,6 +113,7 @@ def heads(now: runs.Measured) -> None:
     st.subheader("Every head")
     heads_intro(now)
     labels = token_labels(runs.pieces(now.ids))
+    per_row, rows = overview.PER_ROW, row_height(len(labels))
     if overview.draws_all(L, H):
         layers = range(L)
     else:
@@ -122,15 +123,16 @@ def heads(now: runs.Measured) -> None:
         )
         overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
         layers = [overview.layer_chooser(L)]
+        per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: room for every label
     shared = groups(runs.model().config)
-    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
+    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, per_row)):
         widgets.chart_gap()
         if shared and head0 == 0:
             st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
-        cols = st.columns(min(H, overview.PER_ROW), gap="medium")
-        for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
+        cols = st.columns(min(H, per_row), gap="medium")
+        for head, col in zip(range(head0, min(H, head0 + per_row)), cols, strict=False):
             with col:
-                head_column(now, layer, head, labels)
+                head_column(now, layer, head, labels, rows)
 
 
 def groups(c: Config) -> str:
@@ -173,14 +175,16 @@ def heads_intro(now: runs.Measured) -> None:
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
 
 
-def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) -> None:
-    """One head: its weights (causal, on the 0–1 scale), its role and scores, a button to ablate or restore it and
-    one to open it on the step pages; what the last press moved, beside the button pressed."""
+def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], rows: int | None = None) -> None:
+    """One head: its weights (causal, on the 0–1 scale; ``rows`` px a row), its role and scores, a button to ablate
+    or restore it and one to open it on the step pages; what the last press moved, beside the button pressed."""
     role = str(now.roles[layer, head])
     score = now.scores[role][layer, head] if role != "none" else np.nan
     subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-    style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=row_height(len(labels)))
-    allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
+    w = runs.window(layer)
+    subtitle += f" · window {w}" if w and w < len(labels) else ""
+    style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=rows or row_height(len(labels)))
+    allowed = runs.allowed(layer, len(labels))  # (n, n): causal (and the window), True = may attend
     spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
     widgets.vega_chart(spec, width="stretch", key=keys.inside_head("chart", layer, head))
     prefix = "induction" if runs.model_id() == "induction" else "model"
@@ -228,8 +232,9 @@ def opened(layer: int, head: int) -> None:
 
 
 def row_height(n: int) -> int:
-    """Each row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall)."""
-    return max(4, min(ROW_PX, 216 // n))
+    """Each drawn row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall;
+    a longer text is drawn in blocks, :func:`charts.drawn_rows`)."""
+    return max(4, min(ROW_PX, 216 // charts.drawn_rows(n)))
 
 
 def heatmap(

@@ -22,7 +22,7 @@ from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import vega_chart
-from . import choose, every_head, overview, runs
+from . import across, choose, every_head, runs
 
 STRONG = 0.5  # a head is said to park its weight on token 1 when its mean share there is at least this
 SMALL = 0.5  # token 1's value is said to be small when its norm is below this fraction of the others' median
@@ -66,15 +66,11 @@ def sinks() -> None:
             "do is find tokens (the Every head page names their roles)."
         )
     )
-    left, right = st.columns([3, 2], gap="medium")
-    with left:
-        spec = overview.grid_spec(share, "Mean weight on token 1", f"queries 2–{len(ids)}, every layer × head")
-        vega_chart(spec, width="stretch", key=keys.SINK_GRID)
-    with right:
-        table = pd.DataFrame(
-            np.round(share, 3), index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
-        )
-        st.dataframe(table, width="stretch")
+    st.markdown(
+        "**Every head's weight on one token.** Token 1 with the mean over the queries after it is the share above; "
+        "choose another key token, or one query, to follow any token across the layers."
+    )
+    across.view(now.weights, tokens, keys.SINK_GRID)
     strongest(ids, ablations, layer, head, tokens)
 
 
@@ -92,7 +88,7 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             subtitle="its weights; column 1 is token 1",
             row_height=every_head.row_height(n),
         )
-        spec = charts.heatmap(A, labels, labels, style, np.tril(np.ones((n, n), bool)))
+        spec = charts.heatmap(A, labels, labels, style, runs.allowed(layer, n))
         vega_chart(spec, width="stretch", key=keys.SINK_HEAD)
     seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
     found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token
