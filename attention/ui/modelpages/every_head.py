@@ -126,9 +126,9 @@ def heads(now: runs.Measured) -> None:
         per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: room for every label
     shared = groups(runs.model().config)
     for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, per_row)):
-        widgets.chart_gap()
         if shared and head0 == 0:
             st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
+        widgets.chart_gap()
         cols = st.columns(min(H, per_row), gap="medium")
         for head, col in zip(range(head0, min(H, head0 + per_row)), cols, strict=False):
             with col:

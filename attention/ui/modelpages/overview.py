@@ -16,7 +16,7 @@ from ... import charts
 from ...model import roles
 from ..core import keys
 from ..state import inside
-from ..widgets.common import bind, vega_chart
+from ..widgets.common import bind, chart_gap, vega_chart
 
 DRAW_ALL = 16  # a model with at most this many heads (and at most PER_ROW a layer) draws every head's heatmap
 PER_ROW = 4  # heatmaps side by side
@@ -52,6 +52,7 @@ def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
 def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str) -> None:
     """The three scores of every head, each a layers × heads heatmap, side by side; every head's role and score as a
     table below."""
+    chart_gap()
     for kind, col in zip(roles.ROLES, st.columns(len(roles.ROLES), gap="medium"), strict=True):
         with col:
             values = scores_by_kind[kind]
