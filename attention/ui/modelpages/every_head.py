@@ -19,7 +19,7 @@ from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
-from . import answers, choose, overview, runs
+from . import answers, choose, heads_export, overview, runs
 
 QK_NORM = (
     "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot show that step "
@@ -49,6 +49,7 @@ def answering() -> None:
     answers.predicting()
     with heads_box:
         heads(now)
+    heads_export.downloads(now)
 
 
 def choose_text() -> None:
