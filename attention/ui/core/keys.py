@@ -311,3 +311,4 @@ def gen_chart(which: str) -> str:
 
 SINK_GRID, SINK_HEAD = "inside.sink.grid", "inside.sink.head"
 ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
+INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step

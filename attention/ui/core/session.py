@@ -96,7 +96,8 @@ class Inside:
     the next head is ablated; the last change of ablations (those ``before`` it, what it was, ``where``: a (layer,
     head) or "all"); the text's and the chooser's messages; the head last opened on the step pages; the models held
     for this session (id, label); the layer drawn large; the uploader's count; the snapshot shown on "Watch it learn"
-    (1-based); the key token and query whose weight every head shows on First token."""
+    (1-based); the key token and query whose weight every head shows on First token; the head whose q and k Every
+    head shows step by step."""
 
     model: str
     sequence: str
@@ -115,6 +116,7 @@ class Inside:
     uploads: int = 0
     snapshot: int = 1
     across: tuple[int, int] = (0, -1)  # one token across layers: (key, query), 0-based; query -1 the queries after it
+    qk_head: tuple[int, int] = (0, 0)  # the head whose q and k are shown step by step (a QK-norm model), 0-based
 
 
 @dataclass(frozen=True)

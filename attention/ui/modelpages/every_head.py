@@ -19,11 +19,11 @@ from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
 from ..widgets.chart_files import chart_files
-from . import answers, choose, heads_export, overview, runs
+from . import answers, choose, heads_export, overview, qk_view, runs
 
 QK_NORM = (
-    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot show that step "
-    "yet, so its heads do not open there: Every head shows their attention."
+    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot edit that step "
+    "yet, so its heads do not open there: Every head shows their attention, and below, any head's q and k step by step."
 )
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
@@ -50,6 +50,7 @@ def answering() -> None:
     with heads_box:
         heads(now)
     heads_export.downloads(now)
+    qk_view.section(now)
 
 
 def choose_text() -> None:
