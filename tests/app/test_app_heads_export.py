@@ -43,14 +43,14 @@ def test_the_downloads_hold_every_heads_weights_of_the_run_shown() -> None:
     ids = session(at).inside.ids
     assert session(at).inside.ablations == ((0, 1, "zero"),)
     want = ENGINE.run(list(ids), [ablate(0, 1, "zero")]).weights  # (2, 2, n, n)
-    with np.load(io.BytesIO(_file(at, keys.INSIDE_EXPORT_NPZ)), allow_pickle=False) as f:
+    with np.load(io.BytesIO(_file(at, keys.inside_export("npz"))), allow_pickle=False) as f:
         np.testing.assert_allclose(f["weights"], want, rtol=0, atol=1e-12)
         about = json.loads(str(f["about"]))
         tokens = list(f["tokens"])
     assert about["model_id"] == "induction" and about["ids"] == list(ids)
     assert about["ablations"] == [{"layer": 1, "head": 2, "how": "zero"}]
     assert tokens == ENGINE.pieces(list(ids))  # the words of the shipped vocabulary, as the page shows them
-    with zipfile.ZipFile(io.BytesIO(_file(at, keys.INSIDE_EXPORT_ZIP))) as z:
+    with zipfile.ZipFile(io.BytesIO(_file(at, keys.inside_export("zip")))) as z:
         assert json.loads(z.read("about.json")) == about
         for layer in range(2):
             for head in range(2):

@@ -264,12 +264,16 @@ INSIDE_SEQUENCE, INSIDE_TYPED, INSIDE_POSITION, INSIDE_HOW = (
 INSIDE_REPEAT, INSIDE_RESTORE_ALL, INSIDE_OVERVIEW = "inside.repeat", "inside.restore_all", "inside.overview"
 INSIDE_ANSWERING = "inside.answering"  # the fragment of the heads and the predictions, rerun by name
 INSIDE_EVERY = "open.inside.every_position"  # the expander of every position's prediction
-INSIDE_EXPORT_NPZ, INSIDE_EXPORT_ZIP = "inside.export.npz", "inside.export.zip"  # every head's weights, one file
 
 
 def inside_upload(uploads: int) -> str:
     """The model uploader: a new one after each upload, so the files sent do not linger."""
     return f"inside.w.upload.{uploads}"
+
+
+def inside_export(kind: str) -> str:
+    """Every head's weights as one file: "npz" or "zip"."""
+    return f"inside.export.{kind}"
 
 
 def inside_head(what: str, layer: int, head: int) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from ... import charts
+from ...io import heads_files
 from ...model import Config, roles
 from ...model.vocab import WordVocab
 from ...names import token_labels
@@ -17,9 +18,11 @@ from ..address import url
 from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
+from ..views import rotation
 from ..widgets import common as widgets
+from ..widgets import downloads
 from ..widgets.chart_files import chart_files
-from . import answers, choose, heads_export, overview, qk_view, runs
+from . import answers, choose, overview, runs
 
 QK_NORM = (
     "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot edit that step "
@@ -49,8 +52,10 @@ def answering() -> None:
     answers.predicting()
     with heads_box:
         heads(now)
-    heads_export.downloads(now)
-    qk_view.section(now)
+    tokens = tuple(runs.pieces(now.ids))
+    downloads.every_head(heads_files.Measured(runs.model().name, runs.model_id(), tokens, now.ids, now.ablations,
+                                              now.weights))  # fmt: skip
+    rotation.qk_norm_steps(now.ids, now.ablations, now.weights, token_labels(list(tokens)))
 
 
 def choose_text() -> None:
