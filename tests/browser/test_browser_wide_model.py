@@ -58,3 +58,32 @@ def test_a_wide_models_grids_and_one_layers_heads_are_readable(browser, served, 
         pg.locator("[data-testid='stVegaLiteChart']").nth(3).scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"wide_model_heads_{viewport[0]}.png"))
         check(pg, axe_script, f"every_head on a 30 × 9-head model at {viewport[0]}")
+
+
+def test_one_token_across_layers_on_the_wide_model(browser, served, axe_script) -> None:  # noqa: F811
+    """First token on the 30 × 9-head model: a key token and a query chosen, the layers × heads grid of every head's
+    weight on that key redrawn with its title, readable at 1280 × 720; axe-core."""
+    from tests.helpers.browser import rerun
+
+    ids = ".".join(str(i) for i in range(40, 40 + N))
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        pg.goto(f"{served}/first_token?model=server:smol&ids={ids}")
+        settle(pg)
+        wait_readable(pg, 2, seconds=60)
+        for label, option in (("Key token (the one attended to)", "6: "), ("Query (the token attending)", "20: ")):
+            box = pg.get_by_role("combobox", name=label)
+            box.scroll_into_view_if_needed()
+            box.click()
+            pg.keyboard.type(option)  # the list is long: typing narrows it to the option
+            with rerun(pg):
+                pg.get_by_role("option").filter(has_text=option).first.click()
+        wait_readable(pg, 2, seconds=60)
+        found = stable_charts(pg)
+        assert found[0]["title"] == "Weight on token 6", [c["title"] for c in found]
+        problems = check_page(pg, "first_token", "1 head, 6 tokens", (1280, 720))
+        assert not problems, "\n".join(problems)
+        pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "wide_model_one_token_across_layers_1280.png"))
+        check(pg, axe_script, "first_token on a 30 × 9-head model")
