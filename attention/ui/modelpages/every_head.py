@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,10 +52,19 @@ def answering() -> None:
     answers.predicting()
     with heads_box:
         heads(now)
-    tokens = tuple(runs.pieces(now.ids))
-    downloads.every_head(heads_files.Measured(runs.model().name, runs.model_id(), tokens, now.ids, now.ablations,
-                                              now.weights))  # fmt: skip
-    rotation.qk_norm_steps(now.ids, now.ablations, now.weights, token_labels(list(tokens)))
+    downloads.every_head(files_of(runs.model_id(), ids, ablations), now.weights.shape, runs.model_id())
+    rotation.qk_norm_steps(now.ids, now.ablations, now.weights, token_labels(runs.pieces(ids)))
+
+
+def files_of(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Callable[[], heads_files.Measured]:
+    """What every head's weights file records, made when asked (from the run cache, by content)."""
+    pieces, name = tuple(runs.pieces(ids)), runs.model().name
+
+    def measure() -> heads_files.Measured:
+        weights = runs.measure(ids, ablations, model_id).weights  # (L, H, n, n)
+        return heads_files.Measured(name, model_id, pieces, ids, ablations, weights)
+
+    return measure
 
 
 def choose_text() -> None:
@@ -130,7 +139,7 @@ def heads(now: runs.Measured) -> None:
         )
         overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
         layers = [overview.layer_chooser(L)]
-        per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: room for every label
+        per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: cells ≥ 10 px
     shared = groups(runs.model().config)
     for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, per_row)):
         if shared and head0 == 0:

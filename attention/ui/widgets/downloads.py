@@ -72,16 +72,17 @@ def everything(s: session.Session, page_key: str) -> None:
 HEADS_EAGER = 65_536  # every head's weights made into files with the page up to this many (the shipped model: 2·2·24²)
 
 
-def every_head(m: heads_files.Measured) -> None:
+def every_head(measure: Callable[[], heads_files.Measured], shape: tuple[int, ...], model_id: str) -> None:
     """Every head at once: all the heads' weights on the text as one .npz, and as a zip of one CSV per head, with the
-    model, the text and the ablations recorded in each (:mod:`attention.io.heads_files`); a large run's files are made
-    when pressed."""
-    L, H, n, _ = m.weights.shape
+    model, the text and the ablations recorded in each (:mod:`attention.io.heads_files`). ``measure`` makes the record
+    (from the run cache: a deferred file holds it, never a run's weights); ``shape`` is the weights' (L, H, n, n). A
+    large run's files are made when pressed."""
+    L, H, n, _ = shape
     st.markdown(
         f"**Every head at once:** the weights of all {L * H} heads on these {n} tokens in one file, with the model, "
         "the text and the ablations recorded in it (about.json)."
     )
-    stem = f"{m.model_id.split(':')[-1][:40]}_every_head"
+    stem = f"{model_id.split(':')[-1][:40]}_every_head"
     files = (
         ("npz", "Download every head's weights (.npz)", heads_files.heads_npz, ".npz", "application/octet-stream",
          "weights[layer, head, query, key] (float64), tokens, ids and about (JSON); np.load reads it without pickle."),
@@ -89,10 +90,10 @@ def every_head(m: heads_files.Measured) -> None:
          "One CSV per head (rows: query tokens, columns: key tokens), about.json and a README."),
     )  # fmt: skip
     for col, (kind, label, write, suffix, mime, about) in zip(st.columns(2, gap="medium"), files, strict=True):
-        build = (lambda w: lambda: w(m))(write)  # this file's maker, now or when pressed
+        build = (lambda w: lambda: w(measure()))(write)  # this file's maker, now or when pressed
         col.download_button(  # ours: fixed labels
             label,
-            data=build() if m.weights.size <= HEADS_EAGER else build,
+            data=build() if L * H * n * n <= HEADS_EAGER else build,
             file_name=f"{stem}{suffix}",
             mime=mime,
             key=keys.inside_export(kind),
