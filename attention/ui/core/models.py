@@ -249,7 +249,7 @@ def _head_preset(ref: HeadRef) -> Preset:
     if c.qk_norm:  # q and k are normalised before the rotation: X and W alone would give a q the model never used
         raise AttentionError(
             f"{ref.name.capitalize()} of {m.name} normalises its queries and keys (QK-norm) before RoPE; the step "
-            "pages cannot show that step yet. Every head shows its attention",
+            "pages cannot edit that step yet. Every head shows its attention, and its q and k step by step",
             field="model",
         )
     ids = m.check_ids(list(ref.ids))
