@@ -57,13 +57,12 @@ def rotation(s: session.Session, trace: Trace, page_key: str) -> None:
     rows = token_labels(list(s.tokens))[:ROWS]
     cols = min(SHOWN_COLS, width)
     whose = "head 1's " if o.heads > 1 else ""
-    left, right = st.columns(2, gap="medium")
-    for where, name, m in ((left, "Q", trace.Q_raw), (right, "K", trace.K_raw)):
+    for name, m in (("Q", trace.Q_raw), ("K", trace.K_raw)):  # one under the other: the results column is narrow
         m = np.asarray(m)
         m = (m[0] if m.ndim == 3 else m)[: len(rows), :cols]  # (≤ 64, ≤ 8): batch item 1, head 1's first columns
-        where.caption(f"{name} before the rotation (X·W_{name.lower()}) · {whose}first {cols} columns")  # ours
+        st.caption(f"{name} before the rotation (X·W_{name.lower()}) · {whose}first {cols} columns")  # ours
         frame = pd.DataFrame(m, index=rows, columns=dimension_labels("c", cols))
-        number_tables.number_table(frame, charts.decimals_for(m, s.digits), where=where)
+        number_tables.number_table(frame, charts.decimals_for(m, s.digits))
 
 
 def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, rows: list[str]) -> None:
