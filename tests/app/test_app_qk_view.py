@@ -30,7 +30,7 @@ def _model(config: Config) -> Model:
 
 
 def _tables(at, n: int) -> list[np.ndarray]:
-    return [d.value.to_numpy(dtype=float) for d in at.dataframe if getattr(d.value, "shape", None) == (n, 6)]
+    return [d.value.to_numpy(dtype=float) for d in at.dataframe if getattr(d.value, "shape", None) == (n, 6)]  # d_head
 
 
 def test_a_qk_norm_heads_steps_are_the_models_own_and_it_does_not_open_on_the_step_pages() -> None:

@@ -22,7 +22,7 @@ import streamlit as st
 
 from ... import charts
 from ...model.interventions import ablate
-from ...model.qk_steps import qk_steps
+from ...model.qk_steps import PROJECTED, qk_steps
 from ...names import dimension_labels, token_labels
 from ...trace import Trace
 from ..core import keys, models, session
@@ -31,7 +31,7 @@ from ..widgets import number_tables
 from ..widgets.common import bind, on_value
 
 SHOWN_COLS, ROWS = 8, 64  # the part of q and k shown before the rotation (the zip download has them all)
-STEP_COLS = 8  # each step's first columns of a QK-norm head (the head is d_head wide)
+STEP_COLS = 6  # each step's first columns of a QK-norm head (the head is d_head wide): what half the page shows
 
 
 def turned(trace: Trace) -> int:
@@ -91,7 +91,8 @@ def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, r
     for name in s.names:
         left, right = st.columns(2, gap="medium")
         for where, which, x in ((left, "q", s.q[name]), (right, f"k (key/value head {s.kv_head + 1})", s.k[name])):
-            where.caption(f"{which} {name} · first {cols} of {c.d_head} columns")  # ours: fixed names, numbers
+            step = f"= {name}" if name == PROJECTED else name
+            where.caption(f"{which} {step} · first {cols} of {c.d_head} columns")  # ours: fixed names, numbers
             frame = pd.DataFrame(x[:, :cols], index=rows, columns=dimension_labels("c", cols))
             number_tables.number_table(frame, charts.decimals_for(x[:, :cols], 4), where=where)
     gap = float(np.max(np.abs(s.weights - weights[layer, head])))
