@@ -15,7 +15,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 @pytest.fixture(scope="module")
 def long_ctx(gpt2, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
-    """A random GPT-2 whose context (128) is longer than the pages read of a tokenizer's text (MAX_TOKENS, 64)."""
+    """A random GPT-2 whose context (512) is longer than the pages read of a tokenizer's text (MAX_TOKENS, 256)."""
     import shutil
 
     import torch
@@ -24,18 +24,18 @@ def long_ctx(gpt2, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F
     folder = tmp_path_factory.mktemp("long_gpt2")
     shutil.copy(gpt2[0] / "tokenizer.json", folder / "tokenizer.json")
     torch.manual_seed(2)
-    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=128, n_embd=16, n_layer=1, n_head=2)
+    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=512, n_embd=16, n_layer=1, n_head=2)
     GPT2LMHeadModel(cfg).double().eval().save_pretrained(str(folder), safe_serialization=True)
     return folder
 
 
 def test_a_link_to_a_head_on_more_tokens_than_the_pages_read_is_refused(long_ctx, monkeypatch) -> None:
     monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
-    too_many = ".".join(["5"] * (models.MAX_TOKENS + 36))  # 100 tokens: within the model's context, over the cap
+    too_many = ".".join(["5"] * (models.MAX_TOKENS + 36))  # 292 tokens: within the model's context, over the cap
     at = app("scores", {"preset": "model", "mh": f"server:long~1.1~{too_many}~"})
     no_exception(at)
     notes = " ".join(texts(at.warning))
-    assert "100 tokens" in notes and f"2 to {models.MAX_TOKENS}" in notes, notes
+    assert "292 tokens" in notes and f"2 to {models.MAX_TOKENS}" in notes, notes
     assert session(at).model_head is None
     ok = ".".join(["5"] * models.MAX_TOKENS)
     at = app("scores", {"preset": "model", "mh": f"server:long~1.1~{ok}~"})
@@ -76,3 +76,39 @@ def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> 
     no_exception(at)
     assert any("no longer held" in w for w in texts(at.warning)), texts(at.warning)
     assert session(at).model_head.model_id == mid
+
+
+def test_a_typed_text_of_up_to_256_tokens_is_read_and_its_characters_are_bounded_first(long_ctx, monkeypatch) -> None:
+    """A model with a tokenizer reads a typed text of 2 to 256 tokens (MAX_TOKENS); a longer one is refused by name,
+    and the tokenizer never sees more than MAX_CHARS characters (a longer value is cut to it first); nothing changes
+    either time."""
+    from attention.model import Model, load
+    from attention.ui.core import keys
+    from attention.ui.state import inside
+
+    assert models.MAX_TOKENS == 256 and inside.MAX_CHARS >= 4 * models.MAX_TOKENS
+    monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
+    m = load(long_ctx)
+    text = " ".join(["the cat sat on the mat and the dog sat on the log"] * 40)
+    ids = m.encode(text)
+    assert len(ids) > 257
+    at = app("every_head")
+    at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:long").run()
+    no_exception(at)
+    exactly = m.decode(ids[:256])
+    assert len(m.encode(exactly)) == 256
+    at = at.text_input(key=keys.INSIDE_TYPED).input(exactly).run()
+    no_exception(at)
+    assert session(at).inside.ids == tuple(ids[:256]) and not session(at).inside.message
+    assert len(at.get("vega_lite_chart")) >= 1
+    over = m.decode(ids[:257])
+    at = at.text_input(key=keys.INSIDE_TYPED).input(over).run()
+    assert "257 tokens" in session(at).inside.message and "2 to 256" in session(at).inside.message
+    assert session(at).inside.ids == tuple(ids[:256])
+    seen, encode = [], Model.encode
+    monkeypatch.setattr(Model, "encode", lambda self, t: seen.append(len(t)) or encode(self, t))
+    at = at.text_input(key=keys.INSIDE_TYPED).set_value("a " * inside.MAX_CHARS).run()  # a client past max_chars
+    no_exception(at)
+    assert seen and max(seen) <= inside.MAX_CHARS, seen  # cut to the bound before the tokenizer saw it
+    assert "Nothing changed" in session(at).inside.message
+    assert session(at).inside.ids == tuple(ids[:256])

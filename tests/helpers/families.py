@@ -195,3 +195,26 @@ def tiny_llama(folder: Path) -> Path:
     return folder
 
 
+
+
+def smol_shaped(folder: Path) -> Path:
+    """SmolLM2-135M's shape where the pages feel it (30 layers, 9 query heads sharing 3 key/value heads, RoPE), at
+    a narrow width (d = 72, heads of 8) so it loads in a second; a Llama-style tokenizer of 400 tokens."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(3)
+    cfg = LlamaConfig(
+        vocab_size=400,
+        hidden_size=72,
+        intermediate_size=96,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=512,
+        initializer_range=0.2,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(str(folder), safe_serialization=True)
+    llama_tokenizer(folder)
+    return folder

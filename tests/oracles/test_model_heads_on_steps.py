@@ -269,7 +269,7 @@ def test_a_qk_norm_head_is_refused_on_the_step_pages_by_name(family: str) -> Non
         models.head_preset(models.HeadRef(model_id, tuple(_ids()), 1, 0))
     message = caught.value.message
     assert message.startswith("Layer 2 · head 1 of tiny normalises its queries and keys (QK-norm) before RoPE")
-    assert "the step pages cannot show that step yet" in message and "Every head shows its attention" in message
+    assert "the step pages cannot edit that step yet" in message and "Every head shows its attention" in message
 
 
 def test_the_backward_pass_turns_back_as_the_options_turn() -> None:
@@ -393,3 +393,9 @@ def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkey
     assert any("normalises each head's queries and keys (QK-norm) before RoPE" in t for t in texts(at.caption))
     button = at.button(key="inside.open.1.0")
     assert button.disabled and "QK-norm" in button.help
+    # instead, any head's q and k step by step, read-only, the weights they give within float rounding of the model's
+    assert any("step by step (read-only)" in t for t in texts(at.subheader))
+    said = " ".join(texts(at.caption))
+    assert "q after QK-norm" in said and "k (key/value head 1) after the rotation" in said, said
+    gap = float(said.split("differ from the model's own by at most ")[1].split(" ")[0].rstrip("."))
+    assert gap < 1e-9, gap

@@ -275,6 +275,11 @@ def inside_upload(uploads: int) -> str:
     return f"inside.w.upload.{uploads}"
 
 
+def inside_export(kind: str) -> str:
+    """Every head's weights as one file: "npz" or "zip"."""
+    return f"inside.export.{kind}"
+
+
 def inside_head(what: str, layer: int, head: int) -> str:
     """A head's "chart", "toggle" (ablate or restore) or "open" (on the step pages) on Every head."""
     return f"inside.{what}.{layer}.{head}"
@@ -318,3 +323,5 @@ SINK_GRID, SINK_HEAD = "inside.sink.grid", "inside.sink.head"
 READOUT_POSITION, READOUT_TOKEN = "inside.w.readout.position", "inside.w.readout.token"
 READOUT_PICK, READOUT_OPEN = "inside.w.readout.pick", "inside.readout.open"  # a head to open, without the mouse
 READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout.mlps", "inside.lens.line"
+ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
+INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step

@@ -39,7 +39,7 @@ from ...model.vocab import WordVocab
 _LOG = logging.getLogger(__name__)
 BUILTIN = "induction"
 SERVER, UPLOAD, TRAINED = "server:", "upload:", "trained:"
-MAX_TOKENS = 64  # a tokenizer's text is cut off here for the pages' speed (every head's heatmap is n × n)
+MAX_TOKENS = 256  # a tokenizer's text is cut off here for the pages' speed (every head's heatmap is n × n)
 DEFAULT_TEXT = "The cat sat on the mat."  # a model without ready-made texts starts on its tokens, repeated
 HELD_MAX = 6  # uploaded or trained models held by this process at once
 MAX_NAME = models_folder.MAX_NAME  # a server model's name, as listed
@@ -249,7 +249,7 @@ def _head_preset(ref: HeadRef) -> Preset:
     if c.qk_norm:  # q and k are normalised before the rotation: X and W alone would give a q the model never used
         raise AttentionError(
             f"{ref.name.capitalize()} of {m.name} normalises its queries and keys (QK-norm) before RoPE; the step "
-            "pages cannot show that step yet. Every head shows its attention",
+            "pages cannot edit that step yet. Every head shows its attention, and its q and k step by step",
             field="model",
         )
     ids = m.check_ids(list(ref.ids))

@@ -97,7 +97,8 @@ class Inside:
     head) or "all"); the text's and the chooser's messages; the head last opened on the step pages; the models held
     for this session (id, label); the layer drawn large; the uploader's count; the snapshot shown on "Watch it learn"
     (1-based); the token whose logit the Logit lens and Attribution pages follow (None: the model's prediction) and
-    their message."""
+    their message; the key token and query whose weight every head shows on First token; the head whose q and k
+    Every head shows step by step."""
 
     model: str
     sequence: str
@@ -117,6 +118,8 @@ class Inside:
     snapshot: int = 1
     token: int | None = None
     readout_message: str = ""
+    across: tuple[int, int] = (0, -1)  # one token across layers: (key, query), 0-based; query -1 the queries after it
+    qk_head: tuple[int, int] = (0, 0)  # the head whose q and k are shown step by step (a QK-norm model), 0-based
 
 
 @dataclass(frozen=True)

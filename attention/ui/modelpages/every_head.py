@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 
 from ... import charts
+from ...io import heads_files
 from ...model import Config, roles
 from ...model.vocab import WordVocab
 from ...names import token_labels
@@ -17,13 +18,15 @@ from ..address import url
 from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
+from ..views import rotation
 from ..widgets import common as widgets
+from ..widgets import downloads
 from ..widgets.chart_files import chart_files
 from . import answers, choose, overview, readout, runs
 
 QK_NORM = (
-    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot show that step "
-    "yet, so its heads do not open there: Every head shows their attention."
+    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot edit that step "
+    "yet, so its heads do not open there: Every head shows their attention, and below, any head's q and k step by step."
 )
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
@@ -49,6 +52,19 @@ def answering() -> None:
     answers.predicting()
     with heads_box:
         heads(now)
+    downloads.every_head(files_of(runs.model_id(), ids, ablations), now.weights.shape, runs.model_id())
+    rotation.qk_norm_steps(now.ids, now.ablations, now.weights, token_labels(runs.pieces(ids)))
+
+
+def files_of(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Callable[[], heads_files.Measured]:
+    """What every head's weights file records, made when asked (from the run cache, by content)."""
+    pieces, name = tuple(runs.pieces(ids)), runs.model().name
+
+    def measure() -> heads_files.Measured:
+        weights = runs.measure(ids, ablations, model_id).weights  # (L, H, n, n)
+        return heads_files.Measured(name, model_id, pieces, ids, ablations, weights)
+
+    return measure
 
 
 def choose_text() -> None:
@@ -113,6 +129,7 @@ def heads(now: runs.Measured) -> None:
     st.subheader("Every head")
     heads_intro(now)
     labels = token_labels(runs.pieces(now.ids))
+    per_row, rows = overview.PER_ROW, row_height(len(labels))
     if overview.draws_all(L, H):
         layers = range(L)
     else:
@@ -122,15 +139,16 @@ def heads(now: runs.Measured) -> None:
         )
         overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
         layers = [overview.layer_chooser(L)]
+        per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: cells ≥ 10 px
     shared = groups(runs.model().config)
-    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, overview.PER_ROW)):
-        widgets.chart_gap()
+    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, per_row)):
         if shared and head0 == 0:
             st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
-        cols = st.columns(min(H, overview.PER_ROW), gap="medium")
-        for head, col in zip(range(head0, min(H, head0 + overview.PER_ROW)), cols, strict=False):
+        widgets.chart_gap()
+        cols = st.columns(min(H, per_row), gap="medium")
+        for head, col in zip(range(head0, min(H, head0 + per_row)), cols, strict=False):
             with col:
-                head_column(now, layer, head, labels)
+                head_column(now, layer, head, labels, rows)
 
 
 def groups(c: Config) -> str:
@@ -173,14 +191,16 @@ def heads_intro(now: runs.Measured) -> None:
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
 
 
-def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) -> None:
-    """One head: its weights (causal, on the 0–1 scale), its role and scores, a button to ablate or restore it and
-    one to open it on the step pages; what the last press moved, beside the button pressed."""
+def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], rows: int | None = None) -> None:
+    """One head: its weights (causal, on the 0–1 scale; ``rows`` px a row), its role and scores, a button to ablate
+    or restore it and one to open it on the step pages; what the last press moved, beside the button pressed."""
     role = str(now.roles[layer, head])
     score = now.scores[role][layer, head] if role != "none" else np.nan
     subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-    style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=row_height(len(labels)))
-    allowed = np.tril(np.ones((len(labels), len(labels)), bool))  # (n, n): causal, True = may attend
+    w = runs.window(layer)
+    subtitle += f" · window {w}" if w and w < len(labels) else ""
+    style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=rows or row_height(len(labels)))
+    allowed = runs.allowed(layer, len(labels))  # (n, n): causal (and the window), True = may attend
     spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
     widgets.vega_chart(spec, width="stretch", key=keys.inside_head("chart", layer, head))
     prefix = "induction" if runs.model_id() == "induction" else "model"
@@ -229,8 +249,9 @@ def opened(layer: int, head: int) -> None:
 
 
 def row_height(n: int) -> int:
-    """Each row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall)."""
-    return max(4, min(ROW_PX, 216 // n))
+    """Each drawn row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall;
+    a longer text is drawn in blocks, :func:`charts.drawn_rows`)."""
+    return max(4, min(ROW_PX, 216 // charts.drawn_rows(n)))
 
 
 def heatmap(

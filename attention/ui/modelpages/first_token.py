@@ -4,6 +4,12 @@ For head (l, h) and a text of n tokens, its share on the first token is the mean
 weight A[t, 1] (query 1 can only see itself): the first-token score of :mod:`attention.model.roles`. The page also
 measures the value vectors of the head that puts the most there: ‖v_j‖ for each token j (the head's value, d_head
 numbers) and ‖v_j W_o,h‖ (what it writes into the stream), token 1's beside the others'.
+
+Every head's weight on any one token, from one query or averaged over the queries after it, generalises the grid:
+
+    w_lh(j) = 1/(n − 1 − j) · Σ_{i = j+1}^{n−1} A_lh[i, j]            (L, H)
+
+is the first-token score at j = 0 (the page's default choice), and A_lh[i, j] for one query i ≥ j.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from ...names import token_labels
 from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
-from ..widgets.common import vega_chart
+from ..widgets.common import bind, vega_chart
 from . import choose, every_head, overview, runs
 
 STRONG = 0.5  # a head is said to park its weight on token 1 when its mean share there is at least this
@@ -66,15 +72,11 @@ def sinks() -> None:
             "do is find tokens (the Every head page names their roles)."
         )
     )
-    left, right = st.columns([3, 2], gap="medium")
-    with left:
-        spec = overview.grid_spec(share, "Mean weight on token 1", f"queries 2–{len(ids)}, every layer × head")
-        vega_chart(spec, width="stretch", key=keys.SINK_GRID)
-    with right:
-        table = pd.DataFrame(
-            np.round(share, 3), index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
-        )
-        st.dataframe(table, width="stretch")
+    st.markdown(
+        "**Every head's weight on one token.** Token 1 with the mean over the queries after it is the share above; "
+        "choose another key token, or one query, to follow any token across the layers."
+    )
+    across(now.weights, tokens, keys.SINK_GRID)
     strongest(ids, ablations, layer, head, tokens)
 
 
@@ -92,7 +94,7 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             subtitle="its weights; column 1 is token 1",
             row_height=every_head.row_height(n),
         )
-        spec = charts.heatmap(A, labels, labels, style, np.tril(np.ones((n, n), bool)))
+        spec = charts.heatmap(A, labels, labels, style, runs.allowed(layer, n))
         vega_chart(spec, width="stretch", key=keys.SINK_HEAD)
     seen = np.array([bool(to) for to in roles.induction_targets(ids)])  # (n,): the token occurred before
     found, nothing = seen[1:], ~seen[1:]  # queries 2 .. n with and without an earlier copy of their token
@@ -147,3 +149,74 @@ def value_norms(
     dh = m.config.d_head
     W_o = m.layer_weights(layer)[3][head * dh : (head + 1) * dh]  # (d_head, d)
     return np.linalg.norm(V, axis=-1), np.linalg.norm(V @ W_o, axis=-1)  # (n,), (n,)
+
+
+# One token across layers: every head's weight on a chosen key token
+
+AFTER = -1  # the query choice "the queries after the key", averaged
+
+
+def weights_on(weights: np.ndarray, key: int, query: int = AFTER) -> np.ndarray:
+    """Every head's weight on ``key`` (L, H) from ``weights`` (L, H, n, n): at ``query`` (≥ key), or averaged over
+    the queries after the key (its own row when it is the last token)."""
+    n = weights.shape[-1]
+    if query != AFTER:
+        return weights[:, :, query, key]  # (L, H)
+    rows = slice(key + 1, n) if key < n - 1 else slice(key, n)
+    return weights[:, :, rows, key].mean(axis=-1)  # (L, H)
+
+
+def chosen(n: int) -> tuple[int, int]:
+    """The key and query chosen (0-based; query AFTER for the mean), kept within an n-token text."""
+    key, query = inside.now().across
+    key = key if 0 <= key < n else 0
+    return key, query if key <= query < n else AFTER
+
+
+def titles(key: int, query: int, n: int, tokens: list[str]) -> tuple[str, str]:
+    """The grid's title and subtitle: "Mean weight on token 1", "queries 2–24, every layer × head"."""
+    if query == AFTER:
+        first, last = (key + 2, n) if key < n - 1 else (n, n)
+        span = f"query {n}" if first == last else f"queries {first}–{last}"
+        return f"Mean weight on token {key + 1}", f"{span}, every layer × head"
+    return f"Weight on token {key + 1}", f"from query {query + 1} ({tokens[query][:20]}), every layer × head"
+
+
+def choose_key(n: int, tokens: list[str]) -> tuple[int, int]:
+    """A key token and a query (the queries after it, or one that can see it); the choice (0-based)."""
+    key, query = chosen(n)
+    left, right = st.columns(2, gap="medium")
+    bind(keys.ACROSS_KEY, key)
+    left.selectbox(
+        "Key token (the one attended to)",
+        list(range(n)),
+        format_func=lambda k: f"{k + 1}: {tokens[k]}",
+        key=keys.ACROSS_KEY,
+        on_change=lambda: inside.on_across(st.session_state[keys.ACROSS_KEY], chosen(n)[1]),
+    )
+    bind(keys.ACROSS_QUERY, query)
+    right.selectbox(
+        "Query (the token attending)",
+        [AFTER, *range(key, n)],
+        format_func=lambda i: "the mean over the queries after it" if i == AFTER else f"{i + 1}: {tokens[i]}",
+        key=keys.ACROSS_QUERY,
+        on_change=lambda: inside.on_across(chosen(n)[0], st.session_state[keys.ACROSS_QUERY]),
+    )
+    return key, query
+
+
+def across(weights: np.ndarray, tokens: list[str], grid_key: str) -> np.ndarray:
+    """Choose a key and a query; every layer × head's weight on that key as a heatmap and a table. The values (L, H)."""
+    n = weights.shape[-1]
+    key, query = choose_key(n, tokens)
+    values = weights_on(weights, key, query)  # (L, H)
+    L, H = values.shape
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        vega_chart(overview.grid_spec(values, *titles(key, query, n, tokens)), width="stretch", key=grid_key)
+    with right:
+        table = pd.DataFrame(
+            np.round(values, 3), index=[f"layer {k + 1}" for k in range(L)], columns=[f"head {k + 1}" for k in range(H)]
+        )
+        st.dataframe(table, width="stretch")
+    return values

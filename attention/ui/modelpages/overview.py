@@ -16,15 +16,26 @@ from ... import charts
 from ...model import roles
 from ..core import keys
 from ..state import inside
-from ..widgets.common import bind, vega_chart
+from ..widgets.common import bind, chart_gap, vega_chart
 
 DRAW_ALL = 16  # a model with at most this many heads (and at most PER_ROW a layer) draws every head's heatmap
 PER_ROW = 4  # heatmaps side by side
+# One layer's heads of a wide model, laid out so each cell stays readable on a 1280 px screen with the sidebar open:
+MAIN_PX, GAP_PX, LABELS_PX = 820, 32, 70  # the main column, the gap between columns, a heatmap's labels and titles
+CELL_PX = 10  # the narrowest cell drawn: a text of n tokens gets as many heads a row as leave each cell this wide
+ROW_PX = 12  # each row of a wide model's head heatmap: near-square cells (labels Vega would overlap are thinned)
 
 
 def draws_all(layers: int, heads: int) -> bool:
     """Whether every head's heatmap is drawn (a small model), or one layer at a time after the overview."""
     return layers * heads <= DRAW_ALL and heads <= PER_ROW
+
+
+def per_row(n: int) -> int:
+    """How many of one layer's head heatmaps go side by side for an n-token text: at most PER_ROW, and as many as
+    keep each of the drawn columns (:func:`charts.drawn_rows`) at least CELL_PX wide."""
+    need = charts.drawn_rows(n) * CELL_PX + LABELS_PX + GAP_PX  # px: one heatmap and its share of the gaps
+    return max(1, min(PER_ROW, (MAIN_PX + GAP_PX) // need))
 
 
 def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
@@ -41,6 +52,7 @@ def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
 def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str) -> None:
     """The three scores of every head, each a layers × heads heatmap, side by side; every head's role and score as a
     table below."""
+    chart_gap()
     for kind, col in zip(roles.ROLES, st.columns(len(roles.ROLES), gap="medium"), strict=True):
         with col:
             values = scores_by_kind[kind]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model import roles
+from ...model.attend import visible
 from ...model.interventions import ablate
 from ...model.model import Run
 from ..core import models
@@ -32,6 +33,18 @@ def model_id() -> str:
 def pieces(ids: Sequence[int]) -> list[str]:
     """The chosen model's tokens as a person reads them (a BPE piece's spaces made visible); user text: escape it."""
     return ["".join(SHOWN.get(ch, ch) for ch in t) or "∅" for t in inside.model().pieces(ids)]
+
+
+def window(layer: int) -> int:
+    """The chosen model's sliding window on ``layer`` (0 on a layer that sees every earlier token)."""
+    c = inside.model().config
+    return c.sliding_window if c.layer_type(layer) == "sliding" else 0
+
+
+def allowed(layer: int, n: int) -> np.ndarray:
+    """Which keys each query of ``layer`` may attend on an n-token text, (n, n), True = may attend: causal, and
+    within the window on a sliding layer (the model's own rule, :func:`attention.model.attend.visible`)."""
+    return visible(0, n, n, window(layer))
 
 
 def ready_made() -> dict[str, tuple[int, ...]]:

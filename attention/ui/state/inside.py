@@ -21,7 +21,8 @@ from ..core.session import KEY, Inside, Session, Training, get
 from ..core.text import esc
 from .presets import open_head
 
-MAX_CHARS = 400  # longer typed text is refused before it is split (24 words of the vocabulary are at most 72)
+# longer typed text is refused before it is split or tokenized: 16 characters a token for the most tokens read
+MAX_CHARS = 16 * models.MAX_TOKENS  # 4,096
 HOWS = ("zero", "mean")
 TYPED_LABEL = "Your own words (typed below)"
 MAX_TOKEN_CHARS = 100  # a token's text is at most this long here (GPT-2's longest is 128 bytes of spaces)
@@ -254,6 +255,21 @@ def on_layer_shown() -> None:
     value = st.session_state.get(keys.INSIDE_LAYER_SHOWN)
     if isinstance(value, int) and 0 <= value < model().config.n_layers:
         _set(layer_shown=value)
+
+
+def on_across(key: int, query: int) -> None:
+    """The key token and the query (-1: the queries after it) whose weight every layer × head shows; a query before
+    the key (which it cannot see) becomes the queries after it."""
+    n = len(now().ids)
+    if isinstance(key, int) and isinstance(query, int) and 0 <= key < n and -1 <= query < n:
+        _set(across=(key, query if query >= key else -1))
+
+
+def on_qk_head(head: object) -> None:
+    """The head (layer, head), 0-based, whose queries and keys Every head shows step by step."""
+    c = model().config
+    if isinstance(head, tuple) and len(head) == 2 and 0 <= head[0] < c.n_layers and 0 <= head[1] < c.n_heads:
+        _set(qk_head=(int(head[0]), int(head[1])))
 
 
 def recover() -> None:

@@ -1,4 +1,4 @@
-"""Download buttons: one matrix as CSV, or everything as a zip, from the session's numbers.
+"""Download buttons: one matrix as CSV, or everything as a zip, from the session's numbers; every head of a model.
 
 A small state's files are built with the page, so the file is the run's own and stays until the session's next run.
 A large state's are deferred (built when clicked), so no session holds megabytes of CSV it never asks for; Streamlit
@@ -14,7 +14,7 @@ from typing import TypeVar
 import streamlit as st
 
 from ... import names
-from ...io import tables
+from ...io import heads_files, tables
 from ..core import compute, keys, session
 from ..core.shown import shown
 
@@ -67,3 +67,36 @@ def everything(s: session.Session, page_key: str) -> None:
         key=keys.download(page_key, "zip"),
         on_click="ignore",
     )
+
+
+HEADS_EAGER = 65_536  # every head's weights made into files with the page up to this many (the shipped model: 2·2·24²)
+
+
+def every_head(measure: Callable[[], heads_files.Measured], shape: tuple[int, ...], model_id: str) -> None:
+    """Every head at once: all the heads' weights on the text as one .npz, and as a zip of one CSV per head, with the
+    model, the text and the ablations recorded in each (:mod:`attention.io.heads_files`). ``measure`` makes the record
+    (from the run cache: a deferred file holds it, never a run's weights); ``shape`` is the weights' (L, H, n, n). A
+    large run's files are made when pressed."""
+    L, H, n, _ = shape
+    st.markdown(
+        f"**Every head at once:** the weights of all {L * H} heads on these {n} tokens in one file, with the model, "
+        "the text and the ablations recorded in it (about.json)."
+    )
+    stem = f"{model_id.split(':')[-1][:40]}_every_head"
+    files = (
+        ("npz", "Download every head's weights (.npz)", heads_files.heads_npz, ".npz", "application/octet-stream",
+         "weights[layer, head, query, key] (float64), tokens, ids and about (JSON); np.load reads it without pickle."),
+        ("zip", "Download every head's weights (.zip of CSVs)", heads_files.heads_zip, "_csv.zip", "application/zip",
+         "One CSV per head (rows: query tokens, columns: key tokens), about.json and a README."),
+    )  # fmt: skip
+    for col, (kind, label, write, suffix, mime, about) in zip(st.columns(2, gap="medium"), files, strict=True):
+        build = (lambda w: lambda: w(measure()))(write)  # this file's maker, now or when pressed
+        col.download_button(  # ours: fixed labels
+            label,
+            data=build() if L * H * n * n <= HEADS_EAGER else build,
+            file_name=f"{stem}{suffix}",
+            mime=mime,
+            key=keys.inside_export(kind),
+            on_click="ignore",
+            help=about,
+        )

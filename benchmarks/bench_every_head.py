@@ -1,0 +1,135 @@
+"""Every head on a SmolLM2-shaped random model at 32 tokens, against the floor app's edit, side by side in one run.
+
+Issue 33's goal: drawing Every head on a SmolLM2-135M-shaped model (30 layers × 9 query heads on 3 key/value heads) at
+32 tokens within 1.5× the floor app's edit (benchmarks/floor: one cell edited → its heatmap redrawn). Two waits are
+timed in headless Chromium at 1400 × 1000, each from a new browser context:
+
+- load: the page opened at the model and text (its address) → the three score grids and the first layer's nine
+  head heatmaps drawn;
+- layer: another layer chosen in "Layer whose heads are drawn below" → its nine heatmaps drawn with their titles
+  (the redraw a learner waits for while reading a wide model, one layer at a time).
+
+The floor app's edit is measured just before each repeat, so load on the machine hits both; each ratio is a median
+over the floor edit's median. The model is random, made with transformers as benchmarks/bench_model.py makes it (the
+full width, saved as bfloat16) or, with ``--narrow``, at the tests' narrow width (the same layers and heads, d = 72).
+Run: python benchmarks/bench_every_head.py [--repeats 5] [--narrow]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_floor import _one, retried  # noqa: E402
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, settle, streamlit_server  # noqa: E402
+
+N = 32  # tokens
+LAYERS, HEADS = 30, 9
+TITLES = """(prefix) => [...document.querySelectorAll("[data-testid='stVegaLiteChart'] svg.marks .role-title-text")]
+  .filter(t => t.textContent.startsWith(prefix)).length"""
+
+
+def make_model(folder: Path, narrow: bool) -> None:
+    """A random SmolLM2-shaped checkpoint with a tokenizer in ``folder``."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # made here: the hub is never asked
+    if narrow:
+        from tests.helpers.families import smol_shaped
+
+        smol_shaped(folder)
+        return
+    import torch
+
+    from benchmarks.bench_model import _smollm2_folder, _tokenizer
+
+    torch.manual_seed(0)
+    _smollm2_folder(folder)
+    _tokenizer(folder)
+
+
+def _drawn(page, prefix: str, count: int, timeout_s: float = 120) -> None:
+    """Wait until ``count`` heatmaps titled ``prefix``… are drawn and the run has ended."""
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        idle = page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").count()
+        if idle and not page.locator("[data-testid='stSkeleton']").count() and page.evaluate(TITLES, prefix) >= count:
+            return
+        page.wait_for_timeout(20)
+    raise TimeoutError(f"{count} heatmaps titled {prefix!r} not drawn in {timeout_s:.0f} s")
+
+
+def _every_head(browser, url: str, layer: int) -> tuple[float, float]:
+    """One load of Every head at ``url`` and one switch to ``layer`` (1-based), in a new context: both times (s)."""
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as ctx:
+        page = ctx.new_page()
+        t0 = time.perf_counter()
+        page.goto(url)
+        settle(page)
+        _drawn(page, "layer 1 · head", HEADS)
+        page.locator("[data-testid='stVegaLiteChart']").nth(2).wait_for()  # the score grids
+        t_load = time.perf_counter() - t0
+        box = page.get_by_role("combobox", name="Layer whose heads are drawn below")
+        box.scroll_into_view_if_needed()
+        box.click()
+        option = page.get_by_role("option", name=f"layer {layer}", exact=True)
+        option.wait_for()
+        t0 = time.perf_counter()
+        option.click()
+        _drawn(page, f"layer {layer} · head", HEADS)
+        return t_load, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--narrow", action="store_true", help="the tests' narrow model (d = 72) instead of the full width")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    times: dict[str, list[float]] = {"floor edit": [], "load": [], "layer": []}
+    retries = {"floor": 0}
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        folder = Path(tmp) / "smol"
+        make_model(folder, args.narrow)
+        os.environ["ATTENTION_MODELS"] = f"smol={folder}"  # the server copies the environment when it starts
+        floor = stack.enter_context(streamlit_server("benchmarks/floor/floor_app.py"))
+        app = stack.enter_context(streamlit_server())
+        browser = stack.enter_context(sync_playwright()).chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        ids = ".".join(str(3 + (7 * k) % 250) for k in range(N))  # 32 ids every tokenizer here holds
+        url = f"{app}/every_head?model=server:smol&ids={ids}"
+        for rep in range(args.repeats + 1):  # the first round warms both servers and is not counted
+            _, t_floor = retried("floor", retries, _one, browser, "floor", f"{floor}/", rep)
+            t_load, t_layer = _every_head(browser, url, 2 + rep % (LAYERS - 1))
+            if rep:
+                for name, t in zip(times, (t_floor, t_load, t_layer), strict=True):
+                    times[name].append(t)
+        browser.close()
+    floor_edit = statistics.median(times["floor edit"])
+    width = "narrow (d = 72)" if args.narrow else "full width (d = 576, bfloat16 file)"
+    print(f"SmolLM2-shaped random model, {width}, {LAYERS} × {HEADS} heads, {N} tokens, 1400 × 1000")
+    print(f"{'wait':44}{'median (s)':>12}{'÷ floor edit':>14}")
+    for name, label in (
+        ("floor edit", "floor app: edit a cell -> heatmap redrawn"),
+        ("load", "Every head: open -> grids and 9 heads drawn"),
+        ("layer", "Every head: choose a layer -> 9 heads drawn"),
+    ):
+        t = statistics.median(times[name])
+        print(f"{label:44}{t:12.2f}{t / floor_edit:14.2f}")
+    if retries["floor"]:
+        print("floor edits retried in a new context:", retries)
+    print(f"machine load average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"goal: drawing Every head <= 1.5x the floor app's edit; medians of {args.repeats} repeats")
+
+
+if __name__ == "__main__":
+    main()

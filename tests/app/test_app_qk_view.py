@@ -1,0 +1,66 @@
+"""A QK-norm model on Every head (AppTest): its heads still do not open on the step pages (their q is not X·W_q), and
+the page shows a chosen head's q and k after each step the model takes, with the engine's own numbers, and the weights
+they make within 1e-9 of the model's; a model without QK-norm shows no such section."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from attention.model import Config, Model, init_params
+from attention.model.qk_steps import NORMED, PROJECTED, ROTATED, qk_steps
+from attention.model.vocab import WordVocab
+from attention.ui.core import keys, models
+from tests.helpers.apptest import app, no_exception, put_inside, select, session, texts
+
+CFG = Config(
+    vocab_size=20, n_ctx=16, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_mlp=24, positions="rotary",
+    norm="rmsnorm", qk_norm=True, head_dim=6, rotary_layout="halves", layer_types=("sliding", "full"), sliding_window=3,
+)  # fmt: skip
+
+
+def _model(config: Config) -> Model:
+    params = init_params(config, 5, std=0.5)
+    rs = np.random.RandomState(1)
+    for name, value in params.items():
+        if name.endswith(".g"):
+            params[name] = value + rs.normal(0.0, 0.3, value.shape)  # the norms' gains away from 1
+    return Model(config, params, WordVocab([f"w{i}" for i in range(config.vocab_size)]), name="qk-normed")
+
+
+def _tables(at, n: int) -> list[np.ndarray]:
+    return [d.value.to_numpy(dtype=float) for d in at.dataframe if getattr(d.value, "shape", None) == (n, 6)]  # d_head
+
+
+def test_a_qk_norm_heads_steps_are_the_models_own_and_it_does_not_open_on_the_step_pages() -> None:
+    m = _model(CFG)
+    at = app("every_head")
+    ids = tuple(range(1, 11))
+    put_inside(at, model=models.hold(m, "trained"), ids=ids, sequence="", position=5)
+    at = at.run()
+    no_exception(at)
+    assert at.button(key=keys.inside_head("open", 0, 1)).disabled
+    at = select(at, keys.INSIDE_QK_HEAD, (1, 3))  # layer 2 · head 4, reading key/value head 2
+    no_exception(at)
+    assert session(at).inside.qk_head == (1, 3)
+    want = qk_steps(m.run(list(ids)), 1, 3)
+    assert want.names == (PROJECTED, NORMED, ROTATED) and want.kv_head == 1
+    got = _tables(at, len(ids))[-6:]  # q and k after each of the three steps
+    for k, name in enumerate(want.names):
+        np.testing.assert_allclose(got[2 * k], want.q[name], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[2 * k + 1], want.k[name], rtol=0, atol=1e-12)
+    said = " ".join(texts(at.caption))
+    gap = float(re.search(r"differ from the model's own by at most ([0-9.]+e[+-][0-9]+)", said).group(1))
+    assert gap < 1e-9
+    assert "k (key/value head 2) after QK-norm" in said
+
+
+def test_a_model_without_qk_norm_shows_no_steps_section() -> None:
+    cfg = Config(vocab_size=20, n_ctx=16, d_model=16, n_layers=2, n_heads=2, d_mlp=24, positions="rotary")
+    at = app("every_head")
+    put_inside(at, model=models.hold(_model(cfg), "trained"), ids=tuple(range(1, 9)), sequence="", position=3)
+    at = at.run()
+    no_exception(at)
+    assert not [h for h in texts(at.subheader) if "step by step" in h]
+    assert not at.button(key=keys.inside_head("open", 0, 1)).disabled

@@ -1,0 +1,89 @@
+"""Real headless Chromium: Every head on a 30 × 9-head model (SmolLM2-135M's shape, narrow, made here) on a 30-token
+text, at 1280 × 720 and 1400 × 1000: the three score grids and one layer's nine heads pass the visible checks (a
+readable box, 12 px text, nothing cut or clipped, pixels not blank), every head's title is whole, and each head's
+cells are at least 10 px wide; axe-core finds no critical or serious violation."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.helpers.browser import CHROMIUM, SHOTS, check, guarded_context, settle, streamlit_server, wait_readable
+from tests.helpers.visible import CANVAS_HOOK, check_page, stable_charts
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+
+N = 30  # tokens
+CELL_PX = 10  # the narrowest readable cell
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    from tests.helpers.families import smol_shaped
+
+    folder = smol_shaped(tmp_path_factory.mktemp("smol_shaped"))
+    old = os.environ.get("ATTENTION_MODELS")
+    os.environ["ATTENTION_MODELS"] = f"smol={folder}"
+    try:
+        with streamlit_server() as url:  # the server copies the environment when it starts
+            yield url
+    finally:
+        if old is None:
+            os.environ.pop("ATTENTION_MODELS", None)
+        else:
+            os.environ["ATTENTION_MODELS"] = old
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (1400, 1000)], ids=["1280x720", "1400x1000"])
+def test_a_wide_models_grids_and_one_layers_heads_are_readable(browser, served, axe_script, viewport) -> None:  # noqa: F811
+    ids = ".".join(str(i) for i in range(40, 40 + N))
+    with guarded_context(browser, viewport={"width": viewport[0], "height": viewport[1]}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        pg.goto(f"{served}/every_head?model=server:smol&ids={ids}")
+        settle(pg)
+        wait_readable(pg, 3 + 9, seconds=60)
+        problems = check_page(pg, "every_head", "1 head, 6 tokens", viewport)
+        assert not problems, "\n".join(problems)
+        found = stable_charts(pg)
+        heads = found[3:]
+        assert [c["title"] for c in heads] == [f"layer 1 · head {k}" for k in range(1, 10)], [c["title"] for c in heads]
+        narrow = [(c["title"], round(c["plotW"] / N, 1)) for c in heads if c["plotW"] / N < CELL_PX]
+        assert not narrow, narrow
+        assert [c["title"] for c in found[:3]] == ["previous-token score", "induction score", "first-token sink score"]
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.locator("[data-testid='stVegaLiteChart']").nth(3).scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / f"wide_model_heads_{viewport[0]}.png"))
+        check(pg, axe_script, f"every_head on a 30 × 9-head model at {viewport[0]}")
+
+
+def test_one_token_across_layers_on_the_wide_model(browser, served, axe_script) -> None:  # noqa: F811
+    """First token on the 30 × 9-head model: a key token and a query chosen, the layers × heads grid of every head's
+    weight on that key redrawn with its title, readable at 1280 × 720; axe-core."""
+    from tests.helpers.browser import rerun
+
+    ids = ".".join(str(i) for i in range(40, 40 + N))
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        pg.goto(f"{served}/first_token?model=server:smol&ids={ids}")
+        settle(pg)
+        wait_readable(pg, 2, seconds=60)
+        for label, option in (("Key token (the one attended to)", "6: "), ("Query (the token attending)", "20: ")):
+            box = pg.get_by_role("combobox", name=label)
+            box.scroll_into_view_if_needed()
+            box.click()
+            pg.keyboard.type(option)  # the list is long: typing narrows it to the option
+            with rerun(pg):
+                pg.get_by_role("option").filter(has_text=option).first.click()
+        wait_readable(pg, 2, seconds=60)
+        found = stable_charts(pg)
+        assert found[0]["title"] == "Weight on token 6", [c["title"] for c in found]
+        problems = check_page(pg, "first_token", "1 head, 6 tokens", (1280, 720))
+        assert not problems, "\n".join(problems)
+        pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "wide_model_one_token_across_layers_1280.png"))
+        check(pg, axe_script, "first_token on a 30 × 9-head model")
