@@ -33,6 +33,7 @@ PAGES = {
     "watch_it_learn": "pages/16_watch_it_learn.py",
     "generate": "pages/17_generate.py",
     "first_token": "pages/18_first_token.py",
+    "patching": "pages/21_patching.py",
 }
 TIMEOUT = 60
 

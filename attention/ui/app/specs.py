@@ -297,6 +297,18 @@ INSIDE: dict[str, Lab] = {
             "Below, for the model and text you choose, how much weight each head puts on the first token, and why a "
             "head would: the attention sink, explained with this model's own numbers.",
         ),
+        Lab(
+            "patching",
+            "pages/21_patching.py",
+            "Patching",
+            "Inside a model: which heads carry the difference?",
+            "Run the model on a **clean** text and on a **corrupted** copy with one token changed: the prediction at "
+            "the end changes. Now run the corrupted text again, but take one head's output (or the residual stream "
+            "at one layer and position) from the clean run: how much of the clean prediction comes back? Doing that "
+            "for every head and every stream row finds the heads that carry the difference, and where it travels "
+            "(activation patching). On the shipped model, the ready-made pair changes the word that the last word "
+            "followed earlier in the text: watch the previous-token head and the induction head restore it.",
+        ),
     )
 }
 NAV = (

@@ -309,3 +309,15 @@ def gen_chart(which: str) -> str:
 
 
 SINK_GRID, SINK_HEAD = "inside.sink.grid", "inside.sink.head"
+
+# --- the Patching page ---
+PATCH_PAIR, PATCH_CLEAN, PATCH_CORRUPT, PATCH_USE = (
+    "inside.w.patch.pair",
+    "inside.w.patch.clean",
+    "inside.w.patch.corrupt",
+    "inside.patch.use",
+)
+PATCH_FORM = "inside.patch.form"
+PATCH_ANSWER, PATCH_WRONG = "inside.w.patch.answer", "inside.w.patch.wrong"
+PATCH_RUN, PATCH_CANCEL = "inside.patch.run", "inside.patch.cancel"
+PATCH_HEADS, PATCH_STREAMS = "inside.patch.heads", "inside.patch.streams"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import every_head, first_token, generate, on_steps, watch_it_learn
+from . import every_head, first_token, generate, on_steps, patching, watch_it_learn
 
 ANSWERS: dict[str, on_steps.Answer] = {  # panels a step page's spec asks for below its results
     "model": on_steps.Answer(on_steps.is_model_head, on_steps.panel),
@@ -15,4 +15,5 @@ BODIES: dict[str, Callable[[session.Session], None]] = {
     "watch_it_learn": watch_it_learn.body,
     "generate": generate.body,
     "first_token": first_token.body,
+    "patching": patching.body,
 }
