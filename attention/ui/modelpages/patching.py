@@ -27,6 +27,7 @@ from . import choose, runs
 POLL = 0.5  # s between redraws of a running sweep's progress
 CANDIDATES = 8  # each run's most likely next tokens offered as the answer and the wrong token
 NAMED = 3  # heads named in the summary
+FEW_ROWS = 60  # px a row of a heatmap of at most 4 layers (its title, labels and legend leave the rows little room)
 
 
 def body(s: session.Session) -> None:
@@ -171,7 +172,11 @@ def result(sweep: Sweep, p: session.Patching) -> None:
         sweep.heads,
         rows,
         [f"head {k + 1}" for k in range(H)],
-        style.but(title="Each head's output patched", subtitle="share of the difference restored"),
+        style.but(
+            title="Each head's output patched",
+            subtitle="share of the difference restored",
+            row_height=FEW_ROWS if L <= 4 else None,
+        ),
     )
     widgets.chart_gap()
     where = st.columns([2, 3])[0] if H <= 4 else st  # a few heads: not a whole row of huge cells
@@ -182,6 +187,7 @@ def result(sweep: Sweep, p: session.Patching) -> None:
         [f"into layer {k + 1}" for k in range(L)],
         cols,
         style.but(
+            row_height=FEW_ROWS if L <= 4 else None,
             title="The stream entering each layer, patched at one position",
             subtitle="share of the difference restored; columns: the clean text's tokens",
             col_title="position and clean token",
