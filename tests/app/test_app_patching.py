@@ -240,3 +240,31 @@ def test_a_tiny_llama_patches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     s = job.result
     assert s.heads.shape == (2, 4) and np.isfinite(s.heads).all() and np.isfinite(s.streams).all()
     assert len(_charts(at)) == 2
+
+
+def _address(at) -> dict[str, str]:
+    return {k: v[0] if isinstance(v, list) else v for k, v in dict(at.query_params).items()}
+
+
+def test_the_pair_travels_in_the_address_and_a_bad_one_is_named() -> None:
+    at = app("patching")
+    assert not {"clean", "corrupt"} & set(_address(at))  # the first ready-made pair: nothing written
+    at = at.selectbox(key="inside.w.patch.pair").select_index(3).run()
+    p = session(at).patching
+    written = _address(at)
+    assert written["clean"] == ".".join(map(str, p.clean)) and written["corrupt"] == ".".join(map(str, p.corrupt))
+    again = app("patching", {"clean": written["clean"], "corrupt": written["corrupt"]})  # a reload, a new session
+    no_exception(again)
+    assert (session(again).patching.clean, session(again).patching.corrupt) == (p.clean, p.corrupt)
+    assert at.text_area(key="inside.w.patch.clean").value == again.text_area(key="inside.w.patch.clean").value
+    for query, said in (
+        ({"clean": "1.2.3", "corrupt": "1.2"}, "the texts have 3 and 2 tokens"),
+        ({"clean": "1.2.3", "corrupt": "1.x.3"}, "is not token ids separated by dots"),
+        ({"clean": "1.2.3", "corrupt": "1.2.99"}, "outside the vocabulary"),
+        ({"clean": "1.2.3", "corrupt": "1.2.3"}, "the same tokens"),
+    ):
+        bad = app("patching", query)
+        no_exception(bad)
+        notes = [t for t in texts(bad.warning) if "patching pair" in t]
+        assert notes and said in notes[0], (query, texts(bad.warning))
+        assert session(bad).patching.pair.startswith("12 words, then the same 12 again")  # the page as it starts

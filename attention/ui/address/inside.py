@@ -3,7 +3,9 @@
 - ``mh=induction~2.1~4.17.9~1.2z``: a state at a model's head (``preset=model``): the model's id, layer.head
   (counted from 1), the text's token ids, then the ablations it runs with (layer.head and z for zero, m for mean);
 - ``model=induction&ids=4.17.9&ablate=2.1z-1.2m``: what the "Inside a model" pages show (written only when it
-  differs from their starting point).
+  differs from their starting point);
+- ``clean=4.17.9&corrupt=4.3.9``: the Patching page's pair, as the model's token ids (written only when it is not
+  the model's first ready-made pair).
 
 Only the shipped model and the server's own checkpoints travel (:func:`attention.ui.core.models.travels`). Every
 value is user text: bounded before it is split, read with plain string methods, and quoted in every notice.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...errors import AttentionError
 from ..core import models
 from ..core.models import Ablation, HeadRef
 from ..core.session import Inside, Session
@@ -22,8 +25,10 @@ from ..state import inside
 HEAD = "mh"
 MODEL, IDS, ABLATE = "model", "ids", "ablate"
 PARAMS = (MODEL, IDS, ABLATE)
+CLEAN, CORRUPT = "clean", "corrupt"
+PAIR = (CLEAN, CORRUPT)
 MAX_IDS = 1024  # tokens in an address (GPT-2's whole context)
-LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60}
+LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, CLEAN: 8000, CORRUPT: 8000}
 HOWS = {"z": "zero", "m": "mean"}
 
 
@@ -131,3 +136,45 @@ def restore(qp: Mapping[str, str], s: Session) -> list[str]:
         return [f"The link's ablations {quoted(qp[ABLATE], 80)} are not such as 2.1z-1.2m; ignored."]
     problem = inside.restore(s, model_id, ids, ablations)
     return [f"The link's model pages could not be restored: {problem}"] if problem else []
+
+
+def _pair(s: Session) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The Patching page's pair, when it is for the model pages' model, that model travels, and it is not the
+    model's first ready-made pair (where the page starts)."""
+    here, p = _travelling(s), s.patching
+    if here is None or p is None or p.model != here.model:
+        return None
+    try:
+        first = next(iter(models.pairs(p.model).values()), None)
+    except AttentionError:
+        return None
+    return None if (p.clean, p.corrupt) == first else (p.clean, p.corrupt)
+
+
+def clean_value(s: Session) -> tuple[int, ...] | None:
+    """The ``clean``: the Patching page's clean text, when its pair travels (see :func:`_pair`)."""
+    pair = _pair(s)
+    return None if pair is None else pair[0]
+
+
+def corrupt_value(s: Session) -> tuple[int, ...] | None:
+    """The ``corrupt``: the Patching page's corrupted text, with ``clean``."""
+    pair = _pair(s)
+    return None if pair is None else pair[1]
+
+
+def restore_pair(qp: Mapping[str, str], s: Session) -> list[str]:
+    """Put the Patching page's pair from the address into its state (in ``s``, after the model pages' model); a
+    notice for a pair that cannot be read or does not fit the model (each value quoted), and nothing changes."""
+    if not any(k in qp for k in PAIR):
+        return []
+    texts = {k: qp.get(k, "") for k in PAIR}
+    for key, text in texts.items():
+        if len(text) > LIMITS[key]:
+            return [f"The link's {key} is {len(text):,} characters long, more than {LIMITS[key]:,}; ignored."]
+    clean, corrupt = read_ids(texts[CLEAN]), read_ids(texts[CORRUPT])
+    if clean is None or corrupt is None:
+        bad = texts[CLEAN] if clean is None else texts[CORRUPT]
+        return [f"The link's patching pair {quoted(bad, 80)} is not token ids separated by dots; ignored."]
+    problem = inside.restore_pair(s, clean, corrupt)
+    return [f"The link's patching pair could not be restored: {problem}"] if problem else []

@@ -330,6 +330,26 @@ def pair() -> Patching:
     return s.patching
 
 
+def restore_pair(s: Session, clean: tuple[int, ...], corrupt: tuple[int, ...]) -> str:
+    """Put in ``s`` the pair an address names, for the model pages' model, when it fits the model (its vocabulary,
+    2 to the pages' longest, the same length, not the same tokens); else what is wrong and nothing changes."""
+    ensure(s)
+    try:
+        m = models.get(s.inside.model)
+        clean, corrupt = tuple(m.check_ids(list(clean))), tuple(m.check_ids(list(corrupt)))
+        pairs = models.pairs(s.inside.model)
+    except AttentionError as exc:
+        return esc(exc.message, 300)
+    most = models.longest(m)
+    if len(clean) != len(corrupt) or not 2 <= len(clean) <= most:
+        return f"the texts have {len(clean)} and {len(corrupt)} tokens; patching reads two of one length, 2 to {most}"
+    if clean == corrupt:
+        return "the two texts are the same tokens"
+    label = next((k for k, v in pairs.items() if v == (clean, corrupt)), "")
+    s.patching = Patching(s.inside.model, clean, corrupt, label)
+    return ""
+
+
 def _patch(**changes: object) -> None:
     s = get()
     s.patching = replace(s.patching, **changes)
