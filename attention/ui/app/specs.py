@@ -306,8 +306,9 @@ INSIDE: dict[str, Lab] = {
             "the end changes. Now run the corrupted text again, but take one head's output (or the residual stream "
             "at one layer and position) from the clean run: how much of the clean prediction comes back? Doing that "
             "for every head and every stream row finds the heads that carry the difference, and where it travels "
-            "(activation patching). On the shipped model, the ready-made pair changes the word that the last word "
-            "followed earlier in the text: watch the previous-token head and the induction head restore it.",
+            "(activation patching). On the shipped model, the ready-made pair changes the earlier copy of the text's "
+            "last word, so the induction head finds nothing to copy: watch the previous-token head and the induction "
+            "head restore it.",
         ),
     )
 }
