@@ -23,14 +23,16 @@ run at the same positions: how much of the clean − corrupted logit difference 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import AttentionError
+from ..heads import split_heads
 from ..names import is_whole
-from .interventions import patch_head, patch_stream
-from .model import Model, Run, final_logits, unembedding
+from .interventions import patch_head
+from .model import Model, Run, final_logits, normed, unembedding
 
 
 def _position(run: Run, position: object) -> int:
@@ -192,7 +194,8 @@ def restored(patched: Run, clean: Run, corrupt: Run, position: int, answer: int,
 class Sweep:
     """Patching swept over every head (``heads``, (layers, query heads)) or every stream row (``streams``, (layers,
     n): the stream entering each layer at each position), each value the share of the logit difference restored;
-    ``done`` False when it was cancelled (the rest are NaN)."""
+    ``done`` False when it was cancelled (the rest are NaN); ``clean`` and ``corrupt`` the two runs' differences
+    D = logit[answer] − logit[wrong] at ``position`` (a patch that restores everything gives ``clean``)."""
 
     position: int
     answer: int
@@ -200,6 +203,8 @@ class Sweep:
     heads: np.ndarray
     streams: np.ndarray
     done: bool
+    clean: float = float("nan")
+    corrupt: float = float("nan")
 
 
 def sweep(
@@ -210,16 +215,42 @@ def sweep(
     answer: int | None = None,
     wrong: int | None = None,
     on_step: Callable[[int, int], object] | None = None,
+    lock: AbstractContextManager = nullcontext(),  # noqa: B008 (stateless: one shared default is safe)
 ) -> Sweep:
     """Patch each head's output, then the stream entering each layer at each position, from the clean run into the
     corrupted one, and measure what each restores (:func:`restored`) at ``position``: ``answer`` is the clean run's
     prediction there and ``wrong`` the corrupted run's unless given. ``on_step(done, total)`` reports progress;
-    returning False cancels."""
+    returning False cancels. ``lock`` is held while the two texts run through the model's run cache (which is not
+    shared safely between threads); the patches themselves read only those runs.
+
+    Each patch is the corrupted run made again from the patched layer on, as :func:`patch` makes it, but only where
+    it can differ (see :class:`_Onward`): the same numbers to float64 rounding, without a full run per patch."""
     clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
-    clean, corrupt = model.run(clean_ids), model.run(corrupt_ids)
+    with lock:
+        clean, corrupt = model.run(clean_ids), model.run(corrupt_ids)
     t = _position(clean, position)
     answer = int(np.argmax(clean.logits[t])) if answer is None else _token(model, answer, "answer")
     wrong = int(np.argmax(corrupt.logits[t])) if wrong is None else _token(model, wrong, "wrong")
+    _differs(clean, corrupt, t, answer, wrong)
+    onward = _Onward(model, clean, corrupt, t, answer, wrong)
+    L, H, n = model.config.n_layers, model.config.n_heads, len(clean_ids)
+    heads, streams = np.full((L, H), np.nan), np.full((L, n), np.nan)
+    jobs = [("head", layer, h) for layer in range(L) for h in range(H)]
+    jobs += [("stream", layer, p) for layer in range(L) for p in range(n)]
+    for k, (kind, layer, i) in enumerate(jobs):
+        if on_step is not None and on_step(k, len(jobs)) is False:
+            return Sweep(t, answer, wrong, heads, streams, False, onward.clean, onward.corrupt)
+        if kind == "head":
+            heads[layer, i] = onward.head(layer, i)
+        else:
+            streams[layer, i] = onward.stream(layer, i)
+    if on_step is not None:
+        on_step(len(jobs), len(jobs))
+    return Sweep(t, answer, wrong, heads, streams, True, onward.clean, onward.corrupt)
+
+
+def _differs(clean: Run, corrupt: Run, t: int, answer: int, wrong: int) -> None:
+    """Refuse a sweep with nothing to restore: the same answer and wrong token, or the same difference in both runs."""
     if answer == wrong:
         raise AttentionError(
             "the answer and the wrong token are the same token (both texts predict it there, unless they were "
@@ -233,22 +264,58 @@ def sweep(
             "patching has nothing to restore",
             field="corrupt_ids",
         )
-    L, H, n = model.config.n_layers, model.config.n_heads, len(clean_ids)
-    heads, streams = np.full((L, H), np.nan), np.full((L, n), np.nan)
-    jobs = [("head", layer, h) for layer in range(L) for h in range(H)]
-    jobs += [("stream", layer, p) for layer in range(L) for p in range(n)]
-    for k, (kind, layer, i) in enumerate(jobs):
-        if on_step is not None and on_step(k, len(jobs)) is False:
-            return Sweep(t, answer, wrong, heads, streams, False)
-        if kind == "head":
-            iv = patch_head(layer, i, clean.traces[layer].head(i).concat)
-            heads[layer, i] = restored(model.run(corrupt_ids, [iv]), clean, corrupt, t, answer, wrong)
-        else:
-            iv = patch_stream(layer, i, clean.residuals[layer][i])
-            streams[layer, i] = restored(model.run(corrupt_ids, [iv]), clean, corrupt, t, answer, wrong)
-    if on_step is not None:
-        on_step(len(jobs), len(jobs))
-    return Sweep(t, answer, wrong, heads, streams, True)
+
+
+class _Onward:
+    """One patch's share, computed from the patched layer on and only on the rows that can change.
+
+    Causal attention lets row r see rows 0 .. r only. So, with f the first position where the texts differ, every
+    layer's rows before f are the same in the clean, corrupted and patched runs; a stream patch at position p leaves
+    the rows before p as the corrupted run has them; and rows after the read position t change nothing at t. A
+    patch of layer l therefore runs layers l .. L − 1 on rows ``start`` .. t only (start = f for a head, p for a
+    stream row), reading the corrupted run's keys and values of the rows before ``start`` as a KV cache does
+    (:meth:`Model.layer`), and reads D = logit[answer] − logit[wrong] at t from the last stream row alone:
+
+        D(x) = N_f(x) W_U[:, answer] − N_f(x) W_U[:, wrong]
+
+    A stream patch before f puts in the row that is already there, and one after t reaches no row that is read:
+    both restore exactly 0."""
+
+    def __init__(self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int):
+        c = model.config
+        self.model, self.clean_run, self.corrupt_run, self.t = model, clean, corrupt, t
+        self.columns = unembedding(c, model.params)[:, [answer, wrong]]  # (d, 2)
+        self.first = next(i for i, (a, b) in enumerate(zip(clean.ids, corrupt.ids, strict=True)) if a != b)
+        self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in corrupt.traces]
+        self.clean, self.corrupt = self.read(clean.residuals[-1][t]), self.read(corrupt.residuals[-1][t])
+
+    def read(self, x: np.ndarray) -> float:
+        """D at a last stream row x (d,)."""
+        c, p = self.model.config, self.model.params
+        h = x if c.attention_only else normed(c, p, "ln_f", x[None])[0]  # (d,)
+        a, w = h @ self.columns  # the two logits
+        return float(a - w)
+
+    def share(self, layer: int, x: np.ndarray, start: int, ivs: Sequence = ()) -> float:
+        """What the rows x (m, d) at positions start .. t, entering ``layer`` (with ``ivs`` on that layer), restore."""
+        for at in range(layer, self.model.config.n_layers):
+            past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None
+            _, x = self.model.layer(at, x, start, past, ivs if at == layer else ())  # (m, d)
+        return (self.read(x[-1]) - self.corrupt) / (self.clean - self.corrupt)
+
+    def head(self, layer: int, head: int) -> float:
+        """The share restored by head ``head`` of ``layer`` writing its clean output."""
+        f, t = self.first, self.t
+        value = self.clean_run.traces[layer].head(head).concat[f : t + 1]  # (m, dₕ)
+        return self.share(layer, self.corrupt_run.residuals[layer][f : t + 1], f, [patch_head(layer, head, value)])
+
+    def stream(self, layer: int, p: int) -> float:
+        """The share restored by the stream entering ``layer`` holding its clean row at position p."""
+        if p < self.first or p > self.t:
+            return 0.0
+        x = self.corrupt_run.residuals[layer][p : self.t + 1].copy()  # (m, d)
+        x[0] = self.clean_run.residuals[layer][p]
+        return self.share(layer, x, p)
 
 
 def _same_length(model: Model, clean_ids: Sequence[int], corrupt_ids: Sequence[int]) -> tuple[list[int], list[int]]:

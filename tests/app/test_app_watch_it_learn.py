@@ -13,7 +13,7 @@ import pytest
 
 from attention.model import Model, induction, train
 from attention.model.vocab import WordVocab
-from attention.ui.core import keys, models, training
+from attention.ui.core import jobs, keys, models
 from attention.ui.core import session as session_mod
 from attention.ui.modelpages import watch_it_learn
 from attention.ui.state import inside
@@ -170,13 +170,13 @@ def test_a_live_run_is_the_engines_run_of_the_recipe_and_opens_on_every_head(mon
     at = journey("watch_it_learn")  # entered as a browser does, so the button can switch pages
     at = at.button(key="inside.learn.train").click().run()
     no_exception(at)
-    job = training.wait(session(at).training.job)
+    job = jobs.wait(session(at).training.job)
     assert job.state == "done" and len(job.losses) == steps + 1
     at = at.run()
     no_exception(at)
     want = _independent(steps, hold)
-    got = models.get(job.model_id)
-    assert job.model_id.startswith("trained:")
+    got = models.get(job.result)
+    assert job.result.startswith("trained:")
     for name, value in want.params.items():
         np.testing.assert_array_equal(got.params[name], value, err_msg=name)
     ids = [int(t) for t in H["example"]]
@@ -186,10 +186,10 @@ def test_a_live_run_is_the_engines_run_of_the_recipe_and_opens_on_every_head(mon
     assert f"Trained {steps} steps in" in said
     assert f"loss on the first half {first:.2f} nats, on the repeated half {repeated:.2f} nats" in said
     # the trained model reads the shipped model's words, so it gets the same ready-made texts
-    assert models.ready_made(job.model_id) == models.ready_made(models.BUILTIN)
+    assert models.ready_made(job.result) == models.ready_made(models.BUILTIN)
     at = at.button(key="inside.learn.open").click().run()
     no_exception(at)
-    assert session(at).inside.model == job.model_id
+    assert session(at).inside.model == job.result
     assert session(at).inside.ablations == ()
     assert session(at).inside.ids == next(iter(models.ready_made(models.BUILTIN).values()))
     assert [t.value for t in at.title] == ["Inside a model: every head"]  # the button went there
@@ -205,15 +205,15 @@ def test_cancel_stops_a_live_run_and_keeps_nothing(monkeypatch) -> None:
     job_id = session(at).training.job
     at = at.button(key="inside.learn.cancel").click().run()
     no_exception(at)
-    job = training.wait(job_id)
-    assert job.state == "cancelled" and job.model_id is None and len(job.losses) < 100_000
+    job = jobs.wait(job_id)
+    assert job.state == "cancelled" and job.result is None and len(job.losses) < 100_000
     at = at.run()
     assert any(t.startswith("Cancelled at step") for t in texts(at.info))
     assert not [b for b in at.button if b.key == "inside.learn.open"]
 
 
 def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch) -> None:
-    monkeypatch.setattr(training, "RUNNING_MAX", 0)
+    monkeypatch.setattr(jobs, "RUNNING_MAX", 0)
     at = app("watch_it_learn")
     at = at.button(key="inside.learn.train").click().run()
     no_exception(at)
@@ -226,10 +226,10 @@ def test_a_trained_model_let_go_by_the_server_is_refused_with_a_message(monkeypa
     monkeypatch.setattr(watch_it_learn, "LIVE_HOLD", 2)
     at = journey("watch_it_learn")
     at = at.button(key="inside.learn.train").click().run()
-    job = training.wait(session(at).training.job)
+    job = jobs.wait(session(at).training.job)
     at = at.run()
     with models._HELD_LOCK:
-        models._HELD.pop(job.model_id)  # as when HELD_MAX later models pushed it out
+        models._HELD.pop(job.result)  # as when HELD_MAX later models pushed it out
     at = at.run()
     no_exception(at)
     at = at.button(key="inside.learn.open").click().run()  # a press after the eviction: refused, said, no switch

@@ -30,6 +30,7 @@ def test_the_declarations_say_what_the_hand_written_lists_said() -> None:
     survive = {n for n, x in d.items() if x.survives}
     assert survive == {
         "pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned", "inside", "training", "generation",
+        "patching",
     }  # fmt: skip
     travel = {n for n, x in d.items() if x.travels}
     assert travel == {
@@ -145,8 +146,9 @@ def test_every_place_a_message_is_left_at_is_declared_with_the_rerun_that_shows_
 
 def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -> None:
     """The model pages' state is records on the Session: the "Inside a model" pages' in MODEL, the Generate page's in
-    GENERATION, "Watch it learn"'s job and messages in BOOKKEEPING. Each survives a preset change, travels in no link
-    by itself and reruns no step page (the model pages draw it themselves)."""
+    GENERATION, "Watch it learn"'s job and messages in BOOKKEEPING, the Patching page's pair and job in MODEL. Each
+    survives a preset change, travels in no link by itself and reruns no step page (the model pages draw it
+    themselves)."""
     d = _fields()
     assert d["generation"].part == parts.GENERATION and d["generation"].survives is True
     assert not d["generation"].travels and d["generation"].rerun is None
@@ -154,7 +156,11 @@ def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -
         "keep", "steps", "made_for", "message", "layer", "many",
     }  # fmt: skip
     assert {n for n, x in d.items() if x.part == parts.GENERATION} == {"generation"}
-    assert {n for n, x in d.items() if x.part == parts.MODEL} == {"model_head", "inside"}
+    assert {n for n, x in d.items() if x.part == parts.MODEL} == {"model_head", "inside", "patching"}
+    assert d["patching"].survives is True and not d["patching"].travels and d["patching"].rerun is None
+    assert {f.name for f in dataclasses.fields(session_mod.Patching)} == {
+        "model", "clean", "corrupt", "pair", "answer", "wrong", "job", "message",
+    }  # fmt: skip
     assert d["inside"].survives is True and not d["inside"].travels and d["inside"].rerun is None
     assert {f.name for f in dataclasses.fields(session_mod.Inside)} == {
         "model", "sequence", "ids", "position", "ablations", "how", "before", "change", "where", "message", "opened",

@@ -35,6 +35,7 @@ PAGES = {
     "first_token": "pages/18_first_token.py",
     "logit_lens": "pages/19_logit_lens.py",
     "attribution": "pages/20_attribution.py",
+    "patching": "pages/21_patching.py",
 }
 TIMEOUT = 60
 

@@ -6,6 +6,8 @@
   differs from their starting point);
 - ``at=5&tok=17``: the position they predict from (counted from 1; written when it is not the text's default) and
   the token the Logit lens and Attribution pages follow (its id; written when it is not the prediction).
+- ``clean=4.17.9&corrupt=4.3.9``: the Patching page's pair, as the model's token ids (written only when it is not
+  the model's first ready-made pair).
 
 Only the shipped model and the server's own checkpoints travel (:func:`attention.ui.core.models.travels`). Every
 value is user text: bounded before it is split, read with plain string methods, and quoted in every notice.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...errors import AttentionError
 from ..core import models
 from ..core.models import Ablation, HeadRef
 from ..core.session import Inside, Session
@@ -24,8 +27,10 @@ from ..state import inside
 HEAD = "mh"
 MODEL, IDS, ABLATE, AT, TOKEN = "model", "ids", "ablate", "at", "tok"
 PARAMS = (MODEL, IDS, ABLATE, AT, TOKEN)
+CLEAN, CORRUPT = "clean", "corrupt"
+PAIR = (CLEAN, CORRUPT)
 MAX_IDS = 1024  # tokens in an address (GPT-2's whole context)
-LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, AT: 8, TOKEN: 8}
+LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, AT: 8, TOKEN: 8, CLEAN: 8000, CORRUPT: 8000}
 HOWS = {"z": "zero", "m": "mean"}
 
 
@@ -166,3 +171,45 @@ def _readout(qp: Mapping[str, str], s: Session) -> list[str]:
         notices.append(f"The link's token {quoted(qp[TOKEN], 20)} is not a token id (a whole number); ignored.")
     problem = inside.restore_readout(s, None if at is None else at - 1, tok)
     return notices + ([f"The link's position or token could not be restored: {problem}."] if problem else [])
+
+
+def _pair(s: Session) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The Patching page's pair, when it is for the model pages' model, that model travels, and it is not the
+    model's first ready-made pair (where the page starts)."""
+    here, p = _travelling(s), s.patching
+    if here is None or p is None or p.model != here.model:
+        return None
+    try:
+        first = next(iter(models.pairs(p.model).values()), None)
+    except AttentionError:
+        return None
+    return None if (p.clean, p.corrupt) == first else (p.clean, p.corrupt)
+
+
+def clean_value(s: Session) -> tuple[int, ...] | None:
+    """The ``clean``: the Patching page's clean text, when its pair travels (see :func:`_pair`)."""
+    pair = _pair(s)
+    return None if pair is None else pair[0]
+
+
+def corrupt_value(s: Session) -> tuple[int, ...] | None:
+    """The ``corrupt``: the Patching page's corrupted text, with ``clean``."""
+    pair = _pair(s)
+    return None if pair is None else pair[1]
+
+
+def restore_pair(qp: Mapping[str, str], s: Session) -> list[str]:
+    """Put the Patching page's pair from the address into its state (in ``s``, after the model pages' model); a
+    notice for a pair that cannot be read or does not fit the model (each value quoted), and nothing changes."""
+    if not any(k in qp for k in PAIR):
+        return []
+    texts = {k: qp.get(k, "") for k in PAIR}
+    for key, text in texts.items():
+        if len(text) > LIMITS[key]:
+            return [f"The link's {key} is {len(text):,} characters long, more than {LIMITS[key]:,}; ignored."]
+    clean, corrupt = read_ids(texts[CLEAN]), read_ids(texts[CORRUPT])
+    if clean is None or corrupt is None:
+        bad = texts[CLEAN] if clean is None else texts[CORRUPT]
+        return [f"The link's patching pair {quoted(bad, 80)} is not token ids separated by dots; ignored."]
+    problem = inside.restore_pair(s, clean, corrupt)
+    return [f"The link's patching pair could not be restored: {problem}"] if problem else []

@@ -9,7 +9,8 @@ after a record whether or not the link has it: what the controls do once a group
 from the preset, resize once for the sentence and sizes, fill the padding flags and custom mask).
 
 :data:`BAR` holds the address bar's own records, which the shared link leaves out: the model pages' ``model``,
-``ids`` and ``ablate`` (written from the Session's ``inside`` record, read back together into it).
+``ids`` and ``ablate`` (written from the Session's ``inside`` record, read back together into it), and the Patching
+page's ``clean`` and ``corrupt`` (from its ``patching`` record, likewise).
 """
 
 from __future__ import annotations
@@ -300,8 +301,14 @@ def _model_pages(r: Reading) -> None:
     r.notices.extend(inside.restore(r.qp, r.s))
 
 
-# the address bar's own records: the model pages' model, text and ablations (a reload keeps them; the shared link
-# leaves them out). They are read together, by the last one's ``then``
+def _patching_pair(r: Reading) -> None:
+    """Once the Patching page's two records are read (after the model pages' model): put its pair into the state,
+    or say why not (:func:`attention.ui.address.inside.restore_pair`)."""
+    r.notices.extend(inside.restore_pair(r.qp, r.s))
+
+
+# the address bar's own records: the model pages' model, text and ablations, then the Patching page's pair (a reload
+# keeps them; the shared link leaves them out). Each group is read together, by its last one's ``then``
 BAR: tuple[Param, ...] = tuple(
     Param(
         name,
@@ -320,4 +327,16 @@ BAR: tuple[Param, ...] = tuple(
         (inside.AT, inside.at_value, str),
         (inside.TOKEN, inside.token_value, str),
     )
+) + tuple(
+    Param(
+        name,
+        lambda s, w, value=value: value(s),
+        lambda text, r: text,  # read by _patching_pair, both together
+        lambda r, text: None,
+        lambda text, r, why: "",
+        text=inside.ids_text,
+        limit=inside.LIMITS[name],
+        then=_patching_pair if name == inside.CORRUPT else None,
+    )
+    for name, value in ((inside.CLEAN, inside.clean_value), (inside.CORRUPT, inside.corrupt_value))
 )

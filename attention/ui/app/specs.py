@@ -317,6 +317,19 @@ INSIDE: dict[str, Lab] = {
             "(its output through W_o), each MLP, the embeddings and the biases. Which heads make this prediction? "
             "Click one in the heatmap to open it on the step pages and edit it.",
         ),
+        Lab(
+            "patching",
+            "pages/21_patching.py",
+            "Patching",
+            "Inside a model: which heads carry the difference?",
+            "Run the model on a **clean** text and on a **corrupted** copy with one token changed: the prediction at "
+            "the end changes. Now run the corrupted text again, but take one head's output (or the residual stream "
+            "at one layer and position) from the clean run: how much of the clean prediction comes back? Doing that "
+            "for every head and every stream row finds the heads that carry the difference, and where it travels "
+            "(activation patching). On the shipped model, the ready-made pair changes the earlier copy of the text's "
+            "last word, so the induction head finds nothing to copy: watch the previous-token head and the induction "
+            "head restore it.",
+        ),
     )
 }
 NAV = (

@@ -325,3 +325,15 @@ READOUT_PICK, READOUT_OPEN = "inside.w.readout.pick", "inside.readout.open"  # a
 READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout.mlps", "inside.lens.line"
 ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
 INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step
+
+# --- the Patching page ---
+PATCH_PAIR, PATCH_CLEAN, PATCH_CORRUPT, PATCH_USE = (
+    "inside.w.patch.pair",
+    "inside.w.patch.clean",
+    "inside.w.patch.corrupt",
+    "inside.patch.use",
+)
+PATCH_FORM = "inside.patch.form"
+PATCH_ANSWER, PATCH_WRONG = "inside.w.patch.answer", "inside.w.patch.wrong"
+PATCH_RUN, PATCH_CANCEL = "inside.patch.run", "inside.patch.cancel"
+PATCH_HEADS, PATCH_STREAMS = "inside.patch.heads", "inside.patch.streams"

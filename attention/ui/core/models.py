@@ -154,6 +154,27 @@ def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
     return _ready_made()
 
 
+def pairs(model_id: str) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Ready-made (clean, corrupted) pairs for the Patching page, by label: each ready-made repeated text (else the
+    text the model starts on) as the clean one, and the same with the last token of its first half changed to the
+    first token the text does not hold. At the last position the clean text's earlier copy of that token points at
+    what follows it; the corrupted text has no earlier copy, so an induction head has nothing to copy. An
+    AttentionError when the model cannot be opened."""
+    m = get(model_id)
+    texts = ready_made(model_id) or dict([first_text(model_id)])
+    out = {}
+    for label, clean in texts.items():
+        half = len(clean) // 2
+        other = next((i for i in range(m.config.vocab_size) if i not in clean), None)
+        if half < 1 or other is None:
+            continue
+        corrupt = (*clean[: half - 1], other, *clean[half:])
+        said = label or "The starting text"
+        word = "word" if isinstance(m.vocab, WordVocab) else "token"
+        out[f"{said}; corrupted: {word} {half} changed to “{m.pieces([other])[0]}”"] = (tuple(clean), corrupt)
+    return out
+
+
 def longest(m: Model) -> int:
     """The most tokens the pages read for this model: its context for a word list, else at most MAX_TOKENS."""
     return m.config.n_ctx if isinstance(m.vocab, WordVocab) else min(m.config.n_ctx, MAX_TOKENS)

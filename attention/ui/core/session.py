@@ -132,6 +132,23 @@ class Training:
     train_message: str = ""
 
 
+@dataclass(frozen=True)
+class Patching:
+    """The Patching page's state (its writer: :mod:`attention.ui.state.inside`): the model the pair is for, the
+    clean and corrupted texts as its token ids (same length), the ready-made pair's label ("" when typed), the
+    answer and wrong tokens chosen (None: the clean and the corrupted prediction at the last position), this
+    session's latest patching job's id (None: none), and the page's message."""
+
+    model: str
+    clean: tuple[int, ...]
+    corrupt: tuple[int, ...]
+    pair: str = ""
+    answer: int | None = None
+    wrong: int | None = None
+    job: str | None = None
+    message: str = ""
+
+
 T = TypeVar("T")
 
 
@@ -192,6 +209,7 @@ class Session:
     # --- the model pages' own state (attention.ui.state.inside; None until a model page first opens) ---
     inside: Inside | None = declare(MODEL_PART, default=None, survives=True)
     training: Training | None = declare(BOOKKEEPING, default=None, survives=True)  # "Watch it learn"'s job
+    patching: Patching | None = declare(MODEL_PART, default=None, survives=True)  # the Patching page's pair and job
     # --- the Generate page's state (attention.ui.state.generation; None until that page first opens) ---
     generation: Generation | None = declare(GENERATION_PART, default=None, survives=True)
     # values derived from the whole state, each with the state it was derived from (see derived); not state

@@ -15,7 +15,7 @@ from ... import charts
 from ...errors import AttentionError
 from ...model import induction
 from ...names import token_labels
-from ..core import keys, models, session, training
+from ..core import jobs, keys, models, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets import common as widgets
@@ -204,7 +204,7 @@ def train_yourself() -> None:
         f"the shipped run's {induction.STEPS:,} steps, and still past the phase change: watch the loss sit near "
         "ln 32 ≈ 3.47 on the plateau, then drop."
     )
-    job = training.get(session.get().training.job)
+    job = jobs.get(session.get().training.job)
     running = job is not None and job.state == "running"
     st.button(
         "Train a model from scratch" if job is None else "Train again",
@@ -217,14 +217,14 @@ def train_yourself() -> None:
     if session.get().training.train_message:
         st.error(esc(session.get().training.train_message, 300))
     st.fragment(progress, run_every=POLL if running else None)(session.get().training.job, running)
-    job = training.get(session.get().training.job)
-    if job is not None and job.state == "done" and job.model_id is not None:
+    job = jobs.get(session.get().training.job)
+    if job is not None and job.state == "done" and job.result is not None:
         trained(job)
 
 
 def progress(job_id: str | None, polling: bool) -> None:
     """A live run's progress bar, its loss so far, and Cancel; redrawn every :data:`POLL` s while it runs."""
-    job = training.get(job_id)
+    job = jobs.get(job_id)
     if job is None:
         if job_id:
             st.info("That run is no longer remembered by this server. Press the button to train again.")
@@ -234,11 +234,11 @@ def progress(job_id: str | None, polling: bool) -> None:
     losses = np.array(job.losses)
     done = max(len(losses) - 1, 0)
     seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
-    st.progress(min(done / job.steps, 1.0), text=f"Step {done:,} of {job.steps:,} · {seconds:.1f} s")
+    st.progress(min(done / job.total, 1.0), text=f"Step {done:,} of {job.total:,} · {seconds:.1f} s")
     if job.state == "running":
         st.button("Cancel", key=keys.WATCH_CANCEL, on_click=inside.cancel_training)
     elif job.state == "cancelled":
-        st.info(f"Cancelled at step {done:,} of {job.steps:,} after {seconds:.1f} s; nothing was kept.")
+        st.info(f"Cancelled at step {done:,} of {job.total:,} after {seconds:.1f} s; nothing was kept.")
     elif job.state == "failed":
         st.error(esc(job.message, 300))
     if len(losses):
@@ -247,7 +247,7 @@ def progress(job_id: str | None, polling: bool) -> None:
             alt.Chart(df)
             .mark_line(color=SERIES["training loss (each step's batch)"], strokeWidth=1.5)
             .encode(
-                alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, job.steps])),
+                alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, job.total])),
                 alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(domainMin=0)),
                 tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
             )
@@ -256,22 +256,22 @@ def progress(job_id: str | None, polling: bool) -> None:
         st.altair_chart(chart.properties(title="Your model's training loss"), width="stretch", height=LOSS_HEIGHT)
 
 
-def trained(job: training.Job) -> None:
+def trained(job: jobs.Job) -> None:
     """What the finished run reached on the example sequence, and the button that opens it on Every head."""
     ids = tuple(int(t) for t in record()["example"])
     try:
-        now = runs.measure(ids, (), model_id=job.model_id)
+        now = runs.measure(ids, (), model_id=job.result)
     except AttentionError as e:  # let go by this server since (it keeps a few learners' models only)
         st.info(f"{esc(e, 300)}.")
         return
     ind = now.scores["induction"]
     layer, head = np.unravel_index(np.nanargmax(ind), ind.shape)
     st.success(
-        f"Trained {job.steps:,} steps in {job.seconds:.1f} s. On the example sequence: loss on the first half "
+        f"Trained {job.total:,} steps in {job.seconds:.1f} s. On the example sequence: loss on the first half "
         f"{now.first:.2f} nats, on the repeated half {now.second:.2f} nats; the strongest induction head is "
         f"{runs.name(layer, head)} ({ind[layer, head]:.2f})."
     )
     if st.button("Open it on Every head", key=keys.WATCH_OPEN, type="primary"):
-        if inside.open_model(job.model_id):
+        if inside.open_model(job.result):
             st.switch_page(EVERY_HEAD)
         st.rerun()  # the message says why it did not open

@@ -1,6 +1,7 @@
 """The "Inside a model" pages' state: the Session's ``inside`` record, made in :func:`ensure`, changed by callbacks.
 
-The one writer of :class:`attention.ui.core.session.Inside` (and of "Watch it learn"'s ``training`` record), with
+The one writer of :class:`attention.ui.core.session.Inside` (and of "Watch it learn"'s ``training`` record and the
+Patching page's ``patching`` record), with
 ``dataclasses.replace``. The chosen model is held by its id (:mod:`attention.ui.core.models`); the text as that
 model's token ids; ablations as (layer, head, "zero" or "mean"), 0-based as the engine counts."""
 
@@ -15,9 +16,9 @@ from ...errors import AttentionError
 from ...model import upload
 from ...model.vocab import WordVocab
 from ...names import is_whole
-from ..core import keys, models, training
+from ..core import jobs, keys, models
 from ..core.models import Ablation, HeadRef
-from ..core.session import KEY, Inside, Session, Training, get
+from ..core.session import KEY, Inside, Patching, Session, Training, get
 from ..core.text import esc
 from .presets import open_head
 
@@ -322,9 +323,9 @@ def on_snapshot(count: int) -> None:
 
 def start_training(steps: int, hold: int) -> None:
     """Train a model from scratch, live (this session's earlier run, if still running, is cancelled first)."""
-    training.cancel(_job())
+    jobs.cancel(_job())
     try:
-        job = training.start(steps, hold)
+        job = jobs.train(steps, hold)
     except AttentionError as e:
         _learn(train_message=f"{e}. Nothing started.")
         return
@@ -333,7 +334,7 @@ def start_training(steps: int, hold: int) -> None:
 
 def cancel_training() -> None:
     """Stop this session's live training at its next step."""
-    training.cancel(_job())
+    jobs.cancel(_job())
 
 
 def _job() -> str | None:
@@ -398,3 +399,146 @@ def _vocabulary(model_id: str) -> dict[str, int]:
     for i, piece in enumerate(m.vocab.pieces(range(min(m.config.vocab_size, len(m.vocab))))):
         out.setdefault(piece, i)
     return out
+
+
+# ------------------------------------------------------------------ the Patching page (Session.patching)
+
+
+def pair() -> Patching:
+    """The Patching page's state, made on first use and again when another model is chosen (its first ready-made
+    pair, the text boxes showing it)."""
+    ensure()
+    s = get()
+    if s.patching is None or s.patching.model != s.inside.model:
+        if s.patching is not None:
+            jobs.cancel(s.patching.job)
+        label, (clean, corrupt) = next(iter(models.pairs(s.inside.model).items()))
+        s.patching = Patching(s.inside.model, clean, corrupt, label)
+        _show_pair(s.patching)
+    return s.patching
+
+
+def restore_pair(s: Session, clean: tuple[int, ...], corrupt: tuple[int, ...]) -> str:
+    """Put in ``s`` the pair an address names, for the model pages' model, when it fits the model (its vocabulary,
+    2 to the pages' longest, the same length, not the same tokens); else what is wrong and nothing changes."""
+    ensure(s)
+    try:
+        m = models.get(s.inside.model)
+        clean, corrupt = tuple(m.check_ids(list(clean))), tuple(m.check_ids(list(corrupt)))
+        pairs = models.pairs(s.inside.model)
+    except AttentionError as exc:
+        return esc(exc.message, 300)
+    most = models.longest(m)
+    if len(clean) != len(corrupt) or not 2 <= len(clean) <= most:
+        return f"the texts have {len(clean)} and {len(corrupt)} tokens; patching reads two of one length, 2 to {most}"
+    if clean == corrupt:
+        return "the two texts are the same tokens"
+    label = next((k for k, v in pairs.items() if v == (clean, corrupt)), "")
+    s.patching = Patching(s.inside.model, clean, corrupt, label)
+    return ""
+
+
+def _patch(**changes: object) -> None:
+    s = get()
+    s.patching = replace(s.patching, **changes)
+
+
+def _show_pair(p: Patching) -> None:
+    """The text boxes and the pair chooser show the pair (set, not dropped: a browser would send its old values)."""
+    m = model()
+    st.session_state.update(
+        {
+            keys.PATCH_CLEAN: m.decode(p.clean),
+            keys.PATCH_CORRUPT: m.decode(p.corrupt),
+            keys.PATCH_PAIR: p.pair or TYPED_PAIR,
+        }
+    )
+
+
+TYPED_PAIR = "Your own texts (typed below)"
+
+
+def _new_pair(clean: tuple[int, ...], corrupt: tuple[int, ...], label: str) -> None:
+    """A new pair: this session's running patching stops, the tokens go back to their defaults."""
+    jobs.cancel(pair().job)
+    _patch(clean=clean, corrupt=corrupt, pair=label, answer=None, wrong=None, message="")
+
+
+def on_pair() -> None:
+    """A ready-made pair was chosen: it becomes the pair, and the text boxes show it."""
+    label = st.session_state.get(keys.PATCH_PAIR)
+    chosen = models.pairs(model_id()).get(label) if isinstance(label, str) else None
+    if chosen is None:  # the typed pair's entry, or a value no client should send
+        return
+    _new_pair(*chosen, label)
+    _show_pair(pair())
+
+
+def on_texts() -> None:
+    """Both texts were sent: each is read by the model (a word outside its vocabulary is named), 2 to the pages'
+    longest, and they have the same number of tokens; else a message naming what is wrong, and nothing changes."""
+    m, most = model(), models.longest(model())
+    read: list[tuple[int, ...]] = []
+    for which, key in (("clean", keys.PATCH_CLEAN), ("corrupted", keys.PATCH_CORRUPT)):
+        text = st.session_state.get(key)
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_CHARS:
+            size = len(text) if isinstance(text, str) else 0
+            why = "is empty" if size == 0 or not text.strip() else f"has {size:,} characters; at most {MAX_CHARS}"
+            _patch(message=f"The {which} text {why}. Nothing changed.")
+            return
+        try:
+            ids = tuple(m.encode(text))
+        except AttentionError as e:
+            _patch(message=f"The {which} text: {e}. Nothing changed.")
+            return
+        if not 2 <= len(ids) <= most:
+            _patch(
+                message=f"The {which} text has {len(ids)} tokens; the model reads 2 to {most} here. Nothing changed."
+            )
+            return
+        read.append(ids)
+    clean, corrupt = read
+    if len(clean) != len(corrupt):
+        _patch(
+            message=f"The clean text has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching puts each "
+            "position of one run into the same position of the other, so they need the same number. Nothing changed."
+        )
+        return
+    if clean == corrupt:
+        _patch(message="The two texts are the same tokens: there is nothing to patch. Change a token of one.")
+        return
+    _new_pair(clean, corrupt, next((k for k, v in models.pairs(model_id()).items() if v == (clean, corrupt)), ""))
+    st.session_state[keys.PATCH_PAIR] = pair().pair or TYPED_PAIR
+
+
+def on_pair_token(which: str, key: str, other: int) -> None:
+    """The answer or the wrong token (``which``) was chosen from widget ``key``; it must be a token of the model and
+    differ from the ``other`` one, else a message and nothing changes."""
+    value = st.session_state.get(key)
+    vocab = model().config.vocab_size
+    if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < vocab):
+        _patch(message=f"The {which} token {str(value)[:20]!r} is not a token of the model. Nothing changed.")
+        return
+    if value == other:
+        _patch(message=f"The answer and the wrong token must differ; the {which} token stays as it was.")
+        return
+    jobs.cancel(pair().job)
+    _patch(**{"answer" if which == "answer" else "wrong": value, "message": ""})
+
+
+def start_patching(answer: int, wrong: int) -> None:
+    """Patch every head and every stream row of the pair, in the background (a finished result of the same pair and
+    tokens is shown at once); a busy server says so and nothing starts."""
+    p = pair()
+    jobs.cancel(p.job)
+    try:
+        job = jobs.patch(p.model, p.clean, p.corrupt, answer, wrong)
+    except AttentionError as e:
+        _patch(message=f"{e}. Nothing started.")
+        return
+    _patch(job=job.id, message="")
+
+
+def cancel_patching() -> None:
+    """Stop this session's patching at its next patch (nothing of it is kept)."""
+    jobs.cancel(pair().job)

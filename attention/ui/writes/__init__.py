@@ -1,4 +1,4 @@
-"""What the heads write: the logit lens and each head's share of a prediction, pages inside a model, by key.
+"""What the heads write: the logit lens, each head's share of a prediction and patching, pages inside a model, by key.
 
 Each is a ``Lab`` of :data:`attention.ui.app.specs.INSIDE`; its body is drawn below the title."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import attribution, lens
+from . import attribution, lens, patching
 
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "logit_lens": lens.body,
     "attribution": attribution.body,
+    "patching": patching.body,
 }

@@ -1,0 +1,270 @@
+"""The Patching page under AppTest: the ready-made pair patched in the background to a finished result whose two
+heatmaps hold the naive patch's shares (each patch the whole corrupted run again, made here with the engine's own
+patch() on a model of its own), kept when the learner comes back; Cancel; a busy server; bad texts and tokens, each
+refused with a message naming what is wrong and the state as it was; a GPT-2 checkpoint and a tiny Llama."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention.model import builtin, patch, patch_stream, restored
+from attention.ui.core import jobs
+from tests.helpers.apptest import app, drawn_cells, errors, goto, journey, no_exception, session, texts
+from tests.helpers.families import tiny_llama
+
+ENGINE = builtin("induction")  # a model of its own, not the page's
+
+
+def _naive(m, clean: list[int], corrupt: list[int], answer: int, wrong: int) -> tuple[np.ndarray, np.ndarray]:
+    a, b = m.run(clean), m.run(corrupt)
+    L, H, n = m.config.n_layers, m.config.n_heads, len(clean)
+    heads = np.array(
+        [[restored(patch(m, clean, corrupt, [(la, h)]), a, b, -1, answer, wrong) for h in range(H)] for la in range(L)]
+    )
+    streams = np.array(
+        [
+            [
+                restored(m.run(corrupt, [patch_stream(la, p, a.residuals[la][p])]), a, b, -1, answer, wrong)
+                for p in range(n)
+            ]
+            for la in range(L)
+        ]
+    )
+    return heads, streams
+
+
+TITLES = {
+    "Each head's output patched": "heads",
+    "The stream entering each layer, patched at one position": "streams",
+}
+
+
+def _charts(at) -> dict[str, list[dict]]:
+    """The page's two heatmaps' cells, by what they show ("heads", "streams")."""
+    out = {}
+    for chart in at.get("vega_lite_chart"):
+        title = json.loads(chart.proto.spec).get("title", {}).get("text")
+        if title in TITLES:
+            out[TITLES[title]] = drawn_cells(chart)[0]
+    return out
+
+
+def _grid(cells: list[dict], rows: list[str], cols: list[str]) -> np.ndarray:
+    by = {(c["query"], c["key"]): c["value"] for c in cells}
+    return np.array([[by[(r, k)] for k in cols] for r in rows], dtype=float)
+
+
+def _patched(at):
+    """Press the button, wait for the job, draw the page again with its result."""
+    at = at.button(key="inside.patch.run").click().run()
+    no_exception(at)
+    job = jobs.wait(session(at).patching.job)
+    assert job.state == "done", job.message
+    at = at.run()
+    no_exception(at)
+    return at, job
+
+
+def test_the_ready_made_pair_restores_through_the_induction_and_previous_token_heads() -> None:
+    at = journey("patching")
+    no_exception(at)
+    p = session(at).patching
+    assert len(p.clean) == len(p.corrupt) == 24
+    assert [k for k in range(24) if p.clean[k] != p.corrupt[k]] == [11]
+    a, b = ENGINE.run(list(p.clean)).logits[-1], ENGINE.run(list(p.corrupt)).logits[-1]
+    answer, wrong = int(np.argmax(a)), int(np.argmax(b))  # the defaults: each text's prediction
+    assert answer != wrong
+    assert at.selectbox(key="inside.w.patch.answer").value == answer
+    assert at.selectbox(key="inside.w.patch.wrong").value == wrong
+    at, job = _patched(at)
+    assert job.key == jobs.patch_key("induction", p.clean, p.corrupt, answer, wrong)
+    heads, streams = _naive(ENGINE, list(p.clean), list(p.corrupt), answer, wrong)
+    charts = _charts(at)
+    assert set(charts) == {"heads", "streams"}
+    got = _grid(charts["heads"], ["layer 1", "layer 2"], ["head 1", "head 2"])
+    np.testing.assert_allclose(got, heads, rtol=0, atol=1e-9)
+    pieces = ENGINE.pieces(list(p.clean))
+    cols = [f"{k + 1} {t}" for k, t in enumerate(pieces)]
+    got = _grid(charts["streams"], ["into layer 1", "into layer 2"], cols)
+    np.testing.assert_allclose(got, streams, rtol=0, atol=1e-9)
+    # the journey: the previous-token head (layer 1 · head 2) and the induction head (layer 2 · head 1) carry it
+    said = " ".join(texts(at.markdown)).replace("**", "")
+    order = sorted(
+        ((heads[la, h], f"layer {la + 1} · head {h + 1}") for la in range(2) for h in range(2)), reverse=True
+    )
+    assert {name for _, name in order[:2]} == {"layer 1 · head 2", "layer 2 · head 1"}
+    assert (
+        f"The heads that restore the most: {order[0][1]} ({order[0][0]:.2f}), {order[1][1]} ({order[1][0]:.2f})" in said
+    )
+    da, db = a[answer] - a[wrong], b[answer] - b[wrong]
+    assert f"is {da:.3f} after the clean text and {db:.3f} after the corrupted one" in said
+
+
+def test_a_finished_result_is_shown_again_without_recomputing() -> None:
+    at = journey("patching")
+    at, job = _patched(at)
+    at = goto(at, "every_head")
+    no_exception(at)
+    before = len(jobs._JOBS)
+    at = goto(at, "patching")
+    no_exception(at)
+    assert len(_charts(at)) == 2 and len(jobs._JOBS) == before  # drawn from the kept result, nothing started
+    at = at.button(key="inside.patch.run").click().run()  # pressed again: the same job, no thread
+    assert session(at).patching.job == job.id and len(jobs._JOBS) == before
+
+
+def _slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each patch takes 50 ms more, so a test can press Cancel while the sweep runs."""
+    real = jobs.sweep
+
+    def slow(*args, on_step, **kwargs):
+        return real(*args, on_step=lambda k, n: (time.sleep(0.05), on_step(k, n))[1], **kwargs)
+
+    monkeypatch.setattr(jobs, "sweep", slow)
+
+
+def test_cancel_stops_the_sweep_keeps_nothing_and_leaves_the_page_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    _slow(monkeypatch)
+    at = app("patching")
+    at = at.selectbox(key="inside.w.patch.pair").select_index(1).run()  # a pair no other test has patched
+    no_exception(at)
+    before = session(at).patching
+    at = at.button(key="inside.patch.run").click().run()
+    no_exception(at)
+    job_id = session(at).patching.job
+    assert [b for b in at.button if b.key == "inside.patch.cancel"]
+    at = at.button(key="inside.patch.cancel").click().run()
+    no_exception(at)
+    job = jobs.wait(job_id)
+    assert job.state == "cancelled" and job.result is None and job.done < job.total
+    at = at.run()
+    no_exception(at)
+    assert any(t.startswith("Cancelled after") and "nothing of it was kept" in t for t in texts(at.info))
+    assert _charts(at) == {}
+    assert dataclasses.replace(session(at).patching, job=None) == dataclasses.replace(before, job=None)
+
+
+def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs, "RUNNING_MAX", 0)
+    at = app("patching")
+    at = at.selectbox(key="inside.w.patch.pair").select_index(2).run()
+    at = at.button(key="inside.patch.run").click().run()
+    no_exception(at)
+    assert session(at).patching.job is None
+    assert any("already patching" in e and "Nothing started" in e for e in errors(at)), errors(at)
+
+
+BAD = {
+    "an empty clean text": (" ", "fa bi", "The clean text is empty"),
+    "an empty corrupted text": ("fa bi", "", "The corrupted text is empty"),
+    "different lengths": ("fa bi de", "fa bi", "The clean text has 3 tokens and the corrupted one 2"),
+    "a word outside the vocabulary": ("fa bi zz", "fa bi de", "zz"),
+    "one token": ("fa", "bi", "The clean text has 1 tokens; the model reads 2 to 24"),
+    "longer than the context": ("fa " * 30, "fa " * 30, "The clean text has 30 tokens; the model reads 2 to 24"),
+    "the same texts": ("fa bi de", "fa bi de", "The two texts are the same tokens"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_texts_are_named_and_change_nothing(case: str) -> None:
+    clean, corrupt, said = BAD[case]
+    at = app("patching")
+    before = session(at).patching
+    at.text_area(key="inside.w.patch.clean").input(clean)
+    at.text_area(key="inside.w.patch.corrupt").input(corrupt)
+    at = at.button(key="inside.patch.use").click().run()
+    no_exception(at)
+    assert any(said in e for e in errors(at)), (case, errors(at))
+    assert dataclasses.replace(session(at).patching, message="") == before
+    assert at.text_area(key="inside.w.patch.corrupt").value == corrupt  # what was typed stays, with its message
+
+
+def test_typed_texts_become_the_pair_and_the_tokens_follow() -> None:
+    at = app("patching")
+    at.text_area(key="inside.w.patch.clean").input("fa bi de ga fa bi de")
+    at.text_area(key="inside.w.patch.corrupt").input("fa bi ko ga fa bi de")
+    at = at.button(key="inside.patch.use").click().run()
+    no_exception(at)
+    p = session(at).patching
+    words = ENGINE.vocab.words
+    assert p.clean == tuple(words.index(w) for w in ["fa", "bi", "de", "ga", "fa", "bi", "de"])
+    assert p.corrupt[2] == words.index("ko") and p.pair == "" and p.answer is None
+    assert at.selectbox(key="inside.w.patch.pair").value == "Your own texts (typed below)"
+    a = ENGINE.run(list(p.clean)).logits[-1]
+    assert at.selectbox(key="inside.w.patch.answer").value == int(np.argmax(a))
+    wrong = at.selectbox(key="inside.w.patch.wrong")
+    at = wrong.set_value(at.selectbox(key="inside.w.patch.answer").value).run()  # the same as the answer: refused
+    assert any("must differ" in e for e in errors(at)) and session(at).patching.wrong is None
+    choice = next(o for o in at.selectbox(key="inside.w.patch.wrong").options if o != "")
+    assert choice
+
+
+def _server_model(monkeypatch: pytest.MonkeyPatch, name: str, folder: Path):
+    monkeypatch.setenv("ATTENTION_MODELS", f"{name}={folder}")
+    at = app("patching")
+    at = at.selectbox(key="inside.w.model").set_value(f"server:{name}").run()
+    no_exception(at)
+    return at
+
+
+def test_a_gpt2_checkpoint_patches_to_the_naive_shares(gpt2, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from attention.model import load
+
+    folder, _ = gpt2
+    at = _server_model(monkeypatch, "tiny", folder)
+    p = session(at).patching
+    assert p.model == "server:tiny" and len(p.clean) == len(p.corrupt)
+    assert at.text_area(key="inside.w.patch.clean").value == load(folder).decode(list(p.clean))
+    at, job = _patched(at)
+    m = load(folder)
+    s = job.result
+    heads, _ = _naive(m, list(p.clean), list(p.corrupt), s.answer, s.wrong)
+    got = _grid(
+        _charts(at)["heads"],
+        [f"layer {k + 1}" for k in range(heads.shape[0])],
+        [f"head {k + 1}" for k in range(heads.shape[1])],
+    )
+    np.testing.assert_allclose(got, heads, rtol=0, atol=1e-9)
+
+
+def test_a_tiny_llama_patches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tiny_llama(tmp_path / "tiny-llama")
+    at = _server_model(monkeypatch, "llama", folder)
+    at, job = _patched(at)
+    s = job.result
+    assert s.heads.shape == (2, 4) and np.isfinite(s.heads).all() and np.isfinite(s.streams).all()
+    assert len(_charts(at)) == 2
+
+
+def _address(at) -> dict[str, str]:
+    return {k: v[0] if isinstance(v, list) else v for k, v in dict(at.query_params).items()}
+
+
+def test_the_pair_travels_in_the_address_and_a_bad_one_is_named() -> None:
+    at = app("patching")
+    assert not {"clean", "corrupt"} & set(_address(at))  # the first ready-made pair: nothing written
+    at = at.selectbox(key="inside.w.patch.pair").select_index(3).run()
+    p = session(at).patching
+    written = _address(at)
+    assert written["clean"] == ".".join(map(str, p.clean)) and written["corrupt"] == ".".join(map(str, p.corrupt))
+    again = app("patching", {"clean": written["clean"], "corrupt": written["corrupt"]})  # a reload, a new session
+    no_exception(again)
+    assert (session(again).patching.clean, session(again).patching.corrupt) == (p.clean, p.corrupt)
+    assert at.text_area(key="inside.w.patch.clean").value == again.text_area(key="inside.w.patch.clean").value
+    for query, said in (
+        ({"clean": "1.2.3", "corrupt": "1.2"}, "the texts have 3 and 2 tokens"),
+        ({"clean": "1.2.3", "corrupt": "1.x.3"}, "is not token ids separated by dots"),
+        ({"clean": "1.2.3", "corrupt": "1.2.99"}, "outside the vocabulary"),
+        ({"clean": "1.2.3", "corrupt": "1.2.3"}, "the same tokens"),
+    ):
+        bad = app("patching", query)
+        no_exception(bad)
+        notes = [t for t in texts(bad.warning) if "patching pair" in t]
+        assert notes and said in notes[0], (query, texts(bad.warning))
+        assert session(bad).patching.pair.startswith("12 words, then the same 12 again")  # the page as it starts

@@ -1,0 +1,141 @@
+"""The patching sweep, which runs each patch from the patched layer on and only on the rows that can change, against
+the naive patch: the whole corrupted run made again with the intervention (:func:`attention.model.patch` for a head,
+``Model.run`` with ``patch_stream`` for a stream row), share by share, on every family's parts and on the shipped
+model; and the journey's reading on the shipped model's ready-made pair.
+
+Bound: a share is (D_patched − D_corrupted) / (D_clean − D_corrupted), differences of logits of order 1 to 10 divided
+by a gap of order 1 to 10. Both ways compute the same float64 products on the same rows, only cut to fewer rows (a
+matrix product's rows do not depend on each other, though a BLAS kernel may round a smaller block differently in the
+last bit): about 1e-15 relative per step, a few hundred steps, so 1e-9 on a share is 10⁴ times the rounding and a
+millionth of a share any person could read. A real change (one layer too few, a wrong row) moves a share by 1e-2 or
+more, as the last test shows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention.model import Config, Model, builtin, init_params, patch, patch_stream, restored, sweep
+from attention.model.vocab import WordVocab
+
+TOL = 1e-9
+FAMILIES = {  # each family's parts that change what a patch reaches, once
+    "gpt-2: LayerNorm, biases, learned positions": {},
+    "llama: RMSNorm, gated MLP, grouped heads, RoPE": dict(
+        norm="rmsnorm", mlp="gated", activation="silu", n_kv_heads=2, positions="rotary", bias=False, tied=False
+    ),
+    "qwen2: q/k/v biases only": dict(
+        norm="rmsnorm", mlp="gated", activation="silu", bias=False, qkv_bias=True, positions="rotary", n_kv_heads=2
+    ),
+    "gemma 3: post-norms, QK-norm, sliding layers": dict(
+        norm="rmsnorm",
+        norm_offset=1.0,
+        post_norms=True,
+        qk_norm=True,
+        mlp="gated",
+        n_kv_heads=1,
+        positions="rotary",
+        bias=False,
+        head_dim=12,
+        layer_types=("sliding", "full", "sliding"),
+        sliding_window=3,
+    ),
+    "gpt-neox: parallel residual, partial rotation": dict(
+        parallel_residual=True, positions="rotary", rotary_dims=4, rotary_layout="halves"
+    ),
+    "attention only": dict(attention_only=True, positions="sinusoidal"),
+}
+
+
+def _model(parts: dict) -> Model:
+    cfg = Config(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48, **parts).validate()
+    params = init_params(cfg, seed=1, std=0.3)
+    rs = np.random.RandomState(2)
+    params = {k: v + rs.normal(0, 0.3, v.shape) if k.endswith(".g") else v for k, v in params.items()}
+    return Model(cfg, params, WordVocab([f"w{i}" for i in range(40)]))
+
+
+def _naive(m: Model, clean: list[int], corrupt: list[int], t: int, answer: int, wrong: int):
+    """Every share the slow way: the whole corrupted run again with one intervention, (L, H) and (L, n)."""
+    c, n = m.config, len(clean)
+    a, b = m.run(clean), m.run(corrupt)
+    heads = np.array(
+        [
+            [restored(patch(m, clean, corrupt, [(la, h)]), a, b, t, answer, wrong) for h in range(c.n_heads)]
+            for la in range(c.n_layers)
+        ]
+    )
+    streams = np.array(
+        [
+            [
+                restored(m.run(corrupt, [patch_stream(la, p, a.residuals[la][p])]), a, b, t, answer, wrong)
+                for p in range(n)
+            ]
+            for la in range(c.n_layers)
+        ]
+    )
+    return heads, streams
+
+
+def _check(m: Model, clean: list[int], corrupt: list[int], position: int) -> None:
+    a, b = m.run(clean).logits[position], m.run(corrupt).logits[position]
+    answer = int(np.argmax(a))
+    wrong = next(int(t) for t in np.argsort(-b) if t != answer)  # the corrupted run's best other token
+    s = sweep(m, clean, corrupt, position, answer, wrong)
+    heads, streams = _naive(m, clean, corrupt, position, answer, wrong)
+    assert s.done
+    np.testing.assert_allclose(s.heads, heads, rtol=0, atol=TOL)
+    np.testing.assert_allclose(s.streams, streams, rtol=0, atol=TOL)
+    assert s.clean == pytest.approx(a[answer] - a[wrong], abs=1e-9)
+    assert s.corrupt == pytest.approx(b[answer] - b[wrong], abs=1e-9)
+    assert np.ptp(heads) > 1e-2  # the heads differ: the comparison has something to catch
+    assert np.isfinite(streams).all() and np.abs(streams[:, position + 1 :]).max(initial=0) == 0
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_sweep_is_the_naive_patch_on_every_family(name: str) -> None:
+    m = _model(FAMILIES[name])
+    rs = np.random.RandomState(3)
+    clean = rs.randint(0, 40, 12).tolist()
+    corrupt = list(clean)
+    corrupt[3], corrupt[7] = (clean[3] + 1) % 40, (clean[7] + 5) % 40  # two changes: rows from the first on
+    for position in (11, 8):  # the last row, and one before it (the rows after it are left out)
+        _check(m, clean, corrupt, position)
+
+
+def test_the_sweep_is_the_naive_patch_on_the_shipped_model_and_names_the_journeys_heads() -> None:
+    """The ready-made pair: a repeat of 12 words, and the same with word 12 (the last word's earlier copy) changed.
+    At the last position the induction head (layer 2 · head 1) copies what followed the earlier copy; in the
+    corrupted text there is none. Patching the previous-token head (layer 1 · head 2) puts back the key the
+    induction head finds; patching the induction head puts back what it copies: both restore most of the
+    difference, the stream entering layer 1 restores all of it at word 12, and at word 13 for layer 2."""
+    m = builtin("induction")
+    from attention.model import induction
+
+    clean = [int(i) for i in induction.history("induction")["example"]]
+    corrupt = list(clean)
+    corrupt[11] = next(i for i in range(m.config.vocab_size) if i not in clean)
+    s = sweep(m, clean, corrupt)
+    heads, streams = _naive(m, clean, corrupt, s.position, s.answer, s.wrong)
+    np.testing.assert_allclose(s.heads, heads, rtol=0, atol=TOL)
+    np.testing.assert_allclose(s.streams, streams, rtol=0, atol=TOL)
+    assert s.answer == clean[12]  # the clean prediction: what followed the earlier copy
+    top = sorted(((s.heads[la, h], (la, h)) for la in range(2) for h in range(2)), reverse=True)[:2]
+    assert {where for _, where in top} == {(0, 1), (1, 0)}
+    assert min(share for share, _ in top) > 0.5
+    assert s.streams[0, 11] == pytest.approx(1.0, abs=1e-12) and np.abs(np.delete(s.streams[0], 11)).max() < 1e-12
+    assert s.streams[1, 12] > 0.9
+
+
+def test_a_change_the_sweep_could_make_by_mistake_is_caught() -> None:
+    """Leaving out the last layer, or patching the row after the right one, moves shares far past the bound."""
+    m = _model(FAMILIES["llama: RMSNorm, gated MLP, grouped heads, RoPE"])
+    rs = np.random.RandomState(3)
+    clean = rs.randint(0, 40, 12).tolist()
+    corrupt = list(clean)
+    corrupt[3] = (clean[3] + 1) % 40
+    s = sweep(m, clean, corrupt)
+    a, b = m.run(clean), m.run(corrupt)
+    wrong_row = restored(m.run(corrupt, [patch_stream(1, 4, a.residuals[1][3])]), a, b, 11, s.answer, s.wrong)
+    assert abs(wrong_row - s.streams[1, 3]) > 1e3 * TOL
+    assert np.abs(s.heads - s.heads[::-1]).max() > 1e3 * TOL  # a layer swapped for another
