@@ -28,7 +28,7 @@ def chooser() -> models.Model:
     ids = list(options)
     left, right = st.columns([2, 3], gap="medium")
     with left:
-        bind(keys.INSIDE_MODEL, current, once=True)
+        bind(keys.INSIDE_MODEL, current)  # the record's model, always: a page switch drops the widget's own state
         st.selectbox(
             "Model",
             ids,
