@@ -71,3 +71,57 @@ def test_generates_chooser_shows_the_model_chosen_on_every_head(browser, served)
         _choose(pg, "The shipped induction model")  # it opens: the page now describes the shipped model
         assert "The shipped model, attention only" in pg.inner_text("body")
         assert "shipped" in _shown(pg)
+
+
+LABELS_JS = """
+() => {
+  const el = document.querySelectorAll("[data-testid='stVegaLiteChart']")[0];
+  const plot = el.querySelector("svg.marks .role-frame.root > g > path.background").getBoundingClientRect();
+  const boxes = [...el.querySelectorAll("svg.marks text")]
+    .filter(t => /\\(step \\d+\\)$/.test(t.textContent) && t.getClientRects().length)
+    .map(t => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom]; });
+  return {plot: [plot.left, plot.top, plot.right, plot.bottom], boxes};
+}
+"""
+
+
+def _to_snapshot(pg, k: int, count: int) -> None:
+    """Move the snapshot slider to ``k`` (1 to ``count``) with the keyboard, and wait for that snapshot's run."""
+    slider = pg.get_by_role("slider").first
+    slider.scroll_into_view_if_needed()
+    slider.focus()
+    slider.press("Home")
+    for _ in range(k - 1):
+        slider.press("ArrowRight")
+    pg.wait_for_function(f"() => document.body.innerText.includes('Snapshot {k} of {count}:')", timeout=60_000)
+    settle(pg)
+
+
+@pytest.mark.parametrize("viewport", [(1280, 720), (1400, 1000)], ids=["1280x720", "1400x1000"])
+def test_the_loss_charts_step_labels_never_overlap(browser, base_url, viewport) -> None:  # noqa: F811
+    """At the marked snapshot (both rules on one step), the snapshots either side of it and the first and last, the
+    rules' labels ("snapshot shown (step s)" and the marked step's) have boxes that do not overlap, inside the plot."""
+    from attention.model import induction
+
+    h = induction.history("induction")
+    count, marked = len(h["step"]), induction.phase_change(h)
+    w, ht = viewport
+    with guarded_context(browser, viewport={"width": w, "height": ht}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/watch_it_learn")
+        settle(pg)
+        for k in (1, marked + 1, marked, marked + 2, count):
+            if k != 1:
+                _to_snapshot(pg, k, count)
+            pg.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+            got = pg.evaluate(LABELS_JS)
+            (pl, pt, pr, pb), boxes = got["plot"], got["boxes"]
+            assert len(boxes) == 2, (k, boxes)
+            (a, al, at, ar, ab), (b, bl, bt, br, bb) = boxes
+            assert ar <= bl or br <= al or ab <= bt or bb <= at, f"snapshot {k}: {a!r} and {b!r} overlap: {boxes}"
+            for text, left, top, right, bottom in boxes:
+                assert pl - 1 <= left and right <= pr + 1 and pt - 1 <= top and bottom <= pb + 1, (k, text, got)
+            if k == marked + 1:
+                pg.locator("[data-testid='stVegaLiteChart']").first.screenshot(
+                    path=str(SHOTS / f"met_watch_labels_{w}.png")
+                )
