@@ -125,3 +125,23 @@ def test_the_loss_charts_step_labels_never_overlap(browser, base_url, viewport) 
                 pg.locator("[data-testid='stVegaLiteChart']").first.screenshot(
                     path=str(SHOTS / f"met_watch_labels_{w}.png")
                 )
+
+
+def test_opening_a_head_on_the_step_pages_updates_the_sidebar_at_once(browser, base_url) -> None:  # noqa: F811
+    """The press reruns the whole page, not only the heads' fragment: the sidebar's preset names the model's head
+    straight away (before, it showed the old preset until the next page switch)."""
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/every_head")
+        settle(pg)
+        preset = pg.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").first.locator("input").first
+        before = preset.input_value()
+        assert "model" not in before.lower(), before
+        button = pg.get_by_role("button", name="Open layer 2 · head 1 on the step pages")
+        button.scroll_into_view_if_needed()
+        with rerun(pg):
+            button.click()
+        pg.get_by_text("The step pages now show layer 2 · head 1").wait_for(timeout=30_000)
+        settle(pg)
+        after = preset.input_value()
+        assert after != before and "induction" in after.lower(), (before, after)

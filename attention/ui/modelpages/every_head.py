@@ -199,17 +199,17 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str]) ->
         type="primary" if how else "secondary",
     )
     qk_norm = runs.model().config.qk_norm
-    st.button(
+    if st.button(
         f"Open {runs.name(layer, head)} on the step pages",
         key=keys.inside_head("open", layer, head),
-        on_click=inside.open_on_steps,
-        args=(layer, head),
         disabled=qk_norm,
         help=QK_NORM
         if qk_norm
         else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",
-    )
+    ):
+        inside.open_on_steps(layer, head)
+        st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
     if inside.now().opened == (layer, head):
         opened(layer, head)
     if inside.now().where == (layer, head):  # what it moved, beside the button pressed
