@@ -160,11 +160,7 @@ def heads_intro(now: runs.Measured) -> None:
         f"weight on the first token). A head spreading its weight evenly would score {_fmt(chance['previous-token'])}, "
         f"{_fmt(chance['induction'])} and {_fmt(chance['first-token sink'])}."
     )
-    strongest = []
-    for r in roles.ROLES:
-        if np.isfinite(now.scores[r]).any():
-            layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
-            strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
+    strongest = [strongest_of(now.scores[r], r) for r in roles.ROLES if np.isfinite(now.scores[r]).any()]
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
     if runs.model().config.qk_norm:
         st.caption(QK_NORM)
@@ -268,6 +264,22 @@ def _heatmap(
     values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
 ) -> dict:
     return charts.heatmap(_array(values), rows, cols, style, _array(allowed))  # type: ignore[arg-type]
+
+
+def strongest_of(scores: np.ndarray, role: str) -> str:
+    """The head with the largest ``role`` score (layers, heads), in words. An induction head needs a layer before it
+    (a first-layer key holds only its own token and position), so induction is looked for from layer 2 on; when no
+    head there reaches a role's score (a previous-token head ablated, a random model), the line says so."""
+    first = 1 if role == "induction" else 0  # the first layer that can hold a head of this kind
+    if scores.shape[0] <= first:
+        return f"{role}: none (a one-layer model cannot have one)"
+    rest = scores[first:]  # (layers from `first`, heads)
+    layer, head = np.unravel_index(np.nanargmax(np.nan_to_num(rest, nan=-np.inf)), rest.shape)
+    named = f"**{runs.name(first + layer, head)}** ({_fmt(rest[layer, head])})"
+    if rest[layer, head] >= roles.ROLE_MIN:
+        return f"{role} {named}"
+    where = " in layers 2 and up" if first else ""
+    return f"{role}: none reaches {roles.ROLE_MIN}{where} (the strongest there: {named})"
 
 
 def first_layer_note(now: runs.Measured, head: int) -> str:

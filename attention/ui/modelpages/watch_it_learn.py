@@ -286,8 +286,9 @@ def trained(job: training.Job) -> None:
     except AttentionError as e:  # let go by this server since (it keeps a few learners' models only)
         st.info(f"{esc(e, 300)}.")
         return
-    ind = now.scores["induction"]
-    layer, head = np.unravel_index(np.nanargmax(ind), ind.shape)
+    ind = now.scores["induction"]  # (layers, heads); an induction head needs a layer before it: looked for from 2 on
+    layer, head = np.unravel_index(np.nanargmax(ind[1:]), ind[1:].shape)
+    layer += 1
     st.success(
         f"Trained {job.steps:,} steps in {job.seconds:.1f} s. On the example sequence: loss on the first half "
         f"{now.first:.2f} nats, on the repeated half {now.second:.2f} nats; the strongest induction head is "

@@ -1,0 +1,49 @@
+"""What a person met on the model pages (issue 33 §6), under AppTest: the strongest induction head named where the
+caveat allows one; probabilities in one format, from the digits control; First token's wording from the measured
+roles; Every head's intro naming the model open; a tokenizer smaller than the config's vocabulary noted; one edit of
+a model head's W_k making a short link that opens the same edited head."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from attention.model import ablate, builtin, induction
+from tests.helpers.apptest import app, no_exception, texts
+
+ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
+
+
+def _click(at, key: str):
+    at = at.button(key=key).click().run()
+    no_exception(at)
+    return at
+
+
+def _strongest(at) -> str:
+    lines = [t.replace("**", "") for t in texts(at.markdown) if "The strongest head of each kind" in t]
+    assert len(lines) == 1, texts(at.markdown)
+    return lines[0]
+
+
+def test_the_strongest_induction_head_is_never_a_first_layer_head() -> None:
+    """A first-layer head cannot be an induction head (the caveat under the line says why): with the previous-token
+    head (layer 1 · head 2) ablated, layer 1 · head 1 scores highest as induction, yet the line names no first-layer
+    head: it names the strongest head of layers 2 and up, and says when none of them reaches a role's score."""
+    at = app("every_head")
+    ids = at.session_state["attention_session"].inside.ids
+    at = _click(at, "inside.toggle.0.1")  # ablate layer 1 · head 2 (zero)
+    run = ENGINE.run(list(ids), [ablate(0, 1, "zero")])
+    _, ind = induction.head_scores(run.weights[None], len(ids) // 2)  # (layers, heads)
+    assert np.argmax(ind) // ind.shape[1] == 0  # the engine's own scores: the highest is a first-layer head's
+    line = _strongest(at)
+    part = re.search(r"induction:? ([^;]*)", line).group(1)
+    assert "layer 1 ·" not in part, line
+    layer, head = np.unravel_index(np.argmax(ind[1:]), ind[1:].shape)
+    assert f"layer {layer + 2} · head {head + 1} ({ind[1 + layer, head]:.2f})" in part, line
+    if ind[1:].max() < 0.25:
+        assert "none reaches" in part, line
+    # unablated, the induction head of layer 2 is named as before
+    at = _click(at, "inside.toggle.0.1")
+    assert "induction layer 2 · head 1" in _strongest(at)
