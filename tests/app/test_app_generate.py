@@ -63,7 +63,7 @@ def _check_against_the_engine(at, prompt: list[int], steps: int) -> None:
     p /= p.sum()
     top = at.dataframe[0].value  # the top next tokens: the page's first table
     assert list(top["next token"]) == ENGINE.pieces(list(np.argsort(-p, kind="stable")[:5]))
-    np.testing.assert_allclose(top["probability"], np.round(np.sort(p)[::-1][:5], 4))
+    np.testing.assert_allclose(top["probability"], np.sort(p)[::-1][:5], rtol=1e-9)
     counted = L * 2 * H * DH * t * 8  # layers × (K and V) × heads × d_head × tokens × 8 bytes (float64)
     shown = "\n".join(texts(at.markdown) + texts(at.caption))
     assert f"({counted:,} B)" in shown and f"hold {counted:,} bytes" in shown

@@ -47,3 +47,52 @@ def test_the_strongest_induction_head_is_never_a_first_layer_head() -> None:
     # unablated, the induction head of layer 2 is named as before
     at = _click(at, "inside.toggle.0.1")
     assert "induction layer 2 · head 1" in _strongest(at)
+
+
+def _pattern(values: np.ndarray, digits: int) -> str:
+    """The one fixed-decimals printf format for numbers shown together, worked out here: enough decimals that the
+    largest shows ``digits`` significant digits (as the step pages' tables do)."""
+    big = float(np.max(np.abs(values)))
+    return f"%.{max(0, digits - 1 - int(np.floor(np.log10(big))))}f"
+
+
+def _probs(row: np.ndarray) -> np.ndarray:
+    p = np.exp(row - row.max())
+    return p / p.sum()
+
+
+def _formats(at, index: int) -> dict[str, str]:
+    import json
+
+    config = json.loads(at.dataframe[index].proto.columns or "{}")
+    return {c: v["type_config"]["format"] for c, v in config.items() if v.get("type_config", {}).get("format")}
+
+
+def test_probabilities_follow_the_digits_control_in_one_format() -> None:
+    """What moved says the most likely token's probability before → after in one format with the digits control's
+    significant digits (never "0.00 → 0.00"), and the top-5 table's columns share one format from the same control;
+    6 digits chosen, both follow."""
+    at = app("every_head")
+    s = at.session_state["attention_session"]
+    ids, position = s.inside.ids, s.inside.position
+    at = _click(at, "inside.toggle.1.0")  # ablate layer 2 · head 1, the induction head
+    before = _probs(ENGINE.run(list(ids)).logits[position])
+    after = _probs(ENGINE.run(list(ids), [ablate(1, 0, "zero")]).logits[position])
+    for digits in (4, 6):
+        if digits != 4:
+            at.session_state["attention_session"].digits = digits
+            at = at.run()
+            no_exception(at)
+        pair = np.array([before.max(), after.max()])
+        printf = _pattern(pair, digits)
+        said = [t for t in texts(at.info) if "the most likely next token" in t]
+        assert said, texts(at.info)
+        assert (
+            f"({printf % pair[0]} → {printf % pair[1]})" in said[0]
+            or f"({printf % pair[0]}) to" in said[0] and f"({printf % pair[1]})." in said[0]
+        ), (printf, said[0])
+        top = at.dataframe[0].value
+        shown = top[["probability", "without ablations"]].to_numpy(dtype=float)
+        np.testing.assert_allclose(shown[:, 0], np.sort(after)[::-1][:5], rtol=1e-9)
+        formats = _formats(at, 0)
+        assert formats == {"probability": _pattern(shown, digits), "without ablations": _pattern(shown, digits)}
