@@ -96,3 +96,48 @@ def test_probabilities_follow_the_digits_control_in_one_format() -> None:
         np.testing.assert_allclose(shown[:, 0], np.sort(after)[::-1][:5], rtol=1e-9)
         formats = _formats(at, 0)
         assert formats == {"probability": _pattern(shown, digits), "without ablations": _pattern(shown, digits)}
+
+
+def _random_model(std: float = 0.02):
+    """A random model whose heads spread their weight (small weights: near-uniform rows), held for the session."""
+    from attention.model import Config, Model, init_params
+    from attention.model.vocab import WordVocab
+    from attention.ui.core import models
+
+    cfg = Config(vocab_size=12, n_ctx=16, d_model=12, n_layers=2, n_heads=3, d_mlp=24, positions="learned")
+    m = Model(cfg, init_params(cfg, 5, std=std), WordVocab([f"w{i}" for i in range(12)]), name="random")
+    return m, models.hold(m, "trained")
+
+
+def test_first_token_words_what_the_heads_do_from_their_measured_roles() -> None:
+    """On a random model whose heads have no role (each of its scores below 0.25, worked out here from the engine's
+    weights), First token does not say "what the heads do is find tokens": it says no head has a clear role."""
+    from attention.model import roles
+
+    m, held = _random_model()
+    ids = (1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6)
+    run = m.run(list(ids))
+    scores = roles.head_scores(run.weights, ids)
+    assert max(float(np.nanmax(v)) for v in scores.values()) < 0.25  # the engine's own: no role anywhere
+    at = app("first_token")
+    s = at.session_state["attention_session"]
+    s.inside = type(s.inside)(held, "", ids, 6)
+    at = at.run()
+    no_exception(at)
+    md = " ".join(t.replace("**", "") for t in texts(at.markdown))
+    assert "find tokens" not in md, md
+    assert "no head has a clear role" in md, md
+    # on the shipped model, the heads' roles measured on its text are counted (a plain rule over the engine's scores:
+    # the kind with the largest score, when at least 0.25; induction from layer 2 on)
+    at = app("first_token")
+    ids = at.session_state["attention_session"].inside.ids
+    sc = roles.head_scores(ENGINE.run(list(ids)).weights, ids)
+    kinds = ("previous-token", "induction", "first-token sink")
+    count = {"previous-token": 0, "induction": 0}
+    for layer, head in np.ndindex(sc["induction"].shape):
+        best = max(kinds, key=lambda k: sc[k][layer, head])
+        if sc[best][layer, head] >= 0.25 and best in count and (best != "induction" or layer >= 1):
+            count[best] += 1
+    md = " ".join(t.replace("**", "") for t in texts(at.markdown))
+    want = " and ".join(f"{k} {r} head{'s' if k != 1 else ''}" for r, k in count.items() if k)
+    assert f"its heads find tokens instead: {want}" in md, md
