@@ -141,3 +141,19 @@ def test_first_token_words_what_the_heads_do_from_their_measured_roles() -> None
     md = " ".join(t.replace("**", "") for t in texts(at.markdown))
     want = " and ".join(f"{k} {r} head{'s' if k != 1 else ''}" for r, k in count.items() if k)
     assert f"its heads find tokens instead: {want}" in md, md
+
+
+def test_every_heads_intro_names_the_model_open() -> None:
+    """With the shipped model open, the intro names it; with another model open (one of the learner's), the intro
+    names that one and says nothing of the shipped model's heads."""
+    at = app("every_head")
+    intro = [t for t in texts(at.markdown) if t.startswith("A real")][0]
+    assert "the shipped 2-layer model" in intro and "ablate the previous-token head in layer 1" in intro
+    _, held = _random_model()
+    s = at.session_state["attention_session"]
+    s.inside = type(s.inside)(held, "", (1, 2, 3, 4, 1, 2, 3, 4), 4)
+    at = at.run()
+    no_exception(at)
+    intro = [t for t in texts(at.markdown) if t.startswith("A real")][0]
+    assert "shipped" not in intro and "layer 1" not in intro, intro
+    assert "your own model (2 layers × 3 heads)" in intro, intro
