@@ -157,3 +157,70 @@ def test_every_heads_intro_names_the_model_open() -> None:
     intro = [t for t in texts(at.markdown) if t.startswith("A real")][0]
     assert "shipped" not in intro and "layer 1" not in intro, intro
     assert "your own model (2 layers × 3 heads)" in intro, intro
+
+
+def _mismatched_folder(folder, rows: int = 50257, d: int = 16, n_ctx: int = 32):
+    """A GPT-2 checkpoint folder (random weights, written with safetensors) whose config and embedding have ``rows``
+    rows under a byte-level BPE tokenizer trained here on a few words (a few hundred tokens)."""
+    import json
+
+    from safetensors.numpy import save_file
+    from tokenizers import ByteLevelBPETokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tok = ByteLevelBPETokenizer()
+    corpus = ["the cat sat on the mat and the dog sat on the log", "a quick brown fox jumps over the lazy dog"] * 50
+    tok.train_from_iterator(corpus, vocab_size=400, min_frequency=1, show_progress=False)
+    tok.save(str(folder / "tokenizer.json"))
+    config = {"model_type": "gpt2", "vocab_size": rows, "n_positions": n_ctx, "n_embd": d, "n_layer": 1, "n_head": 2}
+    (folder / "config.json").write_text(json.dumps(config))
+    rs = np.random.RandomState(0)
+
+    def w(*shape: int) -> np.ndarray:
+        return rs.normal(0, 0.5, shape).astype(np.float32)
+
+    ones, zeros = np.ones(d, np.float32), np.zeros(d, np.float32)
+    t = {"wte.weight": w(rows, d), "wpe.weight": w(n_ctx, d), "ln_f.weight": ones, "ln_f.bias": zeros}
+    for name, value in {
+        "ln_1.weight": ones, "ln_1.bias": zeros, "ln_2.weight": ones, "ln_2.bias": zeros,
+        "attn.c_attn.weight": w(d, 3 * d), "attn.c_attn.bias": np.zeros(3 * d, np.float32),
+        "attn.c_proj.weight": w(d, d), "attn.c_proj.bias": zeros,
+        "mlp.c_fc.weight": w(d, 4 * d), "mlp.c_fc.bias": np.zeros(4 * d, np.float32),
+        "mlp.c_proj.weight": w(4 * d, d), "mlp.c_proj.bias": zeros,
+    }.items():  # fmt: skip
+        t[f"h.0.{name}"] = value
+    save_file(t, str(folder / "model.safetensors"))
+    return tok.get_vocab_size()
+
+
+def test_a_tokenizer_far_smaller_than_the_embedding_is_a_visible_warning_and_its_ids_are_named(tmp_path) -> None:
+    """A tokenizer of a few hundred tokens under a config of 50,257 rows: the chooser warns (not a quiet caption)
+    that it is probably not the model's own tokenizer, and a predicted id the tokenizer has no token for is written
+    "⟨#N⟩", never an empty "∅"."""
+    import re
+
+    from attention.model.checkpoint import load
+    from attention.ui.core import models
+
+    tokens = _mismatched_folder(tmp_path / "mis")
+    m = load(tmp_path / "mis")
+    assert len(m.vocab) == tokens < 400 and m.config.vocab_size == 50257
+    held = models.hold(m, "upload")
+    ids = tuple(m.encode("the cat sat on the mat the cat sat on the mat"))
+    at = app("every_head")
+    s = at.session_state["attention_session"]
+    s.inside = type(s.inside)(held, "", ids, len(ids) // 2)
+    at = at.run()
+    no_exception(at)
+    warned = [t for t in texts(at.warning) if f"{tokens:,} tokens" in t and "50,257 rows" in t]
+    assert warned and "not this model's own tokenizer" in warned[0], texts(at.warning) + texts(at.caption)
+    top = list(at.dataframe[0].value["next token"])
+    run = m.run(list(ids))
+    best = np.argsort(-run.logits[len(ids) // 2], kind="stable")[:5]
+    assert any(b >= tokens for b in best)  # a random embedding of 50,257 rows predicts ids beyond the tokenizer
+    for b, piece in zip(best, top, strict=True):
+        if b >= tokens:
+            assert piece == f"⟨#{b}⟩", (b, piece)
+        else:
+            assert not re.fullmatch(r"⟨#\d+⟩", piece)
+    assert "∅" not in top
