@@ -224,3 +224,35 @@ def test_a_tokenizer_far_smaller_than_the_embedding_is_a_visible_warning_and_its
         else:
             assert not re.fullmatch(r"⟨#\d+⟩", piece)
     assert "∅" not in top
+
+
+def test_one_w_k_cell_edit_on_a_model_head_makes_a_short_link_that_opens_the_same_edited_head() -> None:
+    """The link carries only the changed cell, as a difference from the model's own W_k: the whole address is at
+    most 300 characters (it was 5,430: every cell of W_k), and it opens the same head with the same edit, the
+    model answering with that edit (the engine's loss with the edited block)."""
+    from urllib.parse import urlencode
+
+    from attention.model import replace_matrix, roles
+    from tests.helpers.apptest import edit_cell, goto, journey
+
+    at = journey("every_head")
+    at = at.button(key="inside.open.1.0").click().run()
+    at = goto(at, "qkv")
+    at = edit_cell(at, "W_k", 0, "k1", 40.0)
+    no_exception(at)
+    s = at.session_state["attention_session"]
+    edited = s.matrices["W_k"].copy()
+    query = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    address = urlencode(query)
+    assert "edits" in query and len(address) <= 300, (len(address), address)
+    again = app("qkv", query)  # the link opened elsewhere
+    no_exception(again)
+    s2 = again.session_state["attention_session"]
+    assert s2.model_head == s.model_head
+    assert np.array_equal(s2.matrices["W_k"], edited)  # the exact bits: one cell 40, every other the model's own
+    assert np.count_nonzero(s2.matrices["W_k"] != ENGINE.layer_weights(1)[1][:, : ENGINE.config.d_head]) == 1
+    ids = s.model_head.ids
+    run = ENGINE.run(list(ids), [replace_matrix(1, 0, "W_k", edited)])
+    second = roles.half_losses(roles.position_losses(run.logits, ids), len(ids) // 2)[1]
+    said = [m.value for m in again.metric if m.label.startswith("Loss on the repeated half")]
+    assert said == [f"{second:.2f} nats"], said
