@@ -5,6 +5,7 @@ the "snapshot shown" and "phase change" labels never print on top of each other.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -66,6 +67,8 @@ def test_generates_chooser_shows_the_model_chosen_on_every_head(browser, served)
         shown = _shown(pg)
         assert "tiny (on this server)" in shown and "shipped" not in shown, shown
         assert "tiny, a checkpoint on this server" in pg.inner_text("body")
+        typed = pg.get_by_label(re.compile("^Type a text")).input_value()  # the text box too: the record's text
+        assert typed == "The cat sat on the mat.The cat sat on the mat.", typed
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "met_generate_chooser_1280.png"))
         _choose(pg, "The shipped induction model")  # it opens: the page now describes the shipped model

@@ -61,7 +61,7 @@ def choose_text() -> None:
     left, right = st.columns([2, 3], gap="medium") if len(options) > 1 else (None, st.container())
     if left is not None:
         with left:
-            widgets.bind(keys.INSIDE_SEQUENCE, chosen, once=True)
+            widgets.bind(keys.INSIDE_SEQUENCE, chosen)  # the record's, always: a page switch drops the widget's
             st.selectbox(
                 "Ready-made sequence",
                 options,
@@ -70,7 +70,8 @@ def choose_text() -> None:
             )
     with right:
         most = models.longest(m)
-        widgets.bind(keys.INSIDE_TYPED, m.decode(inside.now().ids), once=True)
+        # the record's text, unless a refusal is shown beside what was typed (kept as typed, to be corrected)
+        widgets.bind(keys.INSIDE_TYPED, m.decode(inside.now().ids), once=bool(inside.now().message))
         st.text_input(
             f"Or type words of its vocabulary (2 to {most}, separated by spaces), then press Enter"
             if words
