@@ -70,7 +70,7 @@ def test_generates_chooser_shows_the_model_chosen_on_every_head(browser, served)
         typed = pg.get_by_label(re.compile("^Type a text")).input_value()  # the text box too: the record's text
         assert typed == "The cat sat on the mat.The cat sat on the mat.", typed
         SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(SHOTS / "met_generate_chooser_1280.png"))
+        pg.screenshot(path=str(SHOTS / "model_pages_generate_chooser_1280.png"))
         _choose(pg, "The shipped induction model")  # it opens: the page now describes the shipped model
         assert "The shipped model, attention only" in pg.inner_text("body")
         assert "shipped" in _shown(pg)
@@ -126,7 +126,7 @@ def test_the_loss_charts_step_labels_never_overlap(browser, base_url, viewport) 
                 assert pl - 1 <= left and right <= pr + 1 and pt - 1 <= top and bottom <= pb + 1, (k, text, got)
             if k == marked + 1:
                 pg.locator("[data-testid='stVegaLiteChart']").first.screenshot(
-                    path=str(SHOTS / f"met_watch_labels_{w}.png")
+                    path=str(SHOTS / f"model_pages_watch_labels_{w}.png")
                 )
 
 
