@@ -14,6 +14,10 @@ changed, cut or forged token is refused before anything is decompressed. Only th
 accepted, so every single-character change is detected. Decompression is capped at the largest payload a valid
 token can hold (no zip bomb), and the token itself is capped at :data:`MAX_TOKEN_CHARS` before any decoding.
 
+A second format, ``d1`` (:func:`encode_diff`, :func:`decode_diff`, described below them), carries only the cells
+that differ from the matrices the rest of the address rebuilds; :func:`encode_shortest` picks between the two and
+:func:`decode_any` reads either.
+
 Size: at most :data:`MAX_LINK_CELLS` = 512 cells × 8 bytes = 4 KiB of numbers, about 5.5 KB of base64
 for incompressible values: fine in a URL (browsers and servers accept far longer). The checksum is an
 integrity check, not a signature: anyone can make a valid token, so decoded matrices still go through
@@ -238,3 +242,125 @@ def _unpack(payload: bytes, expected_shapes: Mapping[str, tuple[int, ...]] | Non
     if pos != len(payload):
         raise _fail(f"it has {len(payload) - pos} unexpected bytes after the matrices")
     return out
+
+
+# Edits as a difference (format d1): only the cells that differ from the matrices the rest of the address rebuilds
+# (a model's own W_k, a preset's), so one edited cell of a large matrix makes a short link.
+#
+# payload = count (1 byte), then per matrix: name index (1 byte), number of dimensions (1 byte), each dimension
+# (uint16, big-endian), the number of changed cells k (uint32, big-endian), their flat indices in increasing order
+# (k × uint32, big-endian), then their values (k × little-endian float64, the exact bits).
+DIFF_VERSION = "d1"
+_DIFF_HEADER = 2 + 2 * MAX_NDIM + 4  # index, ndim, dimensions, count
+MAX_DIFF_PAYLOAD_BYTES = 1 + len(NAMES) * _DIFF_HEADER + MAX_LINK_CELLS * 12
+DIFF = Envelope(DIFF_VERSION, b"attention-link/d1", MAX_DIFF_PAYLOAD_BYTES, "the link's edits cannot be restored")
+
+
+def encode_diff(edits: Mapping[str, np.ndarray], base: Mapping[str, np.ndarray]) -> str:
+    """Pack the cells of ``edits`` (name -> array) that differ from ``base`` (name -> the array of the same shape
+    the link rebuilds) into a URL-safe token: their positions and exact float64 bits. Raises AttentionError as
+    :func:`encode_edits` does, and when more than :data:`MAX_LINK_CELLS` cells differ in total."""
+    parts, total = [b""], 0
+    for index, name in enumerate(NAMES):
+        if name not in edits:
+            continue
+        arr, was = np.asarray(edits[name], dtype=np.float64), np.asarray(base[name], dtype=np.float64)
+        if arr.shape != was.shape or not 1 <= arr.ndim <= MAX_NDIM or max(arr.shape) > 0xFFFF:
+            raise AttentionError(f"{name} has shape {arr.shape}; its link is made against {was.shape}", matrix=name)
+        if not np.isfinite(arr).all():
+            raise AttentionError(
+                f"{name} has a value that is NaN or infinite; only finite numbers go in a link", matrix=name
+            )
+        changed = np.flatnonzero(arr.view(np.int64) != was.view(np.int64))  # (k,): by their bits (-0.0 is kept)
+        total += changed.size
+        if total > MAX_LINK_CELLS:
+            raise AttentionError(
+                f"the edits change more than {MAX_LINK_CELLS} numbers, too many for a link; download the preset "
+                "file to share them",
+                matrix="link",
+            )
+        parts.append(struct.pack(">BB", index, arr.ndim) + struct.pack(f">{arr.ndim}HI", *arr.shape, changed.size))
+        parts.append(changed.astype(">u4").tobytes() + arr.ravel()[changed].astype("<f8").tobytes())
+    parts[0] = bytes([len(parts) // 2])
+    return DIFF.seal(b"".join(parts))
+
+
+def decode_diff(token: str, base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The exact inverse of :func:`encode_diff`: name -> a new float64 array, ``base``'s with the link's cells put
+    in. Refuses, as :func:`decode_edits` does, a changed or cut token, a matrix named twice or not in ``base``, a
+    shape other than ``base``'s, positions out of range or not increasing, non-finite values, too many cells."""
+    payload = DIFF.open(token)
+    if not payload:
+        raise _fail("it is empty")
+    count, pos, out, total = payload[0], 1, {}, 0
+    if count > len(NAMES):
+        raise _fail(f"it claims {count} matrices; a link carries at most {len(NAMES)}")
+    for _ in range(count):
+        name, shape, k, pos = _diff_header(payload, pos, out, base)
+        total += k
+        if total > MAX_LINK_CELLS:
+            raise _fail(f"it changes more than {MAX_LINK_CELLS} numbers, more than a link may carry")
+        end = pos + 12 * k
+        if end > len(payload):
+            raise _fail(f"{name} should change {k} numbers but the data stops early")
+        where = np.frombuffer(payload, dtype=">u4", count=k, offset=pos).astype(np.int64)  # (k,)
+        values = np.frombuffer(payload, dtype="<f8", count=k, offset=pos + 4 * k).astype(np.float64)  # (k,)
+        pos = end
+        if k and (where[-1] >= int(np.prod(shape)) or np.any(np.diff(where) <= 0)):
+            raise _fail(f"{name}'s changed cells are out of range or out of order")
+        if not np.isfinite(values).all():
+            raise _fail(f"{name} holds a value that is NaN or infinite")
+        arr = np.array(base[name], dtype=np.float64)  # a new, writable copy
+        arr.ravel()[where] = values
+        out[name] = arr
+    if pos != len(payload):
+        raise _fail(f"it has {len(payload) - pos} unexpected bytes after the matrices")
+    return out
+
+
+def _diff_header(
+    payload: bytes, pos: int, seen: Mapping[str, np.ndarray], base: Mapping[str, np.ndarray]
+) -> tuple[str, tuple[int, ...], int, int]:
+    """One matrix's header in a diff: its name, shape, count of changed cells, and where its cells start."""
+    if pos + 2 > len(payload):
+        raise _fail("it ends in the middle of a matrix header")
+    index, ndim = payload[pos], payload[pos + 1]
+    if index >= len(NAMES) or NAMES[index] not in base:
+        raise _fail(f"it names a matrix (number {index}) this state does not have")
+    name = NAMES[index]
+    if name in seen:
+        raise _fail(f"it holds {name} twice")
+    if not 1 <= ndim <= MAX_NDIM or pos + 2 + 2 * ndim + 4 > len(payload):
+        raise _fail(f"{name}'s header is cut short or has {ndim} dimensions")
+    *shape, k = struct.unpack_from(f">{ndim}HI", payload, pos + 2)
+    if tuple(shape) != np.shape(base[name]):
+        got, want = " × ".join(map(str, shape)), " × ".join(map(str, np.shape(base[name])))
+        raise _fail(f"its {name} is {got} but the current {name} is {want}; the link was made for other sizes")
+    return name, tuple(shape), k, pos + 2 + 2 * ndim + 4
+
+
+def decode_any(token: str, base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Edits in either format: a difference from ``base`` (d1) or whole matrices checked against its shapes (v1)."""
+    if isinstance(token, str) and token.strip().startswith(DIFF_VERSION + "."):
+        return decode_diff(token, base)
+    return decode_edits(token, expected_shapes={n: np.shape(m) for n, m in base.items()})
+
+
+SHORT_TOKEN = 256  # characters: whole matrices this short are kept as they are (the form older links hold)
+
+
+def encode_shortest(edits: Mapping[str, np.ndarray], base: Mapping[str, np.ndarray]) -> str:
+    """``edits`` against ``base`` as a link token: whole matrices (v1) when that token is short (so a link made
+    before the difference format is written back as it was), else the shorter of the two (the difference when
+    few cells changed); raises AttentionError only when neither can carry them."""
+    tokens, errors = [], []
+    for make in (lambda: encode_edits(edits), lambda: encode_diff(edits, base)):
+        try:
+            tokens.append(make())
+        except AttentionError as exc:
+            errors.append(exc)
+    if not tokens:
+        raise errors[0]
+    if tokens[0].startswith(VERSION + ".") and len(tokens[0]) <= SHORT_TOKEN:
+        return tokens[0]
+    return min(tokens, key=len)

@@ -271,13 +271,23 @@ def read_tokenizer(folder: Path, config: Config) -> tuple[BPEVocab, list[str]]:
     return vocab, vocabulary_notes(len(vocab), config.vocab_size)
 
 
+MOST_PADDING = 0.1  # rows beyond the tokenizer's tokens up to this share of the embedding: padding, not a mismatch
+
+
 def vocabulary_notes(tokens: int, rows: int) -> list[str]:
-    """A sentence when the tokenizer's vocabulary and the embedding's rows differ; none when they agree."""
+    """A sentence when the tokenizer's vocabulary and the embedding's rows differ; none when they agree. Ids the
+    tokenizer has no token for are still run (their rows exist) and are written ⟨#N⟩ wherever a token is shown."""
     if tokens < rows:
+        unnamed = f"ids {tokens:,} to {rows - 1:,} never come from text, and a prediction of one is shown as ⟨#N⟩"
+        if rows - tokens > MOST_PADDING * rows:
+            return [
+                f"The tokenizer has {tokens:,} tokens but the model's embedding {rows:,} rows: it is probably not "
+                f"this model's own tokenizer (a few padding rows are common, not {rows - tokens:,}). Texts are read "
+                f"with it; {unnamed}."
+            ]
         return [
-            f"The tokenizer has {tokens:,} tokens and the model's embedding {rows:,} rows: ids {tokens:,} to "
-            f"{rows - 1:,} never come from text (a few padding rows are common; many mean the tokenizer may not be "
-            "the model's own)."
+            f"The tokenizer has {tokens:,} tokens and the model's embedding {rows:,} rows: {unnamed} (a few padding "
+            "rows are common)."
         ]
     if tokens > rows:
         return [

@@ -186,3 +186,15 @@ def phase_change(record: dict[str, np.ndarray], score: float = PHASE_SCORE) -> i
     reaches ``score``: where the induction head has appeared. None if no head ever does."""
     reached = np.flatnonzero(record["induction"].reshape(len(record["step"]), -1).max(axis=1) >= score)
     return int(reached[0]) if reached.size else None
+
+
+def loss_fall(record: dict[str, np.ndarray], share: float) -> int | None:
+    """The index of the first snapshot after the random start at which the repeated half's loss has fallen ``share``
+    (0 to 1) of the way from its plateau (snapshot 1, the first after step 0) to its last value; None if it never
+    does (or did not fall at all). Read from the recorded curve: where the drop the induction head brings begins,
+    is half done, ends."""
+    loss = record["loss_repeated"]  # (snapshots,)
+    if len(loss) < 2 or not loss[-1] < loss[1]:
+        return None
+    below = np.flatnonzero(loss[1:] <= loss[1] - share * (loss[1] - loss[-1]))
+    return int(below[0]) + 1 if below.size else None

@@ -46,10 +46,15 @@ class WordVocab:
         return ids
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.words[i] for i in ids]
+        return [self.words[i] if 0 <= i < len(self.words) else unnamed(i) for i in ids]
 
     def decode(self, ids: Sequence[int]) -> str:
         return " ".join(self.pieces(ids))
+
+
+def unnamed(i: int) -> str:
+    """How an id the vocabulary has no token for is written: an embedding row beyond the tokenizer's tokens."""
+    return f"⟨#{int(i)}⟩"  # no space: a page shows a token's spaces as ␣
 
 
 class BPEVocab:
@@ -66,7 +71,22 @@ class BPEVocab:
         return list(self.tokenizer.encode(_check_text(text), add_special_tokens=True).ids)
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self.tokenizer.decode([int(i)], skip_special_tokens=False) for i in ids]
+        decode = self.tokenizer.decode
+        return [decode([int(i)], skip_special_tokens=False) if self.named(i) else unnamed(i) for i in ids]
 
     def decode(self, ids: Sequence[int]) -> str:
-        return str(self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False))
+        """The text of ``ids``; an id the tokenizer has no token for (an embedding row beyond it) as ⟨#N⟩."""
+        out, run = [], []  # the text, and the run of named ids not yet decoded
+        for i in [int(i) for i in ids] + [None]:
+            if i is not None and self.named(i):
+                run.append(i)
+                continue
+            out.append(str(self.tokenizer.decode(run, skip_special_tokens=False)) if run else "")
+            run = []
+            if i is not None:
+                out.append(unnamed(i))
+        return "".join(out)
+
+    def named(self, i: int) -> bool:
+        """Whether the tokenizer has a token for id ``i``."""
+        return self.tokenizer.id_to_token(int(i)) is not None

@@ -63,7 +63,7 @@ def _check_against_the_engine(at, prompt: list[int], steps: int) -> None:
     p /= p.sum()
     top = at.dataframe[0].value  # the top next tokens: the page's first table
     assert list(top["next token"]) == ENGINE.pieces(list(np.argsort(-p, kind="stable")[:5]))
-    np.testing.assert_allclose(top["probability"], np.round(np.sort(p)[::-1][:5], 4))
+    np.testing.assert_allclose(top["probability"], np.sort(p)[::-1][:5], rtol=1e-9)
     counted = L * 2 * H * DH * t * 8  # layers × (K and V) × heads × d_head × tokens × 8 bytes (float64)
     shown = "\n".join(texts(at.markdown) + texts(at.caption))
     assert f"({counted:,} B)" in shown and f"hold {counted:,} bytes" in shown
@@ -103,9 +103,9 @@ def test_the_induction_model_completes_the_repeat_and_stops_at_its_context() -> 
     assert "the model completed 9 of the 9 made so far correctly" in said
     assert [t for t in texts(at.markdown) if t.startswith("**Generated")][0].count("✓") == 9
     _check_against_the_engine(at, list(ids[:15]), 9)
-    at = _press(at, "inside.gen.b.next")  # the context of 24 is full: nothing more, and the page says so
+    assert at.button(key="inside.gen.b.next").disabled  # the context of 24 is full: nothing more, and the page says so
     assert session(at).generation.steps == 9
-    assert any("is full: nothing more can be generated" in t for t in texts(at.info))
+    assert any("The context of 24 tokens is full" in t for t in texts(at.caption))
 
 
 @pytest.mark.parametrize(
@@ -210,3 +210,18 @@ def test_ablations_made_on_every_head_are_named_and_not_applied() -> None:
         for t in texts(at.caption)
     )
     _check_against_the_engine(at, list(session(at).inside.ids[:15]), 0)  # the engine's unablated numbers
+
+
+def test_a_full_context_disables_the_generate_buttons_and_says_why() -> None:
+    """When 0 more tokens fit, Next token, Generate N and Generate to the end are disabled and the page says why;
+    Start again (or a shorter prompt) enables them again."""
+    at = app("generate")
+    made = ("inside.gen.b.next", "inside.gen.b.many", "inside.gen.b.end")
+    assert not any(at.button(key=k).disabled for k in made)
+    at = _press(at, "inside.gen.b.end")  # the context of 24 is full
+    assert all(at.button(key=k).disabled for k in made)
+    assert not at.button(key="inside.gen.b.again").disabled
+    said = "\n".join(texts(at.caption) + texts(at.markdown))
+    assert "The context of 24 tokens is full" in said and "Start again" in said, said
+    at = _press(at, "inside.gen.b.again")
+    assert not any(at.button(key=k).disabled for k in made)

@@ -288,9 +288,15 @@ def test_a_tampered_link_gives_a_notice_and_the_unedited_preset(how: str) -> Non
 
 
 def test_edits_too_large_for_a_link_are_said_plainly() -> None:
+    """Three edited cells of three 16 × 16 matrices travel as their difference from the rebuilt ones; three whole
+    matrices pasted (768 cells changed, more than 512) cannot travel, and the page says so."""
     at = journey("weights", {"preset": "blank", "size": "8x16x16"})
     for name, col in (("W_q", "q1"), ("W_k", "k1"), ("W_v", "v1")):
         at = edit_cell(at, name, 0, col, 3.0)
+    no_exception(at)
+    assert _link_query(at)["edits"].startswith("d1.")  # the three changed cells alone
+    for name in ("W_q", "W_k", "W_v"):
+        at = paste(at, name, "\n".join(" ".join("3.5" for _ in range(16)) for _ in range(16)))
     no_exception(at)
     query = _link_query(at)
     assert "edits" not in query

@@ -94,7 +94,7 @@ def test_the_phase_change_is_marked_where_the_record_says() -> None:
     assert {"step": step, "dash": "phase"} in [{"step": d["step"], "dash": d["dash"]} for d in rules]
     assert {"step": 0, "dash": "shown"} in [{"step": d["step"], "dash": d["dash"]} for d in rules]
     prose = [t for t in _plain(at) if t.startswith("The phase change")][0]
-    assert f"That is step {step}," in prose
+    assert f"The dashed line marks step {step}:" in prose
     # the point the page makes holds in the record: the repeated half's loss drops as the induction head appears
     # (from above 1.5 on the plateau to below 0.5 within 100 steps), while the first half's never falls below ln 32
     assert H["loss_repeated"][s] < H["loss_repeated"][s - 1]
@@ -106,10 +106,10 @@ def test_the_phase_change_is_marked_where_the_record_says() -> None:
     before = f"from {H['loss_repeated'][s - 1]:.2f} to {H['loss_repeated'][s]:.2f} nats"
     assert before in prose
     assert f"by step {H['step'][low]} it was {H['loss_repeated'][low]:.2f}," in prose
-    assert f"{H['loss_first'][s]:.2f} at the phase change, {H['loss_first'][-1]:.2f} at the end" in prose
+    assert f"{H['loss_first'][s]:.2f} at the marked step, {H['loss_first'][-1]:.2f} at the end" in prose
     # the caption says what the dashed line marks
     caption = [t for t in texts(at.caption) if "dashed line" in t][0]
-    assert caption.startswith(f"The dashed line marks step {step}, the phase change: the first snapshot at which a")
+    assert caption.startswith(f"The dashed line marks step {step}: the first snapshot at which a")
     assert "induction score reached 0.5." in caption
     # the slider's rule follows the slider
     at = at.slider(key=keys.WATCH_SNAPSHOT).set_value(s + 1).run()
@@ -237,3 +237,35 @@ def test_a_trained_model_let_go_by_the_server_is_refused_with_a_message(monkeypa
     assert [t.value for t in at.title] == ["Inside a model: watch it learn"]
     assert any("no longer held" in e and "Nothing changed" in e for e in errors(at)), errors(at)
     assert session(at).inside.model == models.BUILTIN
+
+
+def _fall_by_loop(share: float) -> int:
+    """The first snapshot after the random start at which the repeated half's loss has fallen ``share`` of the way
+    from its plateau (snapshot 2, the first after step 0) to its last value: a plain loop over the record."""
+    top, end = H["loss_repeated"][1], H["loss_repeated"][-1]
+    for j in range(1, COUNT):
+        if H["loss_repeated"][j] <= top - share * (top - end):
+            return j
+    raise AssertionError("the loss never fell that far")
+
+
+def test_the_marked_step_is_named_exactly_and_the_fall_is_read_from_the_curve() -> None:
+    """The dashed line is named for what it is (a head's induction score reaching 0.5), not "the phase change" alone,
+    and the prose says where the repeated half's loss falls, read from the recorded curve (a tenth, half and nine
+    tenths of its fall): the marked step lies inside that fall."""
+    at = app("watch_it_learn")
+    no_exception(at)
+    s = _phase_by_loop()
+    step = int(H["step"][s])
+    a, half, b = (int(H["step"][_fall_by_loop(f)]) for f in (0.1, 0.5, 0.9))
+    assert a <= step <= b  # the record's own point: the induction head appears while the loss falls
+    whats = [d["what"] for d in _rows(at.get("vega_lite_chart")[0]) if d.get("dash") == "phase"]
+    assert whats == [f"a head's induction score ≥ 0.5 (step {step})"], whats
+    prose = "\n".join(_plain(at))
+    top, end = H["loss_repeated"][1], H["loss_repeated"][-1]
+    assert (
+        f"from its plateau of {top:.2f} nats at step {H['step'][1]} it had fallen a tenth of the way to its last "
+        f"{end:.2f} by step {a}, half of the way by step {half} and nine tenths by step {b}"
+    ) in prose, prose
+    assert f"The dashed line marks step {step}: the first snapshot at which a head" in prose
+    assert "That is step" not in prose  # no step is called "the phase change" on its own

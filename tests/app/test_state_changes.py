@@ -22,7 +22,8 @@ def _rebuilt(s) -> session_mod.Session:
     if "edits" in q:
         from attention.io import links
 
-        decoded = links.decode_edits(q["edits"], expected_shapes={n: rebuilt.matrices[n].shape for n in names.INPUTS})
+        base = {n: rebuilt.matrices[n] for n in names.INPUTS if n in rebuilt.matrices}
+        decoded = links.decode_any(q["edits"], base)  # the changed cells, or whole matrices, against the rebuilt
         rebuilt.matrices.update({k: np.array(v, dtype=np.float64) for k, v in decoded.items()})
     return rebuilt
 

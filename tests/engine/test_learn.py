@@ -299,3 +299,14 @@ def test_a_target_per_head_trains_each_head_towards_its_own_pattern_and_a_wrong_
     wrong = targets.Target("three", np.zeros((3, 3, 3)) + pattern[:1], np.ones((3, 3), dtype=bool))
     with pytest.raises(AttentionError, match="3 per-head patterns but there are 2 heads"):
         learn.train(p.tokens, m, opts, target=wrong, learn=("W_q",), steps=1)
+
+
+def test_loss_fall_reads_the_repeated_halfs_drop_from_the_curve() -> None:
+    """A made-up curve: plateau 4 (after a random start of 9), last 0; a tenth of the fall is at 3.6, half at 2,
+    nine tenths at 0.4 (first reached by 0.3); a curve that does not fall gives None."""
+    from attention.model import induction
+
+    record = {"loss_repeated": np.array([9.0, 4.0, 3.9, 3.5, 2.5, 2.0, 0.5, 0.3, 0.0])}
+    assert [induction.loss_fall(record, f) for f in (0.1, 0.5, 0.9)] == [3, 5, 7]
+    assert induction.loss_fall({"loss_repeated": np.array([9.0, 4.0, 4.0])}, 0.5) is None
+    assert induction.loss_fall({"loss_repeated": np.array([9.0, 4.0, 4.5])}, 0.1) is None

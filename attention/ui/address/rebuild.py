@@ -127,9 +127,7 @@ def use_sizes(r: Reading) -> None:
 def read_edits(text: str, r: Reading) -> dict[str, np.ndarray]:
     """The link's edits, decoded for the shapes of the state rebuilt so far."""
     try:
-        return links.decode_edits(
-            text, expected_shapes={n: r.s.matrices[n].shape for n in names.inputs_of(r.s.matrices)}
-        )
+        return links.decode_any(text, {n: r.s.matrices[n] for n in names.inputs_of(r.s.matrices)})
     except AttentionError as exc:
         raise Refused(quoted(exc.message.removeprefix(_LINK_PREFIX), 200)) from exc
 
@@ -155,15 +153,15 @@ def edits_in(s: session.Session, w: Writing) -> str | None:
     if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
         w.edit_notes.append("the matrices' shapes.")  # cannot happen unless the sizes could not be written
         return None
-    cells = sum(m.size for m in changed.values())
+    cells = sum(int(np.sum(rebuilt.matrices[n] != m)) for n, m in changed.items())  # the cells that differ
     if changed and cells > links.MAX_LINK_CELLS:
         w.edit_notes.append(
             f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "
             "carry: a reload or a link gives the unedited numbers. Download the preset file to keep them."
         )
         return None
-    try:
-        return links.encode_edits(changed) if changed else None
+    try:  # the shorter of the changed cells alone and the whole matrices
+        return links.encode_shortest(changed, {n: rebuilt.matrices[n] for n in changed}) if changed else None
     except AttentionError as exc:
         w.edit_notes.append(f"your edits ({exc.message}).")
         return None

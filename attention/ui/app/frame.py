@@ -93,7 +93,7 @@ def render(key: str) -> None:
         lab = LABS.get(key) or INSIDE[key]
         s = setup(lab.nav, lab.file)
         st.title(lab.title)  # ours: the spec's title
-        st.markdown(lab.intro)  # ours: the spec's intro
+        st.markdown(lab.intro(s) if callable(lab.intro) else lab.intro)  # ours: the spec's intro (names escaped)
         (BODIES.get(key) or MODEL_BODIES.get(key) or WRITES_BODIES[key])(s)
         return
     step = STEPS[key]

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ... import masks
+from ...errors import AttentionError
 from ...trace import Trace
-from ..core import session
+from ..core import models, session
+from ..core.text import esc
 from . import prose
 
 OVERVIEW = "pages/0_overview.py"
@@ -171,6 +173,35 @@ STEPS: dict[str, Step] = {
 }
 
 
+EVERY_HEAD_BODY = (
+    "Below, every head's attention on the text you choose, what each head does (measured on that text), and what the "
+    "model predicts. **Ablate** a head to take it out and watch the predictions and the loss answer back. "
+)
+
+
+def every_head_intro(s: session.Session) -> str:
+    """Every head's intro for the model open: the shipped model's own heads to try, or the other model named."""
+    model_id = s.inside.model if s.inside is not None else models.BUILTIN
+    if model_id == models.BUILTIN:
+        return (
+            "A real trained model this time: the shipped 2-layer model, which learned to continue a repeated "
+            "sequence (or choose another below). " + EVERY_HEAD_BODY + "Try it: find the induction head, ablate it, "
+            "and see the loss on the repeated half rise; restore it; then ablate the previous-token head in layer 1 "
+            "and watch the induction head's pattern fall apart too."
+        )
+    try:
+        c = models.get(model_id).config
+    except AttentionError:  # gone since: the chooser below says so and opens the shipped model
+        return "A real model this time, chosen below. " + EVERY_HEAD_BODY
+    name = esc(model_id.removeprefix(models.SERVER), 80) if model_id.startswith(models.SERVER) else ""
+    kind = f"{name}, a checkpoint on this server" if name else "your own model"
+    return (
+        f"A real model this time: {kind} ({c.n_layers} layers × {c.n_heads} heads), chosen below. "
+        + EVERY_HEAD_BODY
+        + "Try it: find a head with a clear role, ablate it, and see what moved."
+    )
+
+
 @dataclass(frozen=True)
 class Lab:
     """A page beyond the steps (an experiment, the challenges, learning): its file, label, title and intro; the
@@ -180,7 +211,7 @@ class Lab:
     file: str
     nav: str
     title: str
-    intro: str
+    intro: str | Callable[[session.Session], str]  # a function of the Session: an intro that depends on the state
 
 
 LABS: dict[str, Lab] = {
@@ -258,13 +289,7 @@ INSIDE: dict[str, Lab] = {
             "pages/14_every_head.py",
             "Every head",
             "Inside a model: every head",
-            "A real trained model this time: the shipped 2-layer model, which learned to continue a repeated "
-            "sequence, or one you choose below. "
-            "Below, every head's attention on the text you choose, what each head does (measured on that text), "
-            "and what the model predicts. **Ablate** a head to take it out and watch the predictions and the loss "
-            "answer back. Try it: find the induction head, ablate it, and see the loss on the repeated half rise; "
-            "restore it; then ablate the previous-token head in layer 1 and watch the induction head's pattern "
-            "fall apart too.",
+            every_head_intro,
         ),
         Lab(
             "watch_it_learn",

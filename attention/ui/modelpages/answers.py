@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ... import charts
 from ...model import roles
-from ..core import keys
+from ..core import keys, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
 from . import runs
 
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
+DIGITS = next(f.default for f in dataclasses.fields(session.Session) if f.name == "digits")  # the control's default
 NAMED = 6  # at most this many heads are named in what moved (the largest changes); the others are counted
 
 
@@ -76,13 +79,33 @@ def moved(before: runs.Measured, now: runs.Measured, change: str, position: int,
     (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
     (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
     where = f"At position {position + 1} ({esc(pieces([now.ids[position]])[0])}) the most likely next token"
+    fmt = prob_pattern([p_was, p_top]).format  # one format for the pair, from the digits control
     if was == top:
-        parts.append(f"{where} is still {esc(pieces([top])[0])} ({p_was:.2f} → {p_top:.2f}).")
+        parts.append(f"{where} is still {esc(pieces([top])[0])} ({fmt(p_was)} → {fmt(p_top)}).")
     else:
         parts.append(
-            f"{where} went from {esc(pieces([was])[0])} ({p_was:.2f}) to {esc(pieces([top])[0])} ({p_top:.2f})."
+            f"{where} went from {esc(pieces([was])[0])} ({fmt(p_was)}) to {esc(pieces([top])[0])} ({fmt(p_top)})."
         )
     return " ".join(parts)
+
+
+def prob_pattern(values: object) -> str:
+    """One ``str.format`` pattern for probabilities shown together (a sentence's pair, a table's columns): the
+    digits control's significant digits for the largest of them (:func:`attention.charts.decimals_for`), so that a
+    probability of 0.0003 on a large vocabulary is never written 0.00, and 0.0600 stands beside 0.0544."""
+    s = st.session_state.get(session.KEY)  # (a sentence may be built outside a page's run: the default digits)
+    digits = s.digits if s is not None else DIGITS
+    return charts.decimals_for(np.asarray(values, dtype=float), digits)
+
+
+def prob_table(table: dict[str, object], probs: Sequence[str], **kwargs: object) -> None:
+    """``table`` as a dataframe whose ``probs`` columns share one format (:func:`prob_pattern` over all of them),
+    applied by the browser; the numbers themselves are sent whole."""
+    df = pd.DataFrame(table)
+    pattern = prob_pattern(df[list(probs)].to_numpy(dtype=float))
+    printf = None if pattern == "{!r}" else "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"; every digit: as they are
+    config = {c: st.column_config.NumberColumn(format=printf) for c in probs}
+    st.dataframe(df, hide_index=True, width="stretch", column_config=config, **kwargs)
 
 
 def _went(a: float, b: float) -> str:
@@ -120,16 +143,18 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     left, right = st.columns([3, 2], gap="medium")
     with left:
         best, p = roles.top_next(now.logits[position])
-        table = {"next token": runs.pieces(best), "probability": np.round(p, 4)}
+        table = {"next token": runs.pieces(best), "probability": p}
         if now.ablations:
-            table["without ablations"] = np.round(next_probs(base.logits[position])[best], 4)
-        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+            table["without ablations"] = next_probs(base.logits[position])[best]
+        prob_table(table, [c for c in table if c != "next token"])
         if position < n - 1:
             target = now.ids[position + 1]
+            p_now, p_base = next_probs(now.logits[position])[target], next_probs(base.logits[position])[target]
+            fmt = prob_pattern([p_now, p_base] if now.ablations else [p_now]).format
             st.markdown(
                 f"The text's next token is **{esc(tokens[position + 1])}**: probability "
-                f"{next_probs(now.logits[position])[target]:.3f}, loss {now.losses[position]:.2f} nats"
-                + (f" (without ablations {next_probs(base.logits[position])[target]:.3f})" if now.ablations else "")
+                f"{fmt(p_now)}, loss {now.losses[position]:.2f} nats"
+                + (f" (without ablations {fmt(p_base)})" if now.ablations else "")
                 + "."
             )
         else:
@@ -147,11 +172,11 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
             "position": np.arange(1, n + 1),
             "token": tokens,
             "most likely next": runs.pieces(top),
-            "p(most likely)": np.round(probs[np.arange(n), top], 4),
+            "p(most likely)": probs[np.arange(n), top],
             "next in the text": [*tokens[1:], ""],
-            "p(next in the text)": [*np.round(probs[np.arange(n - 1), now.ids[1:]], 4), np.nan],
+            "p(next in the text)": [*probs[np.arange(n - 1), now.ids[1:]], np.nan],
         }
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        prob_table(rows, ["p(most likely)", "p(next in the text)"])
 
 
 def on_position() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ...model import upload
+from ...model import checkpoint, upload
 from ...model.vocab import WordVocab
 from ..core import keys, models
 from ..core.text import esc
@@ -28,7 +28,7 @@ def chooser() -> models.Model:
     ids = list(options)
     left, right = st.columns([2, 3], gap="medium")
     with left:
-        bind(keys.INSIDE_MODEL, current, once=True)
+        bind(keys.INSIDE_MODEL, current)  # the record's model, always: a page switch drops the widget's own state
         st.selectbox(
             "Model",
             ids,
@@ -53,19 +53,27 @@ def chooser() -> models.Model:
     m = inside.model()
     st.caption(describe(m, inside.model_id()))  # ours: sizes; the name is the server's or ours
     st.caption(precision(m))  # ours: the dtype, and the loader's notes escaped
+    for note in vocabulary(m):  # a tokenizer that does not match the embedding: where the eye is
+        st.warning(esc(note, 400), icon=":material/warning:")
     return m
 
 
+def vocabulary(m: models.Model) -> list[str]:
+    """What the loader noted of a tokenizer whose tokens and the embedding's rows differ (shown as a warning)."""
+    said = checkpoint.vocabulary_notes(len(m.vocab), m.config.vocab_size)
+    return [note for note in m.notes if note in said]
+
+
 def precision(m: models.Model) -> str:
-    """The precision the model computes in, and what its loader noted (the rule that chose the precision, a
-    vocabulary that does not match the embedding)."""
+    """The precision the model computes in, and what else its loader noted (the rule that chose the precision)."""
     line = f"It computes in **{m.dtype}** ({m.dtype.itemsize} bytes a number)." + (
         " A head opened on the step pages is recomputed there in float64 from its float32 inputs: its numbers match "
         "the model's to about 7 significant digits."
         if m.dtype == np.float32
         else ""
     )
-    return " ".join([line, *(esc(note, 400) for note in m.notes)])
+    said = vocabulary(m)
+    return " ".join([line, *(esc(note, 400) for note in m.notes if note not in said)])
 
 
 def describe(m: models.Model, model_id: str) -> str:
@@ -80,7 +88,8 @@ def describe(m: models.Model, model_id: str) -> str:
     words = "words" if isinstance(m.vocab, WordVocab) else "BPE tokens"
     shared = f", {c.n_heads // c.kv_heads} query heads sharing each key/value head" if c.kv_heads != c.n_heads else ""
     line = (
-        f"{kind}: {c.n_layers} layers × {c.n_heads} heads ({c.n_layers * c.n_heads} in all{shared}), width "
+        f"{kind}: {c.n_layers} layer{'s' if c.n_layers != 1 else ''} × {c.n_heads} heads "
+        f"({c.n_layers * c.n_heads} in all{shared}), width "
         f"{c.d_model}, "
         f"a vocabulary of {c.vocab_size:,} {words}, up to {c.n_ctx:,} tokens"
         + (f" (this page reads up to {models.longest(m)})" if models.longest(m) < c.n_ctx else "")

@@ -77,7 +77,7 @@ def choose_text() -> None:
     left, right = st.columns([2, 3], gap="medium") if len(options) > 1 else (None, st.container())
     if left is not None:
         with left:
-            widgets.bind(keys.INSIDE_SEQUENCE, chosen, once=True)
+            widgets.bind(keys.INSIDE_SEQUENCE, chosen)  # the record's, always: a page switch drops the widget's
             st.selectbox(
                 "Ready-made sequence",
                 options,
@@ -86,7 +86,8 @@ def choose_text() -> None:
             )
     with right:
         most = models.longest(m)
-        widgets.bind(keys.INSIDE_TYPED, m.decode(inside.now().ids), once=True)
+        # the record's text, unless a refusal is shown beside what was typed (kept as typed, to be corrected)
+        widgets.bind(keys.INSIDE_TYPED, m.decode(inside.now().ids), once=bool(inside.now().message))
         st.text_input(
             f"Or type words of its vocabulary (2 to {most}, separated by spaces), then press Enter"
             if words
@@ -178,11 +179,7 @@ def heads_intro(now: runs.Measured) -> None:
         f"weight on the first token). A head spreading its weight evenly would score {_fmt(chance['previous-token'])}, "
         f"{_fmt(chance['induction'])} and {_fmt(chance['first-token sink'])}."
     )
-    strongest = []
-    for r in roles.ROLES:
-        if np.isfinite(now.scores[r]).any():
-            layer, head = np.unravel_index(np.nanargmax(now.scores[r]), (L, H))
-            strongest.append(f"{r} **{runs.name(layer, head)}** ({_fmt(now.scores[r][layer, head])})")
+    strongest = [strongest_of(now.scores[r], r) for r in roles.ROLES if np.isfinite(now.scores[r]).any()]
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
     if runs.model().config.qk_norm:
         st.caption(QK_NORM)
@@ -220,17 +217,17 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
         type="primary" if how else "secondary",
     )
     qk_norm = runs.model().config.qk_norm
-    st.button(
+    if st.button(
         f"Open {runs.name(layer, head)} on the step pages",
         key=keys.inside_head("open", layer, head),
-        on_click=inside.open_on_steps,
-        args=(layer, head),
         disabled=qk_norm,
         help=QK_NORM
         if qk_norm
         else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",
-    )
+    ):
+        inside.open_on_steps(layer, head)
+        st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
     if inside.now().opened == (layer, head):
         opened(layer, head)
     if inside.now().where == (layer, head):  # what it moved, beside the button pressed
@@ -290,6 +287,22 @@ def _heatmap(
     values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
 ) -> dict:
     return charts.heatmap(_array(values), rows, cols, style, _array(allowed))  # type: ignore[arg-type]
+
+
+def strongest_of(scores: np.ndarray, role: str) -> str:
+    """The head with the largest ``role`` score (layers, heads), in words. An induction head needs a layer before it
+    (a first-layer key holds only its own token and position), so induction is looked for from layer 2 on; when no
+    head there reaches a role's score (a previous-token head ablated, a random model), the line says so."""
+    first = 1 if role == "induction" else 0  # the first layer that can hold a head of this kind
+    if scores.shape[0] <= first:
+        return f"{role}: none (a one-layer model cannot have one)"
+    rest = scores[first:]  # (layers from `first`, heads)
+    layer, head = np.unravel_index(np.nanargmax(np.nan_to_num(rest, nan=-np.inf)), rest.shape)
+    named = f"**{runs.name(first + layer, head)}** ({_fmt(rest[layer, head])})"
+    if rest[layer, head] >= roles.ROLE_MIN:
+        return f"{role} {named}"
+    where = " in layers 2 and up" if first else ""
+    return f"{role}: none reaches {roles.ROLE_MIN}{where} (the strongest there: {named})"
 
 
 def first_layer_note(now: runs.Measured, head: int) -> str:

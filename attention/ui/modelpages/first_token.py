@@ -68,8 +68,7 @@ def sinks() -> None:
         + (
             f"{many} of the {L * H} heads put at least {STRONG} there."
             if many
-            else f"No head puts {STRONG} or more there: on this model and text the sink is weak, and what the heads "
-            "do is find tokens (the Every head page names their roles)."
+            else f"No head puts {STRONG} or more there: on this model and text the sink is weak{doing(now.roles)}"
         )
     )
     st.markdown(
@@ -129,6 +128,23 @@ def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tok
             "stream. On this model token 1 is not a place to attend and change nothing (a model learns that only "
             "when it helps: the attention-sink paper, StreamingLLM, found it in Llama-2, MPT, Falcon and Pythia)."
         )
+    )
+
+
+def doing(found: np.ndarray) -> str:
+    """What the heads do instead, in words, from their roles measured on the text (layers, heads) of str: the heads
+    that find tokens, counted by role (induction from layer 2 on: a first-layer head cannot be one, see Every head),
+    or that no head has a clear role (a random model's spread-out rows)."""
+    finders = [
+        ("previous-token", int((found == "previous-token").sum())),
+        ("induction", int((found[1:] == "induction").sum())),
+    ]
+    named = " and ".join(f"{k} {r} head{'s' if k != 1 else ''}" for r, k in finders if k)
+    if named:
+        return f"; its heads find tokens instead: {named} (the Every head page names them)."
+    return (
+        f", and no head has a clear role either (none scores {roles.ROLE_MIN} or more as previous-token, induction "
+        "or first-token sink): their weights are spread over the tokens they see, as an untrained model's are."
     )
 
 

@@ -74,9 +74,16 @@ def controls(ids: tuple[int, ...]) -> None:
         )
     with c:
         st.markdown(f"**{left}** more token{'s' if left != 1 else ''} fit in the context of {n_ctx}.")
+    full = left <= 0  # nothing more fits: the buttons that make tokens are off, and the page says why
     buttons = st.columns([1, 1, 1.3, 1], gap="small")
     buttons[0].button(
-        "Next token", key=keys.GEN_NEXT, on_click=gen.gen_more, args=(1,), type="primary", width="stretch"
+        "Next token",
+        key=keys.GEN_NEXT,
+        on_click=gen.gen_more,
+        args=(1,),
+        type="primary",
+        width="stretch",
+        disabled=full,
     )
     buttons[1].button(
         f"Generate {gen.now().many}",
@@ -84,9 +91,17 @@ def controls(ids: tuple[int, ...]) -> None:
         on_click=gen.gen_more,
         args=(None,),
         width="stretch",
+        disabled=full,
     )
-    buttons[2].button("Generate to the end", key=keys.GEN_END, on_click=gen.gen_to_end, width="stretch")
+    buttons[2].button(
+        "Generate to the end", key=keys.GEN_END, on_click=gen.gen_to_end, width="stretch", disabled=full
+    )
     buttons[3].button("Start again", key=keys.GEN_AGAIN, on_click=gen.gen_again, width="stretch")
+    if full:
+        st.caption(
+            f"The context of {n_ctx} tokens is full: the prompt and the tokens made fill it, so Next token and "
+            "Generate are off. Press Start again, or keep fewer tokens of the text in the prompt."
+        )
 
 
 def show_tokens(w: walks.Walk, ids: tuple[int, ...]) -> None:

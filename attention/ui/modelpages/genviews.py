@@ -12,7 +12,7 @@ from ..core import keys
 from ..core.text import esc
 from ..state import generation as gen
 from ..widgets import common as widgets
-from . import runs, walks
+from . import answers, runs, walks
 
 STATES = ("the prompt (one forward pass)", "generated before", "added by this step")
 STATE_COLOURS = ("#9ecae1", "#3182bd", "#e6550d")  # light and dark blue, orange: apart in every colour vision
@@ -24,15 +24,15 @@ def next_tokens(w: walks.Walk) -> None:
     said = w.said[-1]
     st.subheader("The next token")
     where = f"After token {said.position + 1} ({esc(runs.pieces([said.token])[0])})"
-    st.dataframe(
-        pd.DataFrame({"next token": runs.pieces([int(i) for i in said.top]), "probability": np.round(said.probs, 4)}),
-        hide_index=True,
-        width="stretch",
+    answers.prob_table(
+        {"next token": runs.pieces([int(i) for i in said.top]), "probability": np.asarray(said.probs, dtype=float)},
+        ["probability"],
         key=keys.GEN_TOP,
     )
     if len(w.tokens) < m.config.n_ctx:
+        p = answers.prob_pattern(said.probs[0]).format(said.probs[0])  # the digits control's format
         st.markdown(
-            f"{where} the most likely token is **{esc(runs.pieces([int(said.top[0])])[0])}** ({said.probs[0]:.3f}): "
+            f"{where} the most likely token is **{esc(runs.pieces([int(said.top[0])])[0])}** ({p}): "
             "*Next token* adds it (greedy generation), and feeds it through the cache."
         )  # ours: tokens escaped
     else:
@@ -164,18 +164,15 @@ def cache_rows(w: walks.Walk) -> None:
 def history(w: walks.Walk) -> None:
     """Every step so far: the token fed, where, and its top next tokens."""
     with st.expander(f"Every step so far ({len(w.said)})"):
-        st.dataframe(
-            pd.DataFrame(
-                {
-                    "position": [s.position + 1 for s in w.said],
-                    "token fed": runs.pieces([s.token for s in w.said]),
-                    "cache rows": [s.position + 1 for s in w.said],
-                    "most likely next": runs.pieces([int(s.top[0]) for s in w.said]),
-                    "probability": [round(float(s.probs[0]), 4) for s in w.said],
-                    "top 5": [", ".join(runs.pieces([int(i) for i in s.top])) for s in w.said],
-                }
-            ),
-            hide_index=True,
-            width="stretch",
+        answers.prob_table(
+            {
+                "position": [s.position + 1 for s in w.said],
+                "token fed": runs.pieces([s.token for s in w.said]),
+                "cache rows": [s.position + 1 for s in w.said],
+                "most likely next": runs.pieces([int(s.top[0]) for s in w.said]),
+                "probability": [float(s.probs[0]) for s in w.said],
+                "top 5": [", ".join(runs.pieces([int(i) for i in s.top])) for s in w.said],
+            },
+            ["probability"],
             key=keys.GEN_HISTORY,
         )

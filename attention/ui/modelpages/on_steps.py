@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
@@ -126,14 +125,14 @@ def panel(s: session.Session) -> None:
     left, right = st.columns([3, 2], gap="medium")
     with left:
         best, p = roles.top_next(now.logits[position])
-        table = {"next token": pieces(best), "probability": np.round(p, 4)}
+        table = {"next token": pieces(best), "probability": p}
         if flows:
-            table["unedited"] = np.round(answers.next_probs(base.logits[position])[best], 4)
+            table["unedited"] = answers.next_probs(base.logits[position])[best]
         st.markdown(
             f"After token {position + 1} (**{esc(pieces([ref.ids[position]])[0])}**, the query of the explained "
             "cell: click a heatmap cell to choose another):"
         )
-        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+        answers.prob_table(table, [c for c in table if c != "next token"])
     with right:
         answers.loss_metrics(now, base, "edited" if flows else None)
     ablation_buttons(ref)

@@ -27,6 +27,7 @@ EVERY_HEAD = str(Path(__file__).resolve().parents[3] / "pages" / "14_every_head.
 POLL = 0.5  # s between redraws of a live run's progress
 LOSS_HEIGHT = 340  # px
 LABEL_LINE = 16  # px between the rules' labels
+FALL_SHARES = (0.1, 0.5, 0.9)  # how far the repeated half's loss has fallen: its fall's start, middle and end
 FELL = 0.5  # nats: the repeated half's loss the prose follows the drop down to
 STARTED = 20  # steps: the loss chart's scale fits the losses from here on (the random start's are far above)
 SERIES = {  # the loss chart's lines: label, colour (readable with any colour vision)
@@ -76,8 +77,8 @@ def snapshots(h: dict[str, np.ndarray], phase: int | None) -> None:
     marked = ""
     if phase is not None:
         marked = (
-            f"The dashed line marks step {steps[phase]}, the phase change: the first snapshot at which a head's "
-            f"induction score reached {induction.PHASE_SCORE}. "
+            f"The dashed line marks step {steps[phase]}: the first snapshot at which a head's induction score "
+            f"reached {induction.PHASE_SCORE}. "
         )
     st.caption(
         f"{marked}At step 0, the random start, the losses were {h['losses'][0]:.2f} (training batch), "
@@ -102,19 +103,34 @@ def phase_prose(h: dict[str, np.ndarray], phase: int | None) -> None:
         before = max(phase - 1, 0)
         low = next((j for j in range(phase, count) if h["loss_repeated"][j] < FELL), count - 1)
         st.markdown(
-            f"**The phase change** (the dashed line) is found from the record: it is the first snapshot at which a "
-            f"head puts more than half of its weight on the token to copy (an induction score of at least "
-            f"{induction.PHASE_SCORE}). That is **step {steps[phase]}**, where {runs.name(layer, head)}'s induction "
-            f"score reached {h['induction'][phase, layer, head]:.2f}. **The induction head appears where the "
-            f"repeated half's loss drops:** from step {steps[before]} to step {steps[phase]} that loss fell from "
+            f"{fall_prose(h)} **The dashed line marks step {steps[phase]}**: the first snapshot at which a head "
+            f"puts at least half of its weight on the token to copy (an induction score of at least "
+            f"{induction.PHASE_SCORE}; {runs.name(layer, head)}'s reached {h['induction'][phase, layer, head]:.2f})."
+            f" **The induction head appears where the repeated half's loss drops:** from step {steps[before]} to "
+            f"step {steps[phase]} that loss fell from "
             f"{h['loss_repeated'][before]:.2f} to {h['loss_repeated'][phase]:.2f} nats, by step {steps[low]} it was "
             f"{h['loss_repeated'][low]:.2f}, and over the whole run it "
             f"went from {h['loss_repeated'][1]:.2f} (step {steps[1]}) to {h['loss_repeated'][-1]:.2f} as the "
             f"strongest induction score rose from {best[1]:.2f} to {best[-1]:.2f} (across the {count} snapshots the "
             f"two move together: correlation {r:.2f}). The first half's loss never falls below ln {vocab} ≈ "
-            f"{np.log(vocab):.2f} ({h['loss_first'][phase]:.2f} at the phase change, {h['loss_first'][-1]:.2f} at "
+            f"{np.log(vocab):.2f} ({h['loss_first'][phase]:.2f} at the marked step, {h['loss_first'][-1]:.2f} at "
             "the end): its words are new, so nothing there can be predicted."
         )
+
+
+def fall_prose(h: dict[str, np.ndarray]) -> str:
+    """Where the repeated half's loss falls, read from the recorded curve: a tenth, half and nine tenths of the way
+    from its plateau to its last value (the phase change is this stretch of steps, not one step)."""
+    steps, loss = h["step"], h["loss_repeated"]
+    at = [induction.loss_fall(h, share) for share in FALL_SHARES]
+    if None in at:
+        return ""
+    a, half, b = (steps[j] for j in at)
+    return (
+        f"**The phase change, read from the curve:** the repeated half's loss (orange) falls steeply between steps "
+        f"{a} and {b}: from its plateau of {loss[1]:.2f} nats at step {steps[1]} it had fallen a tenth of the way "
+        f"to its last {loss[-1]:.2f} by step {a}, half of the way by step {half} and nine tenths by step {b}."
+    )
 
 
 def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.LayerChart:
@@ -140,9 +156,8 @@ def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.Laye
     points = alt.Chart(shown).mark_point(filled=True, size=30).encode(x, y, colour, tooltip=tip)
     marks = [{"step": int(h["step"][i]), "what": f"snapshot shown (step {int(h['step'][i])})", "dash": "shown"}]
     if phase is not None:
-        marks.append(
-            {"step": int(h["step"][phase]), "what": f"phase change (step {int(h['step'][phase])})", "dash": "phase"}
-        )
+        what = f"a head's induction score ≥ {induction.PHASE_SCORE} (step {int(h['step'][phase])})"
+        marks.append({"step": int(h["step"][phase]), "what": what, "dash": "phase"})
     rules = (
         alt.Chart(pd.DataFrame(marks))
         .mark_rule(color="#000000", strokeWidth=1.5)
@@ -156,9 +171,16 @@ def loss_curves(h: dict[str, np.ndarray], phase: int | None, i: int) -> alt.Laye
     )
     chart = lines + points + rules
     for line, mark in enumerate(marks):  # one label a line, so two close rules' labels never overlap
+        right = mark["step"] > h["step"][-1] / 2  # past the middle: the label goes left of its rule, inside the plot
         chart += (
             alt.Chart(pd.DataFrame([{"step": mark["step"], "what": mark["what"]}]))
-            .mark_text(align="left", dx=4, dy=6 + LABEL_LINE * line, baseline="top", fontSize=12)
+            .mark_text(
+                align="right" if right else "left",
+                dx=-4 if right else 4,
+                dy=6 + LABEL_LINE * line,
+                baseline="top",
+                fontSize=12,
+            )
             .encode(x, y=alt.value(0), text="what:N")
         )
     return chart.properties(title="Loss as the model learns")
@@ -264,8 +286,9 @@ def trained(job: jobs.Job) -> None:
     except AttentionError as e:  # let go by this server since (it keeps a few learners' models only)
         st.info(f"{esc(e, 300)}.")
         return
-    ind = now.scores["induction"]
-    layer, head = np.unravel_index(np.nanargmax(ind), ind.shape)
+    ind = now.scores["induction"]  # (layers, heads); an induction head needs a layer before it: looked for from 2 on
+    layer, head = np.unravel_index(np.nanargmax(ind[1:]), ind[1:].shape)
+    layer += 1
     st.success(
         f"Trained {job.total:,} steps in {job.seconds:.1f} s. On the example sequence: loss on the first half "
         f"{now.first:.2f} nats, on the repeated half {now.second:.2f} nats; the strongest induction head is "
