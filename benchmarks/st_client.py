@@ -144,6 +144,8 @@ class Run:
     elements: list[Element]
     problems: list[str] = field(default_factory=list)
     fragments: tuple[str, ...] = ()  # the fragments the finished run reran (empty: the whole page ran)
+    messages: int = 0  # ForwardMsgs received from sending the BackMsg to the run's script_finished, both counted
+    kinds: dict[str, int] = field(default_factory=dict)  # those messages by kind (an element's or block's type)
 
 
 def initial_state(e: Element) -> WidgetState | None:
@@ -203,6 +205,7 @@ class Tab:
         self._runs_since_send: set[str] = set()
         self._run_done: asyncio.Future | None = None
         self._operations: dict[str, asyncio.Future] = {}
+        self._received: dict[str, int] = {}  # ForwardMsgs received since the last BackMsg that starts a run, by kind
 
     # ---------------------------------------------------------------------------------------------- HTTP
 
@@ -280,6 +283,7 @@ class Tab:
             raise TabError(f"disconnected: {self.closed_reason}")
         self._runs_since_send = set()
         self._problems = []
+        self._received = {}
         self._run_done = asyncio.get_running_loop().create_future()
         start = time.perf_counter()
         await self._ws.send(msg.SerializeToString())
@@ -287,7 +291,8 @@ class Tab:
             finished = await asyncio.wait_for(self._run_done, self.timeout)
         except TimeoutError:
             raise TabError(f"timeout: no script_finished within {self.timeout:g} s") from None
-        return Run(finished - start, self.elements, list(self._problems), self._finished_fragments)
+        return Run(finished - start, self.elements, list(self._problems), self._finished_fragments,
+            sum(self._received.values()), dict(self._received))
 
     # ---------------------------------------------------------------------------------------------- a person's acts
 
@@ -356,6 +361,9 @@ class Tab:
 
     def _on_message(self, msg: ForwardMsg, now: float) -> None:
         kind = msg.WhichOneof("type")
+        if self._run_done is not None and not self._run_done.done():
+            what = _kind_of(msg)
+            self._received[what] = self._received.get(what, 0) + 1
         if kind == "new_session":
             if msg.new_session.initialize.session_id:
                 self.session_id = msg.new_session.initialize.session_id
@@ -414,6 +422,16 @@ class Tab:
             state = initial_state(e)
             if state is not None:
                 self.values[e.widget_id] = state
+
+
+def _kind_of(msg: ForwardMsg) -> str:
+    """A message's kind: a new element's type, a new block's type, else the message's own type."""
+    kind = msg.WhichOneof("type")
+    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+        return msg.delta.new_element.WhichOneof("type")
+    if kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+        return f"block:{msg.delta.add_block.WhichOneof('type')}"
+    return kind or "?"
 
 
 def _element(el: Any) -> tuple[str, Any]:

@@ -209,5 +209,8 @@ def select(at: AppTest, key: str, value: object) -> AppTest:
 
 
 def paste(at, name: str, text: str):
+    """Paste ``text`` into the import box of ``name`` and press Apply (opening the box first, as a learner does)."""
+    if not any(w.key == f"imp.{name}.text" for w in at.text_area):
+        at = open_expander(at, f"import.{name}")
     at.text_area(key=f"imp.{name}.text").input(text)
     return at.button(key=f"imp.{name}.apply").click().run()
