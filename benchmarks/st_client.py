@@ -91,6 +91,7 @@ WIDGET_KINDS = {
     "dataframe",
     "file_uploader",
     "vega_lite_chart",
+    "expandable",  # an expander whose opening reruns the page (its contents are drawn only while open)
 }
 
 
@@ -117,7 +118,9 @@ DOWNLOADS = (("X", "Tokens"), ("W_q", "Weights"), ("W_k", "Weights"), ("W_v", "W
 def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
     """``"preset"``: the sidebar's Preset box; ``"editor"``: the grid of input matrix ``name`` (X, W_q, W_k, W_v;
     a grid has no label, so: an editable table whose key starts ``ed.<name>.``); ``"download"``: the
-    "Download <name>.csv" button; ``"page"``: the hash of the page whose title in the sidebar starts with ``name``.
+    "Download <name>.csv" button (drawn once the page's "Downloads" expander is open); ``"expander"``: an expander
+    whose heading starts with ``name``; ``"page"``: the hash of the page whose title in the sidebar starts with
+    ``name``.
     None when the current page does not show it."""
     if what == "page":
         return next((h for title, h in tab.pages.items() if title.startswith(name)), None)
@@ -127,6 +130,8 @@ def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
         found = [e for e in find(tab.elements, "dataframe", key_start=f"ed.{name}.") if e.proto.editing_mode]
     elif what == "download":
         found = find(tab.elements, "download_button", label=f"Download {name}.csv")
+    elif what == "expander":  # by the start of its heading
+        found = [e for e in tab.elements if e.kind == "expandable" and e.label.startswith(name)]
     else:
         raise ValueError(f"unknown widget {what!r}")
     return found[0] if found else None
@@ -291,8 +296,14 @@ class Tab:
             finished = await asyncio.wait_for(self._run_done, self.timeout)
         except TimeoutError:
             raise TabError(f"timeout: no script_finished within {self.timeout:g} s") from None
-        return Run(finished - start, self.elements, list(self._problems), self._finished_fragments,
-            sum(self._received.values()), dict(self._received))
+        return Run(
+            finished - start,
+            self.elements,
+            list(self._problems),
+            self._finished_fragments,
+            sum(self._received.values()),
+            dict(self._received),
+        )
 
     # ---------------------------------------------------------------------------------------------- a person's acts
 
@@ -317,6 +328,10 @@ class Tab:
         for (row, col), text in cells.items():
             edits["edited_rows"].setdefault(str(row), {})[col] = text
         return await self.rerun([WidgetState(id=grid.widget_id, string_value=json.dumps(edits))])
+
+    async def open_expander(self, box: Element) -> Run:
+        """Open an expander that reruns the page when opened (its contents are drawn in that run)."""
+        return await self.rerun([WidgetState(id=box.widget_id, bool_value=True)])
 
     async def download(self, button: Element) -> bytes:
         """Click a download button and fetch the file, as the browser does."""
@@ -386,6 +401,9 @@ class Tab:
             path = tuple(msg.metadata.delta_path)
             self._sent.add(path)
             self._building = {p: e for p, e in self._building.items() if p[: len(path)] != path}
+            block = msg.delta.add_block
+            if block.WhichOneof("type") == "expandable" and block.expandable.id:  # an expander that reruns: a widget
+                self._on_element(Element(path, "expandable", block.expandable, msg.delta.fragment_id))
         elif kind == "page_not_found":
             self._problems.append(f"page not found: {msg.page_not_found.page_name!r}")
         elif kind == "backend_operation_response":

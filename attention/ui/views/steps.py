@@ -284,9 +284,17 @@ OPENED: dict[str, Opened] = {
 }
 
 
+_TABLE_NAMES = {
+    "scores": "The scores S",
+    "scaled": "The scaled scores S'",
+    "weights": "The weights A",
+    "output": "The output",
+}
+
+
 def table_label(name: str) -> str:
-    """The expander of a step's result ``name`` as a table, on a page whose heatmap draws it."""
-    return f"{name} as a table: every number, the cells changed from the preset highlighted"
+    """The expander of a step's result ``name`` as a table, beside the page's heatmap."""
+    return f"{_TABLE_NAMES.get(name, name)} as a table: every number, the cells changed from the preset highlighted"
 
 
 def doc_check(s: session.Session, trace: Trace) -> None:
