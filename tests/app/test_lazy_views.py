@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from tests.helpers.apptest import edit_cell, goto, journey, no_exception, open_expander, session, texts
+from tests.helpers.apptest import app, edit_cell, goto, journey, no_exception, open_expander, session, texts
 
 
 def weights_of(s) -> np.ndarray:
@@ -117,3 +117,16 @@ def test_a_click_on_a_heatmap_cell_opens_its_explanation() -> None:
     assert s.cell == (1, 2) and s.tabs["view.explain_cell"] == "open"
     assert at.selectbox(key="cell.softmax.q").value == "cat" and at.selectbox(key="cell.softmax.k").value == "sat"
     assert f"**{weights_of(s)[1, 2]:.6g}**" in " ".join(texts(at.markdown))
+
+
+def test_closed_downloads_and_import_boxes_build_nothing_until_opened() -> None:
+    at = app("tokens", {"preset": "the_cat_sat"})  # opened by its address (the overview offers the zip at once)
+    no_exception(at)
+    assert "download.zip" not in session(at).memo and "download.X.csv" not in session(at).memo  # no file made
+    assert not at.text_area and not at.get("file_uploader")  # the import box's boxes are not sent
+    assert "Import X: upload a CSV or paste a numpy array" in labels(at)
+    at = open_expander(at, "import.X")
+    assert [w.key for w in at.text_area] == ["imp.X.text"] and len(at.get("file_uploader")) == 1
+    at = open_expander(at, "downloads")
+    assert {"dl.tokens.X", "dl.tokens.zip"} <= set(keyed(at, "download_button"))
+    assert "download.zip" in session(at).memo

@@ -74,7 +74,7 @@ PRINT_CSS = f"""<style>
   {_printed("")} {{ display: block !important; }}
   {_printed("summary")} {{ display: none !important; }}
   {_printed("details")} {{ border: none !important; }}
-  {_printed('[data-testid="stExpanderDetails"]')} {{ padding: 0 !important; }}
+  {_printed('[data-testid="stExpanderDetails"]')} {{ padding: 0 !important; border: none !important; }}
 }}
 </style>"""
 
