@@ -91,6 +91,7 @@ WIDGET_KINDS = {
     "dataframe",
     "file_uploader",
     "vega_lite_chart",
+    "expandable",  # an expander whose opening reruns the page (its contents are drawn only while open)
 }
 
 
@@ -117,7 +118,9 @@ DOWNLOADS = (("X", "Tokens"), ("W_q", "Weights"), ("W_k", "Weights"), ("W_v", "W
 def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
     """``"preset"``: the sidebar's Preset box; ``"editor"``: the grid of input matrix ``name`` (X, W_q, W_k, W_v;
     a grid has no label, so: an editable table whose key starts ``ed.<name>.``); ``"download"``: the
-    "Download <name>.csv" button; ``"page"``: the hash of the page whose title in the sidebar starts with ``name``.
+    "Download <name>.csv" button (drawn once the page's "Downloads" expander is open); ``"expander"``: an expander
+    whose heading starts with ``name``; ``"page"``: the hash of the page whose title in the sidebar starts with
+    ``name``.
     None when the current page does not show it."""
     if what == "page":
         return next((h for title, h in tab.pages.items() if title.startswith(name)), None)
@@ -127,6 +130,8 @@ def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
         found = [e for e in find(tab.elements, "dataframe", key_start=f"ed.{name}.") if e.proto.editing_mode]
     elif what == "download":
         found = find(tab.elements, "download_button", label=f"Download {name}.csv")
+    elif what == "expander":  # by the start of its heading
+        found = [e for e in tab.elements if e.kind == "expandable" and e.label.startswith(name)]
     else:
         raise ValueError(f"unknown widget {what!r}")
     return found[0] if found else None
@@ -144,6 +149,8 @@ class Run:
     elements: list[Element]
     problems: list[str] = field(default_factory=list)
     fragments: tuple[str, ...] = ()  # the fragments the finished run reran (empty: the whole page ran)
+    messages: int = 0  # ForwardMsgs received from sending the BackMsg to the run's script_finished, both counted
+    kinds: dict[str, int] = field(default_factory=dict)  # those messages by kind (an element's or block's type)
 
 
 def initial_state(e: Element) -> WidgetState | None:
@@ -203,6 +210,7 @@ class Tab:
         self._runs_since_send: set[str] = set()
         self._run_done: asyncio.Future | None = None
         self._operations: dict[str, asyncio.Future] = {}
+        self._received: dict[str, int] = {}  # ForwardMsgs received since the last BackMsg that starts a run, by kind
 
     # ---------------------------------------------------------------------------------------------- HTTP
 
@@ -280,6 +288,7 @@ class Tab:
             raise TabError(f"disconnected: {self.closed_reason}")
         self._runs_since_send = set()
         self._problems = []
+        self._received = {}
         self._run_done = asyncio.get_running_loop().create_future()
         start = time.perf_counter()
         await self._ws.send(msg.SerializeToString())
@@ -287,7 +296,14 @@ class Tab:
             finished = await asyncio.wait_for(self._run_done, self.timeout)
         except TimeoutError:
             raise TabError(f"timeout: no script_finished within {self.timeout:g} s") from None
-        return Run(finished - start, self.elements, list(self._problems), self._finished_fragments)
+        return Run(
+            finished - start,
+            self.elements,
+            list(self._problems),
+            self._finished_fragments,
+            sum(self._received.values()),
+            dict(self._received),
+        )
 
     # ---------------------------------------------------------------------------------------------- a person's acts
 
@@ -312,6 +328,10 @@ class Tab:
         for (row, col), text in cells.items():
             edits["edited_rows"].setdefault(str(row), {})[col] = text
         return await self.rerun([WidgetState(id=grid.widget_id, string_value=json.dumps(edits))])
+
+    async def open_expander(self, box: Element) -> Run:
+        """Open an expander that reruns the page when opened (its contents are drawn in that run)."""
+        return await self.rerun([WidgetState(id=box.widget_id, bool_value=True)])
 
     async def download(self, button: Element) -> bytes:
         """Click a download button and fetch the file, as the browser does."""
@@ -356,6 +376,9 @@ class Tab:
 
     def _on_message(self, msg: ForwardMsg, now: float) -> None:
         kind = msg.WhichOneof("type")
+        if self._run_done is not None and not self._run_done.done():
+            what = _kind_of(msg)
+            self._received[what] = self._received.get(what, 0) + 1
         if kind == "new_session":
             if msg.new_session.initialize.session_id:
                 self.session_id = msg.new_session.initialize.session_id
@@ -378,6 +401,9 @@ class Tab:
             path = tuple(msg.metadata.delta_path)
             self._sent.add(path)
             self._building = {p: e for p, e in self._building.items() if p[: len(path)] != path}
+            block = msg.delta.add_block
+            if block.WhichOneof("type") == "expandable" and block.expandable.id:  # an expander that reruns: a widget
+                self._on_element(Element(path, "expandable", block.expandable, msg.delta.fragment_id))
         elif kind == "page_not_found":
             self._problems.append(f"page not found: {msg.page_not_found.page_name!r}")
         elif kind == "backend_operation_response":
@@ -414,6 +440,16 @@ class Tab:
             state = initial_state(e)
             if state is not None:
                 self.values[e.widget_id] = state
+
+
+def _kind_of(msg: ForwardMsg) -> str:
+    """A message's kind: a new element's type, a new block's type, else the message's own type."""
+    kind = msg.WhichOneof("type")
+    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+        return msg.delta.new_element.WhichOneof("type")
+    if kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+        return f"block:{msg.delta.add_block.WhichOneof('type')}"
+    return kind or "?"
 
 
 def _element(el: Any) -> tuple[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 
 import attention
 from attention.ui.core.source import source_rows
-from tests.helpers.apptest import PAGES, app, drawn_cells, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import PAGES, app, drawn_cells, goto, journey, no_exception, open_views, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -43,8 +43,12 @@ def naive(s, causal: bool = False) -> dict[str, np.ndarray]:
 
 
 def frame(at, rows: list[str], cols: list[str]):
-    """The first dataframe with exactly these row and column labels."""
+    """The first dataframe with exactly these row and column labels (the page's views and tables opened first when
+    none is drawn)."""
     found = [df.value for df in at.dataframe if list(df.value.index) == rows and list(df.value.columns) == cols]
+    if not found:
+        at = open_views(at)
+        found = [df.value for df in at.dataframe if list(df.value.index) == rows and list(df.value.columns) == cols]
     assert found, [(list(d.value.index), list(d.value.columns)) for d in at.dataframe]
     return found[0]
 
@@ -53,6 +57,8 @@ def downloaded(at, label: str) -> list[list[str]]:
     """The rows of the CSV a download button of the page holds (read from AppTest's in-memory media store)."""
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
+    if not any(b.proto.label == label for b in at.get("download_button")):
+        at = open_views(at, "downloads")  # the page's downloads, opened
     for _ in range(3):  # Streamlit drops a run's files once later runs end: a fresh run makes the file again
         button = next(b for b in at.get("download_button") if b.proto.label == label)
         file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
@@ -121,7 +127,7 @@ def test_reading_page_names_source_tokens_as_the_keys_attended_to():
 
 
 def test_explain_a_cell_takes_a_source_key():
-    at = app("softmax", LINK)
+    at = open_views(app("softmax", LINK), "view.explain_cell")
     no_exception(at)
     key_box = at.selectbox(key="cell.softmax.k")
     assert list(key_box.options) == KEYS and list(at.selectbox(key="cell.softmax.q").options) == QUERIES
@@ -230,7 +236,7 @@ def test_the_zip_download_has_source_labelled_csvs_and_a_preset_that_rebuilds_th
 
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-    at = app("scores", LINK)
+    at = open_views(app("scores", LINK), "downloads")
     button = next(b for b in at.get("download_button") if b.proto.label.startswith("Download everything"))
     file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
     data = None

@@ -10,7 +10,17 @@ import pytest
 
 import attention
 from attention.ui.address import url
-from tests.helpers.apptest import app, conventions, drawn_cells, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import (
+    app,
+    conventions,
+    drawn_cells,
+    goto,
+    journey,
+    no_exception,
+    open_views,
+    session,
+    texts,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -21,12 +31,12 @@ def box(at, label: str):
 
 
 def heads4(page: str = "qkv"):
-    """The default preset, 4 heads, conventions open."""
+    """The default preset, 4 heads, conventions and the page's views open."""
     at = conventions(journey(page))
     at = at.selectbox(key="sb.heads").set_value(4).run()
     no_exception(at)
     assert session(at).options.heads == 4
-    return at
+    return open_views(at)
 
 
 def test_key_value_heads_offer_only_divisors_and_regroup_w_k_and_w_v():
@@ -99,6 +109,7 @@ def test_qkv_page_shows_which_query_heads_share_each_block_and_the_kv_cache():
 
 def test_the_kv_cache_counts_values_d_v_wide_when_d_v_differs_from_d_k():
     at = conventions(journey("qkv", {"preset": "the_cat_sat", "dk": "8", "dv": "12", "heads": "4", "kv": "2"}))
+    at = open_views(at)  # the KV cache's view
     no_exception(at)
     d = session(at).dims
     assert (d.d_k, d.d_v) == (8, 12)

@@ -20,6 +20,7 @@ from tests.helpers.apptest import (
     journey,
     no_exception,
     open_expander,
+    open_views,
     session,
     texts,
 )
@@ -46,7 +47,7 @@ def test_switching_the_softmax_stabiliser_is_not_an_edit() -> None:
 
 
 def test_a_causal_mask_is_described_as_a_mask_not_as_a_change_of_value() -> None:
-    at = journey("softmax", {"preset": "the_cat_sat"})
+    at = open_views(journey("softmax", {"preset": "the_cat_sat"}), "table.")  # the weights as a table, opened
     at = conventions(at).selectbox(key="sb.mask").set_value("causal").run()
     no_exception(at)
     text = captions(at)
@@ -142,7 +143,7 @@ def test_the_output_page_shows_concat_and_w_o_whose_product_is_the_output() -> N
     assert "W_o" in s.matrices
     w_cols = s.axis_labels("W_o", s.matrices["W_o"].shape)[1]
     at = edit_cell(at, "W_o", 0, w_cols[1], 0.5)  # now head 1's first column leaks into output column 2
-    at = goto(at, "output")
+    at = open_views(goto(at, "output"))  # concat and W_o, and the output as a table, opened
     no_exception(at)
     m = session(at).matrices
     assert m["W_o"][0, 1] == 0.5
@@ -168,7 +169,7 @@ def test_the_output_page_shows_concat_and_w_o_whose_product_is_the_output() -> N
 
 
 def test_the_output_page_explains_a_cell_of_its_weights() -> None:
-    at = journey("output", {"preset": "the_cat_sat"})
+    at = open_views(journey("output", {"preset": "the_cat_sat"}), "view.explain_cell")
     no_exception(at)
     assert any("Explain a cell" in md.value for md in at.markdown)
     m = {k: np.squeeze(v) for k, v in attention.load_preset("the_cat_sat").matrices().items()}
@@ -188,7 +189,7 @@ def test_every_table_shows_the_chosen_digits_as_the_browser_formats_them(page: s
     through: a width, not a precision, and the browser showed every digit)."""
     from attention import charts
 
-    at = journey(page, {"preset": "the_cat_sat"})
+    at = open_views(journey(page, {"preset": "the_cat_sat"}))  # every view and table, opened
     checked = 0
     for d in at.dataframe:
         config = json.loads(d.proto.columns or "{}")

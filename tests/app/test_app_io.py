@@ -190,6 +190,7 @@ def test_csv_upload_round_trip_is_bit_exact_and_applied_once() -> None:
     s = session(at)
     rows = list(s.tokens)
     data = tables.matrix_csv(A, rows, dimension_labels("d", 4), corner="token")
+    at = open_expander(at, "import.X")  # the import box, opened
     at = at.file_uploader(key="imp.X.file").set_value(("mine.csv", data, "text/csv")).run()
     no_exception(at)
     assert session(at).matrices["X"].tobytes() == A.tobytes()
@@ -217,6 +218,7 @@ def test_a_refused_upload_shows_why_and_changes_nothing(filename: str, data: byt
     at = journey("tokens", {"preset": "she_likes_coffee"})
     kept = {k: v.copy() for k, v in session(at).matrices.items()}
     version = session(at).version
+    at = open_expander(at, "import.X")  # the import box, opened
     at = at.file_uploader(key="imp.X.file").set_value((filename, data, "text/csv")).run()
     no_exception(at)
     assert any(all(w in m for w in words) for m in errors(at)), errors(at)

@@ -166,6 +166,7 @@ def test_a_locked_edit_is_refused_with_the_matrix_named_and_changes_nothing() ->
 
 def test_a_pasted_import_of_a_locked_matrix_is_refused_and_changes_nothing() -> None:
     at = goto(start("sat_looks_back"), "weights")
+    at = open_expander(at, "import.W_q")  # the import box, opened
     before = snapshot(at)
     at.text_area(key="imp.W_q.text").input("[[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]]")
     at = at.button(key="imp.W_q.apply").click().run()
@@ -399,6 +400,7 @@ def test_the_many_cell_hints_paste_through_the_import_box_they_name_and_the_tick
     assert label in c.hint and label in [e.label for e in at.expander]
     W = session(at).matrices[name]
     rows = [" ".join("0" if cid == "spread_out" else f"{20 * v:.4g}" for v in r) for r in W]
+    at = open_expander(at, f"import.{name}")  # the box the hint names, opened
     at.text_area(key=f"imp.{name}.text").input("\n".join(rows))
     at = at.button(key=f"imp.{name}.apply").click().run()
     no_exception(at)

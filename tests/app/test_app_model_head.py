@@ -20,6 +20,7 @@ from tests.helpers.apptest import (
     grid_edit,
     journey,
     no_exception,
+    open_views,
     session,
     texts,
 )
@@ -333,7 +334,7 @@ def _head_writes(ids: tuple[int, ...], layer: int, head: int) -> np.ndarray:
 
 
 def test_the_heads_w_o_is_its_rows_of_the_models_and_the_output_is_what_the_head_writes() -> None:
-    at = _opened(1, 0, "output")
+    at = open_views(_opened(1, 0, "output"))  # concat and W_o, opened
     no_exception(at)
     assert not errors(at)
     s = session(at)
@@ -429,7 +430,7 @@ def test_the_heads_w_o_keeps_the_models_width_through_any_d_v_and_still_flows() 
 def test_a_pasted_zero_w_o_answers_as_the_zero_ablation() -> None:
     """Zero rows of W_o remove what the head writes: the model answers as the engine's own zero ablation of the head,
     a different path through the engine (the head's concat set to zero)."""
-    at = _opened(1, 0, "weights")
+    at = open_views(_opened(1, 0, "weights"), "import.W_o")  # W_o's import box, opened
     at.text_area(key="imp.W_o.text").input(f"np.array({np.zeros((D, ENGINE.config.d_model)).tolist()})")
     at = at.button(key="imp.W_o.apply").click().run()
     no_exception(at)

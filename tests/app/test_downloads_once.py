@@ -9,7 +9,7 @@ import zipfile
 
 import numpy as np
 
-from tests.helpers.apptest import edit_cell, goto, journey, no_exception, session
+from tests.helpers.apptest import edit_cell, goto, journey, no_exception, open_views, session
 
 
 def _weights_in(zipped: bytes) -> np.ndarray:
@@ -26,7 +26,7 @@ def _softmax_weights(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray) -> np.ndar
 
 
 def test_the_zip_is_built_once_per_state_and_again_after_an_edit() -> None:
-    at = journey("softmax", {"preset": "the_cat_sat"})
+    at = open_views(journey("softmax", {"preset": "the_cat_sat"}), "downloads")  # built once opened
     no_exception(at)
     kept = session(at).memo["download.zip"][1]
     at = goto(at, "output")

@@ -350,6 +350,8 @@ def test_a_bad_link_gives_a_notice_and_a_clean_state(case: str) -> None:
 
 
 def _paste(at, name: str, text: str):
+    if not any(w.key == f"imp.{name}.text" for w in at.text_area):
+        at = open_expander(at, f"import.{name}")  # the import box, opened
     at.text_area(key=f"imp.{name}.text").input(text)
     return at.button(key=f"imp.{name}.apply").click().run()
 
@@ -413,6 +415,7 @@ UPLOADS = {
 def test_a_bad_upload_is_refused_naming_the_file(weights_page, case: str) -> None:
     at, before = weights_page
     filename, data, words = UPLOADS[case]
+    at = open_expander(at, "import.W_q")  # the import box, opened
     at = at.file_uploader(key="imp.W_q.file").set_value((filename, data, "application/octet-stream")).run()
     refused(at, before, "W_q", words)
     assert not any("![x](" in e.value for e in at.error)
@@ -421,10 +424,12 @@ def test_a_bad_upload_is_refused_naming_the_file(weights_page, case: str) -> Non
 def test_a_good_npy_and_npz_upload_is_applied_bit_exact(weights_page) -> None:
     at, _ = weights_page
     m = np.random.RandomState(3).randn(4, 4)
+    at = open_expander(at, "import.W_q")  # the import box, opened
     at = at.file_uploader(key="imp.W_q.file").set_value(("w.npy", _npy(m), "application/octet-stream")).run()
     no_exception(at)
     assert session(at).matrices["W_q"].tobytes() == m.tobytes()
     m2 = m[::-1].copy()
+    at = open_expander(at, "import.W_k")  # the import box, opened
     at = at.file_uploader(key="imp.W_k.file").set_value(("w.npz", _npz(M=m2), "application/octet-stream")).run()
     no_exception(at)
     assert session(at).matrices["W_k"].tobytes() == m2.tobytes()

@@ -22,6 +22,7 @@ from tests.helpers.browser import (
     guarded_context,
     nav,
     open_page,
+    open_view,
     read_csv,
     rerun,
     settle,
@@ -68,6 +69,7 @@ def test_edit_a_weight_cell_and_the_output_follows_the_engine(page, base_url, tm
     cols, rows, got = read_csv(download(page, "Download output.csv", tmp_path))
     assert rows == ["The", "cat", "sat"] and cols == ["v1", "v2", "v3", "v4"]
     np.testing.assert_array_equal(got, want.output)  # full precision: bit-exact
+    open_view(page, "The output as a table")  # the highlighted table, drawn once opened
     assert "differ from the unedited preset" in page.inner_text("body")
     page.screenshot(path=str(SHOTS / "edited_output.png"), full_page=True)
     assert not page.console_errors, page.console_errors

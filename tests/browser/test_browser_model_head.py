@@ -18,6 +18,7 @@ from tests.helpers.browser import (
     error_texts,
     guarded_context,
     nav,
+    open_view,
     ready,
     rerun,
     runs,
@@ -210,6 +211,7 @@ def test_an_edit_of_the_heads_w_o_in_its_grid_flows_into_the_model(browser, base
         nav(pg, "Output")
         ready(pg)
         assert not error_texts(pg), error_texts(pg)
+        open_view(pg, "output = concat · W_o")  # drawn once opened
         caption = pg.get_by_text("W_o · 16 × 32", exact=True)
         caption.scroll_into_view_if_needed()
         table = caption.locator("xpath=following::*[@data-testid='stTable' or @data-testid='stDataFrame'][1]")

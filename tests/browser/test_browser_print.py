@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.helpers.browser import CHROMIUM, SHOTS, open_page
+from tests.helpers.browser import CHROMIUM, SHOTS, open_page, open_view
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -18,7 +18,7 @@ if not os.path.exists(CHROMIUM):
 
 A4_PRINTABLE = (718, 1047)  # CSS px of an A4 sheet at 96 dpi inside 10 mm margins
 MARGIN = {side: "10mm" for side in ("top", "bottom", "left", "right")}
-LEFT_OUT = ("stSidebar", "stButton", "stDownloadButton", "stPopover", "stFileUploader", "stExpander", "stHeader")
+LEFT_OUT = ("stSidebar", "stButton", "stDownloadButton", "stPopover", "stFileUploader", "stHeader")
 
 
 def _settled_layout(pg, timeout_ms: int = 15_000) -> None:
@@ -41,6 +41,10 @@ def _pdf_pages(pdf: bytes) -> int:
     return pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages")
 
 
+def _boxes(locator) -> list[dict]:
+    return [b for b in (locator.nth(i).bounding_box() for i in range(locator.count())) if b]
+
+
 def _visible(pg, testid: str) -> list[dict]:
     boxes = [pg.get_by_test_id(testid).nth(i).bounding_box() for i in range(pg.get_by_test_id(testid).count())]
     return [b for b in boxes if b and b["width"] > 1 and b["height"] > 1]
@@ -61,12 +65,17 @@ def test_a_step_page_prints_on_one_a4_sheet(page, base_url, name: str, query: st
     open_page(page, base_url, name, query)
     if charts:
         page.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").first.wait_for()
+        open_view(page, "as a table")  # beside a heatmap the result's table is drawn once opened: it is printed then
+        open_view(page, "Explain a cell")  # a view for the screen: opened, it is still left off the paper
     assert _visible(page, "stSidebar") and _visible(page, "stButton")  # on screen they are there
     page.emulate_media(media="print")
     page.set_viewport_size({"width": A4_PRINTABLE[0], "height": A4_PRINTABLE[1]})
     _settled_layout(page)
     for testid in LEFT_OUT:
         assert not _visible(page, testid), f"{testid} is printed"
+    headings = page.locator("[data-testid='stExpander'] summary")  # no expander's heading, open or closed
+    assert not [b for b in _boxes(headings) if b["width"] > 1 and b["height"] > 1], "an expander's heading is printed"
+    assert not [b for b in _boxes(page.get_by_text("Explain a cell ·")) if b["width"] > 1], "a screen view is printed"
     drawn = _visible(page, "stVegaLiteChart")
     assert len(drawn) == charts, drawn
     assert all(b["width"] >= 200 and b["height"] >= 100 for b in drawn), drawn

@@ -100,9 +100,27 @@ def errors(at: AppTest) -> list[str]:
     return texts(at.error)
 
 
+def open_views(at: AppTest, *starts: str) -> AppTest:
+    """Open, as a learner does, every lazy expander of the page whose place starts with one of ``starts`` (default:
+    a step page's views and result tables, "view." and "table."; "downloads", "import." for the others) that is still
+    closed, so what it holds is drawn. Whether a place is open is kept in the session, so it stays open on any page."""
+    starts = starts or ("view.", "table.")
+    for box in list(at.expander):
+        place = box.proto.id.split("-open.", 1)[1] if "-open." in box.proto.id else ""
+        if place.startswith(starts) and session(at).tabs.get(place) != "open":
+            at = open_expander(at, place)
+    return at
+
+
+def open_tables(at: AppTest) -> AppTest:
+    """Open every result table a step page keeps closed beside its heatmap (places "table.<name>")."""
+    return open_views(at, "table.")
+
+
 def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.ndarray:
-    """The index-th dataframe element of the given shape, as floats."""
-    found = [df.value for df in at.dataframe if getattr(df.value, "shape", None) == shape]
+    """The index-th dataframe element of the given shape, as floats (the page's result tables opened first: a step
+    page keeps them closed beside its heatmap; opened, each comes before the input grids, as it always did)."""
+    found = [df.value for df in open_tables(at).dataframe if getattr(df.value, "shape", None) == shape]
     assert len(found) > index, (
         f"no dataframe of shape {shape}; have {[getattr(d.value, 'shape', None) for d in at.dataframe]}"
     )
@@ -212,5 +230,8 @@ def select(at: AppTest, key: str, value: object) -> AppTest:
 
 
 def paste(at, name: str, text: str):
+    """Paste ``text`` into the import box of ``name`` and press Apply (opening the box first, as a learner does)."""
+    if not any(w.key == f"imp.{name}.text" for w in at.text_area):
+        at = open_expander(at, f"import.{name}")
     at.text_area(key=f"imp.{name}.text").input(text)
     return at.button(key=f"imp.{name}.apply").click().run()

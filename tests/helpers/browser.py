@@ -191,6 +191,16 @@ def open_sidebar_expander(page, label: str) -> None:
         box.locator("summary").click()
 
 
+def open_view(page, label: str) -> None:
+    """Open a step page's closed expander whose heading has ``label`` (its view is built only once it is open: the
+    click reruns the page) and wait for that run; an open one is left as it is."""
+    box = page.get_by_test_id("stMain").get_by_test_id("stExpander").filter(has_text=label).first
+    if box.locator("details[open]").count():
+        return
+    with rerun(page):
+        box.locator("summary").click()
+
+
 def grid_cells(page, key_prefix: str) -> list[list[str]]:
     """The text of each cell of the first grid whose widget key starts with ``key_prefix`` (header row first), read
     from the accessible table the grid keeps under its canvas: what the canvas draws."""
@@ -262,6 +272,10 @@ def read_csv(path) -> tuple[list[str], list[str], np.ndarray]:
 
 
 def download(page, label: str, tmp_path) -> str:
+    """Click the download button ``label`` (opening the page's "Downloads" first when it is closed) and save the
+    file."""
+    if not page.get_by_role("button", name=label).count():
+        open_view(page, "Downloads")
     with page.expect_download() as info:
         page.get_by_role("button", name=label).first.click()
     path = tmp_path / info.value.suggested_filename

@@ -16,6 +16,8 @@ results and the panel itself, so that choosing another head (same shapes, same s
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -139,10 +141,23 @@ def body(key: str) -> None:
         elif column is results:
             with results:
                 results_column(key, s, ok)
-    for name in step.editors:
-        downloads.matrix(name, s, key)
-    if ok:
-        downloads.everything(s, key)
+    page_downloads(key, s, ok)
+
+
+def page_downloads(key: str, s: session.Session, ok: bool) -> None:
+    """The page's files, drawn only while the learner has them open: each matrix edited or shown here as CSV, and
+    everything as a zip."""
+    step = STEPS[key]
+    matrices = [*step.editors, *(step.show if ok else ())]
+    files = [f"{name}.csv" for name in matrices] + (["everything as a .zip"] if ok else [])
+    box = widgets.open_expander("downloads", "Downloads: " + ", ".join(files), s) if files else None
+    if box is None:
+        return
+    with box:
+        for name in matrices:
+            downloads.matrix(name, s, key)
+        if ok:
+            downloads.everything(s, key)
 
 
 _BODY_DRAWN = "frame.body_drawn_from"  # what the last run of a step page's body drew beside its results
@@ -189,11 +204,21 @@ def results_of(key: str) -> None:
     if step.heatmap:  # the picture first: it is what an edit beside it visibly moves
         views.show_heatmap(step.heatmap, s, trace, key)
     base = compute.base_trace(s)
-    for name in step.show:
-        views.show_matrix(name, s, trace, base, key)
+    for name in step.show:  # beside a heatmap of it, a table is a view a learner opens
+        box = widgets.open_expander(f"table.{name}", views.table_label(name), s) if step.heatmap else nullcontext()
+        if box is not None:
+            with box:
+                views.show_matrix(name, s, trace, base, key, download=False)
     for name in step.views:
-        with printing.view(name):
-            views.VIEWS[name](s, trace, key)
+        lazy = views.OPENED.get(name)
+        box = (
+            nullcontext()
+            if lazy is None
+            else lazy.applies(s, trace) and widgets.open_expander(f"view.{name}", lazy.label, s)
+        )
+        if box:
+            with box, printing.view(name):
+                views.VIEWS[name](s, trace, key)
     if step.compare and s.pin is not None:  # A beside now: only once a state is pinned
         with printing.screen_only("compare"):
             for name in step.compare:

@@ -67,7 +67,8 @@ def window(owner: str, side: str) -> str:
 
 
 def import_box(name: str, part: str) -> str:
-    """The import box of matrix ``name``: "exp" (its expander), "file", "text", "form", "apply", "resize"."""
+    """The import box of matrix ``name``: "file", "text", "form", "apply", "resize" (its expander: :func:`expander`
+    at "import.<name>")."""
     return f"imp.{name}.{part}"
 
 
@@ -108,7 +109,7 @@ def reading_download(version: int) -> str:
 
 
 def chart_file(owner: str, ext: str) -> str:
-    """A chart's file download (``ext`` "png" or "json"), of the chart named ``owner``."""
+    """A chart's file download (``ext`` "svg", "png" or "json"), or its menu ("menu"), of the chart named ``owner``."""
     return f"chartfile.{owner}.{ext}"
 
 

@@ -94,8 +94,14 @@ def said_outside(messages: dict[str, tuple[int, str, str, str]]) -> tuple:
     return said({p: m for p, m in messages.items() if rerun_of(p) == PAGE})
 
 
+# the lazy views, tables and tab sets a step page draws in its results column (widgets.open_expander's places, by
+# their start): opening one reruns that column alone, which draws it; the body beside it does not depend on them
+IN_RESULTS = ("view.", "table.", "softmax_steps")
+
+
 def items(tabs: dict[str, str]) -> tuple:
-    return tuple(tabs.items())
+    """The open tabs and expanders the body of a step page draws outside its results column."""
+    return tuple((place, label) for place, label in tabs.items() if not place.startswith(IN_RESULTS))
 
 
 def randomness(origin: Any) -> tuple:

@@ -183,7 +183,8 @@ class Session:
     loaded: Preset | None = declare(NUMBERS, default=None, key=identity)
     cell: tuple[int, int] = declare(VIEW, default=(0, 0), survives=cell_if_it_fits)  # the (query, key) explained
     head: int = declare(VIEW, default=0)  # ... in this head
-    # open tab of each lazy tab set; expanders open (display)
+    # open tab of each lazy tab set; expanders open (display); a step page's lazy views ("view.<name>", "table.<name>",
+    # "downloads") are drawn only while open (parts.IN_RESULTS: those that rerun the results column alone)
     tabs: dict[str, str] = declare(VIEW, factory=dict, survives=True, rerun=BODY, shown=items)
     # how many places the tokens (and X's rows) were moved on by shuffles since the preset
     rolled: int = declare(NUMBERS, default=0, travels=True)

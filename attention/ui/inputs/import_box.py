@@ -19,7 +19,7 @@ from ..core.text import esc, quoted
 from ..state import core as messages
 from ..state import core as state_core
 from ..state import edits, pins
-from ..widgets.common import show_messages
+from ..widgets.common import open_expander, show_messages
 
 
 def parse_import(
@@ -134,31 +134,13 @@ def _on_resize(name: str) -> None:
 
 
 def matrix_import(name: str, s: session.Session) -> None:
-    """Upload a CSV or paste a numpy literal for one matrix, under its editor."""
+    """Upload a CSV or paste a numpy literal for one matrix, under its editor (its boxes are sent only while its
+    expander is open)."""
     shape = s.matrices[name].shape
-    d = names.axis_names(name, s.options.projection)
-    with st.expander(f"Import {name}: upload a CSV or paste a numpy array", key=keys.import_box(name, "exp")):
-        st.caption(
-            f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; "
-            "a paste may be `np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form "
-            "`[[0.2 0.9]\\n [0.1 0.5]]`. Nothing you paste is run as code."
-        )
-        formats = ", ".join("." + f for f in dispatch.MATRIX_FORMATS)
-        st.file_uploader(
-            f"Upload {name} ({formats})",
-            type=dispatch.uploader_types(dispatch.MATRIX_FORMATS),
-            key=keys.import_box(name, "file"),
-            on_change=_on_upload,
-            args=(name,),
-        )
-        with st.form(keys.import_box(name, "form"), border=False):
-            st.text_area(
-                f"Paste {name}",
-                key=keys.import_box(name, "text"),
-                height=120,
-                placeholder="np.array([[0.2, 0.9], [0.1, 0.5]])  or  [[0.2 0.9]\n [0.1 0.5]]",
-            )
-            st.form_submit_button("Apply", key=keys.import_box(name, "apply"), on_click=_on_paste, args=(name,))
+    box = open_expander(f"import.{name}", f"Import {name}: upload a CSV or paste a numpy array", s)
+    if box is not None:
+        with box:
+            _import_boxes(name, s)
     # The outcome is shown below the expander (not inside), so it is seen even when the expander is closed:
     # a new matrix gives the editor above a fresh key, and the browser may then redraw the expander collapsed.
     show_messages(_place(name))
@@ -180,3 +162,30 @@ def matrix_import(name: str, s: session.Session) -> None:
             help="Resizes the other matrices too, keeping every value that still fits; new cells are drawn from the "
             "seed.",
         )
+
+
+def _import_boxes(name: str, s: session.Session) -> None:
+    """What the open import box holds: the shape it takes, an uploader and a paste box with its Apply."""
+    shape = s.matrices[name].shape
+    d = names.axis_names(name, s.options.projection)
+    st.caption(
+        f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; "
+        "a paste may be `np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form "
+        "`[[0.2 0.9]\\n [0.1 0.5]]`. Nothing you paste is run as code."
+    )
+    formats = ", ".join("." + f for f in dispatch.MATRIX_FORMATS)
+    st.file_uploader(
+        f"Upload {name} ({formats})",
+        type=dispatch.uploader_types(dispatch.MATRIX_FORMATS),
+        key=keys.import_box(name, "file"),
+        on_change=_on_upload,
+        args=(name,),
+    )
+    with st.form(keys.import_box(name, "form"), border=False):
+        st.text_area(
+            f"Paste {name}",
+            key=keys.import_box(name, "text"),
+            height=120,
+            placeholder="np.array([[0.2, 0.9], [0.1, 0.5]])  or  [[0.2 0.9]\n [0.1 0.5]]",
+        )
+        st.form_submit_button("Apply", key=keys.import_box(name, "apply"), on_click=_on_paste, args=(name,))

@@ -14,7 +14,7 @@ from ..core.shown import key_labels, shown
 from ..core.text import esc
 from ..state import pins
 from ..widgets import number_tables
-from ..widgets.common import open_tab
+from ..widgets.common import open_tab, open_view
 
 SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
 
@@ -30,6 +30,7 @@ def on_heatmap_click(page_key: str, head: int | None = None) -> None:
     q, k = picked.get("query"), picked.get("key")
     if q in labels and k in key_toks:
         pins.set_view(cell=(labels.index(q), key_toks.index(k)), head=head)
+        open_view("view.explain_cell")  # the click asks for the cell's explanation: it opens
 
 
 def _on_pick(page_key: str) -> None:

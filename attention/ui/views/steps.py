@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -35,8 +36,11 @@ def show_error(exc: AttentionError) -> None:
     )
 
 
-def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None, page_key: str) -> None:
-    """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted."""
+def show_matrix(
+    name: str, s: session.Session, trace: Trace, base: Trace | None, page_key: str, download: bool = True
+) -> None:
+    """A labelled DataFrame with its shape; cells that differ from the unedited preset are highlighted; its CSV below
+    (``download``; a step page offers it with the page's other downloads instead)."""
     full = getattr(trace, name)
     m, rows, cols = shown(s, trace, name)
     shape_note = f"shape {m.shape[0]} × {m.shape[1]}" + (
@@ -74,7 +78,8 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
             f"{c0 + 1}–{min(m.shape[1], c0 + VIEW_COLS)}; the CSV has every cell."
         )
-    downloads.matrix(name, s, page_key)
+    if download:
+        downloads.matrix(name, s, page_key)
 
 
 # a short title (a chart's title is cut to its width) and what the colours mean below it
@@ -249,6 +254,48 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "kv_cache": family.kv_cache,
     "rotation": rotation.rotation,
 }
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A view a step page draws only while the learner has it open (an expander with this ``label``, closed at
+    first), and only where it ``applies`` to the state. A view without one (the reading lines, the reading table) is
+    drawn at once. The heatmap, the input grid and the explanation are always drawn; each of these is a few messages
+    more for every edit, and the browser renders every message of a run before it shows the new heatmap."""
+
+    label: str
+    applies: Callable[[session.Session, Trace], bool] = lambda s, trace: True
+
+
+OPENED: dict[str, Opened] = {
+    "concat": Opened(
+        "output = concat · W_o: the heads' outputs side by side, then mixed by W_o",
+        lambda s, trace: "W_o" in s.matrices and trace.concat is not None,
+    ),
+    "explain_cell": Opened("Explain a cell: one weight taken apart (or click a cell of the heatmap)"),
+    "softmax_steps": Opened("Softmax, step by step: subtract, exp, divide by the row sum"),
+    "takes_q_k": Opened("What this step takes in: Q and K"),
+    "takes_scores": Opened("What this step takes in: the scores S"),
+    "takes_scaled": Opened("What this step takes in: the scaled scores S'"),
+    "takes_v_weights": Opened("What this step takes in: the weights A and V"),
+    "kv_groups": Opened(
+        "Key/value heads: which query heads share each block of W_k and W_v", lambda s, trace: trace.options.heads > 1
+    ),
+    "kv_cache": Opened("KV cache: the bytes it holds per token, for this state and a model you describe"),
+}
+
+
+_TABLE_NAMES = {
+    "scores": "The scores S",
+    "scaled": "The scaled scores S'",
+    "weights": "The weights A",
+    "output": "The output",
+}
+
+
+def table_label(name: str) -> str:
+    """The expander of a step's result ``name`` as a table, beside the page's heatmap."""
+    return f"{_TABLE_NAMES.get(name, name)} as a table: every number, the cells changed from the preset highlighted"
 
 
 def doc_check(s: session.Session, trace: Trace) -> None:

@@ -38,9 +38,18 @@ def file_stem(text: str) -> str:
 
 def chart_files(chart: dict | alt.TopLevelMixin, stem: str, key: str, where=st) -> None:
     """A small "Download chart" menu for ``chart`` (a Vega-Lite dict or an Altair chart): files named ``stem.svg``,
-    ``stem.png`` and ``stem.vl.json``; ``key`` makes its buttons unique on the page."""
+    ``stem.png`` and ``stem.vl.json``, drawn once the menu is opened; ``key`` makes its widgets unique on the page."""
     stem, key = file_stem(stem), file_stem(key)
-    with where.popover("Download chart", icon=":material/download:", help="This chart as a file: SVG, PNG or its spec"):
+    menu = where.popover(
+        "Download chart",
+        icon=":material/download:",
+        help="This chart as a file: SVG, PNG or its spec",
+        key=keys.chart_file(key, "menu"),
+        on_change="rerun",  # its buttons are sent only while it is open: three messages fewer for every edit
+    )
+    if not menu.open:
+        return
+    with menu:
         for label, ext, mime, make in FORMATS:
             st.download_button(  # ours: the FORMATS labels
                 label,

@@ -131,12 +131,19 @@ def open_tab(place: str, labels: Sequence[str], s: session.Session) -> Iterator[
 
 def open_expander(place: str, label: str, s: session.Session, where=st):
     """An expander whose content is drawn only while it is open: returns its container when open, else None.
-    Opening or closing it reruns the page; whether it is open is kept in the session (display only)."""
+    Opening or closing it reruns the fragment that drew it (or the page); whether it is open is kept in the session
+    (display only), so it is drawn open again after a page switch, and a change made elsewhere (a click on a heatmap
+    cell opens the explained cell) shows: the widget is given the session's value before it is drawn."""
     key = keys.expander(place)
 
     def changed() -> None:
         pins.set_tab(place, "open" if st.session_state.get(key) else "closed")
 
-    expanded = s.tabs.get(place) == "open"
-    box = where.expander(label, expanded=expanded, key=key, on_change=changed)  # ours: a heading the pages choose
+    st.session_state[key] = s.tabs.get(place) == "open"
+    box = where.expander(label, key=key, on_change=changed)  # ours: a heading the pages choose
     return box if box.open else None
+
+
+def open_view(place: str) -> None:
+    """Open the lazy expander at ``place`` from a callback (it is drawn open in the run that follows)."""
+    pins.set_tab(place, "open")

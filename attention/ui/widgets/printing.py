@@ -6,6 +6,7 @@ panels a page marks with :func:`screen_only` are left out, and what stays takes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +16,24 @@ from ..core import keys
 
 PRINTED_VIEWS = ("concat", "reading_lines", "reading_table", "kv_groups")  # a spec's views kept on paper; the
 # others (explain a cell, softmax's middle steps, what a step takes in, the KV cache sizes) are for the screen
+
+# a step page's lazy views printed when open (widgets.open_expander's places): the result tables and the printed views;
+# their heading and frame are left out, their content printed as if drawn at once; every other expander is left out
+PRINTED_PLACES = ("table.", *(f"view.{name}" for name in PRINTED_VIEWS))
+
+
+def _key_class(key: str) -> str:
+    """The CSS class Streamlit gives the container of the element keyed ``key`` (a prefix of it, for a prefix)."""
+    return "st-key-" + re.sub(r"[^A-Za-z0-9_-]", "-", key)
+
+
+def _printed(then: str) -> str:
+    """A selector of ``then`` inside each open printed expander (``then`` "": the expander itself)."""
+    return ", ".join(
+        f'[class*="{_key_class(keys.expander(place))}"] [data-testid="stExpander"]:has(details[open]) {then}'.strip()
+        for place in PRINTED_PLACES
+    )
+
 
 PRINT_ZOOM = 0.8  # the page's text at 80 %: a formula, two heads' heatmaps and a 6-row table fit one A4 sheet
 
@@ -52,6 +71,10 @@ PRINT_CSS = f"""<style>
   }}
   [data-testid="stVegaLiteChart"], [data-testid="stDataFrame"] {{ break-inside: avoid; }}
   h1 {{ padding-top: 0 !important; }}
+  {_printed("")} {{ display: block !important; }}
+  {_printed("summary")} {{ display: none !important; }}
+  {_printed("details")} {{ border: none !important; }}
+  {_printed('[data-testid="stExpanderDetails"]')} {{ padding: 0 !important; border: none !important; }}
 }}
 </style>"""
 
