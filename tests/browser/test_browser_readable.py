@@ -108,3 +108,47 @@ def test_a_huge_value_is_written_short_in_the_grid_and_the_change_note(page, bas
     body = page.get_by_test_id("stMain").inner_text()
     assert "→ 1.000e+300" in body, body[-1500:]
     assert not re.search(r"\d{30}", body), "a number written out in hundreds of digits"
+
+
+# ------------------------------------------------------------------------------------------ messages
+
+
+def _import_box(pg, name: str):
+    box = pg.get_by_test_id("stExpander").filter(has_text=f"Import {name}").first
+    box.locator("summary").click()
+    box.get_by_role("textbox").wait_for()
+    return box
+
+
+def test_a_refused_paste_is_said_where_the_eye_is(page, base_url) -> None:
+    """Apply of a 5 × 3 paste for a 4 × 4 W_q: the refusal shows on screen at once, under the button just pressed."""
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "weights", "preset=the_cat_sat")
+    ready(page)
+    box = _import_box(page, "W_q")
+    box.get_by_role("textbox").fill(str([[1, 2, 3]] * 5))
+    apply = box.get_by_role("button", name="Apply")
+    apply.scroll_into_view_if_needed()
+    with rerun(page):
+        apply.click()
+    error = page.get_by_test_id("stAlertContainer").filter(has_text="W_q must be 4 × 4").first
+    error.wait_for()
+    page.screenshot(path=str(SHOTS / "readable_refused_paste_1280.png"))
+    assert _in_view(error.bounding_box(), page), error.bounding_box()
+
+
+def test_a_file_of_prose_says_no_numbers_were_found(page, base_url) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "tokens", "preset=the_cat_sat")
+    ready(page)
+    box = _import_box(page, "X")
+    prose = b"The cat sat on the mat.\nIt was warm there, and it slept.\n"
+    with rerun(page):
+        box.locator("input[type='file']").set_input_files(
+            {"name": "story.txt", "mimeType": "text/plain", "buffer": prose}
+        )
+    error = page.get_by_test_id("stAlertContainer").filter(has_text="story.txt").first
+    error.wait_for()
+    said = error.inner_text()
+    assert "no numbers were found" in said and "cells but row" not in said, said
+    assert _in_view(error.bounding_box(), page), error.bounding_box()
