@@ -152,3 +152,41 @@ def test_a_file_of_prose_says_no_numbers_were_found(page, base_url) -> None:
     said = error.inner_text()
     assert "no numbers were found" in said and "cells but row" not in said, said
     assert _in_view(error.bounding_box(), page), error.bounding_box()
+
+
+# ------------------------------------------------------------------------------------------ confusions answered
+
+
+def test_random_weights_are_said_to_mean_nothing_yet(page, base_url) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "softmax", "preset=random_seed_42&heads=2")
+    main = page.get_by_test_id("stMain").inner_text()
+    assert "These weights are random" in main and "means nothing yet" in main, main[:1500]
+
+
+def test_the_variance_off_the_model_is_called_sampling_noise_and_the_diamonds_have_a_legend(page, base_url) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "why_sqrt_dk", "preset=random_seed_42")
+    main = page.get_by_test_id("stMain")
+    said = main.inner_text()
+    found = re.search(r"variance ≈ ([\d.]+) \(the model says 64; the difference is sampling noise[^)]*± ([\d.]+)", said)
+    assert found, said[:2000]
+    chart = main.get_by_test_id("stVegaLiteChart").first  # the variance of the scores
+    chart.locator("svg").wait_for()
+    legend = chart.locator("svg g.role-legend-label text").all_text_contents()
+    assert {"your scores, not scaled", "your scores, scaled"} <= set(legend), legend
+
+
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ("preset=she_likes_coffee&mask=causal", "Changed: the mask (causal)"),
+        ("preset=the_cat_sat&heads=2", "Changed: heads (2)"),
+    ],
+)
+def test_the_banner_names_the_option_that_changed(page, base_url, query: str, named: str) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "softmax", query)
+    caption = page.get_by_test_id("stMain").get_by_text("no longer the tutorial's").first
+    caption.wait_for()
+    assert named in caption.inner_text(), caption.inner_text()

@@ -17,7 +17,7 @@ from ...errors import AttentionError
 from ...io import tables
 from ...trace import Trace
 from ..core import compute, keys, session
-from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
+from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys, what_changed
 from ..core.text import esc
 from ..widgets import downloads, number_tables
 from ..widgets.chart_files import chart_files
@@ -257,7 +257,11 @@ def doc_check(s: session.Session, trace: Trace) -> None:
         return
     where = f"the tutorial {esc(preset.source['document'])}"
     if not session.is_unedited(s) and not compute.same_numbers(s, trace):
-        st.caption("Edited: these numbers are no longer the tutorial's. “Reset to preset” brings them back.")
+        changed = what_changed(s)  # ours: plain words and matrix names
+        st.caption(
+            ("Changed: " + ", ".join(changed) + "; so" if changed else "Edited:")
+            + " these numbers are no longer the tutorial's. “Reset to preset” brings them back."
+        )
         return
     if preset.random is not None and preset.seed != preset.random.seed:
         st.caption(f"Seed changed: the tutorial's printed numbers are for seed {preset.random.seed}.")
