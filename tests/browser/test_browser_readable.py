@@ -190,3 +190,48 @@ def test_the_banner_names_the_option_that_changed(page, base_url, query: str, na
     caption = page.get_by_test_id("stMain").get_by_text("no longer the tutorial's").first
     caption.wait_for()
     assert named in caption.inner_text(), caption.inner_text()
+
+
+# ------------------------------------------------------------------------------------------ multi-head heatmaps
+
+SHOWN_TEXTS = """el => Array.from(el.querySelectorAll('svg g.mark-text.role-mark text'))
+    .filter(t => t.getAttribute('opacity') !== '0' && getComputedStyle(t).opacity !== '0').map(t => t.textContent)"""
+LABELS = "el => Array.from(el.querySelectorAll('svg g.role-axis-label text'), t => t.textContent)"
+
+
+def _heads(pg) -> list:
+    charts = pg.get_by_test_id("stMain").get_by_test_id("stVegaLiteChart")
+    for i in range(charts.count()):
+        charts.nth(i).locator("svg g.role-axis-label text").first.wait_for()
+    return [charts.nth(i) for i in range(charts.count())]
+
+
+def test_two_heads_show_every_label_and_their_numbers_at_1280(page, base_url) -> None:
+    """2 heads on "The cat sat on the mat": each head's heatmap shows all six key and query labels ("mat" was
+    dropped on Scores, "the" on Softmax) and writes its 36 numbers in its cells."""
+    page.set_viewport_size(LAPTOP)
+    tokens = ["The", "cat", "sat", "on", "the", "mat"]
+    for slug in ("scores", "softmax", "output"):
+        open_page(page, base_url, slug, "preset=the_cat_sat_on_the_mat&heads=2")
+        heads = _heads(page)[:2]
+        assert len(heads) == 2, slug
+        for k, chart in enumerate(heads):
+            labels = chart.evaluate(LABELS)
+            assert sorted(labels) == sorted(tokens * 2), (slug, k, labels)  # keys and queries, none dropped
+            written = chart.evaluate(SHOWN_TEXTS)
+            assert len(written) == 36 and all(re.fullmatch(r"-?\d+\.\d+", t) for t in written), (slug, k, written)
+            assert chart.bounding_box()["width"] >= 300, chart.bounding_box()
+        heads[0].scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"readable_two_heads_{slug}_1280.png"))
+
+
+def test_a_heatmap_too_narrow_for_its_numbers_says_where_they_are(page, base_url) -> None:
+    """At 8 significant digits the numbers do not fit in a head's cells at 1280 px: the chart says so and where the
+    values are (hover a cell), instead of showing bare colours."""
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "softmax", "preset=the_cat_sat_on_the_mat&heads=2&digits=8")
+    for chart in _heads(page)[:2]:
+        written = chart.evaluate(SHOWN_TEXTS)
+        title = " ".join(chart.locator("svg .role-title-text text, svg .role-title-text").all_text_contents())
+        assert written or "too narrow for numbers: hover a cell" in title, (written, title)
+        assert not written or all(len(t) >= 10 for t in written)
