@@ -267,3 +267,31 @@ def test_a_quick_edit_on_a_fresh_page_always_lands(browser, base_url) -> None:
     want = [f"{trial + 2.5:#.4g}" for trial in range(8)]
     lost = sum(a != b for a, b in zip(landed, want, strict=True))
     assert not lost, f"{lost} of 8 quick edits lost: {landed}"
+
+
+# ------------------------------------------------------------------------------------------ text that fits
+
+SIDEWAYS = """() => Array.from(document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']"))
+    .map(el => el.querySelector('.dvn-scroller')).filter(s => s && s.scrollWidth > s.clientWidth + 1)
+    .map(s => [s.scrollWidth, s.clientWidth])"""
+
+
+def test_the_overviews_summary_shows_its_text_whole_at_1280(page, base_url) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "", "preset=the_cat_sat")
+    summary = page.get_by_test_id("stMain").get_by_text("Q = XW_q, K = XW_k, V = XW_v", exact=True).first
+    assert summary.is_visible()
+    cut = summary.evaluate("el => el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > innerWidth")
+    assert not cut
+
+
+def test_no_grid_on_the_output_page_scrolls_sideways_at_8_digits(page, base_url) -> None:
+    """At 8 significant digits and 1280 px, every table and grid of the Output page is seen whole: a table too wide
+    for its column is shown in blocks of whole columns, and the editor beside shows as many columns as fit."""
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, "output", "preset=the_cat_sat_on_the_mat&digits=8")
+    ready(page)
+    assert page.evaluate(SIDEWAYS) == []
+    said = page.get_by_test_id("stMain").inner_text()
+    assert "Columns 1–" in said, said[:3000]
+    page.screenshot(path=str(SHOTS / "readable_output_8_digits_1280.png"))

@@ -27,7 +27,7 @@ from ..state import core as state_core
 from ..state import edits as state_edits
 from ..state import pins
 from ..widgets.common import show_messages
-from ..widgets.number_tables import fit_height
+from ..widgets.number_tables import columns_that_fit, fit_height
 from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 
@@ -46,7 +46,7 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
     if name in ("W_k", "W_v") and s.model_head is not None and (group := models.group_of(s.model_head)):
         st.caption(shared_note(name, s.model_head.layer, group))  # ours: numbers
-    per = EDIT_COLS_BESIDE if beside else EDIT_COLS
+    per = _beside_columns(name, s) if beside else EDIT_COLS
     r0, c0 = window_controls(keys.edit_window(name, per), *m.shape, EDIT_ROWS, per)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
@@ -69,6 +69,18 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
+
+
+BESIDE_PX, EDITOR_PAD_PX = 306, 24  # the inputs panel's grid at 1280 px (310 px inside); a column's margin and icon
+
+
+def _beside_columns(name: str, s: session.Session) -> int:
+    """How many columns the editor beside a result shows (up to EDIT_COLS_BESIDE): as many as fit the panel whole in
+    the digits control's format (4 at 4 digits, 2 at 8), so no grid there needs sideways scrolling."""
+    m = s.matrices[name]
+    rows, cols = s.axis_labels(name, m.shape)
+    sample = to_text(m[:EDIT_ROWS, :EDIT_COLS_BESIDE], grid_format(name, s)).tolist()
+    return columns_that_fit(sample, list(cols[:EDIT_COLS_BESIDE]), list(rows[:EDIT_ROWS]), BESIDE_PX, EDITOR_PAD_PX)
 
 
 def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:

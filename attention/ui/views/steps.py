@@ -68,7 +68,8 @@ def show_matrix(name: str, s: session.Session, trace: Trace, base: Trace | None,
             highlight = (value | masked)[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
-    number_tables.number_table(df, fmt, highlight=highlight)  # the window is at most VIEW_ROWS × VIEW_COLS cells
+    # the window is at most VIEW_ROWS × VIEW_COLS cells; in blocks of whole columns where the column is too narrow
+    number_tables.number_table(df, fmt, highlight=highlight, fit_px=number_tables.RESULTS_PX)
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
