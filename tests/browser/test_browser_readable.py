@@ -15,6 +15,7 @@ from tests.helpers.browser import (
     CHROMIUM,
     SHOTS,
     cell_text,
+    check,
     grid_cells,
     guarded_context,
     nav_link,
@@ -295,3 +296,22 @@ def test_no_grid_on_the_output_page_scrolls_sideways_at_8_digits(page, base_url)
     said = page.get_by_test_id("stMain").inner_text()
     assert "Columns 1–" in said, said[:3000]
     page.screenshot(path=str(SHOTS / "readable_output_8_digits_1280.png"))
+
+
+# ------------------------------------------------------------------------------------------ accessibility
+
+
+@pytest.mark.parametrize(
+    "slug, query",
+    [
+        ("", "preset=the_cat_sat"),  # the summary table and the links by section
+        ("scores", "preset=the_cat_sat_on_the_mat&heads=2"),  # one head to a row, numbers in the cells
+        ("output", "preset=the_cat_sat_on_the_mat&digits=8"),  # tables in blocks of columns
+        ("why_sqrt_dk", "preset=random_seed_42"),  # the diamonds' legend
+    ],
+)
+def test_the_readable_pages_pass_axe_at_1280(page, base_url, axe_script, slug: str, query: str) -> None:
+    page.set_viewport_size(LAPTOP)
+    open_page(page, base_url, slug, query)
+    ready(page)
+    check(page, axe_script, f"{slug or 'overview'} at 1280 × 720")
