@@ -71,7 +71,9 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
     show_messages(f"edit.{name}")
 
 
-BESIDE_PX, EDITOR_PAD_PX = 306, 24  # the inputs panel's grid at 1280 px (310 px inside); a column's margin and icon
+# the inputs panel's grid at 1280 px (310 px inside); a character and a column's margins, fitted to Chromium: 4
+# columns of "0.005526" fit 310 px, 4 of "0.0055262846" took 396 px
+BESIDE_PX, EDITOR_CHAR_PX, EDITOR_PAD_PX = 308, 5.6, 22
 
 
 def _beside_columns(name: str, s: session.Session) -> int:
@@ -80,7 +82,8 @@ def _beside_columns(name: str, s: session.Session) -> int:
     m = s.matrices[name]
     rows, cols = s.axis_labels(name, m.shape)
     sample = to_text(m[:EDIT_ROWS, :EDIT_COLS_BESIDE], grid_format(name, s)).tolist()
-    return columns_that_fit(sample, list(cols[:EDIT_COLS_BESIDE]), list(rows[:EDIT_ROWS]), BESIDE_PX, EDITOR_PAD_PX)
+    labels, index = list(cols[:EDIT_COLS_BESIDE]), list(rows[:EDIT_ROWS])
+    return columns_that_fit(sample, labels, index, BESIDE_PX, EDITOR_PAD_PX, EDITOR_CHAR_PX)
 
 
 def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:

@@ -41,12 +41,14 @@ CHAR_PX, CELL_PAD_PX = 7.0, 18  # the grid at 14 px, a little generous: a digit 
 RESULTS_PX = 470  # a results column beside the inputs at 1280 px (its grids are 474 px wide inside)
 
 
-def columns_that_fit(texts: list[list[str]], columns: list[str], index: list[str], fit_px: float, pad: float) -> int:
+def columns_that_fit(
+    texts: list[list[str]], columns: list[str], index: list[str], fit_px: float, pad: float, char_px: float = CHAR_PX
+) -> int:
     """How many of a grid's first columns fit ``fit_px`` beside its index (each column as wide as its widest text or
-    label): at least 1."""
-    used = CHAR_PX * max((len(str(i)) for i in index), default=0) + pad
+    label, ``char_px`` a character and ``pad`` its margins): at least 1."""
+    used = char_px * max((len(str(i)) for i in index), default=0) + pad
     for j, label in enumerate(columns):
-        used += CHAR_PX * max([len(str(label))] + [len(row[j]) for row in texts]) + pad
+        used += char_px * max([len(str(label))] + [len(row[j]) for row in texts]) + pad
         if used > fit_px:
             return max(1, j)
     return len(columns)
