@@ -72,8 +72,8 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
 
 
 # the inputs panel's grid at 1280 px (310 px inside); a character and a column's margins, fitted to Chromium: 4
-# columns of "0.005526" fit 310 px, 4 of "0.0055262846" took 396 px
-BESIDE_PX, EDITOR_CHAR_PX, EDITOR_PAD_PX = 308, 5.6, 22
+# columns of "0.0055262846" took 396 px, 3 of them 313 px
+BESIDE_PX, EDITOR_CHAR_PX, EDITOR_PAD_PX = 308, 5.9, 24
 
 
 def _beside_columns(name: str, s: session.Session) -> int:

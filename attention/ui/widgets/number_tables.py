@@ -38,6 +38,7 @@ def fit_height(n_rows: int) -> int | str:
 
 
 CHAR_PX, CELL_PAD_PX = 7.0, 18  # the grid at 14 px, a little generous: a digit and a cell's margins
+INDEX_MIN_PX = 52  # the grid's label column is never narrower (measured beside three-letter tokens)
 RESULTS_PX = 470  # a results column beside the inputs at 1280 px (its grids are 474 px wide inside)
 
 
@@ -46,7 +47,7 @@ def columns_that_fit(
 ) -> int:
     """How many of a grid's first columns fit ``fit_px`` beside its index (each column as wide as its widest text or
     label, ``char_px`` a character and ``pad`` its margins): at least 1."""
-    used = char_px * max((len(str(i)) for i in index), default=0) + pad
+    used = max(INDEX_MIN_PX, char_px * max((len(str(i)) for i in index), default=0) + pad)
     for j, label in enumerate(columns):
         used += char_px * max([len(str(label))] + [len(row[j]) for row in texts]) + pad
         if used > fit_px:
