@@ -12,7 +12,7 @@ from ...trace import Trace
 from ..core import keys, session
 from ..core.shown import habit_line, key_labels
 from ..widgets.chart_files import chart_files
-from ..widgets.common import chart_gap, vega_chart
+from ..widgets.common import TOOLBAR_GAP, chart_gap, vega_chart
 from . import cell
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
@@ -71,9 +71,16 @@ def show(
     )
     toks, key_toks = s.labels, key_labels(s)
     specs = [charts.heatmap(stack[k], toks, key_toks, style.but(title=f"head {k + 1}"), allowed) for k in heads]
+    # one to a row: each head in a container of its own, in one keyed container (printed two to a row)
+    outer = st.container(key=keys.heads_view(page_key)) if per_row == 1 else st.container()
     for start in range(0, len(specs), per_row):
-        chart_gap()
-        columns = st.columns(per_row, gap="medium")
+        if per_row == 1:
+            columns = [outer.container()]
+            columns[0].space(TOOLBAR_GAP)
+        else:
+            with outer:
+                chart_gap()
+            columns = outer.columns(per_row, gap="medium")
         for col, k, spec in zip(columns, heads[start : start + per_row], specs[start:], strict=False):
             with col:
                 if clickable:
