@@ -346,12 +346,14 @@ def _rect_frame(
     """The spec around the layers: the data inline, the font signal, the title, the size. Sized to its column: the
     width is the container's (set by the app, or "container" in a notebook), the height follows the rows; a
     fullscreen view sets both. When the cells would carry their numbers (``fits``, :func:`_fits`) but are drawn too
-    narrow for them, the title says where the values are (:data:`TOO_NARROW`)."""
+    narrow for them, the title says where the values are (:data:`TOO_NARROW`), where the chart is wide enough for it
+    whole."""
     row_px = row_height or (40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r)))
     text: str | dict = title
     if fits is not None:
         narrow = f"{title} · {TOO_NARROW}" if title else TOO_NARROW[0].upper() + TOO_NARROW[1:]
-        text = {"expr": f"({fits}) ? {json.dumps(title)} : {json.dumps(narrow)}"}
+        room = f"width >= (fs + 2) * {_em(narrow):.1f}"  # the note only where the whole title fits (never cut)
+        text = {"expr": f"({fits}) || !({room}) ? {json.dumps(title)} : {json.dumps(narrow)}"}
     heading = {"text": text, "subtitle": subtitle} if subtitle else {"text": text}
     return {
         "data": {"values": _records(df)},
