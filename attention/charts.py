@@ -12,6 +12,7 @@ region cell by cell on the whole matrix's colour scale.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -56,20 +57,24 @@ def colour_for(kind: str, values: np.ndarray, allowed: np.ndarray | None = None)
     return Colour((-m, 0.0, m), DIVERGING, "now − A" if kind == "diff" else "score")
 
 
+class Digits(str):
+    """A ``str.format`` pattern that writes every number with the same count of significant digits, trailing zeros
+    kept ("1.000", "0.4330", "0.6442", "1.000e+300"): Python's ``"{:#.4g}"`` without the lone point it leaves after
+    a whole number ("1234." is written "1234")."""
+
+    def format(self, *args: object, **kwargs: object) -> str:
+        return str.format(self, *args, **kwargs).replace(".e", "e").removesuffix(".")
+
+
 def decimals_for(values: np.ndarray, digits: int | None) -> str:
-    """One number format for a whole table or chart, so its numbers line up: fixed decimals chosen so the largest
-    finite |value| shows ``digits`` significant digits ("0.9550" beside "0.0000", not "0.955" beside "6.7e-09");
-    a general format when the values are all tiny or huge; Python's shortest exact ``repr`` when ``digits`` is None.
-    Returns a ``str.format`` pattern such as ``"{:.4f}"``."""
+    """The one number format of a table or chart, from the digits control: every number with ``digits`` significant
+    digits, trailing zeros kept (a :class:`Digits` pattern: "1.000" beside "0.4330" and "0.6442"), so each shows as
+    many digits as the control says, whatever its size (1e300 is "1.000e+300", never 300 digits written out);
+    Python's shortest exact ``repr`` when ``digits`` is None. ``values`` is kept for callers that pass a table (the
+    format no longer depends on it). Returns a ``str.format`` pattern such as ``"{:#.4g}"``."""
     if digits is None:
         return "{!r}"
-    finite = np.abs(values[np.isfinite(values)]) if np.size(values) else np.zeros(0)
-    big = float(finite.max()) if finite.size else 0.0
-    if big == 0.0:
-        return f"{{:.{max(digits - 1, 0)}f}}"
-    if big >= 1e6 or big < 1e-4:
-        return f"{{:.{digits}g}}"
-    return f"{{:.{max(0, digits - 1 - int(np.floor(np.log10(big))))}f}}"
+    return Digits(f"{{:#.{max(1, int(digits))}g}}")
 
 
 def _unmasked(values: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
@@ -201,9 +206,11 @@ def _cells(
     layers = [_cells_layer(position, colour, stroke, style.select)]
     if allowed is not None and not allowed.all():
         layers.append(_masked_layer(position, stroke))
+    fits = None
     if max(n_r, n_c) <= TEXT_MAX:
-        layers.append(_text_layer(position, colour, kind, df, n_r, n_c))
-    spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)
+        fits = _fits(df, n_r, n_c)
+        layers.append(_text_layer(position, colour, kind, df, fits))
+    spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height, fits)
     if style.select:
         spec["params"].append(_cell_selection())
     return spec
@@ -238,7 +245,9 @@ def _positions(rows: Sequence[str], cols: Sequence[str], row_title: str, col_tit
     when there are too many to slant."""
     fs = _fs()
     axis = {"labelFontSize": fs, "titleFontSize": fs, "labelLimit": 120, "labelOverlap": "greedy"}
-    angle = -45 if n_c <= TEXT_MAX else -90
+    # key labels slanted while a column is wide enough for a slanted label to clear the next one, else upright:
+    # slanted labels in narrow columns overlap, and the axis then drops every other one ("mat" went missing)
+    angle = {"expr": f"width / {n_c} >= fs * 2.5 ? -45 : -90"} if n_c <= TEXT_MAX else -90
     return {
         "x": {
             "field": "key",
@@ -291,17 +300,28 @@ def _masked_layer(position: dict, stroke: float) -> dict:
     }
 
 
-def _text_layer(position: dict, colour: Colour, kind: str, df: dict[str, list], n_r: int, n_c: int) -> dict:
+def _em(text: str) -> float:
+    """A text's width in em of the charts' sans font, a little generous: digits and signs 0.55 em (measured 0.51 in
+    Chromium: "18.07" is 26.9 px at 12 px), a point 0.25 em, a letter 0.6 em."""
+    return sum(0.55 if ch.isdigit() or ch in "-+−" else 0.25 if ch == "." else 0.6 for ch in text)
+
+
+def _fits(df: dict[str, list], n_r: int, n_c: int) -> str:
+    """A Vega expression, true when a cell is wide and tall enough for its number at the current font size (the
+    widest text and 0.6 em of margin)."""
+    widest = max(_em(str(v)) for v in df["shown"])
+    return f"width / {n_c} >= fs * {widest + 0.6:.2f} && height / {n_r} >= fs * 1.5"
+
+
+def _text_layer(position: dict, colour: Colour, kind: str, df: dict[str, list], fits: str) -> dict:
     """Each cell's value written in it, only where the cell is wide and tall enough for it at the current font
-    size. Dark text on light cells (viridis is light at the top of its range; the diverging scale within 70% of 0,
-    where white text would have too little contrast), white on the rest."""
+    size (``fits``, :func:`_fits`). Dark text on light cells (viridis is light at the top of its range; the diverging
+    scale within 70% of 0, where white text would have too little contrast), white on the rest."""
     mid = (colour.domain[0] + colour.domain[-1]) / 2
     light = f"datum.value > {mid}" if kind == "weights" else f"abs(datum.value) < {0.7 * colour.domain[-1]}"
-    chars = max(len(str(v)) for v in df["shown"])
     fs = _fs()
-    fits = f"width / {n_c} >= fs * {0.62 * chars + 0.6:.2f} && height / {n_r} >= fs * 1.5 ? 1 : 0"
     return {
-        "mark": {"type": "text", "fontSize": fs, "opacity": {"expr": fits}},
+        "mark": {"type": "text", "fontSize": fs, "opacity": {"expr": f"{fits} ? 1 : 0"}},
         "encoding": {
             **position,
             "text": {"field": "shown", "type": "nominal"},
@@ -310,14 +330,31 @@ def _text_layer(position: dict, colour: Colour, kind: str, df: dict[str, list], 
     }
 
 
+TOO_NARROW = "too narrow for numbers: hover a cell"
+
+
 def _rect_frame(
-    df: dict[str, list], layers: list[dict], n_r: int, n_c: int, title: str, subtitle: str, row_height: int | None
+    df: dict[str, list],
+    layers: list[dict],
+    n_r: int,
+    n_c: int,
+    title: str,
+    subtitle: str,
+    row_height: int | None,
+    fits: str | None = None,
 ) -> dict:
     """The spec around the layers: the data inline, the font signal, the title, the size. Sized to its column: the
     width is the container's (set by the app, or "container" in a notebook), the height follows the rows; a
-    fullscreen view sets both."""
+    fullscreen view sets both. When the cells would carry their numbers (``fits``, :func:`_fits`) but are drawn too
+    narrow for them, the title says where the values are (:data:`TOO_NARROW`), where the chart is wide enough for it
+    whole."""
     row_px = row_height or (40 if n_r <= TEXT_MAX else max(10, min(24, 640 // n_r)))
-    heading = {"text": title, "subtitle": subtitle} if subtitle else {"text": title}
+    text: str | dict = title
+    if fits is not None:
+        narrow = f"{title} · {TOO_NARROW}" if title else TOO_NARROW[0].upper() + TOO_NARROW[1:]
+        room = f"width >= (fs + 2) * {_em(narrow):.1f}"  # the note only where the whole title fits (never cut)
+        text = {"expr": f"({fits}) || !({room}) ? {json.dumps(title)} : {json.dumps(narrow)}"}
+    heading = {"text": text, "subtitle": subtitle} if subtitle else {"text": text}
     return {
         "data": {"values": _records(df)},
         "params": [{"name": "fs", "expr": f"clamp(floor(min(width / {n_c}, height / {n_r}) * 0.3), 12, 22)"}],

@@ -299,7 +299,16 @@ def browser_load(ctx, base: str, size: str) -> dict:
 
 
 def sidebar_nav(page, name: str) -> None:
-    page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=NAV_LABELS[name]).first.click()
+    """Switch page through the navigation at the top: the page's section menu, then its link."""
+    menus = page.get_by_test_id("stTopNav").get_by_test_id("stTopNavSection")
+    for i in range(menus.count()):
+        menus.nth(i).click()
+        link = page.get_by_test_id("stTopNavPopover").locator("a").filter(has_text=NAV_LABELS[name])
+        if link.count():
+            link.first.click()
+            return
+        page.keyboard.press("Escape")
+    raise RuntimeError(f"no page {name!r} in the navigation")
 
 
 def edit_first_x_cell(page, value: str) -> float:

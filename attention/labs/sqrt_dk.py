@@ -131,6 +131,18 @@ def sqrt_dk_curves(dims: Sequence[int] = DIMS, n: int = 16, seeds: int = 8, seed
     return SqrtDkCurves(d_k=np.array(dims), n=n, seeds=seeds, seed=seed, **arrays)
 
 
+def variance_spread(d_k: int, n: int, seeds: int) -> float:
+    """How far the measured variance of the scores strays from d_k by chance: the standard deviation, over sets of
+    ``seeds`` draws of n × d_k standard-normal Q and K, of the mean of their n² scores squared.
+
+    One draw's sum of squares is ‖QKᵀ‖² = tr(AB) with A = QᵀQ and B = KᵀK, independent Wishart(n, I_d); given A it
+    is a sum over K's n rows of kᵀAk, of mean n·tr(A) and variance 2n·tr(A²), so with E tr(A²) = n·d(n + d + 1) and
+    var tr(A) = 2nd: var ‖QKᵀ‖² = 2n²d(2n + d + 1). Divided by n² and averaged over the draws:
+    sd = √(2d(2n + d + 1) / (seeds · n²)). (The scores of one draw share rows of Q and K, so they are not n²
+    independent numbers: the spread is larger than √(2d² / (seeds · n²)) would say.)"""
+    return float(np.sqrt(2 * d_k * (2 * n + d_k + 1) / (seeds * n * n)))
+
+
 def saturation_curve(n: int = 16, points: int = 61, max_gap: float = 24.0) -> dict[str, np.ndarray]:
     """Gradient size against the largest weight, as one score pulls ahead of the other n − 1 (all 0).
 

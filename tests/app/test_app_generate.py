@@ -4,7 +4,6 @@ completing a repeat; a change of text or model starting again with a message; ba
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -14,6 +13,7 @@ from attention.model import Config, Model, builtin, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
 from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, put_inside, session, texts
+from tests.helpers.drawn import title_of
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 L, H, DH = ENGINE.config.n_layers, ENGINE.config.n_heads, ENGINE.config.d_head
@@ -24,8 +24,8 @@ TITLES = {"q": "The query of token", "row": "attention over the", "cache": "Rows
 
 def _chart(at, which: str) -> list[dict]:
     """The rows drawn by the page's chart whose title says what it is: "q", "row" or "cache"."""
-    charts = [c for c in at.get("vega_lite_chart") if TITLES[which] in json.loads(c.proto.spec)["title"]["text"]]
-    assert len(charts) == 1, [json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")]
+    charts = [c for c in at.get("vega_lite_chart") if TITLES[which] in title_of(c)]
+    assert len(charts) == 1, [title_of(c) for c in at.get("vega_lite_chart")]
     (rows,) = drawn_cells(charts[0])
     return rows
 

@@ -105,7 +105,7 @@ def test_an_edit_names_the_cell_it_changed_with_its_old_and_new_value() -> None:
     at = edit_cell(at, "W_q", 1, cols[2], 2.5)
     no_exception(at)
     assert session(at).matrices["W_q"][1, 2] == 2.5
-    want = f"Changed W_q {cell_name((1, 2), rows, cols)} {old:.4f} → 2.5000"  # the grid's 4 decimals
+    want = f"Changed W_q {cell_name((1, 2), rows, cols)} {old:.4f} → 2.500"  # 4 significant digits
     assert any(want in c for c in texts(at.caption)), texts(at.caption)
     at = at.run()  # a rerun that changes nothing keeps the note (messages last until the state next changes)
     assert any(want in c for c in texts(at.caption)), texts(at.caption)
@@ -183,25 +183,30 @@ def test_the_output_page_explains_a_cell_of_its_weights() -> None:
 
 
 @pytest.mark.parametrize("page", ["qkv", "scores", "scaling", "softmax", "output"])
-def test_every_table_shows_the_chosen_digits_as_the_browser_formats_them(page: str) -> None:
-    """A read-only table's numbers are formatted by the browser from each column's printf format: with the default
-    4 significant digits, "%.4f" % 0.014954 is "0.0150", never the 17 digits Python stores (a "%4f" once slipped
+def test_every_table_shows_the_chosen_digits(page: str) -> None:
+    """A read-only table's numbers are written with the digits control's significant digits, every one of them: with
+    the default 4, 0.014954 is "0.01495" and 1 is "1.000" (the texts the grid draws, sent beside the numbers), never
+    the 17 digits Python stores; a table the browser formats itself has fixed decimals (a "%4f" once slipped
     through: a width, not a precision, and the browser showed every digit)."""
-    from attention import charts
+    import pyarrow as pa
 
-    at = open_views(journey(page, {"preset": "the_cat_sat"}))  # every view and table, opened
+    at = open_views(journey(page, {"preset": "the_cat_sat", "mask": "causal"}))  # every view and table, opened
     checked = 0
     for d in at.dataframe:
         config = json.loads(d.proto.columns or "{}")
-        formats = {c: v["type_config"]["format"] for c, v in config.items() if v.get("type_config", {}).get("format")}
-        if not formats:
+        formats = [v["type_config"]["format"] for v in config.values() if v.get("type_config", {}).get("format")]
+        assert all(re.fullmatch(r"%\.\d+f", f) for f in formats), formats
+        if not d.proto.arrow_data.HasField("styler"):
             continue
+        shown = pa.ipc.open_stream(d.proto.arrow_data.styler.display_values).read_all().to_pandas()
         values = d.value.to_numpy(dtype=float)
-        want = "%" + charts.decimals_for(values, 4)[2:-1]  # the table's one pattern, "{:.4f}" -> "%.4f"
-        for col, printf in formats.items():
-            assert printf == want, (col, printf, want)
-            for v in d.value[col].to_numpy(dtype=float):
-                digits = (printf % v).lstrip("-").replace(".", "").lstrip("0")
-                assert len(digits) <= 4 or abs(v) >= 1e3, (printf, v)  # at most 4 significant digits shown
+        texts = shown.to_numpy().reshape(-1).tolist()[-values.size :]  # the cells, after any label column
+        for text, v in zip(texts, values.reshape(-1).tolist(), strict=True):
+            if np.isneginf(v):
+                assert text == "−∞"
+                continue
+            mantissa = str(text).lstrip("-").split("e")[0].replace(".", "")
+            assert len(mantissa.lstrip("0") or mantissa) == 4, (text, v)  # 4 significant digits, zeros kept
+            assert float(text) == pytest.approx(v, rel=5e-4, abs=0 if v else 1e-12), (text, v)
         checked += 1
-    assert checked, "no table with number formats on the page"
+    assert checked, "no table of numbers on the page"

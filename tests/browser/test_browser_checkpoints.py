@@ -16,6 +16,7 @@ from tests.helpers.browser import (
     check,
     error_texts,
     guarded_context,
+    nav_link,
     rerun,
     settle,
     streamlit_server,
@@ -98,8 +99,9 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         if w == 1400:
             check(pg, axe_script, "every_head on a server GPT-2")
         # the First token page, through the navigation (the same session, the same model)
+        link = nav_link(pg, "First token")
         with rerun(pg):
-            pg.get_by_test_id("stSidebarNav").get_by_text("First token", exact=True).click()
+            link.click()
         wait_readable(pg, 2)
         sink = _torch_sink(model, ids)
         layer, head = np.unravel_index(np.argmax(sink), sink.shape)

@@ -64,7 +64,7 @@ def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, ba
     m["W_q"][1, 1] = 3.0
     want = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"]).weights
     text = page.get_by_test_id("stVegaLiteChart").first.inner_text()  # the numbers written in the heatmap's cells
-    missing = [f"{v:.4f}" for v in want.reshape(-1) if f"{v:.4f}" not in text]
+    missing = [f"{v:#.4g}" for v in want.reshape(-1) if f"{v:#.4g}" not in text]  # 4 significant digits
     assert not missing, (missing, text)
     page.screenshot(path=str(SHOTS / "learner_edit_on_softmax.png"), full_page=True)
     assert not page.console_errors, page.console_errors

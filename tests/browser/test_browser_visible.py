@@ -20,7 +20,7 @@ import re
 import pytest
 
 from attention.ui.app.specs import LABS, STEPS
-from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, settle
+from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, nav_link, settle
 from tests.helpers.visible import CANVAS_HOOK, LARGE, MEASURE, SMALL, STATES, check_page, stable_charts
 
 pytestmark = pytest.mark.browser
@@ -47,12 +47,11 @@ CASES = [
 ]
 
 def _visit(pg, base: str, slug: str, title: str, query: str | None) -> None:
-    """Open the page: by address (a new session in the given state) or through the sidebar (same session)."""
+    """Open the page: by address (a new session in the given state) or through the navigation (same session)."""
     if query is not None:
         pg.goto(f"{base}/{slug}?{query}")
     else:
-        link = pg.get_by_test_id("stSidebarNav").locator("a").filter(has_text=_nav_label(slug)).first
-        link.click()
+        nav_link(pg, _nav_label(slug)).click()
         pg.wait_for_url(re.compile(rf"/{re.escape(slug)}(\?|$)"), timeout=30_000)
     pg.get_by_test_id("stMain").locator("h1").filter(has_text=title).first.wait_for(timeout=30_000)
     settle(pg)

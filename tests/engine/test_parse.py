@@ -355,6 +355,35 @@ def test_ragged_rows(text, match):
     refused(match, parse_matrix_text, text, "W_q", None)
 
 
+PROSE = (
+    "Attention is a way for each word to look at the others.\n"
+    "It weighs them, then it sums what they carry, and that is all.\n"
+    "In 2017 a paper called it all you need.\n"
+)
+
+
+@pytest.mark.parametrize("text", [PROSE, PROSE.replace("2017", "twenty-seventeen"), "hello\n", "one, two\nthree"])
+def test_a_file_of_prose_says_no_numbers_were_found(text):
+    """Prose is refused as text, not as rows of different widths ("row 2 has 2 cells but row 1 has 1")."""
+    for read in (
+        lambda: read_upload(text.encode(), "notes.txt", "X", (3, 4), dims=("tokens", "d_model")),
+        lambda: read_upload(text.encode(), "notes.csv", "X", None, dims=("tokens", "d_model")),
+        lambda: parse_matrix_text(text, "X", (3, 4)),
+    ):
+        with pytest.raises(AttentionError) as info:
+            read()
+        said = info.value.message
+        assert "reads as text, not a matrix" in said and "cells but row" not in said, said
+        assert "no numbers were found" in said or "2017" in text, said  # a year may be read as one number
+
+
+def test_a_table_with_labels_is_not_taken_for_prose():
+    values, rows, cols = read_matrix_csv(b"token,d1,d2\nshe,1,2\nlikes,3,4\n", "X")
+    assert values.tolist() == [[1, 2], [3, 4]] and rows == ["she", "likes"] and cols == ["d1", "d2"]
+    ragged = "token,d1,d2\nshe,1,2\nlikes,3"  # a table with a short row is still named as one
+    refused(r"row 2 \('likes'\) \(line 3\) has 2 cells", parse_matrix_text, ragged, "W_q", None)
+
+
 def test_wrong_shape_messages():
     three_by_four = "[[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]]"
     refused(r"W_q must be 4 × 4 \(d_model × d_k\); the paste is 3 × 4", parse_matrix_text, three_by_four, "W_q", (4, 4))
@@ -383,7 +412,7 @@ def test_empty_input(text):
         ("[[]]", "empty"),
         ("np.array([])", "empty"),
         ("[[1, 2], []]", "empty"),
-        ("token,d1,d2", "empty|no rows of numbers|not a number"),
+        ("token,d1,d2", "empty|no rows of numbers|not a number|no numbers were found"),
     ],
 )
 def test_empty_structures(text, match):

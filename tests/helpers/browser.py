@@ -259,10 +259,24 @@ def open_page(page, base_url: str, name: str, query: str = "") -> None:
     settle(page)  # the run of this page load
 
 
+def nav_link(page, label: str):
+    """The navigation's link to the page labelled ``label`` (the first whose label contains it), found the way a
+    person does: the navigation sits at the top, one menu per section, so its section's menu is opened first."""
+    menus = page.get_by_test_id("stTopNav").get_by_test_id("stTopNavSection")
+    for i in range(menus.count()):
+        menus.nth(i).click()
+        link = page.get_by_test_id("stTopNavPopover").locator("a").filter(has_text=label)
+        if link.count():
+            return link.first
+        page.keyboard.press("Escape")  # not in this section: close its menu
+    raise AssertionError(f"no page labelled {label!r} in the navigation's menus")
+
+
 def nav(page, label: str) -> None:
-    """Switch page the way a person does, through the sidebar navigation (same session)."""
+    """Switch page the way a person does, through the navigation at the top (same session): its section, then it."""
+    link = nav_link(page, label)
     with rerun(page):
-        page.get_by_test_id("stSidebarNav").locator("a").filter(has_text=label).first.click()
+        link.click()
 
 
 def read_csv(path) -> tuple[list[str], list[str], np.ndarray]:

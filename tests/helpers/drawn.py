@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
@@ -16,8 +17,14 @@ def spec_of(el) -> dict:
 
 
 def title_of(el) -> str:
+    """The chart's title; for a heatmap whose title follows its width (``fits ? "title" : "title · too narrow…"``,
+    when its cells would carry numbers), the title it has when they fit."""
     t = spec_of(el).get("title", "")
-    return t.get("text", "") if isinstance(t, dict) else str(t)
+    text = t.get("text", "") if isinstance(t, dict) else str(t)
+    if isinstance(text, dict):
+        found = re.search(r'\? ("(?:[^"\\]|\\.)*") :', text.get("expr", ""))
+        return json.loads(found.group(1)) if found else ""
+    return text
 
 
 def subtitle_of(el) -> str:

@@ -149,6 +149,7 @@ def parse_rows(
     """Rows of cells as ``(matrix, row_labels, col_labels)``: the label row and label column found (the expected
     shape settles doubtful cases), every row checked to be as wide as the first, then every cell read."""
     rows, lines = _rows(text, name, source, csv_mode)
+    _some_numbers(rows, name, source)
     width = max(len(r) for r in rows)
     header, indexed = _header(rows, width, expected, csv_mode)
     body, body_lines = (rows[1:], lines[1:]) if header else (rows, lines)
@@ -175,6 +176,21 @@ def _rows(text: str, name: str, source: str, csv_mode: bool) -> tuple[list[list[
     if not rows:
         raise AttentionError(f"{name}: the {source} is empty; it needs at least one row of numbers", matrix=name)
     return rows, lines
+
+
+def _some_numbers(rows: list[list[str]], name: str, source: str) -> None:
+    """Refuse text that is words, not numbers (prose, a letter): no cell is a number, or the words outnumber the
+    numbers more than the labels of a table could (a label row and a label column beside at least one number)."""
+    cells = [c for r in rows for c in r if c.strip()]
+    numbers = sum(map(is_number_text, cells))
+    labels = max(len(r) for r in rows) + len(rows)  # at most a label row and a label column
+    if numbers == 0 or len(cells) - numbers > max(labels, numbers):
+        found = f"only {count(numbers, 'number')} among {len(cells):,} words" if numbers else "no numbers were found"
+        raise AttentionError(
+            f"{name}: {found} in the {source}: it reads as text, not a matrix. It needs rows of numbers, one row per "
+            "line, separated by commas, tabs or spaces (a label row and column may frame them).",
+            matrix=name,
+        )
 
 
 def _label_row(rows: list[list[str]]) -> bool:

@@ -255,12 +255,13 @@ def render_overview() -> None:
         return
     views.doc_check(s, trace)
     rows = [(step.nav.split(" (")[0], *step.overview(s, trace)) for step in STEPS.values() if step.overview]
-    left, right = st.columns([3, 2])
-    with left:
-        st.dataframe(pd.DataFrame(rows, columns=["step", "computes", "shape"]), hide_index=True, width="stretch")
-    with right:
-        for p in nav.pages()[1:]:
-            st.page_link(p, label=f"→ {p.title}")
+    # a plain table of text, which wraps where a grid's cells cut it ("Q = XW_q, K = XW_k, V = XW_" at 1280 px)
+    st.table(pd.DataFrame(rows, columns=["step", "computes", "shape"]).set_index("step"))
+    for column, (section, pages) in zip(st.columns(3), nav.sections(nav.pages()).items(), strict=True):
+        column.caption(section)  # ours: the sections' names
+        for p in pages:
+            if p.title != "Overview":
+                column.page_link(p, label=f"→ {p.title}")
     # full width, so the keys and the colour bar fit at any size up to the cell-by-cell limit
     widgets.chart_gap()
     widgets.vega_chart(

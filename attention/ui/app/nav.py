@@ -21,7 +21,7 @@ def navigation() -> None:
     declares the same navigation in :func:`bootstrap`."""
     _RUNNING.active = True
     try:
-        st.navigation(sections(pages()), expanded=True).run()
+        st.navigation(sections(pages()), position="top").run()
     finally:
         _RUNNING.active = False
 
@@ -62,6 +62,6 @@ def bootstrap(page_file: str) -> None:
     if getattr(_RUNNING, "active", False):
         return
     declared = pages()
-    st.navigation(sections(declared), expanded=True)
+    st.navigation(sections(declared), position="top")
     if _in_browser():
         st.switch_page(declared[[path for path, _ in NAV].index(page_file)], query_params=st.query_params.to_dict())

@@ -129,7 +129,22 @@ def softmax(s: session.Session, t: Trace | None) -> str:
         "Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of "
         f"exps, so every weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_lines(t, s.tokens, [0])[0]}. "
         "Subtracting a constant from a row (its max, by default) changes nothing mathematically but keeps exp from "
-        "overflowing." + temp
+        "overflowing." + temp + random_weights(s)
+    )
+
+
+def random_weights(s: session.Session) -> str:
+    """On an example whose W_q and W_k are still the seed's random draws: that its pattern means nothing yet."""
+    preset, base = s.origin.preset, s.origin.base
+    drawn = set(preset.random.names) if preset.random is not None else set()
+    if not {"W_q", "W_k"} <= drawn or not all(
+        n in base and session.identical(s.matrices[n], base[n]) for n in ("W_q", "W_k")
+    ):
+        return ""
+    return (
+        "\n\n**These weights are random.** W_q and W_k were drawn from the seed, not learned, so which key a row "
+        "attends to most means nothing yet: it is what attention looks like before any training. Change the seed "
+        "and the pattern changes; *Learn the weights* trains W_q and W_k toward a pattern that means something."
     )
 
 

@@ -91,6 +91,11 @@ def heads_window(page: str) -> str:
     return f"heads.window.{page}"
 
 
+def heads_view(page: str) -> str:
+    """The heads' heatmaps one to a row (the print layout sets them two to a row: its class is st-key-heads-view-…)."""
+    return f"heads.view.{page}"
+
+
 CMP_PIN, CMP_REPIN, CMP_SWAP, CMP_CLEAR = "cmp.pin", "cmp.repin", "cmp.swap", "cmp.clear"
 
 

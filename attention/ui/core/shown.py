@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
-from ... import reading
+from ... import masks, names, reading
 from ...names import squeeze_batch, token_labels
 from ...trace import Trace
 from . import session
@@ -91,3 +92,40 @@ def habit_line(t: Trace, tokens: Sequence[str], head: int) -> str:
     if h.kind == "mixed":
         return f"no single habit; most often to {what[h.strongest] or 'one key'} ({rows})"
     return f"mostly attends to {what[h.kind]} ({rows})"
+
+
+# How the banner of an edited example names an option that differs from the example's (plain words, no user text).
+OPTION_WORDS = {
+    "mask": lambda v: f"the mask ({masks.join(v) if v else 'none'})",
+    "heads": lambda v: f"heads ({v})",
+    "kv_heads": lambda v: f"key/value heads ({v if v is not None else 'as many as the heads'})",
+    "temperature": lambda v: f"the temperature (T = {v:g})",
+    "scale": lambda v: "the scale (" + ("1/√d_k" if v is None else f"× {v:g}") + ")",
+    "softmax": lambda v: f"the softmax ({v})",
+    "projection": lambda v: "the projection (" + ("X·W" if v == "x_w" else "X·Wᵀ") + ")",
+    "positions": lambda v: f"the positions ({v})",
+    "padding": lambda v: "the padding tokens",
+    "custom_mask": lambda v: "the custom mask's cells",
+}
+
+
+def what_changed(s: session.Session) -> list[str]:
+    """What differs from the unedited example, in plain words: the sentence, each matrix edited (by name) and each
+    option changed (with its value now), so a banner can name it instead of only saying that something did."""
+    preset, base = s.origin.preset, s.origin.base
+    said = []
+    if (s.tokens, s.source) != (preset.tokens, preset.source_tokens):
+        said.append("the sentence")
+    edited = [
+        n
+        for n in names.inputs_of(s.matrices)
+        if n not in base or s.matrices[n].shape != base[n].shape or not session.identical(s.matrices[n], base[n])
+    ]
+    said += [f"{n} edited" for n in edited]
+    for field in dataclasses.fields(s.options):
+        now, was = getattr(s.options, field.name), getattr(preset.options, field.name)
+        if now != was:
+            words = OPTION_WORDS.get(field.name, lambda v, f=field.name: f"{f.replace('_', ' ')} ({v})")
+            said.append(words(now))
+    return said
+

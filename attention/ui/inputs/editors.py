@@ -27,7 +27,7 @@ from ..state import core as state_core
 from ..state import edits as state_edits
 from ..state import pins
 from ..widgets.common import show_messages
-from ..widgets.number_tables import fit_height
+from ..widgets.number_tables import columns_that_fit, fit_height
 from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 
@@ -46,7 +46,7 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
     if name in ("W_k", "W_v") and s.model_head is not None and (group := models.group_of(s.model_head)):
         st.caption(shared_note(name, s.model_head.layer, group))  # ours: numbers
-    per = EDIT_COLS_BESIDE if beside else EDIT_COLS
+    per = _beside_columns(name, s) if beside else EDIT_COLS
     r0, c0 = window_controls(keys.edit_window(name, per), *m.shape, EDIT_ROWS, per)
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
@@ -71,6 +71,21 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
     show_messages(f"edit.{name}")
 
 
+# the inputs panel's grid at 1280 px (310 px inside); a character and a column's margins, fitted to Chromium: 4
+# columns of "0.0055262846" took 396 px, 3 of them 313 px
+BESIDE_PX, EDITOR_CHAR_PX, EDITOR_PAD_PX = 308, 5.9, 24
+
+
+def _beside_columns(name: str, s: session.Session) -> int:
+    """How many columns the editor beside a result shows (up to EDIT_COLS_BESIDE): as many as fit the panel whole in
+    the digits control's format (4 at 4 digits, 2 at 8), so no grid there needs sideways scrolling."""
+    m = s.matrices[name]
+    rows, cols = s.axis_labels(name, m.shape)
+    sample = to_text(m[:EDIT_ROWS, :EDIT_COLS_BESIDE], grid_format(name, s)).tolist()
+    labels, index = list(cols[:EDIT_COLS_BESIDE]), list(rows[:EDIT_ROWS])
+    return columns_that_fit(sample, labels, index, BESIDE_PX, EDITOR_PAD_PX, EDITOR_CHAR_PX)
+
+
 def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:
     """What an edit of a shared key/value block does: it reaches every query head of the group."""
     heads = ", ".join(str(h + 1) for h in group)
@@ -81,12 +96,9 @@ def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:
 
 
 def grid_format(name: str, s: session.Session) -> str:
-    """The one number format of a matrix's grid and of its edit notes: the digits control's, with the decimals chosen
-    from the unedited preset's matrix (when the shape is the same), so an edit that makes a number larger does not
-    change how every other cell is written."""
-    base = s.origin.base.get(name)
-    m = s.matrices[name]
-    return charts.decimals_for(base if base is not None and base.shape == m.shape else m, s.digits)
+    """The one number format of a matrix's grid and of its edit notes: the digits control's significant digits, the
+    same for every cell whatever an edit makes of its size (1e300 is written 1.000e+300)."""
+    return charts.decimals_for(s.matrices[name], s.digits)
 
 
 def _pair(fmt: str, old: float, new: float) -> str:

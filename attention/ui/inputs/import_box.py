@@ -64,6 +64,12 @@ def _place(name: str) -> str:
     return f"import.{name}"
 
 
+def _refused_at(name: str, how: str) -> str:
+    """Where a refused paste or upload is said: just above the box it came from ("paste" or "file"), where the eye
+    is (a place of its own, so the outcome shown below the expander does not repeat it)."""
+    return f"import.{how}.{name}"
+
+
 def _applied(name: str, arr: np.ndarray, what: str) -> None:
     state_core.say(_place(name), "success", f"{name} replaced by {what}: shape {arr.shape[0]} × {arr.shape[1]}.")
 
@@ -84,7 +90,7 @@ def _refuse(
         and resized_shapes(name, arr.shape, s.options.projection)
     ):
         pins.hold_import(name, (arr, quoted(filename) if filename else "the pasted matrix"))
-    state_core.say(_place(name), "error", esc(exc.message, 2000))
+    state_core.say(_refused_at(name, "file" if text is None else "paste"), "error", esc(exc.message, 2000))
 
 
 def _on_paste(name: str) -> None:
@@ -136,14 +142,18 @@ def _on_resize(name: str) -> None:
 def matrix_import(name: str, s: session.Session) -> None:
     """Upload a CSV or paste a numpy literal for one matrix, under its editor (its boxes are sent only while its
     expander is open)."""
-    shape = s.matrices[name].shape
     box = open_expander(f"import.{name}", f"Import {name}: upload a CSV or paste a numpy array", s)
     if box is not None:
         with box:
             _import_boxes(name, s)
-    # The outcome is shown below the expander (not inside), so it is seen even when the expander is closed:
+    # Any other outcome is shown below the expander (not inside), so it is seen even when the expander is closed:
     # a new matrix gives the editor above a fresh key, and the browser may then redraw the expander collapsed.
     show_messages(_place(name))
+
+
+def _resize_button(name: str, s: session.Session) -> None:
+    """When only the shape of an import was wrong: a button that resizes the state to it and applies it."""
+    shape = s.matrices[name].shape
     held = s.held.get(name)
     if held is not None:
         n, dm, dk = resized_shapes(name, held[0].shape, s.options.projection)  # type: ignore[misc]
@@ -174,6 +184,7 @@ def _import_boxes(name: str, s: session.Session) -> None:
         "`[[0.2 0.9]\\n [0.1 0.5]]`. Nothing you paste is run as code."
     )
     formats = ", ".join("." + f for f in dispatch.MATRIX_FORMATS)
+    show_messages(_refused_at(name, "file"))
     st.file_uploader(
         f"Upload {name} ({formats})",
         type=dispatch.uploader_types(dispatch.MATRIX_FORMATS),
@@ -182,6 +193,7 @@ def _import_boxes(name: str, s: session.Session) -> None:
         args=(name,),
     )
     with st.form(keys.import_box(name, "form"), border=False):
+        show_messages(_refused_at(name, "paste"))
         st.text_area(
             f"Paste {name}",
             key=keys.import_box(name, "text"),
@@ -189,3 +201,4 @@ def _import_boxes(name: str, s: session.Session) -> None:
             placeholder="np.array([[0.2, 0.9], [0.1, 0.5]])  or  [[0.2 0.9]\n [0.1 0.5]]",
         )
         st.form_submit_button("Apply", key=keys.import_box(name, "apply"), on_click=_on_paste, args=(name,))
+    _resize_button(name, s)  # after a refusal of the shape alone: its fix, under Apply

@@ -88,7 +88,9 @@ def _in_words(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint) -> None:
         return _value_at(c, name, dk)
 
     st.markdown(
-        f"**At d_k = {d}**, unscaled scores have variance ≈ {at('var_raw'):.1f} (the model says {d}); the largest "
+        f"**At d_k = {d}**, unscaled scores have variance ≈ {at('var_raw'):.1f} (the model says {d}; "
+        + _noise(at("var_raw"), d, c)
+        + "); the largest "
         f"weight in a row averages {at('max_weight_raw'):.2f} and a row's entropy {at('entropy_raw'):.2f} bits "
         f"(of at most log₂ {c.n} = {c.max_entropy:.2f}): softmax has all but picked one key. **Divided by √{d} = "
         f"{np.sqrt(d):g}**, the variance is ≈ {at('var_scaled'):.2f}, the largest weight {at('max_weight_scaled'):.2f} "
@@ -104,6 +106,20 @@ def _in_words(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint) -> None:
         f"variance d_k · var(q) · var(k) ≈ {model:.3g}. They have {p.score_variance:.4g}, and {p.scaled_variance:.4g} "
         f"once {scaled}. Its rows' largest weight averages {p.mean_max_weight:.3f}, their entropy "
         f"{p.mean_entropy:.3f} bits. " + why_not_the_model(p)
+    )
+
+
+def _noise(measured: float, d: int, c: sqrt_dk.SqrtDkCurves) -> str:
+    """Why the measured variance is not exactly d: sampling noise, with the spread the number of draws gives."""
+    sd = sqrt_dk.variance_spread(d, c.n, c.seeds)
+    draws = f"{c.seeds} draw" + ("s" if c.seeds != 1 else "") + f" of {c.n} × {c.n} scores"
+    within = abs(measured - d) <= 2 * sd
+    high = "high" if measured > d else "low"
+    return (
+        f"the difference is sampling noise from the number of draws: {draws} give a variance that strays from {d} "
+        f"by about ± {sd:.2g} (one standard deviation; most sets of draws land within ± {2 * sd:.2g})"
+        + (", and this one does" if within else f"; this set is an unusually {high} one, still chance")
+        + ". More draws or tokens narrow it"
     )
 
 
@@ -174,10 +190,17 @@ def _chart(data: pd.DataFrame, measure: str, title: str, y_title: str, log_y: bo
             tooltip=["d_k", "scaling", alt.Tooltip("value:Q", format=".4g")],
         )
     )
+    who = sorted(set(marks["who"]))  # the diamonds' legend: what each one is (your sentence, scaled or not)
+    legend = alt.Legend(orient="bottom", title="◆ your sentence", symbolFillColor="black", labelLimit=260)
     points = (
         alt.Chart(marks)
-        .mark_point(shape="diamond", size=160, filled=True, color="black")
-        .encode(x=x, y=alt.Y("value:Q", scale=y_scale), tooltip=["who", "d_k", alt.Tooltip("value:Q", format=".4g")])
+        .mark_point(size=160, filled=True, color="black")
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", scale=y_scale),
+            shape=alt.Shape("who:N", scale=alt.Scale(domain=who, range=["diamond"] * len(who)), legend=legend),
+            tooltip=["who", "d_k", alt.Tooltip("value:Q", format=".4g")],
+        )
     )
     return alt.layer(lines, points).properties(title=title, height=380)
 

@@ -19,6 +19,7 @@ from ..core import keys, parts, session, source
 from ..state import presets as state_presets
 from ..views import compare
 from ..widgets.common import bind, on_value, show_messages, whole_number
+from ..widgets.keystrokes import keep_early_keystrokes
 from . import challenge_status, conventions, share
 
 
@@ -77,6 +78,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     compare.pin_controls(s)
     if tools:
         share.sidebar_tools(s)
+    keep_early_keystrokes(sb)  # keys typed into a grid before it has the focus reach its cell editor
 
 
 def _blank_sizes(s: session.Session, sb: Any) -> None:

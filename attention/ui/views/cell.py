@@ -120,6 +120,7 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
         number_tables.number_table(
             pd.DataFrame(values, index=rows[: len(steps)], columns=key_labels(s)),
             charts.decimals_for(values, s.digits),
+            fit_px=number_tables.RESULTS_PX,
         )
     if len(rows) > 16:
         st.caption(f"The first 16 of {len(rows)} rows.")
@@ -136,6 +137,8 @@ def context(names: tuple[str, ...]):
         for col, name, (m, rows, cols) in zip(places, names, arrays, strict=True):
             fmt = charts.decimals_for(m, s.digits)
             col.caption(f"{name} · {m.shape[0]} × {m.shape[1]}")
-            number_tables.number_table(pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16]), fmt, where=col)
+            fit = number_tables.RESULTS_PX if wide else number_tables.RESULTS_PX // len(names) - 16  # its column
+            frame = pd.DataFrame(m[:16, :16], index=rows[:16], columns=cols[:16])
+            number_tables.number_table(frame, fmt, where=col, fit_px=fit)
 
     return view

@@ -12,11 +12,18 @@ from ...trace import Trace
 from ..core import keys, session
 from ..core.shown import habit_line, key_labels
 from ..widgets.chart_files import chart_files
-from ..widgets.common import chart_gap, vega_chart
+from ..widgets.common import TOOLBAR_GAP, chart_gap, vega_chart
 from . import cell
 
 MAX_HEADS_DRAWN = 8  # more heads are drawn a window at a time (256 heads of small multiples took ~44 s)
 HEADS_PER_ROW = 2
+
+
+def heads_per_row(n_rows: int, n_cols: int) -> int:
+    """One head to a row while its cells can carry their numbers (up to charts.TEXT_MAX tokens): two in a results
+    column beside the inputs were about 145 px wide at 1280 px, too narrow for any number and for every key label;
+    beyond that size no number is written, and two to a row keep a long page shorter."""
+    return 1 if max(n_rows, n_cols) <= charts.TEXT_MAX else HEADS_PER_ROW
 
 
 def show(
@@ -53,19 +60,28 @@ def show(
             else f". {n} × {n} is drawn in blocks of tokens; hover a block for its tokens and value."
         )
     )
+    per_row = heads_per_row(n_rows, n)
     style = charts.HEAD.but(
         kind=kind,
         digits=s.digits,
         select=clickable,
         colour=charts.colour_for(kind, stack, allowed),  # one scale, fitted to every head
-        row_height=max(4, min(40, 240 // charts.drawn_rows(n_rows))),  # in half a column: shorter rows
+        # two to a row: shorter rows, as in half a column
+        row_height=max(4, min(40, 240 // charts.drawn_rows(n_rows))) if per_row > 1 else None,
     )
     toks, key_toks = s.labels, key_labels(s)
     specs = [charts.heatmap(stack[k], toks, key_toks, style.but(title=f"head {k + 1}"), allowed) for k in heads]
-    for start in range(0, len(specs), HEADS_PER_ROW):
-        chart_gap()
-        columns = st.columns(HEADS_PER_ROW, gap="medium")
-        for col, k, spec in zip(columns, heads[start : start + HEADS_PER_ROW], specs[start:], strict=False):
+    # one to a row: each head in a container of its own, in one keyed container (printed two to a row)
+    outer = st.container(key=keys.heads_view(page_key)) if per_row == 1 else st.container()
+    for start in range(0, len(specs), per_row):
+        if per_row == 1:
+            columns = [outer.container()]
+            columns[0].space(TOOLBAR_GAP)
+        else:
+            with outer:
+                chart_gap()
+            columns = outer.columns(per_row, gap="medium")
+        for col, k, spec in zip(columns, heads[start : start + per_row], specs[start:], strict=False):
             with col:
                 if clickable:
                     vega_chart(

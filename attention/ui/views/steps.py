@@ -18,7 +18,7 @@ from ...errors import AttentionError
 from ...io import tables
 from ...trace import Trace
 from ..core import compute, keys, session
-from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys
+from ..core.shown import key_labels, per_head, reading_lines, shown, top_keys, what_changed
 from ..core.text import esc
 from ..widgets import downloads, number_tables
 from ..widgets.chart_files import chart_files
@@ -72,7 +72,8 @@ def show_matrix(
             highlight = (value | masked)[r0 : r0 + VIEW_ROWS, c0 : c0 + VIEW_COLS]
     elif base is not None:
         st.caption("The shape differs from the unedited preset, so there is nothing to compare cell by cell.")
-    number_tables.number_table(df, fmt, highlight=highlight)  # the window is at most VIEW_ROWS × VIEW_COLS cells
+    # the window is at most VIEW_ROWS × VIEW_COLS cells; in blocks of whole columns where the column is too narrow
+    number_tables.number_table(df, fmt, highlight=highlight, fit_px=number_tables.RESULTS_PX)
     if m.shape[0] > VIEW_ROWS or m.shape[1] > VIEW_COLS:
         st.caption(
             f"Showing rows {r0 + 1}–{min(m.shape[0], r0 + VIEW_ROWS)} and columns "
@@ -305,7 +306,11 @@ def doc_check(s: session.Session, trace: Trace) -> None:
         return
     where = f"the tutorial {esc(preset.source['document'])}"
     if not session.is_unedited(s) and not compute.same_numbers(s, trace):
-        st.caption("Edited: these numbers are no longer the tutorial's. “Reset to preset” brings them back.")
+        changed = what_changed(s)  # ours: plain words and matrix names
+        st.caption(
+            ("Changed: " + ", ".join(changed) + "; so" if changed else "Edited:")
+            + " these numbers are no longer the tutorial's. “Reset to preset” brings them back."
+        )
         return
     if preset.random is not None and preset.seed != preset.random.seed:
         st.caption(f"Seed changed: the tutorial's printed numbers are for seed {preset.random.seed}.")

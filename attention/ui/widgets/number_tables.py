@@ -1,8 +1,10 @@
 """Tables of numbers on a page: one format per table, applied by the browser, or by a Styler when cells need it.
 
 A pandas Styler is formatted on the server cell by cell (about a fifth of a run, for a page's few tables), so a
-table whose numbers are all finite and need no highlight is sent as numbers with a printf format per column, which
-the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as such, every digit.
+table whose numbers are all finite, need no highlight and have fixed decimals is sent as numbers with a printf format
+per column, which the browser applies. A Styler is kept where it earns its cost: highlighted cells, −∞ written as
+such, every digit, and significant digits (the digits control's format, which printf cannot write with its trailing
+zeros).
 That Styler (:func:`_given`) is handed its cell texts and highlighted cells ready-made: Streamlit reads a Styler's
 computed styles and display texts, and pandas' general machinery for them (every cell's style computed, matched
 and grouped) was most of a highlighted table's cost; tests/app/test_number_tables.py checks that Streamlit receives
@@ -35,12 +37,58 @@ def fit_height(n_rows: int) -> int | str:
     return "content" if n_rows <= SHOWN_ROWS else ROW_PX * (SHOWN_ROWS + 1) + 2
 
 
-def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray | None = None, **kwargs) -> None:
+CHAR_PX, CELL_PAD_PX = 7.0, 18  # the grid at 14 px, a little generous: a digit and a cell's margins
+INDEX_MIN_PX = 52  # the grid's label column is never narrower (measured beside three-letter tokens)
+RESULTS_PX = 470  # a results column beside the inputs at 1280 px (its grids are 474 px wide inside)
+
+
+def columns_that_fit(
+    texts: list[list[str]], columns: list[str], index: list[str], fit_px: float, pad: float, char_px: float = CHAR_PX
+) -> int:
+    """How many of a grid's first columns fit ``fit_px`` beside its index (each column as wide as its widest text or
+    label, ``char_px`` a character and ``pad`` its margins): at least 1."""
+    used = max(INDEX_MIN_PX, char_px * max((len(str(i)) for i in index), default=0) + pad)
+    for j, label in enumerate(columns):
+        used += char_px * max([len(str(label))] + [len(row[j]) for row in texts]) + pad
+        if used > fit_px:
+            return max(1, j)
+    return len(columns)
+
+
+def column_blocks(df: pd.DataFrame, pattern: str, fit_px: float) -> list[range]:
+    """The table's columns in blocks that each fit ``fit_px`` whole (as numpy prints a wide array), so no block
+    needs sideways scrolling."""
+    texts = [["−∞" if np.isneginf(v) else pattern.format(v) for v in row] for row in df.to_numpy(dtype=float).tolist()]
+    blocks, start, labels = [], 0, [str(c) for c in df.columns]
+    while start < len(labels):
+        width = columns_that_fit([r[start:] for r in texts], labels[start:], list(df.index), fit_px, CELL_PAD_PX)
+        blocks.append(range(start, start + width))
+        start += width
+    return blocks
+
+
+def number_table(
+    df: pd.DataFrame,
+    pattern: str,
+    where=st,
+    highlight: np.ndarray | None = None,
+    fit_px: float | None = None,
+    **kwargs,
+) -> None:
     """Show ``df`` (all numbers) with ``pattern`` (a ``str.format`` pattern from :func:`attention.charts.decimals_for`,
-    e.g. ``"{:.4f}"``); ``highlight`` (a boolean array of df's shape) marks cells; −∞ is written "−∞"."""
+    e.g. ``"{:#.4g}"``, or fixed decimals such as ``"{:.4f}"``);
+    ``highlight`` (a boolean array of df's shape) marks cells; −∞ is written "−∞". ``fit_px``: the width it has; a
+    table wider than that is shown in blocks of whole columns, one under the other, each named by its columns."""
+    blocks = column_blocks(df, pattern, fit_px) if fit_px else []
+    if len(blocks) > 1:
+        for cols in blocks:
+            where.caption(f"Columns {cols.start + 1}–{cols.stop} of {df.shape[1]}")
+            part = None if highlight is None else highlight[:, cols.start : cols.stop]
+            number_table(df.iloc[:, cols.start : cols.stop], pattern, where, part, **kwargs)
+        return
     values = df.to_numpy(dtype=float)
     marked = highlight is not None and bool(np.any(highlight))
-    if not marked and pattern != "{!r}" and np.isfinite(values).all():
+    if not marked and _fixed(pattern) and np.isfinite(values).all():
         printf = "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"
         config = {c: st.column_config.NumberColumn(format=printf) for c in df.columns}
         table = arrow_table(df, values)
@@ -49,6 +97,13 @@ def number_table(df: pd.DataFrame, pattern: str, where=st, highlight: np.ndarray
     texts = [["−∞" if np.isneginf(v) else pattern.format(v) for v in row] for row in values.tolist()]
     styler = _given(df, texts, highlight if marked else None)
     where.dataframe(styler, width="stretch", **{"height": fit_height(len(df)), **kwargs})
+
+
+def _fixed(pattern: str) -> bool:
+    """Whether the browser can apply ``pattern`` itself: fixed decimals ("{:.4f}" is printf's "%.4f"). A pattern of
+    significant digits (:class:`attention.charts.Digits`, "1.000" beside "0.4330") has no printf form the grid
+    keeps trailing zeros with, so its texts are written here."""
+    return pattern.startswith("{:.") and pattern.endswith("f}")
 
 
 def arrow_table(df: pd.DataFrame, values: np.ndarray) -> pa.Table | pd.DataFrame:

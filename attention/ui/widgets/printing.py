@@ -35,7 +35,7 @@ def _printed(then: str) -> str:
     )
 
 
-PRINT_ZOOM = 0.8  # the page's text at 80 %: a formula, two heads' heatmaps and a 6-row table fit one A4 sheet
+PRINT_ZOOM = 0.75  # the page's text at 75 %: a formula, two heads' heatmaps and a 6-row table fit one A4 sheet
 
 _LEFT_OUT = ", ".join(
     [
@@ -70,6 +70,10 @@ PRINT_CSS = f"""<style>
     width: 100% !important; flex: 1 1 100% !important;
   }}
   [data-testid="stVegaLiteChart"], [data-testid="stDataFrame"] {{ break-inside: avoid; }}
+  [class*="st-key-heads-view-"] {{ display: grid !important; grid-template-columns: 1fr 1fr; gap: 0.5rem !important; }}
+  [class*="st-key-heads-view-"] [data-testid="stVegaLiteChart"] :is(svg, canvas) {{
+    max-width: 100% !important; height: auto !important;
+  }}
   h1 {{ padding-top: 0 !important; }}
   {_printed("")} {{ display: block !important; }}
   {_printed("summary")} {{ display: none !important; }}
