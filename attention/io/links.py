@@ -247,13 +247,32 @@ def _unpack(payload: bytes, expected_shapes: Mapping[str, tuple[int, ...]] | Non
 # Edits as a difference (format d1): only the cells that differ from the matrices the rest of the address rebuilds
 # (a model's own W_k, a preset's), so one edited cell of a large matrix makes a short link.
 #
-# payload = count (1 byte), then per matrix: name index (1 byte), number of dimensions (1 byte), each dimension
-# (uint16, big-endian), the number of changed cells k (uint32, big-endian), their flat indices in increasing order
-# (k × uint32, big-endian), then their values (k × little-endian float64, the exact bits).
+# payload = count (1 byte), the starting numbers' fingerprint (8 bytes, :func:`base_fingerprint`: a link made on
+# other numbers, such as a later version's presets, is refused), then per matrix: name index (1 byte), number of
+# dimensions (1 byte), each dimension (uint16, big-endian), the number of changed cells k (uint32, big-endian),
+# their flat indices in increasing order (k × uint32, big-endian), then their values (k × little-endian float64,
+# the exact bits).
 DIFF_VERSION = "d1"
 _DIFF_HEADER = 2 + 2 * MAX_NDIM + 4  # index, ndim, dimensions, count
-MAX_DIFF_PAYLOAD_BYTES = 1 + len(NAMES) * _DIFF_HEADER + MAX_LINK_CELLS * 12
+_PRINT = 8  # bytes of the starting numbers' fingerprint
+MAX_DIFF_PAYLOAD_BYTES = 1 + _PRINT + len(NAMES) * _DIFF_HEADER + MAX_LINK_CELLS * 12
 DIFF = Envelope(DIFF_VERSION, b"attention-link/d1", MAX_DIFF_PAYLOAD_BYTES, "the link's edits cannot be restored")
+
+
+def base_fingerprint(base: Mapping[str, np.ndarray], carried: list[str]) -> bytes:
+    """The first 8 bytes of the SHA-256 of the ``carried`` matrices of ``base`` (in link order: name, shape, exact
+    float64 bits): a d1 link's cells mean something only on the very numbers they were taken from."""
+    digest = hashlib.sha256()
+    for name in (n for n in NAMES if n in carried):
+        arr = np.ascontiguousarray(base[name], dtype="<f8")
+        digest.update(name.encode() + struct.pack(f">{arr.ndim}I", *arr.shape) + arr.tobytes())
+    return digest.digest()[:_PRINT]
+
+
+def changed_cells(edited: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The flat positions where ``edited`` differs from ``base`` (same shape) by its exact bits: -0.0 is not 0.0."""
+    a, b = (np.ascontiguousarray(m, dtype=np.float64) for m in (edited, base))
+    return np.flatnonzero(a.view(np.int64) != b.view(np.int64))  # (k,)
 
 
 def encode_diff(edits: Mapping[str, np.ndarray], base: Mapping[str, np.ndarray]) -> str:
@@ -271,7 +290,7 @@ def encode_diff(edits: Mapping[str, np.ndarray], base: Mapping[str, np.ndarray])
             raise AttentionError(
                 f"{name} has a value that is NaN or infinite; only finite numbers go in a link", matrix=name
             )
-        changed = np.flatnonzero(arr.view(np.int64) != was.view(np.int64))  # (k,): by their bits (-0.0 is kept)
+        changed = changed_cells(arr, was)  # (k,)
         total += changed.size
         if total > MAX_LINK_CELLS:
             raise AttentionError(
@@ -281,7 +300,7 @@ def encode_diff(edits: Mapping[str, np.ndarray], base: Mapping[str, np.ndarray])
             )
         parts.append(struct.pack(">BB", index, arr.ndim) + struct.pack(f">{arr.ndim}HI", *arr.shape, changed.size))
         parts.append(changed.astype(">u4").tobytes() + arr.ravel()[changed].astype("<f8").tobytes())
-    parts[0] = bytes([len(parts) // 2])
+    parts[0] = bytes([len(parts) // 2]) + base_fingerprint(base, [n for n in NAMES if n in edits])
     return DIFF.seal(b"".join(parts))
 
 
@@ -292,9 +311,11 @@ def decode_diff(token: str, base: Mapping[str, np.ndarray]) -> dict[str, np.ndar
     payload = DIFF.open(token)
     if not payload:
         raise _fail("it is empty")
-    count, pos, out, total = payload[0], 1, {}, 0
+    count, pos, out, total = payload[0], 1 + _PRINT, {}, 0
     if count > len(NAMES):
         raise _fail(f"it claims {count} matrices; a link carries at most {len(NAMES)}")
+    if len(payload) < pos:
+        raise _fail("it ends before its fingerprint of the starting numbers")
     for _ in range(count):
         name, shape, k, pos = _diff_header(payload, pos, out, base)
         total += k
@@ -315,6 +336,11 @@ def decode_diff(token: str, base: Mapping[str, np.ndarray]) -> dict[str, np.ndar
         out[name] = arr
     if pos != len(payload):
         raise _fail(f"it has {len(payload) - pos} unexpected bytes after the matrices")
+    if payload[1 : 1 + _PRINT] != base_fingerprint(base, list(out)):
+        raise _fail(
+            "it was made from other starting numbers (a different version of the examples, or other sizes or seed); "
+            "its changed cells would land on the wrong numbers, so nothing was changed"
+        )
     return out
 
 

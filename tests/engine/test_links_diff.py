@@ -64,7 +64,8 @@ def test_the_shortest_form_keeps_short_whole_matrices_and_otherwise_the_differen
 
 
 def _sealed(payload: bytes) -> str:
-    return DIFF.seal(payload)
+    """A d1 token around ``payload`` (count, then matrices), with a placeholder fingerprint after the count."""
+    return DIFF.seal(payload[:1] + bytes(8) * bool(payload) + payload[1:])
 
 
 @pytest.mark.parametrize(
@@ -83,6 +84,7 @@ def _sealed(payload: bytes) -> str:
         (bytes([2, 2, 2]) + struct.pack(">2HI", 32, 16, 0) + bytes([2, 2]) + struct.pack(">2HI", 32, 16, 0), "twice"),
         (bytes([1, 2, 2]) + struct.pack(">2HI", 32, 16, 0) + b"\x00", "unexpected bytes"),
         (bytes([1, 2, 2, 0]), "cut short"),
+        (bytes([1, 2, 2]) + struct.pack(">2HI", 32, 16, 0), "other starting numbers"),  # a fingerprint of nothing
     ],
 )
 def test_a_bad_payload_is_refused_by_name(payload: bytes, says: str) -> None:
@@ -102,3 +104,28 @@ def test_every_one_character_change_of_a_token_is_refused() -> None:
         decode_diff("d1." + "A" * 20_000, BASE)  # refused before any decoding
     with pytest.raises(AttentionError, match="a version such as 'd1.'"):
         decode_diff(links.encode_edits({"W_q": np.eye(3)}), BASE)  # the other format, given to this reader
+
+
+def test_a_link_made_on_other_starting_numbers_is_refused_and_changes_nothing() -> None:
+    token = encode_diff({"W_k": _edited(W_k_0_0=40.0)["W_k"]}, BASE)
+    later = {n: m.copy() for n, m in BASE.items()}
+    later["W_k"][7, 3] += 1e-12  # a later version's preset: one number different in its last digits
+    kept = {n: m.copy() for n, m in later.items()}
+    with pytest.raises(AttentionError, match="other starting numbers.*nothing was changed"):
+        decode_any(token, later)
+    assert all(later[n].tobytes() == kept[n].tobytes() for n in later)
+    assert decode_any(token, BASE)["W_k"][0, 0] == 40.0  # on its own numbers it is restored
+    later["X"][0, 0] = 9.0  # a matrix the link does not carry may differ
+    later["W_k"] = BASE["W_k"].copy()
+    assert decode_any(token, later)["W_k"][0, 0] == 40.0
+
+
+def test_a_v1_link_is_still_restored_whatever_the_starting_numbers() -> None:
+    token = links.encode_edits({"W_q": np.eye(3) * 2})
+    assert decode_any(token, {"W_q": np.ones((3, 3))})["W_q"].tobytes() == (np.eye(3) * 2).tobytes()
+
+
+def test_changed_cells_are_counted_by_their_bits_as_a_link_carries_them() -> None:
+    base, edited = np.zeros((2, 3)), np.zeros((2, 3))
+    edited[0, 1], edited[1, 2] = -0.0, 5.0
+    assert links.changed_cells(edited, base).tolist() == [1, 5]  # -0.0 == 0.0 by value, yet a link carries it

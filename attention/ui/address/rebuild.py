@@ -153,7 +153,7 @@ def edits_in(s: session.Session, w: Writing) -> str | None:
     if any(rebuilt.matrices[n].shape != s.matrices[n].shape for n in changed):
         w.edit_notes.append("the matrices' shapes.")  # cannot happen unless the sizes could not be written
         return None
-    cells = sum(int(np.sum(rebuilt.matrices[n] != m)) for n, m in changed.items())  # the cells that differ
+    cells = sum(links.changed_cells(m, rebuilt.matrices[n]).size for n, m in changed.items())  # as a link counts
     if changed and cells > links.MAX_LINK_CELLS:
         w.edit_notes.append(
             f"your edits to {', '.join(changed)} ({cells:,} numbers), more than the {links.MAX_LINK_CELLS} a link can "

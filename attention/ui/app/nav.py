@@ -33,8 +33,8 @@ def pages() -> list:
 
 
 def sections(declared: list) -> dict[str, list]:
-    """The pages in the sidebar's groups: the overview and the steps, then the pages that go further. All shown:
-    Streamlit folds a long list behind "View more", where a learner would not find the Learn page."""
+    """The pages in the navigation bar's groups at the top of every page (one menu per group): the overview and the
+    steps, then the pages that go further, then the pages inside a model."""
     further = {lab.file for lab in LABS.values()}
     model = {lab.file for lab in INSIDE.values()}
     steps = [page for (path, _), page in zip(NAV, declared, strict=True) if path not in further | model]
