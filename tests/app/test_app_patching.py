@@ -6,7 +6,6 @@ refused with a message naming what is wrong and the state as it was; a GPT-2 che
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from attention.model import builtin, patch, patch_stream, restored
 from attention.ui.core import jobs
 from tests.helpers.apptest import app, drawn_cells, errors, goto, journey, no_exception, session, texts
+from tests.helpers.drawn import title_of
 from tests.helpers.families import tiny_llama
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
@@ -49,7 +49,7 @@ def _charts(at) -> dict[str, list[dict]]:
     """The page's two heatmaps' cells, by what they show ("heads", "streams")."""
     out = {}
     for chart in at.get("vega_lite_chart"):
-        title = json.loads(chart.proto.spec).get("title", {}).get("text")
+        title = title_of(chart)
         if title in TITLES:
             out[TITLES[title]] = drawn_cells(chart)[0]
     return out
@@ -148,6 +148,30 @@ def test_cancel_stops_the_sweep_keeps_nothing_and_leaves_the_page_as_it_was(monk
     assert any(t.startswith("Cancelled after") and "nothing of it was kept" in t for t in texts(at.info))
     assert _charts(at) == {}
     assert dataclasses.replace(session(at).patching, job=None) == dataclasses.replace(before, job=None)
+
+
+def test_two_sessions_share_one_sweep_and_one_cancel_leaves_it_running_for_the_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A class on the same ready-made pair: the second learner's press joins the first one's running sweep (with
+    room for one sweep only, nothing is refused); the second's Cancel leaves it running for the first, who gets it."""
+    _slow(monkeypatch)
+    monkeypatch.setattr(jobs, "RUNNING_MAX", 1)
+    first, second = (app("patching").selectbox(key="inside.w.patch.pair").select_index(1).run() for _ in range(2))
+    first = first.button(key="inside.patch.run").click().run()
+    second = second.button(key="inside.patch.run").click().run()
+    no_exception(first)
+    no_exception(second)
+    assert errors(second) == []
+    job = jobs.get(session(first).patching.job)
+    assert job is not None and session(second).patching.job == job.id and job.state == "running"
+    second = second.button(key="inside.patch.cancel").click().run()
+    no_exception(second)
+    assert session(second).patching.job is None and not job.cancel.is_set()
+    assert jobs.wait(job.id).state == "done" and job.done == job.total
+    first = first.run()
+    no_exception(first)
+    assert set(_charts(first)) == {"heads", "streams"}
 
 
 def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:

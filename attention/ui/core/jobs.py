@@ -9,7 +9,8 @@ are remembered, so a page polls a job by its id and a finished result is shown a
   (the learning rate held for ``hold`` steps, then falling), every step's loss recorded as it goes; its result is the
   trained model, held (:func:`attention.ui.core.models.hold`, kind "trained"), by id.
 - :func:`patch`: :func:`attention.model.sweep` of a clean and a corrupted text on a model; its result is the
-  :class:`~attention.model.Sweep`. A finished sweep of the same model, texts and tokens is reused (:func:`finished`).
+  :class:`~attention.model.Sweep`. A running or finished sweep of the same model, texts and tokens is shared by the
+  sessions that ask for it (one counted watcher each: a session's Cancel stops it only when no other waits on it).
 """
 
 from __future__ import annotations
@@ -59,12 +60,17 @@ class Job:
     started: float = field(default_factory=time.perf_counter)
     cancel: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
+    watchers: int = 1  # sessions waiting on it (a patching job is shared): the last one's Cancel stops it
 
 
 def _start(kind: str, total: int, work: Callable[[Job], object], key: tuple = ()) -> Job:
     """Run ``work(job)`` in a thread (its return value the result; None: cancelled); an AttentionError (nothing
-    started) when :data:`RUNNING_MAX` jobs of this kind already run."""
+    started) when :data:`RUNNING_MAX` jobs of this kind already run. A job with a ``key`` is shared: a running one
+    of the same key (not cancelled) gains a watcher and is returned, as is a finished one, and nothing starts."""
     with _LOCK:
+        if key and (same := _same(key)) is not None:
+            same.watchers += same.state == "running"
+            return same
         running = sum(job.state == "running" and job.kind == kind for job in _JOBS.values())
         if running >= RUNNING_MAX:
             raise AttentionError(
@@ -76,6 +82,12 @@ def _start(kind: str, total: int, work: Callable[[Job], object], key: tuple = ()
             del _JOBS[old]
     threading.Thread(target=_run, args=(job, work), name=f"{kind}-{job.id[:8]}", daemon=True).start()
     return job
+
+
+def _same(key: tuple) -> Job | None:
+    """The latest job computing or having computed ``key`` (not cancelled), the lock held."""
+    alive = (j for j in reversed(_JOBS.values()) if j.key == key and not j.cancel.is_set())
+    return next((j for j in alive if j.state in ("running", "done")), None)
 
 
 def get(job_id: str | None) -> Job | None:
@@ -90,11 +102,18 @@ def finished(key: tuple) -> Job | None:
         return next((j for j in reversed(_JOBS.values()) if j.key == key and j.state == "done"), None)
 
 
-def cancel(job_id: str | None) -> None:
-    """Ask a job to stop at its next step (a training job keeps its losses so far; no result is kept)."""
-    job = get(job_id)
-    if job is not None:
+def cancel(job_id: str | None) -> bool:
+    """One watcher leaves the job; the last one asks it to stop at its next step (a training job keeps its losses so
+    far; no result is kept). False when it runs on for other sessions (the caller forgets its id: one leave each)."""
+    with _LOCK:
+        job = _JOBS.get(job_id) if job_id else None
+        if job is None or job.state != "running" or job.cancel.is_set():
+            return True
+        job.watchers -= 1
+        if job.watchers > 0:
+            return False
         job.cancel.set()
+        return True
 
 
 def wait(job_id: str, timeout: float = 60.0) -> Job:
@@ -155,10 +174,9 @@ def patch_key(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], a
 
 def patch(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Job:
     """Patch every head and every stream row of ``clean`` into ``corrupt`` on the model, in a thread, measured at the
-    last position for ``answer`` against ``wrong``; a finished job of the same key is returned as it is."""
+    last position for ``answer`` against ``wrong``; a running or finished job of the same key is
+    shared (:func:`_start`)."""
     key = patch_key(model_id, clean, corrupt, answer, wrong)
-    if (done := finished(key)) is not None:
-        return done
     m = models.get(model_id)
     c = m.config
     total = c.n_layers * (c.n_heads + len(clean))

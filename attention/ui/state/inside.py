@@ -461,7 +461,7 @@ TYPED_PAIR = "Your own texts (typed below)"
 def _new_pair(clean: tuple[int, ...], corrupt: tuple[int, ...], label: str) -> None:
     """A new pair: this session's running patching stops, the tokens go back to their defaults."""
     jobs.cancel(pair().job)
-    _patch(clean=clean, corrupt=corrupt, pair=label, answer=None, wrong=None, message="")
+    _patch(clean=clean, corrupt=corrupt, pair=label, answer=None, wrong=None, message="", job=None)
 
 
 def on_pair() -> None:
@@ -523,7 +523,7 @@ def on_pair_token(which: str, key: str, other: int) -> None:
         _patch(message=f"The answer and the wrong token must differ; the {which} token stays as it was.")
         return
     jobs.cancel(pair().job)
-    _patch(**{"answer" if which == "answer" else "wrong": value, "message": ""})
+    _patch(**{"answer" if which == "answer" else "wrong": value, "message": "", "job": None})
 
 
 def start_patching(answer: int, wrong: int) -> None:
@@ -531,6 +531,7 @@ def start_patching(answer: int, wrong: int) -> None:
     tokens is shown at once); a busy server says so and nothing starts."""
     p = pair()
     jobs.cancel(p.job)
+    _patch(job=None)  # left, once
     try:
         job = jobs.patch(p.model, p.clean, p.corrupt, answer, wrong)
     except AttentionError as e:
@@ -540,5 +541,7 @@ def start_patching(answer: int, wrong: int) -> None:
 
 
 def cancel_patching() -> None:
-    """Stop this session's patching at its next patch (nothing of it is kept)."""
-    jobs.cancel(pair().job)
+    """Stop this session's patching at its next patch (nothing of it is kept); a sweep other sessions wait on runs on
+    for them, and this session no longer follows it."""
+    if not jobs.cancel(pair().job):
+        _patch(job=None)
