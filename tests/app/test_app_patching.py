@@ -6,6 +6,7 @@ refused with a message naming what is wrong and the state as it was; a GPT-2 che
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 
@@ -104,6 +105,27 @@ def test_the_ready_made_pair_restores_through_the_induction_and_previous_token_h
     )
     da, db = a[answer] - a[wrong], b[answer] - b[wrong]
     assert f"is {da:.3f} after the clean text and {db:.3f} after the corrupted one" in said
+
+
+def test_the_token_choosers_show_each_probability_as_the_digits_control_says() -> None:
+    """Each label's two probabilities: the naive softmax of each text's last logits, written with the digits
+    control's significant digits (2 and 6 here), never a fixed three."""
+    at = journey("patching")
+    p = session(at).patching
+    a, b = ENGINE.run(list(p.clean)).logits[-1], ENGINE.run(list(p.corrupt)).logits[-1]
+    naive = [np.exp(z - z.max()) / np.exp(z - z.max()).sum() for z in (a, b)]  # softmax, one position
+    for digits in (2, 6):
+        at.session_state["attention_session"] = dataclasses.replace(session(at), digits=digits)
+        at = at.run()
+        no_exception(at)
+        chooser = at.selectbox(key="inside.w.patch.answer")
+        label = chooser.options[chooser.index]
+        shown = re.search(r"clean ([0-9.e+-]+), corrupted ([0-9.e+-]+)\)$", label)
+        assert shown is not None, label
+        for text, probs in zip(shown.groups(), naive, strict=True):
+            assert len(text.split("e")[0].replace(".", "").lstrip("0")) == digits, label
+            want = probs[chooser.value]
+            assert abs(float(text) - want) <= 0.5 * 10 ** (np.floor(np.log10(want)) - digits + 1) * (1 + 1e-9), label
 
 
 def test_a_finished_result_is_shown_again_without_recomputing() -> None:

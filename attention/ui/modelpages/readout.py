@@ -110,11 +110,6 @@ def controls() -> None:
         st.error(inside.now().readout_message)  # ours: built by state.inside, user text escaped there
 
 
-def probability_format(values: np.ndarray) -> str:
-    """One ``str.format`` pattern for a set of probabilities, from the digits control (the sidebar's)."""
-    return charts.decimals_for(np.asarray(values, dtype=float), session.get().digits)
-
-
 def where(position: int, token: int) -> str:
     """ "position 13 (“A”), token “B”", escaped, for the pages' sentences."""
     ids = inside.now().ids

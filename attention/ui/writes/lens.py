@@ -16,7 +16,7 @@ import streamlit as st
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, first_token, readout
+from ..modelpages import answers, choose, every_head, first_token, readout
 from ..state import inside
 from ..widgets.common import chart_gap
 
@@ -64,7 +64,7 @@ def first_top(seen: readout.Lensed, names: list[str], position: int) -> str:
     """The sentence: the model's prediction at ``position`` and the first row where it is the top token."""
     pred, top = seen.prediction, seen.top[:, 0]
     first = int(np.argmax(top == pred))  # the last row's top token is the prediction: there is always one
-    fmt = readout.probability_format(seen.probs[:, pred]).format
+    fmt = answers.prob_pattern(seen.probs[:, pred]).format
     said = f"At {readout.where(position, pred)} is the model's prediction (probability {fmt(seen.probs[-1, pred])}). "
     if first == 0:
         said += "Read through the final norm and the unembedding, it is **already the top token after the embeddings**"
@@ -78,7 +78,7 @@ def first_top(seen: readout.Lensed, names: list[str], position: int) -> str:
 def top_table(seen: readout.Lensed, names: list[str], token: int) -> pd.DataFrame:
     """One row per layer: its top tokens, each with its probability, and the chosen token's probability and rank."""
     probs = seen.probs
-    fmt = readout.probability_format(np.r_[np.take_along_axis(probs, seen.top, -1).ravel(), probs[:, token]]).format
+    fmt = answers.prob_pattern(np.r_[np.take_along_axis(probs, seen.top, -1).ravel(), probs[:, token]]).format
     rows: dict[str, list[str]] = {}
     for k in range(readout.TOP):
         rows[f"top {k + 1}"] = [f"{readout.piece(int(t))}  {fmt(probs[r, t])}" for r, t in enumerate(seen.top[:, k])]

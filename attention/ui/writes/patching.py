@@ -20,7 +20,8 @@ from ...model import Sweep
 from ...model.vocab import WordVocab
 from ..core import jobs, keys, models, session
 from ..core.text import esc
-from ..modelpages import choose, runs
+from ..modelpages import answers, choose, runs
+from ..modelpages.walks import probabilities
 from ..state import inside
 from ..widgets import common as widgets
 
@@ -85,15 +86,15 @@ def texts(m: models.Model, p: session.Patching) -> None:
     st.markdown(f"**{len(p.clean)} tokens, clean → corrupted:** " + " · ".join(cells))  # ours: tokens escaped
 
 
-def _label(token: int, clean: np.ndarray, corrupt: np.ndarray) -> str:
-    """A token as the choosers show it: its text and its probability after each text."""
-    piece = runs.pieces([token])[0]
-    return f"“{piece}” (clean {_prob(clean, token):.3g}, corrupted {_prob(corrupt, token):.3g})"
-
-
-def _prob(logits: np.ndarray, token: int) -> float:
-    z = logits - logits.max()
-    return float(np.exp(z[token]) / np.exp(z).sum())
+def _labels(options: list[int], clean: np.ndarray, corrupt: np.ndarray) -> dict[int, str]:
+    """The tokens as the choosers show them: each one's text and its probability after each text, in one format
+    from the digits control."""
+    p_clean, p_corrupt = probabilities(clean)[options], probabilities(corrupt)[options]  # (n,) each
+    fmt = answers.prob_pattern(np.r_[p_clean, p_corrupt]).format
+    return {
+        t: f"“{piece}” (clean {fmt(a)}, corrupted {fmt(b)})"
+        for t, piece, a, b in zip(options, runs.pieces(options), p_clean, p_corrupt, strict=True)
+    }
 
 
 def tokens(p: session.Patching, clean: np.ndarray, corrupt: np.ndarray) -> tuple[int, int]:
@@ -104,7 +105,7 @@ def tokens(p: session.Patching, clean: np.ndarray, corrupt: np.ndarray) -> tuple
     wrong = p.wrong if p.wrong is not None else next(int(t) for t in order_corrupt if int(t) != answer)
     likeliest = [int(t) for order in (order_clean, order_corrupt) for t in order[:CANDIDATES]]
     options = list(dict.fromkeys([answer, wrong, *likeliest]))
-    labels = {t: _label(t, clean, corrupt) for t in options}
+    labels = _labels(options, clean, corrupt)
     left, right = st.columns(2, gap="medium")
     for col, which, key, value, other in (
         (left, "answer", keys.PATCH_ANSWER, answer, wrong),
