@@ -7,15 +7,16 @@ Bound: a share is (D_patched − D_corrupted) / (D_clean − D_corrupted), diffe
 by a gap of order 1 to 10. Both ways compute the same float64 products on the same rows, only cut to fewer rows (a
 matrix product's rows do not depend on each other, though a BLAS kernel may round a smaller block differently in the
 last bit): about 1e-15 relative per step, a few hundred steps, so 1e-9 on a share is 10⁴ times the rounding and a
-millionth of a share any person could read. A real change (one layer too few, a wrong row) moves a share by 1e-2 or
-more, as the last test shows."""
+millionth of a share any person could read. A real mistake (the last layer left out, the earlier rows' keys from the
+wrong run) moves a share far past the bound, as the last test shows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attention.model import Config, Model, builtin, init_params, patch, patch_stream, restored, sweep
+from attention.heads import split_heads
+from attention.model import Config, Model, builtin, init_params, patch, patch_stream, readout, restored, sweep
 from attention.model.vocab import WordVocab
 
 TOL = 1e-9
@@ -127,15 +128,42 @@ def test_the_sweep_is_the_naive_patch_on_the_shipped_model_and_names_the_journey
     assert s.streams[1, 12] > 0.9
 
 
-def test_a_change_the_sweep_could_make_by_mistake_is_caught() -> None:
-    """Leaving out the last layer, or patching the row after the right one, moves shares far past the bound."""
+def _short_share(self, layer: int, x: np.ndarray, start: int, ivs=()) -> float:
+    """The sweep's share with a mistake: the onward pass stops before the last layer."""
+    for at in range(layer, self.model.config.n_layers - 1):
+        past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None
+        _, x = self.model.layer(at, x, start, past, ivs if at == layer else ())
+    return (self.read(x[-1]) - self.corrupt) / (self.clean - self.corrupt)
+
+
+def _clean_keys(init):
+    """The sweep's set-up with a mistake: the keys and values of the rows before a patch taken from the clean run."""
+
+    def made(self, model, clean, corrupt, t, answer, wrong) -> None:
+        init(self, model, clean, corrupt, t, answer, wrong)
+        c = model.config
+        self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in clean.traces]
+
+    return made
+
+
+@pytest.mark.parametrize("mistake", ["the last layer left out", "the earlier rows' keys from the clean run"])
+def test_a_mistake_the_sweep_could_make_is_caught_by_the_bound(mistake: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep made with a realistic mistake in its onward pass, against the naive patch: far past the bound on
+    the patches the mistake reaches (every patch for the first; the stream rows after the first change for the
+    second), while the right sweep stays within it."""
     m = _model(FAMILIES["llama: RMSNorm, gated MLP, grouped heads, RoPE"])
     rs = np.random.RandomState(3)
     clean = rs.randint(0, 40, 12).tolist()
     corrupt = list(clean)
     corrupt[3] = (clean[3] + 1) % 40
-    s = sweep(m, clean, corrupt)
-    a, b = m.run(clean), m.run(corrupt)
-    wrong_row = restored(m.run(corrupt, [patch_stream(1, 4, a.residuals[1][3])]), a, b, 11, s.answer, s.wrong)
-    assert abs(wrong_row - s.streams[1, 3]) > 1e3 * TOL
-    assert np.abs(s.heads - s.heads[::-1]).max() > 1e3 * TOL  # a layer swapped for another
+    right = sweep(m, clean, corrupt)
+    heads, streams = _naive(m, clean, corrupt, right.position, right.answer, right.wrong)
+    assert max(np.abs(right.heads - heads).max(), np.abs(right.streams - streams).max()) <= TOL
+    if mistake == "the last layer left out":
+        monkeypatch.setattr(readout._Onward, "share", _short_share)
+    else:
+        monkeypatch.setattr(readout._Onward, "__init__", _clean_keys(readout._Onward.__init__))
+    wrong = sweep(m, clean, corrupt)
+    off = max(np.abs(wrong.heads - heads).max(), np.abs(wrong.streams - streams).max())
+    assert off > 1e3 * TOL, off
