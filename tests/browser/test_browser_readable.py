@@ -270,6 +270,60 @@ def test_a_quick_edit_on_a_fresh_page_always_lands(browser, base_url) -> None:
     assert not lost, f"{lost} of 8 quick edits lost: {landed}"
 
 
+def _quick_edit(pg, row: int, col: int, value: str) -> None:
+    """Double-click a cell of the first grid (4 columns), type ``value`` and press Enter with no delay between them,
+    and wait for the run the edit starts."""
+    box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
+    width = (box["width"] - 50) / 4
+    mark = runs(pg)
+    pg.mouse.dblclick(box["x"] + 50 + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
+    pg.keyboard.type(value)
+    pg.keyboard.press("Enter")
+    with contextlib.suppress(TimeoutError):
+        settle(pg, mark, timeout=15_000)  # a lost edit sends nothing: no run follows
+    ready(pg)
+
+
+LISTEN = "() => { window.seenKeys = []; document.addEventListener('keydown', e => window.seenKeys.push(e.key)); }"
+
+
+def test_a_second_quick_edit_right_after_the_first_lands_too(browser, base_url) -> None:
+    """A quick edit, then at once a key typed on the grid: it goes on to the page (the keystroke script kept
+    watching for 3 s after the first edit, holding such keys for an editor that never opened, then dropping them);
+    then a second quick edit on another cell: both edits land and nothing is said lost."""
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        open_page(pg, base_url, "tokens", "preset=the_cat_sat")
+        _quick_edit(pg, 0, 1, "2.5")
+        pg.evaluate(LISTEN)
+        box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
+        pg.mouse.click(box["x"] + 25, box["y"] + 35 * 3.5)  # a row's name: selected, not opened
+        pg.keyboard.press("x")
+        seen = pg.evaluate("() => window.seenKeys")
+        pg.keyboard.press("Escape")  # the editor that key opened on the row's name is closed, nothing changed
+        _quick_edit(pg, 2, 2, "3.5")
+        pg.wait_for_timeout(3500)  # past the script's window: nothing it held is typed late or said lost
+        got = cell_text(pg, 0, 0, 1), cell_text(pg, 0, 2, 2)
+        notes = pg.get_by_role("alert").filter(has_text="did not reach a cell").count()
+    assert seen == ["x"] and got == ("2.500", "3.500") and notes == 0, (seen, got, notes)
+
+
+def test_keys_no_cell_editor_took_are_said_not_dropped(browser, base_url) -> None:
+    """A double-click on a grid's column header opens no editor: the keys typed after it, kept by the script for an
+    editor, are named in a note at the top of the page once its 3 s are over."""
+    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        pg = context.new_page()
+        open_page(pg, base_url, "tokens", "preset=the_cat_sat")
+        box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
+        pg.mouse.dblclick(box["x"] + 50 + (box["width"] - 50) / 8, box["y"] + 17)  # a column's header
+        pg.keyboard.type("7")
+        note = pg.get_by_role("alert").filter(has_text="did not reach a cell")
+        note.wait_for(timeout=8000)
+        said = note.text_content()
+        pg.screenshot(path=str(SHOTS / "keys_said_lost.png"))
+    assert "(7)" in said and "Double-click the cell and type it again" in said, said
+
+
 # ------------------------------------------------------------------------------------------ text that fits
 
 SIDEWAYS = """() => Array.from(document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']"))

@@ -10,6 +10,9 @@ the editor in its first frames, and Enter still committed the old value. The gri
 never sees those keys, so the fix lives in the page: a small script (constant text, no user data) keeps the printable
 keys and Enter typed within 3 s of a double-click on a matrix grid, until its cell editor has opened and settled,
 then types them into it (replacing the old value, as typing there does) and presses Enter once it shows them.
+It stops watching as soon as the editor has them (or has settled with none kept), so the next keys (typed into the
+next cell straight away) go to the grid as usual; keys kept when no editor opened within the 3 s are named in a
+note at the top of the page, never dropped without a word.
 """
 
 from __future__ import annotations
@@ -26,15 +29,29 @@ SCRIPT = """<script>
   let fresh = false;  // a cell editor has just opened: its first frames
   let held = [];  // keys kept for it, in the order typed
   const frames = (n, f) => (n ? requestAnimationFrame(() => frames(n - 1, f)) : f());
+  const lost = keys => {
+    const note = document.createElement("div");
+    note.setAttribute("role", "alert");
+    note.style.cssText = "position:fixed;top:4rem;left:50%;transform:translateX(-50%);z-index:100000;"
+      + "background:#fff3cd;color:#3d2c00;border:1px solid #b58900;border-radius:6px;padding:.5rem .9rem;";
+    note.textContent = "What you typed (" + keys.map(k => (k === "Enter" ? "⏎" : k)).join("").slice(0, 40)
+      + ") did not reach a cell: no cell editor opened. Double-click the cell and type it again.";
+    document.body.appendChild(note);
+    setTimeout(() => note.remove(), 8000);
+  };
   const flush = () => {
     if (!held.length || fresh) return;  // the editor's first frames end by calling this again
     const input = document.querySelector(EDITOR);
     if (!input) {
-      if (performance.now() > armed) held = []; else frames(1, flush);
+      if (performance.now() <= armed) return frames(1, flush);
+      lost(held);  // no editor opened in time: said where the eye is, never dropped silently
+      held = [];
+      armed = 0;
       return;
     }
     const keys = held;
     held = [];
+    armed = 0;  // handed over: the next keys go where the person types them (the editor, or the grid's next cell)
     input.focus();
     input.select();  // typing replaces the old value, as it does in an editor a double-click opened
     const text = keys.filter(k => k !== "Enter").join("");
@@ -48,7 +65,11 @@ SCRIPT = """<script>
     if (input && !input.dataset.seen) {
       input.dataset.seen = "1";
       fresh = true;
-      frames(2, () => setTimeout(() => { fresh = false; flush(); }, 30));
+      frames(2, () => setTimeout(() => {
+        fresh = false;
+        if (!held.length) armed = 0;  // settled with nothing kept: it takes the next keys itself
+        flush();
+      }, 30));
     }
   }).observe(document.body, {childList: true, subtree: true});
   document.addEventListener("dblclick", e => {
