@@ -66,6 +66,7 @@ def test_a_teacher_link_opens_its_own_class_and_nothing_else(url: str) -> None:
     assert any(f"Class {code}" in h.value for h in holder.subheader)
     assert not {"board.title", "board.show"} & _boxes(holder)  # no new class, no other class shown
     assert any(f"opens class {code} only" in c.value for c in holder.caption)
+    assert [e for e in holder.expander if "Another class? Type the teacher key" in e.label]
     assert _address(holder)["teacher"] == signed  # never rewritten by a link session
     assert classboard.TEACHER not in holder.session_state
     typed = holder.text_input(key="board.key").set_value(KEY).run()  # the key typed: every class again

@@ -50,17 +50,19 @@ def body(s: session.Session) -> None:
     signed = teacher_address.read()
     if signed and not classboard.key_session() and not st.session_state.get(classboard.LINK_CLASS):
         board_state.unlock_from_address(signed)  # a reload or a restarted replica: the signed address reopens it
-    if not classboard.key_session():
-        st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
-        show_messages("board.teacher")
     code = st.session_state.get(classboard.SHOWN_CLASS)
     if not classboard.may_manage(code):
+        st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
+        show_messages("board.teacher")
         return
     if classboard.key_session():
         _classes()
         teacher_address.write(code)
-    else:
-        st.caption(f"This page's link opens class {code} only: type the teacher key to open or show another class.")
+    else:  # a signed link: its class only, the key folded away for another
+        with st.expander("Another class? Type the teacher key", icon=":material/key:"):
+            st.caption(f"This page's link opens class {code} only; the key opens and shows any class.")
+            st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
+        show_messages("board.teacher")
     if code:
         _live(code)
         _set_challenge(code)
