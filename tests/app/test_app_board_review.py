@@ -161,3 +161,10 @@ def test_a_bad_before_value_says_so() -> None:
     no_exception(again)
     said = texts(again.warning) + texts(again.sidebar.warning)
     assert any("numbers from before the challenge do not read" in t for t in said), said
+
+
+def test_the_teacher_address_has_one_home() -> None:
+    """The class board page neither reads nor writes the address itself: attention/ui/address/teacher.py does."""
+    page = Path(board_page.__file__).read_text(encoding="utf-8")
+    assert "query_params" not in page
+    assert "query_params" in (Path(board_page.__file__).parents[1] / "address" / "teacher.py").read_text("utf-8")
