@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
+import hmac
 import io
 import logging
 import secrets
+import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,6 +100,13 @@ closed = sa.Table(  # a class the teacher closed: nobody joins or hands in any m
     sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
     sa.Column("closed_at", sa.DateTime(timezone=True), nullable=False),
 )
+secret = sa.Table(  # the random secret teacher links are signed with: made once, shared by every replica
+    "board_secret",
+    _meta,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("value", sa.String(128), nullable=False),
+)
+LINK_HOURS = 12  # a teacher link older than this is refused: the teacher types the key again
 
 
 class BoardError(AttentionError):
@@ -206,6 +216,7 @@ class Board:
         except (ValueError, ImportError, sa.exc.ArgumentError) as exc:  # a URL it cannot read, a driver not installed
             raise BoardError(f"The class board's database URL cannot be used ({type(exc).__name__}).") from None
         _meta.create_all(self.engine)
+        self._secret: bytes | None = None
 
     @_db_errors
     def open_class(self, title: str) -> str:
@@ -367,9 +378,11 @@ class Board:
 
     @_db_errors
     def report(self, code: str, token: str, challenge_id: str, value: str) -> None:
-        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token``."""
+        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token``; refused
+        (BoardError) once the class is closed."""
         code = normal_code(code)
         student_id, _ = self.student(code, token)
+        self._open(code)
         self._assigned(code, challenge_id)
         value = _text(_visible(value), "value", MAX_VALUE_CHARS)
         key = (progress.c.student_id == student_id) & (progress.c.challenge_id == challenge_id)
@@ -435,6 +448,51 @@ class Board:
         except IntegrityError:  # solved before: the first solve counts
             return False
         return True
+
+    @_db_errors
+    def secret(self) -> bytes:
+        """The board's random secret for signing teacher links, made on first use and kept in the database (so every
+        replica signs and checks with the same one; never the typed teacher key, which a seen link would let anyone
+        guess offline)."""
+        if self._secret is None:
+            with self.engine.begin() as db:
+                got = db.execute(sa.select(secret.c.value).where(secret.c.name == "teacher_link")).scalar()
+            if got is None:
+                try:
+                    with self.engine.begin() as db:
+                        db.execute(secret.insert().values(name="teacher_link", value=secrets.token_hex(32)))
+                except IntegrityError:  # another replica made it first: use that one
+                    pass
+                with self.engine.connect() as db:
+                    got = db.execute(sa.select(secret.c.value).where(secret.c.name == "teacher_link")).scalar_one()
+            self._secret = got.encode()
+        return self._secret
+
+    def teacher_link(self, code: str, issued: float | None = None) -> str:
+        """The signed teacher-link value for class ``code``: "CODE.ISSUED.SIG", the signature over the code and the
+        issue time (whole seconds since 1970) by :meth:`secret`."""
+        code, issued = normal_code(code), int(time.time() if issued is None else issued)
+        return f"{code}.{issued}.{self._sign(code, issued)}"
+
+    def check_teacher_link(self, value: object, now: float | None = None) -> str:
+        """The class code a teacher link unlocks, or BoardError (unreadable, forged, or older than LINK_HOURS)."""
+        parts = str(value)[:200].split(".")
+        if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 12:
+            raise BoardError("This teacher link does not read: type the teacher key.", field="teacher link")
+        code, issued = normal_code(parts[0]), int(parts[1])
+        if not hmac.compare_digest(parts[2].encode(), self._sign(code, issued).encode()):
+            raise BoardError("This teacher link does not check out: type the teacher key.", field="teacher link")
+        age = (time.time() if now is None else now) - issued
+        if not -300 <= age <= LINK_HOURS * 3600:
+            raise BoardError(
+                f"This teacher link is older than {LINK_HOURS} hours: type the teacher key again to reopen class "
+                f"{code}.",
+                field="teacher link",
+            )
+        return code
+
+    def _sign(self, code: str, issued: int) -> str:
+        return hmac.new(self.secret(), f"teacher:{code}:{issued}".encode(), hashlib.sha256).hexdigest()[:32]
 
     @_db_errors
     def solves(self, code: str) -> list[Solve]:

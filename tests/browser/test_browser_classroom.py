@@ -143,6 +143,16 @@ def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # no
             link = student.url
             assert "member=" in link and "playing=" in link
 
+            lab = student_ctx.new_page()  # the next person at this computer: the cookie's membership is not silent
+            open_page(lab, student_base, "challenges")
+            asked = lab.get_by_text(f"in class {code} — not you? Leave the class in this browser").first
+            asked.wait_for(timeout=30_000)
+            _in_view(lab, asked, "the cookie's 'not you?'")
+            _in_view(lab, lab.get_by_role("button", name="Not you? Leave the class in this browser"), "its button")
+            lab.screenshot(path=str(SHOTS / "classroom_not_you.png"))
+            lab.get_by_role("button", name="Not you? Leave the class in this browser").click()
+            _wait_text(lab, lambda: lab.inner_text("body"), "Class board: join your class")
+
         with guarded_context(browser, viewport={"width": 1280, "height": 720}) as other_ctx:
             other = other_ctx.new_page()  # anyone opening her link (without her membership) sees it solved
             other.goto(re.sub(r"&?member=[^&]*", "", link))
@@ -152,7 +162,7 @@ def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # no
         teacher.reload()  # the teacher's page survives a reload: no key, no class code typed again
         settle(teacher)
         _wait_text(teacher, lambda: teacher.inner_text("body"), "1 student joined · 1 challenge solved")
-        assert teacher.get_by_label("Teacher key").count() == 0 and f"Class {code}" in teacher.inner_text("body")
+        assert not teacher.get_by_label("Teacher key").is_visible() and f"Class {code}" in teacher.inner_text("body")
         with teacher.expect_download() as got:
             teacher.get_by_role("button", name="Download the board (.csv)").click()
         rows = list(csv.reader(io.StringIO(Path(got.value.path()).read_text(encoding="utf-8"))))

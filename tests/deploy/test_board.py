@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attention.io.board import CODE_ALPHABET, Board, BoardError, board_csv, normal_code
+from attention.io.board import CODE_ALPHABET, LINK_HOURS, Board, BoardError, board_csv, normal_code
 from tests.helpers.postgres import postgres_server
 
 LINK = "http://localhost:8501/softmax?p=the_cat_sat&challenge=abc"
@@ -173,6 +173,49 @@ def test_the_teacher_renames_removes_and_closes(board: Board) -> None:
         board.record(code, ada, "one", LINK)
 
 
+def test_a_closed_class_records_no_progress(board: Board) -> None:
+    """The page promises that after close nobody hands in: progress reports are refused too, and the board keeps the
+    last value from before the close."""
+    code = board.open_class("Lab")
+    _set(board, code, "one")
+    ada = board.join(code, "Ada")
+    board.report(code, ada, "one", "0.3")
+    board.close_class(code)
+    with pytest.raises(BoardError, match="is closed"):
+        board.report(code, ada, "one", "0.9")
+    assert [c.value for c in board.standings(code)[1][0].cells] == ["0.3"]
+
+
+def test_teacher_links_are_signed_by_a_random_secret_and_expire(tmp_path: Path) -> None:
+    """A teacher link is signed with a random secret kept in the board's database (the same for a second store on
+    it, not the typed key: a seen link gives nothing to guess the key from offline), names its class and issue
+    time, and is refused when forged, for another class, or older than LINK_HOURS."""
+    url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
+    board, replica = Board(url), Board(url)
+    code, other = board.open_class("Lab"), board.open_class("Other")
+    assert len(board.secret()) == 64 and replica.secret() == board.secret()
+    assert Board(f"sqlite:///{tmp_path / 'b2.sqlite3'}").secret() != board.secret()  # random, not derived
+    now = 1_800_000_000
+    signed = board.teacher_link(code, issued=now)
+    c, issued, sig = signed.split(".")
+    assert (c, issued, len(sig)) == (code, str(now), 32)
+    assert replica.check_teacher_link(signed, now=now + 3600) == code
+    assert replica.check_teacher_link(signed, now=now + LINK_HOURS * 3600) == code
+    with pytest.raises(BoardError, match=f"older than {LINK_HOURS} hours"):
+        replica.check_teacher_link(signed, now=now + LINK_HOURS * 3600 + 1)
+    for forged in (
+        f"{other}.{issued}.{sig}",
+        f"{code}.{now + 10}.{sig}",
+        f"{code}.{issued}.{'0' * 32}",
+        f"{code}.{sig[:32]}",
+        "",
+        "x" * 10_000,
+        f"{code}.{'9' * 40}.{sig}",
+    ):
+        with pytest.raises(BoardError):
+            board.check_teacher_link(forged, now=now)
+
+
 def test_many_sessions_of_one_server_write_at_once(board: Board) -> None:
     """Streamlit runs each session on its own thread: 40 students join and hand in at once, nothing is lost."""
     code = board.open_class("Lab")
@@ -252,3 +295,7 @@ def test_a_postgresql_board_keeps_what_the_teacher_set_and_every_students_row(po
     teacher.close_class(code)
     with pytest.raises(BoardError, match="is closed"):
         other.join(code, "Cy")
+    with pytest.raises(BoardError, match="is closed"):
+        other.report(code, ada, "one", "0.9")
+    signed = teacher.teacher_link(code)  # the signing secret is in the database: the other replica checks it
+    assert other.check_teacher_link(signed) == code and other.secret() == teacher.secret()

@@ -17,7 +17,7 @@ import streamlit as st
 
 from ...names import MAX_LINK_CHARS
 from ..core import session
-from ..state.challenges import BEFORE
+from ..state.challenges import BEFORE, keep_before
 
 PARAM = "before"
 
@@ -60,11 +60,17 @@ def write(link: Callable[[session.Session], tuple[dict[str, str], list[str]]]) -
 
 def restore(
     qp: Mapping[str, str], s: session.Session, decode: Callable[[Mapping[str, str]], tuple[session.Session, list]]
-) -> None:
-    """Put back the state a running challenge replaced, when the address carries it and a challenge runs."""
+) -> list[str]:
+    """Put back the state a running challenge replaced, when the address carries it and a challenge runs; a notice
+    when its value does not read."""
     value = qp.get(PARAM)
     if not value or s.challenge is None or BEFORE in st.session_state:
-        return
+        return []
     query = _unpack(value)
-    if query is not None:
-        st.session_state[BEFORE] = decode(query)[0]
+    if query is None:
+        return [
+            "The address's numbers from before the challenge do not read, so *Back to my numbers from before* is "
+            "not offered; the challenge runs as the address says."
+        ]
+    keep_before(decode(query)[0])
+    return []

@@ -9,7 +9,10 @@ ignored with a notice.
 The same value is kept in a cookie of this site when she joins, so that any other link of this app opened in the
 same browser (the teacher's challenge link, a bookmark) finds her membership again: Streamlit reads the request's
 cookies on the server (``st.context.cookies``), and a one-line script writes it (Streamlit itself sets no cookie).
-A cookie that no longer checks out (the teacher took her out, another board) is ignored without a word.
+A cookie that no longer checks out (the teacher took her out, another board) is ignored without a word. A
+membership found in the cookie is never silent: the Challenges page says "You are NAME in class CODE — not you?"
+with the button to leave, since on a lab's shared computer the cookie may be the previous student's. The cookie
+lasts COOKIE_HOURS and is marked secure when the page is served over https.
 """
 
 from __future__ import annotations
@@ -44,11 +47,11 @@ def restore(qp: Mapping[str, str]) -> list[str]:
     board = classboard.board()
     if board is None:
         return []
-    notices = _check(board, value)
+    notices = _check(board, value, from_cookie=quiet)
     return [] if quiet else notices
 
 
-def _check(board: Board, value: str) -> list[str]:
+def _check(board: Board, value: str, from_cookie: bool = False) -> list[str]:
     """Rejoin as ``value`` (class code and token) if the board knows it; notices otherwise."""
     if len(value) > LIMIT or "." not in value:
         return ["The address's class membership does not read; join your class again on the Challenges page."]
@@ -58,7 +61,7 @@ def _check(board: Board, value: str) -> list[str]:
         code = normal_code(code)
     except AttentionError:
         return ["The address's class membership is not known to this class board; join your class again."]
-    st.session_state[MEMBER] = Member(code, name, token)
+    st.session_state[MEMBER] = Member(code, name, token, from_cookie)
     return []
 
 
@@ -76,16 +79,22 @@ def write() -> None:
 
 def keep_in_cookie() -> None:
     """Write this browser's membership to its cookie when the request did not carry it (after she joined), or clear
-    it once she left. A session cookie: closing the browser forgets it (a shared computer in a lab)."""
+    it once she left. It lasts COOKIE_HOURS (a lab session), and closing the browser forgets it too."""
     who = classboard.member()
     if who is None:
         if st.session_state.get(classboard.FORGET):
-            _script(f"{classboard.COOKIE}=; path=/; max-age=0; samesite=lax")
+            _script(cookie_text("", classboard.https()))
         return
     value = f"{who.code}.{who.token}"
     if classboard.cookie_member() == value or not SAFE.fullmatch(value):
         return
-    _script(f"{classboard.COOKIE}={value}; path=/; samesite=lax")
+    _script(cookie_text(value, classboard.https()))
+
+
+def cookie_text(value: str, secure: bool) -> str:
+    """The ``document.cookie`` text that keeps ``value`` for COOKIE_HOURS (an empty value clears the cookie)."""
+    age = classboard.COOKIE_HOURS * 3600 if value else 0
+    return f"{classboard.COOKIE}={value}; path=/; max-age={age}; samesite=lax" + ("; secure" if secure else "")
 
 
 def _script(cookie: str) -> None:

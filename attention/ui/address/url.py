@@ -122,9 +122,7 @@ def _read(p: Param, text: str, r: Reading) -> None:
         p.put(r, value)
 
 
-def decode(
-    query: Mapping[str, str], params: tuple[Param, ...] = SESSION_TABLE
-) -> tuple[session.Session, list[str]]:
+def decode(query: Mapping[str, str], params: tuple[Param, ...] = SESSION_TABLE) -> tuple[session.Session, list[str]]:
     """The session a link's parameters describe (edits and the running challenge included), and notes on what could
     not be restored; reads nothing but ``query``."""
     qp, notices = bounded(query)
@@ -138,9 +136,9 @@ def read() -> tuple[session.Session, list[str]]:
     s, notices = decode(st.query_params.to_dict())
     qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
     member = membership.restore(qp)
-    before.restore(qp, s, decode)  # the numbers a running challenge replaced ("Back to my numbers from before")
+    kept = before.restore(qp, s, decode)  # the numbers a running challenge replaced ("Back to my numbers from before")
     _, bar = _run(BAR, Reading(qp, s))  # the address bar's own records: the model pages' state
-    return s, notices + member + bar
+    return s, notices + member + kept + bar
 
 
 def write(s: session.Session) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 from dataclasses import dataclass
@@ -15,11 +14,12 @@ from .settings import server_settings
 
 _LOG = logging.getLogger(__name__)
 MEMBER = "board.member"  # session_state: the Member this browser joined as (never in the address)
-TEACHER = "board.teacher"  # session_state: True once the teacher key was given in this browser session
+TEACHER = "board.teacher"  # session_state: True once the teacher key was typed in this browser session (every class)
+LINK_CLASS = "board.link_class"  # session_state: the one class a signed teacher link unlocked (no other, no new one)
 SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page shows
 COOKIE = "attention_member"  # this browser's membership (code.token), kept across every link of this app
 FORGET = "board.forget"  # session_state: this browser left its class (its cookie is cleared, not read again)
-TEACHER_PARAM = "teacher"  # the teacher page's address: the class shown and its signature by the teacher key
+COOKIE_HOURS = 8  # the membership cookie's lifetime: a lab session, not the next day's students
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Member:
     code: str
     name: str
     token: str
+    from_cookie: bool = False  # found in this browser's cookie, not joined in this session: the page asks "not you?"
 
 
 @st.cache_resource(show_spinner=False)
@@ -55,11 +56,31 @@ def member() -> Member | None:
     return got if isinstance(got, Member) else None
 
 
-def teacher_token(code: str) -> str:
-    """The teacher page's address value for class ``code``: the code and its HMAC by the server's teacher key (a
-    reload or a restarted replica checks it again with the key alone; it opens that class's board, nothing else)."""
-    key = (server_settings().teacher_key or "").encode()
-    return f"{code}.{hmac.new(key, f'teacher:{code}'.encode(), hashlib.sha256).hexdigest()[:32]}"
+def key_matches(typed: object) -> bool:
+    """Whether ``typed`` is this server's teacher key (constant-time); an empty key, set or typed, never matches."""
+    key = server_settings().teacher_key or ""
+    typed = str(typed or "")[:500]
+    return bool(key) and bool(typed) and hmac.compare_digest(typed.encode(), key.encode())
+
+
+def key_session() -> bool:
+    """Whether the teacher key was typed in this browser session (it may open and show any class)."""
+    return st.session_state.get(TEACHER) is True
+
+
+def may_manage(code: str) -> bool:
+    """Whether this browser session may set challenges for, rename, remove or close in class ``code``: the typed key,
+    or a signed teacher link for that class and no other."""
+    return key_session() or (bool(code) and st.session_state.get(LINK_CLASS) == code)
+
+
+def https() -> bool:
+    """Whether the browser reached this page over https (directly or through a proxy that says so)."""
+    try:
+        url, proto = st.context.url or "", st.context.headers.get("X-Forwarded-Proto", "")
+    except Exception:  # noqa: BLE001 - no request context (AppTest)
+        return False
+    return url.startswith("https://") or str(proto).lower() == "https"
 
 
 def app_base() -> str:

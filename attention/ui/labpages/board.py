@@ -14,6 +14,7 @@ from ...errors import AttentionError
 from ...io.board import board_csv, full_link
 from ...labs import challenges as ch
 from ..address import membership
+from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
 from ..core.settings import server_settings
 from ..core.text import esc
@@ -23,6 +24,7 @@ from ..widgets.common import show_messages
 
 REFRESH_S = 5  # the board redraws itself this often while the page is open
 NO_BUILTIN = "(none: a link of my own)"
+LINK_BOX_CHARS = ch.MAX_LINK_CHARS + 500  # a challenge's link and its address; Streamlit cuts a longer paste here
 
 
 def plural(n: int, word: str) -> str:
@@ -45,17 +47,23 @@ def body(s: session.Session) -> None:
     if not settings.teacher_key:
         st.warning("The class board has no teacher key set on this server, so this page stays locked.")
         return
-    signed = st.query_params.get(classboard.TEACHER_PARAM)
-    if signed and not st.session_state.get(classboard.TEACHER):
+    signed = teacher_address.read()
+    if signed and not classboard.key_session() and not st.session_state.get(classboard.LINK_CLASS):
         board_state.unlock_from_address(signed)  # a reload or a restarted replica: the signed address reopens it
-    if not st.session_state.get(classboard.TEACHER):
+    code = st.session_state.get(classboard.SHOWN_CLASS)
+    if not classboard.may_manage(code):
         st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
         show_messages("board.teacher")
         return
-    _classes()
-    code = st.session_state.get(classboard.SHOWN_CLASS)
+    if classboard.key_session():
+        _classes()
+        teacher_address.write(code)
+    else:  # a signed link: its class only, the key folded away for another
+        with st.expander("Another class? Type the teacher key", icon=":material/key:"):
+            st.caption(f"This page's link opens class {code} only; the key opens and shows any class.")
+            st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
+        show_messages("board.teacher")
     if code:
-        st.query_params[classboard.TEACHER_PARAM] = classboard.teacher_token(code)
         _live(code)
         _set_challenge(code)
         _manage(code)
@@ -106,7 +114,7 @@ def _live(code: str) -> None:
         hide_index=True,
         width="stretch",
         column_config={
-            k: st.column_config.LinkColumn(k, display_text="open", help=f"The hand-in link of {v}")
+            k: st.column_config.LinkColumn(k, display_text="open", help=f"The hand-in link of {esc(v, 200)}")
             for k, v in links.items()
         },
     )
@@ -139,9 +147,7 @@ def _set_challenge(code: str) -> None:
             format_func=lambda k: table.get(k, k),
             key=keys.BOARD_SET_BUILTIN,
         )
-        b.text_input(
-            "…or the link of a challenge you wrote", key=keys.BOARD_SET_LINK, max_chars=ch.MAX_LINK_CHARS + 500
-        )
+        b.text_input("…or the link of a challenge you wrote", key=keys.BOARD_SET_LINK, max_chars=LINK_BOX_CHARS)
         st.form_submit_button("Set it", on_click=_on_set, args=(code,), icon=":material/assignment_add:")
     show_messages("board.assign")
 
@@ -152,7 +158,13 @@ def _builtins() -> dict[str, str]:
 
 
 def _on_set(code: str) -> None:
-    link = str(st.session_state.get(keys.BOARD_SET_LINK) or "").strip()
+    link = str(st.session_state.get(keys.BOARD_SET_LINK) or "")
+    if len(link) >= LINK_BOX_CHARS:  # bounded before any parser runs (a full box: the paste was cut)
+        state_core.say(
+            "board.assign", "error", "That link is too long to be a challenge's link (it was cut). Nothing changed."
+        )
+        return
+    link = link.strip()
     if link:
         token = parse_qs(urlsplit(link).query).get("challenge", [link])[0] if "?" in link else link
         try:
@@ -206,8 +218,14 @@ def join_box() -> None:
     membership.keep_in_cookie()
     show_messages("board.join")  # above the box: seen whether it is open or folded
     show_messages("board.handin")
+    if who is not None and who.from_cookie:  # a shared computer: the previous student's membership, maybe
+        st.warning(
+            f"You are {esc(who.name, 40)} in class {who.code} — not you? Leave the class in this browser (the button "
+            "below), then join as yourself.",
+            icon=":material/warning:",
+        )
     label_md = "Class board: join your class" if who is None else f"Class board: you are in class {who.code}"
-    with st.expander(label_md, icon=":material/groups:", expanded=who is None):
+    with st.expander(label_md, icon=":material/groups:", expanded=who is None or who.from_cookie):
         if who is not None:
             st.caption(
                 f"You are {esc(who.name, 40)} in class {who.code}: every challenge your teacher set that you solve "

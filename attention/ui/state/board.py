@@ -6,17 +6,14 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 
 from __future__ import annotations
 
-import hmac
-
 import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import full_link, normal_code
 from ...labs.challenges import Challenge, Progress, fingerprint
 from ..core import classboard, keys
-from ..core.classboard import MEMBER, SHOWN_CLASS, TEACHER, Member
+from ..core.classboard import LINK_CLASS, MEMBER, SHOWN_CLASS, TEACHER, Member
 from ..core.session import Session
-from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from .core import say
 
@@ -54,11 +51,10 @@ def leave() -> None:
 
 
 def unlock() -> None:
-    """Give the teacher page to this browser session if the key typed matches the server's teacher key."""
-    key = server_settings().teacher_key
-    typed = str(st.session_state.get(keys.BOARD_KEY, ""))[:500]
-    if key and hmac.compare_digest(typed.encode(), key.encode()):
+    """Give the teacher page (every class) to this browser session if the key typed matches the server's teacher key."""
+    if classboard.key_matches(st.session_state.get(keys.BOARD_KEY, "")):
         st.session_state[TEACHER] = True
+        st.session_state.pop(LINK_CLASS, None)
         say("board.teacher", "success", "Teacher page unlocked for this browser session.")
     else:
         say("board.teacher", "error", "That is not this server's teacher key.")
@@ -67,7 +63,7 @@ def unlock() -> None:
 def open_class() -> None:
     """Open a new class with the title in its box, and show it."""
     board = classboard.board()
-    if board is None or not st.session_state.get(TEACHER):
+    if board is None or not classboard.key_session():
         return
     try:
         code = board.open_class(st.session_state.get(keys.BOARD_TITLE, ""))
@@ -81,7 +77,7 @@ def open_class() -> None:
 def show_class() -> None:
     """Show the class whose code is in its box."""
     board = classboard.board()
-    if board is None or not st.session_state.get(TEACHER):
+    if board is None or not classboard.key_session():
         return
     try:
         code = normal_code(st.session_state.get(keys.BOARD_SHOW, ""))
@@ -153,7 +149,7 @@ def standing(p: Progress) -> str:
 def assign(code: str, challenge: Challenge, link: str) -> None:
     """Set ``challenge`` (exactly as it is) for class ``code``: from now on its solves are handed in there."""
     board = classboard.board()
-    if board is None or not st.session_state.get(TEACHER):
+    if board is None or not classboard.may_manage(code):
         return
     try:
         new = board.assign(code, fingerprint(challenge), challenge.title, link)
@@ -167,7 +163,7 @@ def assign(code: str, challenge: Challenge, link: str) -> None:
 def manage(code: str, action: str) -> None:
     """Rename or remove the student picked in the teacher's box, or close the class ``code``."""
     board = classboard.board()
-    if board is None or not st.session_state.get(TEACHER):
+    if board is None or not classboard.may_manage(code):
         return
     name = str(st.session_state.get(keys.BOARD_WHO) or "")
     try:
@@ -188,13 +184,16 @@ def manage(code: str, action: str) -> None:
 
 
 def unlock_from_address(value: str) -> None:
-    """Give the teacher page back to a browser whose address carries a class's signed teacher token (a reload, a
-    replica restart): the token is the class code and its signature by the server's teacher key."""
-    code, _, sig = str(value)[:200].partition(".")
-    try:
-        code = normal_code(code)
-    except AttentionError:
+    """Give back the teacher page for one class to a browser whose address carries that class's signed teacher link
+    (a reload, a replica restart): that class only, until the link is older than the board allows; opening or
+    showing another class needs the key typed."""
+    board = classboard.board()
+    if board is None:
         return
-    if hmac.compare_digest(sig.encode(), classboard.teacher_token(code).split(".", 1)[1].encode()):
-        st.session_state[TEACHER] = True
-        st.session_state[SHOWN_CLASS] = code
+    try:
+        code = board.check_teacher_link(value)
+    except AttentionError as exc:
+        say("board.teacher", "warning", esc(exc.message, 300))
+        return
+    st.session_state[LINK_CLASS] = code
+    st.session_state[SHOWN_CLASS] = code

@@ -10,13 +10,18 @@ import streamlit as st
 from ...errors import AttentionError
 from ...labs.challenges import Challenge, challenge_preset, locked_edit
 from ...labs.solutions import solve
-from ..core.session import get, new_session
+from ..core.session import Session, get, new_session
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from .core import replace_session, say, touch
 from .pins import renew_grids
 
 BEFORE = "challenge.before"  # session_state key: the session a challenge replaced, until the learner goes back
+
+
+def keep_before(before: Session) -> None:
+    """Keep ``before`` as the numbers the running challenge replaced (read back from the address after a reload)."""
+    st.session_state[BEFORE] = before
 
 
 def start_challenge(challenge: Challenge) -> bool:
