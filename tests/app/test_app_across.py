@@ -4,13 +4,12 @@ cannot hold is never shown."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from attention.model import builtin
 from attention.ui.core import keys
 from tests.helpers.apptest import app, no_exception, put_inside, select, session
+from tests.helpers.drawn import subtitle_of, title_of
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
 
@@ -27,8 +26,8 @@ def _loop(weights: np.ndarray, key: int, query: int | None) -> np.ndarray:
 
 
 def _title(at) -> dict:
-    title = json.loads(at.get("vega_lite_chart")[0].proto.spec)["title"]
-    return {k: title[k] for k in ("text", "subtitle")}
+    chart = at.get("vega_lite_chart")[0]
+    return {"text": title_of(chart), "subtitle": subtitle_of(chart)}
 
 
 def _grid(at) -> np.ndarray:

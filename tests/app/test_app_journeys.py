@@ -50,7 +50,7 @@ def test_edit_w_q_moves_q_scores_weights_output_to_the_engines_numbers() -> None
     at = goto(at, "output")
     np.testing.assert_allclose(frame_by_shape(at, (3, 4)), want.output, rtol=0, atol=1e-12)
     assert not any(label.startswith("Same numbers") for label, _ in badges(at))
-    assert any("Edited" in c.value for c in at.caption)
+    assert any(c.value.startswith("Changed: W_q edited") for c in at.caption), [c.value for c in at.caption]
 
 
 def test_edits_survive_page_switches_and_preset_load_replaces_them_cleanly() -> None:

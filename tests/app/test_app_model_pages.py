@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 
 from attention.model import ablate, builtin, induction
 from tests.helpers.apptest import app, no_exception, texts
@@ -50,10 +52,8 @@ def test_the_strongest_induction_head_is_never_a_first_layer_head() -> None:
 
 
 def _pattern(values: np.ndarray, digits: int) -> str:
-    """The one fixed-decimals printf format for numbers shown together, worked out here: enough decimals that the
-    largest shows ``digits`` significant digits (as the step pages' tables do)."""
-    big = float(np.max(np.abs(values)))
-    return f"%.{max(0, digits - 1 - int(np.floor(np.log10(big))))}f"
+    """The digits control's format, worked out here: ``digits`` significant digits, trailing zeros kept."""
+    return f"%#.{digits}g"
 
 
 def _probs(row: np.ndarray) -> np.ndarray:
@@ -61,11 +61,11 @@ def _probs(row: np.ndarray) -> np.ndarray:
     return p / p.sum()
 
 
-def _formats(at, index: int) -> dict[str, str]:
-    import json
-
-    config = json.loads(at.dataframe[index].proto.columns or "{}")
-    return {c: v["type_config"]["format"] for c, v in config.items() if v.get("type_config", {}).get("format")}
+def _shown(at, index: int) -> pd.DataFrame:
+    """The texts the browser is sent for a dataframe's cells (a Styler's display values)."""
+    d = at.dataframe[index]
+    assert d.proto.arrow_data.HasField("styler"), "the table's texts are not written on the server"
+    return pa.ipc.open_stream(d.proto.arrow_data.styler.display_values).read_all().to_pandas()
 
 
 def test_probabilities_follow_the_digits_control_in_one_format() -> None:
@@ -94,8 +94,10 @@ def test_probabilities_follow_the_digits_control_in_one_format() -> None:
         top = at.dataframe[0].value
         shown = top[["probability", "without ablations"]].to_numpy(dtype=float)
         np.testing.assert_allclose(shown[:, 0], np.sort(after)[::-1][:5], rtol=1e-9)
-        formats = _formats(at, 0)
-        assert formats == {"probability": _pattern(shown, digits), "without ablations": _pattern(shown, digits)}
+        texts_shown = _shown(at, 0)
+        for col, values in zip(("probability", "without ablations"), shown.T, strict=True):
+            want = [f"{v:#.{digits}g}".removesuffix(".") for v in values]  # significant digits, trailing zeros kept
+            assert [t for t in texts_shown[col]] == want, (col, list(texts_shown[col]), want)
 
 
 def _random_model(std: float = 0.02):

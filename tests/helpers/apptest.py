@@ -119,12 +119,28 @@ def open_tables(at: AppTest) -> AppTest:
 
 def frame_by_shape(at: AppTest, shape: tuple[int, int], index: int = 0) -> np.ndarray:
     """The index-th dataframe element of the given shape, as floats (the page's result tables opened first: a step
-    page keeps them closed beside its heatmap; opened, each comes before the input grids, as it always did)."""
-    found = [df.value for df in open_tables(at).dataframe if getattr(df.value, "shape", None) == shape]
-    assert len(found) > index, (
-        f"no dataframe of shape {shape}; have {[getattr(d.value, 'shape', None) for d in at.dataframe]}"
-    )
-    return found[index].to_numpy(dtype=float)
+    page keeps them closed beside its heatmap; opened, each comes before the input grids, as it always did). A table
+    too wide for its column is sent as blocks of whole columns, one under the other: consecutive frames of the same
+    rows whose widths add up to the shape's are put back together."""
+    frames = [df.value for df in open_tables(at).dataframe]
+    found = _tables_of_shape(frames, shape)
+    assert len(found) > index, f"no dataframe of shape {shape}; have {[getattr(d, 'shape', None) for d in frames]}"
+    return found[index]
+
+
+def _tables_of_shape(frames: list, shape: tuple[int, int]) -> list[np.ndarray]:
+    """Each frame of ``shape``, or run of consecutive column blocks making one, in page order, as floats."""
+    out, i = [], 0
+    while i < len(frames):
+        width, j = 0, i
+        while j < len(frames) and getattr(frames[j], "shape", (None, 0))[0] == shape[0] and width < shape[1]:
+            width, j = width + frames[j].shape[1], j + 1
+        if j > i and width == shape[1]:
+            out.append(np.hstack([frames[k].to_numpy(dtype=float) for k in range(i, j)]))
+            i = j
+        else:
+            i += 1
+    return out
 
 
 def drawn_cells(chart) -> list[list[dict]]:

@@ -99,13 +99,13 @@ def prob_pattern(values: object) -> str:
 
 
 def prob_table(table: dict[str, object], probs: Sequence[str], **kwargs: object) -> None:
-    """``table`` as a dataframe whose ``probs`` columns share one format (:func:`prob_pattern` over all of them),
-    applied by the browser; the numbers themselves are sent whole."""
+    """``table`` as a dataframe whose ``probs`` columns share one format (:func:`prob_pattern` over all of them). A
+    pattern of significant digits ("0.9485" beside "0.05440") has no printf form the browser keeps trailing zeros
+    with, so those columns' texts are written here (a Styler); the numbers themselves are sent whole."""
     df = pd.DataFrame(table)
     pattern = prob_pattern(df[list(probs)].to_numpy(dtype=float))
-    printf = None if pattern == "{!r}" else "%" + pattern[2:-1]  # "{:.4f}" -> "%.4f"; every digit: as they are
-    config = {c: st.column_config.NumberColumn(format=printf) for c in probs}
-    st.dataframe(df, hide_index=True, width="stretch", column_config=config, **kwargs)
+    shown = df.style.format(pattern.format, subset=list(probs)) if pattern != "{!r}" else df
+    st.dataframe(shown, hide_index=True, width="stretch", **kwargs)
 
 
 def _went(a: float, b: float) -> str:
