@@ -58,6 +58,12 @@ def test_the_qkv_page_shows_shared_key_value_blocks_and_the_kv_cache(browser, ba
     with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
         page = context.new_page()
         open_page(page, base_url, "qkv", "heads=4&kv=2")
+        for label in ("as a table", "Key/value heads: which query heads", "KV cache: the bytes"):  # drawn when opened
+            boxes = page.get_by_test_id("stMain").get_by_test_id("stExpander").filter(has_text=label)
+            for i in range(boxes.count()):
+                if not boxes.nth(i).locator("details[open]").count():
+                    with rerun(page):
+                        boxes.nth(i).locator("summary").click()
         page.get_by_text("grouped-query attention").first.wait_for(timeout=20000)
         page.get_by_text("KV cache").first.wait_for(timeout=20000)
         settle(page)
