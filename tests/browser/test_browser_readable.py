@@ -20,6 +20,7 @@ from tests.helpers.browser import (
     guarded_context,
     nav_link,
     open_page,
+    open_view,
     ready,
     rerun,
     runs,
@@ -346,6 +347,7 @@ def test_no_grid_on_the_output_page_scrolls_sideways_at_8_digits(page, base_url)
     page.set_viewport_size(LAPTOP)
     open_page(page, base_url, "output", "preset=the_cat_sat_on_the_mat&digits=8")
     ready(page)
+    open_view(page, "as a table")  # the result table, drawn when opened
     assert page.evaluate(SIDEWAYS) == []
     said = page.get_by_test_id("stMain").inner_text()
     assert "Columns 1–" in said, said[:3000]
