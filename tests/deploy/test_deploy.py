@@ -54,14 +54,23 @@ def test_no_email_prompt_on_the_first_run(server):
     assert "Email" not in server.log.read_text()
 
 
-async def _with_tab(url: str, page: str, then):
-    """Open a tab on ``page`` and, while its session is live, call ``then(tab)`` (blocking calls run on a thread)."""
+async def _with_tab(url: str, page: str, then, opened: tuple[str, ...] = ()):
+    """Open a tab on ``page``, open the expanders whose headings start with ``opened`` (their contents are drawn only
+    once open) and, while its session is live, call ``then(tab)`` (blocking calls run on a thread)."""
     tab = Tab(url)
     try:
         await tab.open(page=page)
+        for heading in opened:
+            await tab.open_expander(_expander(tab, heading))
         return await asyncio.to_thread(then, tab)
     finally:
         await tab.close()
+
+
+def _expander(tab: Tab, heading: str):
+    box = find_widget(tab, "expander", heading)
+    assert box is not None, f"no expander headed {heading!r}"
+    return box
 
 
 def _upload(tab: Tab, name: str, data: bytes, token: bool) -> int:
@@ -95,7 +104,7 @@ def test_the_upload_limit_is_the_parsers_in_the_server(server):
         under = _upload(tab, "under", b"0" * (limit - 2**16), True)
         return sizes, under, _upload(tab, "over", b"0" * (limit + 1), True)
 
-    sizes, under, over = asyncio.run(_with_tab(server.url, "tokens", check))
+    sizes, under, over = asyncio.run(_with_tab(server.url, "tokens", check, opened=("Import X",)))
     assert sizes == {parse.MAX_UPLOAD_MB}
     assert (under, over) == (204, 413)
 
@@ -307,6 +316,7 @@ def test_a_download_after_a_failover_reaches_the_replica_that_holds_it(tmp_path)
             tab = Tab(proxy.url)
             tab.http.cookies.update(on_other.cookies)  # the session: on the other replica (where it failed over to)
             await tab.open(page="softmax")
+            await tab.open_expander(_expander(tab, "Downloads"))  # its buttons are drawn once it is open
             button = find_widget(tab, "download", "weights")
             assert button is not None
             got = await tab.download(button)  # fetched as the session's own browser: the reference
