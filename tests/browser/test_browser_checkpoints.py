@@ -14,6 +14,7 @@ from tests.helpers.browser import (
     CHROMIUM,
     SHOTS,
     check,
+    choose_model,
     error_texts,
     guarded_context,
     nav_link,
@@ -47,22 +48,6 @@ def served(gpt2, wide):  # noqa: F811
             os.environ["ATTENTION_MODELS"] = old
 
 
-def _choose(pg, label: str) -> None:
-    box = pg.get_by_test_id("stSelectbox").filter(has_text="Model").locator("input").first
-    box.scroll_into_view_if_needed()
-    option = pg.get_by_role("option").filter(has_text=label).first
-    for _ in range(10):  # a list opened while the page still scrolls closes again: open it until it stays
-        box.click()
-        try:
-            option.wait_for(state="visible", timeout=2_000)
-            break
-        except Exception:
-            pg.keyboard.press("Escape")
-    with rerun(pg):
-        option.click()
-    assert not error_texts(pg), error_texts(pg)
-
-
 def _torch_sink(model: object, ids: list[int]) -> np.ndarray:
     import torch
 
@@ -84,7 +69,7 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         pg.goto(f"{url}/every_head")
         settle(pg)
         wait_readable(pg, 4)
-        _choose(pg, "tiny (on this server)")
+        choose_model(pg, "tiny (on this server)")
         wait_readable(pg, 8)  # 2 layers × 4 heads, each its own chart, readable and not blank
         body = pg.inner_text("body")
         assert "tiny, a checkpoint on this server: 2 layers × 4 heads" in body
@@ -119,7 +104,7 @@ def test_a_model_with_many_heads_draws_the_score_grids_then_one_layer(browser, s
         pg.goto(f"{url}/every_head")
         settle(pg)
         wait_readable(pg, 4)
-        _choose(pg, "wide (on this server)")
+        choose_model(pg, "wide (on this server)")
         wait_readable(pg, 9)  # three 3 × 6 score grids, then layer 1's six heads
         pg.locator(CHARTS).nth(0).scroll_into_view_if_needed()
         SHOTS.mkdir(parents=True, exist_ok=True)

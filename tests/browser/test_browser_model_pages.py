@@ -9,7 +9,16 @@ import re
 
 import pytest
 
-from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, guarded_context, nav, rerun, settle, streamlit_server
+from tests.helpers.browser import (
+    CHROMIUM,
+    SHOTS,
+    choose_model,
+    guarded_context,
+    nav,
+    rerun,
+    settle,
+    streamlit_server,
+)
 
 pytestmark = pytest.mark.browser
 if not os.path.exists(CHROMIUM):
@@ -40,28 +49,12 @@ def _shown(pg) -> str:
     return _model_box(pg).locator("input").first.input_value()
 
 
-def _choose(pg, label: str) -> None:
-    box = _model_box(pg).locator("input").first
-    box.scroll_into_view_if_needed()
-    option = pg.get_by_role("option").filter(has_text=label).first
-    for _ in range(10):  # a list opened while the page still scrolls closes again: open it until it stays
-        box.click()
-        try:
-            option.wait_for(state="visible", timeout=2_000)
-            break
-        except Exception:
-            pg.keyboard.press("Escape")
-    with rerun(pg):
-        option.click()
-    assert not error_texts(pg), error_texts(pg)
-
-
 def test_generates_chooser_shows_the_model_chosen_on_every_head(browser, served) -> None:
     with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
         pg = context.new_page()
         pg.goto(f"{served}/every_head")
         settle(pg)
-        _choose(pg, "tiny (on this server)")
+        choose_model(pg, "tiny (on this server)")
         assert "tiny (on this server)" in _shown(pg)
         nav(pg, "Generate")
         shown = _shown(pg)
@@ -71,7 +64,7 @@ def test_generates_chooser_shows_the_model_chosen_on_every_head(browser, served)
         assert typed == "The cat sat on the mat.The cat sat on the mat.", typed
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "model_pages_generate_chooser_1280.png"))
-        _choose(pg, "The shipped induction model")  # it opens: the page now describes the shipped model
+        choose_model(pg, "The shipped induction model")  # it opens: the page now describes the shipped model
         assert "The shipped model, attention only" in pg.inner_text("body")
         assert "shipped" in _shown(pg)
 

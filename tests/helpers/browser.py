@@ -396,3 +396,20 @@ def check(pg, axe_script: str, where: str) -> None:
             print(f"{where}: {label}: {rule[0]} ({rule[1]}) x{len(nodes)}: {nodes[0]}")
     bad = [v for v in ours if v["impact"] in FAIL_IMPACTS]
     assert not bad, "\n".join(f"{v['id']} ({v['impact']}): {v['target']}\n    {v['html']}" for v in bad)
+
+
+def choose_model(pg, label: str) -> None:
+    """Choose the model labelled ``label`` in a model page's chooser, the way a person does, and wait for the run."""
+    box = pg.get_by_test_id("stSelectbox").filter(has_text="Model").first.locator("input").first
+    box.scroll_into_view_if_needed()
+    option = pg.get_by_role("option").filter(has_text=label).first
+    for _ in range(10):  # a list opened while the page still scrolls closes again: open it until it stays
+        box.click()
+        try:
+            option.wait_for(state="visible", timeout=2_000)
+            break
+        except Exception:  # noqa: BLE001 - not open yet: close what opened and try again
+            pg.keyboard.press("Escape")
+    with rerun(pg):
+        option.click()
+    assert not error_texts(pg), error_texts(pg)

@@ -21,6 +21,7 @@ CORPUS = [
     "数字 and emoji 🙂 too",
 ] * 10
 
+
 def _llama() -> object:
     from transformers import LlamaConfig
 
@@ -175,10 +176,9 @@ def llama_tokenizer(folder: Path, template: bool = True) -> None:
 
 def tiny_llama(folder: Path) -> Path:
     """A tiny Llama folder (vocabulary 512, grouped heads) with a Llama-style tokenizer; the tests copy it."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
+    return _llama_folder(
+        folder,
+        0,
         vocab_size=512,
         hidden_size=32,
         intermediate_size=48,
@@ -186,24 +186,15 @@ def tiny_llama(folder: Path) -> Path:
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=64,
-        initializer_range=0.2,
-        bos_token_id=1,
-        eos_token_id=2,
     )
-    LlamaForCausalLM(cfg).save_pretrained(str(folder), safe_serialization=True)
-    llama_tokenizer(folder)
-    return folder
-
-
 
 
 def smol_shaped(folder: Path) -> Path:
     """SmolLM2-135M's shape where the pages feel it (30 layers, 9 query heads sharing 3 key/value heads, RoPE), at
     a narrow width (d = 72, heads of 8) so it loads in a second; a Llama-style tokenizer of 400 tokens."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(3)
-    cfg = LlamaConfig(
+    return _llama_folder(
+        folder,
+        3,
         vocab_size=400,
         hidden_size=72,
         intermediate_size=96,
@@ -211,10 +202,16 @@ def smol_shaped(folder: Path) -> Path:
         num_attention_heads=9,
         num_key_value_heads=3,
         max_position_embeddings=512,
-        initializer_range=0.2,
-        bos_token_id=1,
-        eos_token_id=2,
     )
+
+
+def _llama_folder(folder: Path, seed: int, **shape: int) -> Path:
+    """A random Llama of ``shape`` (weights drawn from ``seed``, std 0.2) saved as safetensors in ``folder``, with a
+    Llama-style tokenizer."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(**shape, initializer_range=0.2, bos_token_id=1, eos_token_id=2)
     LlamaForCausalLM(cfg).save_pretrained(str(folder), safe_serialization=True)
     llama_tokenizer(folder)
     return folder
