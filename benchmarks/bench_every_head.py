@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_floor import _one, retried  # noqa: E402
+from benchmarks.waits import until_drawn  # noqa: E402
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, settle, streamlit_server  # noqa: E402
 
 N = 32  # tokens
@@ -74,7 +75,7 @@ def _every_head(browser, url: str, layer: int) -> tuple[float, float]:
         page.goto(url)
         settle(page)
         _drawn(page, "layer 1 · head", HEADS)
-        page.locator("[data-testid='stVegaLiteChart']").nth(2).wait_for()  # the score grids
+        until_drawn(page, count=3, selector="[data-testid='stVegaLiteChart']")  # the score grids
         t_load = time.perf_counter() - t0
         box = page.get_by_role("combobox", name="Layer whose heads are drawn below")
         box.scroll_into_view_if_needed()

@@ -6,7 +6,7 @@ The floor (benchmarks/floor/floor_app.py; its editor and weights in floor/grid.p
 tabs beside the heatmap. Both servers run at the same time on the same machine; the floor app is measured just before
 each preset (so noise hits both), and each ratio is a preset's median over the floor's median of all its runs. An edit
 that never shows is retried in a new context and counted (printed when any). Both ends are checked once per animation
-frame (see DRAWN), for both apps alike. Prints medians and ratios. Needs
+frame (benchmarks/waits.py), for both apps alike. Prints medians and ratios. Needs
 /usr/bin/chromium and playwright. ``--before PATH``: also serve the app from another checkout (e.g. the main branch in a
 second work tree), measured right after this one for each preset, so a change is compared with what it replaces in one
 run.
@@ -34,6 +34,7 @@ T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.waits import until_drawn, until_text  # noqa: E402
 from tests.helpers.browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -69,9 +70,6 @@ def checkout_server(root: Path) -> Iterator[str]:
         proc.wait(30)
 
 
-HEATMAP = "[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas"
-
-
 def servers(stack: contextlib.ExitStack, before: Path | None) -> tuple[str, dict[str, str], object]:
     """The floor app's address, this app's (``"now"``) and ``before``'s (a checkout, if given) by version, and a
     headless Chromium: each started here and stopped when ``stack`` closes."""
@@ -87,34 +85,16 @@ def servers(stack: contextlib.ExitStack, before: Path | None) -> tuple[str, dict
     return floor, apps, browser
 
 
-# Every wait below checks the page once per animation frame (``polling="raf"``, about 16 ms). A locator's
-# ``wait_for`` checks at 0, 20, 70, 170 and 270 ms, then only every 500 ms: a heatmap drawn 280 ms after the wait
-# began was timed at 770 ms. That step is larger than the differences measured here, and it fell on whichever page
-# drew later after its script finished.
-DRAWN = """() => {
-  const app = document.querySelector("[data-testid='stApp']");
-  return !!document.querySelector(HEATMAP) && !document.querySelector("[data-testid='stSkeleton']")
-    && !!app && app.getAttribute("data-test-script-state") === "notRunning";
-}""".replace("HEATMAP", repr(HEATMAP))
-
-
 def _ready(page) -> None:
-    """Once the page's script run has finished (:func:`settle`), wait for the heatmap drawn, no skeleton left and the
-    script not running, checked once per frame."""
+    """After an action in the page: its run finished (:func:`settle`), the heatmap drawn, the run over and drawn."""
     settle(page)
-    page.wait_for_function(DRAWN, polling="raf", timeout=60_000)
-
-
-def _drawn(page) -> None:
-    """A page load's end, checked once per frame from the start: the heatmap drawn, no skeleton, script not running
-    (the heatmap only exists once the page's run has drawn it)."""
-    page.wait_for_function(DRAWN, polling="raf", timeout=60_000)
+    until_drawn(page)
 
 
 def _load(page, url: str) -> float:
     t0 = time.perf_counter()
     page.goto(url)
-    _drawn(page)
+    until_drawn(page)  # the heatmap exists only once the page's run has drawn it
     return time.perf_counter() - t0
 
 
@@ -156,14 +136,11 @@ def _edit(page, grid, value: str, text_after: str) -> float:
     type_into_cell(page, grid, value)
     t0 = time.perf_counter()
     page.keyboard.press("Enter")
-    page.wait_for_function(SHOWS, arg=text_after, polling="raf", timeout=10_000)
+    until_text(page, text_after, within=CHART_TEXT, timeout=10_000)
     return time.perf_counter() - t0
 
 
-SHOWS = """(want) => {
-  const chart = document.querySelector("[data-testid='stVegaLiteChart']");
-  return !!chart && [...chart.querySelectorAll("text")].some((t) => t.textContent.includes(want));
-}"""
+CHART_TEXT = "[data-testid='stVegaLiteChart'] text"  # the texts a chart draws (the heatmap's numbers)
 
 
 DOCUMENT_PRESETS = ("she_likes_coffee", "i_am_batman", "the_cat_sat", "the_cat_sat_on_the_mat", "random_seed_42")

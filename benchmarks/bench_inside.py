@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_floor import _one as floor_one  # noqa: E402
 from bench_floor import _ready, servers  # noqa: E402
+from waits import until, until_drawn, until_text  # noqa: E402
 
 from tests.helpers.browser import guarded_context, runs, settle  # noqa: E402
 
@@ -50,6 +51,10 @@ MEASURES = (
     "head on steps",
     "head on steps, by key",
 )
+
+# the second metric (the loss with the head ablated) shows ``want``
+SECOND_METRIC_SHOWS = """(want) =>
+  document.querySelectorAll("[data-testid='stMetric']")[1]?.textContent.includes(want)"""
 
 
 def _example() -> list[int]:
@@ -107,11 +112,9 @@ def _switch_on_steps(browser, url: str, rep: int, by_key: bool = False) -> float
         mark = runs(page)
         t0 = time.perf_counter()
         page.keyboard.press("Enter") if by_key else option.click()
-        page.get_by_text(f"What the model predicts, with layer {layer + 1} · head {head + 1} as it is here").wait_for(
-            timeout=30_000
-        )
+        until_text(page, f"What the model predicts, with layer {layer + 1} · head {head + 1} as it is here")
         settle(page, mark)
-        page.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").first.wait_for()
+        until_drawn(page)
         return time.perf_counter() - t0
 
 
@@ -124,8 +127,7 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         page = ctx.new_page()
         t0 = time.perf_counter()
         page.goto(url)
-        _ready(page)
-        page.locator("[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas").nth(3).wait_for()
+        until_drawn(page, count=4)
         t_load = time.perf_counter() - t0
         box = page.get_by_role("combobox", name="Position (the prediction is for the token after it)")
         box.scroll_into_view_if_needed()
@@ -135,7 +137,7 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         mark = runs(page)
         t0 = time.perf_counter()
         option.click()
-        page.get_by_test_id("stMarkdown").filter(has_text=said).first.wait_for(timeout=30_000)
+        until_text(page, said, within="[data-testid='stMarkdown']")
         t_switch = time.perf_counter() - t0
         settle(page, mark)
         button = page.get_by_role("button", name=f"Ablate layer {layer + 1} · head {head + 1}", exact=True)
@@ -143,10 +145,10 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         mark = runs(page)
         t0 = time.perf_counter()
         button.click()
-        page.get_by_test_id("stMetric").nth(1).get_by_text(want).wait_for(timeout=30_000)
+        until(page, SECOND_METRIC_SHOWS, want, timeout=30_000)
         t_new = time.perf_counter() - t0
         settle(page, mark)
-        page.get_by_role("button", name=f"Restore layer {layer + 1} · head {head + 1} (zero-ablated)").wait_for()
+        until_text(page, f"Restore layer {layer + 1} · head {head + 1} (zero-ablated)", within="button")
         t_drawn = time.perf_counter() - t0
         opener = page.get_by_role("button", name=f"Open layer {2 - layer} · head {head + 1} on the step pages")
         if opener.count() == 0:  # a version without the head opener
@@ -154,7 +156,7 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         opener.scroll_into_view_if_needed()
         t0 = time.perf_counter()
         opener.click()
-        page.get_by_text(f"The step pages now show layer {2 - layer} · head {head + 1}").wait_for(timeout=30_000)
+        until_text(page, f"The step pages now show layer {2 - layer} · head {head + 1}")
         t_open = time.perf_counter() - t0
     steps = url.removesuffix("/every_head")
     return (

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_floor import _one as floor_one  # noqa: E402
 from bench_floor import servers  # noqa: E402
+from waits import until_text  # noqa: E402
 
 from tests.helpers.browser import guarded_context, runs, settle  # noqa: E402
 
@@ -63,7 +64,7 @@ def _one(browser, url: str, page_name: str, rep: int, words: list[str]) -> tuple
         mark = runs(page)
         t0 = time.perf_counter()
         option.click()
-        page.get_by_text(said_position.format(p=position + 1)).first.wait_for(timeout=30_000)
+        until_text(page, said_position.format(p=position + 1))
         t_position = time.perf_counter() - t0
         settle(page, mark)
         typed = page.get_by_role(
@@ -73,7 +74,7 @@ def _one(browser, url: str, page_name: str, rep: int, words: list[str]) -> tuple
         mark = runs(page)
         t0 = time.perf_counter()
         typed.press("Enter")
-        page.get_by_text(said_token.format(tok=token)).first.wait_for(timeout=30_000)
+        until_text(page, said_token.format(tok=token))
         t_token = time.perf_counter() - t0
         settle(page, mark)
     return t_position, t_token

@@ -1,10 +1,26 @@
-"""The browser tier's fixtures: a `streamlit run` server per module, headless Chromium, a guarded page, axe-core."""
+"""The browser tier's fixtures: a `streamlit run` server per module, headless Chromium, a guarded page, axe-core; and
+its one marker: every test here is marked ``browser``, and skipped, saying why, on a machine without Chromium."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, SHOTS, guarded_context, streamlit_server
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items) -> None:  # noqa: ARG001 - pytest's hook signature
+    """Mark this tier's tests ``browser``; skip them where Chromium is missing (CI installs it, and counts them)."""
+    missing = not os.path.exists(CHROMIUM)
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.browser)
+            if missing:
+                item.add_marker(pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"))
 
 
 @pytest.fixture(scope="module")

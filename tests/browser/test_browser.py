@@ -6,14 +6,11 @@ Screenshots of every page land in artifacts/screenshots/ for a person to look at
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import attention
 from tests.helpers.browser import (
-    CHROMIUM,
     SHOTS,
     download,
     edit_grid_cell,
@@ -28,13 +25,6 @@ from tests.helpers.browser import (
     settle,
     streamlit_server,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
 
 PAGES = ["", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"]
 

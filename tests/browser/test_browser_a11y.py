@@ -11,18 +11,9 @@ header (with its toolbar), the sidebar's header and its page navigation (whose <
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.helpers.browser import CHROMIUM, check, rerun, settle
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
+from tests.helpers.browser import check, rerun, settle
 
 STEP_PAGES = ["", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"]
 LAB_PAGES = ["why_sqrt_dk", "stability", "challenges", "learn"]

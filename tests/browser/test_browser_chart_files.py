@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -13,11 +12,7 @@ import pytest
 from PIL import Image
 
 import attention
-from tests.helpers.browser import CHROMIUM, SHOTS, open_page
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+from tests.helpers.browser import SHOTS, open_page
 
 
 def _take(pg, label: str, tmp_path) -> tuple[bytes, str]:

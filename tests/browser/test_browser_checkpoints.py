@@ -11,7 +11,6 @@ import pytest
 
 from tests.helpers.browser import (
     CHARTS,
-    CHROMIUM,
     SHOTS,
     check,
     choose_model,
@@ -23,10 +22,6 @@ from tests.helpers.browser import (
     streamlit_server,
     wait_readable,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 
 @pytest.fixture(scope="module")

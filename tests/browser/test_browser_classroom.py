@@ -18,7 +18,6 @@ from attention.labs import challenges as ch
 from benchmarks.classroom import Replicas
 from tests.helpers import NGINX
 from tests.helpers.browser import (
-    CHROMIUM,
     SHOTS,
     check,
     edit_grid_cell,
@@ -29,10 +28,6 @@ from tests.helpers.browser import (
     streamlit_server,
 )
 from tests.helpers.postgres import postgres_server
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 KEY = "a long teacher key for the test"
 

@@ -4,20 +4,11 @@ box), at 1400 × 1000 and 1280 × 720."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import attention
-from tests.helpers.browser import CHROMIUM, SHOTS, cell_text, nav, open_page, open_sidebar_expander, ready, type_in_cell
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
+from tests.helpers.browser import SHOTS, cell_text, nav, open_page, open_sidebar_expander, ready, type_in_cell
 
 SIZES = [(1400, 1000), (1280, 720)]
 ERRORS = "[data-testid='stAlertContentError']"

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import io
-import os
 
 import pytest
 from PIL import Image
 
-from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, guarded_context, open_page, rerun, settle
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
+from tests.helpers.browser import SHOTS, error_texts, guarded_context, open_page, rerun, settle
 
 
 def drawn(locator) -> tuple[float, float, int]:

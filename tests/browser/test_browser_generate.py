@@ -4,7 +4,6 @@ pressed several times growing the cache's bars by one row each, the tokens the e
 from __future__ import annotations
 
 import io
-import os
 import re
 
 import numpy as np
@@ -14,7 +13,6 @@ from PIL import Image
 from attention.model import builtin, induction
 from tests.helpers.browser import (
     CHARTS,
-    CHROMIUM,
     SHOTS,
     check,
     error_texts,
@@ -23,10 +21,6 @@ from tests.helpers.browser import (
     settle,
     wait_readable,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 VIEWPORTS = [(1280, 720), (1400, 1000)]
 NEW_ROW = np.array([0xE6, 0x55, 0x0D])  # the cache chart's colour for the row this step added

@@ -3,15 +3,12 @@ ablate the previous-token head), every heatmap readable and drawn, the sentences
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction
 from tests.helpers.browser import (
     CHARTS,
-    CHROMIUM,
     SHOTS,
     check,
     error_texts,
@@ -20,11 +17,6 @@ from tests.helpers.browser import (
     settle,
     wait_readable,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
-
 
 
 def _four(values: list[float]) -> str:

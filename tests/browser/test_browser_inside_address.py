@@ -3,15 +3,7 @@ follow it (a reload or a link restores the ablation)."""
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
-from tests.helpers.browser import CHROMIUM, error_texts, guarded_context, ready, rerun, settle
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+from tests.helpers.browser import error_texts, guarded_context, ready, rerun, settle
 
 
 def test_an_ablation_on_every_head_reaches_the_address_and_survives_a_reload(browser, base_url) -> None:  # noqa: F811

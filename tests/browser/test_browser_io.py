@@ -23,10 +23,6 @@ from tests.helpers.browser import (
     streamlit_server,
 )
 
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
-
 SHOTS = Path(os.environ.get("IO_SHOTS", "/tmp/io_shots"))
 
 

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import attention
 from attention.labs import challenges as ch
-from tests.helpers.browser import CHROMIUM, SHOTS, edit_grid_cell, error_texts, open_page, rerun
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
+from tests.helpers.browser import SHOTS, edit_grid_cell, error_texts, open_page, rerun
 
 
 def _choose(pg, label: str, option: str) -> None:

@@ -4,17 +4,11 @@ numbers, and it is still open after a page switch through the navigation and bac
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import attention
-from tests.helpers.browser import CHROMIUM, SHOTS, nav, open_page, open_view, rerun
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+from tests.helpers.browser import SHOTS, nav, open_page, open_view, rerun
 
 HEATMAP = "[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas"
 

@@ -3,21 +3,10 @@ find the same top weight on the Softmax page."""
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
 import attention
 from attention import charts, learn
 from attention.ui.core.learned import LearnSettings
-from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, nav, open_page, rerun
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
+from tests.helpers.browser import SHOTS, error_texts, nav, open_page, rerun
 
 
 def _charts_drawn(pg, count: int) -> None:

@@ -4,17 +4,14 @@ have it explained, reload and keep everything, a 64-token overview that fits, an
 from __future__ import annotations
 
 import json
-import os
 import re
 from urllib.parse import quote
 
 import numpy as np
-import pytest
 
 import attention
 from tests.helpers import ROOT
 from tests.helpers.browser import (
-    CHROMIUM,
     SHOTS,
     download,
     edit_grid_cell,
@@ -25,13 +22,6 @@ from tests.helpers.browser import (
     rerun,
     settle,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
 
 
 def _no_skeletons(pg) -> None:

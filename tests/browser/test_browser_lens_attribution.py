@@ -15,7 +15,6 @@ from attention import charts
 from attention.model import attribute, builtin, induction
 from tests.helpers.browser import (
     CHARTS,
-    CHROMIUM,
     SHOTS,
     check,
     error_texts,
@@ -26,10 +25,6 @@ from tests.helpers.browser import (
     wait_readable,
 )
 from tests.helpers.visible import CANVAS_HOOK, LARGE, SMALL, check_page
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 TEXTS = """
 () => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].map(el =>

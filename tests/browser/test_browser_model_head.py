@@ -4,14 +4,11 @@ into the model (the loss answers with the engine's number), ablating it from its
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction, replace_matrix, roles
 from tests.helpers.browser import (
-    CHROMIUM,
     SHOTS,
     cell_text,
     check,
@@ -26,10 +23,6 @@ from tests.helpers.browser import (
     type_in_cell,
     why_not_readable,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 ENGINE = builtin("induction")
 SIZES = [(1400, 1000), (1280, 720)]

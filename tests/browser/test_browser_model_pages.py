@@ -10,7 +10,6 @@ import re
 import pytest
 
 from tests.helpers.browser import (
-    CHROMIUM,
     SHOTS,
     choose_model,
     guarded_context,
@@ -19,10 +18,6 @@ from tests.helpers.browser import (
     settle,
     streamlit_server,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 
 @pytest.fixture(scope="module")

@@ -5,17 +5,11 @@ and axe-core finding no critical or serious violation."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from attention.model import builtin, induction
-from tests.helpers.browser import CHROMIUM, SHOTS, check, error_texts, guarded_context, rerun, settle, wait_readable
+from tests.helpers.browser import SHOTS, check, error_texts, guarded_context, rerun, settle, wait_readable
 from tests.helpers.visible import CANVAS_HOOK, check_page
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 VIEWPORTS = [(1280, 720), (1400, 1000)]
 TEXTS = """

@@ -4,17 +4,12 @@ explanation, heatmap(s) and tables, without the sidebar, buttons, editors or the
 from __future__ import annotations
 
 import io
-import os
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.helpers.browser import CHROMIUM, SHOTS, open_page, open_view
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
+from tests.helpers.browser import SHOTS, open_page, open_view
 
 A4_PRINTABLE = (718, 1047)  # CSS px of an A4 sheet at 96 dpi inside 10 mm margins
 MARGIN = {side: "10mm" for side in ("top", "bottom", "left", "right")}

@@ -5,14 +5,12 @@ written short, no text cut and no table scrolled sideways, messages where the ey
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 
 import pytest
 
 from attention.ui.app.specs import NAV
 from tests.helpers.browser import (
-    CHROMIUM,
     SHOTS,
     cell_text,
     check,
@@ -27,13 +25,6 @@ from tests.helpers.browser import (
     settle,
     type_in_cell,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
 
 LAPTOP = {"width": 1280, "height": 720}
 

@@ -14,21 +14,13 @@ session. Failures are collected over a whole state and reported together, page b
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
 from attention.ui.app.specs import LABS, STEPS
-from tests.helpers.browser import CHROMIUM, SHOTS, error_texts, nav_link, settle
+from tests.helpers.browser import SHOTS, error_texts, nav_link, settle
 from tests.helpers.visible import CANVAS_HOOK, LARGE, MEASURE, SMALL, STATES, check_page, stable_charts
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [
-        pytest.mark.browser,
-        pytest.mark.skip(reason=f"{CHROMIUM} not installed (apt-get install -y chromium)"),
-    ]
 
 # (address slug, title of its h1) for every page, in the sidebar's order
 PAGES = [("", "Self-attention, step by step")]

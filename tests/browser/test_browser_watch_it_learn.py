@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
 
 import numpy as np
@@ -16,7 +15,6 @@ from PIL import Image
 from attention.model import induction
 from tests.helpers.browser import (
     CHARTS,
-    CHROMIUM,
     SHOTS,
     check,
     error_texts,
@@ -24,10 +22,6 @@ from tests.helpers.browser import (
     settle,
     wait_readable,
 )
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 VIEWPORTS = [(1400, 1000), (1280, 720)]
 HEADS = 4  # 2 layers × 2 heads

@@ -9,12 +9,8 @@ import os
 
 import pytest
 
-from tests.helpers.browser import CHROMIUM, SHOTS, check, guarded_context, settle, streamlit_server, wait_readable
+from tests.helpers.browser import SHOTS, check, guarded_context, settle, streamlit_server, wait_readable
 from tests.helpers.visible import CANVAS_HOOK, check_page, stable_charts
-
-pytestmark = pytest.mark.browser
-if not os.path.exists(CHROMIUM):
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=f"{CHROMIUM} not installed")]
 
 N = 30  # tokens
 CELL_PX = 10  # the narrowest readable cell
