@@ -72,9 +72,13 @@ def _loss_after(layer: int, head: int) -> str:
     return f"{induction.half_losses(run.logits[None], np.array(ids)[None], len(ids) // 2)[1]:.2f} nats"
 
 
+DIGITS = 4  # the significant digits a page shows by default (Session.digits)
+
+
 def _prediction_at(position: int) -> tuple[str, str]:
     """The position box's label for ``position`` and the probability and loss of the text's next token there, as
     the page writes them, from the engine's unablated run (the softmax and the cross-entropy written out)."""
+    from attention import charts
     from attention.model import builtin
 
     m = builtin("induction")
@@ -84,7 +88,8 @@ def _prediction_at(position: int) -> tuple[str, str]:
     p /= p.sum()
     target = ids[position + 1]
     label = f"{position + 1}: {m.pieces([ids[position]])[0]}"
-    return label, f"probability {p[target]:.3f}, loss {-np.log(p[target]):.2f} nats"
+    shown = charts.decimals_for(np.asarray([p[target]]), DIGITS).format(p[target])  # as the page
+    return label, f"probability {shown}, loss {-np.log(p[target]):.2f} nats"
 
 
 def _switch_on_steps(browser, url: str, rep: int, by_key: bool = False) -> float:
