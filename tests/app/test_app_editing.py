@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+import attention
 from attention.ui.inputs.editors import editor_key
 from tests.helpers.apptest import (
     edit_cell,
     errors,
     goto,
+    grid_edit,
     journey,
     no_exception,
     paste,
@@ -64,12 +68,17 @@ def test_an_edited_cell_is_written_like_its_neighbours_with_the_digits_the_contr
     at = edit_cell(at, "W_k", 1, "k2", "-5")  # larger than every other number of W_k
     no_exception(at)
     assert session(at).matrices["W_k"][1, 1] == -5.0
-    assert not _pending(at, "W_k")
+    # the grid that took the edit stays mounted (so an edit typed right after lands): it shows "-5" as typed over
+    # the numbers it is given, and those are written in the grid's format
+    assert _pending(at, "W_k") == {1: {"k2": "-5"}}
     after = _editor(at, "W_k").value.to_numpy()
     assert after[1, 1] == "-5.000"
     assert {_significant(v) for v in after.ravel()} == {4}, "a cell lost or gained digits after an edit"
     note = " ".join(c.value for c in at.caption if "Changed W_k" in c.value)
     assert f"{old:.4f} → -5.000" in note, note  # the note in the grid's format, not "0.79915856 → -5"
+    at = goto(goto(at, "softmax"), "weights")  # drawn afresh: no typed text over the numbers, "-5.000" everywhere
+    assert not _pending(at, "W_k")
+    assert _editor(at, "W_k").value.to_numpy()[1, 1] == "-5.000"
 
 
 def test_an_error_goes_once_its_cell_is_valid_even_with_the_value_it_kept() -> None:
@@ -131,3 +140,54 @@ def test_apply_on_an_empty_box_says_what_to_do_without_a_red_box() -> None:
         no_exception(at)
         assert not errors(at), errors(at)
         assert any("paste box is empty" in m.value for m in at.info)
+
+
+# ------------------------------------------------------------------------------------------ a grid kept mounted
+
+
+def test_a_grid_whose_edit_was_taken_keeps_its_key_so_an_edit_typed_right_after_lands() -> None:
+    """A grid that sent an edit taken whole keeps its key: the browser keeps the same grid mounted, so an edit typed
+    while the run is drawn goes to a grid that still exists (a new key mounts a new grid and that edit was lost). The
+    browser then sends both edits, the first again: the matrix gets the second, and the note names only it."""
+    at = journey("weights", {"preset": "the_cat_sat"})
+    key = editor_key("W_k", session(at))
+    at = edit_cell(at, "W_k", 1, "k2", "-5")
+    assert editor_key("W_k", session(at)) == key
+    both = {"edited_rows": {1: {"k2": "-5"}, 0: {"k1": "2.5"}}, "added_rows": [], "deleted_rows": []}
+    at = grid_edit(at, key, both)  # what the mounted grid sends for its second edit
+    no_exception(at)
+    m = session(at).matrices["W_k"]
+    assert (m[1, 1], m[0, 0]) == (-5.0, 2.5)
+    note = " ".join(c.value for c in at.caption if "Changed W_k" in c.value)
+    assert "→ 2.500" in note and "-5" not in note, note
+    assert editor_key("W_k", session(at)) == key
+
+
+def test_a_grid_is_renewed_when_its_matrix_changes_any_other_way_so_its_edits_are_not_applied_again() -> None:
+    """The kept grid holds its edits over whatever numbers it is given. Once the matrix changes another way (a
+    paste, a reset), it gets a fresh key: no edit is shown over the new numbers, and none is sent again."""
+    at = journey("weights", {"preset": "the_cat_sat"})
+    key = editor_key("W_k", session(at))
+    at = edit_cell(at, "W_k", 1, "k2", "-5")
+    at = paste(at, "W_k", "1,2,3,4\n5,6,7,8\n9,10,11,12\n13,14,15,16")
+    no_exception(at)
+    fresh = editor_key("W_k", session(at))
+    assert fresh != key and not _pending(at, "W_k")
+    assert session(at).matrices["W_k"][1, 1] == 6.0
+    assert _editor(at, "W_k").value.to_numpy()[1, 1] == "6.000"
+    at = edit_cell(at, "W_k", 0, "k1", "-1")  # the next edit changes its own cell and nothing else
+    want = np.arange(1.0, 17.0).reshape(4, 4)
+    want[0, 0] = -1
+    np.testing.assert_array_equal(session(at).matrices["W_k"], want)
+    at = at.button(key="sb.reset").click().run()  # a reset: the numbers change again, so does the key
+    assert editor_key("W_k", session(at)) not in (key, fresh) and not _pending(at, "W_k")
+    np.testing.assert_array_equal(session(at).matrices["W_k"], attention.load_preset("the_cat_sat").matrices()["W_k"])
+
+
+def test_a_refused_cell_renews_the_grid_even_after_a_kept_edit() -> None:
+    at = journey("weights", {"preset": "the_cat_sat"})
+    at = edit_cell(at, "W_k", 1, "k2", "-5")
+    kept = editor_key("W_k", session(at))
+    at = edit_cell(at, "W_k", 0, "k1", "abc")
+    assert editor_key("W_k", session(at)) != kept and not _pending(at, "W_k")
+    assert session(at).matrices["W_k"][1, 1] == -5.0

@@ -271,11 +271,16 @@ def _same(shown: np.ndarray, matrix: np.ndarray) -> None:
 
 
 def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_only() -> None:
-    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change), so an edit made on head A
-    must never be re-applied to head B, and an edit after the switch must change B's matrix and nothing else."""
-    at = _opened(1, 0, "softmax")
+    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change) while no grid holds an
+    edit; a grid holding an edit taken on head A is renewed by the switch, so that edit is never shown over or sent
+    again to head B's numbers; and an edit after the switch changes B's matrix and nothing else."""
+    at = choose_tab(_opened(1, 0, "softmax"), "inputs", "W_k")
     ids = list(session(at).model_head.ids)
     W_q, W_k, W_v, _ = ENGINE.layer_weights(1)
+    key_0, _ = _grid(at, "W_k")
+    at = at.selectbox(key="model_head.pick").set_value((1, 1)).run()  # to head B with no edit held
+    assert _grid(at, "W_k")[0] == key_0  # the grid stayed mounted: the browser redraws its numbers only
+    at = at.selectbox(key="model_head.pick").set_value((1, 0)).run()  # back to head A
     at = edit_cell(at, "W_k", 0, "k1", 40.0)  # head A (layer 2 · head 1)
     no_exception(at)
     assert session(at).matrices["W_k"][0, 0] == 40.0
@@ -284,7 +289,7 @@ def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_
     no_exception(at)
     s = session(at)
     key_b, shown_b = _grid(at, "W_k")
-    assert key_b == key_a  # the grid stayed mounted: the browser redraws its numbers only
+    assert key_b != key_a  # the grid held A's edit (it stays over the numbers it shows): renewed
     head_b = {"X": ENGINE.run(ids).residuals[1], "W_q": W_q[:, D : 2 * D], "W_k": W_k[:, D : 2 * D]}
     head_b["W_v"] = W_v[:, D : 2 * D]
     head_b["W_o"] = ENGINE.layer_weights(1)[3][D : 2 * D]  # its rows of the model's W_o

@@ -12,6 +12,7 @@ import pytest
 from attention.ui.app.specs import NAV
 from tests.helpers.browser import (
     SHOTS,
+    cell_once,
     cell_text,
     check,
     grid_cells,
@@ -101,10 +102,14 @@ def test_a_huge_value_is_written_short_in_the_grid_and_the_change_note(page, bas
     open_page(page, base_url, "tokens", "preset=the_cat_sat&digits=4")
     ready(page)
     type_in_cell(page, 0, 0, 0, 4, "1e300")
-    assert cell_text(page, 0, 0, 0) == "1.000e+300"
+    assert cell_once(page, 0, 0, 0, "1e300") == "1e300"  # the grid that took it stays mounted, as typed
     body = page.get_by_test_id("stMain").inner_text()
     assert "→ 1.000e+300" in body, body[-1500:]
     assert not re.search(r"\d{30}", body), "a number written out in hundreds of digits"
+    page.reload()  # the grid drawn afresh writes it in the grid's format
+    ready(page)
+    assert cell_text(page, 0, 0, 0) == "1.000e+300"
+    assert not re.search(r"\d{30}", page.get_by_test_id("stMain").inner_text())
 
 
 # ------------------------------------------------------------------------------------------ messages
@@ -256,8 +261,8 @@ def test_a_quick_edit_on_a_fresh_page_always_lands(browser, base_url) -> None:
             with contextlib.suppress(TimeoutError):
                 settle(pg, mark, timeout=15_000)  # a lost edit sends nothing: no run follows
             ready(pg)
-            landed.append(cell_text(pg, 0, 0, 1))
-    want = [f"{trial + 2.5:#.4g}" for trial in range(8)]
+            landed.append(float(cell_text(pg, 0, 0, 1)))
+    want = [trial + 2.5 for trial in range(8)]
     lost = sum(a != b for a, b in zip(landed, want, strict=True))
     assert not lost, f"{lost} of 8 quick edits lost: {landed}"
 
@@ -295,9 +300,63 @@ def test_a_second_quick_edit_right_after_the_first_lands_too(browser, base_url) 
         pg.keyboard.press("Escape")  # the editor that key opened on the row's name is closed, nothing changed
         _quick_edit(pg, 2, 2, "3.5")
         pg.wait_for_timeout(3500)  # past the script's window: nothing it held is typed late or said lost
-        got = cell_text(pg, 0, 0, 1), cell_text(pg, 0, 2, 2)
+        got = float(cell_text(pg, 0, 0, 1)), float(cell_text(pg, 0, 2, 2))
         notes = pg.get_by_role("alert").filter(has_text="did not reach a cell").count()
-    assert seen == ["x"] and got == ("2.500", "3.500") and notes == 0, (seen, got, notes)
+    assert seen == ["x"] and got == (2.5, 3.5) and notes == 0, (seen, got, notes)
+
+
+def _numbers_in(pg, cells: list[tuple[int, int]], want: list[float], timeout_ms: int = 8000) -> list[str]:
+    """The texts of ``cells`` of the first grid once they read as ``want`` (or at the timeout), the runs drawn."""
+    got: list[str] = []
+    for _ in range(timeout_ms // 250):
+        ready(pg)
+        got = [cell_text(pg, 0, r, c) for r, c in cells]
+        if [float(g) for g in got] == want:
+            break
+        pg.wait_for_timeout(250)
+    return got
+
+
+def test_values_typed_down_a_column_all_land(browser, base_url) -> None:
+    """Select a cell, then type a value and Enter three times, 250 ms apart, as one fills a column (Enter moves to
+    the cell below): all three land, 3 times of 3. When every edit mounted a new grid, 0 of 4 such columns kept more
+    than the first value: the grid the next keys went to was being replaced."""
+    for trial in range(3):
+        with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+            pg = context.new_page()
+            open_page(pg, base_url, "tokens", "preset=the_cat_sat")
+            box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
+            pg.mouse.click(box["x"] + 50 + (box["width"] - 50) / 4 * 1.5, box["y"] + 35 * 1.5)  # row 1, column d2
+            pg.wait_for_timeout(200)
+            values = [f"{trial + 1}.5", f"{trial + 2}.25", f"{trial + 3}.75"]
+            for value in values:
+                pg.keyboard.type(value, delay=30)
+                pg.keyboard.press("Enter")
+                pg.wait_for_timeout(250)
+            got = _numbers_in(pg, [(0, 1), (1, 1), (2, 1)], [float(v) for v in values])
+        assert [float(g) for g in got] == [float(v) for v in values], (trial, got)
+
+
+@pytest.mark.parametrize("gap_ms", [150, 300])
+def test_an_edit_made_right_after_another_lands_too(browser, base_url, gap_ms: int) -> None:
+    """Double-click, type and Enter on one cell; ``gap_ms`` later the same on another cell: both land, 3 times of
+    3. When every edit mounted a new grid, 0 of 6 second edits landed 300 ms after the first."""
+    for trial in range(3):
+        with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+            pg = context.new_page()
+            open_page(pg, base_url, "tokens", "preset=the_cat_sat")
+            box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
+            width = (box["width"] - 50) / 4
+            first, second = f"{trial + 2}.5", f"{trial + 3}.25"
+            pg.mouse.dblclick(box["x"] + 50 + width * 1.5, box["y"] + 35 * 1.5)  # row 1, column d2
+            pg.keyboard.type(first)
+            pg.keyboard.press("Enter")
+            pg.wait_for_timeout(gap_ms)
+            pg.mouse.dblclick(box["x"] + 50 + width * 2.5, box["y"] + 35 * 3.5)  # row 3, column d3
+            pg.keyboard.type(second)
+            pg.keyboard.press("Enter")
+            got = _numbers_in(pg, [(0, 1), (2, 2)], [float(first), float(second)])
+        assert [float(g) for g in got] == [float(first), float(second)], (trial, got)
 
 
 def test_keys_no_cell_editor_took_are_said_not_dropped(browser, base_url) -> None:

@@ -328,6 +328,17 @@ def cell_text(pg, grid: int, row: int, col: int) -> str:
     return pg.get_by_test_id("stDataFrame").nth(grid).get_by_test_id(f"glide-cell-{col + 1}-{row}").text_content()
 
 
+def cell_once(pg, grid: int, row: int, col: int, text: str, timeout_ms: int = 5000) -> str:
+    """The text of a cell once it is ``text``, or at the timeout (whatever it is then): the grid's accessible table
+    follows what the grid draws a few hundred ms later."""
+    for _ in range(timeout_ms // 100):
+        got = cell_text(pg, grid, row, col)
+        if got == text:
+            return got
+        pg.wait_for_timeout(100)
+    return cell_text(pg, grid, row, col)
+
+
 def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
     """Double-click the cell (again if the first did not open its editor), type, press Enter, wait for the run.
     The grid is a canvas: the cell is found from the header and row height (35 px) and the data columns sharing the

@@ -46,6 +46,12 @@ def grid(name: str, version: int, grids: int, r0: int = 0, c0: int = 0) -> str:
     return f"{_GRID}{name}.{version}.{grids}.{r0}.{c0}"
 
 
+def same_window(a: str, b: str) -> bool:
+    """Whether two grid keys are of the same matrix, version and window (they may differ in ``grids`` only)."""
+    pa, pb = a.rsplit(".", 4), b.rsplit(".", 4)
+    return len(pa) == len(pb) == 5 and pa[:2] == pb[:2] and pa[3:] == pb[3:]
+
+
 def is_grid(key: object) -> bool:
     """Whether ``key`` is a matrix grid's (made by :func:`grid`)."""
     return str(key).startswith(_GRID)

@@ -190,6 +190,10 @@ class Session:
     rolled: int = declare(NUMBERS, default=0, travels=True)
     # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
     grids: int = declare(BOOKKEEPING, default=0, rerun=BODY)
+    # by matrix: the key of the grid whose last edit was taken whole, and a digest of the matrix it left. While the
+    # matrix is still that, the grid keeps its key: it stays mounted, so an edit typed just after is not lost to a
+    # new grid (its pending edits are the ones taken; inputs.editors.editor_key)
+    kept_grids: dict[str, tuple[str, str]] = declare(BOOKKEEPING, factory=dict)
     # --- labs: the challenge being played and the overview's guided path (see attention.ui.state.challenges) ---
     # while set, edits of the matrices it locks are refused
     challenge: Challenge | None = declare(LABS, default=None, travels=True, rerun=PAGE, key=identity)

@@ -32,7 +32,14 @@ from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_con
 
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
-    return keys.grid(name, s.version, s.grids, r0, c0)
+    """The grid's key: the one its last edit kept (:func:`attention.ui.state.pins.keep_grid`) while the matrix is as
+    that edit left it, so the grid stays mounted and an edit typed right after lands; else a fresh one (the version
+    and ``grids``: a new grid, drawn from the numbers in force)."""
+    fresh = keys.grid(name, s.version, s.grids, r0, c0)
+    kept = s.kept_grids.get(name)
+    if kept is None or not keys.same_window(kept[0], fresh) or kept[1] != pins.matrix_digest(s.matrices[name]):
+        return fresh
+    return kept[0]
 
 
 def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
@@ -65,7 +72,7 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         width="stretch",
         height=fit_height(len(df)),
         on_change=_on_edit,
-        args=(name, key, r0, c0, per, s.version),
+        args=(name, key, r0, c0, per, s.version, pins.matrix_digest(m)),
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
@@ -129,12 +136,24 @@ def not_a_number(raw: object, value: float | None) -> str:
     return f"is {esc(repr(str(raw)[:40]))}, which is " + ("infinite" if value is not None else "not a number")
 
 
-def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, version: int | None = None) -> None:
+def _on_edit(
+    name: str,
+    key: str,
+    r0: int,
+    c0: int,
+    per: int = EDIT_COLS,
+    version: int | None = None,
+    drawn: str | None = None,
+) -> None:
     """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones. An edit
-    of a grid drawn for other numbers (``version``: the state's when it was drawn; another preset or head was opened
-    by a change sent with it) is refused: it was typed over numbers that are no longer there."""
+    of a grid drawn for other numbers is refused: it was typed over numbers that are no longer there (``version``:
+    the state's when it was drawn, and ``drawn``: a digest of the matrix it showed; another preset or head was opened
+    by a change sent with it). A grid kept mounted after its last edit also sends that edit again, over the numbers
+    it left: those are still in force while the matrix is as it left it."""
     s = session.get()
-    if version is not None and version != s.version:
+    now = pins.matrix_digest(s.matrices[name])
+    stale = drawn is not None and drawn != now and s.kept_grids.get(name) != (key, now)
+    if (version is not None and version != s.version) or stale:
         pins.renew_grids()
         said = f"{name}: that edit was typed over numbers no longer shown; nothing was applied."
         state_core.say(f"edit.{name}", "error", said)
@@ -144,8 +163,8 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, versio
     rows, cols = s.axis_labels(name, m.shape)
     col_index = {c: j for j, c in enumerate(cols[c0:c1])}
     problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)
-    pins.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
     if problem:
+        pins.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
         state_core.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
         return
     fmt = grid_format(name, s)
@@ -160,7 +179,12 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS, versio
             good[(r0 + r, c0 + c)] = value
     if not bad:  # every cell sent is valid now: an error about this grid goes (a challenge's lock may say another)
         state_core.unsay(f"edit.{name}")
+    renewed = s.grids
     before = state_edits.edit_cells(name, good)  # the cells that changed, with their old values
+    if bad:
+        pins.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
+    elif s.grids == renewed:  # every cell was taken (none refused, no lock): the grid stays mounted as it is
+        pins.keep_grid(name, key)
     if before:  # named under the grid: the grid itself cannot mark the edited cell
         done = [f"{esc(cell_name(rc, rows, cols))} {_pair(fmt, was, good[rc])}" for rc, was in before.items()]
         more = f" and {len(done) - 3} more" if len(done) > 3 else ""

@@ -71,22 +71,22 @@ def replace_session(new: Session, keep_grids: bool = False) -> None:
     """A new state, keeping what the fields' declarations say survives a preset change (:func:`parts.carry`: the
     pin, the display digits and open tabs, the explained cell while it fits, the Learn page's settings and its last
     run while the tokens are the same...). Every grid gets a fresh key, unless ``keep_grids`` and the new matrices
-    have the old ones' shapes and no grid holds an edit not yet applied: then the grids stay mounted and only their
-    numbers change (a keyed grid re-applies its pending edits to new numbers, so one holding any is always renewed)."""
+    have the old ones' shapes: then the version stays, and the grids stay mounted with only their numbers changed,
+    unless one holds an edit (taken, or not yet applied): a keyed grid re-applies its edits to new numbers, so then
+    they are renewed (``grids``, which reruns the body, not the whole page)."""
     old = get()
-    same = keep_grids and not grids_hold_edits() and new.shapes() == old.shapes()
+    same = keep_grids and new.shapes() == old.shapes()
     parts.carry(old, new)
     new.version, new.epoch = old.version + (0 if same else 1), old.epoch + 1
-    new.grids = old.grids if same else new.grids
+    new.grids = old.grids + (1 if grids_hold_edits() else 0) if same else new.grids
     st.session_state[KEY] = new
     if old.challenge is not None:  # another preset ends the challenge (a challenge is played on its own preset)
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")
 
 
 def grids_hold_edits() -> bool:
-    """Whether a matrix grid's widget holds an edit its callback has not applied yet (its payload lists an edited,
-    added or deleted row). Each grid edit is applied in its callback, which then renews the grids, so normally none
-    does."""
+    """Whether a matrix grid's widget holds an edit (its payload lists an edited, added or deleted row): one not yet
+    applied, or one taken by a grid that stays mounted after it (``Session.kept_grids``)."""
     for key in list(st.session_state.keys()):
         if not keys.is_grid(key):
             continue

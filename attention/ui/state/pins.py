@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..core.session import Pinned, get, is_unedited, preset_label
@@ -40,10 +42,25 @@ def set_tab(place: str, label: str) -> None:
     get().tabs[place] = label
 
 
+def matrix_digest(m: np.ndarray) -> str:
+    """A short fingerprint of a matrix's shape and every bit of its numbers."""
+    a = np.ascontiguousarray(m, dtype=np.float64)
+    return hashlib.blake2b(repr(a.shape).encode() + a.tobytes(), digest_size=16).hexdigest()
+
+
+def keep_grid(name: str, key: str) -> None:
+    """The grid ``key`` of matrix ``name`` had its edit taken whole: it keeps its key while the matrix is as it left
+    it (a keyed grid re-applies its edits to the numbers it is given, and those are the numbers now)."""
+    s = get()
+    s.kept_grids[name] = (key, matrix_digest(s.matrices[name]))
+
+
 def renew_grids() -> None:
     """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
     would apply it to the table on the next run). The matrices are not touched."""
-    get().grids += 1
+    s = get()
+    s.grids += 1
+    s.kept_grids.clear()
 
 
 def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:
