@@ -3,8 +3,10 @@
 A widget's key is how Streamlit keeps its value between runs and how a test finds it; a key that holds a number
 (``version``, ``grids``) is renewed when that number moves, so the widget shows the state's value again. The values
 are those the app has always used (tests and the browser find widgets by them). What a family of keys is used for
-is asked of this module too: :func:`is_grid` says which keys are the matrix grids' (a grid holding an edit not yet
-applied is renewed, see :func:`attention.ui.state.core.grids_hold_edits`).
+is asked of this module too: :func:`is_grid` says which keys are the matrix grids' (a grid holding an edit is renewed
+when new numbers replace the state's, see :func:`attention.ui.state.core.grids_hold_edits`), and :func:`same_window`
+whether two grid keys differ only in ``grids`` (a grid kept mounted after its edit, see
+:func:`attention.ui.inputs.editors.editor_key`).
 """
 
 from __future__ import annotations
