@@ -16,9 +16,9 @@ _IDLE = """!document.querySelector("[data-testid='stSkeleton']")
 
 _COUNT = f"""(a) => document.querySelectorAll(a.selector).length >= a.count && {_IDLE}"""
 
-# the text as Playwright's get_by_text reads it: an element's text with its white space collapsed
+# the text as Playwright's get_by_text reads it: a visible element's text with its white space collapsed
 _TEXT = """(a) => [...document.querySelectorAll(a.within)].some(
-  (e) => e.textContent.replace(/\\s+/g, " ").includes(a.text))"""
+  (e) => e.checkVisibility() && e.textContent.replace(/\\s+/g, " ").includes(a.text))"""
 
 
 def until(page, js: str, arg: object = None, timeout: float = 60_000) -> None:

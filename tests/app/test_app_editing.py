@@ -4,13 +4,17 @@ after Ctrl+Enter is no error."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 import attention
+from attention.ui.core import keys
 from attention.ui.inputs.editors import editor_key
 from tests.helpers.apptest import (
+    conventions,
     edit_cell,
     errors,
     goto,
@@ -191,3 +195,50 @@ def test_a_refused_cell_renews_the_grid_even_after_a_kept_edit() -> None:
     at = edit_cell(at, "W_k", 0, "k1", "abc")
     assert editor_key("W_k", session(at)) != kept and not _pending(at, "W_k")
     assert session(at).matrices["W_k"][1, 1] == -5.0
+
+
+def test_a_kept_grid_is_renewed_when_its_matrix_changes_even_by_a_route_that_renews_nothing() -> None:
+    """The grid's key follows the numbers themselves: a matrix written without any renewal (as a careless new route
+    would) still gets a grid that never held the kept edit."""
+    at = journey("weights", {"preset": "the_cat_sat"})
+    at = edit_cell(at, "W_k", 1, "k2", "-5")
+    kept = editor_key("W_k", session(at))
+    session(at).matrices["W_k"] = np.full((4, 4), 0.25)  # no version, no grids moved
+    at = at.run()
+    no_exception(at)
+    fresh = editor_key("W_k", session(at))
+    assert fresh != kept and keys.same_window(fresh, kept) and not _pending(at, "W_k")
+    assert _editor(at, "W_k").value.to_numpy()[1, 1] == "0.2500"
+    assert editor_key("W_k", session(at.run())) == fresh  # the same key while the numbers stay: no churn
+
+
+def test_digits_changed_after_a_kept_edit_keep_the_grid_and_its_numbers() -> None:
+    at = journey("weights", {"preset": "the_cat_sat"})
+    at = edit_cell(at, "W_k", 1, "k2", "-5")
+    kept = editor_key("W_k", session(at))
+    at = conventions(at)
+    at = at.selectbox(key=keys.SB_DIGITS).set_value(8).run()
+    no_exception(at)
+    assert editor_key("W_k", session(at)) == kept and session(at).matrices["W_k"][1, 1] == -5.0
+
+
+def test_an_edit_of_a_matrix_gone_in_the_same_run_is_refused_not_a_crash() -> None:
+    """Positions "learned" give a P grid; P edited and positions set to "none" in one run, in either order: no
+    exception, P is gone, nothing else changed."""
+    for edit_first in (True, False):
+        at = journey("tokens", {"preset": "the_cat_sat"})
+        at = at.selectbox(key=keys.TOK_POSITIONS).set_value("learned").run()
+        key = editor_key("P", session(at))
+        grid = [e for e in at.dataframe if e.key == key][0]
+        x = session(at).matrices["X"].copy()
+        at.selectbox(key=keys.TOK_POSITIONS).set_value("none")
+        states = at._tree.get_widget_states()
+        payload = {"edited_rows": {0: {"d1": "7"}}, "added_rows": [], "deleted_rows": []}
+        edit = WidgetState(id=grid.proto.id, string_value=json.dumps(payload))
+        others = [w for w in states.widgets if w.id != grid.proto.id]
+        del states.widgets[:]
+        states.widgets.extend([edit, *others] if edit_first else [*others, edit])
+        at = at._run(states)
+        no_exception(at)
+        assert "P" not in session(at).matrices and session(at).options.positions == "none"
+        np.testing.assert_array_equal(session(at).matrices["X"], x)

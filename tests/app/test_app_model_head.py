@@ -330,6 +330,22 @@ def test_an_edit_sent_with_a_switch_is_never_applied_to_the_new_head() -> None:
     assert _metric(at, "Loss on the repeated half") == f"{_losses(tuple(ids), [])[1]:.2f} nats"
 
 
+def test_an_x_edit_sent_with_a_switch_is_refused_too_though_the_layers_x_is_the_same() -> None:
+    """Two heads of one layer read the same X: an X edit of head A sent in the run that opens head B (the switch
+    first) is refused all the same, as it was made on a grid drawn for head A."""
+    at = choose_tab(_opened(1, 0, "softmax"), "inputs", "X")
+    key, _ = _grid(at, "X")
+    before = session(at).matrices["X"].copy()
+    at.selectbox(key="model_head.pick").set_value((1, 1))
+    cols = [list(e.value.columns) for e in at.dataframe if e.key == key][0]
+    at = grid_edit(at, key, {"edited_rows": {0: {cols[0]: "40"}}, "added_rows": [], "deleted_rows": []})
+    no_exception(at)
+    s = session(at)
+    assert (s.model_head.layer, s.model_head.head) == (1, 1)
+    np.testing.assert_array_equal(s.matrices["X"], before)
+    assert any("X: that edit was typed over numbers no longer shown" in e for e in errors(at)), errors(at)
+
+
 def _head_writes(ids: tuple[int, ...], layer: int, head: int) -> np.ndarray:
     """What one head adds to the residual stream (n, d_model), from the model alone: the stream after its layer, less
     the stream after it with the head's rows of W_o set to zero (the layer's bias and every other head unchanged)."""

@@ -29,6 +29,7 @@ STATES = {  # name: (query, pages)
 NARROW = {"rotary at 1280x720": {"width": 1280, "height": 720}}
 CASES = [(state, name) for state, (_, names) in STATES.items() for name in names]
 
+
 @pytest.mark.parametrize(("state", "name"), CASES, ids=[f"{s.replace(' ', '_')}-{p or 'overview'}" for s, p in CASES])
 def test_no_serious_violation_in_our_content(page, base_url, axe_script, state: str, name: str) -> None:  # noqa: F811
     if state in NARROW:

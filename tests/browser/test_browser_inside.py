@@ -24,6 +24,7 @@ def _four(values: list[float]) -> str:
     that the largest shows 4."""
     return f"%.{max(0, 3 - int(np.floor(np.log10(max(values)))))}f"
 
+
 def _engine(ids: list[int], *ablations: tuple[int, int, str]) -> tuple[float, np.ndarray]:
     """The repeated half's loss and every head's induction score, from the engine run directly."""
     run = builtin("induction").run(ids, [ablate(*a) for a in ablations])

@@ -38,6 +38,7 @@ CASES = [
     ("2 heads, 300 tokens", SMALL),
 ]
 
+
 def _visit(pg, base: str, slug: str, title: str, query: str | None) -> None:
     """Open the page: by address (a new session in the given state) or through the navigation (same session)."""
     if query is not None:

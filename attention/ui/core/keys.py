@@ -43,8 +43,9 @@ def share_download(kind: str) -> str:
 _GRID = "ed."  # the matrix grids' keys start with it (is_grid)
 
 
-def grid(name: str, version: int, grids: int, r0: int = 0, c0: int = 0) -> str:
-    """A matrix's grid (the window of it from row ``r0``, column ``c0``), renewed by the version and ``grids``."""
+def grid(name: str, version: int, grids: int | str, r0: int = 0, c0: int = 0) -> str:
+    """A matrix's grid (the window of it from row ``r0``, column ``c0``), renewed by the version and ``grids`` (a
+    count, or a count and a digest of the numbers: see :func:`attention.ui.inputs.editors.editor_key`)."""
     return f"{_GRID}{name}.{version}.{grids}.{r0}.{c0}"
 
 

@@ -157,7 +157,8 @@ class Session:
     """One user's dashboard state. ``matrices`` are 2-D (a batch of one is shown as its single item).
 
     ``version`` changes whenever the matrices change other than by a grid edit (a preset, a resize, an
-    import...), so every editor gets a fresh key and no pending grid edit is re-applied to new numbers.
+    import...), so every editor gets a fresh key and no pending grid edit is re-applied to new numbers; another head
+    of the same model keeps it (the grids stay mounted) and renews the grids by ``grids`` when one holds an edit.
     ``messages`` holds what the last change or refusal had to say, by place (see :func:`say`).
     """
 
@@ -188,7 +189,7 @@ class Session:
     tabs: dict[str, str] = declare(VIEW, factory=dict, survives=True, rerun=BODY, shown=items)
     # how many places the tokens (and X's rows) were moved on by shuffles since the preset
     rolled: int = declare(NUMBERS, default=0, travels=True)
-    # renews every grid's widget after a refused grid payload (not data: the matrices stay as they are)
+    # renews every grid's widget: after a refused value, or another head opened while a grid holds an edit
     grids: int = declare(BOOKKEEPING, default=0, rerun=BODY)
     # by matrix: the key of the grid whose last edit was taken whole, and a digest of the matrix it left. While the
     # matrix is still that, the grid keeps its key: it stays mounted, so an edit typed just after is not lost to a

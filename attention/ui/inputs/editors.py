@@ -33,13 +33,17 @@ from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_con
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
     """The grid's key: the one its last edit kept (:func:`attention.ui.state.pins.keep_grid`) while the matrix is as
-    that edit left it, so the grid stays mounted and an edit typed right after lands; else a fresh one (the version
-    and ``grids``: a new grid, drawn from the numbers in force)."""
+    that edit left it, so the grid stays mounted and an edit typed right after lands. Without a kept edit, a fresh one
+    from the version and ``grids``; once the matrix has moved on from a kept edit (or the window has), one that no
+    grid holding that edit had (it names the numbers in force), so those edits are never shown over other numbers."""
     fresh = keys.grid(name, s.version, s.grids, r0, c0)
     kept = s.kept_grids.get(name)
-    if kept is None or not keys.same_window(kept[0], fresh) or kept[1] != pins.matrix_digest(s.matrices[name]):
+    if kept is None:
         return fresh
-    return kept[0]
+    now = pins.matrix_digest(s.matrices[name])
+    if kept[1] == now and keys.same_window(kept[0], fresh):
+        return kept[0]
+    return keys.grid(name, s.version, f"{s.grids}-{now[:12]}", r0, c0)
 
 
 def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
@@ -72,7 +76,7 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
         width="stretch",
         height=fit_height(len(df)),
         on_change=_on_edit,
-        args=(name, key, r0, c0, per, s.version, pins.matrix_digest(m)),
+        args=(name, key, r0, c0, per),
         column_config={c: st.column_config.TextColumn(c) for c in df.columns},
     )
     show_messages(f"edit.{name}")
@@ -136,24 +140,13 @@ def not_a_number(raw: object, value: float | None) -> str:
     return f"is {esc(repr(str(raw)[:40]))}, which is " + ("infinite" if value is not None else "not a number")
 
 
-def _on_edit(
-    name: str,
-    key: str,
-    r0: int,
-    c0: int,
-    per: int = EDIT_COLS,
-    version: int | None = None,
-    drawn: str | None = None,
-) -> None:
+def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> None:
     """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones. An edit
-    of a grid drawn for other numbers is refused: it was typed over numbers that are no longer there (``version``:
-    the state's when it was drawn, and ``drawn``: a digest of the matrix it showed; another preset or head was opened
-    by a change sent with it). A grid kept mounted after its last edit also sends that edit again, over the numbers
-    it left: those are still in force while the matrix is as it left it."""
+    from a grid that is not the one drawn for the numbers in force now (another preset or head was opened, or the
+    matrix was replaced, by a change sent with it) is refused: it was typed over numbers that are no longer there. A
+    grid kept mounted after its last edit sends that edit again with the next: it is the one drawn for those numbers."""
     s = session.get()
-    now = pins.matrix_digest(s.matrices[name])
-    stale = drawn is not None and drawn != now and s.kept_grids.get(name) != (key, now)
-    if (version is not None and version != s.version) or stale:
+    if name not in s.matrices or key != editor_key(name, s, r0, c0):
         pins.renew_grids()
         said = f"{name}: that edit was typed over numbers no longer shown; nothing was applied."
         state_core.say(f"edit.{name}", "error", said)

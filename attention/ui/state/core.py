@@ -86,7 +86,7 @@ def replace_session(new: Session, keep_grids: bool = False) -> None:
 
 def grids_hold_edits() -> bool:
     """Whether a matrix grid's widget holds an edit (its payload lists an edited, added or deleted row): one not yet
-    applied, or one taken by a grid that stays mounted after it (``Session.kept_grids``)."""
+    applied, or one taken by a grid kept mounted after it (see ``Session.kept_grids``)."""
     for key in list(st.session_state.keys()):
         if not keys.is_grid(key):
             continue

@@ -57,7 +57,8 @@ def keep_grid(name: str, key: str) -> None:
 
 def renew_grids() -> None:
     """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
-    would apply it to the table on the next run). The matrices are not touched."""
+    would apply it to the table on the next run). No grid is kept mounted after it (``kept_grids`` is emptied). The
+    matrices are not touched."""
     s = get()
     s.grids += 1
     s.kept_grids.clear()

@@ -108,7 +108,7 @@ def switch_head(where: object) -> None:
     """Open another head of the same model on the same text, with the same ablations: ``where`` is (layer, head),
     0-based. Edits of the head shown are replaced, as any other preset replaces them; a value no client should send
     changes nothing. The heads of a model have matrices of one shape, so the grids stay mounted and only their numbers
-    change (the browser redraws less), unless one holds an edit not yet applied."""
+    change (the browser redraws less), unless one holds an edit (taken or not): then they are drawn afresh."""
     ref = get().model_head
     if ref is None or not (isinstance(where, tuple) and len(where) == 2 and all(isinstance(v, int) for v in where)):
         return
