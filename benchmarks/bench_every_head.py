@@ -30,13 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_floor import _one, retried  # noqa: E402
-from benchmarks.waits import until_drawn  # noqa: E402
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, settle, streamlit_server  # noqa: E402
+from benchmarks.waits import IDLE, until  # noqa: E402
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, streamlit_server  # noqa: E402
 
 N = 32  # tokens
 LAYERS, HEADS = 30, 9
-TITLES = """(prefix) => [...document.querySelectorAll("[data-testid='stVegaLiteChart'] svg.marks .role-title-text")]
-  .filter(t => t.textContent.startsWith(prefix)).length"""
+# ``count`` heatmaps titled ``prefix``… drawn, and the run over and drawn
+TITLED = f"""(a) => [...document.querySelectorAll("[data-testid='stVegaLiteChart'] svg.marks .role-title-text")]
+  .filter((t) => t.textContent.startsWith(a.prefix)).length >= a.count && {IDLE}"""
 
 
 def make_model(folder: Path, narrow: bool) -> None:
@@ -57,14 +58,8 @@ def make_model(folder: Path, narrow: bool) -> None:
 
 
 def _drawn(page, prefix: str, count: int, timeout_s: float = 120) -> None:
-    """Wait until ``count`` heatmaps titled ``prefix``… are drawn and the run has ended."""
-    deadline = time.perf_counter() + timeout_s
-    while time.perf_counter() < deadline:
-        idle = page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").count()
-        if idle and not page.locator("[data-testid='stSkeleton']").count() and page.evaluate(TITLES, prefix) >= count:
-            return
-        page.wait_for_timeout(20)
-    raise TimeoutError(f"{count} heatmaps titled {prefix!r} not drawn in {timeout_s:.0f} s")
+    """Wait until ``count`` heatmaps titled ``prefix``… are drawn and the run has ended (checked once per frame)."""
+    until(page, TITLED, {"prefix": prefix, "count": count}, timeout=timeout_s * 1000)
 
 
 def _every_head(browser, url: str, layer: int) -> tuple[float, float]:
@@ -73,9 +68,7 @@ def _every_head(browser, url: str, layer: int) -> tuple[float, float]:
         page = ctx.new_page()
         t0 = time.perf_counter()
         page.goto(url)
-        settle(page)
         _drawn(page, "layer 1 · head", HEADS)
-        until_drawn(page, count=3, selector="[data-testid='stVegaLiteChart']")  # the score grids
         t_load = time.perf_counter() - t0
         box = page.get_by_role("combobox", name="Layer whose heads are drawn below")
         box.scroll_into_view_if_needed()

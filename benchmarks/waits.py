@@ -11,10 +11,10 @@ from __future__ import annotations
 HEATMAP = "[data-testid='stVegaLiteChart'] svg, [data-testid='stVegaLiteChart'] canvas"
 
 # the page's run is over and drawn: no skeleton left, the script not running
-_IDLE = """!document.querySelector("[data-testid='stSkeleton']")
+IDLE = """!document.querySelector("[data-testid='stSkeleton']")
   && document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state") === "notRunning\""""
 
-_COUNT = f"""(a) => document.querySelectorAll(a.selector).length >= a.count && {_IDLE}"""
+_COUNT = f"""(a) => document.querySelectorAll(a.selector).length >= a.count && {IDLE}"""
 
 # the text as Playwright's get_by_text reads it: a visible element's text with its white space collapsed
 _TEXT = """(a) => [...document.querySelectorAll(a.within)].some(
