@@ -251,31 +251,30 @@ def test_a_quick_edit_on_a_fresh_page_always_lands(browser, base_url) -> None:
         with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
             pg = context.new_page()
             open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-            box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-            width = (box["width"] - 50) / 4
-            value = f"{trial + 2}.5"  # typed as a person would: digits, a point, a digit
-            mark = runs(pg)
-            pg.mouse.dblclick(box["x"] + 50 + width * 1.5, box["y"] + 35 * 1.5)  # row 1, column d2
-            pg.keyboard.type(value)
-            pg.keyboard.press("Enter")
-            with contextlib.suppress(TimeoutError):
-                settle(pg, mark, timeout=15_000)  # a lost edit sends nothing: no run follows
-            ready(pg)
+            _quick_edit(pg, 0, 1, f"{trial + 2}.5")  # typed as a person would: digits, a point, a digit
             landed.append(float(cell_text(pg, 0, 0, 1)))
     want = [trial + 2.5 for trial in range(8)]
     lost = sum(a != b for a, b in zip(landed, want, strict=True))
     assert not lost, f"{lost} of 8 quick edits lost: {landed}"
 
 
-def _quick_edit(pg, row: int, col: int, value: str) -> None:
-    """Double-click a cell of the first grid (4 columns), type ``value`` and press Enter with no delay between them,
-    and wait for the run the edit starts."""
+def _cell_point(pg, row: int, col: int) -> tuple[float, float]:
+    """The middle of a cell of the first grid (4 columns after a 50 px index column; rows 35 px under the header)."""
     box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-    width = (box["width"] - 50) / 4
-    mark = runs(pg)
-    pg.mouse.dblclick(box["x"] + 50 + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
+    return box["x"] + 50 + (box["width"] - 50) / 4 * (col + 0.5), box["y"] + 35 * (row + 1.5)
+
+
+def _type_at_once(pg, row: int, col: int, value: str) -> None:
+    """Double-click a cell of the first grid, type ``value`` and press Enter, with no delay between them."""
+    pg.mouse.dblclick(*_cell_point(pg, row, col))
     pg.keyboard.type(value)
     pg.keyboard.press("Enter")
+
+
+def _quick_edit(pg, row: int, col: int, value: str) -> None:
+    """:func:`_type_at_once`, then wait for the run the edit starts."""
+    mark = runs(pg)
+    _type_at_once(pg, row, col, value)
     with contextlib.suppress(TimeoutError):
         settle(pg, mark, timeout=15_000)  # a lost edit sends nothing: no run follows
     ready(pg)
@@ -325,8 +324,7 @@ def test_values_typed_down_a_column_all_land(browser, base_url) -> None:
         with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
             pg = context.new_page()
             open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-            box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-            pg.mouse.click(box["x"] + 50 + (box["width"] - 50) / 4 * 1.5, box["y"] + 35 * 1.5)  # row 1, column d2
+            pg.mouse.click(*_cell_point(pg, 0, 1))
             pg.wait_for_timeout(200)
             values = [f"{trial + 1}.5", f"{trial + 2}.25", f"{trial + 3}.75"]
             for value in values:
@@ -345,16 +343,10 @@ def test_an_edit_made_right_after_another_lands_too(browser, base_url, gap_ms: i
         with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
             pg = context.new_page()
             open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-            box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-            width = (box["width"] - 50) / 4
             first, second = f"{trial + 2}.5", f"{trial + 3}.25"
-            pg.mouse.dblclick(box["x"] + 50 + width * 1.5, box["y"] + 35 * 1.5)  # row 1, column d2
-            pg.keyboard.type(first)
-            pg.keyboard.press("Enter")
+            _type_at_once(pg, 0, 1, first)
             pg.wait_for_timeout(gap_ms)
-            pg.mouse.dblclick(box["x"] + 50 + width * 2.5, box["y"] + 35 * 3.5)  # row 3, column d3
-            pg.keyboard.type(second)
-            pg.keyboard.press("Enter")
+            _type_at_once(pg, 2, 2, second)
             got = _numbers_in(pg, [(0, 1), (2, 2)], [float(first), float(second)])
         assert [float(g) for g in got] == [float(first), float(second)], (trial, got)
 
