@@ -56,7 +56,7 @@ def test_two_grid_keys_are_the_same_window_when_only_the_renewal_count_differs()
 
 
 def test_a_matrix_digest_sees_one_ulp_and_a_shape_but_not_a_copy() -> None:
-    from attention.ui.state.pins import matrix_digest
+    from attention.ui.core.compute import matrix_digest
 
     m = np.random.default_rng(0).normal(size=(4, 3))
     assert matrix_digest(m) == matrix_digest(m.copy()) == matrix_digest(np.asfortranarray(m))

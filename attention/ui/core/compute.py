@@ -20,15 +20,19 @@ from .session import Session, derived, preset_and_base
 from .source import cross_options, source_rows
 
 
+def matrix_digest(m: np.ndarray) -> str:
+    """A short fingerprint of a matrix: its shape, its dtype and every bit of its numbers (so -0.0 is not 0.0)."""
+    a = np.ascontiguousarray(m)
+    return hashlib.blake2b(repr((a.shape, a.dtype.str)).encode() + a.tobytes(), digest_size=16).hexdigest()
+
+
 def content_key(tokens: tuple[str, ...], matrices: Mapping[str, np.ndarray], options: Options) -> str:
     """A hash of everything a trace depends on (Streamlit's own hashing samples large arrays, so a
     one-cell edit in a big matrix could be missed; this reads every byte)."""
     h = hashlib.blake2b(digest_size=20)
     h.update(repr((tokens, options)).encode())
     for name in names.inputs_of(matrices):
-        m = np.ascontiguousarray(matrices[name])
-        h.update(f"{name}{m.shape}".encode())
-        h.update(m.tobytes())
+        h.update(f"{name}:{matrix_digest(matrices[name])}".encode())
     return h.hexdigest()
 
 

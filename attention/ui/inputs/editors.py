@@ -21,7 +21,7 @@ from ... import charts
 from ...errors import cell_name
 from ...io.parse.cells import cell_number, number_too_long
 from ...names import MAX_NUMBER_CHARS
-from ..core import keys, models, session
+from ..core import compute, keys, models, session
 from ..core.text import esc
 from ..state import core as state_core
 from ..state import edits as state_edits
@@ -40,7 +40,7 @@ def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
     kept = s.kept_grids.get(name)
     if kept is None:
         return fresh
-    now = pins.matrix_digest(s.matrices[name])
+    now = compute.matrix_digest(s.matrices[name])
     if kept[1] == now and keys.same_window(kept[0], fresh):
         return kept[0]
     return keys.grid(name, s.version, f"{s.grids}-{now[:12]}", r0, c0)

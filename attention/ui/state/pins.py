@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
+from ..core.compute import matrix_digest
 from ..core.session import Pinned, get, is_unedited, preset_label
 from .core import touch
 
@@ -40,12 +39,6 @@ def set_tab(place: str, label: str) -> None:
     """Display only: the open tab of the tab set at ``place``, or "open"/"closed" for an expander (only what is open
     is drawn)."""
     get().tabs[place] = label
-
-
-def matrix_digest(m: np.ndarray) -> str:
-    """A short fingerprint of a matrix's shape and every bit of its numbers."""
-    a = np.ascontiguousarray(m, dtype=np.float64)
-    return hashlib.blake2b(repr(a.shape).encode() + a.tobytes(), digest_size=16).hexdigest()
 
 
 def keep_grid(name: str, key: str) -> None:
