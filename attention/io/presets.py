@@ -26,10 +26,11 @@ from ..options import from_json as options_from_json
 from ..options import short as _short
 from ..source import cross_options, source_rows
 from ..trace import Options, Trace, cross_attention, self_attention
+from .folders import shipped_folder
 from .jsonfile import NonFinite, load_json
 
 FORMAT = "attention-preset/1"
-PRESET_DIR = Path(__file__).resolve().parents[2] / "presets"
+PRESET_DIR = shipped_folder("presets")
 
 
 @dataclass(frozen=True)

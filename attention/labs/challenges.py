@@ -40,6 +40,7 @@ import numpy as np
 from .. import masks
 from ..errors import AttentionError
 from ..heads import regroup
+from ..io.folders import shipped_folder
 from ..io.jsonfile import NonFinite, load_json
 from ..io.links import Envelope
 from ..io.presets import Preset, load_preset
@@ -61,7 +62,7 @@ from ..reading import read
 from ..trace import Options, Trace, self_attention
 
 FORMAT = "attention-challenge/1"
-CHALLENGE_DIR = Path(__file__).resolve().parents[2] / "challenges"
+CHALLENGE_DIR = shipped_folder("challenges")
 MAX_BYTES = 64 * 1024  # a challenge file or a link's JSON
 MAX_DEPTH = 6  # the deepest a challenge nests: options.custom_mask is 3 levels below the top
 KINDS = ("cell", "argmax", "entropy")
