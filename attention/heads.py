@@ -31,7 +31,8 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
 
 
 def divisors(h: int) -> list[int]:
-    """The numbers of key/value heads h query heads can share: the divisors of h, ascending."""
+    """The divisors of h, ascending: the numbers of key/value heads h query heads can share, and (of gcd(d_k, d_v))
+    the numbers of heads a state can be split into."""
     return [g for g in range(1, h + 1) if h % g == 0]
 
 

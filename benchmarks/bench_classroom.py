@@ -123,6 +123,7 @@ def measure(label: str, url: str, pid: int, rss: RssSampler, sids: range, args: 
         "sessions": len(sids),
         "edits": len(times.get("edit", [])),
         "checked_csv": sum(o.checked for o in outcomes),
+        "downloads_clicked_again": sum(o.clicked_again for o in outcomes),
         "errors": len(problems),
         "error_kinds": dict(Counter(p.split(": ", 1)[0] for o in outcomes for p in o.problems)),
         "problems": problems[:20],

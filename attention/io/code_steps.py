@@ -62,7 +62,7 @@ class Builder:
         self.draws = list(preset.random.draws) if preset.random is not None else []
         self.drawn = [name for name, _ in self.draws]
         self.seeded = False
-        self.x_in = "X_in" if self.o.positions in ("sinusoidal", "learned") else "X"  # what the projections see
+        self.x_in = "X_in" if self.o.positions in positions.ADDED else "X"  # what the projections see
         self.x_kv = "X_kv" if self.src else self.x_in  # what the key and value projections see
         self.keys = "source" if self.src else "tokens"  # the tokens the keys belong to
         self.S = "S" if self.src else "n"  # the number of keys, in the mask code

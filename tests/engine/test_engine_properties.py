@@ -385,7 +385,7 @@ def test_sdpa_default_scale_is_one_over_sqrt_e():
     out, w = attention.scaled_dot_product_attention(q, k, v)
     np.testing.assert_allclose(w[0], w_expected, rtol=1e-14)
     np.testing.assert_allclose(out[0], w_expected @ v, rtol=1e-14)
-    out1, w1 = attention.scaled_dot_product_attention(q, k, v, scale=1.0)
+    _, w1 = attention.scaled_dot_product_attention(q, k, v, scale=1.0)
     s1 = (q @ k.T)[0]
     np.testing.assert_allclose(w1[0], np.exp(s1) / np.exp(s1).sum(), rtol=1e-14)
 

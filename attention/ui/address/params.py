@@ -292,7 +292,6 @@ PARAMS: tuple[Param, ...] = (
         empty=False,
     ),
 )
-BY_NAME = {p.name: p for p in PARAMS}
 
 
 def _model_pages(r: Reading) -> None:

@@ -8,6 +8,7 @@ state (is it unedited? its address) is computed once per state and remembered (:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 import streamlit as st
 
-from ... import names
+from ... import heads, names
 from ...io import presets as presets_mod
 from ...io.presets import Preset
 from ...labs.challenges import Challenge
@@ -46,7 +47,6 @@ from .parts import MODEL as MODEL_PART
 
 KEY = "attention_session"
 BLANK = parts.BLANK_KIND.id
-FILE = parts.FILE_KIND.id  # the preset_id of a state loaded from a preset file
 MODEL = parts.MODEL_KIND.id  # the preset_id of a model's head opened on the step pages (Session.model_head)
 DEFAULT_PRESET = "she_likes_coffee"
 DEFAULT_BLANK = (8, 16, 16)  # n tokens, d_model, d_k
@@ -180,7 +180,7 @@ class Session:
     pin: Pinned | None = declare(VIEW, default=None, survives=True, rerun=PAGE, key=identity)  # the state pinned as A
     # significant digits shown in tables, editors and heatmaps (None: full precision)
     digits: int | None = declare(VIEW, default=4, survives=True, travels=True, rerun=PAGE)
-    # the preset file this state was loaded from (its origin's kind is then FILE)
+    # the preset file this state was loaded from (its origin's kind is then parts.FILE_KIND)
     loaded: Preset | None = declare(NUMBERS, default=None, key=identity)
     cell: tuple[int, int] = declare(VIEW, default=(0, 0), survives=cell_if_it_fits)  # the (query, key) explained
     head: int = declare(VIEW, default=0)  # ... in this head
@@ -240,8 +240,7 @@ class Session:
 
 def valid_heads(s: Session) -> list[int]:
     """The numbers of heads this state can be split into: the common divisors of d_k and d_v."""
-    d = s.dims
-    return [h for h in range(1, min(d.d_k, d.d_v) + 1) if d.d_k % h == 0 and d.d_v % h == 0]
+    return heads.divisors(math.gcd(s.dims.d_k, s.dims.d_v))
 
 
 def get() -> Session:

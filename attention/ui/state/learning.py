@@ -16,8 +16,6 @@ from . import reshapes
 from .challenges import refuse_any_locked, refuse_locked, refused_while_playing
 from .core import say, touch
 
-EMBEDDINGS = ("preset", "random", "glove", "onehot")
-
 
 def set_learn(**changes: object) -> None:
     """Change the Learn page's settings (already checked by the widget's callback); the matrices stay as they are."""
