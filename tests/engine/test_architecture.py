@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -118,34 +119,70 @@ def test_layers_import_only_what_they_may(module: str) -> None:
             assert top in THIRD_PARTY[layer], f"{module} ({layer}) imports {top}"
 
 
-# the UI's rooms, from the ground floor up: a module imports only from its own room and the rooms below it
-UI_ROOMS = (
-    "core",
-    "state",
-    "address",
-    "widgets",
-    "inputs",
-    "views",
-    "controls",
-    "sidebar",
-    "labpages",
-    "modelpages",
-    "writes",
-    "app",
-)
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def _floor_picture(after: str) -> dict[str, int]:
+    """A floor picture of docs/architecture.md (the first code block after the line ``after``): {room: its floor}.
+    Each line is ``N  room, room  what they hold``; a room is a folder (``attention/io/``) or a module
+    (``trace.py``)."""
+    block = ARCHITECTURE.split(after, 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    floors = {}
+    for line in block.splitlines():
+        number, rest = line.split(maxsplit=1)
+        names = [part.split(" (")[0].strip() for part in re.split(r",\s*|\s{2,}", rest)]
+        floors.update((name, int(number)) for name in names if name.endswith(("/", ".py")) and " " not in name)
+    return floors
 
 
 def _room(module: str) -> str:
+    """A UI module's room: attention.ui.<room>.<module>."""
     return module.split(".")[2]
+
+
+HOUSE = _floor_picture("From the top floor down:")  # the whole tree: attention's rooms, pages, scripts, benchmarks
+UI_FLOORS = {room.rstrip("/"): floor for room, floor in _floor_picture("Inside `attention/ui`").items()}
+UI_ROOMS = tuple(sorted(UI_FLOORS, key=UI_FLOORS.get))  # the UI's rooms, from the ground floor up
+
+
+def _house_room(module: str) -> str | None:
+    """The room of the house picture a module stands in (None: the package's own __init__, which re-exports)."""
+    parts = module.split(".")
+    if parts[0] != "attention":
+        return "streamlit_app.py" if parts == ["streamlit_app"] else f"{parts[0]}/"
+    if len(parts) == 1:
+        return None
+    return f"attention/{parts[1]}/" if (PACKAGE / parts[1]).is_dir() else f"{parts[1]}.py"
+
+
+def _top_level_files() -> dict[str, Path]:
+    folders = ("pages", "scripts", "benchmarks")
+    files = [ROOT / "streamlit_app.py", *(p for d in folders for p in ROOT.glob(f"{d}/*.py"))]
+    return {_module_name(p): p for p in files}
+
+
+def test_the_house_picture_holds_every_room_and_every_arrow_runs_down() -> None:
+    """docs/architecture.md's picture of the whole tree is the truth: every room is on it, every import of a room
+    reaches a room on a lower floor (pages, scripts and benchmarks included)."""
+    rooms = {_house_room(m) for m in {**MODULES, **_top_level_files()}} - {None}
+    assert rooms == set(HOUSE), f"pictured, not in the tree: {set(HOUSE) - rooms}; not pictured: {rooms - set(HOUSE)}"
+    for module, path in {**MODULES, **_top_level_files()}.items():
+        room = _house_room(module)
+        for imported in _imports(path):
+            target = _house_room(imported if imported in MODULES else imported.rsplit(".", 1)[0])
+            if imported.startswith("attention") and room and target and target != room:
+                where = f"{module} (floor {HOUSE[room]}) imports {imported} (floor {HOUSE[target]})"
+                assert HOUSE[target] < HOUSE[room], where
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.count(".") >= 3 and m.startswith("attention.ui.")))
 def test_ui_rooms_import_only_downward(module: str) -> None:
-    floor = UI_ROOMS.index(_room(module))
+    """The picture of attention/ui's floors in docs/architecture.md: a room imports only from floors below its own."""
+    floor = UI_FLOORS[_room(module)]
     for imported in _imports(MODULES[module]):
-        if imported.startswith("attention.ui.") and imported.count(".") >= 2:
+        if imported.startswith("attention.ui.") and imported.count(".") >= 2 and _room(imported) != _room(module):
             room = _room(imported)
-            assert UI_ROOMS.index(room) <= floor, f"{module} imports {imported}, a room above"
+            assert UI_FLOORS[room] < floor, f"{module} (floor {floor}) imports {imported} (floor {UI_FLOORS[room]})"
 
 
 def test_the_ui_is_only_rooms_of_a_dozen_modules_or_fewer() -> None:
