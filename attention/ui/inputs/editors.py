@@ -1,6 +1,7 @@
 """Matrix editors: labelled ``st.data_editor`` grids whose edits are checked cell by cell in their callback.
 
-Each edit is checked in the grid's ``on_change`` callback and applied through :func:`attention.ui.state.edit_cells`.
+Each edit is checked in the grid's ``on_change`` callback and applied through
+:func:`attention.ui.state.edits.edit_cells`.
 
 A valid cell goes straight into the session's matrices (and so to every page); a bad cell (blank, NaN,
 infinite, not a number) is named and keeps its previous value, while every other edit in the grid is kept.

@@ -1,7 +1,7 @@
 """Save, share, export (in the sidebar): preset file download and load, script, notebook, and a link.
 
 The state goes out as a preset file, a Python script or a notebook, and a link that carries small edits.
-Loading a file goes through :func:`attention.ui.state.apply_preset`."""
+Loading a file goes through :func:`attention.ui.state.presets.apply_preset`."""
 
 from __future__ import annotations
 
