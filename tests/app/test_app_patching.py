@@ -211,8 +211,8 @@ BAD = {
     "an empty corrupted text": ("fa bi", "", "The corrupted text is empty"),
     "different lengths": ("fa bi de", "fa bi", "The clean text has 3 tokens and the corrupted one 2"),
     "a word outside the vocabulary": ("fa bi zz", "fa bi de", "zz"),
-    "one token": ("fa", "bi", "The clean text has 1 tokens; the model reads 2 to 24"),
-    "longer than the context": ("fa " * 30, "fa " * 30, "The clean text has 30 tokens; the model reads 2 to 24"),
+    "one word": ("fa", "bi", "The clean text has 1 word; the model reads 2 to 24"),
+    "longer than the context": ("fa " * 30, "fa " * 30, "The clean text has 30 words; the model reads 2 to 24"),
     "the same texts": ("fa bi de", "fa bi de", "The two texts are the same tokens"),
 }
 
@@ -314,3 +314,16 @@ def test_the_pair_travels_in_the_address_and_a_bad_one_is_named() -> None:
         notes = [t for t in texts(bad.warning) if "patching pair" in t]
         assert notes and said in notes[0], (query, texts(bad.warning))
         assert session(bad).patching.pair.startswith("12 words, then the same 12 again")  # the page as it starts
+
+
+@pytest.mark.parametrize("typed", ["fa", "fa bi zz", "fa " * 30])
+def test_every_head_and_patching_read_a_text_with_one_wording(typed: str) -> None:
+    """One validator for a model text: Every head's text box and Patching's texts say the same of the same text."""
+    heads = app("every_head").text_input(key="inside.w.typed").input(typed).run()
+    patching = app("patching")
+    patching.text_area(key="inside.w.patch.clean").input(typed)
+    patching.text_area(key="inside.w.patch.corrupt").input("fa bi de")
+    patching = patching.button(key="inside.patch.use").click().run()
+    said = [e.removeprefix("The text") for e in errors(heads) if e.startswith("The text")]
+    told = [e.removeprefix("The clean text") for e in errors(patching) if e.startswith("The clean text")]
+    assert said and said == told, (errors(heads), errors(patching))

@@ -143,29 +143,33 @@ def on_sequence() -> None:
     st.session_state[keys.INSIDE_TYPED] = model().decode(ids)
 
 
-def on_typed() -> None:
-    """Words were typed: each must be in the model's vocabulary, 2 to n_ctx of them; else a message naming the word,
-    and nothing else changes."""
-    text = st.session_state.get(keys.INSIDE_TYPED)
-    m = model()
-    words = "words" if isinstance(m.vocab, WordVocab) else "tokens"
-    most = models.longest(m)
-    if not isinstance(text, str) or len(text) > MAX_CHARS:
-        size = len(text) if isinstance(text, str) else 0
-        _set(message=f"The text has {size:,} characters; at most {MAX_CHARS} are read. Nothing changed.")
-        return
+def read_text(m: models.Model, text: object, which: str = "text") -> tuple[int, ...]:
+    """A model text typed on any model page, read into its ids: not empty, at most MAX_CHARS characters (checked
+    before it is split or tokenized), every word known to the model, 2 to the pages' longest tokens. Anything else
+    raises an AttentionError whose message names ``which`` text and what is wrong: one wording for every page."""
+    size = len(text) if isinstance(text, str) else 0
+    if not isinstance(text, str) or not text.strip():
+        raise AttentionError(f"The {which} is empty")
+    if size > MAX_CHARS:
+        raise AttentionError(f"The {which} has {size:,} characters; at most {MAX_CHARS:,} are read")
     try:
         ids = tuple(m.encode(text))
     except AttentionError as e:
-        _set(message=f"{e}. Nothing changed.")
-        return
+        raise AttentionError(f"The {which}: {e}") from None
+    most, unit = models.longest(m), "word" if isinstance(m.vocab, WordVocab) else "token"
     if not 2 <= len(ids) <= most:
-        cap = (
-            f" here (it reads up to {m.config.n_ctx}; longer texts make the charts slow)"
-            if most < m.config.n_ctx
-            else ""
-        )
-        _set(message=f"The text has {len(ids)} {words}; the model reads 2 to {most}{cap}. Nothing changed.")
+        cap = f" (it reads up to {m.config.n_ctx}; longer texts make the charts slow)" if most < m.config.n_ctx else ""
+        count = f"{len(ids)} {unit}" + ("" if len(ids) == 1 else "s")
+        raise AttentionError(f"The {which} has {count}; the model reads 2 to {most} here{cap}")
+    return ids
+
+
+def on_typed() -> None:
+    """Words were typed: read by :func:`read_text`; else its message, and nothing else changes."""
+    try:
+        ids = read_text(model(), st.session_state.get(keys.INSIDE_TYPED))
+    except AttentionError as e:
+        _set(message=f"{e}. Nothing changed.")
         return
     _new_text(ids, "")
     st.session_state[keys.INSIDE_SEQUENCE] = TYPED_LABEL
@@ -477,26 +481,13 @@ def on_pair() -> None:
 def on_texts() -> None:
     """Both texts were sent: each is read by the model (a word outside its vocabulary is named), 2 to the pages'
     longest, and they have the same number of tokens; else a message naming what is wrong, and nothing changes."""
-    m, most = model(), models.longest(model())
     read: list[tuple[int, ...]] = []
-    for which, key in (("clean", keys.PATCH_CLEAN), ("corrupted", keys.PATCH_CORRUPT)):
-        text = st.session_state.get(key)
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_CHARS:
-            size = len(text) if isinstance(text, str) else 0
-            why = "is empty" if size == 0 or not text.strip() else f"has {size:,} characters; at most {MAX_CHARS}"
-            _patch(message=f"The {which} text {why}. Nothing changed.")
-            return
+    for which, key in (("clean text", keys.PATCH_CLEAN), ("corrupted text", keys.PATCH_CORRUPT)):
         try:
-            ids = tuple(m.encode(text))
+            read.append(read_text(model(), st.session_state.get(key), which))
         except AttentionError as e:
-            _patch(message=f"The {which} text: {e}. Nothing changed.")
+            _patch(message=f"{e}. Nothing changed.")
             return
-        if not 2 <= len(ids) <= most:
-            _patch(
-                message=f"The {which} text has {len(ids)} tokens; the model reads 2 to {most} here. Nothing changed."
-            )
-            return
-        read.append(ids)
     clean, corrupt = read
     if len(clean) != len(corrupt):
         _patch(
