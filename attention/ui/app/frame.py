@@ -65,13 +65,8 @@ def setup(title: str, page_file: str, tools: bool = True) -> session.Session:
     sidebar.draw(s, tools=tools)
     url.write(s)
     controls.show_messages("page.notice")
-    st.session_state[_DRAWN] = drawn_from(s)
-    st.session_state[_WHOLE_RUN] = True  # read (and dropped) by a step page's body: this run is a whole one
+    state_core.drew(s, drawn=drawn_from(s), whole_run=True)  # whole_run: read (and dropped) by a step page's body
     return s
-
-
-_DRAWN = "frame.drawn_from"  # what the last whole run drew outside a step page's body (see drawn_from)
-_WHOLE_RUN = "frame.whole_run"
 
 
 def drawn_from(s: session.Session) -> tuple:
@@ -111,7 +106,7 @@ def body(key: str) -> None:
     """A step page below its formula, and the sidebar's *Save, share, export*: rerun alone by the widgets drawn here
     (grid edits, tabs, a heatmap cell), or the whole page when a change reached beyond them."""
     s = session.get()
-    if st.session_state.get(_DRAWN) != drawn_from(s):
+    if s.drawn != drawn_from(s):
         st.rerun()  # a change beyond the body: the whole page (never in a whole run: setup just set it)
     cache.collect_if_large(len(s.tokens))  # as setup does: a fragment rerun is a run too
     step = STEPS[key]
@@ -130,10 +125,11 @@ def body(key: str) -> None:
             for name in step.controls_after:
                 controls.CONTROLS[name](s)
     results, inputs = st.columns([3, 2], gap="medium") if step.inputs else (st.container(), None)
-    st.session_state[_BODY_DRAWN] = body_drawn_from(s)
+    whole_run = s.whole_run
+    state_core.drew(s, body_drawn=body_drawn_from(s), whole_run=False)
     # A whole run sends the grids first (their code loads while the rest is built); a rerun of the body after an edit
     # sends the results first, so the browser redraws the heatmap while the grid beside it is still being built.
-    first = (inputs, results) if st.session_state.pop(_WHOLE_RUN, False) else (results, inputs)
+    first = (inputs, results) if whole_run else (results, inputs)
     for column in first:
         if column is inputs and inputs is not None:
             with inputs, printing.screen_only("inputs", panel=True):
@@ -158,9 +154,6 @@ def page_downloads(key: str, s: session.Session, ok: bool) -> None:
             downloads.matrix(name, s, key)
         if ok:
             downloads.everything(s, key)
-
-
-_BODY_DRAWN = "frame.body_drawn_from"  # what the last run of a step page's body drew beside its results
 
 
 def body_drawn_from(s: session.Session) -> tuple:
@@ -188,7 +181,7 @@ def results_column(key: str, s: session.Session, ok: bool) -> None:
 def result_panel(key: str) -> None:
     """A step page's results: the tutorial check, the heatmap, tables and views. A click on a heatmap cell, a head,
     a window or a zoom reruns only this column; a change beyond it reruns the whole page."""
-    if st.session_state.get(_BODY_DRAWN) != body_drawn_from(session.get()):
+    if session.get().body_drawn != body_drawn_from(session.get()):
         st.rerun()  # a change beyond the results: the whole page (never when the body runs: it just set it)
     results_of(key)
 

@@ -199,6 +199,10 @@ class Session:
     # while set, edits of the matrices it locks are refused
     challenge: Challenge | None = declare(LABS, default=None, travels=True, rerun=PAGE, key=identity)
     tour_dismissed: bool = declare(LABS, default=False, survives=True)  # the overview's "Start here" was put away
+    # the challenge form (Challenges page): the condition type its fields were last filled for, and whether the
+    # example's hint was taken out of it (labpages.challenge_form)
+    form_kind: str = declare(LABS, default="cell", survives=True)
+    form_hint_cleared: bool = declare(LABS, default=False, survives=True)
     # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
     learn: LearnSettings = declare(LABS, factory=LearnSettings, survives=True)
     learned: Learned | None = declare(LABS, default=None, survives=learned_if_same_tokens)
@@ -218,6 +222,12 @@ class Session:
     patching: Patching | None = declare(MODEL_PART, default=None, survives=True)  # the Patching page's pair and job
     # --- the Generate page's state (attention.ui.state.generation; None until that page first opens) ---
     generation: Generation | None = declare(GENERATION_PART, default=None, survives=True)
+    # the fingerprints of what the last runs drew (attention.ui.app.frame: drawn_from, body_drawn_from) and whether
+    # this run is a whole one: a fragment reruns the whole page when they no longer match; derived, not state (kept
+    # across a new preset as the widget state they replace was)
+    drawn: tuple | None = declare(BOOKKEEPING, default=None, cache=True, survives=True)
+    body_drawn: tuple | None = declare(BOOKKEEPING, default=None, cache=True, survives=True)
+    whole_run: bool = declare(BOOKKEEPING, default=False, cache=True, survives=True)
     # values derived from the whole state, each with the state it was derived from (see derived); not state
     memo: dict[str, tuple[tuple, Any]] = declare(BOOKKEEPING, factory=dict, cache=True)
 

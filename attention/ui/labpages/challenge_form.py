@@ -17,6 +17,7 @@ from ...names import ARRAYS, INPUTS
 from ..core import keys, session
 from ..core.text import esc
 from ..state import challenges as state_challenges
+from ..widgets import common as widgets
 
 EXAMPLES = {  # the form starts filled in with a challenge that reads, one per condition type (see example_preset)
     "cell": {
@@ -84,7 +85,6 @@ _KEYS = {
 _KEYS |= {"hint": keys.CF_HINT}
 EXAMPLE_HINTS = {e["hint"] for e in EXAMPLES.values()}
 EXAMPLE_GOALS = {e["goal"] for e in EXAMPLES.values()}
-CLEARED = "cf.cleared"  # set when the example's hint was taken out of the form
 
 
 @functools.cache
@@ -101,36 +101,34 @@ def _init() -> None:
     key of its own and brought back from there."""
     defaults = {
         keys.CF_KIND: EXAMPLE["kind"],
-        "cf.kind_was": EXAMPLE["kind"],
         keys.CF_PRESET: example_preset(),
         keys.CF_ARRAY: EXAMPLE["array"],
         keys.CF_EDIT: list(EXAMPLE["editable"]),
         keys.CF_MASK: "none",
-        CLEARED: False,
     } | {key: EXAMPLE[name] for name, key in _KEYS.items()}
     for key, value in defaults.items():
-        if key not in st.session_state:
-            st.session_state[key] = st.session_state.get(f"{key}.kept", value)
-        st.session_state[f"{key}.kept"] = st.session_state[key]
+        widgets.bind(key, st.session_state.get(f"{key}.kept", value), once=True)
+        widgets.bind(f"{key}.kept", st.session_state[key])
 
 
 def _on_kind() -> None:
     """Another condition type: every field still holding the old type's example takes the new type's example; a hint
     that is an example's while the goal is the teacher's own is cleared (it was about the example's goal)."""
-    old, new = st.session_state.get("cf.kind_was", "cell"), st.session_state[keys.CF_KIND]
-    st.session_state["cf.kind_was"] = new
+    old, new = session.get().form_kind, st.session_state[keys.CF_KIND]
+    state_challenges.set_form(kind=new)
     if old in EXAMPLES and new in EXAMPLES:
         for name, key in _KEYS.items():
             if st.session_state.get(key) == EXAMPLES[old][name]:
-                st.session_state[key] = EXAMPLES[new][name]
+                widgets.bind(key, EXAMPLES[new][name])
     _clear_stale_hint()
 
 
 def _clear_stale_hint() -> None:
-    st.session_state[CLEARED] = False
-    if st.session_state.get(keys.CF_HINT) in EXAMPLE_HINTS and st.session_state.get(keys.CF_GOAL) not in EXAMPLE_GOALS:
-        st.session_state[keys.CF_HINT] = ""
-        st.session_state[CLEARED] = True
+    hint, goal = st.session_state.get(keys.CF_HINT), st.session_state.get(keys.CF_GOAL)
+    stale = hint in EXAMPLE_HINTS and goal not in EXAMPLE_GOALS
+    if stale:
+        widgets.bind(keys.CF_HINT, "")
+    state_challenges.set_form(hint_cleared=stale)
 
 
 def draw(s: session.Session) -> None:
@@ -174,7 +172,7 @@ def draw(s: session.Session) -> None:
         mask = d2.selectbox("Mask", ("none", "causal"), key=keys.CF_MASK)
         hint = st.text_area("Hint (shown on request)", max_chars=2000, key=keys.CF_HINT)
         st.form_submit_button("Check it", type="primary", on_click=_clear_stale_hint)
-    if st.session_state.get(CLEARED):
+    if s.form_hint_cleared:
         st.info(
             "The example's hint was taken out: it was about the example's goal. Write a hint for yours, or leave "
             "it empty.",

@@ -138,3 +138,11 @@ def set_tour(dismissed: bool) -> None:
     """Put the overview's "Start here" away, or bring it back."""
     s = get()
     s.tour_dismissed = bool(dismissed)
+
+
+def set_form(kind: str | None = None, hint_cleared: bool | None = None) -> None:
+    """The challenge form's own record: the condition type its fields were last filled for, and whether the
+    example's hint was taken out of it."""
+    s = get()
+    s.form_kind = s.form_kind if kind is None else kind
+    s.form_hint_cleared = s.form_hint_cleared if hint_cleared is None else bool(hint_cleared)

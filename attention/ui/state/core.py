@@ -94,3 +94,12 @@ def grids_hold_edits() -> bool:
         if not isinstance(payload, dict) or any(payload.get(f) for f in ("edited_rows", "added_rows", "deleted_rows")):
             return True
     return False
+
+
+def drew(s: Session, **fingerprints: object) -> None:
+    """Record what a run drew (the Session's ``drawn``, ``body_drawn`` and ``whole_run``): the frame compares them
+    with the state in its fragments, to tell a change that reached beyond a fragment. Bookkeeping: no epoch moves."""
+    for name, value in fingerprints.items():
+        if name not in ("drawn", "body_drawn", "whole_run"):
+            raise ValueError(f"{name!r} is not a fingerprint of what was drawn")
+        setattr(s, name, value)
