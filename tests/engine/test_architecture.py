@@ -392,3 +392,43 @@ def test_a_notebook_draws_the_same_heatmap_as_the_app() -> None:
     assert len(six["data"]["values"]) == 36
     with pytest.raises(attention.AttentionError, match="2-D"):
         charts.heatmap(np.zeros((2, 2, 2)), ["a", "b"], ["a", "b"])
+
+
+STATE_WRITERS = ("attention/ui/state/", "attention/ui/core/", "attention/ui/widgets/common.py")
+WRITES = {"pop", "setdefault", "update", "clear", "__setitem__", "__delitem__"}
+
+
+def _session_state(node: ast.AST) -> bool:
+    """``st.session_state`` (or ``streamlit.session_state``)."""
+    return isinstance(node, ast.Attribute) and node.attr == "session_state"
+
+
+def _writes_session_state(tree: ast.AST) -> list[int]:
+    """The lines that write st.session_state: an item or attribute set or deleted, or a writing method called."""
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else []
+        targets = [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else targets
+        if any(isinstance(t, ast.Subscript | ast.Attribute) and _session_state(t.value) for t in targets):
+            found.append(node.lineno)
+        call = node.func if isinstance(node, ast.Call) else None
+        if isinstance(call, ast.Attribute) and call.attr in WRITES and _session_state(call.value):
+            found.append(node.lineno)
+    return found
+
+
+def test_session_state_is_written_only_in_the_state_rooms() -> None:
+    """The truth is changed in one place: st.session_state is written only by attention/ui/state, attention/ui/core
+    and the one binding helper (widgets/common.bind) that shows a value in a widget."""
+    writes = {
+        f"{p.relative_to(ROOT).as_posix()}:{line}"
+        for p in (PACKAGE / "ui").rglob("*.py")
+        if not p.relative_to(ROOT).as_posix().startswith(STATE_WRITERS)
+        for line in _writes_session_state(ast.parse(p.read_text(encoding="utf-8")))
+    }
+    assert not writes, f"st.session_state written outside the state rooms: {sorted(writes)}"
+
+
+def test_the_state_room_check_sees_each_kind_of_write() -> None:
+    code = "st.session_state['a'] = 1\nst.session_state.b = 2\ndel st.session_state['c']\nst.session_state.pop('d')\n"
+    assert _writes_session_state(ast.parse(code)) == [1, 2, 3, 4]

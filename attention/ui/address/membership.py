@@ -25,7 +25,8 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io.board import Board, normal_code
 from ..core import classboard
-from ..core.classboard import MEMBER, Member
+from ..core.classboard import Member
+from ..state import board as state_board
 
 PARAM = "member"
 LIMIT = 100  # "K7QX2M." and a 32-character token
@@ -61,7 +62,7 @@ def _check(board: Board, value: str, from_cookie: bool = False) -> list[str]:
         code = normal_code(code)
     except AttentionError:
         return ["The address's class membership is not known to this class board; join your class again."]
-    st.session_state[MEMBER] = Member(code, name, token, from_cookie)
+    state_board.rejoin(Member(code, name, token, from_cookie))
     return []
 
 

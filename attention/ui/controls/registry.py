@@ -67,9 +67,7 @@ def _on_sentence(key: str) -> None:
         state_edits.set_tokens(tokens)
         if s.embedding[0] != "preset":  # the new words get their own vectors, made the same way
             learning.set_embeddings(*s.embedding)
-        st.session_state[keys.tok_sentence(session.get().version)] = (
-            text  # the box keeps the text if the editors were renewed
-        )
+        bind(keys.tok_sentence(session.get().version), text)  # the box keeps the text if the editors were renewed
 
 
 def sentence(s: session.Session) -> None:
@@ -103,9 +101,9 @@ def _on_d_model(key: str) -> None:
     if d is not None and d != s.dims.d_model:
         text = " ".join(s.tokens)
         if not state_edits.resize(d_model=d, place="control.d_model"):
-            st.session_state[key] = s.dims.d_model  # refused: the box shows the size in force
+            bind(key, s.dims.d_model)  # refused: the box shows the size in force
             return
-        st.session_state[keys.tok_sentence(session.get().version)] = text
+        bind(keys.tok_sentence(session.get().version), text)
 
 
 # ------------------------------------------------------------------------------------------ d_k
@@ -134,7 +132,7 @@ def _on_width(key: str, dim: str) -> None:
     current = getattr(s.dims, dim)
     d = whole_number(key, dim, 1, names.MAX_DIM, f"control.{dim}", current)
     if d is not None and d != current and not state_edits.resize(**{dim: d}, place=f"control.{dim}"):
-        st.session_state[key] = current  # refused: the box shows the size in force
+        bind(key, current)  # refused: the box shows the size in force
 
 
 # ------------------------------------------------------------------------------------------ W_o

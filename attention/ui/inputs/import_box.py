@@ -19,7 +19,7 @@ from ..core.text import esc, quoted
 from ..state import core as messages
 from ..state import core as state_core
 from ..state import edits, pins
-from ..widgets.common import open_expander, show_messages
+from ..widgets.common import bind, open_expander, show_messages
 
 
 def parse_import(
@@ -110,7 +110,7 @@ def _on_paste(name: str) -> None:
     if not edits.replace_matrix(name, arr):
         return  # refused (a challenge locks it): the message says so
     _applied(name, arr, "the pasted matrix")
-    st.session_state[keys.import_box(name, "text")] = ""  # applied: the box is emptied
+    bind(keys.import_box(name, "text"), "")  # applied: the box is emptied
 
 
 def _on_upload(name: str) -> None:

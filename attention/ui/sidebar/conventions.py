@@ -203,7 +203,7 @@ def _factor(key: str, option: str, what: str) -> None:
     if value is not None:
         options.set_option(**{option: float(value)})
     elif current is not None:
-        st.session_state[key] = float(current)
+        bind(key, float(current))
 
 
 def _scale_kind() -> None:

@@ -40,6 +40,11 @@ def join() -> None:
     say("board.join", "success", f"You joined class {code} as {quoted(' '.join(name.split()), 60)}.")
 
 
+def rejoin(member: Member) -> None:
+    """This browser is ``member`` again: its address or cookie named a membership the board knows."""
+    st.session_state[MEMBER] = member
+
+
 def leave() -> None:
     """Forget this browser's membership (a shared computer: the next student joins as herself); the board keeps her
     row and her solves."""

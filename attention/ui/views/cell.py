@@ -14,7 +14,7 @@ from ..core.shown import key_labels, shown
 from ..core.text import esc
 from ..state import pins
 from ..widgets import number_tables
-from ..widgets.common import open_tab, open_view
+from ..widgets.common import bind, open_tab, open_view
 
 SIDE_BY_SIDE_COLS = 4  # input tables wider than this are shown one under the other
 
@@ -49,11 +49,11 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     st.markdown(f"**Explain a cell** · click a cell of {where}, or choose it here")
     c1, c2 = st.columns(2)
     for col, key, idx, what, options in ((c1, "q", i, "query (row)", labels), (c2, "k", j, "key (column)", key_toks)):
-        st.session_state[keys.cell(page_key, key)] = options[idx]
+        bind(keys.cell(page_key, key), options[idx])
         col.selectbox(what, options, key=keys.cell(page_key, key), on_change=_on_pick, args=(page_key,))
     head = min(s.head, trace.options.heads - 1)
     if trace.options.heads > 1:
-        st.session_state[keys.cell(page_key, "head")] = head + 1
+        bind(keys.cell(page_key, "head"), head + 1)
         st.selectbox(
             "head",
             list(range(1, trace.options.heads + 1)),
