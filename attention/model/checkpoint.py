@@ -1,4 +1,5 @@
-"""Open a checkpoint folder as model hubs publish it: config.json, model.safetensors (or shards), a tokenizer.
+"""Open a checkpoint folder as model hubs publish it: config.json, model.safetensors (or shards), a tokenizer; or
+a GGUF file (llama.cpp's format: see :mod:`.gguf_file`, which keeps the bounds and precision rule below).
 
 What is read, and how:
 
@@ -46,6 +47,7 @@ FLOAT64_UP_TO = 256 * 1024**2  # bytes of float32 weights up to which dtype=None
 MAX_CONFIG_BYTES = 1024**2
 MAX_FILES = 1000
 MAX_TOKENIZER_BYTES = 64 * 1024**2
+GGUF = ".gguf"  # llama.cpp's single-file format, opened by :mod:`.gguf_file`
 PICKLED = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 WHY_NOT_PICKLE = (
     "pickled weights are never opened here, because unpickling a file can run any code it contains; "
@@ -54,8 +56,13 @@ WHY_NOT_PICKLE = (
 
 
 def load(path: str | Path, dtype: type | np.dtype | None = None) -> Model:
-    """The model in a checkpoint folder (see the module's docstring for what it must hold), computing in ``dtype``
-    (np.float64 or np.float32; None: float64 up to :data:`FLOAT64_UP_TO` of float32 weights, else float32)."""
+    """The model in a checkpoint folder (see the module's docstring for what it must hold) or a ``.gguf`` file (see
+    :mod:`.gguf_file`), computing in ``dtype`` (np.float64 or np.float32; None: float64 up to :data:`FLOAT64_UP_TO`
+    of float32 weights, else float32)."""
+    if Path(path).is_file() and Path(path).suffix.lower() == GGUF:
+        from .gguf_file import load_gguf
+
+        return load_gguf(Path(path), dtype)
     folder = _folder(Path(path))
     family, config = read_family_config(_read_json(folder / "config.json", MAX_CONFIG_BYTES))
     files = open_weights(folder)
@@ -98,7 +105,8 @@ def _folder(path: Path) -> Path:
         if path.suffix.lower() in PICKLED:
             raise AttentionError(f"{path.name}: {WHY_NOT_PICKLE}", field="file")
         raise AttentionError(
-            f"{path.name} is a file; give the checkpoint's folder (config.json, model.safetensors and a tokenizer)",
+            f"{path.name} is a file; give a .gguf file or the checkpoint's folder (config.json, model.safetensors and "
+            "a tokenizer)",
             field="path",
         )
     if not path.is_dir():
