@@ -250,7 +250,9 @@ def _check_tensors(path: Path, tensors: dict[str, Any], want: dict[str, tensorna
         )
     for s in want.values():
         if s.name not in tensors:
-            raise AttentionError(f"{path.name} has no tensor {s.name!r}, which its metadata's model needs", field=s.name)
+            raise AttentionError(
+                f"{path.name} has no tensor {s.name!r}, which its metadata's model needs", field=s.name
+            )
         shape = tuple(int(k) for k in reversed(tensors[s.name].shape))  # GGUF lists the fastest axis first
         if shape != s.shape:
             raise AttentionError(

@@ -32,7 +32,9 @@ _LLAMA3 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-_QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_QWEN2 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 _TEKKEN = (
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
@@ -125,7 +127,9 @@ def _ranked_merges(vocab: dict[str, int], scores: dict[str, float]) -> list[tupl
     """Merges implied by a vocabulary: every split of a token into two tokens, best score first."""
     merges = []
     for token, score in scores.items():
-        local = [(token[:k], token[k:], score) for k in range(1, len(token)) if token[:k] in vocab and token[k:] in vocab]
+        local = [
+            (token[:k], token[k:], score) for k in range(1, len(token)) if token[:k] in vocab and token[k:] in vocab
+        ]
         merges.extend(sorted(local, key=lambda m: (vocab[m[0]], vocab[m[1]])))
     merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
     return [(a, b) for a, b, _ in merges]
@@ -142,7 +146,7 @@ def _sentencepiece(tk: Any, meta: dict[str, Any], tokens: list[str]) -> Any:
                 "a SentencePiece tokenizer needs tokenizer.ggml.merges or one score per token",
                 field="tokenizer.ggml.scores",
             )
-        merges = _ranked_merges(vocab, dict(zip(tokens, scores)))
+        merges = _ranked_merges(vocab, dict(zip(tokens, scores, strict=True)))
     tok = tk.Tokenizer(tk.models.BPE(vocab, merges, fuse_unk=True, byte_fallback=True, dropout=None))
     tok.pre_tokenizer = tk.pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
     d = tk.decoders
@@ -177,23 +181,33 @@ def _special_id(meta: dict[str, Any], key: str, tokens: Sequence[str]) -> int | 
 
 def _add_special(tk: Any, tok: Any, meta: dict[str, Any], tokens: list[str], byte_level: bool) -> None:
     """Control tokens (and the named special ones) matched whole as special tokens; user-defined ones as added."""
-    types = meta.get("tokenizer.ggml.token_type") or []
+    types = meta.get("tokenizer.ggml.token_type") or [1] * len(tokens)  # none given: every token a normal one
+    if len(types) != len(tokens):
+        raise AttentionError(
+            f"tokenizer.ggml.token_type has {len(types):,} entries for {len(tokens):,} tokens",
+            field="tokenizer.ggml.token_type",
+        )
     spelled = set(byte_alphabet().values()) if byte_level else None
     named = {_special_id(meta, k, tokens) for k in ("bos_token_id", "eos_token_id", "unknown_token_id",
                                                      "padding_token_id")} - {None}  # fmt: skip
-    control = [t for t, kind in zip(tokens, types) if kind == CONTROL and (spelled is None or set(t) <= spelled)]
+    control = [
+        t for t, kind in zip(tokens, types, strict=True) if kind == CONTROL and (spelled is None or set(t) <= spelled)
+    ]
     control += [tokens[i] for i in sorted(named) if tokens[i] not in control]  # type: ignore[index]
     if control:
         tok.add_special_tokens([tk.AddedToken(t, normalized=False, special=True) for t in control])
     vocab = tok.get_vocab()
-    user = [t for t, kind in zip(tokens, types) if kind == USER_DEFINED and t in vocab]
+    user = [t for t, kind in zip(tokens, types, strict=True) if kind == USER_DEFINED and t in vocab]
     if user:
         tok.add_tokens([tk.AddedToken(t, normalized=False, special=False) for t in user])
 
 
 def _post_processor(tk: Any, tok: Any, meta: dict[str, Any], tokens: list[str], default_bos: bool) -> None:
     """BOS (and EOS) added as the file says (tokenizer.ggml.add_bos_token; SentencePiece files without it add BOS)."""
-    add = {"bos": meta.get("tokenizer.ggml.add_bos_token", default_bos), "eos": meta.get("tokenizer.ggml.add_eos_token")}
+    add = {
+        "bos": meta.get("tokenizer.ggml.add_bos_token", default_bos),
+        "eos": meta.get("tokenizer.ggml.add_eos_token"),
+    }
     ids = {"bos": _special_id(meta, "bos_token_id", tokens), "eos": _special_id(meta, "eos_token_id", tokens)}
     used = [k for k in ("bos", "eos") if add[k] is True and ids[k] is not None]
     if not used:
@@ -202,5 +216,7 @@ def _post_processor(tk: Any, tok: Any, meta: dict[str, Any], tokens: list[str], 
     eos = f" {tokens[ids['eos']]}:0" if "eos" in used else ""  # type: ignore[index]
     pair = f"{bos}$A:0{eos} {bos.replace(':0', ':1')}$B:1{eos.replace(':0', ':1')}"
     tok.post_processor = tk.processors.TemplateProcessing(
-        single=f"{bos}$A:0{eos}", pair=pair, special_tokens=[(tokens[ids[k]], ids[k]) for k in used]  # type: ignore
+        single=f"{bos}$A:0{eos}",
+        pair=pair,
+        special_tokens=[(tokens[ids[k]], ids[k]) for k in used],  # type: ignore
     )
