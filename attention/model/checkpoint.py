@@ -1,5 +1,6 @@
-"""Open a checkpoint folder as model hubs publish it: config.json, model.safetensors (or shards), a tokenizer; or
-a GGUF file (llama.cpp's format: see :mod:`.gguf_file`, which keeps the bounds and precision rule below).
+"""Open a checkpoint folder as model hubs publish it: config.json, model.safetensors (or shards), a tokenizer.
+
+A ``.gguf`` file (llama.cpp's format) opens too, read by :mod:`.gguf_file` with the bounds and precision rule below.
 
 What is read, and how:
 
@@ -60,8 +61,6 @@ def load(path: str | Path, dtype: type | np.dtype | None = None) -> Model:
     :mod:`.gguf_file`), computing in ``dtype`` (np.float64 or np.float32; None: float64 up to :data:`FLOAT64_UP_TO`
     of float32 weights, else float32)."""
     if Path(path).is_file() and Path(path).suffix.lower() == GGUF:
-        from .gguf_file import load_gguf
-
         return load_gguf(Path(path), dtype)
     folder = _folder(Path(path))
     family, config = read_family_config(_read_json(folder / "config.json", MAX_CONFIG_BYTES))
@@ -71,6 +70,22 @@ def load(path: str | Path, dtype: type | np.dtype | None = None) -> Model:
     params = read_weights(files, family, config, chosen)
     vocab, said = read_tokenizer(folder, config)
     return Model(config, params, vocab, name=folder.name, dtype=chosen, notes=said + notes)
+
+
+def load_gguf(path: Path, dtype: object = None) -> Model:
+    """A GGUF file (:mod:`.gguf_file`) with the same bounds and precision rule as a folder: the file's size and the
+    weights' size as computed are checked from its header, before the tokenizer is built and any tensor is read."""
+    from .gguf_file import GGUFFile  # the gguf package is imported only when a GGUF file is opened
+
+    opened = GGUFFile(path, MAX_FOLDER_BYTES)
+    count = sum(math.prod(shape) for shape in param_shapes(opened.config).values())
+    chosen, notes = precision(dtype, count)
+    vocab = opened.tokenizer()
+    params = opened.params(chosen)
+    said = vocabulary_notes(len(vocab), opened.config.vocab_size)
+    return Model(
+        opened.config, params, vocab, name=path.stem, dtype=chosen, notes=[opened.quantization(), *said, *notes]
+    )
 
 
 def precision(dtype: object, count: int) -> tuple[np.dtype, list[str]]:

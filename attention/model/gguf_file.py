@@ -23,7 +23,6 @@ subtracted, as transformers does.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,9 @@ from ..errors import AttentionError
 from . import tensornames
 from .config import Config
 from .families import read_config as read_family_config
-from .model import Model, Params, param_shapes
+from .gguf_tokenizer import build as build_tokenizer
+from .model import Params
+from .vocab import BPEVocab
 
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3")
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
@@ -59,37 +60,41 @@ LAYER_NAMES = {  # Hugging Face's name in a layer (without the .weight/.bias) ->
 TOP_NAMES = {"embed_tokens": "token_embd", "norm": "output_norm", "lm_head": "output"}
 
 
-def load_gguf(path: Path, dtype: object = None) -> Model:
-    """The model in a GGUF file (see the module's docstring), computing in ``dtype`` as :func:`.checkpoint.load`."""
-    from .checkpoint import precision  # the one precision rule, shared with checkpoint folders
+class GGUFFile:
+    """A GGUF file opened and checked from its header (size, magic, architecture, types, every tensor's shape): its
+    ``family`` and ``config``; :meth:`tokenizer` and :meth:`params` read the rest. :func:`.checkpoint.load` opens it
+    between the two with its bounds and precision rule (this module does not import that one)."""
 
-    reader = open_reader(path)
-    meta = Metadata(reader)
-    arch = meta.architecture()
-    tensors = {t.name: t for t in reader.tensors}
-    _check_types(path, tensors)
-    family, config = read_family_config(config_dict(meta, arch, tensors))
-    chosen, notes = precision(dtype, sum(math.prod(s) for s in param_shapes(config).values()))
-    want = _sources(family, config, arch)
-    _check_tensors(path, tensors, want, config)
-    from .gguf_tokenizer import build
+    def __init__(self, path: Path, max_bytes: int):
+        self.path = path
+        self.reader = open_reader(path, max_bytes)
+        self.meta = Metadata(self.reader)
+        self.arch = self.meta.architecture()
+        self.tensors = {t.name: t for t in self.reader.tensors}
+        _check_types(path, self.tensors)
+        self.family, self.config = read_family_config(config_dict(self.meta, self.arch, self.tensors))
+        self.want = _sources(self.family, self.config, self.arch)
+        _check_tensors(path, self.tensors, self.want, self.config)
 
-    vocab = build(meta.tokenizer(), arch)
-    params = _read(tensors, want, family, config, arch, chosen)
-    from .checkpoint import vocabulary_notes
+    def tokenizer(self) -> BPEVocab:
+        """The tokenizer its metadata describes (:mod:`.gguf_tokenizer`)."""
+        return build_tokenizer(self.meta.tokenizer(), self.arch)
 
-    said = vocabulary_notes(len(vocab), config.vocab_size)
-    return Model(config, params, vocab, name=path.stem, dtype=chosen, notes=[quantization(tensors), *said, *notes])
+    def params(self, dtype: np.dtype) -> Params:
+        """The parameters as ``dtype``: each tensor dequantized (see :func:`_read`)."""
+        return _read(self.tensors, self.want, self.config, self.arch, dtype)
+
+    def quantization(self) -> str:
+        """How the weights were stored, for Model.notes (see :func:`quantization`)."""
+        return quantization(self.tensors)
 
 
-def open_reader(path: Path) -> Any:
+def open_reader(path: Path, max_bytes: int) -> Any:
     """The file's GGUFReader, after its size and magic are checked; every parse failure named."""
-    from .checkpoint import MAX_FOLDER_BYTES
-
     size = path.stat().st_size
-    if size > MAX_FOLDER_BYTES:
+    if size > max_bytes:
         raise AttentionError(
-            f"{path.name} is {size:,} bytes, more than the {MAX_FOLDER_BYTES / 1024**3:g} GiB that can be opened",
+            f"{path.name} is {size:,} bytes, more than the {max_bytes / 1024**3:g} GiB that can be opened",
             field="file",
         )
     with path.open("rb") as f:
@@ -264,12 +269,7 @@ def _check_tensors(path: Path, tensors: dict[str, Any], want: dict[str, tensorna
 
 
 def _read(
-    tensors: dict[str, Any],
-    want: dict[str, tensornames.Source],
-    family: str,
-    config: Config,
-    arch: str,
-    dtype: np.dtype,
+    tensors: dict[str, Any], want: dict[str, tensornames.Source], config: Config, arch: str, dtype: np.dtype
 ) -> Params:
     """The parameters: each tensor dequantized to float32, unpermuted (llama's q and k), gains shifted (Gemma 3),
     cast to ``dtype``, finite, read-only."""
