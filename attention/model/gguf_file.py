@@ -205,8 +205,8 @@ def _gemma3(raw: dict[str, Any], key: Callable[..., Any]) -> None:
 
 
 def _check_rope(raw: dict[str, Any], key: Callable[..., Any], arch: str, tensors: dict[str, Any]) -> None:
-    """Refuse what the file's rotation needs and the engine does not do: part of a head turned, per-frequency
-    factors (Llama 3.1's rope_freqs), a scaling other than linear."""
+    """Refuse what the file's rotation needs and the engine does not do: part of a head turned, a scaling other than
+    linear or Llama 3's (read from rope_freqs.weight)."""
     dims, head_dim = key("rope.dimension_count"), raw.get("head_dim")
     if dims is not None and head_dim is not None and dims != head_dim:
         raise AttentionError(
@@ -215,17 +215,46 @@ def _check_rope(raw: dict[str, Any], key: Callable[..., Any], arch: str, tensors
             field=f"{arch}.rope.dimension_count",
         )
     if "rope_freqs.weight" in tensors:
-        raise AttentionError(
-            "the file holds rope_freqs.weight (per-frequency RoPE factors, as Llama 3.1 and later store their "
-            "scaling); that scaling does not open from a GGUF file yet",
-            field="rope_freqs.weight",
-        )
+        _llama3(raw, tensors["rope_freqs.weight"])
     scaling = raw.get("rope_scaling")
-    if scaling and scaling["rope_type"] != "linear":
+    if scaling and scaling["rope_type"] not in ("linear", "llama3"):
         raise AttentionError(
             f"{arch}.rope.scaling.type is {scaling['rope_type']!r}; only linear scaling opens from a GGUF file",
             field=f"{arch}.rope.scaling.type",
         )
+
+
+LLAMA3 = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+
+
+def llama3_factors(theta: float, dim: int, factor: float, low: float, high: float, original: float) -> np.ndarray:
+    """The per-frequency divisors llama.cpp's converter writes as rope_freqs.weight for Llama 3's rope scaling: 1 for
+    wavelengths under original / high, ``factor`` over original / low, and a smooth blend between. (dim / 2,)"""
+    freqs = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)  # (dim / 2,)
+    wavelen = 2 * np.pi / freqs
+    smooth = (original / wavelen - low) / (high - low)
+    blend = 1 / ((1 - smooth) / factor + smooth)
+    return np.where(wavelen < original / high, 1.0, np.where(wavelen > original / low, factor, blend))
+
+
+def _llama3(raw: dict[str, Any], tensor: Any) -> None:
+    """Llama 3.1 and later store their RoPE scaling as per-frequency factors (rope_freqs.weight), not as keys. Those
+    of Llama 3's scaling (low 1, high 4, original context 8192, every published Llama 3 model's) with the factor their
+    largest is read as rope_scaling "llama3"; any others are refused, naming the tensor."""
+    stored = np.asarray(tensor.data, dtype=np.float64).ravel() if tensor.tensor_type.name == "F32" else None
+    head_dim = raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
+    factor = float(stored.max()) if stored is not None and stored.size else 0.0
+    if stored is not None and factor > 0:
+        expected = llama3_factors(raw.get("rope_theta", 10000.0), head_dim, factor, *LLAMA3.values())
+        if stored.shape == expected.shape and np.allclose(stored, expected, rtol=1e-5, atol=0):
+            if factor != 1.0:
+                raw["rope_scaling"] = {"rope_type": "llama3", "factor": factor, **LLAMA3}
+            return
+    raise AttentionError(
+        "rope_freqs.weight holds per-frequency RoPE factors that are not Llama 3's scaling (low 1, high 4, original "
+        "context 8192); those do not open from a GGUF file",
+        field="rope_freqs.weight",
+    )
 
 
 def _gguf_name(hf: str, arch: str) -> str:
@@ -246,7 +275,8 @@ def _sources(family: str, config: Config, arch: str) -> dict[str, tensornames.So
 def _check_tensors(path: Path, tensors: dict[str, Any], want: dict[str, tensornames.Source], c: Config) -> None:
     """Every tensor the config needs is there with its shape, and none is left over; from the header alone."""
     used = {s.name for s in want.values()}
-    extra = sorted(n for n in tensors if n not in used and not (c.tied and n == "output.weight"))
+    known = ("rope_freqs.weight",) + (("output.weight",) if c.tied else ())  # read as the config's RoPE scaling
+    extra = sorted(n for n in tensors if n not in used and n not in known)
     if extra:
         raise AttentionError(
             f"{path.name} has a tensor {extra[0]!r} that a model of its metadata's size does not have "

@@ -146,8 +146,10 @@ def test_an_unknown_tensor_type_is_refused_by_name(tmp_path: Path, monkeypatch: 
     assert err.field == "blk.0.ffn_up.weight"
 
 
-def _rewritten(path: Path, out: Path, arch: str | None = None, **changes: object) -> Path:
-    """The file with its architecture renamed or some metadata values changed; the tensors kept."""
+def _rewritten(
+    path: Path, out: Path, arch: str | None = None, added: dict[str, np.ndarray] | None = None, **changes: object
+) -> Path:
+    """The file with its architecture renamed or some metadata values changed; the tensors kept, and ``added``."""
     src = gguf.GGUFReader(path)
     old = src.fields["general.architecture"].contents()
     arch = arch or old
@@ -160,6 +162,8 @@ def _rewritten(path: Path, out: Path, arch: str | None = None, **changes: object
         w.add_key_value(name, value, f.types[0], f.types[-1] if len(f.types) > 1 else None)
     for t in src.tensors:
         w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
+    for name, value in (added or {}).items():
+        w.add_tensor(name, value)
     w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file(), w.close()
     return out
 
@@ -225,3 +229,35 @@ def test_a_gguf_file_is_memory_mapped_not_read_whole(tmp_path: Path, monkeypatch
     monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("the file was read whole"))
     load(path)
     assert opened == ["r"]  # GGUFReader memory-maps read-only; each tensor's bytes are read as it is dequantized
+
+
+def _llama3_factors(theta: float, dim: int, factor: float) -> list[float]:
+    """llama.cpp's converter for Llama 3 (convert_hf_to_gguf.py, LlamaModel), as a loop: low 1, high 4, 8192."""
+    import math
+
+    low, high, old = 1.0, 4.0, 8192
+    out = []
+    for i in range(0, dim, 2):
+        wavelen = 2 * math.pi / (1.0 / theta ** (i / dim))
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return out
+
+
+def test_llama_3s_rope_factors_are_read_as_its_scaling(tmp_path: Path) -> None:
+    path = gguf_files.write(tmp_path / "m.gguf", "llama", "Q8_0")
+    factors = np.array(_llama3_factors(500000.0, 64, 32.0), np.float32)  # Llama 3.2's factor, the file's head width
+    assert 1.0 < factors[len(factors) // 2] < 32.0 or len(set(factors.tolist())) > 2  # the blend is exercised
+    out = _rewritten(
+        path, tmp_path / "l3.gguf", added={"rope_freqs.weight": factors}, **{"llama.rope.freq_base": 500000.0}
+    )
+    c = load(out).config
+    assert (c.rope_scaling, c.rope_factor, c.rope_low_freq_factor, c.rope_high_freq_factor) == ("llama3", 32.0, 1, 4)
+    assert c.rope_original_context == 8192 and c.rope_theta == 500000.0
+    other = _rewritten(path, tmp_path / "o.gguf", added={"rope_freqs.weight": factors[::-1].copy()})
+    _refused(other, "rope_freqs.weight holds per-frequency RoPE factors that are not Llama 3's scaling")
