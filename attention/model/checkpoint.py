@@ -1,5 +1,7 @@
 """Open a checkpoint folder as model hubs publish it: config.json, model.safetensors (or shards), a tokenizer.
 
+A ``.gguf`` file (llama.cpp's format) opens too, read by :mod:`.gguf_file` with the bounds and precision rule below.
+
 What is read, and how:
 
 - ``config.json``: read by model_type (gpt2, llama, mistral, qwen2, qwen3, gemma3_text, gemma3's text part,
@@ -46,6 +48,7 @@ FLOAT64_UP_TO = 256 * 1024**2  # bytes of float32 weights up to which dtype=None
 MAX_CONFIG_BYTES = 1024**2
 MAX_FILES = 1000
 MAX_TOKENIZER_BYTES = 64 * 1024**2
+GGUF = ".gguf"  # llama.cpp's single-file format, opened by :mod:`.gguf_file`
 PICKLED = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 WHY_NOT_PICKLE = (
     "pickled weights are never opened here, because unpickling a file can run any code it contains; "
@@ -54,8 +57,11 @@ WHY_NOT_PICKLE = (
 
 
 def load(path: str | Path, dtype: type | np.dtype | None = None) -> Model:
-    """The model in a checkpoint folder (see the module's docstring for what it must hold), computing in ``dtype``
-    (np.float64 or np.float32; None: float64 up to :data:`FLOAT64_UP_TO` of float32 weights, else float32)."""
+    """The model in a checkpoint folder (see the module's docstring for what it must hold) or a ``.gguf`` file (see
+    :mod:`.gguf_file`), computing in ``dtype`` (np.float64 or np.float32; None: float64 up to :data:`FLOAT64_UP_TO`
+    of float32 weights, else float32)."""
+    if Path(path).is_file() and Path(path).suffix.lower() == GGUF:
+        return load_gguf(Path(path), dtype)
     folder = _folder(Path(path))
     family, config = read_family_config(_read_json(folder / "config.json", MAX_CONFIG_BYTES))
     files = open_weights(folder)
@@ -64,6 +70,22 @@ def load(path: str | Path, dtype: type | np.dtype | None = None) -> Model:
     params = read_weights(files, family, config, chosen)
     vocab, said = read_tokenizer(folder, config)
     return Model(config, params, vocab, name=folder.name, dtype=chosen, notes=said + notes)
+
+
+def load_gguf(path: Path, dtype: object = None) -> Model:
+    """A GGUF file (:mod:`.gguf_file`) with the same bounds and precision rule as a folder: the file's size and the
+    weights' size as computed are checked from its header, before the tokenizer is built and any tensor is read."""
+    from .gguf_file import GGUFFile  # the gguf package is imported only when a GGUF file is opened
+
+    opened = GGUFFile(path, MAX_FOLDER_BYTES)
+    count = sum(math.prod(shape) for shape in param_shapes(opened.config).values())
+    chosen, notes = precision(dtype, count)
+    vocab = opened.tokenizer()
+    params = opened.params(chosen)
+    said = vocabulary_notes(len(vocab), opened.config.vocab_size)
+    return Model(
+        opened.config, params, vocab, name=path.stem, dtype=chosen, notes=[opened.quantization(), *said, *notes]
+    )
 
 
 def precision(dtype: object, count: int) -> tuple[np.dtype, list[str]]:
@@ -98,7 +120,8 @@ def _folder(path: Path) -> Path:
         if path.suffix.lower() in PICKLED:
             raise AttentionError(f"{path.name}: {WHY_NOT_PICKLE}", field="file")
         raise AttentionError(
-            f"{path.name} is a file; give the checkpoint's folder (config.json, model.safetensors and a tokenizer)",
+            f"{path.name} is a file; give a .gguf file or the checkpoint's folder (config.json, model.safetensors and "
+            "a tokenizer)",
             field="path",
         )
     if not path.is_dir():

