@@ -6,12 +6,14 @@ Gemma 3 or GPT-NeoX; float64 or float32, see :mod:`.checkpoint` for the rule), `
 (``logits``, ``weights`` (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and
 V), ``Config`` (every family is a set of its fields), the interventions ``ablate``, ``replace_matrix``,
 ``patch_head`` and ``patch_stream``, what the heads write (:mod:`.readout`: ``lens``, ``attribute``,
-``patch``, ``sweep``), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an
-example and the families.
+``patch``, ``sweep``), attribution patching (:mod:`.atp`: ``estimate``, the linear estimate of every patch
+from one backward pass, and ``gradients``), and ``train`` (attention-only models, analytic gradients, Adam).
+docs/models.md has an example and the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
 
+from .atp import Estimate, Gradients, estimate, gradients
 from .checkpoint import load
 from .config import Config
 from .induction import builtin
@@ -23,7 +25,9 @@ from .train import TrainResult, loss_and_grads, train
 __all__ = [
     "Attribution",
     "Config",
+    "Estimate",
     "Generation",
+    "Gradients",
     "Intervention",
     "KVCache",
     "Model",
@@ -34,6 +38,8 @@ __all__ = [
     "ablate",
     "attribute",
     "builtin",
+    "estimate",
+    "gradients",
     "init_params",
     "lens",
     "load",
