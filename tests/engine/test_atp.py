@@ -130,7 +130,7 @@ def test_where_the_logit_reads_a_head_linearly_the_estimate_is_the_exact_patch()
     assert (est.position, est.answer, est.wrong) == (exact.position, exact.answer, exact.wrong)
     assert est.clean == pytest.approx(exact.clean, abs=1e-12) and est.corrupt == pytest.approx(exact.corrupt, abs=1e-12)
     np.testing.assert_allclose(est.streams[:, :7], 0.0, atol=1e-12)  # before the first change: the same rows
-    
+
 
 @pytest.mark.parametrize("name", list(FEATURES))
 def test_the_estimate_is_the_limit_of_a_patch_scaled_towards_the_corrupted_run(name: str) -> None:
