@@ -171,3 +171,22 @@ def test_attribution_patching_refuses_what_the_sweep_refuses() -> None:
         gradients(m.run(ids), 10, 1, 2)
     with pytest.raises(AttentionError, match="without interventions"):
         gradients(m.run(ids, [patch_stream(0, 1, m.run(ids).residuals[0][2])]), 5, 1, 2)
+
+
+def test_a_limited_sweep_makes_the_listed_patches_in_order_and_leaves_the_rest_nan() -> None:
+    m = builtin("induction")
+    rs = np.random.RandomState(7)
+    half = [int(i) for i in rs.permutation(m.config.vocab_size)[:8]]
+    clean, corrupt = half + half, half[:7] + [next(i for i in range(32) if i not in half)] + half
+    full = sweep(m, clean, corrupt)
+    seen: list[int] = []
+    only = [("head", 1, 0), ("stream", 0, 7), ("head", 0, 1), ("head", 1, 0)]  # the repeat is made once
+    part = sweep(m, clean, corrupt, only=only, on_step=lambda k, total: seen.append(total))
+    assert seen == [3] * 4  # three patches, then the end
+    for layer, h in ((1, 0), (0, 1)):
+        assert part.heads[layer, h] == full.heads[layer, h]
+    assert part.streams[0, 7] == full.streams[0, 7]
+    assert np.isnan(part.heads).sum() == 2 and np.isnan(part.streams).sum() == part.streams.size - 1
+    for bad in (("head", 2, 0), ("stream", 0, 16), ("mlp", 0, 0), ("head", 0)):
+        with pytest.raises(AttentionError, match="a patch to make"):
+            sweep(m, clean, corrupt, only=[bad])
