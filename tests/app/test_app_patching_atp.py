@@ -162,3 +162,19 @@ def test_a_running_sweep_shows_the_time_left(monkeypatch: pytest.MonkeyPatch) ->
     at.button(key="inside.patch.cancel").click().run()
     jobs.wait(job.id)
 
+
+
+def test_the_page_names_the_head_where_the_estimate_and_the_exact_patch_differ_most() -> None:
+    """On the shipped pair the previous-token head acts through the induction head's softmax: the linear estimate
+    gives it about 0, the exact patch about 1, and the page says so."""
+    at = journey("patching")
+    at, job = _patched(at)
+    r = job.result
+    diff = np.abs(r.exact.heads - r.estimate.heads)
+    la, h = divmod(int(np.argmax(diff)), 2)
+    assert diff[la, h] > 0.5
+    want = (
+        f"The estimate and the exact patch differ most at {_name(la, h)}: estimated {r.estimate.heads[la, h]:.2f}, "
+        f"patched {r.exact.heads[la, h]:.2f}."
+    )
+    assert want in _said(at), _said(at)

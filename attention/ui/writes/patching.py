@@ -262,7 +262,26 @@ def side_by_side(refined: jobs.Refined, ready: bool) -> None:
             "exact": st.column_config.NumberColumn("exact patch", format="%.3f"),
         },
     )
+    gap(refined)
     together(refined)
+
+
+GAP = 0.2  # a head's |exact − estimate| worth a sentence
+
+
+def gap(refined: jobs.Refined) -> None:
+    """The head where the estimate and the exact patch differ most, when they differ by more than :data:`GAP`."""
+    est, exact = refined.estimate.heads, refined.exact.heads
+    diff = np.nan_to_num(np.abs(exact - est), nan=0.0)
+    if diff.max() <= GAP:
+        return
+    la, h = divmod(int(np.argmax(diff)), est.shape[1])
+    st.markdown(
+        f"The estimate and the exact patch differ most at **{runs.name(la, h)}**: estimated **{est[la, h]:.2f}**, "
+        f"patched **{exact[la, h]:.2f}**. The estimate holds every softmax and norm at the corrupted run's values; a "
+        "head whose effect runs through another head's attention (a previous-token head moving what an induction "
+        "head looks at, say) moves a softmax far, where a straight line is a poor guide (AtP*'s attention saturation)."
+    )
 
 
 def together(refined: jobs.Refined) -> None:
