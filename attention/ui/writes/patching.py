@@ -98,7 +98,7 @@ def scope(m: models.Model, p: session.Patching, running: bool) -> None:
     c = m.config
     count = jobs.plan_count(c.n_layers, c.n_heads, len(p.clean), p.scope, p.layers)
     right.caption(
-        f"{count:,} exact patches, each the corrupted run again from the patched layer on. The estimate above them "
+        f"{count:,} exact patches, each the corrupted run again from the patched layer on. The estimate below "
         "costs one backward pass; the exact patches start with the heads it ranks highest."
     )
 
