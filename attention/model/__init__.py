@@ -7,12 +7,14 @@ for the rule), ``builtin("induction") -> Model``
 (``logits``, ``weights`` (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and
 V), ``Config`` (every family is a set of its fields), the interventions ``ablate``, ``replace_matrix``,
 ``patch_head`` and ``patch_stream``, what the heads write (:mod:`.readout`: ``lens``, ``attribute``,
-``patch``, ``sweep``), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an
-example and the families.
+``patch``, ``sweep``), attribution patching (:mod:`.atp`: ``estimate``, the linear estimate of every patch
+from one backward pass, and ``gradients``), and ``train`` (attention-only models, analytic gradients, Adam).
+docs/models.md has an example and the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
 
+from .atp import Estimate, Gradients, estimate, gradients
 from .checkpoint import load
 from .config import Config
 from .induction import builtin
@@ -24,7 +26,9 @@ from .train import TrainResult, loss_and_grads, train
 __all__ = [
     "Attribution",
     "Config",
+    "Estimate",
     "Generation",
+    "Gradients",
     "Intervention",
     "KVCache",
     "Model",
@@ -35,6 +39,8 @@ __all__ = [
     "ablate",
     "attribute",
     "builtin",
+    "estimate",
+    "gradients",
     "init_params",
     "lens",
     "load",

@@ -216,12 +216,14 @@ def sweep(
     wrong: int | None = None,
     on_step: Callable[[int, int], object] | None = None,
     lock: AbstractContextManager = nullcontext(),  # noqa: B008 (stateless: one shared default is safe)
+    only: Sequence[tuple[str, int, int]] | None = None,
 ) -> Sweep:
     """Patch each head's output, then the stream entering each layer at each position, from the clean run into the
     corrupted one, and measure what each restores (:func:`restored`) at ``position``: ``answer`` is the clean run's
     prediction there and ``wrong`` the corrupted run's unless given. ``on_step(done, total)`` reports progress;
-    returning False cancels. ``lock`` is held while the two texts run through the model's run cache (which is not
-    shared safely between threads); the patches themselves read only those runs.
+    returning False cancels. ``only`` limits the sweep to the listed patches, made in that order: ("head", layer,
+    head) and ("stream", layer, position); the others stay NaN. ``lock`` is held while the two texts run through
+    the model's run cache (which is not shared safely between threads); the patches themselves read only those runs.
 
     Each patch is the corrupted run made again from the patched layer on, as :func:`patch` makes it, but only where
     it can differ (see :class:`_Onward`): the same numbers to float64 rounding, without a full run per patch."""
@@ -237,6 +239,8 @@ def sweep(
     heads, streams = np.full((L, H), np.nan), np.full((L, n), np.nan)
     jobs = [("head", layer, h) for layer in range(L) for h in range(H)]
     jobs += [("stream", layer, p) for layer in range(L) for p in range(n)]
+    if only is not None:
+        jobs = _only(only, set(jobs))
     for k, (kind, layer, i) in enumerate(jobs):
         if on_step is not None and on_step(k, len(jobs)) is False:
             return Sweep(t, answer, wrong, heads, streams, False, onward.clean, onward.corrupt)
@@ -247,6 +251,23 @@ def sweep(
     if on_step is not None:
         on_step(len(jobs), len(jobs))
     return Sweep(t, answer, wrong, heads, streams, True, onward.clean, onward.corrupt)
+
+
+def _only(only: Sequence[tuple[str, int, int]], every: set[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The patches a limited sweep makes, checked against every patch it could make, each once, in order."""
+    out: list[tuple[str, int, int]] = []
+    for item in only:
+        job = tuple(item) if isinstance(item, (tuple, list)) and len(item) == 3 else None
+        if job is None or not all(is_whole(v) for v in job[1:]) or (job[0], int(job[1]), int(job[2])) not in every:
+            raise AttentionError(
+                f"a patch to make is ('head', layer, head) or ('stream', layer, position) within the model and the "
+                f"text; got {str(item)[:60]}",
+                field="only",
+            )
+        job = (job[0], int(job[1]), int(job[2]))
+        if job not in out:
+            out.append(job)
+    return out
 
 
 def _differs(clean: Run, corrupt: Run, t: int, answer: int, wrong: int) -> None:

@@ -159,7 +159,7 @@ def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -
     assert {n for n, x in d.items() if x.part == parts.MODEL} == {"model_head", "inside", "patching"}
     assert d["patching"].survives is True and not d["patching"].travels and d["patching"].rerun is None
     assert {f.name for f in dataclasses.fields(session_mod.Patching)} == {
-        "model", "clean", "corrupt", "pair", "answer", "wrong", "job", "message",
+        "model", "clean", "corrupt", "pair", "answer", "wrong", "job", "message", "scope", "layers",
     }  # fmt: skip
     assert d["inside"].survives is True and not d["inside"].travels and d["inside"].rerun is None
     assert {f.name for f in dataclasses.fields(session_mod.Inside)} == {

@@ -1,7 +1,8 @@
-"""Real headless Chromium, at 1280 × 720 and 1400 × 1000: the Patching page's ready-made pair patched in the
-background, its progress drawn, then its two heatmaps readable (box, plot, 12 px text, nothing cut, pixels not
-blank), their labels drawn (every layer × head, every layer × position with its token), the journey's heads named,
-and axe-core finding no critical or serious violation."""
+"""Real headless Chromium, at 1280 × 720 and 1400 × 1000: the Patching page's ready-made pair, its attribution
+patching estimate drawn at once, patched exactly in the background, its progress drawn, then its four heatmaps (the
+estimate's and the exact ones, for the heads and for the stream) readable (box, plot, 12 px text, nothing cut,
+pixels not blank), their labels drawn (every layer × head, every layer × position with its token), the journey's
+heads named, and axe-core finding no critical or serious violation."""
 
 from __future__ import annotations
 
@@ -23,18 +24,20 @@ TEXTS = """
 
 
 def _patch(pg) -> None:
-    """Press the button and wait for both heatmaps."""
-    button = pg.get_by_role("button", name="Patch every head and every stream row")
+    """Press the button and wait for the four heatmaps."""
+    button = pg.get_by_role("button", name="Patch exactly: every head and every stream row")
     button.scroll_into_view_if_needed()
     with rerun(pg):
         button.click()
     pg.get_by_text("What each patch restores").wait_for(timeout=60_000)
     settle(pg)
-    wait_readable(pg, 2, seconds=30)
+    pg.get_by_text("Single patches do not add up").wait_for(timeout=60_000)
+    settle(pg)
+    wait_readable(pg, 4, seconds=30)
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1280x720", "1400x1000"])
-def test_the_ready_made_pair_patched_draws_two_readable_labelled_heatmaps(
+def test_the_ready_made_pair_estimated_and_patched_draws_four_readable_labelled_heatmaps(
     browser,  # noqa: F811
     base_url,  # noqa: F811
     axe_script,  # noqa: F811
@@ -52,7 +55,9 @@ def test_the_ready_made_pair_patched_draws_two_readable_labelled_heatmaps(
         _patch(pg)
         problems = check_page(pg, "patching", "1 head, 6 tokens", viewport)
         assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
-        heads, streams = pg.evaluate(TEXTS)
+        estimated, heads, estimated_streams, streams = pg.evaluate(TEXTS)
+        assert any("Each head's output: the estimate" in t for t in estimated), estimated
+        assert any("The stream entering each layer: the estimate" in t for t in estimated_streams), estimated_streams
         for label in ("Each head's output patched", "layer 1", "layer 2", "head 1", "head 2"):
             assert any(label in t for t in heads), (label, heads)
         pieces = builtin("induction").pieces([int(i) for i in induction.history("induction")["example"]])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ... import masks
 from ...errors import AttentionError
 from ...trace import Trace
-from ..core import models, session
+from ..core import jobs, models, session
 from ..core.text import esc
 from . import prose
 
@@ -177,6 +177,50 @@ EVERY_HEAD_BODY = (
     "Below, every head's attention on the text you choose, what each head does (measured on that text), and what the "
     "model predicts. **Ablate** a head to take it out and watch the predictions and the loss answer back. "
 )
+
+
+PATCHING_BODY = (
+    "Run the model on a **clean** text and on a **corrupted** copy with a token changed: the prediction at the end "
+    "changes. Now run the corrupted text again, but take one head's output (or the residual stream at one layer and "
+    "position) from the clean run: how much of the clean prediction comes back? Doing that for every head and every "
+    "stream row finds the heads that carry the difference, and where it travels (activation patching). One backward "
+    "pass estimates every patch at once (attribution patching); the exact patches then check the top heads. "
+)
+
+READY_STORY = (  # the shipped model's ready-made pairs, whose heads the journey names
+    "This ready-made pair changes the earlier copy of the text's last word, so the induction head finds nothing to "
+    "copy: watch the previous-token head and the induction head restore it."
+)
+READY_OTHER = (  # another model's ready-made pair: the same change, no claim about its heads
+    "This ready-made pair changes the earlier copy of the text's last token, so a head that copies what followed it "
+    "before has nothing to copy; which heads restore it is this model's own answer, below."
+)
+
+
+def patching_intro(s: session.Session) -> str:
+    """Patching's intro for the pair in use: the ready-made pair's story on the shipped model only; on a learner's
+    own pair, the heads that came out on top (exactly, once patched; else by the estimate)."""
+    p = s.patching
+    if p is None:  # not made yet: the page opens on the model's first ready-made pair
+        shipped = s.inside is None or s.inside.model == models.BUILTIN
+        return PATCHING_BODY + (READY_STORY if shipped else READY_OTHER)
+    if p.pair and p.model == models.BUILTIN:
+        return PATCHING_BODY + READY_STORY
+    if p.pair:
+        return PATCHING_BODY + READY_OTHER
+    changed = [k + 1 for k in range(len(p.clean)) if p.clean[k] != p.corrupt[k]]
+    where = f"position{'s' if len(changed) > 1 else ''} {', '.join(map(str, changed[:6]))}"
+    own = f"Your own pair: {len(p.clean)} tokens, changed at {where}. "
+    try:
+        top = jobs.top_heads(p)
+    except AttentionError:  # the model is gone since: the chooser below says so
+        top = None
+    if top is None:
+        return PATCHING_BODY + own + "Nothing in it differs at the last position to restore."
+    heads, how = top
+    if not heads:
+        return PATCHING_BODY + own + f"No head's patch restores any of the difference ({how})."
+    return PATCHING_BODY + own + f"The heads that came out on top ({how}): {heads}."
 
 
 def every_head_intro(s: session.Session) -> str:
@@ -347,13 +391,7 @@ INSIDE: dict[str, Lab] = {
             "pages/21_patching.py",
             "Patching",
             "Inside a model: which heads carry the difference?",
-            "Run the model on a **clean** text and on a **corrupted** copy with one token changed: the prediction at "
-            "the end changes. Now run the corrupted text again, but take one head's output (or the residual stream "
-            "at one layer and position) from the clean run: how much of the clean prediction comes back? Doing that "
-            "for every head and every stream row finds the heads that carry the difference, and where it travels "
-            "(activation patching). On the shipped model, the ready-made pair changes the earlier copy of the text's "
-            "last word, so the induction head finds nothing to copy: watch the previous-token head and the induction "
-            "head restore it.",
+            patching_intro,
         ),
     )
 }

@@ -8,13 +8,19 @@ are remembered, so a page polls a job by its id and a finished result is shown a
 - :func:`train`: :func:`attention.model.induction.recipe_model` trained on the recipe's batches for ``steps`` steps
   (the learning rate held for ``hold`` steps, then falling), every step's loss recorded as it goes; its result is the
   trained model, held (:func:`attention.ui.core.models.hold`, kind "trained"), by id.
-- :func:`patch`: :func:`attention.model.sweep` of a clean and a corrupted text on a model; its result is the
-  :class:`~attention.model.Sweep`. A running or finished sweep of the same model, texts and tokens is shared by the
-  sessions that ask for it (one counted watcher each: a session's Cancel stops it only when no other waits on it).
+- :func:`estimate`: attribution patching's estimate of every patch (:func:`attention.model.estimate`), made at
+  once in the page's own thread and kept by content.
+- :func:`patch`: exact patching (:func:`attention.model.sweep`) of a clean and a corrupted text on a model, within
+  a scope (the heads, the stream, or both; chosen layers), the heads the estimate ranks highest first: its
+  ``partial`` holds the top heads' exact shares as soon as they are made, and its result is a :class:`Refined` (the
+  estimate, the exact sweep, and the top heads patched together). A running or finished job of the same key is
+  shared by the sessions that ask for it (one counted watcher each: a session's Cancel stops it only when no other
+  waits on it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -24,8 +30,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...errors import AttentionError
-from ...model import induction, sweep
+from ...model import Estimate, Sweep, induction, restored, sweep
+from ...model import estimate as atp_estimate
+from ...model import patch as patch_heads
 from ...model import train as train_model
 from . import models
 
@@ -61,6 +71,14 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
     watchers: int = 1  # sessions waiting on it (a patching job is shared): the last one's Cancel stops it
+    partial: object = None  # what a patching job has made so far (a Refined), for the page to show as it runs
+
+    @property
+    def seconds_left(self) -> float | None:
+        """The time the steps left should take at the pace so far (None before the first step is made)."""
+        if self.done <= 0 or self.state != "running":
+            return None
+        return (time.perf_counter() - self.started) / self.done * (self.total - self.done)
 
 
 def _start(kind: str, total: int, work: Callable[[Job], object], key: tuple = ()) -> Job:
@@ -167,26 +185,186 @@ def train(steps: int, hold: int) -> Job:
     return _start("train", steps, work)
 
 
-def patch_key(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> tuple:
-    """What a patching job computes, as :func:`finished` looks it up."""
-    return ("patch", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong))
+SCOPES = {"both": "every head and every stream row", "heads": "the heads", "streams": "the stream"}
+TOP = 8  # heads the exact patching makes first (the estimate's largest), shown as soon as they are made
+TOGETHER = 3  # the top heads patched together, beside the sum of their single shares
 
 
-def patch(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Job:
-    """Patch every head and every stream row of ``clean`` into ``corrupt`` on the model, in a thread, measured at the
-    last position for ``answer`` against ``wrong``; a running or finished job of the same key is
-    shared (:func:`_start`)."""
-    key = patch_key(model_id, clean, corrupt, answer, wrong)
+@dataclass(frozen=True)
+class Refined:
+    """A patching job's result: ``estimate`` attribution patching's; ``exact`` the sweep within the job's scope (NaN
+    outside it); ``together`` the TOGETHER heads with the largest exact single shares, as (their (layer, head)
+    pairs, the share of patching them together); None before they are made."""
+
+    estimate: Estimate
+    exact: Sweep
+    together: tuple[tuple[tuple[int, int], ...], float] | None = None
+
+
+_ESTIMATES: OrderedDict[tuple, Estimate] = OrderedDict()
+ESTIMATES_KEPT = 16
+
+
+def estimate(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Estimate:
+    """Attribution patching's estimate of every head's and stream row's patch (one backward pass), kept by content.
+    An AttentionError when there is nothing to restore."""
+    key = ("estimate", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong))
+    with _LOCK:
+        if key in _ESTIMATES:
+            _ESTIMATES.move_to_end(key)
+            return _ESTIMATES[key]
     m = models.get(model_id)
-    c = m.config
-    total = c.n_layers * (c.n_heads + len(clean))
+    with models.LOCK:
+        made = atp_estimate(m, list(clean), list(corrupt), -1, answer, wrong)
+    made.heads.flags.writeable = made.streams.flags.writeable = False
+    with _LOCK:
+        _ESTIMATES[key] = made
+        while len(_ESTIMATES) > ESTIMATES_KEPT:
+            _ESTIMATES.popitem(last=False)
+    return made
+
+
+def default_tokens(clean: np.ndarray, corrupt: np.ndarray, answer: int | None, wrong: int | None) -> tuple[int, int]:
+    """The answer and the wrong token from the two runs' last logits (V,) each: by default the clean prediction, and
+    the corrupted one (its next best when both predict the same token); a chosen one is kept."""
+    answer = int(np.argmax(clean)) if answer is None else int(answer)
+    wrong = next(int(t) for t in np.argsort(-corrupt) if int(t) != answer) if wrong is None else int(wrong)
+    return answer, wrong
+
+
+def pair_estimate(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int | None,
+                  wrong: int | None) -> Estimate | None:
+    """The estimate for a pair with its tokens as the page chooses them (None when there is nothing to restore)."""
+    m = models.get(model_id)
+    with models.LOCK:
+        a, b = m.run(list(clean)).logits[-1], m.run(list(corrupt)).logits[-1]
+    try:
+        return estimate(model_id, clean, corrupt, *default_tokens(a, b, answer, wrong))
+    except AttentionError:
+        return None
+
+
+def named(shares: np.ndarray, count: int) -> list[tuple[int, int, float]]:
+    """The ``count`` heads with the largest positive shares (layers, heads) as (layer, head, share); NaN left out."""
+    flat = np.nan_to_num(shares, nan=-np.inf)
+    order = np.argsort(-flat, axis=None)[:count]
+    return [(*divmod(int(k), shares.shape[1]), float(shares.flat[k])) for k in order if flat.flat[k] > 0]
+
+
+def top_heads(p: object) -> tuple[str, str] | None:
+    """The Patching state's top heads as a person reads them ("layer 2 · head 1 (0.91), ...") and how they were
+    found: exactly, when a finished job of its pair, tokens and scope has them, else by the estimate ("" when no
+    head restores any of it). None when the pair has nothing to restore."""
+    est = pair_estimate(p.model, p.clean, p.corrupt, p.answer, p.wrong)
+    if est is None:
+        return None
+    done = finished(patch_key(p.model, p.clean, p.corrupt, est.answer, est.wrong, p.scope, p.layers))
+    exact = done.result.exact.heads if done is not None else None
+    usable = exact is not None and np.isfinite(exact).any()
+    shares, how = (exact, "patched exactly") if usable else (est.heads, "by attribution patching's estimate")
+    top = named(shares, TOGETHER)
+    return ", ".join(f"layer {la + 1} · head {h + 1} ({v:.2f})" for la, h, v in top), how
+
+
+def patch_key(
+    model_id: str,
+    clean: tuple[int, ...],
+    corrupt: tuple[int, ...],
+    answer: int,
+    wrong: int,
+    scope: str = "both",
+    layers: tuple[int, ...] = (),
+) -> tuple:
+    """What a patching job computes, as :func:`finished` looks it up (``layers`` () for every layer)."""
+    return ("patch", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong), scope, tuple(layers))
+
+
+def patch_plan(est: Estimate, n: int, scope: str, layers: tuple[int, ...]) -> list[tuple[str, int, int]]:
+    """The patches a job makes, in order: the scope's heads by the estimate's |share|, largest first, then the stream
+    rows of the chosen layers (every layer when ``layers`` is empty)."""
+    L, H = est.heads.shape
+    chosen = [la for la in range(L) if not layers or la in layers]
+    plan: list[tuple[str, int, int]] = []
+    if scope in ("both", "heads"):
+        heads = [(la, h) for la in chosen for h in range(H)]
+        heads.sort(key=lambda lh: -abs(float(est.heads[lh])))
+        plan += [("head", la, h) for la, h in heads]
+    if scope in ("both", "streams"):
+        plan += [("stream", la, p) for la in chosen for p in range(n)]
+    return plan
+
+
+def plan_count(n_layers: int, n_heads: int, n: int, scope: str, layers: tuple[int, ...]) -> int:
+    """How many patches :func:`patch_plan` makes."""
+    chosen = len(layers) if layers else n_layers
+    return chosen * ((n_heads if scope in ("both", "heads") else 0) + (n if scope in ("both", "streams") else 0))
+
+
+def patch(
+    model_id: str,
+    clean: tuple[int, ...],
+    corrupt: tuple[int, ...],
+    answer: int,
+    wrong: int,
+    scope: str = "both",
+    layers: tuple[int, ...] = (),
+) -> Job:
+    """Patch exactly, in a thread, within ``scope`` and ``layers`` (see :func:`patch_plan`), measured at the last
+    position for ``answer`` against ``wrong``: the estimate's top heads first (the job's ``partial`` then holds them
+    and the top heads patched together), then the rest; a running or finished job of the same key is shared."""
+    if scope not in SCOPES:
+        raise AttentionError(f"patch {', '.join(SCOPES)}; not {str(scope)[:20]!r}", field="scope")
+    key = patch_key(model_id, clean, corrupt, answer, wrong, scope, layers)
+    est = estimate(model_id, clean, corrupt, answer, wrong)
+    plan = patch_plan(est, len(clean), scope, layers)
+    heads = [job for job in plan if job[0] == "head"]
+    first = heads[:TOP]
+    m = models.get(model_id)
 
     def work(job: Job) -> object:
+        made = 0
+
         def on_step(k: int, count: int) -> bool:
-            job.done = k
+            job.done = made + k
             return not job.cancel.is_set()
 
-        s = sweep(m, list(clean), list(corrupt), -1, answer, wrong, on_step=on_step, lock=models.LOCK)
-        return s if s.done else None
+        def part(only: list) -> Sweep | None:
+            s = sweep(m, list(clean), list(corrupt), -1, answer, wrong, on_step=on_step, lock=models.LOCK, only=only)
+            return s if s.done else None
 
-    return _start("patch", total, work, key)
+        top = part(first) if first else None
+        if first and top is None:
+            return None
+        made = len(first)
+        together = _together(m, clean, corrupt, answer, wrong, top) if top is not None else None
+        exact = top
+        if top is not None:
+            job.partial = Refined(est, top, together)
+        rest = plan[len(first) :]
+        if rest:
+            more = part(rest)
+            if more is None:
+                return None
+            exact = more if top is None else _merged(top, more)
+        return Refined(est, exact, together)
+
+    return _start("patch", max(len(plan), 1), work, key)
+
+
+def _together(m: object, clean: tuple, corrupt: tuple, answer: int, wrong: int, top: Sweep) -> tuple | None:
+    """The TOGETHER heads with the largest exact single shares, patched together: (their pairs, the share)."""
+    heads = np.nan_to_num(top.heads, nan=-np.inf)
+    order = [divmod(int(k), heads.shape[1]) for k in np.argsort(-heads, axis=None)[:TOGETHER]]
+    pairs = tuple((int(la), int(h)) for la, h in order if np.isfinite(heads[la, h]))
+    if len(pairs) < 2:
+        return None
+    with models.LOCK:
+        both, a, b = patch_heads(m, list(clean), list(corrupt), pairs), m.run(list(clean)), m.run(list(corrupt))
+    return pairs, restored(both, a, b, top.position, answer, wrong)
+
+
+def _merged(a: Sweep, b: Sweep) -> Sweep:
+    """Two limited sweeps of the same pair as one: each cell from whichever made it."""
+    heads = np.where(np.isnan(a.heads), b.heads, a.heads)
+    streams = np.where(np.isnan(a.streams), b.streams, a.streams)
+    return dataclasses.replace(b, heads=heads, streams=streams)

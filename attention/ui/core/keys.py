@@ -352,3 +352,6 @@ PATCH_FORM = "inside.patch.form"
 PATCH_ANSWER, PATCH_WRONG = "inside.w.patch.answer", "inside.w.patch.wrong"
 PATCH_RUN, PATCH_CANCEL = "inside.patch.run", "inside.patch.cancel"
 PATCH_HEADS, PATCH_STREAMS = "inside.patch.heads", "inside.patch.streams"
+PATCH_SCOPE, PATCH_LAYERS = "inside.w.patch.scope", "inside.w.patch.layers"  # what the exact patching covers
+PATCH_EST_HEADS, PATCH_EST_STREAMS = "inside.patch.est.heads", "inside.patch.est.streams"  # the estimate's heatmaps
+PATCH_SIDE = "inside.patch.side"  # the top heads: the estimate beside the exact share

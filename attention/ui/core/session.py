@@ -136,8 +136,9 @@ class Training:
 class Patching:
     """The Patching page's state (its writer: :mod:`attention.ui.state.inside`): the model the pair is for, the
     clean and corrupted texts as its token ids (same length), the ready-made pair's label ("" when typed), the
-    answer and wrong tokens chosen (None: the clean and the corrupted prediction at the last position), this
-    session's latest patching job's id (None: none), and the page's message."""
+    answer and wrong tokens chosen (None: the clean and the corrupted prediction at the last position), what the
+    exact patching covers (``scope`` "both", "heads" or "streams"; ``layers`` the 0-based layers, () for every
+    one), this session's latest patching job's id (None: none), and the page's message."""
 
     model: str
     clean: tuple[int, ...]
@@ -147,6 +148,8 @@ class Patching:
     wrong: int | None = None
     job: str | None = None
     message: str = ""
+    scope: str = "both"
+    layers: tuple[int, ...] = ()
 
 
 T = TypeVar("T")

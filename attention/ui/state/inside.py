@@ -517,14 +517,31 @@ def on_pair_token(which: str, key: str, other: int) -> None:
     _patch(**{"answer" if which == "answer" else "wrong": value, "message": "", "job": None})
 
 
+def on_scope() -> None:
+    """What the exact patching covers was chosen: "both", "heads" or "streams" (anything else changes nothing)."""
+    value = st.session_state.get(keys.PATCH_SCOPE)
+    if value in jobs.SCOPES and value != pair().scope:
+        _patch(scope=value, message="")
+
+
+def on_layers() -> None:
+    """The layers the exact patching covers were chosen (1-based in the widget; none chosen: every layer)."""
+    value = st.session_state.get(keys.PATCH_LAYERS)
+    L = model().config.n_layers
+    if not isinstance(value, list) or not all(isinstance(v, int) and 1 <= v <= L for v in value):
+        _patch(message=f"Choose layers from 1 to {L}. Nothing changed.")
+        return
+    _patch(layers=tuple(sorted({v - 1 for v in value})) if len(set(value)) < L else (), message="")
+
+
 def start_patching(answer: int, wrong: int) -> None:
-    """Patch every head and every stream row of the pair, in the background (a finished result of the same pair and
-    tokens is shown at once); a busy server says so and nothing starts."""
+    """Patch the pair exactly within the chosen scope and layers, in the background (a finished result of the same
+    pair, tokens and scope is shown at once); a busy server says so and nothing starts."""
     p = pair()
     jobs.cancel(p.job)
     _patch(job=None)  # left, once
     try:
-        job = jobs.patch(p.model, p.clean, p.corrupt, answer, wrong)
+        job = jobs.patch(p.model, p.clean, p.corrupt, answer, wrong, p.scope, p.layers)
     except AttentionError as e:
         _patch(message=f"{e}. Nothing started.")
         return

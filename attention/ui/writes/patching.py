@@ -13,10 +13,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ... import charts
-from ...model import Sweep
+from ...errors import AttentionError
+from ...model import Estimate, Sweep
 from ...model.vocab import WordVocab
 from ..core import jobs, keys, models, session
 from ..core.text import esc
@@ -32,18 +34,24 @@ FEW_ROWS = 60  # px a row of a heatmap of at most 4 layers (its title, labels an
 
 
 def body(s: session.Session) -> None:
-    """Choose a model and a pair of texts, the answer and wrong tokens; patch; the two heatmaps."""
+    """Choose a model and a pair of texts, the answer and wrong tokens; the estimate at once; patch exactly; both."""
     m = choose.chooser()
     p = inside.pair()
     texts(m, p)
     p = inside.pair()
     clean, corrupt = runs.measure(p.clean), runs.measure(p.corrupt)
     answer, wrong = tokens(p, clean.logits[-1], corrupt.logits[-1])
-    key = jobs.patch_key(p.model, p.clean, p.corrupt, answer, wrong)
+    try:
+        est = jobs.estimate(p.model, p.clean, p.corrupt, answer, wrong)
+    except AttentionError as e:
+        st.error(esc(str(e), 400) + ". Choose other tokens, or change the texts.")
+        return
+    key = jobs.patch_key(p.model, p.clean, p.corrupt, answer, wrong, p.scope, p.layers)
     job = jobs.get(p.job)
     running = job is not None and job.state == "running" and job.key == key
+    scope(m, p, running)
     st.button(
-        "Patch every head and every stream row",
+        f"Patch exactly: {_scope_text(p, m.config.n_layers)}",
         key=keys.PATCH_RUN,
         on_click=inside.start_patching,
         args=(answer, wrong),
@@ -52,8 +60,47 @@ def body(s: session.Session) -> None:
     )
     st.fragment(progress, run_every=POLL if running else None)(p.job, key, running)
     done = jobs.finished(key)
-    if done is not None:
-        result(done.result, p)
+    result(est, done.result if done is not None else None, p)
+
+
+def _scope_text(p: session.Patching, L: int) -> str:
+    """What the exact patching covers, in words: "the heads of layers 1, 3", "every head and every stream row"."""
+    what = jobs.SCOPES[p.scope]
+    if not p.layers:
+        return what
+    which = ", ".join(str(la + 1) for la in p.layers)
+    return f"{what} of layer{'s' if len(p.layers) > 1 else ''} {which}"
+
+
+def scope(m: models.Model, p: session.Patching, running: bool) -> None:
+    """What the exact patching covers: the heads, the stream or both; every layer or the chosen ones."""
+    L = m.config.n_layers
+    left, right = st.columns([2, 3], gap="medium")
+    widgets.bind(keys.PATCH_SCOPE, p.scope)
+    left.radio(
+        "Patch exactly",
+        list(jobs.SCOPES),
+        key=keys.PATCH_SCOPE,
+        format_func=lambda k: jobs.SCOPES[k].capitalize(),
+        on_change=inside.on_scope,
+        disabled=running,
+        horizontal=False,
+    )
+    widgets.bind(keys.PATCH_LAYERS, [la + 1 for la in p.layers])
+    right.multiselect(
+        "Only these layers (none chosen: every layer)",
+        list(range(1, L + 1)),
+        key=keys.PATCH_LAYERS,
+        on_change=inside.on_layers,
+        disabled=running,
+        placeholder="Every layer",
+    )
+    c = m.config
+    count = jobs.plan_count(c.n_layers, c.n_heads, len(p.clean), p.scope, p.layers)
+    right.caption(
+        f"{count:,} exact patches, each the corrupted run again from the patched layer on. The estimate below "
+        "costs one backward pass; the exact patches start with the heads it ranks highest."
+    )
 
 
 def texts(m: models.Model, p: session.Patching) -> None:
@@ -101,8 +148,7 @@ def tokens(p: session.Patching, clean: np.ndarray, corrupt: np.ndarray) -> tuple
     """The answer and the wrong token: by default the clean and the corrupted prediction at the last position (the
     corrupted run's next best when both predict the same token); either can be chosen among both runs' likeliest."""
     order_clean, order_corrupt = np.argsort(-clean), np.argsort(-corrupt)
-    answer = int(order_clean[0]) if p.answer is None else p.answer
-    wrong = p.wrong if p.wrong is not None else next(int(t) for t in order_corrupt if int(t) != answer)
+    answer, wrong = jobs.default_tokens(clean, corrupt, p.answer, p.wrong)
     likeliest = [int(t) for order in (order_clean, order_corrupt) for t in order[:CANDIDATES]]
     options = list(dict.fromkeys([answer, wrong, *likeliest]))
     labels = _labels(options, clean, corrupt)
@@ -124,7 +170,8 @@ def tokens(p: session.Patching, clean: np.ndarray, corrupt: np.ndarray) -> tuple
 
 
 def progress(job_id: str | None, key: tuple, polling: bool) -> None:
-    """A running sweep's progress bar and Cancel, redrawn every :data:`POLL` s; what a cancelled or failed one left."""
+    """A running job's progress bar with the time left, and Cancel, redrawn every :data:`POLL` s (with the top heads
+    as soon as they are patched); what a cancelled or failed one left."""
     job = jobs.get(job_id)
     if job is None or job.key != key:
         return
@@ -132,8 +179,14 @@ def progress(job_id: str | None, key: tuple, polling: bool) -> None:
         st.rerun()  # it ended: the whole page again, without the timer, with what it made
     seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
     if job.state == "running":
-        st.progress(min(job.done / job.total, 1.0), text=f"Patch {job.done:,} of {job.total:,} · {seconds:.1f} s")
+        left = job.seconds_left
+        more = "estimating the time left" if left is None else f"about {_duration(left)} left"
+        st.progress(
+            min(job.done / job.total, 1.0), text=f"Patch {job.done:,} of {job.total:,} · {seconds:.1f} s · {more}"
+        )
         st.button("Cancel", key=keys.PATCH_CANCEL, on_click=inside.cancel_patching)
+        if isinstance(job.partial, jobs.Refined):
+            side_by_side(job.partial, ready=False)
     elif job.state == "cancelled":
         st.info(
             f"Cancelled after {job.done:,} of {job.total:,} patches ({seconds:.1f} s); nothing of it was kept and the "
@@ -143,58 +196,155 @@ def progress(job_id: str | None, key: tuple, polling: bool) -> None:
         st.error(esc(job.message, 400) + ". Nothing was kept.")
 
 
-def restored_scale(sweep: Sweep) -> charts.Colour:
-    """One diverging scale for both heatmaps, centred at 0: −m to m, m the largest |share| and at least 1."""
-    values = np.concatenate([sweep.heads.ravel(), sweep.streams.ravel()])
-    m = max(1.0, float(np.nanmax(np.abs(values))))
+def _duration(seconds: float) -> str:
+    """A time left as a person reads it: "8 s", "2 min 05 s"."""
+    s = int(round(seconds))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
+def restored_scale(*arrays: np.ndarray) -> charts.Colour:
+    """One diverging scale for every heatmap, centred at 0: −m to m, m the largest |share| and at least 1."""
+    values = np.concatenate([a.ravel() for a in arrays])
+    m = max(1.0, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
     return charts.Colour((-m, 0.0, m), charts.DIVERGING, "share restored")
 
 
-def result(sweep: Sweep, p: session.Patching) -> None:
-    """What the patches restored: the sentence, every head's share, every stream row's."""
-    L, H = sweep.heads.shape
-    answer, wrong = (esc(runs.pieces([t])[0], 40) for t in (sweep.answer, sweep.wrong))
-    order = np.argsort(-sweep.heads, axis=None)[:NAMED]
-    named = ", ".join(
-        f"**{runs.name(*divmod(int(k), H))}** ({sweep.heads.flat[k]:.2f})" for k in order if sweep.heads.flat[k] > 0
-    )
+def result(est: Estimate, refined: jobs.Refined | None, p: session.Patching) -> None:
+    """What the patches restore: the sentence, the top heads' estimate beside their exact share, what single patches
+    do not add up to, and the heatmaps (the estimate's, and the exact ones once patched)."""
+    exact = refined.exact if refined is not None else None
+    answer, wrong = (esc(runs.pieces([t])[0], 40) for t in (est.answer, est.wrong))
+    shares = exact.heads if exact is not None and np.isfinite(exact.heads).any() else None
+    top = jobs.named(est.heads if shares is None else shares, NAMED)
+    named = ", ".join(f"**{runs.name(la, h)}** ({v:.2f})" for la, h, v in top)
+    how = "The heads that restore the most" + ("" if shares is not None else ", by the estimate")
     st.subheader("What each patch restores")
     st.markdown(
-        f"At the last position, D = logit “{answer}” − logit “{wrong}” is **{sweep.clean:.3f}** after the clean text "
-        f"and **{sweep.corrupt:.3f}** after the corrupted one. Each cell is the share of that difference a patch "
+        f"At the last position, D = logit “{answer}” − logit “{wrong}” is **{est.clean:.3f}** after the clean text "
+        f"and **{est.corrupt:.3f}** after the corrupted one. Each cell is the share of that difference a patch "
         "restores: (D patched − D corrupted) / (D clean − D corrupted); **1** (red) gives the clean run's difference, "
         "**0** (white) changes nothing, below 0 (blue) moves it the other way. "
-        + (f"The heads that restore the most: {named}." if named else "No head's patch restores any of it.")
+        + (f"{how}: {named}." if named else "No head's patch restores any of it.")
     )
-    scale = restored_scale(sweep)
-    style = charts.Style(kind="scores", colour=scale, digits=2, row_title="layer", col_title="head")
-    rows = [f"layer {k + 1}" for k in range(L)]
-    spec = charts.heatmap(
-        sweep.heads,
-        rows,
-        [f"head {k + 1}" for k in range(H)],
-        style.but(
-            title="Each head's output patched",
-            subtitle="share of the difference restored",
-            row_height=FEW_ROWS if L <= 4 else None,
-        ),
+    if refined is not None:
+        side_by_side(refined, ready=True)
+    else:
+        st.markdown(
+            "The values below are **attribution patching's estimate**: the gradient of D at the corrupted run times "
+            "each activation's clean − corrupted change, from one backward pass. Press the button to patch exactly."
+        )
+    heatmaps(est, exact, p)
+
+
+def side_by_side(refined: jobs.Refined, ready: bool) -> None:
+    """The top heads: the estimate beside the exact share; then what single patches do not add up to."""
+    est, exact = refined.estimate, refined.exact
+    H = est.heads.shape[1]
+    order = [divmod(int(k), H) for k in np.argsort(-np.abs(est.heads), axis=None)[: jobs.TOP]]
+    rows = [
+        {
+            "head": runs.name(la, h),
+            "estimate": float(est.heads[la, h]),
+            "exact": None if np.isnan(exact.heads[la, h]) else float(exact.heads[la, h]),
+        }
+        for la, h in order
+    ]
+    st.markdown(
+        "**The heads the estimate ranks highest, estimated and patched exactly.** The estimate is linear: it is exact "
+        "where D reads a head directly, and drifts where a patch moves a softmax or a norm far."
     )
+    st.dataframe(
+        pd.DataFrame(rows),
+        key=keys.PATCH_SIDE if ready else None,
+        hide_index=True,
+        column_config={
+            "estimate": st.column_config.NumberColumn("estimate (one backward pass)", format="%.3f"),
+            "exact": st.column_config.NumberColumn("exact patch", format="%.3f"),
+        },
+    )
+    gap(refined)
+    together(refined)
+
+
+GAP = 0.2  # a head's |exact − estimate| worth a sentence
+
+
+def gap(refined: jobs.Refined) -> None:
+    """The head where the estimate and the exact patch differ most, when they differ by more than :data:`GAP`."""
+    est, exact = refined.estimate.heads, refined.exact.heads
+    diff = np.nan_to_num(np.abs(exact - est), nan=0.0)
+    if diff.max() <= GAP:
+        return
+    la, h = divmod(int(np.argmax(diff)), est.shape[1])
+    st.markdown(
+        f"The estimate and the exact patch differ most at **{runs.name(la, h)}**: estimated **{est[la, h]:.2f}**, "
+        f"patched **{exact[la, h]:.2f}**. The estimate holds every softmax and norm at the corrupted run's values; a "
+        "head whose effect runs through another head's attention (a previous-token head moving what an induction "
+        "head looks at, say) moves a softmax far, where a straight line is a poor guide (AtP*'s attention saturation)."
+    )
+
+
+def together(refined: jobs.Refined) -> None:
+    """Why single patches' shares do not add up, with the top heads patched together beside their sum."""
+    text = (
+        "**Single patches do not add up.** Each share is one head patched alone, the rest of the model as the "
+        "corrupted run has it. Heads act together (the induction head needs the previous-token head's write to find "
+        "its key), and a head downstream reads what the patched one wrote, so patching two heads is not the sum of "
+        "patching each: their shares can add up to well over 1, or to less than either."
+    )
+    if refined.together is not None:
+        pairs, share = refined.together
+        singles = float(sum(refined.exact.heads[la, h] for la, h in pairs))
+        names = ", ".join(runs.name(la, h) for la, h in pairs)
+        text += (
+            f" Patching the top {len(pairs)} heads ({names}) together restores **{share:.2f}**; the sum of their "
+            f"single shares is **{singles:.2f}**."
+        )
+    st.markdown(text)
+
+
+def heatmaps(est: Estimate, exact: Sweep | None, p: session.Patching) -> None:
+    """The heads' and the stream rows' shares: the estimate's, beside the exact ones where patched."""
+    L, H = est.heads.shape
+    arrays = [est.heads, est.streams] + ([exact.heads, exact.streams] if exact is not None else [])
+    style = charts.Style(kind="scores", colour=restored_scale(*arrays), digits=2, row_title="layer", col_title="head")
+    short = FEW_ROWS if L <= 4 else None
+    rows, heads = [f"layer {k + 1}" for k in range(L)], [f"head {k + 1}" for k in range(H)]
     widgets.chart_gap()
-    where = st.columns([2, 3])[0] if H <= 4 else st  # a few heads: not a whole row of huge cells
-    widgets.vega_chart(spec, where, width="stretch", key=keys.PATCH_HEADS)
-    cols = [f"{k + 1} {t}" for k, t in enumerate(runs.pieces(p.clean))]
+    has_heads = exact is not None and np.isfinite(exact.heads).any()
+    where = st.columns(2) if has_heads else [st.columns([2, 3])[0] if H <= 4 else st]
     spec = charts.heatmap(
-        sweep.streams,
-        [f"into layer {k + 1}" for k in range(L)],
-        cols,
-        style.but(
-            row_height=FEW_ROWS if L <= 4 else None,
-            title="The stream entering each layer, patched at one position",
-            subtitle="share of the difference restored; columns: the clean text's tokens",
-            col_title="position and clean token",
-        ),
+        est.heads,
+        rows,
+        heads,
+        style.but(title="Each head's output: the estimate", subtitle="attribution patching", row_height=short),
     )
-    widgets.vega_chart(spec, width="stretch", key=keys.PATCH_STREAMS)
+    widgets.vega_chart(spec, where[0], width="stretch", key=keys.PATCH_EST_HEADS)
+    if has_heads:
+        title, sub = "Each head's output patched", "share of the difference restored (grey: not patched)"
+        spec = charts.heatmap(exact.heads, rows, heads, style.but(title=title, subtitle=sub, row_height=short))
+        widgets.vega_chart(spec, where[1], width="stretch", key=keys.PATCH_HEADS)
+    cols = [f"{k + 1} {t}" for k, t in enumerate(runs.pieces(p.clean))]
+    into = [f"into layer {k + 1}" for k in range(L)]
+    stream_style = style.but(row_height=short, col_title="position and clean token")
+    spec = charts.heatmap(
+        est.streams,
+        into,
+        cols,
+        stream_style.but(title="The stream entering each layer: the estimate", subtitle="attribution patching"),
+    )
+    widgets.vega_chart(spec, width="stretch", key=keys.PATCH_EST_STREAMS)
+    if exact is not None and np.isfinite(exact.streams).any():
+        spec = charts.heatmap(
+            exact.streams,
+            into,
+            cols,
+            stream_style.but(
+                title="The stream entering each layer, patched at one position",
+                subtitle="share of the difference restored; columns: the clean text's tokens (grey: not patched)",
+            ),
+        )
+        widgets.vega_chart(spec, width="stretch", key=keys.PATCH_STREAMS)
     st.caption(
         "The stream entering layer 1 is the tokens' embeddings (and positions): patching it at a changed position "
         "puts the clean token back there. A stream row before the first changed position holds the same numbers in "
