@@ -17,12 +17,14 @@ Every step is the project's own (:mod:`attention.steps`), and the full pass's ar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import positions, steps
+from .. import rotation as rotations
 from ..errors import AttentionError
 from ..heads import kv_block, merge_heads, split_heads
 from ..options import Options
@@ -55,20 +57,12 @@ class Attended(NamedTuple):
 
 
 def rotation(config: Config, layer: int) -> dict[str, object]:
-    """How a layer turns its queries and keys, as the options name it (see :class:`~attention.Options`): base
-    rope_theta, scaled as the config says, or rope_local_theta unscaled on a "sliding" layer when it is given."""
+    """How a layer turns its queries and keys, as the options name it (see :class:`~attention.rotation.Rotation`):
+    the config's rotation, or on a "sliding" layer with rope_local_theta that base, unscaled."""
     c = config
     local = c.layer_type(layer) == "sliding" and c.rope_local_theta is not None
-    return {
-        "rope_theta": float(c.rope_local_theta if local else c.rope_theta),
-        "rotary_layout": c.rotary_layout,
-        "rotary_dims": c.rotary_dims,
-        "rope_scaling": "none" if local else c.rope_scaling,
-        "rope_factor": float(c.rope_factor),
-        "rope_low_freq_factor": float(c.rope_low_freq_factor),
-        "rope_high_freq_factor": float(c.rope_high_freq_factor),
-        "rope_original_context": int(c.rope_original_context),
-    }
+    turn = dataclasses.replace(c.rotation, rope_theta=c.rope_local_theta, rope_scaling="none") if local else c.rotation
+    return rotations.to_json(turn)
 
 
 def frequencies(config: Config, layer: int) -> np.ndarray | None:
@@ -76,7 +70,7 @@ def frequencies(config: Config, layer: int) -> np.ndarray | None:
     model and the step pages); None without rotary positions."""
     if config.positions != "rotary":
         return None
-    return Options(**rotation(config, layer)).frequencies(config.d_head)  # type: ignore[arg-type]
+    return rotations.Rotation(**rotation(config, layer)).frequencies(config.d_head)  # type: ignore[arg-type]
 
 
 def visible(start: int, m: int, s: int, window: int = 0) -> np.ndarray:

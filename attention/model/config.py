@@ -18,9 +18,10 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .. import positions
+from .. import positions, rotation
 from ..errors import AttentionError
 from ..names import is_number, is_whole
+from ..rotation import Rotation
 
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "silu")  # gelu_new: the tanh approximation; gelu: the exact erf form
 NORMS = ("layernorm", "rmsnorm")
@@ -33,7 +34,7 @@ MAX_CONTEXT = 1 << 20  # only bounds the ids one pass takes: rotary models alloc
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Rotation):
     """Sizes and parts of a model.
 
     Sizes: vocab_size; n_ctx (the most tokens one pass may take); d_model; n_layers; n_heads (query heads);
@@ -59,12 +60,11 @@ class Config:
     before it (Mistral, Gemma 3's local layers).
 
     Positions: positions: "learned" (a matrix W_pos added to the token embeddings, GPT-2), "sinusoidal" (added
-    likewise), "rotary" (each head's Q and K turned) or "none"; rope_theta: the rotary base θ; rope_local_theta:
-    the base of the "sliding" layers, unscaled (Gemma 3's rope_local_base_freq; None: rope_theta and its scaling);
-    rotary_dims: how many of each head's columns turn (None: all, less one when d_head is odd; GPT-NeoX turns
-    rotary_pct · d_head); rotary_layout: "interleaved" (pairs (2i, 2i+1)) or "halves" (pairs (i, i + r/2), Hugging
-    Face's rotate_half); rope_scaling: "none", "linear" or "llama3", with rope_factor, rope_low_freq_factor,
-    rope_high_freq_factor and rope_original_context (see :func:`attention.positions.scaled_frequencies`).
+    likewise), "rotary" (each head's Q and K turned) or "none"; the rotation's eight fields (rope_theta,
+    rotary_layout, rotary_dims, rope_scaling and its factors) are a :class:`~attention.rotation.Rotation`'s, declared
+    and checked there and shared with a pass's Options (GPT-NeoX turns rotary_pct · d_head columns); rotary_dims is
+    at most d_head here; rope_local_theta: the base of the "sliding" layers, unscaled (Gemma 3's
+    rope_local_base_freq; None: rope_theta and its scaling).
     """
 
     vocab_size: int
@@ -94,15 +94,7 @@ class Config:
     query_pre_attn_scalar: float | None = None
     layer_types: tuple[str, ...] = ()
     sliding_window: int = 0
-    rope_theta: float = 10000.0
     rope_local_theta: float | None = None
-    rotary_dims: int | None = None
-    rotary_layout: str = "interleaved"
-    rope_scaling: str = "none"
-    rope_factor: float = 1.0
-    rope_low_freq_factor: float = 1.0
-    rope_high_freq_factor: float = 4.0
-    rope_original_context: int = 8192
 
     def __post_init__(self) -> None:
         if isinstance(self.layer_types, list):  # as JSON gives it back
@@ -155,13 +147,12 @@ class Config:
             ("activation", ACTIVATIONS),
             ("norm", NORMS),
             ("mlp", MLPS),
-            ("rotary_layout", positions.LAYOUTS),
-            ("rope_scaling", positions.SCALINGS),
         ):
             if getattr(self, name) not in choices:
                 raise AttentionError(
                     f"{where}.{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}", field=name
                 )
+        rotation.check(self, f"{where}.")  # the rotation's eight fields and the rule that ties two
         _check_numbers(self, where)
         _check_layers(self, where)
         return self
@@ -179,7 +170,6 @@ def _check_sizes(c: Config, where: str) -> None:
         ("n_kv_heads", c.kv_heads, 1, c.n_heads if is_whole(c.n_heads) else MAX_WIDTH),
         ("head_dim", c.d_head if c.head_dim is not None else 1, 1, MAX_WIDTH),
         ("sliding_window", c.sliding_window, 0, MAX_CONTEXT),
-        ("rope_original_context", c.rope_original_context, 1, MAX_CONTEXT),
     ):
         if not (is_whole(value) and low <= value <= high):
             raise AttentionError(
@@ -202,20 +192,22 @@ def _check_sizes(c: Config, where: str) -> None:
         raise AttentionError(
             f"{where}.rotary_dims must be an even whole number from 2 to d_head = {c.d_head}; got {c.rotary_dims!r}",
             field="rotary_dims",
-        )
+        )  # the rotation's own rule (even, ≥ 2) is checked with the others; a model's heads bound it here
 
 
 def _check_numbers(c: Config, where: str) -> None:
-    """The real-valued fields: ε in (0, 1), bases, factors and scales finite and > 0, the offset finite."""
+    """The real-valued fields: ε in (0, 1), the local base and the scales finite and > 0, the offset finite (the
+    rotation's base and factors are the rotation's own rules)."""
 
     def positive(value: object) -> bool:
         return is_number(value) and math.isfinite(value) and value > 0  # type: ignore[arg-type]
 
     if not (is_number(c.ln_eps) and 0 < c.ln_eps < 1):
         raise AttentionError(f"{where}.ln_eps must be a number between 0 and 1; got {c.ln_eps!r}", field="ln_eps")
-    for name in ("rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "embed_scale"):
-        if not positive(getattr(c, name)):
-            raise AttentionError(f"{where}.{name} must be a finite number > 0; got {getattr(c, name)!r}", field=name)
+    if not positive(c.embed_scale):
+        raise AttentionError(
+            f"{where}.embed_scale must be a finite number > 0; got {c.embed_scale!r}", field="embed_scale"
+        )
     for name in ("rope_local_theta", "query_pre_attn_scalar"):
         if getattr(c, name) is not None and not positive(getattr(c, name)):
             raise AttentionError(
@@ -223,12 +215,6 @@ def _check_numbers(c: Config, where: str) -> None:
             )
     if not (is_number(c.norm_offset) and math.isfinite(c.norm_offset)):
         raise AttentionError(f"{where}.norm_offset must be a finite number; got {c.norm_offset!r}", field="norm_offset")
-    if c.rope_scaling == "llama3" and not c.rope_high_freq_factor > c.rope_low_freq_factor:
-        raise AttentionError(
-            f"{where}.rope_high_freq_factor ({c.rope_high_freq_factor}) must be above rope_low_freq_factor "
-            f"({c.rope_low_freq_factor})",
-            field="rope_high_freq_factor",
-        )
 
 
 def _check_layers(c: Config, where: str) -> None:

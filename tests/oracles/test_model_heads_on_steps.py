@@ -299,7 +299,7 @@ def test_the_backward_pass_turns_back_as_the_options_turn() -> None:
 def test_options_dataclass_fields_are_all_known_to_the_rules() -> None:
     from attention.options import RULES
 
-    assert [f.name for f in dataclasses.fields(Options)] == list(RULES)
+    assert sorted(f.name for f in dataclasses.fields(Options)) == sorted(RULES)
 
 
 # ---------------------------------------------------------------- the pages, on a Llama folder listed by the server
