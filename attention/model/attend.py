@@ -4,7 +4,8 @@ For m new rows at positions start .. start + m − 1, with the keys and values o
 a cache (none in the full pass), H query heads of width dₕ sharing G key/value heads:
 
     q, k, v = X W_q, X W_k, X W_v                  (H, m, dₕ), (G, m, dₕ), (G, m, dₕ)   [X = [h, 1] with biases]
-    q, k = RMS(q), RMS(k)                          QK-norm, per head (Qwen3, Gemma 3)
+    q, k = RMS(q), RMS(k)                          QK-norm: per head (Qwen3, Gemma 3), or across all heads before
+                                                   the split (OLMo-2: RMS over H·dₕ columns of q, G·dₕ of k)
     q, k = rotate(q), rotate(k)                    RoPE at their own positions
     K, V = [K_cache; k], [V_cache; v]              (G, s, dₕ), s = start + m
     S = q Kᵀ, query head i reading key/value head i // (H/G)                      (H, m, s)
@@ -100,6 +101,20 @@ def replaced(config: Config, W: Weights, interventions: Sequence) -> Weights:
     return out["W_q"], out["W_k"], out["W_v"], out["W_o"]
 
 
+def qk_normed(config: Config, params: Params, layer: int, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, ...]:
+    """q (m, H·dₕ) and k (m, G·dₕ) split into heads, (H, m, dₕ) and (G, m, dₕ), QK-normed as the config says: each
+    head's d_head columns with the shared d_head-wide gains ("head"), or every head's columns at once with gains
+    H·dₕ and G·dₕ wide, before the split ("all", OLMo-2); as they are without QK-norm."""
+    c, H, G = config, config.n_heads, config.kv_heads
+    gq, gk = (params[f"{layer}.q_norm.g"], params[f"{layer}.k_norm.g"]) if c.qk_norm else (None, None)
+    if c.qk_norm and c.qk_norm_scope == "all":
+        q, k = rms_norm(q, gq, c.ln_eps, c.norm_offset), rms_norm(k, gk, c.ln_eps, c.norm_offset)  # before the split
+    q, k = split_heads(q, H), split_heads(k, G)  # (H, m, dₕ), (G, m, dₕ)
+    if c.qk_norm and c.qk_norm_scope == "head":
+        q, k = rms_norm(q, gq, c.ln_eps, c.norm_offset), rms_norm(k, gk, c.ln_eps, c.norm_offset)  # per head
+    return q, k
+
+
 def attend(
     config: Config,
     params: Params,
@@ -115,12 +130,8 @@ def attend(
     of the concatenation by 0 or by their causal mean (see :mod:`.interventions`)."""
     c, (W_q, W_k, W_v, W_o) = config, W
     H, G = c.n_heads, c.kv_heads
-    q = split_heads(X @ W_q, H)  # (H, m, dₕ)
-    k = split_heads(X @ W_k, G)  # (G, m, dₕ)
+    q, k = qk_normed(c, params, layer, X @ W_q, X @ W_k)  # (H, m, dₕ), (G, m, dₕ)
     v = split_heads(X @ W_v, G)  # (G, m, dₕ)
-    if c.qk_norm:
-        q = rms_norm(q, params[f"{layer}.q_norm.g"], c.ln_eps, c.norm_offset)  # (H, m, dₕ)
-        k = rms_norm(k, params[f"{layer}.k_norm.g"], c.ln_eps, c.norm_offset)  # (G, m, dₕ)
     omega = frequencies(c, layer)
     q_raw, k_raw = (q, k) if omega is not None else (None, None)
     if omega is not None:

@@ -27,6 +27,7 @@ ACTIVATIONS = ("gelu_new", "gelu", "relu", "silu")  # gelu_new: the tanh approxi
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("plain", "gated")
 LAYER_TYPES = ("full", "sliding")
+QK_NORM_SCOPES = ("head", "all")  # QK-norm over each head's d_head columns, or over all heads' at once (OLMo-2)
 MAX_LAYERS = 96
 MAX_WIDTH = 16384
 MAX_VOCAB = 1_000_000
@@ -44,7 +45,9 @@ class Config(Rotation):
 
     Parts: attention_only: no norm, no MLP; norm: "layernorm" (GPT-2, GPT-NeoX) or "rmsnorm" (Llama, Qwen, Mistral,
     Gemma); norm_offset: RMSNorm scales by norm_offset + γ (0; Gemma stores γ − 1, so 1 there); ln_eps: the norm's ε;
-    post_norms: a norm also on the attention's output and on the MLP's output before each is added (Gemma 3);
+    pre_norms: the norms N₁ and N₂ on the stream before the attention and the MLP (True but for OLMo-2, which reads
+    the stream itself); post_norms: a norm also on the attention's output and on the MLP's output before each is
+    added (Gemma 3, OLMo-2);
     mlp: "plain" or "gated"; activation: the MLP's nonlinearity (see ACTIVATIONS; "gelu_new" is also
     Gemma's gelu_pytorch_tanh); parallel_residual: x + Attention(N₁(x)) + MLP(N₂(x)), both from the same x
     (GPT-NeoX's use_parallel_residual); tied: W_U = W_Eᵀ; embed_scale: x₀ = W_E[ids] · embed_scale (Gemma: √d_model).
@@ -54,8 +57,10 @@ class Config(Rotation):
 
     Attention: scale_attn: divide the scores by √d_head (GPT-2's scale_attn_weights); query_pre_attn_scalar: divide
     by √query_pre_attn_scalar instead (Gemma); scale_by_layer: GPT-2's scale_attn_by_inverse_layer_idx (layer l's
-    scores are further divided by l + 1); qk_norm: an RMSNorm of each head's query and key (weights q_norm.g and
-    k_norm.g, d_head wide) before the rotation (Qwen3, Gemma 3); layer_types: one "full" or "sliding" per layer
+    scores are further divided by l + 1); qk_norm: an RMSNorm of the queries and of the keys before the rotation,
+    with gains q_norm.g and k_norm.g; qk_norm_scope: "head", each head's own d_head columns, one d_head-wide gain
+    shared by the heads (Qwen3, Gemma 3), or "all", every head's columns at once before the split into heads, the
+    gains H·d_head and G·d_head wide (OLMo-2); layer_types: one "full" or "sliding" per layer
     (() means every layer "full"); sliding_window: w, the keys a "sliding" layer's query sees: itself and the w − 1
     before it (Mistral, Gemma 3's local layers).
 
@@ -85,12 +90,14 @@ class Config(Rotation):
     head_dim: int | None = None
     norm: str = "layernorm"
     norm_offset: float = 0.0
+    pre_norms: bool = True
     post_norms: bool = False
     mlp: str = "plain"
     parallel_residual: bool = False
     embed_scale: float = 1.0
     qkv_bias: bool | None = None
     qk_norm: bool = False
+    qk_norm_scope: str = "head"
     query_pre_attn_scalar: float | None = None
     layer_types: tuple[str, ...] = ()
     sliding_window: int = 0
@@ -147,6 +154,7 @@ class Config(Rotation):
             ("activation", ACTIVATIONS),
             ("norm", NORMS),
             ("mlp", MLPS),
+            ("qk_norm_scope", QK_NORM_SCOPES),
         ):
             if getattr(self, name) not in choices:
                 raise AttentionError(

@@ -22,7 +22,7 @@ import streamlit as st
 
 from ... import charts
 from ...model.interventions import ablate
-from ...model.qk_steps import PROJECTED, qk_steps
+from ...model.qk_steps import HOW, PROJECTED, WHAT, qk_steps
 from ...names import dimension_labels, token_labels
 from ...trace import Trace
 from ..core import keys, models, session
@@ -75,9 +75,9 @@ def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, r
         return
     st.subheader("A head's queries and keys, step by step (read-only)")
     st.markdown(
-        "This model normalises each head's queries and keys (QK-norm: RMSNorm with the head's own gains) before the "
-        "rotation, so its q is **not** X·W_q: the step pages cannot edit these heads yet. Here is what the model "
-        "does, with its own numbers: q and k after each step, the scores then made from the last."
+        f"This model normalises {WHAT[c.qk_norm_scope]} (QK-norm: {HOW[c.qk_norm_scope]}) "
+        "before the rotation, so its q is **not** X·W_q: the step pages cannot edit these heads yet. Here is what the "
+        "model does, with its own numbers: q and k after each step, the scores then made from the last."
     )
     heads = [(layer, head) for layer in range(c.n_layers) for head in range(c.n_heads)]
     layer, head = inside.now().qk_head if inside.now().qk_head in heads else (0, 0)
