@@ -1,13 +1,13 @@
 """A transformer you can open: a decoder-only model in numpy whose every head is an attention Trace.
 
-Public names: ``load(path, dtype=None) -> Model`` (a checkpoint folder of GPT-2, Llama, Mistral, Qwen2, Qwen3,
-Gemma 3 or GPT-NeoX; float64 or float32, see :mod:`.checkpoint` for the rule), ``builtin("induction") -> Model``
-(the shipped 2-layer attention-only model), ``Model`` (``encode``, ``run``, ``generate``, ``notes``), ``Run``
-(``logits``, ``weights`` (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and
-V), ``Config`` (every family is a set of its fields), the interventions ``ablate``, ``replace_matrix``,
-``patch_head`` and ``patch_stream``, what the heads write (:mod:`.readout`: ``lens``, ``attribute``,
-``patch``, ``sweep``), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an
-example and the families.
+Public names: ``load(path, dtype=None) -> Model`` (a checkpoint folder of GPT-2, Llama, Mistral, Qwen2, Qwen3, Gemma
+3, GPT-NeoX or OLMo-2, the families of :data:`.families.FAMILIES`; float64 or float32, see :mod:`.checkpoint` for
+the rule), ``builtin("induction") -> Model`` (the shipped 2-layer attention-only model), ``Model`` (``encode``,
+``run``, ``generate``, ``notes``), ``Run`` (``logits``, ``weights`` (layers, query heads, n, n), ``head(layer,
+head)`` a head's Trace with its group's K and V), ``Config`` (every family is a set of its fields), the
+interventions ``ablate``, ``replace_matrix``, ``patch_head`` and ``patch_stream``, what the heads write
+(:mod:`.readout`: ``lens``, ``attribute``, ``patch``, ``sweep``), and ``train`` (attention-only models, analytic
+gradients, Adam). docs/models.md has an example and the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """

@@ -5,8 +5,9 @@ A model is a stack of ``n_layers`` blocks on a residual stream of width ``d_mode
     x = x + Attention(N₁(x))           causal attention, n_heads query heads sharing n_kv_heads key/value heads
     x = x + MLP(N₂(x))                 plain: act(h W_fc + b_fc) W_proj + b_proj; gated: (act(h W_gate) ⊙ h W_fc) W_proj
 
-then a final norm and the unembedding, logits = N_f(x) W_U (W_U = W_Eᵀ when tied). An attention-only model
-("A Mathematical Framework for Transformer Circuits") has no norm and no MLP: x = x + Attention(x).
+(OLMo-2 has no N₁, N₂: x = x + N(Attention(x)), x = x + N(MLP(x)), the post-norms), then a final norm and the
+unembedding, logits = N_f(x) W_U (W_U = W_Eᵀ when tied). An attention-only model ("A Mathematical Framework for
+Transformer Circuits") has no norm and no MLP: x = x + Attention(x).
 
 GPT-2 is the defaults. Every other family is a set of these fields, never a second model class (see
 :mod:`attention.model.families` for how each checkpoint's config.json maps onto them).

@@ -7,7 +7,7 @@ The rotation turns each head's first r columns in pairs (r = rotary_dims: every 
 does) by an angle that grows with the token's position; the other columns pass unchanged. The scores use the turned
 Q and K, so the page shows both: Q_raw = X·W_q (before) and Q (after), as the trace computed them.
 
-A QK-norm model (Qwen3, Gemma 3) also normalises each head's q and k (RMSNorm with the head's own gains) before the
+A QK-norm model (Qwen3, Gemma 3; OLMo-2 across all heads) also normalises q and k (RMSNorm with the gains) before the
 rotation, so its q is not X·W_q: the step pages, which recompute q from X and W alone, cannot edit such a head and
 refuse to open it. For those, Every head shows any head's q and k after each step the model takes (X·W, after
 QK-norm, after the rotation), with the model's own numbers (:func:`attention.model.qk_steps.qk_steps`, recomputed
