@@ -13,12 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attention.model import Config
-from attention.model.families import FAMILIES as ENGINE_FAMILIES
-from attention.model.families import read_config
+from tests.helpers.examples import N_CTX, SIZES, TYPES, VOCAB, config_json, tiny_config  # noqa: F401 - shared
 from tests.helpers.oracle import float64_oracle, refresh_rotary
 
-VOCAB, N_CTX = 128, 40
 CORPUS = [
     "the cat sat on the mat and the dog sat on the log",
     "héllo wörld, naïve café; attention is all you need",
@@ -27,33 +24,9 @@ CORPUS = [
 ] * 10
 
 
-SIZES = dict(  # every example's sizes; its family's own keys come from the family's record (attention.model.families)
-    vocab_size=VOCAB,
-    hidden_size=64,
-    intermediate_size=96,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    max_position_embeddings=N_CTX,
-    initializer_range=0.2,
-    bos_token_id=1,
-    eos_token_id=2,
-    pad_token_id=0,
-)
-TYPES = {name: kind for kind, f in ENGINE_FAMILIES.items() for name in f.examples}  # example -> model_type
 FAMILIES: dict[str, Callable[[], object]] = {  # every example of every family that opens, as transformers' config
     name: (lambda name=name: _hf_config(name)) for name in TYPES
 }
-
-
-def config_json(name: str) -> dict:
-    """The example's config.json as our reader sees it before transformers fills in its defaults."""
-    return {"model_type": TYPES[name], **SIZES, **ENGINE_FAMILIES[TYPES[name]].examples[name]}
-
-
-def tiny_config(name: str) -> Config:
-    """The example's Config, read from its config.json by the engine (no transformers needed): what the tests ask
-    of a family's features (QK-norm, sliding layers ...)."""
-    return read_config(config_json(name))[1]
 
 
 def _hf_config(name: str) -> object:
