@@ -49,6 +49,10 @@ class Options(Rotation):
     window: w, the width of the mask part "window" (query i sees keys i − w + 1 … i, itself and the w − 1 tokens
     before it); it does nothing while the mask has no "window".
 
+    q_norm, k_norm: QK-norm (Qwen3, Gemma 3), a step between X·W and the rotation: each row of a head's q (k) is
+    divided by its root mean square and scaled per column by these gains, one per column of a head, as the model
+    applies them (Gemma's 1 + w); () leaves q (k) as X·W gives it. qk_norm_eps: the ε under the root.
+
     The rotation, as checkpoints vary it (its eight fields, rope_theta … rope_original_context, are a
     :class:`~attention.rotation.Rotation`'s, declared and checked there; they do nothing without rotary positions).
     A model's head records its layer's (:func:`attention.model.attend`).
@@ -68,6 +72,9 @@ class Options(Rotation):
     positions: str = "none"
     kv_heads: int | None = None
     window: int = 3
+    q_norm: tuple[float, ...] = ()
+    k_norm: tuple[float, ...] = ()
+    qk_norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
         if isinstance(self.mask, str) and self.mask in masks.KINDS:  # spelled as a file or link spells it
@@ -104,6 +111,9 @@ class Options(Rotation):
             "positions": self.positions,
             "kv_heads": None if self.kv_heads is None else int(self.kv_heads),
             "window": int(self.window),
+            "q_norm": [float(g) for g in self.q_norm],
+            "k_norm": [float(g) for g in self.k_norm],
+            "qk_norm_eps": float(self.qk_norm_eps),
             **rotation.to_json(self),
         }
 
@@ -162,6 +172,8 @@ def _json_value(name: str, value: object, n: int | None) -> object:
         return _json_flags(value, n)
     if name == "custom_mask":
         return _json_grid(value, n)
+    if name in ("q_norm", "k_norm"):
+        return _json_gains(name, value)
     return value
 
 
@@ -203,6 +215,17 @@ def _json_grid(value: object, n: int | None) -> tuple[tuple[bool, ...], ...]:
     if n is not None and not (ok and len(value) == n and all(len(r) == n for r in value)):  # type: ignore[arg-type]
         raise AttentionError(f"custom_mask must be {n} rows of {n} true/false flags (query × key)", field="custom_mask")
     return tuple(tuple(r) for r in value)  # type: ignore[union-attr]
+
+
+def _json_gains(name: str, value: object) -> tuple[float, ...]:
+    """A norm's gains: a list of finite numbers, at most a head's width."""
+    if not (isinstance(value, list) and len(value) <= names.MAX_DIM and all(finite(g) for g in value)):
+        raise AttentionError(
+            f"{name} must be a list of at most {names.MAX_DIM} finite numbers, one gain per column of a head; "
+            f"got {short(value)}",
+            field=name,
+        )
+    return tuple(float(g) for g in value)
 
 
 def finite(value: object) -> bool:
@@ -249,7 +272,11 @@ def _square_grid(value: object) -> bool:
     )
 
 
-_FLOATS = ("temperature", *rotation.FLOATS)
+def _gains(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) <= names.MAX_DIM and all(finite(g) for g in value)
+
+
+_FLOATS = ("temperature", "qk_norm_eps", *rotation.FLOATS)
 
 
 # field -> (the rule, what the message says when it is broken)
@@ -274,6 +301,9 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
         lambda v: _whole(v, 1, names.MAX_TOKENS),
         f"must be a whole number of tokens from 1 to {names.MAX_TOKENS} (query i sees keys i − window + 1 … i)",
     ),
+    "q_norm": (_gains, f"must be at most {names.MAX_DIM} finite numbers, one gain per column of a head (or none)"),
+    "k_norm": (_gains, f"must be at most {names.MAX_DIM} finite numbers, one gain per column of a head (or none)"),
+    "qk_norm_eps": (lambda v: _positive(v) and float(v) < 1, "must be a number between 0 and 1"),  # type: ignore[arg-type]
     **rotation.RULES,
 }
 ROTATION = rotation.FIELDS  # the options that say how rotary positions turn Q and K
