@@ -5,9 +5,9 @@ Public names: ``load(path, dtype=None) -> Model`` (a checkpoint folder of GPT-2,
 the rule), ``builtin("induction") -> Model`` (the shipped 2-layer attention-only model), ``Model`` (``encode``,
 ``run``, ``generate``, ``notes``), ``Run`` (``logits``, ``weights`` (layers, query heads, n, n), ``head(layer,
 head)`` a head's Trace with its group's K and V), ``Config`` (every family is a set of its fields), the
-interventions ``ablate``, ``replace_matrix``, ``patch_head`` and ``patch_stream``, what the heads write
-(:mod:`.readout`: ``lens``, ``attribute``, ``patch``, ``sweep``), and ``train`` (attention-only models, analytic
-gradients, Adam). docs/models.md has an example and the families.
+interventions ``ablate``, ``replace_matrix``, ``replace_gains``, ``patch_head`` and ``patch_stream``, what the heads
+write (:mod:`.readout`: ``lens``, ``attribute``, ``patch``, ``sweep``), and ``train`` (attention-only models,
+analytic gradients, Adam). docs/models.md has an example and the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
@@ -15,7 +15,7 @@ gradients, Adam). docs/models.md has an example and the families.
 from .checkpoint import load
 from .config import Config
 from .induction import builtin
-from .interventions import Intervention, ablate, patch_head, patch_stream, replace_matrix
+from .interventions import Intervention, ablate, patch_head, patch_stream, replace_gains, replace_matrix
 from .model import Generation, KVCache, Model, Run, Step, init_params, param_shapes
 from .readout import Attribution, Sweep, attribute, lens, patch, restored, sweep
 from .train import TrainResult, loss_and_grads, train
@@ -42,6 +42,7 @@ __all__ = [
     "patch",
     "patch_head",
     "patch_stream",
+    "replace_gains",
     "replace_matrix",
     "restored",
     "sweep",

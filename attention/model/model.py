@@ -48,7 +48,7 @@ from ..trace import Trace
 from . import attend
 from .attend import Attended, Weights, layer_options
 from .config import Config
-from .interventions import CONCAT_KINDS, Intervention, check
+from .interventions import CONCAT_KINDS, GAINS, Intervention, check, with_gains
 from .layers import layer_norm, mlp, rms_norm, with_ones
 from .runcache import RunCache
 from .vocab import BPEVocab, WordVocab
@@ -410,10 +410,12 @@ class Model:
         ``past`` of the positions before (none in the full pass): its attention's arrays and the stream after it.
         The one path of the full pass (start 0, no cache) and of the cached step (one row)."""
         cfg = self.config
-        W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in interventions if iv.kind == "replace"])
+        replaces = [iv for iv in interventions if iv.kind == "replace"]
+        W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in replaces if iv.matrix not in GAINS])
+        params = with_gains(cfg, self.params, layer, [iv for iv in replaces if iv.matrix in GAINS])
         X = attention_input(cfg, self.params, layer, x)  # (m, d [+1])
         ablations = [iv for iv in interventions if iv.kind in CONCAT_KINDS]
-        attended = attend.attend(cfg, self.params, layer, X, W, start, past, ablations)
+        attended = attend.attend(cfg, params, layer, X, W, start, past, ablations)
         x = block_out(cfg, self.params, layer, x, attended.output)  # (m, d)
         with np.errstate(over="ignore", invalid="ignore"):
             finite = np.isfinite(x.sum())  # one pass: a finite sum means every value is finite

@@ -161,3 +161,50 @@ def test_no_gains_leave_the_pass_as_it_was() -> None:
     ones = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], q_norm=(1.0,) * 4, k_norm=(1.0,) * 4)
     q = m["X"] @ m["W_q"]
     np.testing.assert_allclose(ones.Q, q / np.sqrt(np.mean(q * q, axis=1, keepdims=True) + 1e-6), rtol=1e-14)
+
+
+QK_NORM_MADE = [name for name in TYPES if tiny_config(name).qk_norm]  # per head and across all heads
+
+
+@pytest.mark.parametrize("family", QK_NORM_MADE)
+def test_an_edit_of_the_norm_gains_changes_the_logits_as_transformers_does(made, family: str) -> None:
+    """replace_gains on one layer's q_norm and k_norm: our logits equal transformers' with the same weights written
+    into its q_norm and k_norm (float64 throughout, the family tests' bound 1e-6), and differ from the unedited
+    model's far beyond it."""
+    from attention.model import load, replace_gains
+    from attention.model.interventions import gains_width
+    from tests.helpers.oracle import float64_oracle
+
+    m, theirs = load(made(family).folders["float32"], dtype=np.float64), made(family).torch
+    c, rs = m.config, np.random.RandomState(8)
+    ids = rs.randint(3, c.vocab_size, 12).tolist()
+    new = {norm: rs.normal(1.0, 0.5, gains_width(c, norm)) for norm in ("q_norm", "k_norm")}  # as applied
+    ours = m.run(ids, [replace_gains(1, norm, g) for norm, g in new.items()]).logits
+    attn = theirs.model.layers[1].self_attn
+    kept = {norm: getattr(attn, norm).weight.detach().clone() for norm in new}
+    try:
+        with torch.no_grad(), float64_oracle():
+            for norm, g in new.items():
+                getattr(attn, norm).weight.copy_(torch.tensor(g - c.norm_offset))  # transformers stores γ
+            edited = theirs(torch.tensor([ids])).logits[0].numpy()
+    finally:
+        with torch.no_grad():
+            for norm, w in kept.items():
+                getattr(attn, norm).weight.copy_(w)
+    scale = float(np.abs(edited).max())
+    np.testing.assert_allclose(ours, edited, rtol=1e-6, atol=1e-6 * scale)
+    assert np.abs(ours - m.run(ids).logits).max() > 1e-3 * scale  # the edit moves the logits
+
+
+def test_replaced_gains_are_checked_by_name() -> None:
+    from attention.model import replace_gains
+
+    m = _model(PER_HEAD[0])
+    ids = list(range(1, 6))
+    with pytest.raises(AttentionError, match="has 24 gains|has 32 gains") as info:
+        m.run(ids, [replace_gains(0, "q_norm", np.ones(5))])
+    assert info.value.matrix == "q_norm"
+    with pytest.raises(AttentionError, match="q_norm or k_norm"):
+        replace_gains(0, "v_norm", np.ones(5))
+    with pytest.raises(AttentionError, match="finite"):
+        replace_gains(0, "k_norm", [1.0, float("nan")])
