@@ -172,12 +172,17 @@ def ablated(concat: np.ndarray, d_head: int, ablations: Sequence) -> np.ndarray:
     return concat
 
 
-def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
+def layer_options(config: Config, layer: int, n: int | None = None, params: Params | None = None) -> Options:
     """The options a layer's trace records, so that the generic engine recomputes each head exactly: n_heads causal
     heads sharing kv_heads, the score scale (None when it is 1/√d_head), rotary or no positions with the layer's
-    rotation (:func:`rotation`; left at the defaults without rotary positions), and the window on a "sliding" layer
-    when it is shorter than the n keys. QK-norm is not an option: a head with it is not recomputed from X and W."""
+    rotation (:func:`rotation`; left at the defaults without rotary positions), the window on a "sliding" layer
+    when it is shorter than the n keys, and with ``params`` a per-head QK-norm's gains as applied (offset + γ) and
+    its ε. A QK-norm across all heads (OLMo-2) is not an option: one head's q is not normed by its own columns."""
     c = config
+    norms = {}
+    if params is not None and c.qk_norm and c.qk_norm_scope == "head":
+        gains = {w: c.norm_offset + params[f"{layer}.{w}.g"] for w in ("q_norm", "k_norm")}  # as rms_norm applies
+        norms = {w: tuple(float(g) for g in v) for w, v in gains.items()} | {"qk_norm_eps": c.ln_eps}
     plain = c.query_pre_attn_scalar is None and c.scale_attn and not c.scale_by_layer
     window = c.sliding_window if c.layer_type(layer) == "sliding" else 0
     bites = window > 0 and (n is None or window < n)
@@ -189,6 +194,7 @@ def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
         positions="rotary" if c.positions == "rotary" else "none",
         scale=None if plain else c.scale(layer),
         **(rotation(c, layer) if c.positions == "rotary" else {}),  # type: ignore[arg-type]
+        **norms,  # type: ignore[arg-type]
     )
 
 

@@ -307,7 +307,7 @@ class Model:
                 f"the vocabulary has {len(vocab)} tokens but the model's embedding has {config.vocab_size} rows",
                 field="vocab_size",
             )
-        self._options = tuple(layer_options(config, layer) for layer in range(config.n_layers))
+        self._options = tuple(layer_options(config, layer, params=self.params) for layer in range(config.n_layers))
         self._weights: dict[int, Weights] = {}
         self._cache = RunCache(config.n_layers, self.params.values())
 
@@ -395,7 +395,11 @@ class Model:
     ) -> tuple[Trace, np.ndarray]:
         """One block on the stream x (n, d) at positions 0 .. n − 1: (its attention trace, the stream after it)."""
         attended, x = self.layer(layer, x, interventions=interventions)
-        options = layer_options(self.config, layer, len(x)) if self.config.layer_types else self._options[layer]
+        gains = [iv for iv in interventions if iv.kind == "replace" and iv.matrix in GAINS]  # the options say them
+        if self.config.layer_types or gains:
+            options = layer_options(self.config, layer, len(x), with_gains(self.config, self.params, layer, gains))
+        else:
+            options = self._options[layer]
         return attend.to_trace(attended, options, tokens), x
 
     def layer(

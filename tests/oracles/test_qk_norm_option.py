@@ -57,7 +57,8 @@ def test_every_qk_norm_head_recomputes_from_its_x_w_and_gains(family: str) -> No
     for layer in range(m.config.n_layers):
         for head in range(m.config.n_heads):
             t = run.head(layer, head)
-            o = _with_gains(m, layer, t.options)
+            o = t.options  # the model's head records its layer's gains
+            assert o == _with_gains(m, layer, o.replace(q_norm=(), k_norm=(), qk_norm_eps=1e-6)) and o.q_norm
             again = attention.self_attention(t.X, t.W_q, t.W_k, t.W_v, options=o)
             assert _relative(again.weights, t.weights) < 1e-12, (family, layer, head)
             assert _relative(again.output, t.output) < 1e-12
@@ -65,6 +66,22 @@ def test_every_qk_norm_head_recomputes_from_its_x_w_and_gains(family: str) -> No
             off = o.replace(q_norm=tuple(1.01 * g for g in o.q_norm))  # one gain vector 1% off
             assert _relative(attention.self_attention(t.X, t.W_q, t.W_k, t.W_v, options=off).weights, t.weights) > 1e-6
     assert PER_HEAD
+
+
+@pytest.mark.parametrize("family", PER_HEAD)
+def test_a_head_run_with_replaced_gains_records_and_recomputes_them(family: str) -> None:
+    from attention.model import replace_gains
+
+    m = _model(family)
+    ids = np.random.RandomState(9).randint(0, m.config.vocab_size, N).tolist()
+    new = np.random.RandomState(10).normal(1.0, 0.5, m.config.d_head)
+    run = m.run(ids, [replace_gains(1, "q_norm", new)])
+    t = run.head(1, 2)
+    np.testing.assert_allclose(np.array(t.options.q_norm), new, rtol=1e-15)  # as applied: offset + (new − offset)
+    again = attention.self_attention(t.X, t.W_q, t.W_k, t.W_v, options=t.options)
+    assert _relative(again.weights, t.weights) < 1e-12
+    assert run.head(0, 2).options == m.run(ids).head(0, 2).options  # the other layer keeps its own
+    assert _relative(t.weights, m.run(ids).head(1, 2).weights) > 1e-6
 
 
 def _torch_pass(X, W_q, W_k, W_v, W_o, gq, gk, o: Options, dh: int):  # noqa: ANN001, ANN202 - torch tensors
