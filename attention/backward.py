@@ -10,6 +10,8 @@ Going back through the steps of :mod:`attention.steps`, for each head (W^i its b
     Z = (S · s) / T, masked     ∂S = ∂Z · s / T                (masked cells have A = 0, so ∂Z = 0 there)
     S = Q Kᵀ                    ∂Q = ∂S K,                      ∂K = ∂Sᵀ Q
     Q = R(Q_raw) (rotary)       ∂Q_raw = Rᵀ ∂Q (the rotation by −θ)
+    Q_raw = x / r · g (QK-norm, r = √(mean(x²) + ε) per row, x = X' W_q)
+                                ∂x = (g ⊙ ∂Q_raw) / r − x · Σ(g ⊙ ∂Q_raw ⊙ x) / (d r³),   ∂g = Σ_rows ∂Q_raw ⊙ x / r
     Q = X' W_q  (or X' W_qᵀ)    ∂X' = ∂Q W_qᵀ (∂Q W_q),         ∂W_q = X'ᵀ ∂Q (∂Qᵀ X')
     X' = X + P                  ∂X = ∂X',                       ∂P = Σ_batch ∂X' (learned P; the sinusoidal PE is fixed)
 
@@ -73,6 +75,20 @@ def rotary_backward(d_Q: np.ndarray, options: Options | None = None) -> np.ndarr
     return (options or Options()).rotate(d_Q, inverse=True)  # (..., n, d)
 
 
+def rms_norm_backward(
+    x: np.ndarray, gains: np.ndarray, eps: float, d_y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """y = x / r · g with r = √(mean(x²) + ε) per row (:func:`steps.rms_norm`): returns (∂x (..., n, d), ∂g (d,),
+    summed over every row, head and batch item)."""
+    d = x.shape[-1]
+    r = np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)  # (..., n, 1)
+    g_dy = d_y * gains  # (..., n, d)
+    along = np.sum(g_dy * x, axis=-1, keepdims=True)  # (..., n, 1)
+    d_x = g_dy / r - x * along / (d * r**3)  # (..., n, d)
+    d_g = _flat(d_y * x / r).sum(axis=0)  # (d,)
+    return d_x, d_g
+
+
 def project_backward(
     X: np.ndarray, W: np.ndarray, d_Q: np.ndarray, projection: steps.Projection
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +112,7 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
 
     ``d_output`` has the shape of ``trace.output``, ``d_weights`` that of ``trace.weights`` ((..., h, n, n) with
     heads). Returns a dict with "X", "W_q", "W_k", "W_v" (each shaped like the trace's array), "W_o" when the
-    trace has W_o, and "P" when positions are learned."""
+    trace has W_o, "P" when positions are learned, and "q_norm", "k_norm" (the gains', (d_k/h,)) with QK-norm."""
     o = trace.options
     h, group = o.heads, o.heads // o.kv
     if trace.X_kv is not None:
@@ -136,6 +152,7 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
     if o.positions == "rotary":
         d_Q, d_K = rotary_backward(d_Q, o), rotary_backward(d_K, o)  # before the rotation
     X_in = trace.X if trace.X_in is None else trace.X_in  # (..., n, d_model): what the projections saw
+    d_Q, d_K = _qk_norm_backward(trace, X_in, d_Q, d_K, grads)  # before QK-norm, when the options have it
     d_X = np.zeros(X_in.shape)  # (..., n, d_model)
     for name, d_M in (("W_q", d_Q), ("W_k", d_K), ("W_v", d_V)):
         d_X_part, grads[name] = project_backward(X_in, getattr(trace, name), merge_heads(d_M), o.projection)
@@ -143,8 +160,25 @@ def backward(trace: Trace, d_output: object = None, d_weights: object = None) ->
     grads["X"] = d_X
     if o.positions == "learned":
         grads["P"] = positions_backward(d_X)  # (n, d_model)
-    order = ("X", "W_q", "W_k", "W_v", "W_o", "P")
+    order = ("X", "W_q", "W_k", "W_v", "W_o", "P", "q_norm", "k_norm")
     return {name: grads[name] for name in order if name in grads}
+
+
+def _qk_norm_backward(
+    trace: Trace, X_in: np.ndarray, d_Q: np.ndarray, d_K: np.ndarray, grads: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """∂(X'W_q) and ∂(X'W_k) per head from ∂Q_raw, ∂K_raw ((..., h, n, d_k/h) and (..., g, n, d_k/h)) through
+    QK-norm, whose input is recomputed from X' and W; the gains' gradients go into ``grads``."""
+    o = trace.options
+    for name, W, count in (("q_norm", trace.W_q, o.heads), ("k_norm", trace.W_k, o.kv)):
+        gains = getattr(o, name)
+        if not gains:
+            continue
+        x = split_heads(steps.project(X_in, W, o.projection), count)  # (..., heads, n, d_k/h): before the norm
+        d_in = d_Q if name == "q_norm" else d_K
+        d_x, grads[name] = rms_norm_backward(x, np.asarray(gains), float(o.qk_norm_eps), d_in)
+        d_Q, d_K = (d_x, d_K) if name == "q_norm" else (d_Q, d_x)
+    return d_Q, d_K
 
 
 def _group_sum(d: np.ndarray, group: int) -> np.ndarray:

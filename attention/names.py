@@ -20,6 +20,7 @@ Shapes for n tokens, under the projection "x_w" (Q = X·W) or "x_wt" (Q = X·W�
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -253,3 +254,15 @@ def corner_label(name: str) -> str:
     if name in SQUARE:
         return "query \\ key"
     return "dim" if name in WEIGHTS or name == "W_o" else "token"
+
+
+def short(value: object, limit: int = 60) -> str:
+    """A value for a message: its repr cut to ``limit`` characters; a huge integer is described, not printed
+    (Python refuses to print one of more than 4300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"a whole number of about {int(value.bit_length() * math.log10(2))} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # a container holding a huge integer
+        text = f"a {type(value).__name__} that cannot be printed"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

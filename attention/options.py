@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from . import masks, names, positions, steps
+from . import masks, names, positions, rotation, steps
 from .errors import AttentionError
 from .heads import divisors
+from .names import short
+from .rotation import Rotation
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(Rotation):
     """The conventions of one computation (the documents differ in these, so they are options).
 
     projection: "x_w" (Q = X @ W_q, W is d_model × d_k) or "x_wt" (Q = X @ W_q.T, the 'I am Batman' example).
@@ -47,13 +49,13 @@ class Options:
     window: w, the width of the mask part "window" (query i sees keys i − w + 1 … i, itself and the w − 1 tokens
     before it); it does nothing while the mask has no "window".
 
-    The rotation, as checkpoints vary it (they do nothing without rotary positions; see :func:`positions.rotate`):
-    rope_theta: the base θ of the frequencies ω_i = θ^(−2i/r); rotary_layout: "interleaved" (the pairs (2i, 2i+1),
-    the paper's) or "halves" (the pairs (i, i + r/2), Hugging Face's ``rotate_half``); rotary_dims: r, how many of
-    each head's columns turn (None: all of them, less one when a head's width is odd; GPT-NeoX turns fewer);
-    rope_scaling: "none", "linear" (ω / rope_factor) or "llama3" (ω / rope_factor for the long wavelengths, ω for
-    the short ones, a mix between, set by rope_low_freq_factor, rope_high_freq_factor and rope_original_context);
-    see :func:`positions.scaled_frequencies`. A model's head records its layer's (:func:`attention.model.attend`).
+    q_norm, k_norm: QK-norm (Qwen3, Gemma 3), a step between X·W and the rotation: each row of a head's q (k) is
+    divided by its root mean square and scaled per column by these gains, one per column of a head, as the model
+    applies them (Gemma's 1 + w); () leaves q (k) as X·W gives it. qk_norm_eps: the ε under the root.
+
+    The rotation, as checkpoints vary it (its eight fields, rope_theta … rope_original_context, are a
+    :class:`~attention.rotation.Rotation`'s, declared and checked there; they do nothing without rotary positions).
+    A model's head records its layer's (:func:`attention.model.attend`).
 
     In a preset file the options are a JSON object with these field names as keys (padding a list of booleans,
     custom_mask a list of lists of booleans, scale a number or null); see :meth:`to_dict` and :meth:`from_dict`.
@@ -70,14 +72,9 @@ class Options:
     positions: str = "none"
     kv_heads: int | None = None
     window: int = 3
-    rope_theta: float = 10000.0
-    rotary_layout: str = "interleaved"
-    rotary_dims: int | None = None
-    rope_scaling: str = "none"
-    rope_factor: float = 1.0
-    rope_low_freq_factor: float = 1.0
-    rope_high_freq_factor: float = 4.0
-    rope_original_context: int = 8192
+    q_norm: tuple[float, ...] = ()
+    k_norm: tuple[float, ...] = ()
+    qk_norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
         if isinstance(self.mask, str) and self.mask in masks.KINDS:  # spelled as a file or link spells it
@@ -88,34 +85,11 @@ class Options:
         """The number of key/value heads in force: ``kv_heads``, or ``heads`` when it is None."""
         return self.heads if self.kv_heads is None else int(self.kv_heads)
 
-    def frequencies(self, d_head: int) -> np.ndarray:
-        """The rotation's frequencies for heads of width ``d_head`` (r / 2,): θ^(−2i/r) over the rotated width r
-        (rotary_dims, or d_head), stretched as rope_scaling says (see :func:`positions.scaled_frequencies`)."""
-        width = d_head if self.rotary_dims is None else int(self.rotary_dims)
-        omega = positions.frequencies(width, float(self.rope_theta))  # (r/2,)
-        return positions.scaled_frequencies(
-            omega,
-            self.rope_scaling,
-            float(self.rope_factor),
-            float(self.rope_low_freq_factor),
-            float(self.rope_high_freq_factor),
-            int(self.rope_original_context),
-        )
-
-    def rotate(self, x: np.ndarray, inverse: bool = False) -> np.ndarray:
-        """x (..., n, d_head), one head's queries or keys at positions 0 .. n − 1, turned as these options say."""
-        return positions.rotate(x, self.frequencies(x.shape[-1]), 0, self.rotary_layout, inverse)
-
-    @property
-    def plain_rotation(self) -> bool:
-        """Whether the rotation is the paper's: base 10000, interleaved pairs, every column, no scaling."""
-        return all(getattr(self, name) == value for name, value in ROTATION_DEFAULTS.items())
-
     def validate(self) -> Options:
         """Raise AttentionError naming the first option that is out of range (its ``field`` is the option's name);
         return self. The same rules as :meth:`from_dict`."""
-        for f in dataclasses.fields(self):
-            _check(f.name, getattr(self, f.name), f.name)
+        for name in RULES:  # the pass's own options first, then the rotation's
+            _check(name, getattr(self, name), name)
         _check_together(self, "")
         return self
 
@@ -137,14 +111,10 @@ class Options:
             "positions": self.positions,
             "kv_heads": None if self.kv_heads is None else int(self.kv_heads),
             "window": int(self.window),
-            "rope_theta": float(self.rope_theta),
-            "rotary_layout": self.rotary_layout,
-            "rotary_dims": None if self.rotary_dims is None else int(self.rotary_dims),
-            "rope_scaling": self.rope_scaling,
-            "rope_factor": float(self.rope_factor),
-            "rope_low_freq_factor": float(self.rope_low_freq_factor),
-            "rope_high_freq_factor": float(self.rope_high_freq_factor),
-            "rope_original_context": int(self.rope_original_context),
+            "q_norm": [float(g) for g in self.q_norm],
+            "k_norm": [float(g) for g in self.k_norm],
+            "qk_norm_eps": float(self.qk_norm_eps),
+            **rotation.to_json(self),
         }
 
     @classmethod
@@ -154,7 +124,7 @@ class Options:
         mask part that needs them (padding, custom) must have them."""
         if not isinstance(d, Mapping):
             raise AttentionError(f"{where} must be an object of option names and values; got {type(d).__name__}")
-        known = [f.name for f in dataclasses.fields(cls)]
+        known = list(RULES)
         unknown = sorted(str(k) for k in d if k not in known)
         if unknown:
             raise AttentionError(
@@ -202,6 +172,8 @@ def _json_value(name: str, value: object, n: int | None) -> object:
         return _json_flags(value, n)
     if name == "custom_mask":
         return _json_grid(value, n)
+    if name in ("q_norm", "k_norm"):
+        return _json_gains(name, value)
     return value
 
 
@@ -243,6 +215,17 @@ def _json_grid(value: object, n: int | None) -> tuple[tuple[bool, ...], ...]:
     if n is not None and not (ok and len(value) == n and all(len(r) == n for r in value)):  # type: ignore[arg-type]
         raise AttentionError(f"custom_mask must be {n} rows of {n} true/false flags (query × key)", field="custom_mask")
     return tuple(tuple(r) for r in value)  # type: ignore[union-attr]
+
+
+def _json_gains(name: str, value: object) -> tuple[float, ...]:
+    """A norm's gains: a list of finite numbers, at most a head's width."""
+    if not (isinstance(value, list) and len(value) <= names.MAX_DIM and all(finite(g) for g in value)):
+        raise AttentionError(
+            f"{name} must be a list of at most {names.MAX_DIM} finite numbers, one gain per column of a head; "
+            f"got {short(value)}",
+            field=name,
+        )
+    return tuple(float(g) for g in value)
 
 
 def finite(value: object) -> bool:
@@ -289,12 +272,11 @@ def _square_grid(value: object) -> bool:
     )
 
 
-_FLOATS = ("temperature", "rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor")
-MAX_CONTEXT = 1 << 20  # rope_original_context: the longest context a scaling may name
+def _gains(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) <= names.MAX_DIM and all(finite(g) for g in value)
 
 
-def _rotary_width(value: object) -> bool:
-    return value is None or (_whole(value, 2, names.MAX_DIM) and value % 2 == 0)  # type: ignore[operator]
+_FLOATS = ("temperature", "qk_norm_eps", *rotation.FLOATS)
 
 
 # field -> (the rule, what the message says when it is broken)
@@ -319,45 +301,17 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
         lambda v: _whole(v, 1, names.MAX_TOKENS),
         f"must be a whole number of tokens from 1 to {names.MAX_TOKENS} (query i sees keys i − window + 1 … i)",
     ),
-    "rope_theta": (_positive, "must be a finite number > 0 (the rotation's base θ, 10000 in the paper)"),
-    "rotary_layout": (
-        _one_of(positions.LAYOUTS),
-        "must be 'interleaved' (pairs 2i, 2i+1) or 'halves' (pairs i, i + r/2)",
-    ),
-    "rotary_dims": (
-        _rotary_width,
-        f"must be an even whole number from 2 to {names.MAX_DIM}, at most a head's width (or None for all columns)",
-    ),
-    "rope_scaling": (_one_of(positions.SCALINGS), f"must be one of {', '.join(positions.SCALINGS)}"),
-    "rope_factor": (_positive, "must be a finite number > 0"),
-    "rope_low_freq_factor": (_positive, "must be a finite number > 0"),
-    "rope_high_freq_factor": (_positive, "must be a finite number > 0"),
-    "rope_original_context": (
-        lambda v: _whole(v, 1, MAX_CONTEXT),
-        f"must be a whole number of tokens from 1 to {MAX_CONTEXT}",
-    ),
+    "q_norm": (_gains, f"must be at most {names.MAX_DIM} finite numbers, one gain per column of a head (or none)"),
+    "k_norm": (_gains, f"must be at most {names.MAX_DIM} finite numbers, one gain per column of a head (or none)"),
+    "qk_norm_eps": (lambda v: _positive(v) and float(v) < 1, "must be a number between 0 and 1"),  # type: ignore[arg-type]
+    **rotation.RULES,
 }
-ROTATION = (
-    "rope_theta",
-    "rotary_layout",
-    "rotary_dims",
-    "rope_scaling",
-    "rope_factor",
-    "rope_low_freq_factor",
-    "rope_high_freq_factor",
-    "rope_original_context",
-)  # the options that say how rotary positions turn Q and K
-ROTATION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Options) if f.name in ROTATION}
+ROTATION_DEFAULTS = rotation.DEFAULTS
 
 
 def _check_together(o: Options, prefix: str) -> None:
     """The rules that tie two options: kv_heads divides heads; llama3 scaling's high factor is above its low."""
-    if o.rope_scaling == "llama3" and not o.rope_high_freq_factor > o.rope_low_freq_factor:
-        raise AttentionError(
-            f"{prefix}rope_high_freq_factor must be above rope_low_freq_factor ({short(o.rope_low_freq_factor)}) "
-            f"with llama3 scaling; got {short(o.rope_high_freq_factor)}",
-            field="rope_high_freq_factor",
-        )
+    rotation.check_together(o, prefix)
     if o.kv_heads is not None and o.heads % o.kv_heads:
         raise AttentionError(
             f"{prefix}kv_heads must divide heads = {o.heads} (each key/value head serves the same number of query "
@@ -370,15 +324,3 @@ def _check(name: str, value: object, path: str) -> None:
     rule, message = RULES[name]
     if not rule(value):
         raise AttentionError(f"{path} {message}; got {short(value)}", field=name)
-
-
-def short(value: object, limit: int = 60) -> str:
-    """A value for a message: its repr cut to ``limit`` characters; a huge integer is described, not printed
-    (Python refuses to print one of more than 4300 digits)."""
-    if isinstance(value, int) and value.bit_length() > 200:
-        return f"a whole number of about {int(value.bit_length() * math.log10(2))} digits"
-    try:
-        text = repr(value)
-    except ValueError:  # a container holding a huge integer
-        text = f"a {type(value).__name__} that cannot be printed"
-    return text if len(text) <= limit else text[: limit - 1] + "…"

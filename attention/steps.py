@@ -26,6 +26,13 @@ def project(X: np.ndarray, W: np.ndarray, projection: Projection = "x_w") -> np.
     return X @ (W if projection == "x_w" else W.T)  # (..., n, d_model) @ (d_model, d_k) -> (..., n, d_k)
 
 
+def rms_norm(x: np.ndarray, gains: np.ndarray, eps: float) -> np.ndarray:
+    """QK-norm (Qwen3, Gemma 3): each row of one head's q or k divided by its root mean square, then scaled per
+    column, x / √(mean(x²) + ε) · g. (..., n, d) -> (..., n, d)."""
+    mean_square = np.mean(x * x, axis=-1, keepdims=True)  # (..., n, 1)
+    return x / np.sqrt(mean_square + eps) * gains  # (..., n, d)
+
+
 def scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     """Raw scores: entry (i, j) is the dot product of query i with key j."""
     return Q @ np.swapaxes(K, -1, -2)  # (..., n, d_k) @ (..., d_k, n) -> (..., n, n)

@@ -1,7 +1,8 @@
 """The trace: every intermediate array of one attention pass, and the function that runs all steps.
 
 In prose: add positions to the embeddings if asked, X' = X + P; project, Q = X' W_q, K = X' W_k, V = X' W_v
-(rotary positions then turn Q and K); score every query against every key, S = Q Kᵀ; scale, S' = S · s
+(QK-norm then divides each row of a head's Q and K by its root mean square and scales it by the gains, and rotary
+positions turn Q and K); score every query against every key, S = Q Kᵀ; scale, S' = S · s
 (s = 1/√d_k unless told otherwise), add the ALiBi bias if asked, and mask forbidden cells to -inf; turn each
 row into weights, A = softmax(S' / T); mix the values, O = A V. With h heads each head does this on its own block
 of d_k/h columns of W_q and W_k (d_v/h of W_v), the heads' outputs are concatenated, and W_o (if given) mixes them.
@@ -193,6 +194,13 @@ def check_widths(d_q: int, d_k: int, d_v: int, options: Options) -> None:
             f"(d_k/h = {d_q}/{h}); rotary_dims must be an even number of them at most {d_q // h}",
             field="rotary_dims",
         )
+    for name, gains in (("q_norm", options.q_norm), ("k_norm", options.k_norm)):
+        if gains and len(gains) != d_q // h:
+            raise AttentionError(
+                f"{name} has {len(gains)} gains but each head's queries and keys have {d_q // h} columns "
+                f"(d_k/h = {d_q}/{h}); QK-norm needs one gain per column",
+                field=name,
+            )
     if d_v % g:
         raise AttentionError(
             f"W_v gives width {d_v}, which does not divide into {g} "
@@ -384,6 +392,7 @@ def attend(
         Q = steps.project(X_in, W_q, opts.projection)  # (..., n, d_k)
         K = steps.project(X_kv, W_k, opts.projection)  # (..., S, d_k)
         V = steps.project(X_kv, W_v, opts.projection)  # (..., S, d_v)
+        Q, K = qk_normed(Q, K, opts)  # (..., n, d_k), (..., S, d_k): QK-norm, when the options have its gains
         Q_raw, K_raw = (Q, K) if opts.positions == "rotary" else (None, None)
         if opts.positions == "rotary":
             Q, K = opts.rotate(Q), opts.rotate(K)  # (..., n, d_k) each: base, pairs, width and scaling as opts say
@@ -402,6 +411,15 @@ def attend(
         )  # (..., n, n)
     O = steps.weighted_sum(A, V)  # (..., n, d_v)
     return _Head(Q_raw=Q_raw, K_raw=K_raw, Q=Q, K=K, V=V, scores=S, scaled=S_scaled, weights=A, output=O, scale=factor)
+
+
+def qk_normed(Q: np.ndarray, K: np.ndarray, opts: Options) -> tuple[np.ndarray, np.ndarray]:
+    """One head's q and k after QK-norm (:func:`steps.rms_norm` with the options' gains); as they are without it."""
+    if opts.q_norm:
+        Q = steps.rms_norm(Q, np.asarray(opts.q_norm, dtype=Q.dtype), float(opts.qk_norm_eps))  # (..., n, d_k)
+    if opts.k_norm:
+        K = steps.rms_norm(K, np.asarray(opts.k_norm, dtype=K.dtype), float(opts.qk_norm_eps))  # (..., S, d_k)
+    return Q, K
 
 
 def run_steps(

@@ -350,14 +350,40 @@ def _one_head_qkv(b: Builder) -> tuple[list[str], str]:
         f"K = {b.x_kv} @ W_k{t}",
         f"V = {b.x_kv} @ W_v{t}",
     ]
+    norm, said = _qk_norm_lines(b.o)
+    code += norm + [f"{w.upper()} = qk_norm({w.upper()}, {w}_norm)" for w in _normed(b.o)]
     if b.o.positions == "rotary":
         code += ["Q, K = rotary(Q), rotary(K)  # turn each pair of columns by its position's angle"]
     op_q, op_k, op_v = _products(b)
     md = (
         f"## Step 3: queries, keys and values\n\nQ = {op_q}, K = {op_k}, V = {op_v}: "
-        "one query, key and value per token."
+        "one query, key and value per token." + said
     )
     return code, md
+
+
+def _qk_norm_lines(o: Options) -> tuple[list[str], str]:
+    """QK-norm's gains and function, when the options have them (as :func:`attention.steps.rms_norm` computes it),
+    and what the text says of it; nothing otherwise."""
+    if not (o.q_norm or o.k_norm):
+        return [], ""
+    code = [
+        *(f"{w}_norm = np.array({_literal(np.array(getattr(o, f'{w}_norm')))})" for w in _normed(o)),
+        f"def qk_norm(x, gains, eps={float(o.qk_norm_eps)!r}):",
+        '    """QK-norm: each row divided by its root mean square, then scaled per column."""',
+        "    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * gains",
+    ]
+    said = (
+        " QK-norm (as Qwen3 and Gemma 3 do) then divides each row of a head's "
+        + " and ".join({"q": "queries", "k": "keys"}[w] for w in _normed(o))
+        + " by its root mean square and scales each column by its gain, before any rotation."
+    )
+    return code, said
+
+
+def _normed(o: Options) -> list[str]:
+    """"q", "k": which of Q and K the options' QK-norm normalises."""
+    return [w for w in "qk" if getattr(o, f"{w}_norm")]
 
 
 def _head_block(w: str, width: str, block: tuple[str, str], transposed: bool) -> str:
@@ -390,6 +416,8 @@ def _heads_qkv(b: Builder) -> tuple[list[str], str]:
         f"K_heads = [{b.x_kv} @ {sl_k} for i in range(h)]",
         f"V_heads = [{b.x_kv} @ {sl_v} for i in range(h)]",
     ]
+    norm, said = _qk_norm_lines(o)
+    code += norm + [f"{w.upper()}_heads = [qk_norm(x, {w}_norm) for x in {w.upper()}_heads]" for w in _normed(o)]
     if o.positions == "rotary":
         code += [
             "Q_heads = [rotary(q) for q in Q_heads]  # RoPE within each head's columns",
@@ -406,7 +434,7 @@ def _heads_qkv(b: Builder) -> tuple[list[str], str]:
         f"## Step 3: queries, keys and values, split into {h} heads\n\nQ = {op_q}, K = {op_k}, V = {op_v}, "
         f"computed per head: head i uses the i-th block of d_k / h = {b.d_k // h} columns of the weights (and "
         f"{b.d_v // g} for values). Each head then attends on its own."
-    )
+    ) + said
     if grouped:
         md += (
             f" Grouped-query attention: W_k and W_v have only {g} blocks (kv_heads = {g}), and each serves "

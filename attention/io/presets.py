@@ -542,6 +542,11 @@ def _options_to_dict(o: Options) -> dict[str, Any]:
         d["kv_heads"] = o.kv_heads
     if "window" in o.mask or o.window != Options.window:
         d["window"] = o.window
+    for name in ("q_norm", "k_norm"):  # QK-norm's gains, when the pass has them
+        if getattr(o, name):
+            d[name] = list(getattr(o, name))
+    if o.qk_norm_eps != Options.qk_norm_eps:
+        d["qk_norm_eps"] = o.qk_norm_eps
     for name, default in ROTATION_DEFAULTS.items():  # how rotary positions turn Q and K, when not the paper's way
         if getattr(o, name) != default:
             d[name] = getattr(o, name)

@@ -4,7 +4,8 @@ For m new rows at positions start .. start + m − 1, with the keys and values o
 a cache (none in the full pass), H query heads of width dₕ sharing G key/value heads:
 
     q, k, v = X W_q, X W_k, X W_v                  (H, m, dₕ), (G, m, dₕ), (G, m, dₕ)   [X = [h, 1] with biases]
-    q, k = RMS(q), RMS(k)                          QK-norm, per head (Qwen3, Gemma 3)
+    q, k = RMS(q), RMS(k)                          QK-norm: per head (Qwen3, Gemma 3), or across all heads before
+                                                   the split (OLMo-2: RMS over H·dₕ columns of q, G·dₕ of k)
     q, k = rotate(q), rotate(k)                    RoPE at their own positions
     K, V = [K_cache; k], [V_cache; v]              (G, s, dₕ), s = start + m
     S = q Kᵀ, query head i reading key/value head i // (H/G)                      (H, m, s)
@@ -17,12 +18,14 @@ Every step is the project's own (:mod:`attention.steps`), and the full pass's ar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import positions, steps
+from .. import rotation as rotations
 from ..errors import AttentionError
 from ..heads import kv_block, merge_heads, split_heads
 from ..options import Options
@@ -55,20 +58,12 @@ class Attended(NamedTuple):
 
 
 def rotation(config: Config, layer: int) -> dict[str, object]:
-    """How a layer turns its queries and keys, as the options name it (see :class:`~attention.Options`): base
-    rope_theta, scaled as the config says, or rope_local_theta unscaled on a "sliding" layer when it is given."""
+    """How a layer turns its queries and keys, as the options name it (see :class:`~attention.rotation.Rotation`):
+    the config's rotation, or on a "sliding" layer with rope_local_theta that base, unscaled."""
     c = config
     local = c.layer_type(layer) == "sliding" and c.rope_local_theta is not None
-    return {
-        "rope_theta": float(c.rope_local_theta if local else c.rope_theta),
-        "rotary_layout": c.rotary_layout,
-        "rotary_dims": c.rotary_dims,
-        "rope_scaling": "none" if local else c.rope_scaling,
-        "rope_factor": float(c.rope_factor),
-        "rope_low_freq_factor": float(c.rope_low_freq_factor),
-        "rope_high_freq_factor": float(c.rope_high_freq_factor),
-        "rope_original_context": int(c.rope_original_context),
-    }
+    turn = dataclasses.replace(c.rotation, rope_theta=c.rope_local_theta, rope_scaling="none") if local else c.rotation
+    return rotations.to_json(turn)
 
 
 def frequencies(config: Config, layer: int) -> np.ndarray | None:
@@ -76,7 +71,7 @@ def frequencies(config: Config, layer: int) -> np.ndarray | None:
     model and the step pages); None without rotary positions."""
     if config.positions != "rotary":
         return None
-    return Options(**rotation(config, layer)).frequencies(config.d_head)  # type: ignore[arg-type]
+    return rotations.Rotation(**rotation(config, layer)).frequencies(config.d_head)  # type: ignore[arg-type]
 
 
 def visible(start: int, m: int, s: int, window: int = 0) -> np.ndarray:
@@ -106,6 +101,20 @@ def replaced(config: Config, W: Weights, interventions: Sequence) -> Weights:
     return out["W_q"], out["W_k"], out["W_v"], out["W_o"]
 
 
+def qk_normed(config: Config, params: Params, layer: int, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, ...]:
+    """q (m, H·dₕ) and k (m, G·dₕ) split into heads, (H, m, dₕ) and (G, m, dₕ), QK-normed as the config says: each
+    head's d_head columns with the shared d_head-wide gains ("head"), or every head's columns at once with gains
+    H·dₕ and G·dₕ wide, before the split ("all", OLMo-2); as they are without QK-norm."""
+    c, H, G = config, config.n_heads, config.kv_heads
+    gq, gk = (params[f"{layer}.q_norm.g"], params[f"{layer}.k_norm.g"]) if c.qk_norm else (None, None)
+    if c.qk_norm and c.qk_norm_scope == "all":
+        q, k = rms_norm(q, gq, c.ln_eps, c.norm_offset), rms_norm(k, gk, c.ln_eps, c.norm_offset)  # before the split
+    q, k = split_heads(q, H), split_heads(k, G)  # (H, m, dₕ), (G, m, dₕ)
+    if c.qk_norm and c.qk_norm_scope == "head":
+        q, k = rms_norm(q, gq, c.ln_eps, c.norm_offset), rms_norm(k, gk, c.ln_eps, c.norm_offset)  # per head
+    return q, k
+
+
 def attend(
     config: Config,
     params: Params,
@@ -121,12 +130,8 @@ def attend(
     of the concatenation by 0 or by their causal mean (see :mod:`.interventions`)."""
     c, (W_q, W_k, W_v, W_o) = config, W
     H, G = c.n_heads, c.kv_heads
-    q = split_heads(X @ W_q, H)  # (H, m, dₕ)
-    k = split_heads(X @ W_k, G)  # (G, m, dₕ)
+    q, k = qk_normed(c, params, layer, X @ W_q, X @ W_k)  # (H, m, dₕ), (G, m, dₕ)
     v = split_heads(X @ W_v, G)  # (G, m, dₕ)
-    if c.qk_norm:
-        q = rms_norm(q, params[f"{layer}.q_norm.g"], c.ln_eps, c.norm_offset)  # (H, m, dₕ)
-        k = rms_norm(k, params[f"{layer}.k_norm.g"], c.ln_eps, c.norm_offset)  # (G, m, dₕ)
     omega = frequencies(c, layer)
     q_raw, k_raw = (q, k) if omega is not None else (None, None)
     if omega is not None:
@@ -167,12 +172,17 @@ def ablated(concat: np.ndarray, d_head: int, ablations: Sequence) -> np.ndarray:
     return concat
 
 
-def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
+def layer_options(config: Config, layer: int, n: int | None = None, params: Params | None = None) -> Options:
     """The options a layer's trace records, so that the generic engine recomputes each head exactly: n_heads causal
     heads sharing kv_heads, the score scale (None when it is 1/√d_head), rotary or no positions with the layer's
-    rotation (:func:`rotation`; left at the defaults without rotary positions), and the window on a "sliding" layer
-    when it is shorter than the n keys. QK-norm is not an option: a head with it is not recomputed from X and W."""
+    rotation (:func:`rotation`; left at the defaults without rotary positions), the window on a "sliding" layer
+    when it is shorter than the n keys, and with ``params`` a per-head QK-norm's gains as applied (offset + γ) and
+    its ε. A QK-norm across all heads (OLMo-2) is not an option: one head's q is not normed by its own columns."""
     c = config
+    norms = {}
+    if params is not None and c.qk_norm and c.qk_norm_scope == "head":
+        gains = {w: c.norm_offset + params[f"{layer}.{w}.g"] for w in ("q_norm", "k_norm")}  # as rms_norm applies
+        norms = {w: tuple(float(g) for g in v) for w, v in gains.items()} | {"qk_norm_eps": c.ln_eps}
     plain = c.query_pre_attn_scalar is None and c.scale_attn and not c.scale_by_layer
     window = c.sliding_window if c.layer_type(layer) == "sliding" else 0
     bites = window > 0 and (n is None or window < n)
@@ -184,6 +194,7 @@ def layer_options(config: Config, layer: int, n: int | None = None) -> Options:
         positions="rotary" if c.positions == "rotary" else "none",
         scale=None if plain else c.scale(layer),
         **(rotation(c, layer) if c.positions == "rotary" else {}),  # type: ignore[arg-type]
+        **norms,  # type: ignore[arg-type]
     )
 
 

@@ -5,8 +5,9 @@ A model is a stack of ``n_layers`` blocks on a residual stream of width ``d_mode
     x = x + Attention(N₁(x))           causal attention, n_heads query heads sharing n_kv_heads key/value heads
     x = x + MLP(N₂(x))                 plain: act(h W_fc + b_fc) W_proj + b_proj; gated: (act(h W_gate) ⊙ h W_fc) W_proj
 
-then a final norm and the unembedding, logits = N_f(x) W_U (W_U = W_Eᵀ when tied). An attention-only model
-("A Mathematical Framework for Transformer Circuits") has no norm and no MLP: x = x + Attention(x).
+(OLMo-2 has no N₁, N₂: x = x + N(Attention(x)), x = x + N(MLP(x)), the post-norms), then a final norm and the
+unembedding, logits = N_f(x) W_U (W_U = W_Eᵀ when tied). An attention-only model ("A Mathematical Framework for
+Transformer Circuits") has no norm and no MLP: x = x + Attention(x).
 
 GPT-2 is the defaults. Every other family is a set of these fields, never a second model class (see
 :mod:`attention.model.families` for how each checkpoint's config.json maps onto them).
@@ -18,14 +19,16 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .. import positions
+from .. import positions, rotation
 from ..errors import AttentionError
 from ..names import is_number, is_whole
+from ..rotation import Rotation
 
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "silu")  # gelu_new: the tanh approximation; gelu: the exact erf form
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("plain", "gated")
 LAYER_TYPES = ("full", "sliding")
+QK_NORM_SCOPES = ("head", "all")  # QK-norm over each head's d_head columns, or over all heads' at once (OLMo-2)
 MAX_LAYERS = 96
 MAX_WIDTH = 16384
 MAX_VOCAB = 1_000_000
@@ -33,7 +36,7 @@ MAX_CONTEXT = 1 << 20  # only bounds the ids one pass takes: rotary models alloc
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Rotation):
     """Sizes and parts of a model.
 
     Sizes: vocab_size; n_ctx (the most tokens one pass may take); d_model; n_layers; n_heads (query heads);
@@ -43,7 +46,9 @@ class Config:
 
     Parts: attention_only: no norm, no MLP; norm: "layernorm" (GPT-2, GPT-NeoX) or "rmsnorm" (Llama, Qwen, Mistral,
     Gemma); norm_offset: RMSNorm scales by norm_offset + γ (0; Gemma stores γ − 1, so 1 there); ln_eps: the norm's ε;
-    post_norms: a norm also on the attention's output and on the MLP's output before each is added (Gemma 3);
+    pre_norms: the norms N₁ and N₂ on the stream before the attention and the MLP (True but for OLMo-2, which reads
+    the stream itself); post_norms: a norm also on the attention's output and on the MLP's output before each is
+    added (Gemma 3, OLMo-2);
     mlp: "plain" or "gated"; activation: the MLP's nonlinearity (see ACTIVATIONS; "gelu_new" is also
     Gemma's gelu_pytorch_tanh); parallel_residual: x + Attention(N₁(x)) + MLP(N₂(x)), both from the same x
     (GPT-NeoX's use_parallel_residual); tied: W_U = W_Eᵀ; embed_scale: x₀ = W_E[ids] · embed_scale (Gemma: √d_model).
@@ -53,18 +58,19 @@ class Config:
 
     Attention: scale_attn: divide the scores by √d_head (GPT-2's scale_attn_weights); query_pre_attn_scalar: divide
     by √query_pre_attn_scalar instead (Gemma); scale_by_layer: GPT-2's scale_attn_by_inverse_layer_idx (layer l's
-    scores are further divided by l + 1); qk_norm: an RMSNorm of each head's query and key (weights q_norm.g and
-    k_norm.g, d_head wide) before the rotation (Qwen3, Gemma 3); layer_types: one "full" or "sliding" per layer
+    scores are further divided by l + 1); qk_norm: an RMSNorm of the queries and of the keys before the rotation,
+    with gains q_norm.g and k_norm.g; qk_norm_scope: "head", each head's own d_head columns, one d_head-wide gain
+    shared by the heads (Qwen3, Gemma 3), or "all", every head's columns at once before the split into heads, the
+    gains H·d_head and G·d_head wide (OLMo-2); layer_types: one "full" or "sliding" per layer
     (() means every layer "full"); sliding_window: w, the keys a "sliding" layer's query sees: itself and the w − 1
     before it (Mistral, Gemma 3's local layers).
 
     Positions: positions: "learned" (a matrix W_pos added to the token embeddings, GPT-2), "sinusoidal" (added
-    likewise), "rotary" (each head's Q and K turned) or "none"; rope_theta: the rotary base θ; rope_local_theta:
-    the base of the "sliding" layers, unscaled (Gemma 3's rope_local_base_freq; None: rope_theta and its scaling);
-    rotary_dims: how many of each head's columns turn (None: all, less one when d_head is odd; GPT-NeoX turns
-    rotary_pct · d_head); rotary_layout: "interleaved" (pairs (2i, 2i+1)) or "halves" (pairs (i, i + r/2), Hugging
-    Face's rotate_half); rope_scaling: "none", "linear" or "llama3", with rope_factor, rope_low_freq_factor,
-    rope_high_freq_factor and rope_original_context (see :func:`attention.positions.scaled_frequencies`).
+    likewise), "rotary" (each head's Q and K turned) or "none"; the rotation's eight fields (rope_theta,
+    rotary_layout, rotary_dims, rope_scaling and its factors) are a :class:`~attention.rotation.Rotation`'s, declared
+    and checked there and shared with a pass's Options (GPT-NeoX turns rotary_pct · d_head columns); rotary_dims is
+    at most d_head here; rope_local_theta: the base of the "sliding" layers, unscaled (Gemma 3's
+    rope_local_base_freq; None: rope_theta and its scaling).
     """
 
     vocab_size: int
@@ -85,24 +91,18 @@ class Config:
     head_dim: int | None = None
     norm: str = "layernorm"
     norm_offset: float = 0.0
+    pre_norms: bool = True
     post_norms: bool = False
     mlp: str = "plain"
     parallel_residual: bool = False
     embed_scale: float = 1.0
     qkv_bias: bool | None = None
     qk_norm: bool = False
+    qk_norm_scope: str = "head"
     query_pre_attn_scalar: float | None = None
     layer_types: tuple[str, ...] = ()
     sliding_window: int = 0
-    rope_theta: float = 10000.0
     rope_local_theta: float | None = None
-    rotary_dims: int | None = None
-    rotary_layout: str = "interleaved"
-    rope_scaling: str = "none"
-    rope_factor: float = 1.0
-    rope_low_freq_factor: float = 1.0
-    rope_high_freq_factor: float = 4.0
-    rope_original_context: int = 8192
 
     def __post_init__(self) -> None:
         if isinstance(self.layer_types, list):  # as JSON gives it back
@@ -122,13 +122,6 @@ class Config:
     def has_qkv_bias(self) -> bool:
         """Whether W_q, W_k and W_v have biases (then the attention reads [h, 1] and their last row is the bias)."""
         return self.bias if self.qkv_bias is None else self.qkv_bias
-
-    @property
-    def rotated(self) -> int:
-        """How many columns of each head the rotation turns (0 without rotary positions)."""
-        if self.positions != "rotary":
-            return 0
-        return self.d_head - self.d_head % 2 if self.rotary_dims is None else self.rotary_dims
 
     def layer_type(self, layer: int) -> str:
         """ "full" or "sliding": whether layer ``layer`` sees every earlier key or only the last sliding_window."""
@@ -155,13 +148,13 @@ class Config:
             ("activation", ACTIVATIONS),
             ("norm", NORMS),
             ("mlp", MLPS),
-            ("rotary_layout", positions.LAYOUTS),
-            ("rope_scaling", positions.SCALINGS),
+            ("qk_norm_scope", QK_NORM_SCOPES),
         ):
             if getattr(self, name) not in choices:
                 raise AttentionError(
                     f"{where}.{name} must be one of {', '.join(choices)}; got {getattr(self, name)!r}", field=name
                 )
+        rotation.check(self, f"{where}.")  # the rotation's eight fields and the rule that ties two
         _check_numbers(self, where)
         _check_layers(self, where)
         return self
@@ -179,7 +172,6 @@ def _check_sizes(c: Config, where: str) -> None:
         ("n_kv_heads", c.kv_heads, 1, c.n_heads if is_whole(c.n_heads) else MAX_WIDTH),
         ("head_dim", c.d_head if c.head_dim is not None else 1, 1, MAX_WIDTH),
         ("sliding_window", c.sliding_window, 0, MAX_CONTEXT),
-        ("rope_original_context", c.rope_original_context, 1, MAX_CONTEXT),
     ):
         if not (is_whole(value) and low <= value <= high):
             raise AttentionError(
@@ -202,20 +194,22 @@ def _check_sizes(c: Config, where: str) -> None:
         raise AttentionError(
             f"{where}.rotary_dims must be an even whole number from 2 to d_head = {c.d_head}; got {c.rotary_dims!r}",
             field="rotary_dims",
-        )
+        )  # the rotation's own rule (even, ≥ 2) is checked with the others; a model's heads bound it here
 
 
 def _check_numbers(c: Config, where: str) -> None:
-    """The real-valued fields: ε in (0, 1), bases, factors and scales finite and > 0, the offset finite."""
+    """The real-valued fields: ε in (0, 1), the local base and the scales finite and > 0, the offset finite (the
+    rotation's base and factors are the rotation's own rules)."""
 
     def positive(value: object) -> bool:
         return is_number(value) and math.isfinite(value) and value > 0  # type: ignore[arg-type]
 
     if not (is_number(c.ln_eps) and 0 < c.ln_eps < 1):
         raise AttentionError(f"{where}.ln_eps must be a number between 0 and 1; got {c.ln_eps!r}", field="ln_eps")
-    for name in ("rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "embed_scale"):
-        if not positive(getattr(c, name)):
-            raise AttentionError(f"{where}.{name} must be a finite number > 0; got {getattr(c, name)!r}", field=name)
+    if not positive(c.embed_scale):
+        raise AttentionError(
+            f"{where}.embed_scale must be a finite number > 0; got {c.embed_scale!r}", field="embed_scale"
+        )
     for name in ("rope_local_theta", "query_pre_attn_scalar"):
         if getattr(c, name) is not None and not positive(getattr(c, name)):
             raise AttentionError(
@@ -223,12 +217,6 @@ def _check_numbers(c: Config, where: str) -> None:
             )
     if not (is_number(c.norm_offset) and math.isfinite(c.norm_offset)):
         raise AttentionError(f"{where}.norm_offset must be a finite number; got {c.norm_offset!r}", field="norm_offset")
-    if c.rope_scaling == "llama3" and not c.rope_high_freq_factor > c.rope_low_freq_factor:
-        raise AttentionError(
-            f"{where}.rope_high_freq_factor ({c.rope_high_freq_factor}) must be above rope_low_freq_factor "
-            f"({c.rope_low_freq_factor})",
-            field="rope_high_freq_factor",
-        )
 
 
 def _check_layers(c: Config, where: str) -> None:

@@ -1,4 +1,4 @@
-"""The families that open, and how each one's config.json becomes a :class:`~attention.model.Config`.
+"""The families that open, one record each (:data:`FAMILIES`), and how each config.json becomes a Config.
 
 Read by ``model_type`` (every other type is refused, naming it and the families that open):
 
@@ -15,23 +15,31 @@ gemma3_text   RMSNorm scaling by (1 + w), post-attention and post-MLP norms, QK-
 gemma3        its text_config, read as gemma3_text
 gpt_neox      LayerNorm, parallel residual, partial RoPE (rotary_pct of each head, halves layout), plain
               GELU MLP, biases, untied embed_out
+olmo2         llama's sizes and RoPE with no pre-norms: an RMSNorm on the attention's output and on the MLP's
+              output before each is added, and QK-norm across all heads (q over H·d_head columns, k over
+              G·d_head) before the split into heads; no biases
 ============  ==========================================================================================
 
 transformers 5 writes rope_theta, rope_scaling and rotary_pct into ``rope_parameters`` (for Gemma 3 one dict per
 layer type); older files have them at the top. Both are read. Every problem is an AttentionError naming the field.
+
+A family's record (:class:`Family`) is the one place a family is named: its reader, its title, its tensor layout and
+prefixes (:mod:`.tensornames` reads them) and ``examples``, tiny config.json's that show each of its features. The
+tests build a random model of every example with transformers and hold it against ours, so a family added here is
+tested everywhere with no test edited.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AttentionError
 from ..names import is_number, is_whole
 from .config import Config
 
-OPENS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma3_text", "gemma3", "gpt_neox")
-OPENS_TEXT = "gpt2, llama, mistral, qwen2, qwen3, gemma3_text (and gemma3's text part), gpt_neox"
 ACTIVATIONS = {  # Hugging Face's activation names -> ours; None: known and refused
     "gelu_new": "gelu_new",
     "gelu_pytorch_tanh": "gelu_new",
@@ -96,7 +104,7 @@ def read_config(raw: object) -> tuple[str, Config]:
     if not isinstance(raw, dict):
         raise AttentionError("config.json must hold a JSON object", field="config.json")
     kind = raw.get("model_type")
-    if kind not in OPENS:
+    if kind not in FAMILIES:
         archs = raw.get("architectures")
         raise AttentionError(
             f"config.json: model_type is {kind!r}"
@@ -104,25 +112,28 @@ def read_config(raw: object) -> tuple[str, Config]:
             + f"; the families that open are {OPENS_TEXT}",
             field="model_type",
         )
-    _check_architectures(raw, kind)
-    if kind == "gemma3":
+    family = FAMILIES[kind]
+    _check_architectures(raw, family)
+    if family.text_of is not None:  # a multimodal checkpoint: its text part is read as that family
         text = raw.get("text_config")
         if not isinstance(text, dict):
-            raise AttentionError("config.json: a gemma3 config needs its text_config object", field="text_config")
-        return "gemma3", _config(_gemma3(Fields(text, "config.json: text_config")), "config.json: text_config")
-    reader = {"gpt2": _gpt2, "gpt_neox": _gpt_neox, "gemma3_text": _gemma3}.get(kind, _llama_like)
-    return kind, _config(reader(Fields(raw)), "config.json")
+            raise AttentionError(
+                f"config.json: a {kind} config needs its text_config object", field="text_config"
+            )
+        where = "config.json: text_config"
+        return kind, _config(FAMILIES[family.text_of].read(Fields(text, where)), where)
+    return kind, _config(family.read(Fields(raw)), "config.json")
 
 
-def _check_architectures(raw: dict, kind: str) -> None:
+def _check_architectures(raw: dict, family: Family) -> None:
     archs = raw.get("architectures")
     if archs is None:
         return
     ok = isinstance(archs, list) and all(isinstance(a, str) and a.endswith(HEADS) for a in archs)
-    if kind == "gpt2":
-        ok = ok and all(a in ("GPT2LMHeadModel", "GPT2Model") for a in archs)
+    if family.architectures:
+        ok = ok and all(a in family.architectures for a in archs)
     if not ok:
-        head = "GPT2LMHeadModel or GPT2Model" if kind == "gpt2" else "a causal language model (…ForCausalLM)"
+        head = " or ".join(family.architectures) or "a causal language model (…ForCausalLM)"
         raise AttentionError(
             f"config.json: architectures is {archs!r}"[:200] + f"; only {head} can be opened", field="architectures"
         )
@@ -366,3 +377,98 @@ def _gpt_neox(f: Fields) -> dict[str, Any]:
         **_rope(f, f.raw, theta_key="rotary_emb_base"),
     )
     return out
+
+
+def _olmo2(f: Fields) -> dict[str, Any]:
+    """OLMo-2: llama's sizes, RoPE and gated MLP; no pre-norms, an RMSNorm after the attention and after the MLP,
+    QK-norm across all heads; no biases (its MLP never has one, so attention_bias true is refused)."""
+    if f.flag("attention_bias", False):
+        raise f.fail("attention_bias", "is true; OLMo-2 opens without biases (its MLP has none)")
+    out = _sizes(f)
+    out.update(
+        n_ctx=f.whole("max_position_embeddings", 2048),
+        norm="rmsnorm",
+        ln_eps=f.number("rms_norm_eps", 1e-5, 0, 1),
+        mlp="gated",
+        activation=f.activation("hidden_act", "silu"),
+        tied=f.flag("tie_word_embeddings", False),
+        bias=False,
+        pre_norms=False,
+        post_norms=True,
+        qk_norm=True,
+        qk_norm_scope="all",
+        **_rope(f, f.raw),
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model_type that opens.
+
+    read: its config.json (typed reads) -> Config's fields; title: how pages and messages name it; tensors: its
+    tensor layout in :mod:`.tensornames` ("llama": q/k/v/o_proj and gate/up/down_proj, "gpt2": Conv1D c_attn,
+    "gpt_neox": query_key_value fused per head); prefixes: what its tensor names start with, dropped;
+    layers_key: config.json's key of the layer count, for messages; architectures: the only architectures that
+    open (empty: any causal LM head); text_of: a multimodal type whose text_config is read as that family;
+    examples: name -> a tiny config.json's own keys (beside the sizes every example shares: vocab_size,
+    hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, max_position_embeddings), each showing
+    the family's features, for the tests to build with transformers and hold against ours (none: tested elsewhere).
+    """
+
+    model_type: str
+    title: str
+    read: Callable[[Fields], dict[str, Any]]
+    tensors: str = "llama"
+    prefixes: tuple[str, ...] = ("model.",)
+    layers_key: str = "num_hidden_layers"
+    architectures: tuple[str, ...] = ()
+    text_of: str | None = None
+    examples: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+_LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+_GEMMA3_ROPE = {
+    "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+    "sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+}
+_FAMILIES = (
+    Family(
+        "gpt2", "GPT-2", _gpt2, tensors="gpt2", prefixes=("transformer.",), layers_key="n_layer",
+        architectures=("GPT2LMHeadModel", "GPT2Model"),
+    ),
+    Family("llama", "Llama", _llama_like, examples={"llama": dict(
+        num_key_value_heads=2, tie_word_embeddings=False,
+        rope_parameters={"rope_theta": 500.0, **_LLAMA3, "original_max_position_embeddings": 32},
+    )}),
+    Family("mistral", "Mistral", _llama_like, examples={"mistral": dict(
+        num_key_value_heads=2, sliding_window=5, rope_theta=1000.0, tie_word_embeddings=True,
+    )}),
+    Family("qwen2", "Qwen2", _llama_like, examples={"qwen2": dict(  # layer 0 sees everything, layer 1 a window of 6
+        num_key_value_heads=2, use_sliding_window=True, sliding_window=6, max_window_layers=1,
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 2000.0}, tie_word_embeddings=True,
+    )}),
+    Family("qwen3", "Qwen3", _llama_like, examples={"qwen3": dict(
+        num_key_value_heads=1, head_dim=24, rope_theta=300.0, tie_word_embeddings=False,
+    )}),
+    Family("gemma3_text", "Gemma 3", _gemma3, examples={"gemma3_text": dict(
+        num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=48, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], rope_parameters=_GEMMA3_ROPE,
+    )}),
+    Family(
+        "gemma3", "Gemma 3", _gemma3, text_of="gemma3_text",
+        prefixes=("language_model.model.", "model.language_model.", "language_model."),
+    ),
+    Family("gpt_neox", "GPT-NeoX", _gpt_neox, tensors="gpt_neox", prefixes=("gpt_neox.",), examples={
+        "gpt_neox": dict(rotary_pct=0.5, rotary_emb_base=1000, use_parallel_residual=True),
+        "gpt_neox_sequential": dict(rotary_pct=0.5, rotary_emb_base=1000, use_parallel_residual=False),
+    }),
+    Family("olmo2", "OLMo-2", _olmo2, examples={"olmo2": dict(
+        num_key_value_heads=2, rope_theta=700.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+    )}),
+)  # fmt: skip
+FAMILIES: dict[str, Family] = {f.model_type: f for f in _FAMILIES}
+OPENS = tuple(FAMILIES)
+OPENS_TEXT = ", ".join(
+    f"{f.model_type} (its text part, read as {f.text_of})" if f.text_of else f.model_type for f in _FAMILIES
+)

@@ -5,7 +5,7 @@ A head i of layer l contributes concat_i W_o^i to the residual stream, where con
 ("mean"): row t becomes the mean of the head's own outputs at positions 0 .. t of the same run (a cumulative sum
 ÷ (t + 1)), so, as in the unablated model, no position sees a later token. Replacing sets its block of W_q, W_k
 or W_v (the columns that make its queries, keys or values, as :meth:`attention.Trace.head` shows them: with a bias
-the last row is the bias) or its rows of W_o.
+the last row is the bias) or its rows of W_o; or a layer's QK-norm gains (:func:`replace_gains`).
 
 With grouped key/value heads (G < H) a query head's block of W_k and W_v is the block of the key/value head it
 reads, shared by the H/G heads of its group: replacing it changes every head of the group, while ablating a head
@@ -26,6 +26,7 @@ from .config import Config
 KINDS = ("zero", "mean", "replace", "patch", "stream")
 CONCAT_KINDS = ("zero", "mean", "patch")  # what sets a head's columns of the concatenation
 MATRICES = ("W_q", "W_k", "W_v", "W_o")
+GAINS = ("q_norm", "k_norm")  # a layer's QK-norm gains: shared by its heads, or spanning them (qk_norm_scope "all")
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +54,8 @@ class Intervention:
         """One line for a person: "layer 1, head 0: zero-ablated"."""
         if self.kind == "stream":
             return f"layer {self.layer}: the stream at position {self.position} patched"
+        if self.matrix in GAINS:
+            return f"layer {self.layer}: its {self.matrix} gains replaced"
         what = {"zero": "zero-ablated", "mean": "mean-ablated", "patch": "patched"}.get(self.kind, "")
         return f"layer {self.layer}, head {self.head}: {what or f'{self.matrix} replaced'}"
 
@@ -72,6 +75,40 @@ def replace_matrix(layer: int, head: int, matrix: str, value: object) -> Interve
             f"the matrix to replace must be one of {', '.join(MATRICES)}; got {matrix!r}", field="matrix"
         )
     return Intervention(layer, head, "replace", matrix, as_matrix(matrix, value))
+
+
+def replace_gains(layer: int, norm: str, value: object) -> Intervention:
+    """Replace layer ``layer``'s QK-norm gains ``norm`` ("q_norm" or "k_norm") by ``value``, as the norm applies
+    them (offset + γ): one per column of a head, shared by every head of the layer (an edit changes them all), or
+    one per column of every head's (qk_norm_scope "all")."""
+    if norm not in GAINS:
+        raise AttentionError(f"the gains to replace are {' or '.join(GAINS)}; got {norm!r}", field="matrix")
+    try:
+        gains = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        gains = np.array([np.nan])
+    if gains.ndim != 1 or gains.size == 0 or not np.isfinite(gains).all():
+        raise AttentionError(f"{norm}'s gains must be one list of finite numbers", matrix=norm)
+    return Intervention(layer, 0, "replace", norm, gains)
+
+
+def gains_width(config: Config, norm: str) -> int:
+    """How many gains a layer's QK-norm ``norm`` has: d_head, or every head's columns with qk_norm_scope "all"."""
+    if config.qk_norm_scope == "head":
+        return config.d_head
+    return (config.n_heads if norm == "q_norm" else config.kv_heads) * config.d_head
+
+
+def with_gains(config: Config, params: dict[str, np.ndarray], layer: int, interventions: list) -> dict:
+    """The parameters with layer ``layer``'s QK-norm gains replaced as ``interventions`` say (stored as γ = gains −
+    offset, in the parameters' dtype); the same dict when there are none."""
+    if not interventions:
+        return params
+    out = dict(params)
+    for iv in interventions:
+        name = f"{layer}.{iv.matrix}.g"
+        out[name] = (iv.value - config.norm_offset).astype(params[name].dtype)  # (width,)
+    return out
 
 
 def patch_head(layer: int, head: int, value: object) -> Intervention:
@@ -110,7 +147,9 @@ def check(config: Config, iv: object) -> Intervention:
             )
     if iv.kind not in KINDS:
         raise AttentionError(f"an intervention's kind is one of {', '.join(KINDS)}; got {iv.kind!r}", field="kind")
-    if iv.kind == "replace":
+    if iv.kind == "replace" and iv.matrix in GAINS:
+        _check_gains(config, iv)
+    elif iv.kind == "replace":
         want = block_shape(config, str(iv.matrix))
         if iv.value is None or iv.value.shape != want:
             got = None if iv.value is None else iv.value.shape
@@ -132,4 +171,16 @@ def _check_patch(config: Config, iv: Intervention) -> None:
             f"a {iv.kind} patch of layer {iv.layer} needs {'rows' if iv.kind == 'patch' else 'a row'} of {width} "
             f"numbers{'' if iv.kind == 'patch' else ' and a position'}; got {got} at {iv.position!r}",
             field="value",
+        )
+
+
+def _check_gains(config: Config, iv: Intervention) -> None:
+    """Replaced QK-norm gains: the model has QK-norm, and the gains its width."""
+    if not config.qk_norm:
+        raise AttentionError(f"this model has no QK-norm, so no {iv.matrix} gains to replace", field="matrix")
+    want = (gains_width(config, str(iv.matrix)),)
+    got = None if iv.value is None else iv.value.shape
+    if got != want:
+        raise AttentionError(
+            f"layer {iv.layer}'s {iv.matrix} has {want[0]} gains; the replacement is {got}", matrix=iv.matrix
         )

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from .. import steps
+
 _ERF = np.frompyfunc(math.erf, 1, 1)
 
 
@@ -29,9 +31,8 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -
 
 
 def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, offset: float = 0.0) -> np.ndarray:
-    """RMSNorm over the last axis: (..., n, d) -> (..., n, d), scaled by offset + γ."""
-    mean_square = np.mean(x * x, axis=-1, keepdims=True)  # (..., n, 1)
-    return x / np.sqrt(mean_square + eps) * (offset + gamma)  # (..., n, d)
+    """RMSNorm over the last axis: (..., n, d) -> (..., n, d), scaled by offset + γ (the step pages' QK-norm step)."""
+    return steps.rms_norm(x, offset + gamma, eps)  # (..., n, d)
 
 
 def gelu_new(x: np.ndarray) -> np.ndarray:

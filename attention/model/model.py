@@ -5,11 +5,11 @@ V = vocabulary; N is LayerNorm or RMSNorm, as the config says; every family is a
 
     x₀ = W_E[ids] · embed_scale (+ W_pos[:n] learned, or + PE sinusoidal)           (n, d)
     for each layer l:
-        h = N₁(x)  (x itself when attention-only)                                  (n, d)
+        h = N₁(x)  (x itself when attention-only, or without pre-norms: OLMo-2)    (n, d)
         q, k, v = h W_q + b_q, h W_k + b_k, h W_v + b_v                             (H, n, dₕ), (G, n, dₕ) × 2
-        q, k = RoPE(RMS(q)), RoPE(RMS(k))  (RMS: QK-norm, when the family has it)  as above
+        q, k = RoPE(RMS(q)), RoPE(RMS(k))  (RMS: QK-norm, per head or across all heads)  as above
         A = softmax(q kᵀ · scale, causal [and a window]), query head i on group i // (H/G)   (H, n, n)
-        a = concat(A v) W_o + b_o, then N(a) with post-norms (Gemma 3)              (n, d)
+        a = concat(A v) W_o + b_o, then N(a) with post-norms (Gemma 3, OLMo-2)      (n, d)
         sequential: x = x + a;  x = x + MLP(N₂(x)), then N(·) with post-norms       (n, d)
         parallel:   x = x + a + MLP(N₂(x_l))  (GPT-NeoX: both read the layer's input)   (n, d)
     logits = N_f(x) W_U  (W_U = W_Eᵀ when tied)                                     (n, V)
@@ -48,7 +48,7 @@ from ..trace import Trace
 from . import attend
 from .attend import Attended, Weights, layer_options
 from .config import Config
-from .interventions import CONCAT_KINDS, Intervention, check
+from .interventions import CONCAT_KINDS, GAINS, Intervention, check, with_gains
 from .layers import layer_norm, mlp, rms_norm, with_ones
 from .runcache import RunCache
 from .vocab import BPEVocab, WordVocab
@@ -66,15 +66,16 @@ def param_shapes(config: Config) -> dict[str, tuple[int, ...]]:
         s["W_pos"] = (c.n_ctx, d)
     for layer in range(c.n_layers):
         p = f"{layer}."
-        if not c.attention_only:
+        if not c.attention_only and c.pre_norms:
             s.update(norm_shapes(c, p + "ln1"))
         s.update({p + "W_q": (d, H * dh), p + "W_k": (d, G * dh), p + "W_v": (d, G * dh), p + "W_o": (H * dh, d)})
         if c.has_qkv_bias:
             s.update({p + "b_q": (H * dh,), p + "b_k": (G * dh,), p + "b_v": (G * dh,)})
         if c.bias:
             s[p + "b_o"] = (d,)
-        if c.qk_norm:
-            s[p + "q_norm.g"], s[p + "k_norm.g"] = (dh,), (dh,)
+        if c.qk_norm:  # one gain per column of a head, or of every head (qk_norm_scope "all")
+            wide = c.qk_norm_scope == "all"
+            s[p + "q_norm.g"], s[p + "k_norm.g"] = ((H * dh,), (G * dh,)) if wide else ((dh,), (dh,))
         if c.post_norms:
             s.update(norm_shapes(c, p + "ln_post_attn"))
         if not c.attention_only:
@@ -95,7 +96,7 @@ def norm_shapes(config: Config, name: str) -> dict[str, tuple[int, ...]]:
 def mlp_shapes(config: Config, p: str) -> dict[str, tuple[int, ...]]:
     """A layer's MLP parameters (``p`` is "l."): its norm, W_gate when gated, W_fc, W_proj, biases, post-norm."""
     c, d, m = config, config.d_model, config.d_mlp
-    s = norm_shapes(c, p + "ln2")
+    s = norm_shapes(c, p + "ln2") if c.pre_norms else {}
     if c.mlp == "gated":
         s[p + "W_gate"] = (d, m)
     s[p + "W_fc"], s[p + "W_proj"] = (d, m), (m, d)
@@ -159,9 +160,9 @@ def normed(config: Config, params: Params, name: str, x: np.ndarray) -> np.ndarr
 
 
 def attention_input(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
-    """What layer l's attention reads: N₁(x) (x when attention-only), with a column of ones when W_q, W_k, W_v
-    have biases."""
-    h = x if config.attention_only else normed(config, params, f"{layer}.ln1", x)
+    """What layer l's attention reads: N₁(x) (x when attention-only or without pre-norms), with a column of ones when
+    W_q, W_k, W_v have biases."""
+    h = normed(config, params, f"{layer}.ln1", x) if config.pre_norms and not config.attention_only else x
     return with_ones(h) if config.has_qkv_bias else h  # (..., n, d [+1])
 
 
@@ -172,9 +173,10 @@ def final_logits(config: Config, params: Params, x: np.ndarray) -> np.ndarray:
 
 
 def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
-    """MLP(N₂(x)) of layer l, plain or gated, then its post-norm if any: (..., n, d) -> (..., n, d)."""
+    """MLP(N₂(x)) of layer l (MLP(x) without pre-norms), plain or gated, then its post-norm if any:
+    (..., n, d) -> (..., n, d)."""
     c, p = config, f"{layer}."
-    h = normed(c, params, p + "ln2", x)  # (..., n, d)
+    h = normed(c, params, p + "ln2", x) if c.pre_norms else x  # (..., n, d)
     b = (lambda name: params[p + name]) if c.bias else (lambda name: None)
     gate = (params[p + "W_gate"], b("b_gate")) if c.mlp == "gated" else (None, None)
     out = mlp(h, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
@@ -305,7 +307,7 @@ class Model:
                 f"the vocabulary has {len(vocab)} tokens but the model's embedding has {config.vocab_size} rows",
                 field="vocab_size",
             )
-        self._options = tuple(layer_options(config, layer) for layer in range(config.n_layers))
+        self._options = tuple(layer_options(config, layer, params=self.params) for layer in range(config.n_layers))
         self._weights: dict[int, Weights] = {}
         self._cache = RunCache(config.n_layers, self.params.values())
 
@@ -393,7 +395,11 @@ class Model:
     ) -> tuple[Trace, np.ndarray]:
         """One block on the stream x (n, d) at positions 0 .. n − 1: (its attention trace, the stream after it)."""
         attended, x = self.layer(layer, x, interventions=interventions)
-        options = layer_options(self.config, layer, len(x)) if self.config.layer_types else self._options[layer]
+        gains = [iv for iv in interventions if iv.kind == "replace" and iv.matrix in GAINS]  # the options say them
+        if self.config.layer_types or gains:
+            options = layer_options(self.config, layer, len(x), with_gains(self.config, self.params, layer, gains))
+        else:
+            options = self._options[layer]
         return attend.to_trace(attended, options, tokens), x
 
     def layer(
@@ -408,10 +414,12 @@ class Model:
         ``past`` of the positions before (none in the full pass): its attention's arrays and the stream after it.
         The one path of the full pass (start 0, no cache) and of the cached step (one row)."""
         cfg = self.config
-        W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in interventions if iv.kind == "replace"])
+        replaces = [iv for iv in interventions if iv.kind == "replace"]
+        W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in replaces if iv.matrix not in GAINS])
+        params = with_gains(cfg, self.params, layer, [iv for iv in replaces if iv.matrix in GAINS])
         X = attention_input(cfg, self.params, layer, x)  # (m, d [+1])
         ablations = [iv for iv in interventions if iv.kind in CONCAT_KINDS]
-        attended = attend.attend(cfg, self.params, layer, X, W, start, past, ablations)
+        attended = attend.attend(cfg, params, layer, X, W, start, past, ablations)
         x = block_out(cfg, self.params, layer, x, attended.output)  # (m, d)
         with np.errstate(over="ignore", invalid="ignore"):
             finite = np.isfinite(x.sum())  # one pass: a finite sum means every value is finite

@@ -14,17 +14,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .config import Config
+from .families import FAMILIES
 
-PREFIXES = {
-    "gpt2": ("transformer.",),
-    "gpt_neox": ("gpt_neox.",),
-    "gemma3": ("language_model.model.", "model.language_model.", "language_model."),
-}
+PREFIXES = {kind: f.prefixes for kind, f in FAMILIES.items()}  # each family's, from its record
 DEFAULT_PREFIXES = ("model.",)
 BUFFERS = (".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias", "rotary_emb.inv_freq")
 ELSEWHERE = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
-TITLES = {"gpt2": "GPT-2", "gpt_neox": "GPT-NeoX", "gemma3": "Gemma 3", "gemma3_text": "Gemma 3", "qwen2": "Qwen2"}
-LAYERS_KEY = {"gpt2": "n_layer"}  # the config.json key of the layer count, for messages (else num_hidden_layers)
+TITLES = {kind: f.title for kind, f in FAMILIES.items()}
+LAYERS_KEY = {kind: f.layers_key for kind, f in FAMILIES.items()}  # the config.json key of the layer count
 
 
 def same(a: np.ndarray) -> np.ndarray:
@@ -55,18 +52,16 @@ def canonical(family: str, name: str) -> str:
 def ignorable(family: str, name: str, config: Config) -> bool:
     """A tensor the file may hold that is not a weight here: a causal-mask or rotary buffer, the vision half of a
     Gemma 3 checkpoint, or the LM head of a tied model (some files keep a copy)."""
-    if name.endswith(BUFFERS) or (family == "gemma3" and name.startswith(ELSEWHERE)):
+    multimodal = family in FAMILIES and FAMILIES[family].text_of is not None
+    if name.endswith(BUFFERS) or (multimodal and name.startswith(ELSEWHERE)):
         return True
     return config.tied and name in ("lm_head.weight", "embed_out.weight")
 
 
 def sources(family: str, config: Config) -> dict[str, Source]:
     """Every parameter's source, in the order of :func:`attention.model.model.param_shapes`."""
-    if family == "gpt2":
-        return _gpt2(config)
-    if family == "gpt_neox":
-        return _gpt_neox(config)
-    return _llama_like(config)
+    layout = FAMILIES[family].tensors if family in FAMILIES else "llama"
+    return LAYOUTS[layout](config)
 
 
 def _gpt2(c: Config) -> dict[str, Source]:
@@ -98,26 +93,28 @@ def _linear(s: dict[str, Source], ours: str, theirs: str, out: int, into: int, b
 
 
 def _llama_like(c: Config) -> dict[str, Source]:
-    """llama, mistral, qwen2, qwen3 and Gemma 3: q/k/v/o_proj, gate/up/down_proj, their norms."""
+    """llama, mistral, qwen2, qwen3, Gemma 3 and OLMo-2: q/k/v/o_proj, gate/up/down_proj, their norms."""
     d, V, m, H, G, dh = c.d_model, c.vocab_size, c.d_mlp, c.n_heads, c.kv_heads, c.d_head
     s = {"W_E": Source("embed_tokens.weight", (V, d))}
     qkv, o = (lambda b: b if c.has_qkv_bias else None), (lambda b: b if c.bias else None)
     for layer in range(c.n_layers):
         h, p = f"layers.{layer}.", f"{layer}."
-        s[p + "ln1.g"] = Source(h + "input_layernorm.weight", (d,))
+        if c.pre_norms:
+            s[p + "ln1.g"] = Source(h + "input_layernorm.weight", (d,))
         _linear(s, p + "W_q", h + "self_attn.q_proj", H * dh, d, qkv(p + "b_q"))
         _linear(s, p + "W_k", h + "self_attn.k_proj", G * dh, d, qkv(p + "b_k"))
         _linear(s, p + "W_v", h + "self_attn.v_proj", G * dh, d, qkv(p + "b_v"))
         _linear(s, p + "W_o", h + "self_attn.o_proj", d, H * dh, o(p + "b_o"))
-        if c.qk_norm:
-            s[p + "q_norm.g"] = Source(h + "self_attn.q_norm.weight", (dh,))
-            s[p + "k_norm.g"] = Source(h + "self_attn.k_norm.weight", (dh,))
-        if c.post_norms:  # Gemma 3: post_attention_layernorm is the attention output's norm
+        if c.qk_norm:  # d_head wide, or across every head (OLMo-2)
+            wide = c.qk_norm_scope == "all"
+            s[p + "q_norm.g"] = Source(h + "self_attn.q_norm.weight", (H * dh,) if wide else (dh,))
+            s[p + "k_norm.g"] = Source(h + "self_attn.k_norm.weight", (G * dh,) if wide else (dh,))
+        if c.post_norms:  # Gemma 3, OLMo-2: post_attention_layernorm is the attention output's norm
             s[p + "ln_post_attn.g"] = Source(h + "post_attention_layernorm.weight", (d,))
-            s[p + "ln2.g"] = Source(h + "pre_feedforward_layernorm.weight", (d,))
             s[p + "ln_post_mlp.g"] = Source(h + "post_feedforward_layernorm.weight", (d,))
-        else:
-            s[p + "ln2.g"] = Source(h + "post_attention_layernorm.weight", (d,))
+        if c.pre_norms:
+            ln2 = "pre_feedforward_layernorm" if c.post_norms else "post_attention_layernorm"
+            s[p + "ln2.g"] = Source(h + ln2 + ".weight", (d,))
         _linear(s, p + "W_gate", h + "mlp.gate_proj", m, d, o(p + "b_gate"))
         _linear(s, p + "W_fc", h + "mlp.up_proj", m, d, o(p + "b_fc"))
         _linear(s, p + "W_proj", h + "mlp.down_proj", d, m, o(p + "b_proj"))
@@ -164,10 +161,13 @@ def _neox_bias(c: Config, k: int) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: a.reshape(H, 3, dh)[:, k].reshape(H * dh)
 
 
+LAYOUTS: dict[str, Callable[[Config], dict[str, Source]]] = {"gpt2": _gpt2, "gpt_neox": _gpt_neox, "llama": _llama_like}
+
+
 def why_shape(family: str, name: str, config: Config) -> str:
     """Which config.json sizes decide a tensor's shape, for the message."""
     c = config
-    if family != "gpt2":
+    if family not in FAMILIES or FAMILIES[family].tensors != "gpt2":
         return (
             f"hidden_size = {c.d_model}, num_attention_heads = {c.n_heads}, num_key_value_heads = {c.kv_heads}, "
             f"head_dim = {c.d_head}, intermediate_size = {c.d_mlp}, vocab_size = {c.vocab_size}"

@@ -106,6 +106,11 @@ CASES.update(
             rope_original_context=16,
             mask="causal",
         ),
+        "gqa_4_2_qk_norm_rotary_halves": lambda: family(
+            4, 2, positions="rotary", rotary_layout="halves", mask="causal", q_norm=(1.5, 0.25), k_norm=(0.5, 2.0),
+            qk_norm_eps=1e-5,
+        ),
+        "qk_norm_one_head_q_only_transposed": lambda: family(1, 1, "x_wt", q_norm=(1.25, 0.5, 2.0, 0.75) * 2),
         "rotary_one_head_base_linear_transposed": lambda: family(
             1, 1, "x_wt", positions="rotary", rope_theta=1e5, rope_scaling="linear", rope_factor=2.5
         ),

@@ -18,38 +18,19 @@ import pytest
 from attention.heads import split_heads
 from attention.model import Config, Model, builtin, init_params, patch, patch_stream, readout, restored, sweep
 from attention.model.vocab import WordVocab
+from tests.helpers.examples import TYPES, example_parts
 
 TOL = 1e-9
-FAMILIES = {  # each family's parts that change what a patch reaches, once
+SIZES = dict(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48)
+FAMILIES = {  # GPT-2 (the defaults), every family's examples (from the engine's table), and an attention-only model
     "gpt-2: LayerNorm, biases, learned positions": {},
-    "llama: RMSNorm, gated MLP, grouped heads, RoPE": dict(
-        norm="rmsnorm", mlp="gated", activation="silu", n_kv_heads=2, positions="rotary", bias=False, tied=False
-    ),
-    "qwen2: q/k/v biases only": dict(
-        norm="rmsnorm", mlp="gated", activation="silu", bias=False, qkv_bias=True, positions="rotary", n_kv_heads=2
-    ),
-    "gemma 3: post-norms, QK-norm, sliding layers": dict(
-        norm="rmsnorm",
-        norm_offset=1.0,
-        post_norms=True,
-        qk_norm=True,
-        mlp="gated",
-        n_kv_heads=1,
-        positions="rotary",
-        bias=False,
-        head_dim=12,
-        layer_types=("sliding", "full", "sliding"),
-        sliding_window=3,
-    ),
-    "gpt-neox: parallel residual, partial rotation": dict(
-        parallel_residual=True, positions="rotary", rotary_dims=4, rotary_layout="halves"
-    ),
+    **{name: example_parts(name, vocab_size=40, n_ctx=16) for name in TYPES},
     "attention only": dict(attention_only=True, positions="sinusoidal"),
 }
 
 
 def _model(parts: dict) -> Model:
-    cfg = Config(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48, **parts).validate()
+    cfg = Config(**{**SIZES, **parts}).validate()
     params = init_params(cfg, seed=1, std=0.3)
     rs = np.random.RandomState(2)
     params = {k: v + rs.normal(0, 0.3, v.shape) if k.endswith(".g") else v for k, v in params.items()}
@@ -152,7 +133,7 @@ def test_a_mistake_the_sweep_could_make_is_caught_by_the_bound(mistake: str, mon
     """The sweep made with a realistic mistake in its onward pass, against the naive patch: far past the bound on
     the patches the mistake reaches (every patch for the first; the stream rows after the first change for the
     second), while the right sweep stays within it."""
-    m = _model(FAMILIES["llama: RMSNorm, gated MLP, grouped heads, RoPE"])
+    m = _model(FAMILIES["llama"])
     rs = np.random.RandomState(3)
     clean = rs.randint(0, 40, 12).tolist()
     corrupt = list(clean)

@@ -18,7 +18,8 @@ from attention import AttentionError
 from attention.model import checkpoint as ckpt
 from attention.model import families, load
 from attention.model.weightfiles import WeightFile
-from tests.helpers.families import CORPUS, llama_tokenizer, train_tokenizer
+from tests.helpers.families import CORPUS, config_json, llama_tokenizer, train_tokenizer
+from tests.helpers.families import FAMILIES as EXAMPLES
 from tests.helpers.oracle import float64_oracle, refresh_rotary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
@@ -280,6 +281,34 @@ def test_a_config_that_does_not_open_is_refused_by_name(changes: dict, words: li
     for w in words:
         assert w in info.value.message, (w, info.value.message)
     assert info.value.field == field
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_each_familys_example_reads_as_transformers_writes_it_back(example: str) -> None:
+    """Every example of every family (attention.model.families.FAMILIES): its config.json as written, read by us, is
+    the Config we read from transformers' own reading of it written back (every default filled in, rope_parameters
+    as transformers 5 writes them), so our defaults are transformers' for every family that opens."""
+    from transformers import AutoConfig
+
+    raw = config_json(example)
+    kind = raw.pop("model_type")
+    written = AutoConfig.for_model(kind, **raw).to_dict()
+    assert families.read_config({"model_type": kind, **raw}) == families.read_config(written)
+
+
+def test_olmo2_reads_as_post_norms_only_with_qk_norm_across_all_heads() -> None:
+    """OLMo-2 (Olmo2Config's defaults): no norm before the attention or the MLP, one after each, QK-norm over every
+    head's columns; attention_bias true is refused by name (its MLP has no bias, and ours go together)."""
+    sizes = dict(model_type="olmo2", vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+    kind, c = families.read_config(sizes)
+    assert kind == "olmo2" and (c.pre_norms, c.post_norms, c.qk_norm, c.qk_norm_scope) == (False, True, True, "all")
+    assert (c.norm, c.mlp, c.activation, c.bias, c.tied, c.ln_eps, c.n_ctx) == (
+        "rmsnorm", "gated", "silu", False, False, 1e-5, 2048
+    )  # fmt: skip
+    with pytest.raises(AttentionError, match="attention_bias") as info:
+        families.read_config({**sizes, "attention_bias": True})
+    assert info.value.field == "attention_bias"
 
 
 def test_gemma3_softcapping_and_bidirectional_attention_are_refused_by_name() -> None:

@@ -1,12 +1,13 @@
 """Every family that opens, against transformers: a tiny random model of each, made here and saved as model hubs
 publish it (save_pretrained with safetensors, once as float32 and once as bfloat16), opened by attention.model.load.
 
-Covered features: grouped key/value heads (Llama, Mistral, Qwen2, Gemma 3; multi-query Qwen3), llama3 RoPE
-scaling (Llama) and linear scaling (Qwen2, Gemma 3's global layers), a sliding window shorter than the text
-(Mistral on every layer, Qwen2 from max_window_layers, Gemma 3's local layers with their own RoPE base), biases on
-q, k and v only (Qwen2), QK-norm and a head width other than d_model / heads (Qwen3, Gemma 3), Gemma's (1 + w)
-norms, post-norms, √d_model embedding scale and query_pre_attn_scalar, partial rotary and the parallel residual
-(GPT-NeoX, also sequential).
+Every example of every family's record (attention.model.families.FAMILIES) is made, so a family added there is
+tested here. Covered features: grouped key/value heads (Llama, Mistral, Qwen2, Gemma 3, OLMo-2; multi-query Qwen3),
+llama3 RoPE scaling (Llama) and linear scaling (Qwen2, Gemma 3's global layers), a sliding window shorter than the
+text (Mistral on every layer, Qwen2 from max_window_layers, Gemma 3's local layers with their own RoPE base), biases
+on q, k and v only (Qwen2), QK-norm per head and a head width other than d_model / heads (Qwen3, Gemma 3), QK-norm
+across all heads and post-norms with no pre-norms (OLMo-2), Gemma's (1 + w) norms, post-norms, √d_model embedding
+scale and query_pre_attn_scalar, partial rotary and the parallel residual (GPT-NeoX, also sequential).
 
 The oracle in float64 (tests/helpers/oracle.py): transformers computes a few steps in float32 on purpose even in a
 float64 model (RMSNorm's mean square, the RoPE angles and frequencies, the eager softmax), which would leave float32
@@ -25,8 +26,9 @@ import pytest
 import torch  # a test oracle (requirements-dev.txt): if missing, these tests fail rather than skip
 
 from attention.model import Model, ablate, load, replace_matrix
+from attention.model.families import FAMILIES as ENGINE_FAMILIES
 from attention.model.weightfiles import WeightFile
-from tests.helpers.families import FAMILIES, N_CTX, VOCAB, Made
+from tests.helpers.families import FAMILIES, N_CTX, TYPES, VOCAB, Made, tiny_config
 from tests.helpers.oracle import float64_oracle, refresh_rotary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is made here: the hub is never asked
@@ -77,17 +79,22 @@ def _oracle_of(folder: Path) -> Made:
     return made
 
 
-@pytest.mark.parametrize(("family", "layer", "window"), [("mistral", 0, 5), ("qwen2", 1, 6), ("gemma3_text", 0, 4)])
-def test_a_sliding_layer_sees_only_its_window_and_the_trace_says_so(made, family, layer, window) -> None:
+SLIDING = [name for name in sorted(FAMILIES) if "sliding" in tiny_config(name).layer_types]  # from their configs
+
+
+@pytest.mark.parametrize("family", SLIDING)
+def test_a_sliding_layer_sees_only_its_window_and_the_trace_says_so(made, family) -> None:
     m = load(made(family).folders["float32"], dtype=np.float64)
-    run = m.run(_ids(N_CTX))
-    A = run.weights[layer]  # (H, n, n)
+    run, c = m.run(_ids(N_CTX)), m.config
+    assert c.layer_types == tiny_config(family).layer_types and 0 < c.sliding_window < N_CTX
     i, j = np.indices((N_CTX, N_CTX))
-    assert np.all(A[:, i - j >= window] == 0) and np.all(A[:, (i - j < window) & (j <= i)] > 0)
-    t = run.traces[layer]
-    assert t.options.mask == ("causal", "window") and t.options.window == window
-    other = run.traces[1 - layer] if family != "mistral" else None
-    assert other is None or other.options.mask == ("causal",)
+    for layer in range(c.n_layers):
+        A, t, window = run.weights[layer], run.traces[layer], c.sliding_window  # A: (H, n, n)
+        if c.layer_type(layer) == "full":
+            assert t.options.mask == ("causal",) and np.all(A[:, j <= i] > 0)
+            continue
+        assert np.all(A[:, i - j >= window] == 0) and np.all(A[:, (i - j < window) & (j <= i)] > 0)
+        assert t.options.mask == ("causal", "window") and t.options.window == window
 
 
 # ---------------------------------------------------------------- float32 compute, bfloat16 files
@@ -142,7 +149,7 @@ def test_a_bfloat16_file_loads_to_exactly_the_float32_weights_torch_makes_from_i
         for k, t in theirs.items()
         if k.endswith(("layers.1.self_attn.q_proj.weight", "layers.1.attention.query_key_value.weight"))
     )
-    if family.startswith("gpt_neox"):  # rows (H, 3, d_head): head h's q rows come first in its group of three
+    if ENGINE_FAMILIES[TYPES[family]].tensors == "gpt_neox":  # rows (H, 3, d_head): head h's q rows come first
         q = q.reshape(4, 3, 16, 64)[:, 0].reshape(64, 64)
     np.testing.assert_array_equal(m.params["1.W_q"], q.float().numpy().T)
 
@@ -162,7 +169,9 @@ def test_greedy_generation_with_the_cache_equals_a_full_forward_at_every_step_an
     K, V = g.cache[0]
     assert K.shape == V.shape == (m.config.kv_heads, len(prompt) + steps - 1, m.config.d_head)
     with torch.no_grad(), float64_oracle():
-        theirs = made(family).torch.generate(torch.tensor([prompt]), max_new_tokens=steps, do_sample=False)
+        theirs = made(family).torch.generate(  # ours never stops at an end token: theirs runs every step too
+            torch.tensor([prompt]), max_new_tokens=steps, do_sample=False, eos_token_id=None
+        )
     assert g.tokens == theirs[0].tolist()
 
 

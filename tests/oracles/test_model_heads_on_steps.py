@@ -4,7 +4,7 @@ head's X, W_q, W_k, W_v and options gives the model's own weights and output. Th
 from attention.model.Config (no transformers needed); the families' own configs are checked against transformers in
 tests/test_model_families.py.
 
-The bound: every number here is a sum of at most d_model + 1 = 17 products of float64 values of order 1, then a
+The bound: every number here is a sum of at most d_model + 1 = 65 products of float64 values of order 1, then a
 softmax and a mix of at most 8 rows, so the model's pass and the engine's differ by a few units in the last place
 (about 1e-15 relative) when they do the same thing in another order; 1e-12 leaves room for that and no more. A change
 of the rotation (base, pairs, rotated columns, scaling) moves the weights by more than 1e-6: the test below shows it.
@@ -24,6 +24,7 @@ from attention.model.vocab import WordVocab
 from attention.options import Options
 from attention.ui.core import models
 from tests.helpers.families import FAMILIES as MADE_FAMILIES
+from tests.helpers.families import tiny_config
 
 TOL = 1e-12
 N = 8  # tokens: longer than every window below, so each sliding layer's window bites
@@ -40,9 +41,10 @@ LLAMA = dict(
     rotary_layout="halves",
     rope_theta=1e5,
 )
-FAMILIES: dict[str, Config] = {
+EXAMPLES = {name: tiny_config(name) for name in MADE_FAMILIES}  # every example of every family that opens
+FAMILIES: dict[str, Config] = {  # GPT-2 (the Config defaults), every family without QK-norm, and rotations
     "gpt2": Config(**SIZES),
-    "llama": Config(**LLAMA),
+    **{name: c for name, c in EXAMPLES.items() if not c.qk_norm},
     "llama, linear scaling": Config(**LLAMA, rope_scaling="linear", rope_factor=2.0),
     "llama, llama3 scaling": Config(  # d_head 4: wavelengths 6.3 and 1987, one kept, one mixed
         **LLAMA,
@@ -52,30 +54,11 @@ FAMILIES: dict[str, Config] = {
         rope_high_freq_factor=4.0,
         rope_original_context=4000,
     ),
-    "mistral": Config(**{**LLAMA, "rope_theta": 1000.0}, layer_types=("sliding", "sliding"), sliding_window=3),
-    "qwen2": Config(**LLAMA, qkv_bias=True, layer_types=("full", "sliding"), sliding_window=4),
-    "gpt_neox": Config(
-        **SIZES, positions="rotary", rotary_layout="halves", rotary_dims=2, rope_theta=1000.0, parallel_residual=True
-    ),
     "interleaved, odd head width": Config(**{**SIZES, "d_model": 20}, positions="rotary", rope_theta=500.0),
 }
-QK_NORM: dict[str, Config] = {
-    "qwen3": Config(**LLAMA, qk_norm=True, head_dim=6),
-    "gemma3": Config(
-        **{**LLAMA, "activation": "gelu_new", "rope_theta": 1e6},
-        head_dim=6,
-        norm_offset=1.0,
-        post_norms=True,
-        qk_norm=True,
-        embed_scale=4.0,
-        query_pre_attn_scalar=8.0,
-        layer_types=("sliding", "full"),
-        sliding_window=3,
-        rope_local_theta=10000.0,
-        rope_scaling="linear",
-        rope_factor=4.0,
-    ),
-}
+QK_NORM: dict[str, Config] = {name: c for name, c in EXAMPLES.items() if c.qk_norm}
+PARTIAL = [name for name, c in EXAMPLES.items() if c.rotary_dims is not None]  # rotating part of each head
+SLIDING = [name for name, c in EXAMPLES.items() if "sliding" in c.layer_types]
 
 
 def _model(config: Config, seed: int = 1) -> Model:
@@ -133,33 +116,48 @@ def test_the_rotation_options_are_the_models_own() -> None:
     o = _model(FAMILIES["llama, llama3 scaling"]).run(_ids()).head(0, 0).options
     assert (o.rope_theta, o.rotary_layout, o.rotary_dims) == (1e5, "halves", None)
     assert (o.rope_scaling, o.rope_factor, o.rope_original_context) == ("llama3", 8.0, 4000)
-    neox = _model(FAMILIES["gpt_neox"]).run(_ids()).head(1, 3).options
-    assert (neox.rope_theta, neox.rotary_dims, neox.positions) == (1000.0, 2, "rotary")
+    for name in PARTIAL:  # a family that turns part of each head (GPT-NeoX's rotary_pct)
+        c = EXAMPLES[name]
+        part = _model(c).run(_ids()).head(1, 3).options
+        assert (part.rope_theta, part.rotary_dims, part.positions) == (c.rope_theta, c.rotary_dims, "rotary")
+        assert part.rotary_dims < c.d_head
+    assert PARTIAL
     gpt2 = _model(FAMILIES["gpt2"]).run(_ids()).head(0, 0).options
     assert gpt2.plain_rotation and gpt2.positions == "none"
 
 
-def test_gemma3s_local_and_global_layers_turn_as_their_options_say() -> None:
+@pytest.mark.parametrize("family", list(QK_NORM))
+def test_a_qk_norm_heads_layers_turn_as_their_options_say(family: str) -> None:
     """QK-norm heads are not recomputed from X and W, but their rotation is still the options': q and k after the
-    norm (Q_raw, K_raw) turned by the options are the model's; the local layer has its own base and no scaling."""
-    run = _model(QK_NORM["gemma3"]).run(_ids())
-    local, world = run.head(0, 1), run.head(1, 1)
-    assert (local.options.rope_theta, local.options.rope_scaling) == (10000.0, "none")
-    assert (world.options.rope_theta, world.options.rope_scaling, world.options.rope_factor) == (1e6, "linear", 4.0)
-    for t in (local, world):
+    norm (Q_raw, K_raw) turned by the options are the model's; a local layer (Gemma 3) has its own base, no scaling
+    and its window, a global one the config's base and scaling."""
+    c = QK_NORM[family]
+    run = _model(c).run(_ids())
+    for layer in range(c.n_layers):
+        t = run.head(layer, 1)
         assert _relative(t.options.rotate(t.Q_raw), t.Q) < TOL and _relative(t.options.rotate(t.K_raw), t.K) < TOL
-    assert local.options.mask == ("causal", "window") and local.options.window == 3
+        o = t.options
+        if c.layer_type(layer) == "sliding" and c.rope_local_theta is not None:
+            assert (o.rope_theta, o.rope_scaling) == (c.rope_local_theta, "none")
+            assert o.mask == ("causal", "window") and o.window == c.sliding_window
+        else:
+            assert (o.rope_theta, o.rope_scaling, o.rope_factor) == (c.rope_theta, c.rope_scaling, c.rope_factor)
 
 
-def test_a_sliding_layer_shows_its_window_in_the_mask() -> None:
-    run = _model(FAMILIES["qwen2"]).run(_ids())
-    full, sliding = run.head(0, 0), run.head(1, 0)
-    assert full.options.mask == ("causal",)
-    assert sliding.options.mask == ("causal", "window") and sliding.options.window == 4
+@pytest.mark.parametrize("family", SLIDING)
+def test_a_sliding_layer_shows_its_window_in_the_mask(family: str) -> None:
+    c = EXAMPLES[family]
+    run = _model(c).run(_ids())
     i, j = np.indices((N, N))
-    np.testing.assert_array_equal(sliding.allowed, (j <= i) & (i - j < 4))
-    np.testing.assert_array_equal(_recomputed(sliding).allowed, sliding.allowed)
-    assert np.all(sliding.weights[i - j >= 4] == 0)
+    for layer in range(c.n_layers):
+        t, w = run.head(layer, 0), c.sliding_window
+        if c.layer_type(layer) == "full":
+            assert t.options.mask == ("causal",)
+            continue
+        assert w < N and t.options.mask == ("causal", "window") and t.options.window == w
+        np.testing.assert_array_equal(t.allowed, (j <= i) & (i - j < w))
+        np.testing.assert_array_equal(_recomputed(t).allowed, t.allowed)
+        assert np.all(t.weights[i - j >= w] == 0)
 
 
 @pytest.mark.parametrize(
@@ -299,7 +297,7 @@ def test_the_backward_pass_turns_back_as_the_options_turn() -> None:
 def test_options_dataclass_fields_are_all_known_to_the_rules() -> None:
     from attention.options import RULES
 
-    assert [f.name for f in dataclasses.fields(Options)] == list(RULES)
+    assert sorted(f.name for f in dataclasses.fields(Options)) == sorted(RULES)
 
 
 # ---------------------------------------------------------------- the pages, on a Llama folder listed by the server
@@ -369,7 +367,7 @@ def test_a_grouped_models_cache_size_counts_its_key_value_heads() -> None:
     assert walks.cache_bytes(m, held, m.dtype.itemsize) == sum(K.nbytes + V.nbytes for K, V in gen.cache)
 
 
-@pytest.mark.parametrize("family", [f for f in MADE_FAMILIES if f not in ("qwen3", "gemma3_text")])
+@pytest.mark.parametrize("family", [f for f in MADE_FAMILIES if f not in QK_NORM])
 def test_the_step_pages_recompute_equals_transformers_head_by_head(made, family: str) -> None:  # noqa: F811
     """The independent oracle: each head recomputed by the generic engine from head_preset's X, W and options equals
     transformers' attention weights (float64 throughout) to 1e-6 relative, the bound the family tests use."""
@@ -384,14 +382,19 @@ def test_the_step_pages_recompute_equals_transformers_head_by_head(made, family:
             assert _relative(shown.weights, weights[layer][head]) < 1e-6, (family, layer, head)
 
 
-def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkeypatch) -> None:  # noqa: F811
+@pytest.mark.parametrize("family", list(QK_NORM))
+def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkeypatch, family: str) -> None:  # noqa: F811
+    """Every family with QK-norm, per head or across all heads: its heads stay shut on the step pages, Every head says
+    why in the scope's words, and shows any head's q and k step by step within float rounding of the model's."""
+    from attention.model.qk_steps import WHAT
     from tests.helpers.apptest import journey, no_exception, texts
 
-    monkeypatch.setenv("ATTENTION_MODELS", f"tiny-qwen3={made('qwen3').folders['float32']}")
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny-{family}={made(family).folders['float32']}")
     at = journey("every_head")
-    at = at.selectbox(key="inside.w.model").set_value("server:tiny-qwen3").run()
+    at = at.selectbox(key="inside.w.model").set_value(f"server:tiny-{family}").run()
     no_exception(at)
-    assert any("normalises each head's queries and keys (QK-norm) before RoPE" in t for t in texts(at.caption))
+    what = WHAT[QK_NORM[family].qk_norm_scope]
+    assert any(f"normalises {what} (QK-norm) before RoPE" in t for t in texts(at.caption)), what
     button = at.button(key="inside.open.1.0")
     assert button.disabled and "QK-norm" in button.help
     # instead, any head's q and k step by step, read-only, the weights they give within float rounding of the model's

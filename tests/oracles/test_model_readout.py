@@ -15,6 +15,7 @@ import pytest
 from attention import AttentionError
 from attention.model import ablate, attribute, builtin, lens, load, patch, sweep
 from attention.model.readout import read_direction
+from tests.helpers.examples import TYPES, example_parts
 
 
 def _close(ours: np.ndarray, theirs: np.ndarray, rel: float = 1e-6) -> None:
@@ -159,18 +160,10 @@ def test_bad_positions_tokens_and_pairs_are_named() -> None:
         assert info.value.field == field
 
 
-FAMILIES = {  # the parts that change what a head writes into the stream, each once
-    "llama: RMSNorm, gated MLP, grouped heads, RoPE": dict(
-        norm="rmsnorm", mlp="gated", activation="silu", n_kv_heads=2, positions="rotary", bias=False, tied=False
-    ),
-    "gemma 3: (1 + w) norms after attention and the MLP, QK-norm": dict(
-        norm="rmsnorm", norm_offset=1.0, post_norms=True, qk_norm=True, mlp="gated", activation="gelu_new",
-        n_kv_heads=1, positions="rotary", bias=False, head_dim=12,
-    ),
-    "gpt-neox: parallel residual, partial rotation": dict(
-        parallel_residual=True, positions="rotary", rotary_dims=4, rotary_layout="halves"
-    ),
+FAMILIES = {  # the parts that change what a head writes into the stream: every family's examples (the engine's table)
+    name: example_parts(name, vocab_size=40, n_ctx=16) for name in TYPES
 }
+SIZES = dict(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48)
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
@@ -178,7 +171,7 @@ def test_the_parts_add_up_and_the_lens_ends_at_the_logits_on_every_family(name: 
     from attention.model import Config, Model, init_params
     from attention.model.vocab import WordVocab
 
-    cfg = Config(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48, **FAMILIES[name]).validate()
+    cfg = Config(**{**SIZES, **FAMILIES[name]}).validate()
     params = init_params(cfg, seed=1, std=0.3)
     rs = np.random.RandomState(2)
     params = {k: v + rs.normal(0, 0.3, v.shape) if k.endswith(".g") else v for k, v in params.items()}

@@ -1,6 +1,7 @@
 """One head's queries and keys step by step (attention.model.qk_steps): X·W, QK-norm and the rotation recomputed from
 the head's blocks and the norm's gains, then the scores and weights they make, against the model's own run and
-against transformers (the tiny Qwen3, Gemma 3, GPT-NeoX and Llama of tests/helpers/families.py, in float64).
+against transformers (every family's tiny models of tests/helpers/families.py with their own q_proj and k_proj, in
+float64: QK-norm per head, across all heads, or none).
 
 The bound: each q and k is a sum of at most d_model + 1 products, a norm over d_head and a rotation; the scores a sum
 over d_head; then a softmax: the same arithmetic in another order differs by a few units in the last place (~1e-15
@@ -17,9 +18,10 @@ import pytest
 import torch
 
 from attention.model import Config, Model, init_params, load
+from attention.model.families import FAMILIES as ENGINE_FAMILIES
 from attention.model.qk_steps import NORMED, PROJECTED, ROTATED, qk_steps
 from attention.model.vocab import WordVocab
-from tests.helpers.families import VOCAB
+from tests.helpers.families import TYPES, VOCAB
 from tests.helpers.oracle import float64_oracle
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -35,9 +37,15 @@ def _ids() -> list[int]:
     return np.random.RandomState(5).randint(3, VOCAB, N).tolist()
 
 
-def _heads_first(x: np.ndarray) -> np.ndarray:
-    """(heads, n, d_head) from either layout transformers' norms see."""
+def _heads_first(x: np.ndarray, d_head: int) -> np.ndarray:
+    """(heads, n, d_head) from any layout transformers' norms see: (n, heads, d_head), (heads, n, d_head), or
+    (n, heads · d_head) when the norm spans every head (OLMo-2)."""
+    x = x.reshape(N, -1, d_head) if x.ndim == 2 else x
     return x if x.shape[1] == N else np.swapaxes(x, 0, 1)
+
+
+# every example of every family whose attention has its own q_proj and k_proj to hook (GPT-NeoX fuses them)
+SEPARATE = [name for name, kind in TYPES.items() if ENGINE_FAMILIES[kind].tensors == "llama"]
 
 
 def _captured(made, ids: list[int], layer: int) -> dict[str, np.ndarray]:
@@ -61,7 +69,7 @@ def _captured(made, ids: list[int], layer: int) -> dict[str, np.ndarray]:
     return got
 
 
-@pytest.mark.parametrize("family", ["qwen3", "gemma3_text", "llama"])
+@pytest.mark.parametrize("family", SEPARATE)
 def test_each_step_and_the_weights_match_transformers(made, family: str) -> None:
     m = load(made(family).folders["float32"], dtype=np.float64)
     c, ids = m.config, _ids()
@@ -77,7 +85,7 @@ def test_each_step_and_the_weights_match_transformers(made, family: str) -> None
             k_proj = theirs["k_proj"].reshape(N, -1)[:, g * dh : (g + 1) * dh]
             assert _relative(s.q[PROJECTED], q_proj) < TOL and _relative(s.k[PROJECTED], k_proj) < TOL
             if c.qk_norm:  # transformers norms q as (n, H, dₕ) or, heads first, (H, n, dₕ)
-                q_norm, k_norm = (_heads_first(theirs[k]) for k in ("q_norm", "k_norm"))
+                q_norm, k_norm = (_heads_first(theirs[k], dh) for k in ("q_norm", "k_norm"))
                 assert _relative(s.q[NORMED], q_norm[head]) < TOL and _relative(s.k[NORMED], k_norm[g]) < TOL
             assert _relative(s.weights, theirs["weights"][head]) < TOL, (family, layer, head)
 
@@ -96,6 +104,10 @@ CONFIGS = {
     "qk-norm, grouped, sliding": Config(
         **ROTARY, n_kv_heads=2, norm="rmsnorm", qk_norm=True, head_dim=6, rotary_layout="halves",
         layer_types=("sliding", "full"), sliding_window=3, query_pre_attn_scalar=8.0, norm_offset=1.0,
+    ),
+    "qk-norm across all heads, post-norms only": Config(
+        **ROTARY, n_kv_heads=2, norm="rmsnorm", qk_norm=True, qk_norm_scope="all", pre_norms=False, post_norms=True,
+        rotary_layout="halves", mlp="gated", activation="silu", bias=False,
     ),
     "partial rotation": Config(**ROTARY, rotary_layout="halves", rotary_dims=2, rope_theta=1000.0),
     "no rotation": Config(**{**ROTARY, "positions": "learned"}),
@@ -134,3 +146,23 @@ def test_a_step_left_out_moves_the_weights_far_beyond_the_bound() -> None:
     q, k = (positions.rotate(x[PROJECTED], omega, 0, "halves") for x in (s.q, s.k))
     wrong = steps.softmax(steps.mask(steps.scale(q @ k.T, m.config.scale(1)), visible(0, N, N)))
     assert _relative(wrong, run.weights[1, 0]) > 1e-3
+
+
+def test_a_norm_across_all_heads_is_not_each_heads_own() -> None:
+    """Across all heads (OLMo-2), a head's q is divided by the RMS of the whole row, every head's columns: the same
+    gains applied head by head give other weights, far beyond the bound."""
+    m = _model(CONFIGS["qk-norm across all heads, post-norms only"])
+    run = m.run(list(range(1, N + 1)))
+    c, p = m.config, m.params
+    s = qk_steps(run, 1, 2)
+    dh, g = c.d_head, s.kv_head
+    X = run.traces[1].X
+    every = X @ m.layer_weights(1)[0]  # (n, H·dₕ)
+    by_hand = every[:, 2 * dh : 3 * dh] / np.sqrt(np.mean(every**2, axis=1, keepdims=True) + c.ln_eps)
+    assert _relative(s.q[NORMED], by_hand * p["1.q_norm.g"][2 * dh : 3 * dh]) < TOL
+    from attention.model.layers import rms_norm
+
+    own = rms_norm(s.q[PROJECTED], p["1.q_norm.g"][2 * dh : 3 * dh], c.ln_eps)  # the head's own RMS instead
+    assert _relative(own, s.q[NORMED]) > 1e-3
+    k_own = rms_norm(s.k[PROJECTED], p["1.k_norm.g"][g * dh : (g + 1) * dh], c.ln_eps)
+    assert _relative(k_own, s.k[NORMED]) > 1e-3

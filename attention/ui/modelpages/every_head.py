@@ -12,6 +12,7 @@ import streamlit as st
 from ... import charts
 from ...io import heads_files
 from ...model import Config, roles
+from ...model.qk_steps import WHAT
 from ...model.vocab import WordVocab
 from ...names import token_labels
 from ..address import url
@@ -25,8 +26,8 @@ from ..widgets.chart_files import chart_files
 from . import answers, choose, overview, readout, runs
 
 QK_NORM = (
-    "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot edit that step "
-    "yet, so its heads do not open there: Every head shows their attention, and below, any head's q and k step by step."
+    "This model normalises {what} (QK-norm) before RoPE; the step pages cannot edit that step yet, so its heads do "
+    "not open there: Every head shows their attention, and below, any head's q and k step by step."
 )
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
@@ -182,7 +183,7 @@ def heads_intro(now: runs.Measured) -> None:
     strongest = [strongest_of(now.scores[r], r) for r in roles.ROLES if np.isfinite(now.scores[r]).any()]
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
     if runs.model().config.qk_norm:
-        st.caption(QK_NORM)
+        st.caption(QK_NORM.format(what=WHAT[runs.model().config.qk_norm_scope]))
     for head in range(H) if runs.model_id() == "induction" else ():  # the note speaks of the shipped model's texts
         if now.roles[0, head] == "induction":
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
@@ -221,7 +222,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
         f"Open {runs.name(layer, head)} on the step pages",
         key=keys.inside_head("open", layer, head),
         disabled=qk_norm,
-        help=QK_NORM
+        help=QK_NORM.format(what=WHAT[runs.model().config.qk_norm_scope])
         if qk_norm
         else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",

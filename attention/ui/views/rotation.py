@@ -7,7 +7,7 @@ The rotation turns each head's first r columns in pairs (r = rotary_dims: every 
 does) by an angle that grows with the token's position; the other columns pass unchanged. The scores use the turned
 Q and K, so the page shows both: Q_raw = X·W_q (before) and Q (after), as the trace computed them.
 
-A QK-norm model (Qwen3, Gemma 3) also normalises each head's q and k (RMSNorm with the head's own gains) before the
+A QK-norm model (Qwen3, Gemma 3; OLMo-2 across all heads) also normalises q and k (RMSNorm with the gains) before the
 rotation, so its q is not X·W_q: the step pages, which recompute q from X and W alone, cannot edit such a head and
 refuse to open it. For those, Every head shows any head's q and k after each step the model takes (X·W, after
 QK-norm, after the rotation), with the model's own numbers (:func:`attention.model.qk_steps.qk_steps`, recomputed
@@ -22,7 +22,7 @@ import streamlit as st
 
 from ... import charts
 from ...model.interventions import ablate
-from ...model.qk_steps import PROJECTED, qk_steps
+from ...model.qk_steps import HOW, PROJECTED, WHAT, qk_steps
 from ...names import dimension_labels, token_labels
 from ...trace import Trace
 from ..core import keys, models, session
@@ -75,9 +75,9 @@ def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, r
         return
     st.subheader("A head's queries and keys, step by step (read-only)")
     st.markdown(
-        "This model normalises each head's queries and keys (QK-norm: RMSNorm with the head's own gains) before the "
-        "rotation, so its q is **not** X·W_q: the step pages cannot edit these heads yet. Here is what the model "
-        "does, with its own numbers: q and k after each step, the scores then made from the last."
+        f"This model normalises {WHAT[c.qk_norm_scope]} (QK-norm: {HOW[c.qk_norm_scope]}) "
+        "before the rotation, so its q is **not** X·W_q: the step pages cannot edit these heads yet. Here is what the "
+        "model does, with its own numbers: q and k after each step, the scores then made from the last."
     )
     heads = [(layer, head) for layer in range(c.n_layers) for head in range(c.n_heads)]
     layer, head = inside.now().qk_head if inside.now().qk_head in heads else (0, 0)
