@@ -13,10 +13,18 @@ A cookie that no longer checks out (the teacher took her out, another board) is 
 membership found in the cookie is never silent: the Challenges page says "You are NAME in class CODE — not you?"
 with the button to leave, since on a lab's shared computer the cookie may be the previous student's. The cookie
 lasts COOKIE_HOURS and is marked secure when the page is served over https.
+
+A running challenge's numbers hand in only when this browser reached them by its own edits since the challenge
+started (``Session.arrived`` is ""). So that a reload, or a replica taking over, keeps that, the address bar carries
+``own``: a signature, by the board's secret, over the student's token and the state's shared parameters. A shared
+link leaves it out, and it checks out only for the same student and the very same numbers: a classmate's link, a
+link edited by hand or a paste of ``playing=`` onto other numbers arrive as "a link", which does not hand in.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Mapping
 
@@ -28,6 +36,7 @@ from ..core import classboard
 from ..core.classboard import MEMBER, Member
 
 PARAM = "member"
+OWN = "own"  # the address bar's mark that its running challenge's numbers are this student's own work
 LIMIT = 100  # "K7QX2M." and a 32-character token
 
 
@@ -68,13 +77,37 @@ def _check(board: Board, value: str, from_cookie: bool = False) -> list[str]:
 SAFE = re.compile(r"[A-Z0-9]{6}\.[A-Za-z0-9_-]{20,64}")  # a code and a token: nothing a script could misread
 
 
-def write() -> None:
-    """Keep the address bar's membership in step with this browser's."""
-    want = param().get(PARAM)
-    if want is not None and st.query_params.get(PARAM) != want:
-        st.query_params[PARAM] = want
-    elif want is None and PARAM in st.query_params:
-        del st.query_params[PARAM]
+def write(own: Mapping[str, str] | None = None) -> None:
+    """Keep the address bar's membership in step with this browser's, and its ``own`` mark with ``own``: the shared
+    parameters of a running challenge's state reached by this session's own edits (None: no such state)."""
+    for name, want in ((PARAM, param().get(PARAM)), (OWN, own_mark(own) if own is not None else None)):
+        if want is not None and st.query_params.get(name) != want:
+            st.query_params[name] = want
+        elif want is None and name in st.query_params:
+            del st.query_params[name]
+
+
+def own_mark(query: Mapping[str, str]) -> str | None:
+    """The signature that marks ``query`` (a state's shared parameters) as this student's own work, or None when
+    this browser is in no class or the board cannot sign now."""
+    board, who = classboard.board(), classboard.member()
+    if board is None or who is None:
+        return None
+    text = "&".join(f"{k}={v}" for k, v in sorted(query.items()))
+    try:
+        key = board.secret()
+    except AttentionError:
+        return None
+    return hmac.new(key, f"own:{who.code}:{who.token}:{text}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def owns(qp: Mapping[str, str], shared: tuple[str, ...]) -> bool:
+    """Whether the address's ``own`` mark checks out for this student and the ``shared`` parameters it carries."""
+    mark = qp.get(OWN)
+    if not isinstance(mark, str) or len(mark) != 32:
+        return False
+    want = own_mark({k: v for k, v in qp.items() if k in shared})
+    return want is not None and hmac.compare_digest(mark.encode(), want.encode())
 
 
 def keep_in_cookie() -> None:

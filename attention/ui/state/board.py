@@ -100,6 +100,11 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     done, refused = st.session_state.setdefault(RECORDED, set()), st.session_state.setdefault(REFUSED, set())
     if (who.code, cid) in done or (who.code, cid) in refused:
         return None
+    if s.arrived:  # not this student's own work: said once, until the goal is met again
+        refused.add((who.code, cid))
+        said_md = f"Not handed in: {not_own(s.arrived)}"
+        say("board.handin", "warning", said_md, anywhere=True)
+        return said_md
     try:
         first = board.record(who.code, who.token, cid, full_link(link, classboard.app_base()))
     except AttentionError as exc:
@@ -113,6 +118,15 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
     say("board.handin", "success", said_md, anywhere=True)
     return said_md
+
+
+def not_own(how: str) -> str:
+    """Why a solve whose numbers arrived whole (``how``: "a link"...) is not handed in, and what to do instead."""
+    return (
+        f"these numbers arrived whole, by {esc(how, 80)}, so they are not your own work since the challenge started "
+        "in this browser. Editing from here is fine, to explore; to hand in, press Restart on the Challenges page and "
+        "reach the goal with your own edits."
+    )
 
 
 def report(s: Session, progress: Progress) -> None:
