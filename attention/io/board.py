@@ -106,6 +106,13 @@ secret = sa.Table(  # the random secret teacher links are signed with: made once
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("value", sa.String(128), nullable=False),
 )
+numbers = sa.Table(  # a fingerprint of the numbers each solve handed in: the board flags two students' identical ones
+    "board_numbers",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+)
 LINK_HOURS = 12  # a teacher link older than this is refused: the teacher types the key again
 
 
@@ -141,6 +148,7 @@ class Cell:
     value: str
     solved_at: datetime | None
     link: str | None
+    digest: str = ""  # a fingerprint of the numbers handed in ("" when none was kept)
 
     @property
     def status(self) -> str:
@@ -373,6 +381,7 @@ class Board:
             if sid is None:
                 raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
             db.execute(solves.delete().where(solves.c.student_id == sid))
+            db.execute(numbers.delete().where(numbers.c.student_id == sid))
             db.execute(progress.delete().where(progress.c.student_id == sid))
             db.execute(students.delete().where(students.c.id == sid))
 
@@ -413,19 +422,25 @@ class Board:
                 (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link)
                 for r in db.execute(sa.select(solves).where(solves.c.class_code == code))
             }
+            digests = {
+                (r.student_id, r.challenge_id): r.digest
+                for r in db.execute(sa.select(numbers).where(numbers.c.student_id.in_(ids)))
+            }
         rows = []
         for p in people:
             cells = []
             for a in tasks:
-                when, link = done.get((p.id, a.challenge_id), (None, None))
-                cells.append(Cell(values.get((p.id, a.challenge_id), ""), when, link))
+                key = (p.id, a.challenge_id)
+                when, link = done.get(key, (None, None))
+                cells.append(Cell(values.get(key, ""), when, link, digests.get(key, "") if when else ""))
             rows.append(Standing(p.name, tuple(cells)))
         return tasks, rows
 
     @_db_errors
-    def record(self, code: str, token: str, challenge_id: str, link: str) -> bool:
-        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link``; True if this
-        is her first solve of it (a later one keeps the first time and link). Refused (BoardError) when the class is
+    def record(self, code: str, token: str, challenge_id: str, link: str, digest: str = "") -> bool:
+        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link`` (``digest``: a
+        fingerprint of the numbers handed in); True if this is her first solve of it (a later one keeps the first
+        time, link and numbers). Refused (BoardError) when the class is
         closed or its teacher did not set that challenge (by its content key: a copy under the same title is
         another challenge); the board shows the title the teacher set."""
         student_id, _ = self.student(code, token)
@@ -442,9 +457,12 @@ class Board:
             link=link,
             solved_at=_now(),
         )
+        digest = str(digest)[:64]
         try:
             with self.engine.begin() as db:
                 db.execute(solves.insert().values(**row))
+                if digest:
+                    db.execute(numbers.insert().values(student_id=student_id, challenge_id=challenge_id, digest=digest))
         except IntegrityError:  # solved before: the first solve counts
             return False
         return True
@@ -518,6 +536,18 @@ class Board:
         query = sa.select(students.c.name).where(students.c.class_code == code).order_by(students.c.id)
         with self.engine.connect() as db:
             return list(db.execute(query).scalars())
+
+
+def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[str]]]:
+    """Each set challenge that two or more students solved with identical numbers: (its title, their names)."""
+    found = []
+    for i, a in enumerate(tasks):
+        groups: dict[str, list[str]] = {}
+        for r in rows:
+            if r.cells[i].digest:
+                groups.setdefault(r.cells[i].digest, []).append(r.name)
+        found += [(a.title, names) for names in groups.values() if len(names) > 1]
+    return found
 
 
 def _utc(t: datetime) -> datetime:

@@ -149,3 +149,42 @@ def test_her_own_reload_keeps_her_work_her_own(url: str) -> None:
 def _chen_two(url: str, code: str) -> dict[str, str]:
     token = Board(url).join(code, "Dee")
     return {"member": f"{code}.{token}"}
+
+
+def test_a_solved_link_says_whether_its_challenge_is_set_for_the_class(url: str) -> None:
+    """The board's hand-in link names its class and says the challenge is set there; a look-alike (the same title,
+    an easier goal) says it is not; a link naming no class says it is no hand-in."""
+    import dataclasses
+
+    from attention.labs import challenges as ch
+
+    code, _ = _class_with_alice(url)
+    link = Board(url).solves(code)[0].link
+    assert f"class={code}" in link and len(link) < 1500
+    from urllib.parse import parse_qsl, urlsplit
+
+    teacher = _opened(url, "softmax", dict(parse_qsl(urlsplit(link).query)))
+    assert any(f"This is a challenge set for class {code}." in c.value for c in teacher.sidebar.caption)
+    real = ch.load_challenge("negative_output")
+    easy = dataclasses.replace(real, condition=dataclasses.replace(real.condition, value=5.0))
+    at = _opened(url, "challenges", {"challenge": ch.encode_link(easy)})
+    at = at.button(key="ch.start.link").click().run()
+    assert any("✓ solved" in t for t in texts(at.sidebar.success))
+    look_alike = _opened(url, "softmax", {**_share(at), "class": code})
+    said = texts(look_alike.sidebar.warning)
+    assert any(f"Not a challenge set for class {code}" in t for t in said), said
+    bare = _opened(url, "softmax", _share(at))
+    assert any("names no class, so it is no hand-in" in c.value for c in bare.sidebar.caption)
+
+
+def test_the_board_flags_two_students_who_handed_in_identical_numbers(url: str) -> None:
+    code, _ = _class_with_alice(url)
+    bea = _student_solves(url, code, "Bea")  # the same cell, the same -10: the very same numbers
+    assert any("Handed in to class" in t for t in texts(bea.sidebar.success))
+    from tests.app.test_app_board import _teacher
+
+    teacher = _teacher(url)
+    teacher.text_input(key="board.show").set_value(code)
+    teacher = teacher.button[[b.label for b in teacher.button].index("Show it")].click().run()
+    said = texts(teacher.warning)
+    assert any("Identical numbers: Alice and Bea" in t and "A negative output" in t for t in said), said

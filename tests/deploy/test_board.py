@@ -299,3 +299,34 @@ def test_a_postgresql_board_keeps_what_the_teacher_set_and_every_students_row(po
         other.report(code, ada, "one", "0.9")
     signed = teacher.teacher_link(code)  # the signing secret is in the database: the other replica checks it
     assert other.check_teacher_link(signed) == code and other.secret() == teacher.secret()
+
+
+def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_hers(postgres: str) -> None:
+    """Issue 41 §1 on the deployed store: Alice solves; Chen opens her link, in the class, and nothing is handed in
+    for him; Dee's own edit survives a replica taking over (the next run opens the store afresh and checks her
+    address's mark with the secret in the database), and her solve is handed in; Alice and Dee typed the same
+    numbers, and the board names them."""
+    from attention.io.board import twins
+    from attention.ui.core import classboard
+    from tests.app.test_app_board import _opened, _student_solves
+    from tests.app.test_app_board import _set as set_builtin
+    from tests.app.test_app_own_work import _address, _chen, _refused, _share
+    from tests.helpers.apptest import edit_cells, select, session, texts
+
+    code = Board(postgres).open_class("Lab on PostgreSQL")
+    set_builtin(postgres, code)
+    alice = _student_solves(postgres, code, "Alice")
+    chen = _opened(postgres, "challenges", {**_share(alice), **_chen(postgres, code)})
+    _refused(chen, postgres, code)
+    dee = _opened(postgres, "challenges", {"member": f"{code}.{Board(postgres).join(code, 'Dee')}"})
+    dee = select(dee, "ch.choice", "negative_output")
+    dee = dee.button(key="ch.start.builtin").click().run()
+    cols = session(dee).axis_labels("W_v", session(dee).matrices["W_v"].shape)[1]
+    dee = edit_cells(dee, "W_v", {0: {cols[0]: "0.5"}})
+    classboard._board.clear()  # another replica: a store opened afresh
+    again = _opened(postgres, "challenges", _address(dee))
+    assert session(again).arrived == ""
+    again = edit_cells(again, "W_v", {0: {cols[0]: "-10"}})
+    assert any("Handed in to class" in t for t in texts(again.sidebar.success)), texts(again.sidebar.warning)
+    assert [s.name for s in Board(postgres).solves(code)] == ["Alice", "Dee"]
+    assert twins(*Board(postgres).standings(code)) == [("A negative output", ["Alice", "Dee"])]

@@ -23,6 +23,7 @@ link edited by hand or a paste of ``playing=`` onto other numbers arrive as "a l
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import re
@@ -33,9 +34,10 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io.board import Board, normal_code
 from ..core import classboard
-from ..core.classboard import MEMBER, Member
+from ..core.classboard import MEMBER, NAMED, Member
 
 PARAM = "member"
+CLASS = "class"  # the class a hand-in link was handed in to: its page says whether its challenge is set there
 OWN = "own"  # the address bar's mark that its running challenge's numbers are this student's own work
 LIMIT = 100  # "K7QX2M." and a 32-character token
 
@@ -48,6 +50,10 @@ def param() -> dict[str, str]:
 
 def restore(qp: Mapping[str, str]) -> list[str]:
     """Rejoin the class the address names, if the board knows this token in that class; notices otherwise."""
+    named = qp.get(CLASS)
+    if isinstance(named, str) and named:
+        with contextlib.suppress(AttentionError):  # a code that does not read names no class
+            st.session_state[NAMED] = normal_code(named)
     value, quiet = qp.get(PARAM), False
     if not value:
         value, quiet = classboard.cookie_member(), True

@@ -16,6 +16,7 @@ _LOG = logging.getLogger(__name__)
 MEMBER = "board.member"  # session_state: the Member this browser joined as (never in the address)
 TEACHER = "board.teacher"  # session_state: True once the teacher key was typed in this browser session (every class)
 LINK_CLASS = "board.link_class"  # session_state: the one class a signed teacher link unlocked (no other, no new one)
+NAMED = "board.named_class"  # session_state: the class a hand-in link opened here names (its ``class=``)
 SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page shows
 COOKIE = "attention_member"  # this browser's membership (code.token), kept across every link of this app
 FORGET = "board.forget"  # session_state: this browser left its class (its cookie is cleared, not read again)

@@ -11,13 +11,13 @@ import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import board_csv, full_link
+from ...io.board import board_csv, full_link, twins
 from ...labs import challenges as ch
 from ..address import membership
 from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
 from ..core.settings import server_settings
-from ..core.text import esc
+from ..core.text import esc, quoted
 from ..state import board as board_state
 from ..state import core as state_core
 from ..widgets.common import show_messages
@@ -103,6 +103,12 @@ def _live(code: str) -> None:
     )
     if not tasks:
         st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
+    for title, names in twins(tasks, rows):
+        st.warning(
+            f"Identical numbers: {esc(_names(names), 300)} handed in exactly the same numbers for "
+            f"{quoted(title, 120)}. Worth a word with them: one may have copied the other.",
+            icon=":material/content_copy:",
+        )
     base = classboard.app_base()
     table, links = {"student": [r.name for r in rows]}, {}
     for i, a in enumerate(tasks):
@@ -126,6 +132,11 @@ def _live(code: str) -> None:
         key=keys.BOARD_CSV,
         on_click="ignore",
     )
+
+
+def _names(names: list[str]) -> str:
+    """ "Ada and Bob", "Ada, Bob and Cy"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _cell_text(c) -> str:

@@ -6,13 +6,16 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import full_link, normal_code
 from ...labs.challenges import Challenge, Progress, fingerprint
 from ..core import classboard, keys
-from ..core.classboard import LINK_CLASS, MEMBER, SHOWN_CLASS, TEACHER, Member
+from ..core.classboard import LINK_CLASS, MEMBER, NAMED, SHOWN_CLASS, TEACHER, Member
+from ..core.compute import matrix_digest
 from ..core.session import Session
 from ..core.text import esc, quoted
 from .core import say
@@ -106,7 +109,8 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
     try:
-        first = board.record(who.code, who.token, cid, full_link(link, classboard.app_base()))
+        handed = full_link(f"{link}&class={who.code}", classboard.app_base())  # its page says if the class set it
+        first = board.record(who.code, who.token, cid, handed, numbers_digest(s))
     except AttentionError as exc:
         if exc.field:  # refused (not set, class closed): said once, until the goal is met again
             refused.add((who.code, cid))
@@ -118,6 +122,34 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
     say("board.handin", "success", said_md, anywhere=True)
     return said_md
+
+
+def set_for(s: Session) -> str | None:
+    """Whether the running challenge is one set for the class this browser is in, shows, or its address names, in a
+    sentence (Markdown); None when the board is off or nothing runs."""
+    board = classboard.board()
+    if board is None or s.challenge is None:
+        return None
+    who = classboard.member()
+    code = who.code if who is not None else st.session_state.get(SHOWN_CLASS) or st.session_state.get(NAMED)
+    if not code:
+        return "This link names no class, so it is no hand-in: grade from the class board."
+    try:
+        set_ids = {a.challenge_id for a in board.assignments(code)}
+    except AttentionError:
+        return None
+    if fingerprint(s.challenge) in set_ids:
+        return f"This is a challenge set for class {code}."
+    return (
+        f"**Not a challenge set for class {code}**: whatever its title, its goal or numbers differ from every "
+        "challenge set there, so it does not count there."
+    )
+
+
+def numbers_digest(s: Session) -> str:
+    """A fingerprint of the numbers a solve hands in: every matrix the challenge lets the student edit, bit for bit."""
+    parts = [f"{name}:{matrix_digest(s.matrices[name])}" for name in sorted(s.challenge.editable) if name in s.matrices]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
 def not_own(how: str) -> str:
