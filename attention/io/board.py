@@ -100,7 +100,7 @@ closed = sa.Table(  # a class the teacher closed: nobody joins or hands in any m
     sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
     sa.Column("closed_at", sa.DateTime(timezone=True), nullable=False),
 )
-secret = sa.Table(  # the random secret teacher links are signed with: made once, shared by every replica
+secret = sa.Table(  # the random secret kept teacher keys and own-work marks are signed with; shared by every replica
     "board_secret",
     _meta,
     sa.Column("name", sa.String(32), primary_key=True),
@@ -113,7 +113,7 @@ numbers = sa.Table(  # a fingerprint of the numbers each solve handed in: the bo
     sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
     sa.Column("digest", sa.String(64), nullable=False),
 )
-LINK_HOURS = 12  # a teacher link older than this is refused: the teacher types the key again
+LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
 
 
 class BoardError(AttentionError):
@@ -153,6 +153,15 @@ class Cell:
     @property
     def status(self) -> str:
         return "solved" if self.solved_at is not None else "not yet solved" if self.value else "not started"
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A student taken out of a class, with every row that went with them (table name, rows), for an undo."""
+
+    code: str
+    name: str
+    rows: tuple[tuple[str, tuple[dict[str, Any], ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -368,22 +377,42 @@ class Board:
                 f"Someone in this class already uses the name {new_name!r}; choose another.", field="display name"
             ) from None
         if not done:
-            raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
+            raise BoardError(_no_student(name, code), field="display name")
 
     @_db_errors
-    def remove(self, code: str, name: str) -> None:
-        """Take the student ``name`` out of class ``code``, with her solves and progress (her token stops working)."""
+    def remove(self, code: str, name: str) -> Removed:
+        """Take the student ``name`` out of class ``code``, with their solves and progress (their token stops
+        working); what was taken, for :meth:`undo_remove`."""
         code = normal_code(code)
         with self.engine.begin() as db:
-            sid = db.execute(
-                sa.select(students.c.id).where(students.c.class_code == code, students.c.name == name)
-            ).scalar()
-            if sid is None:
-                raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
-            db.execute(solves.delete().where(solves.c.student_id == sid))
-            db.execute(numbers.delete().where(numbers.c.student_id == sid))
-            db.execute(progress.delete().where(progress.c.student_id == sid))
+            row = db.execute(
+                sa.select(students).where(students.c.class_code == code, students.c.name == name)
+            ).first()
+            if row is None:
+                raise BoardError(_no_student(name, code), field="display name")
+            sid, taken = row.id, {"board_students": (dict(row._mapping),)}
+            for table in (solves, numbers, progress):
+                taken[table.name] = tuple(
+                    dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
+                )
+                db.execute(table.delete().where(table.c.student_id == sid))
             db.execute(students.delete().where(students.c.id == sid))
+        return Removed(code, name, tuple(taken.items()))
+
+    @_db_errors
+    def undo_remove(self, removed: Removed) -> None:
+        """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
+        by_name = {t.name: t for t in (students, solves, numbers, progress)}
+        try:
+            with self.engine.begin() as db:
+                for name, rows in removed.rows:  # the student first: the others refer to them
+                    if rows:
+                        db.execute(by_name[name].insert(), [dict(r) for r in rows])
+        except IntegrityError:
+            raise BoardError(
+                f"{removed.name!r} cannot come back: someone in class {removed.code} now uses that name.",
+                field="display name",
+            ) from None
 
     @_db_errors
     def report(self, code: str, token: str, challenge_id: str, value: str) -> None:
@@ -469,9 +498,9 @@ class Board:
 
     @_db_errors
     def secret(self) -> bytes:
-        """The board's random secret for signing teacher links, made on first use and kept in the database (so every
-        replica signs and checks with the same one; never the typed teacher key, which a seen link would let anyone
-        guess offline)."""
+        """The board's random secret for signing kept teacher keys and own-work marks, made on first use and kept in
+        the database (so every replica signs and checks with the same one; never the typed teacher key, which a seen
+        value would let anyone guess offline)."""
         if self._secret is None:
             with self.engine.begin() as db:
                 got = db.execute(sa.select(secret.c.value).where(secret.c.name == "teacher_link")).scalar()
@@ -486,31 +515,40 @@ class Board:
             self._secret = got.encode()
         return self._secret
 
-    def teacher_link(self, code: str, issued: float | None = None) -> str:
-        """The signed teacher-link value for class ``code``: "CODE.ISSUED.SIG", the signature over the code and the
-        issue time (whole seconds since 1970) by :meth:`secret`."""
-        code, issued = normal_code(code), int(time.time() if issued is None else issued)
-        return f"{code}.{issued}.{self._sign(code, issued)}"
+    def teacher_pass(self, key: str, issued: float | None = None) -> str:
+        """The value of the signed cookie that keeps a browser's teacher key: "ISSUED.SIG", signed by :meth:`secret`
+        over the issue time (whole seconds since 1970) and a hash of the server's teacher key (so a new key ends
+        every kept one). It holds neither the key nor a class: the key itself is never stored in the browser."""
+        issued = int(time.time() if issued is None else issued)
+        return f"{issued}.{self._sign_pass(key, issued)}"
 
-    def check_teacher_link(self, value: object, now: float | None = None) -> str:
-        """The class code a teacher link unlocks, or BoardError (unreadable, forged, or older than LINK_HOURS)."""
+    def check_teacher_pass(self, value: object, key: str, now: float | None = None) -> int:
+        """The issue time of a kept teacher key, or BoardError (unreadable, forged, another key, or older than
+        LINK_HOURS)."""
         parts = str(value)[:200].split(".")
-        if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 12:
-            raise BoardError("This teacher link does not read: type the teacher key.", field="teacher link")
-        code, issued = normal_code(parts[0]), int(parts[1])
-        if not hmac.compare_digest(parts[2].encode(), self._sign(code, issued).encode()):
-            raise BoardError("This teacher link does not check out: type the teacher key.", field="teacher link")
+        if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 12:
+            raise BoardError("This browser's kept teacher key does not read: type the teacher key.", field="teacher")
+        issued = int(parts[0])
+        if not key or not hmac.compare_digest(parts[1].encode(), self._sign_pass(key, issued).encode()):
+            raise BoardError("This browser's kept teacher key does not check out: type the key.", field="teacher")
         age = (time.time() if now is None else now) - issued
         if not -300 <= age <= LINK_HOURS * 3600:
             raise BoardError(
-                f"This teacher link is older than {LINK_HOURS} hours: type the teacher key again to reopen class "
-                f"{code}.",
-                field="teacher link",
+                f"This browser kept the teacher key for {LINK_HOURS} hours: type it again.", field="teacher"
             )
-        return code
+        return issued
 
-    def _sign(self, code: str, issued: int) -> str:
-        return hmac.new(self.secret(), f"teacher:{code}:{issued}".encode(), hashlib.sha256).hexdigest()[:32]
+    def _sign_pass(self, key: str, issued: int) -> str:
+        kept = hashlib.sha256(key.encode()).hexdigest()
+        return hmac.new(self.secret(), f"teacher-pass:{issued}:{kept}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    @_db_errors
+    def closed_at(self, code: str) -> datetime | None:
+        """When the class ``code`` was closed (UTC), or None while it is open."""
+        code = normal_code(code)
+        with self.engine.connect() as db:
+            when = db.execute(sa.select(closed.c.closed_at).where(closed.c.class_code == code)).scalar()
+        return _utc(when) if when is not None else None
 
     @_db_errors
     def solves(self, code: str) -> list[Solve]:
@@ -548,6 +586,13 @@ def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[s
                 groups.setdefault(r.cells[i].digest, []).append(r.name)
         found += [(a.title, names) for names in groups.values() if len(names) > 1]
     return found
+
+
+def _no_student(name: str, code: str) -> str:
+    """The refusal for a student name not in the class (or none chosen)."""
+    if not name:
+        return "Choose a student first."
+    return f"There is no student {name!r} in class {code}."
 
 
 def _utc(t: datetime) -> datetime:

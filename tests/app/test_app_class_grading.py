@@ -144,14 +144,25 @@ def test_the_board_lists_every_student_with_her_progress(url: str) -> None:
     assert any("2 students joined · 1 challenge solved · 1 challenge set" in c.value for c in teacher.caption)
 
 
-def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(url: str) -> None:
+def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from attention.ui.address import membership
+    from attention.ui.address import teacher as teacher_address
+    from attention.ui.core import classboard
+
+    written: list[str] = []
+    monkeypatch.setattr(membership, "script", written.append)
     teacher, code = _teacher(url)
     address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(teacher.query_params).items()}
-    assert address["teacher"].startswith(code + ".")
-    again = _app(url, "class_board", address)  # a reload, or a replica restarted: a new session, no key typed
+    assert address["class"] == code
+    kept = next(w for w in written if w.startswith(teacher_address.COOKIE + "=")).split(";")[0].split("=", 1)[1]
+    monkeypatch.setattr(classboard, "cookie", lambda name: kept if name == teacher_address.COOKIE else None)
+    again = _app(url, "class_board", address)  # a reload, or a replica restarted: the key kept in this browser
     no_exception(again)
     assert any(f"Class {code}" in h.value for h in again.subheader)
-    forged = _app(url, "class_board", {"teacher": code + "." + "0" * 32})
+    monkeypatch.setattr(classboard, "cookie", lambda name: None)
+    forged = _app(url, "class_board", {**address, "teacher": code + "." + "0" * 32})
     assert not forged.subheader and [t for t in forged.text_input if t.label == "Teacher key"]
     store = Board(url)
     store.join(code, "Ada")
@@ -161,7 +172,8 @@ def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(url: s
     again.text_input(key="board.rename").set_value("Ada L.")
     again = _press(again, "Rename")
     again.selectbox(key="board.who").set_value("Bob")
-    again = _press(again, "Remove from the class")
+    again = _press(again, "Remove from the class…")
+    again = again.button(key="board.remove.yes").click().run()
     assert store.roster(code) == ["Ada L."]
     assert any("1 student joined · 0 challenges solved" in c.value for c in again.caption)
     again = again.button(key="board.close").click().run()

@@ -186,34 +186,26 @@ def test_a_closed_class_records_no_progress(board: Board) -> None:
     assert [c.value for c in board.standings(code)[1][0].cells] == ["0.3"]
 
 
-def test_teacher_links_are_signed_by_a_random_secret_and_expire(tmp_path: Path) -> None:
-    """A teacher link is signed with a random secret kept in the board's database (the same for a second store on
-    it, not the typed key: a seen link gives nothing to guess the key from offline), names its class and issue
-    time, and is refused when forged, for another class, or older than LINK_HOURS."""
+def test_a_kept_teacher_key_is_signed_by_a_random_secret_and_expires(tmp_path: Path) -> None:
+    """The teacher cookie's value is signed with a random secret kept in the board's database (the same for a second
+    store on it, not the typed key: a seen value gives nothing to guess the key from offline), holds its issue time
+    and neither the key nor a class, and is refused when forged, made for another key, or older than LINK_HOURS."""
     url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
     board, replica = Board(url), Board(url)
-    code, other = board.open_class("Lab"), board.open_class("Other")
     assert len(board.secret()) == 64 and replica.secret() == board.secret()
     assert Board(f"sqlite:///{tmp_path / 'b2.sqlite3'}").secret() != board.secret()  # random, not derived
-    now = 1_800_000_000
-    signed = board.teacher_link(code, issued=now)
-    c, issued, sig = signed.split(".")
-    assert (c, issued, len(sig)) == (code, str(now), 32)
-    assert replica.check_teacher_link(signed, now=now + 3600) == code
-    assert replica.check_teacher_link(signed, now=now + LINK_HOURS * 3600) == code
-    with pytest.raises(BoardError, match=f"older than {LINK_HOURS} hours"):
-        replica.check_teacher_link(signed, now=now + LINK_HOURS * 3600 + 1)
-    for forged in (
-        f"{other}.{issued}.{sig}",
-        f"{code}.{now + 10}.{sig}",
-        f"{code}.{issued}.{'0' * 32}",
-        f"{code}.{sig[:32]}",
-        "",
-        "x" * 10_000,
-        f"{code}.{'9' * 40}.{sig}",
-    ):
+    now, key = 1_800_000_000, "the teacher key"
+    kept = board.teacher_pass(key, issued=now)
+    issued, sig = kept.split(".")
+    assert (issued, len(sig)) == (str(now), 32) and key not in kept
+    assert replica.check_teacher_pass(kept, key, now=now + LINK_HOURS * 3600) == now
+    with pytest.raises(BoardError, match=f"for {LINK_HOURS} hours"):
+        replica.check_teacher_pass(kept, key, now=now + LINK_HOURS * 3600 + 1)
+    with pytest.raises(BoardError, match="does not check out"):
+        replica.check_teacher_pass(kept, "a new key", now=now)  # a new key ends every kept one
+    for forged in (f"{now + 10}.{sig}", f"{issued}.{'0' * 32}", sig, "", "x" * 10_000, f"{'9' * 40}.{sig}"):
         with pytest.raises(BoardError):
-            board.check_teacher_link(forged, now=now)
+            board.check_teacher_pass(forged, key, now=now)
 
 
 def test_many_sessions_of_one_server_write_at_once(board: Board) -> None:
@@ -297,8 +289,9 @@ def test_a_postgresql_board_keeps_what_the_teacher_set_and_every_students_row(po
         other.join(code, "Cy")
     with pytest.raises(BoardError, match="is closed"):
         other.report(code, ada, "one", "0.9")
-    signed = teacher.teacher_link(code)  # the signing secret is in the database: the other replica checks it
-    assert other.check_teacher_link(signed) == code and other.secret() == teacher.secret()
+    kept = teacher.teacher_pass("key")  # the signing secret is in the database: the other replica checks it
+    assert other.check_teacher_pass(kept, "key") > 0 and other.secret() == teacher.secret()
+    assert other.closed_at(code) is not None
 
 
 def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_hers(postgres: str) -> None:

@@ -38,6 +38,7 @@ from ..core.classboard import MEMBER, NAMED, Member
 
 PARAM = "member"
 CLASS = "class"  # the class a hand-in link was handed in to: its page says whether its challenge is set there
+JOIN = "join"  # a join link's class code: the Challenges page's join box starts with it
 OWN = "own"  # the address bar's mark that its running challenge's numbers are this student's own work
 LIMIT = 100  # "K7QX2M." and a 32-character token
 
@@ -93,6 +94,17 @@ def write(own: Mapping[str, str] | None = None) -> None:
             del st.query_params[name]
 
 
+def join_code() -> str | None:
+    """The class code a join link carries, when it reads as one, or None."""
+    value = st.query_params.get(JOIN)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return normal_code(value)
+    except AttentionError:
+        return None
+
+
 def own_mark(query: Mapping[str, str]) -> str | None:
     """The signature that marks ``query`` (a state's shared parameters) as this student's own work, or None when
     this browser is in no class or the board cannot sign now."""
@@ -122,19 +134,20 @@ def keep_in_cookie() -> None:
     who = classboard.member()
     if who is None:
         if st.session_state.get(classboard.FORGET):
-            _script(cookie_text("", classboard.https()))
+            script(cookie_text("", classboard.https()))
         return
     value = f"{who.code}.{who.token}"
     if classboard.cookie_member() == value or not SAFE.fullmatch(value):
         return
-    _script(cookie_text(value, classboard.https()))
+    script(cookie_text(value, classboard.https()))
 
 
-def cookie_text(value: str, secure: bool) -> str:
-    """The ``document.cookie`` text that keeps ``value`` for COOKIE_HOURS (an empty value clears the cookie)."""
-    age = classboard.COOKIE_HOURS * 3600 if value else 0
-    return f"{classboard.COOKIE}={value}; path=/; max-age={age}; samesite=lax" + ("; secure" if secure else "")
+def cookie_text(value: str, secure: bool, name: str = classboard.COOKIE, hours: int = classboard.COOKIE_HOURS) -> str:
+    """The ``document.cookie`` text that keeps ``value`` as ``name`` for ``hours`` (an empty value clears it)."""
+    age = hours * 3600 if value else 0
+    return f"{name}={value}; path=/; max-age={age}; samesite=lax" + ("; secure" if secure else "")
 
 
-def _script(cookie: str) -> None:
+def script(cookie: str) -> None:
+    """Set ``cookie`` (a :func:`cookie_text`) in this browser."""
     st.html(f'<script>document.cookie = "{cookie}";</script>', unsafe_allow_javascript=True, width=1)

@@ -47,24 +47,24 @@ def body(s: session.Session) -> None:
     if not settings.teacher_key:
         st.warning("The class board has no teacher key set on this server, so this page stays locked.")
         return
-    signed = teacher_address.read()
-    if signed and not classboard.key_session() and not st.session_state.get(classboard.LINK_CLASS):
-        board_state.unlock_from_address(signed)  # a reload or a restarted replica: the signed address reopens it
-    code = st.session_state.get(classboard.SHOWN_CLASS)
-    if not classboard.may_manage(code):
+    stale = teacher_address.restore()  # the key kept in this browser's signed cookie, once per session
+    teacher_address.draw()
+    if not classboard.key_session():
+        if stale:
+            st.info(esc(stale, 300), icon=":material/key:")
         st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
+        st.caption("Asked once in this browser: it then keeps a signed cookie (never the key) for 12 hours.")
         show_messages("board.teacher")
         return
-    if classboard.key_session():
-        _classes()
-        teacher_address.write(code)
-    else:  # a signed link: its class only, the key folded away for another
-        with st.expander("Another class? Type the teacher key", icon=":material/key:"):
-            st.caption(f"This page's link opens class {code} only; the key opens and shows any class.")
-            st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
-        show_messages("board.teacher")
+    named = teacher_address.shown()
+    if named and classboard.SHOWN_CLASS not in st.session_state:  # a reload: the class its address names
+        board_state.show(named)
+    code = board_state.shown_class()  # None once the class shown was closed (here or in another browser)
+    _classes()
+    teacher_address.show(code)
     if code:
         _live(code)
+        _links(code)
         _set_challenge(code)
         _manage(code)
 
@@ -78,10 +78,13 @@ def _classes() -> None:
         st.text_input("Show the class with the code", key=keys.BOARD_SHOW, max_chars=24)
         st.form_submit_button("Show it", on_click=board_state.show_class, icon=":material/visibility:")
     show_messages("board.class")
+    show_messages("board.teacher")
     st.caption(
-        "Open the class when the lesson starts and write its code on the board; set its challenges below. This "
-        "page's address reopens the class after a reload: keep it to yourself (it opens the board without the key)."
+        "Open the class when the lesson starts, set its challenges below, then hand out its join link or write its "
+        "code on the board. This page's address names the class only: without the key kept in this browser it "
+        "opens nothing."
     )
+    st.button("Lock this page in this browser", key=keys.BOARD_LOCK, on_click=board_state.lock, icon=":material/lock:")
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -196,27 +199,49 @@ def _on_set(code: str) -> None:
 
 
 def _manage(code: str) -> None:
-    """Rename or remove a student, or close the class."""
-    with st.expander("Students and the class: rename, remove, close", icon=":material/manage_accounts:"):
-        board = classboard.board()
+    """Rename or remove a student (asked first, undone with one press), or close the class."""
+    pending = st.session_state.get(board_state.PENDING)
+    removed = st.session_state.get(board_state.REMOVED)
+    with st.expander(
+        "Students and the class: rename, remove, close",
+        icon=":material/manage_accounts:",
+        expanded=bool(pending) or removed is not None,
+    ):
         try:
-            names = board.roster(code)
+            names = classboard.board().roster(code)
         except AttentionError:
             names = []
         with st.form(keys.BOARD_MANAGE, border=False):
             a, b = st.columns(2)
-            a.selectbox("Student", names, key=keys.BOARD_WHO)
+            a.selectbox("Student", names, index=None, placeholder="Choose a student", key=keys.BOARD_WHO)
             b.text_input("New display name", key=keys.BOARD_RENAME, max_chars=40)
             c, d = st.columns(2)
             c.form_submit_button("Rename", on_click=board_state.manage, args=(code, "rename"))
-            d.form_submit_button("Remove from the class", on_click=board_state.manage, args=(code, "remove"))
+            d.form_submit_button("Remove from the class…", on_click=board_state.manage, args=(code, "remove"))
+        if pending and pending[0] == code:
+            st.warning(
+                f"Remove {esc(pending[1], 40)} from class {code}, with every solve and value? Undo brings them back.",
+                icon=":material/person_remove:",
+            )
+            with st.container(horizontal=True):
+                st.button("Yes, remove", key=keys.BOARD_YES, on_click=board_state.remove, args=(code, True))
+                st.button("Cancel", key=keys.BOARD_NO, on_click=board_state.remove, args=(code, False))
+        if removed is not None and removed.code == code:
+            st.button(
+                f"Undo: bring {removed.name[:40]} back",
+                key=keys.BOARD_UNDO,
+                on_click=board_state.undo_remove,
+                args=(code,),
+                icon=":material/undo:",
+            )
         st.button(
             "Close the class",
             key=keys.BOARD_CLOSE,
             on_click=board_state.manage,
             args=(code, "close"),
             icon=":material/lock:",
-            help="Nobody can join or hand in any more; the board stays readable.",
+            help="Nobody can join or hand in any more; every teacher page showing it ends its session on it; the "
+            "board stays readable.",
         )
     show_messages("board.manage")
 
@@ -227,6 +252,9 @@ def join_box() -> None:
         return
     who = classboard.member()
     membership.keep_in_cookie()
+    joining = membership.join_code()  # a join link: the box starts with its class code
+    if joining and (who is None or who.code != joining) and not st.session_state.get(keys.BOARD_CODE):
+        st.session_state[keys.BOARD_CODE] = joining
     show_messages("board.join")  # above the box: seen whether it is open or folded
     show_messages("board.handin")
     if who is not None and who.from_cookie:  # a shared computer: the previous student's membership, maybe
@@ -236,7 +264,8 @@ def join_box() -> None:
             icon=":material/warning:",
         )
     label_md = "Class board: join your class" if who is None else f"Class board: you are in class {who.code}"
-    with st.expander(label_md, icon=":material/groups:", expanded=who is None or who.from_cookie):
+    opened = who is None or who.from_cookie or (joining is not None and who.code != joining)
+    with st.expander(label_md, icon=":material/groups:", expanded=opened):
         if who is not None:
             st.caption(
                 f"You are {esc(who.name, 40)} in class {who.code}: every challenge your teacher set that you solve "
@@ -254,3 +283,14 @@ def join_box() -> None:
             a.text_input("Class code", key=keys.BOARD_CODE, max_chars=24, placeholder="K7QX2M")
             b.text_input("Your display name", key=keys.BOARD_NAME, max_chars=40)
             st.form_submit_button("Join", on_click=board_state.join, icon=":material/login:")
+
+
+def _links(code: str) -> None:
+    """The links to hand out: one that joins class ``code``, and one per set challenge that joins it and opens it."""
+    base = classboard.app_base()
+    with st.expander("Links to hand out: join the class, open a challenge", icon=":material/link:", expanded=True):
+        st.caption(f"Joins class {code} (each student types a display name):")
+        st.code(full_link(f"challenges?{membership.JOIN}={code}", base), language=None, wrap_lines=True)
+        for a in classboard.board().assignments(code):
+            st.caption(f"Joins class {code} and opens {quoted(a.title, 120)}:")
+            st.code(f"{full_link(a.link, base)}&{membership.JOIN}={code}", language=None, wrap_lines=True)

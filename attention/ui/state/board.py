@@ -6,20 +6,24 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from datetime import UTC, datetime
 
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import full_link, normal_code
+from ...io.board import BoardError, full_link, normal_code
 from ...labs.challenges import Challenge, Progress, fingerprint
 from ..core import classboard, keys
-from ..core.classboard import LINK_CLASS, MEMBER, NAMED, SHOWN_CLASS, TEACHER, Member
+from ..core.classboard import MEMBER, NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
 from ..core.compute import matrix_digest
-from ..core.session import Session
+from ..core.session import Session, get
 from ..core.text import esc, quoted
 from .core import say
 
+PENDING = "board.remove.pending"  # session_state: (class code, name) the teacher asked to remove, not yet confirmed
+REMOVED = "board.removed"  # session_state: the Removed record of the student last taken out (for Undo)
 RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
 REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
@@ -54,13 +58,38 @@ def leave() -> None:
 
 
 def unlock() -> None:
-    """Give the teacher page (every class) to this browser session if the key typed matches the server's teacher key."""
-    if classboard.key_matches(st.session_state.get(keys.BOARD_KEY, "")):
-        st.session_state[TEACHER] = True
-        st.session_state.pop(LINK_CLASS, None)
-        say("board.teacher", "success", "Teacher page unlocked for this browser session.")
-    else:
-        say("board.teacher", "error", "That is not this server's teacher key.")
+    """Give the teacher page (every class) to this browser if the key typed matches the server's teacher key, and keep
+    it in the browser's signed cookie (the key is asked once per browser)."""
+    typed = st.session_state.get(keys.BOARD_KEY, "")
+    st.session_state[keys.BOARD_KEY] = ""  # the box never keeps the key
+    board = classboard.board()
+    if board is None or not classboard.key_matches(typed):
+        say("board.teacher", "error", "That is not this server's teacher key. Nothing changed.")
+        return
+    st.session_state[TEACHER] = True
+    with contextlib.suppress(AttentionError):  # the database cannot sign now: this session only
+        st.session_state[PASS_WRITE] = board.teacher_pass(str(typed))  # the page writes it to the cookie
+    say("board.teacher", "success", "Teacher page unlocked in this browser (for 12 hours, or until you lock it).")
+
+
+def lock() -> None:
+    """Forget the teacher key in this browser (its cookie) and this session: the page asks for it again."""
+    st.session_state[TEACHER] = False
+    st.session_state.pop(SHOWN_CLASS, None)
+    st.session_state[PASS_WRITE] = ""  # the page clears the cookie
+    say("board.teacher", "info", "This page is locked in this browser: the teacher key is asked again.")
+
+
+def _show(code: str) -> None:
+    """The teacher page shows class ``code`` from now on (what earlier said about another class is dropped)."""
+    st.session_state[SHOWN_CLASS] = code
+    st.session_state[SHOWN_AT] = datetime.now(UTC)
+    st.session_state[keys.BOARD_RENAME] = ""
+    st.session_state.pop(keys.BOARD_WHO, None)
+    st.session_state.pop(REMOVED, None)
+    st.session_state.pop(PENDING, None)
+    for place in ("board.manage", "board.assign", "board.class"):  # what was said of another class
+        get().messages.pop(place, None)
 
 
 def open_class() -> None:
@@ -73,7 +102,7 @@ def open_class() -> None:
     except AttentionError as exc:
         say("board.class", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
-    st.session_state[SHOWN_CLASS] = code
+    _show(code)
     say("board.class", "success", f"Class {code} is open: give your students this code.")
 
 
@@ -88,7 +117,7 @@ def show_class() -> None:
     except AttentionError as exc:
         say("board.class", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
-    st.session_state[SHOWN_CLASS] = code
+    _show(code)
 
 
 def hand_in(s: Session, progress: Progress, link: str) -> str | None:
@@ -207,7 +236,7 @@ def assign(code: str, challenge: Challenge, link: str) -> None:
 
 
 def manage(code: str, action: str) -> None:
-    """Rename or remove the student picked in the teacher's box, or close the class ``code``."""
+    """Rename the student picked in the teacher's box, ask before removing them, or close the class ``code``."""
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -216,30 +245,92 @@ def manage(code: str, action: str) -> None:
         if action == "rename":
             new = str(st.session_state.get(keys.BOARD_RENAME, ""))
             board.rename(code, name, new)
+            st.session_state[keys.BOARD_RENAME] = ""  # the box starts empty for the next rename
+            st.session_state[keys.BOARD_WHO] = None
             done_md = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
         elif action == "remove":
-            board.remove(code, name)
-            done_md = f"{quoted(name, 60)} was taken out of class {code}, with her solves."
+            if not name:
+                raise BoardError("Choose a student first.", field="display name")
+            st.session_state[PENDING] = (code, name)  # asked first: the page shows "Remove … ?"
+            return
         else:
             board.close_class(code)
-            done_md = f"Class {code} is closed: nobody can join it or hand in any more; its board stays here."
+            done_md = (
+                f"Class {code} is closed: nobody can join it or hand in any more, and every teacher page showing it "
+                "has ended its session on it. Its board stays readable: show it again with its code."
+            )
     except AttentionError as exc:
-        say("board.manage", "error", f"{esc(exc.message, 300)} Nothing changed.")
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     say("board.manage", "success", done_md)
 
 
-def unlock_from_address(value: str) -> None:
-    """Give back the teacher page for one class to a browser whose address carries that class's signed teacher link
-    (a reload, a replica restart): that class only, until the link is older than the board allows; opening or
-    showing another class needs the key typed."""
-    board = classboard.board()
-    if board is None:
+def remove(code: str, yes: bool) -> None:
+    """The answer to "Remove … ?": take the student out (Undo brings them back), or leave everything as it was."""
+    board, pending = classboard.board(), st.session_state.pop(PENDING, None)
+    if board is None or not classboard.may_manage(code) or not pending or pending[0] != code:
+        return
+    if not yes:
+        say("board.manage", "info", f"{quoted(pending[1], 60)} stays in class {code}. Nothing changed.")
         return
     try:
-        code = board.check_teacher_link(value)
+        st.session_state[REMOVED] = board.remove(code, pending[1])
     except AttentionError as exc:
-        say("board.teacher", "warning", esc(exc.message, 300))
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
-    st.session_state[LINK_CLASS] = code
-    st.session_state[SHOWN_CLASS] = code
+    st.session_state[keys.BOARD_WHO] = None
+    say("board.manage", "success", f"{quoted(pending[1], 60)} was taken out of class {code}, with every solve.")
+
+
+def undo_remove(code: str) -> None:
+    """Bring back the student last removed from class ``code``, with their solves and progress."""
+    board, removed = classboard.board(), st.session_state.get(REMOVED)
+    if board is None or not classboard.may_manage(code) or removed is None or removed.code != code:
+        return
+    try:
+        board.undo_remove(removed)
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
+        return
+    st.session_state.pop(REMOVED, None)
+    say("board.manage", "success", f"{quoted(removed.name, 60)} is back in class {code}, with every solve.")
+
+
+def _clause(text: str) -> str:
+    """A message without its closing full stop, to be followed by one of ours (never "..")."""
+    return text.rstrip().rstrip(".")
+
+
+def show(code: str) -> None:
+    """Show class ``code`` (named by the page's address after a reload) when it exists; else nothing changes."""
+    board = classboard.board()
+    if board is None or not classboard.key_session():
+        return
+    try:
+        board.title(code)
+    except AttentionError:
+        return
+    _show(code)
+
+
+def shown_class() -> str | None:
+    """The class the teacher page shows, or None; a class closed since this page began showing it ends its session
+    here (every teacher page showing it, in any browser), with a word."""
+    board, code = classboard.board(), st.session_state.get(SHOWN_CLASS)
+    if board is None or not code:
+        return None
+    try:
+        closed = board.closed_at(code)
+    except AttentionError:
+        return code
+    began = st.session_state.get(SHOWN_AT)
+    if closed is None or (began is not None and began > closed):
+        return code
+    st.session_state.pop(SHOWN_CLASS, None)
+    say(
+        "board.class",
+        "info",
+        f"Class {code} was closed at {closed.strftime('%H:%M')} UTC, so this page's session on it ended. Its board "
+        "stays readable: show it again with its code.",
+    )
+    return None
