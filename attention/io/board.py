@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import io
 import logging
+import re
 import secrets
 import time
 import unicodedata
@@ -149,6 +150,13 @@ class Cell:
     solved_at: datetime | None
     link: str | None
     digest: str = ""  # a fingerprint of the numbers handed in ("" when none was kept)
+    solve_id: int | None = None  # the solve's id: the short link to it (None while not yet solved)
+
+    @property
+    def number(self) -> float | None:
+        """The goal's value as a number ("✓ 0.6 (2 of 3 rows)" -> 0.6), or None before a value that counts."""
+        got = _NUMBER.match(self.value)
+        return float(got.group(1)) if got else None
 
     @property
     def status(self) -> str:
@@ -170,6 +178,9 @@ class Standing:
 
     name: str
     cells: tuple[Cell, ...]
+
+
+_NUMBER = re.compile(r"(?:✓ )?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:\s|$)")
 
 
 def normal_code(code: object) -> str:
@@ -385,9 +396,7 @@ class Board:
         working); what was taken, for :meth:`undo_remove`."""
         code = normal_code(code)
         with self.engine.begin() as db:
-            row = db.execute(
-                sa.select(students).where(students.c.class_code == code, students.c.name == name)
-            ).first()
+            row = db.execute(sa.select(students).where(students.c.class_code == code, students.c.name == name)).first()
             if row is None:
                 raise BoardError(_no_student(name, code), field="display name")
             sid, taken = row.id, {"board_students": (dict(row._mapping),)}
@@ -416,15 +425,18 @@ class Board:
 
     @_db_errors
     def report(self, code: str, token: str, challenge_id: str, value: str) -> None:
-        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token``; refused
-        (BoardError) once the class is closed."""
+        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token`` until they solve
+        it (then the solving value stays); refused (BoardError) once the class is closed."""
         code = normal_code(code)
         student_id, _ = self.student(code, token)
         self._open(code)
         self._assigned(code, challenge_id)
         value = _text(_visible(value), "value", MAX_VALUE_CHARS)
-        key = (progress.c.student_id == student_id) & (progress.c.challenge_id == challenge_id)
+        key, cid = (progress.c.student_id == student_id) & (progress.c.challenge_id == challenge_id), challenge_id
         with self.engine.begin() as db:
+            solved = sa.select(solves.c.id).where(solves.c.student_id == student_id, solves.c.challenge_id == cid)
+            if db.execute(solved).first() is not None:  # solved: the solving value stays (a later tab's does not)
+                return
             db.execute(progress.delete().where(key))
             db.execute(
                 progress.insert().values(
@@ -448,7 +460,7 @@ class Board:
                 for r in db.execute(sa.select(progress).where(progress.c.student_id.in_(ids)))
             }
             done = {
-                (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link)
+                (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link, r.id)
                 for r in db.execute(sa.select(solves).where(solves.c.class_code == code))
             }
             digests = {
@@ -460,8 +472,8 @@ class Board:
             cells = []
             for a in tasks:
                 key = (p.id, a.challenge_id)
-                when, link = done.get(key, (None, None))
-                cells.append(Cell(values.get(key, ""), when, link, digests.get(key, "") if when else ""))
+                when, link, sid = done.get(key, (None, None, None))
+                cells.append(Cell(values.get(key, ""), when, link, digests.get(key, "") if when else "", sid))
             rows.append(Standing(p.name, tuple(cells)))
         return tasks, rows
 
@@ -568,6 +580,23 @@ class Board:
             ]
 
     @_db_errors
+    def solve_by_id(self, code: str, solve_id: int) -> Solve:
+        """The solve ``solve_id`` of class ``code`` (a short link's), or BoardError when the class has no such solve."""
+        code = normal_code(code)
+        query = (
+            sa.select(
+                students.c.name, solves.c.challenge_id, solves.c.challenge_title, solves.c.solved_at, solves.c.link
+            )
+            .join(students, students.c.id == solves.c.student_id)
+            .where(solves.c.class_code == code, solves.c.id == int(solve_id))
+        )
+        with self.engine.connect() as db:
+            r = db.execute(query).first()
+        if r is None:
+            raise BoardError(f"Class {code} has no hand-in {int(solve_id)}: its student may have been removed.")
+        return Solve(r.name, r.challenge_id, r.challenge_title, _utc(r.solved_at), r.link)
+
+    @_db_errors
     def roster(self, code: str) -> list[str]:
         """The display names of the class ``code``, in the order they joined."""
         code = normal_code(code)
@@ -605,22 +634,35 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "") -> str:
-    """The board as CSV, one line per student: for each challenge set, the goal's latest value, its status, when it
-    was solved (UTC) and the hand-in link as a full address (``base`` put before a link stored without one)."""
+def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "", code: str = "") -> str:
+    """The board as CSV for a grade book, one line per student: for each challenge set, the goal's value as a number
+    (the solving value once solved), its status, when it was solved in UTC and in the server's time zone, and a short
+    link to the hand-in (the teacher page opens it, by id); then how many challenges the student solved."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    zone = datetime.now().astimezone().strftime("%Z, UTC%z")
     head = ["student"]
     for a in tasks:
-        head += [f"{a.title}: {what}" for what in ("value now", "status", "solved at (UTC)", "hand-in link")]
-    writer.writerow([_cell(h) for h in head])
+        whats = ("value", "status", "solved at (UTC)", f"solved at (server time, {zone})", "hand-in link")
+        head += [f"{a.title}: {what}" for what in whats]
+    writer.writerow([_cell(h) for h in [*head, f"challenges solved (of {len(tasks)})"]])
     for r in rows:
         line = [_cell(r.name)]
         for c in r.cells:
-            when = c.solved_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if c.solved_at else ""
-            line += [_cell(c.value), c.status, when, _cell(full_link(c.link, base)) if c.link else ""]
-        writer.writerow(line)
+            when = (
+                [t.strftime("%Y-%m-%d %H:%M:%S") for t in (c.solved_at.astimezone(UTC), c.solved_at.astimezone())]
+                if c.solved_at
+                else ["", ""]
+            )
+            number = "" if c.number is None else repr(c.number)  # digits only: a spreadsheet reads a number
+            line += [number, c.status, *when, short_link(code, c.solve_id, base) if c.solve_id is not None else ""]
+        writer.writerow([*line, str(sum(c.solved_at is not None for c in r.cells))])
     return out.getvalue()
+
+
+def short_link(code: str, solve_id: int, base: str = "") -> str:
+    """The short link to one hand-in, by its id: the teacher page (key needed) opens it."""
+    return full_link(f"class_board?class={code}&solve={int(solve_id)}", base)
 
 
 def full_link(link: str, base: str) -> str:

@@ -134,13 +134,16 @@ def test_the_board_lists_every_student_with_her_progress(url: str) -> None:
     _join(_app(url, "challenges"), code, "Bob")  # joined, started nothing
     board = teacher.run().dataframe[0].value
     assert list(board["student"]) == ["Ada", "Bob"]
-    assert board["A negative output"][0].startswith("not yet: ") and board["A negative output"][1] == "not started"
+    col = "1. A negative output"
+    assert board[col][0][0].isdigit() or board[col][0][0] == "-"  # the goal's value now
+    assert board[col][1] == "–"  # not started: a dash, never "None"
     assert any("2 students joined · 0 challenges solved · 1 challenge set" in c.value for c in teacher.caption)
     cols = session(ada).axis_labels("W_v", session(ada).matrices["W_v"].shape)[1]
     edit_cells(ada, "W_v", {0: {cols[0]: "-10"}})
     teacher = teacher.run()
     board = teacher.dataframe[0].value
-    assert board["A negative output"][0].startswith("✓ solved") and board["hand-in 1"][0].startswith("challenges?")
+    assert board[col][0].startswith("✓ ") and board["1 ↗"][0].startswith("class_board?class=")
+    assert board["1 ↗"][1] == ""  # no link yet: an empty cell
     assert any("2 students joined · 1 challenge solved · 1 challenge set" in c.value for c in teacher.caption)
 
 

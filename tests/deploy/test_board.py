@@ -103,13 +103,16 @@ def test_the_csv_export_opens_as_text_in_a_spreadsheet(board: Board) -> None:
     _set(board, code, "sharpen")
     for name in ('=HYPERLINK("http://evil")', "+1", "-2", "@SUM(A1)", 'Ada, "the" first'):
         board.record(code, board.join(code, name), "sharpen", LINK)
-    rows = list(csv.reader(io.StringIO(board_csv(*board.standings(code)))))
-    whats = ("value now", "status", "solved at (UTC)", "hand-in link")
-    assert rows[0] == ["student", *(f"SHARPEN: {w}" for w in whats)]
+    rows = list(csv.reader(io.StringIO(board_csv(*board.standings(code), code=code))))
+    assert rows[0][:5] == ["student", "SHARPEN: value", "SHARPEN: status", "SHARPEN: solved at (UTC)"][:4] + [
+        rows[0][4]
+    ]
+    assert rows[0][4].startswith("SHARPEN: solved at (server time, ") and rows[0][6] == "challenges solved (of 1)"
     names = [r[0] for r in rows[1:]]
     assert names == ['\'=HYPERLINK("http://evil")', "'+1", "'-2", "'@SUM(A1)", 'Ada, "the" first']
-    assert all(len(r) == 5 and r[2] == "solved" and r[4] == LINK for r in rows[1:])
-    assert all(time.strptime(r[3], "%Y-%m-%d %H:%M:%S") for r in rows[1:])
+    assert all(len(r) == 7 and r[2] == "solved" and r[6] == "1" for r in rows[1:])
+    assert all(r[5].startswith(f"class_board?class={code}&solve=") and len(r[5]) < 60 for r in rows[1:])
+    assert all(time.strptime(r[3], "%Y-%m-%d %H:%M:%S") and time.strptime(r[4], "%Y-%m-%d %H:%M:%S") for r in rows[1:])
 
 
 def test_only_the_challenges_the_teacher_set_are_handed_in(board: Board) -> None:
@@ -144,10 +147,16 @@ def test_every_student_is_one_row_with_each_goals_value_and_when_it_was_solved(b
         ["not started", "not started"],
     ]
     assert rows[0].cells[0].value == "0.42" and rows[1].cells[1].solved_at is not None
-    lines = list(csv.reader(io.StringIO(board_csv(tasks, rows, "https://lab.example.org"))))
+    lines = list(csv.reader(io.StringIO(board_csv(tasks, rows, "https://lab.example.org", code))))
     assert len(lines) == 4 and [r[0] for r in lines[1:]] == ["Ada", "Bob", "Cy"]
-    assert lines[2][8] == "https://lab.example.org/challenges?p=x&challenge=abc"  # a full address, clickable
-    assert lines[1][1:3] == ["0.42", "not yet solved"]
+    sid = rows[1].cells[1].solve_id
+    assert lines[2][10] == f"https://lab.example.org/class_board?class={code}&solve={sid}"  # short, by id
+    assert board.solve_by_id(code, sid).link == "challenges?p=x&challenge=abc"
+    assert lines[1][1:3] == ["0.42", "not yet solved"] and lines[2][6:8] == ["0.7", "solved"]  # numbers
+    assert [r[-1] for r in lines[1:]] == ["0", "1", "0"]  # the total
+    assert "None" not in "".join(",".join(r) for r in lines)
+    board.report(code, bob, "two", "0.0008823")  # a later tab of the solved challenge: the solving value stays
+    assert board.standings(code)[1][1].cells[1].value == "✓ 0.7"
 
 
 def test_the_teacher_renames_removes_and_closes(board: Board) -> None:

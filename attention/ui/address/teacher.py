@@ -56,6 +56,12 @@ def shown() -> str | None:
         return None
 
 
+def solve_asked() -> int | None:
+    """The hand-in a short link asks the teacher page to open (``solve=ID``), or None."""
+    value = st.query_params.get("solve")
+    return int(value) if isinstance(value, str) and value.isdigit() and len(value) <= 12 else None
+
+
 def show(code: str | None) -> None:
     """Name the class shown in the address bar (a reload shows it again to a browser that kept the key)."""
     if code and st.query_params.get(PARAM) != code:

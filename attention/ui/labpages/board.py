@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import board_csv, full_link, twins
+from ...io.board import board_csv, full_link, short_link, twins
 from ...labs import challenges as ch
 from ..address import membership
 from ..address import teacher as teacher_address
@@ -62,6 +62,8 @@ def body(s: session.Session) -> None:
     code = board_state.shown_class()  # None once the class shown was closed (here or in another browser)
     _classes()
     teacher_address.show(code)
+    if code and (asked := teacher_address.solve_asked()) is not None:
+        _hand_in(code, asked)
     if code:
         _live(code)
         _links(code)
@@ -89,8 +91,8 @@ def _classes() -> None:
 
 @st.fragment(run_every=REFRESH_S)
 def _live(code: str) -> None:
-    """Every student of class ``code``, one row each: where she stands on each challenge set, redrawn every few
-    seconds while the page is open."""
+    """Every student of class ``code``, one row each: where they stand on each challenge set, redrawn every few
+    seconds while the page is open (one narrow column per challenge and one for its hand-in, so five fit 1280 px)."""
     board = classboard.board()
     try:
         title, closed = board.title(code), board.is_closed(code)
@@ -106,35 +108,38 @@ def _live(code: str) -> None:
     )
     if not tasks:
         st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
-    for title, names in twins(tasks, rows):
+    for task, names in twins(tasks, rows):
         st.warning(
             f"Identical numbers: {esc(_names(names), 300)} handed in exactly the same numbers for "
-            f"{quoted(title, 120)}. Worth a word with them: one may have copied the other.",
+            f"{quoted(task, 120)}. Worth a word with them: one may have copied the other.",
             icon=":material/content_copy:",
         )
     base = classboard.app_base()
-    table, links = {"student": [r.name for r in rows]}, {}
+    table, config = {"student": [r.name for r in rows]}, {"student": st.column_config.TextColumn("student")}
     for i, a in enumerate(tasks):
-        table[a.title] = [_cell_text(r.cells[i]) for r in rows]
-        links[f"hand-in {i + 1}"] = a.title
-        table[f"hand-in {i + 1}"] = [full_link(r.cells[i].link, base) if r.cells[i].link else None for r in rows]
-    st.dataframe(
-        pd.DataFrame(table),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            k: st.column_config.LinkColumn(k, display_text="open", help=f"The hand-in link of {esc(v, 200)}")
-            for k, v in links.items()
-        },
-    )
+        label, link = f"{i + 1}. {_short(a.title)}", f"{i + 1} ↗"
+        table[label] = [_cell_text(r.cells[i]) for r in rows]
+        table[link] = [
+            short_link(code, c.solve_id, base) if c.solve_id is not None else "" for c in (r.cells[i] for r in rows)
+        ]
+        config[label] = st.column_config.TextColumn(label, help=esc(a.title, 200), width="small")
+        config[link] = st.column_config.LinkColumn(
+            link, display_text="open", help=f"The hand-in of {esc(a.title, 200)}", width=60
+        )
+    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", column_config=config)
     st.download_button(
         "Download the board (.csv)",
-        board_csv(tasks, rows, base),
+        board_csv(tasks, rows, base, code),
         file_name=f"class_{code}.csv",
         mime="text/csv",
         key=keys.BOARD_CSV,
         on_click="ignore",
     )
+
+
+def _short(title: str, limit: int = 22) -> str:
+    """A challenge's title cut to fit a narrow column (the whole title is in the column's help)."""
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
 
 
 def _names(names: list[str]) -> str:
@@ -143,10 +148,25 @@ def _names(names: list[str]) -> str:
 
 
 def _cell_text(c) -> str:
-    """One student on one challenge: "✓ solved 10:42:03", "not yet: 0.41", "not started"."""
+    """One student on one challenge: "✓ 10:42 UTC", "0.41 (1 of 3 rows)", "–" (not started)."""
     if c.solved_at is not None:
-        return f"✓ solved {c.solved_at.astimezone(UTC).strftime('%H:%M:%S')} UTC"
-    return f"not yet: {c.value}" if c.value else "not started"
+        return f"✓ {c.solved_at.astimezone(UTC).strftime('%H:%M')} UTC"
+    return c.value or "–"
+
+
+def _hand_in(code: str, solve_id: int) -> None:
+    """The hand-in a short link (the CSV's) names: whose, which challenge, when, and the button that opens it."""
+    try:
+        got = classboard.board().solve_by_id(code, solve_id)
+    except AttentionError as exc:
+        st.warning(esc(exc.message, 300), icon=":material/link_off:")
+        return
+    with st.container(border=True):
+        st.markdown(
+            f"**Hand-in {solve_id}**: {esc(got.name, 40)} solved {quoted(got.challenge_title, 120)} at "
+            f"{got.solved_at.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC."
+        )
+        st.link_button("Open the hand-in", full_link(got.link, classboard.app_base()), icon=":material/open_in_new:")
 
 
 def _set_challenge(code: str) -> None:

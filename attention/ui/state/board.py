@@ -218,7 +218,7 @@ def standing(p: Progress) -> str:
     if p.blocked or p.value is None:
         return "does not count (locked matrix or options changed)"
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
-    return f"{'✓ ' if p.met else ''}{p.value:.4g}{rows}"
+    return f"{'✓ ' if p.met else ''}{p.value:.6g}{rows}"
 
 
 def assign(code: str, challenge: Challenge, link: str) -> None:
