@@ -296,7 +296,7 @@ def join_box() -> None:
                 key=keys.BOARD_LEAVE,
                 on_click=board_state.leave,
                 icon=":material/logout:",
-                help="On a shared computer: the next student joins as herself. Your solves stay on the board.",
+                help="On a shared computer: the next student joins as themselves. Your solves stay on the board.",
             )
         with st.form(keys.BOARD_JOIN, border=False):
             a, b = st.columns(2)

@@ -48,7 +48,7 @@ def join() -> None:
 
 
 def leave() -> None:
-    """Forget this browser's membership (a shared computer: the next student joins as herself); the board keeps her
+    """Forget this browser's membership (a shared computer: the next student joins as themselves); the board keeps her
     row and her solves."""
     who = classboard.member()
     st.session_state.pop(MEMBER, None)
@@ -143,7 +143,7 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     except AttentionError as exc:
         if exc.field:  # refused (not set, class closed): said once, until the goal is met again
             refused.add((who.code, cid))
-        said_md = f"Not handed in: {esc(exc.message, 300)}."
+        said_md = f"Not handed in: {esc(_clause(exc.message), 300)}."
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
     done.add((who.code, cid))
@@ -210,7 +210,11 @@ def report(s: Session, progress: Progress) -> None:
         if not exc.field:  # the database, not the challenge: quietly, and again next run (the log has it)
             said.pop((who.code, cid), None)
             return
-        say("board.handin", "warning", f"Your class board does not follow this challenge: {esc(exc.message, 300)}.")
+        say(
+            "board.handin",
+            "warning",
+            f"Your class board does not follow this challenge: {esc(_clause(exc.message), 300)}.",
+        )
 
 
 def standing(p: Progress) -> str:
