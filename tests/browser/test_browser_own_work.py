@@ -74,3 +74,43 @@ def test_a_classmates_link_and_the_boards_open_link_do_not_hand_in(browser, lab)
             assert f"member={code}." in chen.url  # he is in the class: only the numbers' origin refuses it
         chen.screenshot(path=str(SHOTS / "classroom_classmates_link_refused.png"))
     assert [s.name for s in board.solves(code)] == ["Alice"]
+
+
+def test_the_board_with_five_challenges_reads_at_1280_by_720(browser, lab) -> None:
+    """Five challenges set, three students (one solved two): the teacher types the key once, and the whole board is
+    inside 1280 px, no column scrolled out of sight, no "None" in an empty cell; a reload needs no key."""
+    url, board, code, _ = lab
+    for cid in [c for c in ch.list_challenges() if c != "negative_output"][:4]:  # five with the one set
+        c = ch.load_challenge(cid)
+        board.assign(code, ch.fingerprint(c), c.title, "challenges?challenge=" + ch.encode_link(c))
+    tasks = board.assignments(code)
+    bo, _ = board.join(code, "Bo Long-Surname"), board.join(code, "Cy")
+    for a in tasks[1:3]:
+        board.report(code, bo, a.challenge_id, "✓ 0.61234")
+        board.record(code, bo, a.challenge_id, a.link)
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as ctx:
+        pg = ctx.new_page()
+        open_page(pg, url, "class_board")
+        pg.get_by_label("Teacher key").fill(KEY)
+        pg.get_by_label("Teacher key").press("Enter")
+        settle(pg)
+        pg.get_by_label("Show the class with the code").fill(code)
+        pg.get_by_role("button", name="Show it").click()
+        _wait_text(pg, lambda: pg.inner_text("body"), f"{len(tasks)} challenges set")
+        grid = pg.get_by_test_id("stDataFrame").first
+        grid.scroll_into_view_if_needed()
+        pg.wait_for_timeout(500)
+        pg.screenshot(path=str(SHOTS / "class_board_five_challenges_1280.png"))
+        box = grid.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1280, box
+        hidden = grid.evaluate(
+            "g => [...g.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 2 && "
+            "getComputedStyle(e).overflowX !== 'visible' && e.clientWidth > 300)"
+            ".map(e => [e.className, e.scrollWidth, e.clientWidth])"
+        )
+        assert len(tasks) == 5 and not hidden, f"{hidden}: a column of the board is scrolled out of sight at 1280 px"
+        assert "None" not in grid.inner_text()
+        pg.reload()  # the key is kept in this browser: no key asked again
+        settle(pg)
+        _wait_text(pg, lambda: pg.inner_text("body"), f"Class {code}")
+        assert not pg.get_by_label("Teacher key").is_visible()

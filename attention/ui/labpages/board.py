@@ -104,7 +104,7 @@ def _live(code: str) -> None:
     solved = sum(c.solved_at is not None for r in rows for c in r.cells)
     st.caption(
         f"{plural(len(rows), 'student')} joined · {plural(solved, 'challenge')} solved · "
-        f"{plural(len(tasks), 'challenge')} set · refreshed every {REFRESH_S} s"
+        f"{plural(len(tasks), 'challenge')} set · times in UTC · refreshed every {REFRESH_S} s"
     )
     if not tasks:
         st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
@@ -122,9 +122,9 @@ def _live(code: str) -> None:
         table[link] = [
             short_link(code, c.solve_id, base) if c.solve_id is not None else "" for c in (r.cells[i] for r in rows)
         ]
-        config[label] = st.column_config.TextColumn(label, help=esc(a.title, 200), width="small")
+        config[label] = st.column_config.TextColumn(label, help=esc(a.title, 200), width=90)
         config[link] = st.column_config.LinkColumn(
-            link, display_text="open", help=f"The hand-in of {esc(a.title, 200)}", width=60
+            link, display_text="open", help=f"The hand-in of {esc(a.title, 200)}", width=46
         )
     st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", column_config=config)
     st.download_button(
@@ -148,9 +148,9 @@ def _names(names: list[str]) -> str:
 
 
 def _cell_text(c) -> str:
-    """One student on one challenge: "✓ 10:42 UTC", "0.41 (1 of 3 rows)", "–" (not started)."""
+    """One student on one challenge: "✓ 10:42" (solved, UTC), "0.41 (1 of 3 rows)", "–" (not started)."""
     if c.solved_at is not None:
-        return f"✓ {c.solved_at.astimezone(UTC).strftime('%H:%M')} UTC"
+        return f"✓ {c.solved_at.astimezone(UTC).strftime('%H:%M')}"
     return c.value or "–"
 
 
