@@ -81,3 +81,12 @@ def test_the_docs_postgresql_steps_as_written(tmp_path: Path) -> None:
     finally:
         subprocess.run([*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_teaching_md_and_the_board_page_agree_on_when_to_open_a_class() -> None:
+    teaching = re.sub(r"\s+", " ", (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8"))
+    page = (ROOT / "attention" / "ui" / "labpages" / "board.py").read_text(encoding="utf-8")
+    assert "open it and set its challenges **before the lesson**" in teaching
+    assert "Open the class before the lesson" in page and "when the lesson starts" not in page
+    assert "6 tables" not in DOC and "teacher=CODE" not in DOC  # the old claims are gone
+    assert "```" not in teaching or "streamlit run" not in teaching  # teaching.md runs no command of its own

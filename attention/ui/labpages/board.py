@@ -82,7 +82,8 @@ def _classes() -> None:
     show_messages("board.class")
     show_messages("board.teacher")
     st.caption(
-        "Open the class when the lesson starts, set its challenges below, then hand out its join link or write its "
+        "Open the class before the lesson and set its challenges below; when students reach the Challenges page, "
+        "hand out its join link or write its "
         "code on the board. This page's address names the class only: without the key kept in this browser it "
         "opens nothing."
     )
