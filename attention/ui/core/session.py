@@ -201,7 +201,7 @@ class Session:
     # how the running challenge's numbers arrived whole ("a link", "an imported matrix", "trained weights", ...), or
     # "" while they were reached by this session's own edits since the challenge started here: only then is a solve
     # handed in to a class board (attention.ui.state.board.hand_in). Start or Restart makes it "" again
-    arrived: str = declare(LABS, default="", rerun=PAGE)
+    arrived: str = declare(LABS, default="")
     tour_dismissed: bool = declare(LABS, default=False, survives=True)  # the overview's "Start here" was put away
     # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
     learn: LearnSettings = declare(LABS, factory=LearnSettings, survives=True)
