@@ -332,3 +332,20 @@ def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_h
     assert any("Handed in to class" in t for t in texts(again.sidebar.success)), texts(again.sidebar.warning)
     assert [s.name for s in Board(postgres).solves(code)] == ["Alice", "Dee"]
     assert twins(*Board(postgres).standings(code)) == [("A negative output", ["Alice", "Dee"])]
+
+
+def test_a_training_run_lost_to_a_failover_is_said() -> None:
+    """A Learn the weights run lives in its replica's memory: the replica that takes over rebuilds the session from
+    the address alone, and the page says the run was lost and what to do (a real kill -9 is not run here)."""
+    from tests.helpers.apptest import journey, session, texts
+
+    at = journey("learn", {"preset": "the_cat_sat"})
+    at = at.button(key="learn.train").click().run()
+    assert session(at).learned is not None
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert address.get("learned") == "1"
+    again = journey("learn", address)  # a new session from the address: what another replica does
+    said = texts(again.warning) + texts(again.info) + texts(again.error)
+    assert any("it was lost" in t and "Train again" in t for t in said), said
+    fresh = journey("learn", {k: v for k, v in address.items() if k != "learned"})
+    assert not any("it was lost" in t for t in texts(fresh.warning) + texts(fresh.info))
