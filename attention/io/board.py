@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import io
 import logging
+import re
 import secrets
 import time
 import unicodedata
@@ -100,13 +101,20 @@ closed = sa.Table(  # a class the teacher closed: nobody joins or hands in any m
     sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
     sa.Column("closed_at", sa.DateTime(timezone=True), nullable=False),
 )
-secret = sa.Table(  # the random secret teacher links are signed with: made once, shared by every replica
+secret = sa.Table(  # the random secret kept teacher keys and own-work marks are signed with; shared by every replica
     "board_secret",
     _meta,
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("value", sa.String(128), nullable=False),
 )
-LINK_HOURS = 12  # a teacher link older than this is refused: the teacher types the key again
+numbers = sa.Table(  # a fingerprint of the numbers each solve handed in: the board flags two students' identical ones
+    "board_numbers",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+)
+LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
 
 
 class BoardError(AttentionError):
@@ -141,10 +149,27 @@ class Cell:
     value: str
     solved_at: datetime | None
     link: str | None
+    digest: str = ""  # a fingerprint of the numbers handed in ("" when none was kept)
+    solve_id: int | None = None  # the solve's id: the short link to it (None while not yet solved)
+
+    @property
+    def number(self) -> float | None:
+        """The goal's value as a number ("✓ 0.6 (2 of 3 rows)" -> 0.6), or None before a value that counts."""
+        got = _NUMBER.match(self.value)
+        return float(got.group(1)) if got else None
 
     @property
     def status(self) -> str:
         return "solved" if self.solved_at is not None else "not yet solved" if self.value else "not started"
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A student taken out of a class, with every row that went with them (table name, rows), for an undo."""
+
+    code: str
+    name: str
+    rows: tuple[tuple[str, tuple[dict[str, Any], ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -153,6 +178,9 @@ class Standing:
 
     name: str
     cells: tuple[Cell, ...]
+
+
+_NUMBER = re.compile(r"(?:✓ )?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:\s|$)")
 
 
 def normal_code(code: object) -> str:
@@ -360,33 +388,55 @@ class Board:
                 f"Someone in this class already uses the name {new_name!r}; choose another.", field="display name"
             ) from None
         if not done:
-            raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
+            raise BoardError(_no_student(name, code), field="display name")
 
     @_db_errors
-    def remove(self, code: str, name: str) -> None:
-        """Take the student ``name`` out of class ``code``, with her solves and progress (her token stops working)."""
+    def remove(self, code: str, name: str) -> Removed:
+        """Take the student ``name`` out of class ``code``, with their solves and progress (their token stops
+        working); what was taken, for :meth:`undo_remove`."""
         code = normal_code(code)
         with self.engine.begin() as db:
-            sid = db.execute(
-                sa.select(students.c.id).where(students.c.class_code == code, students.c.name == name)
-            ).scalar()
-            if sid is None:
-                raise BoardError(f"There is no student {name!r} in class {code}.", field="display name")
-            db.execute(solves.delete().where(solves.c.student_id == sid))
-            db.execute(progress.delete().where(progress.c.student_id == sid))
+            row = db.execute(sa.select(students).where(students.c.class_code == code, students.c.name == name)).first()
+            if row is None:
+                raise BoardError(_no_student(name, code), field="display name")
+            sid, taken = row.id, {"board_students": (dict(row._mapping),)}
+            for table in (solves, numbers, progress):
+                taken[table.name] = tuple(
+                    dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
+                )
+                db.execute(table.delete().where(table.c.student_id == sid))
             db.execute(students.delete().where(students.c.id == sid))
+        return Removed(code, name, tuple(taken.items()))
+
+    @_db_errors
+    def undo_remove(self, removed: Removed) -> None:
+        """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
+        by_name = {t.name: t for t in (students, solves, numbers, progress)}
+        try:
+            with self.engine.begin() as db:
+                for name, rows in removed.rows:  # the student first: the others refer to them
+                    if rows:
+                        db.execute(by_name[name].insert(), [dict(r) for r in rows])
+        except IntegrityError:
+            raise BoardError(
+                f"{removed.name!r} cannot come back: someone in class {removed.code} now uses that name.",
+                field="display name",
+            ) from None
 
     @_db_errors
     def report(self, code: str, token: str, challenge_id: str, value: str) -> None:
-        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token``; refused
-        (BoardError) once the class is closed."""
+        """Keep ``value`` as the latest value of an assigned goal for the student holding ``token`` until they solve
+        it (then the solving value stays); refused (BoardError) once the class is closed."""
         code = normal_code(code)
         student_id, _ = self.student(code, token)
         self._open(code)
         self._assigned(code, challenge_id)
         value = _text(_visible(value), "value", MAX_VALUE_CHARS)
-        key = (progress.c.student_id == student_id) & (progress.c.challenge_id == challenge_id)
+        key, cid = (progress.c.student_id == student_id) & (progress.c.challenge_id == challenge_id), challenge_id
         with self.engine.begin() as db:
+            solved = sa.select(solves.c.id).where(solves.c.student_id == student_id, solves.c.challenge_id == cid)
+            if db.execute(solved).first() is not None:  # solved: the solving value stays (a later tab's does not)
+                return
             db.execute(progress.delete().where(key))
             db.execute(
                 progress.insert().values(
@@ -410,22 +460,28 @@ class Board:
                 for r in db.execute(sa.select(progress).where(progress.c.student_id.in_(ids)))
             }
             done = {
-                (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link)
+                (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link, r.id)
                 for r in db.execute(sa.select(solves).where(solves.c.class_code == code))
+            }
+            digests = {
+                (r.student_id, r.challenge_id): r.digest
+                for r in db.execute(sa.select(numbers).where(numbers.c.student_id.in_(ids)))
             }
         rows = []
         for p in people:
             cells = []
             for a in tasks:
-                when, link = done.get((p.id, a.challenge_id), (None, None))
-                cells.append(Cell(values.get((p.id, a.challenge_id), ""), when, link))
+                key = (p.id, a.challenge_id)
+                when, link, sid = done.get(key, (None, None, None))
+                cells.append(Cell(values.get(key, ""), when, link, digests.get(key, "") if when else "", sid))
             rows.append(Standing(p.name, tuple(cells)))
         return tasks, rows
 
     @_db_errors
-    def record(self, code: str, token: str, challenge_id: str, link: str) -> bool:
-        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link``; True if this
-        is her first solve of it (a later one keeps the first time and link). Refused (BoardError) when the class is
+    def record(self, code: str, token: str, challenge_id: str, link: str, digest: str = "") -> bool:
+        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link`` (``digest``: a
+        fingerprint of the numbers handed in); True if this is her first solve of it (a later one keeps the first
+        time, link and numbers). Refused (BoardError) when the class is
         closed or its teacher did not set that challenge (by its content key: a copy under the same title is
         another challenge); the board shows the title the teacher set."""
         student_id, _ = self.student(code, token)
@@ -442,18 +498,21 @@ class Board:
             link=link,
             solved_at=_now(),
         )
+        digest = str(digest)[:64]
         try:
             with self.engine.begin() as db:
                 db.execute(solves.insert().values(**row))
+                if digest:
+                    db.execute(numbers.insert().values(student_id=student_id, challenge_id=challenge_id, digest=digest))
         except IntegrityError:  # solved before: the first solve counts
             return False
         return True
 
     @_db_errors
     def secret(self) -> bytes:
-        """The board's random secret for signing teacher links, made on first use and kept in the database (so every
-        replica signs and checks with the same one; never the typed teacher key, which a seen link would let anyone
-        guess offline)."""
+        """The board's random secret for signing kept teacher keys and own-work marks, made on first use and kept in
+        the database (so every replica signs and checks with the same one; never the typed teacher key, which a seen
+        value would let anyone guess offline)."""
         if self._secret is None:
             with self.engine.begin() as db:
                 got = db.execute(sa.select(secret.c.value).where(secret.c.name == "teacher_link")).scalar()
@@ -468,31 +527,40 @@ class Board:
             self._secret = got.encode()
         return self._secret
 
-    def teacher_link(self, code: str, issued: float | None = None) -> str:
-        """The signed teacher-link value for class ``code``: "CODE.ISSUED.SIG", the signature over the code and the
-        issue time (whole seconds since 1970) by :meth:`secret`."""
-        code, issued = normal_code(code), int(time.time() if issued is None else issued)
-        return f"{code}.{issued}.{self._sign(code, issued)}"
+    def teacher_pass(self, key: str, issued: float | None = None) -> str:
+        """The value of the signed cookie that keeps a browser's teacher key: "ISSUED.SIG", signed by :meth:`secret`
+        over the issue time (whole seconds since 1970) and a hash of the server's teacher key (so a new key ends
+        every kept one). It holds neither the key nor a class: the key itself is never stored in the browser."""
+        issued = int(time.time() if issued is None else issued)
+        return f"{issued}.{self._sign_pass(key, issued)}"
 
-    def check_teacher_link(self, value: object, now: float | None = None) -> str:
-        """The class code a teacher link unlocks, or BoardError (unreadable, forged, or older than LINK_HOURS)."""
+    def check_teacher_pass(self, value: object, key: str, now: float | None = None) -> int:
+        """The issue time of a kept teacher key, or BoardError (unreadable, forged, another key, or older than
+        LINK_HOURS)."""
         parts = str(value)[:200].split(".")
-        if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 12:
-            raise BoardError("This teacher link does not read: type the teacher key.", field="teacher link")
-        code, issued = normal_code(parts[0]), int(parts[1])
-        if not hmac.compare_digest(parts[2].encode(), self._sign(code, issued).encode()):
-            raise BoardError("This teacher link does not check out: type the teacher key.", field="teacher link")
+        if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 12:
+            raise BoardError("This browser's kept teacher key does not read: type the teacher key.", field="teacher")
+        issued = int(parts[0])
+        if not key or not hmac.compare_digest(parts[1].encode(), self._sign_pass(key, issued).encode()):
+            raise BoardError("This browser's kept teacher key does not check out: type the key.", field="teacher")
         age = (time.time() if now is None else now) - issued
         if not -300 <= age <= LINK_HOURS * 3600:
             raise BoardError(
-                f"This teacher link is older than {LINK_HOURS} hours: type the teacher key again to reopen class "
-                f"{code}.",
-                field="teacher link",
+                f"This browser kept the teacher key for {LINK_HOURS} hours: type it again.", field="teacher"
             )
-        return code
+        return issued
 
-    def _sign(self, code: str, issued: int) -> str:
-        return hmac.new(self.secret(), f"teacher:{code}:{issued}".encode(), hashlib.sha256).hexdigest()[:32]
+    def _sign_pass(self, key: str, issued: int) -> str:
+        kept = hashlib.sha256(key.encode()).hexdigest()
+        return hmac.new(self.secret(), f"teacher-pass:{issued}:{kept}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    @_db_errors
+    def closed_at(self, code: str) -> datetime | None:
+        """When the class ``code`` was closed (UTC), or None while it is open."""
+        code = normal_code(code)
+        with self.engine.connect() as db:
+            when = db.execute(sa.select(closed.c.closed_at).where(closed.c.class_code == code)).scalar()
+        return _utc(when) if when is not None else None
 
     @_db_errors
     def solves(self, code: str) -> list[Solve]:
@@ -512,12 +580,48 @@ class Board:
             ]
 
     @_db_errors
+    def solve_by_id(self, code: str, solve_id: int) -> Solve:
+        """The solve ``solve_id`` of class ``code`` (a short link's), or BoardError when the class has no such solve."""
+        code = normal_code(code)
+        query = (
+            sa.select(
+                students.c.name, solves.c.challenge_id, solves.c.challenge_title, solves.c.solved_at, solves.c.link
+            )
+            .join(students, students.c.id == solves.c.student_id)
+            .where(solves.c.class_code == code, solves.c.id == int(solve_id))
+        )
+        with self.engine.connect() as db:
+            r = db.execute(query).first()
+        if r is None:
+            raise BoardError(f"Class {code} has no hand-in {int(solve_id)}: its student may have been removed.")
+        return Solve(r.name, r.challenge_id, r.challenge_title, _utc(r.solved_at), r.link)
+
+    @_db_errors
     def roster(self, code: str) -> list[str]:
         """The display names of the class ``code``, in the order they joined."""
         code = normal_code(code)
         query = sa.select(students.c.name).where(students.c.class_code == code).order_by(students.c.id)
         with self.engine.connect() as db:
             return list(db.execute(query).scalars())
+
+
+def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[str]]]:
+    """Each set challenge that two or more students solved with identical numbers: (its title, their names)."""
+    found = []
+    for i, a in enumerate(tasks):
+        groups: dict[str, list[str]] = {}
+        for r in rows:
+            if r.cells[i].digest:
+                groups.setdefault(r.cells[i].digest, []).append(r.name)
+        found += [(a.title, names) for names in groups.values() if len(names) > 1]
+    return found
+
+
+def _no_student(name: str, code: str) -> str:
+    """The refusal for a student name not in the class (or none chosen)."""
+    if not name:
+        return "Choose a student first."
+    return f"There is no student {name!r} in class {code}."
 
 
 def _utc(t: datetime) -> datetime:
@@ -530,22 +634,35 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "") -> str:
-    """The board as CSV, one line per student: for each challenge set, the goal's latest value, its status, when it
-    was solved (UTC) and the hand-in link as a full address (``base`` put before a link stored without one)."""
+def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "", code: str = "") -> str:
+    """The board as CSV for a grade book, one line per student: for each challenge set, the goal's value as a number
+    (the solving value once solved), its status, when it was solved in UTC and in the server's time zone, and a short
+    link to the hand-in (the teacher page opens it, by id); then how many challenges the student solved."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    zone = datetime.now().astimezone().strftime("%Z, UTC%z")
     head = ["student"]
     for a in tasks:
-        head += [f"{a.title}: {what}" for what in ("value now", "status", "solved at (UTC)", "hand-in link")]
-    writer.writerow([_cell(h) for h in head])
+        whats = ("value", "status", "solved at (UTC)", f"solved at (server time, {zone})", "hand-in link")
+        head += [f"{a.title}: {what}" for what in whats]
+    writer.writerow([_cell(h) for h in [*head, f"challenges solved (of {len(tasks)})"]])
     for r in rows:
         line = [_cell(r.name)]
         for c in r.cells:
-            when = c.solved_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if c.solved_at else ""
-            line += [_cell(c.value), c.status, when, _cell(full_link(c.link, base)) if c.link else ""]
-        writer.writerow(line)
+            when = (
+                [t.strftime("%Y-%m-%d %H:%M:%S") for t in (c.solved_at.astimezone(UTC), c.solved_at.astimezone())]
+                if c.solved_at
+                else ["", ""]
+            )
+            number = "" if c.number is None else repr(c.number)  # digits only: a spreadsheet reads a number
+            line += [number, c.status, *when, short_link(code, c.solve_id, base) if c.solve_id is not None else ""]
+        writer.writerow([*line, str(sum(c.solved_at is not None for c in r.cells))])
     return out.getvalue()
+
+
+def short_link(code: str, solve_id: int, base: str = "") -> str:
+    """The short link to one hand-in, by its id: the teacher page (key needed) opens it."""
+    return full_link(f"class_board?class={code}&solve={int(solve_id)}", base)
 
 
 def full_link(link: str, base: str) -> str:

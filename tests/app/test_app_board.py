@@ -4,6 +4,7 @@ its goal, with its link; one class never shows another's; names stay text."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -92,8 +93,10 @@ def test_a_student_joins_solves_and_the_teacher_sees_it_with_a_link_that_opens_s
     teacher = teacher.run()  # the board redraws (every few seconds in a browser)
     board = teacher.dataframe[0].value
     assert list(board["student"]) == [ODD_NAME]  # the name as typed: a table cell is text, never Markdown
-    assert board["A negative output"][0].startswith("✓ solved")
-    link = board["hand-in 1"][0]
+    assert re.fullmatch(r"✓ \d\d:\d\d", board["1. A negative output"][0])  # solved, and when (UTC)
+    short = board["1 ↗"][0]
+    assert short.startswith(f"class_board?class={code}&solve=") and len(short) < 60  # short, by id
+    link = Board(url).solve_by_id(code, int(short.rsplit("=", 1)[1])).link  # what the teacher page opens
     query = dict(p.split("=", 1) for p in link.split("?", 1)[1].split("&"))
     from urllib.parse import unquote
 

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from attention.io.board import LINK_HOURS, Board
 from attention.labs import challenges as ch
 from attention.ui.address import membership
+from attention.ui.address import teacher as teacher_address
 from attention.ui.core import classboard
 from attention.ui.labpages import board as board_page
 from tests.helpers.apptest import ROOT, goto, journey, no_exception, select, texts
@@ -56,42 +57,126 @@ def _boxes(at: AppTest) -> set[str]:
     return {t.key for t in at.text_input}
 
 
-def test_a_teacher_link_opens_its_own_class_and_nothing_else(url: str) -> None:
+def _kept(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    """This browser sends ``value`` as its teacher cookie (None: none)."""
+    monkeypatch.setattr(classboard, "cookie", lambda name: value if name == teacher_address.COOKIE else None)
+
+
+def test_the_address_alone_never_opens_the_board(url: str) -> None:
     teacher, code = _keyed(url)
-    other = Board(url).open_class("Someone else's class")
-    signed = _address(teacher)["teacher"]
-    assert signed.split(".")[0] == code and len(signed.split(".")) == 3  # the code, its issue time, the signature
-    holder = _app(url, "class_board", {"teacher": signed})  # whoever holds the address: a reload, or a copy
-    no_exception(holder)
-    assert any(f"Class {code}" in h.value for h in holder.subheader)
-    assert not {"board.title", "board.show"} & _boxes(holder)  # no new class, no other class shown
-    assert any(f"opens class {code} only" in c.value for c in holder.caption)
-    assert [e for e in holder.expander if "Another class? Type the teacher key" in e.label]
-    assert _address(holder)["teacher"] == signed  # never rewritten by a link session
-    assert classboard.TEACHER not in holder.session_state
-    typed = holder.text_input(key="board.key").set_value(KEY).run()  # the key typed: every class again
-    assert {"board.title", "board.show"} <= _boxes(typed)
-    typed.text_input(key="board.show").set_value(other)
-    typed = _press(typed, "Show it")
-    assert any(f"Class {other}" in h.value for h in typed.subheader)
-    assert _address(typed)["teacher"].split(".")[0] == other
+    address = _address(teacher)
+    assert address["class"] == code and "teacher" not in address  # the class shown, nothing that unlocks
+    for query in (address, {"teacher": f"{code}.{int(time.time())}.{'0' * 32}"}):
+        holder = _app(url, "class_board", query)  # whoever holds the address: a projector, a copy
+        no_exception(holder)
+        assert not holder.subheader and [t for t in holder.text_input if t.label == "Teacher key"]
+        assert not [b for b in holder.button if b.key in ("board.close", "board.remove.yes")]
 
 
-def test_a_teacher_link_signed_with_the_key_or_too_old_is_refused(url: str) -> None:
-    _, code = _keyed(url)
+def test_the_key_is_asked_once_per_browser_and_kept_in_a_signed_cookie(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[str] = []
+    monkeypatch.setattr(membership, "script", written.append)
+    teacher, code = _keyed(url)
+    cookie = next(w for w in written if w.startswith(teacher_address.COOKIE + "="))
+    value = cookie.split(";")[0].split("=", 1)[1]
+    assert KEY not in cookie and f"max-age={LINK_HOURS * 3600}" in cookie
+    assert not [b for b in teacher.text_input if b.value == KEY]  # no box keeps the key
+    _kept(monkeypatch, value)
+    again = _app(url, "class_board", _address(teacher))  # a reload, another tab, another replica
+    no_exception(again)
+    assert any(f"Class {code}" in h.value for h in again.subheader)
+    assert not [t for t in again.text_input if t.label == "Teacher key"]
     store = Board(url)
-    stale = store.teacher_link(code, issued=time.time() - LINK_HOURS * 3600 - 60)
-    old = _app(url, "class_board", {"teacher": stale})
-    no_exception(old)
-    assert not old.subheader and any(f"older than {LINK_HOURS} hours" in t for t in texts(old.warning))
-    assert [t for t in old.text_input if t.label == "Teacher key"]
-    import hashlib
-    import hmac
+    for bad, words in (
+        (store.teacher_pass(KEY, issued=time.time() - LINK_HOURS * 3600 - 60), "type it again"),
+        (store.teacher_pass("another key"), "does not check out"),
+        (value[:-1] + ("0" if value[-1] != "0" else "1"), "does not check out"),
+        ("x" * 150, "does not read"),
+    ):
+        _kept(monkeypatch, bad)
+        refused = _app(url, "class_board", _address(teacher))
+        no_exception(refused)
+        assert not refused.subheader and any(words in t for t in texts(refused.info)), texts(refused.info)
+    _kept(monkeypatch, value)
+    locked = _press(_app(url, "class_board", _address(teacher)), "Lock this page in this browser")
+    assert [t for t in locked.text_input if t.label == "Teacher key"] and written[-1].startswith(
+        teacher_address.COOKIE + "=;"
+    )
 
-    by_key = hmac.new(KEY.encode(), f"teacher:{code}".encode(), hashlib.sha256).hexdigest()[:32]  # the old scheme
-    for forged in (f"{code}.{by_key}", f"{code}.{int(time.time())}.{by_key}"):
-        refused = _app(url, "class_board", {"teacher": forged})
-        assert not refused.subheader and classboard.LINK_CLASS not in refused.session_state
+
+def test_closing_a_class_ends_every_teacher_session_on_it(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[str] = []
+    monkeypatch.setattr(membership, "script", written.append)
+    first, code = _keyed(url)
+    value = next(w for w in written if w.startswith(teacher_address.COOKIE + "=")).split(";")[0].split("=", 1)[1]
+    _kept(monkeypatch, value)
+    second = _app(url, "class_board", _address(first))  # the same teacher on the lab's projector
+    assert any(f"Class {code}" in h.value for h in second.subheader)
+    first = first.button(key="board.close").click().run()
+    assert Board(url).is_closed(code)
+    for page in (first, second.run()):
+        no_exception(page)
+        assert not any(f"Class {code}" in h.value for h in page.subheader)
+        assert any(f"Class {code} was closed at" in t for t in texts(page.info)), texts(page.info)
+        assert "class" not in _address(page)
+    first.text_input(key="board.show").set_value(code)  # shown again, with the key: read only
+    first = _press(first, "Show it")
+    assert any(f"Class {code} · Tuesday lab · closed" in h.value for h in first.subheader)
+    assert not any("closed" in t and "session" in t for t in texts(first.info))  # no stale word about it
+
+
+def test_remove_asks_first_and_can_be_undone_and_nothing_is_chosen_in_advance(url: str) -> None:
+    teacher, code = _keyed(url)
+    store = Board(url)
+    ada, _ = store.join(code, "Ada"), store.join(code, "Bob")
+    challenge = ch.load_challenge("negative_output")
+    store.assign(code, ch.fingerprint(challenge), challenge.title, "challenges?x=1")
+    store.record(code, ada, ch.fingerprint(challenge), "challenges?x=1", "d" * 64)
+    teacher = teacher.run()
+    assert teacher.selectbox(key="board.who").value is None and teacher.text_input(key="board.rename").value == ""
+    teacher = _press(teacher, "Remove from the class…")
+    assert any("Choose a student first" in t for t in texts(teacher.error)) and store.roster(code) == ["Ada", "Bob"]
+    teacher.selectbox(key="board.who").set_value("Ada")
+    teacher = _press(teacher, "Remove from the class…")
+    assert any("Remove Ada from class" in t for t in texts(teacher.warning)) and store.roster(code) == ["Ada", "Bob"]
+    teacher = teacher.button(key="board.remove.no").click().run()
+    assert store.roster(code) == ["Ada", "Bob"] and any("Ada" in t and "stays" in t for t in texts(teacher.info))
+    teacher.selectbox(key="board.who").set_value("Ada")
+    teacher = _press(teacher, "Remove from the class…")
+    teacher = teacher.button(key="board.remove.yes").click().run()
+    assert store.roster(code) == ["Bob"] and store.solves(code) == []
+    teacher = teacher.button(key="board.undo").click().run()
+    assert store.roster(code) == ["Ada", "Bob"] and [s.name for s in store.solves(code)] == ["Ada"]
+    assert store.student(code, ada)[1] == "Ada"  # her token works again
+    assert store.standings(code)[1][0].cells[0].digest == "d" * 64
+    teacher.selectbox(key="board.who").set_value("Bob")
+    teacher.text_input(key="board.rename").set_value("Bobby")
+    teacher = _press(teacher, "Rename")
+    assert store.roster(code) == ["Ada", "Bobby"]
+    assert teacher.text_input(key="board.rename").value == "" and teacher.selectbox(key="board.who").value is None
+    teacher.text_input(key="board.title").set_value("Next lab")
+    teacher = _press(teacher, "Open a class")
+    assert not any("Bobby" in t for t in texts(teacher.success))  # nothing said of the last class stays
+
+
+def test_the_board_gives_a_join_link_and_a_link_per_set_challenge(url: str) -> None:
+    teacher, code = _keyed(url)
+    teacher.selectbox(key="board.set.builtin").set_value("negative_output")
+    teacher = _press(teacher, "Set it")
+    links = [c.value for c in teacher.code if "join=" in c.value]
+    assert len(links) == 2 and links[0].endswith(f"challenges?join={code}"), links
+    from urllib.parse import parse_qsl, urlsplit
+
+    student = _app(url, "challenges", dict(parse_qsl(urlsplit(links[1]).query)))
+    no_exception(student)
+    assert student.text_input(key="board.join.code").value == code  # the join box starts with the class code
+    student.text_input(key="board.join.name").set_value("Ada")
+    student = _press(student, "Join")
+    student = student.button(key="ch.start.link").click().run()
+    assert student.session_state["board.member"].code == code
+    assert student.session_state["attention_session"].challenge.title == "A negative output"
 
 
 def test_a_membership_from_the_cookie_asks_not_you(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,7 +196,7 @@ def test_the_membership_cookie_lasts_a_lab_session_and_is_secure_over_https(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written: list[str] = []
-    monkeypatch.setattr(membership, "_script", written.append)
+    monkeypatch.setattr(membership, "script", written.append)
     monkeypatch.setattr(classboard, "https", lambda: True)
     code = Board(url).open_class("Lab")
     at = _app(url, "challenges")

@@ -65,6 +65,20 @@ def _said(at: AppTest) -> list[str]:
     return texts(at.sidebar.warning) + texts(at.sidebar.success) + texts(at.warning) + texts(at.success)
 
 
+def _type_solution(at: AppTest) -> AppTest:
+    """Type, cell by cell, the numbers training finds for the running challenge (a student's own edits: the
+    "Show a solution" button's numbers arrive whole, and are not handed in)."""
+    from attention.labs.solutions import solve
+
+    found = solve(session(at).challenge)
+    for name, value in found.matrices.items():
+        shape = session(at).matrices[name].shape
+        cols = session(at).axis_labels(name, shape)[1]
+        rows = {i: {cols[j]: repr(float(v)) for j, v in enumerate(row)} for i, row in enumerate(value.reshape(shape))}
+        at = edit_cells(at, name, rows)
+    return at
+
+
 def test_an_easier_copy_under_the_same_title_is_refused_and_the_real_one_is_handed_in(url: str) -> None:
     """The teacher sets the form's challenge by its link; a student lowers its bound in the same form (≥ 0.4 for
     ≥ 0.5), keeps the title, tries it and solves it: refused with a message, nothing on the board. The teacher's
@@ -78,7 +92,7 @@ def test_an_easier_copy_under_the_same_title_is_refused_and_the_real_one_is_hand
     student = _press(student, "Check it")
     student = student.button(key="cf.try").click().run()
     assert session(student).challenge.title == ch.decode_link(link.split("challenge=")[1]).title  # same title
-    student = student.button(key="ch.solve").click().run()
+    student = _type_solution(student)
     no_exception(student)
     said = _said(student)
     assert any("Not handed in" in t and "not set by the teacher" in t for t in said), said
@@ -86,7 +100,7 @@ def test_an_easier_copy_under_the_same_title_is_refused_and_the_real_one_is_hand
     assert Board(url).solves(code) == []
     real = _join(_app(url, "challenges", {"challenge": link.split("challenge=")[1]}), code, "Bea")
     real = real.button(key="ch.start.link").click().run()
-    real = real.button(key="ch.solve").click().run()
+    real = _type_solution(real)
     assert any("Handed in to class" in t for t in _said(real)), _said(real)
     assert [s.name for s in Board(url).solves(code)] == ["Bea"]
 
@@ -120,24 +134,38 @@ def test_the_board_lists_every_student_with_her_progress(url: str) -> None:
     _join(_app(url, "challenges"), code, "Bob")  # joined, started nothing
     board = teacher.run().dataframe[0].value
     assert list(board["student"]) == ["Ada", "Bob"]
-    assert board["A negative output"][0].startswith("not yet: ") and board["A negative output"][1] == "not started"
+    col = "1. A negative output"
+    assert board[col][0][0].isdigit() or board[col][0][0] == "-"  # the goal's value now
+    assert board[col][1] == "–"  # not started: a dash, never "None"
     assert any("2 students joined · 0 challenges solved · 1 challenge set" in c.value for c in teacher.caption)
     cols = session(ada).axis_labels("W_v", session(ada).matrices["W_v"].shape)[1]
     edit_cells(ada, "W_v", {0: {cols[0]: "-10"}})
     teacher = teacher.run()
     board = teacher.dataframe[0].value
-    assert board["A negative output"][0].startswith("✓ solved") and board["hand-in 1"][0].startswith("challenges?")
+    assert board[col][0].startswith("✓ ") and board["1 ↗"][0].startswith("class_board?class=")
+    assert board["1 ↗"][1] == ""  # no link yet: an empty cell
     assert any("2 students joined · 1 challenge solved · 1 challenge set" in c.value for c in teacher.caption)
 
 
-def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(url: str) -> None:
+def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from attention.ui.address import membership
+    from attention.ui.address import teacher as teacher_address
+    from attention.ui.core import classboard
+
+    written: list[str] = []
+    monkeypatch.setattr(membership, "script", written.append)
     teacher, code = _teacher(url)
     address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(teacher.query_params).items()}
-    assert address["teacher"].startswith(code + ".")
-    again = _app(url, "class_board", address)  # a reload, or a replica restarted: a new session, no key typed
+    assert address["class"] == code
+    kept = next(w for w in written if w.startswith(teacher_address.COOKIE + "=")).split(";")[0].split("=", 1)[1]
+    monkeypatch.setattr(classboard, "cookie", lambda name: kept if name == teacher_address.COOKIE else None)
+    again = _app(url, "class_board", address)  # a reload, or a replica restarted: the key kept in this browser
     no_exception(again)
     assert any(f"Class {code}" in h.value for h in again.subheader)
-    forged = _app(url, "class_board", {"teacher": code + "." + "0" * 32})
+    monkeypatch.setattr(classboard, "cookie", lambda name: None)
+    forged = _app(url, "class_board", {**address, "teacher": code + "." + "0" * 32})
     assert not forged.subheader and [t for t in forged.text_input if t.label == "Teacher key"]
     store = Board(url)
     store.join(code, "Ada")
@@ -147,7 +175,8 @@ def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(url: s
     again.text_input(key="board.rename").set_value("Ada L.")
     again = _press(again, "Rename")
     again.selectbox(key="board.who").set_value("Bob")
-    again = _press(again, "Remove from the class")
+    again = _press(again, "Remove from the class…")
+    again = again.button(key="board.remove.yes").click().run()
     assert store.roster(code) == ["Ada L."]
     assert any("1 student joined · 0 challenges solved" in c.value for c in again.caption)
     again = again.button(key="board.close").click().run()

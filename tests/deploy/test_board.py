@@ -103,13 +103,16 @@ def test_the_csv_export_opens_as_text_in_a_spreadsheet(board: Board) -> None:
     _set(board, code, "sharpen")
     for name in ('=HYPERLINK("http://evil")', "+1", "-2", "@SUM(A1)", 'Ada, "the" first'):
         board.record(code, board.join(code, name), "sharpen", LINK)
-    rows = list(csv.reader(io.StringIO(board_csv(*board.standings(code)))))
-    whats = ("value now", "status", "solved at (UTC)", "hand-in link")
-    assert rows[0] == ["student", *(f"SHARPEN: {w}" for w in whats)]
+    rows = list(csv.reader(io.StringIO(board_csv(*board.standings(code), code=code))))
+    assert rows[0][:5] == ["student", "SHARPEN: value", "SHARPEN: status", "SHARPEN: solved at (UTC)"][:4] + [
+        rows[0][4]
+    ]
+    assert rows[0][4].startswith("SHARPEN: solved at (server time, ") and rows[0][6] == "challenges solved (of 1)"
     names = [r[0] for r in rows[1:]]
     assert names == ['\'=HYPERLINK("http://evil")', "'+1", "'-2", "'@SUM(A1)", 'Ada, "the" first']
-    assert all(len(r) == 5 and r[2] == "solved" and r[4] == LINK for r in rows[1:])
-    assert all(time.strptime(r[3], "%Y-%m-%d %H:%M:%S") for r in rows[1:])
+    assert all(len(r) == 7 and r[2] == "solved" and r[6] == "1" for r in rows[1:])
+    assert all(r[5].startswith(f"class_board?class={code}&solve=") and len(r[5]) < 60 for r in rows[1:])
+    assert all(time.strptime(r[3], "%Y-%m-%d %H:%M:%S") and time.strptime(r[4], "%Y-%m-%d %H:%M:%S") for r in rows[1:])
 
 
 def test_only_the_challenges_the_teacher_set_are_handed_in(board: Board) -> None:
@@ -144,10 +147,16 @@ def test_every_student_is_one_row_with_each_goals_value_and_when_it_was_solved(b
         ["not started", "not started"],
     ]
     assert rows[0].cells[0].value == "0.42" and rows[1].cells[1].solved_at is not None
-    lines = list(csv.reader(io.StringIO(board_csv(tasks, rows, "https://lab.example.org"))))
+    lines = list(csv.reader(io.StringIO(board_csv(tasks, rows, "https://lab.example.org", code))))
     assert len(lines) == 4 and [r[0] for r in lines[1:]] == ["Ada", "Bob", "Cy"]
-    assert lines[2][8] == "https://lab.example.org/challenges?p=x&challenge=abc"  # a full address, clickable
-    assert lines[1][1:3] == ["0.42", "not yet solved"]
+    sid = rows[1].cells[1].solve_id
+    assert lines[2][10] == f"https://lab.example.org/class_board?class={code}&solve={sid}"  # short, by id
+    assert board.solve_by_id(code, sid).link == "challenges?p=x&challenge=abc"
+    assert lines[1][1:3] == ["0.42", "not yet solved"] and lines[2][6:8] == ["0.7", "solved"]  # numbers
+    assert [r[-1] for r in lines[1:]] == ["0", "1", "0"]  # the total
+    assert "None" not in "".join(",".join(r) for r in lines)
+    board.report(code, bob, "two", "0.0008823")  # a later tab of the solved challenge: the solving value stays
+    assert board.standings(code)[1][1].cells[1].value == "✓ 0.7"
 
 
 def test_the_teacher_renames_removes_and_closes(board: Board) -> None:
@@ -186,34 +195,26 @@ def test_a_closed_class_records_no_progress(board: Board) -> None:
     assert [c.value for c in board.standings(code)[1][0].cells] == ["0.3"]
 
 
-def test_teacher_links_are_signed_by_a_random_secret_and_expire(tmp_path: Path) -> None:
-    """A teacher link is signed with a random secret kept in the board's database (the same for a second store on
-    it, not the typed key: a seen link gives nothing to guess the key from offline), names its class and issue
-    time, and is refused when forged, for another class, or older than LINK_HOURS."""
+def test_a_kept_teacher_key_is_signed_by_a_random_secret_and_expires(tmp_path: Path) -> None:
+    """The teacher cookie's value is signed with a random secret kept in the board's database (the same for a second
+    store on it, not the typed key: a seen value gives nothing to guess the key from offline), holds its issue time
+    and neither the key nor a class, and is refused when forged, made for another key, or older than LINK_HOURS."""
     url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
     board, replica = Board(url), Board(url)
-    code, other = board.open_class("Lab"), board.open_class("Other")
     assert len(board.secret()) == 64 and replica.secret() == board.secret()
     assert Board(f"sqlite:///{tmp_path / 'b2.sqlite3'}").secret() != board.secret()  # random, not derived
-    now = 1_800_000_000
-    signed = board.teacher_link(code, issued=now)
-    c, issued, sig = signed.split(".")
-    assert (c, issued, len(sig)) == (code, str(now), 32)
-    assert replica.check_teacher_link(signed, now=now + 3600) == code
-    assert replica.check_teacher_link(signed, now=now + LINK_HOURS * 3600) == code
-    with pytest.raises(BoardError, match=f"older than {LINK_HOURS} hours"):
-        replica.check_teacher_link(signed, now=now + LINK_HOURS * 3600 + 1)
-    for forged in (
-        f"{other}.{issued}.{sig}",
-        f"{code}.{now + 10}.{sig}",
-        f"{code}.{issued}.{'0' * 32}",
-        f"{code}.{sig[:32]}",
-        "",
-        "x" * 10_000,
-        f"{code}.{'9' * 40}.{sig}",
-    ):
+    now, key = 1_800_000_000, "the teacher key"
+    kept = board.teacher_pass(key, issued=now)
+    issued, sig = kept.split(".")
+    assert (issued, len(sig)) == (str(now), 32) and key not in kept
+    assert replica.check_teacher_pass(kept, key, now=now + LINK_HOURS * 3600) == now
+    with pytest.raises(BoardError, match=f"for {LINK_HOURS} hours"):
+        replica.check_teacher_pass(kept, key, now=now + LINK_HOURS * 3600 + 1)
+    with pytest.raises(BoardError, match="does not check out"):
+        replica.check_teacher_pass(kept, "a new key", now=now)  # a new key ends every kept one
+    for forged in (f"{now + 10}.{sig}", f"{issued}.{'0' * 32}", sig, "", "x" * 10_000, f"{'9' * 40}.{sig}"):
         with pytest.raises(BoardError):
-            board.check_teacher_link(forged, now=now)
+            board.check_teacher_pass(forged, key, now=now)
 
 
 def test_many_sessions_of_one_server_write_at_once(board: Board) -> None:
@@ -297,5 +298,54 @@ def test_a_postgresql_board_keeps_what_the_teacher_set_and_every_students_row(po
         other.join(code, "Cy")
     with pytest.raises(BoardError, match="is closed"):
         other.report(code, ada, "one", "0.9")
-    signed = teacher.teacher_link(code)  # the signing secret is in the database: the other replica checks it
-    assert other.check_teacher_link(signed) == code and other.secret() == teacher.secret()
+    kept = teacher.teacher_pass("key")  # the signing secret is in the database: the other replica checks it
+    assert other.check_teacher_pass(kept, "key") > 0 and other.secret() == teacher.secret()
+    assert other.closed_at(code) is not None
+
+
+def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_hers(postgres: str) -> None:
+    """Issue 41 §1 on the deployed store: Alice solves; Chen opens her link, in the class, and nothing is handed in
+    for him; Dee's own edit survives a replica taking over (the next run opens the store afresh and checks her
+    address's mark with the secret in the database), and her solve is handed in; Alice and Dee typed the same
+    numbers, and the board names them."""
+    from attention.io.board import twins
+    from attention.ui.core import classboard
+    from tests.app.test_app_board import _opened, _student_solves
+    from tests.app.test_app_board import _set as set_builtin
+    from tests.app.test_app_own_work import _address, _chen, _refused, _share
+    from tests.helpers.apptest import edit_cells, select, session, texts
+
+    code = Board(postgres).open_class("Lab on PostgreSQL")
+    set_builtin(postgres, code)
+    alice = _student_solves(postgres, code, "Alice")
+    chen = _opened(postgres, "challenges", {**_share(alice), **_chen(postgres, code)})
+    _refused(chen, postgres, code)
+    dee = _opened(postgres, "challenges", {"member": f"{code}.{Board(postgres).join(code, 'Dee')}"})
+    dee = select(dee, "ch.choice", "negative_output")
+    dee = dee.button(key="ch.start.builtin").click().run()
+    cols = session(dee).axis_labels("W_v", session(dee).matrices["W_v"].shape)[1]
+    dee = edit_cells(dee, "W_v", {0: {cols[0]: "0.5"}})
+    classboard._board.clear()  # another replica: a store opened afresh
+    again = _opened(postgres, "challenges", _address(dee))
+    assert session(again).arrived == ""
+    again = edit_cells(again, "W_v", {0: {cols[0]: "-10"}})
+    assert any("Handed in to class" in t for t in texts(again.sidebar.success)), texts(again.sidebar.warning)
+    assert [s.name for s in Board(postgres).solves(code)] == ["Alice", "Dee"]
+    assert twins(*Board(postgres).standings(code)) == [("A negative output", ["Alice", "Dee"])]
+
+
+def test_a_training_run_lost_to_a_failover_is_said() -> None:
+    """A Learn the weights run lives in its replica's memory: the replica that takes over rebuilds the session from
+    the address alone, and the page says the run was lost and what to do (a real kill -9 is not run here)."""
+    from tests.helpers.apptest import journey, session, texts
+
+    at = journey("learn", {"preset": "the_cat_sat"})
+    at = at.button(key="learn.train").click().run()
+    assert session(at).learned is not None
+    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert address.get("learned") == "1"
+    again = journey("learn", address)  # a new session from the address: what another replica does
+    said = texts(again.warning) + texts(again.info) + texts(again.error)
+    assert any("it was lost" in t and "Train again" in t for t in said), said
+    fresh = journey("learn", {k: v for k, v in address.items() if k != "learned"})
+    assert not any("it was lost" in t for t in texts(fresh.warning) + texts(fresh.info))

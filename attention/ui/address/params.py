@@ -339,3 +339,23 @@ BAR: tuple[Param, ...] = tuple(
     )
     for name, value in ((inside.CLEAN, inside.clean_value), (inside.CORRUPT, inside.corrupt_value))
 )
+BAR += (  # a Learn the weights run kept in this server's memory: a reload or a failover loses it, and says so
+    Param(
+        "learned",
+        lambda s, w: "1" if s.learned is not None else None,
+        lambda text, r: text,
+        lambda r, text: None,
+        lambda text, r, why: "",
+        then=lambda r: _learned_lost(r),
+    ),
+)
+
+
+def _learned_lost(r: Reading) -> None:
+    """Say that the Learn page's last run, kept only in the memory of the server that made it, did not come back."""
+    if r.qp.get("learned") and r.s.learned is None:
+        r.notices.append(
+            "Your last *Learn the weights* run was kept in the memory of the server that made it, and this page no "
+            "longer has it (a reload, or another server took over): it was lost. Train again on *Learn the weights*; "
+            "numbers you had already put in with *Use these weights* are kept."
+        )

@@ -35,6 +35,7 @@ def table(kind: type = session.Session) -> tuple[Param, ...]:
 
 
 SESSION_TABLE = table()  # the Session's parameters: the table and the records its fields declare
+SHARED = tuple(p.name for p in SESSION_TABLE)  # what a shared link may carry (the address bar carries more)
 # every parameter this module writes, in the order the address bar first lists them (others are left alone)
 _ORDER = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
 _ORDER += "edits playing mh"
@@ -136,6 +137,8 @@ def read() -> tuple[session.Session, list[str]]:
     s, notices = decode(st.query_params.to_dict())
     qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
     member = membership.restore(qp)
+    if s.challenge is not None:  # a running challenge's numbers hand in only when they are this student's own
+        s.arrived = "" if membership.owns(qp, SHARED) else "a link"
     kept = before.restore(qp, s, decode)  # the numbers a running challenge replaced ("Back to my numbers from before")
     _, bar = _run(BAR, Reading(qp, s))  # the address bar's own records: the model pages' state
     return s, notices + member + kept + bar
@@ -144,6 +147,7 @@ def read() -> tuple[session.Session, list[str]]:
 def write(s: session.Session) -> None:
     """Put the whole state in the address bar (a reload restores it); drop parameters the state no longer has."""
     want, _ = link(s)
+    own = dict(want) if s.challenge is not None and not s.arrived else None
     want.update({p.name: p.text(v) for p in BAR if (v := p.value(s, None)) is not None})
     current = st.query_params.to_dict()
     for k in PARAMS:
@@ -151,5 +155,5 @@ def write(s: session.Session) -> None:
             st.query_params[k] = want[k]
         elif k not in want and k in current:
             del st.query_params[k]
-    membership.write()
+    membership.write(own)
     before.write(link)

@@ -14,8 +14,10 @@ from .settings import server_settings
 
 _LOG = logging.getLogger(__name__)
 MEMBER = "board.member"  # session_state: the Member this browser joined as (never in the address)
-TEACHER = "board.teacher"  # session_state: True once the teacher key was typed in this browser session (every class)
-LINK_CLASS = "board.link_class"  # session_state: the one class a signed teacher link unlocked (no other, no new one)
+TEACHER = "board.teacher"  # session_state: True once the key was typed or its cookie checked out; False: locked
+PASS_WRITE = "board.teacher.write"  # session_state: the teacher cookie's value to write on the next draw ("": clear)
+SHOWN_AT = "board.shown_at"  # session_state: when (UTC) the teacher page began showing its class here
+NAMED = "board.named_class"  # session_state: the class a hand-in link opened here names (its ``class=``)
 SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page shows
 COOKIE = "attention_member"  # this browser's membership (code.token), kept across every link of this app
 FORGET = "board.forget"  # session_state: this browser left its class (its cookie is cleared, not read again)
@@ -64,14 +66,14 @@ def key_matches(typed: object) -> bool:
 
 
 def key_session() -> bool:
-    """Whether the teacher key was typed in this browser session (it may open and show any class)."""
+    """Whether the teacher key was typed in this browser, now or earlier (its cookie): it opens and shows any class."""
     return st.session_state.get(TEACHER) is True
 
 
 def may_manage(code: str) -> bool:
-    """Whether this browser session may set challenges for, rename, remove or close in class ``code``: the typed key,
-    or a signed teacher link for that class and no other."""
-    return key_session() or (bool(code) and st.session_state.get(LINK_CLASS) == code)
+    """Whether this browser session may set challenges for, rename, remove or close in class ``code``: the teacher
+    key, typed here or kept in this browser's signed cookie, and the teacher page showing that class."""
+    return key_session() and bool(code) and st.session_state.get(SHOWN_CLASS) == code
 
 
 def https() -> bool:
@@ -96,8 +98,13 @@ def cookie_member() -> str | None:
     """The membership this browser keeps in its cookie (set when it joined), or None."""
     if st.session_state.get(FORGET):
         return None
+    return cookie(COOKIE)
+
+
+def cookie(name: str) -> str | None:
+    """The value of this site's cookie ``name`` as the browser sent it when this session began, or None."""
     try:
-        value = st.context.cookies.get(COOKIE)
+        value = st.context.cookies.get(name)
     except Exception:  # noqa: BLE001 - no request context (AppTest)
         return None
-    return value if isinstance(value, str) and value else None
+    return value if isinstance(value, str) and value and len(value) <= 200 else None

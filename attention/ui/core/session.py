@@ -201,6 +201,10 @@ class Session:
     # --- labs: the challenge being played and the overview's guided path (see attention.ui.state.challenges) ---
     # while set, edits of the matrices it locks are refused
     challenge: Challenge | None = declare(LABS, default=None, travels=True, rerun=PAGE, key=identity)
+    # how the running challenge's numbers arrived whole ("a link", "an imported matrix", "trained weights", ...), or
+    # "" while they were reached by this session's own edits since the challenge started here: only then is a solve
+    # handed in to a class board (attention.ui.state.board.hand_in). Start or Restart makes it "" again
+    arrived: str = declare(LABS, default="")
     tour_dismissed: bool = declare(LABS, default=False, survives=True)  # the overview's "Start here" was put away
     # the challenge form (Challenges page): the condition type its fields were last filled for, and whether the
     # example's hint was taken out of it (labpages.challenge_form)

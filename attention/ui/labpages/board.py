@@ -11,13 +11,13 @@ import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import board_csv, full_link
+from ...io.board import board_csv, full_link, short_link, twins
 from ...labs import challenges as ch
 from ..address import membership
 from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
 from ..core.settings import server_settings
-from ..core.text import esc
+from ..core.text import esc, quoted
 from ..state import board as board_state
 from ..state import core as state_core
 from ..widgets.common import show_messages
@@ -47,24 +47,26 @@ def body(s: session.Session) -> None:
     if not settings.teacher_key:
         st.warning("The class board has no teacher key set on this server, so this page stays locked.")
         return
-    signed = teacher_address.read()
-    if signed and not classboard.key_session() and not st.session_state.get(classboard.LINK_CLASS):
-        board_state.unlock_from_address(signed)  # a reload or a restarted replica: the signed address reopens it
-    code = st.session_state.get(classboard.SHOWN_CLASS)
-    if not classboard.may_manage(code):
+    stale = teacher_address.restore()  # the key kept in this browser's signed cookie, once per session
+    teacher_address.draw()
+    if not classboard.key_session():
+        if stale:
+            st.info(esc(stale, 300), icon=":material/key:")
         st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
+        st.caption("Asked once in this browser: it then keeps a signed cookie (never the key) for 12 hours.")
         show_messages("board.teacher")
         return
-    if classboard.key_session():
-        _classes()
-        teacher_address.write(code)
-    else:  # a signed link: its class only, the key folded away for another
-        with st.expander("Another class? Type the teacher key", icon=":material/key:"):
-            st.caption(f"This page's link opens class {code} only; the key opens and shows any class.")
-            st.text_input("Teacher key", type="password", key=keys.BOARD_KEY, on_change=board_state.unlock)
-        show_messages("board.teacher")
+    named = teacher_address.shown()
+    if named and classboard.SHOWN_CLASS not in st.session_state:  # a reload: the class its address names
+        board_state.show(named)
+    code = board_state.shown_class()  # None once the class shown was closed (here or in another browser)
+    _classes()
+    teacher_address.show(code)
+    if code and (asked := teacher_address.solve_asked()) is not None:
+        _hand_in(code, asked)
     if code:
         _live(code)
+        _links(code)
         _set_challenge(code)
         _manage(code)
 
@@ -78,16 +80,20 @@ def _classes() -> None:
         st.text_input("Show the class with the code", key=keys.BOARD_SHOW, max_chars=24)
         st.form_submit_button("Show it", on_click=board_state.show_class, icon=":material/visibility:")
     show_messages("board.class")
+    show_messages("board.teacher")
     st.caption(
-        "Open the class when the lesson starts and write its code on the board; set its challenges below. This "
-        "page's address reopens the class after a reload: keep it to yourself (it opens the board without the key)."
+        "Open the class before the lesson and set its challenges below; when students reach the Challenges page, "
+        "hand out its join link or write its "
+        "code on the board. This page's address names the class only: without the key kept in this browser it "
+        "opens nothing."
     )
+    st.button("Lock this page in this browser", key=keys.BOARD_LOCK, on_click=board_state.lock, icon=":material/lock:")
 
 
 @st.fragment(run_every=REFRESH_S)
 def _live(code: str) -> None:
-    """Every student of class ``code``, one row each: where she stands on each challenge set, redrawn every few
-    seconds while the page is open."""
+    """Every student of class ``code``, one row each: where they stand on each challenge set, redrawn every few
+    seconds while the page is open (one narrow column per challenge and one for its hand-in, so five fit 1280 px)."""
     board = classboard.board()
     try:
         title, closed = board.title(code), board.is_closed(code)
@@ -99,28 +105,32 @@ def _live(code: str) -> None:
     solved = sum(c.solved_at is not None for r in rows for c in r.cells)
     st.caption(
         f"{plural(len(rows), 'student')} joined · {plural(solved, 'challenge')} solved · "
-        f"{plural(len(tasks), 'challenge')} set · refreshed every {REFRESH_S} s"
+        f"{plural(len(tasks), 'challenge')} set · times in UTC · refreshed every {REFRESH_S} s"
     )
     if not tasks:
         st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
+    for task, names in twins(tasks, rows):
+        st.warning(
+            f"Identical numbers: {esc(_names(names), 300)} handed in exactly the same numbers for "
+            f"{quoted(task, 120)}. Worth a word with them: one may have copied the other.",
+            icon=":material/content_copy:",
+        )
     base = classboard.app_base()
-    table, links = {"student": [r.name for r in rows]}, {}
+    table, config = {"student": [r.name for r in rows]}, {"student": st.column_config.TextColumn("student")}
     for i, a in enumerate(tasks):
-        table[a.title] = [_cell_text(r.cells[i]) for r in rows]
-        links[f"hand-in {i + 1}"] = a.title
-        table[f"hand-in {i + 1}"] = [full_link(r.cells[i].link, base) if r.cells[i].link else None for r in rows]
-    st.dataframe(
-        pd.DataFrame(table),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            k: st.column_config.LinkColumn(k, display_text="open", help=f"The hand-in link of {esc(v, 200)}")
-            for k, v in links.items()
-        },
-    )
+        label, link = f"{i + 1}. {_short(a.title)}", f"{i + 1} ↗"
+        table[label] = [_cell_text(r.cells[i]) for r in rows]
+        table[link] = [
+            short_link(code, c.solve_id, base) if c.solve_id is not None else "" for c in (r.cells[i] for r in rows)
+        ]
+        config[label] = st.column_config.TextColumn(label, help=esc(a.title, 200), width=90)
+        config[link] = st.column_config.LinkColumn(
+            link, display_text="open", help=f"The hand-in of {esc(a.title, 200)}", width=46
+        )
+    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", column_config=config)
     st.download_button(
         "Download the board (.csv)",
-        board_csv(tasks, rows, base),
+        board_csv(tasks, rows, base, code),
         file_name=f"class_{code}.csv",
         mime="text/csv",
         key=keys.BOARD_CSV,
@@ -128,11 +138,36 @@ def _live(code: str) -> None:
     )
 
 
+def _short(title: str, limit: int = 22) -> str:
+    """A challenge's title cut to fit a narrow column (the whole title is in the column's help)."""
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+
+
+def _names(names: list[str]) -> str:
+    """ "Ada and Bob", "Ada, Bob and Cy"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _cell_text(c) -> str:
-    """One student on one challenge: "✓ solved 10:42:03", "not yet: 0.41", "not started"."""
+    """One student on one challenge: "✓ 10:42" (solved, UTC), "0.41 (1 of 3 rows)", "–" (not started)."""
     if c.solved_at is not None:
-        return f"✓ solved {c.solved_at.astimezone(UTC).strftime('%H:%M:%S')} UTC"
-    return f"not yet: {c.value}" if c.value else "not started"
+        return f"✓ {c.solved_at.astimezone(UTC).strftime('%H:%M')}"
+    return c.value or "–"
+
+
+def _hand_in(code: str, solve_id: int) -> None:
+    """The hand-in a short link (the CSV's) names: whose, which challenge, when, and the button that opens it."""
+    try:
+        got = classboard.board().solve_by_id(code, solve_id)
+    except AttentionError as exc:
+        st.warning(esc(exc.message, 300), icon=":material/link_off:")
+        return
+    with st.container(border=True):
+        st.markdown(
+            f"**Hand-in {solve_id}**: {esc(got.name, 40)} solved {quoted(got.challenge_title, 120)} at "
+            f"{got.solved_at.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC."
+        )
+        st.link_button("Open the hand-in", full_link(got.link, classboard.app_base()), icon=":material/open_in_new:")
 
 
 def _set_challenge(code: str) -> None:
@@ -185,27 +220,49 @@ def _on_set(code: str) -> None:
 
 
 def _manage(code: str) -> None:
-    """Rename or remove a student, or close the class."""
-    with st.expander("Students and the class: rename, remove, close", icon=":material/manage_accounts:"):
-        board = classboard.board()
+    """Rename or remove a student (asked first, undone with one press), or close the class."""
+    pending = st.session_state.get(board_state.PENDING)
+    removed = st.session_state.get(board_state.REMOVED)
+    with st.expander(
+        "Students and the class: rename, remove, close",
+        icon=":material/manage_accounts:",
+        expanded=bool(pending) or removed is not None,
+    ):
         try:
-            names = board.roster(code)
+            names = classboard.board().roster(code)
         except AttentionError:
             names = []
         with st.form(keys.BOARD_MANAGE, border=False):
             a, b = st.columns(2)
-            a.selectbox("Student", names, key=keys.BOARD_WHO)
+            a.selectbox("Student", names, index=None, placeholder="Choose a student", key=keys.BOARD_WHO)
             b.text_input("New display name", key=keys.BOARD_RENAME, max_chars=40)
             c, d = st.columns(2)
             c.form_submit_button("Rename", on_click=board_state.manage, args=(code, "rename"))
-            d.form_submit_button("Remove from the class", on_click=board_state.manage, args=(code, "remove"))
+            d.form_submit_button("Remove from the class…", on_click=board_state.manage, args=(code, "remove"))
+        if pending and pending[0] == code:
+            st.warning(
+                f"Remove {esc(pending[1], 40)} from class {code}, with every solve and value? Undo brings them back.",
+                icon=":material/person_remove:",
+            )
+            with st.container(horizontal=True):
+                st.button("Yes, remove", key=keys.BOARD_YES, on_click=board_state.remove, args=(code, True))
+                st.button("Cancel", key=keys.BOARD_NO, on_click=board_state.remove, args=(code, False))
+        if removed is not None and removed.code == code:
+            st.button(
+                f"Undo: bring {removed.name[:40]} back",
+                key=keys.BOARD_UNDO,
+                on_click=board_state.undo_remove,
+                args=(code,),
+                icon=":material/undo:",
+            )
         st.button(
             "Close the class",
             key=keys.BOARD_CLOSE,
             on_click=board_state.manage,
             args=(code, "close"),
             icon=":material/lock:",
-            help="Nobody can join or hand in any more; the board stays readable.",
+            help="Nobody can join or hand in any more; every teacher page showing it ends its session on it; the "
+            "board stays readable.",
         )
     show_messages("board.manage")
 
@@ -216,6 +273,9 @@ def join_box() -> None:
         return
     who = classboard.member()
     membership.keep_in_cookie()
+    joining = membership.join_code()  # a join link: the box starts with its class code
+    if joining and (who is None or who.code != joining) and not st.session_state.get(keys.BOARD_CODE):
+        st.session_state[keys.BOARD_CODE] = joining
     show_messages("board.join")  # above the box: seen whether it is open or folded
     show_messages("board.handin")
     if who is not None and who.from_cookie:  # a shared computer: the previous student's membership, maybe
@@ -225,7 +285,8 @@ def join_box() -> None:
             icon=":material/warning:",
         )
     label_md = "Class board: join your class" if who is None else f"Class board: you are in class {who.code}"
-    with st.expander(label_md, icon=":material/groups:", expanded=who is None or who.from_cookie):
+    opened = who is None or who.from_cookie or (joining is not None and who.code != joining)
+    with st.expander(label_md, icon=":material/groups:", expanded=opened):
         if who is not None:
             st.caption(
                 f"You are {esc(who.name, 40)} in class {who.code}: every challenge your teacher set that you solve "
@@ -236,10 +297,21 @@ def join_box() -> None:
                 key=keys.BOARD_LEAVE,
                 on_click=board_state.leave,
                 icon=":material/logout:",
-                help="On a shared computer: the next student joins as herself. Your solves stay on the board.",
+                help="On a shared computer: the next student joins as themselves. Your solves stay on the board.",
             )
         with st.form(keys.BOARD_JOIN, border=False):
             a, b = st.columns(2)
             a.text_input("Class code", key=keys.BOARD_CODE, max_chars=24, placeholder="K7QX2M")
             b.text_input("Your display name", key=keys.BOARD_NAME, max_chars=40)
             st.form_submit_button("Join", on_click=board_state.join, icon=":material/login:")
+
+
+def _links(code: str) -> None:
+    """The links to hand out: one that joins class ``code``, and one per set challenge that joins it and opens it."""
+    base = classboard.app_base()
+    with st.expander("Links to hand out: join the class, open a challenge", icon=":material/link:", expanded=True):
+        st.caption(f"Joins class {code} (each student types a display name):")
+        st.code(full_link(f"challenges?{membership.JOIN}={code}", base), language=None, wrap_lines=True)
+        for a in classboard.board().assignments(code):
+            st.caption(f"Joins class {code} and opens {quoted(a.title, 120)}:")
+            st.code(f"{full_link(a.link, base)}&{membership.JOIN}={code}", language=None, wrap_lines=True)

@@ -9,10 +9,11 @@ from ...io.presets import preset_label
 from ...labs import challenges as ch
 from ...labs.solutions import solvable
 from ...trace import Trace
-from ..core import compute, keys, session
+from ..core import classboard, compute, keys, session
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
+from ..state import board as board_state
 from ..state import challenges as state_challenges
 from ..state.challenges import BEFORE
 from ..views.steps import show_error, show_heatmap, show_matrix
@@ -130,6 +131,8 @@ def _playing(s: session.Session, c: ch.Challenge) -> None:
         show_error(trace)
     else:
         _progress(ch.evaluate(c, trace))
+    if s.arrived and classboard.board() is not None:  # says why a solve from here is not handed in
+        st.info(f"Not your own work for the class board: {board_state.not_own(s.arrived)}", icon=":material/info:")
     with st.container(horizontal=True):
         st.button(
             "Restart",

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ... import learn
 from ...errors import AttentionError
+from ..address import url
 from ..core import compute, keys, session
 from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
 from ..core.text import esc, quoted
@@ -258,3 +259,4 @@ def train(s: session.Session) -> None:
     bar.progress(1.0, text=f"Done: {result.steps_done:,} steps, loss {result.losses[0]:.4g} → {result.loss:.4g}")
     live.empty()
     state_learning.store_learned(Learned(result, cfg, s.tokens, start))
+    url.write(session.get())  # the address bar says a run is kept: after a failover the page says it was lost

@@ -37,5 +37,8 @@ def show(s: session.Session) -> None:
         sb.warning(f"**Challenge** · {title_md}: this state does not count.", icon=":material/block:")
     elif p.met:
         sb.success(f"**Challenge** · {title_md}: ✓ solved", icon=":material/check_circle:")
+        where = board_state.set_for(s)
+        if where is not None:  # a solved link says whether it is what the class was set
+            (sb.warning if where.startswith("**Not") else sb.caption)(where)
     else:
         sb.info(f"**Challenge** · {title_md}: not yet ({esc(p.description, 160)})", icon=":material/pending:")

@@ -6,17 +6,24 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+from datetime import UTC, datetime
+
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import full_link, normal_code
+from ...io.board import BoardError, full_link, normal_code
 from ...labs.challenges import Challenge, Progress, fingerprint
 from ..core import classboard, keys
-from ..core.classboard import LINK_CLASS, MEMBER, SHOWN_CLASS, TEACHER, Member
-from ..core.session import Session
+from ..core.classboard import MEMBER, NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
+from ..core.compute import matrix_digest
+from ..core.session import Session, get
 from ..core.text import esc, quoted
 from .core import say
 
+PENDING = "board.remove.pending"  # session_state: (class code, name) the teacher asked to remove, not yet confirmed
+REMOVED = "board.removed"  # session_state: the Removed record of the student last taken out (for Undo)
 RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
 REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
@@ -40,13 +47,18 @@ def join() -> None:
     say("board.join", "success", f"You joined class {code} as {quoted(' '.join(name.split()), 60)}.")
 
 
+def name_class(code: str) -> None:
+    """The address names class ``code`` (a hand-in link's): the page says whether its challenge is set there."""
+    st.session_state[NAMED] = code
+
+
 def rejoin(member: Member) -> None:
     """This browser is ``member`` again: its address or cookie named a membership the board knows."""
     st.session_state[MEMBER] = member
 
 
 def leave() -> None:
-    """Forget this browser's membership (a shared computer: the next student joins as herself); the board keeps her
+    """Forget this browser's membership (a shared computer: the next student joins as themselves); the board keeps her
     row and her solves."""
     who = classboard.member()
     st.session_state.pop(MEMBER, None)
@@ -56,13 +68,38 @@ def leave() -> None:
 
 
 def unlock() -> None:
-    """Give the teacher page (every class) to this browser session if the key typed matches the server's teacher key."""
-    if classboard.key_matches(st.session_state.get(keys.BOARD_KEY, "")):
-        st.session_state[TEACHER] = True
-        st.session_state.pop(LINK_CLASS, None)
-        say("board.teacher", "success", "Teacher page unlocked for this browser session.")
-    else:
-        say("board.teacher", "error", "That is not this server's teacher key.")
+    """Give the teacher page (every class) to this browser if the key typed matches the server's teacher key, and keep
+    it in the browser's signed cookie (the key is asked once per browser)."""
+    typed = st.session_state.get(keys.BOARD_KEY, "")
+    st.session_state[keys.BOARD_KEY] = ""  # the box never keeps the key
+    board = classboard.board()
+    if board is None or not classboard.key_matches(typed):
+        say("board.teacher", "error", "That is not this server's teacher key. Nothing changed.")
+        return
+    st.session_state[TEACHER] = True
+    with contextlib.suppress(AttentionError):  # the database cannot sign now: this session only
+        st.session_state[PASS_WRITE] = board.teacher_pass(str(typed))  # the page writes it to the cookie
+    say("board.teacher", "success", "Teacher page unlocked in this browser (for 12 hours, or until you lock it).")
+
+
+def lock() -> None:
+    """Forget the teacher key in this browser (its cookie) and this session: the page asks for it again."""
+    st.session_state[TEACHER] = False
+    st.session_state.pop(SHOWN_CLASS, None)
+    st.session_state[PASS_WRITE] = ""  # the page clears the cookie
+    say("board.teacher", "info", "This page is locked in this browser: the teacher key is asked again.")
+
+
+def _show(code: str) -> None:
+    """The teacher page shows class ``code`` from now on (what earlier said about another class is dropped)."""
+    st.session_state[SHOWN_CLASS] = code
+    st.session_state[SHOWN_AT] = datetime.now(UTC)
+    st.session_state[keys.BOARD_RENAME] = ""
+    st.session_state.pop(keys.BOARD_WHO, None)
+    st.session_state.pop(REMOVED, None)
+    st.session_state.pop(PENDING, None)
+    for place in ("board.manage", "board.assign", "board.class"):  # what was said of another class
+        get().messages.pop(place, None)
 
 
 def open_class() -> None:
@@ -75,7 +112,7 @@ def open_class() -> None:
     except AttentionError as exc:
         say("board.class", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
-    st.session_state[SHOWN_CLASS] = code
+    _show(code)
     say("board.class", "success", f"Class {code} is open: give your students this code.")
 
 
@@ -90,7 +127,7 @@ def show_class() -> None:
     except AttentionError as exc:
         say("board.class", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
-    st.session_state[SHOWN_CLASS] = code
+    _show(code)
 
 
 def hand_in(s: Session, progress: Progress, link: str) -> str | None:
@@ -105,12 +142,18 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     done, refused = st.session_state.setdefault(RECORDED, set()), st.session_state.setdefault(REFUSED, set())
     if (who.code, cid) in done or (who.code, cid) in refused:
         return None
+    if s.arrived:  # not this student's own work: said once, until the goal is met again
+        refused.add((who.code, cid))
+        said_md = f"Not handed in: {not_own(s.arrived)}"
+        say("board.handin", "warning", said_md, anywhere=True)
+        return said_md
     try:
-        first = board.record(who.code, who.token, cid, full_link(link, classboard.app_base()))
+        handed = full_link(f"{link}&class={who.code}", classboard.app_base())  # its page says if the class set it
+        first = board.record(who.code, who.token, cid, handed, numbers_digest(s))
     except AttentionError as exc:
         if exc.field:  # refused (not set, class closed): said once, until the goal is met again
             refused.add((who.code, cid))
-        said_md = f"Not handed in: {esc(exc.message, 300)}."
+        said_md = f"Not handed in: {esc(_clause(exc.message), 300)}."
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
     done.add((who.code, cid))
@@ -118,6 +161,43 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
     say("board.handin", "success", said_md, anywhere=True)
     return said_md
+
+
+def set_for(s: Session) -> str | None:
+    """Whether the running challenge is one set for the class this browser is in, shows, or its address names, in a
+    sentence (Markdown); None when the board is off or nothing runs."""
+    board = classboard.board()
+    if board is None or s.challenge is None:
+        return None
+    who = classboard.member()
+    code = who.code if who is not None else st.session_state.get(SHOWN_CLASS) or st.session_state.get(NAMED)
+    if not code:
+        return "This link names no class, so it is no hand-in: grade from the class board."
+    try:
+        set_ids = {a.challenge_id for a in board.assignments(code)}
+    except AttentionError:
+        return None
+    if fingerprint(s.challenge) in set_ids:
+        return f"This is a challenge set for class {code}."
+    return (
+        f"**Not a challenge set for class {code}**: whatever its title, its goal or numbers differ from every "
+        "challenge set there, so it does not count there."
+    )
+
+
+def numbers_digest(s: Session) -> str:
+    """A fingerprint of the numbers a solve hands in: every matrix the challenge lets the student edit, bit for bit."""
+    parts = [f"{name}:{matrix_digest(s.matrices[name])}" for name in sorted(s.challenge.editable) if name in s.matrices]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def not_own(how: str) -> str:
+    """Why a solve whose numbers arrived whole (``how``: "a link"...) is not handed in, and what to do instead."""
+    return (
+        f"these numbers arrived whole, by {esc(how, 80)}, so they are not your own work since the challenge started "
+        "in this browser. Editing from here is fine, to explore; to hand in, press Restart on the Challenges page and "
+        "reach the goal with your own edits."
+    )
 
 
 def report(s: Session, progress: Progress) -> None:
@@ -140,7 +220,11 @@ def report(s: Session, progress: Progress) -> None:
         if not exc.field:  # the database, not the challenge: quietly, and again next run (the log has it)
             said.pop((who.code, cid), None)
             return
-        say("board.handin", "warning", f"Your class board does not follow this challenge: {esc(exc.message, 300)}.")
+        say(
+            "board.handin",
+            "warning",
+            f"Your class board does not follow this challenge: {esc(_clause(exc.message), 300)}.",
+        )
 
 
 def standing(p: Progress) -> str:
@@ -148,7 +232,7 @@ def standing(p: Progress) -> str:
     if p.blocked or p.value is None:
         return "does not count (locked matrix or options changed)"
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
-    return f"{'✓ ' if p.met else ''}{p.value:.4g}{rows}"
+    return f"{'✓ ' if p.met else ''}{p.value:.6g}{rows}"
 
 
 def assign(code: str, challenge: Challenge, link: str) -> None:
@@ -166,7 +250,7 @@ def assign(code: str, challenge: Challenge, link: str) -> None:
 
 
 def manage(code: str, action: str) -> None:
-    """Rename or remove the student picked in the teacher's box, or close the class ``code``."""
+    """Rename the student picked in the teacher's box, ask before removing them, or close the class ``code``."""
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -175,30 +259,92 @@ def manage(code: str, action: str) -> None:
         if action == "rename":
             new = str(st.session_state.get(keys.BOARD_RENAME, ""))
             board.rename(code, name, new)
+            st.session_state[keys.BOARD_RENAME] = ""  # the box starts empty for the next rename
+            st.session_state[keys.BOARD_WHO] = None
             done_md = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
         elif action == "remove":
-            board.remove(code, name)
-            done_md = f"{quoted(name, 60)} was taken out of class {code}, with her solves."
+            if not name:
+                raise BoardError("Choose a student first.", field="display name")
+            st.session_state[PENDING] = (code, name)  # asked first: the page shows "Remove … ?"
+            return
         else:
             board.close_class(code)
-            done_md = f"Class {code} is closed: nobody can join it or hand in any more; its board stays here."
+            done_md = (
+                f"Class {code} is closed: nobody can join it or hand in any more, and every teacher page showing it "
+                "has ended its session on it. Its board stays readable: show it again with its code."
+            )
     except AttentionError as exc:
-        say("board.manage", "error", f"{esc(exc.message, 300)} Nothing changed.")
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     say("board.manage", "success", done_md)
 
 
-def unlock_from_address(value: str) -> None:
-    """Give back the teacher page for one class to a browser whose address carries that class's signed teacher link
-    (a reload, a replica restart): that class only, until the link is older than the board allows; opening or
-    showing another class needs the key typed."""
-    board = classboard.board()
-    if board is None:
+def remove(code: str, yes: bool) -> None:
+    """The answer to "Remove … ?": take the student out (Undo brings them back), or leave everything as it was."""
+    board, pending = classboard.board(), st.session_state.pop(PENDING, None)
+    if board is None or not classboard.may_manage(code) or not pending or pending[0] != code:
+        return
+    if not yes:
+        say("board.manage", "info", f"{quoted(pending[1], 60)} stays in class {code}. Nothing changed.")
         return
     try:
-        code = board.check_teacher_link(value)
+        st.session_state[REMOVED] = board.remove(code, pending[1])
     except AttentionError as exc:
-        say("board.teacher", "warning", esc(exc.message, 300))
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
-    st.session_state[LINK_CLASS] = code
-    st.session_state[SHOWN_CLASS] = code
+    st.session_state[keys.BOARD_WHO] = None
+    say("board.manage", "success", f"{quoted(pending[1], 60)} was taken out of class {code}, with every solve.")
+
+
+def undo_remove(code: str) -> None:
+    """Bring back the student last removed from class ``code``, with their solves and progress."""
+    board, removed = classboard.board(), st.session_state.get(REMOVED)
+    if board is None or not classboard.may_manage(code) or removed is None or removed.code != code:
+        return
+    try:
+        board.undo_remove(removed)
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
+        return
+    st.session_state.pop(REMOVED, None)
+    say("board.manage", "success", f"{quoted(removed.name, 60)} is back in class {code}, with every solve.")
+
+
+def _clause(text: str) -> str:
+    """A message without its closing full stop, to be followed by one of ours (never "..")."""
+    return text.rstrip().rstrip(".")
+
+
+def show(code: str) -> None:
+    """Show class ``code`` (named by the page's address after a reload) when it exists; else nothing changes."""
+    board = classboard.board()
+    if board is None or not classboard.key_session():
+        return
+    try:
+        board.title(code)
+    except AttentionError:
+        return
+    _show(code)
+
+
+def shown_class() -> str | None:
+    """The class the teacher page shows, or None; a class closed since this page began showing it ends its session
+    here (every teacher page showing it, in any browser), with a word."""
+    board, code = classboard.board(), st.session_state.get(SHOWN_CLASS)
+    if board is None or not code:
+        return None
+    try:
+        closed = board.closed_at(code)
+    except AttentionError:
+        return code
+    began = st.session_state.get(SHOWN_AT)
+    if closed is None or (began is not None and began > closed):
+        return code
+    st.session_state.pop(SHOWN_CLASS, None)
+    say(
+        "board.class",
+        "info",
+        f"Class {code} was closed at {closed.strftime('%H:%M')} UTC, so this page's session on it ended. Its board "
+        "stays readable: show it again with its code.",
+    )
+    return None

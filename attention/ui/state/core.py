@@ -67,6 +67,14 @@ def touch(s: Session) -> None:
     s.held.clear()
 
 
+def arrived_whole(how: str) -> None:
+    """Mark the running challenge's numbers as arrived whole (``how``: "trained weights", "an imported matrix"...),
+    not reached by the learner's own edits: from now until Start or Restart, a solve is not handed in."""
+    s = get()
+    if s.challenge is not None and not s.arrived:
+        s.arrived = how
+
+
 def replace_session(new: Session, keep_grids: bool = False) -> None:
     """A new state, keeping what the fields' declarations say survives a preset change (:func:`parts.carry`: the
     pin, the display digits and open tabs, the explained cell while it fits, the Learn page's settings and its last

@@ -10,7 +10,7 @@ from ... import names
 from ..core.session import Session, get
 from . import reshapes
 from .challenges import refuse_any_locked, refuse_locked
-from .core import say, touch
+from .core import arrived_whole, say, touch
 
 
 def edit_cells(name: str, values: Mapping[tuple[int, int], float]) -> dict[tuple[int, int], float]:
@@ -69,6 +69,7 @@ def replace_matrix(name: str, value: np.ndarray) -> bool:
         return False
     s = get()
     s.matrices[name] = np.array(value, dtype=np.float64)
+    arrived_whole("an imported matrix (a file or a paste)")
     s.version += 1
     touch(s)
     return True

@@ -14,7 +14,7 @@ from ..core.learned import Learned
 from ..core.session import get, identical
 from . import reshapes
 from .challenges import refuse_any_locked, refuse_locked, refused_while_playing
-from .core import say, touch
+from .core import arrived_whole, say, touch
 
 
 def set_learn(**changes: object) -> None:
@@ -56,6 +56,7 @@ def use_learned() -> None:
         return
     for k, v in trained.items():
         s.matrices[k] = np.array(v, dtype=np.float64)
+    arrived_whole("trained weights (Use these weights)")
     s.version += 1
     touch(s)
     say(

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core.compute import matrix_digest
 from ..core.session import Pinned, get, is_unedited, preset_label
-from .core import touch
+from .core import arrived_whole, touch
 
 
 def pin() -> None:
@@ -23,6 +23,7 @@ def swap_pin() -> None:
     if s.pin is None:
         return
     now = Pinned(s.tokens, dict(s.matrices), s.options, "the state before the swap")
+    arrived_whole("the pinned state A (Swap)")
     s.tokens, s.matrices, s.options = s.pin.tokens, {k: v.copy() for k, v in s.pin.matrices.items()}, s.pin.options
     s.pin = now
     s.version += 1
