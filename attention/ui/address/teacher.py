@@ -15,11 +15,11 @@ from ...errors import AttentionError
 from ...io.board import LINK_HOURS, normal_code
 from ..core import classboard
 from ..core.settings import server_settings
+from ..state import board as state_board
 from . import membership
 
 COOKIE = "attention_teacher"
 PARAM = "class"  # the class the teacher page shows (the same name a hand-in link names its class by)
-WRITE = classboard.PASS_WRITE
 
 
 def restore() -> str | None:
@@ -33,15 +33,15 @@ def restore() -> str | None:
     try:
         board.check_teacher_pass(value, server_settings().teacher_key or "")
     except AttentionError as exc:
-        st.session_state[WRITE] = ""  # a stale cookie is cleared
+        state_board.teacher_kept(False)  # a stale cookie is cleared
         return exc.message
-    st.session_state[classboard.TEACHER] = True
+    state_board.teacher_kept(True)
     return None
 
 
 def draw() -> None:
     """Write the pending cookie, if any (a one-line script: Streamlit itself sets no cookie)."""
-    value = st.session_state.pop(WRITE, None)
+    value = state_board.take_teacher_cookie()
     if value is not None:
         hours = LINK_HOURS if value else 0
         membership.script(membership.cookie_text(value, classboard.https(), COOKIE, hours))

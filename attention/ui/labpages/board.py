@@ -20,7 +20,7 @@ from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..state import board as board_state
 from ..state import core as state_core
-from ..widgets.common import show_messages
+from ..widgets.common import bind, show_messages
 
 REFRESH_S = 5  # the board redraws itself this often while the page is open
 NO_BUILTIN = "(none: a link of my own)"
@@ -275,7 +275,7 @@ def join_box() -> None:
     membership.keep_in_cookie()
     joining = membership.join_code()  # a join link: the box starts with its class code
     if joining and (who is None or who.code != joining) and not st.session_state.get(keys.BOARD_CODE):
-        st.session_state[keys.BOARD_CODE] = joining
+        bind(keys.BOARD_CODE, joining)
     show_messages("board.join")  # above the box: seen whether it is open or folded
     show_messages("board.handin")
     if who is not None and who.from_cookie:  # a shared computer: the previous student's membership, maybe

@@ -47,6 +47,20 @@ def join() -> None:
     say("board.join", "success", f"You joined class {code} as {quoted(' '.join(name.split()), 60)}.")
 
 
+def teacher_kept(valid: bool) -> None:
+    """This browser's kept teacher key was read: it checks out (the teacher page is this session's), or it no longer
+    counts (too old, another key) and the page clears its cookie."""
+    if valid:
+        st.session_state[TEACHER] = True
+    else:
+        st.session_state[PASS_WRITE] = ""
+
+
+def take_teacher_cookie() -> str | None:
+    """The teacher cookie's value the page has to write ("" clears it), taken once; None when there is none."""
+    return st.session_state.pop(PASS_WRITE, None)
+
+
 def name_class(code: str) -> None:
     """The address names class ``code`` (a hand-in link's): the page says whether its challenge is set there."""
     st.session_state[NAMED] = code
