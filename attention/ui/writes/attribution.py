@@ -62,20 +62,10 @@ def digits() -> int | None:
 
 
 def held(att: Attribution) -> str:
-    """What the final norm's held scale is, and why holding it makes the logit a sum."""
+    """How this model reads its logits, and what is held to split the logit into parts (the same words as the Logit
+    lens: :mod:`attention.ui.modelpages.readout`)."""
     c = runs.model().config
-    if c.attention_only:
-        return (
-            "This model has no final norm: the logit is the last stream times the unembedding, so it splits exactly "
-            "into what each part wrote into the stream."
-        )
-    what = "standard deviation (LayerNorm)" if c.norm == "layernorm" else "root mean square (RMSNorm)"
-    return (
-        f"**The final norm's scale is held** at its value at this position: it divides the stream by its {what}, "
-        f"here {att.scale:.6g}. With that number fixed, the norm and the unembedding are a straight line from the "
-        "stream to the logit, so the logit splits into what each part wrote into the stream (its share, below). A "
-        "part's share is what it adds through that fixed scale, not what the logit would be without it."
-    )
+    return readout.read_off(c) + " " + readout.attribution_rule(c, att.scale)
 
 
 def the_sum(att: Attribution, position: int, fmt) -> str:  # noqa: ANN001 - a str.format
