@@ -496,10 +496,13 @@ def describe(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allow
     kinds = np.where((top == 0) & (kinds == "another token"), "the first token", kinds)
     names, counts = np.unique(kinds, return_counts=True)
     commonest = names[np.argmax(counts)]
-    r, c = np.unravel_index(np.argmax(v), v.shape)
+    choice = np.isfinite(v).sum(axis=1) > 1  # (n_r,): rows with a choice (a causal first row holds one cell)
+    pick = np.where(choice[:, None], v, -np.inf) if choice.any() else v
+    r, c = np.unravel_index(np.argmax(pick), v.shape)
     return (
         f"{len(rows)} rows × {len(cols)} columns. {counts.max()} of {live.size} rows put their largest value on "
-        f"{commonest}. The largest: {values[r, c]:.3g} at row {r + 1} ({rows[r]}), column {c + 1} ({cols[c]})."
+        f"{commonest}. The largest{' of a row with a choice' if choice.any() and not choice.all() else ''}: "
+        f"{values[r, c]:.3g} at row {r + 1} ({rows[r]}), column {c + 1} ({cols[c]})."
     )
 
 
@@ -524,10 +527,15 @@ def _image(
             "baseline": "top",
             "width": {"expr": "width"},
             "height": {"expr": "height"},
-            "aria": False,
+            "aria": True,  # the picture is what a screen reader is told of: its description below
             "tooltip": None,
         },
-        "encoding": {"url": {"field": "url", "type": "nominal"}, "x": {"value": 0}, "y": {"value": 0}},
+        "encoding": {
+            "url": {"field": "url", "type": "nominal"},
+            "x": {"value": 0},
+            "y": {"value": 0},
+            "description": {"value": ""},  # filled in below, once the words are written
+        },
     }
     cells = _cells_layer(position, colour, 0, style.select)
     cells["mark"] = {"type": "rect", "fillOpacity": 0, "strokeOpacity": 0, "aria": False}
@@ -541,6 +549,7 @@ def _image(
     spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)
     about = ". ".join(p for p in (style.title, style.subtitle) if p)
     spec["description"] = f"Heatmap{': ' + about if about else ''}. " + describe(values, rows, cols, allowed)
+    picture["encoding"]["description"]["value"] = spec["description"]  # the image's own label (an svg's aria-label)
     if style.select:
         spec["params"].append(_cell_selection())
     return spec
