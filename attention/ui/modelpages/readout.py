@@ -67,6 +67,12 @@ def lens_rule(c: Config) -> str:
     )
 
 
+def has_biases(c: Config) -> bool:
+    """Whether Attribution's "biases" part can be other than 0: W_o's and the MLPs' biases, or a LayerNorm's shift
+    (the final norm's β). W_q's, W_k's and W_v's biases act inside the heads and are in the heads' shares."""
+    return c.bias or (not c.attention_only and c.norm == "layernorm")
+
+
 def attribution_rule(c: Config, scale: float) -> str:
     """What Attribution holds to split the logit into parts, and why that makes it a sum: the final norm's scale at
     this position (``scale``), and on a model with post-attention norms, each one's scale at its layer's output."""
