@@ -19,6 +19,7 @@ from attention.model import builtin, families
 from attention.model.config import Config
 from attention.ui.core import keys
 from attention.ui.modelpages import every_head, readout
+from attention.ui.writes import attribution
 from tests.helpers.apptest import goto, journey, no_exception, session, texts
 
 SHIPPED = builtin("induction")
@@ -56,6 +57,10 @@ def test_each_familys_read_out_and_groups_are_said_as_its_config_json_has_them(f
     assert "**The final norm's scale is held** at its value at this position" in said["attribution"]
     assert "here 1.5" in said["attribution"]
     assert ("post-attention norm" in said["attribution"]) == c.post_norms
+    # Attribution's sum names a "biases" part only when the model has one: W_o's or the MLP's biases, or the shift
+    # of a LayerNorm (the final norm's β); an MLPs part, since every family here has MLPs
+    biased = layernorm or bool(raw.get("attention_bias")) or bool(raw.get("mlp_bias"))
+    assert readout.has_biases(c) == biased and not c.attention_only
     heads = raw.get("num_attention_heads", raw.get("n_head"))
     kv = raw.get("num_key_value_heads") or heads
     assert (c.n_heads, c.kv_heads) == (heads, kv)
@@ -74,6 +79,9 @@ def test_the_shipped_model_is_said_to_have_no_final_norm_on_both_pages() -> None
         assert "This model has no final norm" in said[page], said[page]
         assert "final norm's scale is held" not in said[page] and "LayerNorm" not in said[page]
     assert "through the unembedding" in said["lens"] and "final norm and the unembedding" not in said["lens"]
+    biases = [k for k in SHIPPED.params if k.split(".")[-1].startswith("b")]
+    assert not readout.has_biases(c) and not biases, biases  # the weights hold no bias: none is said
+    assert attribution.mlps_note(c).endswith("(it has no biases).")
 
 
 def _md(at) -> str:
