@@ -510,8 +510,10 @@ def _image(
     values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: Style, allowed: np.ndarray | None
 ) -> dict:
     """The cell-by-cell heatmap of :func:`_cells` drawn as one image: the same axes, colour scale, legend, title and
-    size; the cells one PNG stretched over the plot, unsmoothed; a transparent rect a cell on top carries the same
-    tooltip (and the click selection "cell" when ``style.select``); the spec's description says what it shows."""
+    size; the cells one PNG stretched over the plot, unsmoothed; a transparent rect on each unmasked cell carries the
+    same tooltip (and the click selection "cell" when ``style.select``); masked cells are grey in the picture and
+    carry no mark (half of a causal head's cells: half the marks to draw); the spec's description says what it
+    shows."""
     colour = style.colour or colour_for(style.kind, values, allowed)
     n_r, n_c = values.shape
     position = _positions(rows, cols, style.row_title, style.col_title, n_c)
@@ -540,15 +542,12 @@ def _image(
     cells = _cells_layer(position, colour, 0, style.select)
     cells["mark"] = {"type": "rect", "fillOpacity": 0, "strokeOpacity": 0, "aria": False}
     cells["encoding"]["color"]["legend"] = None  # the legend is the scale layer's
-    layers = [picture, _scale_layer(position, colour), cells]
-    if allowed is not None and not allowed.all():
-        masked = _masked_layer(position, 0)
-        masked["mark"] = {"type": "rect", "fillOpacity": 0, "strokeOpacity": 0, "aria": False}
-        layers.append(masked)
+    layers = [picture, _scale_layer(position, colour), cells]  # masked cells: grey in the picture, no mark of their own
     df = _long_form(values, rows, cols, allowed, kind=style.kind, digits=style.digits)
     spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)
     about = ". ".join(p for p in (style.title, style.subtitle) if p)
-    spec["description"] = f"Heatmap{': ' + about if about else ''}. " + describe(values, rows, cols, allowed)
+    grey = " Grey cells are masked." if allowed is not None and not allowed.all() else ""
+    spec["description"] = f"Heatmap{': ' + about if about else ''}. " + describe(values, rows, cols, allowed) + grey
     picture["encoding"]["description"]["value"] = spec["description"]  # the image's own label (an svg's aria-label)
     if style.select:
         spec["params"].append(_cell_selection())
