@@ -311,7 +311,7 @@ def scores_chart(owner: str, kind: str) -> str:
 
 def scores_table(owner: str) -> str:
     """The expander of every head's role and score as a table, under the grids named ``owner``."""
-    return f"{owner}.table"
+    return f"open.{owner}.table"
 
 
 WATCH_SNAPSHOT = "inside.w.snapshot"
