@@ -12,7 +12,10 @@ region cell by cell on the whole matrix's colour scale.
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -90,7 +93,9 @@ class Style:
     at 0, "diff" the same with a sign written before each value; ``colour`` gives the scale instead (one scale for
     several charts). ``digits``: significant digits written in the cells (tooltips always show full precision).
     ``select`` adds a click selection "cell" (fields query and key) to a cell-by-cell heatmap; blocks are not
-    selectable. ``row_height`` (px) sets the rows' height (the blocks' for a pooled heatmap)."""
+    selectable. ``row_height`` (px) sets the rows' height (the blocks' for a pooled heatmap). ``image`` draws the
+    cells as one picture (:func:`_image`) instead of a mark each, beyond TEXT_MAX rows or columns (up to it the
+    numbers are written in the cells): for pages that show many heatmaps at once."""
 
     kind: str = "weights"
     title: str = ""
@@ -101,6 +106,7 @@ class Style:
     select: bool = False
     colour: Colour | None = None
     row_height: int | None = None
+    image: bool = False
 
     def but(self, **changes: object) -> Style:
         """This style with ``changes`` (``dataclasses.replace``)."""
@@ -142,6 +148,8 @@ def heatmap(
     rows, cols = token_labels(rows), token_labels(cols)  # axis labels must be unique
     if window is not None:
         return _window(values, rows, cols, style, allowed, window)
+    if style.image and TEXT_MAX < max(values.shape) <= RECT_MAX:  # small ones keep their numbers in the cells
+        return _image(values, rows, cols, style, allowed)
     if max(values.shape) <= RECT_MAX:
         return _cells(values, rows, cols, style, allowed)
     return _blocks(values, style, allowed)
@@ -436,3 +444,122 @@ def _window(
         win_allowed,
         offset=(r0, c0),
     )
+
+
+# A heatmap as one image. Every head draws dozens of heatmaps at once; a mark per cell cost the browser about a second
+# a layer (30 × 9 heads at 32 tokens). Here the cells are one PNG made in numpy, drawn by one image mark; the axes, the
+# legend and the title are Vega's as before; a transparent layer with no fill drawn names each cell in its tooltip.
+
+
+def rgb(values: np.ndarray, colour: Colour, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Each cell's colour on ``colour``'s scale, as Vega draws it (``interpolate: "rgb"``, clamped): the value placed
+    between the domain's stops, then between the anchor colours spread evenly; masked or non-finite cells grey.
+    Returns (n_r, n_c, 3) uint8."""
+    stops = np.linspace(0.0, 1.0, len(colour.domain))
+    t = np.interp(values, colour.domain, stops)  # (n_r, n_c): clamped to [0, 1]; NaN stays NaN
+    anchors = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in colour.colours], dtype=np.float64)
+    at = np.linspace(0.0, 1.0, len(anchors))  # (k,): where each anchor colour sits
+    out = np.stack([np.interp(t, at, anchors[:, ch]) for ch in range(3)], axis=-1)  # (n_r, n_c, 3)
+    grey = [int(MASKED_COLOR[i : i + 2], 16) for i in (1, 3, 5)]
+    off = ~np.isfinite(values) if allowed is None else ~np.isfinite(values) | ~allowed
+    out[off] = grey
+    return np.rint(out).astype(np.uint8)
+
+
+def png(pixels: np.ndarray) -> bytes:
+    """An (h, w, 3) uint8 picture as PNG bytes: 8-bit RGB, each row unfiltered, one zlib stream (the PNG format's
+    smallest valid form; a heatmap's few colours compress well)."""
+    h, w, _ = pixels.shape
+    raw = np.concatenate([np.zeros((h, 1), np.uint8), pixels.reshape(h, w * 3)], axis=1).tobytes()  # filter 0 a row
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # width, height, 8-bit RGB, deflate, no filter or interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+
+
+def data_url(pixels: np.ndarray) -> str:
+    """The picture as a ``data:image/png`` address (inline: nothing is fetched)."""
+    return "data:image/png;base64," + base64.b64encode(png(pixels)).decode("ascii")
+
+
+def describe(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allowed: np.ndarray | None = None) -> str:
+    """A heatmap in words, for a reader who cannot see it: its size, where most rows put their largest value (the
+    token before, the row's own token, the first token, or elsewhere), and its largest cell."""
+    v = np.where(np.isfinite(_unmasked(values, allowed)), values, -np.inf)  # (n_r, n_c)
+    live = np.flatnonzero(np.isfinite(v).any(axis=1))  # rows with a cell to read
+    if live.size == 0:
+        return f"{len(rows)} rows × {len(cols)} columns, every cell masked."
+    top = np.argmax(v[live], axis=1)  # (rows,): each row's largest column
+    kinds = np.where(top == live - 1, "the token before", np.where(top == live, "its own token", "another token"))
+    kinds = np.where((top == 0) & (kinds == "another token"), "the first token", kinds)
+    names, counts = np.unique(kinds, return_counts=True)
+    commonest = names[np.argmax(counts)]
+    choice = np.isfinite(v).sum(axis=1) > 1  # (n_r,): rows with a choice (a causal first row holds one cell)
+    pick = np.where(choice[:, None], v, -np.inf) if choice.any() else v
+    r, c = np.unravel_index(np.argmax(pick), v.shape)
+    return (
+        f"{len(rows)} rows × {len(cols)} columns. {counts.max()} of {live.size} rows put their largest value on "
+        f"{commonest}. The largest{' of a row with a choice' if choice.any() and not choice.all() else ''}: "
+        f"{values[r, c]:.3g} at row {r + 1} ({rows[r]}), column {c + 1} ({cols[c]})."
+    )
+
+
+def _image(
+    values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: Style, allowed: np.ndarray | None
+) -> dict:
+    """The cell-by-cell heatmap of :func:`_cells` drawn as one image: the same axes, colour scale, legend, title and
+    size; the cells one PNG stretched over the plot, unsmoothed; a transparent rect on each unmasked cell carries the
+    same tooltip (and the click selection "cell" when ``style.select``); masked cells are grey in the picture and
+    carry no mark (half of a causal head's cells: half the marks to draw); the spec's description says what it
+    shows."""
+    colour = style.colour or colour_for(style.kind, values, allowed)
+    n_r, n_c = values.shape
+    position = _positions(rows, cols, style.row_title, style.col_title, n_c)
+    position["x"]["scale"] = {"domain": list(cols)}  # the axes no longer follow the data: the image layer has none
+    position["y"]["scale"] = {"domain": list(rows)}
+    picture = {
+        "data": {"values": [{"url": data_url(rgb(values, colour, allowed))}]},
+        "mark": {
+            "type": "image",
+            "aspect": False,
+            "smooth": False,
+            "align": "left",
+            "baseline": "top",
+            "width": {"expr": "width"},
+            "height": {"expr": "height"},
+            "aria": True,  # the picture is what a screen reader is told of: its description below
+            "tooltip": None,
+        },
+        "encoding": {
+            "url": {"field": "url", "type": "nominal"},
+            "x": {"value": 0},
+            "y": {"value": 0},
+            "description": {"value": ""},  # filled in below, once the words are written
+        },
+    }
+    cells = _cells_layer(position, colour, 0, style.select)
+    cells["mark"] = {"type": "rect", "fillOpacity": 0, "strokeOpacity": 0, "aria": False}
+    cells["encoding"]["color"]["legend"] = None  # the legend is the scale layer's
+    layers = [picture, _scale_layer(position, colour), cells]  # masked cells: grey in the picture, no mark of their own
+    df = _long_form(values, rows, cols, allowed, kind=style.kind, digits=style.digits)
+    spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)
+    about = ". ".join(p for p in (style.title, style.subtitle) if p)
+    grey = " Grey cells are masked." if allowed is not None and not allowed.all() else ""
+    spec["description"] = f"Heatmap{': ' + about if about else ''}. " + describe(values, rows, cols, allowed) + grey
+    picture["encoding"]["description"]["value"] = spec["description"]  # the image's own label (an svg's aria-label)
+    if style.select:
+        spec["params"].append(_cell_selection())
+    return spec
+
+
+def _scale_layer(position: dict, colour: Colour) -> dict:
+    """The colour legend, from one invisible cell per stop of the domain (the image carries no scale of its own)."""
+    first = {"query": position["y"]["scale"]["domain"][0], "key": position["x"]["scale"]["domain"][0]}
+    legend_of = _cells_layer(position, colour, 0, False)["encoding"]["color"]
+    return {
+        "data": {"values": [{**first, "value": v} for v in colour.domain]},
+        "mark": {"type": "rect", "opacity": 0, "aria": False, "tooltip": None},
+        "encoding": {"x": position["x"], "y": position["y"], "color": legend_of},
+    }

@@ -117,12 +117,16 @@ def test_the_attribution_on_the_shipped_model_against_a_forward_pass_by_hand() -
     # the journey's step 2: layer 2 · head 1 has the largest share
     assert np.unravel_index(np.argmax(shares), shares.shape) == (1, 0)
     assert "The largest share of a head: layer 2 · head 1" in md
-    said = re.search(r"embeddings (\S+) \+ biases (\S+) \+ Σ heads (\S+) \+ Σ MLPs (\S+) = (\S+), the logit", md)
+    # the parts this model has (no biases, no MLPs: none written as a 0 it does not have)
+    said = re.search(r"embeddings (\S+) \+ Σ heads (\S+) = (\S+), the logit", md)
     assert said, md
-    for shown, value in zip(said.groups(), (embedded, 0.0, shares.sum(), 0.0, logit), strict=True):
+    for shown, value in zip(said.groups(), (embedded, shares.sum(), logit), strict=True):
         _within_its_digits(shown, value)
+    assert "biases" not in said.group(0) and "MLPs" not in said.group(0)
     assert "This model has no final norm" in md
-    assert "This model is attention-only: it has no MLPs" in " ".join(texts(at.caption))
+    assert "This model is attention-only: it has no MLPs; the heads and the embeddings are all (it has no biases)." in (
+        " ".join(texts(at.caption))
+    )
 
 
 def test_a_position_and_a_token_chosen_change_the_numbers_and_every_heads_position() -> None:

@@ -1,15 +1,26 @@
 """Real headless Chromium: Every head on a 30 × 9-head model (SmolLM2-135M's shape, narrow, made here) on a 30-token
 text, at 1280 × 720 and 1400 × 1000: the three score grids and one layer's nine heads pass the visible checks (a
 readable box, 12 px text, nothing cut or clipped, pixels not blank), every head's title is whole, and each head's
-cells are at least 10 px wide; axe-core finds no critical or serious violation."""
+cells are at least 10 px wide; each head is one image (its cells drawn as a picture) of a readable size, its pixels not
+blank, labelled with a description of its pattern, and pointing at a cell names it in a tooltip; axe-core finds no
+critical or serious violation."""
 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
-from tests.helpers.browser import SHOTS, check, guarded_context, settle, streamlit_server, wait_readable
+from tests.helpers.browser import (
+    SHOTS,
+    blank_pixels,
+    check,
+    guarded_context,
+    settle,
+    streamlit_server,
+    wait_readable,
+)
 from tests.helpers.visible import CANVAS_HOOK, check_page, stable_charts
 
 N = 30  # tokens
@@ -50,10 +61,53 @@ def test_a_wide_models_grids_and_one_layers_heads_are_readable(browser, served, 
         narrow = [(c["title"], round(c["plotW"] / N, 1)) for c in heads if c["plotW"] / N < CELL_PX]
         assert not narrow, narrow
         assert [c["title"] for c in found[:3]] == ["previous-token score", "induction score", "first-token sink score"]
+        problems = [p for k in range(3, 12) if (p := _image_problem(pg, k))]
+        assert not problems, "\n".join(problems)
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.locator("[data-testid='stVegaLiteChart']").nth(3).scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"wide_model_heads_{viewport[0]}.png"))
+        tip = _tooltip_at(pg, 3, row=N - 1, col=N // 2)
+        # the cell under the pointer, named: its row and column (1-based) and its weight
+        assert re.search(rf"\brow\s+{N - 1}\b", tip) and re.search(rf"\bcol\s+{N // 2}\b", tip), tip
+        assert "weight (full precision)" in tip, tip
         check(pg, axe_script, f"every_head on a 30 × 9-head model at {viewport[0]}")
+
+
+IMAGE = "svg.marks image"  # a head's cells, drawn as one picture
+
+
+def _image_problem(pg, index: int) -> str | None:
+    """Why chart ``index``'s picture of the cells is not readable, or None: one image, at least CELL_PX a cell each
+    way, its pixels not blank, and a description naming the head and its pattern."""
+    chart = pg.locator("[data-testid='stVegaLiteChart']").nth(index)
+    images = chart.locator(IMAGE)
+    if images.count() != 1:
+        return f"chart {index}: {images.count()} images"
+    chart.scroll_into_view_if_needed()
+    box = images.first.bounding_box()
+    if box is None or box["width"] < N * CELL_PX or box["height"] < N * CELL_PX:
+        return f"chart {index}: image box {box}"
+    png = pg.screenshot(clip=box)
+    blank = blank_pixels(png)
+    if blank:
+        return f"chart {index}: image {blank}"
+    label = images.first.evaluate("(e) => e.closest('[aria-label]')?.getAttribute('aria-label') || ''")
+    if not label.startswith("Heatmap: layer 1 · head") or "rows put their largest value on" not in label:
+        return f"chart {index}: description {label!r}"
+    return None
+
+
+def _tooltip_at(pg, index: int, row: int, col: int) -> str:
+    """The tooltip shown when the pointer rests on cell (row, col), 1-based, of chart ``index``'s picture."""
+    image = pg.locator("[data-testid='stVegaLiteChart']").nth(index).locator(IMAGE).first
+    image.scroll_into_view_if_needed()
+    box = image.bounding_box()
+    x = box["x"] + (col - 0.5) * box["width"] / N
+    y = box["y"] + (row - 0.5) * box["height"] / N
+    pg.mouse.move(x, y)
+    tip = pg.locator("#vg-tooltip-element")
+    tip.wait_for(state="visible", timeout=5000)
+    return tip.inner_text()
 
 
 def test_one_token_across_layers_on_the_wide_model(browser, served, axe_script) -> None:  # noqa: F811

@@ -118,7 +118,7 @@ def ablate_value(s: Session) -> tuple[Ablation, ...] | None:
 def at_value(s: Session) -> int | None:
     """The ``at``: the position the model pages predict from, counted from 1, when it is not the text's default."""
     here = _travelling(s)
-    moved = here is not None and here.position != inside.default_position(here.ids)
+    moved = here is not None and here.position != inside.default_position(here.model, here.ids)
     return here.position + 1 if moved else None
 
 

@@ -371,10 +371,10 @@ INSIDE: dict[str, Lab] = {
             "pages/19_logit_lens.py",
             "Logit lens",
             "Inside a model: the logit lens",
-            "The model reads its prediction off the last layer's stream, through the final norm and the "
-            "unembedding. Read **every** layer's stream the same way, as if no layer came after it, and you see the "
-            "prediction form: which tokens each layer favours, and at which layer the final answer first comes out "
-            "on top. Choose a position (the same one Every head predicts from) and a token to follow.",
+            "The model reads its prediction off the last layer's stream, through its unembedding (after a final "
+            "norm, when it has one). Read **every** layer's stream the same way, as if no layer came after it, and "
+            "you see the prediction form: which tokens each layer favours, and at which layer the final answer first "
+            "comes out on top. Choose a position (the same one Every head predicts from) and a token to follow.",
         ),
         Lab(
             "attribution",
@@ -382,9 +382,9 @@ INSIDE: dict[str, Lab] = {
             "Attribution",
             "Inside a model: each head's share",
             "Every head and every MLP adds its output to the stream, and the logit of a token is read off the sum. "
-            "Hold the final norm's scale fixed and the logit splits exactly into what each part wrote: each head "
-            "(its output through W_o), each MLP, the embeddings and the biases. Which heads make this prediction? "
-            "Click one in the heatmap to open it on the step pages and edit it.",
+            "Hold the final norm's scale fixed (when the model has one) and the logit splits exactly into what each "
+            "part wrote: each head (its output through W_o), each MLP, the embeddings and the biases. Which heads "
+            "make this prediction? Click one in the heatmap to open it on the step pages and edit it.",
         ),
         Lab(
             "patching",

@@ -311,6 +311,11 @@ def scores_chart(owner: str, kind: str) -> str:
     return f"{owner}.{kind}"
 
 
+def scores_table(owner: str) -> str:
+    """The expander of every head's role and score as a table, under the grids named ``owner``."""
+    return f"open.{owner}.table"
+
+
 WATCH_SNAPSHOT = "inside.w.snapshot"
 WATCH_TRAIN, WATCH_CANCEL, WATCH_OPEN = "inside.learn.train", "inside.learn.cancel", "inside.learn.open"
 

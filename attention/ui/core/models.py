@@ -156,6 +156,15 @@ def ready_made(model_id: str) -> dict[str, tuple[int, ...]]:
     return _ready_made()
 
 
+def start_position(model_id: str, ids: tuple[int, ...]) -> int:
+    """Where the model pages start reading a text (0-based): on a ready-made repeated text, the first position of its
+    second half, whose next token is the first an induction head can copy; on any other text the last position, the
+    prediction of what comes after it."""
+    if tuple(ids) in ready_made(model_id).values():
+        return min(len(ids) // 2, len(ids) - 1)
+    return len(ids) - 1
+
+
 def pairs(model_id: str) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
     """Ready-made (clean, corrupted) pairs for the Patching page, by label: each ready-made repeated text (else the
     text the model starts on) as the clean one, and the same with the last token of its first half changed to the

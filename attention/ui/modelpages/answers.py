@@ -57,10 +57,15 @@ def last_change() -> str:
 
 
 def moved(before: runs.Measured, now: runs.Measured, change: str, position: int, pieces: Callable | None = None) -> str:
-    """One paragraph naming what the last change moved: the second half's loss, the heads whose score of their role
-    moved, the first half's loss, and the most likely next token at the chosen position."""
-    second = "repeated half" if roles.half_split(now.ids)[1] else "second half"
-    parts = [f"{change}: the loss on the {second} {_went(before.second, now.second)} nats."]
+    """One paragraph naming what the last change moved: the loss (on a repeated text, the repeated half's), the heads
+    whose score of their role moved, the first half's loss on a repeated text, and the most likely next token at the
+    chosen position."""
+    repeats = roles.half_split(now.ids)[1]  # the halves mean something only when the second copies the first
+    if repeats:
+        parts = [f"{change}: the loss on the repeated half {_went(before.second, now.second)} nats."]
+    else:
+        whole = _went(float(before.losses.mean()), float(now.losses.mean()))
+        parts = [f"{change}: the loss on the whole text {whole} nats."]
     shifts = []  # (how far, layer, head, role, before, after) of each head whose role's score moved
     for layer, head in np.ndindex(before.roles.shape):
         role = str(before.roles[layer, head])
@@ -74,7 +79,8 @@ def moved(before: runs.Measured, now: runs.Measured, change: str, position: int,
         parts.append(f"{runs.name(layer, head).capitalize()}'s {role} score {_went(a, b)}.")
     if len(shifts) > NAMED:
         parts.append(f"The scores of {len(shifts) - NAMED} other heads moved by {MOVED} or more too.")
-    parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
+    if repeats:
+        parts.append(f"On the first half it {_went(before.first, now.first)} nats.")
     pieces = pieces or runs.pieces
     (was,), (p_was,) = (np.atleast_1d(v) for v in roles.top_next(before.logits[position], 1))
     (top,), (p_top,) = (np.atleast_1d(v) for v in roles.top_next(now.logits[position], 1))
@@ -187,13 +193,21 @@ def on_position() -> None:
 
 
 def loss_metrics(now: runs.Measured, base: runs.Measured, changed: str | None) -> None:
-    """The loss on the first half, the second (or repeated) half and the whole text; with ``changed`` (what made
-    ``now`` differ from ``base``: "ablated", "edited"), each one's change from ``base`` beside it."""
+    """The loss on the whole text and, on a repeated text, on its first half and its repeated half (what an induction
+    head changes); with ``changed`` (what made ``now`` differ from ``base``: "ablated", "edited"), each one's change
+    from ``base`` beside it."""
     half, repeats = roles.half_split(now.ids)
-    n, second = len(now.ids), "repeated half" if repeats else "second half"
+    n = len(now.ids)
+    halves = (
+        [
+            (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
+            (f"Loss on the repeated half (tokens {half + 2}–{n})", now.second, base.second),
+        ]
+        if repeats
+        else []
+    )
     for label, value, was in (
-        (f"Loss on the first half (tokens 2–{half})", now.first, base.first),
-        (f"Loss on the {second} (tokens {half + 2}–{n})", now.second, base.second),
+        *halves,
         ("Loss on the whole text", float(now.losses.mean()), float(base.losses.mean())),
     ):
         delta = f"{value - was:+.2f} nats ({changed})" if changed and np.isfinite(value) else None

@@ -120,7 +120,7 @@ def show_tokens(ids: tuple[int, ...]) -> None:
     st.caption(
         f"The second half (from token {half + 1}) repeats the first: an induction head can predict it."
         if repeats
-        else f"The second half starts at token {half + 1}; it does not repeat the first."
+        else "The text does not repeat itself, so an induction head has no earlier copy to read from here."
     )
 
 
@@ -197,7 +197,9 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
     subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
     w = runs.window(layer)
     subtitle += f" · window {w}" if w and w < len(labels) else ""
-    style = charts.HEAD.but(title=runs.name(layer, head), subtitle=subtitle, row_height=rows or row_height(len(labels)))
+    style = charts.HEAD.but(
+        title=runs.name(layer, head), subtitle=subtitle, row_height=rows or row_height(len(labels)), image=True
+    )
     allowed = runs.allowed(layer, len(labels))  # (n, n): causal (and the window), True = may attend
     spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
     widgets.vega_chart(spec, width="stretch", key=keys.inside_head("chart", layer, head))

@@ -45,7 +45,7 @@ def grid_spec(values: np.ndarray, title: str, subtitle: str = "") -> dict:
         np.nan_to_num(values, nan=0.0),
         [f"layer {k + 1}" for k in range(L)],
         [f"head {k + 1}" for k in range(H)],
-        charts.Style(kind="weights", title=title, subtitle=subtitle, row_title="layer", col_title="head"),
+        charts.Style(kind="weights", title=title, subtitle=subtitle, row_title="layer", col_title="head", image=True),
     )
 
 
@@ -59,7 +59,10 @@ def scores(scores_by_kind: dict[str, np.ndarray], role_of: np.ndarray, key: str)
             note = "" if np.isfinite(values).all() else "n/a: no token of the text occurs twice"
             vega_chart(grid_spec(values, f"{kind} score", note), width="stretch", key=keys.scores_chart(key, kind))
     L, H = role_of.shape
-    with st.expander("Every head's role and score, as a table"):
+    table = st.expander("Every head's role and score, as a table", key=keys.scores_table(key), on_change="rerun")
+    if not table.open:  # built only while open: a wide model's table cost its page a grid it rarely reads
+        return
+    with table:
         cells = [
             [
                 "—"

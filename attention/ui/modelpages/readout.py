@@ -18,6 +18,7 @@ import streamlit as st
 from ... import charts
 from ...errors import AttentionError
 from ...model import Attribution, attribute, lens
+from ...model.config import Config
 from ...model.interventions import ablate
 from ...model.layers import log_softmax
 from ..core import keys, models, session
@@ -27,6 +28,73 @@ from ..widgets.common import bind
 from . import runs
 
 TOP = 5  # the lens's tokens shown per layer
+
+# How a model turns a stream into logits, in words: the one home of these sentences, so that the Logit lens and
+# Attribution say the same of a model, each from its config (whether there is a final norm, which, what is held).
+NORMS = {
+    "layernorm": "a LayerNorm (minus the mean, divided by the standard deviation, times a gain, plus a bias)",
+    "rmsnorm": "an RMSNorm (divided by the root mean square, times a gain)",
+}
+
+
+def unembedding_words(c: Config) -> str:
+    """The unembedding, said as this model has it: tied to the token embeddings or a matrix of its own."""
+    return "the unembedding (the token embeddings, transposed: tied)" if c.tied else "the unembedding (its own matrix)"
+
+
+def read_off(c: Config) -> str:
+    """How this model reads its logits off the last stream: through its final norm (which kind) and the unembedding,
+    or, with no final norm (attention-only), through the unembedding alone."""
+    if c.attention_only:
+        return f"This model has no final norm: its logits are the last stream times {unembedding_words(c)}."
+    norm, out = NORMS[c.norm], unembedding_words(c)
+    return f"This model reads its logits off the last stream through a final norm, {norm}, then {out}."
+
+
+def through(c: Config) -> str:
+    """ "through the final norm and the unembedding", or "through the unembedding" when there is no final norm."""
+    return "through the unembedding" if c.attention_only else "through the final norm and the unembedding"
+
+
+def lens_rule(c: Config) -> str:
+    """What the lens holds: nothing; each row's stream goes through the model's own read-out, its norm's scale
+    computed from that row's stream."""
+    if c.attention_only:
+        return "Each row's stream is multiplied by the unembedding, as the last one is; with no norm, nothing is held."
+    return (
+        "Each row's stream goes through the final norm and the unembedding as the last one does: the norm's scale is "
+        "computed from that row's own stream (nothing is held)."
+    )
+
+
+def has_biases(c: Config) -> bool:
+    """Whether Attribution's "biases" part can be other than 0: W_o's and the MLPs' biases, or a LayerNorm's shift
+    (the final norm's β). W_q's, W_k's and W_v's biases act inside the heads and are in the heads' shares."""
+    return c.bias or (not c.attention_only and c.norm == "layernorm")
+
+
+def attribution_rule(c: Config, scale: float) -> str:
+    """What Attribution holds to split the logit into parts, and why that makes it a sum: the final norm's scale at
+    this position (``scale``), and on a model with post-attention norms, each one's scale at its layer's output."""
+    if c.attention_only:
+        said = (
+            "With no norm, the logit is the last stream times the unembedding, so it splits exactly into what each "
+            "part wrote into the stream (its share, below); nothing is held."
+        )
+    else:
+        what = "standard deviation (LayerNorm)" if c.norm == "layernorm" else "root mean square (RMSNorm)"
+        said = (
+            f"**The final norm's scale is held** at its value at this position: it divides the stream by its {what}, "
+            f"here {scale:.6g}. With that number fixed, the norm and the unembedding are a straight line from the "
+            "stream to the logit, so the logit splits into what each part wrote into the stream (its share, below). "
+            "A part's share is what it adds through that fixed scale, not what the logit would be without it."
+        )
+    if c.post_norms:
+        said += (
+            " Each head's output also passes its layer's post-attention norm before it is added: that norm's scale is "
+            "held too, at the layer's whole attention output, so the heads of a layer add up to what it wrote."
+        )
+    return said
 
 
 @dataclass(frozen=True)

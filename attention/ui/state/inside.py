@@ -50,7 +50,7 @@ def ensure(s: Session | None = None) -> None:
     s = s or get()
     if s.inside is None:
         label, ids = next(iter(models.ready_made(models.BUILTIN).items()))
-        s.inside = Inside(models.BUILTIN, label, ids, default_position(ids))
+        s.inside = Inside(models.BUILTIN, label, ids, default_position(models.BUILTIN, ids))
 
 
 def started() -> bool:
@@ -105,9 +105,10 @@ def restore_readout(s: Session, position: int | None, token: int | None) -> str:
     return "; ".join(problems)
 
 
-def default_position(ids: tuple[int, ...]) -> int:
-    """The first position of the second half: its next token is the first one an induction head can copy."""
-    return min(len(ids) // 2, len(ids) - 1)
+def default_position(model_id: str, ids: tuple[int, ...]) -> int:
+    """Where the pages start on a text: the second half's first position on a ready-made repeated text, else the
+    last (:func:`attention.ui.core.models.start_position`)."""
+    return models.start_position(model_id, ids)
 
 
 def model_id() -> str:
@@ -127,7 +128,7 @@ def current() -> tuple[tuple[int, ...], int, tuple[Ablation, ...]]:
 
 
 def _new_text(ids: tuple[int, ...], label: str, s: Session | None = None) -> None:
-    position = default_position(ids)
+    position = default_position(now(s).model, ids)
     _set(s, ids=ids, sequence=label, position=position, message="", before=None, change="", where=None)
     _set(s, readout_message="")
     st.session_state[keys.INSIDE_POSITION] = position  # set, not dropped: a browser would send its old value back

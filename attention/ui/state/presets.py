@@ -9,7 +9,7 @@ import numpy as np
 from ... import names, rng
 from ...errors import AttentionError
 from ...io.presets import Preset
-from ..core import parts
+from ..core import models, parts
 from ..core.models import HeadRef
 from ..core.session import (
     BLANK,
@@ -99,9 +99,19 @@ def open_head(ref: HeadRef, keep_grids: bool = False) -> bool:
         say("page.notice.head", "error", f"That head could not be opened: {esc(exc.message, 300)}. Nothing changed.")
         return False
     replace_session(new, keep_grids)
-    half = len(new.tokens) // 2  # explain the first query of the second half, at the key an induction head copies
-    new.cell = (half, 1 if half > 1 and ref.ids[:half] == ref.ids[half : 2 * half] else 0)
+    new.cell = start_cell(ref, len(new.tokens))
     return True
+
+
+def start_cell(ref: HeadRef, n: int) -> tuple[int, int]:
+    """The cell the step pages explain first when a model's head opens (its query row is where the prediction panel
+    reads): the model pages' start position (:func:`attention.ui.core.models.start_position`), at the key an induction
+    head copies from when the text repeats itself (the token after the earlier copy of the query's token), else at the
+    token before it."""
+    row = min(models.start_position(ref.model_id, ref.ids), n - 1)
+    half = len(ref.ids) // 2
+    repeats = half > 0 and ref.ids[:half] == ref.ids[half : 2 * half]
+    return row, row - half + 1 if repeats and row >= half else max(row - 1, 0)
 
 
 def switch_head(where: object) -> None:

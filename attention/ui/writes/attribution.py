@@ -18,6 +18,7 @@ import streamlit as st
 
 from ... import charts
 from ...model import Attribution
+from ...model.config import Config
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
@@ -62,29 +63,23 @@ def digits() -> int | None:
 
 
 def held(att: Attribution) -> str:
-    """What the final norm's held scale is, and why holding it makes the logit a sum."""
+    """How this model reads its logits, and what is held to split the logit into parts (the same words as the Logit
+    lens: :mod:`attention.ui.modelpages.readout`)."""
     c = runs.model().config
-    if c.attention_only:
-        return (
-            "This model has no final norm: the logit is the last stream times the unembedding, so it splits exactly "
-            "into what each part wrote into the stream."
-        )
-    what = "standard deviation (LayerNorm)" if c.norm == "layernorm" else "root mean square (RMSNorm)"
-    return (
-        f"**The final norm's scale is held** at its value at this position: it divides the stream by its {what}, "
-        f"here {att.scale:.6g}. With that number fixed, the norm and the unembedding are a straight line from the "
-        "stream to the logit, so the logit splits into what each part wrote into the stream (its share, below). A "
-        "part's share is what it adds through that fixed scale, not what the logit would be without it."
-    )
+    return readout.read_off(c) + " " + readout.attribution_rule(c, att.scale)
 
 
 def the_sum(att: Attribution, position: int, fmt) -> str:  # noqa: ANN001 - a str.format
     """The sum written out: embeddings + biases + Σ heads + Σ MLPs = the logit, with the model's own logit."""
+    c = runs.model().config
     parts = att.embeddings + att.biases + float(att.heads.sum()) + float(att.mlps.sum())
+    terms = [f"embeddings {fmt(att.embeddings)}"]
+    terms += [f"biases {fmt(att.biases)}"] if readout.has_biases(c) else []
+    terms += [f"Σ heads {fmt(float(att.heads.sum()))}"]
+    terms += [] if c.attention_only else [f"Σ MLPs {fmt(float(att.mlps.sum()))}"]
     return (
-        f"**The sum.** At {readout.where(position, att.token)}: embeddings {fmt(att.embeddings)} + biases "
-        f"{fmt(att.biases)} + Σ heads {fmt(float(att.heads.sum()))} + Σ MLPs {fmt(float(att.mlps.sum()))} = "
-        f"**{fmt(parts)}**, the logit (the model's own: {fmt(att.total)})."
+        f"**The sum.** At {readout.where(position, att.token)}: {' + '.join(terms)} = **{fmt(parts)}**, the logit "
+        f"(the model's own: {fmt(att.total)})."
     )
 
 
@@ -169,10 +164,18 @@ def open_picked() -> None:
         inside.open_on_steps(*chosen)
 
 
+def mlps_note(c: Config) -> str:
+    """What an attention-only model's logit is made of, said where the MLPs' bars would be."""
+    rest = "the heads, the embeddings and the biases" if readout.has_biases(c) else "the heads and the embeddings"
+    return f"This model is attention-only: it has no MLPs; {rest} are all" + (
+        "." if readout.has_biases(c) else " (it has no biases)."
+    )
+
+
 def mlps(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
     """Each MLP's share as a bar (none for an attention-only model, said so)."""
     if runs.model().config.attention_only:
-        st.caption("This model is attention-only: it has no MLPs; the heads, the embeddings and the biases are all.")
+        st.caption(mlps_note(runs.model().config))
         return
     names = layer_names(len(att.mlps))[1:]
     df = pd.DataFrame({"layer": names, "share": att.mlps, "shown": [fmt(v) for v in att.mlps]})

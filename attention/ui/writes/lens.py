@@ -1,7 +1,8 @@
 """The "Logit lens" page: every layer's residual stream at a chosen position, read as if it were the last one.
 
 Row l of :func:`attention.model.lens` is the stream entering layer l + 1 (row 0: the embeddings; the last row: after
-every layer, the model's own logits) through the final norm and the unembedding. The page shows each row's top tokens
+every layer, the model's own logits) through the final norm (when the model has one) and the
+unembedding. The page shows each row's top tokens
 with their probabilities, the chosen token's probability row by row, and the first row whose top token is the
 model's final prediction.
 """
@@ -53,23 +54,25 @@ def reading() -> None:
     with left:
         chart_gap()
         st.altair_chart(line(seen, names, token), width="stretch", height=LINE_HEIGHT, key=keys.LENS_LINE)
+    c = inside.model().config
     st.caption(
-        "Each row reads the residual stream at this position after the embeddings or after a layer, through the "
-        "model's final norm and its unembedding, as if no layer came after it: the logit lens. The last row is the "
-        "model's own prediction."
+        "Each row reads the residual stream at this position after the embeddings or after a layer, "
+        f"{readout.through(c)}, as if no layer came after it: the logit lens. The last row is the model's own "
+        f"prediction. {readout.read_off(c)} {readout.lens_rule(c)}"
     )
 
 
 def first_top(seen: readout.Lensed, names: list[str], position: int) -> str:
     """The sentence: the model's prediction at ``position`` and the first row where it is the top token."""
+    read = f"Read {readout.through(inside.model().config)}"
     pred, top = seen.prediction, seen.top[:, 0]
     first = int(np.argmax(top == pred))  # the last row's top token is the prediction: there is always one
     fmt = answers.prob_pattern(seen.probs[:, pred]).format
     said = f"At {readout.where(position, pred)} is the model's prediction (probability {fmt(seen.probs[-1, pred])}). "
     if first == 0:
-        said += "Read through the final norm and the unembedding, it is **already the top token after the embeddings**"
+        said += f"{read}, it is **already the top token after the embeddings**"
     else:
-        said += f"Read through the final norm and the unembedding, **it first becomes the top token at {names[first]}**"
+        said += f"{read}, **it first becomes the top token at {names[first]}**"
         said += f" (before it, at {names[first - 1]}, the top token is “{esc(readout.piece(int(top[first - 1])), 40)}”)"
     lost = [names[k] for k in range(first, len(top)) if top[k] != pred]
     return said + (f"; it is not the top token again at {', '.join(lost)}." if lost else ", and stays so.")
