@@ -6,14 +6,16 @@ Gemma 3 or GPT-NeoX; float64 or float32, see :mod:`.checkpoint` for the rule), `
 (``logits``, ``weights`` (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and
 V), ``Config`` (every family is a set of its fields), the interventions ``ablate``, ``replace_matrix``,
 ``patch_head`` and ``patch_stream``, what the heads write (:mod:`.readout`: ``lens``, ``attribute``,
-``patch``, ``sweep``), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an
-example and the families.
+``patch``, ``sweep``), the routes of a prediction (:mod:`.flow`: ``routes``), what a head, an MLP or a neuron
+pushes toward (:mod:`.pushes`), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has
+an example and the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
 
 from .checkpoint import load
 from .config import Config
+from .flow import Edge, Routes, routes
 from .induction import builtin
 from .interventions import Intervention, ablate, patch_head, patch_stream, replace_matrix
 from .model import Generation, KVCache, Model, Run, Step, init_params, param_shapes
@@ -23,10 +25,12 @@ from .train import TrainResult, loss_and_grads, train
 __all__ = [
     "Attribution",
     "Config",
+    "Edge",
     "Generation",
     "Intervention",
     "KVCache",
     "Model",
+    "Routes",
     "Run",
     "Step",
     "Sweep",
@@ -44,6 +48,7 @@ __all__ = [
     "patch_stream",
     "replace_matrix",
     "restored",
+    "routes",
     "sweep",
     "train",
 ]
