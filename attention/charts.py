@@ -471,6 +471,34 @@ def routes_graph(
     """The routes graph as a Vega-Lite spec: positions left to right (``tokens`` their labels), ``levels`` bottom to
     top, each segment a line whose width is its edge's share, coloured by kind; ``nodes`` (x, y, tooltip) the stream
     nodes reached. A click on a head's edge selects it ("edge": its ``edge`` field); a double click clears."""
+    xs, ys = _route_axes(tokens, levels)
+    dots = {
+        "data": {"values": [{"x": x, "y": y, "label": label} for x, y, label in nodes]},
+        "mark": {"type": "circle", "size": 36, "color": "#222", "opacity": 0.8},
+        "encoding": {
+            "x": {"field": "x", "type": "quantitative", **xs},
+            "y": {"field": "y", "type": "quantitative", **ys},
+            "tooltip": [{"field": "label", "type": "nominal", "title": "stream"}],
+        },
+    }
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": {"text": title, "fontSize": 14, "anchor": "start"},
+        "width": "container",
+        "height": max(240, ROUTE_LEVEL_PX * len(levels)),
+        "params": [
+            {
+                "name": "edge",
+                "select": {"type": "point", "fields": ["edge"], "on": "click", "clear": "dblclick"},
+                "views": ["edges"],
+            }
+        ],
+        "layer": [_route_edges(segments, xs, ys), dots],
+    }
+
+
+def _route_axes(tokens: Sequence[str], levels: Sequence[str]) -> tuple[dict, dict]:
+    """The x (positions, labelled "1 token") and y (levels, labelled by name) scales and axes of a routes graph."""
     n, top = len(tokens), len(levels) - 1
     x_axis = {
         "values": list(range(n)),
@@ -492,9 +520,13 @@ def routes_graph(
         "labelLimit": 160,
     }
     xs = {"scale": {"domain": [-0.6, n - 0.4], "nice": False}, "axis": x_axis}
-    ys = {"scale": {"domain": [-0.4, top + 0.4], "nice": False}, "axis": y_axis}
+    return xs, {"scale": {"domain": [-0.4, top + 0.4], "nice": False}, "axis": y_axis}
+
+
+def _route_edges(segments: Sequence[RouteSegment], xs: dict, ys: dict) -> dict:
+    """The edges' layer ("edges", the click's view): a rule per segment, its width the share, its colour the kind."""
     kinds = {"domain": list(ROUTE_KINDS), "range": list(ROUTE_KINDS.values())}
-    edges = {
+    return {
         "name": "edges",
         "data": {"values": [vars(s).copy() for s in segments]},
         "mark": {"type": "rule", "strokeCap": "round"},
@@ -522,27 +554,4 @@ def routes_graph(
                 {"field": "share", "type": "quantitative", "format": ".3f", "title": "share"},
             ],
         },
-    }
-    dots = {
-        "data": {"values": [{"x": x, "y": y, "label": label} for x, y, label in nodes]},
-        "mark": {"type": "circle", "size": 36, "color": "#222", "opacity": 0.8},
-        "encoding": {
-            "x": {"field": "x", "type": "quantitative", **xs},
-            "y": {"field": "y", "type": "quantitative", **ys},
-            "tooltip": [{"field": "label", "type": "nominal", "title": "stream"}],
-        },
-    }
-    return {
-        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-        "title": {"text": title, "fontSize": 14, "anchor": "start"},
-        "width": "container",
-        "height": max(240, ROUTE_LEVEL_PX * (top + 1)),
-        "params": [
-            {
-                "name": "edge",
-                "select": {"type": "point", "fields": ["edge"], "on": "click", "clear": "dblclick"},
-                "views": ["edges"],
-            }
-        ],
-        "layer": [edges, dots],
     }

@@ -22,7 +22,7 @@ from ..views import rotation
 from ..widgets import common as widgets
 from ..widgets import downloads
 from ..widgets.chart_files import chart_files
-from . import answers, choose, overview, pushes, readout, runs
+from . import answers, choose, overview, readout, runs
 
 QK_NORM = (
     "This model normalises each head's queries and keys (QK-norm) before RoPE; the step pages cannot edit that step "
@@ -208,7 +208,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
     )
     st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
     st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
-    pushes.head_block(layer, head)
+    readout.head_block(layer, head)
     how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
     st.button(
         f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",

@@ -21,7 +21,7 @@ from ...model import Attribution
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, first_token, pushes, readout, runs
+from ..modelpages import choose, every_head, first_token, readout, runs
 from ..state import inside
 from ..widgets.common import chart_gap, vega_chart
 from .lens import layer_names
@@ -158,7 +158,7 @@ def pick_head(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
     by_name = {runs.name(*divmod(int(k), H)): divmod(int(k), H) for k in order}
     chosen = by_name.get(st.session_state.get(keys.READOUT_PICK))
     if chosen is not None:
-        pushes.head(*chosen)  # what the head chosen pushes toward, as tokens
+        readout.head(*chosen)  # what the head chosen pushes toward, as tokens
     opened = inside.now().opened
     if opened is not None:
         every_head.opened(*opened)
@@ -198,4 +198,4 @@ def mlps(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
     )
     chart_gap()
     st.altair_chart(chart, width="stretch", height=MLP_HEIGHT, key=keys.READOUT_MLPS)
-    pushes.pick_mlp()
+    readout.pick_mlp()

@@ -1,5 +1,6 @@
-"""The "Routes" page: the graph of the routes by which information reaches a prediction
-(:func:`attention.model.routes`).
+"""The "Routes" page: the graph of the routes by which information reaches a prediction.
+
+The engine finds them (:func:`attention.model.routes`); this page draws only what it returns.
 
 Positions run left to right and levels (the embeddings, then after each attention and each MLP) bottom to top. Each
 edge is one part of a residual update whose share of that update is above the threshold and that connects to the
@@ -20,7 +21,7 @@ from ...model import Edge, Routes, routes
 from ..address import url
 from ..core import keys, models, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, pushes, readout, runs
+from ..modelpages import choose, every_head, readout, runs
 from ..state import inside
 from ..widgets.common import bind, chart_gap, vega_chart
 
@@ -236,6 +237,6 @@ def read_part(r: Routes) -> None:
     )
     if chosen in names:
         if chosen[1] >= 0:
-            pushes.head(*chosen)
+            readout.head(*chosen)
         else:
-            pushes.mlp(chosen[0])
+            readout.mlp(chosen[0])
