@@ -139,17 +139,11 @@ def share_line(layer: int, head: int) -> str:
 # what it reads, which an ablation replaces. Shown on Every head's cards, Attribution and the Routes page.
 
 
-def _run(model_id: str, ids: tuple[int, ...]):  # noqa: ANN202 - a model Run
-    m = models.get(model_id)
-    with models.LOCK:  # the run cache is not shared safely between threads
-        return m.run(list(ids))
-
-
 @functools.lru_cache(maxsize=32)
 def head_pushes(model_id: str, ids: tuple[int, ...], position: int, layer: int, token: int):  # noqa: ANN201
     """Every head of ``layer``'s Push at ``position`` (for ``token``'s share), or why the engine refused."""
     try:
-        return pushes.heads(_run(model_id, ids), position, layer, token)
+        return pushes.heads(_run(model_id, ids, ()), position, layer, token)
     except AttentionError as e:
         return f"{e}"
 
@@ -158,7 +152,7 @@ def head_pushes(model_id: str, ids: tuple[int, ...], position: int, layer: int, 
 def mlp_pushes(model_id: str, ids: tuple[int, ...], position: int, layer: int, token: int):  # noqa: ANN201
     """The MLP of ``layer``: (its Push, its Neurons) at ``position``, or why the engine refused."""
     try:
-        run = _run(model_id, ids)
+        run = _run(model_id, ids, ())
         return pushes.mlp(run, position, layer, token), pushes.neurons(run, position, layer, token, NEURONS)
     except AttentionError as e:
         return f"{e}"
