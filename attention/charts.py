@@ -470,8 +470,9 @@ def routes_graph(
 ) -> dict:
     """The routes graph as a Vega-Lite spec: positions left to right (``tokens`` their labels), ``levels`` bottom to
     top, each segment a line whose width is its edge's share, coloured by kind; ``nodes`` (x, y, tooltip) the stream
-    nodes reached. A click on a head's edge selects it ("edge": its ``edge`` field); a double click clears."""
-    xs, ys = _route_axes(tokens, levels)
+    nodes reached (their positions labelled). A click on a head's edge selects it ("edge": its ``edge`` field); a
+    double click clears."""
+    xs, ys = _route_axes(tokens, levels, [int(x) for x, _, _ in nodes])
     dots = {
         "data": {"values": [{"x": x, "y": y, "label": label} for x, y, label in nodes]},
         "mark": {"type": "circle", "size": 36, "color": "#222", "opacity": 0.8},
@@ -485,7 +486,10 @@ def routes_graph(
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
         "title": {"text": title, "fontSize": 14, "anchor": "start"},
         "width": "container",
-        "height": max(240, ROUTE_LEVEL_PX * len(levels)),
+        # the whole chart's height (autosize "fit"): the levels, plus about 150 px of title, position labels, legend
+        "height": max(240, ROUTE_LEVEL_PX * len(levels)) + 150,
+        "autosize": {"type": "fit", "contains": "padding"},
+        "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
         "params": [
             {
                 "name": "edge",
@@ -497,14 +501,16 @@ def routes_graph(
     }
 
 
-def _route_axes(tokens: Sequence[str], levels: Sequence[str]) -> tuple[dict, dict]:
-    """The x (positions, labelled "1 token") and y (levels, labelled by name) scales and axes of a routes graph."""
+def _route_axes(tokens: Sequence[str], levels: Sequence[str], shown: Sequence[int]) -> tuple[dict, dict]:
+    """The x (positions; those in ``shown`` labelled "13 fa") and y (levels, labelled by name) scales and axes of a
+    routes graph."""
     n, top = len(tokens), len(levels) - 1
     x_axis = {
-        "values": list(range(n)),
+        "values": sorted(set(shown)),
         "labelExpr": f"{json.dumps([f'{i + 1} {t}' for i, t in enumerate(tokens)])}[datum.value]",
-        "labelAngle": -45 if n > 8 else 0,
+        "labelAngle": -45 if len(set(shown)) <= 16 else -90,
         "labelLimit": 90,
+        "labelOverlap": False,
         "grid": False,
         "title": "position (token)",
         "labelFontSize": 12,
@@ -516,7 +522,7 @@ def _route_axes(tokens: Sequence[str], levels: Sequence[str]) -> tuple[dict, dic
         "grid": True,
         "gridOpacity": 0.25,
         "title": None,
-        "labelFontSize": 11,
+        "labelFontSize": 12,
         "labelLimit": 160,
     }
     xs = {"scale": {"domain": [-0.6, n - 0.4], "nice": False}, "axis": x_axis}

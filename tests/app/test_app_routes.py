@@ -33,10 +33,11 @@ def test_the_graph_draws_the_engines_edges_and_names_the_strongest_routes() -> N
     assert {r["edge"] for r in drawn if r["kind"] == "head"} == {
         f"head.{e.layer}.{e.head}.{e.source}.{e.target}" for e in want.edges if e.kind == "head"
     }
-    assert len(drawn) == len(want.edges) + sum(e.kind == "mlp" for e in want.edges)  # an MLP's edge is two lines
-    for r in drawn:
-        e = next(e for e in want.edges if e.kind == r["kind"] and r["x2"] == e.target and r["share"] == e.share)
-        assert abs(r["share"] - e.share) < 1e-12
+    assert len(drawn) == 2 * len(want.edges) - sum(e.kind == "residual" for e in want.edges)  # a bend: two lines
+    for e in want.edges:  # each edge from its source to its target, as wide as its share
+        lines = [r for r in drawn if r["share"] == e.share and r["kind"] == e.kind]
+        assert {(r["x"], r["y"]) for r in lines} >= {(e.source, e.below)}
+        assert {(r["x2"], r["y2"]) for r in lines} >= {(e.target, e.above)}
     said = _md(at)
     assert f"{len(want.edges)} edges above 0.04 reach position 13" in said
     # the strongest route of heads runs through the heads patching names: the previous-token head, then induction

@@ -120,17 +120,19 @@ def edge_name(e: Edge, levels: tuple[str, ...]) -> str:
 
 
 def segments(r: Routes) -> list[charts.RouteSegment]:
-    """The drawn lines: a head's edge from its source to its target, the residual straight up, an MLP's through its
-    node beside the stream."""
-    out = []
-    for e in r.edges[:DRAWN]:
+    """The drawn lines, weakest first (the strongest on top): a head's edge from its source to its target through a
+    bend of its own (heads with the same source and target side by side), the residual straight up, an MLP's through
+    its node beside the stream."""
+    H, out = runs.model().config.n_heads, []
+    for e in reversed(r.edges[:DRAWN]):
         common = dict(edge=edge_id(e), kind=e.kind, share=e.share, label=edge_name(e, r.levels), opens=e.kind == "head")
-        if e.kind == "mlp":
-            mid = (e.below + e.above) / 2
-            out.append(charts.RouteSegment(x=e.target, y=e.below, x2=e.target + 0.3, y2=mid, **common))
-            out.append(charts.RouteSegment(x=e.target + 0.3, y=mid, x2=e.target, y2=e.above, **common))
-        else:
-            out.append(charts.RouteSegment(x=e.source, y=e.below, x2=e.target, y2=e.above, **common))
+        mid_y = (e.below + e.above) / 2
+        if e.kind == "residual":
+            out.append(charts.RouteSegment(x=e.target, y=e.below, x2=e.target, y2=e.above, **common))
+            continue
+        mid_x = e.target + 0.3 if e.kind == "mlp" else (e.source + e.target) / 2 + (e.head - (H - 1) / 2) * 0.8 / H
+        out.append(charts.RouteSegment(x=e.source, y=e.below, x2=mid_x, y2=mid_y, **common))
+        out.append(charts.RouteSegment(x=mid_x, y=mid_y, x2=e.target, y2=e.above, **common))
     return out
 
 
