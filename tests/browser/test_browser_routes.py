@@ -8,7 +8,17 @@ from __future__ import annotations
 import pytest
 
 from attention.model import builtin, induction, routes
-from tests.helpers.browser import CHARTS, SHOTS, check, error_texts, guarded_context, rerun, settle, wait_readable
+from tests.helpers.browser import (
+    CHARTS,
+    SHOTS,
+    check,
+    error_texts,
+    guarded_context,
+    open_view,
+    rerun,
+    settle,
+    wait_readable,
+)
 from tests.helpers.visible import CANVAS_HOOK, check_page
 
 VIEWPORTS = [(1280, 720), (1400, 1000)]
@@ -73,4 +83,14 @@ def test_a_click_on_a_heads_edge_opens_that_head_at_its_row(browser, base_url) -
         pg.screenshot(path=str(SHOTS / "routes_clicked_1280.png"))
         with rerun(pg):
             pg.get_by_role("link", name="→ Scores of layer 2 · head 1").click()
+        settle(pg)
         assert "layer 2 · head 1" in pg.inner_text("body")
+        # the cell the Scores page explains is the edge's: query row 24 ("ba"), key 13 ("fa", the token after the copy)
+        open_view(pg, "Explain a cell")
+        query = pg.get_by_test_id("stSelectbox").filter(has_text="query (row)").first
+        key = pg.get_by_test_id("stSelectbox").filter(has_text="key (column)").first
+        query.scroll_into_view_if_needed()
+        shown = "el => el.textContent + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')"
+        said = query.evaluate(shown), key.evaluate(shown)
+        assert "ba (24)" in said[0] and "fa (13)" in said[1], said
+        pg.screenshot(path=str(SHOTS / "routes_opened_scores_1280.png"))
