@@ -174,7 +174,8 @@ def _written(run: Run, layer: int) -> np.ndarray:
     tr, H, G, dh = run.traces[layer], c.n_heads, c.kv_heads, c.d_head
     V = split_heads(tr.V, G)  # (G, n, dₕ)
     W_o = tr.W_o.reshape(H, dh, c.d_model)  # (H, dₕ, d)
-    return np.einsum("hnk,hkd->hnd", V[np.arange(H) // (H // G)], W_o)  # (H, n, d)
+    # one product per head: numpy's stacked matmul runs ~100× slower here than H plain ones through BLAS
+    return np.stack([V[h // (H // G)] @ W_o[h] for h in range(H)])  # (H, n, d)
 
 
 @dataclass(frozen=True)

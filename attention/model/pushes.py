@@ -24,7 +24,7 @@ from ..errors import AttentionError
 from .flow import _attention_parts, _attention_write, _checked
 from .layers import ACTIVATION
 from .model import Model, Run, mlp_out, normed, unembedding
-from .readout import _model, _position, _token
+from .readout import _model, _position, _token, read_direction
 
 TOP = 10  # tokens promoted and suppressed shown per part
 
@@ -122,7 +122,7 @@ def neurons(run: Run, position: int, layer: int, token: int | None = None, top: 
         scale = (c.norm_offset + p[pre + "ln_post_mlp.g"]) / np.sqrt(np.mean(out * out) + c.ln_eps)  # (d,)
         rows, b_proj = rows * scale, b_proj * scale
     x = run.residuals[-1][t]
-    column = held_logits(model, x, np.eye(c.d_model))[:, token]  # (d,): the held read of the token
+    column = read_direction(model, x, token)[0]  # (d,): the held read of the token's logit
     shares, bias = rows @ column, float(b_proj @ column)  # (d_mlp,)
     order = np.argsort(-shares, kind="stable")
     pushes = _pushes(held_logits(model, x, rows[order[:top]]), token, k)
