@@ -14,7 +14,7 @@ tokens (choose it in the box → its promoted tokens written). Goals: the page �
 ≤ 1.5× the floor's edit.
 
 Prints medians, ratios and the machine's load average.
-Run: python benchmarks/bench_routes.py [--repeats 7] [--tokens 32] [--page]
+Run: python benchmarks/bench_routes.py [--repeats 7] [--tokens 32] [--page] [--skip-engine]
 """
 
 from __future__ import annotations
@@ -130,11 +130,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--page", action="store_true", help="also the page against the floor app, in Chromium")
+    ap.add_argument("--skip-engine", action="store_true", help="only the page")
     args = ap.parse_args()
     start = os.getloadavg()
     print(f"numpy {np.__version__}; {os.cpu_count()} cores; medians of {args.repeats} after a warm-up")
     print(f"| {'case':<64} | {'median':>12} | note")
-    engine(args.repeats, args.tokens)
+    if not args.skip_engine:
+        engine(args.repeats, args.tokens)
     if args.page:
         page(args.repeats)
     end = os.getloadavg()
