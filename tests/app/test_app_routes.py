@@ -107,3 +107,37 @@ def test_every_heads_card_and_attribution_read_a_head_as_tokens() -> None:
     said = _md(at)
     assert "layer 2 · head 1 moves each logit by" in said and "Promotes" in said and "Suppresses" in said
     assert "This model is attention-only" in " ".join(texts(at.caption))
+
+
+def test_a_llama_family_checkpoint_its_routes_mlps_and_neurons(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A tiny Llama (grouped heads, RMSNorm, SwiGLU) served from a folder: the graph draws the engine's edges, MLP
+    edges among them; an MLP read as tokens lists its neurons, whose shares add up to its share on Attribution."""
+    from attention.model import load
+    from tests.helpers.families import tiny_llama
+
+    folder = tiny_llama(tmp_path / "llama")
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny={folder}")
+    at = journey("routes")
+    at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:tiny").run()
+    no_exception(at)
+    i = session(at).inside
+    m = load(folder)
+    run = m.run(list(i.ids))
+    want = routes(run, i.position, i.threshold)
+    drawn = _edges(at)
+    assert {r["edge"] for r in drawn} == {
+        f"head.{e.layer}.{e.head}.{e.source}.{e.target}" if e.kind == "head" else f"{e.kind}.{e.below}.{e.target}"
+        for e in want.edges
+    }
+    assert any(e.kind == "mlp" for e in want.edges) and "layer 1 MLP" in want.levels
+    mlp = next(e for e in want.edges if e.kind == "mlp")
+    at = at.selectbox(key=keys.ROUTES_PART).set_value((mlp.layer, -1)).run()
+    no_exception(at)
+    said = _md(at)
+    token = int(np.argmax(run.logits[i.position]))
+    share = attribute(run, i.position, token).mlps[mlp.layer]
+    cells = push.neurons(run, i.position, mlp.layer, token)
+    assert abs(cells.shares.sum() + cells.bias - share) <= 1e-9 * max(1.0, abs(share))
+    assert f"the MLP of layer {mlp.layer + 1} moves each logit by" in said
+    table = at.dataframe[-1].value
+    assert list(table["neuron"]) == [int(k) + 1 for k in cells.order[:10]]
