@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -234,7 +235,7 @@ def routes(run: Run, position: int = -1, threshold: float = 0.04) -> Routes:
         for update in _chunks_top_down(run, layer, reached):
             edges += _kept(update, float(threshold), reached.setdefault(update.below, set()))
     nodes = frozenset((level, p) for level, ps in reached.items() for p in ps)
-    edges.sort(key=lambda e: -e.share)
+    edges.sort(key=attrgetter("share"), reverse=True)
     return Routes(t, float(threshold), tuple(edges), names, nodes)
 
 
@@ -251,14 +252,19 @@ def _chunks_top_down(run: Run, layer: int, reached: dict[int, set[int]]) -> Iter
 
 def _kept(update: Update, threshold: float, sources: set[int]) -> list[Edge]:
     """The edges of one update above the threshold; their source positions are added to ``sources``."""
-    shares, out = update.shares(), []
-    u = update
-    for i, t in enumerate(int(r) for r in u.rows):
-        for kind in ("residual", "mlp"):
-            if kind in shares and shares[kind][i] > threshold:
-                out.append(Edge(kind, u.layer, -1, t, t, u.below, u.above, float(shares[kind][i])))
-        if "heads" in shares:
-            for h, s in zip(*np.nonzero(shares["heads"][:, i] > threshold), strict=True):
-                out.append(Edge("head", u.layer, int(h), int(s), t, u.below, u.above, float(shares["heads"][h, i, s])))
+    shares, u, out = update.shares(), update, []
+    rows = u.rows.tolist()
+    for kind in ("residual", "mlp"):
+        if kind in shares:
+            for i in np.flatnonzero(shares[kind] > threshold).tolist():
+                out.append(Edge(kind, u.layer, -1, rows[i], rows[i], u.below, u.above, float(shares[kind][i])))
+    if "heads" in shares:
+        h, i, s = np.nonzero(shares["heads"] > threshold)  # every head's kept sources, all rows at once
+        values = shares["heads"][h, i, s].tolist()
+        targets = u.rows[i].tolist()
+        out += [
+            Edge("head", u.layer, a, b, c, u.below, u.above, v)
+            for a, b, c, v in zip(h.tolist(), s.tolist(), targets, values, strict=True)
+        ]
     sources.update(e.source for e in out)
     return out
