@@ -71,8 +71,10 @@ class Update:
         """Each part's share of the sum (:func:`shares`): "residual", "bias", "mlp" (m,) and "heads" (H, m, n)."""
         parts = {"residual": self.residual, "bias": self.bias, "mlp": self.mlp}
         near = {k: proximity(self.y, v) for k, v in parts.items() if v is not None}
-        if self.heads is not None:
-            near["heads"] = proximity(self.y[None, :, None], self.heads)  # (H, m, n)
+        if self.heads is not None:  # row t's sources 0 .. t only: a causal head writes nothing from later ones
+            near["heads"] = np.zeros(self.heads.shape[:3], dtype=self.y.dtype)  # (H, m, n)
+            for i, t in enumerate(self.rows.tolist()):
+                near["heads"][:, i, : t + 1] = proximity(self.y[i], self.heads[:, i, : t + 1])  # (H, t + 1)
         whole = sum(v.sum(axis=(0, 2)) if k == "heads" else v for k, v in near.items())  # (m,)
         whole = np.where(whole > 0, whole, 1.0)  # no part near the sum (y = 0): every share 0
         return {k: v / (whole[None, :, None] if k == "heads" else whole) for k, v in near.items()}
