@@ -563,3 +563,128 @@ def _scale_layer(position: dict, colour: Colour) -> dict:
         "mark": {"type": "rect", "opacity": 0, "aria": False, "tooltip": None},
         "encoding": {"x": position["x"], "y": position["y"], "color": legend_of},
     }
+
+
+# ---------------------------------------------------------------- the routes of a prediction (a graph)
+
+ROUTE_KINDS = {"head": "#3e4989", "mlp": "#b2182b", "residual": "#8c8c8c"}  # each part's colour, readable on white
+ROUTE_LEVEL_PX = 18  # px between two levels of nodes (the graph's height follows the levels)
+
+
+@dataclass(frozen=True)
+class RouteSegment:
+    """One drawn line of a routes graph: from (x, y) to (x2, y2) in positions and levels; ``edge`` names the edge
+    (one MLP edge is two lines through its node beside the stream), ``kind`` "head", "mlp" or "residual", ``share``
+    its width, ``label`` its tooltip, ``opens`` whether a click opens it (a head's edge)."""
+
+    edge: str
+    kind: str
+    x: float
+    y: float
+    x2: float
+    y2: float
+    share: float
+    label: str
+    opens: bool
+
+
+def routes_graph(
+    segments: Sequence[RouteSegment],
+    nodes: Sequence[tuple[float, float, str]],
+    tokens: Sequence[str],
+    levels: Sequence[str],
+    title: str,
+) -> dict:
+    """The routes graph as a Vega-Lite spec: positions left to right (``tokens`` their labels), ``levels`` bottom to
+    top, each segment a line whose width is its edge's share, coloured by kind; ``nodes`` (x, y, tooltip) the stream
+    nodes reached (their positions labelled). A click on a head's edge selects it ("edge": its ``edge`` field); a
+    double click clears."""
+    xs, ys = _route_axes(tokens, levels, [int(x) for x, _, _ in nodes])
+    dots = {
+        "data": {"values": [{"x": x, "y": y, "label": label} for x, y, label in nodes]},
+        "mark": {"type": "circle", "size": 36, "color": "#222", "opacity": 0.8},
+        "encoding": {
+            "x": {"field": "x", "type": "quantitative", **xs},
+            "y": {"field": "y", "type": "quantitative", **ys},
+            "tooltip": [{"field": "label", "type": "nominal", "title": "stream"}],
+        },
+    }
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": {"text": title, "fontSize": 14, "anchor": "start"},
+        "width": "container",
+        # the whole chart's height (autosize "fit"): the levels, plus about 150 px of title, position labels, legend
+        "height": max(240, ROUTE_LEVEL_PX * len(levels)) + 150,
+        "autosize": {"type": "fit", "contains": "padding"},
+        "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
+        "params": [
+            {
+                "name": "edge",
+                "select": {"type": "point", "fields": ["edge"], "on": "click", "clear": "dblclick"},
+                "views": ["edges"],
+            }
+        ],
+        "layer": [_route_edges(segments, xs, ys), dots],
+    }
+
+
+def _route_axes(tokens: Sequence[str], levels: Sequence[str], shown: Sequence[int]) -> tuple[dict, dict]:
+    """The x (positions; those in ``shown`` labelled "13 fa") and y (levels, labelled by name) scales and axes of a
+    routes graph."""
+    n, top = len(tokens), len(levels) - 1
+    x_axis = {
+        "values": sorted(set(shown)),
+        "labelExpr": f"{json.dumps([f'{i + 1} {t}' for i, t in enumerate(tokens)])}[datum.value]",
+        "labelAngle": -45 if len(set(shown)) <= 16 else -90,
+        "labelLimit": 90,
+        "labelOverlap": False,
+        "grid": False,
+        "title": "position (token)",
+        "labelFontSize": 12,
+        "titleFontSize": 12,
+    }
+    y_axis = {
+        "values": list(range(top + 1)),
+        "labelExpr": f"{json.dumps(list(levels))}[datum.value]",
+        "grid": True,
+        "gridOpacity": 0.25,
+        "title": None,
+        "labelFontSize": 12,
+        "labelLimit": 160,
+    }
+    xs = {"scale": {"domain": [-0.6, n - 0.4], "nice": False}, "axis": x_axis}
+    return xs, {"scale": {"domain": [-0.4, top + 0.4], "nice": False}, "axis": y_axis}
+
+
+def _route_edges(segments: Sequence[RouteSegment], xs: dict, ys: dict) -> dict:
+    """The edges' layer ("edges", the click's view): a rule per segment, its width the share, its colour the kind."""
+    kinds = {"domain": list(ROUTE_KINDS), "range": list(ROUTE_KINDS.values())}
+    return {
+        "name": "edges",
+        "data": {"values": [vars(s).copy() for s in segments]},
+        "mark": {"type": "rule", "strokeCap": "round"},
+        "encoding": {
+            "x": {"field": "x", "type": "quantitative", **xs},
+            "y": {"field": "y", "type": "quantitative", **ys},
+            "x2": {"field": "x2"},
+            "y2": {"field": "y2"},
+            "color": {
+                "field": "kind",
+                "type": "nominal",
+                "scale": kinds,
+                "title": "part",
+                "legend": {"orient": "bottom", "labelFontSize": 12, "titleFontSize": 12},
+            },
+            "strokeWidth": {
+                "field": "share",
+                "type": "quantitative",
+                "scale": {"domain": [0, 1], "range": [1.5, 10]},
+                "legend": None,
+            },
+            "opacity": {"condition": {"param": "edge", "empty": True, "value": 0.85}, "value": 0.35},
+            "tooltip": [
+                {"field": "label", "type": "nominal", "title": "edge"},
+                {"field": "share", "type": "quantitative", "format": ".3f", "title": "share"},
+            ],
+        },
+    }

@@ -8,7 +8,9 @@ attention-only model), ``Model`` (``encode``, ``run``, ``generate``, ``notes``),
 is a set of its fields), the interventions ``ablate``, ``replace_matrix``, ``replace_gains``, ``patch_head`` and
 ``patch_stream``, what the heads write (:mod:`.readout`: ``lens``, ``attribute``, ``patch``, ``sweep``), attribution
 patching (:mod:`.atp`: ``estimate``, the linear estimate of every patch from one backward pass, and ``gradients``),
-and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an example and the families.
+the routes of a prediction (:mod:`.flow`: ``routes``), what a head, an MLP or a neuron pushes toward
+(:mod:`.pushes`), and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md has an example and
+the families.
 
     m = load(folder); r = m.run(m.encode("The cat sat")); r.weights.shape; r.head(0, 1).weights
 """
@@ -16,6 +18,7 @@ and ``train`` (attention-only models, analytic gradients, Adam). docs/models.md 
 from .atp import Estimate, Gradients, estimate, gradients
 from .checkpoint import load
 from .config import Config
+from .flow import Edge, Routes, routes
 from .induction import builtin
 from .interventions import Intervention, ablate, patch_head, patch_stream, replace_gains, replace_matrix
 from .model import Generation, KVCache, Model, Run, Step, init_params, param_shapes
@@ -25,12 +28,14 @@ from .train import TrainResult, loss_and_grads, train
 __all__ = [
     "Attribution",
     "Config",
+    "Edge",
     "Estimate",
     "Generation",
     "Gradients",
     "Intervention",
     "KVCache",
     "Model",
+    "Routes",
     "Run",
     "Step",
     "Sweep",
@@ -51,6 +56,7 @@ __all__ = [
     "replace_gains",
     "replace_matrix",
     "restored",
+    "routes",
     "sweep",
     "train",
 ]

@@ -36,6 +36,7 @@ PAGES = {
     "logit_lens": "pages/19_logit_lens.py",
     "attribution": "pages/20_attribution.py",
     "patching": "pages/21_patching.py",
+    "routes": "pages/22_routes.py",
 }
 TIMEOUT = 60
 

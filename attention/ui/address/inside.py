@@ -5,7 +5,8 @@
 - ``model=induction&ids=4.17.9&ablate=2.1z-1.2m``: what the "Inside a model" pages show (written only when it
   differs from their starting point);
 - ``at=5&tok=17``: the position they predict from (counted from 1; written when it is not the text's default) and
-  the token the Logit lens and Attribution pages follow (its id; written when it is not the prediction).
+  the token the Logit lens and Attribution pages follow (its id; written when it is not the prediction);
+  ``thr=0.1``: the Routes page's threshold (written when it is not the default).
 - ``clean=4.17.9&corrupt=4.3.9``: the Patching page's pair, as the model's token ids (written only when it is not
   the model's first ready-made pair).
 
@@ -25,12 +26,12 @@ from ..core.text import esc, quoted
 from ..state import inside
 
 HEAD = "mh"
-MODEL, IDS, ABLATE, AT, TOKEN = "model", "ids", "ablate", "at", "tok"
-PARAMS = (MODEL, IDS, ABLATE, AT, TOKEN)
+MODEL, IDS, ABLATE, AT, TOKEN, THRESHOLD = "model", "ids", "ablate", "at", "tok", "thr"
+PARAMS = (MODEL, IDS, ABLATE, AT, TOKEN, THRESHOLD)
 CLEAN, CORRUPT = "clean", "corrupt"
 PAIR = (CLEAN, CORRUPT)
 MAX_IDS = 1024  # tokens in an address (GPT-2's whole context)
-LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, AT: 8, TOKEN: 8, CLEAN: 8000, CORRUPT: 8000}
+LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, AT: 8, TOKEN: 8, THRESHOLD: 8, CLEAN: 8000, CORRUPT: 8000}
 HOWS = {"z": "zero", "m": "mean"}
 
 
@@ -128,6 +129,25 @@ def token_value(s: Session) -> int | None:
     return here.token if here is not None else None
 
 
+def threshold_value(s: Session) -> float | None:
+    """The ``thr``: the Routes page's threshold, when it is not the default."""
+    here = _travelling(s)
+    return here.threshold if here is not None and here.threshold != Inside.threshold else None
+
+
+def threshold_text(value: float) -> str:
+    """A threshold as the address holds it: "0.1", "0.035"."""
+    return f"{value:.4g}"
+
+
+def _share(text: str | None) -> float | None:
+    """A decimal share such as 0.04 that ``text`` spells (digits and one point, at most 8 characters), else None."""
+    if text is None or not 0 < len(text) <= LIMITS[THRESHOLD] or not text.isascii():
+        return None
+    whole, _, fraction = text.partition(".")
+    return float(text) if (whole + fraction).isdigit() and whole.isdigit() else None
+
+
 def _whole(text: str | None) -> int | None:
     """A whole number of 1 to 7 digits ``text`` spells, else None (None stays None)."""
     return int(text) if text is not None and text.isascii() and text.isdigit() and len(text) <= 7 else None
@@ -161,16 +181,19 @@ def restore(qp: Mapping[str, str], s: Session) -> list[str]:
 
 
 def _readout(qp: Mapping[str, str], s: Session) -> list[str]:
-    """The position (``at``) and the token (``tok``) from the address, once the model and text are in; a notice
+    """The position (``at``), the token (``tok``) and the threshold (``thr``) from the address, once the model and
+    text are in; a notice
     for a value that cannot be read or does not fit (that value is left as it was)."""
     notices = []
-    at, tok = (_whole(qp.get(k)) for k in (AT, TOKEN))
+    at, tok, thr = _whole(qp.get(AT)), _whole(qp.get(TOKEN)), _share(qp.get(THRESHOLD))
+    if THRESHOLD in qp and thr is None:
+        notices.append(f"The link's threshold {quoted(qp[THRESHOLD], 20)} is not a decimal such as 0.04; ignored.")
     if AT in qp and at is None:
         notices.append(f"The link's position {quoted(qp[AT], 20)} is not a whole number; ignored.")
     if TOKEN in qp and tok is None:
         notices.append(f"The link's token {quoted(qp[TOKEN], 20)} is not a token id (a whole number); ignored.")
-    problem = inside.restore_readout(s, None if at is None else at - 1, tok)
-    return notices + ([f"The link's position or token could not be restored: {problem}."] if problem else [])
+    problem = inside.restore_readout(s, None if at is None else at - 1, tok, thr)
+    return notices + ([f"The link's position, token or threshold could not be restored: {problem}."] if problem else [])
 
 
 def _pair(s: Session) -> tuple[tuple[int, ...], tuple[int, ...]] | None:

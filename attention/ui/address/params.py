@@ -325,6 +325,7 @@ BAR: tuple[Param, ...] = tuple(
         (inside.ABLATE, inside.ablate_value, inside.ablations_text),
         (inside.AT, inside.at_value, str),
         (inside.TOKEN, inside.token_value, str),
+        (inside.THRESHOLD, inside.threshold_value, inside.threshold_text),
     )
 ) + tuple(
     Param(

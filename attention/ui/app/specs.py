@@ -393,6 +393,18 @@ INSIDE: dict[str, Lab] = {
             "Inside a model: which heads carry the difference?",
             patching_intro,
         ),
+        Lab(
+            "routes",
+            "pages/22_routes.py",
+            "Routes",
+            "Inside a model: the routes of a prediction",
+            "The lens shows *when* a prediction forms; the routes show *how it got there*. Every update of the "
+            "stream is a sum of parts: each head's write from each earlier position, A[t, s] · (x_s W_v) W_o, each "
+            "MLP's write, and the stream carried through. Each part gets a share of its sum by how close it is to "
+            "the sum (Ferrando & Voita, 2024). Keep the parts above a threshold that connect to the position you "
+            "choose, and you see the routes by which earlier tokens reach its prediction: which positions, through "
+            "which heads, at which layers. Click a head's edge to open it on the step pages.",
+        ),
     )
 }
 NAV = (

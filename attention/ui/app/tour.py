@@ -87,6 +87,11 @@ STOPS = {
         "the logit splits into each head's share, and the induction head's is the largest at a repeated token.",
         "click the largest head to open it on the step pages, then ablate it on Every head and come back.",
     ),
+    "pages/22_routes.py": (
+        "at a repeated token, a route runs from the earlier copy through the previous-token head into the induction "
+        "head.",
+        "lower the threshold until the route from the earlier copy appears, then click the induction head's edge.",
+    ),
     "pages/21_patching.py": (
         "the previous-token head and the induction head each bring back most of the clean prediction on their own.",
         "type a pair of your own texts with one token changed, and see which heads carry that difference.",

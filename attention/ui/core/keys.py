@@ -348,6 +348,11 @@ READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout
 ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
 INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step
 
+# --- the Routes page, and what a part pushes toward (Routes, Every head, Attribution) ---
+ROUTES_THRESHOLD, ROUTES_GRAPH = "inside.w.routes.threshold", "inside.routes.graph"
+ROUTES_PICK, ROUTES_OPEN = "inside.w.routes.pick", "inside.routes.open"  # a head's edge to open, without the mouse
+ROUTES_PART, PUSH_MLP = "inside.w.routes.part", "inside.w.push.mlp"  # a part of the graph, an MLP, read as tokens
+
 # --- the Patching page ---
 PATCH_PAIR, PATCH_CLEAN, PATCH_CORRUPT, PATCH_USE = (
     "inside.w.patch.pair",

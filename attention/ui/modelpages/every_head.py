@@ -211,6 +211,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
     )
     st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
     st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
+    readout.head_block(layer, head)
     how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
     st.button(
         f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",

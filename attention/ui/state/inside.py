@@ -89,10 +89,14 @@ def restore(s: Session, model_id: str, ids: tuple[int, ...] | None, ablations: t
     return ""
 
 
-def restore_readout(s: Session, position: int | None, token: int | None) -> str:
-    """Put in ``s`` the position (0-based) and the token an address names (None: leave it), when they fit the model
-    and text already restored; else what is wrong, and that one is left as it was."""
+def restore_readout(s: Session, position: int | None, token: int | None, threshold: float | None = None) -> str:
+    """Put in ``s`` the position (0-based), the token and the Routes page's threshold an address names (None: leave
+    it), when they fit the model and text already restored; else what is wrong, and that one is left as it was."""
     i, problems = now(s), []
+    if threshold is not None and threshold_problem(threshold):
+        problems.append(f"the threshold {threshold} is not a share from {THRESHOLDS[0]} to {THRESHOLDS[1]}")
+    elif threshold is not None:
+        _set(s, threshold=threshold)
     if position is not None and not 0 <= position < len(i.ids):
         problems.append(f"there is no position {position + 1}: the text has {len(i.ids)} tokens")
     elif position is not None:
@@ -388,6 +392,35 @@ def on_token() -> None:
         )
         return
     _set(token=found, readout_message="")
+
+
+THRESHOLDS = (0.005, 0.5)  # the Routes page's threshold: below, the graph is everything; above, almost nothing
+
+
+def threshold_problem(value: object) -> str:
+    """Why ``value`` cannot be the Routes page's threshold ("" when it can)."""
+    low, high = THRESHOLDS
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        return f"The threshold {esc(str(value), 20)} is not a share from {low} to {high}. Nothing changed."
+    return ""
+
+
+def on_threshold() -> None:
+    """The Routes page's threshold was set: a share from 0.005 to 0.5, else a message and nothing changes."""
+    value = st.session_state.get(keys.ROUTES_THRESHOLD)
+    problem = threshold_problem(value)
+    if problem:
+        _set(readout_message=problem)
+        st.session_state[keys.ROUTES_THRESHOLD] = now().threshold
+        return
+    _set(threshold=float(value), readout_message="")
+
+
+def open_route(layer: int, head: int, row: int, source: int) -> None:
+    """Open a head of a route's edge on the step pages, its cell (query ``row``, key ``source``) explained."""
+    ids, _, ablations = current()
+    if open_head(HeadRef(model_id(), ids, layer, head, ablations), cell=(row, source)):
+        _set(opened=(layer, head))
 
 
 def token_id(model_id: str, text: str) -> int | None:

@@ -89,10 +89,11 @@ def apply_preset(preset: Preset) -> None:
     )
 
 
-def open_head(ref: HeadRef, keep_grids: bool = False) -> bool:
+def open_head(ref: HeadRef, keep_grids: bool = False, cell: tuple[int, int] | None = None) -> bool:
     """Open a model's head on the step pages: its X, W_q, W_k, W_v and options replace the state (the pin, digits and
-    tabs are kept, as with any preset; ``keep_grids``: see :func:`replace_session`). A head that cannot be opened
-    changes nothing and says why; False then."""
+    tabs are kept, as with any preset; ``keep_grids``: see :func:`replace_session`); ``cell`` (query row, key) the
+    cell explained, else the first query of the second half. A head that cannot be opened changes nothing and says
+    why; False then."""
     try:
         new = head_session(ref)
     except AttentionError as exc:
@@ -100,6 +101,8 @@ def open_head(ref: HeadRef, keep_grids: bool = False) -> bool:
         return False
     replace_session(new, keep_grids)
     new.cell = start_cell(ref, len(new.tokens))
+    if cell is not None and 0 <= cell[1] <= cell[0] < len(new.tokens):
+        new.cell = cell
     return True
 
 

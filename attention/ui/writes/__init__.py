@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import session
-from . import attribution, lens, patching
+from . import attribution, lens, patching, routes
 
 BODIES: dict[str, Callable[[session.Session], None]] = {
     "logit_lens": lens.body,
     "attribution": attribution.body,
     "patching": patching.body,
+    "routes": routes.body,
 }

@@ -150,6 +150,10 @@ def pick_head(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
         )
     with right:
         st.button("Open it on the step pages", key=keys.READOUT_OPEN, on_click=open_picked, disabled=disabled)
+    by_name = {runs.name(*divmod(int(k), H)): divmod(int(k), H) for k in order}
+    chosen = by_name.get(st.session_state.get(keys.READOUT_PICK))
+    if chosen is not None:
+        readout.head(*chosen)  # what the head chosen pushes toward, as tokens
     opened = inside.now().opened
     if opened is not None:
         every_head.opened(*opened)
@@ -197,3 +201,4 @@ def mlps(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
     )
     chart_gap()
     st.altair_chart(chart, width="stretch", height=MLP_HEIGHT, key=keys.READOUT_MLPS)
+    readout.pick_mlp()

@@ -1,0 +1,244 @@
+"""The "Routes" page: the graph of the routes by which information reaches a prediction.
+
+The engine finds them (:func:`attention.model.routes`); this page draws only what it returns.
+
+Positions run left to right and levels (the embeddings, then after each attention and each MLP) bottom to top. Each
+edge is one part of a residual update whose share of that update is above the threshold and that connects to the
+chosen position at the top: a head's write from one source position, an MLP's write, or the residual carried up. A
+click on a head's edge (or the list below the graph) opens that head on the step pages at that query row; the
+strongest routes are written out; any part on the graph can be read as tokens (:mod:`.pushes`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import streamlit as st
+
+from ... import charts
+from ...errors import AttentionError
+from ...model import Edge, Routes, routes
+from ..address import url
+from ..core import keys, models, session
+from ..core.text import esc
+from ..modelpages import choose, every_head, readout, runs
+from ..state import inside
+from ..widgets.common import bind, chart_gap, vega_chart
+
+DRAWN = 1500  # edges drawn at most (strongest first); the rest are counted
+LISTED = 8  # strongest routes written out
+
+
+def body(s: session.Session) -> None:
+    """Choose a model and a text (shared with Every head), a position and a threshold; the graph of its routes."""
+    choose.chooser()
+    every_head.choose_text()
+    graph()
+
+
+@functools.lru_cache(maxsize=16)
+def found(model_id: str, ids: tuple[int, ...], position: int, threshold: float) -> Routes | str:
+    """The routes of the model's run on ``ids`` (no head ablated) at ``position``, or why the engine refused."""
+    try:
+        m = models.get(model_id)
+        with models.LOCK:  # the run cache is not shared safely between threads
+            run = m.run(list(ids))
+        return routes(run, position, threshold)
+    except AttentionError as e:
+        return f"{e}"
+
+
+def now() -> Routes | str:
+    i = inside.now()
+    return found(i.model, i.ids, i.position, i.threshold)
+
+
+@st.fragment
+def graph() -> None:
+    """The controls, the graph, the keyboard's way to open a head's edge, the strongest routes, a part as tokens."""
+    url.write(session.get())  # a choice here reruns this part only: the address follows it
+    readout.controls()
+    threshold_control()
+    found_now = now()
+    if isinstance(found_now, str):
+        st.error(esc(found_now, 400))
+        return
+    if inside.now().ablations:
+        st.caption("Routes are read on the model with no head ablated: they split each head's output by its sources.")
+    st.markdown(summary(found_now))  # ours: numbers, tokens escaped
+    draw(found_now)
+    pick_edge(found_now)
+    st.markdown(strongest(found_now))  # ours: numbers, names, tokens escaped
+    read_part(found_now)
+
+
+def threshold_control() -> None:
+    low, high = inside.THRESHOLDS
+    bind(keys.ROUTES_THRESHOLD, inside.now().threshold)
+    st.slider(
+        "Threshold: keep an edge when its share of its update is above",
+        min_value=low,
+        max_value=high,
+        step=0.005,
+        format="%.3f",
+        key=keys.ROUTES_THRESHOLD,
+        on_change=inside.on_threshold,
+        help="Each update of the stream is a sum of parts; a part's share is how close it is to the sum (in L1), "
+        "divided by the total of all the parts' closeness. Lower keeps more edges.",
+    )
+
+
+def token_at(position: int) -> str:
+    return esc(runs.pieces([inside.now().ids[position]])[0], 30)
+
+
+def summary(r: Routes) -> str:
+    heads = sum(e.kind == "head" for e in r.edges)
+    return (
+        f"**{len(r.edges):,} edges** above {r.threshold:g} reach position {r.position + 1} (“{token_at(r.position)}”) "
+        f"at the top: {heads:,} from heads, {sum(e.kind == 'mlp' for e in r.edges):,} from MLPs, "
+        f"{sum(e.kind == 'residual' for e in r.edges):,} the residual carried up; {len(r.nodes):,} stream nodes."
+    )
+
+
+def edge_id(e: Edge) -> str:
+    """An edge's name in the chart: "head.1.0.12.23", "mlp.1.23", "residual.2.23"."""
+    if e.kind == "head":
+        return f"head.{e.layer}.{e.head}.{e.source}.{e.target}"
+    return f"{e.kind}.{e.below}.{e.target}"
+
+
+def edge_name(e: Edge, levels: tuple[str, ...]) -> str:
+    """An edge as a person reads it (tokens not escaped: for the chart's tooltips and the escaped lists)."""
+    ids = inside.now().ids
+    to = f"{e.target + 1} “{runs.pieces([ids[e.target]])[0]}”"
+    if e.kind == "head":
+        return f"{runs.name(e.layer, e.head)}: {e.source + 1} “{runs.pieces([ids[e.source]])[0]}” → {to}"
+    if e.kind == "mlp":
+        return f"MLP of layer {e.layer + 1} at {to}"
+    return f"residual at {to}: {levels[e.below]} → {levels[e.above]}"
+
+
+def segments(r: Routes) -> list[charts.RouteSegment]:
+    """The drawn lines, weakest first (the strongest on top): a head's edge from its source to its target through a
+    bend of its own (heads with the same source and target side by side), the residual straight up, an MLP's through
+    its node beside the stream."""
+    H, out = runs.model().config.n_heads, []
+    for e in reversed(r.edges[:DRAWN]):
+        common = dict(edge=edge_id(e), kind=e.kind, share=e.share, label=edge_name(e, r.levels), opens=e.kind == "head")
+        mid_y = (e.below + e.above) / 2
+        if e.kind == "residual":
+            out.append(charts.RouteSegment(x=e.target, y=e.below, x2=e.target, y2=e.above, **common))
+            continue
+        mid_x = e.target + 0.3 if e.kind == "mlp" else (e.source + e.target) / 2 + (e.head - (H - 1) / 2) * 0.8 / H
+        out.append(charts.RouteSegment(x=e.source, y=e.below, x2=mid_x, y2=mid_y, **common))
+        out.append(charts.RouteSegment(x=mid_x, y=mid_y, x2=e.target, y2=e.above, **common))
+    return out
+
+
+def draw(r: Routes) -> None:
+    """The graph; a click on a head's edge opens that head (disabled for QK-norm heads, which the step pages refuse)."""
+    ids = inside.now().ids
+    nodes = [(p, level, f"{r.levels[level]}, {p + 1} “{runs.pieces([ids[p]])[0]}”") for level, p in sorted(r.nodes)]
+    title = f"Routes to the prediction at position {r.position + 1}"
+    spec = charts.routes_graph(segments(r), nodes, runs.pieces(ids), r.levels, title)
+    chart_gap()
+    if runs.model().config.qk_norm:
+        vega_chart(spec, width="stretch", key=keys.ROUTES_GRAPH)
+        st.caption(every_head.QK_NORM)
+    else:
+        vega_chart(spec, width="stretch", on_select=on_click, selection_mode="edge", key=keys.ROUTES_GRAPH)
+    if len(r.edges) > DRAWN:
+        st.caption(f"The {DRAWN:,} strongest edges are drawn; raise the threshold to see the rest in fewer.")
+
+
+def on_click() -> None:
+    """An edge was clicked: a head's edge opens that head on the step pages, its target row and source explained."""
+    event = st.session_state.get(keys.ROUTES_GRAPH)
+    picked = (((event or {}).get("selection") or {}).get("edge") or [None])[0]
+    found_now = now()
+    if not isinstance(picked, dict) or isinstance(found_now, str):
+        return
+    chosen = next((e for e in found_now.edges if e.kind == "head" and edge_id(e) == picked.get("edge")), None)
+    if chosen is not None:
+        inside.open_route(chosen.layer, chosen.head, chosen.target, chosen.source)
+
+
+def pick_edge(r: Routes) -> None:
+    """The same without the mouse: the heads' edges, strongest first, and a button; then where to go."""
+    heads = [e for e in r.edges if e.kind == "head"]
+    if not heads:
+        st.caption("No head's edge is above the threshold: lower it to see which heads carry the prediction.")
+        return
+    names = {edge_id(e): f"{edge_name(e, r.levels)} ({e.share:.3f})" for e in heads}
+    disabled = runs.model().config.qk_norm
+    left, right = st.columns([3, 2], gap="medium", vertical_alignment="bottom")
+    with left:
+        st.selectbox(
+            "Or choose a head's edge (strongest first)",
+            list(names),
+            format_func=lambda k: names.get(k, k),
+            key=keys.ROUTES_PICK,
+            disabled=disabled,
+        )
+    with right:
+        st.button("Open it on the step pages", key=keys.ROUTES_OPEN, on_click=open_picked, disabled=disabled)
+    opened = inside.now().opened
+    if opened is not None:
+        every_head.opened(*opened)
+
+
+def open_picked() -> None:
+    found_now = now()
+    picked = st.session_state.get(keys.ROUTES_PICK)
+    if isinstance(found_now, str):
+        return
+    chosen = next((e for e in found_now.edges if e.kind == "head" and edge_id(e) == picked), None)
+    if chosen is not None:
+        inside.open_route(chosen.layer, chosen.head, chosen.target, chosen.source)
+
+
+def strongest(r: Routes) -> str:
+    """The strongest routes from the embeddings to the top, each edge named, with its strength."""
+    found_routes = r.strongest(LISTED)
+    if not found_routes:
+        return "No route reaches the embeddings above this threshold: lower it."
+    lines = [f"{k}. **{w:.3f}**: " + route_text(path, r.levels) for k, (w, path) in enumerate(found_routes, 1)]
+    return (
+        "**The strongest routes** (a route's strength is the product of its edges' shares: how much of each sum it "
+        "joins flows on along it):\n\n" + "\n".join(lines)
+    )
+
+
+def route_text(path: tuple[Edge, ...], levels: tuple[str, ...]) -> str:
+    """A route as its nodes and what carries it between them: "“fa” 1 (embeddings) ⟶ layer 1 · head 2 ⟶ “bi” 2
+    (layer 1) ⟶ …", tokens escaped."""
+    ids = inside.now().ids
+
+    def node(level: int, p: int) -> str:
+        return f"“{esc(runs.pieces([ids[p]])[0], 30)}” {p + 1} ({levels[level]})"
+
+    out = node(path[0].below, path[0].source)
+    for e in path:
+        via = runs.name(e.layer, e.head) if e.kind == "head" else "MLP" if e.kind == "mlp" else "residual"
+        out += f" ⟶ *{via}* ⟶ {node(e.above, e.target)}"
+    return out
+
+
+def read_part(r: Routes) -> None:
+    """The graph's nodes as tokens: any head or MLP with an edge on the graph, what it pushes toward at the top."""
+    parts = sorted({(e.layer, e.head) for e in r.edges if e.kind in ("head", "mlp")})
+    if not parts:
+        return
+    names = {p: runs.name(*p) if p[1] >= 0 else f"MLP of layer {p[0] + 1}" for p in parts}
+    chosen = st.selectbox(
+        f"Read a part of the graph as tokens (what it writes at position {r.position + 1})",
+        parts,
+        format_func=lambda p: names.get(p, str(p)),
+        key=keys.ROUTES_PART,
+    )
+    if chosen in names:
+        if chosen[1] >= 0:
+            readout.head(*chosen)
+        else:
+            readout.mlp(chosen[0])

@@ -1,0 +1,3 @@
+from attention.ui.app.frame import render
+
+render("routes")

@@ -1,0 +1,143 @@
+"""The Routes page under AppTest, and what parts push toward on Every head and Attribution: the graph draws exactly the
+engine's edges; the strongest routes name the heads patching names; a head's edge opens on the step pages at its
+query row and source; the threshold is refused outside its range (and in the address) with nothing changed; a part
+read as tokens shows the engine's numbers, checked against the attribution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention.model import attribute, builtin, routes, sweep
+from attention.model import pushes as push
+from attention.ui.core import keys
+from tests.helpers.apptest import app, drawn_cells, journey, no_exception, session, shown, texts
+
+ENGINE = builtin("induction")  # a model of its own, not the page's
+
+
+def _md(at) -> str:  # noqa: ANN001
+    return " ".join(shown(t).replace("**", "") for t in texts(at.markdown))
+
+
+def _edges(at) -> list[dict]:  # noqa: ANN001
+    """The drawn segments of the routes graph (rows with an "edge" field)."""
+    return [r for c in at.get("vega_lite_chart") for rows in drawn_cells(c) for r in rows if "edge" in r]
+
+
+def test_the_graph_draws_the_engines_edges_and_names_the_strongest_routes() -> None:
+    at = journey("routes")
+    no_exception(at)
+    i = session(at).inside
+    want = routes(ENGINE.run(list(i.ids)), i.position, i.threshold)
+    drawn = _edges(at)
+    assert {r["edge"] for r in drawn if r["kind"] == "head"} == {
+        f"head.{e.layer}.{e.head}.{e.source}.{e.target}" for e in want.edges if e.kind == "head"
+    }
+    assert len(drawn) == 2 * len(want.edges) - sum(e.kind == "residual" for e in want.edges)  # a bend: two lines
+    for e in want.edges:  # each edge from its source to its target, as wide as its share
+        lines = [r for r in drawn if r["share"] == e.share and r["kind"] == e.kind]
+        assert {(r["x"], r["y"]) for r in lines} >= {(e.source, e.below)}
+        assert {(r["x2"], r["y2"]) for r in lines} >= {(e.target, e.above)}
+    said = _md(at)
+    assert f"{len(want.edges)} edges above 0.04 reach position 13" in said
+    # the strongest route of heads runs through the heads patching names: the previous-token head, then induction
+    words = list(i.ids[: len(i.ids) // 2])
+    corrupt = words[:-1] + [next(t for t in range(32) if t not in words)] + words
+    named = sweep(ENGINE, words + words, corrupt, -1).heads
+    at = at.selectbox(key=keys.READOUT_POSITION).set_value(len(i.ids) - 1).run()
+    said = _md(at)
+    previous, induction = f"layer 1 · head {np.argmax(named[0]) + 1}", f"layer 2 · head {np.argmax(named[1]) + 1}"
+    route = f"“ba” 12 (embeddings) ⟶ *{previous}* ⟶ “fa” 13 (layer 1) ⟶ *{induction}* ⟶ “ba” 24 (layer 2)"
+    assert route in said, said
+
+
+def test_a_heads_edge_chosen_without_the_mouse_opens_at_its_query_row() -> None:
+    at = journey("routes")
+    box = at.selectbox(key=keys.ROUTES_PICK)
+    first = box.options[0]
+    assert "layer 2 · head 1" in first  # the strongest head's edge first: the induction head
+    at = at.button(key=keys.ROUTES_OPEN).click().run()
+    no_exception(at)
+    s = session(at)
+    i = s.inside
+    want = next(e for e in routes(ENGINE.run(list(i.ids)), i.position, i.threshold).edges if e.kind == "head")
+    assert (s.model_head.layer, s.model_head.head) == (want.layer, want.head)
+    assert s.cell == (want.target, want.source)  # the step pages explain that query row and that source
+    assert "The step pages now show layer 2 · head 1" in " ".join(texts(at.success))
+
+
+def test_the_threshold_changes_the_graph_and_travels_and_a_bad_one_changes_nothing() -> None:
+    at = journey("routes")
+    before = len(_edges(at))
+    at = at.slider(key=keys.ROUTES_THRESHOLD).set_value(0.01).run()
+    no_exception(at)
+    assert session(at).inside.threshold == 0.01
+    assert len(_edges(at)) > before
+    assert at.query_params["thr"] == "0.01"
+    at = app("routes", {"thr": "0.9"})
+    assert "the threshold 0.9 is not a share from 0.005 to 0.5" in " ".join(texts(at.warning))
+    assert session(at).inside.threshold == 0.04
+    at = app("routes", {"thr": "1e5"})
+    assert "The link's threshold “1e5” is not a decimal" in " ".join(texts(at.warning))
+    at = app("routes", {"thr": "0.2", "at": "24"})
+    assert (session(at).inside.threshold, session(at).inside.position) == (0.2, 23) and not at.warning
+
+
+def test_a_part_of_the_graph_read_as_tokens_against_the_engine() -> None:
+    at = journey("routes")
+    i = session(at).inside
+    run = ENGINE.run(list(i.ids))
+    token = int(np.argmax(run.logits[i.position]))
+    at = at.selectbox(key=keys.ROUTES_PART).set_value((1, 0)).run()
+    got = push.heads(run, i.position, 1, token)[0]
+    share = attribute(run, i.position, token).heads[1, 0]
+    assert abs(got.share - share) < 1e-9
+    said = _md(at)
+    assert "layer 2 · head 1 moves each logit by" in said
+    top = ENGINE.pieces([int(got.promoted[0])])[0]
+    assert f"Promotes “{top}”" in said
+
+
+def test_every_heads_card_and_attribution_read_a_head_as_tokens() -> None:
+    at = journey("every_head")
+    box = next(e for e in at.expander if e.label == "What it pushes toward (tokens)")
+    assert box is not None
+    at = journey("attribution")
+    no_exception(at)
+    said = _md(at)
+    assert "layer 2 · head 1 moves each logit by" in said and "Promotes" in said and "Suppresses" in said
+    assert "This model is attention-only" in " ".join(texts(at.caption))
+
+
+def test_a_llama_family_checkpoint_its_routes_mlps_and_neurons(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A tiny Llama (grouped heads, RMSNorm, SwiGLU) served from a folder: the graph draws the engine's edges, MLP
+    edges among them; an MLP read as tokens lists its neurons, whose shares add up to its share on Attribution."""
+    from attention.model import load
+    from tests.helpers.families import tiny_llama
+
+    folder = tiny_llama(tmp_path / "llama")
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny={folder}")
+    at = journey("routes")
+    at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:tiny").run()
+    no_exception(at)
+    i = session(at).inside
+    m = load(folder)
+    run = m.run(list(i.ids))
+    want = routes(run, i.position, i.threshold)
+    drawn = _edges(at)
+    assert {r["edge"] for r in drawn} == {
+        f"head.{e.layer}.{e.head}.{e.source}.{e.target}" if e.kind == "head" else f"{e.kind}.{e.below}.{e.target}"
+        for e in want.edges
+    }
+    assert any(e.kind == "mlp" for e in want.edges) and "layer 1 MLP" in want.levels
+    mlp = next(e for e in want.edges if e.kind == "mlp")
+    at = at.selectbox(key=keys.ROUTES_PART).set_value((mlp.layer, -1)).run()
+    no_exception(at)
+    said = _md(at)
+    token = int(np.argmax(run.logits[i.position]))
+    share = attribute(run, i.position, token).mlps[mlp.layer]
+    cells = push.neurons(run, i.position, mlp.layer, token)
+    assert abs(cells.shares.sum() + cells.bias - share) <= 1e-9 * max(1.0, abs(share))
+    assert f"the MLP of layer {mlp.layer + 1} moves each logit by" in said
+    table = at.dataframe[-1].value
+    assert list(table["neuron"]) == [int(k) + 1 for k in cells.order[:10]]

@@ -1,0 +1,96 @@
+"""Real headless Chromium: the Routes page on the shipped model at 1280 × 720 and 1400 × 1000 (the graph readable:
+box, 12 px text, pixels not blank; its positions and levels written; axe-core), and a click on a route's edge: the
+induction head's edge from the token after the earlier copy opens that head on the step pages, at that query row
+(the cell explained there is the edge's target row and source)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attention.model import builtin, induction, routes
+from tests.helpers.browser import (
+    CHARTS,
+    SHOTS,
+    check,
+    error_texts,
+    guarded_context,
+    open_view,
+    rerun,
+    settle,
+    wait_readable,
+)
+from tests.helpers.visible import CANVAS_HOOK, check_page
+
+VIEWPORTS = [(1280, 720), (1400, 1000)]
+TEXTS = """
+() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].map(el => {
+  const svg = el.querySelector("svg.marks");
+  if (svg) return [...svg.querySelectorAll("text")].map(t => t.textContent);
+  const canvas = el.querySelector("canvas");
+  return canvas && canvas.__texts ? canvas.__texts.map(t => t[0]) : [];
+})
+"""
+IDS = [int(i) for i in induction.history("induction")["example"]]  # the pages' first ready-made sequence
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1280x720", "1400x1000"])
+def test_the_graph_is_readable_and_labelled(browser, base_url, axe_script, viewport) -> None:  # noqa: F811
+    w, h = viewport
+    with guarded_context(browser, viewport={"width": w, "height": h}) as context:
+        pg = context.new_page()
+        pg.add_init_script(CANVAS_HOOK)
+        pg.goto(f"{base_url}/routes?at=24")
+        settle(pg)
+        wait_readable(pg, 1)
+        assert not error_texts(pg), error_texts(pg)
+        problems = check_page(pg, "routes", "1 head, 6 tokens", viewport)
+        assert not problems, "\n".join(problems)
+        (written,) = pg.evaluate(TEXTS)
+        pieces = builtin("induction").pieces(IDS)
+        for label in ("embeddings", "layer 1", "layer 2", f"13 {pieces[12]}", f"24 {pieces[23]}", "head", "residual"):
+            assert label in written, (label, written)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        pg.locator(CHARTS).first.scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / f"routes_shipped_{w}.png"))
+        if viewport == (1400, 1000):
+            check(pg, axe_script, "routes")
+
+
+def test_a_click_on_a_heads_edge_opens_that_head_at_its_row(browser, base_url) -> None:  # noqa: F811
+    found = routes(builtin("induction").run(IDS), 23, 0.04)
+    edge = next(e for e in found.edges if e.kind == "head")  # the strongest head's edge
+    assert (edge.layer, edge.head, edge.source, edge.target) == (1, 0, 12, 23)  # induction: from the token after
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        pg = context.new_page()
+        pg.goto(f"{base_url}/routes?at=24")
+        settle(pg)
+        wait_readable(pg, 1)
+        chart = pg.locator(CHARTS).first
+        chart.scroll_into_view_if_needed()
+        # the edge from position 13 at layer 1 to position 24 at layer 2, found by what it says it is
+        named = "layer 2 · head 1: 13 “fa” → 24 “ba”"
+        line = chart.locator("g.mark-rule.role-mark line").filter(has_not_text="x").and_(
+            chart.locator(f"line[aria-label*='{named}']")
+        )
+        assert line.count() == 2, line.count()  # from the source to its bend, from the bend to the target
+        box = line.first.bounding_box()
+        with rerun(pg):
+            pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        assert not error_texts(pg), error_texts(pg)
+        said = pg.get_by_test_id("stAlertContentSuccess").inner_text()
+        assert "The step pages now show layer 2 · head 1" in said, said
+        pg.get_by_test_id("stAlertContentSuccess").scroll_into_view_if_needed()
+        pg.screenshot(path=str(SHOTS / "routes_clicked_1280.png"))
+        with rerun(pg):
+            pg.get_by_role("link", name="→ Scores of layer 2 · head 1").click()
+        settle(pg)
+        assert "layer 2 · head 1" in pg.inner_text("body")
+        # the cell the Scores page explains is the edge's: query row 24 ("ba"), key 13 ("fa", the token after the copy)
+        open_view(pg, "Explain a cell")
+        query = pg.get_by_test_id("stSelectbox").filter(has_text="query (row)").first
+        key = pg.get_by_test_id("stSelectbox").filter(has_text="key (column)").first
+        query.scroll_into_view_if_needed()
+        shown = "el => el.textContent + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')"
+        said = query.evaluate(shown), key.evaluate(shown)
+        assert "ba (24)" in said[0] and "fa (13)" in said[1], said
+        pg.screenshot(path=str(SHOTS / "routes_opened_scores_1280.png"))
