@@ -209,7 +209,8 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
         f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
         for r in roles.ROLES
     )
-    st.markdown(f"Role: **{role}** · {scores}")  # ours: role names and numbers
+    python = f"`run.head({layer}, {head})` in Python, which counts from 0"
+    st.markdown(f"Role: **{role}** · {scores} · {python}")  # ours: role names and numbers
     st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
     readout.head_block(layer, head)
     how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
