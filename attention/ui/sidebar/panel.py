@@ -46,7 +46,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     preset = s.origin.preset
     bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
     sb.number_input(
-        "Seed",
+        f"Seed (0 to {names.MAX_SEED:,}): type it, then press Enter",
         key=keys.SB_SEED,
         step=1,
         disabled=not kind.seeded or not preset.is_random,
@@ -79,6 +79,10 @@ def draw(s: session.Session, tools: bool = True) -> None:
     if tools:
         share.sidebar_tools(s)
     keep_early_keystrokes(sb)  # keys typed into a grid before it has the focus reach its cell editor
+    sb.html(SEED_CSS)  # the label says "press Enter": the box's own hint would sit over a long seed
+
+
+SEED_CSS = "<style>.st-key-sb-seed [data-testid='InputInstructions'] { display: none; }</style>"
 
 
 def _blank_sizes(s: session.Session, sb: Any) -> None:
