@@ -80,7 +80,7 @@ def test_at_8_digits_the_editor_beside_links_to_every_column_at_once() -> None:
     said = " ".join(texts(at.caption))
     assert "columns 1–3 of 4" in said, said
     links = [e.proto.label for e in at.get("page_link")]
-    assert "All 4 columns of X at once: Tokens & embeddings (X)" in links, links
+    assert "All 4 columns: Tokens & embeddings (X)" in links, links
 
 
 def test_explain_a_cell_prints_the_digits_set() -> None:

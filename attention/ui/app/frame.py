@@ -234,7 +234,7 @@ def input_panel(s: session.Session) -> None:
         if editors.cut_beside(name, s) and (page := nav.editing_page(name)) is not None:  # a clear way to the rest
             st.page_link(
                 page,
-                label=f"All {s.matrices[name].shape[1]} columns of {name} at once: {page.title}",
+                label=f"All {s.matrices[name].shape[1]} columns: {page.title}",
                 icon=":material/open_in_full:",
             )
 
