@@ -225,3 +225,25 @@ def test_a_full_context_disables_the_generate_buttons_and_says_why() -> None:
     assert "The context of 24 tokens is full" in said and "Start again" in said, said
     at = _press(at, "inside.gen.b.again")
     assert not any(at.button(key=k).disabled for k in made)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("inside.w.gen.many", 300, "Generate makes 1 to 256 tokens a press with this model; 300 is not one of them"),
+        ("inside.w.gen.keep", 99, "The prompt keeps 1 to 23 tokens of the text; 99 is not one of them"),
+    ],
+)
+def test_a_value_refused_as_a_button_is_pressed_is_still_said(key: str, value: int, words: str) -> None:
+    """A number typed and a button pressed at once (the box's value and the press reach the page in one run, the
+    box's callback first): the refusal is still said, with what the press made. The press had wiped it: 10 typed
+    into Generate's box made 5, without a word."""
+    at = app("generate")
+    before = session(at).generation
+    at.number_input(key=key).set_value(value)
+    at = _press(at, "inside.gen.b.many")
+    said = [t for t in texts(at.warning)]
+    assert any(words in t and f"This press made {before.many} tokens" in t for t in said), (said, texts(at.error))
+    assert session(at).generation.steps == before.many and session(at).generation.many == before.many
+    at = _press(at, "inside.gen.b.next")  # the next action: the refusal has been answered and goes
+    assert not [t for t in texts(at.warning) if words in t]

@@ -305,3 +305,28 @@ def test_a_new_position_reruns_what_names_it() -> None:
     assert f"At position 21 ({ENGINE.pieces([ids[20]])[0]}) the most likely next token" in said, said
     assert f"({clean.max():.4f} → {off.max():.4f})" in said, said  # both above 0.1: 4 digits are 4 decimals
     assert list(at.dataframe[0].value["next token"]) == ENGINE.pieces(list(np.argsort(-off)[:5]))
+
+
+def test_a_refusal_goes_once_the_page_moves_on() -> None:
+    """A text refused (named, nothing changed) and then another action (a position chosen): the error banner goes,
+    and the box shows the text in force again. It had stayed on the page after every later action."""
+    at = app("every_head")
+    at = at.text_input(key="inside.w.typed").input("ba be xyz bo").run()
+    assert any("'xyz', is not in the vocabulary" in e for e in errors(at)), errors(at)
+    at = at.selectbox(key="inside.w.position").set_value(3).run()
+    no_exception(at)
+    assert not errors(at), errors(at)
+    assert session(at).inside.position == 3
+    assert at.text_input(key="inside.w.typed").value == ENGINE.decode(list(session(at).inside.ids))
+
+
+def test_a_paste_too_long_is_named_not_dropped() -> None:
+    """50,000 characters pasted into the text box reach the page (no character limit in the browser, which dropped
+    the paste without a word) and are refused by their size, before anything reads them."""
+    at = app("every_head")
+    before = session(at).inside.ids
+    assert at.text_input(key="inside.w.typed").max_chars in (None, 0)
+    at = at.text_input(key="inside.w.typed").input("ba " * 16_666 + "bo").run()
+    no_exception(at)
+    assert any("The text has 50,000 characters; at most 4,096" in e for e in errors(at)), errors(at)
+    assert session(at).inside.ids == before

@@ -323,7 +323,10 @@ def test_an_edit_sent_with_a_switch_is_never_applied_to_the_new_head() -> None:
     s = session(at)
     assert (s.model_head.layer, s.model_head.head) == (1, 1)
     np.testing.assert_array_equal(s.matrices["W_k"], ENGINE.layer_weights(1)[1][:, D : 2 * D])  # B's own block
-    assert any("W_k: that edit was typed over numbers no longer shown" in e for e in errors(at)), errors(at)
+    assert any(
+        "W_k: 40 in row 1, column k1 was typed over numbers no longer shown" in e and "Retype it" in e
+        for e in errors(at)
+    ), errors(at)
     new_key, shown = _grid(at, "W_k")
     assert new_key != key
     _same(shown, s.matrices["W_k"])
@@ -343,7 +346,9 @@ def test_an_x_edit_sent_with_a_switch_is_refused_too_though_the_layers_x_is_the_
     s = session(at)
     assert (s.model_head.layer, s.model_head.head) == (1, 1)
     np.testing.assert_array_equal(s.matrices["X"], before)
-    assert any("X: that edit was typed over numbers no longer shown" in e for e in errors(at)), errors(at)
+    assert any(f"X: 40 in row 1, column {cols[0]} was typed over numbers no longer" in e for e in errors(at)), errors(
+        at
+    )
 
 
 def _head_writes(ids: tuple[int, ...], layer: int, head: int) -> np.ndarray:

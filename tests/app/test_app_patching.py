@@ -316,7 +316,7 @@ def test_the_pair_travels_in_the_address_and_a_bad_one_is_named() -> None:
         assert session(bad).patching.pair.startswith("12 words, then the same 12 again")  # the page as it starts
 
 
-@pytest.mark.parametrize("typed", ["fa", "fa bi zz", "fa " * 30])
+@pytest.mark.parametrize("typed", ["fa", "fa bi zz", "fa " * 30, "x" * 5000])
 def test_every_head_and_patching_read_a_text_with_one_wording(typed: str) -> None:
     """One validator for a model text: Every head's text box and Patching's texts say the same of the same text."""
     heads = app("every_head").text_input(key="inside.w.typed").input(typed).run()

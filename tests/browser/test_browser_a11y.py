@@ -11,9 +11,12 @@ header (with its toolbar), the sidebar's header and its page navigation (whose <
 
 from __future__ import annotations
 
-import pytest
+import contextlib
 
-from tests.helpers.browser import check, rerun, settle
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from tests.helpers.browser import check, ready, rerun, runs, settle
 
 STEP_PAGES = ["", "tokens", "weights", "qkv", "scores", "scaling", "softmax", "output", "reading"]
 LAB_PAGES = ["why_sqrt_dk", "stability", "challenges", "learn"]
@@ -53,3 +56,53 @@ def test_lab_pages_after_their_action(page, base_url, axe_script) -> None:  # no
         page.get_by_role("button", name="Start").first.click()
     page.get_by_text("Playing: ").first.wait_for()
     check(page, axe_script, "challenges after Start")
+
+
+CLOSED = "[data-testid='stExpander'] details:not([open]) > summary"
+
+
+def _open_every_view(pg) -> int:
+    """Open every closed expander of the page (main area and sidebar), those an opened one reveals too, waiting for
+    the run a lazy one starts; returns how many were opened."""
+    for opened in range(60):
+        closed = pg.locator(CLOSED)
+        if not closed.count():
+            return opened
+        mark = runs(pg)
+        summary = closed.first
+        summary.scroll_into_view_if_needed()
+        summary.click()
+        with contextlib.suppress(TimeoutError, PlaywrightTimeout):  # a lazy one reruns the page; a plain one not
+            settle(pg, mark, timeout=2_500)
+        ready(pg)
+    raise AssertionError("more than 60 expanders opened: one does not stay open")
+
+
+def _tabs(pg) -> list[tuple[int, int]]:
+    """(tab list, tab) of every tab not selected now, in the main area."""
+    lists = pg.get_by_test_id("stMain").locator("[role='tablist']")
+    return [
+        (i, j)
+        for i in range(lists.count())
+        for j in range(lists.nth(i).get_by_role("tab").count())
+        if lists.nth(i).get_by_role("tab").nth(j).get_attribute("aria-selected") != "true"
+    ]
+
+
+@pytest.mark.parametrize("name", ALL_PAGES, ids=[p or "overview" for p in ALL_PAGES])
+def test_no_serious_violation_with_every_view_opened(page, base_url, axe_script, name: str) -> None:
+    """Every expander opened (the Import box, the lazy views, the sidebar's), then every tab in turn: what is drawn
+    only on demand is checked as drawn. The Import box's caption had inline code grey on grey (color-contrast)."""
+    page.goto(f"{base_url}/{name}?preset=the_cat_sat&heads=2")
+    settle(page)
+    opened = _open_every_view(page)
+    check(page, axe_script, f"/{name} with {opened} views opened")
+    for i, j in _tabs(page):
+        tab = page.get_by_test_id("stMain").locator("[role='tablist']").nth(i).get_by_role("tab").nth(j)
+        mark = runs(page)
+        tab.click()
+        with contextlib.suppress(TimeoutError, PlaywrightTimeout):
+            settle(page, mark, timeout=2_500)
+        ready(page)
+        _open_every_view(page)
+        check(page, axe_script, f"/{name} tab {tab.inner_text()}")

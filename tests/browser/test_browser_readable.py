@@ -364,7 +364,7 @@ def test_keys_no_cell_editor_took_are_said_not_dropped(browser, base_url) -> Non
         note.wait_for(timeout=8000)
         said = note.text_content()
         pg.screenshot(path=str(SHOTS / "keys_said_lost.png"))
-    assert "(7)" in said and "Double-click the cell and type it again" in said, said
+    assert "(7)" in said and "Double-click the cell and retype it" in said, said
 
 
 # ------------------------------------------------------------------------------------------ text that fits

@@ -224,6 +224,12 @@ def input_panel(s: session.Session) -> None:
     inputs = inputs_of(s.matrices)
     for name in widgets.open_tab("inputs", list(inputs), s):
         editors.matrix_editor(name, s, beside=True)
+        if editors.cut_beside(name, s) and (page := nav.editing_page(name)) is not None:  # a clear way to the rest
+            st.page_link(
+                page,
+                label=f"All {s.matrices[name].shape[1]} columns: {page.title}",
+                icon=":material/open_in_full:",
+            )
 
 
 def render_overview() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from .specs import INSIDE, LABS, NAV, OVERVIEW
+from .specs import INSIDE, LABS, NAV, OVERVIEW, STEPS
 
 ROOT = Path(__file__).resolve().parents[3]
 _RUNNING = (
@@ -30,6 +30,13 @@ def pages() -> list:
     return [
         st.Page(ROOT / path, title=label, url_path=_url_path(path), default=(path == OVERVIEW)) for path, label in NAV
     ]
+
+
+def editing_page(name: str):
+    """The declared page whose step draws matrix ``name``'s editor at the page's width (X: Tokens; W_q, W_k and W_v:
+    Weights), or None."""
+    files = {step.file for step in STEPS.values() if name in step.editors}
+    return next((p for (path, _), p in zip(NAV, pages(), strict=True) if path in files), None)
 
 
 def sections(declared: list) -> dict[str, list]:

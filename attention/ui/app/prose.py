@@ -127,10 +127,16 @@ def softmax(s: session.Session, t: Trace | None) -> str:
     masked = " A fully masked row (every key masked) has all weights 0 instead." if t.fully_masked else ""
     return (
         "Each row becomes a probability distribution over the keys: exp of each entry divided by the row's sum of "
-        f"exps, so every weight is ≥ 0 and each row sums to 1.{masked} Row 1: {reading_lines(t, s.tokens, [0])[0]}. "
+        f"exps, so every weight is ≥ 0 and each row sums to 1.{masked} Row 1{_of_head(t)}: "
+        f"{reading_lines(t, s.tokens, [0])[0]}. "
         "Subtracting a constant from a row (its max, by default) changes nothing mathematically but keeps exp from "
         "overflowing." + temp + random_weights(s)
     )
+
+
+def _of_head(t: Trace) -> str:
+    """ " of head 1 (of 2)" when the trace has several heads (the reading lines read head 1), else ""."""
+    return f" of head 1 (of {t.options.heads}; each head's heatmap below has its own)" if t.options.heads > 1 else ""
 
 
 def random_weights(s: session.Session) -> str:

@@ -11,6 +11,7 @@ import streamlit as st
 from ... import charts, positions
 from ...errors import AttentionError
 from ...io import tables
+from ...options import Options
 from ..core import compute, keys, session
 from ..core.text import esc
 from ..inputs import editors
@@ -166,5 +167,24 @@ def _order_check(s: session.Session) -> None:
     else:
         st.caption(
             f"Word order check: with the sentence reversed, the output rows change (largest difference "
-            f"{gap:.4g}): the positions make order matter."
+            f"{gap:.4g}): {order_causes(s.options)} order matter."
         )
+
+
+MASK_ORDER = {  # the mask parts that see order (custom and padding flags move with their tokens when reversed)
+    "causal": "the causal mask (each token sees only itself and the tokens before it)",
+    "window": "the window mask (each token sees only the few tokens just before it)",
+}
+
+
+def order_causes(o: Options) -> str:
+    """What makes the output depend on word order, as the start of "… make(s) order matter": the positions (unless
+    "none") and the mask parts that look at order; the mask alone when positions are none."""
+    causes = [f"the {o.positions} positions"] if o.positions != "none" else []
+    causes += [MASK_ORDER[part] for part in o.mask if part in MASK_ORDER]
+    if not causes:
+        return "the options make"
+    verb = "makes" if len(causes) == 1 and o.positions == "none" else "make"  # "the … positions make"
+    if o.positions == "none":
+        return f"positions are none, so {' and '.join(causes)} alone {verb}"
+    return f"{' and '.join(causes)} {verb}"

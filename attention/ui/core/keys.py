@@ -283,6 +283,7 @@ INSIDE_SEQUENCE, INSIDE_TYPED, INSIDE_POSITION, INSIDE_HOW = (
     "inside.w.how",
 )
 INSIDE_REPEAT, INSIDE_RESTORE_ALL, INSIDE_OVERVIEW = "inside.repeat", "inside.restore_all", "inside.overview"
+INSIDE_BANNER_WENT = "inside.banner_went"  # the text's refusal, drawn above the fragments, was taken away
 INSIDE_ANSWERING = "inside.answering"  # the fragment of the heads and the predictions, rerun by name
 INSIDE_EVERY = "open.inside.every_position"  # the expander of every position's prediction
 

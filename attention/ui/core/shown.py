@@ -109,6 +109,16 @@ OPTION_WORDS = {
 }
 
 
+def _in_effect(name: str, value: object) -> object:
+    """An option's value as it acts: padding as the tokens flagged (no flags and all flags off are the same: the mask
+    controls make flags for every token when they open), a custom mask as its blocked cells (none: every cell open)."""
+    if name == "padding":
+        return tuple(i for i, flag in enumerate(value) if flag)
+    if name == "custom_mask":
+        return tuple((i, j) for i, row in enumerate(value) for j, open_ in enumerate(row) if not open_)
+    return value
+
+
 def what_changed(s: session.Session) -> list[str]:
     """What differs from the unedited example, in plain words: the sentence, each matrix edited (by name) and each
     option changed (with its value now), so a banner can name it instead of only saying that something did."""
@@ -124,7 +134,7 @@ def what_changed(s: session.Session) -> list[str]:
     said += [f"{n} edited" for n in edited]
     for field in dataclasses.fields(s.options):
         now, was = getattr(s.options, field.name), getattr(preset.options, field.name)
-        if now != was:
+        if _in_effect(field.name, now) != _in_effect(field.name, was):
             words = OPTION_WORDS.get(field.name, lambda v, f=field.name: f"{f.replace('_', ' ')} ({v})")
             said.append(words(now))
     return said

@@ -63,8 +63,10 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     if (r0, c0, r1, c1) != (0, 0, *m.shape):
         st.caption(
-            f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1}; move the window to edit the rest (or upload a CSV)."
+            f"Editing rows {r0 + 1}–{r1} and columns {c0 + 1}–{c1} of {m.shape[1]}; move the window to edit the rest "
+            "(or upload a CSV)."
         )
+
     # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
     # decimals, while text keeps exactly what was typed; it is parsed (and checked) in the callback.
     text = to_text(m[r0:r1, c0:c1], grid_format(name, s))
@@ -96,6 +98,13 @@ def _beside_columns(name: str, s: session.Session) -> int:
     sample = to_text(m[:EDIT_ROWS, :EDIT_COLS_BESIDE], grid_format(name, s)).tolist()
     labels, index = list(cols[:EDIT_COLS_BESIDE]), list(rows[:EDIT_ROWS])
     return columns_that_fit(sample, labels, index, BESIDE_PX, EDITOR_PAD_PX, EDITOR_CHAR_PX)
+
+
+def cut_beside(name: str, s: session.Session) -> bool:
+    """Whether the editor beside a result shows fewer columns than the matrix has, though a page-wide editor would
+    show them all (at 8 digits, 3 of W_q's 4 columns fit the inputs panel)."""
+    n = s.matrices[name].shape[1]
+    return _beside_columns(name, s) < n <= EDIT_COLS
 
 
 def shared_note(name: str, layer: int, group: tuple[int, ...]) -> str:
@@ -149,8 +158,11 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> Non
     s = session.get()
     if name not in s.matrices or key != editor_key(name, s, r0, c0):
         pins.renew_grids()
-        said = f"{name}: that edit was typed over numbers no longer shown; nothing was applied."
-        state_core.say(f"edit.{name}", "error", said)
+        said = (
+            f"{name}: {_typed(st.session_state.get(key), r0)}typed over numbers no longer shown; nothing was applied."
+        )
+        again = " Retype it in the grid now shown." if name in s.matrices else ""
+        state_core.say(f"edit.{name}", "error", said + again)
         return
     m = s.matrices[name]
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
@@ -188,6 +200,25 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> Non
         state_core.say(
             f"edit.{name}", "error", "\n\n".join(bad[:5]) + (f"\n\n…and {more} more such cells." if more > 0 else "")
         )
+
+
+def _typed(payload: object, r0: int = 0) -> str:
+    """What a refused grid edit held, to retype ("5 in row 2, column d1 was ": 3 cells at most), or "that edit was "."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("edited_rows"), dict):
+        return "that edit was "
+    cells = [
+        f"{esc(str(v)[:20])} in row {r0 + int(r) + 1}, column {esc(str(c)[:20])}"
+        for r, row in payload["edited_rows"].items()
+        if isinstance(row, dict) and str(r).isdigit()
+        for c, v in row.items()
+    ]
+    if not cells:
+        return "that edit was "
+    return (
+        "; ".join(cells[:3])
+        + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
+        + (" were " if len(cells) > 1 else " was ")
+    )
 
 
 def check_payload(

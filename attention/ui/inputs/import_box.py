@@ -178,7 +178,7 @@ def _import_boxes(name: str, s: session.Session) -> None:
     """What the open import box holds: the shape it takes, an uploader and a paste box with its Apply."""
     shape = s.matrices[name].shape
     d = names.axis_names(name, s.options.projection)
-    st.caption(
+    st.markdown(  # not a caption: its grey text on the code's grey fails contrast (axe: color-contrast, serious)
         f"{name} is {shape[0]} × {shape[1]} ({d[0]} × {d[1]}). A CSV may have a label row and column; "
         "a paste may be `np.array([[0.2, 0.9], [0.1, 0.5]])`, nested lists, or numpy's printed form "
         "`[[0.2 0.9]\\n [0.1 0.5]]`. Nothing you paste is run as code."

@@ -91,15 +91,16 @@ def result(s: session.Session) -> None:
     snapshots(s, run)
     _carries_over(run)
     labels = token_labels(run.tokens)
-    final = per_head(r.weights)[0]
-    heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
-    st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
-    fmt = charts.decimals_for(final, s.digits)
-    st.dataframe(
-        pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format),
-        width="stretch",
-        height=number_tables.fit_height(len(labels)),
-    )
+    learned = per_head(r.weights)  # (h, n, n): every head, each its own table
+    for h, final in enumerate(learned):
+        heads = "" if len(learned) == 1 else f", head {h + 1} of {len(learned)}"
+        st.markdown(f"**Learned weights** (after all {r.steps_done:,} steps{heads}; each row sums to 1)")
+        fmt = charts.decimals_for(final, s.digits)
+        st.dataframe(
+            pd.DataFrame(final, index=labels, columns=labels).style.format(fmt.format),
+            width="stretch",
+            height=number_tables.fit_height(len(labels)),
+        )
     st.button(
         "Use these weights",
         key=keys.LEARN_USE,
@@ -131,11 +132,13 @@ def snapshots(s: session.Session, run: Learned) -> None:
     labels = token_labels(run.tokens)
     chart_gap()
     left, right = st.columns(2, gap="medium")
-    heads = "" if per_head(r.weights).shape[0] == 1 else " (head 1)"
+    learned = per_head(snap.weights)  # (h, n, n): a heatmap for every head, the target beside them
     with left:
-        title = f"Learned weights after step {at:,}{heads}"
-        allowed = None if r.trace is None else r.trace.allowed
-        heatmap(per_head(snap.weights)[0], labels, title, allowed, s.digits, subtitle=f"loss {snap.loss:.3g}")
+        for h, weights in enumerate(learned):
+            heads = "" if len(learned) == 1 else f" (head {h + 1} of {len(learned)})"
+            allowed = None if r.trace is None else r.trace.allowed
+            title = f"Learned weights after step {at:,}{heads}"
+            heatmap(weights, labels, title, allowed, s.digits, subtitle=f"loss {snap.loss:.3g}")
     with right:
         target = f"Target: {TARGETS[cfg.target]}"
         heatmap(r.target.pattern, labels, target, None, s.digits, subtitle="what the loss pulls the weights towards")

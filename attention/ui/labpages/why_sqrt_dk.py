@@ -166,7 +166,7 @@ def _gradient(c: sqrt_dk.SqrtDkCurves, p: sqrt_dk.TracePoint, data: pd.DataFrame
 
 def _marks(p: sqrt_dk.TracePoint, measure: str) -> pd.DataFrame:
     """The current trace's own points on one chart (as it is scaled; for the variance, before and after)."""
-    label = "your sentence (as computed)"
+    label = "scaled as your options say"  # the legend's title says whose: "◆ your sentence, at its d_k"
     if measure == "variance":
         rows = [("your scores, not scaled", p.score_variance), ("your scores, scaled", p.scaled_variance)]
     else:
@@ -191,7 +191,7 @@ def _chart(data: pd.DataFrame, measure: str, title: str, y_title: str, log_y: bo
         )
     )
     who = sorted(set(marks["who"]))  # the diamonds' legend: what each one is (your sentence, scaled or not)
-    legend = alt.Legend(orient="bottom", title="◆ your sentence", symbolFillColor="black", labelLimit=260)
+    legend = alt.Legend(orient="bottom", title="◆ your sentence, at its d_k:", symbolFillColor="black", labelLimit=260)
     points = (
         alt.Chart(marks)
         .mark_point(size=160, filled=True, color="black")

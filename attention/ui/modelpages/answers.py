@@ -15,7 +15,7 @@ from ..core import keys, session
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
-from . import runs
+from . import choose, runs
 
 MOVED = 0.05  # a head's score is said to have moved when it changed by at least this much
 DIGITS = next(f.default for f in dataclasses.fields(session.Session) if f.name == "digits")  # the control's default
@@ -124,6 +124,7 @@ def _went(a: float, b: float) -> str:
 def predicting() -> None:
     """:func:`predictions` for the text, the position and the ablations now: a fragment of its own inside the page's,
     so choosing a position writes only this part again (the runs are cached by content: no model runs again)."""
+    choose.whole_page_if_banner_went()
     ids, position, ablations = inside.current()
     now = runs.measure(ids, ablations)
     base = runs.measure(ids) if ablations else now

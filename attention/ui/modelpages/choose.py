@@ -18,6 +18,13 @@ from ..state import inside
 from ..widgets.common import bind
 
 
+def whole_page_if_banner_went() -> None:
+    """Call first in a fragment drawn below the text box: when its rerun took the text's refusal away, the banner
+    above it stays standing unless the whole page is drawn again, so it is."""
+    if inside.banner_went():
+        st.rerun(scope="app")
+
+
 def chooser() -> models.Model:
     """Choose the model (and upload one); the chosen model, described. Call at the top of an inside page's body."""
     inside.ensure()

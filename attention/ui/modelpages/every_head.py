@@ -43,6 +43,7 @@ def body(s: session.Session) -> None:
 def answering() -> None:
     """The tokens, the heads, the ablations and the predictions: a press here reruns only this part of the page (not
     the sidebar, not the text boxes above)."""
+    choose.whole_page_if_banner_went()
     url.write(session.get())  # an ablation or a head opened here reruns this part only: the address follows it
     ids, _, ablations = inside.current()
     now = runs.measure(ids, ablations)
@@ -71,6 +72,7 @@ def files_of(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Callable[
 def choose_text() -> None:
     """A ready-made repeated sequence, or words typed from the vocabulary (a word outside it is named; nothing
     changes); for a model with a tokenizer, any text, tokenized by it."""
+    inside.banner_went()  # the whole page is drawn now: no fragment below needs to draw it again
     m = runs.model()
     words = isinstance(m.vocab, WordVocab)
     options = [*runs.ready_made(), inside.TYPED_LABEL]
@@ -94,8 +96,8 @@ def choose_text() -> None:
             if words
             else f"Type a text (2 to {most} tokens of the model's tokenizer), then press Enter",
             key=keys.INSIDE_TYPED,
-            on_change=inside.on_typed,
-            max_chars=inside.MAX_CHARS,
+            on_change=inside.on_typed,  # no max_chars: the browser would drop a longer paste without a word
+            help=f"At most {inside.MAX_CHARS:,} characters.",
         )
         if words:
             st.caption("The vocabulary: " + " ".join(esc(w) for w in m.vocab.words))

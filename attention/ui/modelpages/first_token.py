@@ -44,6 +44,7 @@ def body(s: session.Session) -> None:
 @st.fragment
 def sinks() -> None:
     """Every head's share on token 1, then the head with the most, its rows, and what its output is made of."""
+    choose.whole_page_if_banner_went()
     ids, _, ablations = inside.current()
     now = runs.measure(ids, ablations)
     share = now.scores["first-token sink"]  # (L, H): mean over t ≥ 1 of A[t, 0]

@@ -30,12 +30,13 @@ def body(s: session.Session) -> None:
 @st.fragment
 def generating() -> None:
     """The prompt, the buttons, and the last step: a press reruns only this part of the page."""
+    choose.whole_page_if_banner_went()
     ids = inside.current()[0]
     keep, steps = gen.now().keep, gen.now().steps
     controls(ids)
     said = gen.now().message
     if said:
-        (st.error if said[0] == "error" else st.info)(esc(said[1], 600))
+        {"error": st.error, "warning": st.warning}.get(said[0], st.info)(esc(said[1], 600))
     w = walks.walk(inside.model_id(), tuple(ids[:keep]), steps)
     show_tokens(w, ids)
     left, right = st.columns([1, 1], gap="medium")

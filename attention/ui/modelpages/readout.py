@@ -173,9 +173,9 @@ def controls() -> None:
         st.text_input(
             "Token to follow (its text; empty: the model's prediction), then press Enter",
             key=keys.READOUT_TOKEN,
-            on_change=inside.on_token,
-            max_chars=inside.MAX_TOKEN_CHARS,
-            help="One token of the model's vocabulary, as the pages show it (␣ is a space).",
+            on_change=inside.on_token,  # no max_chars: the browser would drop a longer paste without a word
+            help="One token of the model's vocabulary, as the pages show it (␣ is a space); at most "
+            f"{inside.MAX_TOKEN_CHARS} characters.",
         )
     if inside.now().readout_message:
         st.error(inside.now().readout_message)  # ours: built by state.inside, user text escaped there

@@ -18,8 +18,8 @@ from ...io import presets as presets_mod
 from ..core import keys, parts, session, source
 from ..state import presets as state_presets
 from ..views import compare
+from ..widgets import history, keystrokes
 from ..widgets.common import bind, on_value, show_messages, whole_number
-from ..widgets.keystrokes import keep_early_keystrokes
 from . import challenge_status, conventions, share
 
 
@@ -46,7 +46,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     preset = s.origin.preset
     bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
     sb.number_input(
-        "Seed",
+        f"Seed (0 to {names.MAX_SEED:,}): type it, then press Enter",
         key=keys.SB_SEED,
         step=1,
         disabled=not kind.seeded or not preset.is_random,
@@ -78,7 +78,13 @@ def draw(s: session.Session, tools: bool = True) -> None:
     compare.pin_controls(s)
     if tools:
         share.sidebar_tools(s)
-    keep_early_keystrokes(sb)  # keys typed into a grid before it has the focus reach its cell editor
+    # one element (each takes a gap): keys typed into a grid before it has the focus reach its cell editor; a change
+    # of the address replaces its history entry, so Back leaves the page at once; the seed box's own hint hidden (its
+    # label says "press Enter"; the hint sat over a long seed)
+    sb.html(keystrokes.SCRIPT + history.SCRIPT + SEED_CSS, unsafe_allow_javascript=True)
+
+
+SEED_CSS = "<style>.st-key-sb-seed [data-testid='InputInstructions'] { display: none; }</style>"
 
 
 def _blank_sizes(s: session.Session, sb: Any) -> None:

@@ -137,7 +137,7 @@ def on_gen_layer() -> None:
     """A layer (or every layer) was chosen for the query and attention rows."""
     value = st.session_state.get(keys.GEN_LAYER)
     if _layer_exists(value):
-        _set(layer=value)
+        _set(layer=value, message=None if _refusal() else now().message)  # a refusal does not outlive a new choice
     else:
         _set(message=("error", f"There is no layer {value!r} to show. Nothing changed."))
         st.session_state[keys.GEN_LAYER] = now().layer
@@ -146,6 +146,7 @@ def on_gen_layer() -> None:
 def gen_more(count: int | None) -> None:
     """Generate ``count`` more tokens (None: as many as the box says), at most to the end of the context and at most
     press_max() a press; the message says when fewer were made than asked."""
+    refused = _refusal()
     want = now().many if count is None else count
     left = gen_left()
     most = press_max()
@@ -173,6 +174,15 @@ def gen_more(count: int | None) -> None:
         )
     else:
         _set(message=None)
+    if refused:  # a box's value refused in this same gesture (typed, then a button): said, with what was done
+        done = f"This press made {made} token{'s' if made != 1 else ''}, with the numbers in force."
+        _set(message=("warning", f"{refused} {done}" + (f" {now().message[1]}" if now().message else "")))
+
+
+def _refusal() -> str:
+    """The refusal the page shows now (a box's value not taken), without its "Nothing changed.", or ""."""
+    said = now().message
+    return said[1].removesuffix(" Nothing changed.") if said and said[0] == "error" else ""
 
 
 def gen_to_end() -> None:

@@ -36,8 +36,18 @@ def now(s: Session | None = None) -> Inside:
 
 
 def _set(s: Session | None = None, **changes: object) -> None:
+    """Change the model pages' state. A change that leaves no message of its own takes the text's refusal away: the
+    page has moved on, and an error must not stand after later actions."""
     s = s or get()
-    s.inside = replace(s.inside, **changes)
+    if s.inside.message and not changes.get("message"):
+        st.session_state[keys.INSIDE_BANNER_WENT] = True  # a part of the page rerun alone reruns it all: see went()
+    s.inside = replace(s.inside, **{"message": "", **changes})
+
+
+def banner_went() -> bool:
+    """Whether the text's refusal was taken away since the whole page was last drawn (asked once: the answer is
+    then forgotten). A fragment rerun alone would leave its banner standing above it: it reruns the whole page."""
+    return bool(st.session_state.pop(keys.INSIDE_BANNER_WENT, False))
 
 
 def _learn(**changes: object) -> None:

@@ -74,28 +74,29 @@ def explain(s: session.Session, trace: Trace, page_key: str) -> None:
     )
     st.dataframe(table, width="stretch", height=number_tables.fit_height(len(table)))
     qi, kj = esc(labels[i]), esc(key_toks[j])
+    g = f".{s.digits}g"  # the digits control's significant digits, as in every table
     lines = [
-        f"1. Score: the sum of the {d} products, S = **{e.score:.6g}** (how well {kj}'s key matches what {qi} looks "
+        f"1. Score: the sum of the {d} products, S = **{e.score:{g}}** (how well {kj}'s key matches what {qi} looks "
         f"for)."
     ]
     if e.masked:
         lines.append(f"2. Masked: {qi} may not attend to {kj}, so S' = −∞ and its weight is 0 whatever the score.")
     else:
         lines.append(
-            f"2. Scaled: S' = S × {e.scale:.6g}"
-            + (f" + ALiBi's {e.bias:.6g}" if e.bias else "")
-            + f" = **{e.scaled:.6g}**"
-            + (f", divided by the temperature {e.temperature:g}: {e.row[j]:.6g}" if e.temperature != 1 else "")
+            f"2. Scaled: S' = S × {e.scale:{g}}"
+            + (f" + ALiBi's {e.bias:{g}}" if e.bias else "")
+            + f" = **{e.scaled:{g}}**"
+            + (f", divided by the temperature {e.temperature:g}: {e.row[j]:{g}}" if e.temperature != 1 else "")
             + "."
         )
         what = names.SOFTMAX_WORDS[trace.options.softmax].one_row
         lines.append(
-            f"3. Subtract {what}, {e.shift:.6g}: {e.shifted[j]:.6g}; exp of that: **{e.exps[j]:.6g}** "
+            f"3. Subtract {what}, {e.shift:{g}}: {e.shifted[j]:{g}}; exp of that: **{e.exps[j]:{g}}** "
             "(subtracting a constant from the whole row changes no weight, it only keeps exp from overflowing)."
         )
         lines.append(
-            f"4. The row's exps add up to {e.row_sum:.6g}, so {qi}'s weight on {kj} is {e.exps[j]:.6g} / "
-            f"{e.row_sum:.6g} = **{e.exps[j] / e.row_sum:.6g}** ({e.weight:.1%} of {qi}'s attention)."
+            f"4. The row's exps add up to {e.row_sum:{g}}, so {qi}'s weight on {kj} is {e.exps[j]:{g}} / "
+            f"{e.row_sum:{g}} = **{e.exps[j] / e.row_sum:{g}}** ({e.weight:.1%} of {qi}'s attention)."
         )
     st.markdown("\n".join(lines))
 

@@ -12,12 +12,18 @@ keys and Enter typed within 3 s of a double-click on a matrix grid, until its ce
 then types them into it (replacing the old value, as typing there does) and presses Enter once it shows them.
 It stops watching as soon as the editor has them (or has settled with none kept), so the next keys (typed into the
 next cell straight away) go to the grid as usual; keys kept when no editor opened within the 3 s are named in a
-note at the top of the page, never dropped without a word.
+note at the top of the page, never dropped without a word. A key typed on a selected cell (filling a column: type,
+Enter, type) opens its editor with that key; the keys after it are kept the same way until the editor is ready (on a
+slow machine the editor dropped them: 2.5 became 5).
+
+And every number a cell editor commits (Enter or Tab) is checked once the runs it starts are over: the matrix's grid
+must show it in that cell, to the digits it shows. If not (the edit never reached the server, or reached a grid that
+was being replaced, as on a busy machine it can), a note at the top of the page names the value and its cell (the
+matrix, the row's and the column's labels) and asks to retype it. A value that is not a number is left to the server,
+which names it under the grid.
 """
 
 from __future__ import annotations
-
-import streamlit as st
 
 SCRIPT = """<script>
 (() => {
@@ -28,16 +34,34 @@ SCRIPT = """<script>
   let armed = 0;  // until when keys after a double-click on a grid are watched (ms)
   let fresh = false;  // a cell editor has just opened: its first frames
   let held = [];  // keys kept for it, in the order typed
+  let prefix = [];  // the key typed on a selected cell that opened its editor (the grid puts it there itself)
+  let editing = null;  // the cell whose editor is open: found as it opens (the grid's table lags the keys after)
   const frames = (n, f) => (n ? requestAnimationFrame(() => frames(n - 1, f)) : f());
   const lost = keys => {
     const note = document.createElement("div");
     note.setAttribute("role", "alert");
     note.style.cssText = "position:fixed;top:4rem;left:50%;transform:translateX(-50%);z-index:100000;"
       + "background:#fff3cd;color:#3d2c00;border:1px solid #b58900;border-radius:6px;padding:.5rem .9rem;";
-    note.textContent = "What you typed (" + keys.map(k => (k === "Enter" ? "⏎" : k)).join("").slice(0, 40)
-      + ") did not reach a cell: no cell editor opened. Double-click the cell and type it again.";
+    const shown = prefix.concat(keys).map(k => (k === "Enter" ? "⏎" : k)).join("").slice(0, 40);
+    const sel = where(lastGrid);  // the cell aimed at: its column too when the grid shows it selected
+    const cell = aim && (sel && sel.name === aim.name && sel.row === aim.row ? sel : aim);
+    const col = cell && cell.col ? ` · ${cell.col}` : "";
+    const at = cell && cell.row !== null ? ` for ${cell.name} row ${cell.row}${col}` : "";
+    note.className = "attention-note";
+    note.textContent = "What you typed (" + shown + ")" + at
+      + " did not reach a cell: no cell editor opened. Double-click the cell and retype it.";
     document.body.appendChild(note);
-    setTimeout(() => note.remove(), 8000);
+    setTimeout(() => note.remove(), 30000);  // or at the next double-click on a grid: the retyping
+  };
+  let aim = null;  // the matrix and row a double-click aimed at (rows 35 px under a 35 px header)
+  const aimAt = (grid, y) => {
+    const keyed = grid.closest("[class*='st-key-ed-']");
+    const cls = keyed && Array.from(keyed.classList).find(c => c.startsWith("st-key-ed-"));
+    const scroller = grid.querySelector(".dvn-scroller");
+    const k = Math.floor((y - grid.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0)) / 35) - 1;
+    const tr = grid.querySelectorAll("tbody tr")[k];
+    return cls ? {name: cls.slice(10).split("-")[0], row: tr && tr.children[0] ? tr.children[0].textContent : null}
+      : null;
   };
   const flush = () => {
     if (!held.length || fresh) return;  // the editor's first frames end by calling this again
@@ -45,39 +69,158 @@ SCRIPT = """<script>
     if (!input) {
       if (performance.now() <= armed) return frames(1, flush);
       lost(held);  // no editor opened in time: said where the eye is, never dropped silently
-      held = [];
+      [held, prefix] = [[], []];
       armed = 0;
       return;
     }
-    const keys = held;
+    const enter = held.indexOf("Enter");  // this cell's keys end at the first Enter; the rest are the next cells'
+    const mine = enter < 0 ? held : held.slice(0, enter + 1), rest = enter < 0 ? [] : held.slice(enter + 1);
     held = [];
     armed = 0;  // handed over: the next keys go where the person types them (the editor, or the grid's next cell)
     input.focus();
     input.select();  // typing replaces the old value, as it does in an editor a double-click opened
-    const text = keys.filter(k => k !== "Enter").join("");
+    const text = prefix.concat(mine.filter(k => k !== "Enter")).join("");
+    prefix = [];
     if (text) document.execCommand("insertText", false, text);
-    if (keys.includes("Enter")) {  // once the editor has drawn the text: it commits what it shows
-      frames(2, () => input.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", bubbles: true})));
+    if (enter >= 0) {  // once the editor has drawn the text: it commits what it shows (and moves down a row)
+      frames(2, () => {
+        input.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", bubbles: true}));
+        if (rest.length) frames(3, () => next(rest));
+      });
     }
+  };
+  const next = rest => {  // keys typed for the cells below, held while this one's editor opened: type them there
+    const target = document.activeElement && document.activeElement.closest && document.activeElement.closest(GRID)
+      ? document.activeElement : null;
+    const first = rest.find(k => k !== "Enter");
+    if (!target || first === undefined) return lost(rest);
+    [armed, prefix, held] = [performance.now() + 3000, [first], rest.slice(rest.indexOf(first) + 1)];
+    target.dispatchEvent(new KeyboardEvent("keydown", {key: first, bubbles: true}));  // opens the next cell's editor
+    if (held.length) frames(1, flush);
   };
   new MutationObserver(() => {
     const input = document.querySelector(EDITOR);
     if (input && !input.dataset.seen) {
       input.dataset.seen = "1";
       fresh = true;
+      editing = where(lastGrid);
       frames(2, () => setTimeout(() => {
         fresh = false;
-        if (!held.length) armed = 0;  // settled with nothing kept: it takes the next keys itself
+        if (!held.length) [armed, prefix] = [0, []];  // settled with nothing kept: it takes the next keys itself
         flush();
       }, 30));
     }
   }).observe(document.body, {childList: true, subtree: true});
+  // Every value committed in a grid's cell editor is checked once the runs it starts are over: the cell must show
+  // it (to the digits it shows), or a note names the value and its cell, to retype. Never dropped without a word.
+  const num = t => Number(String(t).trim().replace(/^\\u2212/, "-"));
+  const shows = (text, value) => {  // the cell's text is the value, to half a unit of its last digit shown
+    const got = num(text);
+    if (!Number.isFinite(got)) return false;
+    const m = String(text).trim().match(/^[-\\u2212+]?\\d*(?:\\.(\\d*))?(?:[eE]([-+]?\\d+))?$/);
+    const unit = m ? Math.pow(10, Number(m[2] || 0) - (m[1] || "").length) : 0;
+    return Math.abs(got - value) <= unit / 2 * (1 + 1e-9) + 1e-12 * Math.abs(value);
+  };
+  const HEADS = "thead th, thead [role='columnheader']";  // the column labels of a grid's accessible table
+  let lastGrid = null;  // the grid a person last pressed or double-clicked: its selected cell is the one edited
+  for (const type of ["pointerdown", "dblclick", "focusin"]) {
+    document.addEventListener(type, e => {
+      const g = e.target.closest && e.target.closest(GRID);
+      if (g) lastGrid = g;
+    }, true);
+  }
+  const where = grid => {  // the selected cell of a grid: matrix name, row and column labels
+    const cells = grid ? grid.querySelectorAll("td[aria-selected='true']") : [];
+    if (cells.length !== 1) return null;
+    const td = cells[0], tr = td.closest("tr");
+    const keyed = grid.closest("[class*='st-key-ed-']");
+    const cls = keyed && Array.from(keyed.classList).find(c => c.startsWith("st-key-ed-"));
+    const head = grid.querySelectorAll(HEADS)[Number(td.getAttribute("aria-colindex")) - 1];
+    if (!cls || !tr || !head || !tr.children.length) return null;
+    return {name: cls.slice(10).split("-")[0], row: tr.children[0].textContent, col: head.textContent};
+  };
+  const cellNow = cell => {  // the text the matrix's grid shows now at that row and column, or null
+    for (const g of document.querySelectorAll(`[class*='st-key-ed-${cell.name}-'] [data-testid='stDataFrame']`)) {
+      const cols = Array.from(g.querySelectorAll(HEADS), h => h.textContent);
+      const j = cols.indexOf(cell.col);
+      const tr = Array.from(g.querySelectorAll("tbody tr")).find(r => r.children[0]?.textContent === cell.row);
+      if (j > 0 && tr && tr.children[j]) return tr.children[j].textContent;
+    }
+    return null;
+  };
+  let typed = [];  // values committed and not checked yet: {cell, text, value, at, ran}
+  const missed = [];
+  const sayMissed = () => {
+    let note = document.getElementById("attention-missed");
+    if (!note) {
+      note = document.createElement("div");
+      note.id = "attention-missed";
+      note.className = "attention-note";
+      note.setAttribute("role", "alert");
+      note.style.cssText = "position:fixed;top:4rem;left:50%;transform:translateX(-50%);z-index:100000;max-width:36rem;"
+        + "background:#fff3cd;color:#3d2c00;border:1px solid #b58900;border-radius:6px;padding:.5rem .9rem;";
+      document.body.appendChild(note);
+    }
+    note.textContent = missed.slice(-4).map(t => `${t.name} ${t.row} · ${t.col}: ${t.text}`).join("; ")
+      + " did not land (the cell shows another number)."
+      + " Double-click the cell and retype it.";
+    clearTimeout(note.timer);
+    note.timer = setTimeout(() => { note.remove(); missed.length = 0; }, 30000);
+  };
+  const running = () => !!document.querySelector("[data-testid='stApp'][data-test-script-state='running']");
+  const check = () => {
+    const now = performance.now();
+    for (const t of typed) t.ran = t.ran || running();
+    const busy = running() || document.querySelector("[data-testid='stSkeleton']");
+    const due = typed.filter(t => !busy && now - t.at > (t.ran ? 1500 : 5000));
+    typed = typed.filter(t => !due.includes(t));
+    for (const t of due) {
+      const shown = cellNow(t.cell);
+      if (shown === null || shows(shown, t.value)) continue;  // landed (or its grid is gone: nothing to compare)
+      missed.push({...t.cell, text: t.text});
+    }
+    if (due.length && missed.length) sayMissed();
+    if (typed.length) setTimeout(check, 250);
+  };
+  let segs = [[]];  // the characters a person typed for each cell, in order (null: they also moved or deleted)
+  document.addEventListener("pointerdown", () => { segs = [[]]; }, true);
+  document.addEventListener("keydown", e => {
+    if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey) return;
+    const last = segs.length - 1;
+    if (e.key === "Escape") segs = [[]];
+    else if (e.key === "Enter" || e.key === "Tab") segs.push([]);
+    else if (e.key.length === 1) segs[last] = segs[last] && segs[last].concat([e.key]);
+    else if (e.key !== "Shift") segs[last] = null;
+  }, true);
+  document.addEventListener("keydown", e => {  // Enter or Tab in a cell editor commits what it shows
+    if (e.key !== "Enter" && e.key !== "Tab") return;
+    const input = document.querySelector(EDITOR);
+    if (!input || (e.target !== input && document.activeElement !== input)) return;
+    const seg = segs.length > 1 ? segs.shift() : segs[0];  // what was typed for this cell
+    if (segs.length === 0 || seg === segs[0]) segs = [[]];
+    const mine = seg && seg.join("").trim();
+    const said = mine && Number.isFinite(num(mine)) ? mine : input.value.trim();
+    const cell = editing || where(lastGrid), value = num(said);
+    if (!cell || !said || !Number.isFinite(value)) return;  // not a number: the server says why
+    typed = typed.filter(t => !(t.cell.name === cell.name && t.cell.row === cell.row && t.cell.col === cell.col));
+    typed.push({cell, text: said.slice(0, 40), value, at: performance.now(), ran: false});
+    if (typed.length === 1) setTimeout(check, 250);
+  }, true);
   document.addEventListener("dblclick", e => {
-    armed = e.target.closest && e.target.closest(GRID) ? performance.now() + 3000 : 0;
-    held = [];
+    const grid = e.target.closest && e.target.closest(GRID);
+    armed = grid ? performance.now() + 3000 : 0;
+    [held, prefix, aim] = [[], [], grid ? aimAt(grid, e.clientY) : null];
+    if (grid) document.querySelectorAll(".attention-note").forEach(n => n.remove());  // retyping: said already
+    if (grid) missed.length = 0;
   }, true);
   document.addEventListener("keydown", e => {
-    if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey || performance.now() > armed) return;
+    if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey) return;
+    const onGrid = document.activeElement && document.activeElement.closest && document.activeElement.closest(GRID);
+    if (performance.now() > armed && onGrid && e.key.length === 1 && !document.querySelector(EDITOR)) {
+      [armed, prefix, held] = [performance.now() + 3000, [e.key], []];  // a key typed on a selected cell opens its
+      return;  // editor with that key: the keys after it are kept until the editor is ready for them
+    }
+    if (performance.now() > armed) return;
     if (e.key !== "Enter" && e.key.length !== 1) return;
     const input = document.querySelector(EDITOR);
     const a = document.activeElement;
@@ -91,7 +234,3 @@ SCRIPT = """<script>
 })();
 </script>"""
 
-
-def keep_early_keystrokes(where=st) -> None:
-    """Add the script to the page (once per session's page; the script itself runs once per browser tab)."""
-    where.html(SCRIPT, unsafe_allow_javascript=True)

@@ -40,6 +40,7 @@ def body(s: session.Session) -> None:
 @st.fragment
 def shares() -> None:
     """The controls, the held scale, the sum, the heads' heatmap, the MLPs' bars: a choice here reruns this part."""
+    choose.whole_page_if_banner_went()
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
     _, att, token = readout.now()

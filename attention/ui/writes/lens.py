@@ -40,6 +40,7 @@ def layer_names(layers: int) -> list[str]:
 @st.fragment
 def reading() -> None:
     """The controls, the sentence, the table of top tokens and the line: a choice here reruns only this part."""
+    choose.whole_page_if_banner_went()
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
     seen, _, token = readout.now()

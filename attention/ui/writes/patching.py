@@ -116,9 +116,9 @@ def texts(m: models.Model, p: session.Patching) -> None:
     with st.form(keys.PATCH_FORM, border=False):
         left, right = st.columns(2, gap="medium")
         unit = "words of its vocabulary, separated by spaces" if words else "tokens of the model's tokenizer"
-        left.text_area(f"Clean text (2 to {most} {unit})", key=keys.PATCH_CLEAN, max_chars=inside.MAX_CHARS)
+        left.text_area(f"Clean text (2 to {most} {unit})", key=keys.PATCH_CLEAN)  # checked on Use
         same = "Corrupted text (the same number of tokens)"
-        right.text_area(same, key=keys.PATCH_CORRUPT, max_chars=inside.MAX_CHARS)
+        right.text_area(same, key=keys.PATCH_CORRUPT)  # no max_chars: a longer paste is named, not dropped
         st.form_submit_button("Use these two texts", key=keys.PATCH_USE, on_click=inside.on_texts)
     if p.message:
         st.error(esc(p.message, 600))
