@@ -105,7 +105,8 @@ def _landed_or_named(pg, grid: int, typed: dict[tuple[int, int], str], shot: str
     reason="known defect, not yet fixed: typed down a column at 250 ms under 4x throttle, about 1 trial in 3 a value "
     "lands in the wrong cell or only in part (2.5 became 5), and the note then names the wrong value or cell",
 )
-def test_values_typed_down_a_column_land_throttled(browser, base_url, busy_server) -> None:
+@pytest.mark.usefixtures("busy_server")
+def test_values_typed_down_a_column_land_throttled(browser, base_url) -> None:
     """Select a cell, then a value and Enter three times, 250 ms apart (Enter moves down): three trials."""
     for trial in range(3):
         with slow_page(browser) as pg:
@@ -124,7 +125,8 @@ def test_values_typed_down_a_column_land_throttled(browser, base_url, busy_serve
 
 
 @pytest.mark.parametrize("gap_ms", [0, 150, 400])
-def test_a_second_edit_right_after_the_first_lands_throttled(browser, base_url, busy_server, gap_ms: int) -> None:
+@pytest.mark.usefixtures("busy_server")
+def test_a_second_edit_right_after_the_first_lands_throttled(browser, base_url, gap_ms: int) -> None:
     """Double-click, type, Enter on one cell, then ``gap_ms`` later on another: both land, or are named."""
     with slow_page(browser) as pg:
         open_page(pg, base_url, "tokens", "preset=the_cat_sat")
@@ -145,7 +147,8 @@ WATCH = """() => { window.seenEditors = []; new MutationObserver(() => {
 
 
 @pytest.mark.parametrize("delay_ms", [0, 300])
-def test_an_edit_typed_during_a_rerun_lands_throttled(browser, base_url, busy_server, delay_ms: int) -> None:
+@pytest.mark.usefixtures("busy_server")
+def test_an_edit_typed_during_a_rerun_lands_throttled(browser, base_url, delay_ms: int) -> None:
     """A rerun started by another control (the temperature, typed in the sidebar), and ``delay_ms`` into it a quick
     edit: it lands, or a message names it and its cell."""
     with slow_page(browser) as pg:
@@ -170,7 +173,8 @@ def test_an_edit_typed_during_a_rerun_lands_throttled(browser, base_url, busy_se
 TITLE = "Make 'sat' look back at 'The'"
 
 
-def test_the_challenges_w_k_grid_takes_a_5_throttled(browser, base_url, busy_server) -> None:
+@pytest.mark.usefixtures("busy_server")
+def test_the_challenges_w_k_grid_takes_a_5_throttled(browser, base_url) -> None:
     """The learner's case: a W_k challenge started, double-click a cell, type 5, Enter: the cell shows 5 (it stayed
     0.02022 with no message), or a message names the 5 and its cell."""
     with slow_page(browser) as pg:
