@@ -330,9 +330,56 @@ class Model:
         """Each token's own text, for labels."""
         return self.vocab.pieces(self.check_ids(ids))
 
+    def token_id(self, token: object, field: str = "token") -> int:
+        """One token's id from its id, or from a text that encodes to exactly one token (" Paris"; without the BOS
+        token the tokenizer adds), or else from the token's own spelling in the vocabulary ("ĠParis"); an
+        AttentionError naming the tokens when a text is several (``field`` names the argument)."""
+        if isinstance(token, str):
+            return self._one_token(token, field)
+        V = self.config.vocab_size
+        if not (is_whole(token) and 0 <= token < V):
+            what = "token" if field == "token" else f"{field} token"
+            raise AttentionError(
+                f"there is no {what} {token!r}: the vocabulary has {V} tokens, ids 0 to {V - 1}", field=field
+            )
+        return int(token)
+
+    def _one_token(self, text: str, field: str) -> int:
+        """The id of the one token ``text`` encodes to (see :meth:`token_id`)."""
+        text = text[:200]  # bounded before the tokenizer runs: a token is never this long
+        try:
+            ids, bos = self.vocab.encode(text), self.vocab.encode("")
+        except AttentionError:  # a word vocabulary refuses a word it lacks
+            ids, bos = [], []
+        if bos and ids[: len(bos)] == bos:
+            ids = ids[len(bos) :]  # the BOS the tokenizer adds to every text is not the token asked for
+        if len(ids) == 1 and 0 <= ids[0] < self.config.vocab_size:
+            return int(ids[0])
+        spelled = self._spelled(text)
+        if spelled is not None:
+            return spelled
+        if not ids:
+            raise AttentionError(f"{text!r} is no token: give one token's text, e.g. ' Paris', or its id", field=field)
+        shown = ", ".join(repr(p) for p in self.vocab.pieces(ids[:8])) + (", …" if len(ids) > 8 else "")
+        raise AttentionError(
+            f"{text[:40]!r} is {len(ids)} tokens here ({shown}), not one: give a single token's text or its id",
+            field=field,
+        )
+
+    def _spelled(self, text: str) -> int | None:
+        """The id of the vocabulary entry spelled exactly ``text`` ("ĠParis", "▁Paris", a word), or None."""
+        if isinstance(self.vocab, WordVocab):
+            return self.vocab.index.get(text)
+        find = getattr(getattr(self.vocab, "tokenizer", None), "token_to_id", None)
+        i = find(text) if find is not None else None
+        return int(i) if i is not None and 0 <= i < self.config.vocab_size else None
+
     def check_ids(self, token_ids: object, longest: int | None = None) -> list[int]:
-        """Token ids as a list of ints, each in the vocabulary, 1 to n_ctx of them; else a clear error."""
+        """Token ids as a list of ints, each in the vocabulary, 1 to n_ctx of them; else a clear error. An item may
+        be a token as a string (see :meth:`token_id`)."""
         longest = self.config.n_ctx if longest is None else longest
+        if isinstance(token_ids, (list, tuple)) and any(isinstance(t, str) for t in token_ids[: longest + 1]):
+            token_ids = [self.token_id(t, "token_ids") if isinstance(t, str) else t for t in token_ids[: longest + 1]]
         arr = np.asarray(token_ids) if not isinstance(token_ids, str) else np.array([])
         if isinstance(token_ids, str) or arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
             raise AttentionError(

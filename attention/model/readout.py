@@ -44,11 +44,8 @@ def _position(run: Run, position: object) -> int:
 
 
 def _token(model: Model, token: object, field: str) -> int:
-    """A token id of the model's vocabulary, checked (``field`` names the argument in the message)."""
-    V = model.config.vocab_size
-    if not (is_whole(token) and 0 <= token < V):
-        raise AttentionError(f"there is no {field} token {token!r}: the vocabulary has {V} tokens", field=field)
-    return int(token)
+    """A token of the model's vocabulary as its id: an id, or a string that is one token (:meth:`Model.token_id`)."""
+    return model.token_id(token, field)
 
 
 def _model(run: Run) -> Model:
@@ -130,9 +127,9 @@ def _parts(run: Run, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return heads, mlps, run.residuals[0][t], bias
 
 
-def attribute(run: Run, position: int, token: int | None = None) -> Attribution:
-    """Each head's, MLP's, the embeddings' and the biases' share of the logit of ``token`` (by default the
-    prediction) at ``position``; see the module's docstring."""
+def attribute(run: Run, position: int, token: int | str | None = None) -> Attribution:
+    """Each head's, MLP's, the embeddings' and the biases' share of the logit of ``token`` (an id or a string that is
+    one token, e.g. " Paris"; by default the prediction) at ``position``; see the module's docstring."""
     t, model = _position(run, position), _model(run)
     token = int(np.argmax(run.logits[t])) if token is None else _token(model, token, "token")
     if any(iv.kind == "stream" for iv in run.interventions):
@@ -212,8 +209,8 @@ def sweep(
     clean_ids: Sequence[int],
     corrupt_ids: Sequence[int],
     position: int = -1,
-    answer: int | None = None,
-    wrong: int | None = None,
+    answer: int | str | None = None,
+    wrong: int | str | None = None,
     on_step: Callable[[int, int], object] | None = None,
     lock: AbstractContextManager = nullcontext(),  # noqa: B008 (stateless: one shared default is safe)
 ) -> Sweep:
