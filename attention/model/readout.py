@@ -37,7 +37,7 @@ from .model import Model, Run, final_logits, normed, unembedding
 
 def _position(run: Run, position: object) -> int:
     """A position of the run (negative counts from the end), checked."""
-    n = len(run.ids)
+    n = run.logits.shape[-2]
     if not (is_whole(position) and -n <= position < n):
         raise AttentionError(f"there is no position {position!r}: the text has {n} tokens", field="position")
     return int(position) % n
@@ -51,6 +51,10 @@ def _token(model: Model, token: object, field: str) -> int:
 def _model(run: Run) -> Model:
     if not isinstance(run, Run) or run.model is None:
         raise AttentionError("the lens and the attribution read a Run made by Model.run", field="run")
+    if run.batched:
+        raise AttentionError(
+            f"this run holds a batch of {len(run.ids)} texts: read one at a time, run.row(b)", field="run"
+        )
     return run.model
 
 
