@@ -122,9 +122,9 @@ def attend(
     (``blocks.{layer}.attn.hook_q`` ...; see :mod:`.interventions`)."""
     c, (W_q, W_k, W_v, W_o) = config, W
     H, G, at = c.n_heads, c.kv_heads, f"blocks.{layer}.attn."
-    q = split_heads(_hooked(X @ W_q, H, hooks, at + "hook_q"), H)  # (..., H, m, dₕ)
-    k = split_heads(_hooked(X @ W_k, G, hooks, at + "hook_k"), G)  # (..., G, m, dₕ)
-    v = split_heads(_hooked(X @ W_v, G, hooks, at + "hook_v"), G)  # (..., G, m, dₕ)
+    q = split_heads(_hooked(linear(X, W_q), H, hooks, at + "hook_q"), H)  # (..., H, m, dₕ)
+    k = split_heads(_hooked(linear(X, W_k), G, hooks, at + "hook_k"), G)  # (..., G, m, dₕ)
+    v = split_heads(_hooked(linear(X, W_v), G, hooks, at + "hook_v"), G)  # (..., G, m, dₕ)
     if c.qk_norm:
         q = rms_norm(q, params[f"{layer}.q_norm.g"], c.ln_eps, c.norm_offset)  # (..., H, m, dₕ)
         k = rms_norm(k, params[f"{layer}.k_norm.g"], c.ln_eps, c.norm_offset)  # (..., G, m, dₕ)
@@ -145,6 +145,14 @@ def attend(
     concat = _hooked(merge_heads(heads), H, hooks, at + "hook_z")  # (..., m, H·dₕ)
     return Attended(X, W, q_raw, k_raw, q, K, V, S, scaled, A, concat, _output(concat, W_o, H, hooks, at), allowed,
                     factor)
+
+
+def linear(x: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """x W for rows x (..., m, k) and a weight W (k, o): (..., m, o). A batch's rows go through one matrix product
+    (numpy multiplies a stack of matrices one at a time, without BLAS: many times slower for short texts)."""
+    if x.ndim <= 2:
+        return x @ W  # (m, o)
+    return (x.reshape(-1, x.shape[-1]) @ W).reshape(*x.shape[:-1], W.shape[-1])  # (..., m, o)
 
 
 def _hooked(y: np.ndarray, h: int, hooks: Hooks, name: str) -> np.ndarray:
@@ -171,7 +179,7 @@ def _after(past: np.ndarray, new: np.ndarray) -> np.ndarray:
 def _output(concat: np.ndarray, W_o: np.ndarray, H: int, hooks: Hooks, at: str) -> np.ndarray:
     """concat W_o (..., m, d); with a hook on ``hook_result``, the sum over heads of each head's z_h W_o^h."""
     if at + "hook_result" not in hooks:
-        return concat @ W_o  # (..., m, d)
+        return linear(concat, W_o)  # (..., m, d)
     z = concat.reshape(*concat.shape[:-1], H, -1)  # (..., m, H, dₕ)
     result = np.einsum("...mhe,hed->...mhd", z, W_o.reshape(H, z.shape[-1], -1))  # (..., m, H, d)
     return hooks(at + "hook_result", result).sum(axis=-2)  # (..., m, d)

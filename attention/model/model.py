@@ -181,7 +181,7 @@ def final_logits(config: Config, params: Params, x: np.ndarray, hooks: Hooks = N
     """logits = N_f(x) W_U (x W_U when attention-only): (..., n, d) -> (..., n, V). ``hooks`` may read or replace
     N_f(x), ``ln_final.hook_normalized``."""
     h = x if config.attention_only else hooks(FINAL_HOOK, normed(config, params, "ln_f", x))
-    return h @ unembedding(config, params)  # (..., n, V)
+    return attend.linear(h, unembedding(config, params))  # (..., n, V)
 
 
 def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
@@ -190,7 +190,9 @@ def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray) -> np.nda
     h = normed(c, params, p + "ln2", x)  # (..., n, d)
     b = (lambda name: params[p + name]) if c.bias else (lambda name: None)
     gate = (params[p + "W_gate"], b("b_gate")) if c.mlp == "gated" else (None, None)
-    out = mlp(h, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
+    rows = h.reshape(-1, h.shape[-1])  # (rows, d): a batch's rows in one matrix product each (see attend.linear)
+    out = mlp(rows, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
+    out = out.reshape(h.shape)  # (..., n, d)
     return normed(c, params, p + "ln_post_mlp", out) if c.post_norms else out  # (..., n, d)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import AttentionError
 from ..heads import split_heads
 from ..names import is_whole
+from .attend import linear
 from .interventions import patch_head
 from .model import Model, Run, block_out, final_logits, normed, unembedding
 
@@ -278,11 +279,12 @@ class _Onward:
 
     - head h's patch: the corrupted layer's attention is as it was up to its heads' outputs, so only what follows
       them is made again: concat with head h's columns from the clean run, through W_o and the rest of the block;
-    - the stream row p (f ≤ p ≤ t): the corrupted rows f .. t entering layer l with row p from the clean run
-      (the rows before p come out as the corrupted run has them: they cannot see p);
+    - the stream row p (f ≤ p ≤ t): the corrupted rows entering layer l with row p from the clean run, in groups
+      of ``GROUP`` consecutive p that run on rows p₀ .. t for the group's first p₀ (the rows before p come out as
+      the corrupted run has them: they cannot see p; the first group runs with the heads, on rows f .. t);
 
-    then layers l + 1 .. L − 1 run on the whole batch, (H + t − f + 1, t − f + 1, d), and D = logit[answer] −
-    logit[wrong] is read from each element's last row:
+    then layers l + 1 .. L − 1 run on each batch, and D = logit[answer] − logit[wrong] is read from each element's
+    last row:
 
         D(x) = N_f(x) W_U[:, answer] − N_f(x) W_U[:, wrong]
 
@@ -290,6 +292,7 @@ class _Onward:
     both restore exactly 0. The batch is cut into pieces of at most ``CELLS`` attention weights."""
 
     CELLS = 1 << 24  # attention weights per piece of the batch (a piece's scores: 128 MB in float64)
+    GROUP = 3  # stream rows per batch: rows p .. t run for the group's first p (the rest recompute a few rows)
 
     def __init__(self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int):
         c = model.config
@@ -318,12 +321,17 @@ class _Onward:
     def layer(self, layer: int) -> tuple[np.ndarray, np.ndarray]:
         """The shares of every head of ``layer`` (H,) and of every stream row entering it (n,), made once."""
         if layer not in self._done:
-            x = np.concatenate([self.heads_patched(layer), self.streams_patched(layer)])  # (H + m, m, d)
-            shares = (self.onward(layer + 1, x) - self.corrupt) / (self.clean - self.corrupt)  # (H + m,)
-            H, f = self.model.config.n_heads, self.first
+            H, f, t = self.model.config.n_heads, self.first, self.t
             streams = np.zeros(len(self.clean_run.ids))  # (n,): 0 before f and after t
-            streams[f : self.t + 1] = shares[H:]
-            self._done[layer] = shares[:H], streams
+            heads = np.zeros(0)
+            for lo in range(f, t + 1, self.GROUP):  # stream rows lo .. hi − 1 run on rows lo .. t
+                hi = min(lo + self.GROUP, t + 1)
+                x = self.streams_patched(layer, lo, hi)  # (hi − lo, t − lo + 1, d)
+                if lo == f:  # the heads' patches run on rows f .. t too: one batch with these
+                    x = np.concatenate([self.heads_patched(layer), x])  # (H + hi − f, t − f + 1, d)
+                shares = (self.onward(layer + 1, x, lo) - self.corrupt) / (self.clean - self.corrupt)
+                heads, streams[lo:hi] = (shares[:H], shares[H:]) if lo == f else (heads, shares)
+            self._done[layer] = heads, streams
         return self._done[layer]
 
     def heads_patched(self, layer: int) -> np.ndarray:
@@ -337,29 +345,27 @@ class _Onward:
             concat[h, :, h * dh : (h + 1) * dh] = clean[:, h * dh : (h + 1) * dh]
         W_o = self.model.layer_weights(layer)[3]  # (H·dₕ, d)
         x = self.corrupt_run.residuals[layer][f : t + 1]  # (m, d): the stream entering the layer
-        return block_out(c, self.model.params, layer, x, concat @ W_o)  # (H, m, d)
+        return block_out(c, self.model.params, layer, x, linear(concat, W_o))  # (H, m, d)
 
-    def streams_patched(self, layer: int) -> np.ndarray:
-        """The stream after ``layer`` on rows f .. t, with row p of the stream entering it from the clean run, one p
-        per batch element: (m, m, d)."""
-        f, t = self.first, self.t
-        m = t - f + 1
-        x = np.repeat(self.corrupt_run.residuals[layer][None, f : t + 1], m, axis=0)  # (m, m, d)
-        x[np.arange(m), np.arange(m)] = self.clean_run.residuals[layer][f : t + 1]  # element j: row f + j patched
-        return self.onward(layer, x, through=layer + 1)
+    def streams_patched(self, layer: int, lo: int, hi: int) -> np.ndarray:
+        """The stream after ``layer`` on rows lo .. t, with row p of the stream entering it from the clean run, one
+        p of lo .. hi − 1 per batch element: (hi − lo, t − lo + 1, d)."""
+        x = np.repeat(self.corrupt_run.residuals[layer][None, lo : self.t + 1], hi - lo, axis=0)  # (k, t − lo + 1, d)
+        x[np.arange(hi - lo), np.arange(hi - lo)] = self.clean_run.residuals[layer][lo:hi]  # element j: row lo + j
+        return self.onward(layer, x, lo, through=layer + 1)
 
-    def onward(self, start_layer: int, x: np.ndarray, through: int | None = None) -> np.ndarray:
-        """Batch x (B, m, d) entering ``start_layer`` at rows f .. t, run through the layers before ``through``:
+    def onward(self, start_layer: int, x: np.ndarray, start: int, through: int | None = None) -> np.ndarray:
+        """Batch x (B, m, d) entering ``start_layer`` at rows start .. t, run through the layers before ``through``:
         that stream (B, m, d); or, run through every layer (``through`` None), D at each element's last row (B,)."""
-        L, f = self.model.config.n_layers, self.first
+        L = self.model.config.n_layers
         end = L if through is None else through
         piece = max(1, self.CELLS // (self.model.config.n_heads * x.shape[1] * (self.t + 1)))
         out = []
         for lo in range(0, len(x), piece):
             y = x[lo : lo + piece]  # (b, m, d)
             for at in range(start_layer, end):
-                past = (self.kv[at][0][:, :f], self.kv[at][1][:, :f]) if f else None  # (G, f, dₕ) each
-                _, y = self.model.layer(at, y, f, past)  # (b, m, d)
+                past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None  # (G, start, dₕ) each
+                _, y = self.model.layer(at, y, start, past)  # (b, m, d)
             out.append(y if through is not None else self.read(y[:, -1]))
         return np.concatenate(out)
 

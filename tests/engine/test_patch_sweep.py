@@ -130,10 +130,10 @@ def test_the_sweep_is_the_naive_patch_on_the_shipped_model_and_names_the_journey
 def _short(onward):
     """The sweep's onward pass with a mistake: it stops before the last layer."""
 
-    def made(self, start_layer, x, through=None):
+    def made(self, start_layer, x, start, through=None):
         if through is not None:
-            return onward(self, start_layer, x, through)
-        return self.read(onward(self, start_layer, x, through=self.model.config.n_layers - 1)[:, -1])
+            return onward(self, start_layer, x, start, through)
+        return self.read(onward(self, start_layer, x, start, through=self.model.config.n_layers - 1)[:, -1])
 
     return made
 
