@@ -29,11 +29,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 if "--threads" in sys.argv:  # before numpy loads its BLAS: the same number of threads for numpy and torch
     _n = sys.argv[sys.argv.index("--threads") + 1]
     os.environ.update(OPENBLAS_NUM_THREADS=_n, OMP_NUM_THREADS=_n, MKL_NUM_THREADS=_n)
+
+import numpy as np  # noqa: E402
+
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
