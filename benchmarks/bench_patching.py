@@ -35,7 +35,6 @@ if "--threads" in sys.argv:  # before numpy loads its BLAS: the same number of t
 
 import numpy as np  # noqa: E402
 
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
