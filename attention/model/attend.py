@@ -26,11 +26,11 @@ import numpy as np
 
 from .. import positions, steps
 from .. import rotation as rotations
-from ..errors import AttentionError
 from ..heads import kv_block, merge_heads, split_heads
 from ..options import Options
 from ..trace import Trace
 from .config import Config
+from .interventions import NO_HOOKS, Hooks
 from .layers import rms_norm
 
 Params = dict[str, np.ndarray]
@@ -41,18 +41,18 @@ class Attended(NamedTuple):
     """One layer's attention on m new rows (s keys in all): per-head arrays, the heads' outputs and the weights used.
     q_raw/k_raw are q and k before the rotation (after QK-norm); None without rotary positions."""
 
-    X: np.ndarray  # (m, d [+1])
+    X: np.ndarray  # (..., m, d [+1]): a leading batch axis, when there is one, on every array but W and allowed
     W: Weights
-    q_raw: np.ndarray | None  # (H, m, dₕ)
-    k_raw: np.ndarray | None  # (G, m, dₕ): this pass's rows only
-    q: np.ndarray  # (H, m, dₕ)
-    K: np.ndarray  # (G, s, dₕ): the cache's rows, then these
-    V: np.ndarray  # (G, s, dₕ)
-    scores: np.ndarray  # (H, m, s)
-    scaled: np.ndarray  # (H, m, s): scaled, -inf where masked
-    weights: np.ndarray  # (H, m, s)
-    concat: np.ndarray  # (m, H·dₕ)
-    output: np.ndarray  # (m, d): concat W_o
+    q_raw: np.ndarray | None  # (..., H, m, dₕ)
+    k_raw: np.ndarray | None  # (..., G, m, dₕ): this pass's rows only
+    q: np.ndarray  # (..., H, m, dₕ)
+    K: np.ndarray  # (..., G, s, dₕ): the cache's rows, then these
+    V: np.ndarray  # (..., G, s, dₕ)
+    scores: np.ndarray  # (..., H, m, s)
+    scaled: np.ndarray  # (..., H, m, s): scaled, -inf where masked
+    weights: np.ndarray  # (..., H, m, s)
+    concat: np.ndarray  # (..., m, H·dₕ)
+    output: np.ndarray  # (..., m, d): concat W_o
     allowed: np.ndarray  # (m, s)
     scale: float
 
@@ -102,14 +102,14 @@ def replaced(config: Config, W: Weights, interventions: Sequence) -> Weights:
 
 
 def qk_normed(config: Config, params: Params, layer: int, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, ...]:
-    """q (m, H·dₕ) and k (m, G·dₕ) split into heads, (H, m, dₕ) and (G, m, dₕ), QK-normed as the config says: each
-    head's d_head columns with the shared d_head-wide gains ("head"), or every head's columns at once with gains
-    H·dₕ and G·dₕ wide, before the split ("all", OLMo-2); as they are without QK-norm."""
+    """q (..., m, H·dₕ) and k (..., m, G·dₕ) split into heads, (..., H, m, dₕ) and (..., G, m, dₕ), QK-normed as
+    the config says: each head's d_head columns with the shared d_head-wide gains ("head"), or every head's columns
+    at once with gains H·dₕ and G·dₕ wide, before the split ("all", OLMo-2); as they are without QK-norm."""
     c, H, G = config, config.n_heads, config.kv_heads
     gq, gk = (params[f"{layer}.q_norm.g"], params[f"{layer}.k_norm.g"]) if c.qk_norm else (None, None)
     if c.qk_norm and c.qk_norm_scope == "all":
         q, k = rms_norm(q, gq, c.ln_eps, c.norm_offset), rms_norm(k, gk, c.ln_eps, c.norm_offset)  # before the split
-    q, k = split_heads(q, H), split_heads(k, G)  # (H, m, dₕ), (G, m, dₕ)
+    q, k = split_heads(q, H), split_heads(k, G)  # (..., H, m, dₕ), (..., G, m, dₕ)
     if c.qk_norm and c.qk_norm_scope == "head":
         q, k = rms_norm(q, gq, c.ln_eps, c.norm_offset), rms_norm(k, gk, c.ln_eps, c.norm_offset)  # per head
     return q, k
@@ -123,53 +123,73 @@ def attend(
     W: Weights,
     start: int = 0,
     past: tuple[np.ndarray, np.ndarray] | None = None,
-    ablations: Sequence = (),
+    hooks: Hooks = NO_HOOKS,
 ) -> Attended:
-    """Layer ``layer``'s attention on the new rows X (m, d [+1]) at positions start .. start + m − 1, after the
-    cache's keys and values ``past`` ((G, start, dₕ) each). ``ablations`` (start 0 only) replace head i's columns
-    of the concatenation by 0 or by their causal mean (see :mod:`.interventions`)."""
+    """Layer ``layer``'s attention on the new rows X (..., m, d [+1]) at positions start .. start + m − 1, after the
+    cache's keys and values ``past`` ((G, start, dₕ) each, shared by a batch, or (..., G, start, dₕ)). A leading
+    batch axis of X runs through every step. ``hooks`` may read or replace the layer's named activations
+    (``blocks.{layer}.attn.hook_q`` ...; see :mod:`.interventions`)."""
     c, (W_q, W_k, W_v, W_o) = config, W
-    H, G = c.n_heads, c.kv_heads
-    q, k = qk_normed(c, params, layer, X @ W_q, X @ W_k)  # (H, m, dₕ), (G, m, dₕ)
-    v = split_heads(X @ W_v, G)  # (G, m, dₕ)
+    H, G, at = c.n_heads, c.kv_heads, f"blocks.{layer}.attn."
+    q = _hooked(linear(X, W_q), H, hooks, at + "hook_q")  # (..., m, H·dₕ)
+    k = _hooked(linear(X, W_k), G, hooks, at + "hook_k")  # (..., m, G·dₕ)
+    q, k = qk_normed(c, params, layer, q, k)  # (..., H, m, dₕ), (..., G, m, dₕ)
+    v = split_heads(_hooked(linear(X, W_v), G, hooks, at + "hook_v"), G)  # (..., G, m, dₕ)
     omega = frequencies(c, layer)
     q_raw, k_raw = (q, k) if omega is not None else (None, None)
     if omega is not None:
-        q = positions.rotate(q, omega, start, c.rotary_layout)  # (H, m, dₕ)
-        k = positions.rotate(k, omega, start, c.rotary_layout)  # (G, m, dₕ)
-    K = k if past is None else np.concatenate([past[0], k], axis=-2)  # (G, s, dₕ)
-    V = v if past is None else np.concatenate([past[1], v], axis=-2)  # (G, s, dₕ)
-    m, s = X.shape[0], K.shape[-2]
+        q = _by_position(positions.rotate(q, omega, start, c.rotary_layout), hooks, at + "hook_rot_q")  # as before
+        k = _by_position(positions.rotate(k, omega, start, c.rotary_layout), hooks, at + "hook_rot_k")
+    K, V = (k, v) if past is None else (_after(past[0], k), _after(past[1], v))  # (..., G, s, dₕ) each
+    m, s, lead = X.shape[-2], K.shape[-2], X.shape[:-2]
     allowed = visible(start, m, s, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (m, s)
     factor = c.scale(layer)
-    grouped = q.reshape(G, H // G, m, -1)  # (G, H/G, m, dₕ): the query heads of each key/value head
-    S = steps.scores(grouped, K[:, None]).reshape(H, m, s)  # (H, m, s)
-    scaled = steps.mask(steps.scale(S, factor), allowed)  # (H, m, s)
-    A = steps.softmax(scaled)  # (H, m, s)
-    heads = steps.weighted_sum(A.reshape(G, H // G, m, s), V[:, None]).reshape(H, m, -1)  # (H, m, dₕ)
-    concat = ablated(merge_heads(heads), c.d_head, ablations)  # (m, H·dₕ)
-    return Attended(X, W, q_raw, k_raw, q, K, V, S, scaled, A, concat, concat @ W_o, allowed, factor)
+    grouped = q.reshape(*lead, G, H // G, m, -1)  # (..., G, H/G, m, dₕ): the query heads of each key/value head
+    S = steps.scores(grouped, K[..., None, :, :]).reshape(*lead, H, m, s)  # (..., H, m, s)
+    scaled = hooks(at + "hook_attn_scores", steps.mask(steps.scale(S, factor), allowed))  # (..., H, m, s)
+    A = hooks(at + "hook_pattern", steps.softmax(scaled))  # (..., H, m, s)
+    heads = steps.weighted_sum(A.reshape(*lead, G, H // G, m, s), V[..., None, :, :]).reshape(*lead, H, m, -1)
+    concat = _hooked(merge_heads(heads), H, hooks, at + "hook_z")  # (..., m, H·dₕ)
+    return Attended(X, W, q_raw, k_raw, q, K, V, S, scaled, A, concat, _output(concat, W_o, H, hooks, at), allowed,
+                    factor)
 
 
-def ablated(concat: np.ndarray, d_head: int, ablations: Sequence) -> np.ndarray:
-    """The heads' outputs side by side (n, H·dₕ) with each ablated head's columns set to 0 ("zero"), at row t to the
-    mean of its rows 0 .. t ("mean": causal), or to another run's output of that head ("patch")."""
-    if not ablations:
-        return concat
-    concat = concat.copy()
-    count = np.arange(1, concat.shape[-2] + 1)[:, None]  # (n, 1): t + 1 positions up to t
-    for iv in ablations:
-        cols = slice(iv.head * d_head, (iv.head + 1) * d_head)
-        if iv.kind == "patch":
-            want = concat[..., cols].shape
-            if iv.value.shape != want:
-                raise AttentionError(f"head {iv.head}'s patched output is {iv.value.shape}; the text needs {want}",
-                                     field="value")
-            concat[..., cols] = iv.value  # (n, dₕ): the head's output from another run
-            continue
-        causal_mean = np.cumsum(concat[..., cols], axis=-2) / count  # (n, dₕ): row t, the mean over 0 .. t
-        concat[..., cols] = 0.0 if iv.kind == "zero" else causal_mean
-    return concat
+def linear(x: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """x W for rows x (..., m, k) and a weight W (k, o): (..., m, o). A batch's rows go through one matrix product
+    (numpy multiplies a stack of matrices one at a time, without BLAS: many times slower for short texts)."""
+    if x.ndim <= 2:
+        return x @ W  # (m, o)
+    return (x.reshape(-1, x.shape[-1]) @ W).reshape(*x.shape[:-1], W.shape[-1])  # (..., m, o)
+
+
+def _hooked(y: np.ndarray, h: int, hooks: Hooks, name: str) -> np.ndarray:
+    """Heads side by side (..., m, h·w) through the hook ``name``, which sees them as (..., m, h, w)."""
+    if name not in hooks:
+        return y
+    return hooks(name, y.reshape(*y.shape[:-1], h, -1)).reshape(y.shape)  # (..., m, h·w)
+
+
+def _by_position(x: np.ndarray, hooks: Hooks, name: str) -> np.ndarray:
+    """Per-head rows (..., h, m, w) through the hook ``name``, which sees them as (..., m, h, w)."""
+    if name not in hooks:
+        return x
+    return np.swapaxes(hooks(name, np.swapaxes(x, -3, -2)), -3, -2)  # (..., h, m, w)
+
+
+def _after(past: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The cache's rows (G, start, dₕ) or (..., G, start, dₕ), then the new rows (..., G, m, dₕ)."""
+    if past.ndim == new.ndim:
+        return np.concatenate([past, new], axis=-2)
+    return np.concatenate([np.broadcast_to(past, (*new.shape[:-2], past.shape[-2], new.shape[-1])), new], axis=-2)
+
+
+def _output(concat: np.ndarray, W_o: np.ndarray, H: int, hooks: Hooks, at: str) -> np.ndarray:
+    """concat W_o (..., m, d); with a hook on ``hook_result``, the sum over heads of each head's z_h W_o^h."""
+    if at + "hook_result" not in hooks:
+        return linear(concat, W_o)  # (..., m, d)
+    z = concat.reshape(*concat.shape[:-1], H, -1)  # (..., m, H, dₕ)
+    result = np.einsum("...mhe,hed->...mhd", z, W_o.reshape(H, z.shape[-1], -1))  # (..., m, H, d)
+    return hooks(at + "hook_result", result).sum(axis=-2)  # (..., m, d)
 
 
 def layer_options(config: Config, layer: int, n: int | None = None, params: Params | None = None) -> Options:
@@ -204,7 +224,7 @@ def to_trace(a: Attended, options: Options, tokens: Sequence[str] | None = None)
     one = options.heads == 1
 
     def square(x: np.ndarray) -> np.ndarray:
-        return x[0] if one else x  # (n, n) or (H, n, n)
+        return x[..., 0, :, :] if one else x  # (..., n, n) or (..., H, n, n)
 
     return Trace(
         X=a.X,

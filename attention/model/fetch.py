@@ -48,19 +48,49 @@ Say = Callable[[str], None]
 
 
 def repo_id_of(text: str) -> str:
-    """The repository id ("owner/name") in ``text``, or an AttentionError saying what one looks like."""
+    """The repository id ("owner/name") in ``text``, or an AttentionError saying what one looks like, or, for a
+    model already on this computer (a folder, a ``.gguf`` file), how to open it."""
     text = text.strip()[: 2 * len(HUB) + 2 * MAX_PART]  # bounded before anything reads it
-    text = text.removeprefix(HUB).strip("/")
+    text = text.removeprefix(HUB).strip("/") if not text.startswith("/") else text
     parts = text.split("/")
     ok = len(parts) == 2 and all(
         0 < len(p) <= MAX_PART and p[0].isalnum() and "--" not in p and ".." not in p and models_folder.plain(p)
         for p in parts
     )
+    local = _on_disk(text, ok)
+    if local is not None:
+        raise AttentionError(
+            f"{text[:200]!r} is {local} on this computer, not a repository on the hub: there is nothing to download. "
+            "Open it "
+            f"from Python with attention.model.load({text[:200]!r}), or put it in the models folder "
+            f"(${models_folder.FOLDER_ENV}, else ./{models_folder.DEFAULT_FOLDER}) for the app to list it",
+            field="repo",
+        )
     if not ok:
         raise AttentionError(
             f"{text[:100]!r} is not a repository id: give OWNER/NAME, e.g. HuggingFaceTB/SmolLM2-135M", field="repo"
         )
     return text
+
+
+def _on_disk(text: str, looks_like_id: bool) -> str | None:
+    """What ``text`` names on this computer ("a GGUF file", "a model folder" ...) when it is a model already here
+    rather than a repository: a ``.gguf`` path, or an existing file or folder (a folder spelled like an id only when
+    it holds a config.json); else None."""
+    if not text.strip("./"):  # "", ".", "..": nothing anyone would mean as a model
+        return None
+    path = Path(text).expanduser()
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError:  # a name too long for the file system: not a path here
+        return None
+    if text.lower().endswith(".gguf"):
+        return "a GGUF file" if is_file else "a GGUF file's path (no such file is here)"
+    if is_file:
+        return "a file"
+    if is_dir and (not looks_like_id or (path / CONFIG).is_file()):
+        return "a model folder" if (path / CONFIG).is_file() else "a folder"
+    return None
 
 
 def folder_name(repo_id: str) -> str:
@@ -260,8 +290,15 @@ def main(argv: list[str] | None = None) -> int:
     """The command: exit code 0 when the model is in the models folder, 1 when refused or failed, 130 if stopped."""
     parser = argparse.ArgumentParser(
         prog="python -m attention.model.fetch",
-        description="Download a checkpoint (config, safetensors, tokenizer) from the Hugging Face Hub into the models "
-        f"folder the app lists (${models_folder.FOLDER_ENV}, else ./{models_folder.DEFAULT_FOLDER}).",
+        description="Download a checkpoint from the Hugging Face Hub into the models folder the app lists "
+        f"(${models_folder.FOLDER_ENV}, else ./{models_folder.DEFAULT_FOLDER}). This needs the network (and, for a "
+        "gated model, a login: hf auth login or HF_TOKEN); nothing else in the project does.",
+        epilog="What it downloads: config.json; model.safetensors, or model.safetensors.index.json and the shards it "
+        "names; tokenizer.json (else vocab.json and merges.txt); and tokenizer_config.json, special_tokens_map.json "
+        "and generation_config.json when the repository has them. Nothing else: no pickled weights, no other "
+        "formats. It refuses, before any weight is downloaded, a repository the loader cannot open or one over the "
+        "size bound. A model already on this computer (a folder, or a .gguf file) needs no fetch: open it with "
+        "attention.model.load(path), or put it in the models folder.",
     )
     parser.add_argument("repo", help="the repository, OWNER/NAME (e.g. HuggingFaceTB/SmolLM2-135M)")
     parser.add_argument("--revision", default="main", help="a branch, tag or commit (default: main)")

@@ -1,4 +1,6 @@
-"""Interventions on one head: ablate it (zero or mean) or replace one of its matrices, as data a run applies.
+"""Interventions as data a run applies, and the hooks that run them on the forward pass's named activations.
+
+An intervention ablates one head (zero or mean), replaces one of its matrices or patches its output or a stream row.
 
 A head i of layer l contributes concat_i W_o^i to the residual stream, where concat_i = A_i V_i is its output
 (n, d_head) and W_o^i its d_head rows of W_o. Ablating it replaces concat_i by 0 ("zero") or by its causal mean
@@ -10,11 +12,33 @@ the last row is the bias) or its rows of W_o; or a layer's QK-norm gains (:func:
 With grouped key/value heads (G < H) a query head's block of W_k and W_v is the block of the key/value head it
 reads, shared by the H/G heads of its group: replacing it changes every head of the group, while ablating a head
 changes only that head's own output.
+
+**Hooks.** The forward pass names its activations as TransformerLens does (:func:`hook_names`), with the same
+layouts (a leading batch axis when the run has one; no batch axis for a run of one text):
+
+    blocks.{l}.hook_resid_pre                 (n, d)        the stream entering layer l
+    blocks.{l}.attn.hook_q / hook_k / hook_v  (n, H, dₕ) / (n, G, dₕ) × 2   X W_q, X W_k, X W_v (bias included)
+    blocks.{l}.attn.hook_rot_q / hook_rot_k   as above      q, k after QK-norm and the rotation (rotary models)
+    blocks.{l}.attn.hook_attn_scores          (H, n, n)     q kᵀ · scale, −inf where masked
+    blocks.{l}.attn.hook_pattern              (H, n, n)     the attention weights A
+    blocks.{l}.attn.hook_z                    (n, H, dₕ)    each head's output A v (the concatenation, per head)
+    blocks.{l}.attn.hook_result               (n, H, d)     each head's output through its rows of W_o
+    blocks.{l}.hook_attn_out                  (n, d)        Σ heads + b_o (then the post-attention norm, Gemma 3)
+    blocks.{l}.hook_resid_mid                 (n, d)        resid_pre + attn_out (sequential blocks with an MLP)
+    blocks.{l}.hook_mlp_out                   (n, d)        the MLP's output (models with an MLP)
+    blocks.{l}.hook_resid_post                (n, d)        the stream after layer l
+    ln_final.hook_normalized                  (n, d)        N_f(x), what W_U reads (models with a final norm)
+
+A hook is a function ``fn(value, name)``: it reads the value (read-only) and returns None, or returns an array of
+the same shape that the pass uses instead. Ablations and head patches are hooks on ``hook_z``; stream patches are
+hooks on ``hook_resid_pre`` (:func:`as_hooks`). A replaced matrix is not an activation: it changes the weights the
+layer uses, and its trace records them.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,3 +208,133 @@ def _check_gains(config: Config, iv: Intervention) -> None:
         raise AttentionError(
             f"layer {iv.layer}'s {iv.matrix} has {want[0]} gains; the replacement is {got}", matrix=iv.matrix
         )
+
+
+HookFn = Callable[[np.ndarray, str], "np.ndarray | None"]
+ATTN_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_attn_scores", "hook_pattern", "hook_z",
+              "hook_result")  # blocks.{l}.attn.<name>
+BLOCK_HOOKS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")  # blocks.{l}.
+FINAL_HOOK = "ln_final.hook_normalized"
+
+
+def hook_names(config: Config) -> list[str]:
+    """Every activation a run of this model names, in the order the forward pass makes them."""
+    c, out = config, []
+    for layer in range(c.n_layers):
+        attn = [f"blocks.{layer}.attn.{h}" for h in ATTN_HOOKS if c.positions == "rotary" or "_rot_" not in h]
+        absent = {"hook_resid_mid"} if c.attention_only or c.parallel_residual else set()
+        absent |= {"hook_mlp_out"} if c.attention_only else set()
+        pre, *block = [f"blocks.{layer}.{h}" for h in BLOCK_HOOKS if h not in absent]
+        out += [pre, *attn, *block]
+    return out + ([] if c.attention_only else [FINAL_HOOK])
+
+
+def hook_layer(name: str, layers: int) -> int:
+    """The layer whose pass makes the activation ``name`` (the final norm's: ``layers``)."""
+    return layers if name == FINAL_HOOK else int(name.split(".")[1])
+
+
+class Hooks:
+    """Hook functions by activation name, each run in order where the forward pass makes that activation (see the
+    module's docstring); ``seen`` keeps each hooked activation's final value."""
+
+    def __init__(self, fns: Mapping[str, Sequence[HookFn]] | None = None):
+        self.fns = {name: list(f) for name, f in (fns or {}).items() if f}
+        self.seen: dict[str, np.ndarray] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.fns
+
+    def __bool__(self) -> bool:
+        return bool(self.fns)
+
+    def __call__(self, name: str, value: np.ndarray) -> np.ndarray:
+        """The activation ``name`` after its hooks: each reads it (read-only) and may return a replacement."""
+        for fn in self.fns.get(name, ()):
+            shown = value.view()
+            shown.flags.writeable = False
+            out = fn(shown, name)
+            if out is not None:
+                got = np.asarray(out, dtype=value.dtype)
+                if got.shape != value.shape:
+                    raise AttentionError(
+                        f"the hook on {name} returned shape {got.shape}; it must return {value.shape} or None",
+                        field="hooks",
+                    )
+                value = got
+        if name in self.fns:
+            self.seen[name] = value
+        return value
+
+
+NO_HOOKS = Hooks()
+
+
+def user_hooks(config: Config, hooks: object) -> dict[str, list[HookFn]]:
+    """A ``{name: fn or [fn, ...]}`` dict of hooks, checked: every name one the model makes, every fn callable."""
+    if not hooks:
+        return {}
+    if not isinstance(hooks, Mapping):
+        raise AttentionError("hooks must be a dict {activation name: function}", field="hooks")
+    known, out = set(hook_names(config)), {}
+    for name, fn in hooks.items():
+        if name not in known:
+            near = [k for k in hook_names(config) if str(name).rsplit(".", 1)[-1] in k][:3] or hook_names(config)[:3]
+            raise AttentionError(
+                f"this model makes no activation {str(name)[:80]!r}: e.g. {', '.join(near)} (see hook_names)",
+                field="hooks",
+            )
+        fns = list(fn) if isinstance(fn, (list, tuple)) else [fn]
+        if not all(callable(f) for f in fns):
+            raise AttentionError(f"the hook on {name} must be a function fn(value, name)", field="hooks")
+        out[name] = fns
+    return out
+
+
+def as_hooks(interventions: Iterable[Intervention]) -> dict[str, list[HookFn]]:
+    """The interventions as hooks, in order: a head's ablation or patch on its layer's ``attn.hook_z``, a stream
+    patch on its layer's ``hook_resid_pre`` ("replace" changes weights, not an activation: none)."""
+    out: dict[str, list[HookFn]] = {}
+    for iv in interventions:
+        if iv.kind in CONCAT_KINDS:
+            out.setdefault(f"blocks.{iv.layer}.attn.hook_z", []).append(_set_head(iv))
+        elif iv.kind == "stream":
+            out.setdefault(f"blocks.{iv.layer}.hook_resid_pre", []).append(_set_row(iv))
+    return out
+
+
+def _set_head(iv: Intervention) -> HookFn:
+    """Head ``iv.head``'s output in ``hook_z`` (..., n, H, dₕ) set to 0, to its causal mean, or to the patch."""
+
+    def hook(z: np.ndarray, name: str) -> np.ndarray:
+        want = z[..., iv.head, :].shape  # (..., n, dₕ)
+        if iv.kind == "patch" and (iv.value is None or iv.value.shape != want[-iv.value.ndim :]):
+            got = None if iv.value is None else iv.value.shape
+            raise AttentionError(f"head {iv.head}'s patched output is {got}; the text needs {want[-2:]}",
+                                 field="value")
+        z = z.copy()
+        if iv.kind == "patch":
+            z[..., iv.head, :] = iv.value  # (n, dₕ): the head's output from another run
+        elif iv.kind == "zero":
+            z[..., iv.head, :] = 0.0
+        else:
+            count = np.arange(1, want[-2] + 1)[:, None]  # (n, 1): t + 1 positions up to t
+            z[..., iv.head, :] = np.cumsum(z[..., iv.head, :], axis=-2) / count  # row t: the mean over 0 .. t
+        return z
+
+    return hook
+
+
+def _set_row(iv: Intervention) -> HookFn:
+    """Row ``iv.position`` of the stream in ``hook_resid_pre`` (..., n, d) set to the patch."""
+
+    def hook(x: np.ndarray, name: str) -> np.ndarray:
+        if iv.position >= x.shape[-2]:
+            raise AttentionError(
+                f"there is no position {iv.position} to patch: the text has {x.shape[-2]} tokens", field="position"
+            )
+        x = x.copy()
+        x[..., iv.position, :] = iv.value  # (d,)
+        return x
+
+    return hook

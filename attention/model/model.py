@@ -33,10 +33,11 @@ run is in that dtype.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,7 +49,20 @@ from ..trace import Trace
 from . import attend
 from .attend import Attended, Weights, layer_options
 from .config import Config
-from .interventions import CONCAT_KINDS, GAINS, Intervention, check, with_gains
+from .interventions import (
+    FINAL_HOOK,
+    GAINS,
+    NO_HOOKS,
+    HookFn,
+    Hooks,
+    Intervention,
+    as_hooks,
+    check,
+    hook_layer,
+    hook_names,
+    user_hooks,
+    with_gains,
+)
 from .layers import layer_norm, mlp, rms_norm, with_ones
 from .runcache import RunCache
 from .vocab import BPEVocab, WordVocab
@@ -166,10 +180,11 @@ def attention_input(config: Config, params: Params, layer: int, x: np.ndarray) -
     return with_ones(h) if config.has_qkv_bias else h  # (..., n, d [+1])
 
 
-def final_logits(config: Config, params: Params, x: np.ndarray) -> np.ndarray:
-    """logits = N_f(x) W_U (x W_U when attention-only): (..., n, d) -> (..., n, V)."""
-    h = x if config.attention_only else normed(config, params, "ln_f", x)
-    return h @ unembedding(config, params)  # (..., n, V)
+def final_logits(config: Config, params: Params, x: np.ndarray, hooks: Hooks = NO_HOOKS) -> np.ndarray:
+    """logits = N_f(x) W_U (x W_U when attention-only): (..., n, d) -> (..., n, V). ``hooks`` may read or replace
+    N_f(x), ``ln_final.hook_normalized``."""
+    h = x if config.attention_only else hooks(FINAL_HOOK, normed(config, params, "ln_f", x))
+    return attend.linear(h, unembedding(config, params))  # (..., n, V)
 
 
 def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
@@ -179,36 +194,29 @@ def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray) -> np.nda
     h = normed(c, params, p + "ln2", x) if c.pre_norms else x  # (..., n, d)
     b = (lambda name: params[p + name]) if c.bias else (lambda name: None)
     gate = (params[p + "W_gate"], b("b_gate")) if c.mlp == "gated" else (None, None)
-    out = mlp(h, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
+    rows = h.reshape(-1, h.shape[-1])  # (rows, d): a batch's rows in one matrix product each (see attend.linear)
+    out = mlp(rows, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
+    out = out.reshape(h.shape)  # (..., n, d)
     return normed(c, params, p + "ln_post_mlp", out) if c.post_norms else out  # (..., n, d)
 
 
-def block_out(config: Config, params: Params, layer: int, x: np.ndarray, attn: np.ndarray) -> np.ndarray:
-    """The stream after layer l, from the stream x entering it and its attention's output (both (..., n, d))."""
-    c, p = config, f"{layer}."
+def block_out(
+    config: Config, params: Params, layer: int, x: np.ndarray, attn: np.ndarray, hooks: Hooks = NO_HOOKS
+) -> np.ndarray:
+    """The stream after layer l, from the stream x entering it and its attention's output (both (..., n, d)).
+    ``hooks`` may read or replace ``blocks.{l}.hook_attn_out``, ``hook_resid_mid``, ``hook_mlp_out`` and
+    ``hook_resid_post``."""
+    c, p, at = config, f"{layer}.", f"blocks.{layer}."
     a = attn + params[p + "b_o"] if c.bias else attn  # (..., n, d)
     if c.post_norms:
         a = normed(c, params, p + "ln_post_attn", a)  # (..., n, d)
+    a = hooks(at + "hook_attn_out", a)  # (..., n, d)
     if c.attention_only:
-        return x + a
-    if c.parallel_residual:
-        return x + a + mlp_out(c, params, layer, x)  # the MLP reads the layer's input too
-    x = x + a  # (..., n, d)
-    return x + mlp_out(c, params, layer, x)  # (..., n, d)
-
-
-def patched(x: np.ndarray, interventions: Sequence[Intervention], layer: int) -> np.ndarray:
-    """The stream entering ``layer`` (n, d) with the rows that "stream" patches of that layer put in."""
-    rows = [iv for iv in interventions if iv.kind == "stream" and iv.layer == layer]
-    if not rows:
-        return x
-    x = x.copy()
-    for iv in rows:
-        if iv.position >= len(x):
-            raise AttentionError(f"there is no position {iv.position} to patch: the text has {len(x)} tokens",
-                                 field="position")
-        x[iv.position] = iv.value  # (d,)
-    return x
+        return hooks(at + "hook_resid_post", x + a)
+    if c.parallel_residual:  # the MLP reads the layer's input too
+        return hooks(at + "hook_resid_post", x + a + hooks(at + "hook_mlp_out", mlp_out(c, params, layer, x)))
+    x = hooks(at + "hook_resid_mid", x + a)  # (..., n, d)
+    return hooks(at + "hook_resid_post", x + hooks(at + "hook_mlp_out", mlp_out(c, params, layer, x)))  # (..., n, d)
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,21 +224,39 @@ class Run:
     """One forward pass. ``logits`` (n, V); ``traces[l]`` layer l's attention over all heads (its ``head(i)`` one
     head); ``residuals[l]`` the stream entering layer l ((n, d), the last one after every layer, before N_f);
     ``weights`` (layers, query heads, n, n); ``recomputed_from`` the first layer this run computed (the earlier ones
-    came from the cache); ``model`` the model that made it."""
+    came from the cache); ``model`` the model that made it; ``cache`` every named activation (TransformerLens'
+    names, :class:`ActivationCache`); ``hooked`` the final value of each activation a hook of this run was on.
 
-    ids: tuple[int, ...]
-    tokens: tuple[str, ...]
+    A batch of B texts of n tokens each: ``ids`` and ``tokens`` one tuple per text, and every array gains a leading
+    batch axis (``logits`` (B, n, V), ``residuals[l]`` (B, n, d), ``weights`` (B, layers, heads, n, n), each trace's
+    arrays); ``row(b)`` is text b's run."""
+
+    ids: tuple
+    tokens: tuple
     logits: np.ndarray
     traces: tuple[Trace, ...]
     residuals: tuple[np.ndarray, ...]
     interventions: tuple[Intervention, ...] = ()
     recomputed_from: int = 0
     model: Model | None = None  # the model that ran it (the lens and the attribution read its final norm)
+    hooked: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def batched(self) -> bool:
+        """Whether this run holds a batch of texts (a leading batch axis on every array)."""
+        return self.logits.ndim == 3
 
     @functools.cached_property
     def weights(self) -> np.ndarray:
-        """Every query head's attention weights: (layers, heads, n, n)."""
-        return np.stack([t.weights if t.weights.ndim == 3 else t.weights[None] for t in self.traces])
+        """Every query head's attention weights: (layers, heads, n, n), or (B, layers, heads, n, n) for a batch."""
+        per_head = 4 if self.batched else 3  # a single-head model's traces hold (..., n, n)
+        heads = [t.weights if t.weights.ndim == per_head else t.weights[..., None, :, :] for t in self.traces]
+        return np.stack(heads, axis=1 if self.batched else 0)
+
+    @functools.cached_property
+    def cache(self) -> ActivationCache:
+        """Every named activation of the run (``blocks.{l}.attn.hook_pattern`` ...), made when first read."""
+        return ActivationCache(self)
 
     def head(self, layer: int, head: int) -> Trace:
         """Query head ``head`` of layer ``layer`` as a single-head trace, with the K and V of the key/value head it
@@ -239,10 +265,117 @@ class Run:
             raise AttentionError(f"there is no layer {layer!r}: the model has {len(self.traces)} layers", field="layer")
         return self.traces[layer].head(head)
 
+    def row(self, b: int) -> Run:
+        """Text ``b`` of a batch as a run of its own (views of this run's arrays)."""
+        if not (self.batched and is_whole(b) and 0 <= b < len(self.ids)):
+            count = len(self.ids) if self.batched else "no"
+            raise AttentionError(f"there is no text {b!r} in this run: it holds a batch of {count} texts", field="b")
+        traces = tuple(dataclasses.replace(t, tokens=self.tokens[b], **_batch_row(t, b)) for t in self.traces)
+        residuals = tuple(x[b] for x in self.residuals)
+        hooked = {name: v[b] for name, v in self.hooked.items()}
+        return Run(self.ids[b], self.tokens[b], self.logits[b], traces, residuals, self.interventions,
+                   self.recomputed_from, self.model, hooked)
+
     @property
-    def predictions(self) -> list[int]:
-        """The most likely next token after each position."""
-        return [int(i) for i in np.argmax(self.logits, axis=-1)]
+    def predictions(self) -> list:
+        """The most likely next token after each position (a list per text for a batch)."""
+        return np.argmax(self.logits, axis=-1).tolist()
+
+
+BATCHED_ARRAYS = ("X", "Q", "K", "V", "scores", "scaled", "weights", "output", "Q_raw", "K_raw", "concat")
+
+
+def _batch_row(trace: Trace, b: int) -> dict[str, np.ndarray]:
+    """Row b of each array of a batched trace that has the batch axis."""
+    return {name: getattr(trace, name)[b] for name in BATCHED_ARRAYS if getattr(trace, name) is not None}
+
+
+class ActivationCache(Mapping):
+    """A run's activations by TransformerLens' names (:func:`~.interventions.hook_names`, layouts in
+    :mod:`.interventions`). Each is read from the arrays the run holds (the stream, the traces) or made from them
+    by the forward pass's own functions, once, when first read; an activation a hook was on is its hooked value."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.names = hook_names(run.model.config) if run.model is not None else []
+        self._index, self._made = set(self.names), dict(run.hooked)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._made:
+            if name not in self._index:
+                raise KeyError(f"this run has no activation {name!r}; it has e.g. {', '.join(self.names[:3])}")
+            value = self._make(name)
+            value.flags.writeable = False
+            self._made[name] = value
+        return self._made[name]
+
+    def _make(self, name: str) -> np.ndarray:
+        """Activation ``name`` from the run's arrays."""
+        run, model = self.run, self.run.model
+        c, L = model.config, model.config.n_layers
+        if name == FINAL_HOOK:
+            return normed(c, model.params, "ln_f", run.residuals[-1])
+        layer, what = hook_layer(name, L), name.rsplit(".", 1)[-1]
+        if ".attn." in name:
+            return _attention_activation(run.traces[layer], what, c)
+        return self._stream(layer, what)
+
+    def _stream(self, layer: int, what: str) -> np.ndarray:
+        """blocks.{layer}.hook_<what>: the streams and the block's outputs (as :func:`block_out` makes them)."""
+        run, model, at = self.run, self.run.model, f"blocks.{layer}."
+        c, p, x = model.config, model.params, run.residuals[layer]
+        if what == "hook_resid_pre":
+            return x
+        if what == "hook_attn_out":
+            a = run.traces[layer].output
+            a = a + p[f"{layer}.b_o"] if c.bias else a
+            return normed(c, p, f"{layer}.ln_post_attn", a) if c.post_norms else a
+        if what == "hook_resid_mid":
+            return x + self[at + "hook_attn_out"]
+        if what == "hook_mlp_out":
+            return mlp_out(c, p, layer, x if c.parallel_residual else self[at + "hook_resid_mid"])
+        nxt = f"blocks.{layer + 1}.hook_resid_pre"
+        changed = nxt in run.hooked or any(iv.kind == "stream" and iv.layer == layer + 1 for iv in run.interventions)
+        if layer + 1 == c.n_layers or not changed:
+            return run.residuals[layer + 1]  # the stream after layer l is the one entering layer l + 1
+        if c.attention_only:
+            return x + self[at + "hook_attn_out"]
+        if c.parallel_residual:
+            return x + self[at + "hook_attn_out"] + self[at + "hook_mlp_out"]
+        return self[at + "hook_resid_mid"] + self[at + "hook_mlp_out"]
+
+
+def _attention_activation(trace: Trace, what: str, config: Config) -> np.ndarray:
+    """attn.hook_<what> of a layer, from its trace, in TransformerLens' layout (positions before heads for q, k,
+    v, z and result; heads before positions for the scores and the pattern)."""
+    H, G = config.n_heads, config.kv_heads
+
+    def per_head(a: np.ndarray, h: int) -> np.ndarray:
+        return a.reshape(*a.shape[:-1], h, -1)  # (..., n, h·w) -> (..., n, h, w)
+
+    def square(a: np.ndarray) -> np.ndarray:
+        return a[..., None, :, :] if H == 1 else a  # (..., H, n, n)
+
+    if what in ("hook_q", "hook_k", "hook_v"):
+        m = what[-1]
+        return per_head(trace.X @ getattr(trace, f"W_{m}"), H if m == "q" else G)
+    made = {
+        "hook_rot_q": lambda: per_head(trace.Q, H),
+        "hook_rot_k": lambda: per_head(trace.K, G),
+        "hook_attn_scores": lambda: square(trace.scaled),
+        "hook_pattern": lambda: square(trace.weights),
+        "hook_z": lambda: per_head(trace.concat, H),
+        "hook_result": lambda: np.einsum(
+            "...mhe,hed->...mhd", per_head(trace.concat, H), trace.W_o.reshape(H, config.d_head, -1)
+        ),
+    }
+    return made[what]()
 
 
 @dataclass(frozen=True, eq=False)
@@ -332,9 +465,56 @@ class Model:
         """Each token's own text, for labels."""
         return self.vocab.pieces(self.check_ids(ids))
 
+    def token_id(self, token: object, field: str = "token") -> int:
+        """One token's id from its id, or from a text that encodes to exactly one token (" Paris"; without the BOS
+        token the tokenizer adds), or else from the token's own spelling in the vocabulary ("ĠParis"); an
+        AttentionError naming the tokens when a text is several (``field`` names the argument)."""
+        if isinstance(token, str):
+            return self._one_token(token, field)
+        V = self.config.vocab_size
+        if not (is_whole(token) and 0 <= token < V):
+            what = "token" if field == "token" else f"{field} token"
+            raise AttentionError(
+                f"there is no {what} {token!r}: the vocabulary has {V} tokens, ids 0 to {V - 1}", field=field
+            )
+        return int(token)
+
+    def _one_token(self, text: str, field: str) -> int:
+        """The id of the one token ``text`` encodes to (see :meth:`token_id`)."""
+        text = text[:200]  # bounded before the tokenizer runs: a token is never this long
+        try:
+            ids, bos = self.vocab.encode(text), self.vocab.encode("")
+        except AttentionError:  # a word vocabulary refuses a word it lacks
+            ids, bos = [], []
+        if bos and ids[: len(bos)] == bos:
+            ids = ids[len(bos) :]  # the BOS the tokenizer adds to every text is not the token asked for
+        if len(ids) == 1 and 0 <= ids[0] < self.config.vocab_size:
+            return int(ids[0])
+        spelled = self._spelled(text)
+        if spelled is not None:
+            return spelled
+        if not ids:
+            raise AttentionError(f"{text!r} is no token: give one token's text, e.g. ' Paris', or its id", field=field)
+        shown = ", ".join(repr(p) for p in self.vocab.pieces(ids[:8])) + (", …" if len(ids) > 8 else "")
+        raise AttentionError(
+            f"{text[:40]!r} is {len(ids)} tokens here ({shown}), not one: give a single token's text or its id",
+            field=field,
+        )
+
+    def _spelled(self, text: str) -> int | None:
+        """The id of the vocabulary entry spelled exactly ``text`` ("ĠParis", "▁Paris", a word), or None."""
+        if isinstance(self.vocab, WordVocab):
+            return self.vocab.index.get(text)
+        find = getattr(getattr(self.vocab, "tokenizer", None), "token_to_id", None)
+        i = find(text) if find is not None else None
+        return int(i) if i is not None and 0 <= i < self.config.vocab_size else None
+
     def check_ids(self, token_ids: object, longest: int | None = None) -> list[int]:
-        """Token ids as a list of ints, each in the vocabulary, 1 to n_ctx of them; else a clear error."""
+        """Token ids as a list of ints, each in the vocabulary, 1 to n_ctx of them; else a clear error. An item may
+        be a token as a string (see :meth:`token_id`)."""
         longest = self.config.n_ctx if longest is None else longest
+        if isinstance(token_ids, (list, tuple)) and any(isinstance(t, str) for t in token_ids[: longest + 1]):
+            token_ids = [self.token_id(t, "token_ids") if isinstance(t, str) else t for t in token_ids[: longest + 1]]
         arr = np.asarray(token_ids) if not isinstance(token_ids, str) else np.array([])
         if isinstance(token_ids, str) or arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
             raise AttentionError(
@@ -365,39 +545,84 @@ class Model:
             self._cache.ignore(ws)
         return self._weights[layer]
 
-    def run(self, token_ids: Sequence[int], interventions: Sequence[Intervention] = ()) -> Run:
-        """The forward pass over ``token_ids`` with the given interventions (see :mod:`.interventions`)."""
-        ids = self.check_ids(token_ids)
+    def run(
+        self,
+        token_ids: Sequence[int] | Sequence[Sequence[int]] | np.ndarray,
+        interventions: Sequence[Intervention] = (),
+        hooks: Mapping[str, HookFn | Sequence[HookFn]] | None = None,
+    ) -> Run:
+        """The forward pass over ``token_ids`` (n,), or a batch of texts of equal length (B, n), with the given
+        interventions (see :mod:`.interventions`) and ``hooks``: ``{name: fn}``, each ``fn(value, name)`` reading
+        the named activation (``blocks.3.attn.hook_pattern`` ...; :func:`~.interventions.hook_names`) and returning
+        None or its replacement. Runs without hooks are cached; with hooks, the layers before the first hooked one
+        come from the cache."""
+        ids = self._ids(token_ids)  # (n,) or (B, n)
         ivs = tuple(check(self.config, iv) for iv in interventions)
+        fns = user_hooks(self.config, hooks)
+        merged = as_hooks(ivs)
+        for name, f in fns.items():
+            merged[name] = [*merged.get(name, []), *f]
+        every = Hooks(merged)
         L = self.config.n_layers
         keys = [self._key(ids, ivs, layer) for layer in range(L + 1)]
-        start = next((layer for layer in range(L, -1, -1) if keys[layer] in self._cache), None)
+        last = min((hook_layer(n, L) - n.endswith("hook_resid_pre") for n in fns), default=L)  # cache up to it
+        start = next((layer for layer in range(last, -1, -1) if keys[layer] in self._cache), None)
         if start is None:
-            x0 = patched(embed(self.config, self.params, np.array(ids)), ivs, 0)  # (n, d)
-            residuals, traces, logits = (x0,), (), None
-            start = 0
+            x0 = every("blocks.0.hook_resid_pre", embed(self.config, self.params, ids))  # (..., n, d)
+            residuals, traces, logits, start = (x0,), (), None, 0
         else:
             residuals, traces, logits = self._cache.get(keys[start])
-        tokens = tuple(self.vocab.pieces(ids))
+        rows = ids.tolist() if ids.ndim == 2 else [ids.tolist()]
+        tokens = tuple(tuple(self.vocab.pieces(r)) for r in rows)
+        tokens = tokens if ids.ndim == 2 else tokens[0]
         x = residuals[-1]
         for layer in range(start, L):
-            trace, x = self.block(layer, x, tokens, [iv for iv in ivs if iv.layer == layer and iv.kind != "stream"])
-            x = patched(x, ivs, layer + 1)  # (n, d): the stream entering the next layer, with any patched rows
+            trace, x = self.block(layer, x, () if ids.ndim == 2 else tokens, [iv for iv in ivs if iv.layer == layer],
+                                  every)
+            if layer + 1 < L:
+                x = every(f"blocks.{layer + 1}.hook_resid_pre", x)  # (..., n, d): the stream entering the next layer
             residuals, traces = (*residuals, x), (*traces, trace)
-            self._cache.put(keys[layer + 1], (residuals, traces, None))
+            if not fns:
+                self._cache.put(keys[layer + 1], (residuals, traces, None))
         if logits is None:
-            logits = final_logits(self.config, self.params, x)  # (n, V)
-            self._cache.put(keys[L], (residuals, traces, logits))
-        return Run(tuple(ids), tokens, logits, traces, residuals, ivs, start, self)
+            logits = final_logits(self.config, self.params, x, every)  # (..., n, V)
+            if not fns:
+                self._cache.put(keys[L], (residuals, traces, logits))
+        run_ids = tuple(map(tuple, ids.tolist())) if ids.ndim == 2 else tuple(ids.tolist())
+        hooked = {name: v for name, v in every.seen.items() if name in fns}
+        return Run(run_ids, tokens, logits, traces, residuals, ivs, start, self, hooked)
+
+    def _ids(self, token_ids: object) -> np.ndarray:
+        """Token ids (n,) as :meth:`check_ids` takes them, or a batch (B, n) of texts of equal length."""
+        arr = token_ids if isinstance(token_ids, np.ndarray) else None
+        rows = isinstance(token_ids, (list, tuple)) and len(token_ids) and isinstance(token_ids[0], (list, tuple))
+        if not (rows or (arr is not None and arr.ndim == 2)):
+            return np.array(self.check_ids(token_ids), dtype=np.int64)
+        batch = [self.check_ids(r) for r in token_ids]  # type: ignore[union-attr]
+        for b, r in enumerate(batch):
+            if len(r) != len(batch[0]):
+                raise AttentionError(
+                    f"a batch's texts must have the same number of tokens: text 1 has {len(batch[0])}, text {b + 1} "
+                    f"has {len(r)}",
+                    field="token_ids",
+                )
+        return np.array(batch, dtype=np.int64)  # (B, n)
 
     def block(
-        self, layer: int, x: np.ndarray, tokens: Sequence[str] | None = None, interventions: Sequence[Intervention] = ()
+        self,
+        layer: int,
+        x: np.ndarray,
+        tokens: Sequence[str] | None = None,
+        interventions: Sequence[Intervention] = (),
+        hooks: Hooks | None = None,
     ) -> tuple[Trace, np.ndarray]:
-        """One block on the stream x (n, d) at positions 0 .. n − 1: (its attention trace, the stream after it)."""
-        attended, x = self.layer(layer, x, interventions=interventions)
+        """One block on the stream x (..., n, d) at positions 0 .. n − 1: (its attention trace, the stream after
+        it)."""
+        attended, x = self.layer(layer, x, interventions=interventions, hooks=hooks)
         gains = [iv for iv in interventions if iv.kind == "replace" and iv.matrix in GAINS]  # the options say them
         if self.config.layer_types or gains:
-            options = layer_options(self.config, layer, len(x), with_gains(self.config, self.params, layer, gains))
+            params = with_gains(self.config, self.params, layer, gains)
+            options = layer_options(self.config, layer, x.shape[-2], params)
         else:
             options = self._options[layer]
         return attend.to_trace(attended, options, tokens), x
@@ -409,18 +634,21 @@ class Model:
         start: int = 0,
         past: tuple[np.ndarray, np.ndarray] | None = None,
         interventions: Sequence[Intervention] = (),
+        hooks: Hooks | None = None,
     ) -> tuple[Attended, np.ndarray]:
-        """Layer ``layer`` on the rows x (m, d) at positions start .. start + m − 1, after the cached keys and values
-        ``past`` of the positions before (none in the full pass): its attention's arrays and the stream after it.
-        The one path of the full pass (start 0, no cache) and of the cached step (one row)."""
+        """Layer ``layer`` on the rows x (..., m, d) at positions start .. start + m − 1, after the cached keys and
+        values ``past`` of the positions before (none in the full pass): its attention's arrays and the stream after
+        it. The one path of the full pass (start 0, no cache), of the cached step (one row) and of a batch (a
+        leading axis on x). ``interventions`` are the layer's (a replaced matrix; ablations and head patches run as
+        hooks), unless ``hooks`` are given, which then carry them."""
         cfg = self.config
         replaces = [iv for iv in interventions if iv.kind == "replace"]
         W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in replaces if iv.matrix not in GAINS])
         params = with_gains(cfg, self.params, layer, [iv for iv in replaces if iv.matrix in GAINS])
-        X = attention_input(cfg, self.params, layer, x)  # (m, d [+1])
-        ablations = [iv for iv in interventions if iv.kind in CONCAT_KINDS]
-        attended = attend.attend(cfg, params, layer, X, W, start, past, ablations)
-        x = block_out(cfg, self.params, layer, x, attended.output)  # (m, d)
+        hooks = Hooks(as_hooks(iv for iv in interventions if iv.kind != "stream")) if hooks is None else hooks
+        X = attention_input(cfg, self.params, layer, x)  # (..., m, d [+1])
+        attended = attend.attend(cfg, params, layer, X, W, start, past, hooks)
+        x = block_out(cfg, self.params, layer, x, attended.output, hooks)  # (..., m, d)
         with np.errstate(over="ignore", invalid="ignore"):
             finite = np.isfinite(x.sum())  # one pass: a finite sum means every value is finite
         if not finite:
@@ -431,10 +659,11 @@ class Model:
             )
         return attended, x
 
-    def _key(self, ids: list[int], ivs: tuple[Intervention, ...], layer: int) -> bytes:
-        """The content key of the stream entering ``layer``: the ids, the interventions of the layers before, and
-        the patches of this stream itself."""
+    def _key(self, ids: np.ndarray, ivs: tuple[Intervention, ...], layer: int) -> bytes:
+        """The content key of the stream entering ``layer``: the ids (and their shape: a batch or one text), the
+        interventions of the layers before, and the patches of this stream itself."""
         h = hashlib.blake2b(np.asarray(ids, dtype=np.int64).tobytes(), digest_size=20)
+        h.update(repr(np.shape(ids)).encode())
         h.update(layer.to_bytes(4, "little"))
         for iv in ivs:
             if iv.layer < layer or (iv.layer == layer and iv.kind == "stream"):

@@ -31,29 +31,31 @@ import numpy as np
 from ..errors import AttentionError
 from ..heads import split_heads
 from ..names import is_whole
+from .attend import linear
 from .interventions import patch_head
-from .model import Model, Run, final_logits, normed, unembedding
+from .model import Model, Run, block_out, final_logits, normed, unembedding
 
 
 def _position(run: Run, position: object) -> int:
     """A position of the run (negative counts from the end), checked."""
-    n = len(run.ids)
+    n = run.logits.shape[-2]
     if not (is_whole(position) and -n <= position < n):
         raise AttentionError(f"there is no position {position!r}: the text has {n} tokens", field="position")
     return int(position) % n
 
 
 def _token(model: Model, token: object, field: str) -> int:
-    """A token id of the model's vocabulary, checked (``field`` names the argument in the message)."""
-    V = model.config.vocab_size
-    if not (is_whole(token) and 0 <= token < V):
-        raise AttentionError(f"there is no {field} token {token!r}: the vocabulary has {V} tokens", field=field)
-    return int(token)
+    """A token of the model's vocabulary as its id: an id, or a string that is one token (:meth:`Model.token_id`)."""
+    return model.token_id(token, field)
 
 
 def _model(run: Run) -> Model:
     if not isinstance(run, Run) or run.model is None:
         raise AttentionError("the lens and the attribution read a Run made by Model.run", field="run")
+    if run.batched:
+        raise AttentionError(
+            f"this run holds a batch of {len(run.ids)} texts: read one at a time, run.row(b)", field="run"
+        )
     return run.model
 
 
@@ -130,9 +132,9 @@ def _parts(run: Run, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return heads, mlps, run.residuals[0][t], bias
 
 
-def attribute(run: Run, position: int, token: int | None = None) -> Attribution:
-    """Each head's, MLP's, the embeddings' and the biases' share of the logit of ``token`` (by default the
-    prediction) at ``position``; see the module's docstring."""
+def attribute(run: Run, position: int, token: int | str | None = None) -> Attribution:
+    """Each head's, MLP's, the embeddings' and the biases' share of the logit of ``token`` (an id or a string that is
+    one token, e.g. " Paris"; by default the prediction) at ``position``; see the module's docstring."""
     t, model = _position(run, position), _model(run)
     token = int(np.argmax(run.logits[t])) if token is None else _token(model, token, "token")
     if any(iv.kind == "stream" for iv in run.interventions):
@@ -212,8 +214,8 @@ def sweep(
     clean_ids: Sequence[int],
     corrupt_ids: Sequence[int],
     position: int = -1,
-    answer: int | None = None,
-    wrong: int | None = None,
+    answer: int | str | None = None,
+    wrong: int | str | None = None,
     on_step: Callable[[int, int], object] | None = None,
     lock: AbstractContextManager = nullcontext(),  # noqa: B008 (stateless: one shared default is safe)
     only: Sequence[tuple[str, int, int]] | None = None,
@@ -288,19 +290,30 @@ def _differs(clean: Run, corrupt: Run, t: int, answer: int, wrong: int) -> None:
 
 
 class _Onward:
-    """One patch's share, computed from the patched layer on and only on the rows that can change.
+    """The shares of a layer's patches, computed together from the patched layer on and only on the rows that can
+    change.
 
     Causal attention lets row r see rows 0 .. r only. So, with f the first position where the texts differ, every
-    layer's rows before f are the same in the clean, corrupted and patched runs; a stream patch at position p leaves
-    the rows before p as the corrupted run has them; and rows after the read position t change nothing at t. A
-    patch of layer l therefore runs layers l .. L − 1 on rows ``start`` .. t only (start = f for a head, p for a
-    stream row), reading the corrupted run's keys and values of the rows before ``start`` as a KV cache does
-    (:meth:`Model.layer`), and reads D = logit[answer] − logit[wrong] at t from the last stream row alone:
+    layer's rows before f are the same in the clean, corrupted and patched runs, and rows after the read position t
+    change nothing at t. The patches of layer l therefore run as one batch on rows f .. t only, reading the
+    corrupted run's keys and values of the rows before f as a KV cache does (:meth:`Model.layer`):
+
+    - head h's patch: the corrupted layer's attention is as it was up to its heads' outputs, so only what follows
+      them is made again: concat with head h's columns from the clean run, through W_o and the rest of the block;
+    - the stream row p (f ≤ p ≤ t): the corrupted rows entering layer l with row p from the clean run, in groups
+      of ``GROUP`` consecutive p that run on rows p₀ .. t for the group's first p₀ (the rows before p come out as
+      the corrupted run has them: they cannot see p; the first group runs with the heads, on rows f .. t);
+
+    then layers l + 1 .. L − 1 run on each batch, and D = logit[answer] − logit[wrong] is read from each element's
+    last row:
 
         D(x) = N_f(x) W_U[:, answer] − N_f(x) W_U[:, wrong]
 
     A stream patch before f puts in the row that is already there, and one after t reaches no row that is read:
-    both restore exactly 0."""
+    both restore exactly 0. The batch is cut into pieces of at most ``CELLS`` attention weights."""
+
+    CELLS = 1 << 24  # attention weights per piece of the batch (a piece's scores: 128 MB in float64)
+    GROUP = 3  # stream rows per batch: rows p .. t run for the group's first p (the rest recompute a few rows)
 
     def __init__(self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int):
         c = model.config
@@ -308,35 +321,74 @@ class _Onward:
         self.columns = unembedding(c, model.params)[:, [answer, wrong]]  # (d, 2)
         self.first = next(i for i, (a, b) in enumerate(zip(clean.ids, corrupt.ids, strict=True)) if a != b)
         self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in corrupt.traces]
-        self.clean, self.corrupt = self.read(clean.residuals[-1][t]), self.read(corrupt.residuals[-1][t])
+        self.clean, self.corrupt = float(self.read(clean.residuals[-1][t])), float(self.read(corrupt.residuals[-1][t]))
+        self._done: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def read(self, x: np.ndarray) -> float:
-        """D at a last stream row x (d,)."""
+    def read(self, x: np.ndarray) -> np.ndarray:
+        """D at last stream rows x (..., d): (...)."""
         c, p = self.model.config, self.model.params
-        h = x if c.attention_only else normed(c, p, "ln_f", x[None])[0]  # (d,)
-        a, w = h @ self.columns  # the two logits
-        return float(a - w)
-
-    def share(self, layer: int, x: np.ndarray, start: int, ivs: Sequence = ()) -> float:
-        """What the rows x (m, d) at positions start .. t, entering ``layer`` (with ``ivs`` on that layer), restore."""
-        for at in range(layer, self.model.config.n_layers):
-            past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None
-            _, x = self.model.layer(at, x, start, past, ivs if at == layer else ())  # (m, d)
-        return (self.read(x[-1]) - self.corrupt) / (self.clean - self.corrupt)
+        h = x if c.attention_only else normed(c, p, "ln_f", x)  # (..., d)
+        both = h @ self.columns  # (..., 2): the two logits
+        return both[..., 0] - both[..., 1]
 
     def head(self, layer: int, head: int) -> float:
         """The share restored by head ``head`` of ``layer`` writing its clean output."""
-        f, t = self.first, self.t
-        value = self.clean_run.traces[layer].head(head).concat[f : t + 1]  # (m, dₕ)
-        return self.share(layer, self.corrupt_run.residuals[layer][f : t + 1], f, [patch_head(layer, head, value)])
+        return float(self.layer(layer)[0][head])
 
     def stream(self, layer: int, p: int) -> float:
         """The share restored by the stream entering ``layer`` holding its clean row at position p."""
-        if p < self.first or p > self.t:
-            return 0.0
-        x = self.corrupt_run.residuals[layer][p : self.t + 1].copy()  # (m, d)
-        x[0] = self.clean_run.residuals[layer][p]
-        return self.share(layer, x, p)
+        return float(self.layer(layer)[1][p])
+
+    def layer(self, layer: int) -> tuple[np.ndarray, np.ndarray]:
+        """The shares of every head of ``layer`` (H,) and of every stream row entering it (n,), made once."""
+        if layer not in self._done:
+            H, f, t = self.model.config.n_heads, self.first, self.t
+            streams = np.zeros(len(self.clean_run.ids))  # (n,): 0 before f and after t
+            heads = np.zeros(0)
+            for lo in range(f, t + 1, self.GROUP):  # stream rows lo .. hi − 1 run on rows lo .. t
+                hi = min(lo + self.GROUP, t + 1)
+                x = self.streams_patched(layer, lo, hi)  # (hi − lo, t − lo + 1, d)
+                if lo == f:  # the heads' patches run on rows f .. t too: one batch with these
+                    x = np.concatenate([self.heads_patched(layer), x])  # (H + hi − f, t − f + 1, d)
+                shares = (self.onward(layer + 1, x, lo) - self.corrupt) / (self.clean - self.corrupt)
+                heads, streams[lo:hi] = (shares[:H], shares[H:]) if lo == f else (heads, shares)
+            self._done[layer] = heads, streams
+        return self._done[layer]
+
+    def heads_patched(self, layer: int) -> np.ndarray:
+        """The stream after ``layer`` on rows f .. t with each head's output from the clean run, one head per batch
+        element: (H, m, d)."""
+        c, f, t = self.model.config, self.first, self.t
+        H, dh = c.n_heads, c.d_head
+        concat = np.repeat(self.corrupt_run.traces[layer].concat[None, f : t + 1], H, axis=0)  # (H, m, H·dₕ)
+        clean = self.clean_run.traces[layer].concat[f : t + 1]  # (m, H·dₕ)
+        for h in range(H):
+            concat[h, :, h * dh : (h + 1) * dh] = clean[:, h * dh : (h + 1) * dh]
+        W_o = self.model.layer_weights(layer)[3]  # (H·dₕ, d)
+        x = self.corrupt_run.residuals[layer][f : t + 1]  # (m, d): the stream entering the layer
+        return block_out(c, self.model.params, layer, x, linear(concat, W_o))  # (H, m, d)
+
+    def streams_patched(self, layer: int, lo: int, hi: int) -> np.ndarray:
+        """The stream after ``layer`` on rows lo .. t, with row p of the stream entering it from the clean run, one
+        p of lo .. hi − 1 per batch element: (hi − lo, t − lo + 1, d)."""
+        x = np.repeat(self.corrupt_run.residuals[layer][None, lo : self.t + 1], hi - lo, axis=0)  # (k, t − lo + 1, d)
+        x[np.arange(hi - lo), np.arange(hi - lo)] = self.clean_run.residuals[layer][lo:hi]  # element j: row lo + j
+        return self.onward(layer, x, lo, through=layer + 1)
+
+    def onward(self, start_layer: int, x: np.ndarray, start: int, through: int | None = None) -> np.ndarray:
+        """Batch x (B, m, d) entering ``start_layer`` at rows start .. t, run through the layers before ``through``:
+        that stream (B, m, d); or, run through every layer (``through`` None), D at each element's last row (B,)."""
+        L = self.model.config.n_layers
+        end = L if through is None else through
+        piece = max(1, self.CELLS // (self.model.config.n_heads * x.shape[1] * (self.t + 1)))
+        out = []
+        for lo in range(0, len(x), piece):
+            y = x[lo : lo + piece]  # (b, m, d)
+            for at in range(start_layer, end):
+                past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None  # (G, start, dₕ) each
+                _, y = self.model.layer(at, y, start, past)  # (b, m, d)
+            out.append(y if through is not None else self.read(y[:, -1]))
+        return np.concatenate(out)
 
 
 def _same_length(model: Model, clean_ids: Sequence[int], corrupt_ids: Sequence[int]) -> tuple[list[int], list[int]]:

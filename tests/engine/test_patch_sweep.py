@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attention.heads import split_heads
 from attention.model import Config, Model, builtin, init_params, patch, patch_stream, readout, restored, sweep
 from attention.model.vocab import WordVocab
 from tests.helpers.examples import TYPES, example_parts
@@ -109,30 +108,44 @@ def test_the_sweep_is_the_naive_patch_on_the_shipped_model_and_names_the_journey
     assert s.streams[1, 12] > 0.9
 
 
-def _short_share(self, layer: int, x: np.ndarray, start: int, ivs=()) -> float:
-    """The sweep's share with a mistake: the onward pass stops before the last layer."""
-    for at in range(layer, self.model.config.n_layers - 1):
-        past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None
-        _, x = self.model.layer(at, x, start, past, ivs if at == layer else ())
-    return (self.read(x[-1]) - self.corrupt) / (self.clean - self.corrupt)
+def _short(onward):
+    """The sweep's onward pass with a mistake: it stops before the last layer."""
 
-
-def _clean_keys(init):
-    """The sweep's set-up with a mistake: the keys and values of the rows before a patch taken from the clean run."""
-
-    def made(self, model, clean, corrupt, t, answer, wrong) -> None:
-        init(self, model, clean, corrupt, t, answer, wrong)
-        c = model.config
-        self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in clean.traces]
+    def made(self, start_layer, x, start, through=None):
+        if through is not None:
+            return onward(self, start_layer, x, start, through)
+        return self.read(onward(self, start_layer, x, start, through=self.model.config.n_layers - 1)[:, -1])
 
     return made
 
 
-@pytest.mark.parametrize("mistake", ["the last layer left out", "the earlier rows' keys from the clean run"])
+def _next_layers_keys(init):
+    """The sweep's set-up with a mistake: the keys and values of the rows before the first change taken from the
+    next layer (an index off by one)."""
+
+    def made(self, model, clean, corrupt, t, answer, wrong) -> None:
+        init(self, model, clean, corrupt, t, answer, wrong)
+        self.kv = self.kv[1:] + self.kv[:1]
+
+    return made
+
+
+def _shifted(heads_patched):
+    """The batch with a mistake: each head's patched stream in the next head's element."""
+    return lambda self, layer: np.roll(heads_patched(self, layer), 1, axis=0)
+
+
+MISTAKES = {
+    "the last layer left out": ("onward", _short),
+    "the earlier rows' keys from the next layer": ("__init__", _next_layers_keys),
+    "each head's patch in the next head's batch element": ("heads_patched", _shifted),
+}
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
 def test_a_mistake_the_sweep_could_make_is_caught_by_the_bound(mistake: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sweep made with a realistic mistake in its onward pass, against the naive patch: far past the bound on
-    the patches the mistake reaches (every patch for the first; the stream rows after the first change for the
-    second), while the right sweep stays within it."""
+    """The sweep made with a realistic mistake in its batched onward pass, against the naive patch: far past the
+    bound on the patches the mistake reaches, while the right sweep stays within it."""
     m = _model(FAMILIES["llama"])
     rs = np.random.RandomState(3)
     clean = rs.randint(0, 40, 12).tolist()
@@ -141,10 +154,25 @@ def test_a_mistake_the_sweep_could_make_is_caught_by_the_bound(mistake: str, mon
     right = sweep(m, clean, corrupt)
     heads, streams = _naive(m, clean, corrupt, right.position, right.answer, right.wrong)
     assert max(np.abs(right.heads - heads).max(), np.abs(right.streams - streams).max()) <= TOL
-    if mistake == "the last layer left out":
-        monkeypatch.setattr(readout._Onward, "share", _short_share)
-    else:
-        monkeypatch.setattr(readout._Onward, "__init__", _clean_keys(readout._Onward.__init__))
+    name, wrap = MISTAKES[mistake]
+    monkeypatch.setattr(readout._Onward, name, wrap(getattr(readout._Onward, name)))
     wrong = sweep(m, clean, corrupt)
     off = max(np.abs(wrong.heads - heads).max(), np.abs(wrong.streams - streams).max())
     assert off > 1e3 * TOL, off
+
+
+def test_a_batch_cut_into_pieces_is_the_same_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long text's batch runs in pieces (bounded memory): one element per piece gives the same shares."""
+    m = _model(FAMILIES["gemma 3: post-norms, QK-norm, sliding layers"])
+    rs = np.random.RandomState(4)
+    clean = rs.randint(0, 40, 10).tolist()
+    corrupt = list(clean)
+    corrupt[2] = (clean[2] + 7) % 40
+    answer = int(np.argmax(m.run(clean).logits[-1]))
+    wrong = (answer + 1) % 40
+    whole = sweep(m, clean, corrupt, answer=answer, wrong=wrong)
+    monkeypatch.setattr(readout._Onward, "CELLS", 1)
+    pieces = sweep(m, clean, corrupt, answer=answer, wrong=wrong)
+    np.testing.assert_allclose(pieces.heads, whole.heads, rtol=0, atol=TOL)
+    np.testing.assert_allclose(pieces.streams, whole.streams, rtol=0, atol=TOL)
+    assert np.ptp(whole.heads) > 1e-3 and np.ptp(whole.streams) > 1e-3  # shares that differ: a mix-up would show

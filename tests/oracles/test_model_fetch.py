@@ -439,3 +439,37 @@ def test_only_the_fetch_command_reaches_the_network() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_local_folder_or_gguf_path_is_answered_with_how_to_open_it(tmp_path: Path, monkeypatch) -> None:
+    from attention.errors import AttentionError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "SmolLM2").mkdir()
+    (tmp_path / "SmolLM2" / "config.json").write_text("{}")
+    (tmp_path / "owner").mkdir()
+    (tmp_path / "owner" / "empty").mkdir()  # spelled like a repository id, holding no model: still fetched
+    (tmp_path / "smollm2.Q4_1.gguf").write_bytes(b"GGUF")
+    for text, what in (
+        ("SmolLM2", "a model folder"),
+        (str(tmp_path / "SmolLM2"), "a model folder"),
+        ("smollm2.Q4_1.gguf", "a GGUF file"),
+        ("elsewhere/model.gguf", "a GGUF file's path (no such file is here)"),
+    ):
+        with pytest.raises(AttentionError) as info:
+            repo_id_of(text)
+        said = str(info.value)
+        assert f"{text!r} is {what} on this computer, not a repository on the hub" in said, said
+        assert f"attention.model.load({text!r})" in said
+    assert repo_id_of("owner/empty") == "owner/empty"
+
+
+def test_the_help_says_it_needs_the_network_and_what_it_downloads(capsys) -> None:
+    from attention.model.fetch import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "This needs the network" in said and "hf auth login or HF_TOKEN" in said
+    assert "What it downloads: config.json; model.safetensors" in said and "tokenizer.json" in said
+    assert "open it with attention.model.load(path)" in said
