@@ -163,7 +163,7 @@ def test_a_mistake_the_sweep_could_make_is_caught_by_the_bound(mistake: str, mon
 
 def test_a_batch_cut_into_pieces_is_the_same_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long text's batch runs in pieces (bounded memory): one element per piece gives the same shares."""
-    m = _model(FAMILIES["gemma 3: post-norms, QK-norm, sliding layers"])
+    m = _model(FAMILIES["gemma3_text"])
     rs = np.random.RandomState(4)
     clean = rs.randint(0, 40, 10).tolist()
     corrupt = list(clean)
