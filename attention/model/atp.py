@@ -39,6 +39,7 @@ from .. import positions
 from ..backward import softmax_backward
 from ..errors import AttentionError
 from ..heads import merge_heads, split_heads
+from ..trace import Trace
 from .attend import frequencies
 from .config import Config
 from .layers import _ERF, ACTIVATION
@@ -115,7 +116,7 @@ def mlp_backward(model: Model, layer: int, x: np.ndarray, g: np.ndarray) -> np.n
     """∂/∂x of layer l's P(MLP(N₂(x))) (its post-norm P, if any), given g (n, d) of its output."""
     c, p = model.config, model.params
     pre = f"{layer}."
-    h = normed(c, p, pre + "ln2", x)  # (n, d)
+    h = normed(c, p, pre + "ln2", x) if c.pre_norms else x  # (n, d): OLMo-2 has no norm before its MLP
     up = h @ p[pre + "W_fc"] + (p[pre + "b_fc"] if c.bias else 0.0)  # (n, m)
     act = ACTIVATION[c.activation]
     if c.mlp == "gated":
@@ -132,7 +133,7 @@ def mlp_backward(model: Model, layer: int, x: np.ndarray, g: np.ndarray) -> np.n
         d_h += (d_hidden * up * derivative(c.activation, gate)) @ p[pre + "W_gate"].T  # through the gate
     else:
         d_h = (d_hidden * derivative(c.activation, up)) @ p[pre + "W_fc"].T  # (n, d)
-    return norm_backward(c, p, pre + "ln2", x, d_h)  # (n, d)
+    return norm_backward(c, p, pre + "ln2", x, d_h) if c.pre_norms else d_h  # (n, d)
 
 
 def attention_backward(model: Model, run: Run, layer: int, d_concat: np.ndarray) -> np.ndarray:
@@ -153,14 +154,30 @@ def attention_backward(model: Model, run: Run, layer: int, d_concat: np.ndarray)
         d_q = positions.rotate(d_q, omega, 0, c.rotary_layout, inverse=True)
         d_k = positions.rotate(d_k, omega, 0, c.rotary_layout, inverse=True)
     if c.qk_norm:
-        q_in, k_in = split_heads(tr.X @ tr.W_q, H), split_heads(tr.X @ tr.W_k, G)  # before the norm
-        d_q = rms_backward(q_in, d_q, p[f"{layer}.q_norm.g"], c.ln_eps, c.norm_offset)
-        d_k = rms_backward(k_in, d_k, p[f"{layer}.k_norm.g"], c.ln_eps, c.norm_offset)
+        d_q, d_k = qk_norm_backward(c, p, layer, tr, d_q, d_k)
     d_X = merge_heads(d_q) @ tr.W_q.T + merge_heads(d_k) @ tr.W_k.T + merge_heads(d_V) @ tr.W_v.T  # (n, d [+1])
     d_X = d_X[:, : c.d_model]  # the column of ones carries no gradient on
-    if c.attention_only:
+    if c.attention_only or not c.pre_norms:  # no norm before the attention: X is the stream itself
         return d_X
     return norm_backward(c, p, f"{layer}.ln1", run.residuals[layer], d_X)  # (n, d)
+
+
+def qk_norm_backward(
+    config: Config, params: Params, layer: int, tr: Trace, d_q: np.ndarray, d_k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """∂/∂(X·W_q) and ∂/∂(X·W_k), per head (H, n, dₕ) and (G, n, dₕ), given ∂ of the QK-normed q and k: through each
+    head's norm ("head": Qwen3, Gemma 3), or through one norm over every head's columns before the split ("all":
+    OLMo-2)."""
+    c, H, G = config, config.n_heads, config.kv_heads
+    gq, gk = params[f"{layer}.q_norm.g"], params[f"{layer}.k_norm.g"]
+    q_in, k_in = tr.X @ tr.W_q, tr.X @ tr.W_k  # (n, H·dₕ), (n, G·dₕ): before the norm
+    if c.qk_norm_scope == "head":
+        d_q = rms_backward(split_heads(q_in, H), d_q, gq, c.ln_eps, c.norm_offset)  # (H, n, dₕ)
+        d_k = rms_backward(split_heads(k_in, G), d_k, gk, c.ln_eps, c.norm_offset)  # (G, n, dₕ)
+        return d_q, d_k
+    d_q = rms_backward(q_in, merge_heads(d_q), gq, c.ln_eps, c.norm_offset)  # (n, H·dₕ)
+    d_k = rms_backward(k_in, merge_heads(d_k), gk, c.ln_eps, c.norm_offset)  # (n, G·dₕ)
+    return split_heads(d_q, H), split_heads(d_k, G)
 
 
 def block_backward(model: Model, run: Run, layer: int, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

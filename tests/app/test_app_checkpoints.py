@@ -189,7 +189,7 @@ def test_an_uploaded_checkpoint_opens_and_says_it_cannot_travel(gpt2, as_zip: bo
     _check_numbers(at, torch_model, half + half)
     at = _choose(at, "induction")  # back to the shipped model, and the upload stays listed for the session
     assert session(at).inside.model == "induction"
-    assert len(at.selectbox(key="inside.w.model").options) == 2
+    assert len(at.selectbox(key="inside.w.model").options) == 2 + len(_packaged_labels())  # and SmolLM2 if installed
 
 
 def _bomb() -> bytes:
@@ -375,7 +375,7 @@ def test_a_trained_model_held_for_the_session_opens_with_texts_for_its_vocabular
     assert "cannot travel in a link" in " ".join(texts(at.caption))
     at = _choose(at, other)
     assert session(at).inside.ids == tuple(range(12)) * 2
-    assert at.selectbox(key="inside.w.model").options[1:] == ["Trained A", "Trained B"]
+    assert at.selectbox(key="inside.w.model").options[1:] == [*_packaged_labels(), "Trained A", "Trained B"]
 
 
 def test_what_moved_names_the_six_largest_changes_of_a_big_model_and_counts_the_rest() -> None:

@@ -127,7 +127,7 @@ def test_reading_page_names_source_tokens_as_the_keys_attended_to():
 
 
 def test_explain_a_cell_takes_a_source_key():
-    at = open_views(app("softmax", LINK), "view.explain_cell")
+    at = open_views(app("softmax", {**LINK, "digits": "6"}), "view.explain_cell")  # explained at the digits set
     no_exception(at)
     key_box = at.selectbox(key="cell.softmax.k")
     assert list(key_box.options) == KEYS and list(at.selectbox(key="cell.softmax.q").options) == QUERIES

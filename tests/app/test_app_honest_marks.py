@@ -169,7 +169,7 @@ def test_the_output_page_shows_concat_and_w_o_whose_product_is_the_output() -> N
 
 
 def test_the_output_page_explains_a_cell_of_its_weights() -> None:
-    at = open_views(journey("output", {"preset": "the_cat_sat"}), "view.explain_cell")
+    at = open_views(journey("output", {"preset": "the_cat_sat", "digits": "6"}), "view.explain_cell")  # at 6 digits
     no_exception(at)
     assert any("Explain a cell" in md.value for md in at.markdown)
     m = {k: np.squeeze(v) for k, v in attention.load_preset("the_cat_sat").matrices().items()}

@@ -355,7 +355,7 @@ def test_start_here_shows_can_be_dismissed_and_stays_dismissed_across_pages() ->
     assert "## Start here" in [m.value for m in at.markdown]
     stops = [m.value for m in at.markdown if m.value.startswith("**Notice**")]
     pages = sorted(Path(ROOT, "pages").glob("*.py"))
-    assert len(stops) == len(pages) - 2 == 20 and all("**Try**" in s for s in stops)  # but the overview, class board
+    assert len(stops) == len(pages) - 2 == 21 and all("**Try**" in s for s in stops)  # but the overview, class board
     at = at.button(key="tour.hide").click().run()
     assert session(at).tour_dismissed and "## Start here" not in [m.value for m in at.markdown]
     at = goto(goto(at, "softmax"), "overview")

@@ -80,8 +80,8 @@ def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> 
 
 def test_a_typed_text_of_up_to_256_tokens_is_read_and_its_characters_are_bounded_first(long_ctx, monkeypatch) -> None:
     """A model with a tokenizer reads a typed text of 2 to 256 tokens (MAX_TOKENS); a longer one is refused by name,
-    and the tokenizer never sees more than MAX_CHARS characters (a longer value is cut to it first); nothing changes
-    either time."""
+    and the tokenizer never sees more than MAX_CHARS characters (a longer value is refused by its length, named, before
+    it is split or tokenized); nothing changes either time."""
     from attention.model import Model, load
     from attention.ui.core import keys
     from attention.ui.state import inside
@@ -109,6 +109,7 @@ def test_a_typed_text_of_up_to_256_tokens_is_read_and_its_characters_are_bounded
     monkeypatch.setattr(Model, "encode", lambda self, t: seen.append(len(t)) or encode(self, t))
     at = at.text_input(key=keys.INSIDE_TYPED).set_value("a " * inside.MAX_CHARS).run()  # a client past max_chars
     no_exception(at)
-    assert seen and max(seen) <= inside.MAX_CHARS, seen  # cut to the bound before the tokenizer saw it
-    assert "Nothing changed" in session(at).inside.message
+    assert not seen, seen  # refused by its length before the tokenizer saw any of it
+    said = session(at).inside.message
+    assert f"{2 * inside.MAX_CHARS:,} characters" in said and "Nothing changed" in said, said
     assert session(at).inside.ids == tuple(ids[:256])

@@ -29,6 +29,7 @@ from attention.model import (
     sweep,
 )
 from attention.model.vocab import WordVocab
+from tests.helpers.examples import TYPES, example_parts, tiny_config
 
 FEATURES = {  # together, every Config part the backward pass goes through
     "gpt-2: LayerNorm, biases, learned positions, tanh GELU": {},
@@ -52,11 +53,17 @@ FEATURES = {  # together, every Config part the backward pass goes through
         tied=False,
     ),
 }
+FEATURES |= {  # and every family example whose parts the configs above do not hold (OLMo-2's: no pre-norms, QK-norm
+    name: example_parts(name, vocab_size=30, n_ctx=16)  # across every head), read from the engine's table
+    for name in TYPES
+    if not tiny_config(name).pre_norms or tiny_config(name).qk_norm_scope != "head"
+}
+SIZES = dict(vocab_size=30, n_ctx=16, d_model=24, n_layers=3, n_heads=4, d_mlp=36)  # where a part gives none
 STEP = 1e-5
 
 
 def _model(features: dict, seed: int = 1) -> Model:
-    cfg = Config(vocab_size=30, n_ctx=16, d_model=24, n_layers=3, n_heads=4, d_mlp=36, **features).validate()
+    cfg = Config(**{**SIZES, **features}).validate()
     params = init_params(cfg, seed=seed, std=0.35)
     rs = np.random.RandomState(seed + 1)
     moved = {  # gains and biases away from 1 and 0, so a mistake in them shows

@@ -16,6 +16,7 @@ from attention.errors import AttentionError
 from attention.model import Config, Model, ablate, attribute, builtin, flow, init_params, sweep
 from attention.model import pushes as push
 from attention.model.vocab import WordVocab
+from tests.helpers.examples import TYPES, example_parts
 
 TOL = 1e-9
 FAMILIES = {  # each family's parts that change how an update splits, once
@@ -44,11 +45,13 @@ FAMILIES = {  # each family's parts that change how an update splits, once
     ),
     "attention only": dict(attention_only=True, positions="sinusoidal"),
 }
+FAMILIES |= {name: example_parts(name, vocab_size=40, n_ctx=16) for name in TYPES}  # every family's examples
+SIZES = dict(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48)  # where a part gives none
 IDS = [3, 17, 5, 9, 3, 17, 22, 8, 5]
 
 
 def _model(parts: dict) -> Model:
-    cfg = Config(vocab_size=40, n_ctx=16, d_model=32, n_layers=3, n_heads=4, d_mlp=48, **parts).validate()
+    cfg = Config(**{**SIZES, **parts}).validate()
     params = init_params(cfg, seed=1, std=0.3)
     rs = np.random.RandomState(2)
     params = {
@@ -72,7 +75,7 @@ def _norm(c: Config, p: dict, name: str, x: np.ndarray) -> np.ndarray:
 def _mlp(c: Config, p: dict, layer: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The MLP on one row, neuron by neuron: (its write (d,), each neuron's write (d_mlp, d), the bias's (d,))."""
     f, act = f"{layer}.", flow_activation(c)
-    h = _norm(c, p, f + "ln2", x)
+    h = _norm(c, p, f + "ln2", x) if c.pre_norms else x  # OLMo-2: no norm before its MLP
     rows, b = [], p[f + "b_proj"] if c.bias else np.zeros(c.d_model)
     for k in range(c.d_mlp):
         pre = sum(h[i] * p[f + "W_fc"][i, k] for i in range(c.d_model)) + (p[f + "b_fc"][k] if c.bias else 0.0)
@@ -98,7 +101,7 @@ def flow_activation(c: Config):  # noqa: ANN201 - a function of a float
 
 def _value(c: Config, p: dict, layer: int, x: np.ndarray, s: int, g: int) -> np.ndarray:
     """Source s's value for key/value head g: N₁(x_s) W_v (+ b_v), that head's columns: (dₕ,)."""
-    h = x[s] if c.attention_only else _norm(c, p, f"{layer}.ln1", x[s])
+    h = x[s] if c.attention_only or not c.pre_norms else _norm(c, p, f"{layer}.ln1", x[s])
     cols = slice(g * c.d_head, (g + 1) * c.d_head)
     v = h @ p[f"{layer}.W_v"][:, cols]
     return v + p[f"{layer}.b_v"][cols] if c.has_qkv_bias else v
