@@ -584,7 +584,7 @@ class Model:
             residuals, traces = (*residuals, x), (*traces, trace)
             if not fns:
                 self._cache.put(keys[layer + 1], (residuals, traces, None))
-        if logits is None:
+        if logits is None or fns:  # a hook on the final norm runs even when every layer came from the cache
             logits = final_logits(self.config, self.params, x, every)  # (..., n, V)
             if not fns:
                 self._cache.put(keys[L], (residuals, traces, logits))

@@ -237,3 +237,17 @@ def test_bad_hooks_are_named() -> None:
         m.run(ids, hooks={"blocks.0.hook_resid_pre": lambda x, name: x.__setitem__(0, 0.0)})
     with pytest.raises(KeyError, match="no activation"):
         m.run(ids).cache["blocks.0.hook_nothing"]
+
+
+@pytest.mark.parametrize("name", list(FAMILIES)[:2])
+def test_a_hook_on_the_final_norm_runs_after_a_plain_run_of_the_same_text(name: str) -> None:
+    """Every layer of a text already run comes from the cache; a hook on the final norm must still run (it once was
+    passed over, and the cached logits returned)."""
+    ids = np.random.RandomState(8).randint(0, 40, 9)
+    zeroed = {"ln_final.hook_normalized": lambda v, name: np.zeros_like(v)}
+    fresh = _model(FAMILIES[name]).run(ids, hooks=zeroed)  # nothing cached: the hook certainly runs
+    m = _model(FAMILIES[name])
+    plain = m.run(ids)
+    again = m.run(ids, hooks=zeroed)
+    assert "ln_final.hook_normalized" in again.hooked and not np.allclose(plain.logits, fresh.logits)
+    _close(again.logits, fresh.logits)
