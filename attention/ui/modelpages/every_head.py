@@ -27,8 +27,14 @@ from . import answers, choose, overview, readout, runs
 
 QK_NORM = (
     "This model normalises {what} (QK-norm) before RoPE; the step pages cannot edit that step yet, so its heads do "
-    "not open there: Every head shows their attention, and below, any head's q and k step by step."
+    "not open there: Every head shows their attention, and any head's q and k step by step."
 )
+
+
+def qk_norm_note() -> str:
+    """Why this model's heads do not open on the step pages: its QK-norm, said for its scope (per head or across every
+    head). The one wording for every page that says it."""
+    return QK_NORM.format(what=WHAT[runs.model().config.qk_norm_scope])
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
 
@@ -185,7 +191,7 @@ def heads_intro(now: runs.Measured) -> None:
     strongest = [strongest_of(now.scores[r], r) for r in roles.ROLES if np.isfinite(now.scores[r]).any()]
     st.markdown("The strongest head of each kind on this text: " + "; ".join(strongest) + ".")  # ours: names
     if runs.model().config.qk_norm:
-        st.caption(QK_NORM.format(what=WHAT[runs.model().config.qk_norm_scope]))
+        st.caption(qk_norm_note())
     for head in range(H) if runs.model_id() == "induction" else ():  # the note speaks of the shipped model's texts
         if now.roles[0, head] == "induction":
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
@@ -228,7 +234,7 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
         f"Open {runs.name(layer, head)} on the step pages",
         key=keys.inside_head("open", layer, head),
         disabled=qk_norm,
-        help=QK_NORM.format(what=WHAT[runs.model().config.qk_norm_scope])
+        help=qk_norm_note()
         if qk_norm
         else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",

@@ -120,7 +120,7 @@ def heads_map(att: Attribution, token: int) -> None:
         vega_chart(spec, width="stretch", on_select=on_click, selection_mode="cell", key=keys.READOUT_HEADS)
     else:
         vega_chart(spec, width="stretch", key=keys.READOUT_HEADS)
-        st.caption(every_head.QK_NORM)
+        st.caption(every_head.qk_norm_note())
 
 
 def on_click() -> None:

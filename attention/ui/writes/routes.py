@@ -145,7 +145,7 @@ def draw(r: Routes) -> None:
     chart_gap()
     if runs.model().config.qk_norm:
         vega_chart(spec, width="stretch", key=keys.ROUTES_GRAPH)
-        st.caption(every_head.QK_NORM)
+        st.caption(every_head.qk_norm_note())
     else:
         vega_chart(spec, width="stretch", on_select=on_click, selection_mode="edge", key=keys.ROUTES_GRAPH)
     if len(r.edges) > DRAWN:
