@@ -130,7 +130,7 @@ def test_explain_a_cell_recomputes_the_engine_weight_step_by_step() -> None:
 
 def test_choosing_a_cell_explains_it_with_the_engine_numbers() -> None:
     """(Clicking the heatmap is the browser's part: tests/browser/test_browser_learner.py.)"""
-    at = open_views(journey("softmax", {"preset": "the_cat_sat"}), "view.explain_cell")
+    at = open_views(journey("softmax", {"preset": "the_cat_sat", "digits": "6"}), "view.explain_cell")  # at 6 digits
     assert session(at).cell == (0, 0)
     at = at.selectbox(key="cell.softmax.q").set_value("sat").run()
     at = at.selectbox(key="cell.softmax.k").set_value("cat").run()

@@ -58,7 +58,7 @@ def test_a_closed_view_is_not_sent(page: str) -> None:
 
 
 def test_opening_a_view_draws_it_and_it_stays_open_across_an_edit_and_a_page_switch() -> None:
-    at = journey("softmax", {"preset": "the_cat_sat"})
+    at = journey("softmax", {"preset": "the_cat_sat", "digits": "6"})  # the explanation written at 6 digits
     at = open_expander(at, "view.explain_cell")
     no_exception(at)
     assert session(at).tabs["view.explain_cell"] == "open"
@@ -106,7 +106,7 @@ def test_the_downloads_open_with_every_csv_of_the_page() -> None:
 
 
 def test_a_click_on_a_heatmap_cell_opens_its_explanation() -> None:
-    at = journey("softmax", {"preset": "the_cat_sat"})
+    at = journey("softmax", {"preset": "the_cat_sat", "digits": "6"})  # the explanation written at 6 digits
     chart = (at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart"))[0]
     states = at._tree.get_widget_states()
     event = {"selection": {"cell": [{"query": "cat", "key": "sat"}]}}
