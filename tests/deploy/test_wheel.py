@@ -56,3 +56,33 @@ def test_the_readmes_example_runs_from_another_folder(wheel: Path, tmp_path: Pat
     claims = [line.split("#", 1)[1].split(": ", 1)[0].split() for line in prints]
     assert [line.split() for line in done.stdout.splitlines()] == claims
     assert "attention" not in os.listdir(elsewhere)
+
+
+# the engine's modules that need the dashboard's extra (pip install ".[app]"): the class board's store and charts as
+# files; every other packaged module imports with the engine's own dependencies alone
+NEEDS_APP = {"attention.io.board": "sqlalchemy", "attention.io.figures": "vl_convert"}
+BLOCKED = ("streamlit", "sqlalchemy", "psycopg", "vl_convert", "pyarrow", "huggingface_hub", "torch", "transformers")
+
+
+def test_every_packaged_module_imports_without_the_apps_packages(wheel: Path, tmp_path: Path) -> None:
+    """With the dashboard's packages made unimportable, each module of the wheel imports, except the two that say
+    they need the 'app' extra, and those fail only for their own package."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    modules = sorted(
+        ".".join(Path(n).with_suffix("").parts).removesuffix(".__init__")
+        for n in zipfile.ZipFile(wheel).namelist()
+        if n.startswith("attention/") and n.endswith(".py")
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for name in {BLOCKED!r}:\n    sys.modules[name] = None\n"
+        f"for name in {modules!r}:\n"
+        "    try:\n        importlib.import_module(name)\n"
+        "    except ModuleNotFoundError as e:\n        print(name, e.name)\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r})\n" + code],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    failed = dict(line.split() for line in done.stdout.splitlines())
+    assert failed == NEEDS_APP, failed
