@@ -50,9 +50,8 @@ def join() -> None:
 def teacher_kept(valid: bool) -> None:
     """This browser's kept teacher key was read: it checks out (the teacher page is this session's), or it no longer
     counts (too old, another key) and the page clears its cookie."""
-    if valid:
-        st.session_state[TEACHER] = True
-    else:
+    st.session_state[TEACHER] = valid  # either way read once a session: a stale cookie is not checked again
+    if not valid:
         st.session_state[PASS_WRITE] = ""
 
 
