@@ -62,7 +62,7 @@ def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, ba
 
 
 def test_clicking_a_heatmap_cell_explains_it(page, base_url) -> None:  # noqa: F811
-    open_page(page, base_url, "scores", "preset=the_cat_sat")
+    open_page(page, base_url, "scores", "preset=the_cat_sat&digits=6")  # the explanation written at 6 digits
     _wait_charts(page)
     chart = page.get_by_test_id("stVegaLiteChart").first
     chart.scroll_into_view_if_needed()

@@ -115,7 +115,7 @@ def test_a_click_on_a_cell_of_head_2s_heatmap_explains_that_cell_of_head_2(page,
     from attention import charts
 
     page.set_viewport_size({"width": LARGE[0], "height": LARGE[1]})
-    _visit(page, base_url, "scores", STEPS["scores"].title, "preset=the_cat_sat&heads=2")
+    _visit(page, base_url, "scores", STEPS["scores"].title, "preset=the_cat_sat&heads=2&digits=6")  # explained at 6
     stable_charts(page)
     head2 = page.get_by_test_id("stVegaLiteChart").nth(1)
     assert "head 2" in head2.inner_text()
@@ -126,7 +126,7 @@ def test_a_click_on_a_cell_of_head_2s_heatmap_explains_that_cell_of_head_2(page,
     q, k = m["X"] @ m["W_q"], m["X"] @ m["W_k"]
     scores = q[:, 2:] @ k[:, 2:].T  # head 2: columns 3-4 of Q and K, with numpy
     score = float(scores[2, 1])
-    written = charts.decimals_for(scores, 4).format(score)
+    written = charts.decimals_for(scores, 6).format(score)  # the cell written at the digits set
     cell = head2.get_by_text(written, exact=True).first
     cb = cell.bounding_box()
     assert cb is not None, f"the score {written} (head 2, sat → cat) is written in its cell"
