@@ -433,3 +433,15 @@ def test_session_state_is_written_only_in_the_state_rooms() -> None:
 def test_the_state_room_check_sees_each_kind_of_write() -> None:
     code = "st.session_state['a'] = 1\nst.session_state.b = 2\ndel st.session_state['c']\nst.session_state.pop('d')\n"
     assert _writes_session_state(ast.parse(code)) == [1, 2, 3, 4]
+
+
+def test_the_address_is_read_only_through_the_address_rooms_table() -> None:
+    """st.query_params is read and written by attention/ui/address alone (its table of parameters), and by the
+    navigation, which carries the address to the next page as it is; a page never reads a parameter itself."""
+    readers = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (PACKAGE / "ui").rglob("*.py")
+        if any(isinstance(n, ast.Attribute) and n.attr == "query_params" for n in ast.walk(ast.parse(p.read_text())))
+        and not p.relative_to(ROOT).as_posix().startswith(("attention/ui/address/", "attention/ui/app/nav.py"))
+    )
+    assert not readers, f"st.query_params used outside the address table: {readers}"

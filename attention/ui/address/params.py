@@ -340,6 +340,16 @@ BAR: tuple[Param, ...] = tuple(
     )
     for name, value in ((inside.CLEAN, inside.clean_value), (inside.CORRUPT, inside.corrupt_value))
 )
+BAR += (  # a challenge shared as a link: the Challenges page offers it (read there, so a bad one is said there)
+    Param(
+        "challenge",
+        lambda s, w: s.offered,
+        lambda text, r: text,
+        lambda r, text: setattr(r.s, "offered", text),
+        lambda text, r, why: "",
+        limit=names.MAX_LINK_CHARS,
+    ),
+)
 BAR += (  # a Learn the weights run kept in this server's memory: a reload or a failover loses it, and says so
     Param(
         "learned",

@@ -210,6 +210,9 @@ class Session:
     # the challenge form (Challenges page): the condition type its fields were last filled for, and whether the
     # example's hint was taken out of it (labpages.challenge_form)
     form_kind: str = declare(LABS, default="cell", survives=True)
+    # a challenge link's text (``challenge=`` in the address: attention.ui.address.params.BAR), offered on the
+    # Challenges page with its Start button until another page load
+    offered: str | None = declare(LABS, default=None, survives=True)
     form_hint_cleared: bool = declare(LABS, default=False, survives=True)
     # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
     learn: LearnSettings = declare(LABS, factory=LearnSettings, survives=True)

@@ -20,7 +20,6 @@ from ..views.steps import show_error, show_heatmap, show_matrix
 from ..widgets.common import show_messages
 from . import board, challenge_form
 
-LINK_PARAM = "challenge"
 SAID = {"x_w": "X·W", "x_wt": "X·Wᵀ"}  # option values in the learner's words
 MAX_UPLOAD = ch.MAX_BYTES
 
@@ -64,7 +63,7 @@ def body(s: session.Session) -> None:
 def _chooser() -> None:
     """A challenge from this page's address, a built-in, or one from a file, each with its Start button. A link or
     file that does not read is named in an error; nothing changes."""
-    token = st.query_params.get(LINK_PARAM)
+    token = session.get().offered  # the address's challenge= (address.params.BAR)
     if token:
         got = from_link(token)
         if isinstance(got, AttentionError):
