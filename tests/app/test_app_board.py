@@ -120,7 +120,7 @@ def test_a_wrong_code_is_named_and_nothing_changes(url: str) -> None:
         at = at.button[[b.label for b in at.button].index("Join")].click().run()
         no_exception(at)
         assert any(words in e for e in texts(at.error)), texts(at.error)
-        assert "board.member" not in at.session_state
+        assert session(at).member is None
 
 
 def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her_token_out(url: str) -> None:
@@ -131,12 +131,12 @@ def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her
     assert address["member"].startswith(code + ".")
     again = _opened(url, "challenges", address)  # a reload: a new session from the address alone
     no_exception(again)
-    assert again.session_state["board.member"].name == "Bea"
+    assert session(again).member.name == "Bea"
     assert any("You are Bea in class" in c.value for c in again.caption)
     link = Board(url).solves(code)[0].link
     assert "member" not in link and "playing=" in link
     forged = _opened(url, "challenges", {**address, "member": code + ".not-her-token"})
-    assert "board.member" not in forged.session_state
+    assert session(forged).member is None
     assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), texts(
         forged.warning
     ) + texts(forged.info)

@@ -17,7 +17,7 @@ from attention.ui.address import membership
 from attention.ui.address import teacher as teacher_address
 from attention.ui.core import classboard
 from attention.ui.labpages import board as board_page
-from tests.helpers.apptest import ROOT, goto, journey, no_exception, select, texts
+from tests.helpers.apptest import ROOT, goto, journey, no_exception, select, session, texts
 
 KEY = "correct horse battery staple"
 
@@ -175,7 +175,7 @@ def test_the_board_gives_a_join_link_and_a_link_per_set_challenge(url: str) -> N
     student.text_input(key="board.join.name").set_value("Ada")
     student = _press(student, "Join")
     student = student.button(key="ch.start.link").click().run()
-    assert student.session_state["board.member"].code == code
+    assert session(student).member.code == code
     assert student.session_state["attention_session"].challenge.title == "A negative output"
 
 
@@ -189,7 +189,7 @@ def test_a_membership_from_the_cookie_asks_not_you(url: str, monkeypatch: pytest
     assert any(f"You are Ada in class {code} — not you?" in t for t in texts(at.warning)), texts(at.warning)
     assert [b for b in at.button if b.key == "board.leave"]
     at = at.button(key="board.leave").click().run()
-    assert "board.member" not in at.session_state
+    assert session(at).member is None
 
 
 def test_the_membership_cookie_lasts_a_lab_session_and_is_secure_over_https(

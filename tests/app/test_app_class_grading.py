@@ -218,7 +218,7 @@ def test_a_student_on_a_shared_computer_leaves_the_class_in_this_browser(url: st
     assert dict(at.query_params).get("member")
     at = at.button(key="board.leave").click().run()
     no_exception(at)
-    assert "board.member" not in at.session_state and not dict(at.query_params).get("member")
+    assert session(at).member is None and not dict(at.query_params).get("member")
     assert any(f"left class {code}" in t for t in texts(at.info))
     assert any("join your class" in e.label for e in at.expander)
     assert Board(url).roster(code) == ["Ada"]  # her row stays on the board

@@ -52,7 +52,7 @@ def _chen(url: str, code: str) -> dict[str, str]:
 def _refused(at, url: str, code: str, name: str = "Chen") -> None:
     """``name`` has no solve on the board, and the page said why, in words that allow editing on."""
     no_exception(at)
-    assert at.session_state["board.member"].name == name  # in the class: only the numbers' origin refuses it
+    assert session(at).member.name == name  # in the class: only the numbers' origin refuses it
     assert name not in [s.name for s in Board(url).solves(code)]
     said = texts(at.sidebar.warning) + texts(at.info)
     assert any(NOT_OWN in t and "Editing from here is fine" in t and "Restart" in t for t in said), said

@@ -35,6 +35,7 @@ from ...errors import AttentionError
 from ...io.board import Board, normal_code
 from ..core import classboard
 from ..core.classboard import Member
+from ..core.session import Session
 from ..state import board as state_board
 
 PARAM = "member"
@@ -50,8 +51,9 @@ def param() -> dict[str, str]:
     return {PARAM: f"{who.code}.{who.token}"} if who is not None else {}
 
 
-def restore(qp: Mapping[str, str]) -> list[str]:
-    """Rejoin the class the address names, if the board knows this token in that class; notices otherwise."""
+def restore(qp: Mapping[str, str], s: Session) -> list[str]:
+    """Rejoin the class the address names (into ``s``, the state built from the address), if the board knows this
+    token in that class; notices otherwise."""
     named = qp.get(CLASS)
     if isinstance(named, str) and named:
         with contextlib.suppress(AttentionError):  # a code that does not read names no class
@@ -59,16 +61,16 @@ def restore(qp: Mapping[str, str]) -> list[str]:
     value, quiet = qp.get(PARAM), False
     if not value:
         value, quiet = classboard.cookie_member(), True
-    if not value or classboard.member() is not None:
+    if not value or s.member is not None:
         return []
     board = classboard.board()
     if board is None:
         return []
-    notices = _check(board, value, from_cookie=quiet)
+    notices = _check(board, value, s, from_cookie=quiet)
     return [] if quiet else notices
 
 
-def _check(board: Board, value: str, from_cookie: bool = False) -> list[str]:
+def _check(board: Board, value: str, s: Session, from_cookie: bool = False) -> list[str]:
     """Rejoin as ``value`` (class code and token) if the board knows it; notices otherwise."""
     if len(value) > LIMIT or "." not in value:
         return ["The address's class membership does not read; join your class again on the Challenges page."]
@@ -78,7 +80,7 @@ def _check(board: Board, value: str, from_cookie: bool = False) -> list[str]:
         code = normal_code(code)
     except AttentionError:
         return ["The address's class membership is not known to this class board; join your class again."]
-    state_board.rejoin(Member(code, name, token, from_cookie))
+    state_board.rejoin(s, Member(code, name, token, from_cookie))
     return []
 
 
@@ -106,10 +108,10 @@ def join_code() -> str | None:
         return None
 
 
-def own_mark(query: Mapping[str, str]) -> str | None:
-    """The signature that marks ``query`` (a state's shared parameters) as this student's own work, or None when
-    this browser is in no class or the board cannot sign now."""
-    board, who = classboard.board(), classboard.member()
+def own_mark(query: Mapping[str, str], who: Member | None = None) -> str | None:
+    """The signature that marks ``query`` (a state's shared parameters) as this student's own work (``who``: the
+    student, else this browser's membership), or None when this browser is in no class or the board cannot sign now."""
+    board, who = classboard.board(), who or classboard.member()
     if board is None or who is None:
         return None
     text = "&".join(f"{k}={v}" for k, v in sorted(query.items()))
@@ -120,12 +122,12 @@ def own_mark(query: Mapping[str, str]) -> str | None:
     return hmac.new(key, f"own:{who.code}:{who.token}:{text}".encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def owns(qp: Mapping[str, str], shared: tuple[str, ...]) -> bool:
-    """Whether the address's ``own`` mark checks out for this student and the ``shared`` parameters it carries."""
+def owns(qp: Mapping[str, str], shared: tuple[str, ...], who: Member | None) -> bool:
+    """Whether the address's ``own`` mark checks out for student ``who`` and the ``shared`` parameters it carries."""
     mark = qp.get(OWN)
     if not isinstance(mark, str) or len(mark) != 32:
         return False
-    want = own_mark({k: v for k, v in qp.items() if k in shared})
+    want = own_mark({k: v for k, v in qp.items() if k in shared}, who)
     return want is not None and hmac.compare_digest(mark.encode(), want.encode())
 
 

@@ -136,9 +136,9 @@ def read() -> tuple[session.Session, list[str]]:
     state and the class membership are restored from it too."""
     s, notices = decode(st.query_params.to_dict())
     qp, _ = bounded(st.query_params.to_dict())  # its notices are decode's
-    member = membership.restore(qp)
+    member = membership.restore(qp, s)
     if s.challenge is not None:  # a running challenge's numbers hand in only when they are this student's own
-        s.arrived = "" if membership.owns(qp, SHARED) else "a link"
+        s.arrived = "" if membership.owns(qp, SHARED, s.member) else "a link"
     kept = before.restore(qp, s, decode)  # the numbers a running challenge replaced ("Back to my numbers from before")
     _, bar = _run(BAR, Reading(qp, s))  # the address bar's own records: the model pages' state
     return s, notices + member + kept + bar

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import hmac
 import logging
-from dataclasses import dataclass
 
 import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import Board
+from .session import KEY, Member
 from .settings import server_settings
 
 _LOG = logging.getLogger(__name__)
-MEMBER = "board.member"  # session_state: the Member this browser joined as (never in the address)
 TEACHER = "board.teacher"  # session_state: True once the key was typed or its cookie checked out; False: locked
 PASS_WRITE = "board.teacher.write"  # session_state: the teacher cookie's value to write on the next draw ("": clear)
 SHOWN_AT = "board.shown_at"  # session_state: when (UTC) the teacher page began showing its class here
@@ -22,16 +21,6 @@ SHOWN_CLASS = "board.class"  # session_state: the class code the teacher page sh
 COOKIE = "attention_member"  # this browser's membership (code.token), kept across every link of this app
 FORGET = "board.forget"  # session_state: this browser left its class (its cookie is cleared, not read again)
 COOKIE_HOURS = 8  # the membership cookie's lifetime: a lab session, not the next day's students
-
-
-@dataclass(frozen=True)
-class Member:
-    """A student of a class: its code, her display name and her secret token (kept in this browser session)."""
-
-    code: str
-    name: str
-    token: str
-    from_cookie: bool = False  # found in this browser's cookie, not joined in this session: the page asks "not you?"
 
 
 @st.cache_resource(show_spinner=False)
@@ -53,8 +42,8 @@ def board() -> Board | None:
 
 
 def member() -> Member | None:
-    """Who this browser joined a class as, or None."""
-    got = st.session_state.get(MEMBER)
+    """Who this browser joined a class as (the Session's ``member``), or None."""
+    got = getattr(st.session_state.get(KEY), "member", None)
     return got if isinstance(got, Member) else None
 
 

@@ -156,6 +156,16 @@ class Patching:
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Member:
+    """A student of a class: its code, the display name and the secret token (kept in this browser session)."""
+
+    code: str
+    name: str
+    token: str
+    from_cookie: bool = False  # found in this browser's cookie, not joined in this session: the page asks "not you?"
+
+
 @dataclass
 class Session:
     """One user's dashboard state. ``matrices`` are 2-D (a batch of one is shown as its single item).
@@ -213,6 +223,9 @@ class Session:
     # a challenge link's text (``challenge=`` in the address: attention.ui.address.params.BAR), offered on the
     # Challenges page with its Start button until another page load
     offered: str | None = declare(LABS, default=None, survives=True)
+    # the class this browser joined, as whom (attention.ui.state.board; restored from the address bar or the cookie
+    # by attention.ui.address.membership, never in a shared link)
+    member: Member | None = declare(LABS, default=None, survives=True)
     form_hint_cleared: bool = declare(LABS, default=False, survives=True)
     # ---- learning and embeddings (Learn and Tokens pages): settings, the last run, how X was made: (kind, seed)
     learn: LearnSettings = declare(LABS, factory=LearnSettings, survives=True)

@@ -16,7 +16,7 @@ from ...errors import AttentionError
 from ...io.board import BoardError, full_link, normal_code
 from ...labs.challenges import Challenge, Progress, fingerprint
 from ..core import classboard, keys
-from ..core.classboard import MEMBER, NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
+from ..core.classboard import NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
 from ..core.compute import matrix_digest
 from ..core.session import Session, get
 from ..core.text import esc, quoted
@@ -41,7 +41,7 @@ def join() -> None:
     except AttentionError as exc:
         say("board.join", "error", f"{esc(exc.message, 300)} Nothing changed.")
         return
-    st.session_state[MEMBER] = Member(code, " ".join(name.split()), token)
+    get().member = Member(code, " ".join(name.split()), token)
     st.session_state.pop(classboard.FORGET, None)
     st.session_state[RECORDED] = set()
     say("board.join", "success", f"You joined class {code} as {quoted(' '.join(name.split()), 60)}.")
@@ -65,16 +65,17 @@ def name_class(code: str) -> None:
     st.session_state[NAMED] = code
 
 
-def rejoin(member: Member) -> None:
-    """This browser is ``member`` again: its address or cookie named a membership the board knows."""
-    st.session_state[MEMBER] = member
+def rejoin(s: Session, member: Member) -> None:
+    """This browser is ``member`` again: its address or cookie named a membership the board knows (``s``: the state
+    being built from the address)."""
+    s.member = member
 
 
 def leave() -> None:
     """Forget this browser's membership (a shared computer: the next student joins as themselves); the board keeps her
     row and her solves."""
     who = classboard.member()
-    st.session_state.pop(MEMBER, None)
+    get().member = None
     st.session_state[classboard.FORGET] = True  # the page clears the cookie on its next draw
     if who is not None:
         say("board.join", "info", f"This browser left class {who.code}; join again with your code and name.")
