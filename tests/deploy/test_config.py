@@ -53,12 +53,12 @@ def test_the_teaching_docs_say_how_to_set_up_a_class() -> None:
     PostgreSQL role and database step by step (initdb refusing root included)."""
     teaching = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
     deploying = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
-    assert "When to open the class and give out the code" in teaching
+    assert "**When to open the class**" in teaching and "Hand out the join link (or the code)" in teaching
     assert "relative to the working folder" in deploying and "four slashes" in deploying
     assert "`initdb` refuses to run as root" in deploying
     for step in (
         "CREATE ROLE attention LOGIN PASSWORD",
-        "createdb -O attention attention_board",
+        "createdb -p 5433 -O attention attention_board",  # on the cluster's own port
         "postgresql+psycopg://",
     ):
         assert step in deploying, step

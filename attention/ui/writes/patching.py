@@ -300,7 +300,7 @@ def together(refined: jobs.Refined) -> None:
             f" Patching the top {len(pairs)} heads ({names}) together restores **{share:.2f}**; the sum of their "
             f"single shares is **{singles:.2f}**."
         )
-    st.markdown(text)
+    st.markdown(text)  # ours: head names ("layer 1 · head 2") and numbers
 
 
 def heatmaps(est: Estimate, exact: Sweep | None, p: session.Patching) -> None:
