@@ -339,6 +339,20 @@ def cell_once(pg, grid: int, row: int, col: int, text: str, timeout_ms: int = 50
     return cell_text(pg, grid, row, col)
 
 
+def cell_number_once(pg, grid: int, row: int, col: int, value: float, timeout_ms: int = 5000) -> float | None:
+    """The number a cell shows once it is ``value`` (as typed, or in the grid's format), or at the timeout whatever it
+    shows then (None if not a number): the grid's accessible table follows its canvas a few hundred ms later."""
+    for _ in range(timeout_ms // 100 + 1):
+        try:
+            got = float(cell_text(pg, grid, row, col) or "nan")
+        except ValueError:
+            got = None
+        if got is not None and abs(got - value) <= 1e-9 * max(1.0, abs(value)):
+            return got
+        pg.wait_for_timeout(100)
+    return got
+
+
 def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
     """Double-click the cell (again if the first did not open its editor), type, press Enter, wait for the run.
     The grid is a canvas: the cell is found from the header and row height (35 px) and the data columns sharing the

@@ -14,7 +14,10 @@ It stops watching as soon as the editor has them (or has settled with none kept)
 next cell straight away) go to the grid as usual; keys kept when no editor opened within the 3 s are named in a
 note at the top of the page, never dropped without a word. A key typed on a selected cell (filling a column: type,
 Enter, type) opens its editor with that key; the keys after it are kept the same way until the editor is ready (on a
-slow machine the editor dropped them: 2.5 became 5).
+slow machine the editor dropped them: 2.5 became 5). The keys after a double-click are the cell's wherever the focus
+still is (on a busy page the grid took the focus late, and the first digit went into the box focused before), until
+the person presses elsewhere, Tab or Escape. And the keys typed while a handed-over value's Enter is on its way are
+kept for the cells below (they went into the editor before it closed: 1.5 became 1.52).
 
 And every number a cell editor commits (Enter or Tab) is checked once the runs it starts are over: the matrix's grid
 must show it in that cell, to the digits it shows. If not (the edit never reached the server, or reached a grid that
@@ -35,6 +38,7 @@ SCRIPT = """<script>
   let fresh = false;  // a cell editor has just opened: its first frames
   let held = [];  // keys kept for it, in the order typed
   let prefix = [];  // the key typed on a selected cell that opened its editor (the grid puts it there itself)
+  let after = null;  // keys typed while a handed-over value's Enter is on its way (null: none on its way)
   let editing = null;  // the cell whose editor is open: found as it opens (the grid's table lags the keys after)
   const frames = (n, f) => (n ? requestAnimationFrame(() => frames(n - 1, f)) : f());
   const lost = keys => {
@@ -44,7 +48,7 @@ SCRIPT = """<script>
       + "background:#fff3cd;color:#3d2c00;border:1px solid #b58900;border-radius:6px;padding:.5rem .9rem;";
     const shown = prefix.concat(keys).map(k => (k === "Enter" ? "⏎" : k)).join("").slice(0, 40);
     const sel = where(lastGrid);  // the cell aimed at: its column too when the grid shows it selected
-    const cell = aim && (sel && sel.name === aim.name && sel.row === aim.row ? sel : aim);
+    const cell = aim ? (sel && sel.name === aim.name && sel.row === aim.row ? sel : aim) : sel;
     const col = cell && cell.col ? ` · ${cell.col}` : "";
     const at = cell && cell.row !== null ? ` for ${cell.name} row ${cell.row}${col}` : "";
     note.className = "attention-note";
@@ -83,9 +87,14 @@ SCRIPT = """<script>
     prefix = [];
     if (text) document.execCommand("insertText", false, text);
     if (enter >= 0) {  // once the editor has drawn the text: it commits what it shows (and moves down a row)
+      after = rest;  // the keys typed until then are the next cells' too, not this editor's
       frames(2, () => {
         input.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", bubbles: true}));
-        if (rest.length) frames(3, () => next(rest));
+        frames(3, () => {
+          const keys = after;
+          after = null;
+          if (keys.length) next(keys);
+        });
       });
     }
   };
@@ -206,6 +215,10 @@ SCRIPT = """<script>
     typed.push({cell, text: said.slice(0, 40), value, at: performance.now(), ran: false});
     if (typed.length === 1) setTimeout(check, 250);
   }, true);
+  document.addEventListener("pointerdown", e => {  // pressing anywhere but a grid or its editor: moving on
+    const t = e.target;
+    if (t && t.closest && !t.closest(GRID) && !t.closest("#portal")) armed = 0;
+  }, true);
   document.addEventListener("dblclick", e => {
     const grid = e.target.closest && e.target.closest(GRID);
     armed = grid ? performance.now() + 3000 : 0;
@@ -215,17 +228,23 @@ SCRIPT = """<script>
   }, true);
   document.addEventListener("keydown", e => {
     if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (after !== null && (e.key === "Enter" || e.key.length === 1)) {  // typed for the cells below: kept for them
+      e.preventDefault();
+      e.stopPropagation();
+      return void after.push(e.key);
+    }
     const onGrid = document.activeElement && document.activeElement.closest && document.activeElement.closest(GRID);
     if (performance.now() > armed && onGrid && e.key.length === 1 && !document.querySelector(EDITOR)) {
       [armed, prefix, held] = [performance.now() + 3000, [e.key], []];  // a key typed on a selected cell opens its
       return;  // editor with that key: the keys after it are kept until the editor is ready for them
     }
     if (performance.now() > armed) return;
+    if (e.key === "Escape" || e.key === "Tab") [armed, held, prefix] = [0, [], []];  // cancelled, or moved on
     if (e.key !== "Enter" && e.key.length !== 1) return;
     const input = document.querySelector(EDITOR);
-    const a = document.activeElement;
-    const ours = !a || a === document.body || a === input || !!(a.closest && a.closest(GRID));
-    if (!ours || !(!input || fresh || held.length)) return;  // an editor open and settled: it takes its keys
+    if (input && !fresh && !held.length) return;  // an editor open and settled: it takes its keys
+    // Armed by a double-click on a grid, the keys are the cell's wherever the focus still is: on a busy page the grid
+    // took it late, and the first digit went into the box focused before (the sidebar's temperature), changing it.
     e.preventDefault();
     e.stopPropagation();
     held.push(e.key);
