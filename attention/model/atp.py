@@ -88,7 +88,7 @@ def derivative(name: str, x: np.ndarray) -> np.ndarray:
         return (0.5 * (1.0 + _ERF(x / math.sqrt(2.0)).astype(x.dtype)) + x * phi).astype(x.dtype)
     if name == "gelu_new":  # ½ (1 + tanh u) + ½ x (1 − tanh² u) u',  u = √(2/π)(x + 0.044715 x³)
         k = math.sqrt(2.0 / math.pi)
-        th = np.tanh(k * (x + 0.044715 * x**3))
+        th = np.tanh(k * (x + 0.044715 * x * x * x))  # x³ as products: pow is far slower
         return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * k * (1.0 + 3 * 0.044715 * x * x)
     raise AttentionError(f"no derivative for the activation {name!r}", field="activation")
 
