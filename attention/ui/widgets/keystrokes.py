@@ -87,13 +87,13 @@ SCRIPT = """<script>
     prefix = [];
     if (text) document.execCommand("insertText", false, text);
     if (enter >= 0) {  // once the editor has drawn the text: it commits what it shows (and moves down a row)
-      after = rest;  // the keys typed until then are the next cells' too, not this editor's
+      const below = after = rest;  // the keys typed until then are the next cells' too, not this editor's
       frames(2, () => {
         input.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", bubbles: true}));
         frames(3, () => {
-          const keys = after;
+          if (after !== below) return;  // a double-click or a press elsewhere took them back first
           after = null;
-          if (keys.length) next(keys);
+          if (below.length) next(below);
         });
       });
     }
@@ -215,8 +215,13 @@ SCRIPT = """<script>
     typed.push({cell, text: said.slice(0, 40), value, at: performance.now(), ran: false});
     if (typed.length === 1) setTimeout(check, 250);
   }, true);
+  const giveBack = () => {  // a press: the keys kept for the cells below (typed before it) are named, not typed
+    if (after !== null && after.some(k => k !== "Enter")) lost(after);
+    after = null;
+  };
   document.addEventListener("pointerdown", e => {  // pressing anywhere but a grid or its editor: moving on
     const t = e.target;
+    giveBack();  // the keys after it belong to what was pressed (another cell's double-click, or elsewhere)
     if (t && t.closest && !t.closest(GRID) && !t.closest("#portal")) armed = 0;
   }, true);
   document.addEventListener("dblclick", e => {
