@@ -84,7 +84,7 @@ def test_the_ready_made_pair_restores_through_the_induction_and_previous_token_h
     assert at.selectbox(key="inside.w.patch.answer").value == answer
     assert at.selectbox(key="inside.w.patch.wrong").value == wrong
     at, job = _patched(at)
-    assert job.key == jobs.patch_key("induction", p.clean, p.corrupt, answer, wrong)
+    assert job.key == jobs.patch_key(jobs.PatchRequest("induction", p.clean, p.corrupt, answer, wrong))
     heads, streams = _naive(ENGINE, list(p.clean), list(p.corrupt), answer, wrong)
     charts = _charts(at)
     assert set(charts) == {"heads", "streams"}
