@@ -243,8 +243,7 @@ def sweep(
     jobs += [("stream", layer, p) for layer in range(L) for p in range(n)]
     if only is not None:
         jobs = _only(only, set(jobs))
-    onward = _Onward(model, clean, corrupt, t, answer, wrong)
-    onward.wanted = _by_layer(jobs)
+    onward = _Onward(model, clean, corrupt, t, answer, wrong, _by_layer(jobs))
     for k, (kind, layer, i) in enumerate(jobs):
         if on_step is not None and on_step(k, len(jobs)) is False:
             return Sweep(t, answer, wrong, heads, streams, False, onward.clean, onward.corrupt)
@@ -334,21 +333,23 @@ class _Onward:
     A stream patch before f puts in the row that is already there, and one after t reaches no row that is read:
     both restore exactly 0. The batch is cut into pieces of at most ``CELLS`` attention weights.
 
-    ``wanted`` (layer → its heads and its stream rows, as :func:`_by_layer` gives them) limits each layer's batch to
-    the patches asked for: a layer not in it makes none; without it, every patch of the layer is made. Listed stream
-    rows are grouped as the full sweep groups them, a group spanning at most ``GROUP`` positions from its first row."""
+    ``wanted`` (layer → its heads and its stream rows, as :func:`_by_layer` gives them) holds the patches asked for:
+    each layer's batch is made of its wanted patches only, and a layer not in it runs nothing. Stream rows are grouped
+    as the full sweep groups them, a group spanning at most ``GROUP`` positions from its first row."""
 
     CELLS = 1 << 24  # attention weights per piece of the batch (a piece's scores: 128 MB in float64)
     GROUP = 3  # stream rows per batch: rows p .. t run for the group's first p (the rest recompute a few rows)
 
-    def __init__(self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int):
+    def __init__(
+        self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int,
+        wanted: dict[int, tuple[list[int], list[int]]],
+    ):
         c = model.config
-        self.model, self.clean_run, self.corrupt_run, self.t = model, clean, corrupt, t
+        self.model, self.clean_run, self.corrupt_run, self.t, self.wanted = model, clean, corrupt, t, wanted
         self.columns = unembedding(c, model.params)[:, [answer, wrong]]  # (d, 2)
         self.first = next(i for i, (a, b) in enumerate(zip(clean.ids, corrupt.ids, strict=True)) if a != b)
         self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in corrupt.traces]
         self.clean, self.corrupt = float(self.read(clean.residuals[-1][t])), float(self.read(corrupt.residuals[-1][t]))
-        self.wanted: dict[int, tuple[list[int], list[int]]] | None = None  # None: every patch of every layer
         self._done: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def read(self, x: np.ndarray) -> np.ndarray:
@@ -371,8 +372,7 @@ class _Onward:
         once; the rest NaN (a stream row before f or after t: 0, made without running anything)."""
         if layer not in self._done:
             H, n, f, t = self.model.config.n_heads, len(self.clean_run.ids), self.first, self.t
-            every = (list(range(H)), list(range(n)))
-            hs, ps = every if self.wanted is None else self.wanted.get(layer, ([], []))
+            hs, ps = self.wanted.get(layer, ([], []))
             heads, streams = np.full(H, np.nan), np.full(n, np.nan)  # (H,), (n,)
             streams[[p for p in ps if not f <= p <= t]] = 0.0
             groups = _groups([p for p in ps if f <= p <= t], self.GROUP)  # each runs on rows from its first p to t

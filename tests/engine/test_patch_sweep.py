@@ -123,8 +123,8 @@ def _next_layers_keys(init):
     """The sweep's set-up with a mistake: the keys and values of the rows before the first change taken from the
     next layer (an index off by one)."""
 
-    def made(self, model, clean, corrupt, t, answer, wrong) -> None:
-        init(self, model, clean, corrupt, t, answer, wrong)
+    def made(self, *args) -> None:
+        init(self, *args)
         self.kv = self.kv[1:] + self.kv[:1]
 
     return made
