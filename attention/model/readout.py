@@ -323,7 +323,7 @@ class _Onward:
       them is made again: concat with head h's columns from the clean run, through W_o and the rest of the block;
     - the stream row p (f ≤ p ≤ t): the corrupted rows entering layer l with row p from the clean run, in groups
       of ``GROUP`` consecutive p that run on rows p₀ .. t for the group's first p₀ (the rows before p come out as
-      the corrupted run has them: they cannot see p; the first group runs with the heads, on rows f .. t);
+      the corrupted run has them: they cannot see p; a group from f runs with the heads, on rows f .. t);
 
     then layers l + 1 .. L − 1 run on each batch, and D = logit[answer] − logit[wrong] is read from each element's
     last row:
