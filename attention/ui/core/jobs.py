@@ -289,8 +289,8 @@ def top_heads(p: object) -> tuple[str, str] | None:
 
 def patch_key(r: PatchRequest) -> tuple:
     """What a patching job computes, as :func:`finished` looks it up."""
-    ids = (tuple(r.clean), tuple(r.corrupt))
-    return ("patch", r.model_id, *ids, int(r.answer), int(r.wrong), r.scope, tuple(r.layers))
+    what = (tuple(r.clean), tuple(r.corrupt), int(r.answer), int(r.wrong), r.scope, tuple(r.layers))
+    return ("patch", r.model_id, *what)
 
 
 def patch_plan(est: Estimate, n: int, scope: str, layers: tuple[int, ...]) -> list[tuple[str, int, int]]:
