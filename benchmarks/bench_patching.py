@@ -20,8 +20,8 @@ the product.
 
 ``--only K`` adds the Patching page's first part on the SmolLM2-shaped model: ``sweep(..., only=...)`` with K heads,
 one in each of K layers spread over the model (the estimate's top heads may fall so), beside the same K layers'
-every patch, which is what a limited sweep ran before it batched only the listed patches; and the listed heads'
-shares against the whole layers' (the same to float32 rounding).
+every patch, which is what a limited sweep ran before it batched only the listed patches, and beside the whole
+sweep; and the listed heads' shares against the whole layers' (the same to float32 rounding).
 
 Run: ``python benchmarks/bench_patching.py [--repeats 5] [--tokens 16] [--skip-smollm2] [--skip-shipped] [--only 8]``.
 """
@@ -195,7 +195,7 @@ def limited(repeats: int, n: int, count: int) -> None:
     whole = [("head", la, h) for la in layers for h in range(H)]
     whole += [("stream", la, p) for la in layers for p in range(n)]
     answer, wrong = int(np.argmax(m.run(clean).logits[-1])), int(np.argmax(m.run(corrupt).logits[-1]))
-    jobs = {"listed": listed, "layers": whole}
+    jobs = {"listed": listed, "layers": whole, "every": None}
     made = {name: sweep(m, clean, corrupt, -1, answer, wrong, only=only) for name, only in jobs.items()}  # warm-up
     times: dict[str, list[float]] = {k: [] for k in jobs}
     cpu: dict[str, list[float]] = {k: [] for k in jobs}
@@ -214,6 +214,9 @@ def limited(repeats: int, n: int, count: int) -> None:
     row(f"SmolLM2-shaped: the same {len(layers)} layers' every patch ({len(whole)} patches)", got["layers"],
         f"processor {spent['layers']:.2f} s; listed ÷ layers {got['listed'] / got['layers']:.3f}× "
         f"(processor {spent['listed'] / spent['layers']:.3f}×); shares agree to {gap:.1e}")
+    row(f"SmolLM2-shaped: the whole sweep ({L * (H + n)} patches)", got["every"],
+        f"processor {spent['every']:.2f} s; listed ÷ whole {got['listed'] / got['every']:.3f}× "
+        f"(processor {spent['listed'] / spent['every']:.3f}×)")
 
 
 class TorchWay:
