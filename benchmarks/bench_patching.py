@@ -18,7 +18,12 @@ two sweeps' shares are compared (float32 against float32: they agree to ~1e-3 of
 compute the same thing. Goal: our sweep ≤ 0.15× the torch way. torch is a benchmark oracle only, never imported by
 the product.
 
-Run: ``python benchmarks/bench_patching.py [--repeats 5] [--tokens 16] [--skip-smollm2] [--skip-shipped]``.
+``--only K`` adds the Patching page's first part on the SmolLM2-shaped model: ``sweep(..., only=...)`` with K heads,
+one in each of K layers spread over the model (the estimate's top heads may fall so), beside the same K layers'
+every patch, which is what a limited sweep ran before it batched only the listed patches, and beside the whole
+sweep; and the listed heads' shares against the whole layers' (the same to float32 rounding).
+
+Run: ``python benchmarks/bench_patching.py [--repeats 5] [--tokens 16] [--skip-smollm2] [--skip-shipped] [--only 8]``.
 """
 
 from __future__ import annotations
@@ -177,6 +182,43 @@ def smollm2(repeats: int, n: int) -> None:
           f"({ratio:.3f}×)", flush=True)
 
 
+def limited(repeats: int, n: int, count: int) -> None:
+    """The first part of the page's job (``count`` listed heads) beside the whole of their layers, taking turns."""
+    m = smollm2_shaped()
+    rs = np.random.RandomState(0)
+    clean = rs.randint(0, 1000, n).tolist()
+    corrupt = list(clean)
+    corrupt[n // 4] = (clean[n // 4] + 1) % 1000
+    L, H = m.config.n_layers, m.config.n_heads
+    layers = sorted({int(la) for la in np.linspace(0, L - 1, count).round()})
+    listed = [("head", la, la % H) for la in layers]
+    whole = [("head", la, h) for la in layers for h in range(H)]
+    whole += [("stream", la, p) for la in layers for p in range(n)]
+    answer, wrong = int(np.argmax(m.run(clean).logits[-1])), int(np.argmax(m.run(corrupt).logits[-1]))
+    jobs = {"listed": listed, "layers": whole, "every": None}
+    made = {name: sweep(m, clean, corrupt, -1, answer, wrong, only=only) for name, only in jobs.items()}  # warm-up
+    times: dict[str, list[float]] = {k: [] for k in jobs}
+    cpu: dict[str, list[float]] = {k: [] for k in jobs}
+    for _ in range(repeats):  # taking turns; the two texts' runs stay cached, as the page's job finds them
+        for name, only in jobs.items():
+            t, c0 = time.perf_counter(), time.process_time()
+            made[name] = sweep(m, clean, corrupt, -1, answer, wrong, only=only)
+            times[name].append(time.perf_counter() - t)
+            cpu[name].append(time.process_time() - c0)
+    got = {k: float(np.median(v)) for k, v in times.items()}
+    spent = {k: float(np.median(v)) for k, v in cpu.items()}
+    a, b = made["listed"].heads, made["layers"].heads
+    gap = float(np.nanmax(np.abs(a - b)))
+    row(f"SmolLM2-shaped: only= {len(listed)} heads, one in each of layers {', '.join(str(la + 1) for la in layers)}",
+        got["listed"], f"processor {spent['listed']:.2f} s")
+    row(f"SmolLM2-shaped: the same {len(layers)} layers' every patch ({len(whole)} patches)", got["layers"],
+        f"processor {spent['layers']:.2f} s; listed ÷ layers {got['listed'] / got['layers']:.3f}× "
+        f"(processor {spent['listed'] / spent['layers']:.3f}×); shares agree to {gap:.1e}")
+    row(f"SmolLM2-shaped: the whole sweep ({L * (H + n)} patches)", got["every"],
+        f"processor {spent['every']:.2f} s; listed ÷ whole {got['listed'] / got['every']:.3f}× "
+        f"(processor {spent['listed'] / spent['every']:.3f}×)")
+
+
 class TorchWay:
     """The sweep as TransformerLens' run_with_hooks makes it: the model in torch (transformers' Llama, float32, our
     weights), the clean run's o_proj inputs and streams kept, then one forward pass of the corrupted text per patch,
@@ -280,6 +322,7 @@ def main() -> None:
     ap.add_argument("--skip-smollm2", action="store_true")
     ap.add_argument("--skip-shipped", action="store_true")
     ap.add_argument("--threads", type=int, help="BLAS and torch threads, the same for both (default: as installed)")
+    ap.add_argument("--only", type=int, default=0, help="also time a sweep limited to this many heads (0: not)")
     args = ap.parse_args()
     if args.threads:
         import torch
@@ -292,6 +335,8 @@ def main() -> None:
     print(f"| {'case':<64} | {'median':>12} | note")
     if not args.skip_shipped:
         shipped(args.repeats)
+    if args.only:
+        limited(args.repeats, args.tokens, args.only)
     if not args.skip_smollm2:
         smollm2(args.repeats, args.tokens)
 

@@ -228,7 +228,8 @@ def sweep(
     the model's run cache (which is not shared safely between threads); the patches themselves read only those runs.
 
     Each patch is the corrupted run made again from the patched layer on, as :func:`patch` makes it, but only where
-    it can differ (see :class:`_Onward`): the same numbers to float64 rounding, without a full run per patch."""
+    it can differ (see :class:`_Onward`): the same numbers to float64 rounding, without a full run per patch. A
+    layer's patches run as one batch; with ``only``, the batch holds the listed patches of that layer and no other."""
     clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
     with lock:
         clean, corrupt = model.run(clean_ids), model.run(corrupt_ids)
@@ -236,13 +237,13 @@ def sweep(
     answer = int(np.argmax(clean.logits[t])) if answer is None else _token(model, answer, "answer")
     wrong = int(np.argmax(corrupt.logits[t])) if wrong is None else _token(model, wrong, "wrong")
     _differs(clean, corrupt, t, answer, wrong)
-    onward = _Onward(model, clean, corrupt, t, answer, wrong)
     L, H, n = model.config.n_layers, model.config.n_heads, len(clean_ids)
     heads, streams = np.full((L, H), np.nan), np.full((L, n), np.nan)
     jobs = [("head", layer, h) for layer in range(L) for h in range(H)]
     jobs += [("stream", layer, p) for layer in range(L) for p in range(n)]
     if only is not None:
         jobs = _only(only, set(jobs))
+    onward = _Onward(model, clean, corrupt, t, answer, wrong, _by_layer(jobs))
     for k, (kind, layer, i) in enumerate(jobs):
         if on_step is not None and on_step(k, len(jobs)) is False:
             return Sweep(t, answer, wrong, heads, streams, False, onward.clean, onward.corrupt)
@@ -269,6 +270,26 @@ def _only(only: Sequence[tuple[str, int, int]], every: set[tuple[str, int, int]]
         job = (job[0], int(job[1]), int(job[2]))
         if job not in out:
             out.append(job)
+    return out
+
+
+def _by_layer(jobs: Sequence[tuple[str, int, int]]) -> dict[int, tuple[list[int], list[int]]]:
+    """The patches to make, by layer: its heads and its stream rows, each in increasing order."""
+    out: dict[int, tuple[list[int], list[int]]] = {}
+    for kind, layer, i in jobs:
+        out.setdefault(layer, ([], []))[kind == "stream"].append(i)
+    return {layer: (sorted(hs), sorted(ps)) for layer, (hs, ps) in out.items()}
+
+
+def _groups(rows: Sequence[int], size: int) -> list[list[int]]:
+    """Increasing stream rows cut into groups, each spanning at most ``size`` positions from its first row: every
+    row of ``lo .. t`` gives the groups ``lo .. lo + size − 1``, ``lo + size ..`` and so on."""
+    out: list[list[int]] = []
+    for p in rows:
+        if out and p < out[-1][0] + size:
+            out[-1].append(p)
+        else:
+            out.append([p])
     return out
 
 
@@ -302,7 +323,7 @@ class _Onward:
       them is made again: concat with head h's columns from the clean run, through W_o and the rest of the block;
     - the stream row p (f ≤ p ≤ t): the corrupted rows entering layer l with row p from the clean run, in groups
       of ``GROUP`` consecutive p that run on rows p₀ .. t for the group's first p₀ (the rows before p come out as
-      the corrupted run has them: they cannot see p; the first group runs with the heads, on rows f .. t);
+      the corrupted run has them: they cannot see p; a group from f runs with the heads, on rows f .. t);
 
     then layers l + 1 .. L − 1 run on each batch, and D = logit[answer] − logit[wrong] is read from each element's
     last row:
@@ -310,14 +331,21 @@ class _Onward:
         D(x) = N_f(x) W_U[:, answer] − N_f(x) W_U[:, wrong]
 
     A stream patch before f puts in the row that is already there, and one after t reaches no row that is read:
-    both restore exactly 0. The batch is cut into pieces of at most ``CELLS`` attention weights."""
+    both restore exactly 0. The batch is cut into pieces of at most ``CELLS`` attention weights.
+
+    ``wanted`` (layer → its heads and its stream rows, as :func:`_by_layer` gives them) holds the patches asked for:
+    each layer's batch is made of its wanted patches only, and a layer not in it runs nothing. Stream rows are grouped
+    as the full sweep groups them, a group spanning at most ``GROUP`` positions from its first row."""
 
     CELLS = 1 << 24  # attention weights per piece of the batch (a piece's scores: 128 MB in float64)
     GROUP = 3  # stream rows per batch: rows p .. t run for the group's first p (the rest recompute a few rows)
 
-    def __init__(self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int):
+    def __init__(
+        self, model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int,
+        wanted: dict[int, tuple[list[int], list[int]]],
+    ):
         c = model.config
-        self.model, self.clean_run, self.corrupt_run, self.t = model, clean, corrupt, t
+        self.model, self.clean_run, self.corrupt_run, self.t, self.wanted = model, clean, corrupt, t, wanted
         self.columns = unembedding(c, model.params)[:, [answer, wrong]]  # (d, 2)
         self.first = next(i for i, (a, b) in enumerate(zip(clean.ids, corrupt.ids, strict=True)) if a != b)
         self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in corrupt.traces]
@@ -340,39 +368,45 @@ class _Onward:
         return float(self.layer(layer)[1][p])
 
     def layer(self, layer: int) -> tuple[np.ndarray, np.ndarray]:
-        """The shares of every head of ``layer`` (H,) and of every stream row entering it (n,), made once."""
+        """The shares of the wanted heads of ``layer`` (H,) and of the wanted stream rows entering it (n,), made
+        once; the rest NaN (a stream row before f or after t: 0, made without running anything)."""
         if layer not in self._done:
-            H, f, t = self.model.config.n_heads, self.first, self.t
-            streams = np.zeros(len(self.clean_run.ids))  # (n,): 0 before f and after t
-            heads = np.zeros(0)
-            for lo in range(f, t + 1, self.GROUP):  # stream rows lo .. hi − 1 run on rows lo .. t
-                hi = min(lo + self.GROUP, t + 1)
-                x = self.streams_patched(layer, lo, hi)  # (hi − lo, t − lo + 1, d)
-                if lo == f:  # the heads' patches run on rows f .. t too: one batch with these
-                    x = np.concatenate([self.heads_patched(layer), x])  # (H + hi − f, t − f + 1, d)
+            H, n, f, t = self.model.config.n_heads, len(self.clean_run.ids), self.first, self.t
+            hs, ps = self.wanted.get(layer, ([], []))
+            heads, streams = np.full(H, np.nan), np.full(n, np.nan)  # (H,), (n,)
+            streams[[p for p in ps if not f <= p <= t]] = 0.0
+            groups = _groups([p for p in ps if f <= p <= t], self.GROUP)  # each runs on rows from its first p to t
+            if hs and not (groups and groups[0][0] == f):
+                groups.insert(0, [])  # the heads' patches run on rows f .. t: alone, or with the group from f
+            for rows in groups:
+                lo = rows[0] if rows else f
+                k = len(hs) if lo == f else 0  # the heads' batch elements come first
+                parts = [self.heads_patched(layer, hs)] if k else []  # (k, t − f + 1, d)
+                parts += [self.streams_patched(layer, lo, rows)] if rows else []  # (len(rows), t − lo + 1, d)
+                x = np.concatenate(parts)  # (k + len(rows), t − lo + 1, d)
                 shares = (self.onward(layer + 1, x, lo) - self.corrupt) / (self.clean - self.corrupt)
-                heads, streams[lo:hi] = (shares[:H], shares[H:]) if lo == f else (heads, shares)
+                heads[hs[:k]], streams[rows] = shares[:k], shares[k:]
             self._done[layer] = heads, streams
         return self._done[layer]
 
-    def heads_patched(self, layer: int) -> np.ndarray:
-        """The stream after ``layer`` on rows f .. t with each head's output from the clean run, one head per batch
-        element: (H, m, d)."""
+    def heads_patched(self, layer: int, heads: Sequence[int]) -> np.ndarray:
+        """The stream after ``layer`` on rows f .. t with one listed head's output from the clean run per batch
+        element: (len(heads), m, d)."""
         c, f, t = self.model.config, self.first, self.t
-        H, dh = c.n_heads, c.d_head
-        concat = np.repeat(self.corrupt_run.traces[layer].concat[None, f : t + 1], H, axis=0)  # (H, m, H·dₕ)
+        dh = c.d_head
+        concat = np.repeat(self.corrupt_run.traces[layer].concat[None, f : t + 1], len(heads), axis=0)  # (k, m, H·dₕ)
         clean = self.clean_run.traces[layer].concat[f : t + 1]  # (m, H·dₕ)
-        for h in range(H):
-            concat[h, :, h * dh : (h + 1) * dh] = clean[:, h * dh : (h + 1) * dh]
+        for j, h in enumerate(heads):
+            concat[j, :, h * dh : (h + 1) * dh] = clean[:, h * dh : (h + 1) * dh]
         W_o = self.model.layer_weights(layer)[3]  # (H·dₕ, d)
         x = self.corrupt_run.residuals[layer][f : t + 1]  # (m, d): the stream entering the layer
-        return block_out(c, self.model.params, layer, x, linear(concat, W_o))  # (H, m, d)
+        return block_out(c, self.model.params, layer, x, linear(concat, W_o))  # (k, m, d)
 
-    def streams_patched(self, layer: int, lo: int, hi: int) -> np.ndarray:
+    def streams_patched(self, layer: int, lo: int, rows: Sequence[int]) -> np.ndarray:
         """The stream after ``layer`` on rows lo .. t, with row p of the stream entering it from the clean run, one
-        p of lo .. hi − 1 per batch element: (hi − lo, t − lo + 1, d)."""
-        x = np.repeat(self.corrupt_run.residuals[layer][None, lo : self.t + 1], hi - lo, axis=0)  # (k, t − lo + 1, d)
-        x[np.arange(hi - lo), np.arange(hi - lo)] = self.clean_run.residuals[layer][lo:hi]  # element j: row lo + j
+        listed p (lo ≤ p ≤ t) per batch element: (len(rows), t − lo + 1, d)."""
+        x = np.repeat(self.corrupt_run.residuals[layer][None, lo : self.t + 1], len(rows), axis=0)  # (k, t − lo + 1, d)
+        x[np.arange(len(rows)), np.asarray(rows, dtype=int) - lo] = self.clean_run.residuals[layer][rows]  # j: row p_j
         return self.onward(layer, x, lo, through=layer + 1)
 
     def onward(self, start_layer: int, x: np.ndarray, start: int, through: int | None = None) -> np.ndarray:

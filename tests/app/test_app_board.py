@@ -8,57 +8,17 @@ import re
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from attention.io.board import Board
-from tests.helpers.apptest import ROOT, edit_cells, goto, journey, no_exception, select, session, texts
+from tests.helpers.apptest import address, journey, no_exception, session, texts
+from tests.helpers.board import handed_in, opened, reloaded, set_builtin, student_solves, teacher, with_board
 
-KEY = "correct horse battery staple"
 ODD_NAME = "**Ada** <b>[x](http://e.org)</b>"
-
-
-def _with_board(at, url: str):
-    at.secrets["board"] = {"url": url, "teacher_key": KEY}
-    return at
-
-
-def _opened(url: str, page: str, query: dict[str, str]):
-    """A new browser session opening ``query`` on a server with the board on (the address read on its first run)."""
-    at = _with_board(AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60), url)
-    for k, v in query.items():
-        at.query_params[k] = v
-    return goto(at.run(), page)
 
 
 @pytest.fixture()
 def url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'board.sqlite3'}"
-
-
-def _teacher(url: str, key: str = KEY):
-    at = _with_board(journey("class_board"), url).run()
-    at.text_input(key="board.key").set_value(key).run()
-    return at
-
-
-def _set(url: str, code: str, cid: str = "negative_output") -> None:
-    """The teacher sets the built-in ``cid`` for class ``code`` (as her page's *Set it* does)."""
-    from attention.labs import challenges as ch
-
-    c = ch.load_challenge(cid)
-    Board(url).assign(code, ch.fingerprint(c), c.title, "challenges?challenge=" + ch.encode_link(c))
-
-
-def _student_solves(url: str, code: str, name: str = ODD_NAME):
-    at = _with_board(journey("challenges"), url).run()
-    at.text_input(key="board.join.code").set_value(code.lower())
-    at.text_input(key="board.join.name").set_value(name)
-    at = at.button[[b.label for b in at.button].index("Join")].click().run()
-    no_exception(at)
-    at = select(at, "ch.choice", "negative_output")
-    at = at.button(key="ch.start.builtin").click().run()
-    cols = session(at).axis_labels("W_v", session(at).matrices["W_v"].shape)[1]
-    return edit_cells(at, "W_v", {0: {cols[0]: "-10"}})
 
 
 def test_without_a_database_there_is_no_board() -> None:
@@ -70,28 +30,27 @@ def test_without_a_database_there_is_no_board() -> None:
 
 
 def test_the_teacher_page_needs_the_servers_key(url: str) -> None:
-    at = _teacher(url, "wrong")
+    at = teacher(url, "wrong")
     no_exception(at)
     assert any("not this server's teacher key" in t for t in texts(at.error))
     assert not [b for b in at.button if b.label == "Open a class"]
-    at = _teacher(url)
+    at = teacher(url)
     assert [b for b in at.button if b.label == "Open a class"]
 
 
 def test_a_student_joins_solves_and_the_teacher_sees_it_with_a_link_that_opens_solved(url: str) -> None:
-    teacher = _teacher(url)
-    teacher.text_input(key="board.title").set_value("Tuesday lab")
-    teacher = teacher.button[[b.label for b in teacher.button].index("Open a class")].click().run()
-    code = next(t for t in texts(teacher.success) if t.startswith("Class ")).split()[1]
-    teacher.selectbox(key="board.set.builtin").set_value("negative_output")
-    teacher = teacher.button[[b.label for b in teacher.button].index("Set it")].click().run()
-    assert any("A negative output" in t and "is now set" in t for t in texts(teacher.success)), texts(teacher.success)
-    student = _student_solves(url, code)
+    at = teacher(url)
+    at.text_input(key="board.title").set_value("Tuesday lab")
+    at = at.button[[b.label for b in at.button].index("Open a class")].click().run()
+    code = next(t for t in texts(at.success) if t.startswith("Class ")).split()[1]
+    at.selectbox(key="board.set.builtin").set_value("negative_output")
+    at = at.button[[b.label for b in at.button].index("Set it")].click().run()
+    assert any("A negative output" in t and "is now set" in t for t in texts(at.success)), texts(at.success)
+    student = student_solves(url, code, ODD_NAME)
     no_exception(student)
-    handed = texts(student.sidebar.success)
-    assert any("Handed in to class" in t for t in handed), handed
-    teacher = teacher.run()  # the board redraws (every few seconds in a browser)
-    board = teacher.dataframe[0].value
+    assert handed_in(student), texts(student.sidebar.success)
+    at = at.run()  # the board redraws (every few seconds in a browser)
+    board = at.dataframe[0].value
     assert list(board["student"]) == [ODD_NAME]  # the name as typed: a table cell is text, never Markdown
     assert re.fullmatch(r"✓ \d\d:\d\d", board["1. A negative output"][0])  # solved, and when (UTC)
     short = board["1 ↗"][0]
@@ -106,14 +65,14 @@ def test_a_student_joins_solves_and_the_teacher_sees_it_with_a_link_that_opens_s
     store = Board(url)
     assert [s.name for s in store.solves(code)] == [ODD_NAME]
     other = store.open_class("Another class")
-    teacher.text_input(key="board.show").set_value(other)
-    teacher = teacher.button[[b.label for b in teacher.button].index("Show it")].click().run()
-    assert teacher.dataframe[0].value.empty
-    assert any("No challenge is set for this class yet" in t for t in texts(teacher.info))
+    at.text_input(key="board.show").set_value(other)
+    at = at.button[[b.label for b in at.button].index("Show it")].click().run()
+    assert at.dataframe[0].value.empty
+    assert any("No challenge is set for this class yet" in t for t in texts(at.info))
 
 
 def test_a_wrong_code_is_named_and_nothing_changes(url: str) -> None:
-    at = _with_board(journey("challenges"), url).run()
+    at = with_board(journey("challenges"), url).run()
     for code, words in (("K7QX2", "class code is 6 letters"), ("ZZZZZZ", "no class with the code ZZZZZZ")):
         at.text_input(key="board.join.code").set_value(code)
         at.text_input(key="board.join.name").set_value("Bob")
@@ -125,17 +84,16 @@ def test_a_wrong_code_is_named_and_nothing_changes(url: str) -> None:
 
 def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her_token_out(url: str) -> None:
     code = Board(url).open_class("Lab")
-    _set(url, code)
-    student = _student_solves(url, code, "Bea")
-    address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(student.query_params).items()}
-    assert address["member"].startswith(code + ".")
-    again = _opened(url, "challenges", address)  # a reload: a new session from the address alone
+    set_builtin(url, code)
+    student = student_solves(url, code, "Bea")
+    assert address(student)["member"].startswith(code + ".")
+    again = reloaded(url, student)  # a reload: a new session from the address alone
     no_exception(again)
     assert session(again).member.name == "Bea"
     assert any("You are Bea in class" in c.value for c in again.caption)
     link = Board(url).solves(code)[0].link
     assert "member" not in link and "playing=" in link
-    forged = _opened(url, "challenges", {**address, "member": code + ".not-her-token"})
+    forged = reloaded(url, student, member=code + ".not-her-token")
     assert session(forged).member is None
     assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), texts(
         forged.warning
@@ -159,9 +117,9 @@ def test_an_unreachable_board_database_leaves_every_page_working(tmp_path: Path)
     """A database URL that cannot be opened: pages draw, the board reads as off or unreachable, no traceback."""
     bad = f"sqlite:///{tmp_path / 'no-such-folder' / 'board.sqlite3'}"
     for page in ("challenges", "class_board", "softmax"):
-        at = _opened(bad, page, {"member": "K7QX2M.whatever"})
+        at = opened(bad, page, {"member": "K7QX2M.whatever"})
         no_exception(at)
-    assert any("cannot be reached" in t for t in texts(_opened(bad, "class_board", {}).info))
+    assert any("cannot be reached" in t for t in texts(opened(bad, "class_board", {}).info))
 
 
 def test_a_title_with_an_emoji_sequence_is_handed_in(url: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from attention.model import builtin, patch, patch_stream, restored
 from attention.ui.core import jobs
-from tests.helpers.apptest import app, drawn_cells, errors, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import address, app, drawn_cells, errors, goto, journey, no_exception, session, texts
 from tests.helpers.drawn import title_of
 from tests.helpers.families import tiny_llama
 
@@ -84,7 +84,7 @@ def test_the_ready_made_pair_restores_through_the_induction_and_previous_token_h
     assert at.selectbox(key="inside.w.patch.answer").value == answer
     assert at.selectbox(key="inside.w.patch.wrong").value == wrong
     at, job = _patched(at)
-    assert job.key == jobs.patch_key("induction", p.clean, p.corrupt, answer, wrong)
+    assert job.key == jobs.patch_key(jobs.PatchRequest("induction", p.clean, p.corrupt, answer, wrong))
     heads, streams = _naive(ENGINE, list(p.clean), list(p.corrupt), answer, wrong)
     charts = _charts(at)
     assert set(charts) == {"heads", "streams"}
@@ -288,16 +288,12 @@ def test_a_tiny_llama_patches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert len(_charts(at)) == 2
 
 
-def _address(at) -> dict[str, str]:
-    return {k: v[0] if isinstance(v, list) else v for k, v in dict(at.query_params).items()}
-
-
 def test_the_pair_travels_in_the_address_and_a_bad_one_is_named() -> None:
     at = app("patching")
-    assert not {"clean", "corrupt"} & set(_address(at))  # the first ready-made pair: nothing written
+    assert not {"clean", "corrupt"} & set(address(at))  # the first ready-made pair: nothing written
     at = at.selectbox(key="inside.w.patch.pair").select_index(3).run()
     p = session(at).patching
-    written = _address(at)
+    written = address(at)
     assert written["clean"] == ".".join(map(str, p.clean)) and written["corrupt"] == ".".join(map(str, p.corrupt))
     again = app("patching", {"clean": written["clean"], "corrupt": written["corrupt"]})  # a reload, a new session
     no_exception(again)

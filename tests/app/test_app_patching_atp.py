@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from attention.model import estimate, patch, restored
+from attention.model import estimate, induction, patch, readout, restored
 from attention.ui.core import jobs
 from tests.app.test_app_patching import ENGINE, _charts, _grid, _naive, _patched
 from tests.helpers.apptest import app, drawn_cells, journey, no_exception, session, texts
@@ -178,3 +178,44 @@ def test_the_page_names_the_head_where_the_estimate_and_the_exact_patch_differ_m
         f"patched {r.exact.heads[la, h]:.2f}."
     )
     assert want in _said(at), _said(at)
+
+
+def test_the_top_heads_are_patched_alone_first_then_the_rest_each_patch_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: the job's first sweep puts exactly the estimate's top heads into its batches (no other head
+    of their layers, no stream row), the second the other heads and the stream rows that can change (from the
+    changed word to the last), and no patch is made twice; the shares are the naive patch's."""
+    monkeypatch.setattr(jobs, "_JOBS", OrderedDict())
+    monkeypatch.setattr(jobs, "TOP", 2)  # the shipped model has 4 heads: the top 2 first, then the other 2
+    made: list[list[tuple[str, int, int]]] = []
+    heads_patched, streams_patched, real = readout._Onward.heads_patched, readout._Onward.streams_patched, jobs.sweep
+
+    def sweep(*args, **kwargs):
+        made.append([])
+        return real(*args, **kwargs)
+
+    def heads(self, layer, hs):
+        made[-1].extend(("head", layer, h) for h in hs)
+        return heads_patched(self, layer, hs)
+
+    def streams(self, layer, lo, rows):
+        made[-1].extend(("stream", layer, p) for p in rows)
+        return streams_patched(self, layer, lo, rows)
+
+    monkeypatch.setattr(jobs, "sweep", sweep)
+    monkeypatch.setattr(readout._Onward, "heads_patched", heads)
+    monkeypatch.setattr(readout._Onward, "streams_patched", streams)
+    clean = [int(i) for i in induction.history("induction")["example"]]
+    corrupt = list(clean)
+    corrupt[11] = next(i for i in range(ENGINE.config.vocab_size) if i not in clean)  # the first change at 11
+    a, b = ENGINE.run(clean).logits[-1], ENGINE.run(corrupt).logits[-1]
+    answer, wrong = jobs.default_tokens(a, b, None, None)
+    job = jobs.wait(jobs.patch(jobs.PatchRequest("induction", tuple(clean), tuple(corrupt), answer, wrong)).id)
+    assert job.state == "done", job.message
+    est = estimate(ENGINE, clean, corrupt, -1, answer, wrong).heads
+    top = [("head", *divmod(int(k), 2)) for k in np.argsort(-np.abs(est), axis=None)[:2]]
+    rest = [("head", la, h) for la in range(2) for h in range(2) if ("head", la, h) not in top]
+    rest += [("stream", la, p) for la in range(2) for p in range(11, len(clean))]
+    assert len(made) == 2 and sorted(made[0]) == sorted(top) and sorted(made[1]) == sorted(rest)
+    naive, _ = _naive(ENGINE, clean, corrupt, answer, wrong)
+    np.testing.assert_allclose(job.result.exact.heads, naive, rtol=0, atol=1e-9)
+

@@ -13,23 +13,9 @@ import pytest
 
 from attention import charts
 from attention.model import attribute, builtin, induction
-from tests.helpers.browser import (
-    CHARTS,
-    SHOTS,
-    check,
-    error_texts,
-    guarded_context,
-    rerun,
-    settle,
-    streamlit_server,
-    wait_readable,
-)
-from tests.helpers.visible import CANVAS_HOOK, LARGE, SMALL, check_page
+from tests.helpers.browser import CHARTS, check, click_opens_head, guarded_context, open_charts, shot, streamlit_server
+from tests.helpers.visible import CANVAS_HOOK, LARGE, VIEWPORT_IDS, VIEWPORTS, chart_texts, check_page
 
-TEXTS = """
-() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].map(el =>
-  [...el.querySelectorAll("svg text")].filter(t => t.getClientRects().length).map(t => t.textContent))
-"""
 # (page, model in the address, the labels each chart must write)
 LAYERS, HEADS = ["layer 1", "layer 2"], ["head 1", "head 2"]
 WIDE = ([f"layer {k}" for k in range(1, 31)], [f"head {k}" for k in range(1, 10)])  # a SmolLM2-shaped model's
@@ -89,13 +75,10 @@ def served(gpt2, tmp_path_factory):  # noqa: F811
 
 def _open(pg, served: tuple[str, dict[str, str]], page: str, model: str, charts_drawn: int) -> None:
     url, texts = served
-    pg.goto(f"{url}/{page}" + (f"?model={model}&ids={texts[model]}" if model else ""))
-    settle(pg)
-    wait_readable(pg, charts_drawn)
-    assert not error_texts(pg), error_texts(pg)
+    open_charts(pg, f"{url}/{page}" + (f"?model={model}&ids={texts[model]}" if model else ""), charts_drawn)
 
 
-@pytest.mark.parametrize("viewport", [SMALL, LARGE], ids=["1280x720", "1400x1000"])
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=VIEWPORT_IDS)
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_chart_is_readable_and_labelled(browser, served, axe_script, case: str, viewport) -> None:  # noqa: F811
     page, model, labels = CASES[case]
@@ -106,15 +89,12 @@ def test_every_chart_is_readable_and_labelled(browser, served, axe_script, case:
         assert ("position 13 (“fa”)" in pg.inner_text("body")) != bool(model)  # the shipped model's 13th token
         problems = check_page(pg, page, "1 head, 6 tokens", viewport)
         assert not problems, "\n".join(problems)
-        written = pg.evaluate(TEXTS)
+        written = chart_texts(pg, shown=True)
         assert len(written) == len(labels)
         for k, (want, got) in enumerate(zip(labels, written, strict=True)):
             missing = [w for w in want if w not in got]
             assert not missing, f"chart {k + 1} does not write {missing}: {got[:40]}"
-        name = f"{page}_{model.removeprefix('server:') or 'shipped'}_{viewport[0]}"
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.locator(CHARTS).first.scroll_into_view_if_needed()
-        pg.screenshot(path=str(SHOTS / f"{name}.png"))
+        shot(pg, f"{page}_{model.removeprefix('server:') or 'shipped'}_{viewport[0]}", pg.locator(CHARTS).first)
         if viewport == LARGE:
             check(pg, axe_script, case)
 
@@ -139,13 +119,4 @@ def test_the_journey_and_a_click_on_a_head_opens_it(browser, served) -> None:  #
         cell = chart.locator("svg text").filter(has_text=shown).first
         box = cell.bounding_box()
         assert box is not None, f"{shown} is written in layer 2 · head 1's cell"
-        with rerun(pg):
-            pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        assert not error_texts(pg), error_texts(pg)
-        said = pg.get_by_test_id("stAlertContentSuccess").inner_text()
-        assert "The step pages now show layer 2 · head 1" in said, said
-        pg.get_by_test_id("stAlertContentSuccess").scroll_into_view_if_needed()
-        pg.screenshot(path=str(SHOTS / "attribution_clicked_1280.png"))
-        with rerun(pg):
-            pg.get_by_role("link", name="→ Scores of layer 2 · head 1").click()
-        assert "layer 2 · head 1" in pg.inner_text("body")
+        click_opens_head(pg, box, "layer 2 · head 1", "attribution_clicked_1280")

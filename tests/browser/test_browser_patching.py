@@ -9,18 +9,8 @@ from __future__ import annotations
 import pytest
 
 from attention.model import builtin, induction
-from tests.helpers.browser import SHOTS, check, error_texts, guarded_context, rerun, settle, wait_readable
-from tests.helpers.visible import CANVAS_HOOK, check_page
-
-VIEWPORTS = [(1280, 720), (1400, 1000)]
-TEXTS = """
-() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].map(el => {
-  const svg = el.querySelector("svg.marks");
-  if (svg) return [...svg.querySelectorAll("text")].map(t => t.textContent);
-  const canvas = el.querySelector("canvas");
-  return canvas && canvas.__texts ? canvas.__texts.map(t => t[0]) : [];
-})
-"""
+from tests.helpers.browser import CHARTS, check, error_texts, guarded_context, rerun, settle, shot, wait_readable
+from tests.helpers.visible import CANVAS_HOOK, VIEWPORT_IDS, VIEWPORTS, chart_texts, check_page
 
 
 def _patch(pg) -> None:
@@ -36,7 +26,7 @@ def _patch(pg) -> None:
     wait_readable(pg, 4, seconds=30)
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1280x720", "1400x1000"])
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=VIEWPORT_IDS)
 def test_the_ready_made_pair_estimated_and_patched_draws_four_readable_labelled_heatmaps(
     browser,  # noqa: F811
     base_url,  # noqa: F811
@@ -50,12 +40,11 @@ def test_the_ready_made_pair_estimated_and_patched_draws_four_readable_labelled_
         pg.goto(f"{base_url}/patching")
         settle(pg)
         assert not error_texts(pg), error_texts(pg)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(SHOTS / f"patching_top_{w}.png"))
+        shot(pg, f"patching_top_{w}")
         _patch(pg)
         problems = check_page(pg, "patching", "1 head, 6 tokens", viewport)
         assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
-        estimated, heads, estimated_streams, streams = pg.evaluate(TEXTS)
+        estimated, heads, estimated_streams, streams = chart_texts(pg)
         assert any("Each head's output: the estimate" in t for t in estimated), estimated
         assert any("The stream entering each layer: the estimate" in t for t in estimated_streams), estimated_streams
         for label in ("Each head's output patched", "layer 1", "layer 2", "head 1", "head 2"):
@@ -68,8 +57,6 @@ def test_the_ready_made_pair_estimated_and_patched_draws_four_readable_labelled_
         body = pg.inner_text("body")
         assert "The heads that restore the most: layer 1 · head 2" in body
         assert "layer 2 · head 1" in body.split("The heads that restore the most:")[1][:80]
-        pg.locator("[data-testid='stVegaLiteChart']").nth(0).scroll_into_view_if_needed()
-        pg.screenshot(path=str(SHOTS / f"patching_heads_{w}.png"))
-        pg.locator("[data-testid='stVegaLiteChart']").nth(1).scroll_into_view_if_needed()
-        pg.screenshot(path=str(SHOTS / f"patching_streams_{w}.png"))
+        shot(pg, f"patching_heads_{w}", pg.locator(CHARTS).nth(0))
+        shot(pg, f"patching_streams_{w}", pg.locator(CHARTS).nth(1))
         check(pg, axe_script, f"patching at {w}x{h}")

@@ -8,50 +8,26 @@ from __future__ import annotations
 import pytest
 
 from attention.model import builtin, induction, routes
-from tests.helpers.browser import (
-    CHARTS,
-    SHOTS,
-    check,
-    error_texts,
-    guarded_context,
-    open_view,
-    rerun,
-    settle,
-    wait_readable,
-)
-from tests.helpers.visible import CANVAS_HOOK, check_page
+from tests.helpers.browser import CHARTS, check, click_opens_head, guarded_context, open_charts, open_view, shot
+from tests.helpers.visible import CANVAS_HOOK, VIEWPORT_IDS, VIEWPORTS, chart_texts, check_page
 
-VIEWPORTS = [(1280, 720), (1400, 1000)]
-TEXTS = """
-() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].map(el => {
-  const svg = el.querySelector("svg.marks");
-  if (svg) return [...svg.querySelectorAll("text")].map(t => t.textContent);
-  const canvas = el.querySelector("canvas");
-  return canvas && canvas.__texts ? canvas.__texts.map(t => t[0]) : [];
-})
-"""
 IDS = [int(i) for i in induction.history("induction")["example"]]  # the pages' first ready-made sequence
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS, ids=["1280x720", "1400x1000"])
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=VIEWPORT_IDS)
 def test_the_graph_is_readable_and_labelled(browser, base_url, axe_script, viewport) -> None:  # noqa: F811
     w, h = viewport
     with guarded_context(browser, viewport={"width": w, "height": h}) as context:
         pg = context.new_page()
         pg.add_init_script(CANVAS_HOOK)
-        pg.goto(f"{base_url}/routes?at=24")
-        settle(pg)
-        wait_readable(pg, 1)
-        assert not error_texts(pg), error_texts(pg)
+        open_charts(pg, f"{base_url}/routes?at=24", 1)
         problems = check_page(pg, "routes", "1 head, 6 tokens", viewport)
         assert not problems, "\n".join(problems)
-        (written,) = pg.evaluate(TEXTS)
+        (written,) = chart_texts(pg)
         pieces = builtin("induction").pieces(IDS)
         for label in ("embeddings", "layer 1", "layer 2", f"13 {pieces[12]}", f"24 {pieces[23]}", "head", "residual"):
             assert label in written, (label, written)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.locator(CHARTS).first.scroll_into_view_if_needed()
-        pg.screenshot(path=str(SHOTS / f"routes_shipped_{w}.png"))
+        shot(pg, f"routes_shipped_{w}", pg.locator(CHARTS).first)
         if viewport == (1400, 1000):
             check(pg, axe_script, "routes")
 
@@ -62,9 +38,7 @@ def test_a_click_on_a_heads_edge_opens_that_head_at_its_row(browser, base_url) -
     assert (edge.layer, edge.head, edge.source, edge.target) == (1, 0, 12, 23)  # induction: from the token after
     with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
         pg = context.new_page()
-        pg.goto(f"{base_url}/routes?at=24")
-        settle(pg)
-        wait_readable(pg, 1)
+        open_charts(pg, f"{base_url}/routes?at=24", 1)
         chart = pg.locator(CHARTS).first
         chart.scroll_into_view_if_needed()
         # the edge from position 13 at layer 1 to position 24 at layer 2, found by what it says it is
@@ -73,18 +47,7 @@ def test_a_click_on_a_heads_edge_opens_that_head_at_its_row(browser, base_url) -
             chart.locator(f"line[aria-label*='{named}']")
         )
         assert line.count() == 2, line.count()  # from the source to its bend, from the bend to the target
-        box = line.first.bounding_box()
-        with rerun(pg):
-            pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        assert not error_texts(pg), error_texts(pg)
-        said = pg.get_by_test_id("stAlertContentSuccess").inner_text()
-        assert "The step pages now show layer 2 · head 1" in said, said
-        pg.get_by_test_id("stAlertContentSuccess").scroll_into_view_if_needed()
-        pg.screenshot(path=str(SHOTS / "routes_clicked_1280.png"))
-        with rerun(pg):
-            pg.get_by_role("link", name="→ Scores of layer 2 · head 1").click()
-        settle(pg)
-        assert "layer 2 · head 1" in pg.inner_text("body")
+        click_opens_head(pg, line.first.bounding_box(), "layer 2 · head 1", "routes_clicked_1280")
         # the cell the Scores page explains is the edge's: query row 24 ("ba"), key 13 ("fa", the token after the copy)
         open_view(pg, "Explain a cell")
         query = pg.get_by_test_id("stSelectbox").filter(has_text="query (row)").first
@@ -93,4 +56,4 @@ def test_a_click_on_a_heads_edge_opens_that_head_at_its_row(browser, base_url) -
         shown = "el => el.textContent + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')"
         said = query.evaluate(shown), key.evaluate(shown)
         assert "ba (24)" in said[0] and "fa (13)" in said[1], said
-        pg.screenshot(path=str(SHOTS / "routes_opened_scores_1280.png"))
+        shot(pg, "routes_opened_scores_1280")

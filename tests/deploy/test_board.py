@@ -310,26 +310,31 @@ def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_h
     numbers, and the board names them."""
     from attention.io.board import twins
     from attention.ui.core import classboard
-    from tests.app.test_app_board import _opened, _student_solves
-    from tests.app.test_app_board import _set as set_builtin
-    from tests.app.test_app_own_work import _address, _chen, _refused, _share
-    from tests.helpers.apptest import edit_cells, select, session, texts
+    from tests.helpers.apptest import session, texts
+    from tests.helpers.board import (
+        edit_first_cell,
+        handed_in,
+        member,
+        opened,
+        refused,
+        reloaded,
+        set_builtin,
+        share,
+        started,
+        student_solves,
+    )
 
     code = Board(postgres).open_class("Lab on PostgreSQL")
     set_builtin(postgres, code)
-    alice = _student_solves(postgres, code, "Alice")
-    chen = _opened(postgres, "challenges", {**_share(alice), **_chen(postgres, code)})
-    _refused(chen, postgres, code)
-    dee = _opened(postgres, "challenges", {"member": f"{code}.{Board(postgres).join(code, 'Dee')}"})
-    dee = select(dee, "ch.choice", "negative_output")
-    dee = dee.button(key="ch.start.builtin").click().run()
-    cols = session(dee).axis_labels("W_v", session(dee).matrices["W_v"].shape)[1]
-    dee = edit_cells(dee, "W_v", {0: {cols[0]: "0.5"}})
+    alice = student_solves(postgres, code, "Alice")
+    chen = opened(postgres, "challenges", {**share(alice), **member(postgres, code, "Chen")})
+    refused(chen, postgres, code)
+    dee = edit_first_cell(started(opened(postgres, "challenges", member(postgres, code, "Dee"))), "0.5")
     classboard._board.clear()  # another replica: a store opened afresh
-    again = _opened(postgres, "challenges", _address(dee))
+    again = reloaded(postgres, dee)
     assert session(again).arrived == ""
-    again = edit_cells(again, "W_v", {0: {cols[0]: "-10"}})
-    assert any("Handed in to class" in t for t in texts(again.sidebar.success)), texts(again.sidebar.warning)
+    again = edit_first_cell(again, "-10")
+    assert handed_in(again), texts(again.sidebar.warning)
     assert [s.name for s in Board(postgres).solves(code)] == ["Alice", "Dee"]
     assert twins(*Board(postgres).standings(code)) == [("A negative output", ["Alice", "Dee"])]
 

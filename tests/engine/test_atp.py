@@ -190,9 +190,9 @@ def test_a_limited_sweep_makes_the_listed_patches_in_order_and_leaves_the_rest_n
     only = [("head", 1, 0), ("stream", 0, 7), ("head", 0, 1), ("head", 1, 0)]  # the repeat is made once
     part = sweep(m, clean, corrupt, only=only, on_step=lambda k, total: seen.append(total))
     assert seen == [3] * 4  # three patches, then the end
-    for layer, h in ((1, 0), (0, 1)):
-        assert part.heads[layer, h] == full.heads[layer, h]
-    assert part.streams[0, 7] == full.streams[0, 7]
+    for layer, h in ((1, 0), (0, 1)):  # made in smaller batches than the full sweep's: the same to float64 rounding
+        assert part.heads[layer, h] == pytest.approx(full.heads[layer, h], abs=1e-9)
+    assert part.streams[0, 7] == pytest.approx(full.streams[0, 7], abs=1e-9)
     assert np.isnan(part.heads).sum() == 2 and np.isnan(part.streams).sum() == part.streams.size - 1
     for bad in (("head", 2, 0), ("stream", 0, 16), ("mlp", 0, 0), ("head", 0)):
         with pytest.raises(AttentionError, match="a patch to make"):

@@ -123,8 +123,8 @@ def _next_layers_keys(init):
     """The sweep's set-up with a mistake: the keys and values of the rows before the first change taken from the
     next layer (an index off by one)."""
 
-    def made(self, model, clean, corrupt, t, answer, wrong) -> None:
-        init(self, model, clean, corrupt, t, answer, wrong)
+    def made(self, *args) -> None:
+        init(self, *args)
         self.kv = self.kv[1:] + self.kv[:1]
 
     return made
@@ -132,13 +132,19 @@ def _next_layers_keys(init):
 
 def _shifted(heads_patched):
     """The batch with a mistake: each head's patched stream in the next head's element."""
-    return lambda self, layer: np.roll(heads_patched(self, layer), 1, axis=0)
+    return lambda self, layer, heads: np.roll(heads_patched(self, layer, heads), 1, axis=0)
+
+
+def _group_start(streams_patched):
+    """The batch with a mistake: every element of a group of stream rows patched at the group's first row."""
+    return lambda self, layer, lo, rows: streams_patched(self, layer, lo, [lo] * len(rows))
 
 
 MISTAKES = {
     "the last layer left out": ("onward", _short),
     "the earlier rows' keys from the next layer": ("__init__", _next_layers_keys),
     "each head's patch in the next head's batch element": ("heads_patched", _shifted),
+    "each stream row of a group patched at the group's first row": ("streams_patched", _group_start),
 }
 
 
@@ -176,3 +182,99 @@ def test_a_batch_cut_into_pieces_is_the_same_sweep(monkeypatch: pytest.MonkeyPat
     np.testing.assert_allclose(pieces.heads, whole.heads, rtol=0, atol=TOL)
     np.testing.assert_allclose(pieces.streams, whole.streams, rtol=0, atol=TOL)
     assert np.ptp(whole.heads) > 1e-3 and np.ptp(whole.streams) > 1e-3  # shares that differ: a mix-up would show
+
+
+# A limited sweep on two layers: listed heads of both (two in layer 1, so a batch of the listed ones), stream rows
+# inside the changed span that share a group (4, 5), that start a group of their own (9), and that sit at the first
+# change (3: its group runs with the heads' batch), one before the first change (1: exactly 0, nothing run) and one
+# after the read position (11 at position 10: exactly 0), in a jumbled order.
+ONLY = [("stream", 1, 9), ("head", 1, 1), ("head", 0, 3), ("stream", 0, 4), ("stream", 1, 1), ("head", 0, 0),
+        ("stream", 0, 5), ("stream", 1, 11), ("stream", 1, 3)]
+
+def _pair(m: Model) -> tuple[list[int], list[int], dict]:
+    """A pair changed at 3 and 7, and the answer and wrong tokens at position 10, as :func:`_check` chooses them."""
+    rs = np.random.RandomState(3)
+    clean = rs.randint(0, 40, 12).tolist()
+    corrupt = list(clean)
+    corrupt[3], corrupt[7] = (clean[3] + 1) % 40, (clean[7] + 5) % 40  # the first change at 3
+    a, b = m.run(clean).logits[10], m.run(corrupt).logits[10]
+    answer = int(np.argmax(a))
+    return clean, corrupt, dict(position=10, answer=answer, wrong=next(int(t) for t in np.argsort(-b) if t != answer))
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_a_limited_sweep_makes_the_full_sweeps_shares_for_the_listed_patches(name: str) -> None:
+    """The listed patches, batched by layer among themselves only, against the full sweep's entries and against the
+    naive patch (a whole corrupted run per listed patch), to the float64 bound; every other entry NaN."""
+    m = _model(FAMILIES[name])
+    clean, corrupt, at = _pair(m)
+    full = sweep(m, clean, corrupt, **at)
+    part = sweep(m, clean, corrupt, **at, only=ONLY)
+    assert part.done and (part.clean, part.corrupt) == pytest.approx((full.clean, full.corrupt), abs=1e-12)
+    a, b = m.run(clean), m.run(corrupt)
+    for kind, layer, i in ONLY:
+        got, whole = (part.heads, full.heads) if kind == "head" else (part.streams, full.streams)
+        assert abs(got[layer, i] - whole[layer, i]) <= TOL, (kind, layer, i)
+        iv = patch(m, clean, corrupt, [(layer, i)]) if kind == "head" else m.run(
+            corrupt, [patch_stream(layer, i, a.residuals[layer][i])]
+        )
+        assert abs(got[layer, i] - restored(iv, a, b, 10, full.answer, full.wrong)) <= TOL, (kind, layer, i)
+    assert part.streams[1, 1] == 0 and part.streams[1, 11] == 0  # outside the rows that can change: exactly 0
+    listed = {(kind, layer, i) for kind, layer, i in ONLY}
+    for kind, shares in (("head", part.heads), ("stream", part.streams)):
+        for (layer, i), v in np.ndenumerate(shares):
+            assert np.isnan(v) == ((kind, layer, i) not in listed), (kind, layer, i)
+    assert np.ptp([full.heads[la, h] for _, la, h in ONLY[1:3]]) > 1e-3  # listed shares differ: a mix-up would show
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    """Counters on what a sweep runs: each head and stream row put into a batch (``patches``: (kind, layer, i)), and
+    each batched layer call (``rows``: batch elements × rows; the two texts' own runs are not batched)."""
+    seen: dict[str, list] = {"patches": [], "rows": []}
+    heads_patched, streams_patched, layer = readout._Onward.heads_patched, readout._Onward.streams_patched, Model.layer
+
+    def heads(self, at, hs):
+        seen["patches"] += [("head", at, h) for h in hs]
+        return heads_patched(self, at, hs)
+
+    def streams(self, at, lo, rows):
+        seen["patches"] += [("stream", at, p) for p in rows]
+        return streams_patched(self, at, lo, rows)
+
+    def counted_layer(self, at, x, *args, **kwargs):
+        if x.ndim == 3:
+            seen["rows"].append(x.shape[0] * x.shape[1])
+        return layer(self, at, x, *args, **kwargs)
+
+    monkeypatch.setattr(readout._Onward, "heads_patched", heads)
+    monkeypatch.setattr(readout._Onward, "streams_patched", streams)
+    monkeypatch.setattr(Model, "layer", counted_layer)
+    return seen
+
+
+def _rows(L: int, f: int, t: int, jobs: list[tuple[str, int, int]], starts: dict[int, int]) -> int:
+    """Batch elements × rows the layers run for these patches: a head of layer l on rows f .. t through layers
+    l + 1 .. L − 1; a stream row p on rows from its group's first row to t through layers l .. L − 1."""
+    return sum((L - 1 - la) * (t - f + 1) if kind == "head" else (L - la) * (t - starts[i] + 1) for kind, la, i in jobs)
+
+
+def test_a_limited_sweep_runs_only_the_listed_patches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: a limited sweep puts exactly the listed patches that can change anything into its batches,
+    each once, and its layers run exactly their rows (row 5 grouped with 4, from row 4); the full sweep runs every
+    head and every row from f to t, in groups of three from f."""
+    m = _model(FAMILIES["llama"])
+    clean, corrupt, at = _pair(m)
+    L, H, f, t = m.config.n_layers, m.config.n_heads, 3, at["position"]
+    seen = _counted(monkeypatch)
+    sweep(m, clean, corrupt, **at, only=ONLY)
+    made = [job for job in ONLY if job[0] == "head" or f <= job[2] <= t]
+    assert sorted(seen["patches"]) == sorted(made) and len(made) == 7
+    assert sum(seen["rows"]) == _rows(L, f, t, made, {3: 3, 4: 4, 5: 4, 9: 9}) == 54
+    seen["rows"].clear()
+    seen["patches"].clear()
+    sweep(m, clean, corrupt, **at)
+    every = [("head", la, h) for la in range(L) for h in range(H)] + [
+        ("stream", la, p) for la in range(L) for p in range(f, t + 1)
+    ]
+    assert sorted(seen["patches"]) == sorted(every)
+    assert sum(seen["rows"]) == _rows(L, f, t, every, {p: p - (p - f) % 3 for p in range(f, t + 1)}) == 161

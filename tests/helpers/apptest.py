@@ -57,6 +57,11 @@ def journey(page: str = "overview", query: dict[str, str] | None = None) -> AppT
     return at if page == "overview" else goto(at, page)
 
 
+def address(at: AppTest) -> dict[str, str]:
+    """The address bar of ``at``'s browser, as a reload would send it (each parameter's one value)."""
+    return {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+
+
 def goto(at: AppTest, page: str) -> AppTest:
     """Switch page within the session, as the sidebar navigation does ."""
     return at.switch_page(str(ROOT / PAGES[page])).run()

@@ -259,6 +259,38 @@ def open_page(page, base_url: str, name: str, query: str = "") -> None:
     settle(page)  # the run of this page load
 
 
+def open_charts(page, url: str, count: int) -> None:
+    """Load ``url`` (a page's whole address), wait until its ``count`` charts are drawn and readable
+    (:func:`wait_readable`), and fail on any error the page shows."""
+    page.goto(url)
+    settle(page)
+    wait_readable(page, count)
+    assert not error_texts(page), error_texts(page)
+
+
+def shot(page, name: str, at=None) -> None:
+    """A screenshot of the viewport to ``SHOTS/<name>.png``, after scrolling the locator ``at`` (if any) into view."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    if at is not None:
+        at.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def click_opens_head(page, box: dict, head: str, name: str) -> None:
+    """Click the middle of ``box`` (a model page's mark for ``head``, "layer 2 · head 1"): the page says the step
+    pages now show that head (screenshot ``name``), and its link to the Scores page opens them on it."""
+    with rerun(page):
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert not error_texts(page), error_texts(page)
+    said = page.get_by_test_id("stAlertContentSuccess").inner_text()
+    assert f"The step pages now show {head}" in said, said
+    shot(page, name, page.get_by_test_id("stAlertContentSuccess"))
+    with rerun(page):
+        page.get_by_role("link", name=f"→ Scores of {head}").click()
+    settle(page)
+    assert head in page.inner_text("body")
+
+
 def nav_link(page, label: str):
     """The navigation's link to the page labelled ``label`` (the first whose label contains it), found the way a
     person does: the navigation sits at the top, one menu per section, so its section's menu is opened first."""

@@ -13,6 +13,7 @@ MIN_FONT = 12.0  # px, any text written in a chart
 MIN_PLOT = (100, 60)  # the data rectangle inside it, px
 FILL = 0.9  # a chart takes at least this share of its column's width
 SMALL, LARGE = (1280, 720), (1400, 1000)
+VIEWPORTS, VIEWPORT_IDS = [SMALL, LARGE], ["1280x720", "1400x1000"]  # the two sizes every chart is checked at
 HEATMAP_PAGES = {"scores", "scaling", "softmax", "output"}
 
 # name: (address query, tokens, heads)
@@ -46,6 +47,24 @@ CANVAS_HOOK = """
   };
 })();
 """
+# The text each chart writes, chart by chart: an svg's text elements (with ``shown``, only those laid out on the
+# page), or what a canvas drew (read through CANVAS_HOOK, which must be installed before the page loads).
+CHART_TEXTS = """
+shown => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].map(el => {
+  const svg = el.querySelector("svg.marks");
+  if (svg) return [...svg.querySelectorAll("text")].filter(t => !shown || t.getClientRects().length)
+    .map(t => t.textContent);
+  const canvas = el.querySelector("canvas");
+  return canvas && canvas.__texts ? canvas.__texts.map(t => t[0]) : [];
+})
+"""
+
+
+def chart_texts(pg, shown: bool = False) -> list[list[str]]:
+    """Each chart's written text (:data:`CHART_TEXTS`), in the page's order."""
+    return pg.evaluate(CHART_TEXTS, shown)
+
+
 MEASURE = (
     """
 () => {

@@ -11,7 +11,8 @@ are remembered, so a page polls a job by its id and a finished result is shown a
 - :func:`estimate`: attribution patching's estimate of every patch (:func:`attention.model.estimate`), made at
   once in the page's own thread and kept by content.
 - :func:`patch`: exact patching (:func:`attention.model.sweep`) of a clean and a corrupted text on a model, within
-  a scope (the heads, the stream, or both; chosen layers), the heads the estimate ranks highest first: its
+  a scope (the heads, the stream, or both; chosen layers), all asked as one :class:`PatchRequest` (which
+  :func:`patch_key` turns into the job's key), the heads the estimate ranks highest first, made alone: its
   ``partial`` holds the top heads' exact shares as soon as they are made, and its result is a :class:`Refined` (the
   estimate, the exact sweep, and the top heads patched together). A running or finished job of the same key is
   shared by the sessions that ask for it (one counted watcher each: a session's Cancel stops it only when no other
@@ -191,6 +192,26 @@ TOGETHER = 3  # the top heads patched together, beside the sum of their single s
 
 
 @dataclass(frozen=True)
+class PatchRequest:
+    """What a patching job computes: on the model ``model_id``, the clean and corrupted texts' ids (the same length),
+    D = logit[answer] − logit[wrong] at the last position, within ``scope`` ("both", "heads" or "streams") and
+    ``layers`` (0-based; () for every layer). :func:`patch` starts one, :func:`patch_key` is how it is looked up."""
+
+    model_id: str
+    clean: tuple[int, ...]
+    corrupt: tuple[int, ...]
+    answer: int
+    wrong: int
+    scope: str = "both"
+    layers: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, p: object, answer: int, wrong: int) -> PatchRequest:
+        """The Patching state's model, pair, scope and layers (a :class:`~.session.Patching`), for these tokens."""
+        return cls(p.model, p.clean, p.corrupt, answer, wrong, p.scope, p.layers)
+
+
+@dataclass(frozen=True)
 class Refined:
     """A patching job's result: ``estimate`` attribution patching's; ``exact`` the sweep within the job's scope (NaN
     outside it); ``together`` the TOGETHER heads with the largest exact single shares, as (their (layer, head)
@@ -258,7 +279,7 @@ def top_heads(p: object) -> tuple[str, str] | None:
     est = pair_estimate(p.model, p.clean, p.corrupt, p.answer, p.wrong)
     if est is None:
         return None
-    done = finished(patch_key(p.model, p.clean, p.corrupt, est.answer, est.wrong, p.scope, p.layers))
+    done = finished(patch_key(PatchRequest.of(p, est.answer, est.wrong)))
     exact = done.result.exact.heads if done is not None else None
     usable = exact is not None and np.isfinite(exact).any()
     shares, how = (exact, "patched exactly") if usable else (est.heads, "by attribution patching's estimate")
@@ -266,17 +287,10 @@ def top_heads(p: object) -> tuple[str, str] | None:
     return ", ".join(f"layer {la + 1} · head {h + 1} ({v:.2f})" for la, h, v in top), how
 
 
-def patch_key(
-    model_id: str,
-    clean: tuple[int, ...],
-    corrupt: tuple[int, ...],
-    answer: int,
-    wrong: int,
-    scope: str = "both",
-    layers: tuple[int, ...] = (),
-) -> tuple:
-    """What a patching job computes, as :func:`finished` looks it up (``layers`` () for every layer)."""
-    return ("patch", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong), scope, tuple(layers))
+def patch_key(r: PatchRequest) -> tuple:
+    """What a patching job computes, as :func:`finished` looks it up."""
+    what = (tuple(r.clean), tuple(r.corrupt), int(r.answer), int(r.wrong), r.scope, tuple(r.layers))
+    return ("patch", r.model_id, *what)
 
 
 def patch_plan(est: Estimate, n: int, scope: str, layers: tuple[int, ...]) -> list[tuple[str, int, int]]:
@@ -300,21 +314,15 @@ def plan_count(n_layers: int, n_heads: int, n: int, scope: str, layers: tuple[in
     return chosen * ((n_heads if scope in ("both", "heads") else 0) + (n if scope in ("both", "streams") else 0))
 
 
-def patch(
-    model_id: str,
-    clean: tuple[int, ...],
-    corrupt: tuple[int, ...],
-    answer: int,
-    wrong: int,
-    scope: str = "both",
-    layers: tuple[int, ...] = (),
-) -> Job:
-    """Patch exactly, in a thread, within ``scope`` and ``layers`` (see :func:`patch_plan`), measured at the last
-    position for ``answer`` against ``wrong``: the estimate's top heads first (the job's ``partial`` then holds them
-    and the top heads patched together), then the rest; a running or finished job of the same key is shared."""
+def patch(r: PatchRequest) -> Job:
+    """Patch exactly, in a thread, within the request's scope and layers (see :func:`patch_plan`), measured at the
+    last position for its answer against its wrong token: the estimate's top heads first (the job's ``partial`` then
+    holds them and the top heads patched together), then the rest; a running or finished job of the same key is
+    shared."""
+    model_id, clean, corrupt, answer, wrong, scope, layers = dataclasses.astuple(r)
     if scope not in SCOPES:
         raise AttentionError(f"patch {', '.join(SCOPES)}; not {str(scope)[:20]!r}", field="scope")
-    key = patch_key(model_id, clean, corrupt, answer, wrong, scope, layers)
+    key = patch_key(r)
     est = estimate(model_id, clean, corrupt, answer, wrong)
     plan = patch_plan(est, len(clean), scope, layers)
     heads = [job for job in plan if job[0] == "head"]

@@ -585,7 +585,7 @@ def start_patching(answer: int, wrong: int) -> None:
     jobs.cancel(p.job)
     _patch(job=None)  # left, once
     try:
-        job = jobs.patch(p.model, p.clean, p.corrupt, answer, wrong, p.scope, p.layers)
+        job = jobs.patch(jobs.PatchRequest.of(p, answer, wrong))
     except AttentionError as e:
         _patch(message=f"{e}. Nothing started.")
         return

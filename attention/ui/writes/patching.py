@@ -46,7 +46,7 @@ def body(s: session.Session) -> None:
     except AttentionError as e:
         st.error(esc(str(e), 400) + ". Choose other tokens, or change the texts.")
         return
-    key = jobs.patch_key(p.model, p.clean, p.corrupt, answer, wrong, p.scope, p.layers)
+    key = jobs.patch_key(jobs.PatchRequest.of(p, answer, wrong))
     job = jobs.get(p.job)
     running = job is not None and job.state == "running" and job.key == key
     scope(m, p, running)
