@@ -13,63 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention.model import builtin, patch, patch_stream, restored
 from attention.ui.core import jobs
-from tests.helpers.apptest import address, app, drawn_cells, errors, goto, journey, no_exception, session, texts
-from tests.helpers.drawn import title_of
+from tests.helpers.apptest import address, app, errors, goto, journey, no_exception, session, texts
 from tests.helpers.families import tiny_llama
-
-ENGINE = builtin("induction")  # a model of its own, not the page's
-
-
-def _naive(m, clean: list[int], corrupt: list[int], answer: int, wrong: int) -> tuple[np.ndarray, np.ndarray]:
-    a, b = m.run(clean), m.run(corrupt)
-    L, H, n = m.config.n_layers, m.config.n_heads, len(clean)
-    heads = np.array(
-        [[restored(patch(m, clean, corrupt, [(la, h)]), a, b, -1, answer, wrong) for h in range(H)] for la in range(L)]
-    )
-    streams = np.array(
-        [
-            [
-                restored(m.run(corrupt, [patch_stream(la, p, a.residuals[la][p])]), a, b, -1, answer, wrong)
-                for p in range(n)
-            ]
-            for la in range(L)
-        ]
-    )
-    return heads, streams
-
-
-TITLES = {
-    "Each head's output patched": "heads",
-    "The stream entering each layer, patched at one position": "streams",
-}
-
-
-def _charts(at) -> dict[str, list[dict]]:
-    """The page's two heatmaps' cells, by what they show ("heads", "streams")."""
-    out = {}
-    for chart in at.get("vega_lite_chart"):
-        title = title_of(chart)
-        if title in TITLES:
-            out[TITLES[title]] = drawn_cells(chart)[0]
-    return out
-
-
-def _grid(cells: list[dict], rows: list[str], cols: list[str]) -> np.ndarray:
-    by = {(c["query"], c["key"]): c["value"] for c in cells}
-    return np.array([[by[(r, k)] for k in cols] for r in rows], dtype=float)
-
-
-def _patched(at):
-    """Press the button, wait for the job, draw the page again with its result."""
-    at = at.button(key="inside.patch.run").click().run()
-    no_exception(at)
-    job = jobs.wait(session(at).patching.job)
-    assert job.state == "done", job.message
-    at = at.run()
-    no_exception(at)
-    return at, job
+from tests.helpers.patching import ENGINE, charts_of, grid_of, naive_shares, patch_to_end
 
 
 def test_the_ready_made_pair_restores_through_the_induction_and_previous_token_heads() -> None:
@@ -83,16 +30,16 @@ def test_the_ready_made_pair_restores_through_the_induction_and_previous_token_h
     assert answer != wrong
     assert at.selectbox(key="inside.w.patch.answer").value == answer
     assert at.selectbox(key="inside.w.patch.wrong").value == wrong
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     assert job.key == jobs.patch_key(jobs.PatchRequest("induction", p.clean, p.corrupt, answer, wrong))
-    heads, streams = _naive(ENGINE, list(p.clean), list(p.corrupt), answer, wrong)
-    charts = _charts(at)
+    heads, streams = naive_shares(ENGINE, list(p.clean), list(p.corrupt), answer, wrong)
+    charts = charts_of(at)
     assert set(charts) == {"heads", "streams"}
-    got = _grid(charts["heads"], ["layer 1", "layer 2"], ["head 1", "head 2"])
+    got = grid_of(charts["heads"], ["layer 1", "layer 2"], ["head 1", "head 2"])
     np.testing.assert_allclose(got, heads, rtol=0, atol=1e-9)
     pieces = ENGINE.pieces(list(p.clean))
     cols = [f"{k + 1} {t}" for k, t in enumerate(pieces)]
-    got = _grid(charts["streams"], ["into layer 1", "into layer 2"], cols)
+    got = grid_of(charts["streams"], ["into layer 1", "into layer 2"], cols)
     np.testing.assert_allclose(got, streams, rtol=0, atol=1e-9)
     # the journey: the previous-token head (layer 1 · head 2) and the induction head (layer 2 · head 1) carry it
     said = " ".join(texts(at.markdown)).replace("**", "")
@@ -130,13 +77,13 @@ def test_the_token_choosers_show_each_probability_as_the_digits_control_says() -
 
 def test_a_finished_result_is_shown_again_without_recomputing() -> None:
     at = journey("patching")
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     at = goto(at, "every_head")
     no_exception(at)
     before = len(jobs._JOBS)
     at = goto(at, "patching")
     no_exception(at)
-    assert len(_charts(at)) == 2 and len(jobs._JOBS) == before  # drawn from the kept result, nothing started
+    assert len(charts_of(at)) == 2 and len(jobs._JOBS) == before  # drawn from the kept result, nothing started
     at = at.button(key="inside.patch.run").click().run()  # pressed again: the same job, no thread
     assert session(at).patching.job == job.id and len(jobs._JOBS) == before
 
@@ -168,7 +115,7 @@ def test_cancel_stops_the_sweep_keeps_nothing_and_leaves_the_page_as_it_was(monk
     at = at.run()
     no_exception(at)
     assert any(t.startswith("Cancelled after") and "nothing of it was kept" in t for t in texts(at.info))
-    assert _charts(at) == {}
+    assert charts_of(at) == {}
     assert dataclasses.replace(session(at).patching, job=None) == dataclasses.replace(before, job=None)
 
 
@@ -193,7 +140,7 @@ def test_two_sessions_share_one_sweep_and_one_cancel_leaves_it_running_for_the_o
     assert jobs.wait(job.id).state == "done" and job.done == job.total
     first = first.run()
     no_exception(first)
-    assert set(_charts(first)) == {"heads", "streams"}
+    assert set(charts_of(first)) == {"heads", "streams"}
 
 
 def test_a_busy_server_refuses_to_start_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -267,12 +214,12 @@ def test_a_gpt2_checkpoint_patches_to_the_naive_shares(gpt2, monkeypatch: pytest
     p = session(at).patching
     assert p.model == "server:tiny" and len(p.clean) == len(p.corrupt)
     assert at.text_area(key="inside.w.patch.clean").value == load(folder).decode(list(p.clean))
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     m = load(folder)
     s = job.result.exact
-    heads, _ = _naive(m, list(p.clean), list(p.corrupt), s.answer, s.wrong)
-    got = _grid(
-        _charts(at)["heads"],
+    heads, _ = naive_shares(m, list(p.clean), list(p.corrupt), s.answer, s.wrong)
+    got = grid_of(
+        charts_of(at)["heads"],
         [f"layer {k + 1}" for k in range(heads.shape[0])],
         [f"head {k + 1}" for k in range(heads.shape[1])],
     )
@@ -282,10 +229,10 @@ def test_a_gpt2_checkpoint_patches_to_the_naive_shares(gpt2, monkeypatch: pytest
 def test_a_tiny_llama_patches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tiny_llama(tmp_path / "tiny-llama")
     at = _server_model(monkeypatch, "llama", folder)
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     s = job.result.exact
     assert s.heads.shape == (2, 4) and np.isfinite(s.heads).all() and np.isfinite(s.streams).all()
-    assert len(_charts(at)) == 2
+    assert len(charts_of(at)) == 2
 
 
 def test_the_pair_travels_in_the_address_and_a_bad_one_is_named() -> None:

@@ -17,9 +17,9 @@ import pytest
 
 from attention.model import estimate, induction, patch, readout, restored
 from attention.ui.core import jobs
-from tests.app.test_app_patching import ENGINE, _charts, _grid, _naive, _patched
 from tests.helpers.apptest import app, drawn_cells, journey, no_exception, session, texts
 from tests.helpers.drawn import title_of
+from tests.helpers.patching import ENGINE, charts_of, grid_of, naive_shares, patch_to_end
 
 ESTIMATE = "Each head's output: the estimate"
 STORY = "watch the previous-token head and the induction head restore it"
@@ -29,7 +29,7 @@ LAYERS, HEADS = ["layer 1", "layer 2"], ["head 1", "head 2"]
 def _estimate_heads(at) -> np.ndarray | None:
     for chart in at.get("vega_lite_chart"):
         if title_of(chart) == ESTIMATE:
-            return _grid(drawn_cells(chart)[0], LAYERS, HEADS)
+            return grid_of(drawn_cells(chart)[0], LAYERS, HEADS)
     return None
 
 
@@ -54,7 +54,7 @@ def test_the_estimate_is_drawn_at_once_and_is_the_exact_patch_where_the_logit_re
     clean, corrupt = list(p.clean), list(p.corrupt)
     a, b = ENGINE.run(clean).logits[-1], ENGINE.run(corrupt).logits[-1]
     answer, wrong = int(np.argmax(a)), int(np.argmax(b))
-    heads, _ = _naive(ENGINE, clean, corrupt, answer, wrong)
+    heads, _ = naive_shares(ENGINE, clean, corrupt, answer, wrong)
     # the shipped model has no final norm and no MLP: D reads layer 2's heads linearly, so the estimate is exact there
     np.testing.assert_allclose(got[1], heads[1], rtol=0, atol=1e-9)
     np.testing.assert_allclose(got, estimate(ENGINE, clean, corrupt, -1, answer, wrong).heads, rtol=0, atol=1e-12)
@@ -65,11 +65,11 @@ def test_the_estimate_is_drawn_at_once_and_is_the_exact_patch_where_the_logit_re
 
 def test_the_page_says_single_patches_do_not_add_up_and_gives_the_top_heads_patched_together() -> None:
     at = journey("patching")
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     p = session(at).patching
     clean, corrupt = list(p.clean), list(p.corrupt)
     s = job.result.exact
-    heads, _ = _naive(ENGINE, clean, corrupt, s.answer, s.wrong)
+    heads, _ = naive_shares(ENGINE, clean, corrupt, s.answer, s.wrong)
     order = [divmod(int(k), 2) for k in np.argsort(-heads, axis=None)[:3]]
     a, b = ENGINE.run(clean), ENGINE.run(corrupt)
     together = restored(patch(ENGINE, clean, corrupt, order), a, b, -1, s.answer, s.wrong)
@@ -107,8 +107,8 @@ def test_the_intro_tells_the_ready_made_story_only_for_the_ready_made_pair_and_n
     top = [divmod(int(k), 2) for k in np.argsort(-est.heads, axis=None)[:3] if est.heads.flat[k] > 0]
     named = ", ".join(f"{_name(la, h)} ({est.heads[la, h]:.2f})" for la, h in top)
     assert f"The heads that came out on top (by attribution patching's estimate): {named}." in said, said
-    at, job = _patched(at)
-    heads, _ = _naive(ENGINE, clean, corrupt, est.answer, est.wrong)
+    at, job = patch_to_end(at)
+    heads, _ = naive_shares(ENGINE, clean, corrupt, est.answer, est.wrong)
     top = [divmod(int(k), 2) for k in np.argsort(-heads, axis=None)[:3] if heads.flat[k] > 0]
     named = ", ".join(f"{_name(la, h)} ({heads[la, h]:.2f})" for la, h in top)
     assert f"The heads that came out on top (patched exactly): {named}." in _said(at), _said(at)
@@ -121,24 +121,24 @@ def test_the_exact_patching_can_be_limited_to_the_heads_the_stream_or_chosen_lay
     at = at.radio(key="inside.w.patch.scope").set_value("heads").run()
     no_exception(at)
     assert at.button(key="inside.patch.run").label == "Patch exactly: the heads"
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     p = session(at).patching
     clean, corrupt = list(p.clean), list(p.corrupt)
     s = job.result.exact
-    heads, streams = _naive(ENGINE, clean, corrupt, s.answer, s.wrong)
+    heads, streams = naive_shares(ENGINE, clean, corrupt, s.answer, s.wrong)
     assert job.total == 4 and job.done == 4
     np.testing.assert_allclose(s.heads, heads, rtol=0, atol=1e-9)
-    assert np.isnan(s.streams).all() and set(_charts(at)) == {"heads"}
+    assert np.isnan(s.streams).all() and set(charts_of(at)) == {"heads"}
     at = at.radio(key="inside.w.patch.scope").set_value("streams").run()
     at = at.multiselect(key="inside.w.patch.layers").select(2).run()
     no_exception(at)
     assert session(at).patching.layers == (1,)
     assert at.button(key="inside.patch.run").label == "Patch exactly: the stream of layer 2"
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     s = job.result.exact
     assert job.total == len(clean) and np.isnan(s.heads).all() and np.isnan(s.streams[0]).all()
     np.testing.assert_allclose(s.streams[1], streams[1], rtol=0, atol=1e-9)
-    assert set(_charts(at)) == {"streams"}
+    assert set(charts_of(at)) == {"streams"}
 
 
 def test_a_running_sweep_shows_the_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,7 +168,7 @@ def test_the_page_names_the_head_where_the_estimate_and_the_exact_patch_differ_m
     """On the shipped pair the previous-token head acts through the induction head's softmax: the linear estimate
     gives it about 0, the exact patch about 1, and the page says so."""
     at = journey("patching")
-    at, job = _patched(at)
+    at, job = patch_to_end(at)
     r = job.result
     diff = np.abs(r.exact.heads - r.estimate.heads)
     la, h = divmod(int(np.argmax(diff)), 2)
@@ -216,6 +216,6 @@ def test_the_top_heads_are_patched_alone_first_then_the_rest_each_patch_once(mon
     rest = [("head", la, h) for la in range(2) for h in range(2) if ("head", la, h) not in top]
     rest += [("stream", la, p) for la in range(2) for p in range(11, len(clean))]
     assert len(made) == 2 and sorted(made[0]) == sorted(top) and sorted(made[1]) == sorted(rest)
-    naive, _ = _naive(ENGINE, clean, corrupt, answer, wrong)
+    naive, _ = naive_shares(ENGINE, clean, corrupt, answer, wrong)
     np.testing.assert_allclose(job.result.exact.heads, naive, rtol=0, atol=1e-9)
 
