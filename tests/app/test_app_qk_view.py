@@ -1,6 +1,6 @@
-"""A QK-norm model on Every head (AppTest): its heads still do not open on the step pages (their q is not X·W_q), and
-the page shows a chosen head's q and k after each step the model takes, with the engine's own numbers, and the weights
-they make within 1e-9 of the model's; a model without QK-norm shows no such section."""
+"""A QK-norm model on Every head (AppTest): its heads open on the step pages (the norm is a step of their pass, its
+gains options), and the page shows a chosen head's q and k after each step the model takes, with the engine's own
+numbers, and the weights they make within 1e-9 of the model's; a model without QK-norm shows no such section."""
 
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ def _tables(at, n: int) -> list[np.ndarray]:
     return [d.value.to_numpy(dtype=float) for d in at.dataframe if getattr(d.value, "shape", None) == (n, 6)]  # d_head
 
 
-def test_a_qk_norm_heads_steps_are_the_models_own_and_it_does_not_open_on_the_step_pages() -> None:
+def test_a_qk_norm_heads_steps_are_the_models_own_and_it_opens_on_the_step_pages() -> None:
     m = _model(CFG)
     at = app("every_head")
     ids = tuple(range(1, 11))
     put_inside(at, model=models.hold(m, "trained"), ids=ids, sequence="", position=5)
     at = at.run()
     no_exception(at)
-    assert at.button(key=keys.inside_head("open", 0, 1)).disabled
+    assert not at.button(key=keys.inside_head("open", 0, 1)).disabled
     at = select(at, keys.INSIDE_QK_HEAD, (1, 3))  # layer 2 · head 4, reading key/value head 2
     no_exception(at)
     assert session(at).inside.qk_head == (1, 3)
