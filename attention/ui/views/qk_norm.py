@@ -32,7 +32,7 @@ from ..widgets.common import show_messages
 
 NORMS = ("q_norm", "k_norm")
 LABELS = {"q_norm": "g_q", "k_norm": "g_k"}  # the gains' columns in the grid, as the formula names them
-SHOWN_COLS, ROWS = 4, 64  # each table's first columns of head 1 (q before beside q after), and rows
+SHOWN_COLS, ROWS = 6, 64  # each table's first columns of head 1 and rows (q before, with each row's RMS, and after)
 PLACE = "edit.gains"
 
 
@@ -56,19 +56,20 @@ def qk_norm(s: session.Session, trace: Trace, page_key: str) -> None:
     before, after = _before_after(trace)
     rows = token_labels(list(s.tokens))[:ROWS]
     whose = "head 1's " if o.heads > 1 else ""
-    for name in ("q", "k"):
+    for name in ("q", "k"):  # one under the other: the results column is narrow
         if f"{name}_norm" not in norms:
             continue
-        left, right = st.columns(2, gap="small")
         x, y = before[name][: len(rows)], after[name][: len(rows)]
         cols = min(SHOWN_COLS, x.shape[1])
         rms = np.sqrt(np.mean(x * x, axis=-1) + float(o.qk_norm_eps))  # (n,): what each row is divided by
-        left.caption(f"{name} = X·W_{name} before the norm · {whose}first {cols} columns, and each row's RMS")
+        st.caption(
+            f"{name} = X·W_{name} before the norm · {whose}first {cols} of {x.shape[1]} columns, and each row's RMS"
+        )
         frame = pd.DataFrame(x[:, :cols], index=rows, columns=dimension_labels("c", cols)).assign(rms=rms)
-        number_tables.number_table(frame, charts.decimals_for(x, s.digits), where=left)
-        right.caption(f"{name} after the norm (÷ rms ⊙ g_{name}) · {whose}first {cols} columns")
+        number_tables.number_table(frame, charts.decimals_for(x, s.digits))
+        st.caption(f"{name} after the norm (÷ rms, ⊙ g_{name}) · the same columns")
         frame = pd.DataFrame(y[:, :cols], index=rows, columns=dimension_labels("c", cols))
-        number_tables.number_table(frame, charts.decimals_for(y, s.digits), where=right)
+        number_tables.number_table(frame, charts.decimals_for(y, s.digits))
     gains_grid(s, norms)
 
 
@@ -114,8 +115,8 @@ def gains_grid(s: session.Session, norms: tuple[str, ...]) -> None:
         column_config={LABELS[n]: st.column_config.TextColumn(LABELS[n]) for n in norms},
     )
     said = (
-        "**The gains**, as the norm applies them (Gemma's 1 + w written out), one per column of a head: edit any "
-        "cell and every step after the norm redraws."
+        "**The gains**, one per column of a head, as the norm multiplies by them (a Gemma 3 model stores w and "
+        "multiplies by 1 + w: shown here as 1 + w). Edit any cell and every step after the norm redraws."
     )
     if s.model_head is not None:
         layer = s.model_head.layer + 1
@@ -137,7 +138,7 @@ def _on_gains(key: str, norms: tuple[str, ...]) -> None:
     if key != grid_key(s) or norms_of(s) != norms or s.challenge is not None:
         pins.renew_grids()
         why = "a running challenge holds them" if s.challenge else "they were typed over gains no longer shown"
-        state_core.say(PLACE, "error", f"QK-norm's gains: {why}; nothing was changed.")
+        state_core.say(PLACE, "error", f"QK-norm's gains: {why}; nothing was changed.")  # ours: fixed wording
         return
     width = len(getattr(s.options, norms[0]))
     problem, edits = check_payload(st.session_state.get(key), width, {LABELS[n]: j for j, n in enumerate(norms)})
@@ -152,7 +153,7 @@ def _on_gains(key: str, norms: tuple[str, ...]) -> None:
     if problem or bad:
         pins.renew_grids()  # drawn afresh from the gains in force: a refused text must not stay in the grid
         said = problem or "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-        state_core.say(PLACE, "error", f"QK-norm's gains: {said}. Nothing was changed.")
+        state_core.say(PLACE, "error", f"QK-norm's gains: {said}. Nothing was changed.")  # ours: cells escaped
         return
     changed = state_options.set_gains({n: tuple(v) for n, v in new.items()})
     if changed:
