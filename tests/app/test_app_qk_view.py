@@ -64,3 +64,52 @@ def test_a_model_without_qk_norm_shows_no_steps_section() -> None:
     no_exception(at)
     assert not [h for h in texts(at.subheader) if "step by step" in h]
     assert not at.button(key=keys.inside_head("open", 0, 1)).disabled
+
+
+def test_learn_the_weights_trains_a_qk_norm_heads_gains_and_they_flow_into_the_model() -> None:
+    """A QK-norm head opened on the step pages: Learn the weights offers q_norm and k_norm beside the matrices, trains
+    the gains alone (the matrices held), and Use these weights puts them into the options: the Q·K·V page's trace uses
+    them and the model panel says they replace the layer's gains."""
+    from attention.learn import train
+    from attention.ui.core import compute
+    from attention.ui.modelpages import on_steps
+    from tests.helpers.apptest import goto, journey
+
+    m = _model(CFG)
+    at = journey("every_head")
+    put_inside(at, model=models.hold(m, "trained"), ids=tuple(range(1, 11)), sequence="", position=5)
+    at = at.run()
+    at = at.button(key=keys.inside_head("open", 1, 3)).click().run()
+    at = goto(at, "learn")
+    no_exception(at)
+    s = session(at)
+    offered = [c.key for c in at.checkbox if c.key.startswith("learn.learns.")]
+    assert [k.split(".")[2] for k in offered] == ["X", "W_q", "W_k", "W_v", "W_o", "q_norm", "k_norm"]
+    assert any("QK-norm's gains" in t for t in texts(at.caption))
+    at = at.checkbox(key=keys.learn_setting("learns.q_norm", s.grids)).check().run()
+    at = at.checkbox(key=keys.learn_setting("learns.k_norm", s.grids)).check().run()
+    at = at.checkbox(key=keys.learn_setting("learns.W_q", s.grids)).uncheck().run()
+    at = at.checkbox(key=keys.learn_setting("learns.W_k", s.grids)).uncheck().run()
+    assert session(at).learn.learn == ("q_norm", "k_norm")
+    at = at.button(key="learn.train").click().run()
+    no_exception(at)
+    s = session(at)
+    r = s.learned.result
+    cfg = s.learn
+    want = train(s.tokens, s.matrices, s.options, "previous", learn=("q_norm", "k_norm"), optimiser=cfg.optimiser,
+                 lr=cfg.lr, steps=cfg.steps, seed=cfg.seed)  # fmt: skip
+    np.testing.assert_array_equal(r.matrices["q_norm"], want.matrices["q_norm"])  # the engine's run, deterministic
+    assert r.loss < r.losses[0] and not np.allclose(r.matrices["q_norm"], s.options.q_norm)
+    at = at.button(key="learn.use").click().run()
+    no_exception(at)
+    s = session(at)
+    assert s.options.q_norm == tuple(float(g) for g in r.matrices["q_norm"])
+    assert s.options.k_norm == tuple(float(g) for g in r.matrices["k_norm"])
+    assert all(np.array_equal(s.matrices[k], s.origin.base[k]) for k in s.origin.base)  # the matrices held
+    np.testing.assert_array_equal(compute.current_trace(s).weights, r.weights)
+    at = goto(at, "qkv")
+    no_exception(at)
+    flows, stays = on_steps.edits(s)
+    assert set(flows) == {"q_norm", "k_norm"} and not stays
+    said = " ".join(texts(at.markdown))
+    assert "replace layer 2's QK-norm gains, for every head of that layer" in said
