@@ -113,3 +113,25 @@ def test_learn_the_weights_trains_a_qk_norm_heads_gains_and_they_flow_into_the_m
     assert set(flows) == {"q_norm", "k_norm"} and not stays
     said = " ".join(texts(at.markdown))
     assert "replace layer 2's QK-norm gains, for every head of that layer" in said
+
+
+def test_other_heads_fit_the_gains_and_say_so() -> None:
+    """A QK-norm head split into 2 heads in the sidebar: the gains keep their first 3 (each head is 3 columns wide now)
+    and the page says so, the pass computes; back to 1 head, the 3 new columns' gains are 1 (the norm alone)."""
+    from attention.ui.core import compute
+    from tests.helpers.apptest import conventions, errors, goto, journey
+
+    at = journey("every_head")
+    put_inside(at, model=models.hold(_model(CFG), "trained"), ids=tuple(range(1, 11)), sequence="", position=5)
+    at = at.run().button(key=keys.inside_head("open", 1, 0)).click().run()
+    at = conventions(goto(at, "qkv"))
+    own = session(at).options.q_norm
+    at = select(at, keys.SB_HEADS, 2)
+    no_exception(at)
+    s = session(at)
+    assert s.options.heads == 2 and s.options.q_norm == own[:3] and not errors(at)
+    assert any("each head now has 3: the first 3 gains are kept" in t for t in texts(at.info))
+    assert compute.current_trace(s).weights.shape == (2, 10, 10)
+    at = select(at, keys.SB_HEADS, 1)
+    no_exception(at)
+    assert session(at).options.q_norm == (*own[:3], 1.0, 1.0, 1.0) and not errors(at)

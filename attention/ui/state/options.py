@@ -80,6 +80,7 @@ def set_heads(h: int) -> None:
         reshapes.use_kv_heads(s, s.options.heads)
         s.version += 1
     set_option(heads=h)
+    fitted = reshapes.fit_gains(s, s.dims.d_k // h)  # QK-norm's gains, one per column of the new heads
     if grouped:
         touch(s)
         say(
@@ -88,6 +89,8 @@ def set_heads(h: int) -> None:
             f"Key/value heads are back to one per head ({h} heads): W_k and W_v were widened by copying their "
             "shared blocks.",
         )
+    if fitted:
+        say("sidebar.heads", "info", fitted)  # ours: numbers
 
 
 def set_kv_heads(g: int) -> None:
