@@ -135,3 +135,16 @@ def test_other_heads_fit_the_gains_and_say_so() -> None:
     at = select(at, keys.SB_HEADS, 1)
     no_exception(at)
     assert session(at).options.q_norm == (*own[:3], 1.0, 1.0, 1.0) and not errors(at)
+
+
+def test_a_resize_fits_the_gains_too() -> None:
+    """d_k resized on a QK-norm head (as the Weights page's control does): the gains follow the head's new width."""
+    from attention.ui.core import session as session_mod
+    from attention.ui.state import reshapes
+
+    s = session_mod.head_session(models.HeadRef(models.hold(_model(CFG), "trained"), tuple(range(1, 9)), 0, 1))
+    own = s.options.q_norm
+    note = reshapes.resize(s, d_k=4)
+    assert s.options.q_norm == own[:4] and len(s.options.k_norm) == 4 and "each head now has 4" in note
+    note = reshapes.resize(s, d_k=8)
+    assert s.options.q_norm == (*own[:4], 1.0, 1.0, 1.0, 1.0) and "the new ones are 1" in note
