@@ -27,7 +27,8 @@ from .options import Options, finite, short
 from .targets import Target
 from .trace import Trace, check_inputs, check_output_weights, check_positions, run_steps, self_attention
 
-LEARNABLE = ("X", "W_q", "W_k", "W_v", "W_o", "P")
+GAINS = ("q_norm", "k_norm")  # QK-norm's gains: options of the pass, learned like a matrix when the options have them
+LEARNABLE = ("X", "W_q", "W_k", "W_v", "W_o", "P", *GAINS)
 LOSSES = ("cross_entropy", "mse")
 MAX_STEPS = 100_000
 TINY = float(np.finfo(np.float64).tiny)  # the weights are clamped to this inside log and 1/A
@@ -144,7 +145,8 @@ def train(
     j: int | None = None,
     include_self: bool = True,
 ) -> TrainResult:
-    """Learn the matrices named in ``learn`` so the attention of ``tokens`` matches ``target``.
+    """Learn the matrices named in ``learn`` so the attention of ``tokens`` matches ``target``; "q_norm" and "k_norm"
+    learn the options' QK-norm gains (the result's ``matrices`` then hold them as arrays, and its trace uses them).
 
     ``matrices`` holds "X", "W_q", "W_k", "W_v", and "W_o" and "P" when used (a missing W_o that is learned, or a
     missing P with learned positions, is drawn from ``seed``: standard normal / √d_v for W_o, / √d_model for P).
@@ -163,6 +165,7 @@ def train(
     n, d_model = X.shape[-2:]
     d_v = opts.heads * (W_v.shape[names.out_axis(opts.projection)] // opts.kv)  # the heads' concatenated width
     mats = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, **_extras(matrices, opts, learn, seed, n, d_model, d_v)}
+    mats.update(_gains_of(opts, learn))  # (d_k/h,) each: QK-norm's gains, when they learn
     first = self_attention(**_call(mats), tokens=tokens, options=opts)
     tgt: Target | None = None
     Y = None
@@ -181,7 +184,7 @@ def train(
             )
 
     def loss_and_grads(params: dict[str, np.ndarray]) -> tuple[float, dict[str, np.ndarray], np.ndarray]:
-        t = run_steps(**_call({**mats, **params}), opts=opts, tokens=tokens)
+        t = run_steps(**_call({**mats, **params}), opts=with_gains(opts, params), tokens=tokens)
         if tgt is not None:
             value, d_w = cross_entropy(t.weights, tgt)
             g = backward(t, d_weights=d_w)
@@ -194,7 +197,7 @@ def train(
         {k: mats[k] for k in learn}, loss_and_grads, opt, steps, snapshots, on_step, lr, optimiser
     )
     final = {**mats, **params}
-    trace = self_attention(**_call(final), tokens=tokens, options=opts)
+    trace = self_attention(**_call(final), tokens=tokens, options=with_gains(opts, params))
     acc = None if tgt is None else accuracy(trace.weights, tgt)
     return TrainResult(final, losses, snaps, acc, tgt, len(losses) - 1, cancelled, trace, trace.weights)
 
@@ -250,6 +253,8 @@ def train_many(
     opt = _settings(learn, optimiser, lr, steps, seed, snapshots, "cross_entropy")
     if "X" in learn:
         raise AttentionError("learn cannot include X with many sentences: the embedding table is shared", field="learn")
+    if set(GAINS) & set(learn):
+        raise AttentionError("learn cannot include QK-norm's gains with many sentences: only matrices", field="learn")
     groups, mats = _groups(sentences, table, matrices, opts, target, learn, seed, j, include_self)
     total = sum(_count(tgt, shape) for _, tgt, shape in groups)
     if total == 0:
@@ -351,6 +356,24 @@ def _extras(
     if P is not None:
         out["P"] = P
     return out
+
+
+def _gains_of(opts: Options, learn: Sequence[str]) -> dict[str, np.ndarray]:
+    """The QK-norm gains that learn, as arrays (d_k/h,) from the options; an error naming learn when the options
+    have no such gains."""
+    out = {}
+    for name in GAINS:
+        if name in learn and not getattr(opts, name):
+            raise AttentionError(f"learn has {name} but the options have no {name} gains (no QK-norm)", field="learn")
+        if name in learn:
+            out[name] = np.array(getattr(opts, name), dtype=np.float64)
+    return out
+
+
+def with_gains(opts: Options, params: Mapping[str, np.ndarray]) -> Options:
+    """The options with the QK-norm gains ``params`` holds (learned ones) in place of their own."""
+    gains = {k: tuple(float(g) for g in params[k]) for k in GAINS if k in params}
+    return opts.replace(**gains) if gains else opts
 
 
 def _call(mats: Mapping[str, np.ndarray]) -> dict[str, Any]:

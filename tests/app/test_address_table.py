@@ -116,11 +116,14 @@ def test_what_cannot_travel_is_named() -> None:
 # ----------------------------------------------------------------------------------------- the whole table
 
 
+NEWER = {"qkn"}  # records newer than the links above, each round-tripped by a test of its own below
+
+
 def test_every_parameter_of_the_table_is_in_an_old_link_that_round_trips() -> None:
     """Each record of the table is written and read back by at least one of the links above (all checked byte for
-    byte), and the address bar knows each one."""
+    byte), or by its own test (NEWER), and the address bar knows each one."""
     written = {k for pairs in OLD_LINKS for k, _ in pairs}
-    assert written == {p.name for p in params.PARAMS}
+    assert written | NEWER == {p.name for p in params.PARAMS} and not written & NEWER
     assert {p.name for p in params.PARAMS} <= set(url.PARAMS)
 
 
@@ -140,6 +143,31 @@ def test_many_parameters_at_once_survive_write_then_read() -> None:
     assert (back.tokens, back.options, back.source, back.digits) == (s.tokens, s.options, s.source, s.digits)
     assert all(session_mod.identical(back.matrices[n], s.matrices[n]) for n in s.matrices)
     assert back.matrices.keys() == s.matrices.keys() == {"X", "W_q", "W_k", "W_v", "W_o", "P"}
+
+
+def test_qk_norm_gains_edited_travel_exactly_and_a_bad_one_is_named(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A Qwen3 head (a GGUF file the server lists, d_head 128) with two of its layer's gains edited: the link carries
+    exactly those gains (each number's shortest exact text) and gives back the same options; gains of another width,
+    or one that is not a finite number, are named and the head's own kept."""
+    from attention.ui.core import models
+    from tests.helpers import gguf_files
+
+    monkeypatch.setenv("ATTENTION_MODELS", f"q3={gguf_files.write(tmp_path / 'q3.gguf', 'qwen3')}")
+    ids = models.first_text("server:q3")[1]
+    s = session_mod.head_session(models.HeadRef("server:q3", ids, 1, 0))
+    own = s.options
+    assert len(own.q_norm) == len(own.k_norm) == 128
+    q_norm = (0.1 + 0.2, *own.q_norm[1:127], -1.5)
+    s.options, s.epoch = own.replace(q_norm=q_norm), s.epoch + 1
+    q, notes = url.link(s)
+    assert q["qkn"] == "q:" + ",".join(repr(g) for g in q_norm) and not notes  # k_norm unedited: left out
+    back = _decoded(tuple(q.items()))
+    assert back.options == s.options and back.options.q_norm[0] == 0.30000000000000004
+    assert url.link(back)[0] == q
+    for bad, why in ((q["qkn"].rsplit(",", 1)[0], "not 128 finite numbers"), ("k:" + "nan," * 127 + "1", "k_norm")):
+        again, notices = url.decode({**q, "qkn": bad})
+        assert len(notices) == 1 and "QK-norm gains (qkn) were not restored" in notices[0] and why in notices[0]
+        assert again.options == own
 
 
 GOOD = {"preset": "the_cat_sat", "digits": "6", "src": "le chat"}
@@ -167,6 +195,7 @@ BAD = {  # one bad value of each parameter, and the preset it is read with when 
     "src": ("<b>" * 2000, None),
     "wo": ("2", None),
     "digits": ("5", None),
+    "qkn": ("q:1.5,2", None),  # the_cat_sat has no QK-norm gains
     "playing": ("c1.forged", None),
     "edits": ("v1.forged", None),
 }

@@ -1,6 +1,6 @@
-"""A QK-norm model on Every head (AppTest): its heads still do not open on the step pages (their q is not X·W_q), and
-the page shows a chosen head's q and k after each step the model takes, with the engine's own numbers, and the weights
-they make within 1e-9 of the model's; a model without QK-norm shows no such section."""
+"""A QK-norm model on Every head (AppTest): its heads open on the step pages (the norm is a step of their pass, its
+gains options), and the page shows a chosen head's q and k after each step the model takes, with the engine's own
+numbers, and the weights they make within 1e-9 of the model's; a model without QK-norm shows no such section."""
 
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ def _tables(at, n: int) -> list[np.ndarray]:
     return [d.value.to_numpy(dtype=float) for d in at.dataframe if getattr(d.value, "shape", None) == (n, 6)]  # d_head
 
 
-def test_a_qk_norm_heads_steps_are_the_models_own_and_it_does_not_open_on_the_step_pages() -> None:
+def test_a_qk_norm_heads_steps_are_the_models_own_and_it_opens_on_the_step_pages() -> None:
     m = _model(CFG)
     at = app("every_head")
     ids = tuple(range(1, 11))
     put_inside(at, model=models.hold(m, "trained"), ids=ids, sequence="", position=5)
     at = at.run()
     no_exception(at)
-    assert at.button(key=keys.inside_head("open", 0, 1)).disabled
+    assert not at.button(key=keys.inside_head("open", 0, 1)).disabled
     at = select(at, keys.INSIDE_QK_HEAD, (1, 3))  # layer 2 · head 4, reading key/value head 2
     no_exception(at)
     assert session(at).inside.qk_head == (1, 3)
@@ -64,3 +64,87 @@ def test_a_model_without_qk_norm_shows_no_steps_section() -> None:
     no_exception(at)
     assert not [h for h in texts(at.subheader) if "step by step" in h]
     assert not at.button(key=keys.inside_head("open", 0, 1)).disabled
+
+
+def test_learn_the_weights_trains_a_qk_norm_heads_gains_and_they_flow_into_the_model() -> None:
+    """A QK-norm head opened on the step pages: Learn the weights offers q_norm and k_norm beside the matrices, trains
+    the gains alone (the matrices held), and Use these weights puts them into the options: the Q·K·V page's trace uses
+    them and the model panel says they replace the layer's gains."""
+    from attention.learn import train
+    from attention.ui.core import compute
+    from attention.ui.modelpages import on_steps
+    from tests.helpers.apptest import goto, journey
+
+    m = _model(CFG)
+    at = journey("every_head")
+    put_inside(at, model=models.hold(m, "trained"), ids=tuple(range(1, 11)), sequence="", position=5)
+    at = at.run()
+    at = at.button(key=keys.inside_head("open", 1, 3)).click().run()
+    at = goto(at, "learn")
+    no_exception(at)
+    s = session(at)
+    offered = [c.key for c in at.checkbox if c.key.startswith("learn.learns.")]
+    assert [k.split(".")[2] for k in offered] == ["X", "W_q", "W_k", "W_v", "W_o", "q_norm", "k_norm"]
+    assert any("QK-norm's gains" in t for t in texts(at.caption))
+    at = at.checkbox(key=keys.learn_setting("learns.q_norm", s.grids)).check().run()
+    at = at.checkbox(key=keys.learn_setting("learns.k_norm", s.grids)).check().run()
+    at = at.checkbox(key=keys.learn_setting("learns.W_q", s.grids)).uncheck().run()
+    at = at.checkbox(key=keys.learn_setting("learns.W_k", s.grids)).uncheck().run()
+    assert session(at).learn.learn == ("q_norm", "k_norm")
+    at = at.button(key="learn.train").click().run()
+    no_exception(at)
+    s = session(at)
+    r = s.learned.result
+    cfg = s.learn
+    want = train(s.tokens, s.matrices, s.options, "previous", learn=("q_norm", "k_norm"), optimiser=cfg.optimiser,
+                 lr=cfg.lr, steps=cfg.steps, seed=cfg.seed)  # fmt: skip
+    np.testing.assert_array_equal(r.matrices["q_norm"], want.matrices["q_norm"])  # the engine's run, deterministic
+    assert r.loss < r.losses[0] and not np.allclose(r.matrices["q_norm"], s.options.q_norm)
+    at = at.button(key="learn.use").click().run()
+    no_exception(at)
+    s = session(at)
+    assert s.options.q_norm == tuple(float(g) for g in r.matrices["q_norm"])
+    assert s.options.k_norm == tuple(float(g) for g in r.matrices["k_norm"])
+    assert all(np.array_equal(s.matrices[k], s.origin.base[k]) for k in s.origin.base)  # the matrices held
+    np.testing.assert_array_equal(compute.current_trace(s).weights, r.weights)
+    at = goto(at, "qkv")
+    no_exception(at)
+    flows, stays = on_steps.edits(s)
+    assert set(flows) == {"q_norm", "k_norm"} and not stays
+    said = " ".join(texts(at.markdown))
+    assert "replace layer 2's QK-norm gains, for every head of that layer" in said
+
+
+def test_other_heads_fit_the_gains_and_say_so() -> None:
+    """A QK-norm head split into 2 heads in the sidebar: the gains keep their first 3 (each head is 3 columns wide now)
+    and the page says so, the pass computes; back to 1 head, the 3 new columns' gains are 1 (the norm alone)."""
+    from attention.ui.core import compute
+    from tests.helpers.apptest import conventions, errors, goto, journey
+
+    at = journey("every_head")
+    put_inside(at, model=models.hold(_model(CFG), "trained"), ids=tuple(range(1, 11)), sequence="", position=5)
+    at = at.run().button(key=keys.inside_head("open", 1, 0)).click().run()
+    at = conventions(goto(at, "qkv"))
+    own = session(at).options.q_norm
+    at = select(at, keys.SB_HEADS, 2)
+    no_exception(at)
+    s = session(at)
+    assert s.options.heads == 2 and s.options.q_norm == own[:3] and not errors(at)
+    assert any("each head now has 3: the first 3 gains are kept" in t for t in texts(at.info))
+    assert compute.current_trace(s).weights.shape == (2, 10, 10)
+    at = select(at, keys.SB_HEADS, 1)
+    no_exception(at)
+    assert session(at).options.q_norm == (*own[:3], 1.0, 1.0, 1.0) and not errors(at)
+
+
+def test_a_resize_fits_the_gains_too() -> None:
+    """d_k resized on a QK-norm head (as the Weights page's control does): the gains follow the head's new width."""
+    from attention.ui.core import session as session_mod
+    from attention.ui.state import reshapes
+
+    s = session_mod.head_session(models.HeadRef(models.hold(_model(CFG), "trained"), tuple(range(1, 9)), 0, 1))
+    own = s.options.q_norm
+    note = reshapes.resize(s, d_k=4)
+    assert s.options.q_norm == own[:4] and len(s.options.k_norm) == 4 and "each head now has 4" in note
+    note = reshapes.resize(s, d_k=8)
+    assert s.options.q_norm == (*own[:4], 1.0, 1.0, 1.0, 1.0) and "the new ones are 1" in note

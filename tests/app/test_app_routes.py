@@ -144,18 +144,22 @@ def test_a_llama_family_checkpoint_its_routes_mlps_and_neurons(tmp_path, monkeyp
 
 
 def test_a_qk_norm_model_says_why_its_heads_do_not_open_in_words_on_routes_and_attribution(tmp_path, monkeypatch):  # noqa: ANN001
-    """Qwen3 (QK-norm per head) and OLMo-2 (across every head): Routes and Attribution say why a head does not open on
-    the step pages, the norm's scope filled in (the template's {what} once showed through)."""
+    """OLMo-2 (QK-norm across every head): Routes and Attribution say why a head does not open on the step pages, the
+    norm's scope filled in (the template's {what} once showed through), and their head pickers are shut; Qwen3 (QK-norm
+    per head) opens like any other model: no such note, the pickers open."""
     from attention.model.qk_steps import WHAT
     from tests.helpers.families import Made, tiny_config
 
     for family in ("qwen3", "olmo2"):
         folder = Made(family, tmp_path / family).folders["float32"]
         monkeypatch.setenv("ATTENTION_MODELS", f"{family}={folder}")
+        shut = tiny_config(family).qk_norm_scope != "head"
         for page in ("routes", "attribution"):
             at = journey(page)
             at = at.selectbox(key=keys.INSIDE_MODEL).set_value(f"server:{family}").run()
             no_exception(at)
             said = [t for t in texts(at.caption) if "QK-norm" in t]
-            assert said and all("{" not in t for t in said), (family, page, said)
-            assert any(WHAT[tiny_config(family).qk_norm_scope] in t for t in said), (family, page, said)
+            assert bool(said) == shut and all("{" not in t for t in said), (family, page, said)
+            assert all(WHAT[tiny_config(family).qk_norm_scope] in t for t in said), (family, page, said)
+            picker = keys.ROUTES_PICK if page == "routes" else keys.READOUT_PICK
+            assert all(box.disabled == shut for box in at.selectbox if box.key == picker), (family, page)

@@ -310,3 +310,64 @@ def test_loss_fall_reads_the_repeated_halfs_drop_from_the_curve() -> None:
     assert [induction.loss_fall(record, f) for f in (0.1, 0.5, 0.9)] == [3, 5, 7]
     assert induction.loss_fall({"loss_repeated": np.array([9.0, 4.0, 4.0])}, 0.5) is None
     assert induction.loss_fall({"loss_repeated": np.array([9.0, 4.0, 4.5])}, 0.1) is None
+
+
+# ---------------------------------------------------------------- QK-norm's gains
+
+
+def _qk_normed(heads: int = 2) -> tuple[attention.Preset, attention.Options]:
+    rs = np.random.RandomState(3)
+    p = attention.blank(6, 8, 8, seed=4)
+    width = 8 // heads
+    o = attention.Options(
+        heads=heads, mask=("causal",), positions="rotary", qk_norm_eps=1e-5,
+        q_norm=tuple(rs.normal(1.0, 0.3, width)), k_norm=tuple(rs.normal(1.0, 0.3, width)),
+    )  # fmt: skip
+    return p, o
+
+
+def test_qk_norm_gains_learn_by_the_gradient_of_the_loss() -> None:
+    """Learn the weights trains QK-norm's gains: one SGD step moves each gain by −lr × ∂L/∂g, and that gradient is
+    the loss's, by central finite differences (float64, steps of 1e-6: the difference quotient's error is ~1e-9 of a
+    gradient of order 0.1; 1e-6 relative is far below a term left out of the norm's backward, which is ~1e-1)."""
+    p, o = _qk_normed()
+    m = p.matrices()
+
+    def loss(gains: dict[str, tuple[float, ...]]) -> float:
+        t = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=p.tokens, options=o.replace(**gains))
+        return learn.cross_entropy(t.weights, targets.make("previous", p.tokens, allowed=t.allowed))[0]
+
+    lr = 1e-3
+    step = learn.train(p.tokens, m, o, "previous", learn=("q_norm", "k_norm"), optimiser="sgd", lr=lr, steps=1)
+    for name in ("q_norm", "k_norm"):
+        g = np.array(getattr(o, name))
+        numeric = np.zeros_like(g)
+        for i in range(g.size):
+            up, down = g.copy(), g.copy()
+            up[i] += 1e-6
+            down[i] -= 1e-6
+            numeric[i] = (loss({name: tuple(up)}) - loss({name: tuple(down)})) / 2e-6
+        moved = (g - step.matrices[name]) / lr  # the gradient the step took
+        np.testing.assert_allclose(moved, numeric, rtol=1e-6, atol=1e-9 * np.abs(numeric).max())
+        assert np.abs(numeric).max() > 1e-3  # the gains matter to this loss
+    for name in ("X", "W_q", "W_k", "W_v"):  # the matrices are held
+        np.testing.assert_array_equal(step.matrices[name], m[name])
+
+
+def test_learning_the_gains_lowers_the_loss_and_the_trace_uses_them() -> None:
+    p, o = _qk_normed(heads=1)
+    r = learn.train(p.tokens, p.matrices(), o, "previous", learn=("W_q", "q_norm", "k_norm"), steps=200)
+    assert r.loss < 0.5 * r.losses[0]
+    assert r.trace.options.q_norm == tuple(float(g) for g in r.matrices["q_norm"]) != o.q_norm
+    again = attention.self_attention(*(r.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=r.trace.options)
+    np.testing.assert_array_equal(again.weights, r.weights)
+
+
+def test_learning_gains_the_options_do_not_have_is_named() -> None:
+    p, o = _qk_normed()
+    with pytest.raises(AttentionError, match="learn has q_norm but the options have no q_norm gains") as info:
+        learn.train(p.tokens, p.matrices(), o.replace(q_norm=()), learn=("q_norm",), steps=2)
+    assert info.value.field == "learn"
+    with pytest.raises(AttentionError, match="gains with many sentences") as info:
+        learn.train_many([p.tokens], {t: np.ones(8) for t in p.tokens}, p.matrices(), o, learn=("k_norm",), steps=2)
+    assert info.value.field == "learn"

@@ -8,6 +8,8 @@ The bound: every number here is a sum of at most d_model + 1 = 65 products of fl
 softmax and a mix of at most 8 rows, so the model's pass and the engine's differ by a few units in the last place
 (about 1e-15 relative) when they do the same thing in another order; 1e-12 leaves room for that and no more. A change
 of the rotation (base, pairs, rotated columns, scaling) moves the weights by more than 1e-6: the test below shows it.
+A QK-norm head (Qwen3, Gemma 3: each head's q and k normed with the layer's gains) opens with its gains as options,
+under the same bound; a QK-norm across every head (OLMo-2) does not open, and says why.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ FAMILIES: dict[str, Config] = {  # GPT-2 (the Config defaults), every family wit
     "interleaved, odd head width": Config(**{**SIZES, "d_model": 20}, positions="rotary", rope_theta=500.0),
 }
 QK_NORM: dict[str, Config] = {name: c for name, c in EXAMPLES.items() if c.qk_norm}
+PER_HEAD = [name for name, c in QK_NORM.items() if c.qk_norm_scope == "head"]  # these heads open on the step pages
+ACROSS = [name for name, c in QK_NORM.items() if c.qk_norm_scope != "head"]  # these stay shut
 PARTIAL = [name for name, c in EXAMPLES.items() if c.rotary_dims is not None]  # rotating part of each head
 SLIDING = [name for name, c in EXAMPLES.items() if "sliding" in c.layer_types]
 
@@ -110,6 +114,36 @@ def test_head_preset_opens_the_models_numbers(family: str) -> None:
         assert preset.options == t.options
         assert _relative(shown.weights, t.weights) < TOL
         assert _relative(shown.output, t.output @ W_o[head * d : (head + 1) * d]) < TOL
+
+
+@pytest.mark.parametrize("family", PER_HEAD)
+def test_every_qk_norm_head_opens_on_the_step_pages_with_the_models_numbers(family: str) -> None:
+    """Every head of every layer of a per-head QK-norm family (Qwen3, Gemma 3): the preset the step pages open carries
+    the layer's gains as applied (Gemma's 1 + w) and ε, and the generic engine recomputes from it the model's own
+    scores, weights, q and k after the norm and after the rotation, and the head's write, to 1e-12. One gain 1% off
+    moves the weights far beyond the bound."""
+    c = QK_NORM[family]
+    m = _model(c)
+    ids = _ids()
+    model_id = models.hold(m, "upload")
+    run = m.run(ids)
+    for layer in range(c.n_layers):
+        W_o = m.layer_weights(layer)[3]
+        gains = tuple(float(g) for g in c.norm_offset + m.params[f"{layer}.q_norm.g"])
+        for head in range(c.n_heads):
+            preset = models.head_preset(models.HeadRef(model_id, tuple(ids), layer, head))
+            t, shown = run.head(layer, head), preset.compute()
+            o = preset.options
+            assert o == t.options and o.q_norm == gains and o.k_norm and o.qk_norm_eps == c.ln_eps
+            for name in ("scores", "weights", "Q_raw", "K_raw", "Q", "K"):
+                assert _relative(getattr(shown, name), getattr(t, name)) < TOL, (family, layer, head, name)
+            assert _relative(shown.output, t.output @ W_o[head * c.d_head : (head + 1) * c.d_head]) < TOL
+            assert "the gains are edited on the Q·K·V page" in preset.description
+            mats = preset.matrices()
+            off = attention.self_attention(mats["X"], mats["W_q"], mats["W_k"], mats["W_v"],
+                                           options=o.replace(q_norm=tuple(1.01 * g for g in o.q_norm)))  # fmt: skip
+            assert _relative(off.weights, t.weights) > 1e-6
+    assert PER_HEAD == ["qwen3", "gemma3_text"]
 
 
 def test_the_rotation_options_are_the_models_own() -> None:
@@ -259,15 +293,15 @@ def test_the_rotation_travels_in_a_preset_file_and_is_left_out_when_plain() -> N
     assert Options.from_dict(o.to_dict()) == o
 
 
-@pytest.mark.parametrize("family", list(QK_NORM))
-def test_a_qk_norm_head_is_refused_on_the_step_pages_by_name(family: str) -> None:
+@pytest.mark.parametrize("family", ACROSS)
+def test_a_head_of_a_qk_norm_across_every_head_is_refused_on_the_step_pages_by_name(family: str) -> None:
     m = _model(QK_NORM[family])
     model_id = models.hold(m, "upload")
     with pytest.raises(AttentionError) as caught:
         models.head_preset(models.HeadRef(model_id, tuple(_ids()), 1, 0))
     message = caught.value.message
-    assert message.startswith("Layer 2 · head 1 of tiny normalises its queries and keys (QK-norm) before RoPE")
-    assert "the step pages cannot edit that step yet" in message and "Every head shows its attention" in message
+    assert message.startswith("Layer 2 · head 1 of tiny normalises its queries and keys across every head at once")
+    assert "the step pages cannot open it" in message and "Every head shows its attention" in message
 
 
 def test_the_backward_pass_turns_back_as_the_options_turn() -> None:
@@ -367,10 +401,11 @@ def test_a_grouped_models_cache_size_counts_its_key_value_heads() -> None:
     assert walks.cache_bytes(m, held, m.dtype.itemsize) == sum(K.nbytes + V.nbytes for K, V in gen.cache)
 
 
-@pytest.mark.parametrize("family", [f for f in MADE_FAMILIES if f not in QK_NORM])
+@pytest.mark.parametrize("family", [f for f in MADE_FAMILIES if f not in ACROSS])
 def test_the_step_pages_recompute_equals_transformers_head_by_head(made, family: str) -> None:  # noqa: F811
-    """The independent oracle: each head recomputed by the generic engine from head_preset's X, W and options equals
-    transformers' attention weights (float64 throughout) to 1e-6 relative, the bound the family tests use."""
+    """The independent oracle: each head recomputed by the generic engine from head_preset's X, W and options (QK-norm's
+    gains included) equals transformers' attention weights (float64 throughout) to 1e-6 relative, the bound the family
+    tests use."""
     folder = made(family).folders["float32"]
     m = attention.model.load(folder, dtype=np.float64)
     ids = [int(i) for i in np.random.RandomState(2).randint(3, m.config.vocab_size, 12)]
@@ -382,10 +417,10 @@ def test_the_step_pages_recompute_equals_transformers_head_by_head(made, family:
             assert _relative(shown.weights, weights[layer][head]) < 1e-6, (family, layer, head)
 
 
-@pytest.mark.parametrize("family", list(QK_NORM))
+@pytest.mark.parametrize("family", ACROSS)
 def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkeypatch, family: str) -> None:  # noqa: F811
-    """Every family with QK-norm, per head or across all heads: its heads stay shut on the step pages, Every head says
-    why in the scope's words, and shows any head's q and k step by step within float rounding of the model's."""
+    """A family whose QK-norm spans every head (OLMo-2): its heads stay shut on the step pages, Every head says why in
+    the scope's words, and shows any head's q and k step by step within float rounding of the model's."""
     from attention.model.qk_steps import WHAT
     from tests.helpers.apptest import journey, no_exception, texts
 
@@ -403,3 +438,90 @@ def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkey
     assert "q after QK-norm" in said and "k (key/value head 1) after the rotation" in said, said
     gap = float(said.split("differ from the model's own by at most ")[1].split(" ")[0].rstrip("."))
     assert gap < 1e-9, gap
+
+
+def _qkv_page_of(family: str, made, monkeypatch):  # noqa: ANN001, ANN202 - the fixtures, an AppTest
+    """Every head on the family's transformers-made model (listed by the server) on 12 random words (the tiny
+    tokenizer reads the default text as padding), layer 2 · head 3 opened, then the Q·K·V page."""
+    from tests.helpers.apptest import goto, journey, no_exception, put_inside, texts
+
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny-{family}={made(family).folders['float32']}")
+    at = journey("every_head")
+    at = at.selectbox(key="inside.w.model").set_value(f"server:tiny-{family}").run()
+    ids = tuple(int(i) for i in np.random.RandomState(2).randint(3, QK_NORM[family].vocab_size, 12))
+    put_inside(at, ids=ids, sequence="", position=11)
+    at = at.run()
+    no_exception(at)
+    assert any("A head opened on the step pages shows that step on the Q·K·V page" in t for t in texts(at.caption))
+    button = at.button(key="inside.open.1.2")
+    assert not button.disabled
+    at = goto(button.click().run(), "qkv")
+    no_exception(at)
+    return at
+
+
+def _transformers_logits(made, family: str, ids: list[int], q_norm: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """transformers' logits (float64), layer 2's q_norm gains as applied written into its weight (γ = g − offset)."""
+    import torch
+
+    from tests.helpers.oracle import float64_oracle
+
+    theirs, offset = made(family).torch, QK_NORM[family].norm_offset
+    norm = theirs.model.layers[1].self_attn.q_norm
+    kept = norm.weight.detach().clone()
+    try:
+        with torch.no_grad(), float64_oracle():
+            norm.weight.copy_(torch.tensor(q_norm - offset))
+            return theirs(torch.tensor([ids])).logits[0].numpy()
+    finally:
+        with torch.no_grad():
+            norm.weight.copy_(kept)
+
+
+@pytest.mark.parametrize("family", PER_HEAD)
+def test_a_qk_norm_gain_edited_on_qkv_moves_the_model_as_transformers_does(made, monkeypatch, family: str) -> None:  # noqa: F811
+    """Qwen3 and Gemma 3 made by transformers: a head opens from Every head; the Q·K·V page shows the norm step (q
+    after it as the model's, to 1e-12) and the gains' grid. A bad gain is named and changes nothing; a good one
+    changes the options, travels in the address, and flows into the model, whose logits then equal transformers' with
+    the same gain written into its q_norm (float64, 1e-6 relative, the family tests' bound) and differ from the
+    unedited model's far beyond it."""
+    from attention.ui.core import compute
+    from attention.ui.modelpages import on_steps
+    from attention.ui.views import qk_norm as view
+    from tests.helpers.apptest import app, errors, grid_edit, no_exception, session, texts
+
+    at = _qkv_page_of(family, made, monkeypatch)
+    s = session(at)
+    m, ids = models.get(s.model_head.model_id), list(s.model_head.ids)
+    t = m.run(ids).head(1, 2)
+    shown = compute.current_trace(s)
+    assert _relative(shown.Q_raw, t.Q_raw) < TOL and _relative(shown.weights, t.weights) < TOL
+    assert any(x.startswith("**The norm (QK-norm).**") for x in texts(at.markdown))
+    assert "layer 2's, shared by all its heads" in " ".join(texts(at.markdown))
+
+    def edit(value: str):  # noqa: ANN202 - gain 3 of g_q, as the browser's grid sends it
+        return grid_edit(at, view.grid_key(session(at)), {"edited_rows": {"2": {"g_q": value}}, "added_rows": [],
+                                                          "deleted_rows": []})  # fmt: skip
+
+    at = edit("1e999")
+    no_exception(at)
+    assert any("g_q c3 is '1e999', which is infinite" in e and "Nothing was changed" in e for e in errors(at))
+    assert session(at).options == s.options
+    at = edit("1.75")
+    no_exception(at)
+    s = session(at)
+    assert s.options.q_norm[2] == 1.75 and s.options.q_norm[:2] == t.options.q_norm[:2]
+    flows, stays = on_steps.edits(s)
+    assert set(flows) == {"q_norm"} and not stays
+    assert any("q_norm (1 gain) replace layer 2's QK-norm gains" in x for x in texts(at.markdown))
+    ours = on_steps.run_with(s.model_head, flows).logits  # what the panel shows the model predicting
+    theirs = _transformers_logits(made, family, ids, np.array(s.options.q_norm))
+    scale = float(np.abs(theirs).max())
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6 * scale)
+    assert np.abs(ours - m.run(ids).logits).max() > 1e-4 * scale  # the edit moved the model
+    query = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert query["qkn"].startswith("q:") and "1.75" in query["qkn"]
+    again = app("qkv", query)
+    no_exception(again)
+    assert session(again).options == s.options
+    np.testing.assert_array_equal(compute.current_trace(session(again)).weights, compute.current_trace(s).weights)

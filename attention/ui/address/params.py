@@ -29,6 +29,7 @@ from ..state import reshapes
 from . import inside
 from .options import number, scale_value, whole
 from .rebuild import (
+    GAINS_LIMIT,
     MAX_TOKENS_TEXT,
     Reading,
     Writing,
@@ -37,6 +38,9 @@ from .rebuild import (
     cmask_value,
     dim,
     edits_in,
+    gains_parse,
+    gains_put,
+    gains_value,
     kv_parse,
     option,
     pad_parse,
@@ -261,6 +265,14 @@ PARAMS: tuple[Param, ...] = (
         lambda text, r: text if text in ("0", "1") else None,
         lambda r, on: reshapes.use_w_o(r.s, on == "1"),
         lambda text, r, why: f"The link's W_o switch {quoted(text)} is not 0 or 1; no W_o.",
+    ),
+    Param(
+        "qkn",
+        gains_value,
+        gains_parse,
+        gains_put,
+        lambda text, r, why: f"The link's QK-norm gains (qkn) were not restored: {why}; keeping the head's own.",
+        limit=GAINS_LIMIT,
     ),
     Param(
         "digits",

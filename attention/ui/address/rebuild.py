@@ -8,6 +8,7 @@ decoded and found. Every value is user text: a notice quotes it through :func:`a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -291,3 +292,48 @@ def playing_parse(text: str, r: Reading) -> ch.Challenge:
         return ch.decode_link(text)
     except AttentionError as exc:
         raise Refused(quoted(exc.message, 200)) from exc
+
+
+GAINS = {"q": "q_norm", "k": "k_norm"}  # QK-norm's gains in a link: "q:1.5,0.25;k:2.0,1.0" (each number exact)
+GAINS_LIMIT = 2 * (names.MAX_DIM * 26 + 2)  # two norms of a head's width, each gain at most 25 characters and a comma
+
+
+def gains_value(s: session.Session, w: Writing) -> str | None:
+    """QK-norm's gains, those that differ from the preset's (a head's own), each number as its shortest exact text;
+    none for a state that does not travel (its link starts from another preset, without gains)."""
+    if not w.travels:
+        return None
+    parts_ = [
+        f"{short}:" + ",".join(repr(float(g)) for g in getattr(s.options, name))
+        for short, name in GAINS.items()
+        if getattr(s.options, name) and getattr(s.options, name) != getattr(w.options, name)
+    ]
+    return ";".join(parts_) or None
+
+
+def gains_parse(text: str, r: Reading) -> dict[str, tuple[float, ...]]:
+    """The link's gains, each as wide as the gains of the state rebuilt so far (a head's: one per column)."""
+    out: dict[str, tuple[float, ...]] = {}
+    for part in text.split(";"):
+        short, _, numbers = part.partition(":")
+        name = GAINS.get(short.strip())
+        have = getattr(r.s.options, name) if name else ()
+        if not have:
+            raise Refused(f"{quoted(short, 20)} names no QK-norm gains this state has")
+        values = [_gain(v) for v in numbers.split(",")]
+        if len(values) != len(have) or None in values:
+            raise Refused(f"the {name} gains are not {len(have)} finite numbers")
+        out[name] = tuple(values)  # type: ignore[arg-type]
+    return out
+
+
+def _gain(text: str) -> float | None:
+    try:
+        value = float(text) if len(text) <= 30 else math.nan
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def gains_put(r: Reading, gains: dict[str, tuple[float, ...]]) -> None:
+    r.s.options = replace(r.s.options, **gains)

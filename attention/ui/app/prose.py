@@ -64,11 +64,17 @@ def qkv(s: session.Session, t: Trace | None) -> str:
             + "."
         )
     )
+    normed = (
+        " Here Q and K are not X·W alone: each head's rows are **normalised** (QK-norm) before the rotation, a step "
+        "shown below with its gains, which you can edit."
+        if t.options.q_norm or t.options.k_norm
+        else ""
+    )
     return (
         f"Each row is one token's query, key or value: Q and K have **d_k = {t.Q.shape[-1]}** columns, V has "
         f"{t.V.shape[-1]}. Row 1 of Q is what {_first(s.tokens)} is looking for; row 1 of K is what it offers; "
         "row 1 of V is what it contributes when another token attends to it. Highlighted cells differ from the "
-        "unedited preset." + heads
+        "unedited preset." + heads + normed
     )
 
 

@@ -84,7 +84,7 @@ STEPS: dict[str, Step] = {
             r"Q = X W_q,\quad K = X W_k,\quad V = X W_v",
             prose.qkv,
             show=("Q", "K", "V"),
-            views=("rotation", "kv_groups", "kv_cache"),
+            views=("qk_norm", "rotation", "kv_groups", "kv_cache"),
             inputs=True,
             compare=("Q", "K", "V"),
             overview=lambda s, t: ("Q = XW_q, K = XW_k, V = XW_v", ", ".join(map(prose.shape_of, (t.Q, t.K, t.V)))),

@@ -60,6 +60,11 @@ def is_grid(key: object) -> bool:
     return str(key).startswith(_GRID)
 
 
+def gains_grid(version: int, grids: int, digest: str) -> str:
+    """QK-norm's gains grid (the Q·K·V page), renewed by the version, ``grids`` and a digest of the gains in force."""
+    return f"gains.{version}.{grids}.{digest}"
+
+
 def view_window(page: str, name: str) -> str:
     """The window of matrix ``name``'s table on ``page`` (its boxes: :func:`window`)."""
     return f"view.{page}.{name}"

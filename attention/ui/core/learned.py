@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...learn import TrainResult
+import numpy as np
+
+from ...learn import GAINS, LEARNABLE, TrainResult
+from ...options import Options
 
 MAX_STEPS = 5000  # the page's limit (the engine's is higher): 5,000 steps at n = 64, d = 64 take about 25 s
 LR_RANGE = (1e-6, 1e6)  # large enough to show divergence
@@ -45,3 +49,16 @@ class Learned:
     settings: LearnSettings
     tokens: tuple[str, ...]
     start: str
+
+
+def learnable(matrices: Mapping[str, np.ndarray], options: Options) -> tuple[str, ...]:
+    """What can learn in a state: its matrices, and QK-norm's gains (q_norm, k_norm) when its options have them."""
+    return tuple(k for k in LEARNABLE if k in matrices or (k in GAINS and getattr(options, k)))
+
+
+def held(name: str, matrices: Mapping[str, np.ndarray], options: Options) -> np.ndarray | None:
+    """What a state holds of something that learns: a matrix, or QK-norm's gains as an array; None when it has none."""
+    if name in GAINS:
+        gains = getattr(options, name)
+        return np.array(gains, dtype=np.float64) if gains else None
+    return matrices.get(name)

@@ -239,6 +239,15 @@ def _ready_made() -> dict[str, tuple[int, ...]]:
     }
 
 
+SHUT = (  # why a head of a model whose QK-norm spans every head does not open on the step pages
+    "{head} of {model} normalises its queries and keys across every head at once (QK-norm over all heads) before "
+    "RoPE, so one head's q is not its own X·W_q normed: the step pages cannot open it. Every head shows its "
+    "attention, and its q and k step by step"
+)
+GAINS_SAID = (
+    " Its q and k are normalised (QK-norm: an RMSNorm with layer {layer}'s gains, which all its heads share) between "
+    "X·W and the rotation; the gains are edited on the Q·K·V page."
+)
 Ablation = tuple[int, int, str]  # (layer, head, "zero" or "mean"), 0-based as the engine counts
 
 
@@ -265,7 +274,9 @@ def head_preset(ref: HeadRef) -> Preset:
     and the layer's options for one head (causal, the model's score scale, its window and its rotation: base, pairs,
     rotated columns and scaling), so the step pages recompute exactly the model's numbers, and W_o (d_head, d_model)
     the head's rows of the model's W_o, so the output is what the head writes into the residual stream (the layer's
-    bias b_o is shared by every head and not in it). A model with QK-norm is refused: its q is not X·W_q. Raises
+    bias b_o is shared by every head and not in it). A QK-norm head (Qwen3, Gemma 3) carries its layer's q and k
+    norm gains as applied and their ε in the options (the norm between X·W and the rotation); a QK-norm across every
+    head at once (OLMo-2) is refused (:data:`SHUT`): one head's q is not normed by its own columns. Raises
     AttentionError naming what is wrong."""
     return _head_preset(ref)
 
@@ -278,12 +289,8 @@ def _head_preset(ref: HeadRef) -> Preset:
         for what, value, count in (("layer", layer, c.n_layers), ("head", head, c.n_heads)):
             if not 0 <= value < count:
                 raise AttentionError(f"the model has {count} {what}s; there is no {what} {value + 1}", field=what)
-    if c.qk_norm:  # q and k are normalised before the rotation: X and W alone would give a q the model never used
-        raise AttentionError(
-            f"{ref.name.capitalize()} of {m.name} normalises its queries and keys (QK-norm) before RoPE; the step "
-            "pages cannot edit that step yet. Every head shows its attention, and its q and k step by step",
-            field="model",
-        )
+    if c.qk_norm and c.qk_norm_scope != "head":  # one head's q is normed with every head's columns: not its own pass
+        raise AttentionError(SHUT.format(head=ref.name.capitalize(), model=m.name), field="model")
     ids = m.check_ids(list(ref.ids))
     if not 2 <= len(ids) <= longest(m):  # as the model pages read: a link cannot ask for a whole GPT-2 context
         raise AttentionError(f"the text has {len(ids)} tokens; the model reads 2 to {longest(m)} here", field="ids")
@@ -302,6 +309,7 @@ def _head_preset(ref: HeadRef) -> Preset:
             f"Layer {ref.layer + 1}, head {ref.head + 1} of the model {m.name!s} on a text of {len(ids)} tokens: X is "
             "what the layer's attention reads (after its LayerNorm), W_q, W_k and W_v are this head's blocks, and "
             "W_o its rows of the model's W_o: the output is what this head adds to the residual stream."
+            + (GAINS_SAID.format(layer=ref.layer + 1) if c.qk_norm else "")
             + (f" The model runs with {ablated} ablated." if ablated else "")
         ),
     )

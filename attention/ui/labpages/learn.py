@@ -13,7 +13,7 @@ from ... import learn
 from ...errors import AttentionError
 from ..address import url
 from ..core import compute, keys, session
-from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings
+from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings, learnable
 from ..core.text import esc, quoted
 from ..state import core as state_core
 from ..state import learning as state_learning
@@ -70,10 +70,12 @@ def settings_panel(s: session.Session) -> None:
             painted_grid(s)
         show_messages("learn.target")
         st.markdown("**What learns**")
-        offered = [k for k in learn.LEARNABLE if k in s.matrices]
+        offered = list(learnable(s.matrices, s.options))
         for col, name in zip(st.columns(len(offered)), offered, strict=True):
             key = _key(s, f"learns.{name}")
             col.checkbox(name, value=name in cfg.learn, key=key, on_change=_on_learns, args=(name, key))
+        if learn.GAINS[0] in offered or learn.GAINS[1] in offered:
+            st.caption("q_norm and k_norm are QK-norm's gains (the Q·K·V page's norm step): they learn like a matrix.")
         after = [k for k in ("W_v", "W_o") if k in offered]
         if after and cfg.learn and set(cfg.learn) <= set(after):
             st.caption(
@@ -207,7 +209,7 @@ def train(s: session.Session) -> None:
         show_messages("learn.train")
         return
     cfg = s.learn
-    learned = tuple(k for k in cfg.learn if k in s.matrices)
+    learned = tuple(k for k in cfg.learn if k in learnable(s.matrices, s.options))
     start = compute.content_key(s.tokens, s.matrices, s.options)
     bar = st.progress(0.0, text="Starting…")
     chart_gap()

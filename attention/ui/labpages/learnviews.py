@@ -14,7 +14,7 @@ from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
 from ..core import compute, keys, session
-from ..core.learned import TARGETS, Learned
+from ..core.learned import TARGETS, Learned, held
 from ..core.shown import per_head
 from ..core.text import esc
 from ..state import learning as state_learning
@@ -65,7 +65,10 @@ def is_current(s: session.Session, run: Learned) -> bool:
         return False
     if run.start == compute.content_key(s.tokens, s.matrices, s.options):
         return True
-    return all(k in s.matrices and session.identical(s.matrices[k], run.result.matrices[k]) for k in run.settings.learn)
+    return all(
+        (now := held(k, s.matrices, s.options)) is not None and session.identical(now, run.result.matrices[k])
+        for k in run.settings.learn
+    )
 
 
 def result(s: session.Session) -> None:

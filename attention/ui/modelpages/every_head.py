@@ -26,15 +26,29 @@ from ..widgets.chart_files import chart_files
 from . import answers, choose, overview, readout, runs
 
 QK_NORM = (
-    "This model normalises {what} (QK-norm) before RoPE; the step pages cannot edit that step yet, so its heads do "
-    "not open there: Every head shows their attention, and any head's q and k step by step."
+    "This model normalises {what} (QK-norm) before RoPE: one head's q is not its own X·W_q normed, so its heads do "
+    "not open on the step pages. Every head shows their attention, and any head's q and k step by step."
+)
+QK_NORM_OPENS = (
+    "This model normalises {what} (QK-norm) before RoPE. A head opened on the step pages shows that step on the "
+    "Q·K·V page, between X·W and the rotation, with its layer's gains editable."
 )
 
 
+def shut() -> bool:
+    """Whether the chosen model's heads stay shut on the step pages: a QK-norm across every head at once (OLMo-2),
+    which no one head's pass holds (a per-head QK-norm is the pass's own step: those heads open)."""
+    c = runs.model().config
+    return c.qk_norm and c.qk_norm_scope != "head"
+
+
 def qk_norm_note() -> str:
-    """Why this model's heads do not open on the step pages: its QK-norm, said for its scope (per head or across every
-    head). The one wording for every page that says it."""
-    return QK_NORM.format(what=WHAT[runs.model().config.qk_norm_scope])
+    """What this model's QK-norm means for the step pages, said for its scope: why its heads do not open there (across
+    every head), or where the norm shows once one does (per head). The one wording for every page that says it."""
+    c = runs.model().config
+    return (QK_NORM if shut() else QK_NORM_OPENS).format(what=WHAT[c.qk_norm_scope])
+
+
 ROW_PX = 9  # each heatmap row, so a 24-token text's heatmap fits half a column on a 720 px screen
 
 
@@ -229,13 +243,13 @@ def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], ro
         args=(layer, head),
         type="primary" if how else "secondary",
     )
-    qk_norm = runs.model().config.qk_norm
+    closed = shut()
     if st.button(
         f"Open {runs.name(layer, head)} on the step pages",
         key=keys.inside_head("open", layer, head),
-        disabled=qk_norm,
+        disabled=closed,
         help=qk_norm_note()
-        if qk_norm
+        if closed
         else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
         "An edit there runs the model with your numbers, and its predictions answer back.",
     ):

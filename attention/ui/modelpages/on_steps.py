@@ -3,7 +3,8 @@
 The state was opened at one head (``Session.model_head``). An edit of that head's W_q, W_k, W_v or W_o is an
 intervention: the model runs with the head's block replaced by the edited matrix (:func:`attention.model
 .replace_matrix`: W_q, W_k, W_v's columns, W_o's rows), and the predictions, the loss and its split by half answer
-back. X is the layer's input, made by
+back. So is an edit of a QK-norm head's gains (the options' q_norm, k_norm): the layer's gains, shared by its heads,
+replaced (:func:`attention.model.replace_gains`). X is the layer's input, made by
 the layers below: an edit of X, or of an option (mask, scale, softmax...), changes this page's attention only, and the
 panel says so. The position predicted for is the query of the explained cell (a click on a heatmap cell moves it).
 """
@@ -18,8 +19,9 @@ import streamlit as st
 
 from ...errors import AttentionError
 from ...model import roles
-from ...model.interventions import ablate, replace_matrix
+from ...model.interventions import GAINS, ablate, replace_gains, replace_matrix
 from ...names import WEIGHTS
+from ...options import Options
 from ..core import keys, models, session
 from ..core.models import HeadRef
 from ..core.text import esc
@@ -46,11 +48,34 @@ def edits(s: session.Session) -> tuple[dict[str, np.ndarray], list[str]]:
             flows[name] = m
         else:
             stays.append(f"{name} (its shape or projection differs from the head's)")
-    if s.options != preset.options:
+    flows.update(_gains(s, preset.options, stays))
+    if s.options.replace(**{n: getattr(preset.options, n) for n in GAINS}) != preset.options:
         stays.append("the options (mask, scale, softmax, heads…)")
     if s.tokens != preset.tokens:
         stays.append("the tokens' labels")
     return flows, stays
+
+
+def _gains(s: session.Session, preset: Options, stays: list[str]) -> dict[str, np.ndarray]:
+    """The QK-norm gains edited here that flow into the model (name -> (d_head,), as the norm applies them): the
+    layer's own, shared by its heads; gains of another width (the heads or sizes changed here) stay on the page."""
+    out = {}
+    for name in GAINS:
+        now, was = getattr(s.options, name), getattr(preset, name)
+        if now == was:
+            continue
+        if was and len(now) == len(was):
+            out[name] = np.array(now, dtype=np.float64)  # (d_head,)
+        else:
+            stays.append(f"the {name} gains (their width differs from the layer's)")
+    return out
+
+
+def changed_cells(s: session.Session, name: str) -> int:
+    """How many numbers of a flowing edit differ from the head's own: cells of a matrix, or gains."""
+    if name in GAINS:
+        return int(np.sum(np.array(getattr(s.options, name)) != np.array(getattr(s.origin.preset.options, name))))
+    return int(np.sum(s.matrices[name] != s.origin.base[name]))
 
 
 def run_with(ref: HeadRef, flows: dict[str, np.ndarray]) -> runs.Measured:
@@ -60,7 +85,10 @@ def run_with(ref: HeadRef, flows: dict[str, np.ndarray]) -> runs.Measured:
         return runs.measure(ref.ids, ref.ablations, ref.model_id)
     m = models.get(ref.model_id)
     ivs = [ablate(layer, head, how) for layer, head, how in ref.ablations]
-    ivs += [replace_matrix(ref.layer, ref.head, name, value) for name, value in flows.items()]
+    ivs += [
+        replace_gains(ref.layer, name, value) if name in GAINS else replace_matrix(ref.layer, ref.head, name, value)
+        for name, value in flows.items()
+    ]
     with models.LOCK:
         run = m.run(list(ref.ids), ivs)
     return runs.measured(ref.ids, ref.ablations, run)
@@ -107,15 +135,19 @@ def panel(s: session.Session) -> None:
         on_change=on_value(presets.switch_head, keys.HEAD_PICK),
     )
     if flows:
-        counts = {n: int(np.sum(s.matrices[n] != s.origin.base[n])) for n in flows}
-        cells = ", ".join(f"{n} ({k} cell{'s' if k != 1 else ''})" for n, k in counts.items())
-        st.markdown(f"**Your edits flow into the model:** {cells} replace {ref.name}'s block.")  # ours: names
+        st.markdown(flow_line(s, ref, flows))  # ours: names and counts
         said = answers.moved(base, now, "With your edits", position, pieces)
         st.info(said)  # ours: built by answers.moved, tokens escaped
     else:
         st.markdown(
             f"Edit a cell of W_q, W_k, W_v or W_o (W_o on the Weights page) and the model runs with {ref.name}'s "
-            "block replaced by your matrix: the predictions below answer back."
+            "block replaced by your matrix"
+            + (
+                ", or a QK-norm gain (the Q·K·V page) and it runs with the layer's gains replaced"
+                if s.options.q_norm
+                else ""
+            )
+            + ": the predictions below answer back."
         )
     if stays:
         st.caption(
@@ -136,6 +168,18 @@ def panel(s: session.Session) -> None:
     with right:
         answers.loss_metrics(now, base, "edited" if flows else None)
     ablation_buttons(ref)
+
+
+def flow_line(s: session.Session, ref: HeadRef, flows: dict[str, np.ndarray]) -> str:
+    """What of the edits reaches the model, in words: the head's blocks, and the layer's QK-norm gains (which every
+    head of the layer shares)."""
+    counts = {n: changed_cells(s, n) for n in flows}
+    blocks = ", ".join(f"{n} ({k} cell{'s' if k != 1 else ''})" for n, k in counts.items() if n not in GAINS)
+    gains = ", ".join(f"{n} ({k} gain{'s' if k != 1 else ''})" for n, k in counts.items() if n in GAINS)
+    said = [f"{blocks} replace {ref.name}'s block"] if blocks else []
+    if gains:
+        said.append(f"{gains} replace layer {ref.layer + 1}'s QK-norm gains, for every head of that layer")
+    return "**Your edits flow into the model:** " + "; ".join(said) + "."
 
 
 def ablation_buttons(ref: HeadRef) -> None:

@@ -8,9 +8,10 @@ import numpy as np
 
 from ... import rng
 from ...io import vectors
+from ...learn import GAINS
 from ...names import WEIGHTS
 from ..core.compute import content_key
-from ..core.learned import Learned
+from ..core.learned import Learned, held, learnable
 from ..core.session import get, identical
 from . import reshapes
 from .challenges import refuse_any_locked, refuse_locked, refused_while_playing
@@ -39,12 +40,12 @@ def use_learned() -> None:
         return
     if refused_while_playing("learn.use"):
         return
-    names = [k for k in run.settings.learn if k in s.matrices]
+    names = [k for k in run.settings.learn if k in learnable(s.matrices, s.options)]
     trained = {k: run.result.matrices[k] for k in names}
-    if all(identical(s.matrices[k], v) for k, v in trained.items()):
+    if all(identical(held(k, s.matrices, s.options), v) for k, v in trained.items()):
         say("learn.use", "info", "The learned numbers are already in use.")
         return
-    if refuse_any_locked(names, "learn.use"):
+    if refuse_any_locked([k for k in names if k not in GAINS], "learn.use"):
         return
     if run.tokens != s.tokens or run.start != content_key(s.tokens, s.matrices, s.options):
         say(
@@ -55,7 +56,10 @@ def use_learned() -> None:
         )
         return
     for k, v in trained.items():
-        s.matrices[k] = np.array(v, dtype=np.float64)
+        if k in GAINS:  # QK-norm's gains are options of the pass
+            s.options = s.options.replace(**{k: tuple(float(g) for g in v)})
+        else:
+            s.matrices[k] = np.array(v, dtype=np.float64)
     arrived_whole("trained weights (Use these weights)")
     s.version += 1
     touch(s)

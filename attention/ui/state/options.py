@@ -1,7 +1,8 @@
-"""Changes to the options: softmax, scale, temperature, masks, positions, heads, key/value heads."""
+"""Changes to the options: softmax, scale, temperature, masks, positions, heads, key/value heads, QK-norm's gains."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ... import heads, masks, names
@@ -18,6 +19,31 @@ def set_option(**changes: object) -> None:
     if new != s.options:
         s.options = new
         touch(s)
+
+
+GAIN_NAMES = {"q_norm": "g_q", "k_norm": "g_k"}  # QK-norm's gains, as the Q·K·V page names them
+
+
+def set_gains(gains: dict[str, tuple[float, ...]]) -> list[str]:
+    """QK-norm's gains (``q_norm``, ``k_norm``: one per column of a head, as the norm applies them) replaced, when
+    each is as wide as the gains it replaces and every gain is finite; what changed, in words ("g_q c3 1.2 → 1.5").
+    Anything else changes nothing and is said at "edit.gains"."""
+    s = get()
+    old = {n: getattr(s.options, n, None) for n in gains}
+    if any(n not in GAIN_NAMES or not old[n] or len(v) != len(old[n]) for n, v in gains.items()) or not all(
+        math.isfinite(g) for v in gains.values() for g in v
+    ):
+        say("edit.gains", "error", "QK-norm's gains must be finite numbers, one per column of a head; nothing changed.")
+        return []
+    changed = [
+        f"{GAIN_NAMES[n]} c{i + 1} {a:.6g} → {b:.6g}" if f"{a:.6g}" != f"{b:.6g}" else f"{GAIN_NAMES[n]} c{i + 1} {b!r}"
+        for n, v in gains.items()
+        for i, (a, b) in enumerate(zip(old[n], v, strict=True))
+        if a != b
+    ]
+    if changed:
+        set_option(**{n: tuple(float(g) for g in v) for n, v in gains.items()})
+    return changed
 
 
 def set_mask(kind: str) -> None:
@@ -54,6 +80,7 @@ def set_heads(h: int) -> None:
         reshapes.use_kv_heads(s, s.options.heads)
         s.version += 1
     set_option(heads=h)
+    fitted = reshapes.fit_gains(s, s.dims.d_k // h)  # QK-norm's gains, one per column of the new heads
     if grouped:
         touch(s)
         say(
@@ -62,6 +89,8 @@ def set_heads(h: int) -> None:
             f"Key/value heads are back to one per head ({h} heads): W_k and W_v were widened by copying their "
             "shared blocks.",
         )
+    if fitted:
+        say("sidebar.heads", "info", fitted)  # ours: numbers
 
 
 def set_kv_heads(g: int) -> None:

@@ -124,7 +124,22 @@ def resize(
         s.rolled = 0  # no longer a pure reordering of the preset's rows (a link carries X as edits)
     if tokens is not None:
         _retoken(s, tokens, n)
-    return note
+    return " ".join(x for x in (note, fit_gains(s, dk // s.options.heads)) if x)
+
+
+def fit_gains(s: Session, width: int) -> str:
+    """QK-norm's gains fitted to heads ``width`` columns wide (after a resize or another number of heads): each kept
+    where it fits, a new column's gain 1 (the norm alone); a note when they change ("" otherwise)."""
+    o = s.options
+    had = {name: g for name in ("q_norm", "k_norm") if (g := getattr(o, name)) and len(g) != width}
+    if not had:
+        return ""
+    s.options = replace(o, **{name: tuple(g[:width]) + (1.0,) * max(0, width - len(g)) for name, g in had.items()})
+    old = len(next(iter(had.values())))
+    return (
+        f"QK-norm's gains were for heads of {old} columns; each head now has {width}: the first "
+        f"{min(old, width)} gains are kept" + (", the new ones are 1." if width > old else ".")
+    )
 
 
 def _retoken(s: Session, tokens: tuple[str, ...], n: int) -> None:

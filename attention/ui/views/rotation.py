@@ -31,6 +31,10 @@ from ..widgets import number_tables
 from ..widgets.common import bind, on_value
 
 SHOWN_COLS, ROWS = 8, 64  # the part of q and k shown before the rotation (the zip download has them all)
+OPENS = {  # where a head's norm can be edited, by qk_norm_scope
+    "head": ": open a head on the step pages and the Q·K·V page shows this step, its gains editable",
+    "all": ": one head's q is normed with every head's columns, so the step pages cannot open these heads",
+}
 STEP_COLS = 6  # each step's first columns of a QK-norm head (the head is d_head wide): what half the page shows
 
 
@@ -49,10 +53,11 @@ def rotation(s: session.Session, trace: Trace, page_key: str) -> None:
     o = trace.options
     width, r = trace.Q.shape[-1] // o.heads, turned(trace)
     which = "every column" if r >= width else f"columns 1–{r} of each head's {width} (the others pass unchanged)"
+    normed = ", normed (QK-norm, above)," if o.q_norm or o.k_norm else ""
     st.markdown(
-        f"**The rotation (RoPE).** Q and K above are X·W_q and X·W_k **after** the rotation: each row is turned by "
-        f"an angle that grows with its token's position, on {which}, so that q·k depends on how far apart the two "
-        "tokens are. The scores use these turned rows. Before the rotation:"
+        f"**The rotation (RoPE).** Q and K above are X·W_q and X·W_k{normed} **after** the rotation: each row is "
+        f"turned by an angle that grows with its token's position, on {which}, so that q·k depends on how far apart "
+        "the two tokens are. The scores use these turned rows. Before the rotation:"
     )
     rows = token_labels(list(s.tokens))[:ROWS]
     cols = min(SHOWN_COLS, width)
@@ -60,7 +65,8 @@ def rotation(s: session.Session, trace: Trace, page_key: str) -> None:
     for name, m in (("Q", trace.Q_raw), ("K", trace.K_raw)):  # one under the other: the results column is narrow
         m = np.asarray(m)
         m = (m[0] if m.ndim == 3 else m)[: len(rows), :cols]  # (≤ 64, ≤ 8): batch item 1, head 1's first columns
-        st.caption(f"{name} before the rotation (X·W_{name.lower()}) · {whose}first {cols} columns")  # ours
+        made = f"X·W_{name.lower()}" + (" after the norm" if normed else "")
+        st.caption(f"{name} before the rotation ({made}) · {whose}first {cols} columns")  # ours
         frame = pd.DataFrame(m, index=rows, columns=dimension_labels("c", cols))
         number_tables.number_table(frame, charts.decimals_for(m, s.digits))
 
@@ -76,8 +82,8 @@ def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, r
     st.subheader("A head's queries and keys, step by step (read-only)")
     st.markdown(
         f"This model normalises {WHAT[c.qk_norm_scope]} (QK-norm: {HOW[c.qk_norm_scope]}) "
-        "before the rotation, so its q is **not** X·W_q: the step pages cannot edit these heads yet. Here is what the "
-        "model does, with its own numbers: q and k after each step, the scores then made from the last."
+        f"before the rotation, so its q is **not** X·W_q{OPENS[c.qk_norm_scope]}. Here is what the model does, with "
+        "its own numbers: q and k after each step, the scores then made from the last."
     )
     heads = [(layer, head) for layer in range(c.n_layers) for head in range(c.n_heads)]
     layer, head = inside.now().qk_head if inside.now().qk_head in heads else (0, 0)

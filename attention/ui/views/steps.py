@@ -24,7 +24,7 @@ from ..widgets import downloads, number_tables
 from ..widgets.chart_files import chart_files
 from ..widgets.common import chart_gap, vega_chart
 from ..widgets.windows import VIEW_COLS, VIEW_ROWS, window_controls
-from . import cell, family, heads, rotation
+from . import cell, family, heads, qk_norm, rotation
 
 _FIX_ON = {"X": "Tokens & embeddings", "W_q": "Weights", "W_k": "Weights", "W_v": "Weights"}
 
@@ -253,6 +253,7 @@ VIEWS: dict[str, Callable[[session.Session, Trace, str], None]] = {
     "takes_v_weights": cell.context(("weights", "V")),
     "kv_groups": family.kv_groups,
     "kv_cache": family.kv_cache,
+    "qk_norm": qk_norm.qk_norm,
     "rotation": rotation.rotation,
 }
 

@@ -110,7 +110,7 @@ def heads_map(att: Attribution, token: int) -> None:
         row_title="layer",
         col_title="head",
         digits=digits(),
-        select=not runs.model().config.qk_norm,
+        select=not every_head.shut(),
         colour=charts.Colour(colour.domain, colour.colours, "share of the logit"),
         row_height=max(22, min(60, 480 // len(rows))),  # 2 layers: rows of 60 px; 30 layers: 22 px, every label shown
     )
@@ -139,7 +139,7 @@ def pick_head(att: Attribution, fmt) -> None:  # noqa: ANN001 - a str.format
     order = np.argsort(-att.heads, axis=None, kind="stable")
     names = [runs.name(*divmod(int(k), H)) for k in order]
     shares = {runs.name(*divmod(int(k), H)): fmt(att.heads.ravel()[k]) for k in order}
-    disabled = runs.model().config.qk_norm
+    disabled = every_head.shut()
     left, right = st.columns([3, 2], gap="medium", vertical_alignment="bottom")
     with left:
         st.selectbox(

@@ -137,13 +137,14 @@ def segments(r: Routes) -> list[charts.RouteSegment]:
 
 
 def draw(r: Routes) -> None:
-    """The graph; a click on a head's edge opens that head (disabled for QK-norm heads, which the step pages refuse)."""
+    """The graph; a click on a head's edge opens that head (disabled for a QK-norm across every head, which the step
+    pages refuse)."""
     ids = inside.now().ids
     nodes = [(p, level, f"{r.levels[level]}, {p + 1} “{runs.pieces([ids[p]])[0]}”") for level, p in sorted(r.nodes)]
     title = f"Routes to the prediction at position {r.position + 1}"
     spec = charts.routes_graph(segments(r), nodes, runs.pieces(ids), r.levels, title)
     chart_gap()
-    if runs.model().config.qk_norm:
+    if every_head.shut():
         vega_chart(spec, width="stretch", key=keys.ROUTES_GRAPH)
         st.caption(every_head.qk_norm_note())
     else:
@@ -171,7 +172,7 @@ def pick_edge(r: Routes) -> None:
         st.caption("No head's edge is above the threshold: lower it to see which heads carry the prediction.")
         return
     names = {edge_id(e): f"{edge_name(e, r.levels)} ({e.share:.3f})" for e in heads}
-    disabled = runs.model().config.qk_norm
+    disabled = every_head.shut()
     left, right = st.columns([3, 2], gap="medium", vertical_alignment="bottom")
     with left:
         st.selectbox(
