@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -19,6 +22,7 @@ import pytest
 import requests
 
 from attention.io import parse
+from attention.ui.widgets import uploads
 from benchmarks.classroom import (
     DOCUMENT_PRESETS,
     Replicas,
@@ -30,6 +34,16 @@ from benchmarks.classroom import (
 )
 from benchmarks.st_client import DOWNLOADS, Tab, find, find_widget
 from tests.helpers import NGINX, ROOT
+from tests.helpers.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SHOTS,
+    check,
+    guarded_context,
+    open_page,
+    open_sidebar_expander,
+    settle,
+)
 
 # ------------------------------------------------------------------------------------------------ one server
 
@@ -330,3 +344,132 @@ def test_a_download_after_a_failover_reaches_the_replica_that_holds_it(tmp_path)
         assert found and all(n > 0 and same == "same" for _, n, same in found), found
     finally:
         assert proxy.stop() == 0
+
+
+# ------------------------------------------------------------------------------------------------ uploads, failed over
+
+NEEDS_BROWSER = pytest.mark.skipif(
+    NGINX is None or not os.path.exists(CHROMIUM), reason="needs nginx and Chromium (apt-get install -y nginx chromium)"
+)
+UPLOAD = "/_stcore/upload_file/"
+TITLE = "Uploaded after a failover"  # the preset file's title, shown once it is loaded
+
+
+@pytest.fixture(scope="module")
+def failover(tmp_path_factory):
+    """Two replicas behind nginx, headless Chromium, and the cookies of a browser nginx routes to each replica."""
+    from playwright.sync_api import sync_playwright
+
+    proxy = Replicas(2, tmp_path_factory.mktemp("failover") / "run")
+    try:
+        one, other = (f"127.0.0.1:{p}" for p in proxy.replica_ports)
+        cookies = {r: _landing_on(proxy.url, r).cookies["st_replica"] for r in (one, other)}
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            yield proxy, browser, one, other, cookies
+            browser.close()
+    finally:
+        assert proxy.stop() == 0
+
+
+def _failed_over(context, proxy: Replicas, one: str, other: str, cookies: dict[str, str]):
+    """A tab whose session lives on ``other`` (where it failed over to) while the browser's cookie names ``one`` (the
+    first replica, restarted, serves that browser's requests again), with the sidebar's preset file uploader open; and
+    the list its uploads' answers are kept in: (status, the replicas that answered it in turn)."""
+    context.add_cookies([{"name": "st_replica", "value": cookies[other], "url": proxy.url}])
+    page = context.new_page()
+    open_page(page, proxy.url, "softmax")
+    context.add_cookies([{"name": "st_replica", "value": cookies[one], "url": proxy.url}])  # the failover
+    open_sidebar_expander(page, "Save, share, export")  # over the websocket: still the session on ``other``
+    answers: list[tuple[int, str]] = []
+    page.on(
+        "response",
+        lambda r: (
+            answers.append((r.status, r.headers.get("x-upstream", "")))
+            if UPLOAD in r.url and r.request.method == "PUT"
+            else None
+        ),
+    )
+    return page, answers
+
+
+def _preset(tmp_path) -> Path:
+    preset = json.loads((ROOT / "presets" / "the_cat_sat.json").read_text(encoding="utf-8"))
+    path = tmp_path / "after_failover.json"
+    path.write_text(json.dumps({**preset, "title": TITLE}), encoding="utf-8")
+    return path
+
+
+def _upload_outcome(page, seconds: float = 60) -> str:
+    """Upload's outcome as the page shows it: "loaded" once the sidebar says the preset was loaded, or the uploader's
+    own text once it shows an error."""
+    sidebar = page.get_by_test_id("stSidebar")
+    uploader = sidebar.get_by_test_id("stFileUploader").first
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if f"Loaded preset “{TITLE}”" in sidebar.inner_text():
+            return "loaded"
+        if "status code" in (said := uploader.inner_text()):
+            return said
+        page.wait_for_timeout(250)
+    return "neither loaded nor refused within 60 s: " + uploader.inner_text()
+
+
+@pytest.mark.browser
+@NEEDS_BROWSER
+def test_an_upload_after_a_failover_reaches_the_replica_that_holds_the_session(failover, tmp_path):
+    """After a failover the browser's cookie routes its upload to the replica that does not hold its session, which
+    refuses it (400, "Invalid session_id"; Streamlit's uploader showed "AxiosError: Request failed with status code
+    400"). nginx passes the same upload on, and the replica holding the session loads the preset file."""
+    proxy, browser, one, other, cookies = failover
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        page, answers = _failed_over(context, proxy, one, other, cookies)
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
+        outcome = _upload_outcome(page)
+        page.get_by_test_id("stSidebar").get_by_test_id("stFileUploader").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "deploy_upload_after_failover.png"))
+        assert outcome == "loaded", outcome  # here: a refused upload also logs a console error, checked on leaving
+        settle(page)
+        shown = page.get_by_test_id("stSidebar").inner_text()
+    assert TITLE in shown and "after_failover.json" in shown
+    assert len(answers) == 1 and answers[0][0] == 204, answers
+    tried = answers[0][1].split(" : ")
+    assert tried[0] == one and tried[-1] == other, tried  # asked of the cookie's replica first: a real failover
+
+
+@pytest.mark.browser
+@NEEDS_BROWSER
+def test_an_upload_no_replica_takes_is_said_in_plain_words(failover, tmp_path):
+    """An upload that every replica refuses (its session is on none of them: here its address names a session id no
+    replica holds, sent through nginx as it is) is said under the uploader in plain words: what happened and what to
+    do, readable (Streamlit's uploader itself shows only an error icon on the file, with "AxiosError: Request failed
+    with status code 400" on hover); and the note goes with the failed file."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    proxy, browser, one, other, cookies = failover
+    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+        page, answers = _failed_over(context, proxy, one, other, cookies)
+        page.route(
+            f"**{UPLOAD}**",
+            lambda route: route.continue_(
+                url=re.sub(r"upload_file/[^/]+/", "upload_file/no-such-session/", route.request.url)
+            ),
+        )
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
+        outcome = _upload_outcome(page)
+        note = page.get_by_test_id("stSidebar").get_by_role("alert").filter(has_text="did not reach the server")
+        note.wait_for(timeout=10_000)
+        said = note.inner_text()
+        check(page, AXE_SCRIPT, "an upload refused")  # the note's contrast included
+        note.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "deploy_upload_refused_note.png"))  # the sidebar scrolls on its own
+        page.get_by_test_id("stSidebar").get_by_test_id("stFileChipDeleteBtn").first.click()  # the failed file removed
+        note.wait_for(state="detached", timeout=10_000)
+        logged = [e for e in page.console_errors if "status code 400" in e]  # Streamlit's own, for the refusal
+        page.console_errors[:] = [e for e in page.console_errors if e not in logged]
+    assert len(logged) == 1, logged
+    assert "status code 400" in outcome, outcome  # Streamlit's own words are still there; the note is beside them
+    assert said == uploads.MESSAGE
+    assert [a[0] for a in answers] == [400], answers
+    assert set(answers[0][1].split(" : ")) == {one, other}, answers  # every replica asked, through nginx: none holds it
