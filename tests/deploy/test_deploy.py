@@ -357,20 +357,55 @@ TITLE = "Uploaded after a failover"  # the preset file's title, shown once it is
 
 @pytest.fixture(scope="module")
 def failover(tmp_path_factory):
-    """Two replicas behind nginx, headless Chromium, and the cookies of a browser nginx routes to each replica."""
-    from playwright.sync_api import sync_playwright
-
+    """Two replicas behind nginx, and the cookies of a browser nginx routes to each: (proxy, one, other, cookies)."""
     proxy = Replicas(2, tmp_path_factory.mktemp("failover") / "run")
     try:
         one, other = (f"127.0.0.1:{p}" for p in proxy.replica_ports)
-        cookies = {r: _landing_on(proxy.url, r).cookies["st_replica"] for r in (one, other)}
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            yield proxy, browser, one, other, cookies
-            browser.close()
+        yield proxy, one, other, {r: _landing_on(proxy.url, r).cookies["st_replica"] for r in (one, other)}
     finally:
         assert proxy.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_a_large_upload_after_a_failover_is_passed_on_whole(failover):
+    """Uploads of 1 MiB and 12 MiB (the largest supported matrix as CSV is ~13.2 MB) sent, after a failover, to the
+    replica that does not hold the session reach the one that does, whole (Streamlit parses the multipart body and
+    stores the file: 204); one over the limit is still refused as too large (413), by the session's replica."""
+    proxy, one, other, cookies = failover
+
+    async def scenario() -> list[tuple[int, list[str]]]:
+        tab = Tab(proxy.url)
+        tab.http.cookies.set("st_replica", cookies[other])  # the session: on the other replica
+        await tab.open(page="tokens")
+        xsrf = tab.http.cookies["_streamlit_xsrf"]
+        answers = []
+        for size in (2**20, 12 * 2**20, parse.MAX_UPLOAD_MB * 2**20 + 1):
+            r = await asyncio.to_thread(
+                requests.put,
+                f"{proxy.url}{UPLOAD}{tab.session_id}/f{size}",
+                files={"file": ("big.csv", b"0" * size, "text/csv")},
+                cookies={"_streamlit_xsrf": xsrf, "st_replica": cookies[one]},  # ... the cookie names the first one
+                headers={"X-Xsrftoken": xsrf},
+                timeout=120,
+            )
+            answers.append((r.status_code, r.headers.get("X-Upstream", "").split(" : ")))
+        await tab.close()
+        return answers
+
+    answers = asyncio.run(scenario())
+    assert [status for status, _ in answers] == [204, 204, 413], answers
+    assert all(tried[0] == one and tried[-1] == other for _, tried in answers), answers
 
 
 def _failed_over(context, proxy: Replicas, one: str, other: str, cookies: dict[str, str]):
@@ -418,12 +453,12 @@ def _upload_outcome(page, seconds: float = 60) -> str:
 
 @pytest.mark.browser
 @NEEDS_BROWSER
-def test_an_upload_after_a_failover_reaches_the_replica_that_holds_the_session(failover, tmp_path):
+def test_an_upload_after_a_failover_reaches_the_replica_that_holds_the_session(failover, chromium, tmp_path):
     """After a failover the browser's cookie routes its upload to the replica that does not hold its session, which
     refuses it (400, "Invalid session_id"; Streamlit's uploader showed "AxiosError: Request failed with status code
     400"). nginx passes the same upload on, and the replica holding the session loads the preset file."""
-    proxy, browser, one, other, cookies = failover
-    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+    proxy, one, other, cookies = failover
+    with guarded_context(chromium, viewport={"width": 1280, "height": 720}) as context:
         page, answers = _failed_over(context, proxy, one, other, cookies)
         page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
         outcome = _upload_outcome(page)
@@ -440,15 +475,15 @@ def test_an_upload_after_a_failover_reaches_the_replica_that_holds_the_session(f
 
 @pytest.mark.browser
 @NEEDS_BROWSER
-def test_an_upload_no_replica_takes_is_said_in_plain_words(failover, tmp_path):
+def test_an_upload_no_replica_takes_is_said_in_plain_words(failover, chromium, tmp_path):
     """An upload that every replica refuses (its session is on none of them: here its address names a session id no
     replica holds, sent through nginx as it is) is said under the uploader in plain words: what happened and what to
     do, readable (Streamlit's uploader itself shows only an error icon on the file, with "AxiosError: Request failed
     with status code 400" on hover); and the note goes with the failed file."""
     from axe_playwright_python.base import AXE_SCRIPT
 
-    proxy, browser, one, other, cookies = failover
-    with guarded_context(browser, viewport={"width": 1280, "height": 720}) as context:
+    proxy, one, other, cookies = failover
+    with guarded_context(chromium, viewport={"width": 1280, "height": 720}) as context:
         page, answers = _failed_over(context, proxy, one, other, cookies)
         page.route(
             f"**{UPLOAD}**",
