@@ -42,6 +42,7 @@ from tests.helpers.browser import (
     guarded_context,
     open_page,
     open_sidebar_expander,
+    runs,
     settle,
 )
 
@@ -508,3 +509,57 @@ def test_an_upload_no_replica_takes_is_said_in_plain_words(failover, chromium, t
     assert said == uploads.MESSAGE
     assert [a[0] for a in answers] == [400], answers
     assert set(answers[0][1].split(" : ")) == {one, other}, answers  # every replica asked, through nginx: none holds it
+
+
+@pytest.mark.browser
+@NEEDS_BROWSER
+def test_an_upload_after_a_replica_is_killed_and_restarted(failover, chromium, tmp_path):
+    """The failover itself: a tab on the first replica, which is killed (kill -9); the tab reconnects to the other
+    one (a new session there), which runs the page in full (else its fragments are unknown there and the first
+    click in one is dropped); the first is started again and the browser's cookie routes to it again; the tab opens
+    the sidebar's tools and uploads a preset file, and it loads. (Runs last here: it restarts a replica.)"""
+    proxy, one, other, cookies = failover
+    with guarded_context(chromium, viewport={"width": 1280, "height": 720}) as context:
+        context.add_cookies([{"name": "st_replica", "value": cookies[one], "url": proxy.url}])
+        page = context.new_page()
+        sockets: list = []
+        page.on("websocket", lambda ws: sockets.append(ws.url))
+        assert page.goto(f"{proxy.url}/softmax").headers.get("x-upstream") == one
+        settle(page)
+        victim = int((proxy.run_dir / "replica-0.pid").read_text())
+        mark = runs(page)
+        os.kill(victim, 9)
+        deadline = time.monotonic() + 60
+        while len(sockets) < 2:  # reconnected (nginx sends it to the other replica: the first one is down)
+            assert time.monotonic() < deadline, "the tab did not reconnect within 60 s"
+            page.wait_for_timeout(100)
+        settle(page, mark, timeout=90_000)  # a full run of its new session (the fragments known there)
+        deadline = time.monotonic() + 120
+        while _routed(proxy.url, cookies[one]) != one:  # started again, and nginx sends the cookie's requests to it
+            assert time.monotonic() < deadline, "the killed replica was not routed to again within 120 s"
+            time.sleep(0.5)
+        open_sidebar_expander(page, "Save, share, export")
+        answers: list[tuple[int, str]] = []
+        page.on(
+            "response",
+            lambda r: (
+                answers.append((r.status, r.headers.get("x-upstream", "")))
+                if UPLOAD in r.url and r.request.method == "PUT"
+                else None
+            ),
+        )
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
+        outcome = _upload_outcome(page)
+        assert outcome == "loaded", outcome
+        settle(page)
+    assert int((proxy.run_dir / "replica-0.pid").read_text()) != victim
+    assert len(answers) == 1 and answers[0][0] == 204, answers
+    tried = answers[0][1].split(" : ")
+    assert tried[0] == one and tried[-1] == other, tried
+
+
+def _routed(url: str, key: str) -> str | None:
+    """The replica nginx sends a browser with stickiness key ``key`` to now (None while nothing answers)."""
+    with contextlib.suppress(requests.RequestException):
+        return requests.get(f"{url}/_stcore/health", cookies={"st_replica": key}, timeout=5).headers.get("X-Upstream")
+    return None
