@@ -3,7 +3,7 @@
 #
 #   bash deploy/run_replicas.sh [K] [LISTEN]        e.g.  bash deploy/run_replicas.sh 2 8080
 #
-# K replicas (default 2; one per core is a good start) listen on 127.0.0.1 only, on ports FIRST_PORT,
+# K replicas (1 to 10; default 2, one per core is a good start) listen on 127.0.0.1 only, on ports FIRST_PORT,
 # FIRST_PORT+1, ... (default 8501...), or on the ports listed in REPLICA_PORTS ("8601 8602"); nginx listens on
 # LISTEN (default 8080, every interface; "127.0.0.1:8080" for this machine only) and is the only public door.
 # RUN_DIR (default deploy/run, ignored by git) holds the pid files, each replica's log, nginx's logs and the
@@ -27,6 +27,8 @@ NGINX="${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
 read -r -a PORTS <<< "${REPLICA_PORTS:-$(seq -s ' ' "$FIRST_PORT" $((FIRST_PORT + K - 1)))}"
 
 [ -x "$NGINX" ] || { echo "nginx not found (Debian: apt-get install nginx)" >&2; exit 1; }
+# an upload after a failover is passed from replica to replica, and nginx follows at most 10 such steps
+(( ${#PORTS[@]} >= 1 && ${#PORTS[@]} <= 10 )) || { echo "1 to 10 replicas, not ${#PORTS[@]}" >&2; exit 1; }
 mkdir -p "$RUN_DIR/nginx-tmp"
 rm -f "$RUN_DIR"/*.pid
 
@@ -99,8 +101,22 @@ UPSTREAM_HEADER=""
 if [ "${SHOW_UPSTREAM:-0}" = 1 ]; then
   UPSTREAM_HEADER='add_header X-Upstream $upstream_addr always;'
 fi
+# An upload refused by the replica the cookie names (a failover: the session is on another) is passed on to each
+# replica in turn, one named location per replica (see deploy/nginx.conf's location /_stcore/upload_file/).
+UPLOAD_RETRIES=""
+for i in "${!PORTS[@]}"; do
+  UPLOAD_RETRIES+="location @upload_$i { proxy_pass http://127.0.0.1:${PORTS[$i]}; proxy_http_version 1.1; "
+  UPLOAD_RETRIES+='proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; '
+  UPLOAD_RETRIES+='proxy_set_header X-Forwarded-Proto $scheme; proxy_connect_timeout 5s; '
+  UPLOAD_RETRIES+='add_header Set-Cookie "st_replica=$st_replica; Path=/; HttpOnly; SameSite=Lax" always; '
+  if (( i + 1 < ${#PORTS[@]} )); then
+    UPLOAD_RETRIES+="proxy_intercept_errors on; recursive_error_pages on; error_page 400 502 = @upload_$((i + 1)); "
+  fi
+  UPLOAD_RETRIES+="$UPSTREAM_HEADER } "
+done
 sed -e "s|@LISTEN@|$LISTEN|" -e "s|@SERVERS@|$SERVERS|" -e "s|@RUN_DIR@|$RUN_DIR|g" \
-  -e "s|@UPSTREAM_HEADER@|$UPSTREAM_HEADER|" deploy/nginx.conf > "$RUN_DIR/nginx.conf"
+  -e "s|@UPSTREAM_HEADER@|$UPSTREAM_HEADER|" -e "s|@UPLOAD_RETRIES@|$UPLOAD_RETRIES|" \
+  deploy/nginx.conf > "$RUN_DIR/nginx.conf"
 "$NGINX" -t -q -e "$RUN_DIR/nginx-error.log" -c "$RUN_DIR/nginx.conf"
 start_nginx
 echo "nginx on $LISTEN -> ${#PORTS[@]} replicas on 127.0.0.1:${PORTS[*]} (logs and pids in $RUN_DIR); Ctrl+C stops all"

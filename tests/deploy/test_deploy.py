@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -19,6 +22,7 @@ import pytest
 import requests
 
 from attention.io import parse
+from attention.ui.widgets import uploads
 from benchmarks.classroom import (
     DOCUMENT_PRESETS,
     Replicas,
@@ -30,6 +34,17 @@ from benchmarks.classroom import (
 )
 from benchmarks.st_client import DOWNLOADS, Tab, find, find_widget
 from tests.helpers import NGINX, ROOT
+from tests.helpers.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SHOTS,
+    check,
+    guarded_context,
+    open_page,
+    open_sidebar_expander,
+    runs,
+    settle,
+)
 
 # ------------------------------------------------------------------------------------------------ one server
 
@@ -330,3 +345,221 @@ def test_a_download_after_a_failover_reaches_the_replica_that_holds_it(tmp_path)
         assert found and all(n > 0 and same == "same" for _, n, same in found), found
     finally:
         assert proxy.stop() == 0
+
+
+# ------------------------------------------------------------------------------------------------ uploads, failed over
+
+NEEDS_BROWSER = pytest.mark.skipif(
+    NGINX is None or not os.path.exists(CHROMIUM), reason="needs nginx and Chromium (apt-get install -y nginx chromium)"
+)
+UPLOAD = "/_stcore/upload_file/"
+TITLE = "Uploaded after a failover"  # the preset file's title, shown once it is loaded
+
+
+@pytest.fixture(scope="module")
+def failover(tmp_path_factory):
+    """Two replicas behind nginx, and the cookies of a browser nginx routes to each: (proxy, one, other, cookies)."""
+    proxy = Replicas(2, tmp_path_factory.mktemp("failover") / "run")
+    try:
+        one, other = (f"127.0.0.1:{p}" for p in proxy.replica_ports)
+        yield proxy, one, other, {r: _landing_on(proxy.url, r).cookies["st_replica"] for r in (one, other)}
+    finally:
+        assert proxy.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx not installed (apt-get install -y nginx)")
+def test_a_large_upload_after_a_failover_is_passed_on_whole(failover):
+    """Uploads of 1 MiB and 12 MiB (the largest supported matrix as CSV is ~13.2 MB) sent, after a failover, to the
+    replica that does not hold the session reach the one that does, whole (Streamlit parses the multipart body and
+    stores the file: 204); one over the limit is still refused as too large (413), by the session's replica."""
+    proxy, one, other, cookies = failover
+
+    async def scenario() -> list[tuple[int, list[str]]]:
+        tab = Tab(proxy.url)
+        tab.http.cookies.set("st_replica", cookies[other])  # the session: on the other replica
+        await tab.open(page="tokens")
+        xsrf = tab.http.cookies["_streamlit_xsrf"]
+        answers = []
+        for size in (2**20, 12 * 2**20, parse.MAX_UPLOAD_MB * 2**20 + 1):
+            r = await asyncio.to_thread(
+                requests.put,
+                f"{proxy.url}{UPLOAD}{tab.session_id}/f{size}",
+                files={"file": ("big.csv", b"0" * size, "text/csv")},
+                cookies={"_streamlit_xsrf": xsrf, "st_replica": cookies[one]},  # ... the cookie names the first one
+                headers={"X-Xsrftoken": xsrf},
+                timeout=120,
+            )
+            answers.append((r.status_code, r.headers.get("X-Upstream", "").split(" : ")))
+        await tab.close()
+        return answers
+
+    answers = asyncio.run(scenario())
+    assert [status for status, _ in answers] == [204, 204, 413], answers
+    assert all(tried[0] == one and tried[-1] == other for _, tried in answers), answers
+
+
+def _failed_over(context, proxy: Replicas, one: str, other: str, cookies: dict[str, str]):
+    """A tab whose session lives on ``other`` (where it failed over to) while the browser's cookie names ``one`` (the
+    first replica, restarted, serves that browser's requests again), with the sidebar's preset file uploader open; and
+    the list its uploads' answers are kept in: (status, the replicas that answered it in turn)."""
+    context.add_cookies([{"name": "st_replica", "value": cookies[other], "url": proxy.url}])
+    page = context.new_page()
+    open_page(page, proxy.url, "softmax")
+    context.add_cookies([{"name": "st_replica", "value": cookies[one], "url": proxy.url}])  # the failover
+    open_sidebar_expander(page, "Save, share, export")  # over the websocket: still the session on ``other``
+    answers: list[tuple[int, str]] = []
+    page.on(
+        "response",
+        lambda r: (
+            answers.append((r.status, r.headers.get("x-upstream", "")))
+            if UPLOAD in r.url and r.request.method == "PUT"
+            else None
+        ),
+    )
+    return page, answers
+
+
+def _preset(tmp_path) -> Path:
+    preset = json.loads((ROOT / "presets" / "the_cat_sat.json").read_text(encoding="utf-8"))
+    path = tmp_path / "after_failover.json"
+    path.write_text(json.dumps({**preset, "title": TITLE}), encoding="utf-8")
+    return path
+
+
+def _upload_outcome(page, seconds: float = 60) -> str:
+    """Upload's outcome as the page shows it: "loaded" once the sidebar says the preset was loaded, or the uploader's
+    own text once it shows an error."""
+    sidebar = page.get_by_test_id("stSidebar")
+    uploader = sidebar.get_by_test_id("stFileUploader").first
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if f"Loaded preset “{TITLE}”" in sidebar.inner_text():
+            return "loaded"
+        if "status code" in (said := uploader.inner_text()):
+            return said
+        page.wait_for_timeout(250)
+    return "neither loaded nor refused within 60 s: " + uploader.inner_text()
+
+
+@pytest.mark.browser
+@NEEDS_BROWSER
+def test_an_upload_after_a_failover_reaches_the_replica_that_holds_the_session(failover, chromium, tmp_path):
+    """After a failover the browser's cookie routes its upload to the replica that does not hold its session, which
+    refuses it (400, "Invalid session_id"; Streamlit's uploader showed "AxiosError: Request failed with status code
+    400"). nginx passes the same upload on, and the replica holding the session loads the preset file."""
+    proxy, one, other, cookies = failover
+    with guarded_context(chromium, viewport={"width": 1280, "height": 720}) as context:
+        page, answers = _failed_over(context, proxy, one, other, cookies)
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
+        outcome = _upload_outcome(page)
+        page.get_by_test_id("stSidebar").get_by_test_id("stFileUploader").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "deploy_upload_after_failover.png"))
+        assert outcome == "loaded", outcome  # here: a refused upload also logs a console error, checked on leaving
+        settle(page)
+        shown = page.get_by_test_id("stSidebar").inner_text()
+    assert TITLE in shown and "after_failover.json" in shown
+    assert len(answers) == 1 and answers[0][0] == 204, answers
+    tried = answers[0][1].split(" : ")
+    assert tried[0] == one and tried[-1] == other, tried  # asked of the cookie's replica first: a real failover
+
+
+@pytest.mark.browser
+@NEEDS_BROWSER
+def test_an_upload_no_replica_takes_is_said_in_plain_words(failover, chromium, tmp_path):
+    """An upload that every replica refuses (its session is on none of them: here its address names a session id no
+    replica holds, sent through nginx as it is) is said under the uploader in plain words: what happened and what to
+    do, readable (Streamlit's uploader itself shows only an error icon on the file, with "AxiosError: Request failed
+    with status code 400" on hover); and the note goes with the failed file."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    proxy, one, other, cookies = failover
+    with guarded_context(chromium, viewport={"width": 1280, "height": 720}) as context:
+        page, answers = _failed_over(context, proxy, one, other, cookies)
+        page.route(
+            f"**{UPLOAD}**",
+            lambda route: route.continue_(
+                url=re.sub(r"upload_file/[^/]+/", "upload_file/no-such-session/", route.request.url)
+            ),
+        )
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
+        outcome = _upload_outcome(page)
+        note = page.get_by_test_id("stSidebar").get_by_role("alert").filter(has_text="did not reach the server")
+        note.wait_for(timeout=10_000)
+        said = note.inner_text()
+        check(page, AXE_SCRIPT, "an upload refused")  # the note's contrast included
+        note.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "deploy_upload_refused_note.png"))  # the sidebar scrolls on its own
+        page.get_by_test_id("stSidebar").get_by_test_id("stFileChipDeleteBtn").first.click()  # the failed file removed
+        note.wait_for(state="detached", timeout=10_000)
+        logged = [e for e in page.console_errors if "status code 400" in e]  # Streamlit's own, for the refusal
+        page.console_errors[:] = [e for e in page.console_errors if e not in logged]
+    assert len(logged) == 1, logged
+    assert "status code 400" in outcome, outcome  # Streamlit's own words are still there; the note is beside them
+    assert said == uploads.MESSAGE
+    assert [a[0] for a in answers] == [400], answers
+    assert set(answers[0][1].split(" : ")) == {one, other}, answers  # every replica asked, through nginx: none holds it
+
+
+@pytest.mark.browser
+@NEEDS_BROWSER
+def test_an_upload_after_a_replica_is_killed_and_restarted(failover, chromium, tmp_path):
+    """The failover itself: a tab on the first replica, which is killed (kill -9); the tab reconnects to the other
+    one (a new session there), which runs the page in full (else its fragments are unknown there and the first
+    click in one is dropped); the first is started again and the browser's cookie routes to it again; the tab opens
+    the sidebar's tools and uploads a preset file, and it loads. (Runs last here: it restarts a replica.)"""
+    proxy, one, other, cookies = failover
+    with guarded_context(chromium, viewport={"width": 1280, "height": 720}) as context:
+        context.add_cookies([{"name": "st_replica", "value": cookies[one], "url": proxy.url}])
+        page = context.new_page()
+        sockets: list = []
+        page.on("websocket", lambda ws: sockets.append(ws.url))
+        assert page.goto(f"{proxy.url}/softmax").headers.get("x-upstream") == one
+        settle(page)
+        victim = int((proxy.run_dir / "replica-0.pid").read_text())
+        mark = runs(page)
+        os.kill(victim, 9)
+        deadline = time.monotonic() + 60
+        while len(sockets) < 2:  # reconnected (nginx sends it to the other replica: the first one is down)
+            assert time.monotonic() < deadline, "the tab did not reconnect within 60 s"
+            page.wait_for_timeout(100)
+        settle(page, mark, timeout=90_000)  # a full run of its new session (the fragments known there)
+        deadline = time.monotonic() + 120
+        while _routed(proxy.url, cookies[one]) != one:  # started again, and nginx sends the cookie's requests to it
+            assert time.monotonic() < deadline, "the killed replica was not routed to again within 120 s"
+            time.sleep(0.5)
+        open_sidebar_expander(page, "Save, share, export")
+        answers: list[tuple[int, str]] = []
+        page.on(
+            "response",
+            lambda r: (
+                answers.append((r.status, r.headers.get("x-upstream", "")))
+                if UPLOAD in r.url and r.request.method == "PUT"
+                else None
+            ),
+        )
+        page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
+        outcome = _upload_outcome(page)
+        assert outcome == "loaded", outcome
+        settle(page)
+    assert int((proxy.run_dir / "replica-0.pid").read_text()) != victim
+    assert len(answers) == 1 and answers[0][0] == 204, answers
+    tried = answers[0][1].split(" : ")
+    assert tried[0] == one and tried[-1] == other, tried
+
+
+def _routed(url: str, key: str) -> str | None:
+    """The replica nginx sends a browser with stickiness key ``key`` to now (None while nothing answers)."""
+    with contextlib.suppress(requests.RequestException):
+        return requests.get(f"{url}/_stcore/health", cookies={"st_replica": key}, timeout=5).headers.get("X-Upstream")
+    return None
