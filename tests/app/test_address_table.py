@@ -170,6 +170,32 @@ def test_qk_norm_gains_edited_travel_exactly_and_a_bad_one_is_named(tmp_path, mo
         assert again.options == own
 
 
+def test_qk_norm_gains_of_split_heads_travel_and_joining_them_gives_the_heads_own_back(tmp_path, monkeypatch) -> None:  # noqa: ANN001, E501
+    """The same Qwen3 head split into 2 heads (each 64 columns wide, its gains fitted as the sidebar fits them) with a
+    gain edited: the link (heads=2 and qkn) gives back the same options with no notice (the gains were checked against
+    the width of 1 head and refused). Joined into 1 head again, the gains are the head's own past the kept 64: not an
+    edit of the model's layer (it was padded with 1s, which changed every head of the layer)."""
+    from attention.ui.core import models
+    from attention.ui.state import reshapes
+    from tests.helpers import gguf_files
+
+    monkeypatch.setenv("ATTENTION_MODELS", f"q3={gguf_files.write(tmp_path / 'q3.gguf', 'qwen3')}")
+    ids = models.first_text("server:q3")[1]
+    s = session_mod.head_session(models.HeadRef("server:q3", ids, 1, 0))
+    own = s.options
+    s.options = own.replace(heads=2)
+    assert reshapes.fit_gains(s, s.dims.d_k // 2) and len(s.options.q_norm) == 64
+    s.options, s.epoch = s.options.replace(q_norm=(2.5, *s.options.q_norm[1:])), s.epoch + 1
+    q, notes = url.link(s)
+    assert q["heads"] == "2" and q["qkn"].startswith("q:2.5,") and not notes
+    back, notices = url.decode(q)
+    assert not notices, notices
+    assert back.options == s.options
+    back.options = back.options.replace(heads=1)
+    reshapes.fit_gains(back, back.dims.d_k)
+    assert back.options.q_norm == (2.5, *own.q_norm[1:]) and back.options.k_norm == own.k_norm
+
+
 GOOD = {"preset": "the_cat_sat", "digits": "6", "src": "le chat"}
 BAD = {  # one bad value of each parameter, and the preset it is read with when not the_cat_sat
     "preset": ("nope", None),

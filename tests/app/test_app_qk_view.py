@@ -117,7 +117,8 @@ def test_learn_the_weights_trains_a_qk_norm_heads_gains_and_they_flow_into_the_m
 
 def test_other_heads_fit_the_gains_and_say_so() -> None:
     """A QK-norm head split into 2 heads in the sidebar: the gains keep their first 3 (each head is 3 columns wide now)
-    and the page says so, the pass computes; back to 1 head, the 3 new columns' gains are 1 (the norm alone)."""
+    and the page says so, the pass computes; back to 1 head, the 3 new columns' gains are the head's own again (not 1s:
+    that would edit every head of the model's layer)."""
     from attention.ui.core import compute
     from tests.helpers.apptest import conventions, errors, goto, journey
 
@@ -134,7 +135,8 @@ def test_other_heads_fit_the_gains_and_say_so() -> None:
     assert compute.current_trace(s).weights.shape == (2, 10, 10)
     at = select(at, keys.SB_HEADS, 1)
     no_exception(at)
-    assert session(at).options.q_norm == (*own[:3], 1.0, 1.0, 1.0) and not errors(at)
+    assert session(at).options.q_norm == own and not errors(at)
+    assert any("the new ones are the head's own." in t for t in texts(at.info))
 
 
 def test_a_resize_fits_the_gains_too() -> None:
@@ -146,5 +148,6 @@ def test_a_resize_fits_the_gains_too() -> None:
     own = s.options.q_norm
     note = reshapes.resize(s, d_k=4)
     assert s.options.q_norm == own[:4] and len(s.options.k_norm) == 4 and "each head now has 4" in note
-    note = reshapes.resize(s, d_k=8)
-    assert s.options.q_norm == (*own[:4], 1.0, 1.0, 1.0, 1.0) and "the new ones are 1" in note
+    note = reshapes.resize(s, d_k=8)  # the head's own gains reach 6 columns: then 1s
+    assert len(own) == 6 and s.options.q_norm == (*own, 1.0, 1.0), (own, s.options.q_norm)
+    assert "the new ones are the head's own where it has them, else 1" in note

@@ -41,6 +41,7 @@ from .rebuild import (
     gains_parse,
     gains_put,
     gains_value,
+    heads_put,
     kv_parse,
     option,
     pad_parse,
@@ -228,7 +229,7 @@ PARAMS: tuple[Param, ...] = (
         "heads",
         option("heads"),
         lambda text, r: h if (h := whole(text, 1, names.MAX_DIM)) in session.valid_heads(r.s) else None,
-        set_option("heads"),
+        heads_put,
         lambda text, r, why: f"The link's heads {quoted(text)} do not divide d_k and d_v; one head.",
     ),
     Param(

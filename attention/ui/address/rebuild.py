@@ -335,5 +335,12 @@ def _gain(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def heads_put(r: Reading, heads: int) -> None:
+    """The number of heads, and QK-norm's gains fitted to the heads' new width (as the sidebar's choice fits them), so
+    the link's gains (``qkn``, read after) are checked against the width they were written for."""
+    r.s.options = replace(r.s.options, heads=heads)
+    reshapes.fit_gains(r.s, r.s.dims.d_k // heads)
+
+
 def gains_put(r: Reading, gains: dict[str, tuple[float, ...]]) -> None:
     r.s.options = replace(r.s.options, **gains)

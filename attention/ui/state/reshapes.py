@@ -129,17 +129,29 @@ def resize(
 
 def fit_gains(s: Session, width: int) -> str:
     """QK-norm's gains fitted to heads ``width`` columns wide (after a resize or another number of heads): each kept
-    where it fits, a new column's gain 1 (the norm alone); a note when they change ("" otherwise)."""
+    where it fits; a new column's gain the unedited state's own gain there when it has one (so splitting a head and
+    joining it again gives back its gains), else 1 (the norm alone); a note when they change ("" otherwise)."""
     o = s.options
     had = {name: g for name in ("q_norm", "k_norm") if (g := getattr(o, name)) and len(g) != width}
     if not had:
         return ""
-    s.options = replace(o, **{name: tuple(g[:width]) + (1.0,) * max(0, width - len(g)) for name, g in had.items()})
+    own = s.origin.preset.options if s.origin is not None else o
+    fitted = {name: _fitted(g, tuple(getattr(own, name) or ()), width) for name, g in had.items()}
+    s.options = replace(o, **fitted)
     old = len(next(iter(had.values())))
+    reach = len(getattr(own, next(iter(had))) or ())  # how far the unedited gains go
+    new = "the head's own" if reach >= width else "1" if reach <= old else "the head's own where it has them, else 1"
     return (
         f"QK-norm's gains were for heads of {old} columns; each head now has {width}: the first "
-        f"{min(old, width)} gains are kept" + (", the new ones are 1." if width > old else ".")
+        f"{min(old, width)} gains are kept" + (f", the new ones are {new}." if width > old else ".")
     )
+
+
+def _fitted(gains: tuple[float, ...], own: tuple[float, ...], width: int) -> tuple[float, ...]:
+    """``gains`` cut or extended to ``width``: extended by the unedited gains ``own`` where they reach, then 1s."""
+    kept = tuple(gains[:width])
+    tail = own[len(kept) : width]
+    return kept + tuple(tail) + (1.0,) * (width - len(kept) - len(tail))
 
 
 def _retoken(s: Session, tokens: tuple[str, ...], n: int) -> None:
