@@ -334,8 +334,9 @@ class _Onward:
     both restore exactly 0. The batch is cut into pieces of at most ``CELLS`` attention weights.
 
     ``wanted`` (layer → its heads and its stream rows, as :func:`_by_layer` gives them) holds the patches asked for:
-    each layer's batch is made of its wanted patches only, and a layer not in it runs nothing. Stream rows are grouped
-    as the full sweep groups them, a group spanning at most ``GROUP`` positions from its first row."""
+    each layer's batch is made of its wanted patches only, and a layer not in it runs nothing. The wanted stream rows
+    are grouped in order, each group spanning at most ``GROUP`` positions from its first wanted row (so a subset's
+    groups can start elsewhere than the full sweep's; every patch restores the same share either way)."""
 
     CELLS = 1 << 24  # attention weights per piece of the batch (a piece's scores: 128 MB in float64)
     GROUP = 3  # stream rows per batch: rows p .. t run for the group's first p (the rest recompute a few rows)

@@ -231,3 +231,17 @@ def test_keys_after_a_double_click_the_grid_did_not_take_stay_out_of_the_box_foc
         assert temperature.input_value() == was, "the digits went into the temperature's box"
         wrong = _landed_or_named(pg, 0, {(1, 2): "6.5"}, "slow_untaken_double_click.png")
     assert not wrong, wrong
+
+
+def test_a_value_committed_with_tab_at_once_lands_throttled(browser, base_url) -> None:
+    """Double-click, type and Tab at once (Tab commits as Enter does, and moves right): the keys kept for the editor
+    were dropped without a word when a Tab came before it opened. The value lands, or a message names it."""
+    with slow_page(browser) as pg:
+        open_page(pg, base_url, "tokens", "preset=the_cat_sat")
+        ready(pg)
+        pg.mouse.dblclick(*_cell_point(pg, 0, 2, 1))
+        pg.keyboard.type("4.5")
+        pg.keyboard.press("Tab")
+        _after_the_runs(pg)
+        wrong = _landed_or_named(pg, 0, {(2, 1): "4.5"}, "slow_tab.png")
+    assert not wrong, wrong

@@ -360,7 +360,8 @@ def test_learning_the_gains_lowers_the_loss_and_the_trace_uses_them() -> None:
     assert r.loss < 0.5 * r.losses[0]
     assert r.trace.options.q_norm == tuple(float(g) for g in r.matrices["q_norm"]) != o.q_norm
     again = attention.self_attention(*(r.matrices[k] for k in ("X", "W_q", "W_k", "W_v")), options=r.trace.options)
-    np.testing.assert_array_equal(again.weights, r.weights)
+    # recomputed from the matrices and the learned gains alone: equal to float64 rounding (a gain 1% off moves it 1e-3)
+    np.testing.assert_allclose(again.weights, r.weights, rtol=0, atol=1e-12)
 
 
 def test_learning_gains_the_options_do_not_have_is_named() -> None:

@@ -8,16 +8,17 @@ page (6 of 8 such edits lost, with no message and nothing sent to the server): t
 digit and Enter reached the grid's canvas before its editor opened, and no editor opened at all; or they reached
 the editor in its first frames, and Enter still committed the old value. The grid is Streamlit's own and the server
 never sees those keys, so the fix lives in the page: a small script (constant text, no user data) keeps the printable
-keys and Enter typed within 3 s of a double-click on a matrix grid, until its cell editor has opened and settled,
-then types them into it (replacing the old value, as typing there does) and presses Enter once it shows them.
-It stops watching as soon as the editor has them (or has settled with none kept), so the next keys (typed into the
-next cell straight away) go to the grid as usual; keys kept when no editor opened within the 3 s are named in a
-note at the top of the page, never dropped without a word. A key typed on a selected cell (filling a column: type,
-Enter, type) opens its editor with that key; the keys after it are kept the same way until the editor is ready (on a
-slow machine the editor dropped them: 2.5 became 5). The keys after a double-click are the cell's wherever the focus
-still is (on a busy page the grid took the focus late, and the first digit went into the box focused before), until
-the person presses elsewhere, Tab or Escape. And the keys typed while a handed-over value's Enter is on its way are
-kept for the cells below (they went into the editor before it closed: 1.5 became 1.52).
+keys, Enter and Tab typed within 3 s of a double-click on a matrix grid (or QK-norm's gains grid), until its cell
+editor has opened and settled, then types them into it (replacing the old value, as typing there does) and presses
+Enter (or Tab) once it shows them. It stops watching as soon as the editor has them (or has settled with none kept),
+so the next keys (typed into the next cell straight away) go to the grid as usual; keys kept when no editor opened
+within the 3 s are named in a note at the top of the page, never dropped without a word. A key typed on a selected
+cell (filling a column: type, Enter, type) opens its editor with that key; the keys after it are kept the same way
+until the editor is ready (on a slow machine the editor dropped them: 2.5 became 5). The keys after a double-click
+are the cell's wherever the focus still is (on a busy page the grid took the focus late, and the first digit went
+into the box focused before: the temperature's 1 became 16.5), until the person presses elsewhere, or Escape (which
+drops them, as it cancels an edit). The keys typed while a handed-over value's Enter is on its way are kept for the
+cells below, so none can reach the closing editor; a press before they are typed there names them in a note.
 
 And every number a cell editor commits (Enter or Tab) is checked once the runs it starts are over: the matrix's grid
 must show it in that cell, to the digits it shows. If not (the edit never reached the server, or reached a grid that
@@ -32,7 +33,13 @@ SCRIPT = """<script>
 (() => {
   if (window.__attentionGridKeys) return;
   window.__attentionGridKeys = true;
-  const GRID = "[class*='st-key-ed-'] [data-testid='stDataFrame']";  // the matrix grids (keys.grid: "ed.…")
+  // the matrix grids (keys.grid: "ed.…") and QK-norm's gains grid (keys.gains_grid: "gains.…")
+  const GRID = ["ed", "gains"].map(k => `[class*='st-key-${k}-'] [data-testid='stDataFrame']`).join(", ");
+  const nameOf = grid => {  // what a grid edits: "W_q", "X", ..., or "QK-norm gains"; null for another grid
+    const keyed = grid.closest("[class*='st-key-ed-'], [class*='st-key-gains-']");
+    const cls = keyed && Array.from(keyed.classList).find(c => /^st-key-(ed|gains)-/.test(c));
+    return !cls ? null : cls.startsWith("st-key-gains-") ? "QK-norm gains" : cls.slice(10).split("-")[0];
+  };
   const EDITOR = "#portal .gdg-input";  // the cell editor the grid opens
   let armed = 0;  // until when keys after a double-click on a grid are watched (ms)
   let fresh = false;  // a cell editor has just opened: its first frames
@@ -40,56 +47,59 @@ SCRIPT = """<script>
   let prefix = [];  // the key typed on a selected cell that opened its editor (the grid puts it there itself)
   let after = null;  // keys typed while a handed-over value's Enter is on its way (null: none on its way)
   let editing = null;  // the cell whose editor is open: found as it opens (the grid's table lags the keys after)
+  const ENDS = k => k === "Enter" || k === "Tab";  // the keys that commit a cell editor's text
   const frames = (n, f) => (n ? requestAnimationFrame(() => frames(n - 1, f)) : f());
-  const lost = keys => {
+  const NO_EDITOR = " did not reach a cell: no cell editor opened. Double-click the cell and retype it.";
+  const lost = (keys, why = NO_EDITOR, own = prefix) => {  // said where the eye is, never dropped silently
     const note = document.createElement("div");
     note.setAttribute("role", "alert");
     note.style.cssText = "position:fixed;top:4rem;left:50%;transform:translateX(-50%);z-index:100000;"
       + "background:#fff3cd;color:#3d2c00;border:1px solid #b58900;border-radius:6px;padding:.5rem .9rem;";
-    const shown = prefix.concat(keys).map(k => (k === "Enter" ? "⏎" : k)).join("").slice(0, 40);
+    const glyph = {Enter: "⏎", Tab: "⇥"};
+    const shown = own.concat(keys).map(k => glyph[k] || k).join("").slice(0, 40);
     const sel = where(lastGrid);  // the cell aimed at: its column too when the grid shows it selected
-    const cell = aim ? (sel && sel.name === aim.name && sel.row === aim.row ? sel : aim) : sel;
+    const aimed = aim ? (sel && sel.name === aim.name && sel.row === aim.row ? sel : aim) : sel;
+    const cell = why === NO_EDITOR ? aimed : null;
     const col = cell && cell.col ? ` · ${cell.col}` : "";
     const at = cell && cell.row !== null ? ` for ${cell.name} row ${cell.row}${col}` : "";
     note.className = "attention-note";
-    note.textContent = "What you typed (" + shown + ")" + at
-      + " did not reach a cell: no cell editor opened. Double-click the cell and retype it.";
+    note.dataset.at = String(performance.now());
+    note.textContent = "What you typed (" + shown + ")" + at + why;
     document.body.appendChild(note);
     setTimeout(() => note.remove(), 30000);  // or at the next double-click on a grid: the retyping
   };
   let aim = null;  // the matrix and row a double-click aimed at (rows 35 px under a 35 px header)
   const aimAt = (grid, y) => {
-    const keyed = grid.closest("[class*='st-key-ed-']");
-    const cls = keyed && Array.from(keyed.classList).find(c => c.startsWith("st-key-ed-"));
+    const name = nameOf(grid);
     const scroller = grid.querySelector(".dvn-scroller");
     const k = Math.floor((y - grid.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0)) / 35) - 1;
     const tr = grid.querySelectorAll("tbody tr")[k];
-    return cls ? {name: cls.slice(10).split("-")[0], row: tr && tr.children[0] ? tr.children[0].textContent : null}
-      : null;
+    return name ? {name, row: tr && tr.children[0] ? tr.children[0].textContent : null} : null;
   };
   const flush = () => {
     if (!held.length || fresh) return;  // the editor's first frames end by calling this again
     const input = document.querySelector(EDITOR);
     if (!input) {
       if (performance.now() <= armed) return frames(1, flush);
-      lost(held);  // no editor opened in time: said where the eye is, never dropped silently
+      if (held.some(k => !ENDS(k))) lost(held);  // no editor opened in time: said, never dropped silently
       [held, prefix] = [[], []];
       armed = 0;
       return;
     }
-    const enter = held.indexOf("Enter");  // this cell's keys end at the first Enter; the rest are the next cells'
+    const enter = held.findIndex(ENDS);  // this cell's keys end at the first Enter or Tab; the rest: the next cells'
     const mine = enter < 0 ? held : held.slice(0, enter + 1), rest = enter < 0 ? [] : held.slice(enter + 1);
     held = [];
     armed = 0;  // handed over: the next keys go where the person types them (the editor, or the grid's next cell)
     input.focus();
     input.select();  // typing replaces the old value, as it does in an editor a double-click opened
-    const text = prefix.concat(mine.filter(k => k !== "Enter")).join("");
+    const text = prefix.concat(mine.filter(k => !ENDS(k))).join("");
     prefix = [];
     if (text) document.execCommand("insertText", false, text);
-    if (enter >= 0) {  // once the editor has drawn the text: it commits what it shows (and moves down a row)
+    if (enter >= 0) {  // once the editor has drawn the text: it commits what it shows (and moves down, or right)
+      const end = mine[enter];  // Enter or Tab
       const below = after = rest;  // the keys typed until then are the next cells' too, not this editor's
       frames(2, () => {
-        input.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", bubbles: true}));
+        input.dispatchEvent(new KeyboardEvent("keydown", {key: end, code: end, bubbles: true}));
         frames(3, () => {
           if (after !== below) return;  // a double-click or a press elsewhere took them back first
           after = null;
@@ -101,8 +111,9 @@ SCRIPT = """<script>
   const next = rest => {  // keys typed for the cells below, held while this one's editor opened: type them there
     const target = document.activeElement && document.activeElement.closest && document.activeElement.closest(GRID)
       ? document.activeElement : null;
-    const first = rest.find(k => k !== "Enter");
-    if (!target || first === undefined) return lost(rest);
+    const first = rest.find(k => !ENDS(k));
+    if (first === undefined) return;  // an Enter or Tab more: no value to type
+    if (!target) return lost(rest, NO_EDITOR, []);
     [armed, prefix, held] = [performance.now() + 3000, [first], rest.slice(rest.indexOf(first) + 1)];
     target.dispatchEvent(new KeyboardEvent("keydown", {key: first, bubbles: true}));  // opens the next cell's editor
     if (held.length) frames(1, flush);
@@ -142,14 +153,13 @@ SCRIPT = """<script>
     const cells = grid ? grid.querySelectorAll("td[aria-selected='true']") : [];
     if (cells.length !== 1) return null;
     const td = cells[0], tr = td.closest("tr");
-    const keyed = grid.closest("[class*='st-key-ed-']");
-    const cls = keyed && Array.from(keyed.classList).find(c => c.startsWith("st-key-ed-"));
+    const name = nameOf(grid);
     const head = grid.querySelectorAll(HEADS)[Number(td.getAttribute("aria-colindex")) - 1];
-    if (!cls || !tr || !head || !tr.children.length) return null;
-    return {name: cls.slice(10).split("-")[0], row: tr.children[0].textContent, col: head.textContent};
+    if (!name || !tr || !head || !tr.children.length) return null;
+    return {name, row: tr.children[0].textContent, col: head.textContent};
   };
   const cellNow = cell => {  // the text the matrix's grid shows now at that row and column, or null
-    for (const g of document.querySelectorAll(`[class*='st-key-ed-${cell.name}-'] [data-testid='stDataFrame']`)) {
+    for (const g of Array.from(document.querySelectorAll(GRID)).filter(g => nameOf(g) === cell.name)) {
       const cols = Array.from(g.querySelectorAll(HEADS), h => h.textContent);
       const j = cols.indexOf(cell.col);
       const tr = Array.from(g.querySelectorAll("tbody tr")).find(r => r.children[0]?.textContent === cell.row);
@@ -216,7 +226,9 @@ SCRIPT = """<script>
     if (typed.length === 1) setTimeout(check, 250);
   }, true);
   const giveBack = () => {  // a press: the keys kept for the cells below (typed before it) are named, not typed
-    if (after !== null && after.some(k => k !== "Enter")) lost(after);
+    if (after !== null && after.some(k => k !== "Enter" && k !== "Tab")) {
+      lost(after, " was typed for the cells below, and you pressed elsewhere first: retype it there.", []);
+    }
     after = null;
   };
   document.addEventListener("pointerdown", e => {  // pressing anywhere but a grid or its editor: moving on
@@ -228,12 +240,16 @@ SCRIPT = """<script>
     const grid = e.target.closest && e.target.closest(GRID);
     armed = grid ? performance.now() + 3000 : 0;
     [held, prefix, aim] = [[], [], grid ? aimAt(grid, e.clientY) : null];
-    if (grid) document.querySelectorAll(".attention-note").forEach(n => n.remove());  // retyping: said already
+    if (grid) {  // retyping: what was said before goes (not a note this double-click's own press just made)
+      const now = performance.now();
+      const old = n => now - Number(n.dataset.at || 0) > 700;
+      document.querySelectorAll(".attention-note").forEach(n => old(n) && n.remove());
+    }
     if (grid) missed.length = 0;
   }, true);
   document.addEventListener("keydown", e => {
     if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (after !== null && (e.key === "Enter" || e.key.length === 1)) {  // typed for the cells below: kept for them
+    if (after !== null && (ENDS(e.key) || e.key.length === 1)) {  // typed for the cells below: kept for them
       e.preventDefault();
       e.stopPropagation();
       return void after.push(e.key);
@@ -244,8 +260,8 @@ SCRIPT = """<script>
       return;  // editor with that key: the keys after it are kept until the editor is ready for them
     }
     if (performance.now() > armed) return;
-    if (e.key === "Escape" || e.key === "Tab") [armed, held, prefix] = [0, [], []];  // cancelled, or moved on
-    if (e.key !== "Enter" && e.key.length !== 1) return;
+    if (e.key === "Escape") [armed, held, prefix] = [0, [], []];  // cancelled: nothing typed is kept
+    if (!ENDS(e.key) && e.key.length !== 1) return;  // Tab commits as Enter does (and moves right)
     const input = document.querySelector(EDITOR);
     if (input && !fresh && !held.length) return;  // an editor open and settled: it takes its keys
     // Armed by a double-click on a grid, the keys are the cell's wherever the focus still is: on a busy page the grid
