@@ -5,7 +5,6 @@ a bad one is named where the eye is, changing nothing; axe-core on the page."""
 
 from __future__ import annotations
 
-import os
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
@@ -20,7 +19,7 @@ from tests.helpers.browser import (
     grid_cells,
     guarded_context,
     ready,
-    streamlit_server,
+    server_listing,
     type_in_cell,
 )
 
@@ -29,16 +28,8 @@ from tests.helpers.browser import (
 def qwen3_url(tmp_path_factory: pytest.TempPathFactory):
     """A server listing a tiny Qwen3 as "q3" (the test process lists it too: the head's link is made here)."""
     path = gguf_files.write(tmp_path_factory.mktemp("q3") / "q3.gguf", "qwen3")
-    before = os.environ.get("ATTENTION_MODELS")
-    os.environ["ATTENTION_MODELS"] = f"q3={path}"
-    try:
-        with streamlit_server() as url:
-            yield url
-    finally:
-        if before is None:
-            os.environ.pop("ATTENTION_MODELS", None)
-        else:
-            os.environ["ATTENTION_MODELS"] = before
+    with server_listing(f"q3={path}") as url:
+        yield url
 
 
 def _gains_grid(pg) -> int:  # noqa: ANN001 - a Playwright page

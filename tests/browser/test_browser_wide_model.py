@@ -7,7 +7,6 @@ critical or serious violation."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -17,8 +16,8 @@ from tests.helpers.browser import (
     blank_pixels,
     check,
     guarded_context,
+    server_listing,
     settle,
-    streamlit_server,
     wait_readable,
 )
 from tests.helpers.visible import CANVAS_HOOK, check_page, stable_charts
@@ -32,16 +31,8 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     from tests.helpers.families import smol_shaped
 
     folder = smol_shaped(tmp_path_factory.mktemp("smol_shaped"))
-    old = os.environ.get("ATTENTION_MODELS")
-    os.environ["ATTENTION_MODELS"] = f"smol={folder}"
-    try:
-        with streamlit_server() as url:  # the server copies the environment when it starts
-            yield url
-    finally:
-        if old is None:
-            os.environ.pop("ATTENTION_MODELS", None)
-        else:
-            os.environ["ATTENTION_MODELS"] = old
+    with server_listing(f"smol={folder}") as url:  # the server copies the environment when it starts
+        yield url
 
 
 @pytest.mark.parametrize("viewport", [(1280, 720), (1400, 1000)], ids=["1280x720", "1400x1000"])

@@ -356,6 +356,20 @@ UPLOAD = "/_stcore/upload_file/"
 TITLE = "Uploaded after a failover"  # the preset file's title, shown once it is loaded
 
 
+def _upload_answers(page) -> list[tuple[int, str]]:  # noqa: ANN001 - a Playwright page
+    """The page's upload PUTs' answers, kept as they come: (status, the replicas that answered it in turn)."""
+    answers: list[tuple[int, str]] = []
+    page.on(
+        "response",
+        lambda r: (
+            answers.append((r.status, r.headers.get("x-upstream", "")))
+            if UPLOAD in r.url and r.request.method == "PUT"
+            else None
+        ),
+    )
+    return answers
+
+
 @pytest.fixture(scope="module")
 def failover(tmp_path_factory):
     """Two replicas behind nginx, and the cookies of a browser nginx routes to each: (proxy, one, other, cookies)."""
@@ -418,15 +432,7 @@ def _failed_over(context, proxy: Replicas, one: str, other: str, cookies: dict[s
     open_page(page, proxy.url, "softmax")
     context.add_cookies([{"name": "st_replica", "value": cookies[one], "url": proxy.url}])  # the failover
     open_sidebar_expander(page, "Save, share, export")  # over the websocket: still the session on ``other``
-    answers: list[tuple[int, str]] = []
-    page.on(
-        "response",
-        lambda r: (
-            answers.append((r.status, r.headers.get("x-upstream", "")))
-            if UPLOAD in r.url and r.request.method == "PUT"
-            else None
-        ),
-    )
+    answers = _upload_answers(page)
     return page, answers
 
 
@@ -539,15 +545,7 @@ def test_an_upload_after_a_replica_is_killed_and_restarted(failover, chromium, t
             assert time.monotonic() < deadline, "the killed replica was not routed to again within 120 s"
             time.sleep(0.5)
         open_sidebar_expander(page, "Save, share, export")
-        answers: list[tuple[int, str]] = []
-        page.on(
-            "response",
-            lambda r: (
-                answers.append((r.status, r.headers.get("x-upstream", "")))
-                if UPLOAD in r.url and r.request.method == "PUT"
-                else None
-            ),
-        )
+        answers = _upload_answers(page)
         page.get_by_test_id("stSidebar").locator("input[type='file']").first.set_input_files(str(_preset(tmp_path)))
         outcome = _upload_outcome(page)
         assert outcome == "loaded", outcome

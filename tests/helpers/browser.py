@@ -34,6 +34,22 @@ CHROMIUM_ARGS = [
 ]
 
 
+@contextlib.contextmanager
+def server_listing(models: str) -> Iterator[str]:
+    """A ``streamlit run`` server whose ``ATTENTION_MODELS`` is ``models`` ("name=path;..."): set for this process too
+    while it runs (the server copies the environment as it starts; a test makes its links here), then put back."""
+    before = os.environ.get("ATTENTION_MODELS")
+    os.environ["ATTENTION_MODELS"] = models
+    try:
+        with streamlit_server() as url:
+            yield url
+    finally:
+        if before is None:
+            os.environ.pop("ATTENTION_MODELS", None)
+        else:
+            os.environ["ATTENTION_MODELS"] = before
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
