@@ -228,20 +228,17 @@ SCRIPT = """<script>
     else if (e.key.length === 1) segs[last] = segs[last] && segs[last].concat([e.key]);
     else if (e.key !== "Shift") segs[last] = null;
   }, true);
-  document.addEventListener("keydown", e => {  // Enter or Tab in a cell editor commits what it shows
-    if (e.key !== "Enter" && e.key !== "Tab") return;
-    const input = editorNow();
-    if (!input || (e.target !== input && document.activeElement !== input)) return;
+  const record = (input, cell) => {  // a value committed (Enter or Tab in a cell editor): checked once the runs end
     const seg = segs.length > 1 ? segs.shift() : segs[0];  // what was typed for this cell
     if (segs.length === 0 || seg === segs[0]) segs = [[]];
     const mine = seg && seg.join("").trim();
     const said = mine && Number.isFinite(num(mine)) ? mine : input.value.trim();
-    const cell = editing || where(lastGrid), value = num(said);
+    const value = num(said);
     if (!cell || !said || !Number.isFinite(value)) return;  // not a number: the server says why
     typed = typed.filter(t => !(t.cell.name === cell.name && t.cell.row === cell.row && t.cell.col === cell.col));
     typed.push({cell, text: said.slice(0, 40), value, at: performance.now(), ran: false});
     if (typed.length === 1) setTimeout(check, 250);
-  }, true);
+  };
   const step = (cell, key) => {  // the cell a commit moves the selection to: the row below (Enter), or the next column
     for (const g of Array.from(document.querySelectorAll(GRID)).filter(g => nameOf(g) === cell.name)) {
       const rows = Array.from(g.querySelectorAll("tbody tr"), r => r.children[0]?.textContent);
@@ -306,11 +303,16 @@ SCRIPT = """<script>
     held.push(e.key);
     if (held.length === 1) frames(1, flush);
   }, true);
-  document.addEventListener("keydown", e => {  // an Enter or Tab that reaches the editor commits it: it is closing
-    if (!ENDS(e.key) || e.defaultPrevented) return;  // (one kept above reaches it later, or never)
+  // An Enter or Tab that reaches a cell editor commits what it shows: the value is recorded for the check, and the
+  // editor is closing. One kept above is not this editor's yet: it reaches it later (as a synthetic key), or never.
+  // (Recorded at the kept key as well, a value was counted twice and the next cells' typing was misread: "3." and
+  // "75" named as not landed, though 3.75 had.)
+  document.addEventListener("keydown", e => {
+    if (!ENDS(e.key) || e.defaultPrevented) return;
     const input = editorNow();
     if (!input || (e.target !== input && document.activeElement !== input)) return;
     const cell = editing || where(lastGrid);
+    record(input, cell);
     // where the selection goes; unknown when this cell was (the grid's table then still shows a cell before it)
     [closing, moved] = [input, {cell: cell && (step(cell, e.key) || cell), at: performance.now()}];
   }, true);
