@@ -20,17 +20,18 @@ into the box focused before: the temperature's 1 became 16.5), until the person 
 drops them, as it cancels an edit). The keys typed while a handed-over value's Enter is on its way are kept for the
 cells below, so none can reach the closing editor; a press before they are typed there names them in a note. A
 committed editor lingers on a busy page (measured: 0.3–0.7 s at 4× throttle): until it has gone, it is not the editor
-keys go to, and keys typed meanwhile are kept and typed into the cell below once it has (before, one reached the
-closing editor, or opened none: 3.75 lost, and the note named "3." at another row).
+keys go to, and keys typed meanwhile on the grid are kept and typed into the next cell (below, or right after a Tab)
+once it has (before, one reached the closing editor, or opened none: 3.75 lost, and the note named "3." at another
+row); a press elsewhere ends that, and a move typed first (Enter or Tab before the value) is named, not guessed.
 
 And every number a cell editor commits (Enter or Tab) is checked once the runs it starts are over: the matrix's grid
 must show it in that cell, to the digits it shows. If not (the edit never reached the server, or reached a grid that
 was being replaced, as on a busy machine it can), a note at the top of the page names the value and its cell (the
 matrix, the row's and the column's labels) and asks to retype it. The cell of an editor a key opened right after a
 commit is the one the commit moved to (the row below, or the next column): the grid's accessible table still shows the
-cell before for a while, and a note once named the wrong row; when the cell committed was not known, neither is the
-next, and no note guesses. A value that is not a number is left to the server,
-which names it under the grid.
+cell before for a while, and a note once named the wrong row. When the cell committed was not known, or Shift turned
+the move back, or other keys moved the selection, the next cell is not known either, and no note guesses it. A value
+that is not a number is left to the server, which names it under the grid.
 """
 
 from __future__ import annotations
@@ -60,6 +61,14 @@ SCRIPT = """<script>
   let after = null;  // keys typed while a handed-over value's Enter is on its way (null: none on its way)
   let editing = null;  // the cell whose editor is open: found as it opens (the grid's table lags the keys after)
   let moved = null;  // where the last commit moved the selection: {cell, at} (the row below, or the column right)
+  let unknown = false;  // the open editor's cell is not known (and is not guessed from the grid's lagging table)
+  let keep = false;  // keys typed while a committed editor lingers are kept for the cell below (until a press)
+  const focusOnGrid = () => {  // the focus is in a grid or its cell editor: keys typed go to a cell
+    const a = document.activeElement;
+    return !!(a && a.closest && (a.closest(GRID) || a.closest("#portal")));
+  };
+  const kept = key => (ENDS(key) || key.length === 1) && performance.now() > armed && keep && !!closing
+    && closing.isConnected && focusOnGrid();  // typed while the committed editor lingers: for the cell below
   const ENDS = k => k === "Enter" || k === "Tab";  // the keys that commit a cell editor's text
   const frames = (n, f) => (n ? requestAnimationFrame(() => frames(n - 1, f)) : f());
   const NO_EDITOR = " did not reach a cell: no cell editor opened. Double-click the cell and retype it.";
@@ -128,6 +137,8 @@ SCRIPT = """<script>
     const first = rest.find(k => !ENDS(k));
     if (first === undefined) return;  // an Enter or Tab more: no value to type
     if (!target) return lost(rest, NO_EDITOR, []);
+    const AFTER_A_MOVE = " was typed after a move, while the cell before was still closing: retype it where you meant.";
+    if (ENDS(rest[0])) return lost(rest, AFTER_A_MOVE, []);  // where the move meant to go would be a guess
     [armed, prefix, held] = [performance.now() + 3000, [first], rest.slice(rest.indexOf(first) + 1)];
     target.dispatchEvent(new KeyboardEvent("keydown", {key: first, bubbles: true}));  // opens the next cell's editor
     if (held.length) frames(1, flush);
@@ -139,8 +150,8 @@ SCRIPT = """<script>
       fresh = true;
       // the cell: where the last commit moved the selection, when a key opened this editor right after it (the
       // grid's accessible table still shows the cell before then: unknown if that one was); else the selected cell
-      editing = moved && performance.now() - moved.at < 5000 ? moved.cell : where(lastGrid);
-      moved = null;
+      const recent = moved && performance.now() - moved.at < 5000;
+      [editing, unknown, moved] = [recent ? moved.cell : where(lastGrid), !!recent && !moved.cell, null];
       frames(2, () => setTimeout(() => {
         fresh = false;
         if (!held.length) [armed, prefix] = [0, []];  // settled with nothing kept: it takes the next keys itself
@@ -223,10 +234,11 @@ SCRIPT = """<script>
   document.addEventListener("keydown", e => {
     if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey) return;
     const last = segs.length - 1;
+    const commits = editorNow() || performance.now() <= armed || after !== null || kept(e.key);
     if (e.key === "Escape") segs = [[]];
-    else if (e.key === "Enter" || e.key === "Tab") segs.push([]);
+    else if (ENDS(e.key)) commits ? segs.push([]) : (segs[last] = []);  // on a selected cell: opens it, no value
     else if (e.key.length === 1) segs[last] = segs[last] && segs[last].concat([e.key]);
-    else if (e.key !== "Shift") segs[last] = null;
+    else if (e.key !== "Shift") [segs[last], moved] = [null, {cell: null, at: performance.now()}];  // moved by keys
   }, true);
   const record = (input, cell) => {  // a value committed (Enter or Tab in a cell editor): checked once the runs end
     const seg = segs.length > 1 ? segs.shift() : segs[0];  // what was typed for this cell
@@ -259,13 +271,13 @@ SCRIPT = """<script>
   document.addEventListener("pointerdown", e => {  // pressing anywhere but a grid or its editor: moving on
     const t = e.target;
     giveBack();  // the keys after it belong to what was pressed (another cell's double-click, or elsewhere)
-    moved = null;  // a press selects a cell of its own
+    [moved, keep] = [null, false];  // a press selects a cell of its own, or moves on
     if (t && t.closest && !t.closest(GRID) && !t.closest("#portal")) armed = 0;
   }, true);
   document.addEventListener("dblclick", e => {
     const grid = e.target.closest && e.target.closest(GRID);
     armed = grid ? performance.now() + 3000 : 0;
-    [held, prefix, aim, moved] = [[], [], grid ? aimAt(grid, e.clientY) : null, null];
+    [held, prefix, aim, moved, keep] = [[], [], grid ? aimAt(grid, e.clientY) : null, null, false];
     if (grid) {  // retyping: what was said before goes (not a note this double-click's own press just made)
       const now = performance.now();
       const old = n => now - Number(n.dataset.at || 0) > 700;
@@ -280,7 +292,7 @@ SCRIPT = """<script>
       e.stopPropagation();
       return void after.push(e.key);
     }
-    if (performance.now() > armed && (ENDS(e.key) || e.key.length === 1) && closing && closing.isConnected) {
+    if (kept(e.key)) {
       e.preventDefault();  // the cell just committed is still closing: the key is for the cell below (it would reach
       e.stopPropagation();  // the closing editor, or open none), typed there once that editor has gone
       after = [e.key];
@@ -311,10 +323,12 @@ SCRIPT = """<script>
     if (!ENDS(e.key) || e.defaultPrevented) return;
     const input = editorNow();
     if (!input || (e.target !== input && document.activeElement !== input)) return;
-    const cell = editing || where(lastGrid);
+    const cell = editing || (unknown ? null : where(lastGrid));
     record(input, cell);
-    // where the selection goes; unknown when this cell was (the grid's table then still shows a cell before it)
-    [closing, moved] = [input, {cell: cell && (step(cell, e.key) || cell), at: performance.now()}];
+    // where the selection goes; unknown when this cell was (the grid's table then still shows a cell before it), or
+    // when Shift turns the move back (up, or left)
+    const to = cell && !e.shiftKey ? step(cell, e.key) || cell : null;
+    [closing, moved, keep] = [input, {cell: to, at: performance.now()}, true];
   }, true);
 })();
 </script>"""
