@@ -510,7 +510,12 @@ def describe(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], allow
 # pointer has come over it: a page of nine heads then draws nine pictures, not ~4,800 marks nobody points at yet. The
 # point selection "near" remembers that pointerover (never cleared, so the cells stay: no flicker as the pointer moves
 # from the picture onto them); the cells' filter reads its store, so Vega makes them at that moment.
-_NEAR = {"name": "near", "select": {"type": "point", "on": "pointerover", "clear": False, "toggle": False}}
+NEAR = "near"
+
+
+def _near() -> dict:
+    """The selection "near" (each spec its own dicts, as :func:`_fs` says: a caller may change one spec alone)."""
+    return {"name": NEAR, "select": {"type": "point", "on": "pointerover", "clear": False, "toggle": False}}
 
 
 def _image(
@@ -546,11 +551,11 @@ def _image(
             "description": {"value": ""},  # filled in below, once the words are written
         },
     }
-    picture["params"] = [_NEAR]  # the pointer over the picture once: the cells' tooltip marks are made from then on
+    picture["params"] = [_near()]  # the pointer over the picture once: the cells' tooltip marks are made from then on
     cells = _cells_layer(position, colour, 0, style.select)
     cells["mark"] = {"type": "rect", "fillOpacity": 0, "strokeOpacity": 0, "aria": False}
     cells["encoding"]["color"]["legend"] = None  # the legend is the scale layer's
-    cells["transform"].append({"filter": f"length(data('{_NEAR['name']}_store')) > 0"})
+    cells["transform"].append({"filter": f"length(data('{NEAR}_store')) > 0"})
     layers = [picture, _scale_layer(position, colour), cells]  # masked cells: grey in the picture, no mark of their own
     df = _long_form(values, rows, cols, allowed, kind=style.kind, digits=style.digits)
     spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)

@@ -95,7 +95,7 @@ def _tooltip_at(pg, index: int, row: int, col: int) -> str:
     box = image.bounding_box()
     x = box["x"] + (col - 0.5) * box["width"] / N
     y = box["y"] + (row - 0.5) * box["height"] / N
-    pg.mouse.move(x, y)  # the pointer comes over the picture: its cells' tooltip marks are made (charts._NEAR) …
+    pg.mouse.move(x, y)  # the pointer comes over the picture: its cells' tooltip marks are made (charts.NEAR) …
     pg.mouse.move(x + 1, y + 1)  # … and rests on the cell, as a hand's pointer does, moving by a pixel
     tip = pg.locator("#vg-tooltip-element")
     tip.wait_for(state="visible", timeout=5000)

@@ -72,6 +72,7 @@ SCRIPT = """<script>
   const ENDS = k => k === "Enter" || k === "Tab";  // the keys that commit a cell editor's text
   const frames = (n, f) => (n ? requestAnimationFrame(() => frames(n - 1, f)) : f());
   const NO_EDITOR = " did not reach a cell: no cell editor opened. Double-click the cell and retype it.";
+  const AFTER_A_MOVE = " was typed after a move, while the cell before was still closing: retype it where you meant.";
   const lost = (keys, why = NO_EDITOR, own = prefix) => {  // said where the eye is, never dropped silently
     const note = document.createElement("div");
     note.setAttribute("role", "alert");
@@ -137,7 +138,6 @@ SCRIPT = """<script>
     const first = rest.find(k => !ENDS(k));
     if (first === undefined) return;  // an Enter or Tab more: no value to type
     if (!target) return lost(rest, NO_EDITOR, []);
-    const AFTER_A_MOVE = " was typed after a move, while the cell before was still closing: retype it where you meant.";
     if (ENDS(rest[0])) return lost(rest, AFTER_A_MOVE, []);  // where the move meant to go would be a guess
     [armed, prefix, held] = [performance.now() + 3000, [first], rest.slice(rest.indexOf(first) + 1)];
     target.dispatchEvent(new KeyboardEvent("keydown", {key: first, bubbles: true}));  // opens the next cell's editor
@@ -186,8 +186,9 @@ SCRIPT = """<script>
     if (!name || !tr || !head || !tr.children.length) return null;
     return {name, row: tr.children[0].textContent, col: head.textContent};
   };
+  const gridsOf = name => Array.from(document.querySelectorAll(GRID)).filter(g => nameOf(g) === name);
   const cellNow = cell => {  // the text the matrix's grid shows now at that row and column, or null
-    for (const g of Array.from(document.querySelectorAll(GRID)).filter(g => nameOf(g) === cell.name)) {
+    for (const g of gridsOf(cell.name)) {
       const cols = Array.from(g.querySelectorAll(HEADS), h => h.textContent);
       const j = cols.indexOf(cell.col);
       const tr = Array.from(g.querySelectorAll("tbody tr")).find(r => r.children[0]?.textContent === cell.row);
@@ -234,9 +235,9 @@ SCRIPT = """<script>
   document.addEventListener("keydown", e => {
     if (!e.isTrusted || e.ctrlKey || e.metaKey || e.altKey) return;
     const last = segs.length - 1;
-    const commits = editorNow() || performance.now() <= armed || after !== null || kept(e.key);
+    const commits = () => editorNow() || performance.now() <= armed || after !== null || kept(e.key);
     if (e.key === "Escape") segs = [[]];
-    else if (ENDS(e.key)) commits ? segs.push([]) : (segs[last] = []);  // on a selected cell: opens it, no value
+    else if (ENDS(e.key)) commits() ? segs.push([]) : (segs[last] = []);  // on a selected cell: opens it, no value
     else if (e.key.length === 1) segs[last] = segs[last] && segs[last].concat([e.key]);
     else if (e.key !== "Shift") [segs[last], moved] = [null, {cell: null, at: performance.now()}];  // moved by keys
   }, true);
@@ -252,7 +253,7 @@ SCRIPT = """<script>
     if (typed.length === 1) setTimeout(check, 250);
   };
   const step = (cell, key) => {  // the cell a commit moves the selection to: the row below (Enter), or the next column
-    for (const g of Array.from(document.querySelectorAll(GRID)).filter(g => nameOf(g) === cell.name)) {
+    for (const g of gridsOf(cell.name)) {
       const rows = Array.from(g.querySelectorAll("tbody tr"), r => r.children[0]?.textContent);
       const cols = Array.from(g.querySelectorAll(HEADS), h => h.textContent);
       const i = rows.indexOf(cell.row), j = cols.indexOf(cell.col);
@@ -263,7 +264,7 @@ SCRIPT = """<script>
     return null;
   };
   const giveBack = () => {  // a press: the keys kept for the cells below (typed before it) are named, not typed
-    if (after !== null && after.some(k => k !== "Enter" && k !== "Tab")) {
+    if (after !== null && after.some(k => !ENDS(k))) {
       lost(after, " was typed for the cells below, and you pressed elsewhere first: retype it there.", []);
     }
     after = null;
