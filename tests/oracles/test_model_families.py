@@ -25,8 +25,7 @@ import numpy as np
 import pytest
 import torch  # a test oracle (requirements-dev.txt): if missing, these tests fail rather than skip
 
-from attention.model import Model, ablate, load, replace_matrix
-from attention.model.families import FAMILIES as ENGINE_FAMILIES
+from attention.model import Model, ablate, load, replace_matrix, tensornames
 from attention.model.weightfiles import WeightFile
 from tests.helpers.families import FAMILIES, N_CTX, TYPES, VOCAB, Made, tiny_config
 from tests.helpers.oracle import float64_oracle, refresh_rotary
@@ -142,16 +141,12 @@ def test_a_bfloat16_file_loads_to_exactly_the_float32_weights_torch_makes_from_i
     for name, tensor in theirs.items():
         np.testing.assert_array_equal(ours.read(name, np.dtype(np.float32)), tensor.float().numpy(), err_msg=name)
     m = load(made(family).folders["bfloat16"], dtype=np.float32)
-    embedding = next(t for k, t in theirs.items() if k.endswith(("embed_tokens.weight", "embed_in.weight")))
-    np.testing.assert_array_equal(m.params["W_E"], embedding.float().numpy())
-    q = next(
-        t
-        for k, t in theirs.items()
-        if k.endswith(("layers.1.self_attn.q_proj.weight", "layers.1.attention.query_key_value.weight"))
-    )
-    if ENGINE_FAMILIES[TYPES[family]].tensors == "gpt_neox":  # rows (H, 3, d_head): head h's q rows come first
-        q = q.reshape(4, 3, 16, 64)[:, 0].reshape(64, 64)
-    np.testing.assert_array_equal(m.params["1.W_q"], q.float().numpy().T)
+    kind = TYPES[family]  # every parameter from its tensor, named and cut by the family's own layout, as load reads it
+    stored = {tensornames.canonical(kind, name): tensor for name, tensor in theirs.items()}
+    sources = tensornames.sources(kind, m.config)
+    assert sources.keys() == m.params.keys()
+    for ours, source in sources.items():
+        np.testing.assert_array_equal(m.params[ours], source.take(stored[source.name].float().numpy()), err_msg=ours)
 
 
 # ---------------------------------------------------------------- the cache, interventions on grouped heads
