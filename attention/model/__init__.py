@@ -1,8 +1,8 @@
 """A transformer you can open: a decoder-only model in numpy whose every head is an attention Trace.
 
 Public names: ``load(path, dtype=None) -> Model`` (a checkpoint folder of GPT-2, Llama, Mistral, Qwen2, Qwen3, Gemma
-3, GPT-NeoX or OLMo-2, the families of :data:`.families.FAMILIES`, or a GGUF file of llama, qwen2, qwen3 or gemma3;
-float64 or float32, see :mod:`.checkpoint` for the rule), ``builtin("induction") -> Model`` (the shipped 2-layer
+3, GPT-NeoX, OLMo-2 or Phi-3, the families of :data:`.families.FAMILIES`, or a GGUF file of llama, qwen2, qwen3 or
+gemma3; float64 or float32, see :mod:`.checkpoint` for the rule), ``builtin("induction") -> Model`` (the shipped 2-layer
 attention-only model), ``Model`` (``encode``, ``run``, ``generate``, ``notes``), ``Run`` (``logits``, ``weights``
 (layers, query heads, n, n), ``head(layer, head)`` a head's Trace with its group's K and V), ``Config`` (every family
 is a set of its fields), the interventions ``ablate``, ``replace_matrix``, ``replace_gains``, ``patch_head`` and

@@ -5,7 +5,7 @@ A ``.gguf`` file (llama.cpp's format) opens too, read by :mod:`.gguf_file` with 
 What is read, and how:
 
 - ``config.json``: read by model_type (gpt2, llama, mistral, qwen2, qwen3, gemma3_text, gemma3's text part,
-  gpt_neox; see :mod:`.families`); any other type is refused, naming it and the families that open;
+  gpt_neox, olmo2, phi3; see :mod:`.families`); any other type is refused, naming it and the families that open;
 - ``model.safetensors``, or ``model.safetensors.index.json`` and the shards it lists (see :mod:`.weightfiles`):
   F32, F16, BF16 or F64. Each tensor's shape is checked against the config before its bytes are read, and every
   value must be finite. Pickled weights (``.bin``, ``.pt``, ``.pth``, ``.ckpt``, ``.pkl``) are never opened:

@@ -18,6 +18,9 @@ gpt_neox      LayerNorm, parallel residual, partial RoPE (rotary_pct of each hea
 olmo2         llama's sizes and RoPE with no pre-norms: an RMSNorm on the attention's output and on the MLP's
               output before each is added, and QK-norm across all heads (q over H·d_head columns, k over
               G·d_head) before the split into heads; no biases
+phi3          llama's parts with q, k, v fused in one qkv_proj and gate, up in one gate_up_proj; RoPE on
+              partial_rotary_factor of each head (halves layout), a sliding window on every layer when
+              sliding_window is set; no biases; only the default rope type (longrope is refused)
 ============  ==========================================================================================
 
 transformers 5 writes rope_theta, rope_scaling and rotary_pct into ``rope_parameters`` (for Gemma 3 one dict per
@@ -354,17 +357,24 @@ def _gemma3_rope(f: Fields) -> dict[str, Any]:
     return dict(_rope(f, f.raw, theta=1e6), rope_local_theta=f.number("rope_local_base_freq", 10000.0))
 
 
+def _partial(f: Fields, key: str, default: float, d_head: int) -> int:
+    """How many of each head's columns turn: partial_rotary_factor (in rope_parameters, transformers 5) or ``key``
+    (older files) times d_head, an even number of at least 2."""
+    params = f.raw.get("rope_parameters") if isinstance(f.raw.get("rope_parameters"), dict) else {}
+    pct = params.get("partial_rotary_factor", f.raw.get(key, default))
+    if not (is_number(pct) and 0 < pct <= 1):
+        raise f.fail(key, f"must be a number in (0, 1]; got {pct!r}")
+    dims = int(d_head * pct)
+    if dims < 2 or dims % 2:
+        raise f.fail(key, f"turns {dims} columns of each head; an even number of at least 2 opens here")
+    return dims
+
+
 def _gpt_neox(f: Fields) -> dict[str, Any]:
     """GPT-NeoX (Pythia): LayerNorms, parallel residual, RoPE on rotary_pct of each head, biases, untied."""
     out = _sizes(f)
     out.pop("n_kv_heads")
-    params = f.raw.get("rope_parameters") if isinstance(f.raw.get("rope_parameters"), dict) else {}
-    pct = params.get("partial_rotary_factor", f.raw.get("rotary_pct", 0.25))
-    if not (is_number(pct) and 0 < pct <= 1):
-        raise f.fail("rotary_pct", f"must be a number in (0, 1]; got {pct!r}")
-    dims = int(out["d_model"] // out["n_heads"] * pct)
-    if dims < 2 or dims % 2:
-        raise f.fail("rotary_pct", f"turns {dims} columns of each head; an even number of at least 2 opens here")
+    dims = _partial(f, "rotary_pct", 0.25, out["d_model"] // out["n_heads"])
     if not f.flag("attention_bias", True):
         raise f.fail("attention_bias", "is false; GPT-NeoX opens with biases (its MLP always has them)")
     out.update(
@@ -402,18 +412,43 @@ def _olmo2(f: Fields) -> dict[str, Any]:
     return out
 
 
+def _phi3(f: Fields) -> dict[str, Any]:
+    """Phi-3: llama's parts (its q/k/v and gate/up fused in the file), RoPE on partial_rotary_factor of each head,
+    a sliding window on every layer when sliding_window is set (it is None unless written), no biases."""
+    out = _sizes(f)
+    rope = _rope(f, f.raw)
+    if rope.get("rope_scaling"):
+        raise f.fail("rope_type", f"is {rope['rope_scaling']!r}; Phi-3 opens with the default rope type only")
+    dims = _partial(f, "partial_rotary_factor", 1.0, out["head_dim"] or out["d_model"] // out["n_heads"])
+    window = f.raw.get("sliding_window")
+    out.update(
+        n_ctx=f.whole("max_position_embeddings", 4096),
+        norm="rmsnorm",
+        ln_eps=f.number("rms_norm_eps", 1e-5, 0, 1),
+        mlp="gated",
+        activation=f.activation("hidden_act", "silu"),
+        tied=f.flag("tie_word_embeddings", False),
+        bias=False,
+        rotary_dims=dims,
+        **rope,
+        **_layer_types(f, None if window is None else ["sliding_attention"] * out["n_layers"], out["n_layers"]),
+    )
+    return out
+
+
 @dataclass(frozen=True)
 class Family:
     """One model_type that opens.
 
     read: its config.json (typed reads) -> Config's fields; title: how pages and messages name it; tensors: its
     tensor layout in :mod:`.tensornames` ("llama": q/k/v/o_proj and gate/up/down_proj, "gpt2": Conv1D c_attn,
-    "gpt_neox": query_key_value fused per head); prefixes: what its tensor names start with, dropped;
-    layers_key: config.json's key of the layer count, for messages; architectures: the only architectures that
-    open (empty: any causal LM head); text_of: a multimodal type whose text_config is read as that family;
-    examples: name -> a tiny config.json's own keys (beside the sizes every example shares: vocab_size,
-    hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, max_position_embeddings), each showing
-    the family's features, for the tests to build with transformers and hold against ours (none: tested elsewhere).
+    "gpt_neox": query_key_value fused per head, "phi3": qkv_proj and gate_up_proj fused); prefixes: what its
+    tensor names start with, dropped; layers_key: config.json's key of the layer count, for messages;
+    architectures: the only architectures that open (empty: any causal LM head); text_of: a multimodal type whose
+    text_config is read as that family; examples: name -> a tiny config.json's own keys (beside the sizes every
+    example shares: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+    max_position_embeddings), each showing the family's features, for the tests to build with transformers and hold
+    against ours (none: tested elsewhere).
     """
 
     model_type: str
@@ -465,6 +500,9 @@ _FAMILIES = (
     }),
     Family("olmo2", "OLMo-2", _olmo2, examples={"olmo2": dict(
         num_key_value_heads=2, rope_theta=700.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+    )}),
+    Family("phi3", "Phi-3", _phi3, tensors="phi3", examples={"phi3": dict(
+        num_key_value_heads=2, partial_rotary_factor=0.5, rope_theta=800.0, sliding_window=6,
     )}),
 )  # fmt: skip
 FAMILIES: dict[str, Family] = {f.model_type: f for f in _FAMILIES}

@@ -2,7 +2,8 @@
 
 Hugging Face stores a linear layer's weight as (out, in) and computes x Wᵀ; the parameters here are x W, so those
 weights are transposed (GPT-2's Conv1D weights are already (in, out)). Fused tensors are cut: GPT-2's c_attn into
-W_q, W_k, W_v column blocks, GPT-NeoX's query_key_value per head ((H, 3, dₕ, d): q, k, v of head h side by side).
+W_q, W_k, W_v column blocks, GPT-NeoX's query_key_value per head ((H, 3, dₕ, d): q, k, v of head h side by side),
+Phi-3's qkv_proj into q, k, v row blocks and its gate_up_proj into gate and up.
 Names are matched without the family's prefix ("transformer.", "model.", "gpt_neox." ...), as messages show them.
 """
 
@@ -161,7 +162,35 @@ def _neox_bias(c: Config, k: int) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: a.reshape(H, 3, dh)[:, k].reshape(H * dh)
 
 
-LAYOUTS: dict[str, Callable[[Config], dict[str, Source]]] = {"gpt2": _gpt2, "gpt_neox": _gpt_neox, "llama": _llama_like}
+def _phi3(c: Config) -> dict[str, Source]:
+    """Phi-3: llama's names, with q, k, v fused in qkv_proj (rows [q H·dₕ | k G·dₕ | v G·dₕ]) and gate, up in
+    gate_up_proj (rows [gate d_mlp | up d_mlp]); no biases."""
+    d, V, m, H, G, dh = c.d_model, c.vocab_size, c.d_mlp, c.n_heads, c.kv_heads, c.d_head
+    s = {"W_E": Source("embed_tokens.weight", (V, d))}
+    qkv = (H * dh + 2 * G * dh, d)
+    cuts = {"W_q": (0, H * dh), "W_k": (H * dh, (H + G) * dh), "W_v": ((H + G) * dh, (H + 2 * G) * dh)}
+    for layer in range(c.n_layers):
+        h, p = f"layers.{layer}.", f"{layer}."
+        s[p + "ln1.g"] = Source(h + "input_layernorm.weight", (d,))
+        for ours, (a, b) in cuts.items():
+            s[p + ours] = Source(h + "self_attn.qkv_proj.weight", qkv, lambda w, a=a, b=b: w[a:b].T)
+        _linear(s, p + "W_o", h + "self_attn.o_proj", d, H * dh)
+        s[p + "ln2.g"] = Source(h + "post_attention_layernorm.weight", (d,))
+        s[p + "W_gate"] = Source(h + "mlp.gate_up_proj.weight", (2 * m, d), lambda w: w[:m].T)
+        s[p + "W_fc"] = Source(h + "mlp.gate_up_proj.weight", (2 * m, d), lambda w: w[m:].T)
+        _linear(s, p + "W_proj", h + "mlp.down_proj", d, m)
+    s["ln_f.g"] = Source("norm.weight", (d,))
+    if not c.tied:
+        s["W_U"] = Source("lm_head.weight", (V, d), transposed)
+    return s
+
+
+LAYOUTS: dict[str, Callable[[Config], dict[str, Source]]] = {
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "llama": _llama_like,
+    "phi3": _phi3,
+}
 
 
 def why_shape(family: str, name: str, config: Config) -> str:

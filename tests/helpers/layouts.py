@@ -115,6 +115,7 @@ WRITERS: dict[str, Callable[[Config, Params], Tensors]] = {
     "gpt2": _gpt2,
     "llama": _llama,
     "gpt_neox": _gpt_neox,
+    "phi3": _phi3,
 }
 
 
