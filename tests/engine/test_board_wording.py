@@ -57,20 +57,8 @@ def test_board_messages_have_no_double_full_stop_and_quote_no_empty_name(path: s
     assert not raw, raw
 
 
-def test_a_message_ending_in_a_full_stop_is_never_followed_by_another() -> None:
-    """A store's message (ending in ".") put before one of ours goes through a clause helper, never "{}. …." raw."""
-    from attention.ui.state.board import _clause
-
-    assert _clause("Choose a student first.") + "." == "Choose a student first."
-    from attention.io.board import _no_student
-
-    assert _no_student("", "K7QX2M") == "Choose a student first."  # never "There is no student ''"
-
-
-def test_counts_go_through_the_plural_helper() -> None:
-    from attention.ui.labpages.board import plural
-
-    assert [plural(n, "student") for n in (0, 1, 2)] == ["0 students", "1 student", "2 students"]
+def test_counts_in_the_board_messages_are_written_with_the_plural_helper() -> None:
+    """No "{n} student" written out: a count goes through the plural helper (its output: tests/app)."""
     for path in MODULES:
         for m in _messages(path):
             assert not re.search(r"\{\} (student|challenge|solve)\b", m), m  # "{n} student" without the helper
