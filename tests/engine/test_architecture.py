@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,69 +58,66 @@ def _imports(path: Path) -> set[str]:
 MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def _parts_table() -> dict[str, tuple[set[str], set[str], set[str]]]:
+    """docs/architecture.md's table of the parts of attention/ (the rule itself, written nowhere else): {part: (its
+    modules or module prefixes, the parts it may import, the libraries it imports)}; "engine" holds the rest."""
+    lines = ARCHITECTURE.split("| part | its rooms | may import |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    table = {}
+    for line in lines:
+        part, rooms, may, libraries = (cell.strip() for cell in line.strip("|").split("|"))
+        modules = {_room_module(room) for room in re.findall(r"`([^`]+)`", rooms)}
+        table[part] = (modules, {p.strip() for p in may.split(",")}, set(re.findall(r"`(\w+)`", libraries)))
+    return table
+
+
+def _room_module(room: str) -> str:
+    """A room of the table as a dotted name: a folder ends in "." (its modules start so), a file is one module."""
+    name = "attention." + room.removeprefix("attention/").removesuffix(".py").replace("/", ".")
+    return "attention" if name == "attention.__init__" else name
+
+
+PARTS = _parts_table()
+ALLOWED = {part: may for part, (_, may, _) in PARTS.items()}  # what each part may import of the project's parts
+THIRD_PARTY = {part: libraries for part, (_, _, libraries) in PARTS.items()}  # and of other libraries
+
+
 def _layer(module: str) -> str:
-    if module.startswith("attention.ui"):
-        return "ui"
-    if module.startswith("attention.io"):
-        return "io"
-    if module.startswith("attention.labs"):
-        return "labs"
-    if module.startswith("attention.model"):
-        return "model"
-    if module == "attention.charts":
-        return "charts"
-    if module == "attention":
-        return "facade"
+    """The part of the table a module of attention/ belongs to."""
+    for part, (modules, _, _) in PARTS.items():
+        if any(module == m.rstrip(".") or (m.endswith(".") and module.startswith(m)) for m in modules):
+            return part
     return "engine"
 
 
-# what each layer may import, of the project's layers and of the big third-party libraries
-ALLOWED = {
-    "engine": {"engine"},
-    "io": {"engine", "io"},
-    "charts": {"engine", "charts"},
-    "labs": {"engine", "labs", "io"},
-    "model": {"engine", "model"},
-    "ui": {"engine", "io", "charts", "labs", "model", "ui", "facade"},
-    "facade": {"engine", "io", "facade"},
-}
-THIRD_PARTY = {
-    "engine": {"numpy"},
-    "io": {"numpy", "pandas", "sqlalchemy", "vl_convert"},  # the class board's store; charts drawn as files
-    "charts": {"numpy", "pandas", "altair"},
-    "labs": {"numpy"},
-    "model": {"numpy", "safetensors", "tokenizers", "gguf"},  # checkpoints are read here and nowhere else
-    "ui": {"numpy", "pandas", "altair", "streamlit"},
-    "facade": set(),
-}
+def _library(name: str) -> str | None:
+    """The top-level name of a library a module imports, or None for the project and Python's own."""
+    top = name.split(".")[0]
+    return None if top in ("attention", "__future__") or top in sys.stdlib_module_names else top
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_layers_import_only_what_they_may(module: str) -> None:
     layer = _layer(module)
     for imported in _imports(MODULES[module]):
-        top = imported.split(".")[0]
-        if top == "attention":
+        if imported.split(".")[0] == "attention":
             target = imported if imported in MODULES else imported.rsplit(".", 1)[0]
             assert _layer(target) in ALLOWED[layer], f"{module} ({layer}) imports {imported} ({_layer(target)})"
-        elif top in {
-            "numpy",
-            "pandas",
-            "altair",
-            "streamlit",
-            "torch",
-            "scipy",
-            "safetensors",
-            "tokenizers",
-            "gguf",
-            "transformers",
-            "sqlalchemy",
-            "vl_convert",
-        }:
-            assert top in THIRD_PARTY[layer], f"{module} ({layer}) imports {top}"
+        elif (library := _library(imported)) is not None:
+            assert library in THIRD_PARTY[layer], f"{module} ({layer}) imports {library}"
 
 
-ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+def test_the_table_of_parts_names_every_library_each_part_imports() -> None:
+    """The table in docs/architecture.md says which libraries each part needs: exactly the ones its modules import."""
+    used: dict[str, set[str]] = {part: set() for part in PARTS}
+    for module, path in MODULES.items():
+        used[_layer(module)] |= {lib for name in _imports(path) if (lib := _library(name))}
+    assert used == THIRD_PARTY
+    assert set(PARTS) >= {"engine", "model", "io", "ui"} and all(PARTS[p][0] for p in PARTS if p != "engine")
+
+
 
 
 def _floor_picture(after: str) -> dict[str, int]:
