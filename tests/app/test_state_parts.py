@@ -98,32 +98,6 @@ def test_a_new_preset_keeps_a_field_declared_to_survive_and_drops_one_that_does_
         assert new.epoch == old.epoch + 1 and new.version == old.version + 1
 
 
-def test_a_new_field_declared_to_travel_with_its_record_goes_into_the_link_and_back() -> None:
-    """The field's own record joins the address's table: written when it differs from its default, read back, and
-    a bad value named while the rest is kept."""
-    from attention.ui.address import url
-    from attention.ui.address.params import Param
-
-    record = Param(
-        "mk",
-        lambda s, w: s.marked or None,
-        lambda text, r: int(text) if text.isdigit() else None,
-        lambda r, value: setattr(r.s, "marked", value),
-        lambda text, r, why: f"The link's mark {text!r} is not a number; none.",
-    )
-    make = _with_field(travels=True, rerun=parts.PAGE, param=record)
-    s = make()
-    assert "mk" not in url.link(s)[0]
-    s.marked = 12
-    q, notes = url.link(s)
-    assert q["mk"] == "12" and list(q)[-1] == "mk" and not notes
-    kind = type(s)
-    back, notices = url.decode(q, url.table(kind))
-    assert back.marked == 12 and not notices
-    back, notices = url.decode({**q, "mk": "x", "digits": "6"}, url.table(kind))
-    assert notices == ["The link's mark 'x' is not a number; none."] and back.digits == 6
-
-
 def test_every_place_a_message_is_left_at_is_declared_with_the_rerun_that_shows_it() -> None:
     """Which messages redraw the whole page comes from the places' declarations (parts.PLACES), not from the frame."""
     import re

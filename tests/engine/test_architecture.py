@@ -336,7 +336,7 @@ def test_every_module_opens_with_one_line_saying_its_job(module: str) -> None:
     assert first.endswith(".") and len(first) <= 120, f"{module}: first docstring line {first!r}"
 
 
-def test_pages_are_three_lines_calling_the_frame() -> None:
+def test_pages_are_two_lines_calling_the_frame() -> None:
     for page in ROOT.glob("pages/*.py"):
         code = [ln for ln in page.read_text(encoding="utf-8").splitlines() if ln.strip()]
         assert len(code) == 2 and code[0].startswith("from attention.ui.app.frame import"), page.name
@@ -421,3 +421,24 @@ def test_the_address_is_read_only_through_the_address_rooms_table() -> None:
         and not p.relative_to(ROOT).as_posix().startswith(("attention/ui/address/", "attention/ui/app/nav.py"))
     )
     assert not readers, f"st.query_params used outside the address table: {readers}"
+
+
+def _bound_modules(path: Path) -> list[str]:
+    """Each project module a file's top-level imports bind to a name (``from . import a``, ``from .. import b as c``),
+    as absolute names, once per name bound."""
+    me = _module_name(path)
+    package = (me if path.name == "__init__.py" else me.rsplit(".", 1)[0]).split(".")
+    bound = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            bound += [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES]
+    return bound
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_is_imported_once_under_one_name(module: str) -> None:
+    bound = _bound_modules(MODULES[module])
+    assert len(bound) == len(set(bound)), f"{module} imports {sorted(m for m in bound if bound.count(m) > 1)} twice"
+

@@ -94,8 +94,7 @@ def parse_brackets(text: str, name: str, source: str = "paste") -> np.ndarray:
     stack: list[list] = []
     closers: list[str] = []
     root: list | None = None
-    after_item = False  # the last thing in the current list was an element (so ',' is allowed)
-    cells = 0
+    after_item, cells = False, 0  # the last thing in the current list was an element (so ',' is allowed); numbers read
     for m in _LEX.finditer(text):
         tok = m.group()
         if tok[0].isspace():

@@ -20,21 +20,13 @@ from collections.abc import Mapping
 import streamlit as st
 
 from ... import names
-from ..core import parts, session
+from ..core import session
 from . import before, membership
 from .params import BAR, SHORT_LIMIT, Param
 from .params import PARAMS as TABLE
 from .rebuild import Reading, Refused, Writing
 
-
-def table(kind: type = session.Session) -> tuple[Param, ...]:
-    """The parameters of a state of class ``kind``: the table, and any record a field declares for itself (before
-    the edits, which are written against everything else)."""
-    own = tuple(d.param for _, d in parts._declared(kind) if d.param is not None)
-    return (*TABLE[:-1], *own, TABLE[-1])
-
-
-SESSION_TABLE = table()  # the Session's parameters: the table and the records its fields declare
+SESSION_TABLE: tuple[Param, ...] = TABLE  # the Session's parameters: the one table (attention.ui.address.params)
 SHARED = tuple(p.name for p in SESSION_TABLE)  # what a shared link may carry (the address bar carries more)
 # every parameter this module writes, in the order the address bar first lists them (others are left alone)
 _ORDER = "wo pos cmask preset seed size tokens dm dk dv roll proj softmax scale temp mask pad heads kv win src digits "
@@ -88,7 +80,7 @@ def _link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     if s.origin.kind.without_preset == "nothing" and not s.origin.kind.travels(s):  # nothing of it can travel
         return {"preset": session.DEFAULT_PRESET}, [_CANNOT_TRAVEL]
     w = _writing(s)
-    for p in table(type(s)):
+    for p in SESSION_TABLE:
         value = p.value(s, w)
         if value is not None:
             w.query[p.name] = p.text(value)

@@ -3,7 +3,7 @@
 Each spec names its navigation label, title, formula, explanation, controls, editors, matrices, heatmap and
 extra views. The frame (:mod:`attention.ui.app.frame`) draws any of them with no per-page
 branches; the navigation and the overview's list of steps come from the same specs. A new step is one more
-``Step`` here and a three-line file in ``pages/``.
+``Step`` here and a two-line file in ``pages/``.
 """
 
 from __future__ import annotations

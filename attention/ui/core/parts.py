@@ -10,8 +10,8 @@ A field is declared with :func:`declare` (a ``dataclasses.field`` carrying a :cl
 - :func:`fingerprint`: what the page outside a step page's body (``PAGE``), or the body beside its results
   (``BODY``), was drawn from (``app.frame.drawn_from`` / ``body_drawn_from``): a change of it reruns that part;
 - :func:`content`: what values derived from the whole state depend on (``session.derived``: the link, "unedited");
-- ``travels``: the fields a link carries; each has its records in :mod:`attention.ui.address.params` (a field may
-  declare its own, ``param``).
+- ``travels``: the fields a link carries; each has its records in :mod:`attention.ui.address.params`, the one table
+  of the address's parameters.
 
 The state as a whole has a kind too, its origin's (``session.Origin.kind``): a listed preset, a blank, a preset file
 or a model's head. Each :class:`Kind` answers whether such a state travels in a link, its label, and whether the seed
@@ -136,7 +136,6 @@ class Decl:
     rerun: str | None = None
     key: Callable[[Any], Hashable] = same
     shown: Callable[[Any], Hashable] | None = None
-    param: Any = None  # a field that travels by itself: its record in the address's table (address.params.Param)
 
 
 def declare(

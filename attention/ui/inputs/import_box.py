@@ -16,7 +16,6 @@ from ...errors import AttentionError
 from ...io.parse import dispatch
 from ..core import keys, session
 from ..core.text import esc, quoted
-from ..state import core as messages
 from ..state import core as state_core
 from ..state import edits, pins
 from ..widgets.common import bind, open_expander, show_messages
@@ -97,7 +96,7 @@ def _on_paste(name: str) -> None:
     s = session.get()
     text = st.session_state.get(keys.import_box(name, "text"), "")
     if not str(text or "").strip():  # nothing to apply (Ctrl+Enter may already have applied and emptied the box)
-        if not any(kind == "success" for kind, _ in messages.messages(_place(name))):
+        if not any(kind == "success" for kind, _ in state_core.messages(_place(name))):
             state_core.say(
                 _place(name), "info", f"The paste box is empty: paste {name}, then press Apply (or Ctrl+Enter)."
             )

@@ -43,27 +43,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     )
     if kind is parts.BLANK_KIND:
         _blank_sizes(s, sb)
-    preset = s.origin.preset
-    bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
-    sb.number_input(
-        f"Seed (0 to {names.MAX_SEED:,}): type it, then press Enter",
-        key=keys.SB_SEED,
-        step=1,
-        disabled=not kind.seeded or not preset.is_random,
-        on_change=_seed,
-        help=(
-            f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: "
-            + ", ".join(preset.random.names)
-            + " (numpy's legacy RandomState(seed).rand, in the document's order)"
-        )
-        if preset.is_random
-        else "This preset has no random parts: every matrix is typed in its document.",
-    )
-    if not kind.seeded:
-        sb.caption(f"The seed is off: {kind.keeps}.")
-    elif not preset.is_random:
-        sb.caption("The seed is off: this preset has no random parts (every matrix is typed in).")
-    show_messages("sidebar.seed", sb)
+    _seed_box(s, sb)
     sb.button(
         "Reset to preset",
         width="stretch",
@@ -87,6 +67,31 @@ def draw(s: session.Session, tools: bool = True) -> None:
 
 
 SEED_CSS = "<style>.st-key-sb-seed [data-testid='InputInstructions'] { display: none; }</style>"
+
+
+def _seed_box(s: session.Session, sb: Any) -> None:
+    """The seed: typed, then Enter; off (with why) for a preset with no random parts or a state that keeps none."""
+    kind, preset = s.origin.kind, s.origin.preset
+    bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
+    sb.number_input(
+        f"Seed (0 to {names.MAX_SEED:,}): type it, then press Enter",
+        key=keys.SB_SEED,
+        step=1,
+        disabled=not kind.seeded or not preset.is_random,
+        on_change=_seed,
+        help=(
+            f"0 to {names.MAX_SEED}. Redraws only what this preset draws at random: "
+            + ", ".join(preset.random.names)
+            + " (numpy's legacy RandomState(seed).rand, in the document's order)"
+        )
+        if preset.is_random
+        else "This preset has no random parts: every matrix is typed in its document.",
+    )
+    if not kind.seeded:
+        sb.caption(f"The seed is off: {kind.keeps}.")
+    elif not preset.is_random:
+        sb.caption("The seed is off: this preset has no random parts (every matrix is typed in).")
+    show_messages("sidebar.seed", sb)
 
 
 def _blank_sizes(s: session.Session, sb: Any) -> None:

@@ -26,6 +26,19 @@ def heads_per_row(n_rows: int, n_cols: int) -> int:
     return 1 if max(n_rows, n_cols) <= charts.TEXT_MAX else HEADS_PER_ROW
 
 
+def _heads_drawn(h: int, page_key: str) -> range:
+    """The heads drawn: all of them, or, past :data:`MAX_HEADS_DRAWN`, the window of them a menu chooses."""
+    if h <= MAX_HEADS_DRAWN:
+        return range(h)
+    first = st.selectbox(
+        f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
+        list(range(0, h, MAX_HEADS_DRAWN)),
+        format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
+        key=keys.heads_window(page_key),
+    )
+    return range(first, min(h, first + MAX_HEADS_DRAWN))
+
+
 def show(
     stack: np.ndarray,
     s: session.Session,
@@ -39,16 +52,7 @@ def show(
     """Each head's heatmap in its own chart, two to a row, all on one colour scale, each with a line on what the
     head mostly does (the engine's reading of its weights); a click on a cell explains that cell of that head."""
     h, n_rows, n = stack.shape  # (h, n, S)
-    heads = range(h)
-    if h > MAX_HEADS_DRAWN:
-        starts = list(range(0, h, MAX_HEADS_DRAWN))
-        first = st.selectbox(
-            f"Heads drawn ({MAX_HEADS_DRAWN} at a time)",
-            starts,
-            format_func=lambda a: f"heads {a + 1}–{min(h, a + MAX_HEADS_DRAWN)}",
-            key=keys.heads_window(page_key),
-        )
-        heads = range(first, min(h, first + MAX_HEADS_DRAWN))
+    heads = _heads_drawn(h, page_key)
     clickable = n <= charts.RECT_MAX
     st.markdown(  # ours: the view's title and counts
         f"**{title}**" + (f" ({subtitle})" if subtitle else "") + f" · {h} heads, each on its own "

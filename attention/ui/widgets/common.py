@@ -14,7 +14,6 @@ import streamlit as st
 from ... import names
 from ..core import keys, session
 from ..core.text import esc
-from ..state import core as messages
 from ..state import core as state_core
 from ..state import pins
 
@@ -67,7 +66,7 @@ def on_value(fn: Callable[[Any], None], key: str) -> Callable[[], None]:
 
 def show_messages(place: str, where=st) -> None:
     """The messages left for ``place`` by the last change or refusal."""
-    for kind, text in messages.messages(place):
+    for kind, text in state_core.messages(place):
         if kind == "caption":  # a quiet note (what an edit changed), not a box
             where.caption(text)  # ours: messages are built with the escaping helper where they quote user text
             continue
