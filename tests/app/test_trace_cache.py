@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import attention
-from attention.ui.core.cache import TraceCache, trace_bytes
+from attention.ui.core.cache import TraceCache, nothing, trace_bytes
 
 
 def _trace(n: int, seed: int) -> attention.Trace:
@@ -49,3 +49,24 @@ def test_makes_room_before_computing_when_told_the_size() -> None:
     seen = []
     cache.get("c", lambda: seen.append(len(cache)) or _trace(64, 3), expected_bytes=one)
     assert seen == [1]  # "a" was evicted before "c" was computed
+
+
+def test_any_value_by_any_hashable_key_counted_by_entries_and_listed_oldest_first() -> None:
+    """The one cache keeps other values too (a vocabulary, a rebuilt session, an estimate): measured by nothing,
+    bounded by entries alone; items() lists them least recently used first."""
+    cache = TraceCache(max_bytes=0, max_entries=2, ttl=1e9, measure=nothing)
+    for key in (("a", (1, 2)), ("b", (3,)), ("a", (1, 2)), ("c", ())):
+        cache.get(key, lambda key=key: {"made": key})
+    assert [key for key, _ in cache.items()] == [("a", (1, 2)), ("c", ())]
+    assert cache.total_bytes == 0
+
+
+def test_untold_its_size_the_newest_over_the_bound_stays_while_the_next_is_computed() -> None:
+    """A walk over the byte bound is still there to be extended by the next press (told a size, room is made)."""
+    one = trace_bytes(_trace(64, 0))
+    cache = TraceCache(max_bytes=one // 2, max_entries=8, ttl=1e9)
+    cache.get("first", lambda: _trace(64, 1))
+    seen = []
+    cache.get("next", lambda: seen.append([key for key, _ in cache.items()]) or _trace(64, 2))
+    assert seen == [["first"]] and [key for key, _ in cache.items()] == ["next"]
+

@@ -14,13 +14,13 @@ out). Every value read from the address is user text: notices quote it through
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 
 import streamlit as st
 
 from ... import names
 from ..core import session
+from ..core.cache import TraceCache, nothing
 from . import before, membership
 from .params import BAR, SHORT_LIMIT, Param
 from .params import PARAMS as TABLE
@@ -56,11 +56,13 @@ def link(s: session.Session) -> tuple[dict[str, str], list[str]]:
     return dict(q), list(notes)
 
 
-@functools.lru_cache(maxsize=8)  # at most 8 states of at most 2048 × 256: a few MB each
+_REBUILT = TraceCache(max_bytes=0, max_entries=8, ttl=3600, measure=nothing)  # 8 states of ≤ 2048 × 256: a few MB each
+
+
 def _rebuilt(query: tuple[tuple[str, str], ...]) -> session.Session:
     """The session a query without edits rebuilds, kept for the next edits of the same state (read only: its
     matrices are compared, never changed)."""
-    return rebuild(dict(query))[0]
+    return _REBUILT.get(query, lambda: rebuild(dict(query))[0])
 
 
 def _writing(s: session.Session) -> Writing:

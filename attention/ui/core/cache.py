@@ -1,4 +1,5 @@
-"""A process-wide cache of traces bounded by bytes, entries and age.
+"""The UI's process-wide cache: traces, and any other value computed again from its key, bounded by bytes, entries
+and age (the rule: attention/ui/state/__init__.py).
 
 ``st.cache_resource(max_entries=...)`` bounds the number of entries, but one trace at n = 2048 holds
 three 2048 × 2048 float64 arrays (~100 MB), so a handful of edits at that size would hold most of a
@@ -14,7 +15,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...trace import Trace
@@ -55,29 +56,36 @@ def collect_if_large(n: int) -> bool:
     return True
 
 
+def nothing(_: object) -> int:
+    """The measure of a value kept by count alone (a small dict, a session rebuilt from a link)."""
+    return 0
+
+
 def trace_bytes(trace: Trace) -> int:
     return sum(a.nbytes for a in trace.arrays().values()) + (0 if trace.allowed is None else trace.allowed.nbytes)
 
 
 class TraceCache:
     """Traces by key, LRU within the bounds; ``measure`` gives an entry's bytes (another kind of result, such as a
-    FlashAttention pass, can be kept with its own measure)."""
+    FlashAttention pass, a model's vocabulary or a rebuilt session, is kept with its own measure; :func:`nothing`:
+    bounded by entries alone). A key is any hashable value."""
 
     def __init__(self, max_bytes: int, max_entries: int, ttl: float, measure: Callable[[Any], int] = trace_bytes):
         self.max_bytes, self.max_entries, self.ttl, self.measure = max_bytes, max_entries, ttl, measure
-        self._items: OrderedDict[str, tuple[float, int, Any]] = OrderedDict()
+        self._items: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str, compute: Callable[[], Trace], expected_bytes: int = 0) -> Trace:
+    def get(self, key: Hashable, compute: Callable[[], Any], expected_bytes: int = 0) -> Any:
         """The cached trace for ``key``, or ``compute()``'s. ``expected_bytes`` (the new trace's size)
-        makes room before computing, so the peak is the bound plus one trace, not plus two."""
+        makes room before computing, so the peak is the bound plus one trace, not plus two; untold, the newest entry
+        stays while the next is computed, even over the bound (a walk is extended from the one before it)."""
         now = time.monotonic()
         with self._lock:
             self._expire(now)
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key][2]
-            while self._items and self.total_bytes + expected_bytes > self.max_bytes:
+            while self._items and expected_bytes and self.total_bytes + expected_bytes > self.max_bytes:
                 self._items.popitem(last=False)
         trace = compute()  # outside the lock: other sessions are not blocked by a long computation
         with self._lock:
@@ -86,6 +94,11 @@ class TraceCache:
             while len(self._items) > 1 and (len(self._items) > self.max_entries or self.total_bytes > self.max_bytes):
                 self._items.popitem(last=False)
         return trace
+
+    def items(self) -> list[tuple[Hashable, Any]]:
+        """What is kept, least recently used first (a copy: a walk looks for the longest one to extend)."""
+        with self._lock:
+            return [(key, value) for key, (_, _, value) in self._items.items()]
 
     @property
     def total_bytes(self) -> int:

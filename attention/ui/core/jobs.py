@@ -39,6 +39,7 @@ from ...model import estimate as atp_estimate
 from ...model import patch as patch_heads
 from ...model import train as train_model
 from . import models
+from .cache import TraceCache, nothing
 
 _LOG = logging.getLogger(__name__)
 RUNNING_MAX = 2  # jobs of one kind running at once in this process
@@ -222,26 +223,23 @@ class Refined:
     together: tuple[tuple[tuple[int, int], ...], float] | None = None
 
 
-_ESTIMATES: OrderedDict[tuple, Estimate] = OrderedDict()
 ESTIMATES_KEPT = 16
+_ESTIMATES = TraceCache(max_bytes=0, max_entries=ESTIMATES_KEPT, ttl=3600, measure=nothing)
 
 
 def estimate(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Estimate:
     """Attribution patching's estimate of every head's and stream row's patch (one backward pass), kept by content.
     An AttentionError when there is nothing to restore."""
     key = ("estimate", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong))
-    with _LOCK:
-        if key in _ESTIMATES:
-            _ESTIMATES.move_to_end(key)
-            return _ESTIMATES[key]
+    return _ESTIMATES.get(key, lambda: _estimated(model_id, clean, corrupt, answer, wrong))
+
+
+def _estimated(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Estimate:
+    """The estimate itself, its arrays made read-only (it is shared by every session asking for the same pair)."""
     m = models.get(model_id)
     with models.LOCK:
         made = atp_estimate(m, list(clean), list(corrupt), -1, answer, wrong)
     made.heads.flags.writeable = made.streams.flags.writeable = False
-    with _LOCK:
-        _ESTIMATES[key] = made
-        while len(_ESTIMATES) > ESTIMATES_KEPT:
-            _ESTIMATES.popitem(last=False)
     return made
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,12 +10,12 @@ import numpy as np
 from ... import kvcache
 from ...model.model import KVCache, Step
 from ..core import models
+from ..core.cache import TraceCache
 
 TOP = 5  # next tokens shown at each step
 KEEP_WALKS = 8  # walks kept (each extends the one before it: a press feeds only the new tokens)
 KEEP_BYTES = 256 << 20  # and at most about this many bytes of their caches (GPT-2 small: 144 KiB a token)
-_WALKS: OrderedDict[tuple[str, tuple[int, ...], int], Walk] = OrderedDict()
-_WALKS_LOCK = threading.Lock()
+_WALKS = TraceCache(max_bytes=KEEP_BYTES, max_entries=KEEP_WALKS, ttl=math.inf, measure=lambda w: w.cache_bytes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,14 +67,13 @@ def _said(step: Step) -> Said:
 def walk(model_id: str, prompt: tuple[int, ...], steps: int) -> Walk:
     """The walk of ``steps`` greedy tokens after ``prompt`` on the model ``model_id``, extending the longest walk
     kept for the same prompt (each new token is the most likely one after the last; it is fed through the cache)."""
-    key = (model_id, prompt, steps)
-    with _WALKS_LOCK:
-        found = _WALKS.get(key)
-        if found is not None:
-            _WALKS.move_to_end(key)
-            return found
-        shorter = [k for k in _WALKS if k[:2] == key[:2] and k[2] < steps]
-        start = _WALKS[max(shorter, key=lambda k: k[2])] if shorter else None
+    return _WALKS.get((model_id, prompt, steps), lambda: _walked(model_id, prompt, steps))
+
+
+def _walked(model_id: str, prompt: tuple[int, ...], steps: int) -> Walk:
+    """The walk made: from the longest one kept for the prompt, or from the prompt's one forward."""
+    shorter = [w for (who, said, _), w in _WALKS.items() if (who, said) == (model_id, prompt) and w.steps < steps]
+    start = max(shorter, key=lambda w: w.steps) if shorter else None
     m = models.get(model_id)
     if start is None:
         with models.LOCK:
@@ -88,14 +86,7 @@ def walk(model_id: str, prompt: tuple[int, ...], steps: int) -> Walk:
             step, cache = m.feed(nxt, cache)  # every other session's runs for its whole length
         tokens.append(nxt)
         said.append(_said(step))
-    done = Walk(model_id, prompt, tuple(tokens), step, cache, tuple(said))
-    with _WALKS_LOCK:
-        _WALKS[key] = done
-        while len(_WALKS) > 1 and (
-            len(_WALKS) > KEEP_WALKS or sum(w.cache_bytes for w in _WALKS.values()) > KEEP_BYTES
-        ):
-            _WALKS.popitem(last=False)
-    return done
+    return Walk(model_id, prompt, tuple(tokens), step, cache, tuple(said))
 
 
 def cache_bytes(model: models.Model, tokens: int, bytes_per_value: int) -> int:

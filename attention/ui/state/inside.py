@@ -7,7 +7,7 @@ model's token ids; ablations as (layer, head, "zero" or "mean"), 0-based as the 
 
 from __future__ import annotations
 
-import functools
+import math
 from dataclasses import replace
 
 import streamlit as st
@@ -17,6 +17,7 @@ from ...model import upload
 from ...model.vocab import WordVocab
 from ...names import is_whole
 from ..core import jobs, keys, models
+from ..core.cache import TraceCache, nothing
 from ..core.models import Ablation, HeadRef
 from ..core.session import KEY, Inside, Patching, Session, Training, get
 from ..core.text import esc
@@ -436,10 +437,12 @@ def open_route(layer: int, head: int, row: int, source: int) -> None:
 def token_id(model_id: str, text: str) -> int | None:
     """The id of the token whose own text is ``text`` in the model's vocabulary (the lowest, if several), else
     None."""
-    return _vocabulary(model_id).get(text)
+    return _VOCABULARIES.get(model_id, lambda: _vocabulary(model_id)).get(text)
 
 
-@functools.lru_cache(maxsize=8)
+_VOCABULARIES = TraceCache(max_bytes=0, max_entries=8, ttl=math.inf, measure=nothing)  # one per model, read once
+
+
 def _vocabulary(model_id: str) -> dict[str, int]:
     """Each token's own text -> its id (the first id of a text that several share), read once per model."""
     m = models.get(model_id)
