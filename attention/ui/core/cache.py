@@ -1,5 +1,6 @@
-"""The UI's process-wide cache: traces, and any other value computed again from its key, bounded by bytes, entries
-and age (the rule: attention/ui/state/__init__.py).
+"""The UI's one process-wide cache: traces and any value made again from its key, bounded by bytes, entries and age.
+
+Its rule is written with the state's (attention/ui/state/__init__.py).
 
 ``st.cache_resource(max_entries=...)`` bounds the number of entries, but one trace at n = 2048 holds
 three 2048 × 2048 float64 arrays (~100 MB), so a handful of edits at that size would hold most of a
