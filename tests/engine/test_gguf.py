@@ -59,6 +59,32 @@ def test_an_f32_files_tensors_are_the_models_parameters(tmp_path: Path, arch: st
     assert m.notes[0] == "GGUF file, stored as F32, dequantized to float32."
 
 
+LLAMA_CPP = {  # our parameter (in layer l) -> llama.cpp's tensor in blk.l, as its converter names them
+    "ln1.g": "attn_norm.weight", "W_q": "attn_q.weight", "W_k": "attn_k.weight", "W_v": "attn_v.weight",
+    "W_o": "attn_output.weight", "b_q": "attn_q.bias", "b_k": "attn_k.bias", "b_v": "attn_v.bias",
+    "q_norm.g": "attn_q_norm.weight", "k_norm.g": "attn_k_norm.weight", "ln2.g": "ffn_norm.weight",
+    "ln_post_attn.g": "post_attention_norm.weight", "ln_post_mlp.g": "post_ffw_norm.weight",
+    "W_gate": "ffn_gate.weight", "W_fc": "ffn_up.weight", "W_proj": "ffn_down.weight",
+}  # fmt: skip
+TOP = {"W_E": "token_embd.weight", "ln_f.g": "output_norm.weight", "W_U": "output.weight"}
+
+
+@pytest.mark.parametrize("arch", gguf_files.ARCHS)
+def test_every_parameter_is_its_tensor_in_llama_cpps_layout(tmp_path: Path, arch: str) -> None:
+    """Each parameter, not only q, k and v: a swapped gate and up, or a norm read from its neighbour, fails here."""
+    path = gguf_files.write(tmp_path / f"{arch}.gguf", arch, "F32", tied=arch != "qwen2")
+    m = load(path)
+    H, G = m.config.n_heads, m.config.kv_heads
+    for name, param in m.params.items():
+        layer, _, ours = name.partition(".") if name[0].isdigit() else ("", "", name)
+        stored = _stored(path, f"blk.{layer}.{LLAMA_CPP[ours]}" if layer else TOP[ours])
+        if arch == "llama" and ours in ("W_q", "W_k"):  # rows permuted for llama.cpp's interleaved rotation
+            stored = _hf_rows(stored, H if ours == "W_q" else G)
+        want = stored.T if ours.startswith("W_") and ours != "W_E" else stored
+        want = want - 1 if arch == "gemma3" and ours.endswith(".g") else want  # Gemma stores 1 + w
+        assert np.array_equal(param, want), f"{arch}: {name}"
+
+
 @pytest.mark.parametrize(
     ("kind", "said"), [("Q4_1", "quantized Q4_1"), ("Q6_K", "quantized Q6_K"), ("BF16", "stored as BF16")]
 )
