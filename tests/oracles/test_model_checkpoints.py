@@ -495,3 +495,27 @@ def test_a_gpt_neox_config_naming_its_base_rope_theta_keeps_it() -> None:
                  num_attention_heads=4, max_position_embeddings=64, rotary_pct=0.5)
     for keys in (dict(rope_theta=1234.0), dict(rotary_emb_base=1234.0), dict(rope_theta=1234.0, rotary_emb_base=99.0)):
         assert families.read_config({**sizes, **keys})[1].rope_theta == 1234.0, keys
+
+
+def test_phi3_reads_as_transformers_writes_it_and_refuses_longrope_by_name() -> None:
+    """Phi-3 as Phi3Config writes its config.json (transformers 5: partial_rotary_factor inside rope_parameters):
+    llama's parts, untied, RoPE on the factor's share of each head; sliding_window (Phi-3-mini-4k's 2047) slides every
+    layer; the 128k models' longrope is refused naming rope_type, a rotation under 2 columns by its field."""
+    from transformers import Phi3Config
+
+    sizes = dict(vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, bos_token_id=1, eos_token_id=2, pad_token_id=0)  # fmt: skip
+    written = Phi3Config(**sizes, partial_rotary_factor=0.75, sliding_window=7).to_dict()
+    kind, c = families.read_config(written)
+    assert kind == "phi3" and (c.norm, c.mlp, c.activation, c.bias, c.tied, c.n_ctx) == (
+        "rmsnorm", "gated", "silu", False, False, 4096
+    )  # fmt: skip
+    assert (c.rotary_dims, c.rotary_layout, c.layer_types, c.sliding_window) == (12, "halves", ("sliding",) * 2, 7)
+    _, full = families.read_config(Phi3Config(**sizes).to_dict())
+    assert full.rotary_dims == full.d_head == 16 and full.layer_types == ()
+    longrope = {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
+    with pytest.raises(AttentionError, match="longrope") as info:
+        families.read_config({"model_type": "phi3", **sizes, "rope_scaling": longrope})
+    assert info.value.field == "rope_type"
+    with pytest.raises(AttentionError, match="partial_rotary_factor"):
+        families.read_config({"model_type": "phi3", **sizes, "partial_rotary_factor": 0.1})  # 1.6 columns
