@@ -114,7 +114,22 @@ numbers = sa.Table(  # a fingerprint of the numbers each solve handed in: the bo
     sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
     sa.Column("digest", sa.String(64), nullable=False),
 )
+own_marks = sa.Table(  # hashes of the states each student reached by her own edits: a reload finds them here
+    "board_own",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("mark", sa.String(64), primary_key=True),
+    sa.Column("kept_at", sa.DateTime(timezone=True), nullable=False),
+)
+rejoins = sa.Table(  # the teacher's one-use rejoin links: a hash of the ticket, never the ticket itself
+    "board_rejoin",
+    _meta,
+    sa.Column("ticket", sa.String(64), primary_key=True),
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False),
+    sa.Column("made_at", sa.DateTime(timezone=True), nullable=False),
+)
 LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
+OWN_KEPT = 8  # the own-work states kept per student (several tabs, the browser's back button)
 
 
 class BoardError(AttentionError):
@@ -301,6 +316,75 @@ class Board:
             raise BoardError(f"This browser has not joined the class {code}.", field="class code")
         return row.id, row.name
 
+    @_db_errors
+    def keep_own(self, code: str, token: str, mark: str) -> None:
+        """Keep ``mark`` (a hash of a state's shared parameters) as a state the student holding ``token`` reached by
+        her own edits, with her OWN_KEPT latest; a reload in her browser finds it (the address never carries it)."""
+        student_id, _ = self.student(code, token)
+        mark = str(mark)[:64]
+        with self.engine.begin() as db:
+            db.execute(own_marks.delete().where(own_marks.c.student_id == student_id, own_marks.c.mark == mark))
+            db.execute(own_marks.insert().values(student_id=student_id, mark=mark, kept_at=_now()))
+            newest = (
+                sa.select(own_marks.c.mark)
+                .where(own_marks.c.student_id == student_id)
+                .order_by(own_marks.c.kept_at.desc())
+                .limit(OWN_KEPT)
+            )
+            kept = list(db.execute(newest).scalars())
+            db.execute(own_marks.delete().where(own_marks.c.student_id == student_id, own_marks.c.mark.not_in(kept)))
+
+    @_db_errors
+    def is_own(self, code: str, token: str, mark: str) -> bool:
+        """Whether the student holding ``token`` reached the state ``mark`` by her own edits (:meth:`keep_own`)."""
+        student_id, _ = self.student(code, token)
+        query = sa.select(own_marks.c.mark).where(own_marks.c.student_id == student_id, own_marks.c.mark == mark)
+        with self.engine.connect() as db:
+            return db.execute(query).first() is not None
+
+    @_db_errors
+    def rejoin_ticket(self, code: str, name: str) -> str:
+        """A one-use ticket that gives the student ``name`` of class ``code`` back to whoever opens it (a student who
+        lost her browser's membership); a newer ticket for her ends the older one. Only its hash is stored."""
+        code = normal_code(code)
+        with self.engine.connect() as db:
+            sid = db.execute(
+                sa.select(students.c.id).where(students.c.class_code == code, students.c.name == name)
+            ).scalar()
+        if sid is None:
+            raise BoardError(_no_student(name, code), field="display name")
+        ticket = secrets.token_urlsafe(24)
+        with self.engine.begin() as db:
+            db.execute(rejoins.delete().where(rejoins.c.student_id == sid))
+            db.execute(rejoins.insert().values(ticket=_hash(ticket), student_id=sid, made_at=_now()))
+        return ticket
+
+    @_db_errors
+    def redeem(self, code: str, ticket: str) -> tuple[str, str]:
+        """Use a rejoin ticket of class ``code`` (once): the student's new token and her name. Her old token stops
+        working, so a lost or copied one gives nothing. BoardError when used already, too old or unknown."""
+        code = normal_code(code)
+        gone = BoardError(
+            "This rejoin link was used already, is too old, or was replaced by a newer one: ask your teacher for a "
+            "new one.",
+            field="rejoin",
+        )
+        if not isinstance(ticket, str) or not 20 <= len(ticket) <= 64:
+            raise gone
+        self._open(code)
+        token = secrets.token_urlsafe(24)
+        with self.engine.begin() as db:
+            row = db.execute(sa.select(rejoins).where(rejoins.c.ticket == _hash(ticket))).first()
+            if row is None or db.execute(rejoins.delete().where(rejoins.c.ticket == _hash(ticket))).rowcount != 1:
+                raise gone
+            if (_now() - _utc(row.made_at)).total_seconds() > LINK_HOURS * 3600:
+                raise gone
+            mine = (students.c.id == row.student_id) & (students.c.class_code == code)
+            if db.execute(students.update().where(mine).values(token=token)).rowcount != 1:
+                raise gone
+            name = db.execute(sa.select(students.c.name).where(mine)).scalar_one()
+        return token, name
+
     def _open(self, code: str) -> None:
         """BoardError unless the class ``code`` exists and its teacher has not closed it."""
         self.title(code)
@@ -400,7 +484,7 @@ class Board:
             if row is None:
                 raise BoardError(_no_student(name, code), field="display name")
             sid, taken = row.id, {"board_students": (dict(row._mapping),)}
-            for table in (solves, numbers, progress):
+            for table in (solves, numbers, progress, own_marks, rejoins):
                 taken[table.name] = tuple(
                     dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
                 )
@@ -411,7 +495,7 @@ class Board:
     @_db_errors
     def undo_remove(self, removed: Removed) -> None:
         """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
-        by_name = {t.name: t for t in (students, solves, numbers, progress)}
+        by_name = {t.name: t for t in (students, solves, numbers, progress, own_marks, rejoins)}
         try:
             with self.engine.begin() as db:
                 for name, rows in removed.rows:  # the student first: the others refer to them
@@ -615,6 +699,10 @@ def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[s
                 groups.setdefault(r.cells[i].digest, []).append(r.name)
         found += [(a.title, names) for names in groups.values() if len(names) > 1]
     return found
+
+
+def _hash(ticket: str) -> str:
+    return hashlib.sha256(ticket.encode()).hexdigest()
 
 
 def _no_student(name: str, code: str) -> str:

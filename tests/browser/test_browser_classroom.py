@@ -136,7 +136,7 @@ def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # no
             settle(student)
             _wait_text(student, lambda: _sidebar(student), "✓ solved")
             link = student.url
-            assert "member=" in link and "playing=" in link
+            assert "member=" not in link and "own=" not in link and "playing=" in link  # nobody's seat in it
 
             lab = student_ctx.new_page()  # the next person at this computer: the cookie's membership is not silent
             open_page(lab, student_base, "challenges")
@@ -150,7 +150,7 @@ def _lab(browser, teacher_base: str, student_base: str, axe: str) -> None:  # no
 
         with guarded_context(browser, viewport={"width": 1280, "height": 720}) as other_ctx:
             other = other_ctx.new_page()  # anyone opening her link (without her membership) sees it solved
-            other.goto(re.sub(r"&?member=[^&]*", "", link))
+            other.goto(link)  # her whole address bar
             settle(other)
             _wait_text(other, lambda: _sidebar(other), "✓ solved")
 

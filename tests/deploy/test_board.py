@@ -327,9 +327,9 @@ def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_h
     code = Board(postgres).open_class("Lab on PostgreSQL")
     set_builtin(postgres, code)
     alice = student_solves(postgres, code, "Alice")
-    chen = opened(postgres, "challenges", {**share(alice), **member(postgres, code, "Chen")})
+    chen = opened(postgres, "challenges", share(alice), member(postgres, code, "Chen"))
     refused(chen, postgres, code)
-    dee = edit_first_cell(started(opened(postgres, "challenges", member(postgres, code, "Dee"))), "0.5")
+    dee = edit_first_cell(started(opened(postgres, "challenges", {}, member(postgres, code, "Dee"))), "0.5")
     classboard._board.clear()  # another replica: a store opened afresh
     again = reloaded(postgres, dee)
     assert session(again).arrived == ""
@@ -354,3 +354,71 @@ def test_a_training_run_lost_to_a_failover_is_said() -> None:
     assert any("it was lost" in t and "Train again" in t for t in said), said
     fresh = journey("learn", {k: v for k, v in address.items() if k != "learned"})
     assert not any("it was lost" in t for t in texts(fresh.warning) + texts(fresh.info))
+
+
+def test_a_shared_address_does_not_hand_over_identity(postgres: str) -> None:
+    """Issue 48 §1: student A sends student C her whole address bar (an older version's, with ``member=`` and
+    ``own=`` in it too). C opens it in her own browser: she stays C, the page says the membership in it was ignored,
+    her solve made there is not handed in (the numbers arrived whole); after Restart her own solve goes to her own
+    row, and A's row (its solve, its time, its link, its value) is unchanged."""
+    from tests.helpers.apptest import address, session, texts
+    from tests.helpers.board import (
+        cookie_of,
+        edit_first_cell,
+        handed_in,
+        member,
+        opened,
+        refused,
+        set_builtin,
+        student_solves,
+    )
+
+    code = Board(postgres).open_class("Lab on PostgreSQL")
+    set_builtin(postgres, code)
+    alice = student_solves(postgres, code, "Alice")
+    assert handed_in(alice)
+    before = Board(postgres).standings(code)[1]
+    bar = address(alice)
+    assert "member" not in bar and "own" not in bar  # the address bar never carries who she is
+    a = session(alice).member
+    bar_of_old = {**bar, "member": f"{a.code}.{a.token}", "own": "0" * 32}  # what an older version's bar held
+    chen_cookie = member(postgres, code, "Chen")
+    for shared in (bar, bar_of_old):
+        chen = opened(postgres, "challenges", shared, chen_cookie)
+        assert session(chen).member.name == "Chen" and cookie_of(chen) == chen_cookie
+        refused(chen, postgres, code)
+    said = texts(chen.warning)
+    assert any("An address never says who you are" in t for t in said), said
+    assert "member" not in address(chen) and "own" not in address(chen)  # dropped from her address bar
+    chen = edit_first_cell(chen.button(key="ch.restart").click().run(), "-10")  # her own work, from the start
+    assert handed_in(chen)
+    tasks, rows = Board(postgres).standings(code)
+    assert [r.name for r in rows] == ["Alice", "Chen"]
+    assert rows[0] == before[0]  # Alice's row: as it was
+    assert rows[1].cells[0].solved_at is not None
+    assert [s.name for s in Board(postgres).solves(code)] == ["Alice", "Chen"]
+    nobody = opened(postgres, "challenges", bar_of_old)  # a browser in no class: the address gives no seat
+    assert session(nobody).member is None
+
+
+def test_a_rejoin_link_gives_a_lost_seat_back_once(postgres: str) -> None:
+    """A student who lost her browser's membership gets back in by her teacher's rejoin link: it works once, gives a
+    new token (the old one stops working), and leaves the address bar."""
+    from tests.helpers.apptest import address, session, texts
+    from tests.helpers.board import opened
+
+    board = Board(postgres)
+    code = board.open_class("Rejoin lab")
+    old = board.join(code, "Bea")
+    ticket = board.rejoin_ticket(code, "Bea")
+    back = opened(postgres, "challenges", {"rejoin": f"{code}.{ticket}"})
+    assert session(back).member.name == "Bea" and session(back).member.token != old
+    assert any("You are back in class" in t for t in texts(back.success)), texts(back.success)
+    assert "rejoin" not in address(back)
+    with pytest.raises(BoardError, match="has not joined"):
+        board.student(code, old)  # the lost (or copied) token gives nothing now
+    again = opened(postgres, "challenges", {"rejoin": f"{code}.{ticket}"})  # used once
+    assert session(again).member is None
+    assert any("used already" in t for t in texts(again.warning)), texts(again.warning)
+    with pytest.raises(BoardError, match="no student"):
+        board.rejoin_ticket(code, "Nobody")

@@ -236,9 +236,17 @@ def _manage(code: str) -> None:
             a, b = st.columns(2)
             a.selectbox("Student", names, index=None, placeholder="Choose a student", key=keys.BOARD_WHO)
             b.text_input("New display name", key=keys.BOARD_RENAME, max_chars=40)
-            c, d = st.columns(2)
+            c, d, e = st.columns(3)
             c.form_submit_button("Rename", on_click=board_state.manage, args=(code, "rename"))
             d.form_submit_button("Remove from the class…", on_click=board_state.manage, args=(code, "remove"))
+            e.form_submit_button(
+                "Rejoin link",
+                on_click=board_state.manage,
+                args=(code, "rejoin"),
+                help="For a student who lost this class in a new or cleared browser: a link for that student alone, "
+                "used once (the old membership stops working).",
+            )
+        _rejoin_link(code)
         if pending and pending[0] == code:
             st.warning(
                 f"Remove {esc(pending[1], 40)} from class {code}, with every solve and value? Undo brings them back.",
@@ -267,6 +275,19 @@ def _manage(code: str) -> None:
     show_messages("board.manage")
 
 
+def _rejoin_link(code: str) -> None:
+    """The rejoin link last made on this page, for the student it gives back (shown until another is made)."""
+    made = st.session_state.get(board_state.REJOIN_LINK)
+    if not made or made[0] != code:
+        return
+    st.caption(
+        f"Give this link to {esc(made[1], 40)} alone: it works once, within 12 hours, and puts whoever opens it in "
+        "that student's seat (the old membership stops working). A newer rejoin link for the same student ends "
+        "this one."
+    )
+    st.code(made[2], language=None, wrap_lines=True)
+
+
 def join_box() -> None:
     """On the Challenges page when the board is on: join a class with its code and a display name."""
     if classboard.board() is None:
@@ -277,6 +298,11 @@ def join_box() -> None:
     if joining and (who is None or who.code != joining) and not st.session_state.get(keys.BOARD_CODE):
         bind(keys.BOARD_CODE, joining)
     show_messages("board.join")  # above the box: seen whether it is open or folded
+    back = st.session_state.pop(membership.REJOINED, None)
+    if back is not None and who is not None:
+        st.success(
+            f"You are back in class {back[0]} as {esc(back[1], 40)}: this browser keeps it.", icon=":material/login:"
+        )
     show_messages("board.handin")
     if who is not None and who.from_cookie:  # a shared computer: the previous student's membership, maybe
         st.warning(

@@ -27,6 +27,7 @@ REMOVED = "board.removed"  # session_state: the Removed record of the student la
 RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
 REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
+REJOIN_LINK = "board.rejoin.link"  # session_state: (class code, name, link) of the rejoin link last made here
 
 
 def join() -> None:
@@ -276,6 +277,11 @@ def manage(code: str, action: str) -> None:
             st.session_state[keys.BOARD_RENAME] = ""  # the box starts empty for the next rename
             st.session_state[keys.BOARD_WHO] = None
             done_md = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
+        elif action == "rejoin":
+            ticket = board.rejoin_ticket(code, name)
+            link = full_link(f"challenges?rejoin={code}.{ticket}", classboard.app_base())
+            st.session_state[REJOIN_LINK] = (code, name, link)
+            return
         elif action == "remove":
             if not name:
                 raise BoardError("Choose a student first.", field="display name")
