@@ -128,6 +128,14 @@ rejoins = sa.Table(  # the teacher's one-use rejoin links: a hash of the ticket,
     sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False),
     sa.Column("made_at", sa.DateTime(timezone=True), nullable=False),
 )
+refusals = sa.Table(  # a solve that was not handed in, and why: the board says "refused", never ✓
+    "board_refused",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("reason", sa.String(200), nullable=False),
+    sa.Column("refused_at", sa.DateTime(timezone=True), nullable=False),
+)
 LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
 OWN_KEPT = 8  # the own-work states kept per student (several tabs, the browser's back button)
 
@@ -166,6 +174,7 @@ class Cell:
     link: str | None
     digest: str = ""  # a fingerprint of the numbers handed in ("" when none was kept)
     solve_id: int | None = None  # the solve's id: the short link to it (None while not yet solved)
+    refused: str = ""  # why the latest solve that reached the goal was not handed in ("" when none was refused)
 
     @property
     def number(self) -> float | None:
@@ -175,7 +184,13 @@ class Cell:
 
     @property
     def status(self) -> str:
-        return "solved" if self.solved_at is not None else "not yet solved" if self.value else "not started"
+        """Where the student stands, in the words the board and its CSV both use: "solved" (handed in), "refused:
+        WHY" (the goal was reached but not handed in), "not yet solved" or "not started"."""
+        if self.solved_at is not None:
+            return "solved"
+        if self.refused:
+            return f"refused: {self.refused}"
+        return "not yet solved" if self.value else "not started"
 
 
 @dataclass(frozen=True)
@@ -484,7 +499,7 @@ class Board:
             if row is None:
                 raise BoardError(_no_student(name, code), field="display name")
             sid, taken = row.id, {"board_students": (dict(row._mapping),)}
-            for table in (solves, numbers, progress, own_marks, rejoins):
+            for table in (solves, numbers, progress, own_marks, rejoins, refusals):
                 taken[table.name] = tuple(
                     dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
                 )
@@ -495,7 +510,7 @@ class Board:
     @_db_errors
     def undo_remove(self, removed: Removed) -> None:
         """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
-        by_name = {t.name: t for t in (students, solves, numbers, progress, own_marks, rejoins)}
+        by_name = {t.name: t for t in (students, solves, numbers, progress, own_marks, rejoins, refusals)}
         try:
             with self.engine.begin() as db:
                 for name, rows in removed.rows:  # the student first: the others refer to them
@@ -551,13 +566,18 @@ class Board:
                 (r.student_id, r.challenge_id): r.digest
                 for r in db.execute(sa.select(numbers).where(numbers.c.student_id.in_(ids)))
             }
+            why = {
+                (r.student_id, r.challenge_id): r.reason
+                for r in db.execute(sa.select(refusals).where(refusals.c.student_id.in_(ids)))
+            }
         rows = []
         for p in people:
             cells = []
             for a in tasks:
                 key = (p.id, a.challenge_id)
                 when, link, sid = done.get(key, (None, None, None))
-                cells.append(Cell(values.get(key, ""), when, link, digests.get(key, "") if when else "", sid))
+                digest = digests.get(key, "") if when else ""
+                cells.append(Cell(values.get(key, ""), when, link, digest, sid, why.get(key, "")))
             rows.append(Standing(p.name, tuple(cells)))
         return tasks, rows
 
@@ -591,6 +611,24 @@ class Board:
         except IntegrityError:  # solved before: the first solve counts
             return False
         return True
+
+    @_db_errors
+    def refuse(self, code: str, token: str, challenge_id: str, reason: str) -> None:
+        """Keep that the student holding ``token`` reached the goal of ``challenge_id`` but it was not handed in, and
+        why (``reason``, a clause: "the numbers arrived whole, by a link"); the board shows "refused: WHY" until a
+        solve is handed in. Kept after the class closed too (a solve that came too late is worth knowing)."""
+        code = normal_code(code)
+        student_id, _ = self.student(code, token)
+        self._assigned(code, challenge_id)
+        reason = _text(_visible(reason), "reason", 200)
+        key = (refusals.c.student_id == student_id) & (refusals.c.challenge_id == challenge_id)
+        with self.engine.begin() as db:
+            db.execute(refusals.delete().where(key))
+            db.execute(
+                refusals.insert().values(
+                    student_id=student_id, challenge_id=challenge_id, reason=reason, refused_at=_now()
+                )
+            )
 
     @_db_errors
     def secret(self) -> bytes:

@@ -52,7 +52,7 @@ def test_a_student_joins_solves_and_the_teacher_sees_it_with_a_link_that_opens_s
     at = at.run()  # the board redraws (every few seconds in a browser)
     board = at.dataframe[0].value
     assert list(board["student"]) == [ODD_NAME]  # the name as typed: a table cell is text, never Markdown
-    assert re.fullmatch(r"✓ \d\d:\d\d", board["1. A negative output"][0])  # solved, and when (UTC)
+    assert re.fullmatch(r"✓ solved \d\d:\d\d", board["1. A negative output"][0])  # solved, and when (UTC)
     short = board["1 ↗"][0]
     assert short.startswith(f"class_board?class={code}&solve=") and len(short) < 60  # short, by id
     link = Board(url).solve_by_id(code, int(short.rsplit("=", 1)[1])).link  # what the teacher page opens

@@ -422,3 +422,34 @@ def test_a_rejoin_link_gives_a_lost_seat_back_once(postgres: str) -> None:
     assert any("used already" in t for t in texts(again.warning)), texts(again.warning)
     with pytest.raises(BoardError, match="no student"):
         board.rejoin_ticket(code, "Nobody")
+
+
+def test_the_board_ticks_only_handed_in_work(postgres: str) -> None:
+    """Issue 48 §2: Alice hands in; Chen reaches the goal on Alice's link (refused: the numbers arrived whole). On the
+    teacher's board Chen's cell reads "refused: …" with its reason and no ✓, the ✓ is Alice's alone, and the CSV's
+    status says the same words; the values are numbers in both."""
+    from tests.helpers.apptest import texts
+    from tests.helpers.board import member, opened, refused, set_builtin, share, student_solves, teacher
+
+    code = Board(postgres).open_class("Lab on PostgreSQL")
+    set_builtin(postgres, code)
+    alice = student_solves(postgres, code, "Alice")
+    chen = opened(postgres, "challenges", share(alice), member(postgres, code, "Chen"))
+    refused(chen, postgres, code)
+    why = "refused: the numbers arrived whole, by a link"
+    page = teacher(postgres)
+    page.text_input(key="board.show").set_value(code)
+    page = page.button[[b.label for b in page.button].index("Show it")].click().run()
+    board = page.dataframe[0].value
+    cells = dict(zip(board["student"], board["1. A negative output"], strict=True))
+    assert cells["Alice"].startswith("✓ solved ") and cells["Chen"] == why, cells
+    assert not any(c.startswith("✓") for c in [cells["Chen"]])
+    said = [m.value.replace("\\", "") for m in page.markdown]  # Markdown as written, its escapes taken out
+    assert any("Chen" in m and why in m for m in said), said  # its reason in full, below the table
+    tasks, rows = Board(postgres).standings(code)
+    lines = list(csv.reader(io.StringIO(board_csv(tasks, rows, code=code))))
+    by_name = {r[0]: r for r in lines[1:]}
+    assert by_name["Alice"][2] == "solved" and by_name["Chen"][2] == why  # the board's words
+    assert float(by_name["Chen"][1]) < 0 and float(by_name["Alice"][1]) < 0  # the goal's value, as a number
+    assert by_name["Chen"][3] == "" and by_name["Chen"][-1] == "0" and by_name["Alice"][-1] == "1"
+    assert not texts(page.exception)

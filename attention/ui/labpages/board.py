@@ -128,6 +128,7 @@ def _live(code: str) -> None:
             link, display_text="open", help=f"The hand-in of {esc(a.title, 200)}", width=46
         )
     st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", column_config=config)
+    _refused(tasks, rows)
     st.download_button(
         "Download the board (.csv)",
         board_csv(tasks, rows, base, code),
@@ -149,10 +150,25 @@ def _names(names: list[str]) -> str:
 
 
 def _cell_text(c) -> str:
-    """One student on one challenge: "✓ 10:42" (solved, UTC), "0.41 (1 of 3 rows)", "–" (not started)."""
+    """One student on one challenge: "✓ solved 10:42" (handed in, UTC), "refused: WHY", "0.41 (1 of 3 rows)", "–"
+    (not started): the ✓ means handed in, and nothing else; the words are the CSV's status."""
     if c.solved_at is not None:
-        return f"✓ {c.solved_at.astimezone(UTC).strftime('%H:%M')}"
+        return f"✓ {c.status} {c.solved_at.astimezone(UTC).strftime('%H:%M')}"
+    if c.refused:
+        return c.status
     return c.value or "–"
+
+
+def _refused(tasks, rows) -> None:
+    """Each goal reached but not handed in, with its reason in full (a narrow column cuts it)."""
+    lines = [
+        f"- {esc(r.name, 40)}, {quoted(a.title, 80)}: {esc(c.status, 240)}"
+        for r in rows
+        for a, c in zip(tasks, r.cells, strict=True)
+        if c.solved_at is None and c.refused
+    ]
+    if lines:
+        st.markdown("**Reached the goal, not handed in** (no ✓ on the board):\n" + "\n".join(lines))
 
 
 def _hand_in(code: str, solve_id: int) -> None:

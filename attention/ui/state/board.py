@@ -159,6 +159,7 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
         return None
     if s.arrived:  # not this student's own work: said once, until the goal is met again
         refused.add((who.code, cid))
+        _refused_on_board(who, cid, f"the numbers arrived whole, by {s.arrived}")
         said_md = f"Not handed in: {not_own(s.arrived)}"
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
@@ -169,6 +170,9 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
         if exc.field:  # refused (not set, class closed): said once, until the goal is met again
             refused.add((who.code, cid))
         said_md = f"Not handed in: {esc(_clause(exc.message), 300)}."
+        if exc.field and _closed(who.code):
+            _refused_on_board(who, cid, "solved after the class was closed")
+            said_md = f"Not handed in: class {who.code} was closed, so this solve was not recorded. {CLOSED_WORDS}"
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
     done.add((who.code, cid))
@@ -176,6 +180,24 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
     say("board.handin", "success", said_md, anywhere=True)
     return said_md
+
+
+CLOSED_WORDS = "Tell your teacher, who can reopen the class; then reach the goal again."
+
+
+def _closed(code: str) -> bool:
+    """Whether class ``code`` is closed (False when the board cannot say just now)."""
+    try:
+        return classboard.board().is_closed(code)
+    except AttentionError:
+        return False
+
+
+def _refused_on_board(who: Member, cid: str, reason: str) -> None:
+    """Tell the board this student reached the goal but it was not handed in, and why (quietly when it cannot)."""
+    board = classboard.board()
+    with contextlib.suppress(AttentionError):
+        board.refuse(who.code, who.token, cid, reason)
 
 
 def set_for(s: Session) -> str | None:
@@ -243,11 +265,12 @@ def report(s: Session, progress: Progress) -> None:
 
 
 def standing(p: Progress) -> str:
-    """A goal's value now as the board shows it: "0.4123 (1 of 3 rows)", "✓ 0.6", or why it does not count."""
+    """A goal's value now as the board shows it: "0.4123 (1 of 3 rows)", "0.6 (goal met)", or why it does not count;
+    never a ✓, which on the board means handed in."""
     if p.blocked or p.value is None:
         return "does not count (locked matrix or options changed)"
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
-    return f"{'✓ ' if p.met else ''}{p.value:.6g}{rows}"
+    return f"{p.value:.6g}{rows}{' (goal met)' if p.met else ''}"
 
 
 def assign(code: str, challenge: Challenge, link: str) -> None:
