@@ -136,6 +136,13 @@ refusals = sa.Table(  # a solve that was not handed in, and why: the board says 
     sa.Column("reason", sa.String(200), nullable=False),
     sa.Column("refused_at", sa.DateTime(timezone=True), nullable=False),
 )
+name_keys = sa.Table(  # each student's name as compared (name_key): two that look the same cannot both join
+    "board_names",
+    _meta,
+    sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
+    sa.Column("key", sa.String(4 * MAX_NAME_CHARS), primary_key=True),
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False, unique=True),
+)
 LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
 OWN_KEPT = 8  # the own-work states kept per student (several tabs, the browser's back button)
 
@@ -225,6 +232,24 @@ def normal_code(code: object) -> str:
     return cleaned
 
 
+LOOK_ALIKE = str.maketrans(  # punctuation that looks like a plain one, mapped to it (after NFKC)
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u02bc\u02b9\u02bb\u02bd\u2032\u00b4\u0060\uff07", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u02dd\u00ab\u00bb\uff02", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d", "-"),
+        **dict.fromkeys("\u00b7\u2027\u2219\u22c5\u30fb", "."),
+    }
+)
+
+
+def name_key(name: str) -> str:
+    """A display name as two names are compared: Unicode NFKC (full-width letters, ligatures), look-alike
+    punctuation as its plain form (’ ‘ ʼ as ', “ ” as ", dashes as -), case folded, spaces collapsed: "O’Neil" and
+    "o'neil" are one name."""
+    text = unicodedata.normalize("NFKC", name).translate(LOOK_ALIKE).casefold()
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
 def _text(value: object, what: str, limit: int) -> str:
     """``value`` as one line of plain text: stripped, 1 .. ``limit`` characters, no control characters."""
     if not isinstance(value, str) or len(value) > 4 * limit:
@@ -308,11 +333,12 @@ class Board:
         token = secrets.token_urlsafe(24)
         try:
             with self.engine.begin() as db:
-                db.execute(students.insert().values(class_code=code, name=name, token=token, joined_at=_now()))
+                _name_free(db, code, name)
+                row = students.insert().values(class_code=code, name=name, token=token, joined_at=_now())
+                sid = db.execute(row).inserted_primary_key[0]
+                db.execute(name_keys.insert().values(class_code=code, key=name_key(name), student_id=sid))
         except IntegrityError:
-            raise BoardError(
-                f"Someone in this class already uses the name {name!r}; choose another.", field="display name"
-            ) from None
+            raise _taken(name, name) from None
         return token
 
     @_db_errors
@@ -477,17 +503,16 @@ class Board:
         code, new_name = normal_code(code), _text(new_name, "display name", MAX_NAME_CHARS)
         try:
             with self.engine.begin() as db:
-                done = db.execute(
-                    students.update()
-                    .where(students.c.class_code == code, students.c.name == name)
-                    .values(name=new_name)
-                ).rowcount
+                mine = (students.c.class_code == code) & (students.c.name == name)
+                sid = db.execute(sa.select(students.c.id).where(mine)).scalar()
+                if sid is None:
+                    raise BoardError(_no_student(name, code), field="display name")
+                _name_free(db, code, new_name, but=sid)
+                db.execute(students.update().where(students.c.id == sid).values(name=new_name))
+                db.execute(name_keys.delete().where(name_keys.c.student_id == sid))
+                db.execute(name_keys.insert().values(class_code=code, key=name_key(new_name), student_id=sid))
         except IntegrityError:
-            raise BoardError(
-                f"Someone in this class already uses the name {new_name!r}; choose another.", field="display name"
-            ) from None
-        if not done:
-            raise BoardError(_no_student(name, code), field="display name")
+            raise _taken(new_name, new_name) from None
 
     @_db_errors
     def remove(self, code: str, name: str) -> Removed:
@@ -499,7 +524,7 @@ class Board:
             if row is None:
                 raise BoardError(_no_student(name, code), field="display name")
             sid, taken = row.id, {"board_students": (dict(row._mapping),)}
-            for table in (solves, numbers, progress, own_marks, rejoins, refusals):
+            for table in (solves, numbers, progress, own_marks, rejoins, refusals, name_keys):
                 taken[table.name] = tuple(
                     dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
                 )
@@ -510,7 +535,7 @@ class Board:
     @_db_errors
     def undo_remove(self, removed: Removed) -> None:
         """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
-        by_name = {t.name: t for t in (students, solves, numbers, progress, own_marks, rejoins, refusals)}
+        by_name = {t.name: t for t in (students, solves, numbers, progress, own_marks, rejoins, refusals, name_keys)}
         try:
             with self.engine.begin() as db:
                 for name, rows in removed.rows:  # the student first: the others refer to them
@@ -737,6 +762,23 @@ def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[s
                 groups.setdefault(r.cells[i].digest, []).append(r.name)
         found += [(a.title, names) for names in groups.values() if len(names) > 1]
     return found
+
+
+def _name_free(db: sa.Connection, code: str, name: str, but: int | None = None) -> None:
+    """BoardError when someone in class ``code`` (other than student ``but``) has a name that compares as ``name``
+    (:func:`name_key`); read from the names themselves, so students who joined before the keys were kept count."""
+    key = name_key(name)
+    for sid, other in db.execute(sa.select(students.c.id, students.c.name).where(students.c.class_code == code)):
+        if sid != but and name_key(other) == key:
+            raise _taken(other, name)
+
+
+def _taken(taken: str, name: str) -> BoardError:
+    """The refusal of ``name`` when ``taken`` is in the class already (the same name, or one that looks the same)."""
+    same = "" if taken == name else f", which looks the same as {name!r}"
+    return BoardError(
+        f"Someone in this class already uses the name {taken!r}{same}; choose another.", field="display name"
+    )
 
 
 def _hash(ticket: str) -> str:

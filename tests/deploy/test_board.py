@@ -453,3 +453,40 @@ def test_the_board_ticks_only_handed_in_work(postgres: str) -> None:
     assert float(by_name["Chen"][1]) < 0 and float(by_name["Alice"][1]) < 0  # the goal's value, as a number
     assert by_name["Chen"][3] == "" and by_name["Chen"][-1] == "0" and by_name["Alice"][-1] == "1"
     assert not texts(page.exception)
+
+
+def test_a_look_alike_name_is_refused(postgres: str) -> None:
+    """Issue 48 §4: names are compared after NFKC, case folding and look-alike punctuation as its plain form, on the
+    deployed store: "O’Neil" (a curly apostrophe) is refused beside "O'Neil", and so are the other look-alikes; a
+    rename to a look-alike is refused too, a student's own name in another case is not; the join box says why."""
+    from attention.io.board import name_key
+    from tests.helpers.apptest import journey, texts
+    from tests.helpers.board import with_board
+
+    board = Board(postgres)
+    code = board.open_class("Names")
+    board.join(code, "O'Neil")
+    for look_alike in ("O’Neil", "O‘Neil", "OʼNeil", "o'neil", "ＯʼＮｅｉｌ", " O'NEIL ", "O′Neil"):
+        with pytest.raises(BoardError, match="already uses the name \"O'Neil\", which looks the same as") as e:
+            board.join(code, look_alike)
+        assert e.value.field == "display name"
+    board.join(code, "Jean–Luc")  # an en dash
+    for look_alike in ("Jean-Luc", "Jean—Luc", "jean‐luc", "Jean−Luc"):
+        with pytest.raises(BoardError, match="already uses the name 'Jean–Luc'"):
+            board.join(code, look_alike)
+    board.join(code, "“Bo”")
+    with pytest.raises(BoardError, match="already uses"):
+        board.join(code, '"bo"')
+    board.join(code, "O'Neal")  # another name: accepted
+    with pytest.raises(BoardError, match="already uses the name \"O'Neil\""):
+        board.rename(code, "O'Neal", "O’NEIL")
+    board.rename(code, "O'Neil", "O’NEIL")  # her own name, written another way: hers to choose
+    assert board.roster(code) == ["O’NEIL", "Jean–Luc", "“Bo”", "O'Neal"]
+    assert name_key("ﬁnn") == name_key("FINN") and name_key("Zoë") != name_key("Zoe")  # NFKC, not accents away
+    at = with_board(journey("challenges"), postgres).run()
+    at.text_input(key="board.join.code").set_value(code)
+    at.text_input(key="board.join.name").set_value("o’neal")
+    at = at.button[[b.label for b in at.button].index("Join")].click().run()
+    said = [t.replace("\\", "") for t in texts(at.error)]
+    assert any("O'Neal" in t and "looks the same" in t and "Nothing changed" in t for t in said), said
+    assert board.roster(code) == ["O’NEIL", "Jean–Luc", "“Bo”", "O'Neal"]
