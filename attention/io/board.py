@@ -492,6 +492,14 @@ class Board:
             pass
 
     @_db_errors
+    def reopen_class(self, code: str) -> None:
+        """Open the closed class ``code`` again: students join and hand in as before (nothing was lost)."""
+        code = normal_code(code)
+        self.title(code)
+        with self.engine.begin() as db:
+            db.execute(closed.delete().where(closed.c.class_code == code))
+
+    @_db_errors
     def is_closed(self, code: str) -> bool:
         code = normal_code(code)
         with self.engine.connect() as db:

@@ -180,6 +180,7 @@ def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(
     assert store.roster(code) == ["Ada L."]
     assert any("1 student joined · 0 challenges solved" in c.value for c in again.caption)
     again = again.button(key="board.close").click().run()
+    again = again.button(key="board.close.yes").click().run()
     assert store.is_closed(code)
     late = _join(_app(url, "challenges"), code, "Cy")
     assert any("is closed" in t for t in texts(late.error))

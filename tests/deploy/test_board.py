@@ -490,3 +490,50 @@ def test_a_look_alike_name_is_refused(postgres: str) -> None:
     said = [t.replace("\\", "") for t in texts(at.error)]
     assert any("O'Neal" in t and "looks the same" in t and "Nothing changed" in t for t in said), said
     assert board.roster(code) == ["O’NEIL", "Jean–Luc", "“Bo”", "O'Neal"]
+
+
+def test_closing_asks_and_can_be_undone(postgres: str) -> None:
+    """Issue 48 §5: Close asks first (Cancel leaves the class open); a closed class's page offers Reopen and nothing
+    else (no Set, Rename, Remove or Close) and keeps its board; a solve made while closed is not recorded and the
+    student is told so, and the board says "refused"; Reopen opens it again, and the student's next solve is handed
+    in."""
+    from attention.ui.core import keys
+    from tests.helpers.apptest import texts
+    from tests.helpers.board import edit_first_cell, handed_in, member, opened, set_builtin, started, teacher
+
+    code = Board(postgres).open_class("Closing lab")
+    set_builtin(postgres, code)
+    ada = started(opened(postgres, "challenges", {}, member(postgres, code, "Ada")))
+    page = teacher(postgres)
+    page.text_input(key="board.show").set_value(code)
+    page = page.button[[b.label for b in page.button].index("Show it")].click().run()
+    managing = {keys.BOARD_CLOSE, keys.BOARD_SET, keys.BOARD_WHO}
+    page = page.button(key=keys.BOARD_CLOSE).click().run()
+    assert not Board(postgres).is_closed(code)  # asked, not done
+    assert any(f"Close class {code}?" in t for t in texts(page.warning)), texts(page.warning)
+    page = page.button(key=keys.BOARD_CLOSE_NO).click().run()
+    assert not Board(postgres).is_closed(code) and any("stays open" in t for t in texts(page.info))
+    page = page.button(key=keys.BOARD_CLOSE).click().run()
+    page = page.button(key=keys.BOARD_CLOSE_YES).click().run()
+    assert Board(postgres).is_closed(code)
+    drawn = {b.key for b in page.button} | {b.key for b in page.selectbox} | {f.key for f in page.get("form")}
+    offered = [b.label for b in page.button]
+    assert "Reopen the class" in offered and not managing & drawn, drawn
+    assert not {"Set it", "Rename", "Remove from the class…", "Close the class…"} & set(offered), offered
+    assert any(f"Class {code} · Closing lab · closed" in h.value for h in page.subheader)
+    assert list(page.dataframe[0].value["student"]) == ["Ada"]  # the board stays readable
+
+    ada = edit_first_cell(ada, "-10")  # solved while closed
+    said = texts(ada.sidebar.warning)
+    assert any(f"class {code} was closed, so this solve was not recorded" in t for t in said), said
+    assert not handed_in(ada) and Board(postgres).solves(code) == []
+    page = page.run()
+    assert page.dataframe[0].value["1. A negative output"][0] == "refused: solved after the class was closed"
+
+    page = page.button(key=keys.BOARD_REOPEN).click().run()
+    assert not Board(postgres).is_closed(code)
+    assert any("is open again" in t for t in texts(page.success)), texts(page.success)
+    assert {"Set it", "Close the class…"} <= {b.label for b in page.button}
+    ada = edit_first_cell(edit_first_cell(ada, "0.5"), "-10")  # the goal reached again, now open
+    assert handed_in(ada), texts(ada.sidebar.warning)
+    assert [s.name for s in Board(postgres).solves(code)] == ["Ada"]

@@ -66,6 +66,8 @@ def body(s: session.Session) -> None:
         _hand_in(code, asked)
     if code:
         _live(code)
+        if _closed(code):  # read only: the board, and Reopen
+            return
         _links(code)
         _set_challenge(code)
         _manage(code)
@@ -242,7 +244,7 @@ def _manage(code: str) -> None:
     with st.expander(
         "Students and the class: rename, remove, close",
         icon=":material/manage_accounts:",
-        expanded=bool(pending) or removed is not None,
+        expanded=bool(pending) or removed is not None or st.session_state.get(board_state.CLOSING) == code,
     ):
         try:
             names = classboard.board().roster(code)
@@ -280,15 +282,47 @@ def _manage(code: str) -> None:
                 icon=":material/undo:",
             )
         st.button(
-            "Close the class",
+            "Close the class…",
             key=keys.BOARD_CLOSE,
             on_click=board_state.manage,
             args=(code, "close"),
             icon=":material/lock:",
-            help="Nobody can join or hand in any more; every teacher page showing it ends its session on it; the "
-            "board stays readable.",
+            help="Asked first. Nobody can join or hand in any more; the board stays readable; Reopen undoes it.",
         )
+        if st.session_state.get(board_state.CLOSING) == code:
+            st.warning(
+                f"Close class {code}? Nobody can join it or hand in any more (a student who solves is told so), "
+                "until you reopen it; the board stays readable.",
+                icon=":material/lock:",
+            )
+            with st.container(horizontal=True):
+                st.button("Yes, close", key=keys.BOARD_CLOSE_YES, on_click=board_state.close, args=(code, True))
+                st.button("Cancel", key=keys.BOARD_CLOSE_NO, on_click=board_state.close, args=(code, False))
     show_messages("board.manage")
+
+
+def _closed(code: str) -> bool:
+    """When class ``code`` is closed: say since when, offer Reopen, and True (the page offers nothing else)."""
+    try:
+        when = classboard.board().closed_at(code)
+    except AttentionError:
+        return False
+    if when is None:
+        return False
+    st.info(
+        f"Class {code} was closed at {when.astimezone(UTC).strftime('%H:%M')} UTC: nobody can join it or hand in. "
+        "Its board stays readable; Reopen lets students join and hand in again.",
+        icon=":material/lock:",
+    )
+    st.button(
+        "Reopen the class",
+        key=keys.BOARD_REOPEN,
+        on_click=board_state.reopen,
+        args=(code,),
+        icon=":material/lock_open:",
+    )
+    show_messages("board.manage")
+    return True
 
 
 def _rejoin_link(code: str) -> None:

@@ -27,6 +27,7 @@ REMOVED = "board.removed"  # session_state: the Removed record of the student la
 RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
 REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
+CLOSING = "board.closing"  # session_state: the class code the teacher asked to close, not yet confirmed
 REJOIN_LINK = "board.rejoin.link"  # session_state: (class code, name, link) of the rejoin link last made here
 
 
@@ -113,6 +114,7 @@ def _show(code: str) -> None:
     st.session_state.pop(keys.BOARD_WHO, None)
     st.session_state.pop(REMOVED, None)
     st.session_state.pop(PENDING, None)
+    st.session_state.pop(CLOSING, None)
     for place in ("board.manage", "board.assign", "board.class"):  # what was said of another class
         get().messages.pop(place, None)
 
@@ -311,15 +313,54 @@ def manage(code: str, action: str) -> None:
             st.session_state[PENDING] = (code, name)  # asked first: the page shows "Remove … ?"
             return
         else:
-            board.close_class(code)
-            done_md = (
-                f"Class {code} is closed: nobody can join it or hand in any more, and every teacher page showing it "
-                "has ended its session on it. Its board stays readable: show it again with its code."
-            )
+            st.session_state[CLOSING] = code  # asked first: the page shows "Close … ?"
+            return
     except AttentionError as exc:
         say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     say("board.manage", "success", done_md)
+
+
+def close(code: str, yes: bool) -> None:
+    """The answer to "Close class … ?": close it (this page goes on showing it, with Reopen; every other teacher page
+    showing it ends its session on it), or leave it open."""
+    board, asked = classboard.board(), st.session_state.pop(CLOSING, None)
+    if board is None or not classboard.may_manage(code) or asked != code:
+        return
+    if not yes:
+        say("board.manage", "info", f"Class {code} stays open. Nothing changed.")
+        return
+    try:
+        board.close_class(code)
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
+        return
+    st.session_state[SHOWN_AT] = datetime.now(UTC)  # this page keeps showing it, closed
+    say(
+        "board.manage",
+        "success",
+        f"Class {code} is closed: nobody can join it or hand in any more (a student who solves now is told so), "
+        "and every other teacher page showing it has ended its session on it. Its board stays readable; Reopen "
+        "undoes the close.",
+    )
+
+
+def reopen(code: str) -> None:
+    """Open the closed class ``code`` again."""
+    board = classboard.board()
+    if board is None or not classboard.may_manage(code):
+        return
+    try:
+        board.reopen_class(code)
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
+        return
+    say(
+        "board.manage",
+        "success",
+        f"Class {code} is open again: students join and hand in as before. A solve refused while it was closed is "
+        "handed in when its student reaches the goal again.",
+    )
 
 
 def remove(code: str, yes: bool) -> None:
