@@ -107,7 +107,8 @@ secret = sa.Table(  # the random secret kept teacher keys and own-work marks are
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("value", sa.String(128), nullable=False),
 )
-numbers = sa.Table(  # a fingerprint of the numbers each solve handed in: the board flags two students' identical ones
+numbers = sa.Table(  # an older version's fingerprints of each solve's numbers: no longer written, still taken out with
+    # their student (a database made before keeps them); the copy check reads board_handins
     "board_numbers",
     _meta,
     sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
@@ -127,6 +128,13 @@ rejoins = sa.Table(  # the teacher's one-use rejoin links: a hash of the ticket,
     sa.Column("ticket", sa.String(64), primary_key=True),
     sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False),
     sa.Column("made_at", sa.DateTime(timezone=True), nullable=False),
+)
+handins = sa.Table(  # what each solve changed (attention.labs.copies: every edited cell, as typed), for the copy check
+    "board_handins",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("edits", sa.Text, nullable=False),
 )
 refusals = sa.Table(  # a solve that was not handed in, and why: the board says "refused", never ✓
     "board_refused",
@@ -179,7 +187,7 @@ class Cell:
     value: str
     solved_at: datetime | None
     link: str | None
-    digest: str = ""  # a fingerprint of the numbers handed in ("" when none was kept)
+    edits: str = ""  # what the solve changed, as attention.labs.copies encodes it ("" when none was kept)
     solve_id: int | None = None  # the solve's id: the short link to it (None while not yet solved)
     refused: str = ""  # why the latest solve that reached the goal was not handed in ("" when none was refused)
 
@@ -532,7 +540,7 @@ class Board:
             if row is None:
                 raise BoardError(_no_student(name, code), field="display name")
             sid, taken = row.id, {"board_students": (dict(row._mapping),)}
-            for table in (solves, numbers, progress, own_marks, rejoins, refusals, name_keys):
+            for table in (solves, numbers, handins, progress, own_marks, rejoins, refusals, name_keys):
                 taken[table.name] = tuple(
                     dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
                 )
@@ -543,7 +551,8 @@ class Board:
     @_db_errors
     def undo_remove(self, removed: Removed) -> None:
         """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
-        by_name = {t.name: t for t in (students, solves, numbers, progress, own_marks, rejoins, refusals, name_keys)}
+        tables = (students, solves, numbers, handins, progress, own_marks, rejoins, refusals, name_keys)
+        by_name = {t.name: t for t in tables}
         try:
             with self.engine.begin() as db:
                 for name, rows in removed.rows:  # the student first: the others refer to them
@@ -595,9 +604,9 @@ class Board:
                 (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link, r.id)
                 for r in db.execute(sa.select(solves).where(solves.c.class_code == code))
             }
-            digests = {
-                (r.student_id, r.challenge_id): r.digest
-                for r in db.execute(sa.select(numbers).where(numbers.c.student_id.in_(ids)))
+            changed = {
+                (r.student_id, r.challenge_id): r.edits
+                for r in db.execute(sa.select(handins).where(handins.c.student_id.in_(ids)))
             }
             why = {
                 (r.student_id, r.challenge_id): r.reason
@@ -609,15 +618,15 @@ class Board:
             for a in tasks:
                 key = (p.id, a.challenge_id)
                 when, link, sid = done.get(key, (None, None, None))
-                digest = digests.get(key, "") if when else ""
-                cells.append(Cell(values.get(key, ""), when, link, digest, sid, why.get(key, "")))
+                edits = changed.get(key, "") if when else ""
+                cells.append(Cell(values.get(key, ""), when, link, edits, sid, why.get(key, "")))
             rows.append(Standing(p.name, tuple(cells)))
         return tasks, rows
 
     @_db_errors
-    def record(self, code: str, token: str, challenge_id: str, link: str, digest: str = "") -> bool:
-        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link`` (``digest``: a
-        fingerprint of the numbers handed in); True if this is her first solve of it (a later one keeps the first
+    def record(self, code: str, token: str, challenge_id: str, link: str, edits: str = "") -> bool:
+        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link`` (``edits``:
+        what it changed, for the copy check); True if this is her first solve of it (a later one keeps the first
         time, link and numbers). Refused (BoardError) when the class is
         closed or its teacher did not set that challenge (by its content key: a copy under the same title is
         another challenge); the board shows the title the teacher set."""
@@ -635,12 +644,12 @@ class Board:
             link=link,
             solved_at=_now(),
         )
-        digest = str(digest)[:64]
+        edits = str(edits)[: 100 * 4096]
         try:
             with self.engine.begin() as db:
                 db.execute(solves.insert().values(**row))
-                if digest:
-                    db.execute(numbers.insert().values(student_id=student_id, challenge_id=challenge_id, digest=digest))
+                if edits:
+                    db.execute(handins.insert().values(student_id=student_id, challenge_id=challenge_id, edits=edits))
         except IntegrityError:  # solved before: the first solve counts
             return False
         return True
@@ -758,18 +767,6 @@ class Board:
         query = sa.select(students.c.name).where(students.c.class_code == code).order_by(students.c.id)
         with self.engine.connect() as db:
             return list(db.execute(query).scalars())
-
-
-def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[str]]]:
-    """Each set challenge that two or more students solved with identical numbers: (its title, their names)."""
-    found = []
-    for i, a in enumerate(tasks):
-        groups: dict[str, list[str]] = {}
-        for r in rows:
-            if r.cells[i].digest:
-                groups.setdefault(r.cells[i].digest, []).append(r.name)
-        found += [(a.title, names) for names in groups.values() if len(names) > 1]
-    return found
 
 
 def _name_free(db: sa.Connection, code: str, name: str, but: int | None = None) -> None:

@@ -135,7 +135,7 @@ def test_remove_asks_first_and_can_be_undone_and_nothing_is_chosen_in_advance(ur
     ada, _ = store.join(code, "Ada"), store.join(code, "Bob")
     challenge = ch.load_challenge("negative_output")
     store.assign(code, ch.fingerprint(challenge), challenge.title, "challenges?x=1")
-    store.record(code, ada, ch.fingerprint(challenge), "challenges?x=1", "d" * 64)
+    store.record(code, ada, ch.fingerprint(challenge), "challenges?x=1", '[["W_v","d2","v1","-10.0",0]]')
     teacher = teacher.run()
     assert teacher.selectbox(key="board.who").value is None and teacher.text_input(key="board.rename").value == ""
     teacher = _press(teacher, "Remove from the class…")
@@ -152,7 +152,7 @@ def test_remove_asks_first_and_can_be_undone_and_nothing_is_chosen_in_advance(ur
     teacher = teacher.button(key="board.undo").click().run()
     assert store.roster(code) == ["Ada", "Bob"] and [s.name for s in store.solves(code)] == ["Ada"]
     assert store.student(code, ada)[1] == "Ada"  # her token works again
-    assert store.standings(code)[1][0].cells[0].digest == "d" * 64
+    assert store.standings(code)[1][0].cells[0].edits == '[["W_v","d2","v1","-10.0",0]]'  # as handed in
     teacher.selectbox(key="board.who").set_value("Bob")
     teacher.text_input(key="board.rename").set_value("Bobby")
     teacher = _press(teacher, "Rename")

@@ -306,9 +306,9 @@ def test_a_postgresql_board_keeps_what_the_teacher_set_and_every_students_row(po
 def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_hers(postgres: str) -> None:
     """Issue 41 §1 on the deployed store: Alice solves; Chen opens her link, in the class, and nothing is handed in
     for him; Dee's own edit survives a replica taking over (the next run opens the store afresh and checks her
-    address's mark with the secret in the database), and her solve is handed in; Alice and Dee typed the same
-    numbers, and the board names them."""
-    from attention.io.board import twins
+    own-work mark kept in the database), and her solve is handed in; Alice and Dee both typed the hint's number,
+    which the copy check does not count."""
+    from attention.labs import copies
     from attention.ui.core import classboard
     from tests.helpers.apptest import session, texts
     from tests.helpers.board import (
@@ -336,7 +336,10 @@ def test_on_postgresql_only_her_own_work_hands_in_and_another_replica_keeps_it_h
     again = edit_first_cell(again, "-10")
     assert handed_in(again), texts(again.sidebar.warning)
     assert [s.name for s in Board(postgres).solves(code)] == ["Alice", "Dee"]
-    assert twins(*Board(postgres).standings(code)) == [("A negative output", ["Alice", "Dee"])]
+    rows = Board(postgres).standings(code)[1]
+    kept = [copies.decode(r.cells[0].edits) for r in rows if r.cells[0].solved_at is not None]
+    assert [[(e.where, e.text, e.hinted) for e in k] for k in kept] == [[("W_v d1·v1", "-10.0", True)]] * 2
+    assert copies.near_copies([(r.name, r.cells[0].edits) for r in rows]) == []
 
 
 def test_a_training_run_lost_to_a_failover_is_said() -> None:
@@ -537,3 +540,89 @@ def test_closing_asks_and_can_be_undone(postgres: str) -> None:
     ada = edit_first_cell(edit_first_cell(ada, "0.5"), "-10")  # the goal reached again, now open
     assert handed_in(ada), texts(ada.sidebar.warning)
     assert [s.name for s in Board(postgres).solves(code)] == ["Ada"]
+
+
+def _solves_with(url: str, code: str, name: str, cells: list[tuple[int, int, str]]) -> None:
+    """``name`` joins class ``code`` in a browser of her own, starts the set challenge and types ``cells`` (row,
+    column, text) into W_v's grid one at a time, in order (the last one solves it): the hand-in is handed in."""
+    from tests.helpers.apptest import edit_cells, session, texts
+    from tests.helpers.board import handed_in, member, opened, started
+
+    at = started(opened(url, "challenges", {}, member(url, code, name)))
+    cols = session(at).axis_labels("W_v", session(at).matrices["W_v"].shape)[1]
+    for row, col, text in cells:
+        at = edit_cells(at, "W_v", {row: {cols[col]: text}})
+    assert handed_in(at), texts(at.sidebar.warning)
+
+
+def test_the_copy_check_spares_the_hint_and_finds_the_near_copy(postgres: str) -> None:
+    """Issue 48 §3, on the deployed store and the teacher's page. The hint says: W_v's row d1, column v1 to -10.
+    Four students follow it (the very same numbers, in the cell the hint names): none is flagged. Ana finds her
+    own way (0.37 in row d4, column v3, then -10 in row d2, column v1); Ben types Ana's numbers; Dee types them with
+    -10.001 for -10 (a near copy: every cell beyond the hint agrees, one to the digits, one within 0.1%); Eve
+    changes the same two cells to numbers of her own. Ana and Ben, Ana and Dee, Ben and Dee are flagged, each with
+    the cells and numbers that agreed; Eve and the hint's followers are not."""
+    from attention.labs import copies
+    from tests.helpers.apptest import texts
+    from tests.helpers.board import set_builtin, teacher
+
+    code = Board(postgres).open_class("Copy check")
+    set_builtin(postgres, code)
+    hint = [(0, 0, "-10")]  # the hint's recipe, as written
+    own = {"Ana": "-10", "Ben": "-10", "Dee": "-10.001", "Eve": "-7.5"}
+    for name in ("Hal", "Ida", "Jo", "Kim"):
+        _solves_with(postgres, code, name, hint)
+    for name, value in own.items():
+        _solves_with(postgres, code, name, [(3, 2, "0.9" if name == "Eve" else "0.37"), (1, 0, value)])
+    tasks, rows = Board(postgres).standings(code)
+    assert all(r.cells[0].solved_at is not None for r in rows) and len(rows) == 8
+    kept = {r.name: copies.decode(r.cells[0].edits) for r in rows}
+    assert [(e.where, e.text, e.hinted) for e in kept["Hal"]] == [("W_v d1·v1", "-10.0", True)]
+    assert {(e.where, e.text, e.hinted) for e in kept["Dee"]} == {
+        ("W_v d2·v1", "-10.001", False),
+        ("W_v d4·v3", "0.37", False),
+    }
+    flagged = copies.near_copies([(r.name, r.cells[0].edits) for r in rows])
+    assert [pair for pair, _ in flagged] == [("Ana", "Ben"), ("Ana", "Dee"), ("Ben", "Dee")]
+    why = dict(flagged)
+    assert "to the digits typed" in why[("Ana", "Ben")] and "W_v d2·v1 = -10.0" in why[("Ana", "Ben")]
+    assert "within 0.1%" in why[("Ana", "Dee")] and "-10.0 and -10.001" in why[("Ana", "Dee")]
+    assert "W_v d4·v3 = 0.37" in why[("Ana", "Dee")]
+
+    page = teacher(postgres)
+    page.text_input(key="board.show").set_value(code)
+    page = page.button[[b.label for b in page.button].index("Show it")].click().run()
+    said = [t.replace("\\", "") for t in texts(page.warning) if "Worth a word" in t]
+    assert len(said) == 3, said
+    assert any("Ana and Dee" in t and "-10.001" in t and "beyond the hint" in t for t in said), said
+    assert not any(n in t for t in said for n in ("Hal", "Ida", "Jo", "Kim", "Eve")), said
+
+
+def test_the_copy_check_reads_the_cells_a_hint_names() -> None:
+    """The hint's cells, read from its words by the grids' labels: one cell, whole rows, whole columns, every
+    number of a matrix; a matrix it does not name has none (unless it is the only one that may be edited)."""
+    import numpy as np
+
+    from attention.labs import copies
+
+    rows, cols = ["d1", "d2", "d3", "d4"], ["k1", "k2", "k3"]
+    one = "Set the number of W_v in row d1, column v1 to -10."
+    assert copies.hinted_cells(one, "W_v", rows, ["v1", "v2", "v3"], only=True) == {(0, 0)}
+    both = "Set every number in rows d2 and d4 of W_k to -1."
+    assert copies.hinted_cells(both, "W_k", rows, cols, only=False) == {(i, j) for i in (1, 3) for j in range(3)}
+    assert copies.hinted_cells(both, "W_q", rows, ["q1", "q2"], only=False) == set()
+    every = "Multiply every number of W_q by 8."
+    assert len(copies.hinted_cells(every, "W_q", rows, ["q1", "q2"], only=False)) == 8
+    assert copies.hinted_cells("Columns q3 and q4 of W_q", "W_q", rows, ["q1", "q2", "q3", "q4"], False) == {
+        (i, j) for i in range(4) for j in (2, 3)
+    }
+    assert copies.hinted_cells("row d10", "W_q", [f"d{i}" for i in range(1, 11)], ["q1"], True) == {(9, 0)}
+    start, now = np.zeros((2, 2)), np.array([[0.0, -10.001], [0.1 + 0.2, 0.0]])
+    got = copies.hand_in({"W_v": start}, {"W_v": now}, "every number in row d1", {"W_v": (["d1", "d2"], ["v1", "v2"])})
+    assert [(e.where, e.text, e.hinted) for e in got] == [
+        ("W_v d1·v2", "-10.001", True),  # row d1 is named, no column: the whole row
+        ("W_v d2·v1", "0.30000000000000004", False),  # the float as it reads back
+    ]
+    for bad in ("", "not json", "[[1]]", "x" * (copies.MAX_TEXT + 1), '{"a": 1}'):
+        assert copies.decode(bad) == []
+    assert copies.near_copies([("A", "[]"), ("B", "garbage")]) == []

@@ -11,8 +11,9 @@ import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import board_csv, full_link, short_link, twins
+from ...io.board import board_csv, full_link, short_link
 from ...labs import challenges as ch
+from ...labs import copies
 from ..address import membership
 from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
@@ -111,12 +112,7 @@ def _live(code: str) -> None:
     )
     if not tasks:
         st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
-    for task, names in twins(tasks, rows):
-        st.warning(
-            f"Identical numbers: {esc(_names(names), 300)} handed in exactly the same numbers for "
-            f"{quoted(task, 120)}. Worth a word with them: one may have copied the other.",
-            icon=":material/content_copy:",
-        )
+    _copies(tasks, rows)
     base = classboard.app_base()
     table, config = {"student": [r.name for r in rows]}, {"student": st.column_config.TextColumn("student")}
     for i, a in enumerate(tasks):
@@ -141,14 +137,27 @@ def _live(code: str) -> None:
     )
 
 
+MAX_FLAGS = 12  # pairs named per challenge: more says how many
+
+
+def _copies(tasks, rows) -> None:
+    """The copy check (attention.labs.copies): each pair of hand-ins of one challenge closer than chance makes likely,
+    with what agreed, for the teacher to judge."""
+    for i, a in enumerate(tasks):
+        found = copies.near_copies([(r.name, r.cells[i].edits) for r in rows if r.cells[i].edits])
+        for (one, other), why in found[:MAX_FLAGS]:
+            st.warning(
+                f"Worth a word: {esc(one, 40)} and {esc(other, 40)} handed in {quoted(a.title, 120)} with "
+                f"{esc(why, 600)}. Following the hint is not counted.",
+                icon=":material/content_copy:",
+            )
+        if len(found) > MAX_FLAGS:
+            st.caption(f"…and {plural(len(found) - MAX_FLAGS, 'more pair')} for {quoted(a.title, 120)}.")
+
+
 def _short(title: str, limit: int = 22) -> str:
     """A challenge's title cut to fit a narrow column (the whole title is in the column's help)."""
     return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
-
-
-def _names(names: list[str]) -> str:
-    """ "Ada and Bob", "Ada, Bob and Cy"."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _cell_text(c) -> str:

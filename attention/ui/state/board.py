@@ -7,17 +7,17 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from datetime import UTC, datetime
 
+import numpy as np
 import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import BoardError, full_link, normal_code
-from ...labs.challenges import Challenge, Progress, fingerprint
+from ...labs import copies
+from ...labs.challenges import Challenge, Progress, challenge_preset, fingerprint
 from ..core import classboard, keys
 from ..core.classboard import NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
-from ..core.compute import matrix_digest
 from ..core.session import Session, get
 from ..core.text import esc, quoted
 from .core import say
@@ -167,7 +167,7 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
         return said_md
     try:
         handed = full_link(f"{link}&class={who.code}", classboard.app_base())  # its page says if the class set it
-        first = board.record(who.code, who.token, cid, handed, numbers_digest(s))
+        first = board.record(who.code, who.token, cid, handed, handed_edits(s))
     except AttentionError as exc:
         if exc.field:  # refused (not set, class closed): said once, until the goal is met again
             refused.add((who.code, cid))
@@ -224,10 +224,19 @@ def set_for(s: Session) -> str | None:
     )
 
 
-def numbers_digest(s: Session) -> str:
-    """A fingerprint of the numbers a solve hands in: every matrix the challenge lets the student edit, bit for bit."""
-    parts = [f"{name}:{matrix_digest(s.matrices[name])}" for name in sorted(s.challenge.editable) if name in s.matrices]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+def handed_edits(s: Session) -> str:
+    """What a solve hands in for the copy check: every cell of the matrices the challenge lets the student edit that
+    differs from the challenge's start, as typed, and whether its hint names it ("" when the start cannot load)."""
+    try:
+        start = challenge_preset(s.challenge).matrices()
+    except AttentionError:
+        return ""
+    editable = {n: np.asarray(start[n]).reshape(s.matrices[n].shape) for n in s.challenge.editable if n in s.matrices}
+    labels = {n: s.axis_labels(n, m.shape) for n, m in editable.items()}
+    try:
+        return copies.encode(copies.hand_in(editable, s.matrices, s.challenge.hint, labels))
+    except ValueError:  # a start of another shape (a reshaped state does not count anyway)
+        return ""
 
 
 def not_own(how: str) -> str:
