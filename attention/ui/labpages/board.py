@@ -18,19 +18,15 @@ from ..address import membership
 from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
 from ..core.settings import server_settings
-from ..core.text import esc, quoted
+from ..core.text import esc, plural, quoted
 from ..state import board as board_state
 from ..state import core as state_core
 from ..widgets.common import bind, show_messages
 
 REFRESH_S = 5  # the board redraws itself this often while the page is open
+ROSTER = "board.roster.drawn"  # session_state: the names the rename list was drawn with
 NO_BUILTIN = "(none: a link of my own)"
 LINK_BOX_CHARS = ch.MAX_LINK_CHARS + 500  # a challenge's link and its address; Streamlit cuts a longer paste here
-
-
-def plural(n: int, word: str) -> str:
-    """``n`` and ``word`` in the right number: "1 student", "2 students"."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def body(s: session.Session) -> None:
@@ -104,6 +100,10 @@ def _live(code: str) -> None:
     except AttentionError as exc:
         st.error(esc(exc.message, 300))
         return
+    names = tuple(r.name for r in rows)
+    if st.session_state.get(ROSTER) not in (None, names):  # someone joined or left: the rename list follows at once
+        st.session_state[ROSTER] = names
+        st.rerun(scope="app")
     st.subheader(f"Class {code} · {esc(title, 80)}" + (" · closed" if closed else ""))
     solved = sum(c.solved_at is not None for r in rows for c in r.cells)
     st.caption(
@@ -259,6 +259,7 @@ def _manage(code: str) -> None:
             names = classboard.board().roster(code)
         except AttentionError:
             names = []
+        st.session_state[ROSTER] = tuple(names)  # the board's refresh compares with it
         with st.form(keys.BOARD_MANAGE, border=False):
             a, b = st.columns(2)
             a.selectbox("Student", names, index=None, placeholder="Choose a student", key=keys.BOARD_WHO)
@@ -276,7 +277,8 @@ def _manage(code: str) -> None:
         _rejoin_link(code)
         if pending and pending[0] == code:
             st.warning(
-                f"Remove {esc(pending[1], 40)} from class {code}, with every solve and value? Undo brings them back.",
+                f"Remove {esc(pending[1], 40)} from class {code} ({_handed(code, pending[1])})? Undo brings them "
+                "back.",
                 icon=":material/person_remove:",
             )
             with st.container(horizontal=True):
@@ -332,6 +334,15 @@ def _closed(code: str) -> bool:
     )
     show_messages("board.manage")
     return True
+
+
+def _handed(code: str, name: str) -> str:
+    """ "2 solves handed in", "no solve handed in": what a removal takes with the student."""
+    try:
+        n = sum(s.name == name for s in classboard.board().solves(code))
+    except AttentionError:
+        return "with whatever was handed in"
+    return f"{plural(n, 'solve')} handed in" if n else "no solve handed in"
 
 
 def _rejoin_link(code: str) -> None:

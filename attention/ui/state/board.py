@@ -13,13 +13,13 @@ import numpy as np
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import BoardError, full_link, normal_code
+from ...io.board import BoardError, Removed, full_link, normal_code
 from ...labs import copies
 from ...labs.challenges import Challenge, Progress, challenge_preset, fingerprint
 from ..core import classboard, keys
 from ..core.classboard import NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
 from ..core.session import Session, get
-from ..core.text import esc, quoted
+from ..core.text import esc, plural, quoted
 from .core import say
 
 PENDING = "board.remove.pending"  # session_state: (class code, name) the teacher asked to remove, not yet confirmed
@@ -284,8 +284,15 @@ def standing(p: Progress) -> str:
     return f"{p.value:.6g}{rows}{' (goal met)' if p.met else ''}"
 
 
+def _fresh() -> None:
+    """A new teacher action: what the page said of the last one goes (a rename's word does not stay on)."""
+    for place in ("board.manage", "board.assign"):
+        get().messages.pop(place, None)
+
+
 def assign(code: str, challenge: Challenge, link: str) -> None:
     """Set ``challenge`` (exactly as it is) for class ``code``: from now on its solves are handed in there."""
+    _fresh()
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -300,6 +307,7 @@ def assign(code: str, challenge: Challenge, link: str) -> None:
 
 def manage(code: str, action: str) -> None:
     """Rename the student picked in the teacher's box, ask before removing them, or close the class ``code``."""
+    _fresh()
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -333,6 +341,7 @@ def manage(code: str, action: str) -> None:
 def close(code: str, yes: bool) -> None:
     """The answer to "Close class … ?": close it (this page goes on showing it, with Reopen; every other teacher page
     showing it ends its session on it), or leave it open."""
+    _fresh()
     board, asked = classboard.board(), st.session_state.pop(CLOSING, None)
     if board is None or not classboard.may_manage(code) or asked != code:
         return
@@ -356,6 +365,7 @@ def close(code: str, yes: bool) -> None:
 
 def reopen(code: str) -> None:
     """Open the closed class ``code`` again."""
+    _fresh()
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -374,6 +384,7 @@ def reopen(code: str) -> None:
 
 def remove(code: str, yes: bool) -> None:
     """The answer to "Remove … ?": take the student out (Undo brings them back), or leave everything as it was."""
+    _fresh()
     board, pending = classboard.board(), st.session_state.pop(PENDING, None)
     if board is None or not classboard.may_manage(code) or not pending or pending[0] != code:
         return
@@ -386,11 +397,13 @@ def remove(code: str, yes: bool) -> None:
         say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     st.session_state[keys.BOARD_WHO] = None
-    say("board.manage", "success", f"{quoted(pending[1], 60)} was taken out of class {code}, with every solve.")
+    taken = _with(_solves_of(st.session_state[REMOVED]))
+    say("board.manage", "success", f"{quoted(pending[1], 60)} was taken out of class {code}{taken}.")
 
 
 def undo_remove(code: str) -> None:
     """Bring back the student last removed from class ``code``, with their solves and progress."""
+    _fresh()
     board, removed = classboard.board(), st.session_state.get(REMOVED)
     if board is None or not classboard.may_manage(code) or removed is None or removed.code != code:
         return
@@ -400,7 +413,17 @@ def undo_remove(code: str) -> None:
         say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     st.session_state.pop(REMOVED, None)
-    say("board.manage", "success", f"{quoted(removed.name, 60)} is back in class {code}, with every solve.")
+    say("board.manage", "success", f"{quoted(removed.name, 60)} is back in class {code}{_with(_solves_of(removed))}.")
+
+
+def _solves_of(removed: Removed) -> int:
+    """How many solves went (or came back) with a removed student."""
+    return len(dict(removed.rows).get("board_solves", ()))
+
+
+def _with(n: int) -> str:
+    """ ", with 2 solves", or " (no solve was handed in)" for a student who handed nothing in."""
+    return f", with {plural(n, 'solve')}" if n else " (no solve was handed in)"
 
 
 def _clause(text: str) -> str:
