@@ -28,7 +28,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -809,24 +809,25 @@ def _cell(text: str) -> str:
 
 def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "", code: str = "") -> str:
     """The board as CSV for a grade book, one line per student: for each challenge set, the goal's value as a number
-    (the solving value once solved), its status, when it was solved in UTC and in the server's time zone, and a short
-    link to the hand-in (the teacher page opens it, by id); then how many challenges the student solved."""
+    (the solving value once solved), its status in the board's words, when it was solved in UTC (and in the server's
+    time zone, when that is not UTC), and a short link to the hand-in (the teacher page opens it, by id); then how
+    many challenges the student solved. Times read "2026-12-06 21:03:05": a spreadsheet reads them as times, pandas
+    with ``parse_dates``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    zone = datetime.now().astimezone().strftime("%Z, UTC%z")
+    here = datetime.now().astimezone()
+    local = here.utcoffset() != timedelta(0)  # on a UTC server a second column would repeat the first
     head = ["student"]
     for a in tasks:
-        whats = ("value", "status", "solved at (UTC)", f"solved at (server time, {zone})", "hand-in link")
-        head += [f"{a.title}: {what}" for what in whats]
+        whats = ("value", "status", "solved at (UTC)")
+        whats += (f"solved at (server time, {here.strftime('%Z, UTC%z')})",) if local else ()
+        head += [f"{a.title}: {what}" for what in (*whats, "hand-in link")]
     writer.writerow([_cell(h) for h in [*head, f"challenges solved (of {len(tasks)})"]])
     for r in rows:
         line = [_cell(r.name)]
         for c in r.cells:
-            when = (
-                [t.strftime("%Y-%m-%d %H:%M:%S") for t in (c.solved_at.astimezone(UTC), c.solved_at.astimezone())]
-                if c.solved_at
-                else ["", ""]
-            )
+            zones = (c.solved_at.astimezone(UTC), c.solved_at.astimezone())[: 1 + local] if c.solved_at else ()
+            when = [t.strftime("%Y-%m-%d %H:%M:%S") for t in zones] or [""] * (1 + local)
             number = "" if c.number is None else repr(c.number)  # digits only: a spreadsheet reads a number
             line += [number, c.status, *when, short_link(code, c.solve_id, base) if c.solve_id is not None else ""]
         writer.writerow([*line, str(sum(c.solved_at is not None for c in r.cells))])
