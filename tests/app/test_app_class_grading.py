@@ -199,6 +199,22 @@ def test_hide_solutions_refuses_training_while_a_challenge_runs(url: str) -> Non
     assert session(free).learned is not None
 
 
+def test_learn_the_weights_says_before_training_that_a_running_challenge_locks_what_it_trains() -> None:
+    """Issue 48: training while a challenge runs starts from its numbers and changes a matrix it locks, so "Use these
+    weights" would be refused: the page says so before Train, with a button that stops the challenge."""
+    at = select(journey("challenges"), "ch.choice", "negative_output").button(key="ch.start.builtin").click().run()
+    at = goto(at, "learn")
+    said = texts(at.warning)
+    assert any("is running: training starts from its numbers" in t and "W_q" in t for t in said), said
+    assert "W_v" not in next(t for t in said if "is running" in t)  # W_v may be edited: not named as locked
+    at = at.button(key="learn.stop_challenge").click().run()
+    no_exception(at)
+    assert session(at).challenge is None and not any("is running" in t for t in texts(at.warning))
+    at = at.button(key="learn.train").click().run().button(key="learn.use").click().run()
+    no_exception(at)
+    assert not texts(at.error), texts(at.error)  # trained and used: nothing locked any more
+
+
 def test_back_to_my_numbers_from_before_survives_a_reload() -> None:
     at = journey("softmax")
     at = edit_cells(at, "X", {0: {session(at).axis_labels("X", session(at).matrices["X"].shape)[1][0]: "7"}})

@@ -271,6 +271,7 @@ BOARD_CLOSE_YES, BOARD_CLOSE_NO, BOARD_REOPEN = "board.close.yes", "board.close.
 BOARD_LOCK = "board.lock"  # forget the teacher key in this browser
 BOARD_UNDO, BOARD_YES, BOARD_NO = "board.undo", "board.remove.yes", "board.remove.no"  # remove: ask, undo
 BOARD_LEAVE = "board.leave"  # a student's "Leave the class in this browser"
+LEARN_STOP_CHALLENGE = "learn.stop_challenge"  # the Learn page's "Stop the challenge" (its numbers' locks)
 
 # --- a model's head on the step pages ---
 HEAD_PICK, HEAD_RESTORE, HEAD_ZERO, HEAD_MEAN = (
