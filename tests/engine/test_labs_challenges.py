@@ -213,16 +213,18 @@ def test_a_changed_mask_is_said_in_words_and_unmarked_padding_is_no_padding() ->
 
     c, m, t = start("causal_on_sees_cat")
     n = len(t.tokens)
+
+    def said(options: object) -> ch.Progress:
+        trace = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=options)
+        return ch.evaluate(c, trace)
+
     padded = dataclasses.replace(t.options, mask=("causal", "padding"), padding=(False,) * n)
-    said = ch.evaluate(c, attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=padded))
-    assert "mask is 'causal+padding' (the challenge uses 'causal')" in said.blocked
-    assert "False" not in said.blocked and "()" not in said.blocked, said.blocked
-    unmarked = dataclasses.replace(t.options, padding=(False,) * n)  # flags, none set: the same attention
-    p = ch.evaluate(c, attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=unmarked))
-    assert p.blocked is None
-    marked = dataclasses.replace(padded, padding=(False, True) + (False,) * (n - 2))
-    said = ch.evaluate(c, attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=marked))
-    assert "padding is on token 2 (the challenge uses on no token)" in said.blocked, said.blocked
+    blocked = said(padded).blocked
+    assert "mask is 'causal+padding' (the challenge uses 'causal')" in blocked
+    assert "False" not in blocked and "()" not in blocked, blocked
+    assert said(dataclasses.replace(t.options, padding=(False,) * n)).blocked is None  # flags, none set: the same
+    blocked = said(dataclasses.replace(padded, padding=(False, True) + (False,) * (n - 2))).blocked
+    assert "padding is on token 2 (the challenge uses on no token)" in blocked, blocked
 
 
 def test_progress_for_every_row_reports_the_furthest_row() -> None:

@@ -44,8 +44,6 @@ CLASS = "class"  # the class a hand-in link was handed in to: its page says whet
 JOIN = "join"  # a join link's class code: the Challenges page's join box starts with it
 REJOIN = "rejoin"  # a teacher's one-use rejoin link: CODE.TICKET
 LIMIT = 100  # "K7QX2M." and a 32-character token or ticket
-MARKED = "board.own.kept"  # session_state: the own-work mark last kept on the board (written once per state)
-REJOINED = "board.rejoined"  # session_state: the membership a rejoin link gave back, said once on the page
 
 
 def restore(qp: Mapping[str, str], s: Session) -> list[str]:
@@ -81,8 +79,7 @@ def _rejoin(board: Board, value: str, s: Session) -> list[str]:
         code = normal_code(code)
     except AttentionError as exc:
         return [exc.message]
-    state_board.rejoin(s, Member(code, name, token))
-    st.session_state[REJOINED] = (code, name)
+    state_board.rejoined(s, Member(code, name, token))
     return []
 
 
@@ -113,13 +110,12 @@ def write(own: Mapping[str, str] | None = None) -> None:
     if own is None or board is None or who is None:
         return
     mark = own_mark(own)
-    if st.session_state.get(MARKED) == (who.token, mark):
+    if state_board.mark_kept(who.token, mark):
         return
     try:
         board.keep_own(who.code, who.token, mark)
     except AttentionError:  # the database, just now: tried again on the next run
-        return
-    st.session_state[MARKED] = (who.token, mark)
+        state_board.mark_lost()
 
 
 def join_code() -> str | None:

@@ -24,7 +24,6 @@ from ..state import core as state_core
 from ..widgets.common import bind, show_messages
 
 REFRESH_S = 5  # the board redraws itself this often while the page is open
-ROSTER = "board.roster.drawn"  # session_state: the names the rename list was drawn with
 NO_BUILTIN = "(none: a link of my own)"
 LINK_BOX_CHARS = ch.MAX_LINK_CHARS + 500  # a challenge's link and its address; Streamlit cuts a longer paste here
 
@@ -100,9 +99,7 @@ def _live(code: str) -> None:
     except AttentionError as exc:
         st.error(esc(exc.message, 300))
         return
-    names = tuple(r.name for r in rows)
-    if st.session_state.get(ROSTER) not in (None, names):  # someone joined or left: the rename list follows at once
-        st.session_state[ROSTER] = names
+    if board_state.roster_changed(tuple(r.name for r in rows)):  # someone joined or left: the rename list follows
         st.rerun(scope="app")
     st.subheader(f"Class {code} · {esc(title, 80)}" + (" · closed" if closed else ""))
     solved = sum(c.solved_at is not None for r in rows for c in r.cells)
@@ -259,7 +256,7 @@ def _manage(code: str) -> None:
             names = classboard.board().roster(code)
         except AttentionError:
             names = []
-        st.session_state[ROSTER] = tuple(names)  # the board's refresh compares with it
+        board_state.roster_drawn(tuple(names))  # the board's refresh compares with it
         with st.form(keys.BOARD_MANAGE, border=False):
             a, b = st.columns(2)
             a.selectbox("Student", names, index=None, placeholder="Choose a student", key=keys.BOARD_WHO)
@@ -277,8 +274,7 @@ def _manage(code: str) -> None:
         _rejoin_link(code)
         if pending and pending[0] == code:
             st.warning(
-                f"Remove {esc(pending[1], 40)} from class {code} ({_handed(code, pending[1])})? Undo brings them "
-                "back.",
+                f"Remove {esc(pending[1], 40)} from class {code} ({_handed(code, pending[1])})? Undo brings them back.",
                 icon=":material/person_remove:",
             )
             with st.container(horizontal=True):
@@ -368,7 +364,7 @@ def join_box() -> None:
     if joining and (who is None or who.code != joining) and not st.session_state.get(keys.BOARD_CODE):
         bind(keys.BOARD_CODE, joining)
     show_messages("board.join")  # above the box: seen whether it is open or folded
-    back = st.session_state.pop(membership.REJOINED, None)
+    back = board_state.take_rejoined()
     if back is not None and who is not None:
         st.success(
             f"You are back in class {back[0]} as {esc(back[1], 40)}: this browser keeps it.", icon=":material/login:"

@@ -28,6 +28,9 @@ RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pa
 REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
 CLOSING = "board.closing"  # session_state: the class code the teacher asked to close, not yet confirmed
+REJOINED = "board.rejoined"  # session_state: the (class code, name) a rejoin link gave back, said once on the page
+MARKED = "board.own.kept"  # session_state: the (token, own-work mark) last kept on the board (written once per state)
+ROSTER = "board.roster.drawn"  # session_state: the names the teacher's rename list was drawn with
 REJOIN_LINK = "board.rejoin.link"  # session_state: (class code, name, link) of the rejoin link last made here
 
 
@@ -71,6 +74,42 @@ def rejoin(s: Session, member: Member) -> None:
     """This browser is ``member`` again: its address or cookie named a membership the board knows (``s``: the state
     being built from the address)."""
     s.member = member
+
+
+def rejoined(s: Session, member: Member) -> None:
+    """A teacher's rejoin link gave this browser ``member`` back (``s``: the state being built): the page says so."""
+    s.member = member
+    st.session_state[REJOINED] = (member.code, member.name)
+
+
+def take_rejoined() -> tuple[str, str] | None:
+    """The (class code, name) a rejoin link gave back, taken once (said once), or None."""
+    return st.session_state.pop(REJOINED, None)
+
+
+def mark_kept(token: str, mark: str) -> bool:
+    """Whether the own-work ``mark`` was kept on the board for ``token`` already in this session; notes it if not."""
+    if st.session_state.get(MARKED) == (token, mark):
+        return True
+    st.session_state[MARKED] = (token, mark)
+    return False
+
+
+def mark_lost() -> None:
+    """The board could not keep the last own-work mark: try again on the next run."""
+    st.session_state.pop(MARKED, None)
+
+
+def roster_changed(names: tuple[str, ...]) -> bool:
+    """Whether the class's names differ from those the rename list was last drawn with (then kept as drawn)."""
+    was = st.session_state.get(ROSTER)
+    st.session_state[ROSTER] = names
+    return was is not None and was != names
+
+
+def roster_drawn(names: tuple[str, ...]) -> None:
+    """The rename list was drawn with ``names``."""
+    st.session_state[ROSTER] = names
 
 
 def leave() -> None:
