@@ -152,6 +152,7 @@ name_keys = sa.Table(  # each student's name as compared (name_key): two that lo
     sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False, unique=True),
 )
 LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
+SQLITE_WAIT_S = 30  # an SQLite board waits this long for another session's write (a class joining at once)
 OWN_KEPT = 8  # the own-work states kept per student (several tabs, the browser's back button)
 
 
@@ -303,7 +304,8 @@ class Board:
     @_db_errors
     def __init__(self, url: str = DEFAULT_URL) -> None:
         try:
-            self.engine = sa.create_engine(url, pool_pre_ping=True)
+            waits = {"connect_args": {"timeout": SQLITE_WAIT_S}} if str(url).startswith("sqlite") else {}
+            self.engine = sa.create_engine(url, pool_pre_ping=True, **waits)
         except (ValueError, ImportError, sa.exc.ArgumentError) as exc:  # a URL it cannot read, a driver not installed
             raise BoardError(f"The class board's database URL cannot be used ({type(exc).__name__}).") from None
         _meta.create_all(self.engine)
@@ -339,9 +341,10 @@ class Board:
         code, name = normal_code(code), _text(name, "display name", MAX_NAME_CHARS)
         self._open(code)
         token = secrets.token_urlsafe(24)
+        with self.engine.connect() as db:  # read first: a read that turns into a write can deadlock SQLite
+            _name_free(db, code, name)
         try:
             with self.engine.begin() as db:
-                _name_free(db, code, name)
                 row = students.insert().values(class_code=code, name=name, token=token, joined_at=_now())
                 sid = db.execute(row).inserted_primary_key[0]
                 db.execute(name_keys.insert().values(class_code=code, key=name_key(name), student_id=sid))
@@ -422,11 +425,12 @@ class Board:
             raise gone
         self._open(code)
         token = secrets.token_urlsafe(24)
-        with self.engine.begin() as db:
+        with self.engine.connect() as db:
             row = db.execute(sa.select(rejoins).where(rejoins.c.ticket == _hash(ticket))).first()
-            if row is None or db.execute(rejoins.delete().where(rejoins.c.ticket == _hash(ticket))).rowcount != 1:
-                raise gone
-            if (_now() - _utc(row.made_at)).total_seconds() > LINK_HOURS * 3600:
+        if row is None or (_now() - _utc(row.made_at)).total_seconds() > LINK_HOURS * 3600:
+            raise gone
+        with self.engine.begin() as db:  # the delete decides: of two openings at once, one gets the seat
+            if db.execute(rejoins.delete().where(rejoins.c.ticket == _hash(ticket))).rowcount != 1:
                 raise gone
             mine = (students.c.id == row.student_id) & (students.c.class_code == code)
             if db.execute(students.update().where(mine).values(token=token)).rowcount != 1:
@@ -517,13 +521,14 @@ class Board:
     def rename(self, code: str, name: str, new_name: str) -> None:
         """Give the student ``name`` of class ``code`` the display name ``new_name`` (her token stays hers)."""
         code, new_name = normal_code(code), _text(new_name, "display name", MAX_NAME_CHARS)
+        with self.engine.connect() as db:  # read first: a read that turns into a write can deadlock SQLite
+            mine = (students.c.class_code == code) & (students.c.name == name)
+            sid = db.execute(sa.select(students.c.id).where(mine)).scalar()
+            if sid is None:
+                raise BoardError(_no_student(name, code), field="display name")
+            _name_free(db, code, new_name, but=sid)
         try:
-            with self.engine.begin() as db:
-                mine = (students.c.class_code == code) & (students.c.name == name)
-                sid = db.execute(sa.select(students.c.id).where(mine)).scalar()
-                if sid is None:
-                    raise BoardError(_no_student(name, code), field="display name")
-                _name_free(db, code, new_name, but=sid)
+            with self.engine.begin() as db:  # the name keys' unique index settles a race with another replica
                 db.execute(students.update().where(students.c.id == sid).values(name=new_name))
                 db.execute(name_keys.delete().where(name_keys.c.student_id == sid))
                 db.execute(name_keys.insert().values(class_code=code, key=name_key(new_name), student_id=sid))

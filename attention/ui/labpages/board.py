@@ -296,16 +296,22 @@ def _manage(code: str) -> None:
             icon=":material/lock:",
             help="Asked first. Nobody can join or hand in any more; the board stays readable; Reopen undoes it.",
         )
-        if st.session_state.get(board_state.CLOSING) == code:
-            st.warning(
-                f"Close class {code}? Nobody can join it or hand in any more (a student who solves is told so), "
-                "until you reopen it; the board stays readable.",
-                icon=":material/lock:",
-            )
-            with st.container(horizontal=True):
-                st.button("Yes, close", key=keys.BOARD_CLOSE_YES, on_click=board_state.close, args=(code, True))
-                st.button("Cancel", key=keys.BOARD_CLOSE_NO, on_click=board_state.close, args=(code, False))
+        _close_asked(code)
     show_messages("board.manage")
+
+
+def _close_asked(code: str) -> None:
+    """ "Close class … ?" with its two answers, once the teacher pressed Close."""
+    if st.session_state.get(board_state.CLOSING) != code:
+        return
+    st.warning(
+        f"Close class {code}? Nobody can join it or hand in any more (a student who solves is told so), "
+        "until you reopen it; the board stays readable.",
+        icon=":material/lock:",
+    )
+    with st.container(horizontal=True):
+        st.button("Yes, close", key=keys.BOARD_CLOSE_YES, on_click=board_state.close, args=(code, True))
+        st.button("Cancel", key=keys.BOARD_CLOSE_NO, on_click=board_state.close, args=(code, False))
 
 
 def _closed(code: str) -> bool:
