@@ -28,7 +28,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -107,14 +107,53 @@ secret = sa.Table(  # the random secret kept teacher keys and own-work marks are
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("value", sa.String(128), nullable=False),
 )
-numbers = sa.Table(  # a fingerprint of the numbers each solve handed in: the board flags two students' identical ones
+numbers = sa.Table(  # an older version's fingerprints of each solve's numbers: no longer written, still taken out with
+    # their student (a database made before keeps them); the copy check reads board_handins
     "board_numbers",
     _meta,
     sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
     sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
     sa.Column("digest", sa.String(64), nullable=False),
 )
+own_marks = sa.Table(  # hashes of the states each student reached by her own edits: a reload finds them here
+    "board_own",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("mark", sa.String(64), primary_key=True),
+    sa.Column("kept_at", sa.DateTime(timezone=True), nullable=False),
+)
+rejoins = sa.Table(  # the teacher's one-use rejoin links: a hash of the ticket, never the ticket itself
+    "board_rejoin",
+    _meta,
+    sa.Column("ticket", sa.String(64), primary_key=True),
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False),
+    sa.Column("made_at", sa.DateTime(timezone=True), nullable=False),
+)
+handins = sa.Table(  # what each solve changed (attention.labs.copies: every edited cell, as typed), for the copy check
+    "board_handins",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("edits", sa.Text, nullable=False),
+)
+refusals = sa.Table(  # a solve that was not handed in, and why: the board says "refused", never ✓
+    "board_refused",
+    _meta,
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), primary_key=True),
+    sa.Column("challenge_id", sa.String(MAX_CHALLENGE_ID_CHARS), primary_key=True),
+    sa.Column("reason", sa.String(200), nullable=False),
+    sa.Column("refused_at", sa.DateTime(timezone=True), nullable=False),
+)
+name_keys = sa.Table(  # each student's name as compared (name_key): two that look the same cannot both join
+    "board_names",
+    _meta,
+    sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), primary_key=True),
+    sa.Column("key", sa.String(4 * MAX_NAME_CHARS), primary_key=True),
+    sa.Column("student_id", sa.Integer, sa.ForeignKey("board_students.id"), nullable=False, unique=True),
+)
 LINK_HOURS = 12  # a browser keeps the teacher key this long: then the teacher types it again
+SQLITE_WAIT_S = 30  # an SQLite board waits this long for another session's write (a class joining at once)
+OWN_KEPT = 8  # the own-work states kept per student (several tabs, the browser's back button)
 
 
 class BoardError(AttentionError):
@@ -149,8 +188,9 @@ class Cell:
     value: str
     solved_at: datetime | None
     link: str | None
-    digest: str = ""  # a fingerprint of the numbers handed in ("" when none was kept)
+    edits: str = ""  # what the solve changed, as attention.labs.copies encodes it ("" when none was kept)
     solve_id: int | None = None  # the solve's id: the short link to it (None while not yet solved)
+    refused: str = ""  # why the latest solve that reached the goal was not handed in ("" when none was refused)
 
     @property
     def number(self) -> float | None:
@@ -160,7 +200,13 @@ class Cell:
 
     @property
     def status(self) -> str:
-        return "solved" if self.solved_at is not None else "not yet solved" if self.value else "not started"
+        """Where the student stands, in the words the board and its CSV both use: "solved" (handed in), "refused:
+        WHY" (the goal was reached but not handed in), "not yet solved" or "not started"."""
+        if self.solved_at is not None:
+            return "solved"
+        if self.refused:
+            return f"refused: {self.refused}"
+        return "not yet solved" if self.value else "not started"
 
 
 @dataclass(frozen=True)
@@ -193,6 +239,24 @@ def normal_code(code: object) -> str:
             f"A class code is {CODE_LENGTH} letters and digits (no O, 0, I or 1), like K7QX2M.", field="class code"
         )
     return cleaned
+
+
+LOOK_ALIKE = str.maketrans(  # punctuation that looks like a plain one, mapped to it (after NFKC)
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u02bc\u02b9\u02bb\u02bd\u2032\u00b4\u0060\uff07", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u02dd\u00ab\u00bb\uff02", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d", "-"),
+        **dict.fromkeys("\u00b7\u2027\u2219\u22c5\u30fb", "."),
+    }
+)
+
+
+def name_key(name: str) -> str:
+    """A display name as two names are compared: Unicode NFKC (full-width letters, ligatures), look-alike
+    punctuation as its plain form (’ ‘ ʼ as ', “ ” as ", dashes as -), case folded, spaces collapsed: "O’Neil" and
+    "o'neil" are one name."""
+    text = unicodedata.normalize("NFKC", name).translate(LOOK_ALIKE).casefold()
+    return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
 def _text(value: object, what: str, limit: int) -> str:
@@ -240,7 +304,8 @@ class Board:
     @_db_errors
     def __init__(self, url: str = DEFAULT_URL) -> None:
         try:
-            self.engine = sa.create_engine(url, pool_pre_ping=True)
+            waits = {"connect_args": {"timeout": SQLITE_WAIT_S}} if str(url).startswith("sqlite") else {}
+            self.engine = sa.create_engine(url, pool_pre_ping=True, **waits)
         except (ValueError, ImportError, sa.exc.ArgumentError) as exc:  # a URL it cannot read, a driver not installed
             raise BoardError(f"The class board's database URL cannot be used ({type(exc).__name__}).") from None
         _meta.create_all(self.engine)
@@ -276,13 +341,15 @@ class Board:
         code, name = normal_code(code), _text(name, "display name", MAX_NAME_CHARS)
         self._open(code)
         token = secrets.token_urlsafe(24)
+        with self.engine.connect() as db:  # read first: a read that turns into a write can deadlock SQLite
+            _name_free(db, code, name)
         try:
             with self.engine.begin() as db:
-                db.execute(students.insert().values(class_code=code, name=name, token=token, joined_at=_now()))
+                row = students.insert().values(class_code=code, name=name, token=token, joined_at=_now())
+                sid = db.execute(row).inserted_primary_key[0]
+                db.execute(name_keys.insert().values(class_code=code, key=name_key(name), student_id=sid))
         except IntegrityError:
-            raise BoardError(
-                f"Someone in this class already uses the name {name!r}; choose another.", field="display name"
-            ) from None
+            raise _taken(name, name) from None
         return token
 
     @_db_errors
@@ -300,6 +367,76 @@ class Board:
         if row is None:
             raise BoardError(f"This browser has not joined the class {code}.", field="class code")
         return row.id, row.name
+
+    @_db_errors
+    def keep_own(self, code: str, token: str, mark: str) -> None:
+        """Keep ``mark`` (a hash of a state's shared parameters) as a state the student holding ``token`` reached by
+        her own edits, with her OWN_KEPT latest; a reload in her browser finds it (the address never carries it)."""
+        student_id, _ = self.student(code, token)
+        mark = str(mark)[:64]
+        with self.engine.begin() as db:
+            db.execute(own_marks.delete().where(own_marks.c.student_id == student_id, own_marks.c.mark == mark))
+            db.execute(own_marks.insert().values(student_id=student_id, mark=mark, kept_at=_now()))
+            newest = (
+                sa.select(own_marks.c.mark)
+                .where(own_marks.c.student_id == student_id)
+                .order_by(own_marks.c.kept_at.desc())
+                .limit(OWN_KEPT)
+            )
+            kept = list(db.execute(newest).scalars())
+            db.execute(own_marks.delete().where(own_marks.c.student_id == student_id, own_marks.c.mark.not_in(kept)))
+
+    @_db_errors
+    def is_own(self, code: str, token: str, mark: str) -> bool:
+        """Whether the student holding ``token`` reached the state ``mark`` by her own edits (:meth:`keep_own`)."""
+        student_id, _ = self.student(code, token)
+        query = sa.select(own_marks.c.mark).where(own_marks.c.student_id == student_id, own_marks.c.mark == mark)
+        with self.engine.connect() as db:
+            return db.execute(query).first() is not None
+
+    @_db_errors
+    def rejoin_ticket(self, code: str, name: str) -> str:
+        """A one-use ticket that gives the student ``name`` of class ``code`` back to whoever opens it (a student who
+        lost her browser's membership); a newer ticket for her ends the older one. Only its hash is stored."""
+        code = normal_code(code)
+        with self.engine.connect() as db:
+            sid = db.execute(
+                sa.select(students.c.id).where(students.c.class_code == code, students.c.name == name)
+            ).scalar()
+        if sid is None:
+            raise BoardError(_no_student(name, code), field="display name")
+        ticket = secrets.token_urlsafe(24)
+        with self.engine.begin() as db:
+            db.execute(rejoins.delete().where(rejoins.c.student_id == sid))
+            db.execute(rejoins.insert().values(ticket=_hash(ticket), student_id=sid, made_at=_now()))
+        return ticket
+
+    @_db_errors
+    def redeem(self, code: str, ticket: str) -> tuple[str, str]:
+        """Use a rejoin ticket of class ``code`` (once): the student's new token and her name. Her old token stops
+        working, so a lost or copied one gives nothing. BoardError when used already, too old or unknown."""
+        code = normal_code(code)
+        gone = BoardError(
+            "This rejoin link was used already, is too old, or was replaced by a newer one: ask your teacher for a "
+            "new one.",
+            field="rejoin",
+        )
+        if not isinstance(ticket, str) or not 20 <= len(ticket) <= 64:
+            raise gone
+        self._open(code)
+        token = secrets.token_urlsafe(24)
+        with self.engine.connect() as db:
+            row = db.execute(sa.select(rejoins).where(rejoins.c.ticket == _hash(ticket))).first()
+        if row is None or (_now() - _utc(row.made_at)).total_seconds() > LINK_HOURS * 3600:
+            raise gone
+        with self.engine.begin() as db:  # the delete decides: of two openings at once, one gets the seat
+            if db.execute(rejoins.delete().where(rejoins.c.ticket == _hash(ticket))).rowcount != 1:
+                raise gone
+            mine = (students.c.id == row.student_id) & (students.c.class_code == code)
+            if db.execute(students.update().where(mine).values(token=token)).rowcount != 1:
+                raise gone
+            name = db.execute(sa.select(students.c.name).where(mine)).scalar_one()
+        return token, name
 
     def _open(self, code: str) -> None:
         """BoardError unless the class ``code`` exists and its teacher has not closed it."""
@@ -367,6 +504,14 @@ class Board:
             pass
 
     @_db_errors
+    def reopen_class(self, code: str) -> None:
+        """Open the closed class ``code`` again: students join and hand in as before (nothing was lost)."""
+        code = normal_code(code)
+        self.title(code)
+        with self.engine.begin() as db:
+            db.execute(closed.delete().where(closed.c.class_code == code))
+
+    @_db_errors
     def is_closed(self, code: str) -> bool:
         code = normal_code(code)
         with self.engine.connect() as db:
@@ -376,19 +521,19 @@ class Board:
     def rename(self, code: str, name: str, new_name: str) -> None:
         """Give the student ``name`` of class ``code`` the display name ``new_name`` (her token stays hers)."""
         code, new_name = normal_code(code), _text(new_name, "display name", MAX_NAME_CHARS)
+        with self.engine.connect() as db:  # read first: a read that turns into a write can deadlock SQLite
+            mine = (students.c.class_code == code) & (students.c.name == name)
+            sid = db.execute(sa.select(students.c.id).where(mine)).scalar()
+            if sid is None:
+                raise BoardError(_no_student(name, code), field="display name")
+            _name_free(db, code, new_name, but=sid)
         try:
-            with self.engine.begin() as db:
-                done = db.execute(
-                    students.update()
-                    .where(students.c.class_code == code, students.c.name == name)
-                    .values(name=new_name)
-                ).rowcount
+            with self.engine.begin() as db:  # the name keys' unique index settles a race with another replica
+                db.execute(students.update().where(students.c.id == sid).values(name=new_name))
+                db.execute(name_keys.delete().where(name_keys.c.student_id == sid))
+                db.execute(name_keys.insert().values(class_code=code, key=name_key(new_name), student_id=sid))
         except IntegrityError:
-            raise BoardError(
-                f"Someone in this class already uses the name {new_name!r}; choose another.", field="display name"
-            ) from None
-        if not done:
-            raise BoardError(_no_student(name, code), field="display name")
+            raise _taken(new_name, new_name) from None
 
     @_db_errors
     def remove(self, code: str, name: str) -> Removed:
@@ -400,7 +545,7 @@ class Board:
             if row is None:
                 raise BoardError(_no_student(name, code), field="display name")
             sid, taken = row.id, {"board_students": (dict(row._mapping),)}
-            for table in (solves, numbers, progress):
+            for table in (solves, numbers, handins, progress, own_marks, rejoins, refusals, name_keys):
                 taken[table.name] = tuple(
                     dict(r._mapping) for r in db.execute(sa.select(table).where(table.c.student_id == sid))
                 )
@@ -411,7 +556,8 @@ class Board:
     @_db_errors
     def undo_remove(self, removed: Removed) -> None:
         """Bring back a student :meth:`remove` took out, with their solves and progress, as they were."""
-        by_name = {t.name: t for t in (students, solves, numbers, progress)}
+        tables = (students, solves, numbers, handins, progress, own_marks, rejoins, refusals, name_keys)
+        by_name = {t.name: t for t in tables}
         try:
             with self.engine.begin() as db:
                 for name, rows in removed.rows:  # the student first: the others refer to them
@@ -463,9 +609,13 @@ class Board:
                 (r.student_id, r.challenge_id): (_utc(r.solved_at), r.link, r.id)
                 for r in db.execute(sa.select(solves).where(solves.c.class_code == code))
             }
-            digests = {
-                (r.student_id, r.challenge_id): r.digest
-                for r in db.execute(sa.select(numbers).where(numbers.c.student_id.in_(ids)))
+            changed = {
+                (r.student_id, r.challenge_id): r.edits
+                for r in db.execute(sa.select(handins).where(handins.c.student_id.in_(ids)))
+            }
+            why = {
+                (r.student_id, r.challenge_id): r.reason
+                for r in db.execute(sa.select(refusals).where(refusals.c.student_id.in_(ids)))
             }
         rows = []
         for p in people:
@@ -473,14 +623,15 @@ class Board:
             for a in tasks:
                 key = (p.id, a.challenge_id)
                 when, link, sid = done.get(key, (None, None, None))
-                cells.append(Cell(values.get(key, ""), when, link, digests.get(key, "") if when else "", sid))
+                edits = changed.get(key, "") if when else ""
+                cells.append(Cell(values.get(key, ""), when, link, edits, sid, why.get(key, "")))
             rows.append(Standing(p.name, tuple(cells)))
         return tasks, rows
 
     @_db_errors
-    def record(self, code: str, token: str, challenge_id: str, link: str, digest: str = "") -> bool:
-        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link`` (``digest``: a
-        fingerprint of the numbers handed in); True if this is her first solve of it (a later one keeps the first
+    def record(self, code: str, token: str, challenge_id: str, link: str, edits: str = "") -> bool:
+        """Record that the student holding ``token`` solved ``challenge_id`` with the hand-in ``link`` (``edits``:
+        what it changed, for the copy check); True if this is her first solve of it (a later one keeps the first
         time, link and numbers). Refused (BoardError) when the class is
         closed or its teacher did not set that challenge (by its content key: a copy under the same title is
         another challenge); the board shows the title the teacher set."""
@@ -498,15 +649,33 @@ class Board:
             link=link,
             solved_at=_now(),
         )
-        digest = str(digest)[:64]
+        edits = str(edits)[: 100 * 4096]
         try:
             with self.engine.begin() as db:
                 db.execute(solves.insert().values(**row))
-                if digest:
-                    db.execute(numbers.insert().values(student_id=student_id, challenge_id=challenge_id, digest=digest))
+                if edits:
+                    db.execute(handins.insert().values(student_id=student_id, challenge_id=challenge_id, edits=edits))
         except IntegrityError:  # solved before: the first solve counts
             return False
         return True
+
+    @_db_errors
+    def refuse(self, code: str, token: str, challenge_id: str, reason: str) -> None:
+        """Keep that the student holding ``token`` reached the goal of ``challenge_id`` but it was not handed in, and
+        why (``reason``, a clause: "the numbers arrived whole, by a link"); the board shows "refused: WHY" until a
+        solve is handed in. Kept after the class closed too (a solve that came too late is worth knowing)."""
+        code = normal_code(code)
+        student_id, _ = self.student(code, token)
+        self._assigned(code, challenge_id)
+        reason = _text(_visible(reason), "reason", 200)
+        key = (refusals.c.student_id == student_id) & (refusals.c.challenge_id == challenge_id)
+        with self.engine.begin() as db:
+            db.execute(refusals.delete().where(key))
+            db.execute(
+                refusals.insert().values(
+                    student_id=student_id, challenge_id=challenge_id, reason=reason, refused_at=_now()
+                )
+            )
 
     @_db_errors
     def secret(self) -> bytes:
@@ -605,16 +774,25 @@ class Board:
             return list(db.execute(query).scalars())
 
 
-def twins(tasks: list[Assigned], rows: list[Standing]) -> list[tuple[str, list[str]]]:
-    """Each set challenge that two or more students solved with identical numbers: (its title, their names)."""
-    found = []
-    for i, a in enumerate(tasks):
-        groups: dict[str, list[str]] = {}
-        for r in rows:
-            if r.cells[i].digest:
-                groups.setdefault(r.cells[i].digest, []).append(r.name)
-        found += [(a.title, names) for names in groups.values() if len(names) > 1]
-    return found
+def _name_free(db: sa.Connection, code: str, name: str, but: int | None = None) -> None:
+    """BoardError when someone in class ``code`` (other than student ``but``) has a name that compares as ``name``
+    (:func:`name_key`); read from the names themselves, so students who joined before the keys were kept count."""
+    key = name_key(name)
+    for sid, other in db.execute(sa.select(students.c.id, students.c.name).where(students.c.class_code == code)):
+        if sid != but and name_key(other) == key:
+            raise _taken(other, name)
+
+
+def _taken(taken: str, name: str) -> BoardError:
+    """The refusal of ``name`` when ``taken`` is in the class already (the same name, or one that looks the same)."""
+    same = "" if taken == name else f", which looks the same as {name!r}"
+    return BoardError(
+        f"Someone in this class already uses the name {taken!r}{same}; choose another.", field="display name"
+    )
+
+
+def _hash(ticket: str) -> str:
+    return hashlib.sha256(ticket.encode()).hexdigest()
 
 
 def _no_student(name: str, code: str) -> str:
@@ -636,24 +814,25 @@ def _cell(text: str) -> str:
 
 def board_csv(tasks: list[Assigned], rows: list[Standing], base: str = "", code: str = "") -> str:
     """The board as CSV for a grade book, one line per student: for each challenge set, the goal's value as a number
-    (the solving value once solved), its status, when it was solved in UTC and in the server's time zone, and a short
-    link to the hand-in (the teacher page opens it, by id); then how many challenges the student solved."""
+    (the solving value once solved), its status in the board's words, when it was solved in UTC (and in the server's
+    time zone, when that is not UTC), and a short link to the hand-in (the teacher page opens it, by id); then how
+    many challenges the student solved. Times read "2026-12-06 21:03:05": a spreadsheet reads them as times, pandas
+    with ``parse_dates``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    zone = datetime.now().astimezone().strftime("%Z, UTC%z")
+    here = datetime.now().astimezone()
+    local = here.utcoffset() != timedelta(0)  # on a UTC server a second column would repeat the first
     head = ["student"]
     for a in tasks:
-        whats = ("value", "status", "solved at (UTC)", f"solved at (server time, {zone})", "hand-in link")
-        head += [f"{a.title}: {what}" for what in whats]
+        whats = ("value", "status", "solved at (UTC)")
+        whats += (f"solved at (server time, {here.strftime('%Z, UTC%z')})",) if local else ()
+        head += [f"{a.title}: {what}" for what in (*whats, "hand-in link")]
     writer.writerow([_cell(h) for h in [*head, f"challenges solved (of {len(tasks)})"]])
     for r in rows:
         line = [_cell(r.name)]
         for c in r.cells:
-            when = (
-                [t.strftime("%Y-%m-%d %H:%M:%S") for t in (c.solved_at.astimezone(UTC), c.solved_at.astimezone())]
-                if c.solved_at
-                else ["", ""]
-            )
+            zones = (c.solved_at.astimezone(UTC), c.solved_at.astimezone())[: 1 + local] if c.solved_at else ()
+            when = [t.strftime("%Y-%m-%d %H:%M:%S") for t in zones] or [""] * (1 + local)
             number = "" if c.number is None else repr(c.number)  # digits only: a spreadsheet reads a number
             line += [number, c.status, *when, short_link(code, c.solve_id, base) if c.solve_id is not None else ""]
         writer.writerow([*line, str(sum(c.solved_at is not None for c in r.cells))])

@@ -277,10 +277,24 @@ def _num(v: float | None) -> str:
 
 
 def _said(o: Options, name: str) -> str:
-    """An option's value in a message: the mask joined as a file spells it ("causal+padding"), the projections in
-    the learner's words (X·W, X·Wᵀ)."""
+    """An option's value in a message, in words: the mask joined as a file spells it ("causal+padding"), the
+    projections in the learner's words (X·W, X·Wᵀ), padding by the tokens it marks, on/off, a grid as a grid."""
     value = masks.join(o.mask) if name == "mask" else getattr(o, name)
+    if name == "padding":
+        marked = [str(i + 1) for i, flag in enumerate(value) if flag]
+        return f"on token {', '.join(marked)}" if marked else "on no token"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, tuple):
+        return f"a {len(value)}-row grid" if isinstance(value[0], tuple) else ", ".join(map(str, value))
     return {"x_w": "X·W", "x_wt": "X·Wᵀ"}.get(value, repr(value)) if isinstance(value, str) else repr(value)
+
+
+def _plain(o: Options) -> Options:
+    """``o`` with padding flags that mark no token read as none (they change nothing)."""
+    return o if any(o.padding) else dataclasses.replace(o, padding=())
 
 
 def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
@@ -289,11 +303,12 @@ def _blocked(challenge: Challenge, preset: Preset, trace: Trace) -> str | None:
         return "this challenge is set on self-attention; the page shows cross-attention (clear the source sentence)"
     if tuple(trace.tokens) != tuple(preset.tokens):
         return f"this challenge is set on the tokens {' '.join(preset.tokens)!r}; the page shows other tokens"
-    if trace.options != preset.options:
+    now, was = _plain(trace.options), _plain(preset.options)
+    if now != was:
         diff = [
-            f"{f.name} is {_said(trace.options, f.name)} (the challenge uses {_said(preset.options, f.name)})"
+            f"{f.name} is {_said(now, f.name)} (the challenge uses {_said(was, f.name)})"
             for f in dataclasses.fields(Options)
-            if getattr(trace.options, f.name) != getattr(preset.options, f.name)
+            if getattr(now, f.name) != getattr(was, f.name)
         ]
         return "the options differ from the challenge's: " + "; ".join(diff)
     start = preset.matrices()

@@ -52,7 +52,7 @@ def test_a_student_joins_solves_and_the_teacher_sees_it_with_a_link_that_opens_s
     at = at.run()  # the board redraws (every few seconds in a browser)
     board = at.dataframe[0].value
     assert list(board["student"]) == [ODD_NAME]  # the name as typed: a table cell is text, never Markdown
-    assert re.fullmatch(r"✓ \d\d:\d\d", board["1. A negative output"][0])  # solved, and when (UTC)
+    assert re.fullmatch(r"✓ solved \d\d:\d\d", board["1. A negative output"][0])  # solved, and when (UTC)
     short = board["1 ↗"][0]
     assert short.startswith(f"class_board?class={code}&solve=") and len(short) < 60  # short, by id
     link = Board(url).solve_by_id(code, int(short.rsplit("=", 1)[1])).link  # what the teacher page opens
@@ -86,18 +86,18 @@ def test_a_reload_keeps_the_student_in_her_class_and_her_hand_in_link_leaves_her
     code = Board(url).open_class("Lab")
     set_builtin(url, code)
     student = student_solves(url, code, "Bea")
-    assert address(student)["member"].startswith(code + ".")
-    again = reloaded(url, student)  # a reload: a new session from the address alone
+    assert "member" not in address(student) and "own" not in address(student)  # the address never says who
+    again = reloaded(url, student)  # a reload: a new session from the address and this browser's cookie
     no_exception(again)
     assert session(again).member.name == "Bea"
     assert any("You are Bea in class" in c.value for c in again.caption)
     link = Board(url).solves(code)[0].link
     assert "member" not in link and "playing=" in link
-    forged = reloaded(url, student, member=code + ".not-her-token")
+    forged = reloaded(url, student, cookie=code + ".not-her-token")  # a cookie the board does not know: quietly
     assert session(forged).member is None
-    assert any("not known to this class board" in t for t in texts(forged.warning) + texts(forged.info)), texts(
-        forged.warning
-    ) + texts(forged.info)
+    old = reloaded(url, student, cookie=None, member=session(student).member.code + "." + session(student).member.token)
+    assert session(old).member is None  # an older version's address: not honoured, and said
+    assert any("An address never says who you are" in t for t in texts(old.warning)), texts(old.warning)
 
 
 def test_a_built_in_rewritten_under_its_id_has_another_content_key() -> None:
@@ -117,7 +117,7 @@ def test_an_unreachable_board_database_leaves_every_page_working(tmp_path: Path)
     """A database URL that cannot be opened: pages draw, the board reads as off or unreachable, no traceback."""
     bad = f"sqlite:///{tmp_path / 'no-such-folder' / 'board.sqlite3'}"
     for page in ("challenges", "class_board", "softmax"):
-        at = opened(bad, page, {"member": "K7QX2M.whatever"})
+        at = opened(bad, page, {"member": "K7QX2M.whatever"}, cookie="K7QX2M.whatever")
         no_exception(at)
     assert any("cannot be reached" in t for t in texts(opened(bad, "class_board", {}).info))
 

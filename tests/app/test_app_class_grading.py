@@ -180,6 +180,7 @@ def test_the_teachers_page_reopens_from_its_address_and_manages_the_class(
     assert store.roster(code) == ["Ada L."]
     assert any("1 student joined · 0 challenges solved" in c.value for c in again.caption)
     again = again.button(key="board.close").click().run()
+    again = again.button(key="board.close.yes").click().run()
     assert store.is_closed(code)
     late = _join(_app(url, "challenges"), code, "Cy")
     assert any("is closed" in t for t in texts(late.error))
@@ -196,6 +197,22 @@ def test_hide_solutions_refuses_training_while_a_challenge_runs(url: str) -> Non
     assert all((session(at).matrices[k] == v).all() for k, v in before.items())
     free = goto(journey("challenges"), "learn").button(key="learn.train").click().run()  # the setting off: trains
     assert session(free).learned is not None
+
+
+def test_learn_the_weights_says_before_training_that_a_running_challenge_locks_what_it_trains() -> None:
+    """Issue 48: training while a challenge runs starts from its numbers and changes a matrix it locks, so "Use these
+    weights" would be refused: the page says so before Train, with a button that stops the challenge."""
+    at = select(journey("challenges"), "ch.choice", "negative_output").button(key="ch.start.builtin").click().run()
+    at = goto(at, "learn")
+    said = texts(at.warning)
+    assert any("is running: training starts from its numbers" in t and "W_q" in t for t in said), said
+    assert "W_v" not in next(t for t in said if "is running" in t)  # W_v may be edited: not named as locked
+    at = at.button(key="learn.stop_challenge").click().run()
+    no_exception(at)
+    assert session(at).challenge is None and not any("is running" in t for t in texts(at.warning))
+    at = at.button(key="learn.train").click().run().button(key="learn.use").click().run()
+    no_exception(at)
+    assert not texts(at.error), texts(at.error)  # trained and used: nothing locked any more
 
 
 def test_back_to_my_numbers_from_before_survives_a_reload() -> None:
@@ -215,10 +232,10 @@ def test_back_to_my_numbers_from_before_survives_a_reload() -> None:
 def test_a_student_on_a_shared_computer_leaves_the_class_in_this_browser(url: str) -> None:
     code = Board(url).open_class("Lab")
     at = _join(_app(url, "challenges"), code, "Ada")
-    assert dict(at.query_params).get("member")
+    assert session(at).member is not None and not dict(at.query_params).get("member")
     at = at.button(key="board.leave").click().run()
     no_exception(at)
-    assert session(at).member is None and not dict(at.query_params).get("member")
+    assert session(at).member is None
     assert any(f"left class {code}" in t for t in texts(at.info))
     assert any("join your class" in e.label for e in at.expander)
     assert Board(url).roster(code) == ["Ada"]  # her row stays on the board

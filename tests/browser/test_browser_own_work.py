@@ -45,16 +45,20 @@ def _wait_text(pg, where, text: str, timeout_ms: int = 30_000) -> None:
 
 def test_a_classmates_link_and_the_boards_open_link_do_not_hand_in(browser, lab) -> None:
     url, board, code, token = lab
-    alice_token = board.join(code, "Alice")
     with guarded_context(browser, viewport={"width": 1280, "height": 720}) as alice_ctx:
         alice = alice_ctx.new_page()
-        open_page(alice, url, "challenges", f"challenge={token}&member={code}.{alice_token}")
+        open_page(alice, url, "challenges", f"challenge={token}")
+        alice.get_by_label("Class code").fill(code)
+        alice.get_by_label("Your display name").fill("Alice")
+        alice.get_by_role("button", name="Join").click()
+        _wait_text(alice, lambda: alice.inner_text("body"), f"You joined class {code}")
         alice.get_by_role("button", name="Start").first.click()
         _wait_text(alice, lambda: _sidebar(alice), "not yet")
         nav(alice, "Weights (W_q, W_k, W_v)")
         edit_grid_cell(alice, 2, 0, 0, 4, "-10")  # W_v[0, 0]: token2's first output value turns negative
         _wait_text(alice, lambda: _sidebar(alice), f"Handed in to class {code}")
-        shared = re.sub(r"&?(member|own)=[^&]*", "", alice.url)  # her Copy-link link: no membership, no mark
+        shared = alice.url  # her whole address bar: it carries no membership and no mark
+        assert not re.search(r"[?&](member|own)=", shared), shared
     assert [s.name for s in board.solves(code)] == ["Alice"]
 
     with guarded_context(browser, viewport={"width": 1280, "height": 720}) as chen_ctx:
@@ -71,7 +75,9 @@ def test_a_classmates_link_and_the_boards_open_link_do_not_hand_in(browser, lab)
             _wait_text(chen, lambda: chen.inner_text("body"), "Not handed in: these numbers arrived whole, by a link")
             assert "Editing from here is fine" in chen.inner_text("body")
             assert f"Handed in to class {code}" not in _sidebar(chen)
-            assert f"member={code}." in chen.url  # he is in the class: only the numbers' origin refuses it
+            assert "Alice" not in chen.inner_text("body")
+        nav(chen, "Challenges")  # he is still Chen: only the numbers' origin refused the hand-in
+        _wait_text(chen, lambda: chen.inner_text("body"), f"You are Chen in class {code}")
         chen.screenshot(path=str(SHOTS / "classroom_classmates_link_refused.png"))
     assert [s.name for s in board.solves(code)] == ["Alice"]
 

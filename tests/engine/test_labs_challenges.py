@@ -206,6 +206,27 @@ def test_other_options_or_tokens_block_progress() -> None:
     assert "other tokens" in ch.evaluate(c, renamed).blocked
 
 
+def test_a_changed_mask_is_said_in_words_and_unmarked_padding_is_no_padding() -> None:
+    """Issue 48 §6: a changed mask is named in words, never as a Python value ("(False, False, False)"), and padding
+    flags that mark no token count as none (they change nothing)."""
+    import dataclasses
+
+    c, m, t = start("causal_on_sees_cat")
+    n = len(t.tokens)
+
+    def said(options: object) -> ch.Progress:
+        trace = attention.self_attention(m["X"], m["W_q"], m["W_k"], m["W_v"], tokens=t.tokens, options=options)
+        return ch.evaluate(c, trace)
+
+    padded = dataclasses.replace(t.options, mask=("causal", "padding"), padding=(False,) * n)
+    blocked = said(padded).blocked
+    assert "mask is 'causal+padding' (the challenge uses 'causal')" in blocked
+    assert "False" not in blocked and "()" not in blocked, blocked
+    assert said(dataclasses.replace(t.options, padding=(False,) * n)).blocked is None  # flags, none set: the same
+    blocked = said(dataclasses.replace(padded, padding=(False, True) + (False,) * (n - 2))).blocked
+    assert "padding is on token 2 (the challenge uses on no token)" in blocked, blocked
+
+
 def test_progress_for_every_row_reports_the_furthest_row() -> None:
     c, m, t = start("spread_out")
     p = ch.evaluate(c, t)

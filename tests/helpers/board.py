@@ -4,6 +4,10 @@ challenge set for a class, a student who joins and solves it, and what a refused
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from unittest import mock
+
 from streamlit.testing.v1 import AppTest
 
 from attention.io.board import Board
@@ -21,18 +25,41 @@ def with_board(at: AppTest, url: str) -> AppTest:
     return at
 
 
-def opened(url: str, page: str, query: dict[str, str]) -> AppTest:
-    """A new browser session opening ``query`` on a server with the board on (the address read on its first run)."""
+@contextlib.contextmanager
+def kept_cookie(value: str | None) -> Iterator[None]:
+    """The browser sends ``value`` as its membership cookie (None: no cookie) while the block runs (AppTest has no
+    request, so no cookies: the page reads them through classboard.cookie)."""
+    from attention.ui.core import classboard
+
+    real = classboard.cookie
+    with mock.patch.object(classboard, "cookie", lambda name: value if name == classboard.COOKIE else real(name)):
+        yield
+
+
+def opened(url: str, page: str, query: dict[str, str], cookie: str | None = None) -> AppTest:
+    """A new browser session opening ``query`` on a server with the board on (the address read on its first run);
+    ``cookie``: the membership this browser keeps (:func:`member`), None for a browser in no class."""
     at = with_board(AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60), url)
     for k, v in query.items():
         at.query_params[k] = v
-    return goto(at.run(), page)
+    with kept_cookie(cookie):
+        return goto(at.run(), page)
 
 
-def reloaded(url: str, at: AppTest, page: str = "challenges", **changes: str) -> AppTest:
-    """``at``'s browser reloaded (or another replica taking over): a new session from its address bar alone, with
-    any parameters in ``changes`` typed over it."""
-    return opened(url, page, {**address(at), **changes})
+def cookie_of(at: AppTest) -> str | None:
+    """The membership cookie ``at``'s browser keeps: the page writes the session's membership there."""
+    who = session(at).member
+    return f"{who.code}.{who.token}" if who is not None else None
+
+
+THE_SAME = "the same browser"
+
+
+def reloaded(url: str, at: AppTest, page: str = "challenges", cookie: str | None = THE_SAME, **changes: str) -> AppTest:
+    """``at``'s browser reloaded (or another replica taking over): a new session from its address bar and its cookie
+    alone, with any parameters in ``changes`` typed over the address (``cookie``: another browser's, or None)."""
+    kept = cookie_of(at) if cookie == THE_SAME else cookie
+    return opened(url, page, {**address(at), **changes}, kept)
 
 
 def teacher(url: str, key: str = KEY) -> AppTest:
@@ -50,9 +77,9 @@ def set_builtin(url: str, code: str, cid: str = CHALLENGE) -> None:
     Board(url).assign(code, ch.fingerprint(c), c.title, "challenges?challenge=" + ch.encode_link(c))
 
 
-def member(url: str, code: str, name: str) -> dict[str, str]:
-    """``name`` joins class ``code`` in a browser of their own: the membership's address part."""
-    return {"member": f"{code}.{Board(url).join(code, name)}"}
+def member(url: str, code: str, name: str) -> str:
+    """``name`` joins class ``code`` in a browser of their own: the membership cookie that browser keeps."""
+    return f"{code}.{Board(url).join(code, name)}"
 
 
 def started(at: AppTest) -> AppTest:

@@ -1,31 +1,32 @@
-"""This browser's class membership in its own address bar, so a reload keeps the student in her class.
+"""This browser's class membership: kept by the browser in a cookie, never in the address.
 
-Written to the address bar only: the link a student shares or hands in (:func:`attention.ui.address.url.link`)
-leaves it out, and the deployment's nginx log leaves query strings out. Whoever has a student's address bar can
-hand in as her: a student shares the Copy-link box's link, not the address bar. The value is the class code and
-her secret token; it is checked against the class board before it counts, and a value that does not check out is
-ignored with a notice.
+A student joins with her class code and a display name; the board gives her browser a secret token, and the page
+keeps ``CODE.TOKEN`` in a cookie of this site (a one-line script writes it: Streamlit itself sets no cookie; the
+server reads the request's cookies, ``st.context.cookies``). Every page and link of this app opened in that browser
+finds her membership there. An address is shared, bookmarked and projected, so it never says who you are: opening a
+classmate's address gives her numbers at most, never her seat. An address that still carries ``member=`` or ``own=``
+(an older version's) is not honoured: the page says so and drops them.
 
-The same value is kept in a cookie of this site when she joins, so that any other link of this app opened in the
-same browser (the teacher's challenge link, a bookmark) finds her membership again: Streamlit reads the request's
-cookies on the server (``st.context.cookies``), and a one-line script writes it (Streamlit itself sets no cookie).
-A cookie that no longer checks out (the teacher took her out, another board) is ignored without a word. A
-membership found in the cookie is never silent: the Challenges page says "You are NAME in class CODE — not you?"
+A membership found in the cookie is never silent: the Challenges page says "You are NAME in class CODE — not you?"
 with the button to leave, since on a lab's shared computer the cookie may be the previous student's. The cookie
-lasts COOKIE_HOURS and is marked secure when the page is served over https.
+lasts COOKIE_HOURS and is marked secure when the page is served over https. A cookie that no longer checks out (the
+teacher took her out, another board) is ignored without a word.
+
+A student who lost her membership (a new browser, a cleared cookie) gets back in through her teacher: the board page
+gives a rejoin link per student (``rejoin=CODE.TICKET``), used once; it gives her a new token (the old one stops
+working) and leaves the address bar at once.
 
 A running challenge's numbers hand in only when this browser reached them by its own edits since the challenge
-started (``Session.arrived`` is ""). So that a reload, or a replica taking over, keeps that, the address bar carries
-``own``: a signature, by the board's secret, over the student's token and the state's shared parameters. A shared
-link leaves it out, and it checks out only for the same student and the very same numbers: a classmate's link, a
-link edited by hand or a paste of ``playing=`` onto other numbers arrive as "a link", which does not hand in.
+started (``Session.arrived`` is ""). So that a reload, or a replica taking over, keeps that, the board keeps a hash of
+each state she reached by her own edits (:meth:`attention.io.board.Board.keep_own`): the address she reloads counts as
+her own work only when its shared parameters hash to one of hers. A classmate's address, a link edited by hand or a
+paste of ``playing=`` onto other numbers arrive as "a link", which does not hand in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import re
 from collections.abc import Mapping
 
@@ -38,63 +39,83 @@ from ..core.classboard import Member
 from ..core.session import Session
 from ..state import board as state_board
 
-PARAM = "member"
+STALE = ("member", "own")  # what an older version's address carried: never honoured, dropped from the address bar
 CLASS = "class"  # the class a hand-in link was handed in to: its page says whether its challenge is set there
 JOIN = "join"  # a join link's class code: the Challenges page's join box starts with it
-OWN = "own"  # the address bar's mark that its running challenge's numbers are this student's own work
-LIMIT = 100  # "K7QX2M." and a 32-character token
-
-
-def param() -> dict[str, str]:
-    """The address bar's part for this browser's membership (none when it has not joined a class)."""
-    who = classboard.member()
-    return {PARAM: f"{who.code}.{who.token}"} if who is not None else {}
+REJOIN = "rejoin"  # a teacher's one-use rejoin link: CODE.TICKET
+LIMIT = 100  # "K7QX2M." and a 32-character token or ticket
 
 
 def restore(qp: Mapping[str, str], s: Session) -> list[str]:
-    """Rejoin the class the address names (into ``s``, the state built from the address), if the board knows this
-    token in that class; notices otherwise."""
+    """Rejoin the class this browser's cookie keeps (into ``s``, the state built from the address), or the one a
+    teacher's rejoin link gives back; notices for what the address carried and was not honoured."""
     named = qp.get(CLASS)
     if isinstance(named, str) and named:
         with contextlib.suppress(AttentionError):  # a code that does not read names no class
             state_board.name_class(normal_code(named))
-    value, quiet = qp.get(PARAM), False
-    if not value:
-        value, quiet = classboard.cookie_member(), True
-    if not value or s.member is not None:
-        return []
     board = classboard.board()
-    if board is None:
+    if board is None or s.member is not None:
         return []
-    notices = _check(board, value, s, from_cookie=quiet)
-    return [] if quiet else notices
+    notices = []
+    if any(qp.get(k) for k in STALE):
+        notices.append(
+            "This address carries a class membership from an older link (member= or own=). An address never says "
+            "who you are, so it was ignored: your browser keeps your class, or join it on the Challenges page."
+        )
+    ticket = qp.get(REJOIN)
+    if isinstance(ticket, str) and ticket:
+        notices += _rejoin(board, ticket, s)
+    value = classboard.cookie_member()
+    if value and s.member is None:
+        _check(board, value, s)
+    return notices
 
 
-def _check(board: Board, value: str, s: Session, from_cookie: bool = False) -> list[str]:
-    """Rejoin as ``value`` (class code and token) if the board knows it; notices otherwise."""
+def _rejoin(board: Board, value: str, s: Session) -> list[str]:
+    """Use a teacher's rejoin link: this browser is its student again, with a new token (the old one stops)."""
+    code, _, ticket = value[:LIMIT].partition(".")
+    try:
+        token, name = board.redeem(code, ticket)
+        code = normal_code(code)
+    except AttentionError as exc:
+        return [exc.message]
+    state_board.rejoined(s, Member(code, name, token))
+    return []
+
+
+def _check(board: Board, value: str, s: Session) -> None:
+    """Rejoin as the cookie's ``value`` (class code and token) if the board knows it; quietly nothing otherwise."""
     if len(value) > LIMIT or "." not in value:
-        return ["The address's class membership does not read; join your class again on the Challenges page."]
+        return
     code, token = value.split(".", 1)
     try:
         _, name = board.student(code, token)
         code = normal_code(code)
     except AttentionError:
-        return ["The address's class membership is not known to this class board; join your class again."]
-    state_board.rejoin(s, Member(code, name, token, from_cookie))
-    return []
+        return
+    state_board.rejoin(s, Member(code, name, token, True))
 
 
 SAFE = re.compile(r"[A-Z0-9]{6}\.[A-Za-z0-9_-]{20,64}")  # a code and a token: nothing a script could misread
 
 
 def write(own: Mapping[str, str] | None = None) -> None:
-    """Keep the address bar's membership in step with this browser's, and its ``own`` mark with ``own``: the shared
-    parameters of a running challenge's state reached by this session's own edits (None: no such state)."""
-    for name, want in ((PARAM, param().get(PARAM)), (OWN, own_mark(own) if own is not None else None)):
-        if want is not None and st.query_params.get(name) != want:
-            st.query_params[name] = want
-        elif want is None and name in st.query_params:
+    """Drop from the address bar what never belongs there (an older membership, a used rejoin link), and keep on the
+    board that ``own`` (the shared parameters of a running challenge's state reached by this session's own edits;
+    None: no such state) is this student's own work."""
+    for name in (*STALE, REJOIN):
+        if name in st.query_params:
             del st.query_params[name]
+    board, who = classboard.board(), classboard.member()
+    if own is None or board is None or who is None:
+        return
+    mark = own_mark(own)
+    if state_board.mark_kept(who.token, mark):
+        return
+    try:
+        board.keep_own(who.code, who.token, mark)
+    except AttentionError:  # the database, just now: tried again on the next run
+        state_board.mark_lost()
 
 
 def join_code() -> str | None:
@@ -108,27 +129,21 @@ def join_code() -> str | None:
         return None
 
 
-def own_mark(query: Mapping[str, str], who: Member | None = None) -> str | None:
-    """The signature that marks ``query`` (a state's shared parameters) as this student's own work (``who``: the
-    student, else this browser's membership), or None when this browser is in no class or the board cannot sign now."""
-    board, who = classboard.board(), who or classboard.member()
-    if board is None or who is None:
-        return None
+def own_mark(query: Mapping[str, str]) -> str:
+    """A hash of ``query`` (a state's shared parameters): what the board keeps of a state reached by own edits."""
     text = "&".join(f"{k}={v}" for k, v in sorted(query.items()))
-    try:
-        key = board.secret()
-    except AttentionError:
-        return None
-    return hmac.new(key, f"own:{who.code}:{who.token}:{text}".encode(), hashlib.sha256).hexdigest()[:32]
+    return hashlib.sha256(f"own:{text}".encode()).hexdigest()
 
 
 def owns(qp: Mapping[str, str], shared: tuple[str, ...], who: Member | None) -> bool:
-    """Whether the address's ``own`` mark checks out for student ``who`` and the ``shared`` parameters it carries."""
-    mark = qp.get(OWN)
-    if not isinstance(mark, str) or len(mark) != 32:
+    """Whether student ``who`` reached the state of the address's ``shared`` parameters by her own edits."""
+    board = classboard.board()
+    if board is None or who is None:
         return False
-    want = own_mark({k: v for k, v in qp.items() if k in shared}, who)
-    return want is not None and hmac.compare_digest(mark.encode(), want.encode())
+    try:
+        return board.is_own(who.code, who.token, own_mark({k: v for k, v in qp.items() if k in shared}))
+    except AttentionError:
+        return False
 
 
 def keep_in_cookie() -> None:

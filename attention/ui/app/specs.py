@@ -320,7 +320,7 @@ LABS: dict[str, Lab] = {
             "For the teacher: open a class, set its challenges, give its code to the students (they join on the "
             "Challenges page), and follow every student's progress, live. Only the challenges set here are handed "
             "in; every solve is checked by this server from the student's own numbers before it is recorded, with "
-            "the link that hands it in.",
+            "a link that opens it.",
         ),
     )
 }

@@ -267,9 +267,11 @@ BOARD_OPEN, BOARD_PICK, BOARD_JOIN = "board.open", "board.pick", "board.join"  #
 BOARD_SET, BOARD_SET_BUILTIN, BOARD_SET_LINK = "board.set", "board.set.builtin", "board.set.link"  # set a challenge
 BOARD_MANAGE, BOARD_WHO, BOARD_RENAME = "board.manage", "board.who", "board.rename"  # rename or remove a student
 BOARD_CLOSE = "board.close"  # close the class
+BOARD_CLOSE_YES, BOARD_CLOSE_NO, BOARD_REOPEN = "board.close.yes", "board.close.no", "board.reopen"  # close: ask, undo
 BOARD_LOCK = "board.lock"  # forget the teacher key in this browser
 BOARD_UNDO, BOARD_YES, BOARD_NO = "board.undo", "board.remove.yes", "board.remove.no"  # remove: ask, undo
 BOARD_LEAVE = "board.leave"  # a student's "Leave the class in this browser"
+LEARN_STOP_CHALLENGE = "learn.stop_challenge"  # the Learn page's "Stop the challenge" (its numbers' locks)
 
 # --- a model's head on the step pages ---
 HEAD_PICK, HEAD_RESTORE, HEAD_ZERO, HEAD_MEAN = (

@@ -41,3 +41,8 @@ def md(template: str, *values: object, limit: int = _LIMIT) -> str:
 def quoted(value: object, limit: int = 80) -> str:
     """User text in quotes for a message: “cat” (escaped)."""
     return f"“{esc(value, limit)}”"
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word`` in the right number: "1 student", "2 students"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

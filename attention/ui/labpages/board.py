@@ -11,13 +11,14 @@ import pandas as pd
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import board_csv, full_link, short_link, twins
+from ...io.board import board_csv, full_link, short_link
 from ...labs import challenges as ch
+from ...labs import copies
 from ..address import membership
 from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
 from ..core.settings import server_settings
-from ..core.text import esc, quoted
+from ..core.text import esc, plural, quoted
 from ..state import board as board_state
 from ..state import core as state_core
 from ..widgets.common import bind, show_messages
@@ -25,11 +26,6 @@ from ..widgets.common import bind, show_messages
 REFRESH_S = 5  # the board redraws itself this often while the page is open
 NO_BUILTIN = "(none: a link of my own)"
 LINK_BOX_CHARS = ch.MAX_LINK_CHARS + 500  # a challenge's link and its address; Streamlit cuts a longer paste here
-
-
-def plural(n: int, word: str) -> str:
-    """``n`` and ``word`` in the right number: "1 student", "2 students"."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def body(s: session.Session) -> None:
@@ -66,6 +62,8 @@ def body(s: session.Session) -> None:
         _hand_in(code, asked)
     if code:
         _live(code)
+        if _closed(code):  # read only: the board, and Reopen
+            return
         _links(code)
         _set_challenge(code)
         _manage(code)
@@ -101,6 +99,8 @@ def _live(code: str) -> None:
     except AttentionError as exc:
         st.error(esc(exc.message, 300))
         return
+    if board_state.roster_changed(tuple(r.name for r in rows)):  # someone joined or left: the rename list follows
+        st.rerun(scope="app")
     st.subheader(f"Class {code} · {esc(title, 80)}" + (" · closed" if closed else ""))
     solved = sum(c.solved_at is not None for r in rows for c in r.cells)
     st.caption(
@@ -109,12 +109,7 @@ def _live(code: str) -> None:
     )
     if not tasks:
         st.info("No challenge is set for this class yet: set one below. Only the challenges set here are handed in.")
-    for task, names in twins(tasks, rows):
-        st.warning(
-            f"Identical numbers: {esc(_names(names), 300)} handed in exactly the same numbers for "
-            f"{quoted(task, 120)}. Worth a word with them: one may have copied the other.",
-            icon=":material/content_copy:",
-        )
+    _copies(tasks, rows)
     base = classboard.app_base()
     table, config = {"student": [r.name for r in rows]}, {"student": st.column_config.TextColumn("student")}
     for i, a in enumerate(tasks):
@@ -128,6 +123,7 @@ def _live(code: str) -> None:
             link, display_text="open", help=f"The hand-in of {esc(a.title, 200)}", width=46
         )
     st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", column_config=config)
+    _refused(tasks, rows)
     st.download_button(
         "Download the board (.csv)",
         board_csv(tasks, rows, base, code),
@@ -138,21 +134,49 @@ def _live(code: str) -> None:
     )
 
 
+MAX_FLAGS = 12  # pairs named per challenge: more says how many
+
+
+def _copies(tasks, rows) -> None:
+    """The copy check (attention.labs.copies): each pair of hand-ins of one challenge closer than chance makes likely,
+    with what agreed, for the teacher to judge."""
+    for i, a in enumerate(tasks):
+        found = copies.near_copies([(r.name, r.cells[i].edits) for r in rows if r.cells[i].edits])
+        for (one, other), why in found[:MAX_FLAGS]:
+            st.warning(
+                f"Worth a word: {esc(one, 40)} and {esc(other, 40)} handed in {quoted(a.title, 120)} with "
+                f"{esc(why, 600)}. Following the hint is not counted.",
+                icon=":material/content_copy:",
+            )
+        if len(found) > MAX_FLAGS:
+            st.caption(f"…and {plural(len(found) - MAX_FLAGS, 'more pair')} for {quoted(a.title, 120)}.")
+
+
 def _short(title: str, limit: int = 22) -> str:
     """A challenge's title cut to fit a narrow column (the whole title is in the column's help)."""
     return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
 
 
-def _names(names: list[str]) -> str:
-    """ "Ada and Bob", "Ada, Bob and Cy"."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def _cell_text(c) -> str:
-    """One student on one challenge: "✓ 10:42" (solved, UTC), "0.41 (1 of 3 rows)", "–" (not started)."""
+    """One student on one challenge: "✓ solved 10:42" (handed in, UTC), "refused: WHY", "0.41 (1 of 3 rows)", "–"
+    (not started): the ✓ means handed in, and nothing else; the words are the CSV's status."""
     if c.solved_at is not None:
-        return f"✓ {c.solved_at.astimezone(UTC).strftime('%H:%M')}"
+        return f"✓ {c.status} {c.solved_at.astimezone(UTC).strftime('%H:%M')}"
+    if c.refused:
+        return c.status
     return c.value or "–"
+
+
+def _refused(tasks, rows) -> None:
+    """Each goal reached but not handed in, with its reason in full (a narrow column cuts it)."""
+    lines = [
+        f"- {esc(r.name, 40)}, {quoted(a.title, 80)}: {esc(c.status, 240)}"
+        for r in rows
+        for a, c in zip(tasks, r.cells, strict=True)
+        if c.solved_at is None and c.refused
+    ]
+    if lines:
+        st.markdown("**Reached the goal, not handed in** (no ✓ on the board):\n" + "\n".join(lines))
 
 
 def _hand_in(code: str, solve_id: int) -> None:
@@ -226,22 +250,31 @@ def _manage(code: str) -> None:
     with st.expander(
         "Students and the class: rename, remove, close",
         icon=":material/manage_accounts:",
-        expanded=bool(pending) or removed is not None,
+        expanded=bool(pending) or removed is not None or st.session_state.get(board_state.CLOSING) == code,
     ):
         try:
             names = classboard.board().roster(code)
         except AttentionError:
             names = []
+        board_state.roster_drawn(tuple(names))  # the board's refresh compares with it
         with st.form(keys.BOARD_MANAGE, border=False):
             a, b = st.columns(2)
             a.selectbox("Student", names, index=None, placeholder="Choose a student", key=keys.BOARD_WHO)
             b.text_input("New display name", key=keys.BOARD_RENAME, max_chars=40)
-            c, d = st.columns(2)
+            c, d, e = st.columns(3)
             c.form_submit_button("Rename", on_click=board_state.manage, args=(code, "rename"))
             d.form_submit_button("Remove from the class…", on_click=board_state.manage, args=(code, "remove"))
+            e.form_submit_button(
+                "Rejoin link",
+                on_click=board_state.manage,
+                args=(code, "rejoin"),
+                help="For a student who lost this class in a new or cleared browser: a link for that student alone, "
+                "used once (the old membership stops working).",
+            )
+        _rejoin_link(code)
         if pending and pending[0] == code:
             st.warning(
-                f"Remove {esc(pending[1], 40)} from class {code}, with every solve and value? Undo brings them back.",
+                f"Remove {esc(pending[1], 40)} from class {code} ({_handed(code, pending[1])})? Undo brings them back.",
                 icon=":material/person_remove:",
             )
             with st.container(horizontal=True):
@@ -256,15 +289,75 @@ def _manage(code: str) -> None:
                 icon=":material/undo:",
             )
         st.button(
-            "Close the class",
+            "Close the class…",
             key=keys.BOARD_CLOSE,
             on_click=board_state.manage,
             args=(code, "close"),
             icon=":material/lock:",
-            help="Nobody can join or hand in any more; every teacher page showing it ends its session on it; the "
-            "board stays readable.",
+            help="Asked first. Nobody can join or hand in any more; the board stays readable; Reopen undoes it.",
         )
+        _close_asked(code)
     show_messages("board.manage")
+
+
+def _close_asked(code: str) -> None:
+    """ "Close class … ?" with its two answers, once the teacher pressed Close."""
+    if st.session_state.get(board_state.CLOSING) != code:
+        return
+    st.warning(
+        f"Close class {code}? Nobody can join it or hand in any more (a student who solves is told so), "
+        "until you reopen it; the board stays readable.",
+        icon=":material/lock:",
+    )
+    with st.container(horizontal=True):
+        st.button("Yes, close", key=keys.BOARD_CLOSE_YES, on_click=board_state.close, args=(code, True))
+        st.button("Cancel", key=keys.BOARD_CLOSE_NO, on_click=board_state.close, args=(code, False))
+
+
+def _closed(code: str) -> bool:
+    """When class ``code`` is closed: say since when, offer Reopen, and True (the page offers nothing else)."""
+    try:
+        when = classboard.board().closed_at(code)
+    except AttentionError:
+        return False
+    if when is None:
+        return False
+    st.info(
+        f"Class {code} was closed at {when.astimezone(UTC).strftime('%H:%M')} UTC: nobody can join it or hand in. "
+        "Its board stays readable; Reopen lets students join and hand in again.",
+        icon=":material/lock:",
+    )
+    st.button(
+        "Reopen the class",
+        key=keys.BOARD_REOPEN,
+        on_click=board_state.reopen,
+        args=(code,),
+        icon=":material/lock_open:",
+    )
+    show_messages("board.manage")
+    return True
+
+
+def _handed(code: str, name: str) -> str:
+    """ "2 solves handed in", "no solve handed in": what a removal takes with the student."""
+    try:
+        n = sum(s.name == name for s in classboard.board().solves(code))
+    except AttentionError:
+        return "with whatever was handed in"
+    return f"{plural(n, 'solve')} handed in" if n else "no solve handed in"
+
+
+def _rejoin_link(code: str) -> None:
+    """The rejoin link last made on this page, for the student it gives back (shown until another is made)."""
+    made = st.session_state.get(board_state.REJOIN_LINK)
+    if not made or made[0] != code:
+        return
+    st.caption(
+        f"Give this link to {esc(made[1], 40)} alone: it works once, within 12 hours, and puts whoever opens it in "
+        "that student's seat (the old membership stops working). A newer rejoin link for the same student ends "
+        "this one."
+    )
+    st.code(made[2], language=None, wrap_lines=True)
 
 
 def join_box() -> None:
@@ -277,6 +370,11 @@ def join_box() -> None:
     if joining and (who is None or who.code != joining) and not st.session_state.get(keys.BOARD_CODE):
         bind(keys.BOARD_CODE, joining)
     show_messages("board.join")  # above the box: seen whether it is open or folded
+    back = board_state.take_rejoined()
+    if back is not None and who is not None:
+        st.success(
+            f"You are back in class {back[0]} as {esc(back[1], 40)}: this browser keeps it.", icon=":material/login:"
+        )
     show_messages("board.handin")
     if who is not None and who.from_cookie:  # a shared computer: the previous student's membership, maybe
         st.warning(

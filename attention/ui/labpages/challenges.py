@@ -104,9 +104,15 @@ def _offer(c: ch.Challenge, where: str, heading: str | None) -> None:
             args=(c,),
             icon=":material/flag:",
         )
+        handing = (
+            "once you joined your class, a solve you reach by your own edits is handed in as it happens (a link "
+            "shows numbers, it hands nothing in)"
+            if classboard.board() is not None
+            else "your link opens your numbers, solved or not, for whoever you send it to"
+        )
         st.caption(
             'Start replaces the numbers on every page with the challenge\'s own; "Back to my numbers from before" '
-            "brings yours back. While it runs, the address carries it: a reload keeps it, and your link hands it in."
+            f"brings yours back. While it runs, the address carries it: a reload keeps it, and {handing}."
         )
 
 

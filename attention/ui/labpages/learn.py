@@ -11,10 +11,12 @@ import streamlit as st
 
 from ... import learn
 from ...errors import AttentionError
+from ...labs.challenges import locked_edit
 from ..address import url
 from ..core import compute, keys, session
 from ..core.learned import LR_RANGE, MAX_STEPS, OPTIMISERS, TARGETS, Learned, LearnSettings, learnable
 from ..core.text import esc, quoted
+from ..state import challenges as state_challenges
 from ..state import core as state_core
 from ..state import learning as state_learning
 from ..state import pins
@@ -41,11 +43,34 @@ def _key(s: session.Session, name: str) -> str:
 def body(s: session.Session) -> None:
     """Settings, the Train button (training runs in this script run, so its progress bar can move), the result."""
     settings_panel(s)
+    _challenge_trap(s)
     clicked = st.button("Train", type="primary", key=keys.LEARN_TRAIN, icon=":material/model_training:")
     show_messages("learn.train")
     if clicked:
         train(s)
     learnviews.result(s)
+
+
+def _challenge_trap(s: session.Session) -> None:
+    """Said before training while a challenge runs: training starts from the challenge's numbers, and what it would
+    change of a locked matrix cannot be used (Use these weights is refused), with the button that stops it."""
+    if s.challenge is None:
+        return
+    locked = [k for k in s.learn.learn if k in s.matrices and locked_edit(s.challenge, k) is not None]
+    if not locked:
+        return
+    st.warning(
+        f"The challenge {quoted(s.challenge.title, 120)} is running: training starts from its numbers, and "
+        f"{' and '.join(locked)} {'is' if len(locked) == 1 else 'are'} locked while it runs, so *Use these weights* "
+        "would be refused. Stop the challenge first to use what you train (your numbers stay as they are).",
+        icon=":material/lock:",
+    )
+    st.button(
+        "Stop the challenge",
+        key=keys.LEARN_STOP_CHALLENGE,
+        on_click=state_challenges.stop_challenge,
+        icon=":material/stop_circle:",
+    )
 
 
 # ------------------------------------------------------------------------------------------ settings

@@ -7,19 +7,19 @@ as, whether the teacher key was given, which class the teacher page shows) is ke
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from datetime import UTC, datetime
 
+import numpy as np
 import streamlit as st
 
 from ...errors import AttentionError
-from ...io.board import BoardError, full_link, normal_code
-from ...labs.challenges import Challenge, Progress, fingerprint
+from ...io.board import BoardError, Removed, full_link, normal_code
+from ...labs import copies
+from ...labs.challenges import Challenge, Progress, challenge_preset, fingerprint
 from ..core import classboard, keys
 from ..core.classboard import NAMED, PASS_WRITE, SHOWN_AT, SHOWN_CLASS, TEACHER, Member
-from ..core.compute import matrix_digest
 from ..core.session import Session, get
-from ..core.text import esc, quoted
+from ..core.text import esc, plural, quoted
 from .core import say
 
 PENDING = "board.remove.pending"  # session_state: (class code, name) the teacher asked to remove, not yet confirmed
@@ -27,6 +27,11 @@ REMOVED = "board.removed"  # session_state: the Removed record of the student la
 RECORDED = "board.recorded"  # session_state: the (class code, challenge key) pairs this browser has handed in
 REFUSED = "board.refused"  # session_state: the pairs whose hand-in was refused since their goal was last unmet
 REPORTED = "board.reported"  # session_state: (class code, challenge key) -> the value last told the board
+CLOSING = "board.closing"  # session_state: the class code the teacher asked to close, not yet confirmed
+REJOINED = "board.rejoined"  # session_state: the (class code, name) a rejoin link gave back, said once on the page
+MARKED = "board.own.kept"  # session_state: the (token, own-work mark) last kept on the board (written once per state)
+ROSTER = "board.roster.drawn"  # session_state: the names the teacher's rename list was drawn with
+REJOIN_LINK = "board.rejoin.link"  # session_state: (class code, name, link) of the rejoin link last made here
 
 
 def join() -> None:
@@ -71,6 +76,42 @@ def rejoin(s: Session, member: Member) -> None:
     s.member = member
 
 
+def rejoined(s: Session, member: Member) -> None:
+    """A teacher's rejoin link gave this browser ``member`` back (``s``: the state being built): the page says so."""
+    s.member = member
+    st.session_state[REJOINED] = (member.code, member.name)
+
+
+def take_rejoined() -> tuple[str, str] | None:
+    """The (class code, name) a rejoin link gave back, taken once (said once), or None."""
+    return st.session_state.pop(REJOINED, None)
+
+
+def mark_kept(token: str, mark: str) -> bool:
+    """Whether the own-work ``mark`` was kept on the board for ``token`` already in this session; notes it if not."""
+    if st.session_state.get(MARKED) == (token, mark):
+        return True
+    st.session_state[MARKED] = (token, mark)
+    return False
+
+
+def mark_lost() -> None:
+    """The board could not keep the last own-work mark: try again on the next run."""
+    st.session_state.pop(MARKED, None)
+
+
+def roster_changed(names: tuple[str, ...]) -> bool:
+    """Whether the class's names differ from those the rename list was last drawn with (then kept as drawn)."""
+    was = st.session_state.get(ROSTER)
+    st.session_state[ROSTER] = names
+    return was is not None and was != names
+
+
+def roster_drawn(names: tuple[str, ...]) -> None:
+    """The rename list was drawn with ``names``."""
+    st.session_state[ROSTER] = names
+
+
 def leave() -> None:
     """Forget this browser's membership (a shared computer: the next student joins as themselves); the board keeps her
     row and her solves."""
@@ -112,6 +153,7 @@ def _show(code: str) -> None:
     st.session_state.pop(keys.BOARD_WHO, None)
     st.session_state.pop(REMOVED, None)
     st.session_state.pop(PENDING, None)
+    st.session_state.pop(CLOSING, None)
     for place in ("board.manage", "board.assign", "board.class"):  # what was said of another class
         get().messages.pop(place, None)
 
@@ -158,16 +200,20 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
         return None
     if s.arrived:  # not this student's own work: said once, until the goal is met again
         refused.add((who.code, cid))
+        _refused_on_board(who, cid, f"the numbers arrived whole, by {s.arrived}")
         said_md = f"Not handed in: {not_own(s.arrived)}"
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
     try:
         handed = full_link(f"{link}&class={who.code}", classboard.app_base())  # its page says if the class set it
-        first = board.record(who.code, who.token, cid, handed, numbers_digest(s))
+        first = board.record(who.code, who.token, cid, handed, handed_edits(s))
     except AttentionError as exc:
         if exc.field:  # refused (not set, class closed): said once, until the goal is met again
             refused.add((who.code, cid))
         said_md = f"Not handed in: {esc(_clause(exc.message), 300)}."
+        if exc.field and _closed(who.code):
+            _refused_on_board(who, cid, "solved after the class was closed")
+            said_md = f"Not handed in: class {who.code} was closed, so this solve was not recorded. {CLOSED_WORDS}"
         say("board.handin", "warning", said_md, anywhere=True)
         return said_md
     done.add((who.code, cid))
@@ -175,6 +221,24 @@ def hand_in(s: Session, progress: Progress, link: str) -> str | None:
     said_md = f"{said} to class {who.code}: {quoted(s.challenge.title, 80)}."
     say("board.handin", "success", said_md, anywhere=True)
     return said_md
+
+
+CLOSED_WORDS = "Tell your teacher, who can reopen the class; then reach the goal again."
+
+
+def _closed(code: str) -> bool:
+    """Whether class ``code`` is closed (False when the board cannot say just now)."""
+    try:
+        return classboard.board().is_closed(code)
+    except AttentionError:
+        return False
+
+
+def _refused_on_board(who: Member, cid: str, reason: str) -> None:
+    """Tell the board this student reached the goal but it was not handed in, and why (quietly when it cannot)."""
+    board = classboard.board()
+    with contextlib.suppress(AttentionError):
+        board.refuse(who.code, who.token, cid, reason)
 
 
 def set_for(s: Session) -> str | None:
@@ -199,10 +263,19 @@ def set_for(s: Session) -> str | None:
     )
 
 
-def numbers_digest(s: Session) -> str:
-    """A fingerprint of the numbers a solve hands in: every matrix the challenge lets the student edit, bit for bit."""
-    parts = [f"{name}:{matrix_digest(s.matrices[name])}" for name in sorted(s.challenge.editable) if name in s.matrices]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+def handed_edits(s: Session) -> str:
+    """What a solve hands in for the copy check: every cell of the matrices the challenge lets the student edit that
+    differs from the challenge's start, as typed, and whether its hint names it ("" when the start cannot load)."""
+    try:
+        start = challenge_preset(s.challenge).matrices()
+    except AttentionError:
+        return ""
+    editable = {n: np.asarray(start[n]).reshape(s.matrices[n].shape) for n in s.challenge.editable if n in s.matrices}
+    labels = {n: s.axis_labels(n, m.shape) for n, m in editable.items()}
+    try:
+        return copies.encode(copies.hand_in(editable, s.matrices, s.challenge.hint, labels))
+    except ValueError:  # a start of another shape (a reshaped state does not count anyway)
+        return ""
 
 
 def not_own(how: str) -> str:
@@ -242,15 +315,23 @@ def report(s: Session, progress: Progress) -> None:
 
 
 def standing(p: Progress) -> str:
-    """A goal's value now as the board shows it: "0.4123 (1 of 3 rows)", "✓ 0.6", or why it does not count."""
+    """A goal's value now as the board shows it: "0.4123 (1 of 3 rows)", "0.6 (goal met)", or why it does not count;
+    never a ✓, which on the board means handed in."""
     if p.blocked or p.value is None:
         return "does not count (locked matrix or options changed)"
     rows = f" ({p.rows_met} of {p.rows_total} rows)" if p.rows_total > 1 else ""
-    return f"{'✓ ' if p.met else ''}{p.value:.6g}{rows}"
+    return f"{p.value:.6g}{rows}{' (goal met)' if p.met else ''}"
+
+
+def _fresh() -> None:
+    """A new teacher action: what the page said of the last one goes (a rename's word does not stay on)."""
+    for place in ("board.manage", "board.assign"):
+        get().messages.pop(place, None)
 
 
 def assign(code: str, challenge: Challenge, link: str) -> None:
     """Set ``challenge`` (exactly as it is) for class ``code``: from now on its solves are handed in there."""
+    _fresh()
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -265,6 +346,7 @@ def assign(code: str, challenge: Challenge, link: str) -> None:
 
 def manage(code: str, action: str) -> None:
     """Rename the student picked in the teacher's box, ask before removing them, or close the class ``code``."""
+    _fresh()
     board = classboard.board()
     if board is None or not classboard.may_manage(code):
         return
@@ -276,25 +358,72 @@ def manage(code: str, action: str) -> None:
             st.session_state[keys.BOARD_RENAME] = ""  # the box starts empty for the next rename
             st.session_state[keys.BOARD_WHO] = None
             done_md = f"{quoted(name, 60)} is now {quoted(' '.join(new.split()), 60)}."
+        elif action == "rejoin":
+            ticket = board.rejoin_ticket(code, name)
+            link = full_link(f"challenges?rejoin={code}.{ticket}", classboard.app_base())
+            st.session_state[REJOIN_LINK] = (code, name, link)
+            return
         elif action == "remove":
             if not name:
                 raise BoardError("Choose a student first.", field="display name")
             st.session_state[PENDING] = (code, name)  # asked first: the page shows "Remove … ?"
             return
         else:
-            board.close_class(code)
-            done_md = (
-                f"Class {code} is closed: nobody can join it or hand in any more, and every teacher page showing it "
-                "has ended its session on it. Its board stays readable: show it again with its code."
-            )
+            st.session_state[CLOSING] = code  # asked first: the page shows "Close … ?"
+            return
     except AttentionError as exc:
         say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     say("board.manage", "success", done_md)
 
 
+def close(code: str, yes: bool) -> None:
+    """The answer to "Close class … ?": close it (this page goes on showing it, with Reopen; every other teacher page
+    showing it ends its session on it), or leave it open."""
+    _fresh()
+    board, asked = classboard.board(), st.session_state.pop(CLOSING, None)
+    if board is None or not classboard.may_manage(code) or asked != code:
+        return
+    if not yes:
+        say("board.manage", "info", f"Class {code} stays open. Nothing changed.")
+        return
+    try:
+        board.close_class(code)
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
+        return
+    st.session_state[SHOWN_AT] = datetime.now(UTC)  # this page keeps showing it, closed
+    say(
+        "board.manage",
+        "success",
+        f"Class {code} is closed: nobody can join it or hand in any more (a student who solves now is told so), "
+        "and every other teacher page showing it has ended its session on it. Its board stays readable; Reopen "
+        "undoes the close.",
+    )
+
+
+def reopen(code: str) -> None:
+    """Open the closed class ``code`` again."""
+    _fresh()
+    board = classboard.board()
+    if board is None or not classboard.may_manage(code):
+        return
+    try:
+        board.reopen_class(code)
+    except AttentionError as exc:
+        say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
+        return
+    say(
+        "board.manage",
+        "success",
+        f"Class {code} is open again: students join and hand in as before. A solve refused while it was closed is "
+        "handed in when its student reaches the goal again.",
+    )
+
+
 def remove(code: str, yes: bool) -> None:
     """The answer to "Remove … ?": take the student out (Undo brings them back), or leave everything as it was."""
+    _fresh()
     board, pending = classboard.board(), st.session_state.pop(PENDING, None)
     if board is None or not classboard.may_manage(code) or not pending or pending[0] != code:
         return
@@ -307,11 +436,13 @@ def remove(code: str, yes: bool) -> None:
         say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     st.session_state[keys.BOARD_WHO] = None
-    say("board.manage", "success", f"{quoted(pending[1], 60)} was taken out of class {code}, with every solve.")
+    taken = _with(_solves_of(st.session_state[REMOVED]))
+    say("board.manage", "success", f"{quoted(pending[1], 60)} was taken out of class {code}{taken}.")
 
 
 def undo_remove(code: str) -> None:
     """Bring back the student last removed from class ``code``, with their solves and progress."""
+    _fresh()
     board, removed = classboard.board(), st.session_state.get(REMOVED)
     if board is None or not classboard.may_manage(code) or removed is None or removed.code != code:
         return
@@ -321,7 +452,17 @@ def undo_remove(code: str) -> None:
         say("board.manage", "error", f"{esc(_clause(exc.message), 300)}. Nothing changed.")
         return
     st.session_state.pop(REMOVED, None)
-    say("board.manage", "success", f"{quoted(removed.name, 60)} is back in class {code}, with every solve.")
+    say("board.manage", "success", f"{quoted(removed.name, 60)} is back in class {code}{_with(_solves_of(removed))}.")
+
+
+def _solves_of(removed: Removed) -> int:
+    """How many solves went (or came back) with a removed student."""
+    return len(dict(removed.rows).get("board_solves", ()))
+
+
+def _with(n: int) -> str:
+    """ ", with 2 solves", or " (no solve was handed in)" for a student who handed nothing in."""
+    return f", with {plural(n, 'solve')}" if n else " (no solve was handed in)"
 
 
 def _clause(text: str) -> str:
