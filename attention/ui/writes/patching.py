@@ -19,11 +19,11 @@ import streamlit as st
 from ... import charts
 from ...errors import AttentionError
 from ...model import Estimate, Sweep
+from ...model.layers import probabilities
 from ...model.vocab import WordVocab
 from ..core import jobs, keys, models, session
 from ..core.text import esc
 from ..modelpages import answers, choose, runs
-from ..modelpages.walks import probabilities
 from ..state import inside
 from ..widgets import common as widgets
 
