@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from attention.model import lens, models_folder
-from attention.ui.core import models
-from tests.helpers.apptest import app, no_exception, put_inside
+from attention.ui.core import keys, models
+from tests.helpers.apptest import app, no_exception, put_inside, session, texts
 
 NAME = "SmolLM2-135M-Instruct"
 PROMPT = "The capital of France is"
@@ -54,3 +54,23 @@ def test_the_lens_ranks_and_probabilities_on_smollm2_are_the_logits_in_float64(s
         assert value > 0 and abs(value - p) <= 0.5 * 10.0 ** -(len(number.split(".")[1].split("e")[0])) * max(p, 1)
     assert "(rank 4,316)" in table[column].iloc[0]  # the embeddings row, as transformers ranks it (docs/models.md)
     assert "(rank 1)" in table[column].iloc[-1]  # " Paris" is the model's prediction
+
+
+@pytest.mark.parametrize("page", ["logit_lens", "attribution", "routes"])
+def test_each_model_page_says_which_position_it_reads(page: str) -> None:
+    at = app(page)
+    no_exception(at)
+    ids, position = session(at).inside.ids, session(at).inside.position
+    said = " ".join(texts(at.caption))
+    assert f"read position {position + 1} of {len(ids)}" in said.replace("**", "")
+    assert "Patching reads the last position of its own pair" in said
+    at = at.selectbox(key=keys.READOUT_POSITION).set_value(5).run()
+    assert "read position 6 of" in " ".join(texts(at.caption)).replace("**", "")
+
+
+def test_patching_says_it_reads_its_pairs_last_position() -> None:
+    at = app("patching")
+    no_exception(at)
+    n = len(session(at).patching.clean)
+    said = " ".join(texts(at.markdown)).replace("**", "")
+    assert f"At position {n} of {n}" in said and "read the position chosen on Every head" in said

@@ -193,6 +193,17 @@ def where(position: int, token: int) -> str:
     return f"position {position + 1} (“{esc(runs.pieces([ids[position]])[0], 40)}”), token “{esc(piece(token), 40)}”"
 
 
+def position_note() -> str:
+    """Which position the Logit lens, Attribution and Routes read, and why (escaped Markdown): the one chosen here
+    and on Every head (the address's ``at``); Patching reads its own pair's last position, and says so."""
+    ids, position, _ = inside.current()
+    return (
+        f"These pages read **position {position + 1} of {len(ids)}** (“{esc(runs.pieces([ids[position]])[0], 40)}”): "
+        "the one chosen here, shared by Every head, the Logit lens, Attribution and Routes. Patching reads the last "
+        "position of its own pair of texts instead: the prediction its corruption changes."
+    )
+
+
 def share_line(layer: int, head: int) -> str:
     """A head's card on Every head: its share of the prediction's logit (or the chosen token's) at the position
     chosen, as the Attribution page shows it (escaped Markdown)."""

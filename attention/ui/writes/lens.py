@@ -43,6 +43,7 @@ def reading() -> None:
     choose.whole_page_if_banner_went()
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
+    st.caption(readout.position_note())  # ours: numbers, the token escaped
     seen, _, token = readout.now()
     _, position, ablations = inside.current()
     names = layer_names(seen.probs.shape[0] - 1)

@@ -219,8 +219,11 @@ def result(est: Estimate, refined: jobs.Refined | None, p: session.Patching) -> 
     named = ", ".join(f"**{runs.name(la, h)}** ({v:.2f})" for la, h, v in top)
     how = "The heads that restore the most" + ("" if shares is not None else ", by the estimate")
     st.subheader("What each patch restores")
+    n, last = len(p.clean), esc(runs.pieces([p.clean[-1]])[0], 40)
     st.markdown(
-        f"At the last position, D = logit “{answer}” − logit “{wrong}” is **{est.clean:.3f}** after the clean text "
+        f"At **position {n} of {n}** (“{last}”), the pair's last (its prediction is the one the corruption changes; "
+        "the Logit lens, Attribution and Routes read the position chosen on Every head, in their own text), "
+        f"D = logit “{answer}” − logit “{wrong}” is **{est.clean:.3f}** after the clean text "
         f"and **{est.corrupt:.3f}** after the corrupted one. Each cell is the share of that difference a patch "
         "restores: (D patched − D corrupted) / (D clean − D corrupted); **1** (red) gives the clean run's difference, "
         "**0** (white) changes nothing, below 0 (blue) moves it the other way. "

@@ -58,6 +58,7 @@ def graph() -> None:
     """The controls, the graph, the keyboard's way to open a head's edge, the strongest routes, a part as tokens."""
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
+    st.caption(readout.position_note())  # ours: numbers, the token escaped
     threshold_control()
     found_now = now()
     if isinstance(found_now, str):
