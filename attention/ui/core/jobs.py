@@ -8,7 +8,7 @@ are remembered, so a page polls a job by its id and a finished result is shown a
 - :func:`train`: :func:`attention.model.induction.recipe_model` trained on the recipe's batches for ``steps`` steps
   (the learning rate held for ``hold`` steps, then falling), every step's loss recorded as it goes; its result is the
   trained model, held (:func:`attention.ui.core.models.hold`, kind "trained"), by id.
-- :func:`estimate`: attribution patching's estimate of every patch (:func:`attention.model.estimate`), made at
+- :func:`estimate`: the gradients' estimate of every patch (:func:`attention.model.estimate`), made at
   once in the page's own thread and kept by content.
 - :func:`patch`: exact patching (:func:`attention.model.sweep`) of a clean and a corrupted text on a model, within
   a scope (the heads, the stream, or both; chosen layers), all asked as one :class:`PatchRequest` (which
@@ -228,8 +228,8 @@ class PatchRequest:
 
 @dataclass(frozen=True)
 class Refined:
-    """A patching job's result: ``estimate`` attribution patching's; ``exact`` the sweep within the job's scope (NaN
-    outside it); ``together`` the TOGETHER heads with the largest exact single shares, as (their (layer, head)
+    """A patching job's result: ``estimate`` the gradients' (integrated on the path); ``exact`` the sweep within
+    the job's scope (NaN outside it); ``together`` the TOGETHER heads with the largest exact single shares, as (their (layer, head)
     pairs, the share of patching them together); None before they are made."""
 
     estimate: Estimate
@@ -242,7 +242,8 @@ ESTIMATES_KEPT = 16
 
 
 def estimate(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Estimate:
-    """Attribution patching's estimate of every head's and stream row's patch (one backward pass), kept by content.
+    """The estimate of every head's and stream row's patch from gradients on the path between the two runs
+    (:func:`attention.model.estimate`), kept by content.
     An AttentionError when there is nothing to restore."""
     key = ("estimate", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong))
     with _LOCK:
@@ -297,7 +298,7 @@ def top_heads(p: object) -> tuple[str, str] | None:
     done = finished(patch_key(PatchRequest.of(p, est.answer, est.wrong)))
     exact = done.result.exact.heads if done is not None else None
     usable = exact is not None and np.isfinite(exact).any()
-    shares, how = (exact, "patched exactly") if usable else (est.heads, "by attribution patching's estimate")
+    shares, how = (exact, "patched exactly") if usable else (est.heads, "by the estimate")
     top = named(shares, TOGETHER)
     return ", ".join(f"layer {la + 1} · head {h + 1} ({v:.2f})" for la, h, v in top), how
 
