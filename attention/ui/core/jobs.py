@@ -229,8 +229,8 @@ class PatchRequest:
 @dataclass(frozen=True)
 class Refined:
     """A patching job's result: ``estimate`` the gradients' (integrated on the path); ``exact`` the sweep within
-    the job's scope (NaN outside it); ``together`` the TOGETHER heads with the largest exact single shares, as (their (layer, head)
-    pairs, the share of patching them together); None before they are made."""
+    the job's scope (NaN outside it); ``together`` the TOGETHER heads with the largest exact single shares, as
+    (their (layer, head) pairs, the share of patching them together); None before they are made."""
 
     estimate: Estimate
     exact: Sweep
