@@ -44,11 +44,10 @@ def draw(s: session.Session, tools: bool = True) -> None:
     if kind is parts.BLANK_KIND:
         _blank_sizes(s, sb)
     preset = s.origin.preset
-    bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
-    sb.number_input(
+    bind(keys.SB_SEED, str(s.seed if s.seed is not None else 0))
+    sb.text_input(  # a text box: a number box's browser refused a seed of 17 digits or more with a red frame alone
         f"Seed (0 to {names.MAX_SEED:,}): type it, then press Enter",
         key=keys.SB_SEED,
-        step=1,
         disabled=not kind.seeded or not preset.is_random,
         on_change=_seed,
         help=(
