@@ -163,3 +163,25 @@ def test_a_qk_norm_model_says_why_its_heads_do_not_open_in_words_on_routes_and_a
             assert all(WHAT[tiny_config(family).qk_norm_scope] in t for t in said), (family, page, said)
             picker = keys.ROUTES_PICK if page == "routes" else keys.READOUT_PICK
             assert all(box.disabled == shut for box in at.selectbox if box.key == picker), (family, page)
+
+
+def test_the_strongest_routes_say_a_run_of_the_streams_hops_once() -> None:
+    """Issue 49 §3: a route read as about 60 hops of "⟶ residual ⟶". Each run of the stream's own hops is said once
+    ("stream to layer 2"), the stream's last hops up to the top are left unsaid, and every head on the route is
+    named in its order, from the engine's routes at the page's position and threshold."""
+    at = journey("routes")
+    i = session(at).inside
+    r = routes(ENGINE.run(list(i.ids)), i.position, i.threshold)
+    block = next(t for t in texts(at.markdown) if t.startswith("**The strongest routes**"))
+    lines = [line for line in shown(block).split("\n") if line[:1].isdigit() and "⟶" in line]
+    found = r.strongest(8)
+    assert len(lines) == len(found) and found
+    for line, (_, path) in zip(lines, found, strict=True):
+        assert "residual" not in line and "⟶ *stream to" not in line.split("*stream to", 1)[-1].split("⟶", 1)[0]
+        kinds = [e.kind for e in path]
+        last = max((k for k, kind in enumerate(kinds) if kind != "residual"), default=-1)
+        runs_ = sum(1 for k in range(last + 1) if kinds[k] == "residual" and (k == last or kinds[k + 1] != "residual"))
+        assert line.count("stream to") == (runs_ if last >= 0 else 1), (line, kinds)
+        heads = [f"layer {e.layer + 1} · head {e.head + 1}" for e in path if e.kind == "head"]
+        assert [h for h in heads if h in line] == heads and line.count(" · head ") == len(heads), line
+        assert line.count("⟶") == len(heads) * 2 + line.count("stream to") + line.count("MLP") * 1, line

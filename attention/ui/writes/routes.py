@@ -213,18 +213,31 @@ def strongest(r: Routes) -> str:
 
 
 def route_text(path: tuple[Edge, ...], levels: tuple[str, ...]) -> str:
-    """A route as its nodes and what carries it between them: "“fa” 1 (embeddings) ⟶ layer 1 · head 2 ⟶ “bi” 2
-    (layer 1) ⟶ …", tokens escaped."""
+    """A route as a person follows it: its token at the bottom, each head and MLP it passes, a run of the stream's
+    own hops said once ("stream to layer 24 attention"), and the token a head moves it to: "“fa” 1 (embeddings) ⟶
+    *MLP 1* ⟶ *stream to layer 2 attention* ⟶ *layer 2 · head 1* ⟶ “bi” 2 (layer 2 attention)". The stream's last
+    hops up to the top, at the same position, are left unsaid. Tokens escaped."""
     ids = inside.now().ids
 
     def node(level: int, p: int) -> str:
         return f"“{esc(runs.pieces([ids[p]])[0], 30)}” {p + 1} ({levels[level]})"
 
-    out = node(path[0].below, path[0].source)
-    for e in path:
-        via = runs.name(e.layer, e.head) if e.kind == "head" else "MLP" if e.kind == "mlp" else "residual"
-        out += f" ⟶ *{via}* ⟶ {node(e.above, e.target)}"
-    return out
+    last = max((k for k, e in enumerate(path) if e.kind != "residual"), default=-1)  # the stream carries it on
+    out = [node(path[0].below, path[0].source)]
+    for k, e in enumerate(path[: last + 1]):
+        if e.kind == "residual":
+            if k + 1 <= last and path[k + 1].kind == "residual":
+                continue  # one hop of a run: the run is said once, at its end
+            out.append(f"*stream to {levels[e.above]}*")
+        elif e.kind == "mlp":
+            out.append(f"*MLP {e.layer + 1}*")
+        else:
+            out += [f"*{runs.name(e.layer, e.head)}*", node(e.above, e.target)]
+    if last < 0:  # the stream alone: the token carried up at its own position
+        out.append(f"*stream to {levels[path[-1].above]}*")
+    elif path[last].kind == "mlp":
+        out.append(node(path[last].above, path[last].target))
+    return " ⟶ ".join(out)
 
 
 def read_part(r: Routes) -> None:
