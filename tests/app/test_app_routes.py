@@ -185,3 +185,14 @@ def test_the_strongest_routes_say_a_run_of_the_streams_hops_once() -> None:
         heads = [f"layer {e.layer + 1} · head {e.head + 1}" for e in path if e.kind == "head"]
         assert [h for h in heads if h in line] == heads and line.count(" · head ") == len(heads), line
         assert line.count("⟶") == len(heads) * 2 + line.count("stream to") + line.count("MLP") * 1, line
+
+
+def test_read_a_part_opens_on_the_strongest_routes_largest_part() -> None:
+    """Issue 49 §3: "Read a part as tokens" opened on the first part in order (L1H2, which does not promote the
+    prediction); it opens on the head or MLP with the largest share on the strongest route, from the engine's."""
+    at = journey("routes")
+    i = session(at).inside
+    r = routes(ENGINE.run(list(i.ids)), i.position, i.threshold)
+    _, path = r.strongest(1)[0]
+    best = max((e for e in path if e.kind in ("head", "mlp")), key=lambda e: e.share)
+    assert at.selectbox(key=keys.ROUTES_PART).value == (best.layer, best.head)

@@ -240,6 +240,14 @@ def route_text(path: tuple[Edge, ...], levels: tuple[str, ...]) -> str:
     return " ⟶ ".join(out)
 
 
+def first_part(r: Routes) -> tuple[int, int] | None:
+    """The head or MLP with the largest share on the strongest route, as (layer, head; −1 for an MLP), or None."""
+    best = r.strongest(1)
+    on = [e for e in (best[0][1] if best else ()) if e.kind in ("head", "mlp")]
+    return max(((e.layer, e.head) for e in on), key=lambda p: max(e.share for e in on if (e.layer, e.head) == p),
+               default=None)
+
+
 def read_part(r: Routes) -> None:
     """The graph's nodes as tokens: any head or MLP with an edge on the graph, what it pushes toward at the top."""
     parts = sorted({(e.layer, e.head) for e in r.edges if e.kind in ("head", "mlp")})
@@ -249,6 +257,7 @@ def read_part(r: Routes) -> None:
     chosen = st.selectbox(
         f"Read a part of the graph as tokens (what it writes at position {r.position + 1})",
         parts,
+        index=parts.index(first_part(r) or parts[0]),  # opens on the strongest route's largest part
         format_func=lambda p: names.get(p, str(p)),
         key=keys.ROUTES_PART,
     )
