@@ -196,3 +196,22 @@ def test_read_a_part_opens_on_the_strongest_routes_largest_part() -> None:
     _, path = r.strongest(1)[0]
     best = max((e for e in path if e.kind in ("head", "mlp")), key=lambda e: e.share)
     assert at.selectbox(key=keys.ROUTES_PART).value == (best.layer, best.head)
+
+
+def test_a_head_attribution_ranks_high_but_no_route_holds_is_named_with_its_share() -> None:
+    """Issue 49 §3: with a high threshold, a head among Attribution's top three that no edge holds is named, with its
+    share of the logit from the engine's attribute(), and the page says why routes and attribution can differ."""
+    at = journey("routes")
+    at = at.slider(key=keys.ROUTES_THRESHOLD).set_value(0.3).run()
+    no_exception(at)
+    i = session(at).inside
+    run = ENGINE.run(list(i.ids))
+    r, a = routes(run, i.position, i.threshold), attribute(run, i.position)
+    on = {(e.layer, e.head) for e in r.edges if e.kind == "head"}
+    top = [divmod(int(k), 2) for k in np.argsort(-np.abs(a.heads), axis=None)[:3]]
+    off = [(la, h) for la, h in top if (la, h) not in on]
+    said = " ".join(texts(at.caption))
+    assert off, "at 0.3 some top head is off the graph"
+    for la, h in off:
+        assert f"layer {la + 1} · head {h + 1} (its attribution share {a.heads[la, h]:.3f})" in said, said
+    assert "what the prediction depends on" in said

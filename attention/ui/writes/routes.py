@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import streamlit as st
 
 from ... import charts
@@ -70,6 +71,9 @@ def graph() -> None:
     draw(found_now)
     pick_edge(found_now)
     st.markdown(strongest(found_now))  # ours: numbers, names, tokens escaped
+    missing = off_routes(found_now)
+    if missing:
+        st.caption(missing)  # ours: head names and numbers
     read_part(found_now)
 
 
@@ -238,6 +242,29 @@ def route_text(path: tuple[Edge, ...], levels: tuple[str, ...]) -> str:
     elif path[last].kind == "mlp":
         out.append(node(path[last].above, path[last].target))
     return " ⟶ ".join(out)
+
+
+RANKED = 3  # the heads with the largest attribution shares checked against the routes
+
+
+def off_routes(r: Routes) -> str:
+    """A note naming the heads Attribution ranks among its top :data:`RANKED` that no edge of the graph holds, with
+    their shares, and why that can be (empty when every one of them is on the graph)."""
+    _, att, _ = readout.now()
+    if isinstance(att, str):
+        return ""
+    on = {(e.layer, e.head) for e in r.edges if e.kind == "head"}
+    H = att.heads.shape[1]
+    top = [divmod(int(k), H) for k in np.argsort(-np.abs(att.heads), axis=None)[:RANKED]]
+    off = [(la, h) for la, h in top if (la, h) not in on]
+    if not off:
+        return ""
+    named = ", ".join(f"{runs.name(la, h)} (its attribution share {att.heads[la, h]:.3f})" for la, h in off)
+    return (
+        f"Ranked high by Attribution but on no route above {r.threshold:g}: {named}. A route measures how much of "
+        "each sum a part writes; Attribution and Patching measure what the prediction depends on: a head can write a "
+        "small part of a large stream and still move the logit most."
+    )
 
 
 def first_part(r: Routes) -> tuple[int, int] | None:
