@@ -65,7 +65,8 @@ class Gradients:
 class Estimate:
     """Attribution patching's estimate of every patch a :class:`~attention.model.Sweep` makes, in its units (the
     share of D_clean − D_corrupt restored): ``heads`` (layers, query heads), ``streams`` (layers, n); ``clean`` and
-    ``corrupt`` the two runs' D at ``position``."""
+    ``corrupt`` the two runs' D at ``position``; ``steps`` the integrated gradients' steps (0: the gradient at the
+    corrupted run alone, attribution patching)."""
 
     position: int
     answer: int
@@ -74,6 +75,7 @@ class Estimate:
     streams: np.ndarray
     clean: float
     corrupt: float
+    steps: int = 0
 
 
 def derivative(name: str, x: np.ndarray) -> np.ndarray:
@@ -235,6 +237,9 @@ def gradients(run: Run, position: int, answer: int, wrong: int) -> Gradients:
     return Gradients(t, answer, wrong, tuple(concat[::-1]), tuple(streams[::-1]), value)
 
 
+STEPS = 4  # integrated gradients' steps on the path from the corrupted run to the clean one (see :func:`estimate`)
+
+
 def estimate(
     model: Model,
     clean_ids: Sequence[int],
@@ -242,31 +247,67 @@ def estimate(
     position: int = -1,
     answer: int | None = None,
     wrong: int | None = None,
+    steps: int = STEPS,
 ) -> Estimate:
-    """Attribution patching: every patch :func:`.readout.sweep` makes (each head's output, each stream row entering
-    each layer, from the clean run into the corrupted one), estimated to first order from the gradient at the
-    corrupted run: share ≈ (a_clean − a_corrupt) · ∂D/∂a / (D_clean − D_corrupt). The same defaults and checks as
-    the sweep (answer the clean prediction, wrong the corrupted one)."""
+    """Every patch :func:`.readout.sweep` makes (each head's output, each stream row entering each layer, from the
+    clean run into the corrupted one), estimated from gradients: share ≈ (a_clean − a_corrupt) · ḡ / (D_clean −
+    D_corrupt), with ḡ the gradient ∂D/∂a averaged over ``steps`` runs on the straight path from the corrupted
+    embeddings to the clean ones (at α = (k + ½) / steps: integrated gradients, as EAP-IG, Hanna et al. 2024); with
+    ``steps`` 0, the gradient at the corrupted run alone (attribution patching, Nanda 2023).
+
+    Why the path: a head that acts through a later head's keys into a saturated softmax has no gradient at the
+    corrupted run (the softmax's tangent is flat there), so attribution patching gives it about 0 however much its
+    patch restores (Kramár et al. 2024 name this failure first); on the path the softmax leaves saturation and the
+    average gradient sees it. The same defaults and checks as the sweep (answer the clean prediction, wrong the
+    corrupted one)."""
     clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
     clean, corrupt = model.run(clean_ids), model.run(corrupt_ids)
     t = _position(clean, position)
     answer = int(np.argmax(clean.logits[t])) if answer is None else _token(model, answer, "answer")
     wrong = int(np.argmax(corrupt.logits[t])) if wrong is None else _token(model, wrong, "wrong")
     _differs(clean, corrupt, t, answer, wrong)
-    grads = gradients(corrupt, t, answer, wrong)
+    concat, streams_g = _path_gradients(model, clean, corrupt, t, answer, wrong, steps)
     d_clean = float(clean.logits[t, answer] - clean.logits[t, wrong])
     d_corrupt = float(corrupt.logits[t, answer] - corrupt.logits[t, wrong])
     span = d_clean - d_corrupt
     c = model.config
     heads = np.stack(
         [
-            ((clean.traces[la].concat - corrupt.traces[la].concat) * grads.concat[la])
+            ((clean.traces[la].concat - corrupt.traces[la].concat) * concat[la])
             .reshape(len(clean_ids), c.n_heads, c.d_head)
             .sum(axis=(0, 2))
             for la in range(c.n_layers)
         ]
     )  # (L, H)
     streams = np.stack(
-        [((clean.residuals[la] - corrupt.residuals[la]) * grads.streams[la]).sum(axis=-1) for la in range(c.n_layers)]
+        [((clean.residuals[la] - corrupt.residuals[la]) * streams_g[la]).sum(axis=-1) for la in range(c.n_layers)]
     )  # (L, n)
-    return Estimate(t, answer, wrong, heads / span, streams / span, d_clean, d_corrupt)
+    return Estimate(t, answer, wrong, heads / span, streams / span, d_clean, d_corrupt, steps)
+
+
+def _path_gradients(
+    model: Model, clean: Run, corrupt: Run, t: int, answer: int, wrong: int, steps: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """∂D/∂(each layer's concat) (n, H·dₕ) and ∂D/∂(each stream entering a layer) (n, d), at the corrupted run
+    (``steps`` 0) or averaged over the runs whose embeddings lie on the path to the clean ones."""
+    if steps < 0 or steps > MAX_STEPS:
+        raise AttentionError(f"steps must be 0 to {MAX_STEPS}; got {steps}", field="steps")
+    if steps == 0:
+        g = gradients(corrupt, t, answer, wrong)
+        return list(g.concat), list(g.streams[:-1])
+    start, end = corrupt.residuals[0], clean.residuals[0]  # (n, d) each: the embeddings
+    alphas = (np.arange(steps) + 0.5) / steps  # (K,): the midpoints of K equal pieces of the path
+    x0 = start + alphas[:, None, None] * (end - start)  # (K, n, d)
+    ids = np.tile(np.asarray(corrupt.ids), (steps, 1))  # (K, n): one batch, its embeddings replaced by the path's
+    path = model.run(ids, hooks={"blocks.0.hook_resid_pre": lambda _v, _n: x0.astype(start.dtype)})
+    concat = [np.zeros_like(tr.concat) for tr in corrupt.traces]
+    streams = [np.zeros_like(x) for x in corrupt.residuals[:-1]]
+    for k in range(steps):
+        g = gradients(path.row(k), t, answer, wrong)
+        for la in range(model.config.n_layers):
+            concat[la] += g.concat[la] / steps
+            streams[la] += g.streams[la] / steps
+    return concat, streams
+
+
+MAX_STEPS = 64

@@ -72,6 +72,22 @@ def load(path: str | Path, dtype: type | np.dtype | None = None) -> Model:
     return Model(config, params, vocab, name=folder.name, dtype=chosen, notes=said + notes)
 
 
+def check(path: str | Path) -> None:
+    """Whether :func:`load` can open ``path``, from its headers alone (no weight is read): an AttentionError saying
+    why not (a missing or truncated file, a tensor past a GGUF's end, an unknown architecture, too large), else None.
+    What only the weights themselves show (a weight that is not finite) is found when the model is opened."""
+    if Path(path).is_file() and Path(path).suffix.lower() == GGUF:
+        from .gguf_file import GGUFFile
+
+        opened = GGUFFile(Path(path), MAX_FOLDER_BYTES)
+        precision(None, sum(math.prod(shape) for shape in param_shapes(opened.config).values()))
+        return
+    folder = _folder(Path(path))
+    _, config = read_family_config(_read_json(folder / "config.json", MAX_CONFIG_BYTES))
+    open_weights(folder)
+    precision(None, sum(math.prod(shape) for shape in param_shapes(config).values()))
+
+
 def load_gguf(path: Path, dtype: object = None) -> Model:
     """A GGUF file (:mod:`.gguf_file`) with the same bounds and precision rule as a folder: the file's size and the
     weights' size as computed are checked from its header, before the tokenizer is built and any tensor is read."""

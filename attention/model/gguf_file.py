@@ -23,6 +23,7 @@ subtracted, as transformers does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,10 +104,14 @@ def open_reader(path: Path, max_bytes: int) -> Any:
         raise AttentionError(
             f"{path.name} is not a GGUF file: it starts with {head!r}, not the magic {MAGIC!r}", field="file"
         )
-    import gguf
-
     try:
-        reader = gguf.GGUFReader(path, "r")
+        reader = _reader_class()(path, "r")
+    except _Truncated as cut:
+        raise AttentionError(
+            f"{path.name} is truncated: tensor {cut.name!r} should be {cut.expected:,} bytes, but the file ends "
+            f"{cut.actual:,} bytes into it (the file has {size:,} bytes)",
+            field="file",
+        ) from None
     except Exception as exc:  # the reader raises ValueError, IndexError ... on a truncated or malformed file
         raise AttentionError(
             f"{path.name} could not be read as a GGUF file (truncated or malformed): {str(exc)[:200]}", field="file"
@@ -119,6 +124,35 @@ def open_reader(path: Path, max_bytes: int) -> Any:
                 field="file",
             )
     return reader
+
+
+class _Truncated(Exception):
+    """A tensor that runs past the file's end: its name, its size in bytes, and how many of them the file holds."""
+
+    def __init__(self, name: str, expected: int, actual: int):
+        super().__init__(name)
+        self.name, self.expected, self.actual = name, expected, actual
+
+
+@functools.cache
+def _reader_class() -> type:
+    """gguf's GGUFReader, checking every tensor's extent against the file's size before it maps the tensors (where
+    a truncated file fails with numpy's "cannot reshape array of size …", which names nothing)."""
+    import gguf
+
+    class Checked(gguf.GGUFReader):
+        def _build_tensors(self, start_offs: int, fields: list) -> None:
+            for field in fields:
+                _, name, _, dims, raw_type, offset = field.parts
+                block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(int(raw_type[0]))]
+                expected = int(np.prod(dims, dtype=np.int64)) * size // block  # bytes
+                begin = int(start_offs + offset[0])
+                if begin + expected > len(self.data):
+                    actual = max(0, len(self.data) - begin)
+                    raise _Truncated(bytes(name).decode("utf-8", "replace")[:100], expected, actual)
+            super()._build_tensors(start_offs, fields)
+
+    return Checked
 
 
 class Metadata:

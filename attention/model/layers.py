@@ -96,3 +96,17 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     """log softmax over the last axis, shifted by each row's max (never overflows)."""
     shifted = logits - logits.max(axis=-1, keepdims=True)  # (..., V)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., V)
+
+
+def probabilities(logits: np.ndarray) -> np.ndarray:
+    """softmax over the last axis in float64, whatever the logits' dtype: the one home of every probability a page
+    shows. In float32 most of a 49,152-token vocabulary's probabilities underflow to 0 (e^-104 is float32's
+    smallest), so ranks and small probabilities read off them would be wrong."""
+    return np.exp(log_softmax(np.asarray(logits, dtype=np.float64)))  # (..., V)
+
+
+def ranks(logits: np.ndarray, token: int) -> np.ndarray:
+    """The rank of ``token`` in each row of logits (1: the largest), read off the logits themselves, never off
+    probabilities (which underflow): 1 + how many tokens have a strictly larger logit. (..., V) -> (...)."""
+    z = np.asarray(logits, dtype=np.float64)  # (..., V)
+    return (z > z[..., token : token + 1]).sum(axis=-1) + 1  # (...)

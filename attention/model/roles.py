@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import AttentionError
-from .layers import log_softmax
+from .layers import log_softmax, probabilities
 
 ROLES = ("previous-token", "induction", "first-token sink")
 ROLE_MIN = 0.25  # uniform causal attention over 24 tokens scores 0.12 previous-token and first-token
@@ -89,6 +89,6 @@ def half_losses(losses: np.ndarray, half: int) -> tuple[float, float]:
 
 def top_next(logits_row: np.ndarray, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """The k most likely next tokens (ids, most likely first) and their probabilities, from one row of logits."""
-    p = np.exp(log_softmax(np.asarray(logits_row, dtype=np.float64)))  # (V,)
+    p = probabilities(logits_row)  # (V,), float64
     best = np.argsort(-p, kind="stable")[:k]
     return best, p[best]

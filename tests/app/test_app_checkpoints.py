@@ -88,9 +88,9 @@ def test_the_servers_folder_is_listed_and_opened_with_transformers_numbers(serve
     assert chooser.options == [
         "The shipped induction model (2 layers × 2 heads)",
         "tiny (on this server)",
-        "gone (on this server)",
+        "gone (on this server) · cannot be opened: there is no file or folder 'nothing_here'",
         *_packaged_labels(),
-    ]  # "bad name" is not a name: left out (the log says why)
+    ]  # "bad name" is not a name: left out (the log says why); a folder that is not there is marked, with why
     at = _choose(at, "server:tiny")
     assert session(at).inside.model == "server:tiny"
     half = _tokenize(folder, DEFAULT)

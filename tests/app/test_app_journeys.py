@@ -72,7 +72,7 @@ def test_seed_redraws_only_the_random_parts() -> None:
     at = edit_cell(at, "W_q", 0, "q1", 9.0)
     at = goto(at, "tokens")
     at = edit_cell(at, "X", 0, "d1", 5.0)  # a fixed part, edited: must be kept
-    at = at.number_input(key="sb.seed").set_value(1).run()
+    at = at.text_input(key="sb.seed").input("1").run()
     no_exception(at)
     s = session(at)
     fresh = attention.load_preset("the_cat_sat", seed=1).matrices()
@@ -85,7 +85,7 @@ def test_seed_redraws_only_the_random_parts() -> None:
 
 def test_seed_control_is_disabled_for_fixed_presets() -> None:
     at = journey("weights", {"preset": "i_am_batman"})
-    assert at.number_input(key="sb.seed").disabled
+    assert at.text_input(key="sb.seed").disabled
 
 
 def test_reset_restores_the_preset() -> None:
@@ -201,7 +201,7 @@ def test_seed_after_resizing_keeps_the_shapes_and_never_crashes() -> None:
             goto(at, "weights"), "tokens"
         )  # fresh widgets (AppTest re-sends a widget set up from session state as blank)
         at = at.number_input(key=f"tok.dmodel.{session(at).version}").set_value(6).run()
-        at = at.number_input(key="sb.seed").set_value(5).run()
+        at = at.text_input(key="sb.seed").input("5").run()
         no_exception(at)
         assert not errors(at), (preset_id, errors(at))
         s = session(at)

@@ -66,10 +66,28 @@ def test_padding_really_chosen_is_named() -> None:
 
 def test_the_seed_says_its_range_in_its_label_and_its_error() -> None:
     at = app("tokens", {"preset": "random_seed_42"})
-    box = at.sidebar.number_input(key="sb.seed")
+    box = at.sidebar.text_input(key="sb.seed")
     assert f"0 to {names.MAX_SEED:,}" in box.label, box.label
-    at = box.set_value(-1).run()
+    at = box.input("-1").run()
     assert any(f"from 0 to {names.MAX_SEED:,}" in e and "-1 was not applied" in e for e in errors(at)), errors(at)
+
+
+BAD_SEEDS = ["12345678901", "8589934592", "12345678901234567890", "9" * 400, "1e3", "seven", "-1", "4.5"]
+
+
+@pytest.mark.parametrize("typed", BAD_SEEDS)
+def test_every_bad_seed_gets_the_same_clear_sentence(typed: str) -> None:
+    """Issue 49 §4: a seed of 20 digits only turned the number box red (its browser refused it, the reason on
+    hover); the seed is a text box now, so every bad seed reaches the server and gets the sentence an 11-digit one
+    got, the seed kept and put back in the box."""
+    at = app("tokens", {"preset": "random_seed_42"})
+    before = session(at).seed
+    at = at.sidebar.text_input(key="sb.seed").input(typed).run()
+    no_exception(at)
+    said = [e for e in errors(at) if e.startswith(f"the seed must be a whole number from 0 to {names.MAX_SEED:,};")]
+    assert len(said) == 1 and f"was not applied and the seed stays {before:,}." in said[0], errors(at)
+    assert typed[:20] in said[0].replace("\\", "") and session(at).seed == before
+    assert at.sidebar.text_input(key="sb.seed").value == str(before)
 
 
 def test_at_8_digits_the_editor_beside_links_to_every_column_at_once() -> None:

@@ -163,3 +163,55 @@ def test_a_qk_norm_model_says_why_its_heads_do_not_open_in_words_on_routes_and_a
             assert all(WHAT[tiny_config(family).qk_norm_scope] in t for t in said), (family, page, said)
             picker = keys.ROUTES_PICK if page == "routes" else keys.READOUT_PICK
             assert all(box.disabled == shut for box in at.selectbox if box.key == picker), (family, page)
+
+
+def test_the_strongest_routes_say_a_run_of_the_streams_hops_once() -> None:
+    """Issue 49 §3: a route read as about 60 hops of "⟶ residual ⟶". Each run of the stream's own hops is said once
+    ("stream to layer 2"), the stream's last hops up to the top are left unsaid, and every head on the route is
+    named in its order, from the engine's routes at the page's position and threshold."""
+    at = journey("routes")
+    i = session(at).inside
+    r = routes(ENGINE.run(list(i.ids)), i.position, i.threshold)
+    block = next(t for t in texts(at.markdown) if t.startswith("**The strongest routes**"))
+    lines = [line for line in shown(block).split("\n") if line[:1].isdigit() and "⟶" in line]
+    found = r.strongest(8)
+    assert len(lines) == len(found) and found
+    for line, (_, path) in zip(lines, found, strict=True):
+        assert "residual" not in line and "⟶ *stream to" not in line.split("*stream to", 1)[-1].split("⟶", 1)[0]
+        kinds = [e.kind for e in path]
+        last = max((k for k, kind in enumerate(kinds) if kind != "residual"), default=-1)
+        runs_ = sum(1 for k in range(last + 1) if kinds[k] == "residual" and (k == last or kinds[k + 1] != "residual"))
+        assert line.count("stream to") == (runs_ if last >= 0 else 1), (line, kinds)
+        heads = [f"layer {e.layer + 1} · head {e.head + 1}" for e in path if e.kind == "head"]
+        assert [h for h in heads if h in line] == heads and line.count(" · head ") == len(heads), line
+        assert line.count("⟶") == len(heads) * 2 + line.count("stream to") + line.count("MLP") * 1, line
+
+
+def test_read_a_part_opens_on_the_strongest_routes_largest_part() -> None:
+    """Issue 49 §3: "Read a part as tokens" opened on the first part in order (L1H2, which does not promote the
+    prediction); it opens on the head or MLP with the largest share on the strongest route, from the engine's."""
+    at = journey("routes")
+    i = session(at).inside
+    r = routes(ENGINE.run(list(i.ids)), i.position, i.threshold)
+    _, path = r.strongest(1)[0]
+    best = max((e for e in path if e.kind in ("head", "mlp")), key=lambda e: e.share)
+    assert at.selectbox(key=keys.ROUTES_PART).value == (best.layer, best.head)
+
+
+def test_a_head_attribution_ranks_high_but_no_route_holds_is_named_with_its_share() -> None:
+    """Issue 49 §3: with a high threshold, a head among Attribution's top three that no edge holds is named, with its
+    share of the logit from the engine's attribute(), and the page says why routes and attribution can differ."""
+    at = journey("routes")
+    at = at.slider(key=keys.ROUTES_THRESHOLD).set_value(0.3).run()
+    no_exception(at)
+    i = session(at).inside
+    run = ENGINE.run(list(i.ids))
+    r, a = routes(run, i.position, i.threshold), attribute(run, i.position)
+    on = {(e.layer, e.head) for e in r.edges if e.kind == "head"}
+    top = [divmod(int(k), 2) for k in np.argsort(-np.abs(a.heads), axis=None)[:3]]
+    off = [(la, h) for la, h in top if (la, h) not in on]
+    said = " ".join(texts(at.caption))
+    assert off, "at 0.3 some top head is off the graph"
+    for la, h in off:
+        assert f"layer {la + 1} · head {h + 1} (its attribution share {a.heads[la, h]:.3f})" in said, said
+    assert "what the prediction depends on" in said

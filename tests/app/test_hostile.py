@@ -246,8 +246,6 @@ NUMBERS = {
     "d_model 257": ("tokens", lambda s: f"tok.dmodel.{s.version}", 257, "d_model must be a whole number from 1 to 256"),
     "d_k 0": ("weights", lambda s: f"w.dk.{s.version}.x_w", 0, "d_k must be a whole number from 1 to 256"),
     "d_k 10**6": ("weights", lambda s: f"w.dk.{s.version}.x_w", 10**6, "d_k must be a whole number from 1 to 256"),
-    "seed -1": ("softmax", lambda s: "sb.seed", -1, "the seed must be a whole number from 0 to 4,294,967,295"),
-    "seed 2**33": ("softmax", lambda s: "sb.seed", 2**33, "the seed must be a whole number from 0 to 4,294,967,295"),
     "temperature 0": (
         "softmax",
         lambda s: "sb.temperature",

@@ -121,10 +121,10 @@ def test_a_new_blank_size_keeps_the_options_and_says_what_was_redrawn() -> None:
 
 def test_the_seed_is_off_with_a_reason_where_it_can_do_nothing() -> None:
     at = journey("overview", {"preset": "she_likes_coffee"})
-    assert at.number_input(key="sb.seed").disabled
+    assert at.text_input(key="sb.seed").disabled
     assert any("The seed is off" in c for c in texts(at.sidebar.caption))
     at = journey("overview", {"preset": "random_seed_42"})
-    assert not at.number_input(key="sb.seed").disabled
+    assert not at.text_input(key="sb.seed").disabled
 
 
 # ------------------------------------------------------------------ links

@@ -9,6 +9,7 @@ tells. The agreement with transformers' own GGUF loader is in tests/oracles/test
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gguf
@@ -142,9 +143,31 @@ def _refused(path: Path, match: str, monkeypatch: pytest.MonkeyPatch | None = No
 def test_a_truncated_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     whole = gguf_files.write(tmp_path / "whole.gguf", "llama", "Q8_0").read_bytes()
     message = r"cut.gguf could not be read as a GGUF file \(truncated or malformed\): "
-    for cut in (len(whole) - 1000, len(whole) // 3, 200, 6):  # in the last tensor, the data, the metadata, the header
+    for cut in (200, 6):  # in the metadata, the header: no tensor to name
         (tmp_path / "cut.gguf").write_bytes(whole[:cut])
         assert _refused(tmp_path / "cut.gguf", message, monkeypatch).field == "file"
+
+
+def test_a_file_cut_in_its_tensors_names_the_tensor_past_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first tensor that runs past the end, with its size and how much of it the file holds, from the whole
+    file's own layout as gguf reads it (numpy's "cannot reshape array of size …" named nothing)."""
+    path = gguf_files.write(tmp_path / "whole.gguf", "llama", "Q8_0")
+    whole, tensors = path.read_bytes(), gguf.GGUFReader(path).tensors
+    for cut in (len(whole) - 1000, len(whole) // 3, len(whole) // 2 + 1):  # in the last tensor, in the data
+        (tmp_path / "cut.gguf").write_bytes(whole[:cut])
+        past = min((t for t in tensors if t.data_offset + int(t.n_bytes) > cut), key=lambda t: t.data_offset)
+        held = max(0, cut - past.data_offset)
+        err = _refused(
+            tmp_path / "cut.gguf",
+            re.escape(
+                f"cut.gguf is truncated: tensor {past.name!r} should be {int(past.n_bytes):,} bytes, but the file ends "
+                f"{held:,} bytes into it (the file has {cut:,} bytes)"
+            ),
+            monkeypatch,
+        )
+        assert err.field == "file" and held < int(past.n_bytes)
 
 
 def test_a_file_without_the_magic_is_refused(tmp_path: Path) -> None:

@@ -183,8 +183,9 @@ PATCHING_BODY = (
     "Run the model on a **clean** text and on a **corrupted** copy with a token changed: the prediction at the end "
     "changes. Now run the corrupted text again, but take one head's output (or the residual stream at one layer and "
     "position) from the clean run: how much of the clean prediction comes back? Doing that for every head and every "
-    "stream row finds the heads that carry the difference, and where it travels (activation patching). One backward "
-    "pass estimates every patch at once (attribution patching); the exact patches then check the top heads. "
+    "stream row finds the heads that carry the difference, and where it travels (activation patching). Gradients "
+    "read at a few points between the two runs estimate every patch at once (integrated gradients); the exact "
+    "patches then check the top heads. "
 )
 
 READY_STORY = (  # the shipped model's ready-made pairs, whose heads the journey names

@@ -8,7 +8,7 @@ are remembered, so a page polls a job by its id and a finished result is shown a
 - :func:`train`: :func:`attention.model.induction.recipe_model` trained on the recipe's batches for ``steps`` steps
   (the learning rate held for ``hold`` steps, then falling), every step's loss recorded as it goes; its result is the
   trained model, held (:func:`attention.ui.core.models.hold`, kind "trained"), by id.
-- :func:`estimate`: attribution patching's estimate of every patch (:func:`attention.model.estimate`), made at
+- :func:`estimate`: the gradients' estimate of every patch (:func:`attention.model.estimate`), made at
   once in the page's own thread and kept by content.
 - :func:`patch`: exact patching (:func:`attention.model.sweep`) of a clean and a corrupted text on a model, within
   a scope (the heads, the stream, or both; chosen layers), all asked as one :class:`PatchRequest` (which
@@ -38,6 +38,7 @@ from ...model import Estimate, Sweep, induction, restored, sweep
 from ...model import estimate as atp_estimate
 from ...model import patch as patch_heads
 from ...model import train as train_model
+from ...model.readout import run_cost, sweep_costs
 from . import models
 from .cache import TraceCache, nothing
 
@@ -74,16 +75,30 @@ class Job:
     finished: threading.Event = field(default_factory=threading.Event)
     watchers: int = 1  # sessions waiting on it (a patching job is shared): the last one's Cancel stops it
     partial: object = None  # what a patching job has made so far (a Refined), for the page to show as it runs
+    costs: tuple[float, ...] = ()  # each step's relative cost (a patching job's, from the engine); () all alike
 
     @property
     def seconds_left(self) -> float | None:
         """The time the steps left should take at the pace so far (None before the first step is made)."""
         if self.done <= 0 or self.state != "running":
             return None
-        return (time.perf_counter() - self.started) / self.done * (self.total - self.done)
+        return time_left(time.perf_counter() - self.started, self.done, self.total, self.costs)
 
 
-def _start(kind: str, total: int, work: Callable[[Job], object], key: tuple = ()) -> Job:
+def time_left(elapsed: float, done: int, total: int, costs: tuple[float, ...] = ()) -> float | None:
+    """The seconds the steps after the first ``done`` of ``total`` should take, at the pace measured so far: the
+    time per unit of cost of the steps made, times the cost of the steps still to run (``costs``, one per step: a
+    patching sweep's early layers cost more than its late ones, and a layer's batch is paid at its first patch);
+    with no costs, every step alike. None before anything measurable is made."""
+    if not costs:
+        return elapsed / done * (total - done) if done > 0 else None
+    made, rest = sum(costs[:done]), sum(costs[done:])
+    return elapsed / made * rest if made > 0 else None
+
+
+def _start(
+    kind: str, total: int, work: Callable[[Job], object], key: tuple = (), costs: tuple[float, ...] = ()
+) -> Job:
     """Run ``work(job)`` in a thread (its return value the result; None: cancelled); an AttentionError (nothing
     started) when :data:`RUNNING_MAX` jobs of this kind already run. A job with a ``key`` is shared: a running one
     of the same key (not cancelled) gains a watcher and is returned, as is a finished one, and nothing starts."""
@@ -96,7 +111,7 @@ def _start(kind: str, total: int, work: Callable[[Job], object], key: tuple = ()
             raise AttentionError(
                 BUSY[kind].format(running=running, most=RUNNING_MAX) + "; try again in a few seconds", field=kind
             )
-        job = Job(uuid.uuid4().hex, kind, total, key)
+        job = Job(uuid.uuid4().hex, kind, total, key, costs=costs)
         _JOBS[job.id] = job
         while len(_JOBS) > KEPT and (old := next((k for k, j in _JOBS.items() if j.state != "running"), None)):
             del _JOBS[old]
@@ -214,9 +229,9 @@ class PatchRequest:
 
 @dataclass(frozen=True)
 class Refined:
-    """A patching job's result: ``estimate`` attribution patching's; ``exact`` the sweep within the job's scope (NaN
-    outside it); ``together`` the TOGETHER heads with the largest exact single shares, as (their (layer, head)
-    pairs, the share of patching them together); None before they are made."""
+    """A patching job's result: ``estimate`` the gradients' (integrated on the path); ``exact`` the sweep within
+    the job's scope (NaN outside it); ``together`` the TOGETHER heads with the largest exact single shares, as
+    (their (layer, head) pairs, the share of patching them together); None before they are made."""
 
     estimate: Estimate
     exact: Sweep
@@ -228,7 +243,8 @@ _ESTIMATES = TraceCache(max_bytes=0, max_entries=ESTIMATES_KEPT, ttl=3600, measu
 
 
 def estimate(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int, wrong: int) -> Estimate:
-    """Attribution patching's estimate of every head's and stream row's patch (one backward pass), kept by content.
+    """The estimate of every head's and stream row's patch from gradients on the path between the two runs
+    (:func:`attention.model.estimate`), kept by content.
     An AttentionError when there is nothing to restore."""
     key = ("estimate", model_id, tuple(clean), tuple(corrupt), int(answer), int(wrong))
     return _ESTIMATES.get(key, lambda: _estimated(model_id, clean, corrupt, answer, wrong))
@@ -280,7 +296,7 @@ def top_heads(p: object) -> tuple[str, str] | None:
     done = finished(patch_key(PatchRequest.of(p, est.answer, est.wrong)))
     exact = done.result.exact.heads if done is not None else None
     usable = exact is not None and np.isfinite(exact).any()
-    shares, how = (exact, "patched exactly") if usable else (est.heads, "by attribution patching's estimate")
+    shares, how = (exact, "patched exactly") if usable else (est.heads, "by the estimate")
     top = named(shares, TOGETHER)
     return ", ".join(f"layer {la + 1} · head {h + 1} ({v:.2f})" for la, h, v in top), how
 
@@ -354,7 +370,12 @@ def patch(r: PatchRequest) -> Job:
             exact = more if top is None else _merged(top, more)
         return Refined(est, exact, together)
 
-    return _start("patch", max(len(plan), 1), work, key)
+    differ = next((i for i, (a, b) in enumerate(zip(clean, corrupt, strict=True)) if a != b), 0)
+    parts = [first, plan[len(first) :]] if first else [plan]
+    costs = sweep_costs(m.config.n_layers, differ, len(clean) - 1, parts)  # the time left follows them
+    if first and len(plan) > len(first):  # the top heads patched together run before the rest's first patch
+        costs[len(first)] += run_cost(m.config.n_layers, len(clean))
+    return _start("patch", max(len(plan), 1), work, key, tuple(costs))
 
 
 def _together(m: object, clean: tuple, corrupt: tuple, answer: int, wrong: int, top: Sweep) -> tuple | None:

@@ -34,7 +34,7 @@ import streamlit as st
 from ...errors import AttentionError
 from ...io import presets as presets_mod
 from ...io.presets import Preset
-from ...model import Model, ablate, builtin, load, models_folder
+from ...model import Model, ablate, builtin, checkpoint, load, models_folder
 from ...model.induction import SHORTEST, history, sequences
 from ...model.vocab import WordVocab
 
@@ -82,8 +82,50 @@ def server_folders() -> dict[str, Path]:
 def offered() -> dict[str, str]:
     """The models this server offers every learner, by id: their labels in the model chooser."""
     out = {BUILTIN: "The shipped induction model (2 layers × 2 heads)"}
-    out.update({SERVER + name: f"{name} (on this server)" for name in server_folders()})
+    for name, path in server_folders().items():
+        why = problem(path)
+        out[SERVER + name] = f"{name} (on this server)" + (f" · cannot be opened: {why}" if why else "")
     return out
+
+
+CHECK_WAIT = 0.3  # s a chooser waits for a checkpoint's first check (a small one's); a larger one is marked later
+_CHECKS: dict[tuple, str | None] = {}  # (path, size, time of change) -> why it cannot be opened, or None
+_CHECKING: dict[tuple, threading.Event] = {}  # checks started (kept: the result is in _CHECKS once set)
+_CHECK_LOCK = threading.Lock()
+
+
+def problem(path: Path) -> str | None:
+    """Why the checkpoint at ``path`` cannot be opened, from its headers (:func:`attention.model.checkpoint.check`),
+    or None (also while it is being checked: a GGUF's header with a large tokenizer takes seconds, so the check runs
+    in a thread and the chooser marks the model once it is known). Checked once per version of the file."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return f"there is no file or folder {path.name[:MAX_NAME]!r}"
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _CHECK_LOCK:
+        if key in _CHECKS:
+            return _CHECKS[key]
+        if key in _CHECKING:
+            return None  # being checked: the chooser does not wait again
+        done = _CHECKING[key] = threading.Event()
+    threading.Thread(target=_check, args=(key, done), name="check-model", daemon=True).start()
+    done.wait(CHECK_WAIT)
+    with _CHECK_LOCK:
+        return _CHECKS.get(key)
+
+
+def _check(key: tuple, done: threading.Event) -> None:
+    try:
+        checkpoint.check(key[0])
+        why = None
+    except AttentionError as e:
+        why = str(e)[:300]
+    except Exception as e:  # a header no check foresaw: said in the chooser, never raised there
+        why = f"it could not be read ({type(e).__name__})"
+    with _CHECK_LOCK:
+        _CHECKS[key] = why
+    done.set()
 
 
 def travels(model_id: str) -> bool:

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ... import charts
 from ...model import roles
+from ...model.layers import probabilities
 from ..core import keys, session
 from ..core.text import esc
 from ..state import inside
@@ -172,8 +173,7 @@ def predictions(now: runs.Measured, base: runs.Measured, position: int) -> None:
     if not every.open:  # its table is built only while it is open: opening it writes the predictions again
         return
     with every:
-        probs = np.exp(now.logits - now.logits.max(axis=-1, keepdims=True))
-        probs /= probs.sum(axis=-1, keepdims=True)  # (n, V)
+        probs = probabilities(now.logits)  # (n, V), float64
         top = probs.argmax(axis=-1)  # (n,)
         rows = {
             "position": np.arange(1, n + 1),
@@ -217,6 +217,5 @@ def loss_metrics(now: runs.Measured, base: runs.Measured, changed: str | None) -
 
 
 def next_probs(logits_row: np.ndarray) -> np.ndarray:
-    """The next-token probabilities of one row of logits: softmax, (V,) -> (V,)."""
-    p = np.exp(logits_row - logits_row.max())  # (V,)
-    return p / p.sum()
+    """The next-token probabilities of one row of logits: softmax in float64, (V,) -> (V,)."""
+    return probabilities(logits_row)  # (V,)

@@ -21,7 +21,7 @@ from ...errors import AttentionError
 from ...model import Attribution, attribute, lens, pushes
 from ...model.config import Config
 from ...model.interventions import ablate
-from ...model.layers import log_softmax
+from ...model.layers import probabilities, ranks
 from ..core import keys, models, session
 from ..core.text import esc
 from ..state import inside
@@ -102,13 +102,19 @@ def attribution_rule(c: Config, scale: float) -> str:
 
 @dataclass(frozen=True)
 class Lensed:
-    """The lens at one position, as the page shows it: ``probs`` (layers + 1, V) the softmax of each row of
-    :func:`attention.model.lens` (row 0 after the embeddings, row l after layer l); ``top`` (layers + 1, TOP) each
+    """The lens at one position, as the page shows it: ``logits`` (layers + 1, V) each row of
+    :func:`attention.model.lens` (row 0 after the embeddings, row l after layer l) and ``probs`` their softmax, both in
+    float64 (float32 probabilities underflow to 0 for most of a large vocabulary); ``top`` (layers + 1, TOP) each
     row's most likely tokens; ``prediction`` the model's own (the last row's top token)."""
 
+    logits: np.ndarray
     probs: np.ndarray
     top: np.ndarray
     prediction: int
+
+    def rank(self, token: int) -> np.ndarray:
+        """``token``'s rank in each row (1: the top token), read off the logits: (layers + 1,)."""
+        return ranks(self.logits, token)
 
 
 def _run(model_id: str, ids: tuple[int, ...], ablations: tuple[runs.Ablation, ...]):  # noqa: ANN202 - a model Run
@@ -120,12 +126,12 @@ def _run(model_id: str, ids: tuple[int, ...], ablations: tuple[runs.Ablation, ..
 @functools.lru_cache(maxsize=8)  # a GPT-2 small lens is 13 × 50,257 probabilities (5 MB), SmolLM2's 12 MB
 def lensed(model_id: str, ids: tuple[int, ...], ablations: tuple, position: int) -> Lensed:
     """The logit lens of the model's run on ``ids`` (with ``ablations``) at ``position``, as probabilities."""
-    logits = lens(_run(model_id, ids, ablations), position)  # (L + 1, V)
-    probs = np.exp(log_softmax(logits))  # (L + 1, V)
-    some = np.argpartition(-probs, TOP - 1, axis=-1)[:, :TOP]  # (L + 1, TOP): the TOP largest, in any order
-    top = np.take_along_axis(some, np.argsort(-np.take_along_axis(probs, some, -1), axis=-1, kind="stable"), -1)
-    probs.flags.writeable = False
-    return Lensed(probs, top, int(top[-1, 0]))
+    logits = lens(_run(model_id, ids, ablations), position).astype(np.float64)  # (L + 1, V)
+    probs = probabilities(logits)  # (L + 1, V)
+    some = np.argpartition(-logits, TOP - 1, axis=-1)[:, :TOP]  # (L + 1, TOP): the TOP largest, in any order
+    top = np.take_along_axis(some, np.argsort(-np.take_along_axis(logits, some, -1), axis=-1, kind="stable"), -1)
+    logits.flags.writeable = probs.flags.writeable = False
+    return Lensed(logits, probs, top, int(top[-1, 0]))
 
 
 @functools.lru_cache(maxsize=64)
@@ -185,6 +191,17 @@ def where(position: int, token: int) -> str:
     """ "position 13 (“A”), token “B”", escaped, for the pages' sentences."""
     ids = inside.now().ids
     return f"position {position + 1} (“{esc(runs.pieces([ids[position]])[0], 40)}”), token “{esc(piece(token), 40)}”"
+
+
+def position_note() -> str:
+    """Which position the Logit lens, Attribution and Routes read, and why (escaped Markdown): the one chosen here
+    and on Every head (the address's ``at``); Patching reads its own pair's last position, and says so."""
+    ids, position, _ = inside.current()
+    return (
+        f"These pages read **position {position + 1} of {len(ids)}** (“{esc(runs.pieces([ids[position]])[0], 40)}”): "
+        "the one chosen here, shared by Every head, the Logit lens, Attribution and Routes. Patching reads the last "
+        "position of its own pair of texts instead: the prediction its corruption changes."
+    )
 
 
 def share_line(layer: int, head: int) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import kvcache
+from ...model.layers import probabilities
 from ...model.model import KVCache, Step
 from ..core import models
 from ..core.cache import TraceCache
@@ -50,12 +51,6 @@ class Walk:
     def cache_bytes(self) -> int:
         """The bytes the cache's arrays hold, counted from the arrays themselves."""
         return sum(K.nbytes + V.nbytes for K, V in self.cache)
-
-
-def probabilities(logits: np.ndarray) -> np.ndarray:
-    """softmax(logits) for one position: (V,) -> (V,)."""
-    p = np.exp(logits - logits.max())  # (V,)
-    return p / p.sum()
 
 
 def _said(step: Step) -> Said:

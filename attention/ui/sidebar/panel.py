@@ -72,11 +72,10 @@ SEED_CSS = "<style>.st-key-sb-seed [data-testid='InputInstructions'] { display: 
 def _seed_box(s: session.Session, sb: Any) -> None:
     """The seed: typed, then Enter; off (with why) for a preset with no random parts or a state that keeps none."""
     kind, preset = s.origin.kind, s.origin.preset
-    bind(keys.SB_SEED, s.seed if s.seed is not None else 0)
-    sb.number_input(
+    bind(keys.SB_SEED, str(s.seed if s.seed is not None else 0))
+    sb.text_input(  # a text box: a number box's browser refused a seed of 17 digits or more with a red frame alone
         f"Seed (0 to {names.MAX_SEED:,}): type it, then press Enter",
         key=keys.SB_SEED,
-        step=1,
         disabled=not kind.seeded or not preset.is_random,
         on_change=_seed,
         help=(

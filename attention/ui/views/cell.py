@@ -114,8 +114,8 @@ def softmax_steps(s: session.Session, trace: Trace, page_key: str) -> None:
     for tab in open_tab("softmax_steps", ["S'/T − shift", "exp(…)", "row sums"], s):
         if tab == "row sums":
             sums = {"shift subtracted": [e.shift for e in steps], "sum of exps": [e.row_sum for e in steps]}
-            height = number_tables.fit_height(len(steps))
-            st.dataframe(pd.DataFrame(sums, index=rows[: len(steps)]), width="stretch", height=height)
+            table = pd.DataFrame(sums, index=rows[: len(steps)])
+            number_tables.number_table(table, charts.decimals_for(table.to_numpy(), s.digits))  # the digits setting
             continue
         values = shifted if tab.startswith("S'") else exps
         number_tables.number_table(

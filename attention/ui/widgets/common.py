@@ -5,6 +5,7 @@ The tab and expander labels are always the dashboard's own names (matrix names, 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -83,7 +84,7 @@ def checked_number(
     after leaving at ``place`` "{what} must be a whole number from {span}; {value} was not applied and {stays}."
     (``span`` defaults to "lo to hi" with thousands separators, or in %g for a number that need not be whole).
     A refused value stays in the box: the caller puts the session's value back as its box requires."""
-    value = st.session_state.get(key)
+    value = typed_number(st.session_state.get(key))
     ok = (
         names.is_number(value)
         and math.isfinite(value)
@@ -98,11 +99,28 @@ def checked_number(
     return None
 
 
+TYPED_MAX = 40  # characters of a typed number read; a longer text is refused as it is
+WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+def typed_number(value: object) -> object:
+    """What a text box holds as a number: a whole number written in digits (an optional sign, spaces around, "_"
+    and "," between digits allowed) as an int, any length up to :data:`TYPED_MAX`; anything else as it was (refused
+    by the caller, with the text in its message). A number box's value passes through."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().replace("_", "").replace(",", "")
+    if len(text) <= TYPED_MAX and WHOLE.fullmatch(text):  # bounded before the pattern is tried
+        return int(text)
+    return value
+
+
 def whole_number(key: str, what: str, lo: int, hi: int, place: str, current: int) -> int | None:
-    """The whole number in widget ``key``, or None after leaving a message and putting ``current`` back."""
+    """The whole number in widget ``key`` (a number box, or a text box holding digits), or None after leaving a
+    message and putting ``current`` back (as text in a text box)."""
     value = checked_number(key, what, lo, hi, place, f"{what} stays {current:,}")
     if value is None:
-        st.session_state[key] = current
+        st.session_state[key] = str(current) if isinstance(st.session_state.get(key), str) else current
         return None
     return int(value)
 

@@ -43,6 +43,7 @@ def shares() -> None:
     choose.whole_page_if_banner_went()
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
+    st.caption(readout.position_note())  # ours: numbers, the token escaped
     _, att, token = readout.now()
     _, position, ablations = inside.current()
     if isinstance(att, str):  # the engine refused this run (a patched stream): said plainly, nothing drawn

@@ -43,6 +43,7 @@ def reading() -> None:
     choose.whole_page_if_banner_went()
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
+    st.caption(readout.position_note())  # ours: numbers, the token escaped
     seen, _, token = readout.now()
     _, position, ablations = inside.current()
     names = layer_names(seen.probs.shape[0] - 1)
@@ -86,7 +87,7 @@ def top_table(seen: readout.Lensed, names: list[str], token: int) -> pd.DataFram
     rows: dict[str, list[str]] = {}
     for k in range(readout.TOP):
         rows[f"top {k + 1}"] = [f"{readout.piece(int(t))}  {fmt(probs[r, t])}" for r, t in enumerate(seen.top[:, k])]
-    rank = (probs > probs[:, [token]]).sum(axis=-1) + 1  # (L + 1,)
+    rank = seen.rank(token)  # (L + 1,): off the logits, in float64
     rows[f"“{readout.piece(token)}”"] = [f"{fmt(p)} (rank {r:,})" for p, r in zip(probs[:, token], rank, strict=True)]
     return pd.DataFrame(rows, index=pd.Index(names, name="read after"))
 

@@ -19,11 +19,11 @@ import streamlit as st
 from ... import charts
 from ...errors import AttentionError
 from ...model import Estimate, Sweep
+from ...model.layers import probabilities
 from ...model.vocab import WordVocab
 from ..core import jobs, keys, models, session
 from ..core.text import esc
 from ..modelpages import answers, choose, runs
-from ..modelpages.walks import probabilities
 from ..state import inside
 from ..widgets import common as widgets
 
@@ -99,7 +99,7 @@ def scope(m: models.Model, p: session.Patching, running: bool) -> None:
     count = jobs.plan_count(c.n_layers, c.n_heads, len(p.clean), p.scope, p.layers)
     right.caption(
         f"{count:,} exact patches, each the corrupted run again from the patched layer on. The estimate below "
-        "costs one backward pass; the exact patches start with the heads it ranks highest."
+        "costs a few forward and backward passes; the exact patches start with the heads it ranks highest."
     )
 
 
@@ -219,8 +219,11 @@ def result(est: Estimate, refined: jobs.Refined | None, p: session.Patching) -> 
     named = ", ".join(f"**{runs.name(la, h)}** ({v:.2f})" for la, h, v in top)
     how = "The heads that restore the most" + ("" if shares is not None else ", by the estimate")
     st.subheader("What each patch restores")
+    n, last = len(p.clean), esc(runs.pieces([p.clean[-1]])[0], 40)
     st.markdown(
-        f"At the last position, D = logit “{answer}” − logit “{wrong}” is **{est.clean:.3f}** after the clean text "
+        f"At **position {n} of {n}** (“{last}”), the pair's last (its prediction is the one the corruption changes; "
+        "the Logit lens, Attribution and Routes read the position chosen on Every head, in their own text), "
+        f"D = logit “{answer}” − logit “{wrong}” is **{est.clean:.3f}** after the clean text "
         f"and **{est.corrupt:.3f}** after the corrupted one. Each cell is the share of that difference a patch "
         "restores: (D patched − D corrupted) / (D clean − D corrupted); **1** (red) gives the clean run's difference, "
         "**0** (white) changes nothing, below 0 (blue) moves it the other way. "
@@ -230,8 +233,7 @@ def result(est: Estimate, refined: jobs.Refined | None, p: session.Patching) -> 
         side_by_side(refined, ready=True)
     else:
         st.markdown(
-            "The values below are **attribution patching's estimate**: the gradient of D at the corrupted run times "
-            "each activation's clean − corrupted change, from one backward pass. Press the button to patch exactly."
+            f"The values below are **the estimate**: {what_estimate(est)} Press the button to patch exactly."
         )
     heatmaps(est, exact, p)
 
@@ -250,20 +252,55 @@ def side_by_side(refined: jobs.Refined, ready: bool) -> None:
         for la, h in order
     ]
     st.markdown(
-        "**The heads the estimate ranks highest, estimated and patched exactly.** The estimate is linear: it is exact "
-        "where D reads a head directly, and drifts where a patch moves a softmax or a norm far."
+        "**The heads the estimate ranks highest, estimated and patched exactly.** " + what_estimate(est) + " "
+        + how_far(est, exact)
     )
     st.dataframe(
         pd.DataFrame(rows),
         key=keys.PATCH_SIDE if ready else None,
         hide_index=True,
         column_config={
-            "estimate": st.column_config.NumberColumn("estimate (one backward pass)", format="%.3f"),
+            "estimate": st.column_config.NumberColumn("estimate (from gradients)", format="%.3f"),
             "exact": st.column_config.NumberColumn("exact patch", format="%.3f"),
         },
     )
     gap(refined)
     together(refined)
+
+
+def what_estimate(est: Estimate) -> str:
+    """What the estimate is and how it can err, in words (the engine's :func:`attention.model.estimate`)."""
+    if est.steps == 0:
+        how = "the gradient of D at the corrupted run"
+    else:
+        how = (
+            f"the gradient of D averaged over {est.steps} runs whose embeddings lie between the corrupted text's and "
+            "the clean one's (integrated gradients: a forward and a backward pass each)"
+        )
+    return (
+        f"Each patch's share is estimated as {how}, times the activation's clean − corrupted change. It is exact "
+        "where D reads a part directly (a last layer's head). Elsewhere it is a guess from a few slopes: a head "
+        "that acts through a later head's attention pattern, whose softmax saturates, is where the gradient at the "
+        "corrupted run alone saw nothing (attribution patching's known failure), and a few points on the path can "
+        "still miss a sharp turn."
+    )
+
+
+def how_far(est: Estimate, exact: Sweep) -> str:
+    """How far the estimate was from the exact shares of the heads patched so far, on this pair."""
+    made = np.isfinite(exact.heads)
+    if not made.any():
+        return ""
+    err = np.abs(est.heads - exact.heads)[made]  # (patched,)
+    big = made & (exact.heads >= 0.2)
+    said = (
+        f"**On this pair**, over the {int(made.sum()):,} heads patched, the estimate was off by {err.mean():.3f} "
+        f"on average and {err.max():.3f} at most"
+    )
+    if big.any():
+        low = float((est.heads[big] / exact.heads[big]).min())
+        said += f"; of the heads restoring 0.2 or more, the lowest got {low:.0%} of its exact share"
+    return said + "."
 
 
 GAP = 0.2  # a head's |exact − estimate| worth a sentence
@@ -278,9 +315,10 @@ def gap(refined: jobs.Refined) -> None:
     la, h = divmod(int(np.argmax(diff)), est.shape[1])
     st.markdown(
         f"The estimate and the exact patch differ most at **{runs.name(la, h)}**: estimated **{est[la, h]:.2f}**, "
-        f"patched **{exact[la, h]:.2f}**. The estimate holds every softmax and norm at the corrupted run's values; a "
-        "head whose effect runs through another head's attention (a previous-token head moving what an induction "
-        "head looks at, say) moves a softmax far, where a straight line is a poor guide (AtP*'s attention saturation)."
+        f"patched **{exact[la, h]:.2f}**. The gradients are read at a few points between the two runs only: a head "
+        "whose effect runs through another head's attention (a previous-token head moving what an induction head "
+        "looks at, say) can move a softmax sharply between those points, and heads that act only together share what "
+        "one of them restores alone."
     )
 
 
@@ -317,7 +355,7 @@ def heatmaps(est: Estimate, exact: Sweep | None, p: session.Patching) -> None:
         est.heads,
         rows,
         heads,
-        style.but(title="Each head's output: the estimate", subtitle="attribution patching", row_height=short),
+        style.but(title="Each head's output: the estimate", subtitle="from gradients on the path", row_height=short),
     )
     widgets.vega_chart(spec, where[0], width="stretch", key=keys.PATCH_EST_HEADS)
     if has_heads:
@@ -331,7 +369,7 @@ def heatmaps(est: Estimate, exact: Sweep | None, p: session.Patching) -> None:
         est.streams,
         into,
         cols,
-        stream_style.but(title="The stream entering each layer: the estimate", subtitle="attribution patching"),
+        stream_style.but(title="The stream entering each layer: the estimate", subtitle="from gradients on the path"),
     )
     widgets.vega_chart(spec, width="stretch", key=keys.PATCH_EST_STREAMS)
     if exact is not None and np.isfinite(exact.streams).any():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import streamlit as st
 
 from ... import charts
@@ -58,6 +59,7 @@ def graph() -> None:
     """The controls, the graph, the keyboard's way to open a head's edge, the strongest routes, a part as tokens."""
     url.write(session.get())  # a choice here reruns this part only: the address follows it
     readout.controls()
+    st.caption(readout.position_note())  # ours: numbers, the token escaped
     threshold_control()
     found_now = now()
     if isinstance(found_now, str):
@@ -69,6 +71,9 @@ def graph() -> None:
     draw(found_now)
     pick_edge(found_now)
     st.markdown(strongest(found_now))  # ours: numbers, names, tokens escaped
+    missing = off_routes(found_now)
+    if missing:
+        st.caption(missing)  # ours: head names and numbers
     read_part(found_now)
 
 
@@ -212,18 +217,62 @@ def strongest(r: Routes) -> str:
 
 
 def route_text(path: tuple[Edge, ...], levels: tuple[str, ...]) -> str:
-    """A route as its nodes and what carries it between them: "“fa” 1 (embeddings) ⟶ layer 1 · head 2 ⟶ “bi” 2
-    (layer 1) ⟶ …", tokens escaped."""
+    """A route as a person follows it: its token at the bottom, each head and MLP it passes, a run of the stream's
+    own hops said once ("stream to layer 24 attention"), and the token a head moves it to: "“fa” 1 (embeddings) ⟶
+    *MLP 1* ⟶ *stream to layer 2 attention* ⟶ *layer 2 · head 1* ⟶ “bi” 2 (layer 2 attention)". The stream's last
+    hops up to the top, at the same position, are left unsaid. Tokens escaped."""
     ids = inside.now().ids
 
     def node(level: int, p: int) -> str:
         return f"“{esc(runs.pieces([ids[p]])[0], 30)}” {p + 1} ({levels[level]})"
 
-    out = node(path[0].below, path[0].source)
-    for e in path:
-        via = runs.name(e.layer, e.head) if e.kind == "head" else "MLP" if e.kind == "mlp" else "residual"
-        out += f" ⟶ *{via}* ⟶ {node(e.above, e.target)}"
-    return out
+    last = max((k for k, e in enumerate(path) if e.kind != "residual"), default=-1)  # the stream carries it on
+    out = [node(path[0].below, path[0].source)]
+    for k, e in enumerate(path[: last + 1]):
+        if e.kind == "residual":
+            if k + 1 <= last and path[k + 1].kind == "residual":
+                continue  # one hop of a run: the run is said once, at its end
+            out.append(f"*stream to {levels[e.above]}*")
+        elif e.kind == "mlp":
+            out.append(f"*MLP {e.layer + 1}*")
+        else:
+            out += [f"*{runs.name(e.layer, e.head)}*", node(e.above, e.target)]
+    if last < 0:  # the stream alone: the token carried up at its own position
+        out.append(f"*stream to {levels[path[-1].above]}*")
+    elif path[last].kind == "mlp":
+        out.append(node(path[last].above, path[last].target))
+    return " ⟶ ".join(out)
+
+
+RANKED = 3  # the heads with the largest attribution shares checked against the routes
+
+
+def off_routes(r: Routes) -> str:
+    """A note naming the heads Attribution ranks among its top :data:`RANKED` that no edge of the graph holds, with
+    their shares, and why that can be (empty when every one of them is on the graph)."""
+    _, att, _ = readout.now()
+    if isinstance(att, str):
+        return ""
+    on = {(e.layer, e.head) for e in r.edges if e.kind == "head"}
+    H = att.heads.shape[1]
+    top = [divmod(int(k), H) for k in np.argsort(-np.abs(att.heads), axis=None)[:RANKED]]
+    off = [(la, h) for la, h in top if (la, h) not in on]
+    if not off:
+        return ""
+    named = ", ".join(f"{runs.name(la, h)} (its attribution share {att.heads[la, h]:.3f})" for la, h in off)
+    return (
+        f"Ranked high by Attribution but on no route above {r.threshold:g}: {named}. A route measures how much of "
+        "each sum a part writes; Attribution and Patching measure what the prediction depends on: a head can write a "
+        "small part of a large stream and still move the logit most."
+    )
+
+
+def first_part(r: Routes) -> tuple[int, int] | None:
+    """The head or MLP with the largest share on the strongest route, as (layer, head; −1 for an MLP), or None."""
+    best = r.strongest(1)
+    on = [e for e in (best[0][1] if best else ()) if e.kind in ("head", "mlp")]
+    return max(((e.layer, e.head) for e in on), key=lambda p: max(e.share for e in on if (e.layer, e.head) == p),
+               default=None)
 
 
 def read_part(r: Routes) -> None:
@@ -235,6 +284,7 @@ def read_part(r: Routes) -> None:
     chosen = st.selectbox(
         f"Read a part of the graph as tokens (what it writes at position {r.position + 1})",
         parts,
+        index=parts.index(first_part(r) or parts[0]),  # opens on the strongest route's largest part
         format_func=lambda p: names.get(p, str(p)),
         key=keys.ROUTES_PART,
     )

@@ -1,0 +1,39 @@
+"""A page opened from a link or the navigation starts at its top (issue 49 §4 reported "6. Softmax", opened from the
+Overview's *Start here* list, showing the bottom of the page). Here, at 1280 × 720 with the Overview scrolled down
+to its list, both the link and the navigation open the next page at its top: a guard of that behaviour."""
+
+from __future__ import annotations
+
+from tests.helpers.browser import nav, open_page, ready, rerun
+
+SCROLLED = """() => Math.max(window.scrollY,
+    ...[...document.querySelectorAll("[data-testid='stMain'], [data-testid='stAppViewContainer']")]
+        .map(el => el.scrollTop))"""
+
+
+def _scroll_down(page) -> None:  # noqa: ANN001 - a Playwright page
+    page.mouse.move(700, 500)
+    for _ in range(12):
+        page.mouse.wheel(0, 600)
+    page.wait_for_timeout(300)
+
+
+def test_a_page_opened_from_the_start_here_list_or_the_navigation_starts_at_its_top(page, base_url) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, base_url, "", "preset=the_cat_sat")
+    link = page.get_by_test_id("stMain").locator("a").filter(has_text="Softmax").first
+    link.scroll_into_view_if_needed()
+    _scroll_down(page)
+    assert page.evaluate(SCROLLED) > 200  # the Overview was read down to its list
+    with rerun(page):
+        link.click()
+    ready(page)
+    assert "/softmax" in page.url, page.url
+    page.wait_for_timeout(300)
+    assert page.evaluate(SCROLLED) == 0, page.evaluate(SCROLLED)
+    _scroll_down(page)
+    assert page.evaluate(SCROLLED) > 200
+    nav(page, "Scores")
+    ready(page)
+    page.wait_for_timeout(300)
+    assert page.evaluate(SCROLLED) == 0, page.evaluate(SCROLLED)
