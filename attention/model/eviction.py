@@ -331,3 +331,11 @@ def needle_text(model: Model, text: str, needle: str, question: str, haystack: i
     ids = before + inner + after + inner
     start = len(before)
     return ids, (start, start + len(inner)), (len(ids) - len(inner), len(ids))
+
+
+def first_token_shares(model: Model, ids: Sequence[int], positions: Sequence[int],
+                       chunk: int = CHUNK) -> np.ndarray:
+    """Each layer's and query head's attention on the first token (the sink, StreamingLLM's observation) from the
+    queries at ``positions`` (0-based): (L, H, len(positions))."""
+    weights, _ = attention_rows(model, ids, positions, chunk=chunk)  # (L, H, k, n)
+    return weights[..., 0]

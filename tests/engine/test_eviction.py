@@ -22,6 +22,7 @@ from attention.model.eviction import (
     copy_accuracy,
     evict,
     evict_curve,
+    first_token_shares,
     keep,
     retrieval_scores,
 )
@@ -182,3 +183,10 @@ def test_bad_arguments_are_named(kwargs: dict, field: str) -> None:
     with pytest.raises(AttentionError) as err:
         evict(_model({}), IDS, **args)
     assert err.value.field == field
+
+
+def test_first_token_shares_are_the_full_forwards_first_column() -> None:
+    model = _model(FAMILIES["gemma 3 (sliding layers)"])
+    run = model.run(IDS)
+    got = first_token_shares(model, IDS, [5, 29], chunk=4)
+    np.testing.assert_allclose(got, run.weights[:, :, [5, 29], 0], rtol=0, atol=1e-12)
