@@ -1,70 +1,56 @@
 """The KV cache's findings on SmolLM2-135M-Instruct (docs/models.md, "The KV cache at length"): every eviction policy
-at several budgets on the shipped long text, and the retrieval heads of a needle copied from far back, with the
-needle's copy after ablating the top heads and as many random ones. Prints one JSON record.
+at several budgets on the shipped long text, then the retrieval heads of a needle copied from far back, and the
+needle's copy with the top k heads ablated and with as many random ones. Prints one JSON line per result as it goes.
 
-    python scripts/kv_cache_findings.py [n] [m] [haystack]     (defaults 1024 128 480)
+    python scripts/kv_cache_findings.py [n] [m] [haystack] [k]     (defaults 320 48 200 5: the docs' figures)
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 
 import numpy as np
 
 from attention.model import load, models_folder
 from attention.model.eviction import POLICIES, copy_accuracy, evict_curve, long_text, needle_text, retrieval_scores
 
-BUDGETS = (16, 32, 64, 128, 256, 512)
-NEEDLES = (
-    ("The secret password for the old vault is purple elephant seventeen.", "the secret password for the old vault"),
-    ("The name of the captain's ship was the Silver Heron.", "the name of the captain's ship"),
-)
+BUDGETS = (16, 32, 64, 128, 256, 512, 1024)
+NEEDLE = "The secret password for the old vault is purple elephant seventeen."
+QUESTION = "the secret password for the old vault"
 
 
-def eviction(model, ids: list[int], m: int) -> list[dict]:
+def eviction(model, n: int, m: int) -> None:
     """Every policy at every budget below the prefix's length: mean losses and top-1 agreement."""
+    ids = model.encode(long_text())[:n]
     runs = [(p, b) for b in BUDGETS if b < len(ids) - m for p in POLICIES]
-    t = time.perf_counter()
-    out = evict_curve(model, ids, m, runs)
-    took = time.perf_counter() - t
-    return [dict(policy=r.policy, budget=r.budget, loss=r.mean_loss, full=r.full_mean_loss, top1=r.agreement,
-                 seconds=took) for r in out]
+    for r in evict_curve(model, ids, m, runs):
+        print(json.dumps(dict(n=len(ids), m=m, policy=r.policy, budget=r.budget, loss=r.mean_loss,
+                              full=r.full_mean_loss, top1=r.agreement)), flush=True)
 
 
-def retrieval(model, haystack: int, k: int = 10, draws: int = 3) -> dict:
-    """Retrieval scores averaged over the needles, the top k heads, and the copy with them or k random heads
-    ablated."""
-    text = long_text()
-    scores, cases = [], []
-    for needle, question in NEEDLES:
-        ids, span, answer = needle_text(model, text, needle, question, haystack)
-        s, copied = retrieval_scores(model, ids, span, answer)
-        scores.append(s)
-        cases.append((ids, answer, copied.tolist()))
-    mean = np.mean(scores, axis=0)  # (L, H)
-    order = np.argsort(-mean, axis=None)[:k]
-    top = [tuple(int(i) for i in np.unravel_index(o, mean.shape)) for o in order]
-    rs = np.random.RandomState(0)
-    L, H = mean.shape
+def retrieval(model, haystack: int, k: int) -> None:
+    """Retrieval scores on one needle, the top k heads, and the copy with them or k random heads ablated."""
+    ids, needle, answer = needle_text(model, long_text(), NEEDLE, QUESTION, haystack)
+    scores, copied = retrieval_scores(model, ids, needle, answer)
+    order = np.argsort(-scores, axis=None)[:k]
+    top = [tuple(int(i) for i in np.unravel_index(o, scores.shape)) for o in order]
+    print(json.dumps(dict(n=len(ids), needle=needle, answer=answer, copied=copied.tolist(),
+                          top=[(la, h, float(scores[la, h])) for la, h in top])), flush=True)
+    L, H = scores.shape
     others = [(la, h) for la in range(L) for h in range(H) if (la, h) not in top]
-    randoms = [[others[i] for i in rs.choice(len(others), k, replace=False)] for _ in range(draws)]
-    copies = {"none": [], "top": [], **{f"random{d}": [] for d in range(draws)}}
-    for ids, answer, _ in cases:
-        copies["none"].append(copy_accuracy(model, ids, answer))
-        copies["top"].append(copy_accuracy(model, ids, answer, top))
-        for d in range(draws):
-            copies[f"random{d}"].append(copy_accuracy(model, ids, answer, randoms[d]))
-    return dict(top=[(la, h, float(mean[la, h])) for la, h in top], copied=[c[2] for c in cases],
-                copies=copies, randoms=randoms, lengths=[len(c[0]) for c in cases])
+    rs = np.random.RandomState(0)
+    randoms = [others[i] for i in rs.choice(len(others), k, replace=False)]
+    for name, heads in (("top", top), ("random", randoms)):
+        share, loss = copy_accuracy(model, ids, answer, heads)
+        print(json.dumps(dict(ablated=name, heads=heads, copied=share, loss=loss)), flush=True)
 
 
 def main() -> None:
-    n, m, haystack = (int(a) for a in (sys.argv[1:] + ["1024", "128", "480"][len(sys.argv) - 1 :])[:3])
+    n, m, haystack, k = (int(a) for a in (sys.argv[1:] + ["320", "48", "200", "5"][len(sys.argv) - 1 :])[:4])
     model = load(models_folder.packaged()["SmolLM2-135M-Instruct"])
-    ids = model.vocab.encode(long_text())[:n]
-    print(json.dumps(dict(n=len(ids), m=m, retrieval=retrieval(model, haystack), eviction=eviction(model, ids, m))))
+    eviction(model, n, m)
+    retrieval(model, haystack, k)
 
 
 if __name__ == "__main__":
