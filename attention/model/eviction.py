@@ -51,12 +51,6 @@ from .layers import log_softmax
 from .model import Model, attention_input, block_out, embed, final_logits
 
 POLICIES = ("window", "sinks", "heavy", "snapkv", "random")
-PAPERS = {
-    "sinks": "https://arxiv.org/abs/2309.17453",  # StreamingLLM, Xiao et al. (ICLR 2024)
-    "heavy": "https://arxiv.org/abs/2306.14048",  # H2O, Zhang et al. (NeurIPS 2023)
-    "snapkv": "https://arxiv.org/abs/2404.14469",  # SnapKV, Li et al. (2024)
-    "retrieval": "https://arxiv.org/abs/2404.15574",  # Retrieval heads, Wu et al. (2024)
-}
 SINKS, OBSERVE, POOL = 4, 32, 5
 CHUNK = 256
 LONG_TEXT = Path(__file__).resolve().parent.parent / "data" / "long_text.txt"
