@@ -124,11 +124,14 @@ def attend(
     start: int = 0,
     past: tuple[np.ndarray, np.ndarray] | None = None,
     hooks: Hooks = NO_HOOKS,
+    allowed: np.ndarray | None = None,
 ) -> Attended:
     """Layer ``layer``'s attention on the new rows X (..., m, d [+1]) at positions start .. start + m − 1, after the
     cache's keys and values ``past`` ((G, start, dₕ) each, shared by a batch, or (..., G, start, dₕ)). A leading
     batch axis of X runs through every step. ``hooks`` may read or replace the layer's named activations
-    (``blocks.{layer}.attn.hook_q`` ...; see :mod:`.interventions`)."""
+    (``blocks.{layer}.attn.hook_q`` ...; see :mod:`.interventions`). ``allowed`` (m, s) or (H, m, s), when given,
+    replaces the positions' mask (:func:`visible`): a cache that no longer holds every earlier position (an evicted
+    one, :mod:`.eviction`) says itself which of its keys each row may attend."""
     c, (W_q, W_k, W_v, W_o) = config, W
     H, G, at = c.n_heads, c.kv_heads, f"blocks.{layer}.attn."
     q = _hooked(linear(X, W_q), H, hooks, at + "hook_q")  # (..., m, H·dₕ)
@@ -142,7 +145,8 @@ def attend(
         k = _by_position(positions.rotate(k, omega, start, c.rotary_layout), hooks, at + "hook_rot_k")
     K, V = (k, v) if past is None else (_after(past[0], k), _after(past[1], v))  # (..., G, s, dₕ) each
     m, s, lead = X.shape[-2], K.shape[-2], X.shape[:-2]
-    allowed = visible(start, m, s, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (m, s)
+    if allowed is None:
+        allowed = visible(start, m, s, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (m, s)
     factor = c.scale(layer)
     grouped = q.reshape(*lead, G, H // G, m, -1)  # (..., G, H/G, m, dₕ): the query heads of each key/value head
     S = steps.scores(grouped, K[..., None, :, :]).reshape(*lead, H, m, s)  # (..., H, m, s)
