@@ -11,7 +11,7 @@ import pyarrow as pa
 from attention.model import Config, Model, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
-from attention.ui.modelpages import overview
+from attention.ui.headpages import overview
 from tests.helpers.apptest import app, no_exception, put_inside, session
 
 WINDOW = 3

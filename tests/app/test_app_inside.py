@@ -210,7 +210,8 @@ def test_no_first_layer_head_scores_as_induction_on_a_ready_made_text_so_no_note
 def test_the_first_layer_note_says_how_far_back_a_head_looks() -> None:
     """A first-layer head that looks 11 back in the second half (as the model trained on fixed offsets had): the
     note counts where its strongest weight lies, checked here by a plain loop."""
-    from attention.ui.modelpages import every_head, runs
+    from attention.ui.headpages import every_head
+    from attention.ui.modelpages import runs
 
     ids = tuple(int(i) for i in induction.sequences(np.random.RandomState(3), 1, 32, 12)[0])
     weights = np.tile(np.tril(np.ones((24, 24))) / np.arange(1, 25)[:, None], (2, 2, 1, 1))  # (2, 2, 24, 24)
@@ -269,7 +270,7 @@ def test_each_heatmap_shows_the_engines_weights_for_the_ablations_now() -> None:
 
 def test_the_spec_cache_is_keyed_by_content() -> None:
     from attention import charts
-    from attention.ui.modelpages import every_head
+    from attention.ui.headpages import every_head
 
     ids = list(induction.history("induction")["example"])
     clean, off = ENGINE.run(ids).weights[1, 0], ENGINE.run(ids, [ablate(0, 1)]).weights[1, 0]

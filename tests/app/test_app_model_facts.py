@@ -18,8 +18,9 @@ import pytest
 from attention.model import builtin, families
 from attention.model.config import Config
 from attention.ui.core import keys
-from attention.ui.modelpages import every_head, readout
-from attention.ui.writes import attribution
+from attention.ui.headpages import every_head
+from attention.ui.modelpages import readout
+from attention.ui.readouts import attribution
 from tests.helpers.apptest import goto, journey, no_exception, session, texts
 
 SHIPPED = builtin("induction")

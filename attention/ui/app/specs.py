@@ -324,7 +324,7 @@ LABS: dict[str, Lab] = {
         ),
     )
 }
-# inside a trained model (issue 23): each a Lab whose body is in attention.ui.modelpages.BODIES
+# inside a trained model (issue 23): each a Lab whose body is in attention.ui.headpages.BODIES or readouts.BODIES
 INSIDE: dict[str, Lab] = {
     lab.key: lab
     for lab in (

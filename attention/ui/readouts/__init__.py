@@ -1,4 +1,4 @@
-"""What the heads write: the logit lens, each head's share of a prediction and patching, pages inside a model, by key.
+"""The pages inside a model that read what the heads write (lens, shares, patching, routes), by key.
 
 Each is a ``Lab`` of :data:`attention.ui.app.specs.INSIDE`; its body is drawn below the title."""
 

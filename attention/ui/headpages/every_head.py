@@ -18,12 +18,13 @@ from ...names import token_labels
 from ..address import url
 from ..core import keys, models, session
 from ..core.text import esc
+from ..modelpages import answers, choose, readout, runs
 from ..state import inside
 from ..views import rotation
 from ..widgets import common as widgets
 from ..widgets import downloads
 from ..widgets.chart_files import chart_files
-from . import answers, choose, overview, readout, runs
+from . import overview
 
 QK_NORM = (
     "This model normalises {what} (QK-norm) before RoPE: one head's q is not its own X·W_q normed, so its heads do "
