@@ -10,34 +10,11 @@ import numpy as np
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
+from attention.ui.app.specs import INSIDE, LABS, OVERVIEW, STEPS
 from attention.ui.inputs.editors import editor_key
 from tests.helpers import ROOT
 
-PAGES = {
-    "overview": "pages/0_overview.py",
-    "tokens": "pages/1_tokens.py",
-    "weights": "pages/2_weights.py",
-    "qkv": "pages/3_qkv.py",
-    "scores": "pages/4_scores.py",
-    "scaling": "pages/5_scaling.py",
-    "softmax": "pages/6_softmax.py",
-    "output": "pages/7_output.py",
-    "reading": "pages/8_reading.py",
-    "why_sqrt_dk": "pages/9_why_sqrt_dk.py",
-    "stability": "pages/10_stability.py",
-    "challenges": "pages/11_challenges.py",
-    "learn": "pages/12_learn.py",
-    "flash": "pages/13_flash.py",
-    "every_head": "pages/14_every_head.py",
-    "class_board": "pages/15_class_board.py",
-    "watch_it_learn": "pages/16_watch_it_learn.py",
-    "generate": "pages/17_generate.py",
-    "first_token": "pages/18_first_token.py",
-    "logit_lens": "pages/19_logit_lens.py",
-    "attribution": "pages/20_attribution.py",
-    "patching": "pages/21_patching.py",
-    "routes": "pages/22_routes.py",
-}
+PAGES = {"overview": OVERVIEW} | {page.key: page.file for page in (*STEPS.values(), *LABS.values(), *INSIDE.values())}
 TIMEOUT = 60
 
 

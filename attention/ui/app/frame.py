@@ -30,12 +30,9 @@ from ..controls import registry as controls
 from ..core import cache, compute, parts, session
 from ..core.shown import key_labels, per_head
 from ..core.text import esc
-from ..headpages import BODIES as HEAD_BODIES
 from ..inputs import editors
 from ..inputs import import_box as imports
-from ..labpages import BODIES
 from ..modelpages import ANSWERS
-from ..readouts import BODIES as READOUT_BODIES
 from ..sidebar import panel as sidebar
 from ..sidebar import share
 from ..state import core as state_core
@@ -91,7 +88,7 @@ def render(key: str) -> None:
         s = setup(lab.nav, lab.file)
         st.title(lab.title)  # ours: the spec's title
         st.markdown(lab.intro(s) if callable(lab.intro) else lab.intro)  # ours: the spec's intro (names escaped)
-        (BODIES.get(key) or HEAD_BODIES.get(key) or READOUT_BODIES[key])(s)
+        lab.body(s)
         return
     step = STEPS[key]
     s = setup(step.nav, step.file, tools=False)
