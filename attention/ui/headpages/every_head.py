@@ -148,32 +148,108 @@ def show_tokens(ids: tuple[int, ...]) -> None:
 
 
 def heads(now: runs.Measured) -> None:
-    """Every layer × head's attention on one colour scale (one chart per head, in columns), each with its role,
-    its three scores and a button to ablate or restore it."""
+    """Every layer × head's attention, a layer as one chart (a picture a head, each titled with its role, one colour
+    scale); then the chosen head's role, scores and buttons to ablate or restore it and to open it on the steps."""
     L, H = now.weights.shape[:2]
     st.subheader("Every head")
     heads_intro(now)
     labels = token_labels(runs.pieces(now.ids))
-    per_row, rows = overview.PER_ROW, row_height(len(labels))
+    per_row = min(H, overview.PER_ROW)
     if overview.draws_all(L, H):
-        layers = range(L)
+        layers = list(range(L))
     else:
         st.markdown(
             f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
-            "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
+            "table below). Then choose a layer to see its heads' weights, and a head to ablate."
         )
         overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
         layers = [overview.layer_chooser(L)]
-        per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: cells ≥ 10 px
+        per_row = overview.per_row(len(labels))
     shared = groups(runs.model().config)
-    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, per_row)):
-        if shared and head0 == 0:
+    for layer in layers:
+        if shared:
             st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
         widgets.chart_gap()
-        cols = st.columns(min(H, per_row), gap="medium")
-        for head, col in zip(range(head0, min(H, head0 + per_row)), cols, strict=False):
-            with col:
-                head_column(now, layer, head, labels, rows)
+        layer_chart(now, layer, labels, per_row)
+    chosen_head(now, layers, labels)
+
+
+def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int) -> None:
+    """One layer's heads as one chart: each head's weights (causal, on the 0–1 scale) titled with its role and score,
+    ``per_row`` side by side; pointing at a cell names it and its head."""
+    H, n = now.weights.shape[1], len(labels)
+    panel_px = (overview.MAIN_PX + overview.GAP_PX) // per_row - overview.GAP_PX - overview.LABELS_PX
+    w = runs.window(layer)
+    panels = tuple((runs.name(layer, h), subtitle(now, layer, h) + (f" · window {w}" if w and w < n else ""))
+                   for h in range(H))  # fmt: skip
+    style = charts.HEAD.but(
+        panels=panels, columns=per_row, panel_px=panel_px, row_height=row_height(n, panel_px), image=True
+    )
+    spec = heatmap(now.weights[layer], labels, labels, style, runs.allowed(layer, n))  # (H, n, n): one chart
+    widgets.vega_chart(spec, width="content", key=keys.inside_layer("chart", layer))
+    prefix = "induction" if runs.model_id() == "induction" else "model"
+    chart_files(spec, f"{prefix}_layer{layer + 1}", keys.inside_layer("files", layer))
+
+
+def subtitle(now: runs.Measured, layer: int, head: int) -> str:
+    """A head's role and its score, as its picture's subtitle."""
+    role = str(now.roles[layer, head])
+    return f"{role} {_fmt(now.scores[role][layer, head])}" if role != "none" else "no clear role"
+
+
+def chosen_head(now: runs.Measured, layers: list[int], labels: list[str]) -> None:
+    """The head chosen among the layers drawn (the same head number when the layer changes) and its controls."""
+    H = now.weights.shape[1]
+    options = [(layer, head) for layer in layers for head in range(H)]
+    was = inside.now().head_shown
+    layer, head = was if was in options else (layers[0], min(was[1], H - 1))
+    widgets.bind(keys.INSIDE_HEAD_SHOWN, (layer, head))  # the record's, always: a page switch drops the widget's
+    st.selectbox(
+        "Head to read, ablate or open",
+        options,
+        format_func=lambda lh: runs.name(*lh),
+        key=keys.INSIDE_HEAD_SHOWN,
+        on_change=widgets.on_value(inside.on_head_shown, keys.INSIDE_HEAD_SHOWN),
+    )
+    head_controls(now, layer, head)
+
+
+def head_controls(now: runs.Measured, layer: int, head: int) -> None:
+    """The chosen head: its role and scores, its share, a button to ablate or restore it and one to open it on the
+    step pages; what the last press moved, beside the button pressed."""
+    role = str(now.roles[layer, head])
+    scores = " · ".join(
+        f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
+        for r in roles.ROLES
+    )
+    python = f"`run.head({layer}, {head})` in Python, which counts from 0"
+    st.markdown(f"**{runs.name(layer, head)}** · role: **{role}** · {scores} · {python}")  # ours: names, numbers
+    st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
+    readout.head_block(layer, head)
+    how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
+    st.button(
+        f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
+        key=keys.inside_head("toggle", layer, head),
+        on_click=inside.toggle,
+        args=(layer, head),
+        type="primary" if how else "secondary",
+    )
+    closed = shut()
+    if st.button(
+        f"Open {runs.name(layer, head)} on the step pages",
+        key=keys.inside_head("open", layer, head),
+        disabled=closed,
+        help=qk_norm_note()
+        if closed
+        else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
+        "An edit there runs the model with your numbers, and its predictions answer back.",
+    ):
+        inside.open_on_steps(layer, head)
+        st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
+    if inside.now().opened == (layer, head):
+        opened(layer, head)
+    if inside.now().where == (layer, head):  # what it moved, beside the button pressed
+        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
 
 
 def groups(c: Config) -> str:
@@ -212,56 +288,6 @@ def heads_intro(now: runs.Measured) -> None:
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
 
 
-def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], rows: int | None = None) -> None:
-    """One head: its weights (causal, on the 0–1 scale; ``rows`` px a row), its role and scores, a button to ablate
-    or restore it and one to open it on the step pages; what the last press moved, beside the button pressed."""
-    role = str(now.roles[layer, head])
-    score = now.scores[role][layer, head] if role != "none" else np.nan
-    subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-    w = runs.window(layer)
-    subtitle += f" · window {w}" if w and w < len(labels) else ""
-    style = charts.HEAD.but(
-        title=runs.name(layer, head), subtitle=subtitle, row_height=rows or row_height(len(labels)), image=True
-    )
-    allowed = runs.allowed(layer, len(labels))  # (n, n): causal (and the window), True = may attend
-    spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
-    widgets.vega_chart(spec, width="stretch", key=keys.inside_head("chart", layer, head))
-    prefix = "induction" if runs.model_id() == "induction" else "model"
-    chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", keys.inside_head_files(layer, head))
-    scores = " · ".join(
-        f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
-        for r in roles.ROLES
-    )
-    python = f"`run.head({layer}, {head})` in Python, which counts from 0"
-    st.markdown(f"Role: **{role}** · {scores} · {python}")  # ours: role names and numbers
-    st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
-    readout.head_block(layer, head)
-    how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
-    st.button(
-        f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
-        key=keys.inside_head("toggle", layer, head),
-        on_click=inside.toggle,
-        args=(layer, head),
-        type="primary" if how else "secondary",
-    )
-    closed = shut()
-    if st.button(
-        f"Open {runs.name(layer, head)} on the step pages",
-        key=keys.inside_head("open", layer, head),
-        disabled=closed,
-        help=qk_norm_note()
-        if closed
-        else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
-        "An edit there runs the model with your numbers, and its predictions answer back.",
-    ):
-        inside.open_on_steps(layer, head)
-        st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
-    if inside.now().opened == (layer, head):
-        opened(layer, head)
-    if inside.now().where == (layer, head):  # what it moved, beside the button pressed
-        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
-
-
 def opened(layer: int, head: int) -> None:
     """Where to go once a head is opened: the step pages, each now showing it."""
     st.success(f"The step pages now show {runs.name(layer, head)}. Edit its numbers there:")
@@ -273,9 +299,12 @@ def opened(layer: int, head: int) -> None:
         st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
 
 
-def row_height(n: int) -> int:
+def row_height(n: int, panel_px: int | None = None) -> int:
     """Each drawn row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall;
-    a longer text is drawn in blocks, :func:`charts.drawn_rows`)."""
+    a longer text is drawn in blocks, :func:`charts.drawn_rows`); with the plot's width ``panel_px``, rows as tall as
+    its columns are wide, within 4 and 12 px."""
+    if panel_px is not None:
+        return max(4, min(overview.ROW_PX, panel_px // min(n, charts.RECT_MAX)))
     return max(4, min(ROW_PX, 216 // charts.drawn_rows(n)))
 
 
