@@ -93,7 +93,11 @@ MEASURE = (
     const title = el.querySelector("svg.marks .role-title-text");
     // the plot (data rectangle): the root view's background; a y-axis title must fit beside it
     const plot = el.querySelector("svg.marks .role-frame.root > g > path.background");
-    const pb = plot ? plot.getBoundingClientRect() : null;
+    let pb = plot ? plot.getBoundingClientRect() : null;
+    if (pb && !(pb.width * pb.height)) {  // a chart of several plots: its root has none; the first plot's
+      const inner = [...el.querySelectorAll("svg.marks path.background")].map(p => p.getBoundingClientRect());
+      pb = inner.find(r => r.width * r.height > 0) || pb;
+    }
     const yTitles = [...el.querySelectorAll("svg.marks .role-axis-title text")]
       .map(t => t.getBoundingClientRect()).filter(r => r.height > r.width).map(r => r.height);
     // the column (or page width) the chart is given
