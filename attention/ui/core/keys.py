@@ -350,6 +350,7 @@ READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout
 ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
 INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step
 INSIDE_HEAD_SHOWN = "inside.w.head_shown"  # Every head's chosen head, whose controls are drawn
+INSIDE_ONE_LAYER = "inside.one_layer"  # Every head's fragment of a wide model's layer (its chooser and chart)
 
 
 def inside_layer(what: str, layer: int) -> str:

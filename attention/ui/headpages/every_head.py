@@ -154,30 +154,34 @@ def heads(now: runs.Measured) -> None:
     st.subheader("Every head")
     heads_intro(now)
     labels = token_labels(runs.pieces(now.ids))
-    per_row = min(H, overview.PER_ROW)
     if overview.draws_all(L, H):
-        layers = list(range(L))
+        for layer in range(L):
+            layer_chart(now, layer, labels, min(H, overview.PER_ROW))
     else:
         st.markdown(
             f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
-            "table below). Then choose a layer to see its heads' weights, and a head to ablate."
+            "table below). Then choose a layer to see its heads' weights, and a head to read or ablate."
         )
         overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
-        layers = [overview.layer_chooser(L)]
-        per_row = overview.per_row(len(labels))
-    shared = groups(runs.model().config)
-    for layer in layers:
-        if shared:
-            st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
-        widgets.chart_gap()
-        layer_chart(now, layer, labels, per_row)
-    chosen_head(now, layers, labels)
+        one_layer(now, labels)
+    chosen_head(now, L)
+
+
+@st.fragment(key=keys.INSIDE_ONE_LAYER)
+def one_layer(now: runs.Measured, labels: list[str]) -> None:
+    """A wide model's layer chooser and the layer's chart: choosing a layer reruns only this (not the predictions,
+    the grids or the chosen head's controls, which hold every head of the model)."""
+    layer_chart(now, overview.layer_chooser(now.weights.shape[0]), labels, overview.per_row(len(labels)))
 
 
 def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int) -> None:
     """One layer's heads as one chart: each head's weights (causal, on the 0–1 scale) titled with its role and score,
     ``per_row`` side by side; pointing at a cell names it and its head."""
     H, n = now.weights.shape[1], len(labels)
+    shared = groups(runs.model().config)
+    if shared:
+        st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
+    widgets.chart_gap()
     panel_px = (overview.MAIN_PX + overview.GAP_PX) // per_row - overview.GAP_PX - overview.LABELS_PX
     w = runs.window(layer)
     panels = tuple((runs.name(layer, h), subtitle(now, layer, h) + (f" · window {w}" if w and w < n else ""))
@@ -197,12 +201,12 @@ def subtitle(now: runs.Measured, layer: int, head: int) -> str:
     return f"{role} {_fmt(now.scores[role][layer, head])}" if role != "none" else "no clear role"
 
 
-def chosen_head(now: runs.Measured, layers: list[int], labels: list[str]) -> None:
-    """The head chosen among the layers drawn (the same head number when the layer changes) and its controls."""
+def chosen_head(now: runs.Measured, layers: int) -> None:
+    """The head chosen, of any layer (on a wide model, typed to find), and its controls."""
     H = now.weights.shape[1]
-    options = [(layer, head) for layer in layers for head in range(H)]
+    options = [(layer, head) for layer in range(layers) for head in range(H)]
     was = inside.now().head_shown
-    layer, head = was if was in options else (layers[0], min(was[1], H - 1))
+    layer, head = was if was in options else options[0]
     widgets.bind(keys.INSIDE_HEAD_SHOWN, (layer, head))  # the record's, always: a page switch drops the widget's
     st.selectbox(
         "Head to read, ablate or open",
@@ -312,7 +316,7 @@ def heatmap(
     values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: charts.Style, allowed: np.ndarray | None
 ) -> dict:
     """:func:`charts.heatmap`, built once per content: the values' and the mask's bytes, the labels and the style are
-    the key, so an ablation rebuilds only the heads whose weights, role or score it changed, and two different
+    the key, so an ablation rebuilds only the layers whose weights, roles or scores it changed, and two different
     contents never share a spec. The spec is shared: read it, never change it."""
     return _heatmap(_hashable(values), tuple(rows), tuple(cols), style, _hashable(allowed))
 
@@ -339,7 +343,7 @@ def _array(value: object) -> object:
     return value.array() if isinstance(value, _Bytes) else value
 
 
-@functools.lru_cache(maxsize=16)  # a 24-token head's spec holds ~0.4 MB: every head of the shipped model 4 times
+@functools.lru_cache(maxsize=16)  # a layer's spec: 9 heads at 32 tokens hold ~1.5 MB; 16 layers at most
 def _heatmap(
     values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
 ) -> dict:
