@@ -220,7 +220,7 @@ def chosen_head(now: runs.Measured, layers: int) -> None:
 
 def head_controls(now: runs.Measured, layer: int, head: int) -> None:
     """The chosen head: its role and scores, its share, a button to ablate or restore it and one to open it on the
-    step pages; what the last press moved, beside the button pressed."""
+    step pages; what the last press moved, just above the button pressed."""
     role = str(now.roles[layer, head])
     scores = " · ".join(
         f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
@@ -231,6 +231,8 @@ def head_controls(now: runs.Measured, layer: int, head: int) -> None:
     st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
     readout.head_block(layer, head)
     how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
+    if inside.now().where == (layer, head):  # what it moved, just above the button pressed: where the eye is
+        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
     st.button(
         f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
         key=keys.inside_head("toggle", layer, head),
@@ -252,8 +254,6 @@ def head_controls(now: runs.Measured, layer: int, head: int) -> None:
         st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
     if inside.now().opened == (layer, head):
         opened(layer, head)
-    if inside.now().where == (layer, head):  # what it moved, beside the button pressed
-        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
 
 
 def groups(c: Config) -> str:
