@@ -95,7 +95,9 @@ class Style:
     ``select`` adds a click selection "cell" (fields query and key) to a cell-by-cell heatmap; blocks are not
     selectable. ``row_height`` (px) sets the rows' height (the blocks' for a pooled heatmap). ``image`` draws the
     cells as one picture (:func:`_image`) instead of a mark each, beyond TEXT_MAX rows or columns (up to it the
-    numbers are written in the cells): for pages that show many heatmaps at once."""
+    numbers are written in the cells): for pages that show many heatmaps at once. ``panels`` draws a stack
+    (heads, n_r, n_c) as one chart (:func:`_panels`): one (title, subtitle) a heatmap, ``columns`` a row, each plot
+    ``panel_px`` wide, every picture on one colour scale."""
 
     kind: str = "weights"
     title: str = ""
@@ -107,6 +109,9 @@ class Style:
     colour: Colour | None = None
     row_height: int | None = None
     image: bool = False
+    panels: tuple[tuple[str, str], ...] = ()
+    columns: int = 4
+    panel_px: int = 200
 
     def but(self, **changes: object) -> Style:
         """This style with ``changes`` (``dataclasses.replace``)."""
@@ -140,7 +145,10 @@ def heatmap(
 
     Up to RECT_MAX rows and columns every cell is a rect with a tooltip; beyond, blocks of tokens (at most BLOCK_GRID
     a side), unless ``window`` asks for a part of it cell by cell. The width is its container's, the height follows
-    the rows. In a notebook: ``alt.LayerChart.from_dict(charts.heatmap(trace.weights, tokens, tokens))``."""
+    the rows. In a notebook: ``alt.LayerChart.from_dict(charts.heatmap(trace.weights, tokens, tokens))``.
+    With ``style.panels``, ``values`` is a stack (heads, n_rows, n_cols) drawn as one chart (:func:`_panels`)."""
+    if style.panels:
+        return _panels(np.asarray(values, dtype=np.float64), token_labels(rows), token_labels(cols), style, allowed)
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
     if values.ndim != 2:
         raise AttentionError(f"a heatmap needs a 2-D matrix; got shape {values.shape}")
@@ -519,7 +527,12 @@ def _near() -> dict:
 
 
 def _image(
-    values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: Style, allowed: np.ndarray | None
+    values: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    style: Style,
+    allowed: np.ndarray | None,
+    near: str = NEAR,
 ) -> dict:
     """The cell-by-cell heatmap of :func:`_cells` drawn as one image: the same axes, colour scale, legend, title and
     size; the cells one PNG stretched over the plot, unsmoothed; a transparent rect on each unmasked cell carries the
@@ -551,11 +564,11 @@ def _image(
             "description": {"value": ""},  # filled in below, once the words are written
         },
     }
-    picture["params"] = [_near()]  # the pointer over the picture once: the cells' tooltip marks are made from then on
+    picture["params"] = [{**_near(), "name": near}]  # the pointer over it once: the cells' tooltip marks are made
     cells = _cells_layer(position, colour, 0, style.select)
     cells["mark"] = {"type": "rect", "fillOpacity": 0, "strokeOpacity": 0, "aria": False}
     cells["encoding"]["color"]["legend"] = None  # the legend is the scale layer's
-    cells["transform"].append({"filter": f"length(data('{NEAR}_store')) > 0"})
+    cells["transform"].insert(0, {"filter": f"length(data('{near}_store')) > 0"})
     layers = [picture, _scale_layer(position, colour), cells]  # masked cells: grey in the picture, no mark of their own
     df = _long_form(values, rows, cols, allowed, kind=style.kind, digits=style.digits)
     spec = _rect_frame(df, layers, n_r, n_c, style.title, style.subtitle, style.row_height)
@@ -566,6 +579,76 @@ def _image(
     if style.select:
         spec["params"].append(_cell_selection())
     return spec
+
+
+# Every head of a layer as ONE chart. Nine heads as nine charts cost the browser nine Vega views (a layer switch took
+# 4.5 times the floor app's edit); one chart holds them all: a picture a head (its cells one PNG), each titled, one
+# colour scale and one legend, the cells of every head as one table sent once (their tooltips made only for the head
+# the pointer comes over). A text longer than RECT_MAX is reduced by blocks, by the maximum for weights, so a sharp
+# stripe or a sink stays visible.
+
+
+def _panels(values: np.ndarray, rows: list[str], cols: list[str], style: Style, allowed: np.ndarray | None) -> dict:
+    """A stack (heads, n_r, n_c) as one Vega-Lite chart: :func:`_image` a head, titled ``style.panels``, in rows of
+    ``style.columns``, each plot ``style.panel_px`` wide and ``style.row_height`` a drawn row; one colour scale;
+    a cell's tooltip names its head. ``allowed`` (n_r, n_c) or a stack of them."""
+    if values.ndim != 3 or values.shape[0] != len(style.panels):
+        raise AttentionError(f"{len(style.panels)} panels need a stack of as many matrices; got shape {values.shape}")
+    stack = np.broadcast_to(allowed, values.shape) if allowed is not None else None  # (H, n_r, n_c)
+    colour = style.colour or colour_for(style.kind, values, stack)
+    values, rows, cols, stack, note = _reduced(values, rows, cols, style, stack)
+    n_r, n_c = values.shape[1:]
+    row_px = style.row_height or max(4, min(12, 216 // n_r))
+    children, data = [], []
+    for k, (title, subtitle) in enumerate(style.panels):
+        head_style = style.but(title=title, subtitle=" · ".join(p for p in (subtitle, note) if p), colour=colour)
+        spec = _image(values[k], rows, cols, head_style, None if stack is None else stack[k], near=f"{NEAR}{k}")
+        data += [{**row, "panel": k, "head": title} for row in spec["data"]["values"]]
+        children.append(_panel(spec, k, style.panel_px, n_r * row_px))
+    names, cols = ", ".join(title for title, _ in style.panels), max(1, style.columns)
+    return {
+        "data": {"values": data},
+        "params": [{"name": "fs", "value": 12}],  # one font size: a chart of several plots has no one width
+        "vconcat": [{"hconcat": children[k : k + cols], "spacing": 32} for k in range(0, len(children), cols)],
+        "spacing": 24,  # a row of ``cols`` plots each (Streamlit draws a "concat" with "columns" as nothing)
+        "resolve": {"scale": {"color": "shared"}, "legend": {"color": "shared"}},
+        "description": f"{len(children)} heatmaps on one colour scale ({names}); each picture says what it shows.",
+        "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
+        "autosize": {"type": "pad", "contains": "padding"},  # its plots' own size: "fit" draws a concat as nothing
+    }
+
+
+def _reduced(
+    values: np.ndarray, rows: list[str], cols: list[str], style: Style, stack: np.ndarray | None
+) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None, str]:
+    """The stack as drawn: itself up to RECT_MAX a side, else each matrix pooled into blocks (the maximum for
+    weights, so one strong cell shows; the mean for signed values), labelled by token ranges; and what was done."""
+    n_r, n_c = values.shape[1:]
+    if max(n_r, n_c) <= RECT_MAX:
+        return values, rows, cols, stack, ""
+    factor = -(-max(n_r, n_c) // RECT_MAX)
+    pool = "max" if style.kind == "weights" else "mean"
+    pooled = np.stack([pool_blocks(_unmasked(v, None if stack is None else stack[k]), factor, pool)
+                       for k, v in enumerate(values)])  # fmt: skip
+    r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[1])]
+    c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[2])]
+    return pooled, r_lbl, c_lbl, (np.isfinite(pooled) if stack is not None else None), f"blocks of {factor}: {pool}"
+
+
+def _panel(spec: dict, k: int, width: int, height: int) -> dict:
+    """One head's :func:`_image` as a plot of a concatenated chart: its layers and title, a fixed size (a plot of
+    several has no container width), its cells read from the chart's table (``panel`` k), a cell's head named."""
+    picture, scale, cells = spec["layer"]
+    cells = {**cells, "transform": [cells["transform"][0], {"filter": f"datum.panel == {k}"}, *cells["transform"][1:]]}
+    cells["encoding"] = {**cells["encoding"], "tooltip": [{"field": "head", "type": "nominal"},
+                                                           *cells["encoding"]["tooltip"]]}  # fmt: skip
+    legend = scale["encoding"]["color"]["legend"]
+    scale["encoding"]["color"]["legend"] = {**legend, "gradientLength": 200}
+    for axis in (cells, scale):
+        x = axis["encoding"]["x"]
+        axis["encoding"]["x"] = {**x, "axis": {**x["axis"], "labelAngle": -90}}
+    picture = {**picture, "mark": {**picture["mark"], "width": width, "height": height}}  # the plot's, in px
+    return {"layer": [picture, scale, cells], "title": spec["title"], "width": width, "height": height}
 
 
 def _scale_layer(position: dict, colour: Colour) -> dict:

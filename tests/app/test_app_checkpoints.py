@@ -12,7 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.apptest import app, drawn_cells, errors, no_exception, open_expander, put_inside, session, texts
+from tests.helpers.apptest import (
+    app,
+    drawn_cells,
+    errors,
+    head_button,
+    head_plots,
+    head_texts,
+    no_exception,
+    open_expander,
+    put_inside,
+    session,
+    texts,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STATE = ("model", "ids", "position", "ablations", "held")  # of the model pages' record (Session.inside)
@@ -62,8 +74,8 @@ def _check_numbers(at, torch_model: object, ids: list[int]) -> None:
     """The page's roles, losses and top 5 are transformers' own numbers on these ids."""
     logits, weights = _torch(torch_model, ids)
     n, half = len(ids), len(ids) // 2
-    lines = [t.replace("**", "") for t in texts(at.markdown) if t.startswith("Role:")]
     L, H = weights.shape[:2]
+    lines = head_texts(at, np.ndindex(L, H))  # each head chosen in turn: its role and three scores
     assert len(lines) == L * H
     sink = weights[:, :, 1:, 0].mean(-1)  # (L, H)
     prev = np.array([[np.mean([weights[la, h, t, t - 1] for t in range(1, n)]) for h in range(H)] for la in range(L)])
@@ -96,7 +108,7 @@ def test_the_servers_folder_is_listed_and_opened_with_transformers_numbers(serve
     half = _tokenize(folder, DEFAULT)
     ids = half + half  # the default text's tokens, repeated exactly
     assert list(session(at).inside.ids) == ids
-    assert len(at.get("vega_lite_chart")) == 8  # 2 layers × 4 heads: every head drawn
+    assert len(at.get("vega_lite_chart")) == 2 and len(head_plots(at)) == 8  # 2 layers × 4 heads: a chart a layer
     caption = " ".join(texts(at.caption))
     assert "tiny, a checkpoint on this server: 2 layers × 4 heads" in caption, caption
     assert "cannot travel" not in caption
@@ -268,7 +280,7 @@ def test_every_bad_upload_is_named_and_nothing_changes(gpt2) -> None:  # noqa: F
     folder, _ = gpt2
     at = app("every_head")
     at = at.selectbox(key="inside.w.sequence").set_value(at.selectbox(key="inside.w.sequence").options[2]).run()
-    at = at.button(key="inside.toggle.1.0").click().run()  # a state worth keeping: another text, a head ablated
+    at = head_button(at, "toggle", 1, 0).click().run()  # a state worth keeping: another text, a head ablated
     before = _state(at)
     assert before["ablations"]
     for label, files, named in _bad_cases(folder):
@@ -325,7 +337,7 @@ def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypa
     ids = list(session(at).inside.ids)
     _, weights = _torch(torch_model, ids)
     charts = at.get("vega_lite_chart")
-    assert len(charts) == 3 + 6  # the three score grids (3 layers × 6 heads each), then layer 1's six heads
+    assert len(charts) == 3 + 1 and len(head_plots(at)) == 6  # the three score grids, then layer 1's six heads
     rows = drawn_cells(charts[2])[0]  # the first-token scores, one cell per head
     cells = {(c["query"], c["key"]): c["value"] for c in rows}
     sink = weights[:, :, 1:, 0].mean(-1)
@@ -347,11 +359,11 @@ def test_a_model_with_many_heads_shows_every_score_then_one_layer(wide, monkeypa
     at = at.selectbox(key="inside.w.layer_shown").set_value(2).run()
     no_exception(at)
     assert session(at).inside.layer_shown == 2
-    lines = [t.replace("**", "") for t in texts(at.markdown) if t.startswith("Role:")]
+    lines = head_texts(at, [(2, h) for h in range(6)])
     assert len(lines) == 6 and all(f"first-token sink {sink[2, h]:.2f}" in lines[h] for h in range(6)), lines
-    assert len(at.get("vega_lite_chart")) == 9
-    assert at.button(key="inside.toggle.2.5").label == "Ablate layer 3 · head 6"
-    at = at.button(key="inside.toggle.2.5").click().run()
+    assert len(at.get("vega_lite_chart")) == 4 and len(head_plots(at)) == 6
+    assert head_button(at, "toggle", 2, 5).label == "Ablate layer 3 · head 6"
+    at = head_button(at, "toggle", 2, 5).click().run()
     no_exception(at)
     assert session(at).inside.ablations == ((2, 5, "zero"),)
 
@@ -446,7 +458,7 @@ def test_a_gpt2_head_on_the_step_pages_writes_what_transformers_says_and_its_w_o
 
     folder, torch_model = server
     at = _choose(journey("every_head"), "server:tiny")
-    at = at.button(key="inside.open.1.2").click().run()  # layer 2 · head 3
+    at = head_button(at, "open", 1, 2).click().run()  # layer 2 · head 3
     no_exception(at)
     at = goto(at, "weights")
     s = session(at)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
+import numpy as np
 
 from attention.model import Config, Model, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
-from attention.ui.modelpages import overview
-from tests.helpers.apptest import app, no_exception, put_inside, session
+from attention.ui.headpages import overview
+from tests.helpers.apptest import app, head_plots, layer_charts, no_exception, put_inside, session
 
 WINDOW = 3
 
@@ -22,11 +22,9 @@ def _held(config: Config, seed: int = 4) -> str:
     return models.hold(Model(config, init_params(config, seed, std=0.5), words, name="made here"), "trained")
 
 
-def _masked(chart) -> set[tuple[int, int]]:
-    """The (row, col) cells a heatmap sent as masked, 0-based."""
-    cells = pa.ipc.open_stream(chart.proto.data.data).read_pandas()
-    hit = cells[cells["masked"]]
-    return {(int(r) - 1, int(c) - 1) for r, c in zip(hit["row"], hit["col"], strict=True)}
+def _masked(values: np.ndarray) -> set[tuple[int, int]]:
+    """The (row, col) cells a head's heatmap sent as masked (NaN in :func:`head_plots`), 0-based."""
+    return {(int(r), int(c)) for r, c in zip(*np.nonzero(np.isnan(values)), strict=True)}
 
 
 def test_a_sliding_layers_heatmaps_mark_the_window_and_a_full_layers_only_the_future() -> None:
@@ -39,14 +37,13 @@ def test_a_sliding_layers_heatmaps_mark_the_window_and_a_full_layers_only_the_fu
     at = at.run()
     no_exception(at)
     n = len(session(at).inside.ids)
-    charts = at.get("vega_lite_chart")
-    assert len(charts) == 4, len(charts)
-    for k, chart in enumerate(charts):
+    plots = head_plots(at)
+    assert len(at.get("vega_lite_chart")) == len(layer_charts(at)) == 2 and len(plots) == 4  # a chart a layer
+    for k, (_, subtitle, values) in enumerate(plots):
         layer = k // 2
         w = WINDOW if layer == 0 else 0
         want = {(i, j) for i in range(n) for j in range(n) if j > i or (w and i - j >= w)}
-        assert _masked(chart) == want, (k, sorted(want ^ _masked(chart))[:5])
-        subtitle = chart.proto.spec
+        assert _masked(values) == want, (k, sorted(want ^ _masked(values))[:5])
         assert (f"window {WINDOW}" in subtitle) == (layer == 0)
 
 
@@ -62,7 +59,34 @@ def test_a_wide_models_layer_draws_its_heads_with_readable_cells() -> None:
     no_exception(at)
     assert overview.per_row(30) == 2 and overview.per_row(8) == 4 and overview.per_row(256) >= 1
     charts = at.get("vega_lite_chart")
-    assert len(charts) == 3 + 9, len(charts)
-    heads = [json.loads(c.proto.spec) for c in charts[3:]]
-    assert [h["title"]["text"] for h in heads] == [f"layer 1 · head {k}" for k in range(1, 10)]
-    assert all(h["height"] >= 30 * overview.ROW_PX + 190 for h in heads)  # rows as tall as the cells are wide
+    assert len(charts) == 3 + 1, len(charts)  # the three score grids, then the layer's heads as one chart
+    (spec,) = [json.loads(c.proto.spec) for c in layer_charts(at)]
+    plots = [p for row in spec["vconcat"] for p in row["hconcat"]]
+    assert [h["title"]["text"] for h in plots] == [f"layer 1 · head {k}" for k in range(1, 10)]
+    assert [len(row["hconcat"]) for row in spec["vconcat"]] == [2, 2, 2, 2, 1]  # two a row
+    assert spec["resolve"]["scale"]["color"] == "shared"  # one colour scale
+    assert all(h["width"] >= 30 * 10 and h["height"] >= 30 * 10 for h in plots)  # cells of 10 px or more
+    assert all(h["height"] == 30 * min(overview.ROW_PX, h["width"] // 30) for h in plots)  # near-square
+    assert len(head_plots(at)) == 9
+
+
+def test_a_long_text_is_one_picture_a_head_of_blocks_by_their_maximum() -> None:
+    """2,048 tokens: each head's picture holds 64 × 64 blocks of 32 tokens, each its largest weight, so a sink on
+    the first token and a stripe one token wide stay visible (a block's mean would dilute the stripe 32 times)."""
+    from attention import charts
+
+    n, H = 2048, 3
+    weights = np.full((H, n, n), 1e-4)
+    weights[:, :, 0] = 0.9  # a sink: every row's first key
+    weights[1, 1000, 700] = 0.8  # one sharp cell
+    allowed = np.tril(np.ones((n, n), bool))
+    style = charts.HEAD.but(panels=tuple((f"head {k + 1}", "") for k in range(H)), columns=2, image=True)
+    spec = charts.heatmap(weights, [str(k) for k in range(n)], [str(k) for k in range(n)], style, allowed)
+    plots = [p for row in spec["vconcat"] for p in row["hconcat"]]
+    assert len(plots) == H and all(len(p["layer"][0]["data"]["values"]) == 1 for p in plots)  # a picture a head
+    cells = [r for r in spec["data"]["values"] if r["head"] == "head 2"]
+    assert len(cells) == 64 * 64
+    block = {(r["row"], r["col"]): r["value"] for r in cells}
+    assert block[(1000 // 32 + 1, 700 // 32 + 1)] == 0.8 and block[(64, 1)] == 0.9  # the loop's own blocks
+    assert block[(64, 2)] == 1e-4 and block[(1, 2)] is None  # a plain block; a block wholly masked (future keys)
+    assert "blocks of 32: max" in plots[1]["title"]["subtitle"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attention.model import builtin
-from tests.helpers.apptest import app, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import app, goto, head_button, journey, no_exception, session, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
 
@@ -93,7 +93,7 @@ def test_value_norms_on_a_server_gpt2_against_transformers(gpt2, monkeypatch: py
 def test_the_page_follows_the_text_and_ablations_of_every_head() -> None:
     at = journey("every_head")
     at = at.text_input(key="inside.w.typed").input("ba be bi bo ba be bi bo").run()
-    at = at.button(key="inside.toggle.1.0").click().run()
+    at = head_button(at, "toggle", 1, 0).click().run()
     at = goto(at, "first_token")
     no_exception(at)
     assert session(at).inside.ids == (0, 1, 2, 3, 0, 1, 2, 3)

@@ -12,7 +12,7 @@ import pytest
 from attention.model import Config, Model, builtin, init_params
 from attention.model.vocab import WordVocab
 from attention.ui.core import models
-from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, put_inside, session, texts
+from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, press, put_inside, session, texts
 from tests.helpers.drawn import title_of
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
@@ -44,7 +44,7 @@ def _generated(at) -> list[str]:
 
 
 def _press(at, key: str):
-    at = at.button(key=key).click().run()
+    at = press(at, key)
     no_exception(at)
     return at
 

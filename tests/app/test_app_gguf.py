@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import gguf_files
-from tests.helpers.apptest import app, errors, no_exception, session, texts
+from tests.helpers.apptest import app, errors, head_plots, no_exception, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STATE = ("model", "ids", "position", "ablations", "held")  # of the model pages' record (Session.inside)
@@ -71,7 +71,7 @@ def test_a_gguf_file_is_listed_beside_the_folders_and_opens(models: Path) -> Non
     assert session(at).inside.model == "server:tiny.gguf" and not errors(at)
     caption = " ".join(texts(at.caption))
     assert "GGUF file, quantized Q4_1, dequantized to float32." in caption, caption
-    assert len(at.get("vega_lite_chart")) >= 8  # 2 layers × 4 heads drawn
+    assert len(head_plots(at)) == 8  # 2 layers × 4 heads drawn
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from attention.io.parse import read_matrix_csv
 from attention.model import ablate, builtin
 from attention.names import token_labels
 from attention.ui.core import keys
-from tests.helpers.apptest import app, no_exception, session
+from tests.helpers.apptest import app, head_button, no_exception, session
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
 
@@ -38,7 +38,7 @@ def _file(at, key: str) -> bytes:
 
 def test_the_downloads_hold_every_heads_weights_of_the_run_shown() -> None:
     at = app("every_head")
-    at = at.button(key=keys.inside_head("toggle", 0, 1)).click().run()  # layer 1 · head 2 ablated (zero)
+    at = head_button(at, "toggle", 0, 1).click().run()  # layer 1 · head 2 ablated (zero)
     no_exception(at)
     ids = session(at).inside.ids
     assert session(at).inside.ablations == ((0, 1, "zero"),)

@@ -6,7 +6,21 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, induction
-from tests.helpers.apptest import app, errors, goto, journey, no_exception, session, texts
+from attention.ui.core import keys
+from tests.helpers.apptest import (
+    app,
+    errors,
+    goto,
+    head_button,
+    head_plots,
+    journey,
+    layer_charts,
+    no_exception,
+    press,
+    select,
+    session,
+    texts,
+)
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 
@@ -28,11 +42,12 @@ def _metric(at, start: str) -> str:
 
 
 def _role_lines(at) -> list[str]:
-    return [t.replace("**", "") for t in texts(at.markdown) if t.startswith("Role:")]
+    """Each head's role and score, as its picture's subtitle says it."""
+    return [f"Role: {subtitle}" for _, subtitle, _ in head_plots(at)]
 
 
 def _click(at, key: str):
-    at = at.button(key=key).click().run()
+    at = press(at, key)
     no_exception(at)
     return at
 
@@ -43,8 +58,8 @@ def test_the_page_draws_every_head_with_its_role_and_the_predictions() -> None:
     ids = session(at).inside.ids
     assert len(ids) == 24 and ids[:12] == ids[12:]
     charts = at.get("vega_lite_chart")
-    assert len(charts) == 4  # 2 layers × 2 heads, one chart each (never a concat)
-    assert all('"concat"' not in c.proto.spec for c in charts)
+    assert len(charts) == len(layer_charts(at)) == 2  # 2 layers × 2 heads, one chart a layer
+    assert [title for title, _, _ in head_plots(at)] == [f"layer {la} · head {h}" for la in (1, 2) for h in (1, 2)]
     want = _engine(ids)
     lines = _role_lines(at)
     assert lines[2].startswith("Role: induction") and f"induction {want['ind'][1, 0]:.2f}" in lines[2]
@@ -93,9 +108,11 @@ def test_the_learners_journey_gives_the_engines_numbers() -> None:
     at = _click(at, "inside.toggle.0.1")
     broken = _engine(ids, (0, 1, "zero"))
     assert broken["ind"][1, 0] < 0.5 * clean["ind"][1, 0]
-    assert f"induction {broken['ind'][1, 0]:.2f}" in _role_lines(at)[2]
     said = texts(at.info)[0]
     assert f"Layer 2 · head 1's induction score fell from {clean['ind'][1, 0]:.2f} to {broken['ind'][1, 0]:.2f}" in said
+    at = select(at, keys.INSIDE_HEAD_SHOWN, (1, 0))  # the induction head chosen: its controls say its three scores
+    (line,) = [m.replace("**", "") for m in texts(at.markdown) if m.startswith("**layer 2 · head 1** · role:")]
+    assert f"induction {broken['ind'][1, 0]:.2f}" in line, line
     assert _metric(at, "Loss on the repeated half") == f"{broken['repeated']:.2f} nats"
     # the predictions answer back: the chosen position's top 5 is the ablated engine's, beside the clean one
     top = at.dataframe[0].value
@@ -167,7 +184,7 @@ def test_typed_words_and_another_sequence_become_the_text() -> None:
 def test_a_shorter_text_starts_the_position_again_and_keeps_the_ablations() -> None:
     at = app("every_head")
     at = at.selectbox(key="inside.w.position").set_value(22).run()
-    at = at.button(key="inside.toggle.0.1").click().run()
+    at = head_button(at, "toggle", 0, 1).click().run()
     label = [o for o in at.selectbox(key="inside.w.sequence").options if o.startswith("8 words")][0]
     at = at.selectbox(key="inside.w.sequence").set_value(label).run()
     no_exception(at)
@@ -210,7 +227,8 @@ def test_no_first_layer_head_scores_as_induction_on_a_ready_made_text_so_no_note
 def test_the_first_layer_note_says_how_far_back_a_head_looks() -> None:
     """A first-layer head that looks 11 back in the second half (as the model trained on fixed offsets had): the
     note counts where its strongest weight lies, checked here by a plain loop."""
-    from attention.ui.modelpages import every_head, runs
+    from attention.ui.headpages import every_head
+    from attention.ui.modelpages import runs
 
     ids = tuple(int(i) for i in induction.sequences(np.random.RandomState(3), 1, 32, 12)[0])
     weights = np.tile(np.tril(np.ones((24, 24))) / np.arange(1, 25)[:, None], (2, 2, 1, 1))  # (2, 2, 24, 24)
@@ -241,35 +259,23 @@ def test_every_positions_prediction_is_built_when_opened_and_gives_the_engines_n
     np.testing.assert_allclose(every["p(next in the text)"][:-1], probs[np.arange(23), ids[1:]], rtol=1e-9)
 
 
-def _spec_values(chart) -> np.ndarray:
-    """The weights a heatmap chart sent to the browser, as an (n, n) array from its cells' (row, col, value)."""
-    import pyarrow as pa
-
-    cells = pa.ipc.open_stream(chart.proto.data.data).read_pandas()  # Streamlit sends a spec's inline data as Arrow
-    n = int(cells["row"].max())
-    out = np.full((n, n), np.nan)
-    out[cells["row"].to_numpy() - 1, cells["col"].to_numpy() - 1] = cells["value"].to_numpy(dtype=float)
-    return out
-
-
 def test_each_heatmap_shows_the_engines_weights_for_the_ablations_now() -> None:
     """The heatmaps' specs are cached by content: after an ablation, a restore and another ablation every chart
     still holds the engine's own weights for the ablations of that moment (never another run's)."""
     at = app("every_head")
     ids = list(session(at).inside.ids)
     causal = np.tril(np.ones((len(ids), len(ids)), bool))
-    for press in ("inside.toggle.0.1", "inside.toggle.0.1", "inside.toggle.0.0", "inside.toggle.1.1"):
-        at = _click(at, press)
+    for key in ("inside.toggle.0.1", "inside.toggle.0.1", "inside.toggle.0.0", "inside.toggle.1.1"):
+        at = _click(at, key)
         want = ENGINE.run(ids, [ablate(*a) for a in session(at).inside.ablations]).weights  # (L, H, n, n)
-        charts = at.get("vega_lite_chart")
-        for k, chart in enumerate(charts):
+        for k, (_, _, values) in enumerate(head_plots(at)):
             layer, head = divmod(k, 2)
-            np.testing.assert_allclose(_spec_values(chart)[causal], want[layer, head][causal], rtol=1e-12)
+            np.testing.assert_allclose(values[causal], want[layer, head][causal], rtol=1e-12)
 
 
 def test_the_spec_cache_is_keyed_by_content() -> None:
     from attention import charts
-    from attention.ui.modelpages import every_head
+    from attention.ui.headpages import every_head
 
     ids = list(induction.history("induction")["example"])
     clean, off = ENGINE.run(ids).weights[1, 0], ENGINE.run(ids, [ablate(0, 1)]).weights[1, 0]

@@ -13,7 +13,7 @@ import pytest
 
 from attention.model import attribute, builtin, lens, load
 from attention.ui.core import keys
-from tests.helpers.apptest import app, drawn_cells, goto, journey, no_exception, session, texts
+from tests.helpers.apptest import app, drawn_cells, goto, head_button, head_texts, journey, no_exception, session, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
 NUMBER = re.compile(r"-?\d+\.\d+")
@@ -154,7 +154,7 @@ def test_a_position_and_a_token_chosen_change_the_numbers_and_every_heads_positi
     at = goto(at, "every_head")
     no_exception(at)
     assert at.selectbox(key=keys.INSIDE_POSITION).value == 16
-    captions = [c for c in texts(at.caption) if c.startswith("Share of the logit")]
+    captions = head_texts(at, np.ndindex(2, 2), "Share of the logit")  # each head chosen in turn
     assert len(captions) == 4 and all("of “ba” at position 17" in c for c in captions)
     for c, share in zip(captions, (heads @ W_U[:, ba]).ravel(), strict=True):
         _within_its_digits(NUMBER.search(c).group(), share)
@@ -295,7 +295,7 @@ def test_the_ablations_of_every_head_are_read_through() -> None:
     from attention.model import ablate
 
     at = journey("every_head")
-    at = at.button(key="inside.toggle.1.0").click().run()  # zero-ablate layer 2 · head 1
+    at = head_button(at, "toggle", 1, 0).click().run()  # zero-ablate layer 2 · head 1
     at = goto(at, "attribution")
     no_exception(at)
     ids, t = list(session(at).inside.ids), session(at).inside.position

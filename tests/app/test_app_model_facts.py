@@ -18,9 +18,10 @@ import pytest
 from attention.model import builtin, families
 from attention.model.config import Config
 from attention.ui.core import keys
-from attention.ui.modelpages import every_head, readout
-from attention.ui.writes import attribution
-from tests.helpers.apptest import goto, journey, no_exception, session, texts
+from attention.ui.headpages import every_head
+from attention.ui.modelpages import readout
+from attention.ui.readouts import attribution
+from tests.helpers.apptest import goto, head_button, journey, no_exception, session, texts
 
 SHIPPED = builtin("induction")
 
@@ -153,7 +154,7 @@ def test_a_typed_repeat_starts_at_its_last_position_and_shows_the_halves() -> No
 
 def test_an_ablation_on_a_typed_text_says_the_whole_texts_loss() -> None:
     at = _typed(list(SHIPPED.vocab.words[3:9]))
-    at = at.button(key="inside.toggle.1.0").click().run()
+    at = head_button(at, "toggle", 1, 0).click().run()
     no_exception(at)
     said = " ".join(texts(at.info))
     assert "the loss on the whole text" in said and "half" not in said, said
@@ -162,7 +163,7 @@ def test_an_ablation_on_a_typed_text_says_the_whole_texts_loss() -> None:
 def test_a_head_opened_from_a_typed_text_predicts_from_its_last_token() -> None:
     words = list(SHIPPED.vocab.words[3:8])
     at = _typed(words)
-    at = at.button(key="inside.open.1.0").click().run()
+    at = head_button(at, "open", 1, 0).click().run()
     no_exception(at)
     s = session(at)
     n = len(words)
@@ -176,7 +177,7 @@ def test_a_head_opened_from_a_typed_text_predicts_from_its_last_token() -> None:
 
 def test_a_ready_made_text_opens_a_head_at_the_induction_cell() -> None:
     at = journey("every_head")
-    at = at.button(key="inside.open.1.0").click().run()
+    at = head_button(at, "open", 1, 0).click().run()
     no_exception(at)
     ids = session(at).inside.ids
     assert session(at).cell == (len(ids) // 2, 1)

@@ -18,6 +18,7 @@ from tests.helpers.apptest import (
     errors,
     goto,
     grid_edit,
+    head_button,
     journey,
     no_exception,
     open_views,
@@ -47,7 +48,7 @@ def _losses(ids: tuple[int, ...], ivs: list) -> tuple[float, float]:
 
 def _opened(layer: int = 1, head: int = 0, page: str = "scores"):
     at = journey("every_head")
-    at = at.button(key=f"inside.open.{layer}.{head}").click().run()
+    at = head_button(at, "open", layer, head).click().run()
     no_exception(at)
     assert any(t.startswith("The step pages now show") for t in texts(at.success))
     return goto(at, page)
@@ -124,8 +125,8 @@ def test_ablating_the_head_from_its_page_and_restoring_it(how: str) -> None:
 
 def test_a_head_opened_with_earlier_ablations_reads_the_ablated_stream() -> None:
     at = journey("every_head")
-    at = at.button(key="inside.toggle.0.1").click().run()  # ablate layer 1 · head 2 (the previous-token head)
-    at = at.button(key="inside.open.1.0").click().run()
+    at = head_button(at, "toggle", 0, 1).click().run()  # ablate layer 1 · head 2 (the previous-token head)
+    at = head_button(at, "open", 1, 0).click().run()
     no_exception(at)
     s = session(at)
     run = ENGINE.run(list(s.model_head.ids), [ablate(0, 1, "zero")])
@@ -161,11 +162,11 @@ def test_a_bad_model_head_link_is_named_and_the_default_preset_opens(mh: str, sa
 
 def test_the_model_pages_keep_their_text_and_ablations_in_the_address() -> None:
     at = journey("every_head")
-    at = at.button(key="inside.toggle.1.0").click().run()
+    at = head_button(at, "toggle", 1, 0).click().run()
     label = [o for o in at.selectbox(key="inside.w.sequence").options if o.startswith("10 words")][0]
     at = at.selectbox(key="inside.w.sequence").set_value(label).run()
-    at = at.button(key="inside.toggle.1.0").click().run()  # the text changed, the ablation stays: this restores it
-    at = at.button(key="inside.toggle.0.1").click().run()
+    at = head_button(at, "toggle", 1, 0).click().run()  # the text changed, the ablation stays: this restores it
+    at = head_button(at, "toggle", 0, 1).click().run()
     query = _query(at)
     assert query["ablate"] == "1.2z-2.1z" or query["ablate"] == "2.1z-1.2z" or query["ablate"] == "1.2z", query
     again = app("every_head", query)
@@ -240,8 +241,8 @@ def test_every_step_page_explain_compare_and_the_exports_work_on_a_head(tmp_path
 
 def test_another_head_is_chosen_on_the_step_pages_with_the_same_text_and_ablations() -> None:
     at = journey("every_head")
-    at = at.button(key="inside.toggle.0.0").click().run()  # an ablation the heads opened afterwards keep
-    at = at.button(key="inside.open.1.0").click().run()
+    at = head_button(at, "toggle", 0, 0).click().run()  # an ablation the heads opened afterwards keep
+    at = head_button(at, "open", 1, 0).click().run()
     at = goto(at, "softmax")
     ref = session(at).model_head
     at = at.selectbox(key="model_head.pick").set_value((1, 1)).run()

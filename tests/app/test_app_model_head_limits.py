@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from attention.ui.core import models
-from tests.helpers.apptest import app, no_exception, put_inside, session, texts
+from tests.helpers.apptest import app, head_button, no_exception, put_inside, session, texts
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -63,7 +63,7 @@ def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> 
     put_inside(at, held=((mid, "Trained here"),))
     at = at.run()
     at = at.selectbox(key="inside.w.model").set_value(mid).run()
-    at = goto(at.button(key="inside.open.1.0").click().run(), "scores")
+    at = goto(head_button(at, "open", 1, 0).click().run(), "scores")
     no_exception(at)
     assert session(at).model_head.model_id == mid
     address = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}

@@ -12,13 +12,13 @@ import pandas as pd
 import pyarrow as pa
 
 from attention.model import ablate, builtin, induction
-from tests.helpers.apptest import app, no_exception, texts
+from tests.helpers.apptest import app, head_button, no_exception, press, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's: the oracle runs the engine directly
 
 
 def _click(at, key: str):
-    at = at.button(key=key).click().run()
+    at = press(at, key)
     no_exception(at)
     return at
 
@@ -238,7 +238,7 @@ def test_one_w_k_cell_edit_on_a_model_head_makes_a_short_link_that_opens_the_sam
     from tests.helpers.apptest import edit_cell, goto, journey
 
     at = journey("every_head")
-    at = at.button(key="inside.open.1.0").click().run()
+    at = head_button(at, "open", 1, 0).click().run()
     at = goto(at, "qkv")
     at = edit_cell(at, "W_k", 0, "k1", 40.0)
     no_exception(at)

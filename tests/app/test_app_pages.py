@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 import attention
+from attention.ui.app.specs import INSIDE, LABS, STEPS
+from tests.helpers import ROOT
 from tests.helpers.apptest import PAGES, app, badges, drawn_cells, errors, no_exception, texts
 
 PRESET_IDS = attention.list_presets()
@@ -18,6 +20,18 @@ def test_every_page_renders_for_every_preset(page: str, preset_id: str) -> None:
     assert not errors(at), errors(at)
     assert at.title, "each page has a title"
     assert at.session_state["attention_session"].preset_id == preset_id
+
+
+def test_every_page_is_one_entry_of_the_table_with_its_file_and_every_file_an_entry() -> None:
+    """A page is one entry of the specs' tables (a Step, a Lab, a Lab inside a model), and the two-line file in
+    pages/ that draws it by its key (pages-directory mode: every page runs alone); no file without an entry."""
+    entries = [*STEPS.values(), *LABS.values(), *INSIDE.values()]
+    assert len(PAGES) == len(entries) + 1 == len({entry.key for entry in entries}) + 1  # + the overview; keys unique
+    files = {path.relative_to(ROOT).as_posix() for path in (ROOT / "pages").glob("*.py")}
+    assert sorted(PAGES.values()) == sorted(files), "a page entry without its file, or a file without its entry"
+    for entry in entries:
+        code = (ROOT / entry.file).read_text(encoding="utf-8")
+        assert code.split() == ["from", "attention.ui.app.frame", "import", "render", f'render("{entry.key}")'], code
 
 
 @pytest.mark.parametrize("preset_id", ["she_likes_coffee", "i_am_batman", "the_cat_sat", "random_seed_42"])

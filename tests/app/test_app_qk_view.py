@@ -12,7 +12,7 @@ from attention.model import Config, Model, init_params
 from attention.model.qk_steps import NORMED, PROJECTED, ROTATED, qk_steps
 from attention.model.vocab import WordVocab
 from attention.ui.core import keys, models
-from tests.helpers.apptest import app, no_exception, put_inside, select, session, texts
+from tests.helpers.apptest import app, head_button, no_exception, put_inside, select, session, texts
 
 CFG = Config(
     vocab_size=20, n_ctx=16, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_mlp=24, positions="rotary",
@@ -40,7 +40,7 @@ def test_a_qk_norm_heads_steps_are_the_models_own_and_it_opens_on_the_step_pages
     put_inside(at, model=models.hold(m, "trained"), ids=ids, sequence="", position=5)
     at = at.run()
     no_exception(at)
-    assert not at.button(key=keys.inside_head("open", 0, 1)).disabled
+    assert not head_button(at, "open", 0, 1).disabled
     at = select(at, keys.INSIDE_QK_HEAD, (1, 3))  # layer 2 · head 4, reading key/value head 2
     no_exception(at)
     assert session(at).inside.qk_head == (1, 3)
@@ -63,7 +63,7 @@ def test_a_model_without_qk_norm_shows_no_steps_section() -> None:
     at = at.run()
     no_exception(at)
     assert not [h for h in texts(at.subheader) if "step by step" in h]
-    assert not at.button(key=keys.inside_head("open", 0, 1)).disabled
+    assert not head_button(at, "open", 0, 1).disabled
 
 
 def test_learn_the_weights_trains_a_qk_norm_heads_gains_and_they_flow_into_the_model() -> None:
@@ -79,7 +79,7 @@ def test_learn_the_weights_trains_a_qk_norm_heads_gains_and_they_flow_into_the_m
     at = journey("every_head")
     put_inside(at, model=models.hold(m, "trained"), ids=tuple(range(1, 11)), sequence="", position=5)
     at = at.run()
-    at = at.button(key=keys.inside_head("open", 1, 3)).click().run()
+    at = head_button(at, "open", 1, 3).click().run()
     at = goto(at, "learn")
     no_exception(at)
     s = session(at)
@@ -124,7 +124,7 @@ def test_other_heads_fit_the_gains_and_say_so() -> None:
 
     at = journey("every_head")
     put_inside(at, model=models.hold(_model(CFG), "trained"), ids=tuple(range(1, 11)), sequence="", position=5)
-    at = at.run().button(key=keys.inside_head("open", 1, 0)).click().run()
+    at = head_button(at.run(), "open", 1, 0).click().run()
     at = conventions(goto(at, "qkv"))
     own = session(at).options.q_norm
     at = select(at, keys.SB_HEADS, 2)

@@ -11,7 +11,7 @@ from attention.model import Config, Model, init_params
 from attention.model.qk_steps import PROJECTED, qk_steps
 from attention.model.vocab import WordVocab
 from attention.ui.core import keys, models
-from tests.helpers.apptest import app, goto, journey, no_exception, put_inside, session, texts
+from tests.helpers.apptest import app, goto, head_button, journey, no_exception, put_inside, session, texts
 
 
 def _loop(X: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -58,7 +58,7 @@ def test_a_model_head_with_a_partial_rotation_shows_its_own_q_before_it() -> Non
     put_inside(at, held=((held, "Made here"),))
     at = at.run()
     at = at.selectbox(key=keys.INSIDE_MODEL).set_value(held).run()
-    at = goto(at.button(key=keys.inside_head("open", 1, 2)).click().run(), "qkv")
+    at = goto(head_button(at, "open", 1, 2).click().run(), "qkv")
     no_exception(at)
     ids = list(session(at).model_head.ids)
     assert "columns 1–2 of each head's 4 (the others pass unchanged)" in _said(at)

@@ -15,7 +15,7 @@ from attention.model import Model, induction, train
 from attention.model.vocab import WordVocab
 from attention.ui.core import jobs, keys, models
 from attention.ui.core import session as session_mod
-from attention.ui.modelpages import watch_it_learn
+from attention.ui.headpages import watch_it_learn
 from attention.ui.state import inside
 from tests.helpers.apptest import app, drawn_cells, errors, journey, no_exception, session, texts
 

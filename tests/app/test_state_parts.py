@@ -12,6 +12,7 @@ from attention.ui.app import frame
 from attention.ui.core import parts
 from attention.ui.core import session as session_mod
 from attention.ui.state import core as state_core
+from tests.helpers.apptest import head_button
 
 
 def _fields() -> dict[str, parts.Decl]:
@@ -139,7 +140,7 @@ def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -
     assert {f.name for f in dataclasses.fields(session_mod.Inside)} == {
         "model", "sequence", "ids", "position", "ablations", "how", "before", "change", "where", "message", "opened",
         "held", "model_message", "layer_shown", "uploads", "snapshot", "token", "readout_message", "across", "qk_head",
-        "threshold",
+        "threshold", "head_shown",
     }  # fmt: skip
     assert d["training"].part == parts.BOOKKEEPING and d["training"].survives is True
     assert {f.name for f in dataclasses.fields(session_mod.Training)} == {"job", "learn_message", "train_message"}
@@ -166,7 +167,7 @@ def test_a_model_page_value_survives_a_page_switch() -> None:
     from tests.helpers.apptest import app, goto, no_exception, session
 
     at = app("every_head")
-    at = at.button(key="inside.toggle.0.1").click().run()
+    at = head_button(at, "toggle", 0, 1).click().run()
     no_exception(at)
     made = session(at).inside
     assert made.ablations == ((0, 1, "zero"),) and made.where == (0, 1)

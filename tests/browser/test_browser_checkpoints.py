@@ -63,9 +63,9 @@ def test_a_server_gpt2_opened_and_every_head_drawn(browser, served, axe_script, 
         pg = context.new_page()
         pg.goto(f"{url}/every_head")
         settle(pg)
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         choose_model(pg, "tiny (on this server)")
-        wait_readable(pg, 8)  # 2 layers × 4 heads, each its own chart, readable and not blank
+        wait_readable(pg, 2)  # 2 layers × 4 heads, a chart a layer, readable and not blank
         body = pg.inner_text("body")
         assert "tiny, a checkpoint on this server: 2 layers × 4 heads" in body
         typed = pg.get_by_label(re.compile("^Type a text")).input_value()  # the new model's text, not the old words
@@ -98,9 +98,9 @@ def test_a_model_with_many_heads_draws_the_score_grids_then_one_layer(browser, s
         pg = context.new_page()
         pg.goto(f"{url}/every_head")
         settle(pg)
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         choose_model(pg, "wide (on this server)")
-        wait_readable(pg, 9)  # three 3 × 6 score grids, then layer 1's six heads
+        wait_readable(pg, 4)  # three 3 × 6 score grids, then layer 1's six heads as one chart
         pg.locator(CHARTS).nth(0).scroll_into_view_if_needed()
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "checkpoints_many_heads_1280.png"))
@@ -115,7 +115,7 @@ def test_an_upload_in_the_browser_opens_and_a_pickle_is_refused(browser, served,
         pg = context.new_page()
         pg.goto(f"{url}/every_head")
         settle(pg)
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         pg.get_by_text("Upload a small checkpoint").click()
         chooser = pg.locator("input[type='file']").first
         with rerun(pg):
@@ -123,13 +123,13 @@ def test_an_upload_in_the_browser_opens_and_a_pickle_is_refused(browser, served,
         said = " ".join(error_texts(pg))
         assert "The upload was not opened: pytorch_model.bin: pickled weights are never opened" in said, said
         assert "Nothing changed" in said
-        wait_readable(pg, 4)  # still the shipped model
+        wait_readable(pg, 2)  # still the shipped model
         with rerun(pg):
             pg.locator("input[type='file']").first.set_input_files(
                 [str(folder / n) for n in ("config.json", "model.safetensors", "tokenizer.json")]
             )
         assert not error_texts(pg), error_texts(pg)
-        wait_readable(pg, 8)
+        wait_readable(pg, 2)
         body = pg.inner_text("body")
         assert "An uploaded or trained model cannot travel in a link" in body
         shown = pg.get_by_test_id("stSelectbox").filter(has_text="Model").first

@@ -13,6 +13,7 @@ from tests.helpers.browser import (
     check,
     error_texts,
     guarded_context,
+    head_button,
     rerun,
     settle,
     wait_readable,
@@ -36,7 +37,7 @@ def _engine(ids: list[int], *ablations: tuple[int, int, str]) -> tuple[float, np
 def _click(pg, name: str) -> str:
     """Press a button by its exact name; the info box's text afterwards."""
     with rerun(pg):
-        pg.get_by_role("button", name=name, exact=True).click()
+        head_button(pg, name).click()
     assert not error_texts(pg), error_texts(pg)
     return pg.get_by_test_id("stAlertContentInfo").inner_text()
 
@@ -46,7 +47,7 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "inside_every_head_top_1280.png"))
         ids = [int(i) for i in induction.history("induction")["example"]]  # the page's first ready-made sequence
@@ -54,8 +55,12 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         off, _ = _engine(ids, (1, 0, "zero"))
         broken, broken_ind = _engine(ids, (0, 1, "zero"))
         body = pg.inner_text("body")
-        # 1. find the induction head: its role and score are written under its heatmap
-        assert f"induction {clean_ind[1, 0]:.2f}" in body and "Role: induction" in body
+        # 1. find the induction head: its role and score title its picture, and are said under the charts once chosen
+        layer2 = pg.locator(CHARTS).nth(1).inner_html()
+        assert "layer 2 · head 1" in layer2 and f"induction {clean_ind[1, 0]:.2f}" in layer2
+        head_button(pg, "Ablate layer 2 · head 1")
+        body = pg.inner_text("body")
+        assert "layer 2 · head 1 · role: induction" in body and f"induction {clean_ind[1, 0]:.2f}" in body
         # 2. ablate it: the repeated half's loss rises, said with the engine's numbers
         said = _click(pg, "Ablate layer 2 · head 1")
         assert f"the loss on the repeated half rose from {clean:.2f} to {off:.2f} nats" in said, said
@@ -65,16 +70,16 @@ def test_the_journey_in_the_browser(browser, base_url) -> None:  # noqa: F811
         assert f"fell from {off:.2f} to {clean:.2f} nats" in said, said
         # 4. ablate the previous-token head in layer 1: the induction head's pattern falls apart too
         said = _click(pg, "Ablate layer 1 · head 2")
-        box = pg.get_by_test_id("stAlertContentInfo").bounding_box()  # said under the button pressed, in sight
+        box = pg.get_by_test_id("stAlertContentInfo").bounding_box()  # said above the button pressed, in sight
         assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, box
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SHOTS / "inside_every_head_said_1280.png"))
         assert f"Layer 2 · head 1's induction score fell from {clean_ind[1, 0]:.2f} to {broken_ind[1, 0]:.2f}" in said
         assert f"{broken:.2f} nats" in pg.get_by_test_id("stMetric").nth(1).inner_text()
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         pg.get_by_role("button", name="Restore every head").scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / "inside_every_head_1280.png"))
-        pg.locator(CHARTS).nth(2).screenshot(path=str(SHOTS / "inside_every_head_layer2_head1.png"))
+        pg.locator(CHARTS).nth(1).screenshot(path=str(SHOTS / "inside_every_head_layer2.png"))
 
 
 def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base_url, axe_script) -> None:  # noqa: F811
@@ -82,9 +87,9 @@ def test_readable_and_accessible_at_1400_by_1000_after_an_ablation(browser, base
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         _click(pg, "Ablate layer 2 · head 1")
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         check(pg, axe_script, "every_head after an ablation")
         pg.screenshot(path=str(SHOTS / "inside_every_head_1400.png"))
 
@@ -96,7 +101,7 @@ def test_every_heatmap_passes_the_visible_checks(browser, base_url, viewport) ->
     from tests.helpers.visible import page_problems
 
     url = f"{base_url}/every_head"
-    problems = page_problems(browser, url, "every_head", viewport, lambda pg: wait_readable(pg, 4))
+    problems = page_problems(browser, url, "every_head", viewport, lambda pg: wait_readable(pg, 2))
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
@@ -126,11 +131,11 @@ def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None
         pg = context.new_page()
         pg.goto(f"{base_url}/every_head")
         settle(pg)
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         _choose_position(pg, 5, pieces[5])
         said = f"probability {_four([clean[5, ids[6]]]) % clean[5, ids[6]]}, loss {-np.log(clean[5, ids[6]]):.2f} nats"
         assert said in pg.inner_text("body"), said
-        wait_readable(pg, 4)  # the heads are still drawn
+        wait_readable(pg, 2)  # the heads are still drawn
         _click(pg, "Ablate layer 2 · head 1")
         _choose_position(pg, 20, pieces[20])
         info = pg.get_by_test_id("stAlertContentInfo").inner_text()
@@ -151,6 +156,6 @@ def test_a_position_and_the_lazy_table_in_the_browser(browser, base_url) -> None
             k = int(r[0]) - 1
             assert r[2] == builtin("induction").pieces([int(off[k].argmax())])[0], r
             assert float(r[3]) == pytest.approx(float(off[k].max()), abs=1e-4), r  # 4 digits of the column's largest
-        wait_readable(pg, 4)
+        wait_readable(pg, 2)
         grid.scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / "inside_every_head_positions_1400.png"))

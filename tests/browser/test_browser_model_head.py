@@ -15,6 +15,7 @@ from tests.helpers.browser import (
     check,
     error_texts,
     guarded_context,
+    head_button,
     nav,
     open_view,
     ready,
@@ -55,7 +56,7 @@ def _grid_after(pg, label: str) -> tuple[int, int]:
 
 def _click(pg, name: str) -> None:
     with rerun(pg):
-        pg.get_by_role("button", name=name, exact=True).click()
+        head_button(pg, name).click()
     ready(pg)
     assert not error_texts(pg), error_texts(pg)
 

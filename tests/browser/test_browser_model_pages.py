@@ -13,6 +13,7 @@ from tests.helpers.browser import (
     SHOTS,
     choose_model,
     guarded_context,
+    head_button,
     nav,
     rerun,
     settle,
@@ -128,8 +129,7 @@ def test_opening_a_head_on_the_step_pages_updates_the_sidebar_at_once(browser, b
         preset = pg.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").first.locator("input").first
         before = preset.input_value()
         assert "model" not in before.lower(), before
-        button = pg.get_by_role("button", name="Open layer 2 · head 1 on the step pages")
-        button.scroll_into_view_if_needed()
+        button = head_button(pg, "Open layer 2 · head 1 on the step pages")
         with rerun(pg):
             button.click()
         pg.get_by_text("The step pages now show layer 2 · head 1").wait_for(timeout=30_000)

@@ -10,34 +10,12 @@ import numpy as np
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
+from attention.ui.app.specs import INSIDE, LABS, OVERVIEW, STEPS
+from attention.ui.core import keys
 from attention.ui.inputs.editors import editor_key
 from tests.helpers import ROOT
 
-PAGES = {
-    "overview": "pages/0_overview.py",
-    "tokens": "pages/1_tokens.py",
-    "weights": "pages/2_weights.py",
-    "qkv": "pages/3_qkv.py",
-    "scores": "pages/4_scores.py",
-    "scaling": "pages/5_scaling.py",
-    "softmax": "pages/6_softmax.py",
-    "output": "pages/7_output.py",
-    "reading": "pages/8_reading.py",
-    "why_sqrt_dk": "pages/9_why_sqrt_dk.py",
-    "stability": "pages/10_stability.py",
-    "challenges": "pages/11_challenges.py",
-    "learn": "pages/12_learn.py",
-    "flash": "pages/13_flash.py",
-    "every_head": "pages/14_every_head.py",
-    "class_board": "pages/15_class_board.py",
-    "watch_it_learn": "pages/16_watch_it_learn.py",
-    "generate": "pages/17_generate.py",
-    "first_token": "pages/18_first_token.py",
-    "logit_lens": "pages/19_logit_lens.py",
-    "attribution": "pages/20_attribution.py",
-    "patching": "pages/21_patching.py",
-    "routes": "pages/22_routes.py",
-}
+PAGES = {"overview": OVERVIEW} | {page.key: page.file for page in (*STEPS.values(), *LABS.values(), *INSIDE.values())}
 TIMEOUT = 60
 
 
@@ -249,6 +227,66 @@ def edit_cell(at: AppTest, name: str, row: int, col_label: str, value: object) -
 
 def select(at: AppTest, key: str, value: object) -> AppTest:
     return at.selectbox(key=key).set_value(value).run()
+
+
+def layer_charts(at: AppTest) -> list:
+    """Every head's charts of a layer's heads (one each layer drawn: a plot a head), in order."""
+    return [c for c in at.get("vega_lite_chart") if '"vconcat"' in c.proto.spec]
+
+
+def head_plots(at: AppTest) -> list[tuple[str, str, np.ndarray]]:
+    """Every head drawn on Every head, in order: its title, subtitle, and the (n, n) weights its layer's chart sent to
+    the browser (NaN where masked), read from the chart's cells (head, row, col, value, masked)."""
+    import pyarrow as pa
+
+    out = []
+    for chart in layer_charts(at):
+        spec = json.loads(chart.proto.spec)
+        cells = pa.ipc.open_stream(chart.proto.data.data).read_pandas()  # Streamlit sends inline data as Arrow
+        for plot in (p for row in spec["vconcat"] for p in row["hconcat"]):
+            title = plot["title"]["text"]
+            mine = cells[cells["head"] == title]
+            n = int(mine["row"].max())
+            values = np.full((n, n), np.nan)
+            live = ~mine["masked"].to_numpy(dtype=bool)
+            values[mine["row"].to_numpy()[live] - 1, mine["col"].to_numpy()[live] - 1] = mine["value"].to_numpy(
+                dtype=float
+            )[live]
+            out.append((title, plot["title"].get("subtitle", ""), values))
+    return out
+
+
+def head_texts(at: AppTest, heads, kind: str = "line") -> list[str]:
+    """For each head (layer, head), chosen in turn as a learner does: its controls' line (``kind`` "line": its name,
+    role and three scores, bold marks removed) or its caption starting ``kind``."""
+    out = []
+    for layer, head in heads:
+        at = select(at, keys.INSIDE_HEAD_SHOWN, (layer, head))
+        if kind == "line":
+            out += [m.replace("**", "") for m in texts(at.markdown) if m.startswith(f"**layer {layer + 1} · head")]
+        else:
+            out += [c for c in texts(at.caption) if c.startswith(kind)]
+    return out
+
+
+def head_button(at: AppTest, what: str, layer: int, head: int):
+    """Every head's button ``what`` ("toggle": ablate or restore, "open": on the step pages) of head (layer, head),
+    0-based. Only the chosen head's buttons are drawn: the head is chosen first when needed (and its layer, on a wide
+    model that draws one layer), as a learner does."""
+    key = f"inside.{what}.{layer}.{head}"
+    if not any(b.key == key for b in at.button):
+        if any(s.key == keys.INSIDE_LAYER_SHOWN for s in at.selectbox):
+            at = select(at, keys.INSIDE_LAYER_SHOWN, layer)
+        at = select(at, keys.INSIDE_HEAD_SHOWN, (layer, head))
+    return at.button(key=key)
+
+
+def press(at: AppTest, key: str) -> AppTest:
+    """Press the button ``key``: an Every head button of a head (``inside.toggle.1.0``) through :func:`head_button`."""
+    found = re.fullmatch(r"inside\.(toggle|open)\.(\d+)\.(\d+)", key)
+    if found:
+        return head_button(at, found.group(1), int(found.group(2)), int(found.group(3))).click().run()
+    return at.button(key=key).click().run()
 
 
 def paste(at, name: str, text: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -265,6 +266,22 @@ def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 20) 
                 return
         page.wait_for_timeout(500)
     raise AssertionError(f"charts not readable: {why} ({page.locator(CHARTS).count()} charts)")
+
+
+def head_button(page, name: str):
+    """Every head's button ``name`` ("Ablate layer 2 · head 1", "Open layer 2 · head 1 on the step pages"): only the
+    chosen head's buttons are drawn, so the head it names is chosen first (*Head to read, ablate or open*) when
+    needed, as a person does."""
+    button = page.get_by_role("button", name=name, exact=True)
+    head = re.search(r"layer \d+ · head \d+", name)
+    if head and not button.count():
+        box = page.get_by_role("combobox", name="Head to read, ablate or open")
+        box.scroll_into_view_if_needed()
+        box.click()
+        with rerun(page):
+            page.get_by_role("option", name=head.group(), exact=True).click()
+    button.scroll_into_view_if_needed()
+    return button
 
 
 # Pages, grids and downloads, as a person uses them

@@ -93,7 +93,11 @@ MEASURE = (
     const title = el.querySelector("svg.marks .role-title-text");
     // the plot (data rectangle): the root view's background; a y-axis title must fit beside it
     const plot = el.querySelector("svg.marks .role-frame.root > g > path.background");
-    const pb = plot ? plot.getBoundingClientRect() : null;
+    let pb = plot ? plot.getBoundingClientRect() : null;
+    if (pb && !(pb.width * pb.height)) {  // a chart of several plots: its root has none; the first plot's
+      const inner = [...el.querySelectorAll("svg.marks path.background")].map(p => p.getBoundingClientRect());
+      pb = inner.find(r => r.width * r.height > 0) || pb;
+    }
     const yTitles = [...el.querySelectorAll("svg.marks .role-axis-title text")]
       .map(t => t.getBoundingClientRect()).filter(r => r.height > r.width).map(r => r.height);
     // the column (or page width) the chart is given
@@ -121,6 +125,7 @@ MEASURE = (
             || r.top < box.top - 4 || r.bottom > box.bottom + 4; })
         .map(t => t.textContent).slice(0, 3) : [],
       title: title ? title.textContent : "",
+      several: el.querySelectorAll("svg.marks .role-title-text").length > 1,  // plots of a fixed size
       plotW: pb ? pb.width : null, plotH: pb ? pb.height : null,
       yTitle: yTitles.length ? Math.max(...yTitles) : 0,
       slot: sr.width,
@@ -198,7 +203,7 @@ def check_page(pg, slug: str, state: str, viewport: tuple[int, int], trained: bo
             )
         if c["plotH"] is not None and c["yTitle"] > c["plotH"] + 2:
             problems.append(f"{name}: y-axis title ({c['yTitle']:.0f} px) taller than the plot ({c['plotH']:.0f} px)")
-        if c["w"] < FILL * c["slot"]:
+        if c["w"] < FILL * c["slot"] and not c["several"]:  # a chart of several plots is sized by its cells
             problems.append(f"{name}: {c['w']:.0f} px wide in a {c['slot']:.0f} px column (not sized to it)")
         if c["x"] < -1 or c["right"] > 1:
             problems.append(f"{name}: drawn outside the main area (x {c['x']:.0f}, right overhang {c['right']:.0f})")

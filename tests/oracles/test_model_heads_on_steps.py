@@ -25,6 +25,7 @@ from attention.model import Config, Model, init_params
 from attention.model.vocab import WordVocab
 from attention.options import Options
 from attention.ui.core import models
+from tests.helpers.apptest import head_button
 from tests.helpers.families import FAMILIES as MADE_FAMILIES
 from tests.helpers.families import tiny_config
 
@@ -372,7 +373,7 @@ def test_a_llama_head_opens_on_the_step_pages_with_the_models_numbers_and_travel
     from tests.helpers.apptest import app, goto, no_exception, session, texts
 
     at = _llama_page()
-    at = at.button(key="inside.open.1.2").click().run()  # layer 2 · head 3: key/value head 2
+    at = head_button(at, "open", 1, 2).click().run()  # layer 2 · head 3: key/value head 2
     no_exception(at)
     at = goto(at, "weights")
     no_exception(at)
@@ -430,7 +431,7 @@ def test_a_qk_norm_models_heads_do_not_open_and_every_head_says_why(made, monkey
     no_exception(at)
     what = WHAT[QK_NORM[family].qk_norm_scope]
     assert any(f"normalises {what} (QK-norm) before RoPE" in t for t in texts(at.caption)), what
-    button = at.button(key="inside.open.1.0")
+    button = head_button(at, "open", 1, 0)
     assert button.disabled and "QK-norm" in button.help
     # instead, any head's q and k step by step, read-only, the weights they give within float rounding of the model's
     assert any("step by step (read-only)" in t for t in texts(at.subheader))
@@ -453,7 +454,7 @@ def _qkv_page_of(family: str, made, monkeypatch):  # noqa: ANN001, ANN202 - the 
     at = at.run()
     no_exception(at)
     assert any("A head opened on the step pages shows that step on the Q·K·V page" in t for t in texts(at.caption))
-    button = at.button(key="inside.open.1.2")
+    button = head_button(at, "open", 1, 2)
     assert not button.disabled
     at = goto(button.click().run(), "qkv")
     no_exception(at)

@@ -32,9 +32,7 @@ from ..core.shown import key_labels, per_head
 from ..core.text import esc
 from ..inputs import editors
 from ..inputs import import_box as imports
-from ..labpages import BODIES
 from ..modelpages import ANSWERS
-from ..modelpages import BODIES as MODEL_BODIES
 from ..sidebar import panel as sidebar
 from ..sidebar import share
 from ..state import core as state_core
@@ -42,7 +40,6 @@ from ..views import compare
 from ..views import steps as views
 from ..widgets import common as widgets
 from ..widgets import downloads, printing
-from ..writes import BODIES as WRITES_BODIES
 from . import nav, tour
 from .specs import INSIDE, LABS, OVERVIEW, STEPS
 
@@ -91,7 +88,7 @@ def render(key: str) -> None:
         s = setup(lab.nav, lab.file)
         st.title(lab.title)  # ours: the spec's title
         st.markdown(lab.intro(s) if callable(lab.intro) else lab.intro)  # ours: the spec's intro (names escaped)
-        (BODIES.get(key) or MODEL_BODIES.get(key) or WRITES_BODIES[key])(s)
+        lab.body(s)
         return
     step = STEPS[key]
     s = setup(step.nav, step.file, tools=False)

@@ -16,6 +16,9 @@ from ...errors import AttentionError
 from ...trace import Trace
 from ..core import jobs, models, session
 from ..core.text import esc
+from ..headpages import every_head, first_token, generate, watch_it_learn
+from ..labpages import board, challenges, flash, learn, stability, why_sqrt_dk
+from ..readouts import attribution, lens, patching, routes
 from . import prose
 
 OVERVIEW = "pages/0_overview.py"
@@ -249,20 +252,21 @@ def every_head_intro(s: session.Session) -> str:
 
 @dataclass(frozen=True)
 class Lab:
-    """A page beyond the steps (an experiment, the challenges, learning): its file, label, title and intro; the
-    frame draws the set-up, title and intro, then the page's body from :data:`attention.ui.labpages.BODIES`."""
+    """A page beyond the steps (an experiment, the challenges, learning, a page inside a model), whole in one entry:
+    its file, label, title, intro and body; the frame draws the set-up, title and intro, then ``body``."""
 
     key: str
     file: str
     nav: str
     title: str
     intro: str | Callable[[session.Session], str]  # a function of the Session: an intro that depends on the state
+    body: Callable[[session.Session], None]  # what the page draws below its intro (its module's ``body``)
 
 
 LABS: dict[str, Lab] = {
     lab.key: lab
     for lab in (
-        # entries are added here, each with a body in attention.ui.labpages.BODIES and a file in pages/
+        # a page is one entry here, its body in a module of attention.ui.labpages, and its file in pages/
         Lab(
             "why_sqrt_dk",
             "pages/9_why_sqrt_dk.py",
@@ -273,6 +277,7 @@ LABS: dict[str, Lab] = {
             "draws: the spread of the scores, the largest softmax weight in each row, the row's entropy and the "
             "gradient through softmax, **without** and **with** the division by √d_k. The diamond marks the numbers "
             "of the sentence in the sidebar.",
+            body=why_sqrt_dk.body,
         ),
         Lab(
             "stability",
@@ -282,6 +287,7 @@ LABS: dict[str, Lab] = {
             "softmax(x) is the same for x and for x − m, whatever m is, but the computer's numbers are not: "
             "`exp` overflows to ∞ or underflows to 0 at limits set by the float width. Everything on this page is "
             "computed live, by the engine, from the limits of numpy's float types; nothing is typed in.",
+            body=stability.body,
         ),
         Lab(
             "challenges",
@@ -291,6 +297,7 @@ LABS: dict[str, Lab] = {
             "A challenge sets a goal on one of the arrays (a weight, the top key of a row, a row's entropy) and "
             "says which matrices you may edit; the others are locked. Choose one, press **Start**, then edit the "
             "numbers here or on any page: the progress below is checked live.",
+            body=challenges.body,
         ),
         Lab(
             "learn",
@@ -303,6 +310,7 @@ LABS: dict[str, Lab] = {
             "from the target (cross-entropy: 0 when every row puts all its weight where the target does). "
             "“Use these weights” puts the learned numbers into every step page, so you can follow exactly how "
             "they make that pattern.",
+            body=learn.body,
         ),
         Lab(
             "flash",
@@ -312,6 +320,7 @@ LABS: dict[str, Lab] = {
             "The steps pages compute the whole n × n matrix of scores, then softmax, then the weighted sum. "
             "FlashAttention gets **the same output** without ever holding that matrix: it cuts your current scores "
             "into tiles and walks them with an *online* softmax. Choose a tile size, then step through the tiles.",
+            body=flash.body,
         ),
         Lab(
             "class_board",
@@ -322,10 +331,12 @@ LABS: dict[str, Lab] = {
             "Challenges page), and follow every student's progress, live. Only the challenges set here are handed "
             "in; every solve is checked by this server from the student's own numbers before it is recorded, with "
             "a link that opens it.",
+            body=board.body,
         ),
     )
 }
-# inside a trained model (issue 23): each a Lab whose body is in attention.ui.modelpages.BODIES
+# inside a trained model (issue 23): each body in attention.ui.headpages (the heads' patterns) or ui.readouts (what
+# the heads write)
 INSIDE: dict[str, Lab] = {
     lab.key: lab
     for lab in (
@@ -335,6 +346,7 @@ INSIDE: dict[str, Lab] = {
             "Every head",
             "Inside a model: every head",
             every_head_intro,
+            body=every_head.body,
         ),
         Lab(
             "watch_it_learn",
@@ -346,6 +358,7 @@ INSIDE: dict[str, Lab] = {
             "**induction head** formed and the loss on the repeated half dropped: a *phase change*. Move the slider "
             "through the snapshots taken while it trained to see the loss curves and every head's pattern at that "
             "moment. Then train one yourself, live.",
+            body=watch_it_learn.body,
         ),
         Lab(
             "generate",
@@ -357,6 +370,7 @@ INSIDE: dict[str, Lab] = {
             "attends every cached key, its own key and value join the cache (one row longer per layer), and the "
             "most likely next token is added. Press **Next token** and watch each step; on the shipped model, the "
             "prompt is the first half of a repeated text and a few tokens of its repeat, and the model completes it.",
+            body=generate.body,
         ),
         Lab(
             "first_token",
@@ -366,6 +380,7 @@ INSIDE: dict[str, Lab] = {
             "Open the weights of a trained model and many heads put much of every row on token 1, whatever the text. "
             "Below, for the model and text you choose, how much weight each head puts on the first token, and why a "
             "head would: the attention sink, explained with this model's own numbers.",
+            body=first_token.body,
         ),
         Lab(
             "logit_lens",
@@ -376,6 +391,7 @@ INSIDE: dict[str, Lab] = {
             "norm, when it has one). Read **every** layer's stream the same way, as if no layer came after it, and "
             "you see the prediction form: which tokens each layer favours, and at which layer the final answer first "
             "comes out on top. Choose a position (the same one Every head predicts from) and a token to follow.",
+            body=lens.body,
         ),
         Lab(
             "attribution",
@@ -386,6 +402,7 @@ INSIDE: dict[str, Lab] = {
             "Hold the final norm's scale fixed (when the model has one) and the logit splits exactly into what each "
             "part wrote: each head (its output through W_o), each MLP, the embeddings and the biases. Which heads "
             "make this prediction? Click one in the heatmap to open it on the step pages and edit it.",
+            body=attribution.body,
         ),
         Lab(
             "patching",
@@ -393,6 +410,7 @@ INSIDE: dict[str, Lab] = {
             "Patching",
             "Inside a model: which heads carry the difference?",
             patching_intro,
+            body=patching.body,
         ),
         Lab(
             "routes",
@@ -405,6 +423,7 @@ INSIDE: dict[str, Lab] = {
             "the sum (Ferrando & Voita, 2024). Keep the parts above a threshold that connect to the position you "
             "choose, and you see the routes by which earlier tokens reach its prediction: which positions, through "
             "which heads, at which layers. Click a head's edge to open it on the step pages.",
+            body=routes.body,
         ),
     )
 }

@@ -306,12 +306,8 @@ def inside_export(kind: str) -> str:
 
 
 def inside_head(what: str, layer: int, head: int) -> str:
-    """A head's "chart", "toggle" (ablate or restore) or "open" (on the step pages) on Every head."""
+    """The chosen head's "toggle" (ablate or restore) or "open" (on the step pages) on Every head; "push" its box."""
     return f"inside.{what}.{layer}.{head}"
-
-
-def inside_head_files(layer: int, head: int) -> str:
-    return f"inside.{layer}.{head}"
 
 
 def scores_chart(owner: str, kind: str) -> str:
@@ -355,6 +351,13 @@ READOUT_PICK, READOUT_OPEN = "inside.w.readout.pick", "inside.readout.open"  # a
 READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout.mlps", "inside.lens.line"
 ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
 INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step
+INSIDE_HEAD_SHOWN = "inside.w.head_shown"  # Every head's chosen head, whose controls are drawn
+INSIDE_ONE_LAYER = "inside.one_layer"  # Every head's fragment of a wide model's layer (its chooser and chart)
+
+
+def inside_layer(what: str, layer: int) -> str:
+    """A layer's "chart" (every head of it, one picture) or its chart's "files" on Every head."""
+    return f"inside.layer.{what}.{layer}"
 
 # --- the Routes page, and what a part pushes toward (Routes, Every head, Attribution) ---
 ROUTES_THRESHOLD, ROUTES_GRAPH = "inside.w.routes.threshold", "inside.routes.graph"

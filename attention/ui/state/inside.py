@@ -293,6 +293,13 @@ def on_qk_head(head: object) -> None:
         _set(qk_head=(int(head[0]), int(head[1])))
 
 
+def on_head_shown(head: object) -> None:
+    """The head (layer, head), 0-based, whose controls Every head draws below its layer's picture."""
+    c = model().config
+    if isinstance(head, tuple) and len(head) == 2 and 0 <= head[0] < c.n_layers and 0 <= head[1] < c.n_heads:
+        _set(head_shown=(int(head[0]), int(head[1])))
+
+
 def recover() -> None:
     """When the chosen model can no longer be opened (let go, or its folder gone), open the shipped one and say so."""
     try:

@@ -18,12 +18,13 @@ from ...names import token_labels
 from ..address import url
 from ..core import keys, models, session
 from ..core.text import esc
+from ..modelpages import answers, choose, readout, runs
 from ..state import inside
 from ..views import rotation
 from ..widgets import common as widgets
 from ..widgets import downloads
 from ..widgets.chart_files import chart_files
-from . import answers, choose, overview, readout, runs
+from . import overview
 
 QK_NORM = (
     "This model normalises {what} (QK-norm) before RoPE: one head's q is not its own X·W_q normed, so its heads do "
@@ -147,32 +148,112 @@ def show_tokens(ids: tuple[int, ...]) -> None:
 
 
 def heads(now: runs.Measured) -> None:
-    """Every layer × head's attention on one colour scale (one chart per head, in columns), each with its role,
-    its three scores and a button to ablate or restore it."""
+    """Every layer × head's attention, a layer as one chart (a picture a head, each titled with its role, one colour
+    scale); then the chosen head's role, scores and buttons to ablate or restore it and to open it on the steps."""
     L, H = now.weights.shape[:2]
     st.subheader("Every head")
     heads_intro(now)
     labels = token_labels(runs.pieces(now.ids))
-    per_row, rows = overview.PER_ROW, row_height(len(labels))
     if overview.draws_all(L, H):
-        layers = range(L)
+        for layer in range(L):
+            layer_chart(now, layer, labels, min(H, overview.PER_ROW))
     else:
         st.markdown(
             f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
-            "table below). Then choose a layer to see its heads' weights, with a button to ablate each."
+            "table below). Then choose a layer to see its heads' weights, and a head to read or ablate."
         )
         overview.scores(now.scores, now.roles, keys.INSIDE_OVERVIEW)
-        layers = [overview.layer_chooser(L)]
-        per_row, rows = overview.per_row(len(labels)), max(rows, overview.ROW_PX)  # one layer: cells ≥ 10 px
+        one_layer(now, labels)
+    chosen_head(now, L)
+
+
+@st.fragment(key=keys.INSIDE_ONE_LAYER)
+def one_layer(now: runs.Measured, labels: list[str]) -> None:
+    """A wide model's layer chooser and the layer's chart: choosing a layer reruns only this (not the predictions,
+    the grids or the chosen head's controls, which hold every head of the model)."""
+    layer_chart(now, overview.layer_chooser(now.weights.shape[0]), labels, overview.per_row(len(labels)))
+
+
+def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int) -> None:
+    """One layer's heads as one chart: each head's weights (causal, on the 0–1 scale) titled with its role and score,
+    ``per_row`` side by side; pointing at a cell names it and its head."""
+    H, n = now.weights.shape[1], len(labels)
     shared = groups(runs.model().config)
-    for layer, head0 in ((layer, h0) for layer in layers for h0 in range(0, H, per_row)):
-        if shared and head0 == 0:
-            st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
-        widgets.chart_gap()
-        cols = st.columns(min(H, per_row), gap="medium")
-        for head, col in zip(range(head0, min(H, head0 + per_row)), cols, strict=False):
-            with col:
-                head_column(now, layer, head, labels, rows)
+    if shared:
+        st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
+    widgets.chart_gap()
+    panel_px = (overview.MAIN_PX + overview.GAP_PX) // per_row - overview.GAP_PX - overview.LABELS_PX
+    w = runs.window(layer)
+    panels = tuple((runs.name(layer, h), subtitle(now, layer, h) + (f" · window {w}" if w and w < n else ""))
+                   for h in range(H))  # fmt: skip
+    style = charts.HEAD.but(
+        panels=panels, columns=per_row, panel_px=panel_px, row_height=row_height(n, panel_px), image=True
+    )
+    spec = heatmap(now.weights[layer], labels, labels, style, runs.allowed(layer, n))  # (H, n, n): one chart
+    widgets.vega_chart(spec, width="content", key=keys.inside_layer("chart", layer))
+    prefix = "induction" if runs.model_id() == "induction" else "model"
+    chart_files(spec, f"{prefix}_layer{layer + 1}", keys.inside_layer("files", layer))
+
+
+def subtitle(now: runs.Measured, layer: int, head: int) -> str:
+    """A head's role and its score, as its picture's subtitle."""
+    role = str(now.roles[layer, head])
+    return f"{role} {_fmt(now.scores[role][layer, head])}" if role != "none" else "no clear role"
+
+
+def chosen_head(now: runs.Measured, layers: int) -> None:
+    """The head chosen, of any layer (on a wide model, typed to find), and its controls."""
+    H = now.weights.shape[1]
+    options = [(layer, head) for layer in range(layers) for head in range(H)]
+    was = inside.now().head_shown
+    layer, head = was if was in options else options[0]
+    widgets.bind(keys.INSIDE_HEAD_SHOWN, (layer, head))  # the record's, always: a page switch drops the widget's
+    st.selectbox(
+        "Head to read, ablate or open",
+        options,
+        format_func=lambda lh: runs.name(*lh),
+        key=keys.INSIDE_HEAD_SHOWN,
+        on_change=widgets.on_value(inside.on_head_shown, keys.INSIDE_HEAD_SHOWN),
+    )
+    head_controls(now, layer, head)
+
+
+def head_controls(now: runs.Measured, layer: int, head: int) -> None:
+    """The chosen head: its role and scores, its share, a button to ablate or restore it and one to open it on the
+    step pages; what the last press moved, just above the button pressed."""
+    role = str(now.roles[layer, head])
+    scores = " · ".join(
+        f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
+        for r in roles.ROLES
+    )
+    python = f"`run.head({layer}, {head})` in Python, which counts from 0"
+    st.markdown(f"**{runs.name(layer, head)}** · role: **{role}** · {scores} · {python}")  # ours: names, numbers
+    st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
+    readout.head_block(layer, head)
+    how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
+    if inside.now().where == (layer, head):  # what it moved, just above the button pressed: where the eye is
+        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
+    st.button(
+        f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
+        key=keys.inside_head("toggle", layer, head),
+        on_click=inside.toggle,
+        args=(layer, head),
+        type="primary" if how else "secondary",
+    )
+    closed = shut()
+    if st.button(
+        f"Open {runs.name(layer, head)} on the step pages",
+        key=keys.inside_head("open", layer, head),
+        disabled=closed,
+        help=qk_norm_note()
+        if closed
+        else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
+        "An edit there runs the model with your numbers, and its predictions answer back.",
+    ):
+        inside.open_on_steps(layer, head)
+        st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
+    if inside.now().opened == (layer, head):
+        opened(layer, head)
 
 
 def groups(c: Config) -> str:
@@ -211,56 +292,6 @@ def heads_intro(now: runs.Measured) -> None:
             st.caption(first_layer_note(now, head))  # ours: head names and numbers
 
 
-def head_column(now: runs.Measured, layer: int, head: int, labels: list[str], rows: int | None = None) -> None:
-    """One head: its weights (causal, on the 0–1 scale; ``rows`` px a row), its role and scores, a button to ablate
-    or restore it and one to open it on the step pages; what the last press moved, beside the button pressed."""
-    role = str(now.roles[layer, head])
-    score = now.scores[role][layer, head] if role != "none" else np.nan
-    subtitle = f"{role} {_fmt(score)}" if role != "none" else "no clear role"
-    w = runs.window(layer)
-    subtitle += f" · window {w}" if w and w < len(labels) else ""
-    style = charts.HEAD.but(
-        title=runs.name(layer, head), subtitle=subtitle, row_height=rows or row_height(len(labels)), image=True
-    )
-    allowed = runs.allowed(layer, len(labels))  # (n, n): causal (and the window), True = may attend
-    spec = heatmap(now.weights[layer, head], labels, labels, style, allowed)
-    widgets.vega_chart(spec, width="stretch", key=keys.inside_head("chart", layer, head))
-    prefix = "induction" if runs.model_id() == "induction" else "model"
-    chart_files(spec, f"{prefix}_layer{layer + 1}_head{head + 1}", keys.inside_head_files(layer, head))
-    scores = " · ".join(
-        f"{'**' if r == role else ''}{r} {_fmt(now.scores[r][layer, head])}{'**' if r == role else ''}"
-        for r in roles.ROLES
-    )
-    python = f"`run.head({layer}, {head})` in Python, which counts from 0"
-    st.markdown(f"Role: **{role}** · {scores} · {python}")  # ours: role names and numbers
-    st.caption(readout.share_line(layer, head))  # ours: numbers, the token escaped
-    readout.head_block(layer, head)
-    how = next((a[2] for a in now.ablations if a[:2] == (layer, head)), None)
-    st.button(
-        f"Restore {runs.name(layer, head)} ({how}-ablated)" if how else f"Ablate {runs.name(layer, head)}",
-        key=keys.inside_head("toggle", layer, head),
-        on_click=inside.toggle,
-        args=(layer, head),
-        type="primary" if how else "secondary",
-    )
-    closed = shut()
-    if st.button(
-        f"Open {runs.name(layer, head)} on the step pages",
-        key=keys.inside_head("open", layer, head),
-        disabled=closed,
-        help=qk_norm_note()
-        if closed
-        else "The step pages become this head: X is what its layer reads, W_q, W_k and W_v its blocks. "
-        "An edit there runs the model with your numbers, and its predictions answer back.",
-    ):
-        inside.open_on_steps(layer, head)
-        st.rerun()  # the whole page, not only this fragment: the sidebar's preset and options are the head's now
-    if inside.now().opened == (layer, head):
-        opened(layer, head)
-    if inside.now().where == (layer, head):  # what it moved, beside the button pressed
-        st.info(answers.last_change())  # ours: built by answers.moved(), tokens escaped
-
-
 def opened(layer: int, head: int) -> None:
     """Where to go once a head is opened: the step pages, each now showing it."""
     st.success(f"The step pages now show {runs.name(layer, head)}. Edit its numbers there:")
@@ -272,9 +303,12 @@ def opened(layer: int, head: int) -> None:
         st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
 
 
-def row_height(n: int) -> int:
+def row_height(n: int, panel_px: int | None = None) -> int:
     """Each drawn row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall;
-    a longer text is drawn in blocks, :func:`charts.drawn_rows`)."""
+    a longer text is drawn in blocks, :func:`charts.drawn_rows`); with the plot's width ``panel_px``, rows as tall as
+    its columns are wide, within 4 and 12 px."""
+    if panel_px is not None:
+        return max(4, min(overview.ROW_PX, panel_px // min(n, charts.RECT_MAX)))
     return max(4, min(ROW_PX, 216 // charts.drawn_rows(n)))
 
 
@@ -282,7 +316,7 @@ def heatmap(
     values: np.ndarray, rows: Sequence[str], cols: Sequence[str], style: charts.Style, allowed: np.ndarray | None
 ) -> dict:
     """:func:`charts.heatmap`, built once per content: the values' and the mask's bytes, the labels and the style are
-    the key, so an ablation rebuilds only the heads whose weights, role or score it changed, and two different
+    the key, so an ablation rebuilds only the layers whose weights, roles or scores it changed, and two different
     contents never share a spec. The spec is shared: read it, never change it."""
     return _heatmap(_hashable(values), tuple(rows), tuple(cols), style, _hashable(allowed))
 
@@ -309,7 +343,7 @@ def _array(value: object) -> object:
     return value.array() if isinstance(value, _Bytes) else value
 
 
-@functools.lru_cache(maxsize=16)  # a 24-token head's spec holds ~0.4 MB: every head of the shipped model 4 times
+@functools.lru_cache(maxsize=16)  # a layer's spec: 9 heads at 32 tokens hold ~1.5 MB; 16 layers at most
 def _heatmap(
     values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
 ) -> dict:

@@ -10,9 +10,9 @@ from ... import charts
 from ...names import token_labels
 from ..core import keys
 from ..core.text import esc
+from ..modelpages import answers, runs, walks
 from ..state import generation as gen
 from ..widgets import common as widgets
-from . import answers, runs, walks
 
 STATES = ("the prompt (one forward pass)", "generated before", "added by this step")
 STATE_COLOURS = ("#9ecae1", "#3182bd", "#e6550d")  # light and dark blue, orange: apart in every colour vision

@@ -22,7 +22,8 @@ from ...model import Edge, Routes, routes
 from ..address import url
 from ..core import keys, models, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, readout, runs
+from ..headpages import every_head
+from ..modelpages import choose, readout, runs
 from ..state import inside
 from ..widgets.common import bind, chart_gap, vega_chart
 

@@ -7,10 +7,11 @@ import streamlit as st
 from ... import kvcache
 from ..core import keys, session
 from ..core.text import esc
+from ..modelpages import choose, runs, walks
 from ..state import generation as gen
 from ..state import inside
 from ..widgets.common import bind
-from . import choose, every_head, genviews, runs, walks
+from . import every_head, genviews
 
 BYTES = ((8, "float64", "what this engine keeps"), (4, "float32", ""), (2, "float16 / bfloat16", "as most servers"))
 

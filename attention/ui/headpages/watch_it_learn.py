@@ -17,9 +17,10 @@ from ...model import induction
 from ...names import token_labels
 from ..core import jobs, keys, models, session
 from ..core.text import esc
+from ..modelpages import runs
 from ..state import inside
 from ..widgets import common as widgets
-from . import every_head, runs
+from . import every_head
 
 LIVE_STEPS = 1000  # the live run: 1,000 steps (the shipped run took 3,600), past the change near step 400
 LIVE_HOLD = 700  # the learning rate held until this step, then falling (the shipped run: to 1,800 of 3,600)

@@ -17,7 +17,8 @@ import streamlit as st
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import answers, choose, every_head, first_token, readout
+from ..headpages import every_head, first_token
+from ..modelpages import answers, choose, readout
 from ..state import inside
 from ..widgets.common import chart_gap
 

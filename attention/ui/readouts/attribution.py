@@ -22,7 +22,8 @@ from ...model.config import Config
 from ..address import url
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import choose, every_head, first_token, readout, runs
+from ..headpages import every_head, first_token
+from ..modelpages import choose, readout, runs
 from ..state import inside
 from ..widgets.common import chart_gap, vega_chart
 from .lens import layer_names

@@ -26,9 +26,10 @@ from ...model.interventions import ablate
 from ...names import token_labels
 from ..core import keys, models, session
 from ..core.text import esc
+from ..modelpages import choose, runs
 from ..state import inside
 from ..widgets.common import bind, vega_chart
-from . import choose, every_head, overview, runs
+from . import every_head, overview
 
 STRONG = 0.5  # a head is said to park its weight on token 1 when its mean share there is at least this
 SMALL = 0.5  # token 1's value is said to be small when its norm is below this fraction of the others' median
