@@ -57,7 +57,7 @@ def test_a_closed_view_is_not_sent(page: str) -> None:
     for place in LAZY[page]:
         assert any(i.endswith(f"-open.{place}") for i in ids), (place, ids)
     assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 1  # the heatmap
-    assert len(matrix_grids(at)) == 1 and len(at.dataframe) == 0  # the input grid only: no result table, no views' tables
+    assert len(matrix_grids(at)) == 1 and len(at.dataframe) == 0  # the input grid only: no tables
     assert not keyed(at, "download_button")  # no downloads, nor the chart's file menu's buttons
     assert not [k for k in keyed(at, "selectbox") if k.startswith("cell.")]  # the explained cell's pickers
     said = " ".join(texts(at.markdown))
@@ -84,7 +84,7 @@ def test_opening_a_view_draws_it_and_it_stays_open_across_an_edit_and_a_page_swi
     at = goto(at, "softmax")
     assert {"cell.softmax.q", "cell.softmax.k"} <= set(keyed(at, "selectbox"))
     assert "view.softmax_steps" not in session(at).tabs  # the other views stayed closed
-    assert len(at.dataframe) == 1  # the explained cell's table (the grid is the matrix editor); softmax's steps not sent
+    assert len(at.dataframe) == 1  # the explained cell's table (the grid is no dataframe); no steps
 
 
 def test_the_result_table_opens_with_numpys_numbers_and_closes_again() -> None:
