@@ -272,9 +272,9 @@ def _same(shown: np.ndarray, matrix: np.ndarray) -> None:
 
 
 def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_only() -> None:
-    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change) while no grid holds an
-    edit; a grid holding an edit taken on head A is renewed by the switch, so that edit is never shown over or sent
-    again to head B's numbers; and an edit after the switch changes B's matrix and nothing else."""
+    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change), also after an edit taken
+    on head A; the grid is told it now shows other numbers (its ``ver``), so an edit of A's numbers is never applied
+    to B's; and an edit after the switch changes B's matrix and nothing else."""
     at = choose_tab(_opened(1, 0, "softmax"), "inputs", "W_k")
     ids = list(session(at).model_head.ids)
     W_q, W_k, W_v, _ = ENGINE.layer_weights(1)
@@ -286,11 +286,12 @@ def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_
     no_exception(at)
     assert session(at).matrices["W_k"][0, 0] == 40.0
     key_a, _ = _grid(at, "W_k")
+    drawn_a = matrix_grids(at)[key_a]["ver"]
     at = at.selectbox(key="model_head.pick").set_value((1, 1)).run()  # head B (layer 2 · head 2)
     no_exception(at)
     s = session(at)
     key_b, shown_b = _grid(at, "W_k")
-    assert key_b != key_a  # the grid held A's edit (it stays over the numbers it shows): renewed
+    assert key_b == key_a and matrix_grids(at)[key_b]["ver"] != drawn_a  # the same grid, told of other numbers
     head_b = {"X": ENGINE.run(ids).residuals[1], "W_q": W_q[:, D : 2 * D], "W_k": W_k[:, D : 2 * D]}
     head_b["W_v"] = W_v[:, D : 2 * D]
     head_b["W_o"] = ENGINE.layer_weights(1)[3][D : 2 * D]  # its rows of the model's W_o
