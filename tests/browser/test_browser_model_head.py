@@ -9,6 +9,7 @@ import pytest
 
 from attention.model import ablate, builtin, induction, replace_matrix, roles
 from tests.helpers.browser import (
+    EDITOR,
     SHOTS,
     cell_number_once,
     cell_text,
@@ -41,16 +42,16 @@ def _metric(pg, label: str) -> str:
 
 
 def _grid_after(pg, label: str) -> tuple[int, int]:
-    """The editor grid under the label "W_k · shape r × c" (its index among the page's grids) and its number of
-    columns shown, once its cells (not its skeleton) are drawn."""
+    """The matrix editor under the label "W_k · shape r × c" (its index among the page's editors) and its number of
+    columns shown."""
     above = pg.get_by_text(label, exact=True)
     above.scroll_into_view_if_needed()
-    grids = pg.get_by_test_id("stDataFrame")
+    grids = pg.locator(EDITOR)
+    grids.first.wait_for()
     index = next(i for i in range(grids.count()) if grids.nth(i).bounding_box()["y"] > above.bounding_box()["y"])
     grid = grids.nth(index)
     grid.scroll_into_view_if_needed()
-    grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
-    return index, grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index
+    return index, grid.locator("td[data-r='0']").count()
 
 
 def _click(pg, name: str) -> None:
@@ -128,8 +129,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
 
 
 def _shows(pg, grid: int, row: int, want: np.ndarray) -> None:
-    """The grid's row shows ``want`` (rounded as the grid writes it). A kept grid's accessible table, read here, is
-    written a few frames after the run's end (its canvas already shows the numbers): waited for, up to 5 s."""
+    """The grid's row shows ``want`` (rounded as the grid writes it), waited for up to 5 s."""
     for _ in range(100):
         shown = np.array([float(cell_text(pg, grid, row, c)) for c in range(len(want))])
         if np.allclose(shown, want, atol=1e-3):

@@ -12,7 +12,6 @@ import attention
 from attention.ui.app.specs import NAV
 from tests.helpers.browser import (
     SHOTS,
-    cell_once,
     cell_text,
     check,
     editor_cell,
@@ -271,7 +270,8 @@ def test_the_editors_keys_select_edit_cancel_move_and_copy(browser, base_url) ->
         open_page(pg, base_url, "tokens", "preset=the_cat_sat")
         ready(pg)
         assert pg.get_by_role("grid").count() >= 1
-        cell = pg.get_by_role("gridcell", name="X cat · d2", exact=True)
+        assert pg.get_by_role("gridcell", name="X cat · d2", exact=True).count() == 1  # matrix, row and column
+        cell = editor_cell(pg, 0, 1, 1)  # the same cell (its label grows ", changed from the preset" once edited)
         before = cell.text_content()
         cell.click()
         pg.keyboard.press("F2")
@@ -286,6 +286,7 @@ def test_the_editors_keys_select_edit_cancel_move_and_copy(browser, base_url) ->
         landed(pg, 0)
         ready(pg)
         assert float(cell.text_content()) == 7.0
+        assert cell.get_attribute("aria-label") == "X cat · d2, changed from the preset"
         focused = pg.evaluate("() => document.activeElement.getAttribute('aria-label')")
         assert focused.startswith("X The · d2"), focused
         pg.keyboard.press("ArrowLeft")
@@ -294,7 +295,7 @@ def test_the_editors_keys_select_edit_cancel_move_and_copy(browser, base_url) ->
         pg.keyboard.press("Control+c")
         copied = pg.evaluate("() => navigator.clipboard.readText()")
     x = attention.load_preset("the_cat_sat").matrices()["X"]
-    want = [[repr(float(x[0, 0])), "7.0"], [repr(float(x[1, 0])), repr(float(x[1, 1]))]]
+    want = [[repr(float(x[0, 0])), repr(float(x[0, 1]))], [repr(float(x[1, 0])), "7.0"]]  # cat · d2 is 7 now
     assert copied == "\n".join("\t".join(row) for row in want), copied
 
 
