@@ -1,5 +1,7 @@
-"""Matrix editors: each input matrix in the one matrix editor (:mod:`attention.ui.widgets.matrix_grid`), its edits
-checked cell by cell in the editor's callback and applied through :func:`attention.ui.state.edits.edit_cells`.
+"""Matrix editors: each input matrix in the one matrix editor, its edits checked cell by cell in its callback.
+
+The editor is :mod:`attention.ui.widgets.matrix_grid`; edits are applied through
+:func:`attention.ui.state.edits.edit_cells`.
 
 A valid cell goes straight into the session's matrices (and so to every page); a bad cell (blank, NaN,
 infinite, not a number) is named under the grid and keeps its previous value, while every other edit sent with it is

@@ -214,6 +214,8 @@ class Grid {
     const before = this.text(r, c);
     const input = el("input", "mgrid-input");
     input.type = "text";
+    input.size = 1;  // the cell's width, not the input's own: the column does not jump as the editor opens
+    td.style.width = getComputedStyle(td).width;
     input.setAttribute("aria-label", td.getAttribute("aria-label"));
     input.value = typed === null ? before : typed;
     this.editing = { r, c, input, before };
@@ -230,6 +232,7 @@ class Grid {
     this.editing = null;
     const text = ed.input.value.trim();
     ed.input.remove();
+    this.cells[ed.r][ed.c].style.width = "";
     this.cells[ed.r][ed.c].textContent = this.text(ed.r, ed.c);
     if (keep && text !== ed.before) this.commit([[ed.r, ed.c, text]]);
   }
