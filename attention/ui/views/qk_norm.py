@@ -161,7 +161,8 @@ def _on_gains(key: str, norms: tuple[str, ...]) -> None:
         return
     if bad:  # named; every other cell sent is taken
         said = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-        state_core.say(PLACE, "error", f"QK-norm's gains: {said}.")  # ours: cells escaped
+        rest = "The others sent with it were taken." if len(bad) < len(edits) else "Nothing was changed."
+        state_core.say(PLACE, "error", f"QK-norm's gains: {said}. {rest}")  # ours: cells escaped
     else:
         state_core.unsay(PLACE)
     changed = state_options.set_gains({n: tuple(v) for n, v in new.items()})
