@@ -140,8 +140,8 @@ def _shows(pg, grid: int, row: int, want: np.ndarray) -> None:
 
 def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_head(browser, base_url) -> None:  # noqa: F811
     """Issue 23 §7: on the Weights page opened at layer 2 · head 1, an edit of its W_k, then layer 2 · head 2 chosen in
-    the box under the results: one run of the page's body (not the whole page), the grids drawn afresh (one held head
-    1's edit) show head 2's own numbers, the address and the panel follow, and an edit then changes head 2's block in
+    the box under the results: one run of the page's body (not the whole page), the grids kept mounted show head 2's
+    own numbers, the address and the panel follow, and an edit then changes head 2's block in
     the model only."""
     ids = [int(i) for i in induction.history("induction")["example"]]
     mh = "induction~2.1~" + ".".join(str(i) for i in ids) + "~"
@@ -153,8 +153,8 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         ready(pg)
         g, cols = _grid_after(pg, "W_k · shape 32 × 16")
         type_in_cell(pg, g, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
-        assert cell_number_once(pg, g, 0, 2, 40.0) == 40.0  # its accessible table follows the canvas later
-        pg.evaluate("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").forEach(g => g.dataset.was = 1)")
+        assert cell_number_once(pg, g, 0, 2, 40.0) == 40.0
+        pg.evaluate("() => document.querySelectorAll('.mgrid').forEach(g => g.dataset.was = 1)")
         box = pg.get_by_role("combobox", name="Head shown on these pages")
         box.scroll_into_view_if_needed()
         box.click()
@@ -166,8 +166,8 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         assert pg.script_runs[mark:] == ["start", "finished"]  # one run, of the body: no second run of the whole page
         assert "What the model predicts, with layer 2 · head 2 as it is here" in pg.inner_text("body")
         assert pg.evaluate("() => new URL(location.href).searchParams.get('mh')").startswith("induction~2.2~")
-        # the grid held head 1's edit (a grid kept mounted shows its edits over the numbers it is given): renewed
-        assert pg.get_by_test_id("stDataFrame").nth(g).get_attribute("data-was") is None
+        # the same editor, kept mounted: it shows the numbers it is given, head 2's (head 1's edit was echoed)
+        assert pg.locator(EDITOR).nth(g).get_attribute("data-was") == "1"
         for row in (0, 1):  # head 2's own numbers, as the engine has them (head 1's edit went with head 1)
             _shows(pg, g, row, W_k[row, d : d + cols])
         assert _metric(pg, "Loss on the repeated half") == f"{_repeated_loss(ids, []):.2f} nats"
