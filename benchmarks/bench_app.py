@@ -312,28 +312,13 @@ def sidebar_nav(page, name: str) -> None:
 
 
 def edit_first_x_cell(page, value: str) -> float:
-    """Double-click X[0, 0] in the tokens page's editor (its last grid), type ``value``; the time of Enter."""
-    grid = page.get_by_test_id("stDataFrame").last  # X's editor: the nearest-words table may come first
-    grid.locator("canvas").first.wait_for(state="visible", timeout=60_000)  # the grid's code is loaded lazily
-    box = None
-    while True:  # wait until lazily loaded elements above the grid stop moving it
-        grid.scroll_into_view_if_needed()
-        page.wait_for_timeout(100)
-        if box == (box := grid.bounding_box()):
-            break
-    editor = page.locator("#portal .gdg-input")  # an input or a textarea, depending on the column
-    for dx in range(80, 300, 30):  # the index column (token labels) is 50 px or wider; the first data column follows
-        page.mouse.dblclick(box["x"] + dx, box["y"] + 35 * 1.5)
-        try:
-            editor.wait_for(timeout=3000)
-            if editor.is_enabled():  # an index cell opens a read-only overlay: try further right
-                break
-        except Exception:  # noqa: BLE001 - try a little further right
-            pass
-        page.keyboard.press("Escape")
-    else:
-        raise RuntimeError("could not open the grid's cell editor")
-    editor.fill(value)
+    """Double-click X[0, 0] in the tokens page's matrix editor, type ``value``; the time of Enter."""
+    cell = page.locator("[class*='st-key-ed-X-'] .mgrid td[data-r='0'][data-c='0']").first
+    cell.wait_for(state="visible", timeout=60_000)
+    cell.scroll_into_view_if_needed()
+    cell.dblclick()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(value)
     t = now(page)
     page.keyboard.press("Enter")
     return t

@@ -100,7 +100,15 @@ def _load(page, url: str) -> float:
 
 def type_into_cell(page, grid, value: str) -> None:
     """Select cell (0, 0) of the grid, move to (1, 1) with the arrow keys (column widths differ between grids), open
-    its editor and type ``value``, short of the Enter that commits it."""
+    its editor and type ``value``, short of the Enter that commits it. The floor's grid is Streamlit's canvas grid
+    (its cell editor opens in a portal); the app's is its matrix editor, a table whose cells are elements."""
+    if grid.evaluate("g => g.classList.contains('mgrid')"):
+        grid.locator("td[data-r='0'][data-c='0']").click()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")
+        grid.locator("input").fill(value)
+        return
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 60, box["y"] + 35 * 1.5)
     page.wait_for_timeout(200)  # the grid takes the focus and the selection before the keys
@@ -113,8 +121,8 @@ def type_into_cell(page, grid, value: str) -> None:
 
 
 def last_visible_grid(page):  # noqa: ANN201 - a Playwright locator
-    """The page's last visible data grid: the open input tab's editor beside the Softmax heatmap."""
-    grids = page.get_by_test_id("stDataFrame")
+    """The page's last visible matrix editor: the open input tab's editor beside the Softmax heatmap."""
+    grids = page.locator(".mgrid")
     return [grids.nth(i) for i in range(grids.count()) if grids.nth(i).is_visible()][-1]
 
 

@@ -24,7 +24,6 @@ The only code that knows this app's widgets is :func:`find_widget`, which finds 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import time
 import uuid
@@ -32,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import requests
+from streamlit.components.v2.bidi_component.main import _make_trigger_id as trigger_id
 from streamlit.proto.Alert_pb2 import Alert
 from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.Dataframe_pb2 import Dataframe
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -92,6 +91,7 @@ WIDGET_KINDS = {
     "file_uploader",
     "vega_lite_chart",
     "expandable",  # an expander whose opening reruns the page (its contents are drawn only while open)
+    "bidi_component",  # the matrix editor (attention/ui/widgets/matrix_grid.py): its edits are an "edit" trigger
 }
 
 
@@ -117,7 +117,7 @@ DOWNLOADS = (("X", "Tokens"), ("W_q", "Weights"), ("W_k", "Weights"), ("W_v", "W
 
 def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
     """``"preset"``: the sidebar's Preset box; ``"editor"``: the grid of input matrix ``name`` (X, W_q, W_k, W_v;
-    a grid has no label, so: an editable table whose key starts ``ed.<name>.``); ``"download"``: the
+    a grid has no label, so: the matrix editor whose key starts ``ed.<name>.``); ``"download"``: the
     "Download <name>.csv" button (drawn once the page's "Downloads" expander is open); ``"expander"``: an expander
     whose heading starts with ``name``; ``"page"``: the hash of the page whose title in the sidebar starts with
     ``name``.
@@ -127,7 +127,7 @@ def find_widget(tab: Tab, what: str, name: str = "") -> Element | str | None:
     if what == "preset":
         found = find(tab.elements, "selectbox", label="Preset")
     elif what == "editor":
-        found = [e for e in find(tab.elements, "dataframe", key_start=f"ed.{name}.") if e.proto.editing_mode]
+        found = find(tab.elements, "bidi_component", key_start=f"ed.{name}.")
     elif what == "download":
         found = find(tab.elements, "download_button", label=f"Download {name}.csv")
     elif what == "expander":  # by the start of its heading
@@ -194,6 +194,7 @@ class Tab:
         self.http = requests.Session()
         self.upstreams: list[str] = []  # the proxy's X-Upstream of every response (empty without a proxy)
         self.values: dict[str, WidgetState] = {}  # widget id -> the value the tab reports
+        self.pid, self.sent = uuid.uuid4().hex[:12], 0  # this tab's id and its last edit's sequence number
         self.elements: list[Element] = []  # the last finished run's elements
         self.pages: dict[str, str] = {}  # page title (as in the sidebar) -> page script hash
         self.page_hash = ""
@@ -275,6 +276,7 @@ class Tab:
         sent = {ws.id: ws for ws in self.values.values()} | {ws.id: ws for ws in changes}
         cs.widget_states.widgets.extend(sent.values())
         drawn_in = {e.widget_id: e.fragment for e in self.elements if e.widget_id}
+        drawn_in |= {trigger_id(e.widget_id, "events"): e.fragment for e in self.elements if e.kind == "bidi_component"}
         fragments = {drawn_in.get(ws.id, "") for ws in changes}
         if page_hash is None and len(fragments) == 1:  # a widget inside a fragment asks for that fragment's rerun
             cs.fragment_id = fragments.pop()
@@ -320,14 +322,16 @@ class Tab:
         return await self.rerun(page_hash=page_hash, query="")
 
     async def edit_cells(self, grid: Element, cells: dict[tuple[int, str], str]) -> Run:
-        """Type ``text`` into cells of an editable table, ``{(row position, column name): text}``: the grid's value is
-        the frontend's JSON of every edit since the grid was drawn."""
-        old = self.values.get(grid.widget_id)
-        edits = json.loads(old.string_value) if old is not None else {"edited_rows": {}, "added_rows": []}
-        edits.setdefault("deleted_rows", [])
+        """Type ``text`` into cells of a matrix editor, ``{(row position, column name): text}``: what its page sends,
+        an "edit" trigger with the cells, this tab's id, the next sequence number and the numbers it was drawn over."""
+        self.sent += 1
+        edited: dict[str, dict[str, str]] = {}
         for (row, col), text in cells.items():
-            edits["edited_rows"].setdefault(str(row), {})[col] = text
-        return await self.rerun([WidgetState(id=grid.widget_id, string_value=json.dumps(edits))])
+            edited.setdefault(str(row), {})[col] = text
+        ver = json.loads(grid.proto.json).get("ver", "")
+        payload = {"pid": self.pid, "seq": self.sent, "ver": ver, "edited_rows": edited}
+        trigger = json.dumps([{"event": "edit", "value": payload}])
+        return await self.rerun([WidgetState(id=trigger_id(grid.widget_id, "events"), json_trigger_value=trigger)])
 
     async def open_expander(self, box: Element) -> Run:
         """Open an expander that reruns the page when opened (its contents are drawn in that run)."""
@@ -458,9 +462,10 @@ def _element(el: Any) -> tuple[str, Any]:
 
 
 def grid_frame(grid: Element) -> Any:
-    """The table a grid shows (a pandas DataFrame: its index is the row labels, its columns the headers)."""
-    import pyarrow as pa
+    """The table a matrix editor shows (a pandas DataFrame: its index is the row labels, its columns the headers)."""
+    import pandas as pd
 
-    if grid.kind != "dataframe" or grid.proto.editing_mode == Dataframe.EditingMode.READ_ONLY:
-        raise TabError(f"widget not found: {grid.path} is not an editable table")
-    return pa.ipc.open_stream(io.BytesIO(grid.proto.arrow_data.data)).read_all().to_pandas()
+    if grid.kind != "bidi_component":
+        raise TabError(f"widget not found: {grid.path} is not a matrix editor")
+    data = json.loads(grid.proto.json)
+    return pd.DataFrame(data["shown"], index=data["rows"], columns=data["cols"])

@@ -10,7 +10,6 @@ import re
 import numpy as np
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-import attention
 from attention.ui.core import keys
 from attention.ui.inputs.editors import editor_key
 from tests.helpers.apptest import (
@@ -18,27 +17,23 @@ from tests.helpers.apptest import (
     edit_cell,
     errors,
     goto,
+    grid_data,
     grid_edit,
     journey,
+    make_trigger_id,
     no_exception,
     paste,
     session,
 )
 
 
-def _editor(at, name: str):
-    """The data editor drawn for ``name`` now."""
-    key = editor_key(name, session(at))
-    found = [e for e in at.dataframe if e.key == key]
-    assert found, f"no editor {key}; have {[e.key for e in at.dataframe]}"
-    return found[0]
+def _editor(at, name: str) -> dict:
+    """The data the matrix editor for ``name`` is drawn with now (its cells as shown, its marks, its echo)."""
+    return grid_data(at, editor_key(name, session(at)))
 
 
-def _pending(at, name: str) -> dict:
-    """The edits the drawn grid would still show over its data (what the browser draws in its cells)."""
-    key = editor_key(name, session(at))
-    payload = at.session_state[key] if key in at.session_state else {}  # noqa: SIM401
-    return (payload or {}).get("edited_rows") or {}
+def _shown(at, name: str) -> np.ndarray:
+    return np.array(_editor(at, name)["shown"], dtype=object)
 
 
 def _decimals(text: str) -> int:
@@ -51,8 +46,7 @@ def test_a_refused_value_does_not_stay_in_the_grid() -> None:
     at = edit_cell(at, "X", 0, "d2", "abc")
     no_exception(at)
     assert session(at).matrices["X"][0, 1] == kept
-    assert not _pending(at, "X"), "the grid still shows the refused text over the number in force"
-    shown = _editor(at, "X").value.iloc[0, 1]
+    shown = _shown(at, "X")[0, 1]  # the number in force, not the refused text
     assert float(shown) == round(kept, _decimals(shown))
 
 
@@ -66,23 +60,18 @@ def test_an_edited_cell_is_written_like_its_neighbours_with_the_digits_the_contr
     """Every cell of a grid shows the digits control's significant digits (4 by default), before and after an edit
     that makes one number larger than the rest: "-5.000" beside "0.7992", not "-5" and not a format that jumps."""
     at = journey("weights", {"preset": "the_cat_sat"})
-    before = _editor(at, "W_k").value
-    assert {_significant(v) for v in before.to_numpy().ravel()} == {4}
+    before = _shown(at, "W_k")
+    assert {_significant(v) for v in before.ravel()} == {4}
     old = session(at).matrices["W_k"][1, 1]  # 0.79915856
     at = edit_cell(at, "W_k", 1, "k2", "-5")  # larger than every other number of W_k
     no_exception(at)
     assert session(at).matrices["W_k"][1, 1] == -5.0
-    # the grid that took the edit stays mounted (so an edit typed right after lands): it shows "-5" as typed over
-    # the numbers it is given, and those are written in the grid's format
-    assert _pending(at, "W_k") == {1: {"k2": "-5"}}
-    after = _editor(at, "W_k").value.to_numpy()
+    after = _shown(at, "W_k")
     assert after[1, 1] == "-5.000"
     assert {_significant(v) for v in after.ravel()} == {4}, "a cell lost or gained digits after an edit"
     note = " ".join(c.value for c in at.caption if "Changed W_k" in c.value)
     assert f"{old:.4f} → -5.000" in note, note  # the note in the grid's format, not "0.79915856 → -5"
-    at = goto(goto(at, "softmax"), "weights")  # drawn afresh: no typed text over the numbers, "-5.000" everywhere
-    assert not _pending(at, "W_k")
-    assert _editor(at, "W_k").value.to_numpy()[1, 1] == "-5.000"
+    assert [1, 1] in _editor(at, "W_k")["changed"] and len(_editor(at, "W_k")["changed"]) == 1
 
 
 def test_an_error_goes_once_its_cell_is_valid_even_with_the_value_it_kept() -> None:
@@ -146,80 +135,80 @@ def test_apply_on_an_empty_box_says_what_to_do_without_a_red_box() -> None:
         assert any("paste box is empty" in m.value for m in at.info)
 
 
-# ------------------------------------------------------------------------------------------ a grid kept mounted
+# ------------------------------------------------------------------------------------------ sent, echoed, never lost
 
 
-def test_a_grid_whose_edit_was_taken_keeps_its_key_so_an_edit_typed_right_after_lands() -> None:
-    """A grid that sent an edit taken whole keeps its key: the browser keeps the same grid mounted, so an edit typed
-    while the run is drawn goes to a grid that still exists (a new key mounts a new grid and that edit was lost). The
-    browser then sends both edits, the first again: the matrix gets the second, and the note names only it."""
+def _send(at, name: str, seq: int, cells: dict, ver: str | None = None):
+    """What the editor's page sends: its pending values of grid ``name`` with the last sequence number."""
+    key = editor_key(name, session(at))
+    payload = {"pid": "page-1", "seq": seq, "edited_rows": cells}
+    if ver is not None:
+        payload["ver"] = ver
+    return grid_edit(at, key, payload)
+
+
+def test_each_send_is_echoed_in_the_grids_data_so_the_page_stops_showing_it_as_pending() -> None:
     at = journey("weights", {"preset": "the_cat_sat"})
-    key = editor_key("W_k", session(at))
-    at = edit_cell(at, "W_k", 1, "k2", "-5")
-    assert editor_key("W_k", session(at)) == key
-    both = {"edited_rows": {1: {"k2": "-5"}, 0: {"k1": "2.5"}}, "added_rows": [], "deleted_rows": []}
-    at = grid_edit(at, key, both)  # what the mounted grid sends for its second edit
+    at = _send(at, "W_k", 3, {1: {"k2": "-5"}})
+    no_exception(at)
+    assert session(at).matrices["W_k"][1, 1] == -5.0
+    assert _editor(at, "W_k")["echo"] == ["page-1", 3]
+    assert _shown(at, "W_k")[1, 1] == "-5.000"
+
+
+def test_a_later_send_carries_the_earlier_values_and_a_repeated_one_changes_nothing_again() -> None:
+    """The page sends every value not yet echoed with each send (one dropped by coalesced reruns is carried by the
+    next); a send taken already is not applied again, even over numbers changed since."""
+    at = journey("weights", {"preset": "the_cat_sat"})
+    at = _send(at, "W_k", 1, {1: {"k2": "-5"}})
+    at = _send(at, "W_k", 2, {1: {"k2": "-5"}, 0: {"k1": "2.5"}})
     no_exception(at)
     m = session(at).matrices["W_k"]
     assert (m[1, 1], m[0, 0]) == (-5.0, 2.5)
     note = " ".join(c.value for c in at.caption if "Changed W_k" in c.value)
-    assert "→ 2.500" in note and "-5" not in note, note
-    assert editor_key("W_k", session(at)) == key
+    assert "→ 2.500" in note and "-5" not in note, note  # the note names what changed now
+    at = paste(at, "W_k", "1,2,3,4\n5,6,7,8\n9,10,11,12\n13,14,15,16")
+    at = _send(at, "W_k", 2, {1: {"k2": "-5"}, 0: {"k1": "2.5"}})  # the send again (not echoed yet): taken already
+    no_exception(at)
+    assert session(at).matrices["W_k"][1, 1] == 6.0 and not errors(at), errors(at)
+    assert _editor(at, "W_k")["echo"] == ["page-1", 2]
 
 
-def test_a_grid_is_renewed_when_its_matrix_changes_any_other_way_so_its_edits_are_not_applied_again() -> None:
-    """The kept grid holds its edits over whatever numbers it is given. Once the matrix changes another way (a
-    paste, a reset), it gets a fresh key: no edit is shown over the new numbers, and none is sent again."""
+def test_an_edit_typed_over_numbers_since_replaced_is_refused_named_and_echoed() -> None:
+    """The page sends which numbers it was typed over: after a paste (or another head, a preset) they are gone, so
+    the edit is named, nothing applied, and its number echoed (the cell shows the numbers in force again)."""
+    at = journey("weights", {"preset": "the_cat_sat"})
+    drawn = _editor(at, "W_k")["ver"]
+    at = paste(at, "W_k", "1,2,3,4\n5,6,7,8\n9,10,11,12\n13,14,15,16")
+    assert _editor(at, "W_k")["ver"] != drawn
+    at = _send(at, "W_k", 4, {1: {"k2": "-5"}}, ver=drawn)
+    no_exception(at)
+    assert session(at).matrices["W_k"][1, 1] == 6.0
+    assert any("-5 in row 2, column k2 was typed over numbers no longer shown" in e for e in errors(at)), errors(at)
+    assert _editor(at, "W_k")["echo"] == ["page-1", 4]
+
+
+def test_a_bad_cell_keeps_its_value_and_is_named_while_the_others_land() -> None:
+    at = journey("weights", {"preset": "the_cat_sat"})
+    kept = session(at).matrices["W_k"][0, 0]
+    at = _send(at, "W_k", 1, {0: {"k1": "abc"}, 1: {"k2": "-5"}})
+    no_exception(at)
+    m = session(at).matrices["W_k"]
+    assert (m[0, 0], m[1, 1]) == (kept, -5.0)
+    assert any("W_k" in e and "not a number" in e for e in errors(at)), errors(at)
+    assert _editor(at, "W_k")["echo"] == ["page-1", 1]
+
+
+def test_a_grid_keeps_its_key_through_edits_digits_and_other_heads() -> None:
+    """One key per matrix and window: the page's grid (and what is typed there) is never replaced by a rerun."""
     at = journey("weights", {"preset": "the_cat_sat"})
     key = editor_key("W_k", session(at))
     at = edit_cell(at, "W_k", 1, "k2", "-5")
-    at = paste(at, "W_k", "1,2,3,4\n5,6,7,8\n9,10,11,12\n13,14,15,16")
-    no_exception(at)
-    fresh = editor_key("W_k", session(at))
-    assert fresh != key and not _pending(at, "W_k")
-    assert session(at).matrices["W_k"][1, 1] == 6.0
-    assert _editor(at, "W_k").value.to_numpy()[1, 1] == "6.000"
-    at = edit_cell(at, "W_k", 0, "k1", "-1")  # the next edit changes its own cell and nothing else
-    want = np.arange(1.0, 17.0).reshape(4, 4)
-    want[0, 0] = -1
-    np.testing.assert_array_equal(session(at).matrices["W_k"], want)
-    at = at.button(key="sb.reset").click().run()  # a reset: the numbers change again, so does the key
-    assert editor_key("W_k", session(at)) not in (key, fresh) and not _pending(at, "W_k")
-    np.testing.assert_array_equal(session(at).matrices["W_k"], attention.load_preset("the_cat_sat").matrices()["W_k"])
-
-
-def test_a_refused_cell_renews_the_grid_even_after_a_kept_edit() -> None:
-    at = journey("weights", {"preset": "the_cat_sat"})
-    at = edit_cell(at, "W_k", 1, "k2", "-5")
-    kept = editor_key("W_k", session(at))
-    at = edit_cell(at, "W_k", 0, "k1", "abc")
-    assert editor_key("W_k", session(at)) != kept and not _pending(at, "W_k")
-    assert session(at).matrices["W_k"][1, 1] == -5.0
-
-
-def test_a_kept_grid_is_renewed_when_its_matrix_changes_even_by_a_route_that_renews_nothing() -> None:
-    """The grid's key follows the numbers themselves: a matrix written without any renewal (as a careless new route
-    would) still gets a grid that never held the kept edit."""
-    at = journey("weights", {"preset": "the_cat_sat"})
-    at = edit_cell(at, "W_k", 1, "k2", "-5")
-    kept = editor_key("W_k", session(at))
-    session(at).matrices["W_k"] = np.full((4, 4), 0.25)  # no version, no grids moved
-    at = at.run()
-    no_exception(at)
-    fresh = editor_key("W_k", session(at))
-    assert fresh != kept and keys.same_window(fresh, kept) and not _pending(at, "W_k")
-    assert _editor(at, "W_k").value.to_numpy()[1, 1] == "0.2500"
-    assert editor_key("W_k", session(at.run())) == fresh  # the same key while the numbers stay: no churn
-
-
-def test_digits_changed_after_a_kept_edit_keep_the_grid_and_its_numbers() -> None:
-    at = journey("weights", {"preset": "the_cat_sat"})
-    at = edit_cell(at, "W_k", 1, "k2", "-5")
-    kept = editor_key("W_k", session(at))
     at = conventions(at)
     at = at.selectbox(key=keys.SB_DIGITS).set_value(8).run()
     no_exception(at)
-    assert editor_key("W_k", session(at)) == kept and session(at).matrices["W_k"][1, 1] == -5.0
+    assert editor_key("W_k", session(at)) == key and session(at).matrices["W_k"][1, 1] == -5.0
+    assert _shown(at, "W_k")[1, 1] == "-5.0000000"
 
 
 def test_an_edit_of_a_matrix_gone_in_the_same_run_is_refused_not_a_crash() -> None:
@@ -229,13 +218,14 @@ def test_an_edit_of_a_matrix_gone_in_the_same_run_is_refused_not_a_crash() -> No
         at = journey("tokens", {"preset": "the_cat_sat"})
         at = at.selectbox(key=keys.TOK_POSITIONS).set_value("learned").run()
         key = editor_key("P", session(at))
-        grid = [e for e in at.dataframe if e.key == key][0]
+        grid = [e for e in at.get("bidi_component") if e.proto.id.endswith(f"-{key}")][0]
         x = session(at).matrices["X"].copy()
         at.selectbox(key=keys.TOK_POSITIONS).set_value("none")
         states = at._tree.get_widget_states()
-        payload = {"edited_rows": {0: {"d1": "7"}}, "added_rows": [], "deleted_rows": []}
-        edit = WidgetState(id=grid.proto.id, string_value=json.dumps(payload))
-        others = [w for w in states.widgets if w.id != grid.proto.id]
+        payload = {"pid": "p", "seq": 1, "ver": json.loads(grid.proto.json)["ver"], "edited_rows": {0: {"d1": "7"}}}
+        trigger = make_trigger_id(grid.proto.id, "events")
+        edit = WidgetState(id=trigger, json_trigger_value=json.dumps([{"event": "edit", "value": payload}]))
+        others = [w for w in states.widgets if w.id != trigger]
         del states.widgets[:]
         states.widgets.extend([edit, *others] if edit_first else [*others, edit])
         at = at._run(states)

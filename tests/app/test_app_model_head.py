@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attention.model import ablate, builtin, replace_matrix, roles
-from attention.ui.core import compute, keys
+from attention.ui.core import compute
 from attention.ui.inputs.editors import editor_key
 from tests.helpers.apptest import (
     app,
@@ -18,8 +18,10 @@ from tests.helpers.apptest import (
     errors,
     goto,
     grid_edit,
+    grid_numbers,
     head_button,
     journey,
+    matrix_grids,
     no_exception,
     open_views,
     session,
@@ -261,9 +263,8 @@ def _grid(at, name: str):
     """The matrix grid of ``name`` drawn on the page (its first window of rows and columns): its key and its numbers
     as the grid shows them."""
     key = editor_key(name, session(at))
-    grids = [e for e in at.dataframe if e.key == key]
-    assert grids, (key, [e.key for e in at.dataframe])
-    return key, grids[0].value.to_numpy(dtype=float)
+    assert key in matrix_grids(at), (key, list(matrix_grids(at)))
+    return key, grid_numbers(at, key)
 
 
 def _same(shown: np.ndarray, matrix: np.ndarray) -> None:
@@ -272,9 +273,9 @@ def _same(shown: np.ndarray, matrix: np.ndarray) -> None:
 
 
 def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_only() -> None:
-    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change) while no grid holds an
-    edit; a grid holding an edit taken on head A is renewed by the switch, so that edit is never shown over or sent
-    again to head B's numbers; and an edit after the switch changes B's matrix and nothing else."""
+    """Issue 23 §7: switching the head keeps the grids' widgets (only their numbers change), also after an edit taken
+    on head A; the grid is told it now shows other numbers (its ``ver``), so an edit of A's numbers is never applied
+    to B's; and an edit after the switch changes B's matrix and nothing else."""
     at = choose_tab(_opened(1, 0, "softmax"), "inputs", "W_k")
     ids = list(session(at).model_head.ids)
     W_q, W_k, W_v, _ = ENGINE.layer_weights(1)
@@ -286,11 +287,12 @@ def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_
     no_exception(at)
     assert session(at).matrices["W_k"][0, 0] == 40.0
     key_a, _ = _grid(at, "W_k")
+    drawn_a = matrix_grids(at)[key_a]["ver"]
     at = at.selectbox(key="model_head.pick").set_value((1, 1)).run()  # head B (layer 2 · head 2)
     no_exception(at)
     s = session(at)
     key_b, shown_b = _grid(at, "W_k")
-    assert key_b != key_a  # the grid held A's edit (it stays over the numbers it shows): renewed
+    assert key_b == key_a and matrix_grids(at)[key_b]["ver"] != drawn_a  # the same grid, told of other numbers
     head_b = {"X": ENGINE.run(ids).residuals[1], "W_q": W_q[:, D : 2 * D], "W_k": W_k[:, D : 2 * D]}
     head_b["W_v"] = W_v[:, D : 2 * D]
     head_b["W_o"] = ENGINE.layer_weights(1)[3][D : 2 * D]  # its rows of the model's W_o
@@ -313,11 +315,11 @@ def test_a_switch_keeps_the_grid_mounted_and_the_next_edit_reaches_the_new_head_
 
 def test_an_edit_sent_with_a_switch_is_never_applied_to_the_new_head() -> None:
     """A grid edit of head A that reaches the server in the same run as the choice of head B (the switch's callback
-    first): B's matrices stay the model's own, the edit is refused with a message, and the grids are renewed."""
+    first): B's matrices stay the model's own, and the edit is refused with a message (it names which numbers it was
+    typed over, and those are gone)."""
     at = choose_tab(_opened(1, 0, "softmax"), "inputs", "W_k")
     ids = list(session(at).model_head.ids)
     key, _ = _grid(at, "W_k")
-    assert keys.is_grid(key)  # the grids' keys are the ones checked for pending edits
     at.selectbox(key="model_head.pick").set_value((1, 1))  # sent in the same run as the edit below, listed first
     at = grid_edit(at, key, {"edited_rows": {0: {"k1": "40"}}, "added_rows": [], "deleted_rows": []})
     no_exception(at)
@@ -328,8 +330,7 @@ def test_an_edit_sent_with_a_switch_is_never_applied_to_the_new_head() -> None:
         "W_k: 40 in row 1, column k1 was typed over numbers no longer shown" in e and "Retype it" in e
         for e in errors(at)
     ), errors(at)
-    new_key, shown = _grid(at, "W_k")
-    assert new_key != key
+    _, shown = _grid(at, "W_k")
     _same(shown, s.matrices["W_k"])
     assert _metric(at, "Loss on the repeated half") == f"{_losses(tuple(ids), [])[1]:.2f} nats"
 
@@ -341,7 +342,7 @@ def test_an_x_edit_sent_with_a_switch_is_refused_too_though_the_layers_x_is_the_
     key, _ = _grid(at, "X")
     before = session(at).matrices["X"].copy()
     at.selectbox(key="model_head.pick").set_value((1, 1))
-    cols = [list(e.value.columns) for e in at.dataframe if e.key == key][0]
+    cols = matrix_grids(at)[key]["cols"]
     at = grid_edit(at, key, {"edited_rows": {0: {cols[0]: "40"}}, "added_rows": [], "deleted_rows": []})
     no_exception(at)
     s = session(at)
@@ -375,7 +376,7 @@ def test_the_heads_w_o_is_its_rows_of_the_models_and_the_output_is_what_the_head
     at = goto(at, "weights")
     no_exception(at)
     assert at.checkbox(key="w.w_o").value is True
-    assert any(e.key.startswith("ed.W_o.") for e in at.dataframe), [e.key for e in at.dataframe]
+    assert any(k.startswith("ed.W_o.") for k in matrix_grids(at)), list(matrix_grids(at))
 
 
 def test_an_edit_of_w_o_flows_into_the_model_and_the_address_restores_it() -> None:

@@ -14,7 +14,9 @@ from tests.helpers.apptest import (
     edit_cell,
     frame_by_shape,
     goto,
+    grid_numbers,
     journey,
+    matrix_grids,
     no_exception,
     open_views,
     session,
@@ -40,13 +42,13 @@ def test_every_result_page_has_the_four_input_editors(page: str) -> None:
         if name != "X":
             at = choose_tab(at, "inputs", name)
         no_exception(at)
-        grids = [df for df in at.dataframe if df.key and df.key.startswith("ed.")]
-        assert [g.key.split(".")[1] for g in grids] == [name]
-        shown = grids[0].value.to_numpy(dtype=float)  # as displayed, to 4 decimals here
+        grids = list(matrix_grids(at))
+        assert [g.split(".")[1] for g in grids] == [name]
+        shown = grid_numbers(at, grids[0])  # as displayed, to 4 decimals here
         np.testing.assert_allclose(shown, session(at).matrices[name], atol=5.01e-5)
     assert session(at).tabs["inputs"] == "W_v"
     at = goto(goto(at, "weights"), page)  # the chosen tab stays open across pages
-    assert {df.key.split(".")[1] for df in at.dataframe if df.key and df.key.startswith("ed.")} == {"W_v"}
+    assert {k.split(".")[1] for k in matrix_grids(at)} == {"W_v"}
 
 
 def test_an_edit_of_w_q_on_the_softmax_page_changes_the_weights_as_the_engine_says() -> None:

@@ -11,7 +11,17 @@ import numpy as np
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from tests.helpers.apptest import app, edit_cell, goto, journey, no_exception, open_expander, session, texts
+from tests.helpers.apptest import (
+    app,
+    edit_cell,
+    goto,
+    journey,
+    matrix_grids,
+    no_exception,
+    open_expander,
+    session,
+    texts,
+)
 
 
 def weights_of(s) -> np.ndarray:
@@ -47,8 +57,7 @@ def test_a_closed_view_is_not_sent(page: str) -> None:
     for place in LAZY[page]:
         assert any(i.endswith(f"-open.{place}") for i in ids), (place, ids)
     assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 1  # the heatmap
-    grids = [d for d in at.dataframe if str(d.key or "").startswith("ed.")]
-    assert len(grids) == 1 and len(at.dataframe) == 1  # the input grid only: no result table, no views' tables
+    assert len(matrix_grids(at)) == 1 and len(at.dataframe) == 0  # the input grid only: no tables
     assert not keyed(at, "download_button")  # no downloads, nor the chart's file menu's buttons
     assert not [k for k in keyed(at, "selectbox") if k.startswith("cell.")]  # the explained cell's pickers
     said = " ".join(texts(at.markdown))
@@ -75,12 +84,12 @@ def test_opening_a_view_draws_it_and_it_stays_open_across_an_edit_and_a_page_swi
     at = goto(at, "softmax")
     assert {"cell.softmax.q", "cell.softmax.k"} <= set(keyed(at, "selectbox"))
     assert "view.softmax_steps" not in session(at).tabs  # the other views stayed closed
-    assert len(at.dataframe) == 2  # the grid and the explained cell's table; softmax's steps and the table not sent
+    assert len(at.dataframe) == 1  # the explained cell's table (the grid is no dataframe); no steps
 
 
 def test_the_result_table_opens_with_numpys_numbers_and_closes_again() -> None:
     at = journey("softmax", {"preset": "the_cat_sat"})
-    assert len(at.dataframe) == 1
+    assert len(at.dataframe) == 0
     at = open_expander(at, "table.weights")
     no_exception(at)
     tables = [d for d in at.dataframe if not str(d.key or "").startswith("ed.")]
@@ -92,7 +101,7 @@ def test_the_result_table_opens_with_numpys_numbers_and_closes_again() -> None:
     states = at._tree.get_widget_states()
     states.widgets.append(WidgetState(id=found[0].proto.id, bool_value=False))
     at = at._run(states)
-    assert session(at).tabs["table.weights"] == "closed" and len(at.dataframe) == 1
+    assert session(at).tabs["table.weights"] == "closed" and len(at.dataframe) == 0
 
 
 def test_the_downloads_open_with_every_csv_of_the_page() -> None:

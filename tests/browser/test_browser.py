@@ -123,12 +123,6 @@ def test_a_direct_page_url_as_a_fresh_servers_first_request_keeps_working(browse
         np.testing.assert_array_equal(x[:3, :4], attention.load_preset("the_cat_sat").matrices()["X"])
 
 
-def _cell_point(page, grid, row: int, col: int, n_cols: int, index_width: float = 50) -> tuple[float, float]:
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    return box["x"] + index_width + (box["width"] - index_width) / n_cols * (col + 0.5), box["y"] + 35 * (row + 1.5)
-
-
 def test_after_each_redraw_one_double_click_opens_the_cell_editor(page, base_url) -> None:
     """Issue 19: the first double-click after a redraw often did not open the editor. Five times in a row: the page
     redraws (the edit's run, which redraws the heatmap and the tables beside the grid), then ONE double-click, at a
@@ -137,10 +131,13 @@ def test_after_each_redraw_one_double_click_opens_the_cell_editor(page, base_url
     nav(page, "Softmax (attention weights)")  # a page switch is a redraw too
     with rerun(page):
         page.get_by_role("tab", name="W_q").click()
-    editor = page.locator("#portal .gdg-input")
+    editor = page.locator("[class*='st-key-ed-W_q-'] .mgrid input")
     for i in range(5):
-        grid = page.locator("[class*='st-key-ed-W_q-'] [data-testid='stDataFrame']").first
-        x, y = _cell_point(page, grid, i % 4, (i + 1) % 4, 4)
+        cell = page.locator("[class*='st-key-ed-W_q-'] .mgrid").first.locator(
+            f"td[data-r='{i % 4}'][data-c='{(i + 1) % 4}']"
+        )
+        box = cell.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         page.mouse.move(x, y)
         page.mouse.down()
         page.mouse.up()
@@ -153,7 +150,7 @@ def test_after_each_redraw_one_double_click_opens_the_cell_editor(page, base_url
             page.keyboard.press("Enter")
         assert not editor.count()
     typed = {(i % 4, (i + 1) % 4): i + 2 for i in range(5)}  # the fifth edit retypes the first cell
-    for _ in range(50):  # the grid's accessible table, read here, follows its canvas a few hundred ms later
+    for _ in range(50):  # the server's echo of the last value, then its numbers drawn
         shown = grid_cells(page, "ed-W_q-")
         got = {cell: float(shown[1 + cell[0]][1 + cell[1]]) for cell in typed}
         if got == typed:

@@ -24,7 +24,8 @@ ERRORS = "[data-testid='stAlertContentError']"
 
 
 def _visible_grids(pg) -> list[int]:
-    grids = pg.get_by_test_id("stDataFrame")
+    """The indices of the page's visible matrix editors."""
+    grids = pg.locator(".mgrid")
     return [i for i in range(grids.count()) if grids.nth(i).is_visible()]
 
 
@@ -57,7 +58,7 @@ def test_an_edited_cell_is_written_in_the_grids_format_and_the_grid_keeps_its_de
     w_k = attention.load_preset("the_cat_sat").matrices()["W_k"]
     assert cell_text(page, 1, 1, 1) == f"{w_k[1, 1]:.4f}"  # 0.7992: 4 significant digits
     type_in_cell(page, 1, 1, 1, 4, "-5")
-    assert cell_once(page, 1, 1, 1, "-5") == "-5"  # the grid that took the edit stays mounted, with the text as typed
+    assert cell_once(page, 1, 1, 1, "-5.000") == "-5.000"  # once the server has it: in the grid's format
     for r in range(4):
         for c in range(4):
             if (r, c) != (1, 1):
@@ -125,16 +126,22 @@ def _cut_selects(pg) -> list[tuple[str, float, float]]:
     return found
 
 
-def _cut_grids(pg) -> list[tuple[int, int, int]]:
-    """Visible grids that cut a row in half (a height that is not a whole number of rows) or hide columns."""
+def _cut_grids(pg) -> list[tuple[str, int, int, int]]:
+    """Visible tables ("df", Streamlit's) and matrix editors ("ed") that cut a row in half (a height that is not a
+    whole number of rows) or hide rows or columns: (kind, index among its kind, hidden rows px, hidden columns px)."""
     return pg.evaluate(
         """() => [...document.querySelectorAll('[data-testid=stDataFrame]')].flatMap((e, i) => {
             const sc = e.querySelector('.dvn-scroller');
             if (!sc || !e.offsetParent) return [];
             const hidden_rows = sc.scrollHeight - sc.clientHeight, hidden_cols = sc.scrollWidth - sc.clientWidth;
             const half_row = hidden_rows > 0 && (sc.clientHeight % 35) > 3;
-            return (half_row || hidden_cols > 1) ? [[i, hidden_rows, hidden_cols]] : [];
-        })"""
+            return (half_row || hidden_cols > 1) ? [['df', i, hidden_rows, hidden_cols]] : [];
+        }).concat([...document.querySelectorAll('.mgrid')].flatMap((e, i) => {
+            const sc = e.querySelector('.mgrid-scroll');
+            if (!sc || !e.offsetParent) return [];
+            const hidden_rows = sc.scrollHeight - sc.clientHeight, hidden_cols = sc.scrollWidth - sc.clientWidth;
+            return (hidden_rows > 1 || hidden_cols > 1) ? [['ed', i, hidden_rows, hidden_cols]] : [];
+        }))"""
     )
 
 
@@ -162,16 +169,16 @@ def test_grids_and_tables_cut_no_column_and_no_row_in_half(page, base_url, size)
         page.wait_for_timeout(500)
         cut = _cut_grids(page)
         page.screenshot(path=str(SHOTS / f"layout_{where}_{size[0]}.png"))
-        if where == "reading":  # the reading table, the first grid, shows every column whole
-            assert not [c for c in cut if c[0] == 0], cut
+        if where == "reading":  # the reading table, the first table, shows every column whole
+            assert not [c for c in cut if c[:2] == ["df", 0]], cut
             assert "max possible" not in (page.get_by_test_id("stDataFrame").first.text_content() or "")
-        elif where == "softmax":  # the X editor, the last grid
+        elif where == "softmax":  # the X editor, the last editor
             last = _visible_grids(page)[-1]
-            assert not [c for c in cut if c[0] == last], cut
-            assert "d4" in page.get_by_test_id("stDataFrame").nth(last).text_content()
+            assert not [c for c in cut if c[:2] == ["ed", last]], cut
+            assert "d4" in page.locator(".mgrid").nth(last).text_content()
         else:
-            assert not [c for c in cut if c[1] > 0], f"{where}: a grid cuts a row in half: {cut}"
-            editors = [c for c in cut if c[2] > 1]
+            assert not [c for c in cut if c[2] > 0], f"{where}: a grid cuts a row in half: {cut}"
+            editors = [c for c in cut if c[3] > 1]
             assert not editors, f"{where}: a grid hides columns: {cut}"
 
 

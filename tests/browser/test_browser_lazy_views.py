@@ -18,7 +18,7 @@ def _expander(pg, label: str):  # noqa: ANN202 - a Playwright locator
 
 
 def _visible_grids(pg) -> list[dict]:
-    grids = pg.get_by_test_id("stDataFrame")
+    grids = pg.locator("[data-testid='stDataFrame'], .mgrid")
     return [b for b in (grids.nth(i).bounding_box() for i in range(grids.count())) if b and b["width"] > 1]
 
 

@@ -44,9 +44,9 @@ def test_edit_w_q_on_the_softmax_page_and_the_heatmap_beside_it_changes(page, ba
     with rerun(page):
         page.get_by_role("tab", name="W_q").click()  # choosing a tab reruns the page with that editor
     _no_skeletons(page)
-    grids = page.get_by_test_id("stDataFrame")
+    grids = page.locator(".mgrid")
     index = [i for i in range(grids.count()) if grids.nth(i).is_visible()]
-    # the visible grids: the weights table and the W_q editor (the last visible one)
+    # the visible matrix editors: the W_q editor is the last visible one
     edit_grid_cell(page, index[-1], 1, 1, 4, "3")
     _wait_charts(page)
     assert not error_texts(page)

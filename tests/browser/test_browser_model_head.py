@@ -9,6 +9,7 @@ import pytest
 
 from attention.model import ablate, builtin, induction, replace_matrix, roles
 from tests.helpers.browser import (
+    EDITOR,
     SHOTS,
     cell_number_once,
     cell_text,
@@ -42,16 +43,16 @@ def _metric(pg, label: str) -> str:
 
 
 def _grid_after(pg, label: str) -> tuple[int, int]:
-    """The editor grid under the label "W_k · shape r × c" (its index among the page's grids) and its number of
-    columns shown, once its cells (not its skeleton) are drawn."""
+    """The matrix editor under the label "W_k · shape r × c" (its index among the page's editors) and its number of
+    columns shown."""
     above = pg.get_by_text(label, exact=True)
     above.scroll_into_view_if_needed()
-    grids = pg.get_by_test_id("stDataFrame")
+    grids = pg.locator(EDITOR)
+    grids.first.wait_for()
     index = next(i for i in range(grids.count()) if grids.nth(i).bounding_box()["y"] > above.bounding_box()["y"])
     grid = grids.nth(index)
     grid.scroll_into_view_if_needed()
-    grid.get_by_test_id("glide-cell-1-0").wait_for(state="attached")  # the grid's cells, not its skeleton
-    return index, grid.locator("[data-testid^='glide-cell-'][data-testid$='-0']").count() - 1  # minus the index
+    return index, grid.locator("td[data-r='0']").count()
 
 
 def _click(pg, name: str) -> None:
@@ -129,8 +130,7 @@ def test_open_a_head_edit_it_and_the_model_answers(browser, base_url, axe_script
 
 
 def _shows(pg, grid: int, row: int, want: np.ndarray) -> None:
-    """The grid's row shows ``want`` (rounded as the grid writes it). A kept grid's accessible table, read here, is
-    written a few frames after the run's end (its canvas already shows the numbers): waited for, up to 5 s."""
+    """The grid's row shows ``want`` (rounded as the grid writes it), waited for up to 5 s."""
     for _ in range(100):
         shown = np.array([float(cell_text(pg, grid, row, c)) for c in range(len(want))])
         if np.allclose(shown, want, atol=1e-3):
@@ -141,8 +141,8 @@ def _shows(pg, grid: int, row: int, want: np.ndarray) -> None:
 
 def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_head(browser, base_url) -> None:  # noqa: F811
     """Issue 23 §7: on the Weights page opened at layer 2 · head 1, an edit of its W_k, then layer 2 · head 2 chosen in
-    the box under the results: one run of the page's body (not the whole page), the grids drawn afresh (one held head
-    1's edit) show head 2's own numbers, the address and the panel follow, and an edit then changes head 2's block in
+    the box under the results: one run of the page's body (not the whole page), the grids kept mounted show head 2's
+    own numbers, the address and the panel follow, and an edit then changes head 2's block in
     the model only."""
     ids = [int(i) for i in induction.history("induction")["example"]]
     mh = "induction~2.1~" + ".".join(str(i) for i in ids) + "~"
@@ -154,8 +154,8 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         ready(pg)
         g, cols = _grid_after(pg, "W_k · shape 32 × 16")
         type_in_cell(pg, g, 0, 2, cols, "40")  # head 1's W_k (d1, k3)
-        assert cell_number_once(pg, g, 0, 2, 40.0) == 40.0  # its accessible table follows the canvas later
-        pg.evaluate("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").forEach(g => g.dataset.was = 1)")
+        assert cell_number_once(pg, g, 0, 2, 40.0) == 40.0
+        pg.evaluate("() => document.querySelectorAll('.mgrid').forEach(g => g.dataset.was = 1)")
         box = pg.get_by_role("combobox", name="Head shown on these pages")
         box.scroll_into_view_if_needed()
         box.click()
@@ -167,8 +167,8 @@ def test_switching_the_head_keeps_the_grids_and_the_next_edit_reaches_the_new_he
         assert pg.script_runs[mark:] == ["start", "finished"]  # one run, of the body: no second run of the whole page
         assert "What the model predicts, with layer 2 · head 2 as it is here" in pg.inner_text("body")
         assert pg.evaluate("() => new URL(location.href).searchParams.get('mh')").startswith("induction~2.2~")
-        # the grid held head 1's edit (a grid kept mounted shows its edits over the numbers it is given): renewed
-        assert pg.get_by_test_id("stDataFrame").nth(g).get_attribute("data-was") is None
+        # the same editor, kept mounted: it shows the numbers it is given, head 2's (head 1's edit was echoed)
+        assert pg.locator(EDITOR).nth(g).get_attribute("data-was") == "1"
         for row in (0, 1):  # head 2's own numbers, as the engine has them (head 1's edit went with head 1)
             _shows(pg, g, row, W_k[row, d : d + cols])
         assert _metric(pg, "Loss on the repeated half") == f"{_repeated_loss(ids, []):.2f} nats"

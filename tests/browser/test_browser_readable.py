@@ -4,26 +4,25 @@ written short, no text cut and no table scrolled sideways, messages where the ey
 
 from __future__ import annotations
 
-import contextlib
 import re
 
 import pytest
 
+import attention
 from attention.ui.app.specs import NAV
 from tests.helpers.browser import (
     SHOTS,
-    cell_once,
     cell_text,
     check,
+    editor_cell,
     grid_cells,
     guarded_context,
+    landed,
     nav_link,
     open_page,
     open_view,
     ready,
     rerun,
-    runs,
-    settle,
     type_in_cell,
 )
 
@@ -102,7 +101,7 @@ def test_a_huge_value_is_written_short_in_the_grid_and_the_change_note(page, bas
     open_page(page, base_url, "tokens", "preset=the_cat_sat&digits=4")
     ready(page)
     type_in_cell(page, 0, 0, 0, 4, "1e300")
-    assert cell_once(page, 0, 0, 0, "1e300") == "1e300"  # the grid that took it stays mounted, as typed
+    assert cell_text(page, 0, 0, 0) == "1.000e+300"  # the server echoed it: drawn in the grid's format
     body = page.get_by_test_id("stMain").inner_text()
     assert "→ 1.000e+300" in body, body[-1500:]
     assert not re.search(r"\d{30}", body), "a number written out in hundreds of digits"
@@ -243,135 +242,69 @@ def test_a_heatmap_too_narrow_for_its_numbers_says_where_they_are(page, base_url
 
 
 def test_a_quick_edit_on_a_fresh_page_always_lands(browser, base_url) -> None:
-    """Double-click, type and Enter at once (no delay between them) on a freshly loaded page, 8 times: 8 edits land.
-    Without the page's keystroke script 6 of 8 were lost here: the keys reached the page before the grid's cell
-    editor was open (attention/ui/widgets/keystrokes.py says how)."""
-    landed = []
-    for trial in range(8):
+    """Double-click, type and Enter at once (no delay between them) on a freshly loaded page, 4 times: 4 edits land.
+    With Streamlit's canvas grid 6 of 8 were lost here (the keys came before its cell editor opened); the matrix
+    editor's cells are elements, and a typed value stays in the page until the server has it."""
+    got = []
+    for trial in range(4):
         with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
             pg = context.new_page()
             open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-            _quick_edit(pg, 0, 1, f"{trial + 2}.5")  # typed as a person would: digits, a point, a digit
-            landed.append(float(cell_text(pg, 0, 0, 1)))
-    want = [trial + 2.5 for trial in range(8)]
-    lost = sum(a != b for a, b in zip(landed, want, strict=True))
-    assert not lost, f"{lost} of 8 quick edits lost: {landed}"
+            editor_cell(pg, 0, 0, 1).dblclick()
+            pg.keyboard.type(f"{trial + 2}.5")
+            pg.keyboard.press("Enter")
+            landed(pg, 0)
+            ready(pg)
+            got.append(float(cell_text(pg, 0, 0, 1)))
+    assert got == [trial + 2.5 for trial in range(4)], got
 
 
-def _cell_point(pg, row: int, col: int) -> tuple[float, float]:
-    """The middle of a cell of the first grid (4 columns after a 50 px index column; rows 35 px under the header)."""
-    box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-    return box["x"] + 50 + (box["width"] - 50) / 4 * (col + 0.5), box["y"] + 35 * (row + 1.5)
-
-
-def _type_at_once(pg, row: int, col: int, value: str) -> None:
-    """Double-click a cell of the first grid, type ``value`` and press Enter, with no delay between them."""
-    pg.mouse.dblclick(*_cell_point(pg, row, col))
-    pg.keyboard.type(value)
-    pg.keyboard.press("Enter")
-
-
-def _quick_edit(pg, row: int, col: int, value: str) -> None:
-    """:func:`_type_at_once`, then wait for the run the edit starts."""
-    mark = runs(pg)
-    _type_at_once(pg, row, col, value)
-    with contextlib.suppress(TimeoutError):
-        settle(pg, mark, timeout=15_000)  # a lost edit sends nothing: no run follows
-    ready(pg)
-
-
-LISTEN = "() => { window.seenKeys = []; document.addEventListener('keydown', e => window.seenKeys.push(e.key)); }"
-
-
-def test_a_second_quick_edit_right_after_the_first_lands_too(browser, base_url) -> None:
-    """A quick edit, then at once a key typed on the grid: it goes on to the page (the keystroke script kept
-    watching for 3 s after the first edit, holding such keys for an editor that never opened, then dropping them);
-    then a second quick edit on another cell: both edits land and nothing is said lost."""
+def test_the_editors_keys_select_edit_cancel_move_and_copy(browser, base_url) -> None:
+    """The grid's keys as in a spreadsheet: F2 edits keeping the value, Escape drops what was typed, a typed key
+    replaces the value, Shift+Enter commits and moves up, the arrows move, Shift+arrows select a block and Ctrl+C
+    copies it as tab-separated text with every digit; the focused cell is outlined; each cell is labelled with its
+    matrix, row and column."""
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
+        context.grant_permissions(["clipboard-read", "clipboard-write"])
         pg = context.new_page()
         open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-        _quick_edit(pg, 0, 1, "2.5")
-        pg.evaluate(LISTEN)
-        box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-        pg.mouse.click(box["x"] + 25, box["y"] + 35 * 3.5)  # a row's name: selected, not opened
-        pg.keyboard.press("x")
-        seen = pg.evaluate("() => window.seenKeys")
-        pg.keyboard.press("Escape")  # the editor that key opened on the row's name is closed, nothing changed
-        _quick_edit(pg, 2, 2, "3.5")
-        pg.wait_for_timeout(3500)  # past the script's window: nothing it held is typed late or said lost
-        got = float(cell_text(pg, 0, 0, 1)), float(cell_text(pg, 0, 2, 2))
-        notes = pg.get_by_role("alert").filter(has_text="did not reach a cell").count()
-    assert seen == ["x"] and got == (2.5, 3.5) and notes == 0, (seen, got, notes)
-
-
-def _numbers_in(pg, cells: list[tuple[int, int]], want: list[float], timeout_ms: int = 8000) -> list[str]:
-    """The texts of ``cells`` of the first grid once they read as ``want`` (or at the timeout), the runs drawn."""
-    got: list[str] = []
-    for _ in range(timeout_ms // 250):
         ready(pg)
-        got = [cell_text(pg, 0, r, c) for r, c in cells]
-        if [float(g) for g in got] == want:
-            break
-        pg.wait_for_timeout(250)
-    return got
-
-
-def test_values_typed_down_a_column_all_land(browser, base_url) -> None:
-    """Select a cell, then type a value and Enter three times, 250 ms apart, as one fills a column (Enter moves to
-    the cell below): all three land, 3 times of 3. When every edit mounted a new grid, 0 of 4 such columns kept more
-    than the first value: the grid the next keys went to was being replaced."""
-    for trial in range(3):
-        with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
-            pg = context.new_page()
-            open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-            pg.mouse.click(*_cell_point(pg, 0, 1))
-            pg.wait_for_timeout(200)
-            values = [f"{trial + 1}.5", f"{trial + 2}.25", f"{trial + 3}.75"]
-            for value in values:
-                pg.keyboard.type(value, delay=30)
-                pg.keyboard.press("Enter")
-                pg.wait_for_timeout(250)
-            got = _numbers_in(pg, [(0, 1), (1, 1), (2, 1)], [float(v) for v in values])
-        assert [float(g) for g in got] == [float(v) for v in values], (trial, got)
-
-
-@pytest.mark.parametrize("gap_ms", [150, 300])
-def test_an_edit_made_right_after_another_lands_too(browser, base_url, gap_ms: int) -> None:
-    """Double-click, type and Enter on one cell; ``gap_ms`` later the same on another cell: both land, 3 times of
-    3. When every edit mounted a new grid, 0 of 6 second edits landed 300 ms after the first."""
-    for trial in range(3):
-        with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
-            pg = context.new_page()
-            open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-            first, second = f"{trial + 2}.5", f"{trial + 3}.25"
-            _type_at_once(pg, 0, 1, first)
-            pg.wait_for_timeout(gap_ms)
-            _type_at_once(pg, 2, 2, second)
-            got = _numbers_in(pg, [(0, 1), (2, 2)], [float(first), float(second)])
-        assert [float(g) for g in got] == [float(first), float(second)], (trial, got)
-
-
-def test_keys_no_cell_editor_took_are_said_not_dropped(browser, base_url) -> None:
-    """A double-click on a grid's column header opens no editor: the keys typed after it, kept by the script for an
-    editor, are named in a note at the top of the page once its 3 s are over."""
-    with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
-        pg = context.new_page()
-        open_page(pg, base_url, "tokens", "preset=the_cat_sat")
-        box = pg.get_by_test_id("stDataFrame").nth(0).bounding_box()
-        pg.mouse.dblclick(box["x"] + 50 + (box["width"] - 50) / 8, box["y"] + 17)  # a column's header
-        pg.keyboard.type("7")
-        note = pg.get_by_role("alert").filter(has_text="did not reach a cell")
-        note.wait_for(timeout=8000)
-        said = note.text_content()
-        pg.screenshot(path=str(SHOTS / "keys_said_lost.png"))
-    assert "(7)" in said and "Double-click the cell and retype it" in said, said
+        assert pg.get_by_role("grid").count() >= 1
+        assert pg.get_by_role("gridcell", name="X cat · d2", exact=True).count() == 1  # matrix, row and column
+        cell = editor_cell(pg, 0, 1, 1)  # the same cell (its label grows ", changed from the preset" once edited)
+        before = cell.text_content()
+        cell.click()
+        pg.keyboard.press("F2")
+        pg.keyboard.type("99")
+        pg.keyboard.press("Escape")
+        assert cell.text_content() == before  # Escape dropped it
+        outline = cell.evaluate("e => getComputedStyle(e).outlineStyle")
+        assert outline == "solid", outline  # the focus is seen
+        pg.keyboard.type("7")  # a typed key replaces the value
+        with rerun(pg):
+            pg.keyboard.press("Shift+Enter")  # commits and moves up
+        landed(pg, 0)
+        ready(pg)
+        assert float(cell.text_content()) == 7.0
+        assert cell.get_attribute("aria-label") == "X cat · d2, changed from the preset"
+        focused = pg.evaluate("() => document.activeElement.getAttribute('aria-label')")
+        assert focused.startswith("X The · d2"), focused
+        pg.keyboard.press("ArrowLeft")
+        pg.keyboard.press("Shift+ArrowDown")
+        pg.keyboard.press("Shift+ArrowRight")
+        pg.keyboard.press("Control+c")
+        copied = pg.evaluate("() => navigator.clipboard.readText()")
+    x = attention.load_preset("the_cat_sat").matrices()["X"]
+    want = [[repr(float(x[0, 0])), repr(float(x[0, 1]))], [repr(float(x[1, 0])), "7.0"]]  # cat · d2 is 7 now
+    assert copied == "\n".join("\t".join(row) for row in want), copied
 
 
 # ------------------------------------------------------------------------------------------ text that fits
 
 SIDEWAYS = """() => Array.from(document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']"))
-    .map(el => el.querySelector('.dvn-scroller')).filter(s => s && s.scrollWidth > s.clientWidth + 1)
-    .map(s => [s.scrollWidth, s.clientWidth])"""
+    .map(el => el.querySelector('.dvn-scroller'))
+    .concat(Array.from(document.querySelectorAll("[data-testid='stMain'] .mgrid-scroll")))
+    .filter(s => s && s.scrollWidth > s.clientWidth + 1).map(s => [s.scrollWidth, s.clientWidth])"""
 
 
 def test_the_overviews_summary_shows_its_text_whole_at_1280(page, base_url) -> None:

@@ -37,17 +37,11 @@ def test_the_guard_finds_a_literal_key(tmp_path: Path) -> None:
     assert _literal_keys(f) == ["'go'", "f'n.{k}'", "'f.x'"]
 
 
-def test_the_grids_are_told_apart_by_the_keys_module() -> None:
-    assert keys.is_grid(keys.grid("W_k", 3, 1, 0, 16))
+def test_a_grid_key_is_one_per_matrix_and_window_and_never_renewed() -> None:
+    """The matrix editor keeps its page (and what was typed there) across reruns: its key names only the matrix and
+    the window, none of the numbers that move (version, grids), and no other widget has one like it."""
+    keys_made = {keys.grid(n, r0, c0) for n in ("X", "W_q", "W_k") for r0, c0 in ((0, 0), (64, 0), (0, 8))}
+    assert len(keys_made) == 9 and keys.GAINS_GRID not in keys_made
     made = [keys.SB_PRESET, keys.import_box("X", "text"), keys.cell("scores", "q"), keys.heatmap("scores", 1)]
     made += [keys.INSIDE_TYPED, keys.GEN_KEEP, keys.edit_window("X", 8), keys.window(keys.edit_window("X", 8), "r0")]
-    assert not [k for k in made if keys.is_grid(k)]
-
-
-def test_two_grid_keys_are_the_same_window_when_only_the_renewal_count_differs() -> None:
-    a = keys.grid("W_q", 3, 7, 0, 0)
-    assert keys.same_window(a, keys.grid("W_q", 3, 9, 0, 0))
-    assert not keys.same_window(a, keys.grid("W_q", 4, 7, 0, 0))  # another version: another state's grid
-    assert not keys.same_window(a, keys.grid("W_q", 3, 7, 8, 0))  # another window of the matrix
-    assert not keys.same_window(a, keys.grid("W_k", 3, 7, 0, 0))
-    assert not keys.same_window(a, "sb.window.3.2")
+    assert not keys_made & set(made)

@@ -7,6 +7,7 @@ import json
 import re
 
 import numpy as np
+from streamlit.components.v2.bidi_component.main import _make_trigger_id as make_trigger_id
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
@@ -153,15 +154,47 @@ def drawn_cells(chart) -> list[list[dict]]:
     return found
 
 
+_SENT = {"seq": 0}  # the sequence numbers this test process's "page" gives its edits
+
+
 def grid_edit(at: AppTest, key: str, payload: object) -> AppTest:
-    """Send a data editor's edit payload the way the browser does: as the widget's value in the next run's
-    widget states, so Streamlit calls the editor's on_change callback (setting ``at.session_state[key]``
-    would not: callbacks run only for changes that come from a client)."""
-    found = [e for e in at.dataframe if e.key == key]
-    assert found, f"no data editor with key {key!r}; have {[e.key for e in at.dataframe]}"
+    """Send edits from the matrix editor ``key`` (attention.ui.widgets.matrix_grid) the way its page does: as the
+    component's "edit" trigger in the next run's widget states, so Streamlit calls the editor's callback (or a data
+    editor's payload, the mask's tick grid, as its widget value). A dict payload gets what the page adds to its
+    pending values when it has not got them: the page load's id, the next sequence number and the numbers the grid
+    was drawn over (the data the grid was given)."""
+    found = [e for e in at.get("bidi_component") if e.proto.id.endswith(f"-{key}")]
+    if not found:  # a data editor (the mask's tick grid): its payload is the widget's value
+        editors = [e for e in at.dataframe if e.key == key]
+        assert editors, f"no matrix editor or data editor with key {key!r}"
+        states = at._tree.get_widget_states()
+        states.widgets.append(WidgetState(id=editors[0].proto.id, string_value=json.dumps(payload)))
+        return at._run(states)
+    if isinstance(payload, dict):
+        _SENT["seq"] += 1
+        drawn = json.loads(found[0].proto.json).get("ver", "")
+        payload = {"pid": "apptest", "seq": _SENT["seq"], "ver": drawn, **payload}
+    trigger = make_trigger_id(found[0].proto.id, "events")
     states = at._tree.get_widget_states()
-    states.widgets.append(WidgetState(id=found[0].proto.id, string_value=json.dumps(payload)))
+    states.widgets.append(WidgetState(id=trigger, json_trigger_value=json.dumps([{"event": "edit", "value": payload}])))
     return at._run(states)
+
+
+def matrix_grids(at: AppTest) -> dict[str, dict]:
+    """The matrix editors drawn, by key, in page order: each with the data it was drawn with."""
+    return {e.proto.id.split("-", 2)[-1]: json.loads(e.proto.json) for e in at.get("bidi_component")}
+
+
+def grid_numbers(at: AppTest, key: str) -> np.ndarray:
+    """The numbers a matrix editor shows (as rounded for it)."""
+    return np.array(grid_data(at, key)["shown"], dtype=float)
+
+
+def grid_data(at: AppTest, key: str) -> dict:
+    """The data the matrix editor ``key`` was drawn with: its cells as shown, the cells marked changed, its echo."""
+    found = [e for e in at.get("bidi_component") if e.proto.id.endswith(f"-{key}")]
+    assert found, f"no matrix editor with key {key!r}"
+    return json.loads(found[0].proto.json)
 
 
 def _tab_containers(at: AppTest) -> dict[str, object]:
@@ -208,14 +241,15 @@ def edit_cells(
     at: AppTest, name: str, edited_rows: dict, page_window: tuple[int, int] = (0, 0), *, raw: bool = False
 ) -> AppTest:
     """Edit cells of the matrix editor ``name``: ``{row: {column label: value}}``. Numbers are sent as the text the
-    browser's grid sends for its text cells (``raw=True`` sends the values as given, as a hostile client could)."""
+    browser's editor sends for its cells (``raw=True`` sends the values as given, as a hostile client could)."""
     if not raw:
         edited_rows = {
             r: {c: (v if v is None or isinstance(v, str) else str(v)) for c, v in cells.items()}
             for r, cells in edited_rows.items()
         }
     key = editor_key(name, session(at), *page_window)
-    if key not in [e.key for e in at.dataframe] and "tabs.inputs" in _tab_containers(at):
+    drawn = [e.proto.id for e in at.get("bidi_component")]
+    if not any(i.endswith(f"-{key}") for i in drawn) and "tabs.inputs" in _tab_containers(at):
         at = choose_tab(at, "inputs", name)  # a result page draws the open input tab's editor only
     return grid_edit(at, key, {"edited_rows": edited_rows, "added_rows": [], "deleted_rows": []})
 

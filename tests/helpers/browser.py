@@ -219,9 +219,9 @@ def open_view(page, label: str) -> None:
 
 
 def grid_cells(page, key_prefix: str) -> list[list[str]]:
-    """The text of each cell of the first grid whose widget key starts with ``key_prefix`` (header row first), read
-    from the accessible table the grid keeps under its canvas: what the canvas draws."""
-    grid = page.locator(f"[class*='st-key-{key_prefix}'] [data-testid='stDataFrame']").first
+    """The text of each cell of the first matrix editor whose key starts with ``key_prefix`` (header row first, each
+    row's label first): what the page shows, typed values waiting for the server's echo included."""
+    grid = page.locator(f"[class*='st-key-{key_prefix}'] .mgrid").first
     grid.locator("table tr").first.wait_for(state="attached")
     return grid.locator("table tr").evaluate_all("trs => trs.map(tr => Array.from(tr.children, c => c.textContent))")
 
@@ -362,21 +362,36 @@ def download(page, label: str, tmp_path) -> str:
     return str(path)
 
 
-def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
-    """Double-click a data-editor cell (0-based, not counting the index column), type, press Enter.
+EDITOR = ".mgrid"  # a matrix editor (attention/ui/widgets/matrix_grid.js): a plain table, one td per cell
 
-    The grid is a canvas: the cell is found from the header and row height (35 px) and the data
-    columns sharing the width after the index column."""
-    grid = page.get_by_test_id("stDataFrame").nth(grid_index)
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    width = (box["width"] - index_width) / n_cols
-    page.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
-    editor = page.locator("#portal .gdg-input")
-    editor.wait_for(timeout=5000)
-    editor.fill(value)
+
+def editor_cell(pg, grid: int, row: int, col: int):
+    """The cell (0-based, not counting the row labels) of the page's ``grid``-th matrix editor."""
+    return pg.locator(EDITOR).nth(grid).locator(f"td[data-r='{row}'][data-c='{col}']")
+
+
+def landed(pg, grid: int | None = None, timeout_ms: float = 60_000) -> None:
+    """Wait until the editors (or the ``grid``-th) hold no typed value the server has not echoed yet."""
+    pg.wait_for_function(
+        """([sel, i]) => { const gs = Array.from(document.querySelectorAll(sel));
+           return (i === null ? gs : [gs[i]]).every(g => g && g.dataset.pending === '0'); }""",
+        arg=[EDITOR, grid],
+        timeout=timeout_ms,
+    )
+
+
+def edit_grid_cell(page, grid_index: int, row: int, col: int, n_cols: int = 0, value: str = "", **_: object) -> None:
+    """Double-click a matrix editor's cell (0-based, not counting the row labels), type, press Enter, and wait until
+    the server has the value (its echo) and the run it started is drawn. ``n_cols`` is not needed (cells are
+    elements, not pixels of a canvas)."""
+    cell = editor_cell(page, grid_index, row, col)
+    cell.scroll_into_view_if_needed()
+    cell.dblclick()
+    page.keyboard.type(value)
     with rerun(page):
         page.keyboard.press("Enter")
+    landed(page, grid_index)
+    ready(page)
 
 
 def ready(pg) -> None:
@@ -389,13 +404,12 @@ def ready(pg) -> None:
 
 
 def cell_text(pg, grid: int, row: int, col: int) -> str:
-    """The text a grid shows in a cell (0-based, not counting the index column): the grid's accessible table."""
-    return pg.get_by_test_id("stDataFrame").nth(grid).get_by_test_id(f"glide-cell-{col + 1}-{row}").text_content()
+    """The text a matrix editor shows in a cell (0-based, not counting the row labels)."""
+    return editor_cell(pg, grid, row, col).text_content()
 
 
 def cell_once(pg, grid: int, row: int, col: int, text: str, timeout_ms: int = 5000) -> str:
-    """The text of a cell once it is ``text``, or at the timeout (whatever it is then): the grid's accessible table
-    follows what the grid draws a few hundred ms later."""
+    """The text of a cell once it is ``text``, or at the timeout (whatever it is then)."""
     for _ in range(timeout_ms // 100):
         got = cell_text(pg, grid, row, col)
         if got == text:
@@ -405,8 +419,8 @@ def cell_once(pg, grid: int, row: int, col: int, text: str, timeout_ms: int = 50
 
 
 def cell_number_once(pg, grid: int, row: int, col: int, value: float, timeout_ms: int = 5000) -> float | None:
-    """The number a cell shows once it is ``value`` (as typed, or in the grid's format), or at the timeout whatever it
-    shows then (None if not a number): the grid's accessible table follows its canvas a few hundred ms later."""
+    """The number a cell shows once it is ``value`` (as typed, or in the editor's format), or at the timeout whatever
+    it shows then (None if not a number)."""
     for _ in range(timeout_ms // 100 + 1):
         try:
             got = float(cell_text(pg, grid, row, col) or "nan")
@@ -418,26 +432,9 @@ def cell_number_once(pg, grid: int, row: int, col: int, value: float, timeout_ms
     return got
 
 
-def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int, value: str, index_width: float = 50) -> None:
-    """Double-click the cell (again if the first did not open its editor), type, press Enter, wait for the run.
-    The grid is a canvas: the cell is found from the header and row height (35 px) and the data columns sharing the
-    width after the index column."""
-    g = pg.get_by_test_id("stDataFrame").nth(grid)
-    g.scroll_into_view_if_needed()
-    editor = pg.locator("#portal .gdg-input")
-    for _ in range(4):
-        box = g.bounding_box()
-        width = (box["width"] - index_width) / n_cols
-        pg.mouse.dblclick(box["x"] + index_width + width * (col + 0.5), box["y"] + 35 * (row + 1.5))
-        try:
-            editor.wait_for(timeout=3000)
-            break
-        except Exception:  # noqa: BLE001 - the first double-click after a redraw may not open it
-            pg.wait_for_timeout(300)
-    editor.fill(value)
-    with rerun(pg):  # the run the edit starts, seen in the websocket messages, not guessed by a timer
-        pg.keyboard.press("Enter")
-    ready(pg)
+def type_in_cell(pg, grid: int, row: int, col: int, n_cols: int = 0, value: str = "", **_: object) -> None:
+    """The learner's steps: double-click the cell, type, press Enter; then wait for the server's echo and the run."""
+    edit_grid_cell(pg, grid, row, col, n_cols, value)
 
 
 # Accessibility: axe-core in the page (the script comes from the axe_script fixture)

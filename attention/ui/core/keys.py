@@ -3,10 +3,7 @@
 A widget's key is how Streamlit keeps its value between runs and how a test finds it; a key that holds a number
 (``version``, ``grids``) is renewed when that number moves, so the widget shows the state's value again. The values
 are those the app has always used (tests and the browser find widgets by them). What a family of keys is used for
-is asked of this module too: :func:`is_grid` says which keys are the matrix grids' (a grid holding an edit is renewed
-when new numbers replace the state's, see :func:`attention.ui.state.core.grids_hold_edits`), and :func:`same_window`
-whether two grid keys differ only in ``grids`` (a grid kept mounted after its edit, see
-:func:`attention.ui.inputs.editors.editor_key`).
+is kept here too.
 """
 
 from __future__ import annotations
@@ -40,29 +37,17 @@ def share_download(kind: str) -> str:
 
 
 # --- the step pages: grids, imports, the explained cell, heatmaps, comparison, downloads ---
-_GRID = "ed."  # the matrix grids' keys start with it (is_grid)
+_GRID = "ed."  # the matrix grids' keys start with it
 
 
-def grid(name: str, version: int, grids: int | str, r0: int = 0, c0: int = 0) -> str:
-    """A matrix's grid (the window of it from row ``r0``, column ``c0``), renewed by the version and ``grids`` (a
-    count, or a count and a digest of the numbers: see :func:`attention.ui.inputs.editors.editor_key`)."""
-    return f"{_GRID}{name}.{version}.{grids}.{r0}.{c0}"
+def grid(name: str, r0: int = 0, c0: int = 0) -> str:
+    """A matrix's grid (the window of it from row ``r0``, column ``c0``). Never renewed: the grid keeps its page (and
+    the values typed there) across reruns, and is told which numbers it shows (see
+    :mod:`attention.ui.widgets.matrix_grid`)."""
+    return f"{_GRID}{name}.{r0}.{c0}"
 
 
-def same_window(a: str, b: str) -> bool:
-    """Whether two grid keys are of the same matrix, version and window (they may differ in ``grids`` only)."""
-    pa, pb = a.rsplit(".", 4), b.rsplit(".", 4)
-    return len(pa) == len(pb) == 5 and pa[:2] == pb[:2] and pa[3:] == pb[3:]
-
-
-def is_grid(key: object) -> bool:
-    """Whether ``key`` is a matrix grid's (made by :func:`grid`)."""
-    return str(key).startswith(_GRID)
-
-
-def gains_grid(version: int, grids: int, digest: str) -> str:
-    """QK-norm's gains grid (the Q·K·V page), renewed by the version, ``grids`` and a digest of the gains in force."""
-    return f"gains.{version}.{grids}.{digest}"
+GAINS_GRID = "gains.grid"  # QK-norm's gains grid (the Q·K·V page), never renewed either
 
 
 def view_window(page: str, name: str) -> str:

@@ -172,8 +172,8 @@ class Session:
     """One user's dashboard state. ``matrices`` are 2-D (a batch of one is shown as its single item).
 
     ``version`` changes whenever the matrices change other than by a grid edit (a preset, a resize, an
-    import...), so every editor gets a fresh key and no pending grid edit is re-applied to new numbers; another head
-    of the same model keeps it (the grids stay mounted) and renews the grids by ``grids`` when one holds an edit.
+    import...), so an edit typed over the numbers before is refused, not applied to new ones; another head of the
+    same model keeps it and moves ``sheet`` instead. ``grids`` renews widgets that must show a kept value again.
     ``messages`` holds what the last change or refusal had to say, by place (see :func:`say`).
     """
 
@@ -206,10 +206,12 @@ class Session:
     rolled: int = declare(NUMBERS, default=0, travels=True)
     # renews every grid's widget: after a refused value, or another head opened while a grid holds an edit
     grids: int = declare(BOOKKEEPING, default=0, rerun=BODY)
-    # by matrix: the key of the grid whose last edit was taken whole, and a digest of the matrix it left. While the
-    # matrix is still that, the grid keeps its key: it stays mounted, so an edit typed just after is not lost to a
-    # new grid (its pending edits are the ones taken; inputs.editors.editor_key)
-    kept_grids: dict[str, tuple[str, str]] = declare(BOOKKEEPING, factory=dict)
+    # by matrix grid's key: the page load and the last sequence number of the edits it sent that were applied (or
+    # refused); the grid's data echoes it, and the page stops showing those values as pending (widgets.matrix_grid)
+    edit_echo: dict[str, tuple[str, int]] = declare(BOOKKEEPING, factory=dict)
+    # moves when the numbers are replaced without a new version (another head of the same model): an edit typed
+    # over the numbers before is refused, not applied to others (widgets.matrix_grid's ``ver``)
+    sheet: int = declare(BOOKKEEPING, default=0)
     # --- labs: the challenge being played and the overview's guided path (see attention.ui.state.challenges) ---
     # while set, edits of the matrices it locks are refused
     challenge: Challenge | None = declare(LABS, default=None, travels=True, rerun=PAGE, key=identity)

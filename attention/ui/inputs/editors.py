@@ -1,12 +1,13 @@
-"""Matrix editors: labelled ``st.data_editor`` grids whose edits are checked cell by cell in their callback.
+"""Matrix editors: each input matrix in the one matrix editor, its edits checked cell by cell in its callback.
 
-Each edit is checked in the grid's ``on_change`` callback and applied through
+The editor is :mod:`attention.ui.widgets.matrix_grid`; edits are applied through
 :func:`attention.ui.state.edits.edit_cells`.
 
 A valid cell goes straight into the session's matrices (and so to every page); a bad cell (blank, NaN,
-infinite, not a number) is named and keeps its previous value, while every other edit in the grid is kept.
-The grid's payload itself is checked against the grid: an edit to a row or column the grid does not have,
-or an added or deleted row (the grids have a fixed size), is refused with a message and nothing is applied.
+infinite, not a number) is named under the grid and keeps its previous value, while every other edit sent with it is
+kept. The payload itself is checked against the grid: an edit to a row or column the grid does not have, or an added
+or deleted row (the grids have a fixed size), is refused with a message and nothing is applied. An edit typed over
+numbers that are no longer those in force (another preset or head opened meanwhile) is refused and named.
 Large matrices are edited a window of rows and columns at a time.
 """
 
@@ -14,36 +15,31 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
+import numpy as np
 import streamlit as st
 
 from ... import charts
 from ...errors import cell_name
 from ...io.parse.cells import cell_number
-from ..core import compute, keys, models, session
+from ..core import keys, models, session
 from ..core.text import esc
 from ..state import core as state_core
 from ..state import edits as state_edits
-from ..state import pins
+from ..widgets import matrix_grid
 from ..widgets.cells import check_payload, not_a_number, to_text
 from ..widgets.common import show_messages
-from ..widgets.number_tables import columns_that_fit, fit_height
+from ..widgets.number_tables import columns_that_fit
 from ..widgets.windows import EDIT_COLS, EDIT_COLS_BESIDE, EDIT_ROWS, window_controls
 
 
 def editor_key(name: str, s: session.Session, r0: int = 0, c0: int = 0) -> str:
-    """The grid's key: the one its last edit kept (:func:`attention.ui.state.pins.keep_grid`) while the matrix is as
-    that edit left it, so the grid stays mounted and an edit typed right after lands. Without a kept edit, a fresh one
-    from the version and ``grids``; once the matrix has moved on from a kept edit (or the window has), one that no
-    grid holding that edit had (it names the numbers in force), so those edits are never shown over other numbers."""
-    fresh = keys.grid(name, s.version, s.grids, r0, c0)
-    kept = s.kept_grids.get(name)
-    if kept is None:
-        return fresh
-    now = compute.matrix_digest(s.matrices[name])
-    if kept[1] == now and keys.same_window(kept[0], fresh):
-        return kept[0]
-    return keys.grid(name, s.version, f"{s.grids}-{now[:12]}", r0, c0)
+    """The grid's key: one per matrix and window, kept across reruns (the page keeps what was typed there)."""
+    return keys.grid(name, r0, c0)
+
+
+def numbers_drawn(s: session.Session) -> str:
+    """Which numbers the grids are drawn over: an edit sent with another is refused (typed over numbers gone)."""
+    return f"{s.version}.{s.sheet}"
 
 
 def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
@@ -53,8 +49,8 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
     m = s.matrices[name]
     rows, cols = s.axis_labels(name, m.shape)
     st.markdown(f"**{name}** · shape {m.shape[0]} × {m.shape[1]}")
-    if s.challenge is not None and name not in s.challenge.editable:
-        st.caption(f":material/lock: {name} is locked by the challenge: an edit here is refused.")
+    if _locked(name, s):
+        st.caption(f":material/lock: {_locked(name, s)}")
     if name in ("W_k", "W_v") and s.model_head is not None and (group := models.group_of(s.model_head)):
         st.caption(shared_note(name, s.model_head.layer, group))  # ours: numbers
     per = _beside_columns(name, s) if beside else EDIT_COLS
@@ -66,22 +62,40 @@ def matrix_editor(name: str, s: session.Session, beside: bool = False) -> None:
             "(or upload a CSV)."
         )
 
-    # Cells are edited as text: the grid's number editor drops the "e" of 1e-15 and keeps only ~12
-    # decimals, while text keeps exactly what was typed; it is parsed (and checked) in the callback.
-    text = to_text(m[r0:r1, c0:c1], grid_format(name, s))
-    df = pd.DataFrame(text, index=list(rows[r0:r1]), columns=list(cols[c0:c1]))
+    # Cells are shown in the digits setting and edited as text: text keeps exactly what was typed (1e-15 too); it
+    # is parsed (and checked) in the callback. A copy takes every digit.
+    part = m[r0:r1, c0:c1]  # (rows shown, columns shown)
     key = editor_key(name, s, r0, c0)
-    st.data_editor(
-        df,
-        key=key,
-        num_rows="fixed",
-        width="stretch",
-        height=fit_height(len(df)),
-        on_change=_on_edit,
-        args=(name, key, r0, c0, per),
-        column_config={c: st.column_config.TextColumn(c) for c in df.columns},
+    matrix_grid.draw(
+        key,
+        name,
+        rows[r0:r1],
+        cols[c0:c1],
+        to_text(part, grid_format(name, s)),
+        to_text(part),
+        lambda: _on_edit(name, key, r0, c0, per),
+        changed=_changed(name, s, (r0, r1, c0, c1)),
+        locked=_locked(name, s),
+        ver=numbers_drawn(s),
     )
     show_messages(f"edit.{name}")
+
+
+def _locked(name: str, s: session.Session) -> str:
+    """What the grid says when a running challenge locks the matrix ("" when it is editable)."""
+    if s.challenge is not None and name not in s.challenge.editable:
+        return f"{name} is locked by the challenge: an edit here is refused."
+    return ""
+
+
+def _changed(name: str, s: session.Session, window: tuple[int, int, int, int]) -> np.ndarray | None:
+    """Which cells of the window differ from the preset (None when the preset's matrix has another shape)."""
+    r0, r1, c0, c1 = window
+    base = None if s.origin is None else s.origin.base.get(name)
+    m = s.matrices[name]
+    if base is None or base.shape != m.shape:
+        return None
+    return (m[r0:r1, c0:c1] != base[r0:r1, c0:c1]) | (np.signbit(m[r0:r1, c0:c1]) != np.signbit(base[r0:r1, c0:c1]))
 
 
 # the inputs panel's grid at 1280 px (310 px inside); a character and a column's margins, fitted to Chromium: 4
@@ -128,26 +142,24 @@ def _pair(fmt: str, old: float, new: float) -> str:
 
 
 def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> None:
-    """The grid's callback: check the payload against the grid, then each edited cell; apply the good ones. An edit
-    from a grid that is not the one drawn for the numbers in force now (another preset or head was opened, or the
-    matrix was replaced, by a change sent with it) is refused: it was typed over numbers that are no longer there. A
-    grid kept mounted after its last edit sends that edit again with the next: it is the one drawn for those numbers."""
+    """The editor's callback: the page's pending values, checked against the grid, then cell by cell; the good ones
+    applied. A send already taken (the page repeats one not echoed yet) does nothing again. An edit typed over numbers
+    that are not those in force now (another preset or head was opened, or the matrix replaced, meanwhile) is refused
+    and named: it was typed over numbers that are no longer there."""
     s = session.get()
-    if name not in s.matrices or key != editor_key(name, s, r0, c0):
-        pins.renew_grids()
-        said = (
-            f"{name}: {_typed(st.session_state.get(key), r0)}typed over numbers no longer shown; nothing was applied."
-        )
+    payload = matrix_grid.sent(key)
+    if payload is None or not matrix_grid.fresh(key, payload):
+        return
+    if name not in s.matrices or (isinstance(payload, dict) and payload.get("ver") != numbers_drawn(s)):
+        said = f"{name}: {_typed(payload, r0)}typed over numbers no longer shown; nothing was applied."
         again = " Retype it in the grid now shown." if name in s.matrices else ""
         state_core.say(f"edit.{name}", "error", said + again)
         return
     m = s.matrices[name]
     r1, c1 = min(m.shape[0], r0 + EDIT_ROWS), min(m.shape[1], c0 + per)
     rows, cols = s.axis_labels(name, m.shape)
-    col_index = {c: j for j, c in enumerate(cols[c0:c1])}
-    problem, edits = check_payload(st.session_state.get(key), r1 - r0, col_index)
+    problem, edits = check_payload(payload, r1 - r0, {c: j for j, c in enumerate(cols[c0:c1])})
     if problem:
-        pins.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
         state_core.say(f"edit.{name}", "error", f"{name}: {problem}; nothing was applied.")
         return
     fmt = grid_format(name, s)
@@ -162,13 +174,8 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> Non
             good[(r0 + r, c0 + c)] = value
     if not bad:  # every cell sent is valid now: an error about this grid goes (a challenge's lock may say another)
         state_core.unsay(f"edit.{name}")
-    renewed = s.grids
     before = state_edits.edit_cells(name, good)  # the cells that changed, with their old values
-    if bad:
-        pins.renew_grids()  # the grid is drawn afresh from the numbers in force: a refused text must not stay in it
-    elif s.grids == renewed:  # every cell was taken (none refused, no lock): the grid stays mounted as it is
-        pins.keep_grid(name, key)
-    if before:  # named under the grid: the grid itself cannot mark the edited cell
+    if before:  # named under the grid as well as marked in it
         done = [f"{esc(cell_name(rc, rows, cols))} {_pair(fmt, was, good[rc])}" for rc, was in before.items()]
         more = f" and {len(done) - 3} more" if len(done) > 3 else ""
         state_core.say(f"edit.{name}.last", "caption", f":material/edit: Changed {name} " + "; ".join(done[:3]) + more)
@@ -180,7 +187,7 @@ def _on_edit(name: str, key: str, r0: int, c0: int, per: int = EDIT_COLS) -> Non
 
 
 def _typed(payload: object, r0: int = 0) -> str:
-    """What a refused grid edit held, to retype ("5 in row 2, column d1 was ": 3 cells at most), or "that edit was "."""
+    """What a refused edit held, to retype ("5 in row 2, column d1 was ": 3 cells at most), or "that edit was "."""
     if not isinstance(payload, dict) or not isinstance(payload.get("edited_rows"), dict):
         return "that edit was "
     cells = [

@@ -18,7 +18,7 @@ from ...io import presets as presets_mod
 from ..core import keys, parts, session, source
 from ..state import presets as state_presets
 from ..views import compare
-from ..widgets import history, keystrokes, reconnect, uploads
+from ..widgets import history, reconnect, uploads
 from ..widgets.common import bind, on_value, show_messages, whole_number
 from . import challenge_status, conventions, share
 
@@ -62,7 +62,7 @@ def draw(s: session.Session, tools: bool = True) -> None:
     # of the address replaces its history entry, so Back leaves the page at once; an upload refused after a failover
     # is said in plain words under its uploader; a tab that reconnected (a failover) reruns in full; the seed box's
     # own hint hidden (its label says "press Enter"; the hint sat over a long seed)
-    scripts = keystrokes.SCRIPT + history.SCRIPT + uploads.SCRIPT + reconnect.SCRIPT
+    scripts = history.SCRIPT + uploads.SCRIPT + reconnect.SCRIPT
     sb.html(scripts + SEED_CSS, unsafe_allow_javascript=True)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..core import keys, parts
+from ..core import parts
 from ..core.session import KEY, Session, get
 
 
@@ -78,30 +78,17 @@ def arrived_whole(how: str) -> None:
 def replace_session(new: Session, keep_grids: bool = False) -> None:
     """A new state, keeping what the fields' declarations say survives a preset change (:func:`parts.carry`: the
     pin, the display digits and open tabs, the explained cell while it fits, the Learn page's settings and its last
-    run while the tokens are the same...). Every grid gets a fresh key, unless ``keep_grids`` and the new matrices
-    have the old ones' shapes: then the version stays, and the grids stay mounted with only their numbers changed,
-    unless one holds an edit (taken, or not yet applied): a keyed grid re-applies its edits to new numbers, so then
-    they are renewed (``grids``, which reruns the body, not the whole page)."""
+    run while the tokens are the same...). The version moves, unless ``keep_grids`` and the new matrices have the old
+    ones' shapes (another head of the same model): then ``sheet`` moves instead, so an edit typed over the numbers
+    before is refused either way, and the grids stay mounted with only their numbers changed."""
     old = get()
     same = keep_grids and new.shapes() == old.shapes()
     parts.carry(old, new)
     new.version, new.epoch = old.version + (0 if same else 1), old.epoch + 1
-    new.grids = old.grids + (1 if grids_hold_edits() else 0) if same else new.grids
+    new.grids, new.sheet, new.edit_echo = old.grids, old.sheet + 1, dict(old.edit_echo)
     st.session_state[KEY] = new
     if old.challenge is not None:  # another preset ends the challenge (a challenge is played on its own preset)
         say("page.notice.challenge", "info", "The challenge stopped: another preset was loaded.")
-
-
-def grids_hold_edits() -> bool:
-    """Whether a matrix grid's widget holds an edit (its payload lists an edited, added or deleted row): one not yet
-    applied, or one taken by a grid kept mounted after it (see ``Session.kept_grids``)."""
-    for key in list(st.session_state.keys()):
-        if not keys.is_grid(key):
-            continue
-        payload = st.session_state[key]
-        if not isinstance(payload, dict) or any(payload.get(f) for f in ("edited_rows", "added_rows", "deleted_rows")):
-            return True
-    return False
 
 
 def drew(s: Session, **fingerprints: object) -> None:

@@ -32,6 +32,18 @@ def edit_cells(name: str, values: Mapping[tuple[int, int], float]) -> dict[tuple
     return {rc: float(m[rc]) for rc in changed}
 
 
+def echo_edit(key: str, pid: str, seq: int) -> bool:
+    """Record that grid ``key``'s edits up to ``seq``, sent by page load ``pid``, were taken (applied or refused): the
+    grid's data echoes it. False when they were taken already (the page sent them again before the echo reached it).
+    Bookkeeping only: no epoch moves."""
+    s = get()
+    was = s.edit_echo.get(key)
+    if was is not None and was[0] == pid and seq <= was[1]:
+        return False
+    s.edit_echo[key] = (pid, seq)
+    return True
+
+
 def set_tokens(tokens: tuple[str, ...]) -> None:
     """New tokens; with a different count, X (and the padding flags) are resized, keeping what still fits."""
     s = get()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.compute import matrix_digest
 from ..core.session import Pinned, get, is_unedited, preset_label
 from .core import arrived_whole, touch
 
@@ -42,20 +41,10 @@ def set_tab(place: str, label: str) -> None:
     get().tabs[place] = label
 
 
-def keep_grid(name: str, key: str) -> None:
-    """The grid ``key`` of matrix ``name`` had its edit taken whole: it keeps its key while the matrix is as it left
-    it (a keyed grid re-applies its edits to the numbers it is given, and those are the numbers now)."""
-    s = get()
-    s.kept_grids[name] = (key, matrix_digest(s.matrices[name]))
-
-
 def renew_grids() -> None:
-    """Give every grid a fresh widget: a payload that was refused must not stay in the grid's widget state (Streamlit
-    would apply it to the table on the next run). No grid is kept mounted after it (``kept_grids`` is emptied). The
-    matrices are not touched."""
-    s = get()
-    s.grids += 1
-    s.kept_grids.clear()
+    """Give every widget keyed by ``grids`` (boxes, the mask's tick grid) a fresh key: a value that was refused must
+    not stay in its widget state. The matrices are not touched (the matrix editors show them as they are)."""
+    get().grids += 1
 
 
 def hold_import(name: str, held: tuple[np.ndarray, str] | None) -> None:

@@ -11,7 +11,6 @@ carry it, and on a model's head the model runs with it (:mod:`attention.ui.model
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
@@ -25,8 +24,7 @@ from ...trace import Trace
 from ..core import keys, session
 from ..state import core as state_core
 from ..state import options as state_options
-from ..state import pins
-from ..widgets import number_tables
+from ..widgets import matrix_grid, number_tables
 from ..widgets.cells import check_payload, not_a_number, to_text
 from ..widgets.common import show_messages
 
@@ -91,10 +89,13 @@ def _before_after(trace: Trace) -> tuple[dict[str, np.ndarray], dict[str, np.nda
 
 
 def grid_key(s: session.Session) -> str:
-    """The gains grid's key: renewed by the version, ``grids`` and the gains themselves, so a grid is never drawn
-    over gains other than those it holds edits for."""
-    digest = hashlib.blake2b(repr((s.options.q_norm, s.options.k_norm)).encode(), digest_size=6).hexdigest()
-    return keys.gains_grid(s.version, s.grids, digest)
+    """The gains grid's key: one, kept across reruns (the page keeps what was typed there)."""
+    return keys.GAINS_GRID
+
+
+def _drawn(s: session.Session, norms: tuple[str, ...]) -> str:
+    """Which gains the grid is drawn over (not the gains themselves: an edit typed right after another is theirs)."""
+    return f"{s.version}.{s.sheet}.{'.'.join(norms)}"
 
 
 def gains_grid(s: session.Session, norms: tuple[str, ...]) -> None:
@@ -103,17 +104,19 @@ def gains_grid(s: session.Session, norms: tuple[str, ...]) -> None:
     values = np.array([getattr(s.options, n) for n in norms]).T  # (dₕ, 1 or 2)
     left, right = st.columns([2, 3], gap="medium")
     key = grid_key(s)
-    text = to_text(values, charts.decimals_for(values, s.digits))
-    left.data_editor(
-        pd.DataFrame(text, index=dimension_labels("c", width), columns=[LABELS[n] for n in norms]),
-        key=key,
-        num_rows="fixed",
-        height=number_tables.fit_height(width),
-        on_change=_on_gains,
-        args=(key, norms),
-        disabled=s.challenge is not None,
-        column_config={LABELS[n]: st.column_config.TextColumn(LABELS[n]) for n in norms},
-    )
+    with left:
+        matrix_grid.draw(
+            key,
+            "QK-norm gains",
+            dimension_labels("c", width),
+            [LABELS[n] for n in norms],
+            to_text(values, charts.decimals_for(values, s.digits)),
+            to_text(values),
+            lambda: _on_gains(key, norms),
+            changed=values != 1.0,
+            locked="A running challenge holds the gains as they are." if s.challenge is not None else "",
+            ver=_drawn(s, norms),
+        )
     said = (
         "**The gains**, one per column of a head, as the norm multiplies by them (a Gemma 3 model stores w and "
         "multiplies by 1 + w: shown here as 1 + w). Edit any cell and every step after the norm redraws."
@@ -132,16 +135,19 @@ def gains_grid(s: session.Session, norms: tuple[str, ...]) -> None:
 
 
 def _on_gains(key: str, norms: tuple[str, ...]) -> None:
-    """The grid's callback: the payload checked against the grid, then each cell; all taken, or none (a bad cell is
-    named, with the gain it keeps)."""
+    """The grid's callback: the payload checked against the grid, then each cell; the good ones taken (a bad cell is
+    named, with the gain it keeps, while the others are taken). A send already taken does nothing again."""
     s = session.get()
-    if key != grid_key(s) or norms_of(s) != norms or s.challenge is not None:
-        pins.renew_grids()
+    payload = matrix_grid.sent(key)
+    if payload is None or not matrix_grid.fresh(key, payload):
+        return
+    drawn = isinstance(payload, dict) and payload.get("ver") == _drawn(s, norms)
+    if not drawn or norms_of(s) != norms or s.challenge is not None:
         why = "a running challenge holds them" if s.challenge else "they were typed over gains no longer shown"
         state_core.say(PLACE, "error", f"QK-norm's gains: {why}; nothing was changed.")  # ours: fixed wording
         return
     width = len(getattr(s.options, norms[0]))
-    problem, edits = check_payload(st.session_state.get(key), width, {LABELS[n]: j for j, n in enumerate(norms)})
+    problem, edits = check_payload(payload, width, {LABELS[n]: j for j, n in enumerate(norms)})
     new = {n: list(getattr(s.options, n)) for n in norms}
     bad = []
     for (r, c), raw in sorted(edits.items()):
@@ -150,11 +156,15 @@ def _on_gains(key: str, norms: tuple[str, ...]) -> None:
             bad.append(f"{LABELS[norms[c]]} c{r + 1} {not_a_number(raw, value)}; it keeps {new[norms[c]][r]!r}")
         else:
             new[norms[c]][r] = value
-    if problem or bad:
-        pins.renew_grids()  # drawn afresh from the gains in force: a refused text must not stay in the grid
-        said = problem or "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-        state_core.say(PLACE, "error", f"QK-norm's gains: {said}. Nothing was changed.")  # ours: cells escaped
+    if problem:
+        state_core.say(PLACE, "error", f"QK-norm's gains: {problem}. Nothing was changed.")  # ours: cells escaped
         return
+    if bad:  # named; every other cell sent is taken
+        said = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        rest = "The others sent with it were taken." if len(bad) < len(edits) else "Nothing was changed."
+        state_core.say(PLACE, "error", f"QK-norm's gains: {said}. {rest}")  # ours: cells escaped
+    else:
+        state_core.unsay(PLACE)
     changed = state_options.set_gains({n: tuple(v) for n, v in new.items()})
     if changed:
         state_core.say(PLACE + ".last", "caption", ":material/edit: Changed " + "; ".join(changed[:3]))

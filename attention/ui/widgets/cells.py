@@ -58,7 +58,7 @@ def check_payload(
         except (TypeError, ValueError):
             return f"the grid sent an edit for row {esc(repr(r)[:20])}, which is not a row number", {}
         if not 0 <= row < n_rows or str(row) != str(r).strip():
-            return f"the grid sent an edit for row {esc(repr(r)[:20])}, but it has rows 1 to {n_rows}", {}
+            return f"the grid sent an edit for row {esc(str(r)[:20])}, but it has rows 1 to {n_rows}", {}
         if not isinstance(cells, dict):
             return f"the grid's edit of row {row + 1} is not a set of cells", {}
         for c, value in cells.items():
