@@ -1,8 +1,9 @@
 """A run's attention traces, made when read from each layer's input and its heads' outputs.
 
-A run keeps no n × n array of any head. A run of n tokens keeps, per layer l, the stream entering it (n, d) and the concatenation of its heads' outputs
-(n, H·dₕ), after any ablation or patch. A trace is made when read, from that layer's input, by the forward pass's
-own functions (:func:`.attend.project` and :func:`.attend.weigh`, with the same weights and interventions):
+A run keeps no n × n array of any head. A run of n tokens keeps, per layer l, the stream entering it (n, d) and the
+concatenation of its heads' outputs (n, H·dₕ), after any ablation or patch. A trace is made when read, from that
+layer's input, by the forward pass's own functions (:func:`.attend.project` and :func:`.attend.weigh`, with the same
+weights and interventions):
 
     X = N₁(x_l);  q, K, V = project(X)                 the pass's projections, QK-norm and rotation   (H, n, dₕ) ...
     S, scaled, A = weigh(q, K, V)                      the pass's blocks of query rows                (H, n, n) × 3
@@ -142,14 +143,14 @@ class Traces(Sequence):
         picked = np.arange(a.q.shape[-2])[rows]  # (m,)
         return attend.weigh(a.q[..., picked, :], a.K, a.V, a.allowed[picked], a.scale)[2]  # (..., H, m, n)
 
-    def row(self, b: int, tokens: Sequence[str]) -> Traces:
-        """Text ``b`` of a batch's traces."""
+    def row(self, b: int, tokens: Sequence[str], n: int) -> Traces:
+        """Text ``b`` of a batch's traces, at its first ``n`` positions (a padded text's own)."""
         if self.eager is not None:
-            eager = tuple(dataclasses.replace(t, tokens=tuple(tokens), **_batch_row(t, b)) for t in self.eager)
+            eager = tuple(dataclasses.replace(t, tokens=tuple(tokens), **_batch_row(t, b, n)) for t in self.eager)
             return Traces(self.model, (), (), self.interventions, tokens, self.key, eager)
-        residuals = tuple(x[b] for x in self.residuals)
+        residuals = tuple(x[b, :n] for x in self.residuals)
         key = self.key + b.to_bytes(4, "little")
-        return Traces(self.model, residuals, tuple(c[b] for c in self.concats), self.interventions, tokens, key)
+        return Traces(self.model, residuals, tuple(c[b, :n] for c in self.concats), self.interventions, tokens, key)
 
     def _layer(self, layer: object) -> int:
         """The layer's index (negative ones count from the end), or an AttentionError."""
@@ -166,6 +167,13 @@ class Traces(Sequence):
 BATCHED_ARRAYS = ("X", "Q", "K", "V", "scores", "scaled", "weights", "output", "Q_raw", "K_raw", "concat")
 
 
-def _batch_row(trace: Trace, b: int) -> dict[str, np.ndarray]:
-    """Row b of each array of a batched trace that has the batch axis."""
-    return {name: getattr(trace, name)[b] for name in BATCHED_ARRAYS if getattr(trace, name) is not None}
+SQUARES = ("scores", "scaled", "weights")
+
+
+def _batch_row(trace: Trace, b: int, n: int) -> dict[str, object]:
+    """Row b of each array of a batched trace that has the batch axis, at its first n positions (rows, and keys of
+    the n × n arrays)."""
+    out: dict[str, object] = {name: getattr(trace, name)[b, ..., :n, :] for name in BATCHED_ARRAYS
+                              if getattr(trace, name) is not None}
+    out.update({name: out[name][..., :n] for name in SQUARES})
+    return out | {"allowed": None if trace.allowed is None else trace.allowed[:n, :n]}

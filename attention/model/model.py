@@ -280,7 +280,8 @@ class Run:
 
     A batch of B texts of n tokens each: ``ids`` and ``tokens`` one tuple per text, and every array gains a leading
     batch axis (``logits`` (B, n, V), ``residuals[l]`` (B, n, d), ``weights`` (B, layers, heads, n, n), each trace's
-    arrays); ``row(b)`` is text b's run."""
+    arrays); ``row(b)`` is text b's run. Texts of different lengths are padded on the right to the longest (n), with
+    ``lengths`` their own: ``row(b)`` is then text b's run at its own positions, the single run's numbers."""
 
     ids: tuple
     tokens: tuple
@@ -292,6 +293,7 @@ class Run:
     model: Model | None = None  # the model that ran it (the lens and the attribution read its final norm)
     hooked: Mapping[str, np.ndarray] = field(default_factory=dict)
     names: tuple[str, ...] | None = None  # the activations the cache holds (None: every one)
+    lengths: tuple[int, ...] | None = None  # a batch's texts' own lengths (the rest of each row is padding)
 
     @property
     def batched(self) -> bool:
@@ -323,15 +325,25 @@ class Run:
         if not (self.batched and is_whole(b) and 0 <= b < len(self.ids)):
             count = len(self.ids) if self.batched else "no"
             raise AttentionError(f"there is no text {b!r} in this run: it holds a batch of {count} texts", field="b")
-        residuals = tuple(x[b] for x in self.residuals)
-        hooked = {name: v[b] for name, v in self.hooked.items()}
-        return Run(self.ids[b], self.tokens[b], self.logits[b], self.traces.row(b, self.tokens[b]), residuals,
-                   self.interventions, self.recomputed_from, self.model, hooked, self.names)
+        n = self.lengths[b] if self.lengths else len(self.ids[b])  # a padded text: its own positions only
+        residuals = tuple(x[b, :n] for x in self.residuals)
+        hooked = {name: _real(v[b], n, len(self.ids[b])) for name, v in self.hooked.items()}
+        ids, tokens = self.ids[b][:n], self.tokens[b][:n]
+        return Run(ids, tokens, self.logits[b, :n], self.traces.row(b, tokens, n), residuals, self.interventions,
+                   self.recomputed_from, self.model, hooked, self.names)
 
     @property
     def predictions(self) -> list:
         """The most likely next token after each position (a list per text for a batch)."""
         return np.argmax(self.logits, axis=-1).tolist()
+
+
+def _real(value: np.ndarray, n: int, padded: int) -> np.ndarray:
+    """One text's activation without its padding: every axis of the padded length cut to the text's n positions."""
+    return value[tuple(slice(0, n) if size == padded else slice(None) for size in value.shape)]
+
+
+PAD_ID = 0  # the token a shorter text of a batch is padded with, after its own (no real position ever reads it)
 
 
 class ActivationCache(Mapping):
@@ -641,7 +653,7 @@ class Model:
         made at once. Runs without hooks are cached; with hooks, the layers before the first hooked one come from
         the cache. A run keeps each layer's input and heads' outputs; its traces are made when read
         (:mod:`.layertraces`); a run with hooks keeps its traces as the pass made them."""
-        ids = self._ids(token_ids)  # (n,) or (B, n)
+        ids, lengths = self._ids(token_ids)  # (n,) or (B, n), and a batch's texts' lengths
         ivs = tuple(check(self.config, iv) for iv in interventions)
         names = selected(self.config, names_filter)
         fns = user_hooks(self.config, hooks)
@@ -681,7 +693,7 @@ class Model:
         run_ids = tuple(map(tuple, ids.tolist())) if ids.ndim == 2 else tuple(ids.tolist())
         hooked = {name: v for name, v in every.seen.items() if name in fns}
         traces = Traces(self, residuals, kept, ivs, traced, keys[L], None if eager is None else tuple(eager))
-        run = Run(run_ids, tokens, logits, traces, residuals, ivs, start, self, hooked, names)
+        run = Run(run_ids, tokens, logits, traces, residuals, ivs, start, self, hooked, names, lengths)
         for name in names or ():
             run.cache[name]  # made now: the filter's activations are what the run holds
         return run
@@ -699,21 +711,18 @@ class Model:
             return layer_options(self.config, layer, n, with_gains(self.config, self.params, layer, gains))
         return self._options[layer]
 
-    def _ids(self, token_ids: object) -> np.ndarray:
-        """Token ids (n,) as :meth:`check_ids` takes them, or a batch (B, n) of texts of equal length."""
+    def _ids(self, token_ids: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
+        """Token ids (n,) as :meth:`check_ids` takes them, or a batch (B, n) with each text's length: texts of
+        different lengths are padded on the right (see :data:`PAD_ID`), so a causal pass never lets a real position
+        see a pad."""
         arr = token_ids if isinstance(token_ids, np.ndarray) else None
         rows = isinstance(token_ids, (list, tuple)) and len(token_ids) and isinstance(token_ids[0], (list, tuple))
         if not (rows or (arr is not None and arr.ndim == 2)):
-            return np.array(self.check_ids(token_ids), dtype=np.int64)
+            return np.array(self.check_ids(token_ids), dtype=np.int64), None
         batch = [self.check_ids(r) for r in token_ids]  # type: ignore[union-attr]
-        for b, r in enumerate(batch):
-            if len(r) != len(batch[0]):
-                raise AttentionError(
-                    f"a batch's texts must have the same number of tokens: text 1 has {len(batch[0])}, text {b + 1} "
-                    f"has {len(r)}",
-                    field="token_ids",
-                )
-        return np.array(batch, dtype=np.int64)  # (B, n)
+        lengths = tuple(len(r) for r in batch)
+        n = max(lengths)
+        return np.array([r + [PAD_ID] * (n - len(r)) for r in batch], dtype=np.int64), lengths  # (B, n)
 
     def layer(
         self,

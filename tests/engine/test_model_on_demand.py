@@ -135,3 +135,22 @@ def test_a_hook_returning_nan_or_infinity_is_named(bad: float) -> None:
 
     with pytest.raises(AttentionError, match=rf"hook on blocks.1.attn.hook_z returned {bad} at \(2, 1, 0\)"):
         m.run([3, 1, 4, 1, 5], hooks={"blocks.1.attn.hook_z": spoil})
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_a_padded_batch_row_is_the_single_run_at_its_own_positions(name: str) -> None:
+    m = _model(name)
+    rs = np.random.RandomState(4)
+    texts = [rs.randint(3, 30, n).tolist() for n in (9, 4, 7)]
+    batch = m.run(texts)
+    assert batch.lengths == (9, 4, 7) and batch.logits.shape == (3, 9, 30)
+    for b, ids in enumerate(texts):
+        row, single = batch.row(b), m.run(ids)
+        assert row.ids == tuple(ids) and row.logits.shape == (len(ids), 30)
+        _close(row.logits, single.logits)
+        for layer in range(m.config.n_layers):
+            _close(row.residuals[layer], single.residuals[layer])
+            _close(row.head(layer, 1).weights, single.head(layer, 1).weights)
+        _close(row.cache["blocks.1.attn.hook_pattern"], single.cache["blocks.1.attn.hook_pattern"])
+    hooked = m.run(texts, hooks={"blocks.1.attn.hook_z": lambda v, n: None}).row(1)  # a run keeping its traces
+    _close(hooked.traces[1].weights, m.run(texts[1]).traces[1].weights)
