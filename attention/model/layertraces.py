@@ -18,6 +18,7 @@ them), as before.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
@@ -33,18 +34,21 @@ MEMO_BYTES = 1 << 29  # the traces made on demand that a model keeps (its most r
 
 
 class Memo:
-    """Made traces by key, the most recent kept within ``MEMO_BYTES``."""
+    """Made traces by key, the most recent kept within ``MEMO_BYTES`` (safe across threads: the pages' sessions
+    read runs of one model at once)."""
 
     def __init__(self) -> None:
         self._items: OrderedDict[tuple, Trace] = OrderedDict()
         self._bytes: dict[tuple, int] = {}
+        self._lock = threading.Lock()
 
     def get(self, key: tuple) -> Trace | None:
         """The trace under ``key`` (now the most recent), or None."""
-        if key not in self._items:
-            return None
-        self._items.move_to_end(key)
-        return self._items[key]
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
 
     def put(self, key: tuple, trace: Trace) -> Trace:
         """Keep ``trace`` (its arrays made read-only: later runs of the same text share it); the oldest go past the
@@ -53,17 +57,19 @@ class Memo:
             a = getattr(trace, f.name)
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
-        self._items[key] = trace
-        self._bytes[key] = sum(a.nbytes for a in (trace.scores, trace.scaled, trace.weights))
-        while len(self._items) > 1 and sum(self._bytes.values()) > MEMO_BYTES:
-            old, _ = self._items.popitem(last=False)
-            del self._bytes[old]
+        with self._lock:
+            self._items[key] = trace
+            self._bytes[key] = sum(a.nbytes for a in (trace.scores, trace.scaled, trace.weights))
+            while len(self._items) > 1 and sum(self._bytes.values()) > MEMO_BYTES:
+                old, _ = self._items.popitem(last=False)
+                del self._bytes[old]
         return trace
 
     def clear(self) -> None:
         """Forget every made trace."""
-        self._items.clear()
-        self._bytes.clear()
+        with self._lock:
+            self._items.clear()
+            self._bytes.clear()
 
 
 class Traces(Sequence):
