@@ -157,12 +157,12 @@ def attention_weights(config: Config, params: Params, layer: int) -> Weights:
 def embed(config: Config, params: Params, ids: np.ndarray, start: int = 0, hooks: Hooks = NO_HOOKS) -> np.ndarray:
     """x₀ = W_E[ids] · embed_scale plus the learned or sinusoidal positions start .. start + n − 1:
     (..., n) -> (..., n, d). ``hooks`` may read or replace ``hook_embed`` (the tokens' rows, scaled) and
-    ``hook_pos_embed`` (the learned positions' rows, (n, d))."""
+    ``hook_pos_embed`` (the learned positions' rows, (..., n, d): a batch's rows share them)."""
     n, W_E = ids.shape[-1], params["W_E"]
     x = W_E[ids] if config.embed_scale == 1 else W_E[ids] * config.embed_scale  # (..., n, d)
     x = hooks("hook_embed", x) if "hook_embed" in hooks else x
     if config.positions == "learned":
-        x = x + hooks("hook_pos_embed", params["W_pos"][start : start + n])  # (..., n, d)
+        x = x + hooks("hook_pos_embed", np.broadcast_to(params["W_pos"][start : start + n], x.shape))  # (..., n, d)
     elif config.positions == "sinusoidal":
         x = x + positions.sinusoidal(start + n, config.d_model)[start:].astype(W_E.dtype)  # (..., n, d)
     return x
@@ -327,7 +327,7 @@ class Run:
             raise AttentionError(f"there is no text {b!r} in this run: it holds a batch of {count} texts", field="b")
         n = self.lengths[b] if self.lengths else len(self.ids[b])  # a padded text: its own positions only
         residuals = tuple(x[b, :n] for x in self.residuals)
-        hooked = {name: _real(v[b], n, len(self.ids[b])) for name, v in self.hooked.items()}
+        hooked = {name: _real(name, v[b], n) for name, v in self.hooked.items()}
         ids, tokens = self.ids[b][:n], self.tokens[b][:n]
         return Run(ids, tokens, self.logits[b, :n], self.traces.row(b, tokens, n), residuals, self.interventions,
                    self.recomputed_from, self.model, hooked, self.names)
@@ -338,9 +338,10 @@ class Run:
         return np.argmax(self.logits, axis=-1).tolist()
 
 
-def _real(value: np.ndarray, n: int, padded: int) -> np.ndarray:
-    """One text's activation without its padding: every axis of the padded length cut to the text's n positions."""
-    return value[tuple(slice(0, n) if size == padded else slice(None) for size in value.shape)]
+def _real(name: str, value: np.ndarray, n: int) -> np.ndarray:
+    """One text's activation ``name`` without its padding: its positions cut to the text's first n (queries and keys
+    of the scores and the pattern (H, n, n); the first axis of the others, (n, ...))."""
+    return value[..., :n, :n] if name.endswith(("hook_attn_scores", "hook_pattern")) else value[:n]
 
 
 PAD_ID = 0  # the token a shorter text of a batch is padded with, after its own (no real position ever reads it)

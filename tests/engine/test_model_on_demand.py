@@ -154,3 +154,17 @@ def test_a_padded_batch_row_is_the_single_run_at_its_own_positions(name: str) ->
         _close(row.cache["blocks.1.attn.hook_pattern"], single.cache["blocks.1.attn.hook_pattern"])
     hooked = m.run(texts, hooks={"blocks.1.attn.hook_z": lambda v, n: None}).row(1)  # a run keeping its traces
     _close(hooked.traces[1].weights, m.run(texts[1]).traces[1].weights)
+
+
+def test_a_padded_batchs_hooked_activations_are_each_texts_own() -> None:
+    cfg = Config(vocab_size=30, n_ctx=32, d_model=16, n_layers=2, n_heads=2, d_mlp=24).validate()  # GPT-2's parts
+    m = Model(cfg, init_params(cfg, seed=3, std=0.35), WordVocab([f"w{i}" for i in range(30)]))
+    texts = [[3, 1, 4, 1, 5, 9, 2], [6, 5, 3]]
+    names = ["hook_pos_embed", "blocks.1.attn.hook_pattern", "blocks.0.mlp.hook_post"]
+    seen = {name: (lambda v, n: None) for name in names}
+    batch = m.run(texts, hooks=seen)
+    assert batch.cache["hook_pos_embed"].shape == (2, 7, m.config.d_model)
+    for b, ids in enumerate(texts):
+        row, single = batch.row(b), m.run(ids)
+        for name in names:
+            _close(row.cache[name], single.cache[name])
