@@ -365,13 +365,19 @@ class ActivationCache(Mapping):
         return len(self.names)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        if name not in self._made:
-            if name not in self._index:
-                raise KeyError(f"this run has no activation {name!r}; it has e.g. {', '.join(self.names[:3])}")
-            value = self._make(name)
-            value.flags.writeable = False
+        if name not in self._index:
+            raise KeyError(f"this run has no activation {name!r}; it has e.g. {', '.join(self.names[:3])}")
+        return self._value(name)
+
+    def _value(self, name: str) -> np.ndarray:
+        """Activation ``name``, made once; one outside a names_filter (a step towards one inside) is not kept."""
+        if name in self._made:
+            return self._made[name]
+        value = self._make(name)
+        value.flags.writeable = False
+        if name in self._index:
             self._made[name] = value
-        return self._made[name]
+        return value
 
     def _make(self, name: str) -> np.ndarray:
         """Activation ``name`` from the run's arrays."""
@@ -403,7 +409,7 @@ class ActivationCache(Mapping):
         elif ".ln1." in name:
             attention_input(c, p, layer, run.residuals[layer], record)
         else:
-            x = run.residuals[layer] if c.parallel_residual else self[f"blocks.{layer}.hook_resid_mid"]
+            x = run.residuals[layer] if c.parallel_residual else self._value(f"blocks.{layer}.hook_resid_mid")
             mlp_out(c, p, layer, x, record)
         return record.seen[name]
 
@@ -426,18 +432,18 @@ class ActivationCache(Mapping):
             a = a + p[f"{layer}.b_o"] if c.bias else a
             return normed(c, p, f"{layer}.ln_post_attn", a) if c.post_norms else a
         if what == "hook_resid_mid":
-            return x + self[at + "hook_attn_out"]
+            return x + self._value(at + "hook_attn_out")
         if what == "hook_mlp_out":
-            return mlp_out(c, p, layer, x if c.parallel_residual else self[at + "hook_resid_mid"], self._replayed())
+            return mlp_out(c, p, layer, x if c.parallel_residual else self._value(at + "hook_resid_mid"), self._replayed())
         nxt = f"blocks.{layer + 1}.hook_resid_pre"
         changed = nxt in run.hooked or any(iv.kind == "stream" and iv.layer == layer + 1 for iv in run.interventions)
         if layer + 1 == c.n_layers or not changed:
             return run.residuals[layer + 1]  # the stream after layer l is the one entering layer l + 1
         if c.attention_only:
-            return x + self[at + "hook_attn_out"]
+            return x + self._value(at + "hook_attn_out")
         if c.parallel_residual:
-            return x + self[at + "hook_attn_out"] + self[at + "hook_mlp_out"]
-        return self[at + "hook_resid_mid"] + self[at + "hook_mlp_out"]
+            return x + self._value(at + "hook_attn_out") + self._value(at + "hook_mlp_out")
+        return self._value(at + "hook_resid_mid") + self._value(at + "hook_mlp_out")
 
 
 def _light(run: Run, layer: int) -> Attended | Trace:
