@@ -434,7 +434,8 @@ class ActivationCache(Mapping):
         if what == "hook_resid_mid":
             return x + self._value(at + "hook_attn_out")
         if what == "hook_mlp_out":
-            return mlp_out(c, p, layer, x if c.parallel_residual else self._value(at + "hook_resid_mid"), self._replayed())
+            read = x if c.parallel_residual else self._value(at + "hook_resid_mid")  # (..., n, d): what the MLP reads
+            return mlp_out(c, p, layer, read, self._replayed())
         nxt = f"blocks.{layer + 1}.hook_resid_pre"
         changed = nxt in run.hooked or any(iv.kind == "stream" and iv.layer == layer + 1 for iv in run.interventions)
         if layer + 1 == c.n_layers or not changed:
