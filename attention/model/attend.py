@@ -48,12 +48,12 @@ class Attended(NamedTuple):
     q: np.ndarray  # (..., H, m, dₕ)
     K: np.ndarray  # (..., G, s, dₕ): the cache's rows, then these
     V: np.ndarray  # (..., G, s, dₕ)
-    scores: np.ndarray  # (..., H, m, s)
-    scaled: np.ndarray  # (..., H, m, s): scaled, -inf where masked
-    weights: np.ndarray  # (..., H, m, s)
+    scores: np.ndarray | None  # (..., H, m, s); None when not kept (see :func:`weigh`)
+    scaled: np.ndarray | None  # (..., H, m, s): scaled, -inf where masked
+    weights: np.ndarray | None  # (..., H, m, s)
     concat: np.ndarray  # (..., m, H·dₕ)
     output: np.ndarray  # (..., m, d): concat W_o
-    allowed: np.ndarray  # (m, s)
+    allowed: np.ndarray  # (m, s), or (H, m, s) for an evicted cache
     scale: float
 
 
@@ -124,15 +124,39 @@ def attend(
     start: int = 0,
     past: tuple[np.ndarray, np.ndarray] | None = None,
     hooks: Hooks = NO_HOOKS,
+    keep: bool = True,
     allowed: np.ndarray | None = None,
 ) -> Attended:
     """Layer ``layer``'s attention on the new rows X (..., m, d [+1]) at positions start .. start + m − 1, after the
     cache's keys and values ``past`` ((G, start, dₕ) each, shared by a batch, or (..., G, start, dₕ)). A leading
     batch axis of X runs through every step. ``hooks`` may read or replace the layer's named activations
-    (``blocks.{layer}.attn.hook_q`` ...; see :mod:`.interventions`). ``allowed`` (m, s) or (H, m, s), when given,
-    replaces the positions' mask (:func:`visible`): a cache that no longer holds every earlier position (an evicted
-    one, :mod:`.eviction`) says itself which of its keys each row may attend."""
-    c, (W_q, W_k, W_v, W_o) = config, W
+    (``blocks.{layer}.attn.hook_q`` ...; see :mod:`.interventions`). Without ``keep`` the scores, scaled scores
+    and weights are not kept (None; see :func:`weigh`). ``allowed`` (m, s) or (H, m, s), when given, replaces the
+    positions' mask (:func:`visible`): a cache that no longer holds every earlier position (an evicted one,
+    :mod:`.eviction`) says itself which of its keys each row may attend."""
+    H, at = config.n_heads, f"blocks.{layer}.attn."
+    q_raw, k_raw, q, K, V, allowed, factor = project(config, params, layer, X, W, start, past, hooks, allowed)
+    S, scaled, A, heads = weigh(q, K, V, allowed, factor, hooks, at, keep)  # (..., H, m, s) × 3 or None, heads
+    concat = _hooked(merge_heads(heads), H, hooks, at + "hook_z")  # (..., m, H·dₕ)
+    return Attended(X, W, q_raw, k_raw, q, K, V, S, scaled, A, concat, _output(concat, W[3], H, hooks, at), allowed,
+                    factor)
+
+
+def project(
+    config: Config,
+    params: Params,
+    layer: int,
+    X: np.ndarray,
+    W: Weights,
+    start: int = 0,
+    past: tuple[np.ndarray, np.ndarray] | None = None,
+    hooks: Hooks = NO_HOOKS,
+    allowed: np.ndarray | None = None,
+) -> tuple:
+    """The first lines of :func:`attend`: (q_raw, k_raw, q, K, V, allowed, scale), the queries, keys and values
+    (QK-normed, rotated; K and V after the cache's), which keys each row may see (``allowed`` when given), and the
+    score scale."""
+    c, (W_q, W_k, W_v, _) = config, W
     H, G, at = c.n_heads, c.kv_heads, f"blocks.{layer}.attn."
     q = _hooked(linear(X, W_q), H, hooks, at + "hook_q")  # (..., m, H·dₕ)
     k = _hooked(linear(X, W_k), G, hooks, at + "hook_k")  # (..., m, G·dₕ)
@@ -144,18 +168,59 @@ def attend(
         q = _by_position(positions.rotate(q, omega, start, c.rotary_layout), hooks, at + "hook_rot_q")  # as before
         k = _by_position(positions.rotate(k, omega, start, c.rotary_layout), hooks, at + "hook_rot_k")
     K, V = (k, v) if past is None else (_after(past[0], k), _after(past[1], v))  # (..., G, s, dₕ) each
-    m, s, lead = X.shape[-2], K.shape[-2], X.shape[:-2]
     if allowed is None:
-        allowed = visible(start, m, s, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (m, s)
-    factor = c.scale(layer)
-    grouped = q.reshape(*lead, G, H // G, m, -1)  # (..., G, H/G, m, dₕ): the query heads of each key/value head
-    S = steps.scores(grouped, K[..., None, :, :]).reshape(*lead, H, m, s)  # (..., H, m, s)
-    scaled = hooks(at + "hook_attn_scores", steps.mask(steps.scale(S, factor), allowed))  # (..., H, m, s)
-    A = hooks(at + "hook_pattern", steps.softmax(scaled))  # (..., H, m, s)
-    heads = steps.weighted_sum(A.reshape(*lead, G, H // G, m, s), V[..., None, :, :]).reshape(*lead, H, m, -1)
-    concat = _hooked(merge_heads(heads), H, hooks, at + "hook_z")  # (..., m, H·dₕ)
-    return Attended(X, W, q_raw, k_raw, q, K, V, S, scaled, A, concat, _output(concat, W_o, H, hooks, at), allowed,
-                    factor)
+        allowed = visible(start, X.shape[-2], K.shape[-2], window(c, layer))  # (m, s)
+    return q_raw, k_raw, q, K, V, allowed, c.scale(layer)
+
+
+def window(config: Config, layer: int) -> int:
+    """The sliding window of a layer (0: none)."""
+    return config.sliding_window if config.layer_type(layer) == "sliding" else 0
+
+
+BLOCK_CELLS = 1 << 22  # a block of query rows holds about this many scores per array (32 MB in float64)
+
+
+def weigh(
+    q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    allowed: np.ndarray,
+    factor: float,
+    hooks: Hooks = NO_HOOKS,
+    at: str = "",
+    keep: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """The attention of queries q (..., H, m, dₕ) on keys K and values V (..., G, s, dₕ): the scores S, the scaled
+    and masked scores, the weights A (each (..., H, m, s), or None unless ``keep``) and the heads' outputs A V
+    (..., H, m, dₕ). A long text runs in blocks of query rows (about BLOCK_CELLS scores each), each block only over
+    the keys up to its last row's last visible one, so the n × n arrays of every head never exist at once unless
+    kept; the rows of a block are computed exactly as the whole would compute them (the same steps on the same
+    numbers). A hook on the scores or the pattern sees the whole array: then one block."""
+    *lead, H, m, dh = q.shape
+    G, s = K.shape[-3], K.shape[-2]
+    whole = at + "hook_attn_scores" in hooks or at + "hook_pattern" in hooks
+    rows = m if whole else max(1, BLOCK_CELLS // (H * s * int(np.prod(lead, dtype=np.int64))))
+    grouped = q.reshape(*lead, G, H // G, m, dh)  # (..., G, H/G, m, dₕ): the query heads of each key/value head
+    heads = np.empty((*lead, H, m, V.shape[-1]), dtype=np.result_type(q, V))  # (..., H, m, dₕ)
+    kept = [np.empty((*lead, H, m, s), dtype=heads.dtype) for _ in range(3)] if keep else None
+    for r in range(0, m, rows):
+        b = slice(r, min(r + rows, m))
+        seen = allowed[..., b, :].reshape(-1, s).any(axis=0)  # (s,): the keys any row of the block may see
+        reach = max(int(np.flatnonzero(seen).max(initial=0)) + 1, 1) if rows < m else s
+        S = steps.scores(grouped[..., b, :], K[..., None, :reach, :]).reshape(*lead, H, b.stop - r, reach)
+        scaled = hooks(at + "hook_attn_scores", steps.mask(steps.scale(S, factor), allowed[..., b, :reach]))
+        A = hooks(at + "hook_pattern", steps.softmax(scaled))  # (..., H, rows, reach)
+        mixed = steps.weighted_sum(A.reshape(*lead, G, H // G, -1, reach), V[..., None, :reach, :])
+        heads[..., b, :] = mixed.reshape(*lead, H, b.stop - r, -1)  # (..., H, rows, dₕ)
+        if kept is None:
+            continue
+        if rows >= m:  # one block: the arrays themselves (a hook's replacement included)
+            return S, scaled, A, heads
+        past = steps.scores(grouped[..., b, :], K[..., None, reach:, :]).reshape(*lead, H, b.stop - r, s - reach)
+        for whole_array, part, rest in zip(kept, (S, scaled, A), (past, -np.inf, 0.0), strict=True):
+            whole_array[..., b, :reach], whole_array[..., b, reach:] = part, rest  # masked keys: −inf, weight 0
+    return (*kept, heads) if kept is not None else (None, None, None, heads)
 
 
 def linear(x: np.ndarray, W: np.ndarray) -> np.ndarray:

@@ -29,6 +29,12 @@ layouts (a leading batch axis when the run has one; no batch axis for a run of o
     blocks.{l}.hook_resid_post                (n, d)        the stream after layer l
     ln_final.hook_normalized                  (n, d)        N_f(x), what W_U reads (models with a final norm)
 
+Also: ``hook_embed`` (n, d) the tokens' rows of W_E (scaled), ``hook_pos_embed`` (n, d) the learned positions' rows;
+``blocks.{l}.ln1.hook_scale``, ``ln2.hook_scale``, ``ln_final.hook_scale`` (n, 1) a pre-norm's divisor √(var + ε)
+(√(mean(x²) + ε) for RMSNorm); ``blocks.{l}.mlp.hook_pre`` (n, d_mlp) the neurons before the activation (a gated
+MLP's gate x W_gate), ``mlp.hook_pre_linear`` (gated: x W_fc) and ``mlp.hook_post`` after it (times the linear part
+when gated).
+
 A hook is a function ``fn(value, name)``: it reads the value (read-only) and returns None, or returns an array of
 the same shape that the pass uses instead. Ablations and head patches are hooks on ``hook_z``; stream patches are
 hooks on ``hook_resid_pre`` (:func:`as_hooks`). A replaced matrix is not an activation: it changes the weights the
@@ -215,23 +221,34 @@ ATTN_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_at
               "hook_result")  # blocks.{l}.attn.<name>
 BLOCK_HOOKS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")  # blocks.{l}.
 FINAL_HOOK = "ln_final.hook_normalized"
+FINAL_SCALE = "ln_final.hook_scale"
+MLP_HOOKS = ("hook_pre", "hook_pre_linear", "hook_post")  # blocks.{l}.mlp.<name>; hook_pre_linear: gated MLPs only
+STREAM_IN = ("hook_resid_pre", "hook_embed", "hook_pos_embed")  # activations of a stream entering a layer
 
 
 def hook_names(config: Config) -> list[str]:
     """Every activation a run of this model names, in the order the forward pass makes them."""
-    c, out = config, []
+    c, pre_norms = config, config.pre_norms and not config.attention_only
+    out = ["hook_embed"] + (["hook_pos_embed"] if c.positions == "learned" else [])
     for layer in range(c.n_layers):
-        attn = [f"blocks.{layer}.attn.{h}" for h in ATTN_HOOKS if c.positions == "rotary" or "_rot_" not in h]
+        at = f"blocks.{layer}."
+        attn = [f"{at}attn.{h}" for h in ATTN_HOOKS if c.positions == "rotary" or "_rot_" not in h]
         absent = {"hook_resid_mid"} if c.attention_only or c.parallel_residual else set()
         absent |= {"hook_mlp_out"} if c.attention_only else set()
-        pre, *block = [f"blocks.{layer}.{h}" for h in BLOCK_HOOKS if h not in absent]
-        out += [pre, *attn, *block]
-    return out + ([] if c.attention_only else [FINAL_HOOK])
+        pre, attn_out, *block = [f"{at}{h}" for h in BLOCK_HOOKS if h not in absent]
+        mlp = [] if c.attention_only else [f"{at}mlp.{h}" for h in MLP_HOOKS if c.mlp == "gated" or "linear" not in h]
+        norm1, norm2 = ([f"{at}ln1.hook_scale"], [f"{at}ln2.hook_scale"]) if pre_norms else ([], [])
+        if mlp:  # the MLP's norm and neurons come before its output (block[-2]) and the stream after (block[-1])
+            block = [*block[:-2], *norm2, *mlp, *block[-2:]]
+        out += [pre, *norm1, *attn, attn_out, *block]
+    return out + ([] if c.attention_only else [FINAL_SCALE, FINAL_HOOK])
 
 
 def hook_layer(name: str, layers: int) -> int:
-    """The layer whose pass makes the activation ``name`` (the final norm's: ``layers``)."""
-    return layers if name == FINAL_HOOK else int(name.split(".")[1])
+    """The layer whose pass makes the activation ``name`` (the embedding's: 0; the final norm's: ``layers``)."""
+    if name in (FINAL_HOOK, FINAL_SCALE):
+        return layers
+    return 0 if name in ("hook_embed", "hook_pos_embed") else int(name.split(".")[1])
 
 
 class Hooks:
@@ -261,6 +278,11 @@ class Hooks:
                         f"the hook on {name} returned shape {got.shape}; it must return {value.shape} or None",
                         field="hooks",
                     )
+                with np.errstate(over="ignore", invalid="ignore"):
+                    finite = got.dtype.kind != "f" or np.isfinite(got.sum())
+                if not finite:
+                    raise AttentionError(f"the hook on {name} returned {_not_finite(got)}; a hook must return finite "
+                                         "numbers (or None to leave the activation as it is)", field="hooks")
                 value = got
         if name in self.fns:
             self.seen[name] = value
@@ -270,14 +292,28 @@ class Hooks:
 NO_HOOKS = Hooks()
 
 
+def _not_finite(a: np.ndarray) -> str:
+    """What is not finite in ``a``: "NaN at (3, 1) (2 NaN, 1 infinite of 24 values)"."""
+    bad = ~np.isfinite(a)
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+    return f"{a[first]} at {first} ({nan} NaN, {inf} infinite of {a.size} values)"
+
+
 def user_hooks(config: Config, hooks: object) -> dict[str, list[HookFn]]:
-    """A ``{name: fn or [fn, ...]}`` dict of hooks, checked: every name one the model makes, every fn callable."""
+    """Hooks as a ``{name: fn or [fn, ...]}`` dict or a list of ``(name, fn)`` pairs (TransformerLens' fwd_hooks),
+    checked: every name one the model makes, every fn callable. Pairs on one name run in their order."""
     if not hooks:
         return {}
-    if not isinstance(hooks, Mapping):
-        raise AttentionError("hooks must be a dict {activation name: function}", field="hooks")
+    pairs = hooks.items() if isinstance(hooks, Mapping) else hooks
+    if isinstance(hooks, (str, bytes)) or not isinstance(pairs, Iterable):
+        raise AttentionError("hooks must be a dict {activation name: function} or a list of (name, function) pairs",
+                             field="hooks")
+    pairs = list(pairs)[:100_000]
+    if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+        raise AttentionError("hooks as a list must hold (name, function) pairs", field="hooks")
     known, out = set(hook_names(config)), {}
-    for name, fn in hooks.items():
+    for name, fn in pairs:
         if name not in known:
             near = [k for k in hook_names(config) if str(name).rsplit(".", 1)[-1] in k][:3] or hook_names(config)[:3]
             raise AttentionError(
@@ -287,8 +323,28 @@ def user_hooks(config: Config, hooks: object) -> dict[str, list[HookFn]]:
         fns = list(fn) if isinstance(fn, (list, tuple)) else [fn]
         if not all(callable(f) for f in fns):
             raise AttentionError(f"the hook on {name} must be a function fn(value, name)", field="hooks")
-        out[name] = fns
+        out[name] = [*out.get(name, []), *fns]
     return out
+
+
+def selected(config: Config, names_filter: object) -> tuple[str, ...] | None:
+    """The activations a ``names_filter`` keeps, as TransformerLens takes it: a name, a list of names, or a
+    predicate on a name (None: every one, unfiltered). A name the model does not make is refused."""
+    if names_filter is None:
+        return None
+    every = hook_names(config)
+    if callable(names_filter):
+        return tuple(name for name in every if names_filter(name))
+    wanted = [names_filter] if isinstance(names_filter, str) else names_filter
+    if not isinstance(wanted, Iterable) or not all(isinstance(w, str) for w in wanted):
+        raise AttentionError("names_filter must be a name, a list of names or a function of a name",
+                             field="names_filter")
+    wanted = set(wanted)
+    missing = sorted(wanted - set(every))
+    if missing:
+        raise AttentionError(f"this model makes no activation {missing[0][:80]!r} (see hook_names)",
+                             field="names_filter")
+    return tuple(name for name in every if name in wanted)
 
 
 def as_hooks(interventions: Iterable[Intervention]) -> dict[str, list[HookFn]]:

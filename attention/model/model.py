@@ -33,26 +33,29 @@ run is in that dtype.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import positions
 from ..errors import AttentionError
-from ..heads import split_heads
+from ..heads import merge_heads
 from ..names import is_whole
+from ..options import Options
 from ..trace import Trace
 from . import attend
 from .attend import Attended, Weights, layer_options
 from .config import Config
 from .interventions import (
     FINAL_HOOK,
+    FINAL_SCALE,
     GAINS,
+    MLP_HOOKS,
     NO_HOOKS,
+    STREAM_IN,
     HookFn,
     Hooks,
     Intervention,
@@ -60,10 +63,12 @@ from .interventions import (
     check,
     hook_layer,
     hook_names,
+    selected,
     user_hooks,
     with_gains,
 )
-from .layers import layer_norm, mlp, rms_norm, with_ones
+from .layers import ACTIVATION, layer_norm, mlp, rms_norm, with_ones
+from .layertraces import Memo, Traces
 from .runcache import RunCache
 from .vocab import BPEVocab, WordVocab
 
@@ -149,13 +154,15 @@ def attention_weights(config: Config, params: Params, layer: int) -> Weights:
     return W_q, W_k, W_v, W_o  # (d + 1, ·) × 3, (H·dₕ, d)
 
 
-def embed(config: Config, params: Params, ids: np.ndarray, start: int = 0) -> np.ndarray:
+def embed(config: Config, params: Params, ids: np.ndarray, start: int = 0, hooks: Hooks = NO_HOOKS) -> np.ndarray:
     """x₀ = W_E[ids] · embed_scale plus the learned or sinusoidal positions start .. start + n − 1:
-    (..., n) -> (..., n, d)."""
+    (..., n) -> (..., n, d). ``hooks`` may read or replace ``hook_embed`` (the tokens' rows, scaled) and
+    ``hook_pos_embed`` (the learned positions' rows, (..., n, d): a batch's rows share them)."""
     n, W_E = ids.shape[-1], params["W_E"]
     x = W_E[ids] if config.embed_scale == 1 else W_E[ids] * config.embed_scale  # (..., n, d)
+    x = hooks("hook_embed", x) if "hook_embed" in hooks else x
     if config.positions == "learned":
-        x = x + params["W_pos"][start : start + n]  # (..., n, d)
+        x = x + hooks("hook_pos_embed", np.broadcast_to(params["W_pos"][start : start + n], x.shape))  # (..., n, d)
     elif config.positions == "sinusoidal":
         x = x + positions.sinusoidal(start + n, config.d_model)[start:].astype(W_E.dtype)  # (..., n, d)
     return x
@@ -166,38 +173,80 @@ def unembedding(config: Config, params: Params) -> np.ndarray:
     return params["W_E"].T if config.tied else params["W_U"]
 
 
-def normed(config: Config, params: Params, name: str, x: np.ndarray) -> np.ndarray:
-    """The norm called ``name`` ("0.ln1", "ln_f" ...) on x: LayerNorm or RMSNorm, (..., n, d) -> (..., n, d)."""
-    if config.norm == "layernorm":
-        return layer_norm(x, params[name + ".g"], params[name + ".b"], config.ln_eps)
-    return rms_norm(x, params[name + ".g"], config.ln_eps, config.norm_offset)
+def normed(config: Config, params: Params, name: str, x: np.ndarray, hooks: Hooks = NO_HOOKS,
+           hook: str = "") -> np.ndarray:
+    """The norm called ``name`` ("0.ln1", "ln_f" ...) on x: LayerNorm or RMSNorm, (..., n, d) -> (..., n, d).
+    ``hooks`` may read or replace its scale, the activation ``hook`` ("blocks.0.ln1.hook_scale" ...): the
+    divisor √(var + ε) (..., n, 1) (√(mean(x²) + ε) for RMSNorm), the same steps as :func:`.layers.layer_norm`."""
+    c = config
+    if hook not in hooks:
+        if c.norm == "layernorm":
+            return layer_norm(x, params[name + ".g"], params[name + ".b"], c.ln_eps)
+        return rms_norm(x, params[name + ".g"], c.ln_eps, c.norm_offset)
+    centred = x - x.mean(axis=-1, keepdims=True) if c.norm == "layernorm" else x  # (..., n, d)
+    scale = hooks(hook, np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + c.ln_eps))  # (..., n, 1)
+    if c.norm == "layernorm":
+        return centred / scale * params[name + ".g"] + params[name + ".b"]  # (..., n, d)
+    return centred / scale * (c.norm_offset + params[name + ".g"])  # (..., n, d)
 
 
-def attention_input(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
+def attention_input(config: Config, params: Params, layer: int, x: np.ndarray, hooks: Hooks = NO_HOOKS
+                    ) -> np.ndarray:
     """What layer l's attention reads: N₁(x) (x when attention-only or without pre-norms), with a column of ones when
-    W_q, W_k, W_v have biases."""
-    h = normed(config, params, f"{layer}.ln1", x) if config.pre_norms and not config.attention_only else x
+    W_q, W_k, W_v have biases. ``hooks`` may read or replace N₁'s scale, ``blocks.{l}.ln1.hook_scale``."""
+    pre = config.pre_norms and not config.attention_only
+    h = normed(config, params, f"{layer}.ln1", x, hooks, f"blocks.{layer}.ln1.hook_scale") if pre else x
     return with_ones(h) if config.has_qkv_bias else h  # (..., n, d [+1])
 
 
 def final_logits(config: Config, params: Params, x: np.ndarray, hooks: Hooks = NO_HOOKS) -> np.ndarray:
     """logits = N_f(x) W_U (x W_U when attention-only): (..., n, d) -> (..., n, V). ``hooks`` may read or replace
     N_f(x), ``ln_final.hook_normalized``."""
-    h = x if config.attention_only else hooks(FINAL_HOOK, normed(config, params, "ln_f", x))
+    h = x if config.attention_only else hooks(FINAL_HOOK, normed(config, params, "ln_f", x, hooks, FINAL_SCALE))
     return attend.linear(h, unembedding(config, params))  # (..., n, V)
 
 
-def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray) -> np.ndarray:
+def mlp_out(config: Config, params: Params, layer: int, x: np.ndarray, hooks: Hooks = NO_HOOKS) -> np.ndarray:
     """MLP(N₂(x)) of layer l (MLP(x) without pre-norms), plain or gated, then its post-norm if any:
-    (..., n, d) -> (..., n, d)."""
-    c, p = config, f"{layer}."
-    h = normed(c, params, p + "ln2", x) if c.pre_norms else x  # (..., n, d)
+    (..., n, d) -> (..., n, d). ``hooks`` may read or replace ``blocks.{l}.ln2.hook_scale`` and the neurons
+    ``mlp.hook_pre`` (before the activation: x W_fc + b_fc, or the gate x W_gate + b_gate), ``mlp.hook_pre_linear``
+    (a gated MLP's x W_fc + b_fc) and ``mlp.hook_post`` (after it: act(pre), or act(gate) ⊙ pre_linear), each
+    (..., n, d_mlp)."""
+    c, p, at = config, f"{layer}.", f"blocks.{layer}."
+    h = normed(c, params, p + "ln2", x, hooks, at + "ln2.hook_scale") if c.pre_norms else x  # (..., n, d)
     b = (lambda name: params[p + name]) if c.bias else (lambda name: None)
     gate = (params[p + "W_gate"], b("b_gate")) if c.mlp == "gated" else (None, None)
     rows = h.reshape(-1, h.shape[-1])  # (rows, d): a batch's rows in one matrix product each (see attend.linear)
-    out = mlp(rows, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
+    if any(at + "mlp." + name in hooks for name in MLP_HOOKS):
+        out = _hooked_mlp(c, params, layer, rows, hooks, h.shape[:-1])
+    else:
+        out = mlp(rows, params[p + "W_fc"], b("b_fc"), params[p + "W_proj"], b("b_proj"), c.activation, *gate)
     out = out.reshape(h.shape)  # (..., n, d)
     return normed(c, params, p + "ln_post_mlp", out) if c.post_norms else out  # (..., n, d)
+
+
+def _hooked_mlp(config: Config, params: Params, layer: int, rows: np.ndarray, hooks: Hooks, lead: tuple
+                ) -> np.ndarray:
+    """:func:`.layers.mlp`'s steps on rows (r, d), with the neurons (..., n, d_mlp) through their hooks."""
+    c, p, at = config, f"{layer}.", f"blocks.{layer}.mlp."
+
+    def hooked(name: str, a: np.ndarray) -> np.ndarray:
+        return hooks(at + name, a.reshape(*lead, -1)).reshape(a.shape)  # (r, d_mlp) seen as (..., n, d_mlp)
+
+    def linear(w: str, bias: str) -> np.ndarray:
+        y = rows @ params[p + w]  # (r, d_mlp)
+        if c.bias:
+            y += params[p + bias]
+        return y
+
+    act = ACTIVATION[c.activation]
+    if c.mlp == "gated":
+        pre_linear = hooked("hook_pre_linear", linear("W_fc", "b_fc"))  # (r, d_mlp)
+        post = hooked("hook_post", pre_linear * act(hooked("hook_pre", linear("W_gate", "b_gate"))))
+    else:
+        post = hooked("hook_post", act(hooked("hook_pre", linear("W_fc", "b_fc"))))  # (r, d_mlp)
+    out = post @ params[p + "W_proj"]  # (r, d)
+    return out + params[p + "b_proj"] if c.bias else out
 
 
 def block_out(
@@ -214,32 +263,37 @@ def block_out(
     if c.attention_only:
         return hooks(at + "hook_resid_post", x + a)
     if c.parallel_residual:  # the MLP reads the layer's input too
-        return hooks(at + "hook_resid_post", x + a + hooks(at + "hook_mlp_out", mlp_out(c, params, layer, x)))
+        return hooks(at + "hook_resid_post", x + a + hooks(at + "hook_mlp_out", mlp_out(c, params, layer, x, hooks)))
     x = hooks(at + "hook_resid_mid", x + a)  # (..., n, d)
-    return hooks(at + "hook_resid_post", x + hooks(at + "hook_mlp_out", mlp_out(c, params, layer, x)))  # (..., n, d)
+    return hooks(at + "hook_resid_post", x + hooks(at + "hook_mlp_out", mlp_out(c, params, layer, x, hooks)))
 
 
 @dataclass(frozen=True, eq=False)
 class Run:
     """One forward pass. ``logits`` (n, V); ``traces[l]`` layer l's attention over all heads (its ``head(i)`` one
-    head); ``residuals[l]`` the stream entering layer l ((n, d), the last one after every layer, before N_f);
-    ``weights`` (layers, query heads, n, n); ``recomputed_from`` the first layer this run computed (the earlier ones
-    came from the cache); ``model`` the model that made it; ``cache`` every named activation (TransformerLens'
-    names, :class:`ActivationCache`); ``hooked`` the final value of each activation a hook of this run was on.
+    head), made when read from the layer's input (:mod:`.layertraces`); ``residuals[l]`` the stream entering layer l
+    ((n, d), the last one after every layer, before N_f); ``weights`` (layers, query heads, n, n);
+    ``recomputed_from`` the first layer this run computed (the earlier ones came from the cache); ``model`` the
+    model that made it; ``cache`` the named activations (TransformerLens' names, :class:`ActivationCache`; those
+    ``names`` says when the run was given a names_filter); ``hooked`` the final value of each activation a hook of
+    this run was on.
 
     A batch of B texts of n tokens each: ``ids`` and ``tokens`` one tuple per text, and every array gains a leading
     batch axis (``logits`` (B, n, V), ``residuals[l]`` (B, n, d), ``weights`` (B, layers, heads, n, n), each trace's
-    arrays); ``row(b)`` is text b's run."""
+    arrays); ``row(b)`` is text b's run. Texts of different lengths are padded on the right to the longest (n), with
+    ``lengths`` their own: ``row(b)`` is then text b's run at its own positions, the single run's numbers."""
 
     ids: tuple
     tokens: tuple
     logits: np.ndarray
-    traces: tuple[Trace, ...]
+    traces: Traces
     residuals: tuple[np.ndarray, ...]
     interventions: tuple[Intervention, ...] = ()
     recomputed_from: int = 0
     model: Model | None = None  # the model that ran it (the lens and the attribution read its final norm)
     hooked: Mapping[str, np.ndarray] = field(default_factory=dict)
+    names: tuple[str, ...] | None = None  # the activations the cache holds (None: every one)
+    lengths: tuple[int, ...] | None = None  # a batch's texts' own lengths (the rest of each row is padding)
 
     @property
     def batched(self) -> bool:
@@ -248,33 +302,35 @@ class Run:
 
     @functools.cached_property
     def weights(self) -> np.ndarray:
-        """Every query head's attention weights: (layers, heads, n, n), or (B, layers, heads, n, n) for a batch."""
-        per_head = 4 if self.batched else 3  # a single-head model's traces hold (..., n, n)
-        heads = [t.weights if t.weights.ndim == per_head else t.weights[..., None, :, :] for t in self.traces]
-        return np.stack(heads, axis=1 if self.batched else 0)
+        """Every query head's attention weights: (layers, heads, n, n), or (B, layers, heads, n, n) for a batch
+        (L·H·n² numbers: at long texts read one head, :meth:`head`, or rows, ``traces.rows``)."""
+        n = self.logits.shape[-2]
+        out = np.empty((*self.logits.shape[:-2], len(self.traces), self.model.config.n_heads, n, n), self.logits.dtype)
+        for layer in range(len(self.traces)):
+            out[..., layer, :, :, :] = self.traces.rows(layer, slice(None))  # (..., H, n, n)
+        return out
 
     @functools.cached_property
     def cache(self) -> ActivationCache:
-        """Every named activation of the run (``blocks.{l}.attn.hook_pattern`` ...), made when first read."""
-        return ActivationCache(self)
+        """The named activations of the run (``blocks.{l}.attn.hook_pattern`` ...), each made when first read."""
+        return ActivationCache(self, self.names)
 
     def head(self, layer: int, head: int) -> Trace:
         """Query head ``head`` of layer ``layer`` as a single-head trace, with the K and V of the key/value head it
-        reads (shared by its group)."""
-        if not (isinstance(layer, (int, np.integer)) and 0 <= layer < len(self.traces)):
-            raise AttentionError(f"there is no layer {layer!r}: the model has {len(self.traces)} layers", field="layer")
-        return self.traces[layer].head(head)
+        reads (shared by its group); only its own (n, n) arrays are made."""
+        return self.traces.head(layer, head)
 
     def row(self, b: int) -> Run:
         """Text ``b`` of a batch as a run of its own (views of this run's arrays)."""
         if not (self.batched and is_whole(b) and 0 <= b < len(self.ids)):
             count = len(self.ids) if self.batched else "no"
             raise AttentionError(f"there is no text {b!r} in this run: it holds a batch of {count} texts", field="b")
-        traces = tuple(dataclasses.replace(t, tokens=self.tokens[b], **_batch_row(t, b)) for t in self.traces)
-        residuals = tuple(x[b] for x in self.residuals)
-        hooked = {name: v[b] for name, v in self.hooked.items()}
-        return Run(self.ids[b], self.tokens[b], self.logits[b], traces, residuals, self.interventions,
-                   self.recomputed_from, self.model, hooked)
+        n = self.lengths[b] if self.lengths else len(self.ids[b])  # a padded text: its own positions only
+        residuals = tuple(x[b, :n] for x in self.residuals)
+        hooked = {name: _real(name, v[b], n) for name, v in self.hooked.items()}
+        ids, tokens = self.ids[b][:n], self.tokens[b][:n]
+        return Run(ids, tokens, self.logits[b, :n], self.traces.row(b, tokens, n), residuals, self.interventions,
+                   self.recomputed_from, self.model, hooked, self.names)
 
     @property
     def predictions(self) -> list:
@@ -282,12 +338,13 @@ class Run:
         return np.argmax(self.logits, axis=-1).tolist()
 
 
-BATCHED_ARRAYS = ("X", "Q", "K", "V", "scores", "scaled", "weights", "output", "Q_raw", "K_raw", "concat")
+def _real(name: str, value: np.ndarray, n: int) -> np.ndarray:
+    """One text's activation ``name`` without its padding: its positions cut to the text's first n (queries and keys
+    of the scores and the pattern (H, n, n); the first axis of the others, (n, ...))."""
+    return value[..., :n, :n] if name.endswith(("hook_attn_scores", "hook_pattern")) else value[:n]
 
 
-def _batch_row(trace: Trace, b: int) -> dict[str, np.ndarray]:
-    """Row b of each array of a batched trace that has the batch axis."""
-    return {name: getattr(trace, name)[b] for name in BATCHED_ARRAYS if getattr(trace, name) is not None}
+PAD_ID = 0  # the token a shorter text of a batch is padded with, after its own (no real position ever reads it)
 
 
 class ActivationCache(Mapping):
@@ -295,9 +352,10 @@ class ActivationCache(Mapping):
     :mod:`.interventions`). Each is read from the arrays the run holds (the stream, the traces) or made from them
     by the forward pass's own functions, once, when first read; an activation a hook was on is its hooked value."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, names: Sequence[str] | None = None):
         self.run = run
-        self.names = hook_names(run.model.config) if run.model is not None else []
+        every = hook_names(run.model.config) if run.model is not None else []
+        self.names = every if names is None else [name for name in every if name in set(names)]
         self._index, self._made = set(self.names), dict(run.hooked)
 
     def __iter__(self) -> Iterator[str]:
@@ -307,24 +365,61 @@ class ActivationCache(Mapping):
         return len(self.names)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        if name not in self._made:
-            if name not in self._index:
-                raise KeyError(f"this run has no activation {name!r}; it has e.g. {', '.join(self.names[:3])}")
-            value = self._make(name)
-            value.flags.writeable = False
+        if name not in self._index:
+            raise KeyError(f"this run has no activation {name!r}; it has e.g. {', '.join(self.names[:3])}")
+        return self._value(name)
+
+    def _value(self, name: str) -> np.ndarray:
+        """Activation ``name``, made once; one outside a names_filter (a step towards one inside) is not kept."""
+        if name in self._made:
+            return self._made[name]
+        value = self._make(name)
+        value.flags.writeable = False
+        if name in self._index:
             self._made[name] = value
-        return self._made[name]
+        return value
 
     def _make(self, name: str) -> np.ndarray:
         """Activation ``name`` from the run's arrays."""
         run, model = self.run, self.run.model
         c, L = model.config, model.config.n_layers
         if name == FINAL_HOOK:
-            return normed(c, model.params, "ln_f", run.residuals[-1])
+            return normed(c, model.params, "ln_f", run.residuals[-1], self._replayed(), FINAL_SCALE)
+        if name in (FINAL_SCALE, "hook_embed", "hook_pos_embed") or ".ln" in name or ".mlp." in name:
+            return self._recorded(name)
         layer, what = hook_layer(name, L), name.rsplit(".", 1)[-1]
+        if what in ("hook_attn_scores", "hook_pattern"):
+            square = run.traces[layer].scaled if what == "hook_attn_scores" else run.traces[layer].weights
+            return square[..., None, :, :] if c.n_heads == 1 else square  # (..., H, n, n)
         if ".attn." in name:
-            return _attention_activation(run.traces[layer], what, c)
+            return _attention_activation(_light(run, layer), what, c)
         return self._stream(layer, what)
+
+    def _recorded(self, name: str) -> np.ndarray:
+        """An activation inside the embedding, a norm or an MLP, recorded by running that step of the pass again on
+        its input with a hook that reads it."""
+        run, model = self.run, self.run.model
+        c, p, L = model.config, model.params, model.config.n_layers
+        record = self._replayed(name)
+        layer = hook_layer(name, L)
+        if name in ("hook_embed", "hook_pos_embed"):
+            embed(c, p, np.asarray(run.ids, dtype=np.int64), hooks=record)
+        elif name == FINAL_SCALE:
+            normed(c, p, "ln_f", run.residuals[-1], record, name)
+        elif ".ln1." in name:
+            attention_input(c, p, layer, run.residuals[layer], record)
+        else:
+            x = run.residuals[layer] if c.parallel_residual else self._value(f"blocks.{layer}.hook_resid_mid")
+            mlp_out(c, p, layer, x, record)
+        return record.seen[name]
+
+    def _replayed(self, record: str = "") -> Hooks:
+        """Hooks that put back each hooked activation's final value, so a step made again is the hooked pass's
+        step, and that read ``record``."""
+        fns = {name: [lambda value, _, kept=kept: kept] for name, kept in self.run.hooked.items()}
+        if record:
+            fns.setdefault(record, []).append(lambda value, _: None)
+        return Hooks(fns)
 
     def _stream(self, layer: int, what: str) -> np.ndarray:
         """blocks.{layer}.hook_<what>: the streams and the block's outputs (as :func:`block_out` makes them)."""
@@ -333,46 +428,51 @@ class ActivationCache(Mapping):
         if what == "hook_resid_pre":
             return x
         if what == "hook_attn_out":
-            a = run.traces[layer].output
+            a = _light(run, layer).output
             a = a + p[f"{layer}.b_o"] if c.bias else a
             return normed(c, p, f"{layer}.ln_post_attn", a) if c.post_norms else a
         if what == "hook_resid_mid":
-            return x + self[at + "hook_attn_out"]
+            return x + self._value(at + "hook_attn_out")
         if what == "hook_mlp_out":
-            return mlp_out(c, p, layer, x if c.parallel_residual else self[at + "hook_resid_mid"])
+            read = x if c.parallel_residual else self._value(at + "hook_resid_mid")  # (..., n, d): what the MLP reads
+            return mlp_out(c, p, layer, read, self._replayed())
         nxt = f"blocks.{layer + 1}.hook_resid_pre"
         changed = nxt in run.hooked or any(iv.kind == "stream" and iv.layer == layer + 1 for iv in run.interventions)
         if layer + 1 == c.n_layers or not changed:
             return run.residuals[layer + 1]  # the stream after layer l is the one entering layer l + 1
         if c.attention_only:
-            return x + self[at + "hook_attn_out"]
+            return x + self._value(at + "hook_attn_out")
         if c.parallel_residual:
-            return x + self[at + "hook_attn_out"] + self[at + "hook_mlp_out"]
-        return self[at + "hook_resid_mid"] + self[at + "hook_mlp_out"]
+            return x + self._value(at + "hook_attn_out") + self._value(at + "hook_mlp_out")
+        return self._value(at + "hook_resid_mid") + self._value(at + "hook_mlp_out")
 
 
-def _attention_activation(trace: Trace, what: str, config: Config) -> np.ndarray:
-    """attn.hook_<what> of a layer, from its trace, in TransformerLens' layout (positions before heads for q, k,
-    v, z and result; heads before positions for the scores and the pattern)."""
+def _light(run: Run, layer: int) -> Attended | Trace:
+    """Layer ``layer``'s attention arrays without making its n × n ones (a run with hooks: its trace)."""
+    return run.traces[layer] if run.traces.eager is not None else run.traces.light(layer)
+
+
+def _attention_activation(a: Attended | Trace, what: str, config: Config) -> np.ndarray:
+    """attn.hook_<what> of a layer (not the scores or the pattern), from its attention's arrays (a trace's or
+    :meth:`.layertraces.Traces.light`'s), in TransformerLens' layout (positions before heads)."""
     H, G = config.n_heads, config.kv_heads
 
-    def per_head(a: np.ndarray, h: int) -> np.ndarray:
-        return a.reshape(*a.shape[:-1], h, -1)  # (..., n, h·w) -> (..., n, h, w)
+    def per_head(x: np.ndarray, h: int) -> np.ndarray:
+        return x.reshape(*x.shape[:-1], h, -1)  # (..., n, h·w) -> (..., n, h, w)
 
-    def square(a: np.ndarray) -> np.ndarray:
-        return a[..., None, :, :] if H == 1 else a  # (..., H, n, n)
+    def rows(x: np.ndarray) -> np.ndarray:
+        return x if isinstance(a, Trace) else merge_heads(x)  # (..., n, h·w): a trace's are merged already
 
-    if what in ("hook_q", "hook_k", "hook_v"):
-        m = what[-1]
-        return per_head(trace.X @ getattr(trace, f"W_{m}"), H if m == "q" else G)
+    W = (a.W_q, a.W_k, a.W_v, a.W_o) if isinstance(a, Trace) else a.W
     made = {
-        "hook_rot_q": lambda: per_head(trace.Q, H),
-        "hook_rot_k": lambda: per_head(trace.K, G),
-        "hook_attn_scores": lambda: square(trace.scaled),
-        "hook_pattern": lambda: square(trace.weights),
-        "hook_z": lambda: per_head(trace.concat, H),
+        "hook_q": lambda: per_head(a.X @ W[0], H),
+        "hook_k": lambda: per_head(a.X @ W[1], G),
+        "hook_v": lambda: per_head(a.X @ W[2], G),
+        "hook_rot_q": lambda: per_head(rows(a.Q if isinstance(a, Trace) else a.q), H),
+        "hook_rot_k": lambda: per_head(rows(a.K), G),
+        "hook_z": lambda: per_head(a.concat, H),
         "hook_result": lambda: np.einsum(
-            "...mhe,hed->...mhd", per_head(trace.concat, H), trace.W_o.reshape(H, config.d_head, -1)
+            "...mhe,hed->...mhd", per_head(a.concat, H), W[3].reshape(H, config.d_head, -1)
         ),
     }
     return made[what]()
@@ -443,6 +543,7 @@ class Model:
         self._options = tuple(layer_options(config, layer, params=self.params) for layer in range(config.n_layers))
         self._weights: dict[int, Weights] = {}
         self._cache = RunCache(config.n_layers, self.params.values())
+        self._memo = Memo()  # the traces runs made on demand (see .layertraces)
 
     def __repr__(self) -> str:
         c = self.config
@@ -549,15 +650,20 @@ class Model:
         self,
         token_ids: Sequence[int] | Sequence[Sequence[int]] | np.ndarray,
         interventions: Sequence[Intervention] = (),
-        hooks: Mapping[str, HookFn | Sequence[HookFn]] | None = None,
+        hooks: Mapping[str, HookFn | Sequence[HookFn]] | Sequence[tuple[str, HookFn]] | None = None,
+        names_filter: str | Sequence[str] | Callable[[str], bool] | None = None,
     ) -> Run:
         """The forward pass over ``token_ids`` (n,), or a batch of texts of equal length (B, n), with the given
-        interventions (see :mod:`.interventions`) and ``hooks``: ``{name: fn}``, each ``fn(value, name)`` reading
-        the named activation (``blocks.3.attn.hook_pattern`` ...; :func:`~.interventions.hook_names`) and returning
-        None or its replacement. Runs without hooks are cached; with hooks, the layers before the first hooked one
-        come from the cache."""
-        ids = self._ids(token_ids)  # (n,) or (B, n)
+        interventions (see :mod:`.interventions`) and ``hooks``: ``{name: fn}`` or a list of ``(name, fn)`` pairs,
+        each ``fn(value, name)`` reading the named activation (``blocks.3.attn.hook_pattern`` ...;
+        :func:`~.interventions.hook_names`) and returning None or its replacement. ``names_filter`` (a name, a list
+        of names or a predicate, as TransformerLens takes it) makes the run's cache hold exactly those activations,
+        made at once. Runs without hooks are cached; with hooks, the layers before the first hooked one come from
+        the cache. A run keeps each layer's input and heads' outputs; its traces are made when read
+        (:mod:`.layertraces`); a run with hooks keeps its traces as the pass made them."""
+        ids, lengths = self._ids(token_ids)  # (n,) or (B, n), and a batch's texts' lengths
         ivs = tuple(check(self.config, iv) for iv in interventions)
+        names = selected(self.config, names_filter)
         fns = user_hooks(self.config, hooks)
         merged = as_hooks(ivs)
         for name, f in fns.items():
@@ -565,67 +671,66 @@ class Model:
         every = Hooks(merged)
         L = self.config.n_layers
         keys = [self._key(ids, ivs, layer) for layer in range(L + 1)]
-        last = min((hook_layer(n, L) - n.endswith("hook_resid_pre") for n in fns), default=L)  # cache up to it
+        last = min((hook_layer(n, L) - n.endswith(STREAM_IN) for n in fns), default=L)  # cache up to it
         start = next((layer for layer in range(last, -1, -1) if keys[layer] in self._cache), None)
         if start is None:
-            x0 = every("blocks.0.hook_resid_pre", embed(self.config, self.params, ids))  # (..., n, d)
-            residuals, traces, logits, start = (x0,), (), None, 0
+            x0 = every("blocks.0.hook_resid_pre", embed(self.config, self.params, ids, hooks=every))  # (..., n, d)
+            residuals, kept, logits, start = (x0,), (), None, 0
         else:
-            residuals, traces, logits = self._cache.get(keys[start])
+            residuals, kept, logits = self._cache.get(keys[start])
         rows = ids.tolist() if ids.ndim == 2 else [ids.tolist()]
         tokens = tuple(tuple(self.vocab.pieces(r)) for r in rows)
         tokens = tokens if ids.ndim == 2 else tokens[0]
+        traced = () if ids.ndim == 2 else tokens
+        eager = list(Traces(self, residuals, kept, ivs, traced, keys[start])) if fns else None  # cached layers
         x = residuals[-1]
         for layer in range(start, L):
-            trace, x = self.block(layer, x, () if ids.ndim == 2 else tokens, [iv for iv in ivs if iv.layer == layer],
-                                  every)
+            a, x = self.layer(layer, x, interventions=[iv for iv in ivs if iv.layer == layer], hooks=every,
+                              keep=bool(fns))
             if layer + 1 < L:
                 x = every(f"blocks.{layer + 1}.hook_resid_pre", x)  # (..., n, d): the stream entering the next layer
-            residuals, traces = (*residuals, x), (*traces, trace)
-            if not fns:
-                self._cache.put(keys[layer + 1], (residuals, traces, None))
+            residuals, kept = (*residuals, x), (*kept, a.concat)
+            if fns:
+                eager.append(self.layer_trace(layer, a, traced, ivs))
+            else:
+                self._cache.put(keys[layer + 1], (residuals, kept, None))
         if logits is None or fns:  # a hook on the final norm runs even when every layer came from the cache
             logits = final_logits(self.config, self.params, x, every)  # (..., n, V)
             if not fns:
-                self._cache.put(keys[L], (residuals, traces, logits))
+                self._cache.put(keys[L], (residuals, kept, logits))
         run_ids = tuple(map(tuple, ids.tolist())) if ids.ndim == 2 else tuple(ids.tolist())
         hooked = {name: v for name, v in every.seen.items() if name in fns}
-        return Run(run_ids, tokens, logits, traces, residuals, ivs, start, self, hooked)
+        traces = Traces(self, residuals, kept, ivs, traced, keys[L], None if eager is None else tuple(eager))
+        run = Run(run_ids, tokens, logits, traces, residuals, ivs, start, self, hooked, names, lengths)
+        for name in names or ():
+            run.cache[name]  # made now: the filter's activations are what the run holds
+        return run
 
-    def _ids(self, token_ids: object) -> np.ndarray:
-        """Token ids (n,) as :meth:`check_ids` takes them, or a batch (B, n) of texts of equal length."""
+    def layer_trace(self, layer: int, a: Attended, tokens: Sequence[str], interventions: Sequence[Intervention]
+                    ) -> Trace:
+        """Layer ``layer``'s trace from the pass's arrays (all of them: a run with hooks keeps them)."""
+        return attend.to_trace(a, self.layer_options_for(layer, a.q.shape[-2], interventions), tokens)
+
+    def layer_options_for(self, layer: int, n: int, interventions: Sequence[Intervention]) -> Options:
+        """The options layer ``layer``'s trace records for n tokens under the run's ``interventions`` (replaced
+        QK-norm gains are options)."""
+        gains = [iv for iv in interventions if iv.layer == layer and iv.kind == "replace" and iv.matrix in GAINS]
+        if self.config.layer_types or gains:
+            return layer_options(self.config, layer, n, with_gains(self.config, self.params, layer, gains))
+        return self._options[layer]
+
+    def _ids(self, token_ids: object) -> tuple[np.ndarray, tuple[int, ...] | None]:
+        """Token ids (n,) as :meth:`check_ids` takes them, or a batch (B, n) with each text's length: texts of
+        different lengths are padded on the right (see :data:`PAD_ID`), so a causal pass never lets a real position
+        see a pad."""
         arr = token_ids if isinstance(token_ids, np.ndarray) else None
         rows = isinstance(token_ids, (list, tuple)) and len(token_ids) and isinstance(token_ids[0], (list, tuple))
         if not (rows or (arr is not None and arr.ndim == 2)):
-            return np.array(self.check_ids(token_ids), dtype=np.int64)
+            return np.array(self.check_ids(token_ids), dtype=np.int64), None
         batch = [self.check_ids(r) for r in token_ids]  # type: ignore[union-attr]
-        for b, r in enumerate(batch):
-            if len(r) != len(batch[0]):
-                raise AttentionError(
-                    f"a batch's texts must have the same number of tokens: text 1 has {len(batch[0])}, text {b + 1} "
-                    f"has {len(r)}",
-                    field="token_ids",
-                )
-        return np.array(batch, dtype=np.int64)  # (B, n)
-
-    def block(
-        self,
-        layer: int,
-        x: np.ndarray,
-        tokens: Sequence[str] | None = None,
-        interventions: Sequence[Intervention] = (),
-        hooks: Hooks | None = None,
-    ) -> tuple[Trace, np.ndarray]:
-        """One block on the stream x (..., n, d) at positions 0 .. n − 1: (its attention trace, the stream after
-        it)."""
-        attended, x = self.layer(layer, x, interventions=interventions, hooks=hooks)
-        gains = [iv for iv in interventions if iv.kind == "replace" and iv.matrix in GAINS]  # the options say them
-        if self.config.layer_types or gains:
-            params = with_gains(self.config, self.params, layer, gains)
-            options = layer_options(self.config, layer, x.shape[-2], params)
-        else:
-            options = self._options[layer]
-        return attend.to_trace(attended, options, tokens), x
+        lengths = tuple(len(r) for r in batch)
+        n = max(lengths)
+        return np.array([r + [PAD_ID] * (n - len(r)) for r in batch], dtype=np.int64), lengths  # (B, n)
 
     def layer(
         self,
@@ -635,29 +740,34 @@ class Model:
         past: tuple[np.ndarray, np.ndarray] | None = None,
         interventions: Sequence[Intervention] = (),
         hooks: Hooks | None = None,
+        keep: bool = True,
     ) -> tuple[Attended, np.ndarray]:
         """Layer ``layer`` on the rows x (..., m, d) at positions start .. start + m − 1, after the cached keys and
         values ``past`` of the positions before (none in the full pass): its attention's arrays and the stream after
         it. The one path of the full pass (start 0, no cache), of the cached step (one row) and of a batch (a
         leading axis on x). ``interventions`` are the layer's (a replaced matrix; ablations and head patches run as
-        hooks), unless ``hooks`` are given, which then carry them."""
+        hooks), unless ``hooks`` are given, which then carry them. Without ``keep`` the n × n arrays are not kept
+        (:func:`.attend.weigh`)."""
+        params, X, W, hooks = self.attention_inputs(layer, x, interventions, hooks)
+        attended = attend.attend(self.config, params, layer, X, W, start, past, hooks, keep)
+        x = block_out(self.config, self.params, layer, x, attended.output, hooks)  # (..., m, d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(x.sum())  # one pass: a finite sum means every value is finite
+        if not finite:
+            raise not_finite(self.dtype, layer, hooks)
+        return attended, x
+
+    def attention_inputs(self, layer: int, x: np.ndarray, interventions: Sequence[Intervention] = (),
+                         hooks: Hooks | None = None) -> tuple:
+        """What layer ``layer``'s attention runs with on the stream x: (the parameters with any replaced QK-norm
+        gains, X = its input (..., m, d [+1]), the weights with any replaced blocks, the hooks: ``hooks``, or else
+        the interventions')."""
         cfg = self.config
         replaces = [iv for iv in interventions if iv.kind == "replace"]
         W = attend.replaced(cfg, self.layer_weights(layer), [iv for iv in replaces if iv.matrix not in GAINS])
         params = with_gains(cfg, self.params, layer, [iv for iv in replaces if iv.matrix in GAINS])
         hooks = Hooks(as_hooks(iv for iv in interventions if iv.kind != "stream")) if hooks is None else hooks
-        X = attention_input(cfg, self.params, layer, x)  # (..., m, d [+1])
-        attended = attend.attend(cfg, params, layer, X, W, start, past, hooks)
-        x = block_out(cfg, self.params, layer, x, attended.output, hooks)  # (..., m, d)
-        with np.errstate(over="ignore", invalid="ignore"):
-            finite = np.isfinite(x.sum())  # one pass: a finite sum means every value is finite
-        if not finite:
-            raise AttentionError(
-                f"layer {layer} made values too large for {self.dtype} numbers (the residual stream is not finite); "
-                + ("try dtype=np.float64" if self.dtype == np.float32 else "the weights are too large"),
-                field="dtype",
-            )
-        return attended, x
+        return params, attention_input(cfg, self.params, layer, x, hooks), W, hooks
 
     def _key(self, ids: np.ndarray, ivs: tuple[Intervention, ...], layer: int) -> bytes:
         """The content key of the stream entering ``layer``: the ids (and their shape: a batch or one text), the
@@ -679,6 +789,7 @@ class Model:
     def clear_cache(self) -> None:
         """Forget every cached run."""
         self._cache.clear()
+        self._memo.clear()
 
     # ------------------------------------------------------------ generation
 
@@ -715,11 +826,12 @@ class Model:
         """The prompt in one full forward: the last prompt token as a :class:`Step` (its query and attention row
         from the run) and the cache of every prompt position's keys and values, per layer (G, n, d_head) each."""
         ids = self.check_ids(token_ids)
-        H, G, n = self.config.n_heads, self.config.kv_heads, len(ids)
+        n = len(ids)
         run = self.run(ids)
-        cache = tuple((split_heads(t.K, G), split_heads(t.V, G)) for t in run.traces)  # (G, n, d_head) each
-        queries = tuple(split_heads(t.Q, H)[:, -1] for t in run.traces)  # (H, d_head) each
-        weights = tuple(run.weights[layer, :, -1] for layer in range(self.config.n_layers))  # (H, n) each
+        light = [run.traces.light(layer) for layer in range(self.config.n_layers)]
+        cache = tuple((a.K, a.V) for a in light)  # (G, n, d_head) each
+        queries = tuple(a.q[:, -1] for a in light)  # (H, d_head) each
+        weights = tuple(run.traces.rows(layer, [n - 1])[:, 0] for layer in range(self.config.n_layers))  # (H, n)
         return Step(n - 1, ids[-1], queries, weights, run.logits[-1]), cache
 
     def feed(self, token: int, cache: KVCache) -> tuple[Step, KVCache]:
@@ -760,6 +872,16 @@ class Model:
             step, cache = self.feed(token, cache)
             out.append(step)
         return out, cache
+
+
+def not_finite(dtype: np.dtype, layer: int, hooks: Hooks) -> AttentionError:
+    """The error for a stream that stopped being finite in layer ``layer`` (a hook's own NaN is named where it is
+    returned: :class:`~.interventions.Hooks`)."""
+    return AttentionError(
+        f"layer {layer} made values too large for {dtype} numbers (the residual stream is not finite); "
+        + ("try dtype=np.float64" if dtype == np.float32 else "the weights are too large"),
+        field="dtype",
+    )
 
 
 def check_params(

@@ -1,6 +1,7 @@
 """The run cache: the layer boundaries of recent forward passes, kept by content key within a bound in bytes.
 
-An entry is (residuals, traces, logits): the streams entering layers 0 .. l, the traces of layers 0 .. l − 1, and
+An entry is (residuals, concats, logits): the streams entering layers 0 .. l, the heads' outputs (the
+concatenation) of layers 0 .. l − 1 (a run's traces are made from them when read: :mod:`.layertraces`), and
 the logits once every layer has run (else None). Its key is the token ids and the interventions of the layers
 before l, so an intervention on layer l reuses layers 0 .. l − 1 and recomputes from l on. Every array an entry
 holds is made read-only (later runs share it) and counted once in the byte bound, however many entries share it.
@@ -10,14 +11,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import fields
 
 import numpy as np
 
 CACHE_RUNS = 4  # the cache keeps the layer boundaries of about this many recent runs
-CACHE_BYTES = 1 << 30  # and at most about this much of their arrays (a GPT-2 small run of 1024 tokens is ~4.6 GB)
+CACHE_BYTES = 1 << 30  # and at most about this much of their arrays
 
-Entry = tuple  # (residuals, traces, logits or None)
+Entry = tuple  # (residuals, concats, logits or None)
 
 
 class RunCache:
@@ -82,7 +82,7 @@ class RunCache:
                 self.bytes -= a.nbytes
 
     def _arrays(self, entry: Entry) -> list[np.ndarray]:
-        """The distinct arrays of an entry (streams, every trace array, logits), not the ignored ones."""
-        residuals, traces, logits = entry
-        found = [*residuals, logits, *(getattr(t, f.name) for t in traces for f in fields(t))]
+        """The distinct arrays of an entry (streams, concatenations, logits), not the ignored ones."""
+        residuals, concats, logits = entry
+        found = [*residuals, logits, *concats]
         return list({id(a): a for a in found if isinstance(a, np.ndarray) and id(a) not in self._ignored}.values())

@@ -88,8 +88,8 @@ def test_a_batch_keeps_interventions_and_bad_batches_are_named() -> None:
     run = m.run(ids, ivs)
     for b in range(2):
         _close(run.logits[b], m.run(ids[b].tolist(), ivs).logits)
-    with pytest.raises(AttentionError, match="text 1 has 8, text 2 has 7"):
-        m.run([ids[0].tolist(), ids[1, :7].tolist()])
+    with pytest.raises(AttentionError, match="token ids must be a non-empty list"):  # a padded batch's texts are
+        m.run([ids[0].tolist(), []])  # checked one by one
     with pytest.raises(AttentionError, match="a batch of 2 texts: read one at a time, run.row"):
         lens(run, 0)
     with pytest.raises(AttentionError, match="there is no text 2"):
@@ -98,6 +98,12 @@ def test_a_batch_keeps_interventions_and_bad_batches_are_named() -> None:
 
 
 # ---------------------------------------------------------------- a forward pass by hand, every activation named
+
+
+def _scale(c: Config, x: np.ndarray) -> np.ndarray:
+    """A norm's divisor (n, 1): √(var + ε) for LayerNorm, √(mean(x²) + ε) for RMSNorm."""
+    centred = x - x.mean(-1, keepdims=True) if c.norm == "layernorm" else x
+    return np.sqrt((centred**2).mean(-1, keepdims=True) + c.ln_eps)
 
 
 def _norm(c: Config, p: dict, name: str, x: np.ndarray) -> np.ndarray:
@@ -126,10 +132,13 @@ def _by_hand(m: Model, ids: list[int]) -> dict[str, np.ndarray]:
     c, p = m.config, m.params
     n, H, G, dh = len(ids), c.n_heads, c.kv_heads, c.d_head
     x = p["W_E"][ids] + (p["W_pos"][:n] if c.positions == "learned" else 0)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, np.ndarray] = {"hook_embed": p["W_E"][ids]}
+    if c.positions == "learned":
+        out["hook_pos_embed"] = p["W_pos"][:n]
     for la in range(c.n_layers):
         at, w = f"blocks.{la}.", lambda k, la=la: p[f"{la}.{k}"]
         out[at + "hook_resid_pre"] = x
+        out[at + "ln1.hook_scale"] = _scale(c, x)
         h = _norm(c, p, f"{la}.ln1", x)
         q, k, v = (h @ w(f"W_{m_}") + (w(f"b_{m_}") if c.bias else 0) for m_ in "qkv")
         q, k, v = q.reshape(n, H, dh), k.reshape(n, G, dh), v.reshape(n, G, dh)
@@ -150,10 +159,15 @@ def _by_hand(m: Model, ids: list[int]) -> dict[str, np.ndarray]:
         mid = x + attn_out
         h2 = _norm(c, p, f"{la}.ln2", mid)
         gated = c.mlp == "gated"
-        inner = _act(c, h2 @ w("W_gate")) * (h2 @ w("W_fc")) if gated else _act(c, h2 @ w("W_fc") + w("b_fc"))
+        pre = h2 @ w("W_gate") if gated else h2 @ w("W_fc") + w("b_fc")  # (n, d_mlp): before the activation
+        inner = _act(c, pre) * (h2 @ w("W_fc")) if gated else _act(c, pre)
+        out.update({at + "ln2.hook_scale": _scale(c, mid), at + "mlp.hook_pre": pre, at + "mlp.hook_post": inner})
+        if gated:
+            out[at + "mlp.hook_pre_linear"] = h2 @ w("W_fc")
         mlp = inner @ w("W_proj") + (w("b_proj") if c.bias else 0)
         x = mid + mlp
         out.update({at + "hook_resid_mid": mid, at + "hook_mlp_out": mlp, at + "hook_resid_post": x})
+    out["ln_final.hook_scale"] = _scale(c, x)
     out["ln_final.hook_normalized"] = _norm(c, p, "ln_f", x)
     out["logits"] = out["ln_final.hook_normalized"] @ (p["W_E"].T if c.tied else p["W_U"])
     return out
@@ -251,3 +265,16 @@ def test_a_hook_on_the_final_norm_runs_after_a_plain_run_of_the_same_text(name: 
     again = m.run(ids, hooks=zeroed)
     assert "ln_final.hook_normalized" in again.hooked and not np.allclose(plain.logits, fresh.logits)
     _close(again.logits, fresh.logits)
+
+
+def test_replacing_the_new_names_changes_what_the_pass_computes_after_them() -> None:
+    m = _model(FAMILIES["gpt-2"])
+    c, p = m.config, m.params
+    ids = np.random.RandomState(9).randint(0, 40, 7).tolist()
+    run = m.run(ids, hooks=[("blocks.1.mlp.hook_post", lambda v, n: np.zeros_like(v)),
+                            ("ln_final.hook_scale", lambda v, n: np.ones_like(v)),
+                            ("hook_pos_embed", lambda v, n: np.zeros_like(v))])
+    np.testing.assert_array_equal(run.cache["blocks.1.hook_mlp_out"], np.broadcast_to(p["1.b_proj"], (7, c.d_model)))
+    x = run.residuals[-1]
+    _close(run.cache["ln_final.hook_normalized"], (x - x.mean(-1, keepdims=True)) * p["ln_f.g"] + p["ln_f.b"])
+    _close(run.residuals[0], p["W_E"][ids])  # no positions added

@@ -478,8 +478,8 @@ def _held_by_cache(m: Model) -> list[np.ndarray]:
     holds anyway, are not the cache's)."""
     weights = {id(w) for layer in range(m.config.n_layers) for w in m.layer_weights(layer)}
     found: dict[int, np.ndarray] = {}
-    for residuals, traces, logits in m._cache.values():
-        arrays = [*residuals, logits, *(getattr(t, f.name) for t in traces for f in dataclasses.fields(t))]
+    for residuals, concats, logits in m._cache.values():
+        arrays = [*residuals, logits, *concats]  # a run's traces are made from these when read
         found.update({id(a): a for a in arrays if isinstance(a, np.ndarray) and id(a) not in weights})
     return list(found.values())
 

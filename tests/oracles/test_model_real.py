@@ -95,6 +95,33 @@ class TestSmolLM2:
         assert run.weights.shape == weights.shape == (30, 9, len(ids), len(ids))
         assert np.abs(run.weights - weights).max() <= BOUND
 
+    def test_mlp_neurons_and_one_head_read_on_demand_match_transformers_hooks(self, ours: Model, theirs) -> None:
+        ids = ours.encode(PROMPTS[2] + " a + b. " + PROMPTS[3])
+        seen: dict[str, np.ndarray] = {}
+
+        def keep(name: str, which: int):  # which = 0: the module's output; 1: its input (what down_proj reads)
+            def hook(module, args, output=None):
+                seen[name] = (output if which == 0 else args[0])[0].double().numpy()
+
+            return hook
+
+        handles = []
+        for layer in (0, 14, 29):
+            mlp, at = theirs.model.layers[layer].mlp, f"blocks.{layer}.mlp."
+            handles += [mlp.gate_proj.register_forward_hook(keep(at + "hook_pre", 0)),
+                        mlp.up_proj.register_forward_hook(keep(at + "hook_pre_linear", 0)),
+                        mlp.down_proj.register_forward_pre_hook(keep(at + "hook_post", 1))]
+        try:
+            _, weights = _their_run(theirs, ids)
+        finally:
+            for h in handles:
+                h.remove()
+        run = ours.run(ids, names_filter=list(seen))
+        assert sorted(run.cache) == sorted(seen) and len(seen) == 9
+        for name, value in seen.items():  # float32 both: 1e-4 of each activation's largest value
+            assert np.abs(run.cache[name] - value).max() <= BOUND * np.abs(value).max(), name
+        assert np.abs(run.head(14, 4).weights - weights[14, 4]).max() <= BOUND  # made alone, after the run
+
     @pytest.mark.parametrize(("prompt", "answer"), [(PROMPTS[0], " Paris"), (PROMPTS[1], " dog")])
     def test_known_answers(self, ours: Model, prompt: str, answer: str) -> None:
         logits = ours.run(ours.encode(prompt)).logits[-1]
