@@ -279,10 +279,11 @@ class Hooks:
                         field="hooks",
                     )
                 with np.errstate(over="ignore", invalid="ignore"):
-                    finite = got.dtype.kind != "f" or np.isfinite(got.sum())
+                    finite = got.dtype.kind != "f" or np.isfinite(got.sum()) or not _refused(name, got).any()
                 if not finite:
-                    raise AttentionError(f"the hook on {name} returned {_not_finite(got)}; a hook must return finite "
-                                         "numbers (or None to leave the activation as it is)", field="hooks")
+                    raise AttentionError(f"the hook on {name} returned {_not_finite(name, got)}; a hook must return "
+                                         "finite numbers (or None to leave the activation as it is; the scores may "
+                                         "hold −inf where a key is masked)", field="hooks")
                 value = got
         if name in self.fns:
             self.seen[name] = value
@@ -292,9 +293,17 @@ class Hooks:
 NO_HOOKS = Hooks()
 
 
-def _not_finite(a: np.ndarray) -> str:
-    """What is not finite in ``a``: "NaN at (3, 1) (2 NaN, 1 infinite of 24 values)"."""
-    bad = ~np.isfinite(a)
+MASKED = "hook_attn_scores"  # the scaled, masked scores: −inf at a masked key, as the pass itself makes them
+
+
+def _refused(name: str, a: np.ndarray) -> np.ndarray:
+    """Which values of a hook's return are refused: NaN and ±inf, but −inf is a masked key in the scores."""
+    return (np.isnan(a) | np.isposinf(a)) if name.endswith(MASKED) else ~np.isfinite(a)
+
+
+def _not_finite(name: str, a: np.ndarray) -> str:
+    """What is refused in ``a``: "NaN at (3, 1) (2 NaN, 1 infinite of 24 values)"."""
+    bad = _refused(name, a)
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
     return f"{a[first]} at {first} ({nan} NaN, {inf} infinite of {a.size} values)"

@@ -138,6 +138,30 @@ def test_a_hook_returning_nan_or_infinity_is_named(bad: float) -> None:
         m.run([3, 1, 4, 1, 5], hooks={"blocks.1.attn.hook_z": spoil})
 
 
+def test_a_hook_may_mask_a_score_with_minus_infinity_but_not_plus() -> None:
+    """The scores hold −inf at a masked key, as the pass makes them: a hook that masks one more key is a mask, and the
+    weights it gives are the softmax over the keys left, written out by hand; +inf there is refused by name."""
+    m, ids = _model(sorted(TYPES)[0]), [3, 1, 4, 1, 5]
+
+    def mask_first(value: np.ndarray, name: str) -> np.ndarray:
+        out = value.copy()
+        out[..., 2:, 0] = -np.inf  # rows 2.. may no longer see key 0
+        return out
+
+    run = m.run(ids, hooks={"blocks.0.attn.hook_attn_scores": mask_first})
+    plain = m.run(ids).head(0, 0).scaled  # (n, n): the unhooked scaled scores
+    row = np.exp(plain[3, 1:4] - plain[3, 1:4].max())
+    np.testing.assert_allclose(run.head(0, 0).weights[3], np.r_[0.0, row / row.sum(), 0.0], rtol=1e-12, atol=1e-15)
+
+    def spoil(value: np.ndarray, name: str) -> np.ndarray:
+        out = value.copy()
+        out[..., 1, 0] = np.inf
+        return out
+
+    with pytest.raises(AttentionError, match=r"hook on blocks.0.attn.hook_attn_scores returned inf at"):
+        m.run(ids, hooks={"blocks.0.attn.hook_attn_scores": spoil})
+
+
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_a_padded_batch_row_is_the_single_run_at_its_own_positions(name: str) -> None:
     m = _model(name)
