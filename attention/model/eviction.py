@@ -224,11 +224,11 @@ def evict_curve(model: Model, ids: Sequence[int], m: int, runs: Sequence[tuple[s
     full = embed(cfg, model.params, tokens[p:], start=p)  # (m, d)
     streams = [full.copy() for _ in runs]  # (m, d) each
     kept = np.zeros((len(runs), L, G, p), bool)
-    rs = np.random.RandomState(seed)
+    draws = [np.random.RandomState(seed) for _ in runs]  # one generator a run: its draws are evict()'s own
     for layer in range(L):
         prefix, x, _ = _prefix_layer(model, layer, x, OBSERVE, chunk)
         for r, (policy, budget) in enumerate(runs):
-            chosen = keep(policy, budget, prefix, p, G, rs)  # (G, b)
+            chosen = keep(policy, budget, prefix, p, G, draws[r])  # (G, b)
             np.put_along_axis(kept[r, layer], chosen, True, axis=-1)
             streams[r] = _scored_layer(model, layer, streams[r], p, prefix, chosen)
         full = _scored_layer(model, layer, full, p, prefix, np.broadcast_to(np.arange(p), (G, p)))

@@ -151,12 +151,12 @@ class Traces(Sequence):
 
     def row(self, b: int, tokens: Sequence[str], n: int) -> Traces:
         """Text ``b`` of a batch's traces, at its first ``n`` positions (a padded text's own)."""
+        residuals, concats = tuple(x[b, :n] for x in self.residuals), tuple(c[b, :n] for c in self.concats)
+        key = self.key + b.to_bytes(4, "little")
         if self.eager is not None:
             eager = tuple(dataclasses.replace(t, tokens=tuple(tokens), **_batch_row(t, b, n)) for t in self.eager)
-            return Traces(self.model, (), (), self.interventions, tokens, self.key, eager)
-        residuals = tuple(x[b, :n] for x in self.residuals)
-        key = self.key + b.to_bytes(4, "little")
-        return Traces(self.model, residuals, tuple(c[b, :n] for c in self.concats), self.interventions, tokens, key)
+            return Traces(self.model, residuals, concats, self.interventions, tokens, key, eager)
+        return Traces(self.model, residuals, concats, self.interventions, tokens, key)
 
     def _layer(self, layer: object) -> int:
         """The layer's index (negative ones count from the end), or an AttentionError."""

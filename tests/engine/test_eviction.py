@@ -141,6 +141,15 @@ def test_random_is_seeded_and_draws_distinct_keys_per_head() -> None:
     assert (a == b).all() and all(len(set(row)) == 5 for row in a.tolist()) and len({tuple(r) for r in a}) > 1
 
 
+def test_random_in_a_curve_keeps_what_random_alone_keeps() -> None:
+    """The random floor does not depend on which other runs share the curve: each run draws from its own generator."""
+    model = _model(FAMILIES["llama (grouped heads)"])
+    alone = evict(model, IDS, 6, "random", 5, seed=3)
+    curve = evict_curve(model, IDS, 6, [("random", 9), ("window", 5), ("random", 5)], seed=3)
+    np.testing.assert_array_equal(curve[2].kept, alone.kept)
+    np.testing.assert_allclose(curve[2].loss, alone.loss, rtol=0, atol=1e-12)
+
+
 def test_attention_rows_and_ablation_are_the_full_forwards() -> None:
     model = _model(FAMILIES["llama (grouped heads)"])
     rows, heads = [3, 17, 29], [(0, 1), (2, 3)]

@@ -163,6 +163,17 @@ def test_a_hook_may_mask_a_score_with_minus_infinity_but_not_plus() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(TYPES))
+def test_a_hooked_padded_batch_row_reads_its_weights_as_the_single_run(name: str) -> None:
+    """A run with hooks keeps every trace; a text of its padded batch reads its weights, whole or by rows, as its own
+    run does (the row's Traces keeps the row's streams, which the reading of rows consults)."""
+    m = _model(name)
+    texts = [[3, 4, 5, 6, 7], [7, 8, 9]]
+    row, single = m.run(texts, hooks=NOTHING).row(1), m.run(texts[1])
+    _close(row.weights, single.weights)
+    _close(row.traces.rows(0, [2]), single.traces.rows(0, [2]))
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
 def test_a_padded_batch_row_is_the_single_run_at_its_own_positions(name: str) -> None:
     m = _model(name)
     rs = np.random.RandomState(4)
