@@ -3,16 +3,13 @@
 A hand-in is what the student changed: every cell of the matrices the challenge lets her edit that differs from the
 challenge's start, with its number as typed (the shortest text that reads back as that float: "-10.001", "0.37").
 Cells the hint names are left out (every student who follows the hint types the same numbers there: that is no
-sign of copying). Two hand-ins are flagged when they changed the same cells beyond the hint and agree on them:
-
-- on two or more cells, every one within NEAR of the other's number (a near copy: "-10.001" beside "-10" on one
-  cell, the same "0.37" on another), or
-- on their one cell, to the very digits typed.
+sign of copying). Two hand-ins are flagged when they changed the same cells beyond the hint (one or more) and agree
+on every one of them, to the digits typed or within NEAR of the other's number (a near copy: "-10.001" beside "-10").
 
 What it cannot catch: a copy of a hand-in that only follows the hint (nothing beyond the hint to compare), a copy
 changed on purpose by more than NEAR, or numbers passed on by word of mouth and retyped differently. Two students
-who both change one cell beyond the hint to the same round number (-10) are flagged though they may not have
-copied: the reason shown says exactly what agreed, for the teacher to judge.
+who both change one cell beyond the hint to the same round number (-10), or within NEAR of it, are flagged though
+they may not have copied: the reason shown says exactly what agreed, for the teacher to judge.
 
     edits = hand_in({"W_v": start}, {"W_v": now}, hint, {"W_v": (rows, cols)})
     flags = near_copies([("Ada", encode(edits_a)), ("Bob", encode(edits_b))])   # [(("Ada", "Bob"), "why")]
@@ -131,7 +128,7 @@ def compare(a: Sequence[Edit], b: Sequence[Edit]) -> str | None:
         return None
     cells = sorted(mine)
     same = [c for c in cells if mine[c].text == theirs[c].text]
-    if len(same) == len(cells) == 1 or (len(cells) >= 2 and all(_near(mine[c].text, theirs[c].text) for c in cells)):
+    if all(_near(mine[c].text, theirs[c].text) for c in cells):  # the same digits are near, too
         shown = [
             f"{mine[c].where} = {mine[c].text}" + ("" if c in same else f" and {theirs[c].text}") for c in cells[:6]
         ]
