@@ -62,7 +62,7 @@ students = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("class_code", sa.String(CODE_LENGTH), sa.ForeignKey("board_classes.code"), nullable=False),
     sa.Column("name", sa.String(MAX_NAME_CHARS), nullable=False),
-    sa.Column("token", sa.String(64), nullable=False, unique=True),
+    sa.Column("token", sa.String(64), nullable=False, unique=True),  # sha256 of the secret, never the secret itself
     sa.Column("joined_at", sa.DateTime(timezone=True), nullable=False),
     sa.UniqueConstraint("class_code", "name", name="one_name_per_class"),
 )
@@ -345,7 +345,7 @@ class Board:
             _name_free(db, code, name)
         try:
             with self.engine.begin() as db:
-                row = students.insert().values(class_code=code, name=name, token=token, joined_at=_now())
+                row = students.insert().values(class_code=code, name=name, token=_hash(token), joined_at=_now())
                 sid = db.execute(row).inserted_primary_key[0]
                 db.execute(name_keys.insert().values(class_code=code, key=name_key(name), student_id=sid))
         except IntegrityError:
@@ -361,7 +361,7 @@ class Board:
         with self.engine.connect() as db:
             row = db.execute(
                 sa.select(students.c.id, students.c.name).where(
-                    students.c.class_code == code, students.c.token == token
+                    students.c.class_code == code, students.c.token == _hash(token)
                 )
             ).first()
         if row is None:
@@ -433,7 +433,7 @@ class Board:
             if db.execute(rejoins.delete().where(rejoins.c.ticket == _hash(ticket))).rowcount != 1:
                 raise gone
             mine = (students.c.id == row.student_id) & (students.c.class_code == code)
-            if db.execute(students.update().where(mine).values(token=token)).rowcount != 1:
+            if db.execute(students.update().where(mine).values(token=_hash(token))).rowcount != 1:
                 raise gone
             name = db.execute(sa.select(students.c.name).where(mine)).scalar_one()
         return token, name
@@ -791,8 +791,10 @@ def _taken(taken: str, name: str) -> BoardError:
     )
 
 
-def _hash(ticket: str) -> str:
-    return hashlib.sha256(ticket.encode()).hexdigest()
+def _hash(secret: str) -> str:
+    """What the store keeps of a secret (a token or a rejoin ticket): its sha256, so the database never holds one that
+    works, and a lookup's timing tells at most a hash's prefix."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def _no_student(name: str, code: str) -> str:

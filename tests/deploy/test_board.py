@@ -66,6 +66,21 @@ def test_one_class_never_reads_or_writes_another(board: Board) -> None:
         board.title("ZZZZZZ")
 
 
+def test_the_store_keeps_no_token_that_works(board: Board) -> None:
+    """A student's token and a rejoin ticket are kept as their sha256: whoever reads the database holds no seat."""
+    import sqlalchemy as sa
+
+    code = board.open_class("Tokens")
+    token = board.join(code, "Ada")
+    with board.engine.connect() as db:
+        kept = [row.token for row in db.execute(sa.text("select token from board_students"))]
+    assert kept and token not in kept and all(len(k) == 64 for k in kept)
+    for stolen in kept:
+        with pytest.raises(BoardError, match="has not joined"):
+            board.student(code, stolen)
+    assert board.student(code, token)[1] == "Ada"
+
+
 def test_codes_are_read_as_people_type_them(board: Board) -> None:
     code = board.open_class("Lab")
     typed = f" {code[:3].lower()}-{code[3:]} "
