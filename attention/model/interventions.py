@@ -283,7 +283,7 @@ class Hooks:
                 if not finite:
                     raise AttentionError(f"the hook on {name} returned {_not_finite(name, got)}; a hook must return "
                                          "finite numbers (or None to leave the activation as it is; the scores may "
-                                         "hold −inf where a key is masked)", field="hooks")
+                                         "hold −inf where a key is masked, but not on a whole row)", field="hooks")
                 value = got
         if name in self.fns:
             self.seen[name] = value
@@ -297,8 +297,12 @@ MASKED = "hook_attn_scores"  # the scaled, masked scores: −inf at a masked key
 
 
 def _refused(name: str, a: np.ndarray) -> np.ndarray:
-    """Which values of a hook's return are refused: NaN and ±inf, but −inf is a masked key in the scores."""
-    return (np.isnan(a) | np.isposinf(a)) if name.endswith(MASKED) else ~np.isfinite(a)
+    """Which values of a hook's return are refused: NaN and ±inf, but −inf is a masked key in the scores (unless a
+    whole row is −inf: a query that may attend nothing has no softmax)."""
+    if not name.endswith(MASKED):
+        return ~np.isfinite(a)
+    masked = np.isneginf(a)
+    return np.isnan(a) | np.isposinf(a) | (masked & masked.all(axis=-1, keepdims=True))
 
 
 def _not_finite(name: str, a: np.ndarray) -> str:

@@ -161,6 +161,14 @@ def test_a_hook_may_mask_a_score_with_minus_infinity_but_not_plus() -> None:
     with pytest.raises(AttentionError, match=r"hook on blocks.0.attn.hook_attn_scores returned inf at"):
         m.run(ids, hooks={"blocks.0.attn.hook_attn_scores": spoil})
 
+    def mask_a_row(value: np.ndarray, name: str) -> np.ndarray:
+        out = value.copy()
+        out[..., 3, :] = -np.inf  # row 3 may attend nothing: no softmax (it was "values too large for float32")
+        return out
+
+    with pytest.raises(AttentionError, match=r"hook_attn_scores returned -inf at \(0, 3, 0\).*not on a whole row"):
+        m.run(ids, hooks={"blocks.0.attn.hook_attn_scores": mask_a_row})
+
 
 @pytest.mark.parametrize("name", sorted(TYPES))
 def test_a_hooked_padded_batch_row_reads_its_weights_as_the_single_run(name: str) -> None:
