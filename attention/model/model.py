@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -74,6 +75,7 @@ from .vocab import BPEVocab, WordVocab
 
 Params = dict[str, np.ndarray]
 DTYPES = (np.float64, np.float32)
+HOOKED_RUNS = itertools.count()  # each hooked run's traces are keyed apart from every other run's
 
 
 def param_shapes(config: Config) -> dict[str, tuple[int, ...]]:
@@ -660,7 +662,8 @@ class Model:
         of names or a predicate, as TransformerLens takes it) makes the run's cache hold exactly those activations,
         made at once. Runs without hooks are cached; with hooks, the layers before the first hooked one come from
         the cache. A run keeps each layer's input and heads' outputs; its traces are made when read
-        (:mod:`.layertraces`); a run with hooks keeps its traces as the pass made them."""
+        (:mod:`.layertraces`); a run with hooks within a layer keeps its traces as the pass made them (hooks on the
+        streams entering the layers only change what the traces are made from)."""
         ids, lengths = self._ids(token_ids)  # (n,) or (B, n), and a batch's texts' lengths
         ivs = tuple(check(self.config, iv) for iv in interventions)
         names = selected(self.config, names_filter)
@@ -682,17 +685,18 @@ class Model:
         tokens = tuple(tuple(self.vocab.pieces(r)) for r in rows)
         tokens = tokens if ids.ndim == 2 else tokens[0]
         traced = () if ids.ndim == 2 else tokens
-        eager = list(Traces(self, residuals, kept, ivs, traced, keys[start])) if fns else None  # cached layers
+        inside = any(n.startswith("blocks.") and not n.endswith(STREAM_IN) for n in fns)  # a hook within a layer
+        eager = list(Traces(self, residuals, kept, ivs, traced, keys[start])) if inside else None  # cached layers
         x = residuals[-1]
         for layer in range(start, L):
             a, x = self.layer(layer, x, interventions=[iv for iv in ivs if iv.layer == layer], hooks=every,
-                              keep=bool(fns))
+                              keep=inside)
             if layer + 1 < L:
                 x = every(f"blocks.{layer + 1}.hook_resid_pre", x)  # (..., n, d): the stream entering the next layer
             residuals, kept = (*residuals, x), (*kept, a.concat)
-            if fns:
+            if inside:
                 eager.append(self.layer_trace(layer, a, traced, ivs))
-            else:
+            elif not fns:
                 self._cache.put(keys[layer + 1], (residuals, kept, None))
         if logits is None or fns:  # a hook on the final norm runs even when every layer came from the cache
             logits = final_logits(self.config, self.params, x, every)  # (..., n, V)
@@ -700,7 +704,8 @@ class Model:
                 self._cache.put(keys[L], (residuals, kept, logits))
         run_ids = tuple(map(tuple, ids.tolist())) if ids.ndim == 2 else tuple(ids.tolist())
         hooked = {name: v for name, v in every.seen.items() if name in fns}
-        traces = Traces(self, residuals, kept, ivs, traced, keys[L], None if eager is None else tuple(eager))
+        key = keys[L] + (next(HOOKED_RUNS).to_bytes(8, "little") if fns else b"")  # a hooked run's traces: its own
+        traces = Traces(self, residuals, kept, ivs, traced, key, None if eager is None else tuple(eager))
         run = Run(run_ids, tokens, logits, traces, residuals, ivs, start, self, hooked, names, lengths)
         for name in names or ():
             run.cache[name]  # made now: the filter's activations are what the run holds

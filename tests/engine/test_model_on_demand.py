@@ -49,7 +49,7 @@ def _ivs(m: Model) -> list:
     return [ablate(0, 1, "mean"), replace_matrix(1, 2, "W_q", np.random.RandomState(5).normal(0, 0.3, shape))]
 
 
-NOTHING = {"blocks.0.hook_resid_pre": lambda value, name: None}  # a hook that changes nothing: the full pass kept
+NOTHING = {"blocks.0.attn.hook_z": lambda value, name: None}  # a hook within a layer that changes nothing: all kept
 
 
 @pytest.mark.parametrize("with_ivs", [False, True], ids=["plain", "interventions"])
@@ -83,6 +83,23 @@ def test_a_run_holds_its_streams_and_heads_outputs_not_the_squares() -> None:
     want = (c.n_layers + 1) * n * c.d_model + c.n_layers * n * c.n_heads * c.d_head + n * c.vocab_size
     assert m.cache_bytes == want * width  # streams, concatenations, logits: no n × n array
     assert run.head(1, 2).weights.shape == (n, n)
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_a_hook_on_the_streams_entering_keeps_no_squares_and_its_traces_are_its_own(name: str) -> None:
+    """A hook on a stream entering a layer (as the patching estimate's path runs use) changes what the traces are
+    made from, not how: the run keeps no n × n array, its heads read on demand equal a run that keeps every array,
+    and never an unhooked run's traces of the same text (read first, so the memo holds them)."""
+    m, ids = _model(name), [3, 1, 4, 1, 5, 9, 2]
+    plain = m.run(ids)
+    before = plain.head(1, 0).weights.copy()  # the unhooked run's head, now in the model's memo
+    shift = {"blocks.1.hook_resid_pre": lambda value, name: value[..., ::-1, :]}  # the streams in reverse order
+    streamed, kept = m.run(ids, hooks=shift), m.run(ids, hooks={**shift, **NOTHING})
+    assert streamed.traces.eager is None and kept.traces.eager is not None
+    for h in range(m.config.n_heads):
+        _close(streamed.head(1, h).weights, kept.head(1, h).weights)
+    _close(streamed.logits, kept.logits)
+    assert np.abs(streamed.head(1, 0).weights - before).max() > 1e-6  # the hook moved it: not the memo's
 
 
 @pytest.mark.parametrize("names_filter", ["blocks.1.attn.hook_pattern", ["blocks.0.hook_resid_post",

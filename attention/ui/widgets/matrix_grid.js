@@ -55,10 +55,15 @@ class Grid {
     const shape = JSON.stringify([data.key, data.rows, data.cols]);
     if (shape !== this.shape) this.build(shape);
     const p = PENDING.get(data.key);
-    if (p && p.ver !== data.ver) PENDING.delete(data.key);  // typed over other numbers: the server named them
     const echo = data.echo;
-    if (p && echo && echo[0] === PID) {
-      for (const [rc, v] of p.cells) if (v.seq <= echo[1]) p.cells.delete(rc);
+    const echoed = v => !!(echo && echo[0] === PID && v.seq <= echo[1]);
+    if (p && p.ver !== data.ver) {  // typed over numbers no longer shown: the server named what it saw; here the rest
+      PENDING.delete(data.key);
+      const unseen = [...p.cells.values()].filter(v => !echoed(v)).map(v => `${v.where} = ${v.text}`);
+      if (unseen.length) this.note = `Not applied: ${unseen.join("; ")}, typed over numbers no longer shown ` +
+        `(another preset, head or option came first). Type ${unseen.length > 1 ? "them" : "it"} again.`;
+    } else if (p) {
+      for (const [rc, v] of p.cells) if (echoed(v)) p.cells.delete(rc);
     }
     this.paint();
     this.schedule();
@@ -169,7 +174,8 @@ class Grid {
     let any = false;
     for (const [r, c, text] of values) {
       if (r >= this.data.rows.length || c >= this.data.cols.length) continue;
-      p.cells.set(`${r},${c}`, { text, seq: nextSeq() });
+      const where = `${this.data.label} ${this.data.rows[r]} · ${this.data.cols[c]}`;  // named if never applied
+      p.cells.set(`${r},${c}`, { text, seq: nextSeq(), where });
       any = true;
     }
     if (!any) return;
