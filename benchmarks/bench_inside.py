@@ -38,7 +38,7 @@ from bench_floor import _one as floor_one  # noqa: E402
 from bench_floor import _ready, servers  # noqa: E402
 from waits import until, until_drawn, until_text  # noqa: E402
 
-from tests.helpers.browser import guarded_context, runs, settle  # noqa: E402
+from tests.helpers.browser import guarded_context, head_button, runs, settle  # noqa: E402
 
 HEADS = ((1, 0), (0, 1), (1, 1), (0, 0))
 POSITIONS = (5, 17, 20, 8)  # 0-based; the page opens on position 12 (the first of the repeated half)
@@ -145,8 +145,7 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         until_text(page, said, within="[data-testid='stMarkdown']")
         t_switch = time.perf_counter() - t0
         settle(page, mark)
-        button = page.get_by_role("button", name=f"Ablate layer {layer + 1} · head {head + 1}", exact=True)
-        button.scroll_into_view_if_needed()
+        button = head_button(page, f"Ablate layer {layer + 1} · head {head + 1}")  # the head chosen first, untimed
         mark = runs(page)
         t0 = time.perf_counter()
         button.click()
@@ -155,7 +154,7 @@ def _one(browser, url: str, rep: int) -> tuple[float, ...]:
         settle(page, mark)
         until_text(page, f"Restore layer {layer + 1} · head {head + 1} (zero-ablated)", within="button")
         t_drawn = time.perf_counter() - t0
-        opener = page.get_by_role("button", name=f"Open layer {2 - layer} · head {head + 1} on the step pages")
+        opener = head_button(page, f"Open layer {2 - layer} · head {head + 1} on the step pages")
         if opener.count() == 0:  # a version without the head opener
             return t_load, t_new, t_drawn, t_switch, float("nan"), float("nan"), float("nan")
         opener.scroll_into_view_if_needed()
