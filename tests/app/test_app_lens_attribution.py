@@ -279,7 +279,7 @@ def test_a_run_the_engine_will_not_attribute_is_said_plainly(monkeypatch) -> Non
     def refuse(*args: object) -> None:
         raise AttentionError("this run has a patched residual stream, which no part of the model wrote")
 
-    readout.attributed.cache_clear()
+    readout.attributed.clear()
     monkeypatch.setattr(readout, "attribute", refuse)
     try:
         at = app("attribution")
@@ -287,7 +287,7 @@ def test_a_run_the_engine_will_not_attribute_is_said_plainly(monkeypatch) -> Non
         assert any("this run has a patched residual stream" in e for e in texts(at.error)), texts(at.error)
         assert not at.get("vega_lite_chart")
     finally:
-        readout.attributed.cache_clear()
+        readout.attributed.clear()
 
 
 def test_the_ablations_of_every_head_are_read_through() -> None:

@@ -10,13 +10,13 @@ model of the test's own, and the engine's estimate (checked against torch autogr
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 
 import numpy as np
 import pytest
 
 from attention.model import estimate, induction, patch, readout, restored
 from attention.ui.core import jobs
+from attention.ui.core.cache import Registry
 from tests.helpers.apptest import app, drawn_cells, journey, no_exception, session, texts
 from tests.helpers.drawn import title_of
 from tests.helpers.patching import ENGINE, charts_of, grid_of, naive_shares, patch_to_end
@@ -44,7 +44,7 @@ def _name(layer: int, head: int) -> str:
 def test_the_estimate_is_drawn_at_once_and_is_the_exact_patch_where_the_logit_reads_a_head_linearly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(jobs, "_JOBS", OrderedDict())  # no finished sweep of this pair from an earlier test
+    monkeypatch.setattr(jobs, "_JOBS", Registry(jobs.KEPT, jobs._JOBS.may_go))  # no finished sweep from an earlier test
     at = journey("patching")
     no_exception(at)
     assert not session(at).patching.job  # nothing pressed
@@ -192,7 +192,7 @@ def test_the_top_heads_are_patched_alone_first_then_the_rest_each_patch_once(mon
     """Counted, not timed: the job's first sweep puts exactly the estimate's top heads into its batches (no other head
     of their layers, no stream row), the second the other heads and the stream rows that can change (from the
     changed word to the last), and no patch is made twice; the shares are the naive patch's."""
-    monkeypatch.setattr(jobs, "_JOBS", OrderedDict())
+    monkeypatch.setattr(jobs, "_JOBS", Registry(jobs.KEPT, jobs._JOBS.may_go))
     monkeypatch.setattr(jobs, "TOP", 2)  # the shipped model has 4 heads: the top 2 first, then the other 2
     made: list[list[tuple[str, int, int]]] = []
     heads_patched, streams_patched, real = readout._Onward.heads_patched, readout._Onward.streams_patched, jobs.sweep

@@ -8,7 +8,6 @@ travel (more than a link holds) is left out, and the button then goes with a rel
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import zlib
 from collections.abc import Callable, Mapping
@@ -17,12 +16,13 @@ import streamlit as st
 
 from ...names import MAX_LINK_CHARS
 from ..core import session
+from ..core.cache import kept
 from ..state.challenges import BEFORE, keep_before
 
 PARAM = "before"
 
 
-@functools.lru_cache(maxsize=8)
+@kept(8)
 def _pack(query: tuple[tuple[str, str], ...]) -> str:
     raw = zlib.compress(json.dumps(dict(query), separators=(",", ":")).encode("utf-8"), 9)
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")

@@ -1,6 +1,9 @@
-"""The UI's one process-wide cache: traces and any value made again from its key, bounded by bytes, entries and age.
+"""What the UI keeps between runs, one mechanism: TraceCache (and kept, a cached function) and Registry.
 
-Its rule is written with the state's (attention/ui/state/__init__.py).
+A value made again from its key is kept in a :class:`TraceCache`, bounded by bytes, entries and age (:func:`kept`
+gives a function one of its own); what cannot be made again is held in a :class:`Registry`.
+
+Its rule is written with the state's (attention/ui/state/__init__.py, docs/architecture.md).
 
 ``st.cache_resource(max_entries=...)`` bounds the number of entries, but one trace at n = 2048 holds
 three 2048 × 2048 float64 arrays (~100 MB), so a handful of edits at that size would hold most of a
@@ -11,16 +14,20 @@ gigabyte. This cache evicts least-recently-used traces once their arrays togethe
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
+import math
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 from ...trace import Trace
 
+F = TypeVar("F", bound=Callable[..., Any])
 M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 
 
@@ -111,6 +118,96 @@ class TraceCache:
     def _expire(self, now: float) -> None:
         for key in [k for k, (t, _, _) in self._items.items() if now - t > self.ttl]:
             del self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+class _Once:
+    """A lock for one key of a kept function, dropped with its last holder."""
+
+    __slots__ = ("lock", "__weakref__")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+def kept(
+    entries: int,
+    ttl: float = math.inf,
+    max_bytes: int = 0,
+    measure: Callable[[Any], int] = nothing,
+    key: Callable[..., Hashable] | None = None,
+) -> Callable[[F], F]:
+    """A function whose results are kept in a :class:`TraceCache` of their own, by its arguments: at most ``entries``,
+    each for ``ttl`` seconds, within ``max_bytes`` by ``measure`` (the default: by count alone). ``key(*args)`` is the
+    key when the arguments are not all hashable, or hold more than what the result depends on (a trace passed with
+    its content key, a file's bytes by their digest). The function gains ``clear()`` (and ``cache``, its cache)."""
+
+    def wrap(fn: F) -> F:
+        cache = TraceCache(max_bytes=max_bytes, max_entries=entries, ttl=ttl, measure=measure)
+        making: weakref.WeakValueDictionary[Hashable, _Once] = weakref.WeakValueDictionary()
+        guard = threading.Lock()
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            k = key(*args, **kwargs) if key is not None else (args, tuple(sorted(kwargs.items())))
+            with guard:
+                once = making.setdefault(k, _Once())  # held while in use: two sessions asking at once make it once
+            with once.lock:
+                return cache.get(k, lambda: fn(*args, **kwargs))
+
+        call.cache, call.clear = cache, cache.clear  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
+
+    return wrap
+
+
+class Registry:
+    """What cannot be made again (a running job, a model a learner uploaded or trained), by key, in the order added
+    (``by_use``: or last read): beyond ``most`` entries the oldest that ``may_go`` lets go is dropped (when it lets
+    none go, such as jobs that all still run, all are kept). Its own lock guards each call; a caller that reads and
+    then writes holds its own lock around both."""
+
+    def __init__(self, most: int, may_go: Callable[[Any], bool] = lambda _: True, by_use: bool = False):
+        self.most, self.may_go, self.by_use = most, may_go, by_use
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        """The value held for ``key`` (``by_use``: now the newest), or None."""
+        with self._lock:
+            if key not in self._items:
+                return None
+            if self.by_use:
+                self._items.move_to_end(key)
+            return self._items[key]
+
+    def add(self, key: Hashable, value: Any) -> Any:
+        """Hold ``value`` for ``key`` (a value already held for it stays); the value held."""
+        with self._lock:
+            self._items[key] = self._items.get(key, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self.most and (old := next(self._goes(), None)) is not None:
+                del self._items[old]
+            return self._items[key]
+
+    def pop(self, key: Hashable) -> Any:
+        """Let the value held for ``key`` go (a KeyError when none is held); the value."""
+        with self._lock:
+            return self._items.pop(key)
+
+    def values(self) -> list[Any]:
+        """What is held, oldest first (a copy)."""
+        with self._lock:
+            return list(self._items.values())
+
+    def _goes(self):  # noqa: ANN202
+        return (k for k, v in self._items.items() if self.may_go(v))
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def clear(self) -> None:
         with self._lock:

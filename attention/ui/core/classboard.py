@@ -9,6 +9,7 @@ import streamlit as st
 
 from ...errors import AttentionError
 from ...io.board import Board
+from .cache import kept
 from .session import KEY, Member
 from .settings import server_settings
 
@@ -23,7 +24,7 @@ FORGET = "board.forget"  # session_state: this browser left its class (its cooki
 COOKIE_HOURS = 8  # the membership cookie's lifetime: a lab session, not the next day's students
 
 
-@st.cache_resource(show_spinner=False)
+@kept(4)
 def _board(url: str) -> Board:
     return Board(url)
 

@@ -10,12 +10,11 @@ import hashlib
 from collections.abc import Mapping
 
 import numpy as np
-import streamlit as st
 
 from ... import names
 from ...errors import AttentionError
 from ...trace import Options, Trace, cross_attention, self_attention
-from .cache import TraceCache, return_large_frees_to_the_os
+from .cache import TraceCache, kept, return_large_frees_to_the_os
 from .session import Session, derived, preset_and_base
 from .source import cross_options, source_rows
 
@@ -115,7 +114,7 @@ def base_trace(s: Session) -> Trace | None:
 DOC_TOL = 1e-8
 
 
-@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+@kept(16, ttl=3600)
 def document_match(preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]) -> tuple[bool, str]:
     """Does the engine, run on the unedited preset, give the numbers (or shapes) its document prints?"""
     preset = preset_and_base(preset_id, seed, blank_shape)[0]

@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,7 +39,7 @@ from ...model import patch as patch_heads
 from ...model import train as train_model
 from ...model.readout import run_cost, sweep_costs
 from . import models
-from .cache import TraceCache, nothing
+from .cache import Registry, TraceCache, nothing
 
 _LOG = logging.getLogger(__name__)
 RUNNING_MAX = 2  # jobs of one kind running at once in this process
@@ -49,7 +48,7 @@ BUSY = {  # what a refused start says, by kind
     "train": "this server is already training {running} models (at most {most} at once)",
     "patch": "this server is already patching {running} pairs of texts (at most {most} at once)",
 }
-_JOBS: OrderedDict[str, Job] = OrderedDict()
+_JOBS = Registry(KEPT, may_go=lambda job: job.state != "running")  # Job by id; the oldest finished ones let go
 _LOCK = threading.Lock()
 
 
@@ -112,9 +111,7 @@ def _start(
                 BUSY[kind].format(running=running, most=RUNNING_MAX) + "; try again in a few seconds", field=kind
             )
         job = Job(uuid.uuid4().hex, kind, total, key, costs=costs)
-        _JOBS[job.id] = job
-        while len(_JOBS) > KEPT and (old := next((k for k, j in _JOBS.items() if j.state != "running"), None)):
-            del _JOBS[old]
+        _JOBS.add(job.id, job)
     threading.Thread(target=_run, args=(job, work), name=f"{kind}-{job.id[:8]}", daemon=True).start()
     return job
 

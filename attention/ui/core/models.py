@@ -24,8 +24,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +36,7 @@ from ...io.presets import Preset
 from ...model import Model, ablate, builtin, checkpoint, load, models_folder
 from ...model.induction import SHORTEST, history, sequences
 from ...model.vocab import WordVocab
+from .cache import Registry, kept
 
 _LOG = logging.getLogger(__name__)
 BUILTIN = "induction"
@@ -46,9 +46,8 @@ DEFAULT_TEXT = "The cat sat on the mat."  # a model without ready-made texts sta
 HELD_MAX = 6  # uploaded or trained models held by this process at once
 MAX_NAME = models_folder.MAX_NAME  # a server model's name, as listed
 LOCK = threading.Lock()  # a Model's run cache is not shared safely between sessions' threads
-_HELD: OrderedDict[str, Model] = OrderedDict()
+_HELD = Registry(HELD_MAX, by_use=True)  # Model by id: the least recently used let go beyond HELD_MAX
 _HELD_LOCK = threading.Lock()
-_WARNED: set[tuple[str, str]] = set()
 
 
 def server_folders() -> dict[str, Path]:
@@ -69,9 +68,7 @@ def server_folders() -> dict[str, Path]:
     for name, folder in pairs:
         name, folder = str(name).strip(), str(folder).strip()
         if not (models_folder.plain(name) and folder):
-            if (name, folder) not in _WARNED:  # said once per process, not on every run
-                _WARNED.add((name, folder))
-                _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
+            _warn_ignored(name, folder)  # said once per process, not on every run
             continue
         out[name] = Path(folder).expanduser()
     for name, path in {**models_folder.packaged(), **models_folder.listed()}.items():
@@ -89,9 +86,21 @@ def offered() -> dict[str, str]:
 
 
 CHECK_WAIT = 0.3  # s a chooser waits for a checkpoint's first check (a small one's); a larger one is marked later
-_CHECKS: dict[tuple, str | None] = {}  # (path, size, time of change) -> why it cannot be opened, or None
-_CHECKING: dict[tuple, threading.Event] = {}  # checks started (kept: the result is in _CHECKS once set)
-_CHECK_LOCK = threading.Lock()
+
+
+@kept(64)  # one per setting ignored
+def _warn_ignored(name: str, folder: str) -> bool:
+    _LOG.warning("model setting %r = %r ignored: a name of letters, digits, '-', '_' or '.'", name, folder)
+    return True
+
+
+@dataclass(eq=False)
+class _Check:
+    """A checkpoint's check, running in a thread: ``why`` it cannot be opened (None: it can, or not known yet)."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    why: str | None = None
+    waited: bool = False  # a chooser waited for it once (later ones do not wait again)
 
 
 def problem(path: Path) -> str | None:
@@ -102,30 +111,28 @@ def problem(path: Path) -> str | None:
         stat = path.stat()
     except OSError:
         return f"there is no file or folder {path.name[:MAX_NAME]!r}"
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    with _CHECK_LOCK:
-        if key in _CHECKS:
-            return _CHECKS[key]
-        if key in _CHECKING:
-            return None  # being checked: the chooser does not wait again
-        done = _CHECKING[key] = threading.Event()
-    threading.Thread(target=_check, args=(key, done), name="check-model", daemon=True).start()
-    done.wait(CHECK_WAIT)
-    with _CHECK_LOCK:
-        return _CHECKS.get(key)
+    check = _checked((str(path), stat.st_size, stat.st_mtime_ns))
+    if not check.waited:
+        check.waited = True
+        check.done.wait(CHECK_WAIT)
+    return check.why
 
 
-def _check(key: tuple, done: threading.Event) -> None:
+@kept(64)  # by (path, size, time of change): a new version of the file is checked again
+def _checked(key: tuple) -> _Check:
+    check = _Check()
+    threading.Thread(target=_check, args=(key[0], check), name="check-model", daemon=True).start()
+    return check
+
+
+def _check(path: str, check: _Check) -> None:
     try:
-        checkpoint.check(key[0])
-        why = None
+        checkpoint.check(path)
     except AttentionError as e:
-        why = str(e)[:300]
+        check.why = str(e)[:300]
     except Exception as e:  # a header no check foresaw: said in the chooser, never raised there
-        why = f"it could not be read ({type(e).__name__})"
-    with _CHECK_LOCK:
-        _CHECKS[key] = why
-    done.set()
+        check.why = f"it could not be read ({type(e).__name__})"
+    check.done.set()
 
 
 def travels(model_id: str) -> bool:
@@ -146,7 +153,6 @@ def get(model_id: str) -> Model:
     with _HELD_LOCK:
         model = _HELD.get(model_id)
         if model is not None:
-            _HELD.move_to_end(model_id)
             return model
     if not model_id.startswith((UPLOAD, TRAINED)):
         raise AttentionError(f"there is no model {model_id[:60]!r} (not one this server offers)", field="model")
@@ -168,10 +174,7 @@ def hold(model: Model, kind: str) -> str:
         digest.update(np.ascontiguousarray(model.params[name]).tobytes())
     model_id = f"{kind}:{digest.hexdigest()[:16]}"
     with _HELD_LOCK:
-        _HELD[model_id] = _HELD.get(model_id, model)
-        _HELD.move_to_end(model_id)
-        while len(_HELD) > HELD_MAX:
-            _HELD.popitem(last=False)
+        _HELD.add(model_id, model)
     return model_id
 
 
@@ -250,19 +253,19 @@ def first_text(model_id: str) -> tuple[str, tuple[int, ...]]:
     return "", (ids + ids if ids else (0, 0))
 
 
-@st.cache_resource(show_spinner=False)
+@kept(1)
 def _builtin() -> Model:
     return builtin(BUILTIN)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@kept(4)
 def _server(name: str, folder: str) -> Model:
     model = load(folder)
     model.name = name
     return model
 
 
-@st.cache_resource(show_spinner=False)
+@kept(1)
 def _ready_made() -> dict[str, tuple[int, ...]]:
     vocab = _builtin().config.vocab_size
 
@@ -323,7 +326,7 @@ def head_preset(ref: HeadRef) -> Preset:
     return _head_preset(ref)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@kept(32)
 def _head_preset(ref: HeadRef) -> Preset:
     m = get(ref.model_id)
     c = m.config

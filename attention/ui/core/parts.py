@@ -27,6 +27,7 @@ from typing import Any
 
 from ...io import presets as presets_mod
 from . import models
+from .cache import kept
 
 # the parts of the state
 NUMBERS = "numbers"  # the preset, its tokens and matrices: what the engine computes from, with the options
@@ -159,13 +160,9 @@ def declared(state: Any) -> tuple[tuple[str, Decl], ...]:
     return _declared(type(state))
 
 
-_CACHE: dict[type, tuple[tuple[str, Decl], ...]] = {}
-
-
+@kept(64)  # one entry per state class
 def _declared(cls: type) -> tuple[tuple[str, Decl], ...]:
-    if cls not in _CACHE:
-        _CACHE[cls] = tuple((f.name, f.metadata["decl"]) for f in dataclasses.fields(cls) if "decl" in f.metadata)
-    return _CACHE[cls]
+    return tuple((f.name, f.metadata["decl"]) for f in dataclasses.fields(cls) if "decl" in f.metadata)
 
 
 def survivors(state: Any) -> tuple[tuple[str, Decl], ...]:

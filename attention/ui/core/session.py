@@ -22,6 +22,7 @@ from ...io.presets import Preset
 from ...labs.challenges import Challenge
 from ...trace import Options
 from . import parts
+from .cache import kept
 from .learned import Learned, LearnSettings
 from .models import Ablation, HeadRef, head_preset
 from .parts import (
@@ -284,7 +285,7 @@ def get() -> Session:
     return st.session_state[KEY]
 
 
-@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+@kept(16, ttl=3600)
 def preset_and_base(
     preset_id: str, seed: int | None, blank_shape: tuple[int, int, int]
 ) -> tuple[Preset, dict[str, np.ndarray]]:

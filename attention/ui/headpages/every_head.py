@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from ...model.vocab import WordVocab
 from ...names import token_labels
 from ..address import url
 from ..core import keys, models, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..modelpages import answers, choose, readout, runs
 from ..state import inside
@@ -343,7 +343,7 @@ def _array(value: object) -> object:
     return value.array() if isinstance(value, _Bytes) else value
 
 
-@functools.lru_cache(maxsize=16)  # a layer's spec: 9 heads at 32 tokens hold ~1.5 MB; 16 layers at most
+@kept(16)  # a layer's spec: 9 heads at 32 tokens hold ~1.5 MB; 16 layers at most
 def _heatmap(
     values: _Bytes, rows: tuple[str, ...], cols: tuple[str, ...], style: charts.Style, allowed: object
 ) -> dict:

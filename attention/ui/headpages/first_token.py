@@ -14,8 +14,6 @@ is the first-token score at j = 0 (the page's default choice), and A_lh[i, j] fo
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -25,6 +23,7 @@ from ...model import roles
 from ...model.interventions import ablate
 from ...names import token_labels
 from ..core import keys, models, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..modelpages import choose, runs
 from ..state import inside
@@ -154,7 +153,7 @@ def runs_names(ablations: tuple) -> str:
     return ", ".join(f"{runs.name(layer, head)} ({how})" for layer, head, how in ablations)
 
 
-@functools.lru_cache(maxsize=32)
+@kept(32)
 def value_norms(
     model_id: str, ids: tuple[int, ...], ablations: tuple, layer: int, head: int
 ) -> tuple[np.ndarray, np.ndarray]:

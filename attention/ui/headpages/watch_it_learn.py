@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from ...errors import AttentionError
 from ...model import induction
 from ...names import token_labels
 from ..core import jobs, keys, models, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..modelpages import runs
 from ..state import inside
@@ -38,7 +38,7 @@ SERIES = {  # the loss chart's lines: label, colour (readable with any colour vi
 }
 
 
-@functools.lru_cache(maxsize=1)
+@kept(1)
 def record() -> dict[str, np.ndarray]:
     """The shipped model's training record (:func:`attention.model.induction.history`), read once per process."""
     return induction.history(models.BUILTIN)

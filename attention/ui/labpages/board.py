@@ -17,6 +17,7 @@ from ...labs import copies
 from ..address import membership
 from ..address import teacher as teacher_address
 from ..core import classboard, keys, session
+from ..core.cache import kept
 from ..core.settings import server_settings
 from ..core.text import esc, plural, quoted
 from ..state import board as board_state
@@ -211,7 +212,7 @@ def _set_challenge(code: str) -> None:
     show_messages("board.assign")
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@kept(4)
 def _builtins() -> dict[str, str]:
     return {cid: ch.load_challenge(cid).title for cid in ch.list_challenges()}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import Any
@@ -15,6 +14,7 @@ from ...labs import challenges as ch
 from ...labs.solutions import Audit, audit
 from ...names import ARRAYS, INPUTS
 from ..core import keys, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..state import challenges as state_challenges
 from ..widgets import common as widgets
@@ -87,7 +87,7 @@ EXAMPLE_HINTS = {e["hint"] for e in EXAMPLES.values()}
 EXAMPLE_GOALS = {e["goal"] for e in EXAMPLES.values()}
 
 
-@functools.cache
+@kept(1)
 def example_preset() -> str:
     """The preset the examples are set on: the first in the sidebar's order whose tokens hold every word the examples
     name as a row or column (only there do they read)."""
@@ -223,7 +223,7 @@ def checked(data: dict[str, Any]) -> None:
 WHAT = {"met": "it is already met", "impossible": "it is impossible", "unsolvable": "it cannot be solved"}
 
 
-@functools.lru_cache(maxsize=64)
+@kept(64)  # the solver may take a second
 def _audit(token: str) -> Audit:
     """The challenge a link token carries, checked before sharing (cached: the solver may take a second)."""
     return audit(ch.decode_link(token))

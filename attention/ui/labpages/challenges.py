@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from ...errors import AttentionError
@@ -10,6 +12,7 @@ from ...labs import challenges as ch
 from ...labs.solutions import solvable
 from ...trace import Trace
 from ..core import classboard, compute, keys, session
+from ..core.cache import kept
 from ..core.settings import server_settings
 from ..core.text import esc, quoted
 from ..inputs import editors
@@ -24,12 +27,12 @@ SAID = {"x_w": "X·W", "x_wt": "X·Wᵀ"}  # option values in the learner's word
 MAX_UPLOAD = ch.MAX_BYTES
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@kept(1)
 def builtins() -> dict[str, ch.Challenge]:
     return {cid: ch.load_challenge(cid) for cid in ch.list_challenges()}
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@kept(64)
 def from_link(token: str) -> ch.Challenge | AttentionError:
     try:
         return ch.decode_link(token)
@@ -37,7 +40,7 @@ def from_link(token: str) -> ch.Challenge | AttentionError:
         return exc
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@kept(64, key=lambda data, name: (hashlib.sha256(data).hexdigest(), name))
 def from_file(data: bytes, name: str) -> ch.Challenge | AttentionError:
     try:
         return ch.parse_challenge(data, name)

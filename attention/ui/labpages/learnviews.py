@@ -14,6 +14,7 @@ from ... import charts, learn
 from ...errors import AttentionError
 from ...names import squeeze_batch, token_labels
 from ..core import compute, keys, session
+from ..core.cache import kept
 from ..core.learned import TARGETS, Learned, held
 from ..core.shown import per_head
 from ..core.text import esc
@@ -154,7 +155,7 @@ def snapshots(s: session.Session, run: Learned) -> None:
         )
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@kept(16, key=lambda key, _run: key)
 def reordered(key: str, _run: Learned) -> tuple[float, int] | None:
     """The run's accuracy on the same words in other orders (all of them for n ≤ 4, else REORDERINGS drawn from the
     run's seed): :func:`attention.learn.evaluate` with each word's row of X as its vector, as the generalisation

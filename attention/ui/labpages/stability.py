@@ -12,6 +12,7 @@ from ...errors import AttentionError
 from ...labs import stability as lab
 from ...trace import Trace
 from ..core import compute, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..views.steps import show_error
 from ..widgets.chart_files import chart_files
@@ -23,22 +24,23 @@ ABOUT = {  # what each variant subtracts before exp
 }
 
 
-@st.cache_data(max_entries=4, show_spinner="Running the three softmaxes…")
+@kept(1)
 def sweep() -> lab.VariantSweep:
-    return lab.variant_sweep()
+    with st.spinner("Running the three softmaxes…"):  # only while it is made: once per process
+        return lab.variant_sweep()
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@kept(1)
 def masks() -> list[lab.MaskCase]:
     return lab.mask_cases()
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@kept(1)
 def widths() -> list[lab.DtypeLimits]:
     return lab.dtype_limits()
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@kept(16, key=lambda content, _trace: content)
 def headroom(content: str, _trace: Trace) -> lab.Headroom | AttentionError:
     """The trace's headroom, cached on its content key (the trace itself is not hashed)."""
     try:

@@ -10,6 +10,7 @@ import streamlit as st
 from ...labs import sqrt_dk
 from ...trace import Trace
 from ..core import compute, keys, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..views.steps import show_error
 from ..widgets.chart_files import chart_files
@@ -27,18 +28,19 @@ CHARTS = (  # measure, chart title, y-axis title, log y
 )
 
 
-@st.cache_data(max_entries=32, show_spinner="Drawing random Q and K…")
+@kept(32)
 def curves(dims: tuple[int, ...], n: int, seeds: int, seed: int = 0) -> sqrt_dk.SqrtDkCurves:
     """The engine's curves, cached on plain arguments."""
-    return sqrt_dk.sqrt_dk_curves(dims, n, seeds, seed)
+    with st.spinner("Drawing random Q and K…"):  # only while they are drawn
+        return sqrt_dk.sqrt_dk_curves(dims, n, seeds, seed)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@kept(32)
 def saturation(n: int) -> dict[str, np.ndarray]:
     return sqrt_dk.saturation_curve(n)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@kept(16, key=lambda content, _trace: content)
 def own_rows(content: str, _trace: Trace) -> tuple[sqrt_dk.TracePoint, np.ndarray, np.ndarray]:
     """The trace's point and, per row, its largest weight and ‖J‖, cached on its content key."""
     w = _trace.weights.reshape(-1, _trace.weights.shape[-1])  # (rows, n): heads and batch one after another

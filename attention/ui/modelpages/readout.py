@@ -9,7 +9,6 @@ prediction there unless the learner typed another. Both are written only by :mod
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +22,7 @@ from ...model.config import Config
 from ...model.interventions import ablate
 from ...model.layers import probabilities, ranks
 from ..core import keys, models, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
@@ -123,7 +123,7 @@ def _run(model_id: str, ids: tuple[int, ...], ablations: tuple[runs.Ablation, ..
         return m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
 
 
-@functools.lru_cache(maxsize=8)  # a GPT-2 small lens is 13 × 50,257 probabilities (5 MB), SmolLM2's 12 MB
+@kept(8)  # a GPT-2 small lens is 13 × 50,257 probabilities (5 MB), SmolLM2's 12 MB
 def lensed(model_id: str, ids: tuple[int, ...], ablations: tuple, position: int) -> Lensed:
     """The logit lens of the model's run on ``ids`` (with ``ablations``) at ``position``, as probabilities."""
     logits = lens(_run(model_id, ids, ablations), position).astype(np.float64)  # (L + 1, V)
@@ -134,7 +134,7 @@ def lensed(model_id: str, ids: tuple[int, ...], ablations: tuple, position: int)
     return Lensed(logits, probs, top, int(top[-1, 0]))
 
 
-@functools.lru_cache(maxsize=64)
+@kept(64)
 def attributed(model_id: str, ids: tuple[int, ...], ablations: tuple, position: int, token: int) -> Attribution | str:
     """Each part's direct share of ``token``'s logit at ``position`` (:func:`attention.model.attribute`), or why the
     engine refuses it (a run with patched streams, which no part of the model wrote)."""
@@ -224,7 +224,7 @@ def share_line(layer: int, head: int) -> str:
 # what it reads, which an ablation replaces. Shown on Every head's cards, Attribution and the Routes page.
 
 
-@functools.lru_cache(maxsize=32)
+@kept(32)
 def head_pushes(model_id: str, ids: tuple[int, ...], position: int, layer: int, token: int):  # noqa: ANN201
     """Every head of ``layer``'s Push at ``position`` (for ``token``'s share), or why the engine refused."""
     try:
@@ -233,7 +233,7 @@ def head_pushes(model_id: str, ids: tuple[int, ...], position: int, layer: int, 
         return f"{e}"
 
 
-@functools.lru_cache(maxsize=32)
+@kept(32)
 def mlp_pushes(model_id: str, ids: tuple[int, ...], position: int, layer: int, token: int):  # noqa: ANN201
     """The MLP of ``layer``: (its Push, its Neurons) at ``position``, or why the engine refused."""
     try:

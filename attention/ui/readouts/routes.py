@@ -11,8 +11,6 @@ strongest routes are written out; any part on the graph can be read as tokens (:
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import streamlit as st
 
@@ -21,6 +19,7 @@ from ...errors import AttentionError
 from ...model import Edge, Routes, routes
 from ..address import url
 from ..core import keys, models, session
+from ..core.cache import kept
 from ..core.text import esc
 from ..headpages import every_head
 from ..modelpages import choose, readout, runs
@@ -38,7 +37,7 @@ def body(s: session.Session) -> None:
     graph()
 
 
-@functools.lru_cache(maxsize=16)
+@kept(16)
 def found(model_id: str, ids: tuple[int, ...], position: int, threshold: float) -> Routes | str:
     """The routes of the model's run on ``ids`` (no head ablated) at ``position``, or why the engine refused."""
     try:

@@ -14,11 +14,13 @@ reader can follow a call: :mod:`.core` (``ensure``, ``say``), :mod:`.presets`, :
 :mod:`.pins`, :mod:`.family`, :mod:`.learning`, :mod:`.challenges`; the model pages' :mod:`.inside` and
 :mod:`.generation`; the class board's :mod:`.board`.
 
-What is kept outside the Session, between runs and across sessions, is of two kinds. A value made again from its key
-(a trace, a model's run, a generation walk, an estimate, a vocabulary, a session rebuilt from a link) is kept in the
-one process cache, a :class:`attention.ui.core.cache.TraceCache`, bounded by bytes, entries and age, and is read
-only. What cannot be made again (a running job, a model uploaded or trained) is held in its registry
-(:mod:`attention.ui.core.jobs`, :mod:`attention.ui.core.models`). functools' caches and Streamlit's ``st.cache_data``
-and ``st.cache_resource`` are the older ways, left where tests/engine/test_one_cache.py lists them and to be moved
-into the cache; no new one is added.
+What is kept outside the Session, between runs and across sessions, is of two kinds, in one mechanism
+(:mod:`attention.ui.core.cache`). A value made again from its key (a trace, a model's run, a generation walk, an
+estimate, a vocabulary, a session rebuilt from a link, a chart spec) is kept in a
+:class:`~attention.ui.core.cache.TraceCache`, bounded by bytes, entries and age, and is read only: a function whose
+results are kept is decorated :func:`~attention.ui.core.cache.kept`. What cannot be made again (a running job, a model
+uploaded or trained) is held in a :class:`~attention.ui.core.cache.Registry` (:mod:`attention.ui.core.jobs`,
+:mod:`attention.ui.core.models`). No functools or Streamlit cache and no module-level container filled as the process
+runs: tests/engine/test_one_cache.py holds every module of the UI to this, with no exception (docs/architecture.md,
+"The state, and what is kept between runs").
 """

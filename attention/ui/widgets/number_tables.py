@@ -17,13 +17,13 @@ numbers (0.22 -> 0.04 ms for 3 x 3; tests/app/test_number_tables.py checks the b
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 from pandas.io.formats.style import Styler
+
+from ..core.cache import kept
 
 _HIGHLIGHT = "background-color: #fff3b0; font-weight: 600"
 _HIGHLIGHT_PROPS = [tuple(part.strip() for part in prop.split(":")) for prop in _HIGHLIGHT.split(";")]
@@ -121,7 +121,7 @@ def arrow_table(df: pd.DataFrame, values: np.ndarray) -> pa.Table | pd.DataFrame
     return pa.Table.from_arrays(columns + index, schema=schema)
 
 
-@functools.lru_cache(maxsize=64)
+@kept(64)
 def _frame(labels: tuple) -> tuple[pa.Schema, list[pa.ChunkedArray]] | None:
     """The schema and index columns of a float frame with these labels: (columns, their dtype and name, index,
     its dtype and name); None when labels repeat."""
