@@ -16,13 +16,11 @@ Run: python benchmarks/bench_typing.py [--edits 300] [--modes busy,throttle]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -30,9 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.helpers import gguf_files  # noqa: E402
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, guarded_context, landed, ready, rerun, server_listing  # noqa: E402
+from tests.helpers.browser import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    burning,
+    guarded_context,
+    landed,
+    ready,
+    rerun,
+    server_listing,
+)
 
-BURN = "import time\nend = time.monotonic() + 3600\nwhile time.monotonic() < end:\n    pass\n"
 STEP_PAGES = ("tokens", "weights", "qkv", "scores", "scaling", "softmax", "output")
 CHALLENGE = "Make 'sat' look back at 'The'"
 INDEX = "(gs, p) => gs.findIndex(g => !!g.closest(`[class*='st-key-${p}']`) && g.offsetParent !== null)"
@@ -49,17 +55,6 @@ SHARES = {
 SHARES["gains"] = (26, 1)
 PASTE = """(text) => { const data = new DataTransfer(); data.setData('text/plain', text);
   document.activeElement.dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true})); }"""
-
-
-@contextlib.contextmanager
-def burning(n: int) -> Iterator[None]:
-    procs = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 class Typist:
@@ -252,7 +247,7 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         for mode in args.modes.split(","):
             t0 = time.perf_counter()
-            with burning(4 if mode == "busy" else 0):
+            with burning(4 if mode == "busy" else 0, seconds=3600):
                 t = run_mode(browser, base, gains_query, mode, args.edits)
                 load = os.getloadavg()
             took = time.perf_counter() - t0

@@ -221,19 +221,27 @@ def _sizes(f: Fields, head_dim_default: int | None = None) -> dict[str, Any]:
 def _llama_like(f: Fields) -> dict[str, Any]:
     """llama, mistral, qwen2, qwen3: RMSNorm, RoPE, gated MLP, grouped heads; their biases and windows differ."""
     kind = f.raw["model_type"]
-    out = _sizes(f)
-    n_ctx = {"llama": 2048, "mistral": 4096 * 32}.get(kind, 32768)
+    out = _llama_parts(f, {"llama": 2048, "mistral": 4096 * 32}.get(kind, 32768), 1e-6)
     out.update(
-        n_ctx=f.whole("max_position_embeddings", n_ctx),
-        norm="rmsnorm",
-        ln_eps=f.number("rms_norm_eps", 1e-6, 0, 1),
-        mlp="gated",
-        activation=f.activation("hidden_act", "silu"),
-        tied=f.flag("tie_word_embeddings", False),
         qk_norm=kind == "qwen3",
         **_biases(f, kind),
         **_rope(f, f.raw),
         **_windows(f, kind, out["n_layers"]),
+    )
+    return out
+
+
+def _llama_parts(f: Fields, n_ctx: int, eps: float) -> dict[str, Any]:
+    """What llama and the families built on its parts (OLMo-2, Phi-3) read alike: the sizes, the context, RMSNorm's ε,
+    the gated MLP's activation and tied embeddings; ``n_ctx`` and ``eps`` are the family's defaults."""
+    out = _sizes(f)
+    out.update(
+        n_ctx=f.whole("max_position_embeddings", n_ctx),
+        norm="rmsnorm",
+        ln_eps=f.number("rms_norm_eps", eps, 0, 1),
+        mlp="gated",
+        activation=f.activation("hidden_act", "silu"),
+        tied=f.flag("tie_word_embeddings", False),
     )
     return out
 
@@ -394,14 +402,8 @@ def _olmo2(f: Fields) -> dict[str, Any]:
     QK-norm across all heads; no biases (its MLP never has one, so attention_bias true is refused)."""
     if f.flag("attention_bias", False):
         raise f.fail("attention_bias", "is true; OLMo-2 opens without biases (its MLP has none)")
-    out = _sizes(f)
+    out = _llama_parts(f, 2048, 1e-5)
     out.update(
-        n_ctx=f.whole("max_position_embeddings", 2048),
-        norm="rmsnorm",
-        ln_eps=f.number("rms_norm_eps", 1e-5, 0, 1),
-        mlp="gated",
-        activation=f.activation("hidden_act", "silu"),
-        tied=f.flag("tie_word_embeddings", False),
         bias=False,
         pre_norms=False,
         post_norms=True,
@@ -415,19 +417,13 @@ def _olmo2(f: Fields) -> dict[str, Any]:
 def _phi3(f: Fields) -> dict[str, Any]:
     """Phi-3: llama's parts (its q/k/v and gate/up fused in the file), RoPE on partial_rotary_factor of each head,
     a sliding window on every layer when sliding_window is set (it is None unless written), no biases."""
-    out = _sizes(f)
+    out = _llama_parts(f, 4096, 1e-5)
     rope = _rope(f, f.raw)
     if rope.get("rope_scaling"):
         raise f.fail("rope_type", f"is {rope['rope_scaling']!r}; Phi-3 opens with the default rope type only")
     dims = _partial(f, "partial_rotary_factor", 1.0, out["head_dim"] or out["d_model"] // out["n_heads"])
     window = f.raw.get("sliding_window")
     out.update(
-        n_ctx=f.whole("max_position_embeddings", 4096),
-        norm="rmsnorm",
-        ln_eps=f.number("rms_norm_eps", 1e-5, 0, 1),
-        mlp="gated",
-        activation=f.activation("hidden_act", "silu"),
-        tied=f.flag("tie_word_embeddings", False),
         bias=False,
         rotary_dims=dims,
         **rope,

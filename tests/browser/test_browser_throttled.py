@@ -10,14 +10,13 @@ reload (what the server holds). The matrix editor keeps a typed value as pending
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from tests.helpers.browser import (
     SHOTS,
+    burning,
     cell_text,
     editor_cell,
     guarded_context,
@@ -29,20 +28,6 @@ from tests.helpers.browser import (
 )
 
 THROTTLE = 4
-BURN_SECONDS = 240  # a bound on the busy processes, whatever happens to the test
-BURN = f"import time\nend = time.monotonic() + {BURN_SECONDS}\nwhile time.monotonic() < end:\n    pass\n"
-
-
-@contextlib.contextmanager
-def burning(n: int) -> Iterator[None]:
-    """``n`` processes burning CPU beside the server (killed at the end, bounded by time)."""
-    procs = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture

@@ -51,6 +51,20 @@ def server_listing(models: str) -> Iterator[str]:
             os.environ["ATTENTION_MODELS"] = before
 
 
+@contextlib.contextmanager
+def burning(n: int, seconds: float = 240) -> Iterator[None]:
+    """``n`` processes burning CPU beside the server (a busy machine), killed at the end and bounded by ``seconds``
+    whatever happens to the caller: the throttled browser tests' busy server and bench_typing's busy mode."""
+    burn = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

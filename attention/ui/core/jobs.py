@@ -75,24 +75,42 @@ class Job:
     watchers: int = 1  # sessions waiting on it (a patching job is shared): the last one's Cancel stops it
     partial: object = None  # what a patching job has made so far (a Refined), for the page to show as it runs
     costs: tuple[float, ...] = ()  # each step's relative cost (a patching job's, from the engine); () all alike
+    at: float = 0.0  # when ``done`` last grew (perf_counter): the pace is measured up to there
+
+    def step_to(self, done: int) -> None:
+        """``done`` steps are made (the time is noted when the count grows)."""
+        if done > self.done:
+            self.at = time.perf_counter()
+        self.done = done
 
     @property
     def seconds_left(self) -> float | None:
         """The time the steps left should take at the pace so far (None before the first step is made)."""
+        return self.left_at(time.perf_counter())
+
+    def left_at(self, now: float) -> float | None:
+        """:attr:`seconds_left` at the time ``now`` (a clock of its own for a replayed sweep)."""
         if self.done <= 0 or self.state != "running":
             return None
-        return time_left(time.perf_counter() - self.started, self.done, self.total, self.costs)
+        return time_left(self.at - self.started, self.done, self.total, self.costs, now - self.at)
 
 
-def time_left(elapsed: float, done: int, total: int, costs: tuple[float, ...] = ()) -> float | None:
-    """The seconds the steps after the first ``done`` of ``total`` should take, at the pace measured so far: the
-    time per unit of cost of the steps made, times the cost of the steps still to run (``costs``, one per step: a
-    patching sweep's early layers cost more than its late ones, and a layer's batch is paid at its first patch);
-    with no costs, every step alike. None before anything measurable is made."""
-    if not costs:
-        return elapsed / done * (total - done) if done > 0 else None
-    made, rest = sum(costs[:done]), sum(costs[done:])
-    return elapsed / made * rest if made > 0 else None
+def time_left(
+    elapsed: float, done: int, total: int, costs: tuple[float, ...] = (), since: float = 0.0
+) -> float | None:
+    """The seconds the steps after the first ``done`` of ``total`` should take, at the pace measured when the
+    ``done``-th was made (``elapsed`` after the start; ``since`` is the time since): the time per unit of cost of the
+    steps made, times the cost of the steps still to run, less the time since (but never less than the steps after the
+    batch running now: a batch that runs long is not counted twice). ``costs``, one per step, are the steps' relative
+    costs (a patching sweep's early layers cost more than its late ones, and a layer's batch is paid at its first
+    patch); with none, every step alike. None before anything measurable is made."""
+    costs = costs or (1.0,) * total
+    made = sum(costs[:done])
+    if done <= 0 or made <= 0:
+        return None
+    pace = elapsed / made  # s per unit of cost
+    running = next((i for i in range(done, total) if costs[i] > 0), total)  # the next step that costs (a batch)
+    return max(pace * sum(costs[done:]) - since, pace * sum(costs[running + 1 :]))
 
 
 def _start(
@@ -184,7 +202,7 @@ def train(steps: int, hold: int) -> Job:
     def work(job: Job) -> str | None:
         def on_step(step: int, loss: float) -> bool:
             job.losses.append(loss)
-            job.done = step
+            job.step_to(step)
             return not job.cancel.is_set()
 
         result = train_model(
@@ -344,7 +362,7 @@ def patch(r: PatchRequest) -> Job:
         made = 0
 
         def on_step(k: int, count: int) -> bool:
-            job.done = made + k
+            job.step_to(made + k)
             return not job.cancel.is_set()
 
         def part(only: list) -> Sweep | None:

@@ -21,12 +21,13 @@ from ...model import Attribution, attribute, lens, pushes
 from ...model.config import Config
 from ...model.interventions import ablate
 from ...model.layers import probabilities, ranks
+from ..address import url
 from ..core import keys, models, session
 from ..core.cache import kept
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
-from . import runs
+from . import choose, runs
 
 TOP = 5  # the lens's tokens shown per layer
 SHOWN = 10  # tokens promoted and suppressed written out per part (what a part pushes toward, below)
@@ -151,6 +152,17 @@ def now() -> tuple[Lensed, Attribution | str, int]:
     seen = lensed(i.model, i.ids, i.ablations, i.position)
     token = seen.prediction if i.token is None or i.token >= seen.probs.shape[1] else i.token
     return seen, attributed(i.model, i.ids, i.ablations, i.position, token), token
+
+
+def fragment_start() -> tuple[Lensed, Attribution | str, int]:
+    """What the Logit lens's and Attribution's fragments start with: the whole page again if the model's banner
+    went, the address following a choice made in the fragment, the controls and the position's note; then
+    :func:`now`."""
+    choose.whole_page_if_banner_went()
+    url.write(session.get())  # a choice here reruns this part only: the address follows it
+    controls()
+    st.caption(position_note())  # ours: numbers, the token escaped
+    return now()
 
 
 def piece(token: int) -> str:

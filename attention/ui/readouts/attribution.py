@@ -19,7 +19,6 @@ import streamlit as st
 from ... import charts
 from ...model import Attribution
 from ...model.config import Config
-from ..address import url
 from ..core import keys, session
 from ..core.text import esc
 from ..headpages import every_head, first_token
@@ -41,11 +40,7 @@ def body(s: session.Session) -> None:
 @st.fragment
 def shares() -> None:
     """The controls, the held scale, the sum, the heads' heatmap, the MLPs' bars: a choice here reruns this part."""
-    choose.whole_page_if_banner_went()
-    url.write(session.get())  # a choice here reruns this part only: the address follows it
-    readout.controls()
-    st.caption(readout.position_note())  # ours: numbers, the token escaped
-    _, att, token = readout.now()
+    _, att, token = readout.fragment_start()
     _, position, ablations = inside.current()
     if isinstance(att, str):  # the engine refused this run (a patched stream): said plainly, nothing drawn
         st.error(esc(att, 400))

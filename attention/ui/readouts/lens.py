@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ..address import url
 from ..core import keys, session
 from ..core.text import esc
 from ..headpages import every_head, first_token
@@ -41,11 +40,7 @@ def layer_names(layers: int) -> list[str]:
 @st.fragment
 def reading() -> None:
     """The controls, the sentence, the table of top tokens and the line: a choice here reruns only this part."""
-    choose.whole_page_if_banner_went()
-    url.write(session.get())  # a choice here reruns this part only: the address follows it
-    readout.controls()
-    st.caption(readout.position_note())  # ours: numbers, the token escaped
-    seen, _, token = readout.now()
+    seen, _, token = readout.fragment_start()
     _, position, ablations = inside.current()
     names = layer_names(seen.probs.shape[0] - 1)
     if ablations:
