@@ -725,6 +725,96 @@ def routes_graph(
     }
 
 
+ROUTE_LINE_STYLES = (  # (colour, dash) of the 1st, 2nd ... route drawn as a line: told apart in colour and in dash
+    ("#1f77b4", [1, 0]),
+    ("#d62728", [8, 4]),
+    ("#2ca02c", [2, 3]),
+    ("#9467bd", [10, 3, 2, 3]),
+    ("#ff7f0e", [4, 4]),
+)
+ROUTE_ROW_PX = 80  # px between two positions' rows in the routes-as-lines chart
+ROUTE_SPREAD = 0.14  # rows between two routes' lines where they run together (11 px: room for a number each)
+
+
+@dataclass(frozen=True)
+class RouteLine:
+    """One route drawn as one line: ``name`` its legend entry (its number, strength and parts), ``points`` (level,
+    position, what is there: "stream", or the head or MLP the route has just passed) from the embeddings to the top,
+    ``words`` the route said in words (the line's text alternative)."""
+
+    name: str
+    points: tuple[tuple[int, int, str], ...]
+    words: str = ""
+
+
+def routes_lines(
+    lines: Sequence[RouteLine], tokens: Sequence[str], levels: Sequence[str], title: str, about: str
+) -> dict:
+    """The strongest routes as a Vega-Lite spec, each ONE line a person follows left to right: the levels (the
+    embeddings, then after each layer's attention and MLP) along x, the positions the routes visit as rows (labelled
+    "13 fa"), each route its own colour and dash, its number at its start, a dot at each head or MLP it passes, a
+    legend naming it; where routes run together, side by side. ``about`` is the chart's description, and each line's
+    ``words`` its own (what a screen reader is told of it)."""
+    rows = sorted({p for line in lines for _, p, _ in line.points})
+    row, k = {p: i for i, p in enumerate(rows)}, len(lines)
+    values = [
+        {"route": line.name, "words": line.words, "order": j, "x": level,
+         "y": row[p] + (r - (k - 1) / 2) * ROUTE_SPREAD, "what": what,
+         "level": levels[level], "token": f"{p + 1} {tokens[p]}", "part": what != "stream",
+         "mark": str(r + 1) if j == 0 else ""}
+        for r, line in enumerate(lines)
+        for j, (level, p, what) in enumerate(line.points)
+    ]  # fmt: skip
+    parts = {level for line in lines for level, _, what in line.points if what != "stream"}
+    labelled, names_of_rows = sorted({0, *parts, len(levels) - 1}), [f"{p + 1} {tokens[p]}" for p in rows]
+    styles, names = ROUTE_LINE_STYLES[:k], [line.name for line in lines]
+    legend = {"orient": "bottom", "direction": "vertical", "labelFontSize": 12, "titleFontSize": 12, "labelLimit": 0,
+              "symbolStrokeWidth": 3, "symbolSize": 500}  # fmt: skip
+    by_route = {"field": "route", "type": "nominal", "title": "route (its strength): its parts", "legend": legend}
+    colour = {**by_route, "scale": {"domain": names, "range": [c for c, _ in styles]}}
+    dash = {**by_route, "scale": {"domain": names, "range": [d for _, d in styles]}}
+    tip = [{"field": "route", "title": "route"}, {"field": "what", "title": "part"},
+           {"field": "level", "title": "level"}, {"field": "token", "title": "position"}]  # fmt: skip
+    at_parts = [{"filter": "datum.part"}]
+    dot = {"type": "point", "filled": True, "size": 90, "opacity": 1, "stroke": "white", "strokeWidth": 1.5}
+    line_mark = {"type": "line", "strokeWidth": 3, "aria": True}
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": {"text": title, "fontSize": 14, "anchor": "start"},
+        "description": about,
+        "width": "container",
+        "height": max(160, ROUTE_ROW_PX * len(rows)) + 230 + 20 * k,  # the rows, the title, level labels, legend
+        "autosize": {"type": "fit", "contains": "padding"},
+        "data": {"values": values},
+        "encoding": _route_line_axes(levels, labelled, names_of_rows),
+        "layer": [
+            {"mark": line_mark, "encoding": {"color": colour, "strokeDash": dash, "order": {"field": "order"},
+                                             "description": {"field": "words"}}},
+            {"transform": at_parts, "mark": dot, "encoding": {"color": {**colour, "legend": None}, "tooltip": tip}},
+            {"transform": [{"filter": "datum.order == 0"}], "encoding": {"text": {"field": "mark"},
+             "color": {**colour, "legend": None}}, "mark": {"type": "text", "dx": -7, "align": "right",
+                                                           "baseline": "middle", "fontSize": 12, "fontWeight": "bold"}},
+        ],
+    }  # fmt: skip
+
+
+def _route_line_axes(levels: Sequence[str], labelled: Sequence[int], rows: Sequence[str]) -> dict:
+    """The x (levels; those in ``labelled`` named) and y (the ``rows``' labels) of the routes-as-lines chart."""
+    x_axis = {"values": list(labelled), "labelExpr": f"{json.dumps(list(levels))}[datum.value]", "labelAngle": -40,
+              "labelOverlap": "greedy",
+              "labelLimit": 160, "labelFontSize": 12, "titleFontSize": 12, "grid": True, "gridOpacity": 0.3,
+              "title": "level: the embeddings, then after each layer's attention and MLP"}  # fmt: skip
+    y_axis = {"values": list(range(len(rows))), "labelExpr": f"{json.dumps(list(rows))}[datum.value]",
+              "labelLimit": 120, "labelFontSize": 12, "titleFontSize": 12, "grid": True, "gridOpacity": 0.5,
+              "gridDash": [2, 4], "title": "position (token)"}  # fmt: skip
+    return {
+        "x": {"field": "x", "type": "quantitative", "scale": {"domain": [-0.5, len(levels) - 0.5], "nice": False},
+              "axis": x_axis},
+        "y": {"field": "y", "type": "quantitative", "scale": {"domain": [-0.7, len(rows) - 0.3], "nice": False},
+              "axis": y_axis},
+    }  # fmt: skip
+
+
 def _route_axes(tokens: Sequence[str], levels: Sequence[str], shown: Sequence[int]) -> tuple[dict, dict]:
     """The x (positions; those in ``shown`` labelled "13 fa") and y (levels, labelled by name) scales and axes of a
     routes graph."""

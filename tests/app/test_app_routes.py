@@ -5,11 +5,15 @@ read as tokens shows the engine's numbers, checked against the attribution."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 
 from attention.model import attribute, builtin, routes, sweep
 from attention.model import pushes as push
-from attention.ui.core import keys
+from attention.ui.core import jobs, keys
+from attention.ui.core.session import Patching
 from tests.helpers.apptest import app, drawn_cells, journey, no_exception, session, shown, texts
 
 ENGINE = builtin("induction")  # a model of its own, not the page's
@@ -215,3 +219,82 @@ def test_a_head_attribution_ranks_high_but_no_route_holds_is_named_with_its_shar
     for la, h in off:
         assert f"layer {la + 1} · head {h + 1} (its attribution share {a.heads[la, h]:.3f})" in said, said
     assert "what the prediction depends on" in said
+
+
+def _lines(at) -> tuple[dict, list[dict]]:  # noqa: ANN001
+    """The routes-as-lines chart's spec and its rows (rows with a "route" field)."""
+    chart = next(c for c in at.get("vega_lite_chart") if any("route" in r for rows in drawn_cells(c) for r in rows))
+    return json.loads(chart.proto.spec), [r for rows in drawn_cells(chart) for r in rows if "route" in r]
+
+
+def test_each_strongest_route_is_one_line_through_its_parts_labelled_with_words_for_it() -> None:
+    """Issue 49 §3: a route is one line a person can follow. Each of the 5 strongest routes (the engine's) is one
+    line, in its order from the embeddings to the top, through the engine's nodes; a dot and its number at each head
+    or MLP; its own colour and dash; and the chart's text alternative says each route in words."""
+    at = journey("routes")
+    no_exception(at)
+    i = session(at).inside
+    r = routes(ENGINE.run(list(i.ids)), i.position, i.threshold)
+    found = r.strongest(5)
+    spec, rows = _lines(at)
+    names = [
+        f"{k} ({w:.3f}): " + (" → ".join(
+            f"layer {e.layer + 1} · head {e.head + 1}" if e.kind == "head" else f"MLP {e.layer + 1}"
+            for e in path if e.kind != "residual"
+        ) or "the stream alone")
+        for k, (w, path) in enumerate(found, 1)
+    ]  # fmt: skip
+    assert sorted({row["route"] for row in rows}) == sorted(names) and len(found) >= 2
+    colours = spec["layer"][0]["encoding"]["color"]["scale"]
+    dashes = spec["layer"][0]["encoding"]["strokeDash"]["scale"]
+    assert colours["domain"] == names == dashes["domain"]
+    assert len(set(colours["range"])) == len(names) and len({tuple(d) for d in dashes["range"]}) == len(names)
+    pieces = ENGINE.pieces(list(i.ids))
+    for name, (_, path) in zip(names, found, strict=True):
+        mine = sorted((row for row in rows if row["route"] == name), key=lambda row: row["order"])
+        want = [(path[0].below, path[0].source), *((e.above, e.target) for e in path)]
+        assert [(row["x"], row["token"]) for row in mine] == [(lv, f"{p + 1} {pieces[p]}") for lv, p in want]
+        parts = [row["what"] for row in mine if row["part"]]
+        assert parts == [
+            f"layer {e.layer + 1} · head {e.head + 1}" if e.kind == "head" else f"MLP {e.layer + 1}"
+            for e in path if e.kind != "residual"
+        ]  # fmt: skip
+        assert [row["mark"] for row in mine if row["mark"]] == [name.split(" ")[0]] == [row["mark"] for row in mine[:1]]
+        heads = [f"layer {e.layer + 1} · head {e.head + 1}" for e in path if e.kind == "head"]
+        said = {row["words"] for row in mine}.pop()
+        assert said == spec["description"].split("; ")[names.index(name)].split("one line each: ")[-1]
+        said = said.split(f"route {name.split(':')[0]}: ", 1)[1]
+        assert said.startswith(f"“{pieces[path[0].source]}” {path[0].source + 1}") and all(h in said for h in heads)
+
+
+def test_a_head_patching_ranks_high_but_no_route_holds_is_named_with_both_shares() -> None:
+    """Issue 49 §3: once the Patching page's sweep ran on this text (its clean text, read at its last position), a
+    head among Patching's or Attribution's top three that no edge holds is named with its share of each; Patching's
+    from the engine's own sweep (a separate computation) and Attribution's from attribute()."""
+    at = journey("routes")
+    i = session(at).inside
+    ids = tuple(i.ids)
+    corrupt = ids[:11] + (next(t for t in range(32) if t not in ids),) + ids[12:]
+    run = ENGINE.run(list(ids))
+    answer, wrong = int(np.argmax(run.logits[-1])), int(np.argmax(ENGINE.run(list(corrupt)).logits[-1]))
+    job = jobs.patch(jobs.PatchRequest("induction", ids, corrupt, answer, wrong))
+    assert jobs.wait(job.id, timeout=120).state == "done"
+    s = session(at)
+    at.session_state["attention_session"] = dataclasses.replace(
+        s, patching=Patching("induction", ids, corrupt, answer=answer, wrong=wrong, job=job.id)
+    )
+    at = at.selectbox(key=keys.READOUT_POSITION).set_value(len(ids) - 1).run()
+    at = at.slider(key=keys.ROUTES_THRESHOLD).set_value(0.3).run()
+    no_exception(at)
+    i = session(at).inside
+    r, a = routes(run, i.position, i.threshold), attribute(run, i.position)
+    exact = sweep(ENGINE, list(ids), list(corrupt), -1, answer, wrong).heads
+    on = {(e.layer, e.head) for e in r.edges if e.kind == "head"}
+    top = {divmod(int(k), 2) for shares in (a.heads, exact) for k in np.argsort(-np.abs(shares), axis=None)[:3]}
+    off = sorted(h for h in top if h not in on)
+    said = " ".join(texts(at.caption))
+    assert off, "at 0.3 some top head is off the graph"
+    for la, h in off:
+        named = f"layer {la + 1} · head {h + 1} (its attribution share {a.heads[la, h]:.3f}; its patching share "
+        assert named + f"{exact[la, h]:.3f})" in said, said
+    assert "Ranked high by Attribution or Patching" in said

@@ -346,6 +346,7 @@ def inside_layer(what: str, layer: int) -> str:
 
 # --- the Routes page, and what a part pushes toward (Routes, Every head, Attribution) ---
 ROUTES_THRESHOLD, ROUTES_GRAPH = "inside.w.routes.threshold", "inside.routes.graph"
+ROUTES_LINES = "inside.routes.lines"  # the strongest routes, each one line
 ROUTES_PICK, ROUTES_OPEN = "inside.w.routes.pick", "inside.routes.open"  # a head's edge to open, without the mouse
 ROUTES_PART, PUSH_MLP = "inside.w.routes.part", "inside.w.push.mlp"  # a part of the graph, an MLP, read as tokens
 

@@ -18,7 +18,7 @@ from ... import charts
 from ...errors import AttentionError
 from ...model import Edge, Routes, routes
 from ..address import url
-from ..core import keys, models, session
+from ..core import jobs, keys, models, session
 from ..core.cache import kept
 from ..core.text import esc
 from ..headpages import every_head
@@ -28,6 +28,7 @@ from ..widgets.common import bind, chart_gap, vega_chart
 
 DRAWN = 1500  # edges drawn at most (strongest first); the rest are counted
 LISTED = 8  # strongest routes written out
+AS_LINES = len(charts.ROUTE_LINE_STYLES)  # strongest routes drawn each as one line (5: each its colour and dash)
 
 
 def body(s: session.Session) -> None:
@@ -68,6 +69,7 @@ def graph() -> None:
     if inside.now().ablations:
         st.caption("Routes are read on the model with no head ablated: they split each head's output by its sources.")
     st.markdown(summary(found_now))  # ours: numbers, tokens escaped
+    draw_lines(found_now)
     draw(found_now)
     pick_edge(found_now)
     st.markdown(strongest(found_now))  # ours: numbers, names, tokens escaped
@@ -139,6 +141,62 @@ def segments(r: Routes) -> list[charts.RouteSegment]:
         out.append(charts.RouteSegment(x=e.source, y=e.below, x2=mid_x, y2=mid_y, **common))
         out.append(charts.RouteSegment(x=mid_x, y=mid_y, x2=e.target, y2=e.above, **common))
     return out
+
+
+def route_lines(r: Routes) -> list[charts.RouteLine]:
+    """The :data:`AS_LINES` strongest routes, each one line: its number, strength and parts (its legend entry), its
+    points from its token at the embeddings to the top, each named by the head or MLP just passed ("stream" for the
+    stream's own hop), and the route in words."""
+    out = []
+    for k, (w, path) in enumerate(r.strongest(AS_LINES), 1):
+        points = [(path[0].below, path[0].source, "stream")]
+        points += [(e.above, e.target, part_name(e)) for e in path]
+        parts = " → ".join(part_name(e) for e in path if e.kind != "residual") or "the stream alone"
+        words = f"route {k} ({w:.3f}): {route_words(path)}"
+        out.append(charts.RouteLine(f"{k} ({w:.3f}): {parts}", tuple(points), words))
+    return out
+
+
+def part_name(e: Edge) -> str:
+    """The part an edge is: "layer 2 · head 1", "MLP 3", or "stream" (the residual carried up)."""
+    if e.kind == "head":
+        return runs.name(e.layer, e.head)
+    return f"MLP {e.layer + 1}" if e.kind == "mlp" else "stream"
+
+
+def route_words(path: tuple[Edge, ...]) -> str:
+    """A route in plain words for the chart's text alternative: its token, then each head or MLP it passes and the
+    token a head moves it to ("“ba” 12 → layer 1 · head 2 → “fa” 13 → layer 2 · head 1 → “ba” 24")."""
+    ids = inside.now().ids
+    out = [f"“{runs.pieces([ids[path[0].source]])[0]}” {path[0].source + 1}"]
+    for e in path:
+        if e.kind != "residual":
+            out.append(part_name(e))
+        if e.kind == "head":
+            out.append(f"“{runs.pieces([ids[e.target]])[0]}” {e.target + 1}")
+    return " → ".join(out)
+
+
+def draw_lines(r: Routes) -> None:
+    """The strongest routes, each one line a person follows from its token to the prediction, numbered as in the list
+    below the graph; each line's text alternative is its route in words (and the chart's description all of them)."""
+    found_routes = r.strongest(AS_LINES)
+    if not found_routes:
+        return
+    ids = inside.now().ids
+    about = f"The {len(found_routes)} strongest routes to position {r.position + 1}, one line each: " + "; ".join(
+        f"route {k} ({w:.3f}): {route_words(path)}" for k, (w, path) in enumerate(found_routes, 1)
+    )
+    title = f"The {len(found_routes)} strongest routes to position {r.position + 1}, each one line"
+    chart_gap()
+    vega_chart(charts.routes_lines(route_lines(r), runs.pieces(ids), r.levels, title, about), width="stretch",
+               key=keys.ROUTES_LINES)  # fmt: skip
+    st.caption(
+        "Each line is one route, read left to right: from its token at the embeddings (its number there) up through "
+        "the levels; a dot marks each head or MLP it passes (point at it for its name), and a head moves it to another "
+        "row. Routes that run together are drawn side by side. They are numbered as in the list of the strongest "
+        "routes below the graph of every edge."
+    )
 
 
 def draw(r: Routes) -> None:
@@ -244,26 +302,53 @@ def route_text(path: tuple[Edge, ...], levels: tuple[str, ...]) -> str:
     return " ⟶ ".join(out)
 
 
-RANKED = 3  # the heads with the largest attribution shares checked against the routes
+RANKED = 3  # the heads with the largest attribution (and patching) shares checked against the routes
+
+
+def patched(r: Routes) -> np.ndarray | None:
+    """Patching's exact shares of the heads, (layers, heads), when this session's sweep on the Patching page finished
+    on this model with this text as its clean text, and the routes read its last position (the one patching reads);
+    None otherwise."""
+    i, p = inside.now(), session.get().patching
+    if p is None or p.model != i.model or tuple(p.clean) != tuple(i.ids) or r.position != len(i.ids) - 1:
+        return None
+    job = jobs.get(p.job)
+    done = job is not None and job.state == "done" and isinstance(job.result, jobs.Refined)
+    return job.result.exact.heads if done else None
+
+
+def _top(shares: np.ndarray | None) -> list[tuple[int, int]]:
+    """The :data:`RANKED` heads with the largest |share| (a head outside the sweep's scope, NaN, last)."""
+    if shares is None:
+        return []
+    order = np.argsort(-np.nan_to_num(np.abs(shares), nan=-np.inf), axis=None)[:RANKED]
+    return [divmod(int(k), shares.shape[1]) for k in order]
 
 
 def off_routes(r: Routes) -> str:
-    """A note naming the heads Attribution ranks among its top :data:`RANKED` that no edge of the graph holds, with
-    their shares, and why that can be (empty when every one of them is on the graph)."""
+    """A note naming the heads Attribution (or Patching, when its sweep ran on this text) ranks among its top
+    :data:`RANKED` that no edge of the graph holds, with their share of each, and why that can be (empty when every
+    one of them is on the graph)."""
     _, att, _ = readout.now()
     if isinstance(att, str):
         return ""
     on = {(e.layer, e.head) for e in r.edges if e.kind == "head"}
-    H = att.heads.shape[1]
-    top = [divmod(int(k), H) for k in np.argsort(-np.abs(att.heads), axis=None)[:RANKED]]
-    off = [(la, h) for la, h in top if (la, h) not in on]
+    exact = patched(r)
+    off = [h for h in dict.fromkeys(_top(att.heads) + _top(exact)) if h not in on]
     if not off:
         return ""
-    named = ", ".join(f"{runs.name(la, h)} (its attribution share {att.heads[la, h]:.3f})" for la, h in off)
+    named = ", ".join(
+        f"{runs.name(la, h)} (its attribution share {att.heads[la, h]:.3f}"
+        + ("" if exact is None else f"; its patching share {exact[la, h]:.3f}")
+        + ")"
+        for la, h in off
+    )
+    ranked = "Attribution" if exact is None else "Attribution or Patching"
     return (
-        f"Ranked high by Attribution but on no route above {r.threshold:g}: {named}. A route measures how much of "
+        f"Ranked high by {ranked} but on no route above {r.threshold:g}: {named}. A route measures how much of "
         "each sum a part writes; Attribution and Patching measure what the prediction depends on: a head can write a "
         "small part of a large stream and still move the logit most."
+        + ("" if exact is not None else " (Patching's shares join here once its exact sweep has run on this text.)")
     )
 
 
