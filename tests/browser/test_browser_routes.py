@@ -29,9 +29,11 @@ def test_the_graph_is_readable_and_labelled(browser, base_url, axe_script, viewp
         for label in ("embeddings", "layer 1", "layer 2", f"13 {pieces[12]}", f"24 {pieces[23]}", "head", "residual"):
             assert label in written, (label, written)
         found = routes(builtin("induction").run(IDS), 23, 0.04).strongest(5)
-        named = [f"{k} ({strength:.3f})" for k, (strength, _) in enumerate(found, 1)]
-        for label in ("embeddings", f"24 {pieces[23]}", "route (its strength)", *named):
+        for label in ("embeddings", f"24 {pieces[23]}", "route (its strength): its parts"):
             assert label in lines, (label, lines)
+        for k, (strength, path) in enumerate(found, 1):  # the legend names each route's parts
+            parts = [f"layer {e.layer + 1} · head {e.head + 1}" for e in path if e.kind == "head"]
+            assert f"{k} ({strength:.3f}): " + (" → ".join(parts) or "the stream alone") in lines, (k, lines)
         said = pg.locator(CHARTS).first.evaluate(  # each line's words, for a screen reader
             "e => [...e.querySelectorAll('g.role-mark path[aria-label]')].map(p => p.getAttribute('aria-label'))"
         )
