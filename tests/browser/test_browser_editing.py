@@ -12,6 +12,8 @@ from tests.helpers.browser import (
     SHOTS,
     cell_once,
     cell_text,
+    editor_cell,
+    landed,
     nav,
     open_page,
     open_sidebar_expander,
@@ -214,3 +216,43 @@ def test_the_batch_shape_details_are_folded(page, base_url) -> None:  # noqa: F8
     details.locator("summary").click()
     assert page.get_by_text("np.dot", exact=False).first.is_visible()
     np.testing.assert_equal(page.locator(ERRORS).count(), 0)
+
+
+RENAME = """(el, text) => {  // a rename committed in the sentence box while the focus stays in the grid's cell editor
+  Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(el, text);
+  el.dispatchEvent(new Event("input", { bubbles: true }));
+  for (const type of ["keydown", "keypress"])
+    el.dispatchEvent(new KeyboardEvent(type, { key: "Enter", code: "Enter", keyCode: 13, which: 13, bubbles: true }));
+}"""
+
+
+def test_an_open_cell_editor_keeps_its_text_when_the_grids_rows_are_relabelled(page, base_url) -> None:  # noqa: F811
+    """Issue 46: a token renamed while a cell of X is open (a rerun arriving as a person types) relabels X's rows, and
+    the grid, built afresh, dropped the cell editor with the text typed so far. It stays open on the same cell, its
+    text, caret and focus kept, and Enter then applies what was typed."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_page(page, base_url, "tokens", "preset=the_cat_sat")
+    ready(page)
+    grid = _visible_grids(page)[0]  # X
+    rows = page.locator(".mgrid").nth(grid).locator("th.mgrid-row")
+    assert rows.all_text_contents()[:3] == ["The", "cat", "sat"], rows.all_text_contents()
+    editor_cell(page, grid, 1, 0).dblclick()
+    page.keyboard.type("4.25")  # the value selected is replaced
+    page.get_by_role("textbox", name="Sentence (tokens are split on spaces)").evaluate(RENAME, "The dog sat")
+    page.wait_for_function(
+        "(i) => [...document.querySelectorAll('.mgrid')[i].querySelectorAll('th.mgrid-row')].some(t => "
+        "t.textContent === 'dog')",
+        arg=grid,
+        timeout=30_000,
+    )
+    editing = editor_cell(page, grid, 1, 0).locator("input")
+    assert editing.count() == 1, "the cell editor was dropped when the rows were relabelled"
+    assert editing.input_value() == "4.25"
+    assert editing.evaluate("el => el === document.activeElement && el.selectionStart === el.value.length")
+    assert editing.get_attribute("aria-label").startswith("X dog")  # its name follows the row's new label
+    page.keyboard.type("5")
+    page.keyboard.press("Enter")
+    landed(page, grid)
+    assert cell_once(page, grid, 1, 0, "4.255") == "4.255"
+    page.screenshot(path=str(SHOTS / "editing_kept_across_relabel.png"))
+    assert not page.console_errors, page.console_errors

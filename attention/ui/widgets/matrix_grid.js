@@ -72,6 +72,9 @@ class Grid {
   build(shape) {
     const d = this.data;
     const focused = this.root.contains(document.activeElement);
+    const ed = this.editing;  // an open cell editor stays open, its text kept, when the grid is relabelled
+    const kept = ed && this.shape && JSON.parse(this.shape)[0] === d.key && ed.r < d.rows.length && ed.c < d.cols.length
+      ? { ...ed, from: ed.input.selectionStart, to: ed.input.selectionEnd } : null;
     this.shape = shape;
     this.editing = null;
     const table = el("table", "mgrid-table");
@@ -115,7 +118,19 @@ class Grid {
     this.scroll.replaceChildren(table);
     this.sel = { r: Math.min(this.sel.r, d.rows.length - 1), c: Math.min(this.sel.c, d.cols.length - 1) };
     this.anchor = null;
+    if (kept) return this.reopen(kept);
     this.select(this.sel.r, this.sel.c, focused);
+  }
+
+  reopen(ed) {  // the cell editor carried into a table built afresh (its rows or columns relabelled): text and caret
+    const td = this.cells[ed.r][ed.c];
+    this.select(ed.r, ed.c, false);
+    td.style.width = getComputedStyle(td).width;
+    ed.input.setAttribute("aria-label", `${this.data.label} ${this.data.rows[ed.r]} · ${this.data.cols[ed.c]}`);
+    td.replaceChildren(ed.input);
+    this.editing = { r: ed.r, c: ed.c, input: ed.input, before: ed.before };
+    ed.input.focus({ preventScroll: true });
+    ed.input.setSelectionRange(ed.from, ed.to);
   }
 
   text(r, c) {  // what a cell shows: its pending value, else the server's
