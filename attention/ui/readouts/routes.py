@@ -348,7 +348,8 @@ def off_routes(r: Routes) -> str:
         f"Ranked high by {ranked} but on no route above {r.threshold:g}: {named}. A route measures how much of "
         "each sum a part writes; Attribution and Patching measure what the prediction depends on: a head can write a "
         "small part of a large stream and still move the logit most."
-        + ("" if exact is not None else " (Patching's shares join here once its exact sweep has run on this text.)")
+        + ("" if exact is not None else " Patching's shares are named too once its exact sweep has run with this text "
+           "as its clean text.")
     )
 
 
