@@ -14,7 +14,9 @@ import numpy as np
 
 from attention.model import load, models_folder
 from attention.model.eviction import (
+    NEEDLE,
     POLICIES,
+    QUESTION,
     copy_accuracy,
     evict_curve,
     first_token_shares,
@@ -24,8 +26,6 @@ from attention.model.eviction import (
 )
 
 BUDGETS = (16, 32, 64, 128, 256, 512, 1024)
-NEEDLE = "The secret password for the old vault is purple elephant seventeen."
-QUESTION = "the secret password for the old vault"
 
 
 def sinks(model, n: int) -> None:

@@ -326,10 +326,11 @@ def evict(model: Model, ids: Sequence[int], m: int, policy: str, budget: int, se
 
 
 def attention_rows(model: Model, ids: Sequence[int], rows: Sequence[int], heads: Sequence[tuple[int, int]] = (),
-                   chunk: int = CHUNK) -> tuple[np.ndarray, np.ndarray]:
+                   chunk: int = CHUNK, on_layer: Callable[[int], bool] | None = None,
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The whole text layer by layer in blocks, with the query heads ``heads`` ((layer, head) pairs) zero-ablated:
     every head's attention weights at the query positions ``rows`` (L, H, len(rows), n), and the logits there
-    (len(rows), V). No layer's n × n weights are kept."""
+    (len(rows), V). No layer's n × n weights are kept. ``on_layer`` as in :func:`study`."""
     ids = model.check_ids(ids)
     cfg, n = model.config, len(ids)
     at = np.array(sorted(set(int(r) for r in rows)))
@@ -341,12 +342,15 @@ def attention_rows(model: Model, ids: Sequence[int], rows: Sequence[int], heads:
     for layer in range(cfg.n_layers):
         _, x, picked = _prefix_layer(model, layer, x, 1, chunk, hooks, at)
         weights[layer] = np.stack(picked, axis=1)  # (H, rows, n)
+        if on_layer is not None and not on_layer(layer):
+            raise Stopped(f"stopped after layer {layer + 1} of {cfg.n_layers}")
     order = np.searchsorted(at, np.asarray(rows))
     return weights[:, :, order], final_logits(cfg, model.params, x[at])[order]
 
 
 def retrieval_scores(model: Model, ids: Sequence[int], needle: tuple[int, int], answer: tuple[int, int],
-                     chunk: int = CHUNK) -> tuple[np.ndarray, np.ndarray]:
+                     chunk: int = CHUNK, on_layer: Callable[[int], bool] | None = None,
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Wu et al.'s retrieval score of every head, (L, H), on a text ``ids`` holding a needle at positions
     needle[0] .. needle[1] − 1 and, later, the model's copy of it fed at positions answer[0] .. answer[1] − 1:
     for each answer token w that the model's top-1 predicts (the query is the position before it), a head copies
@@ -357,7 +361,7 @@ def retrieval_scores(model: Model, ids: Sequence[int], needle: tuple[int, int], 
     if not (0 <= a < b <= c < d <= len(ids)) or c == 0:
         raise AttentionError("the needle must come before the answer, both inside the text", field="needle")
     queries = np.arange(c - 1, d - 1)  # (k,): the positions that predict each answer token
-    weights, logits = attention_rows(model, ids, queries, chunk=chunk)  # (L, H, k, n), (k, V)
+    weights, logits = attention_rows(model, ids, queries, chunk=chunk, on_layer=on_layer)  # (L, H, k, n), (k, V)
     tokens = np.array(ids)
     copied = np.argmax(logits, axis=-1) == tokens[c:d]  # (k,): the model predicts the answer token
     in_needle = np.isin(tokens[c:d], tokens[a:b])  # (k,)
@@ -379,6 +383,17 @@ def copy_accuracy(model: Model, ids: Sequence[int], answer: tuple[int, int],
     target = np.array(ids[c:d])  # (k,)
     logp = log_softmax(logits)  # (k, V)
     return float(np.mean(np.argmax(logp, axis=-1) == target)), float(-logp[np.arange(len(target)), target].mean())
+
+
+NEEDLE = "The secret password for the old vault is purple elephant seventeen."
+QUESTION = "the secret password for the old vault"
+HAYSTACK = 1900  # tokens of the long text around the needle in the page's case (a 2,048-token context holds it)
+
+
+def needle_case(model: Model, haystack: int = HAYSTACK) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
+    """The page's needle-in-a-haystack case: :data:`NEEDLE` in about ``haystack`` tokens of the shipped long text
+    (:func:`needle_text`, its question :data:`QUESTION`)."""
+    return needle_text(model, long_text(), NEEDLE, QUESTION, haystack)
 
 
 def needle_text(model: Model, text: str, needle: str, question: str, haystack: int,
