@@ -156,7 +156,7 @@ class Patching:
 
 @dataclass(frozen=True)
 class KvCache:
-    """The KV cache page's state (its writer: :mod:`attention.ui.state.kvcache`): which text it studies (``text``
+    """The KV cache page's state (its writer: :mod:`attention.ui.state.inside`): which text it studies (``text``
     "long", the shipped long text, or "pages", the text the other model pages read), the eviction ``policy``, the
     budget as typed (``budget``: a number of keys, or a share of the cache when ``unit`` is "share"), the budget
     box's message, and this session's latest jobs' ids (the study, and one budget off the curve)."""

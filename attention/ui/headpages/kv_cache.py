@@ -21,7 +21,7 @@ from ...model.eviction import NEEDLE, POLICIES, SINK_AT, EvictionResult, Study
 from ..core import jobs, keys, session
 from ..core.text import esc
 from ..modelpages import choose, runs
-from ..state import inside, kvcache
+from ..state import inside
 from ..widgets.common import bind, vega_chart
 from . import every_head, overview
 
@@ -49,8 +49,8 @@ def body(s: session.Session) -> None:
     choose.chooser()
     choose_text()
     st.caption("The papers: " + PAPERS)
-    model_id, ids = inside.model_id(), kvcache.ids()
-    k = kvcache.now()
+    model_id, ids = inside.model_id(), inside.kv_ids()
+    k = inside.kv_now()
     key = jobs.kv_key(model_id, ids)
     job, extra = jobs.get(k.job), jobs.get(k.extra)
     running = job is not None and job.key == key and job.state == "running"
@@ -67,14 +67,14 @@ def body(s: session.Session) -> None:
 
 def choose_text() -> None:
     """The shipped long text (when the model has a tokenizer) or the text the other model pages read."""
-    readable = kvcache.reads_long(inside.model_id())
-    options = list(kvcache.TEXTS) if readable else ["pages"]
-    bind(keys.KV_TEXT, kvcache.now().text if readable else "pages")
-    st.radio("Text", options, format_func=kvcache.TEXTS.get, key=keys.KV_TEXT, on_change=kvcache.on_text,
+    readable = inside.reads_long(inside.model_id())
+    options = list(inside.KV_TEXTS) if readable else ["pages"]
+    bind(keys.KV_TEXT, inside.kv_now().text if readable else "pages")
+    st.radio("Text", options, format_func=inside.KV_TEXTS.get, key=keys.KV_TEXT, on_change=inside.on_kv_text,
              horizontal=True)
-    ids = kvcache.ids()
-    words = "" if readable else " (this model reads a word list, not the long text)"
-    st.caption(f"{len(ids):,} tokens{words}; it starts “{esc(''.join(runs.pieces(ids[:12])), 80)}…”. The other "
+    ids = inside.kv_ids()
+    st.caption(f"{len(ids):,} tokens{'' if readable else ' (this model reads a word list, not the long text)'}"
+               f"; it starts “{esc(''.join(runs.pieces(ids[:12])), 80)}…”. The other "
                "model pages' text is chosen on Every head.")
 
 
@@ -86,10 +86,10 @@ def measure_button(model_id: str, ids: tuple[int, ...], running: bool) -> None:
         "the model's retrieval heads. At 2,048 tokens on SmolLM2 that takes minutes on a small server; it runs in "
         "the background, and what it measures is kept for every visitor."
     )
-    st.button("Measure this text", key=keys.KV_RUN, on_click=kvcache.start, args=(model_id, ids),
+    st.button("Measure this text", key=keys.KV_RUN, on_click=inside.start_kv, args=(model_id, ids),
               disabled=running, type="primary")
-    if kvcache.now().message:
-        st.error(esc(kvcache.now().message, 400))
+    if inside.kv_now().message:
+        st.error(esc(inside.kv_now().message, 400))
 
 
 def progress(job_id: str | None, key: tuple, polling: bool) -> None:
@@ -104,7 +104,7 @@ def progress(job_id: str | None, key: tuple, polling: bool) -> None:
         left = job.seconds_left
         more = "estimating the time left" if left is None else f"about {left:,.0f} s left"
         st.progress(min(job.done / job.total, 1.0), text=f"Layer {job.done} of {job.total} · {seconds:.0f} s · {more}")
-        st.button("Cancel", key=keys.KV_CANCEL, on_click=kvcache.cancel)
+        st.button("Cancel", key=keys.KV_CANCEL, on_click=inside.cancel_kv)
     elif job.state == "cancelled":
         st.info(f"Cancelled after {job.done} of {job.total} layers ({seconds:.0f} s); nothing of it was kept.")
     elif job.state == "failed":
@@ -176,7 +176,7 @@ def eviction(model_id: str, ids: tuple[int, ...], made: Study, polling: bool) ->
     results = at_budget(model_id, ids, made, budget, polling)
     if results is None:
         return
-    chosen = kvcache.now().policy
+    chosen = inside.kv_now().policy
     table(results, chosen)
     kept(next(r for r in results if r.policy == chosen))
     st.altair_chart(curve(made, budget), width="stretch", key=keys.KV_CURVE)
@@ -184,20 +184,20 @@ def eviction(model_id: str, ids: tuple[int, ...], made: Study, polling: bool) ->
 
 def controls(p: int, budgets: tuple[int, ...]) -> int | None:
     """The policy, the budget's unit and the budget; the budget in keys (None when the one typed is refused)."""
-    k = kvcache.now()
+    k = inside.kv_now()
     left, mid, right = st.columns([2, 2, 2], gap="medium")
     bind(keys.KV_POLICY, k.policy)
     left.selectbox("Policy", list(POLICIES), format_func=POLICY_NAMES.get, key=keys.KV_POLICY,
-                   on_change=kvcache.on_policy)
+                   on_change=inside.on_kv_policy)
     bind(keys.KV_UNIT, k.unit)
-    mid.radio("Budget as", list(kvcache.UNITS), format_func=kvcache.UNITS.get, key=keys.KV_UNIT,
-              on_change=kvcache.on_unit, horizontal=True)
-    budget = kvcache.budget(p, budgets)
+    mid.radio("Budget as", list(inside.KV_UNITS), format_func=inside.KV_UNITS.get, key=keys.KV_UNIT,
+              on_change=inside.on_kv_unit, horizontal=True)
+    budget = inside.kv_budget(p, budgets)
     shown = k.budget or (str(budget) if k.unit == "keys" else f"{budget / p:.3g}")
     bind(keys.KV_BUDGET, shown, once=bool(k.message))
     right.text_input(
         f"Budget (keys per head, 1 to {p:,})" if k.unit == "keys" else "Budget (a share of the cache, 0 to 1)",
-        key=keys.KV_BUDGET, on_change=kvcache.on_budget, args=(p,),
+        key=keys.KV_BUDGET, on_change=inside.on_kv_budget, args=(p,),
         help="Press Enter. The curve's budgets are measured already: " + ", ".join(f"{b:,}" for b in budgets),
     )
     if k.message:
@@ -215,7 +215,7 @@ def at_budget(model_id: str, ids: tuple[int, ...], made: Study, budget: int,
     done = jobs.finished(key)
     if done is not None:
         return [done.result.result(policy, budget) for policy in POLICIES]
-    job = jobs.get(kvcache.now().extra)
+    job = jobs.get(inside.kv_now().extra)
     if job is not None and job.key == key and job.state == "running":
         if not polling:
             st.rerun()  # the whole page once, so this part polls the job
@@ -225,7 +225,7 @@ def at_budget(model_id: str, ids: tuple[int, ...], made: Study, budget: int,
     if polling:
         st.rerun()  # it ended: the whole page again, without the timer
     st.info(f"{budget:,} keys is not one of the curve's budgets: measure every policy at it (one more pass).")
-    st.button(f"Measure every policy at {budget:,} keys", key=keys.KV_EXTRA, on_click=kvcache.start_extra,
+    st.button(f"Measure every policy at {budget:,} keys", key=keys.KV_EXTRA, on_click=inside.start_kv_extra,
               args=(model_id, ids, budget), type="primary")
     return None
 
