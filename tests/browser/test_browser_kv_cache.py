@@ -44,7 +44,7 @@ def measured(browser, served) -> str:
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as context:
         pg = context.new_page()
         pg.goto(served)
-        settle(pg)
+        settle(pg, timeout=300_000)  # the server opens the GGUF and reads the long text on its first visit
         assert "2,046 tokens" in pg.inner_text("body")
         pg.get_by_role("button", name="Measure this text").click()
         pg.get_by_text("Layer ").first.wait_for(timeout=60_000)  # the progress bar, with its count of layers
