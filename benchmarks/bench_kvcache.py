@@ -103,7 +103,7 @@ def _study_once(browser, url: str) -> float:
     with guarded_context(browser, viewport={"width": 1400, "height": 1000}) as ctx:
         page = ctx.new_page()
         page.goto(url)
-        settle(page)
+        settle(page, timeout=600_000)  # the server opens the GGUF and reads the long text on its first visit
         t0 = time.perf_counter()
         page.get_by_role("button", name="Measure this text").click()
         until_drawn(page, CHARTS, timeout=3_600_000)

@@ -96,7 +96,7 @@ def test_a_policy_or_a_budget_on_the_curve_redraws_without_a_new_job() -> None:
     kept = _kept_rows(at)  # the window keeps the last 9 of the 18 keys, in every layer and head: blocks of 1 token
     for la in (1, 2):
         for k in range(1, 19):
-            assert kept[(f"layer {la}", "kv head 1", f"{k}–{k}")] == (1.0 if k > 9 else 0.0)
+            assert kept[(f"layer {la}", "kv head 1", f"{k}")] == (1.0 if k > 9 else 0.0)
 
 
 def test_a_bad_budget_is_named_and_nothing_changes() -> None:

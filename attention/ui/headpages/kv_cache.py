@@ -35,6 +35,7 @@ POLICY_NAMES = {
     "snapkv": "SnapKV",
     "random": "random (a floor)",
 }
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#7f7f7f"]  # the policies' lines, in POLICIES order
 PAPERS = (
     "[StreamingLLM](https://arxiv.org/abs/2309.17453) (Xiao et al. 2024, attention sinks), "
     "[H2O](https://arxiv.org/abs/2306.14048) (Zhang et al. 2023, heavy hitters), "
@@ -119,7 +120,8 @@ def sinks(made: Study) -> None:
     st.markdown(
         "Each query's weights add up to 1, and many heads park what they do not need on token 1: the **attention "
         "sink** StreamingLLM keeps. Below, every layer × head's weight on token 1 from the query at each position"
-        f"{beyond}. A head spreading its weight evenly would put 1/64, 1/512, 1/2,048 there."
+        f"{beyond}. A head spreading its weight evenly would put "
+        + ", ".join(f"1/{p:,}" for p in made.positions) + " there."
     )
     columns = st.columns(len(made.positions), gap="medium")
     for k, (col, pos) in enumerate(zip(columns, made.positions, strict=True)):
@@ -253,10 +255,10 @@ def kept(result: EvictionResult) -> None:
     size = -(-p // BLOCKS)  # tokens a block
     starts = np.arange(0, p, size)
     shares = np.add.reduceat(result.kept, starts, axis=-1) / np.diff(np.append(starts, p))  # (L, G, blocks)
-    cols = [f"{s + 1}–{min(p, s + size)}" for s in starts]
+    cols = [f"{s + 1}" if size == 1 else f"{s + 1}–{min(p, s + size)}" for s in starts]
     style = charts.Style(kind="weights", row_title="key/value head", col_title="keys (tokens)", digits=2,
                          panels=tuple((f"layer {la + 1}", "") for la in range(L)), columns=3, panel_px=200,
-                         row_height=12)
+                         row_height=18)
     st.markdown(f"**The keys each head keeps** under {POLICY_NAMES[result.policy]} at {result.budget:,} keys: one "
                 f"picture a layer, a row a key/value head, the share of each block of {size} tokens kept (1: all).")
     spec = charts.heatmap(shares, [f"kv head {g + 1}" for g in range(G)], cols, style)
@@ -271,7 +273,7 @@ def curve(made: Study, budget: int) -> alt.LayerChart:
     x = alt.X("budget (keys):Q", scale=alt.Scale(type="log"), title="budget (keys per head, log scale)")
     y = alt.Y("mean loss (nats):Q", title="mean loss (nats)")
     colour = alt.Color("policy:N", sort=[POLICY_NAMES[p] for p in POLICIES], legend=alt.Legend(orient="bottom",
-                       columns=3, labelLimit=240), title=None)
+                       columns=3, labelLimit=240), title=None, scale=alt.Scale(range=COLOURS))
     tip = [alt.Tooltip("policy:N"), alt.Tooltip("budget (keys):Q"), alt.Tooltip("mean loss (nats):Q", format=".4f")]
     lines = alt.Chart(df).mark_line(point=True, strokeWidth=2).encode(x, y, colour, tooltip=tip)
     rule = alt.Chart(pd.DataFrame([{"full": full}])).mark_rule(strokeDash=[4, 4], color="#444").encode(y="full:Q")
