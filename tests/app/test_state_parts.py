@@ -31,7 +31,8 @@ def test_the_declarations_say_what_the_hand_written_lists_said() -> None:
     survive = {n for n, x in d.items() if x.survives}
     assert survive == {
         "pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned", "inside", "training", "generation",
-        "patching", "kvcache", "form_kind", "form_hint_cleared", "drawn", "body_drawn", "whole_run", "offered", "member",
+        "patching", "kvcache", "form_kind", "form_hint_cleared", "drawn", "body_drawn", "whole_run", "offered",
+        "member",
     }  # fmt: skip
     travel = {n for n, x in d.items() if x.travels}
     assert travel == {
