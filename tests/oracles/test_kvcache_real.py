@@ -13,7 +13,8 @@ about 2.5 forwards): StreamingLLM's claim again (the window costs 1.86, 1.54, 1.
 of their weight on token 1 on average (measured 0.43, 0.33, 0.33; a head spreading its weight evenly would put 1/64,
 1/512, 1/2,046 there), more than 80 of the 270 heads put more than half there (110, 83, 94), and the first two
 layers' heads put almost nothing there (at most 0.015 on average): the sink is the later layers', and it does not
-fade with length.
+fade with length. Time: the 2,046-token study took 1,657 s to set up on a machine at load average 16–26 (2026-12-07);
+it is about 2.5 forwards of 2,046 tokens, a few minutes on a quiet 2-core machine.
 """
 
 from __future__ import annotations
