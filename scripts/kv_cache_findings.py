@@ -13,11 +13,32 @@ import sys
 import numpy as np
 
 from attention.model import load, models_folder
-from attention.model.eviction import POLICIES, copy_accuracy, evict_curve, long_text, needle_text, retrieval_scores
+from attention.model.eviction import (
+    NEEDLE,
+    POLICIES,
+    QUESTION,
+    copy_accuracy,
+    evict_curve,
+    first_token_shares,
+    long_text,
+    needle_text,
+    retrieval_scores,
+)
 
 BUDGETS = (16, 32, 64, 128, 256, 512, 1024)
-NEEDLE = "The secret password for the old vault is purple elephant seventeen."
-QUESTION = "the secret password for the old vault"
+
+
+def sinks(model, n: int) -> None:
+    """Each layer's and head's share on the first token from the queries at positions 64, 512 and the text's last
+    (2,048 or fewer): the mean over heads, the heads above 0.5, the layers' means."""
+    ids = model.encode(long_text())[:n]
+    at = sorted({p for p in (64, 512, len(ids)) if p <= len(ids)})
+    shares = first_token_shares(model, ids, [p - 1 for p in at])  # (L, H, k)
+    for k, p in enumerate(at):
+        s = shares[..., k]
+        print(json.dumps(dict(position=p, mean=float(s.mean()), median=float(np.median(s)),
+                              above_half=int((s > 0.5).sum()), heads=int(s.size),
+                              layers=[round(float(v), 3) for v in s.mean(axis=1)])), flush=True)
 
 
 def eviction(model, n: int, m: int) -> None:
@@ -49,6 +70,7 @@ def retrieval(model, haystack: int, k: int) -> None:
 def main() -> None:
     n, m, haystack, k = (int(a) for a in (sys.argv[1:] + ["320", "48", "200", "5"][len(sys.argv) - 1 :])[:4])
     model = load(models_folder.packaged()["SmolLM2-135M-Instruct"])
+    sinks(model, n)
     eviction(model, n, m)
     retrieval(model, haystack, k)
 

@@ -37,7 +37,7 @@ the column sums and the observation window's rows are held at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,9 +186,10 @@ def _prefix_layer(model: Model, layer: int, x: np.ndarray, observe: int, chunk: 
 
 
 def _scored_layer(model: Model, layer: int, x: np.ndarray, start: int, prefix: Prefix,
-                  chosen: np.ndarray) -> np.ndarray:
+                  chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Layer ``layer`` on the scored rows x (m, d) at positions start .. start + m − 1, attending only the kept
-    positions ``chosen`` (G, b) of the prefix at their own positions, and each other causally: the stream after."""
+    positions ``chosen`` (G, b) of the prefix at their own positions, and each other causally: the stream after, and
+    each head's weight on the first kept key from each row (H, m)."""
     cfg, m = model.config, x.shape[0]
     H, G = cfg.n_heads, cfg.kv_heads
     K = np.take_along_axis(prefix.K, chosen[:, :, None], axis=1)  # (G, b, dₕ)
@@ -202,7 +203,7 @@ def _scored_layer(model: Model, layer: int, x: np.ndarray, start: int, prefix: P
         allowed &= query - keys < window
     X = attention_input(cfg, model.params, layer, x)  # (m, d [+1])
     a = attend.attend(cfg, model.params, layer, X, model.layer_weights(layer), start, (K, V), allowed=allowed)
-    return block_out(cfg, model.params, layer, x, a.output)  # (m, d)
+    return block_out(cfg, model.params, layer, x, a.output), a.weights[..., 0]  # (m, d), (H, m)
 
 
 def _scores(model: Model, x: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -212,32 +213,108 @@ def _scores(model: Model, x: np.ndarray, targets: np.ndarray) -> tuple[np.ndarra
     return loss, np.argmax(logp, axis=-1)
 
 
+class Stopped(Exception):
+    """Raised when a progress callback asks the work to stop (a page's Cancel)."""
+
+
 def evict_curve(model: Model, ids: Sequence[int], m: int, runs: Sequence[tuple[str, int]], seed: int = 0,
                 chunk: int = CHUNK) -> list[EvictionResult]:
     """Every (policy, budget) of ``runs`` on one text: the first n − m tokens run once with the full cache, then the
     last m tokens against each run's kept keys and against the full cache (see the module's docstring)."""
+    return _curve(model, ids, m, runs, seed, chunk)[0]
+
+
+def _curve(model: Model, ids: Sequence[int], m: int, runs: Sequence[tuple[str, int]], seed: int = 0,
+           chunk: int = CHUNK, rows: Sequence[int] = (), on_layer: Callable[[int], bool] | None = None,
+           ) -> tuple[list[EvictionResult], np.ndarray]:
+    """:func:`evict_curve`, and every head's weight on the first token from the query positions ``rows`` (0-based,
+    ascending; read from the prefix's pass or the full cache's scored pass): (L, H, len(rows)). ``on_layer(layer)``
+    is called after each layer; when it returns False the work stops (:class:`Stopped`)."""
     ids = _check(model, ids, m, [r[0] for r in runs], [r[1] for r in runs])
     cfg, n = model.config, len(ids)
     p, L, G = n - m, cfg.n_layers, cfg.kv_heads
+    at = np.array(rows, dtype=int)  # (k,)
     tokens = np.array(ids)
     x = embed(cfg, model.params, tokens[:p])  # (p, d)
     full = embed(cfg, model.params, tokens[p:], start=p)  # (m, d)
     streams = [full.copy() for _ in runs]  # (m, d) each
     kept = np.zeros((len(runs), L, G, p), bool)
+    shares = np.zeros((L, cfg.n_heads, len(at)))  # (L, H, k)
     draws = [np.random.RandomState(seed) for _ in runs]  # one generator a run: its draws are evict()'s own
     for layer in range(L):
-        prefix, x, _ = _prefix_layer(model, layer, x, OBSERVE, chunk)
+        prefix, x, picked = _prefix_layer(model, layer, x, OBSERVE, chunk, rows=at[at < p])
         for r, (policy, budget) in enumerate(runs):
             chosen = keep(policy, budget, prefix, p, G, draws[r])  # (G, b)
             np.put_along_axis(kept[r, layer], chosen, True, axis=-1)
-            streams[r] = _scored_layer(model, layer, streams[r], p, prefix, chosen)
-        full = _scored_layer(model, layer, full, p, prefix, np.broadcast_to(np.arange(p), (G, p)))
+            streams[r] = _scored_layer(model, layer, streams[r], p, prefix, chosen)[0]
+        full, first = _scored_layer(model, layer, full, p, prefix, np.broadcast_to(np.arange(p), (G, p)))
+        shares[layer] = np.concatenate([np.stack(picked, axis=-1)[:, 0] if picked else np.zeros((cfg.n_heads, 0)),
+                                        first[:, at[at >= p] - p]], axis=-1)  # (H, k)
+        if on_layer is not None and not on_layer(layer):
+            raise Stopped(f"stopped after layer {layer + 1} of {L}")
     full_loss, full_top1 = _scores(model, full, tokens[p + 1 :])
     out = []
     for r, (policy, budget) in enumerate(runs):
         loss, top1 = _scores(model, streams[r], tokens[p + 1 :])
         out.append(EvictionResult(policy, int(budget), kept[r], loss, full_loss, top1, full_top1))
-    return out
+    return out, shares
+
+
+SHARES = (1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4)  # the curve's budgets, as shares of the prefix
+SINK_AT = (64, 512, 2048)  # the positions (1-based) whose share on the first token a study measures
+SCORED = 128  # the tokens a study scores, at most (a quarter of a short text)
+
+
+@dataclass(frozen=True)
+class Study:
+    """What the page shows of one text: ``positions`` (1-based) and every head's weight on the first token from
+    each, ``shares`` (L, H, k); ``m`` the tokens scored; ``budgets`` the curve's; ``results`` every policy at every
+    budget (policy-major, in :data:`POLICIES` order)."""
+
+    positions: tuple[int, ...]
+    shares: np.ndarray  # (L, H, k)
+    m: int
+    budgets: tuple[int, ...]
+    results: tuple[EvictionResult, ...]
+
+    def result(self, policy: str, budget: int) -> EvictionResult:
+        """The result of ``policy`` at ``budget`` (a KeyError when the study did not make it)."""
+        for r in self.results:
+            if (r.policy, r.budget) == (policy, budget):
+                return r
+        raise KeyError((policy, budget))
+
+
+def scored(n: int) -> int:
+    """The tokens a study of an n-token text scores: :data:`SCORED`, or a quarter of a short text (at least 1)."""
+    return max(1, min(SCORED, n // 4))
+
+
+def curve_budgets(p: int) -> tuple[int, ...]:
+    """The curve's budgets for a prefix of p keys: each share of :data:`SHARES` of p, rounded, at least 1, distinct."""
+    return tuple(sorted({max(1, round(p * f)) for f in SHARES}))
+
+
+def sink_positions(n: int) -> tuple[int, ...]:
+    """The positions (1-based) a study measures the sink at: those of :data:`SINK_AT` within the text, and its last
+    token when the text is shorter than the last of them."""
+    return tuple(sorted({p for p in SINK_AT if p <= n} | ({n} if n < SINK_AT[-1] else set())))
+
+
+def study(model: Model, ids: Sequence[int], budgets: Sequence[int] = (),
+          on_layer: Callable[[int], bool] | None = None, chunk: int = CHUNK) -> Study:
+    """One pass over a text for the page: the sink's share from :func:`sink_positions`, and every policy at every
+    budget (the ``budgets`` given, else :func:`curve_budgets`) with the last
+    :func:`scored` tokens scored. ``on_layer`` as in :func:`evict_curve`'s work (:class:`Stopped` when it says
+    stop)."""
+    ids = model.check_ids(ids)
+    n = len(ids)
+    m = scored(n)
+    chosen = tuple(sorted(set(budgets or curve_budgets(n - m))))
+    runs = [(policy, b) for policy in POLICIES for b in chosen]
+    positions = sink_positions(n)
+    results, shares = _curve(model, ids, m, runs, 0, chunk, [k - 1 for k in positions], on_layer)
+    return Study(positions, shares, m, chosen, tuple(results))
 
 
 def evict(model: Model, ids: Sequence[int], m: int, policy: str, budget: int, seed: int = 0,
@@ -249,10 +326,11 @@ def evict(model: Model, ids: Sequence[int], m: int, policy: str, budget: int, se
 
 
 def attention_rows(model: Model, ids: Sequence[int], rows: Sequence[int], heads: Sequence[tuple[int, int]] = (),
-                   chunk: int = CHUNK) -> tuple[np.ndarray, np.ndarray]:
+                   chunk: int = CHUNK, on_layer: Callable[[int], bool] | None = None,
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The whole text layer by layer in blocks, with the query heads ``heads`` ((layer, head) pairs) zero-ablated:
     every head's attention weights at the query positions ``rows`` (L, H, len(rows), n), and the logits there
-    (len(rows), V). No layer's n × n weights are kept."""
+    (len(rows), V). No layer's n × n weights are kept. ``on_layer`` as in :func:`study`."""
     ids = model.check_ids(ids)
     cfg, n = model.config, len(ids)
     at = np.array(sorted(set(int(r) for r in rows)))
@@ -264,12 +342,15 @@ def attention_rows(model: Model, ids: Sequence[int], rows: Sequence[int], heads:
     for layer in range(cfg.n_layers):
         _, x, picked = _prefix_layer(model, layer, x, 1, chunk, hooks, at)
         weights[layer] = np.stack(picked, axis=1)  # (H, rows, n)
+        if on_layer is not None and not on_layer(layer):
+            raise Stopped(f"stopped after layer {layer + 1} of {cfg.n_layers}")
     order = np.searchsorted(at, np.asarray(rows))
     return weights[:, :, order], final_logits(cfg, model.params, x[at])[order]
 
 
 def retrieval_scores(model: Model, ids: Sequence[int], needle: tuple[int, int], answer: tuple[int, int],
-                     chunk: int = CHUNK) -> tuple[np.ndarray, np.ndarray]:
+                     chunk: int = CHUNK, on_layer: Callable[[int], bool] | None = None,
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Wu et al.'s retrieval score of every head, (L, H), on a text ``ids`` holding a needle at positions
     needle[0] .. needle[1] − 1 and, later, the model's copy of it fed at positions answer[0] .. answer[1] − 1:
     for each answer token w that the model's top-1 predicts (the query is the position before it), a head copies
@@ -280,7 +361,7 @@ def retrieval_scores(model: Model, ids: Sequence[int], needle: tuple[int, int], 
     if not (0 <= a < b <= c < d <= len(ids)) or c == 0:
         raise AttentionError("the needle must come before the answer, both inside the text", field="needle")
     queries = np.arange(c - 1, d - 1)  # (k,): the positions that predict each answer token
-    weights, logits = attention_rows(model, ids, queries, chunk=chunk)  # (L, H, k, n), (k, V)
+    weights, logits = attention_rows(model, ids, queries, chunk=chunk, on_layer=on_layer)  # (L, H, k, n), (k, V)
     tokens = np.array(ids)
     copied = np.argmax(logits, axis=-1) == tokens[c:d]  # (k,): the model predicts the answer token
     in_needle = np.isin(tokens[c:d], tokens[a:b])  # (k,)
@@ -302,6 +383,17 @@ def copy_accuracy(model: Model, ids: Sequence[int], answer: tuple[int, int],
     target = np.array(ids[c:d])  # (k,)
     logp = log_softmax(logits)  # (k, V)
     return float(np.mean(np.argmax(logp, axis=-1) == target)), float(-logp[np.arange(len(target)), target].mean())
+
+
+NEEDLE = "The secret password for the old vault is purple elephant seventeen."
+QUESTION = "the secret password for the old vault"
+HAYSTACK = 1900  # tokens of the long text around the needle in the page's case (a 2,048-token context holds it)
+
+
+def needle_case(model: Model, haystack: int = HAYSTACK) -> tuple[list[int], tuple[int, int], tuple[int, int]]:
+    """The page's needle-in-a-haystack case: :data:`NEEDLE` in about ``haystack`` tokens of the shipped long text
+    (:func:`needle_text`, its question :data:`QUESTION`)."""
+    return needle_text(model, long_text(), NEEDLE, QUESTION, haystack)
 
 
 def needle_text(model: Model, text: str, needle: str, question: str, haystack: int,

@@ -31,7 +31,8 @@ def test_the_declarations_say_what_the_hand_written_lists_said() -> None:
     survive = {n for n, x in d.items() if x.survives}
     assert survive == {
         "pin", "digits", "cell", "tabs", "tour_dismissed", "learn", "learned", "inside", "training", "generation",
-        "patching", "form_kind", "form_hint_cleared", "drawn", "body_drawn", "whole_run", "offered", "member",
+        "patching", "kvcache", "form_kind", "form_hint_cleared", "drawn", "body_drawn", "whole_run", "offered",
+        "member",
     }  # fmt: skip
     travel = {n for n, x in d.items() if x.travels}
     assert travel == {
@@ -131,7 +132,8 @@ def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -
         "keep", "steps", "made_for", "message", "layer", "many",
     }  # fmt: skip
     assert {n for n, x in d.items() if x.part == parts.GENERATION} == {"generation"}
-    assert {n for n, x in d.items() if x.part == parts.MODEL} == {"model_head", "inside", "patching"}
+    assert {n for n, x in d.items() if x.part == parts.MODEL} == {"model_head", "inside", "patching", "kvcache"}
+    assert d["kvcache"].survives is True and not d["kvcache"].travels and d["kvcache"].rerun is None
     assert d["patching"].survives is True and not d["patching"].travels and d["patching"].rerun is None
     assert {f.name for f in dataclasses.fields(session_mod.Patching)} == {
         "model", "clean", "corrupt", "pair", "answer", "wrong", "job", "message", "scope", "layers",

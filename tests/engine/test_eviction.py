@@ -18,6 +18,7 @@ from attention.model import Config, Model, ablate, init_params
 from attention.model.eviction import (
     POLICIES,
     Prefix,
+    Stopped,
     attention_rows,
     copy_accuracy,
     evict,
@@ -25,6 +26,8 @@ from attention.model.eviction import (
     first_token_shares,
     keep,
     retrieval_scores,
+    sink_positions,
+    study,
 )
 from attention.model.layers import log_softmax
 from attention.model.vocab import WordVocab
@@ -199,3 +202,52 @@ def test_first_token_shares_are_the_full_forwards_first_column() -> None:
     run = model.run(IDS)
     got = first_token_shares(model, IDS, [5, 29], chunk=4)
     np.testing.assert_allclose(got, run.weights[:, :, [5, 29], 0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["llama (grouped heads)", "gemma 3 (sliding layers)"])
+def test_a_study_is_every_policy_at_every_budget_and_the_sinks_of_one_pass(name: str) -> None:
+    """The page's one pass: the sink's share at the study's positions (prefix rows and scored rows alike) is the full
+    forward's first column, and each policy at each budget is what evict makes alone."""
+    model = _model(FAMILIES[name])
+    made = study(model, IDS, budgets=(3, 11), chunk=8)
+    assert made.m == 7 and made.budgets == (3, 11) and made.positions == (30,)
+    run = model.run(IDS)
+    np.testing.assert_allclose(made.shares[..., 0], run.weights[:, :, 29, 0], rtol=0, atol=1e-12)
+    assert [(r.policy, r.budget) for r in made.results] == [(p, b) for p in POLICIES for b in (3, 11)]
+    for policy in ("sinks", "heavy", "snapkv"):
+        alone = evict(model, IDS, 7, policy, 11)
+        np.testing.assert_array_equal(made.result(policy, 11).kept, alone.kept)
+        np.testing.assert_allclose(made.result(policy, 11).loss, alone.loss, rtol=0, atol=1e-12)
+    twice = study(model, IDS + IDS[:14], budgets=(5,))  # 44 tokens: position 64 is beyond it, the last token stands
+    assert twice.positions == (44,)
+
+
+def test_the_sink_positions_read_from_the_prefix_are_the_full_forwards(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attention.model import eviction
+
+    model = _model(FAMILIES["llama (grouped heads)"])
+    ids = np.random.RandomState(5).randint(0, V, 64).tolist()
+    monkeypatch.setattr(eviction, "SINK_AT", (10, 50, 64))  # 10 and 50 before the scored 16, 64 the last scored
+    made = study(model, ids, budgets=(8,), chunk=16)
+    assert made.positions == (10, 50, 64) and made.m == 16
+    run = model.run(ids)
+    np.testing.assert_allclose(made.shares, run.weights[:, :, [9, 49, 63], 0], rtol=0, atol=1e-12)
+
+
+def test_sink_positions_are_64_512_2048_within_the_text_or_its_last_token() -> None:
+    assert sink_positions(2048) == (64, 512, 2048)
+    assert sink_positions(3000) == (64, 512, 2048)
+    assert sink_positions(2046) == (64, 512, 2046)
+    assert sink_positions(40) == (40,)
+
+
+def test_a_study_stops_when_its_progress_says_so() -> None:
+    seen: list[int] = []
+
+    def on_layer(layer: int) -> bool:
+        seen.append(layer)
+        return layer < 1
+
+    with pytest.raises(Stopped):
+        study(_model({}), IDS, budgets=(4,), on_layer=on_layer)
+    assert seen == [0, 1]

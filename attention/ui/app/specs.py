@@ -16,7 +16,7 @@ from ...errors import AttentionError
 from ...trace import Trace
 from ..core import jobs, models, session
 from ..core.text import esc
-from ..headpages import every_head, first_token, generate, watch_it_learn
+from ..headpages import every_head, first_token, generate, kv_cache, watch_it_learn
 from ..labpages import board, challenges, flash, learn, stability, why_sqrt_dk
 from ..readouts import attribution, lens, patching, routes
 from . import prose
@@ -424,6 +424,19 @@ INSIDE: dict[str, Lab] = {
             "choose, and you see the routes by which earlier tokens reach its prediction: which positions, through "
             "which heads, at which layers. Click a head's edge to open it on the step pages.",
             body=routes.body,
+        ),
+        Lab(
+            "kv_cache",
+            "pages/23_kv_cache.py",
+            "The KV cache at length",
+            "Inside a model: the KV cache at length",
+            "Generating a long text keeps every layer's keys and values for every token so far: the **KV cache**, "
+            "which grows with the text until it no longer fits. Practitioners keep only some of it, and each way of "
+            "choosing is a claim about attention weights. On a real model and a text of up to 2,048 tokens, this page "
+            "measures three of them: the **attention sink** (token 1 takes weight at every length), the **retrieval "
+            "heads** (the few heads that copy from far back), and what each **eviction policy** keeps, head by head, "
+            "and what dropping the rest costs the next tokens.",
+            body=kv_cache.body,
         ),
     )
 }

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import AttentionError
-from ...model import Estimate, Sweep, induction, restored, sweep
+from ...model import Estimate, Sweep, eviction, induction, restored, sweep
 from ...model import estimate as atp_estimate
 from ...model import patch as patch_heads
 from ...model import train as train_model
@@ -47,7 +47,9 @@ KEPT = 32  # jobs remembered (the oldest finished ones are let go)
 BUSY = {  # what a refused start says, by kind
     "train": "this server is already training {running} models (at most {most} at once)",
     "patch": "this server is already patching {running} pairs of texts (at most {most} at once)",
+    "kvcache": "this server is already studying the KV cache of {running} texts (at most {most} at once)",
 }
+WORK = {"train": "training", "patch": "patching", "kvcache": "KV cache study"}  # what a failure names, by kind
 _JOBS = Registry(KEPT, may_go=lambda job: job.state != "running")  # Job by id; the oldest finished ones let go
 _LOCK = threading.Lock()
 
@@ -188,7 +190,7 @@ def _run(job: Job, work: Callable[[Job], object]) -> None:
     except Exception:  # a bug: logged, and the page says the work failed rather than waiting forever
         _LOG.exception("%s job %s failed", job.kind, job.id)
         job.message, job.state = (
-            f"the {'training' if job.kind == 'train' else 'patching'} failed on the server (the error is logged)",
+            f"the {WORK[job.kind]} failed on the server (the error is logged)",
             "failed",
         )
     finally:
@@ -410,3 +412,85 @@ def _merged(a: Sweep, b: Sweep) -> Sweep:
     heads = np.where(np.isnan(a.heads), b.heads, a.heads)
     streams = np.where(np.isnan(a.streams), b.streams, a.streams)
     return dataclasses.replace(b, heads=heads, streams=streams)
+
+
+# The KV cache page: one study of a text (every eviction policy at every budget of the curve, the sink's share) and
+# the model's retrieval heads on the needle case, in one job per (model, text); a budget off the curve, one more
+
+
+@dataclass(frozen=True)
+class KvStudy:
+    """A KV cache job's result: ``study`` the text's (:class:`attention.model.eviction.Study`); ``retrieval`` the
+    model's retrieval scores (L, H) and which answer tokens it copied (k,) on the needle case, None for a model
+    without a tokenizer (no needle sentence to put in a text)."""
+
+    study: eviction.Study
+    retrieval: Needle | None
+
+
+@dataclass(frozen=True)
+class Needle:
+    """A model's retrieval heads on the needle case: ``scores`` (L, H), ``copied`` which answer tokens its top-1
+    predicted (k,), ``n`` the case's tokens, ``back`` how far back the needle stands from its copy (tokens)."""
+
+    scores: np.ndarray  # (L, H)
+    copied: np.ndarray  # (k,)
+    n: int
+    back: int
+
+
+KV_TOKENS = 2048  # the KV cache page's text is cut off here (no n × n is kept: the eviction engine runs in blocks)
+_RETRIEVAL = TraceCache(max_bytes=0, max_entries=8, ttl=3600, measure=nothing)  # by model: its needle case's scores
+
+
+def kv_key(model_id: str, ids: tuple[int, ...], budget: int | None = None) -> tuple:
+    """What a KV cache job computes, as :func:`finished` looks it up: the study of a text, or one more budget."""
+    return ("kvcache", model_id, tuple(ids)) if budget is None else ("kvbudget", model_id, tuple(ids), int(budget))
+
+
+def kv_study(model_id: str, ids: tuple[int, ...], needle: bool) -> Job:
+    """Study the text ``ids`` on the model in a thread (:func:`attention.model.eviction.study`, a step a layer),
+    then its retrieval heads when ``needle`` (kept by model: a second text does not measure them again); a running
+    or finished job of the same text is shared."""
+    m = models.get(model_id)
+    L = m.config.n_layers
+
+    def work(job: Job) -> KvStudy | None:
+        def on_layer(_: int) -> bool:
+            job.done += 1
+            return not job.cancel.is_set()
+
+        try:
+            made = eviction.study(m, list(ids), on_layer=on_layer)
+            found = _RETRIEVAL.get(model_id, lambda: _retrieval(m, on_layer)) if needle else None
+        except eviction.Stopped:
+            return None
+        job.done = job.total
+        return KvStudy(made, found)
+
+    return _start("kvcache", L * (2 if needle else 1), work, kv_key(model_id, ids))
+
+
+def _retrieval(m: object, on_layer: Callable[[int], bool]) -> Needle:
+    """The model's retrieval scores and copied answer tokens on the needle case, made read-only."""
+    ids, needle, answer = eviction.needle_case(m, min(eviction.HAYSTACK, KV_TOKENS - 100, m.config.n_ctx - 100))
+    scores, copied = eviction.retrieval_scores(m, ids, needle, answer, on_layer=on_layer)
+    scores.flags.writeable = copied.flags.writeable = False
+    return Needle(scores, copied, len(ids), answer[0] - needle[0])
+
+
+def kv_budget(model_id: str, ids: tuple[int, ...], budget: int) -> Job:
+    """Every policy at one more ``budget`` on the text (a budget off the curve), in a thread, a step a layer."""
+    m = models.get(model_id)
+
+    def work(job: Job) -> eviction.Study | None:
+        def on_layer(_: int) -> bool:
+            job.done += 1
+            return not job.cancel.is_set()
+
+        try:
+            return eviction.study(m, list(ids), budgets=(budget,), on_layer=on_layer)
+        except eviction.Stopped:
+            return None
+
+    return _start("kvcache", m.config.n_layers, work, kv_key(model_id, ids, budget))

@@ -364,3 +364,20 @@ PATCH_HEADS, PATCH_STREAMS = "inside.patch.heads", "inside.patch.streams"
 PATCH_SCOPE, PATCH_LAYERS = "inside.w.patch.scope", "inside.w.patch.layers"  # what the exact patching covers
 PATCH_EST_HEADS, PATCH_EST_STREAMS = "inside.patch.est.heads", "inside.patch.est.streams"  # the estimate's heatmaps
 PATCH_SIDE = "inside.patch.side"  # the top heads: the estimate beside the exact share
+
+# --- the KV cache page ---
+KV_TEXT, KV_POLICY = "inside.w.kv.text", "inside.w.kv.policy"  # the text studied, the eviction policy
+KV_UNIT, KV_BUDGET = "inside.w.kv.unit", "inside.w.kv.budget"  # the budget's unit (keys or a share), the budget typed
+KV_RUN, KV_CANCEL, KV_EXTRA = "inside.kv.run", "inside.kv.cancel", "inside.kv.extra"  # study; stop; one more budget
+KV_SINKS, KV_RETRIEVAL = "inside.kv.sinks", "inside.kv.retrieval"  # the sink's heatmaps, the retrieval scores
+KV_KEPT, KV_CURVE = "inside.kv.kept", "inside.kv.curve"  # the keys each head keeps, the loss against budget
+
+
+def kv_sinks(k: int) -> str:
+    """The KV cache page's k-th heatmap of the sink (0: position 64)."""
+    return f"{KV_SINKS}.{k}"
+
+
+def kv_open(layer: int, head: int) -> str:
+    """The KV cache page's button that opens a retrieval head on the step pages."""
+    return f"inside.kv.open.{layer}.{head}"

@@ -155,6 +155,22 @@ class Patching:
     layers: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class KvCache:
+    """The KV cache page's state (its writer: :mod:`attention.ui.state.inside`): which text it studies (``text``
+    "long", the shipped long text, or "pages", the text the other model pages read), the eviction ``policy``, the
+    budget as typed (``budget``: a number of keys, or a share of the cache when ``unit`` is "share"), the budget
+    box's message, and this session's latest jobs' ids (the study, and one budget off the curve)."""
+
+    text: str = "long"
+    policy: str = "sinks"
+    budget: str = ""
+    unit: str = "keys"
+    message: str = ""
+    job: str | None = None
+    extra: str | None = None
+
+
 T = TypeVar("T")
 
 
@@ -248,6 +264,7 @@ class Session:
     inside: Inside | None = declare(MODEL_PART, default=None, survives=True)
     training: Training | None = declare(BOOKKEEPING, default=None, survives=True)  # "Watch it learn"'s job
     patching: Patching | None = declare(MODEL_PART, default=None, survives=True)  # the Patching page's pair and job
+    kvcache: KvCache | None = declare(MODEL_PART, default=None, survives=True)  # the KV cache page's choices and jobs
     # --- the Generate page's state (attention.ui.state.generation; None until that page first opens) ---
     generation: Generation | None = declare(GENERATION_PART, default=None, survives=True)
     # the fingerprints of what the last runs drew (attention.ui.app.frame: drawn_from, body_drawn_from) and whether

@@ -14,12 +14,13 @@ import streamlit as st
 
 from ...errors import AttentionError
 from ...model import upload
+from ...model.eviction import POLICIES, long_text
 from ...model.vocab import WordVocab
 from ...names import is_whole
 from ..core import jobs, keys, models
 from ..core.cache import TraceCache, nothing
 from ..core.models import Ablation, HeadRef
-from ..core.session import KEY, Inside, Patching, Session, Training, get
+from ..core.session import KEY, Inside, KvCache, Patching, Session, Training, get
 from ..core.text import esc
 from .presets import open_head
 
@@ -607,3 +608,139 @@ def cancel_patching() -> None:
     for them, and this session no longer follows it."""
     if not jobs.cancel(pair().job):
         _patch(job=None)
+
+
+# ------------------------------------------------------------------ the KV cache page (Session.kvcache)
+
+KV_TEXTS = {"long": "The shipped long text (up to 2,048 tokens)", "pages": "The text the other model pages read"}
+KV_UNITS = {"keys": "keys per head", "share": "a share of the cache"}
+MAX_BUDGET_CHARS = 40  # a typed budget is at most this long (checked before it is read)
+_KV_LONG = TraceCache(max_bytes=0, max_entries=8, ttl=3600, measure=nothing)  # the long text's ids, by model
+
+
+def kv_now() -> KvCache:
+    """The KV cache page's state, made on first use (the model pages' state too)."""
+    ensure()
+    s = get()
+    if s.kvcache is None:
+        s.kvcache = KvCache()
+    return s.kvcache
+
+
+def _kv(**changes: object) -> None:
+    s = get()
+    s.kvcache = replace(kv_now(), **changes)
+
+
+def reads_long(model_id: str) -> bool:
+    """Whether the model can read the shipped long text (it has a tokenizer, not a word list)."""
+    return not isinstance(models.get(model_id).vocab, WordVocab)
+
+
+def kv_ids() -> tuple[int, ...]:
+    """The token ids the page studies: the shipped long text cut to the model's context and
+    :data:`~attention.ui.core.jobs.KV_TOKENS`, when chosen and the model reads it; else the model pages' text."""
+    chosen = model_id()
+    if kv_now().text == "long" and reads_long(chosen):
+        return _KV_LONG.get(chosen, lambda: _long_ids(chosen))
+    return current()[0]
+
+
+def _long_ids(model_id: str) -> tuple[int, ...]:
+    m = models.get(model_id)
+    return tuple(m.encode(long_text())[: min(jobs.KV_TOKENS, m.config.n_ctx)])
+
+
+def on_kv_text() -> None:
+    """The text to study was chosen (one of :data:`KV_TEXTS`; anything else is ignored)."""
+    value = st.session_state.get(keys.KV_TEXT)
+    if value in KV_TEXTS:
+        _kv(text=value, extra=None)
+
+
+def on_kv_policy() -> None:
+    """A policy was chosen (one of the engine's; anything else is ignored): redrawn from the study, not recomputed."""
+    value = st.session_state.get(keys.KV_POLICY)
+    if value in POLICIES:
+        _kv(policy=value)
+
+
+def on_kv_unit() -> None:
+    """The budget's unit was chosen: the budget goes back to the curve's default, said in that unit."""
+    value = st.session_state.get(keys.KV_UNIT)
+    if value in KV_UNITS:
+        _kv(unit=value, budget="", message="")
+        st.session_state[keys.KV_BUDGET] = ""
+
+
+def read_budget(typed: object, unit: str, p: int) -> int:
+    """A typed budget as a number of keys (1 to p, the prefix's keys): a whole number of keys, or a share of the
+    cache (0 < share ≤ 1, or a percentage like "25%"); an AttentionError naming what is wrong."""
+    text = str(typed).strip()
+    if len(text) > MAX_BUDGET_CHARS:
+        raise AttentionError(f"the budget is {len(text):,} characters long; type a number", field="budget")
+    if unit == "keys":
+        if not text.isdigit() or not 1 <= int(text) <= p:
+            raise AttentionError(f"the budget {text[:20]!r} is not a whole number of keys from 1 to {p:,}",
+                                 field="budget")
+        return int(text)
+    percent = text.endswith("%")
+    try:
+        share = float(text.rstrip("%").strip()) / (100 if percent else 1)
+    except ValueError:
+        share = float("nan")
+    if not 0 < share <= 1:  # NaN fails too
+        raise AttentionError(f"the share {text[:20]!r} is not a number above 0 and at most 1 (or 100%)",
+                             field="budget")
+    return max(1, round(share * p))
+
+
+def on_kv_budget(p: int) -> None:
+    """A budget was typed (Enter): kept when it reads as a budget for a prefix of p keys; else its box says why and
+    the budget in force stays."""
+    typed = st.session_state.get(keys.KV_BUDGET, "")
+    if not str(typed).strip():
+        _kv(budget="", message="", extra=None)
+        return
+    try:
+        read_budget(typed, kv_now().unit, p)
+    except AttentionError as e:
+        _kv(message=f"{e}. The budget in force is unchanged.")
+        return
+    _kv(budget=str(typed).strip(), message="", extra=None)
+
+
+def kv_budget(p: int, budgets: tuple[int, ...]) -> int:
+    """The budget in force, in keys: the one typed, else the curve's middle one."""
+    k = kv_now()
+    return read_budget(k.budget, k.unit, p) if k.budget else budgets[(len(budgets) - 1) // 2]
+
+
+def start_kv(model_id: str, ids: tuple[int, ...]) -> None:
+    """Study the text in the background (a finished study of the same model and text is shown at once)."""
+    jobs.cancel(kv_now().job)
+    try:
+        job = jobs.kv_study(model_id, ids, reads_long(model_id))
+    except AttentionError as e:
+        _kv(job=None, message=f"{e}. Nothing started.")
+        return
+    _kv(job=job.id, message="")
+
+
+def start_kv_extra(model_id: str, ids: tuple[int, ...], budget: int) -> None:
+    """Measure every policy at one budget off the curve, in the background."""
+    jobs.cancel(kv_now().extra)
+    try:
+        job = jobs.kv_budget(model_id, ids, budget)
+    except AttentionError as e:
+        _kv(extra=None, message=f"{e}. Nothing started.")
+        return
+    _kv(extra=job.id, message="")
+
+
+def cancel_kv() -> None:
+    """Stop this session's study and extra budget at their next layer (nothing of them is kept)."""
+    k = kv_now()
+    jobs.cancel(k.job)
+    jobs.cancel(k.extra)
+    _kv(job=None, extra=None)

@@ -1,0 +1,3 @@
+from attention.ui.app.frame import render
+
+render("kv_cache")
