@@ -144,8 +144,8 @@ def test_mean_ablation_and_a_page_switch_keep_the_state() -> None:
     [
         ("ba be xyz bo", "word 3, 'xyz', is not in the vocabulary"),
         ("ba ![x](http://h/p.png)", "word 2"),
-        ("ba", "The text has 1 word; the model reads 2 to 24"),
-        (" ".join(["ba"] * 25), "The text has 25 words; the model reads 2 to 24"),
+        ("ba", "The text has 1 word; the pages need at least 2"),
+        (" ".join(["ba"] * 25), "The text has 25 words; this model's pages read at most 24 (its context is 24)"),
     ],
 )
 def test_bad_words_are_named_and_nothing_changes(typed: str, named: str) -> None:

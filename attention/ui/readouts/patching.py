@@ -39,8 +39,7 @@ def body(s: session.Session) -> None:
     p = inside.pair()
     texts(m, p)
     p = inside.pair()
-    clean, corrupt = runs.measure(p.clean), runs.measure(p.corrupt)
-    answer, wrong = tokens(p, clean.logits[-1], corrupt.logits[-1])
+    answer, wrong = tokens(p, runs.last_logits(p.clean), runs.last_logits(p.corrupt))
     try:
         est = jobs.estimate(p.model, p.clean, p.corrupt, answer, wrong)
     except AttentionError as e:
