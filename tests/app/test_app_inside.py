@@ -334,5 +334,5 @@ def test_a_paste_too_long_is_named_not_dropped() -> None:
     assert at.text_input(key="inside.w.typed").max_chars in (None, 0)
     at = at.text_input(key="inside.w.typed").input("ba " * 16_666 + "bo").run()
     no_exception(at)
-    assert any("The text has 50,000 characters; at most 4,096" in e for e in errors(at)), errors(at)
+    assert any("The text has 50,000 characters; the pages read at most 12,288" in e for e in errors(at)), errors(at)
     assert session(at).inside.ids == before

@@ -77,14 +77,12 @@ def start() -> tuple[str, tuple[int, ...]]:
 
 
 def restore(s: Session, model_id: str, ids: tuple[int, ...] | None, ablations: tuple[Ablation, ...]) -> str:
-    """Put in ``s`` the model, text (None: the model's first ready-made one) and ablations an address names, when the
-    model opens and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
+    """Put in ``s`` the model, text (None: the model's first, :func:`models.first_text`) and ablations an address
+    names, when the model opens and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
     try:
         m = models.get(model_id)
-        if ids is None:
-            ids = next(iter(models.ready_made(model_id).values()), None)
-        if ids is None:
-            return "the link names no text for that model"
+        if ids is None:  # the model's first text: a link leaves out a text longer than it holds
+            ids = models.first_text(model_id)[1]
         ids = tuple(m.check_ids(list(ids)))
     except AttentionError as exc:
         return esc(exc.message, 300)
