@@ -135,3 +135,39 @@ def test_a_text_longer_than_an_address_holds_is_left_out_of_it_and_said(long_ctx
     short = m.encode("Paris is the capital of France")
     at = at.text_input(key=keys.INSIDE_TYPED).input(m.decode(short)).run()
     assert address(at).get("ids") == ".".join(str(i) for i in short)  # a text that fits travels again
+
+
+def test_patching_a_long_pair_estimates_it_all_and_patches_exactly_only_what_is_chosen(
+    long_ctx, monkeypatch  # noqa: F811
+) -> None:
+    from attention.ui.core import jobs
+    from attention.ui.readouts import patching
+
+    monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
+    monkeypatch.setattr(patching, "PATCHES_MAX", 100)  # this 1-layer model's 302 patches stand for SmolLM2's 61,710
+    m = load(long_ctx)
+    clean = m.encode(" ".join(["the cat sat on the mat and the dog sat on the log"] * 30))[:300]
+    corrupt = list(clean)
+    corrupt[150] = next(t for t in range(5, 300) if t != clean[150])
+    at = app("patching")
+    at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:long").run()
+    at.text_area(key=keys.PATCH_CLEAN).input(m.decode(clean))
+    at.text_area(key=keys.PATCH_CORRUPT).input(m.decode(corrupt))
+    at = at.button(key=keys.PATCH_USE).click().run()
+    no_exception(at)
+    p = session(at).patching
+    assert len(p.clean) == 300 and p.clean != p.corrupt, p.message
+    said = " ".join(texts(at.markdown))
+    assert "300 tokens, the positions that differ, clean → corrupted:" in said and "151 " in said, said
+    assert at.button(key=keys.PATCH_RUN).disabled  # every layer of a long pair: not started
+    assert any("At 300 tokens this is 302 exact patches" in c for c in texts(at.caption)), texts(at.caption)
+    assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) >= 2  # the estimate: heads, streams
+    at = at.radio(key=keys.PATCH_SCOPE).set_value("heads").run()  # 2 patches
+    assert not at.button(key=keys.PATCH_RUN).disabled
+    at = at.button(key=keys.PATCH_RUN).click().run()
+    no_exception(at)
+    job = jobs.wait(session(at).patching.job)
+    assert job.state == "done" and job.done == job.total == 2  # the chosen layer's two heads, nothing else
+    at = at.run()
+    no_exception(at)
+    assert np.isfinite(job.result.exact.heads).all() and np.isnan(job.result.exact.streams).all()

@@ -58,7 +58,7 @@ def control(position: int, on_pick: Callable[[], None], what: str = "the positio
     bind(keys.FIND_PICK, position if position in listed else None)
     more = f" (the first {LISTED:,} listed)" if len(found) > LISTED else ""
     st.selectbox(
-        f"{len(found):,} position{'s' if len(found) != 1 else ''} hold it{more}: choose one",
+        f"{len(found):,} position{'s hold' if len(found) != 1 else ' holds'} it{more}: choose one",
         listed,
         format_func=lambda k: label(k, tokens),
         key=keys.FIND_PICK,
