@@ -159,7 +159,11 @@ BAD = {
     "different lengths": ("fa bi de", "fa bi", "The clean text has 3 tokens and the corrupted one 2"),
     "a word outside the vocabulary": ("fa bi zz", "fa bi de", "zz"),
     "one word": ("fa", "bi", "The clean text has 1 word; the pages need at least 2"),
-    "longer than the context": ("fa " * 30, "fa " * 30, "The clean text has 30 words; this model's pages read at most 24 (its context is 24)"),
+    "longer than the context": (
+        "fa " * 30,
+        "fa " * 30,
+        "The clean text has 30 words; this model's pages read at most 24 (its context is 24)",
+    ),
     "the same texts": ("fa bi de", "fa bi de", "The two texts are the same tokens"),
 }
 
