@@ -92,9 +92,9 @@ def test_every_model_page_at_2047_tokens_of_real_text_on_the_real_model(browser)
         pick = pg.get_by_role("combobox", name=re.compile("holds? it: choose one"))
         pick.click()
         option = pg.get_by_role("option", name=re.compile("^pos [0-9,]+ · “␣King”")).first
+        position = int(re.search(r"pos ([0-9,]+)", option.inner_text()).group(1).replace(",", ""))
         with rerun(pg, timeout=LONG):
             option.click()
-        position = int(re.search(r"pos ([0-9,]+) · “␣King”", pg.inner_text("body")).group(1).replace(",", ""))
         assert f"These pages read position {position} of 2047 (“␣King”)" in pg.inner_text("body")
         for name, least, said in PAGES:
             if name != "Logit lens":
