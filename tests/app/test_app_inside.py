@@ -144,8 +144,8 @@ def test_mean_ablation_and_a_page_switch_keep_the_state() -> None:
     [
         ("ba be xyz bo", "word 3, 'xyz', is not in the vocabulary"),
         ("ba ![x](http://h/p.png)", "word 2"),
-        ("ba", "The text has 1 word; the model reads 2 to 24"),
-        (" ".join(["ba"] * 25), "The text has 25 words; the model reads 2 to 24"),
+        ("ba", "The text has 1 word; the pages need at least 2"),
+        (" ".join(["ba"] * 25), "The text has 25 words; this model's pages read at most 24 (its context is 24)"),
     ],
 )
 def test_bad_words_are_named_and_nothing_changes(typed: str, named: str) -> None:
@@ -334,5 +334,5 @@ def test_a_paste_too_long_is_named_not_dropped() -> None:
     assert at.text_input(key="inside.w.typed").max_chars in (None, 0)
     at = at.text_input(key="inside.w.typed").input("ba " * 16_666 + "bo").run()
     no_exception(at)
-    assert any("The text has 50,000 characters; at most 4,096" in e for e in errors(at)), errors(at)
+    assert any("The text has 50,000 characters; the pages read at most 12,288" in e for e in errors(at)), errors(at)
     assert session(at).inside.ids == before

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 @pytest.fixture(scope="module")
 def long_ctx(gpt2, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
-    """A random GPT-2 whose context (512) is longer than the pages read of a tokenizer's text (MAX_TOKENS, 256)."""
+    """A random GPT-2 whose context (4,096) is longer than the pages read of a tokenizer's text (MAX_TOKENS, 2,048)."""
     import shutil
 
     import torch
@@ -24,18 +24,18 @@ def long_ctx(gpt2, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F
     folder = tmp_path_factory.mktemp("long_gpt2")
     shutil.copy(gpt2[0] / "tokenizer.json", folder / "tokenizer.json")
     torch.manual_seed(2)
-    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=512, n_embd=16, n_layer=1, n_head=2)
+    cfg = GPT2Config(vocab_size=gpt2[1].config.vocab_size, n_positions=4096, n_embd=16, n_layer=1, n_head=2)
     GPT2LMHeadModel(cfg).double().eval().save_pretrained(str(folder), safe_serialization=True)
     return folder
 
 
 def test_a_link_to_a_head_on_more_tokens_than_the_pages_read_is_refused(long_ctx, monkeypatch) -> None:
     monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
-    too_many = ".".join(["5"] * (models.MAX_TOKENS + 36))  # 292 tokens: within the model's context, over the cap
+    too_many = ".".join(["5"] * (models.MAX_TOKENS + 36))  # 2,084 tokens: within the model's context, over the cap
     at = app("scores", {"preset": "model", "mh": f"server:long~1.1~{too_many}~"})
     no_exception(at)
     notes = " ".join(texts(at.warning))
-    assert "292 tokens" in notes and f"2 to {models.MAX_TOKENS}" in notes, notes
+    assert f"2,084 token ids; the pages read at most {models.MAX_TOKENS:,}" in notes, notes
     assert session(at).model_head is None
     ok = ".".join(["5"] * models.MAX_TOKENS)
     at = app("scores", {"preset": "model", "mh": f"server:long~1.1~{ok}~"})
@@ -78,33 +78,35 @@ def test_a_head_of_a_learners_model_let_go_keeps_the_step_page_and_says_so() -> 
     assert session(at).model_head.model_id == mid
 
 
-def test_a_typed_text_of_up_to_256_tokens_is_read_and_its_characters_are_bounded_first(long_ctx, monkeypatch) -> None:
-    """A model with a tokenizer reads a typed text of 2 to 256 tokens (MAX_TOKENS); a longer one is refused by name,
+def test_a_typed_text_of_up_to_2048_tokens_is_read_and_its_characters_are_bounded_first(long_ctx, monkeypatch) -> None:
+    """A model with a tokenizer reads a typed text of 2 to 2,048 tokens (MAX_TOKENS); a longer one is refused by name,
     and the tokenizer never sees more than MAX_CHARS characters (a longer value is refused by its length, named, before
     it is split or tokenized); nothing changes either time."""
     from attention.model import Model, load
     from attention.ui.core import keys
     from attention.ui.state import inside
 
-    assert models.MAX_TOKENS == 256 and inside.MAX_CHARS >= 4 * models.MAX_TOKENS
+    assert models.MAX_TOKENS == 2048 and 10_000 <= inside.MAX_CHARS <= 13_000  # what 2,048 tokens of prose need
     monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
     m = load(long_ctx)
-    text = " ".join(["the cat sat on the mat and the dog sat on the log"] * 40)
+    text = " ".join(["the cat sat on the mat and the dog sat on the log"] * 170)
     ids = m.encode(text)
-    assert len(ids) > 257
-    at = app("every_head")
+    assert len(ids) > 2049 and len(text) <= inside.MAX_CHARS
+    at = app("logit_lens")
     at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:long").run()
     no_exception(at)
-    exactly = m.decode(ids[:256])
-    assert len(m.encode(exactly)) == 256
+    exactly = m.decode(ids[:2048])
+    assert len(m.encode(exactly)) == 2048
     at = at.text_input(key=keys.INSIDE_TYPED).input(exactly).run()
     no_exception(at)
-    assert session(at).inside.ids == tuple(ids[:256]) and not session(at).inside.message
-    assert len(at.get("vega_lite_chart")) >= 1
-    over = m.decode(ids[:257])
+    assert session(at).inside.ids == tuple(ids[:2048]) and not session(at).inside.message
+    assert len(at.get("vega_lite_chart")) >= 1  # the lens's line, at the last of 2,048 positions
+    over = m.decode(ids[:2311])
     at = at.text_input(key=keys.INSIDE_TYPED).input(over).run()
-    assert "257 tokens" in session(at).inside.message and "2 to 256" in session(at).inside.message
-    assert session(at).inside.ids == tuple(ids[:256])
+    said = session(at).inside.message
+    assert "The text has 2,311 tokens; this model's pages read at most 2,048" in said and "Nothing changed" in said
+    assert session(at).inside.ids == tuple(ids[:2048])
+    assert any(said in e for e in texts(at.error)), texts(at.error)  # where the eye is: under the box
     seen, encode = [], Model.encode
     monkeypatch.setattr(Model, "encode", lambda self, t: seen.append(len(t)) or encode(self, t))
     at = at.text_input(key=keys.INSIDE_TYPED).set_value("a " * inside.MAX_CHARS).run()  # a client past max_chars
@@ -112,4 +114,4 @@ def test_a_typed_text_of_up_to_256_tokens_is_read_and_its_characters_are_bounded
     assert not seen, seen  # refused by its length before the tokenizer saw any of it
     said = session(at).inside.message
     assert f"{2 * inside.MAX_CHARS:,} characters" in said and "Nothing changed" in said, said
-    assert session(at).inside.ids == tuple(ids[:256])
+    assert session(at).inside.ids == tuple(ids[:2048])

@@ -158,8 +158,12 @@ BAD = {
     "an empty corrupted text": ("fa bi", "", "The corrupted text is empty"),
     "different lengths": ("fa bi de", "fa bi", "The clean text has 3 tokens and the corrupted one 2"),
     "a word outside the vocabulary": ("fa bi zz", "fa bi de", "zz"),
-    "one word": ("fa", "bi", "The clean text has 1 word; the model reads 2 to 24"),
-    "longer than the context": ("fa " * 30, "fa " * 30, "The clean text has 30 words; the model reads 2 to 24"),
+    "one word": ("fa", "bi", "The clean text has 1 word; the pages need at least 2"),
+    "longer than the context": (
+        "fa " * 30,
+        "fa " * 30,
+        "The clean text has 30 words; this model's pages read at most 24 (its context is 24)",
+    ),
     "the same texts": ("fa bi de", "fa bi de", "The two texts are the same tokens"),
 }
 

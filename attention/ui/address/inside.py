@@ -30,7 +30,7 @@ MODEL, IDS, ABLATE, AT, TOKEN, THRESHOLD = "model", "ids", "ablate", "at", "tok"
 PARAMS = (MODEL, IDS, ABLATE, AT, TOKEN, THRESHOLD)
 CLEAN, CORRUPT = "clean", "corrupt"
 PAIR = (CLEAN, CORRUPT)
-MAX_IDS = 1024  # tokens in an address (GPT-2's whole context)
+MAX_IDS = 2048  # tokens in an address (the model pages' most), within LIMITS[IDS]'s characters
 LIMITS = {HEAD: 9000, IDS: 8000, ABLATE: 2000, MODEL: 60, AT: 8, TOKEN: 8, THRESHOLD: 8, CLEAN: 8000, CORRUPT: 8000}
 HOWS = {"z": "zero", "m": "mean"}
 
@@ -48,6 +48,14 @@ def read_ids(text: str) -> tuple[int, ...] | None:
     if not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
         return None
     return tuple(int(p) for p in parts)
+
+
+def ids_problem(text: str) -> str:
+    """Why token ids in an address cannot be read (:func:`read_ids` refused them): too many, or not ids."""
+    count = text[: LIMITS[IDS]].count(".") + 1
+    if count > MAX_IDS:
+        return f"the link names {count:,} token ids; the pages read at most {MAX_IDS:,}"
+    return f"the link's token ids {quoted(text, 80)} are not whole numbers separated by dots"
 
 
 def ablations_text(ablations: tuple[Ablation, ...]) -> str:
@@ -91,7 +99,7 @@ def read_head(text: str) -> HeadRef | str:
     if len(lh) != 2 or not all(x.isascii() and x.isdigit() and 0 < len(x) <= 3 for x in lh):
         return f"the link's layer and head {quoted(where, 20)} are not two numbers such as 2.1"
     if ids is None:
-        return f"the link's token ids {quoted(ids_part, 80)} are not whole numbers separated by dots"
+        return ids_problem(ids_part)
     if ablations is None:
         return f"the link's ablations {quoted(ablate, 80)} are not such as 2.1z-1.2m"
     return HeadRef(model_id, ids, int(lh[0]) - 1, int(lh[1]) - 1, ablations)
@@ -104,10 +112,17 @@ def model_value(s: Session) -> str | None:
     return here.model if here is not None and here.model != inside.start()[0] else None
 
 
+def fits(ids: tuple[int, ...]) -> bool:
+    """Whether a text's token ids fit in an address (:data:`LIMITS`: at most 8,000 characters, 1,000 to 2,000 tokens
+    of a BPE tokenizer's ids). A longer text is left out of it, with the position and token read on it: a reload or
+    a link opens the model's first text, and the pages say so (:func:`attention.ui.modelpages.choose.address_note`)."""
+    return 0 < len(ids) <= MAX_IDS and sum(len(str(i)) + 1 for i in ids) - 1 <= LIMITS[IDS]
+
+
 def ids_value(s: Session) -> tuple[int, ...] | None:
-    """The ``ids``: the model pages' text, when it is not the one they start with."""
+    """The ``ids``: the model pages' text, when it is not the one they start with and fits in an address."""
     here = _travelling(s)
-    return here.ids if here is not None and here.ids != inside.start()[1] else None
+    return here.ids if here is not None and here.ids != inside.start()[1] and fits(here.ids) else None
 
 
 def ablate_value(s: Session) -> tuple[Ablation, ...] | None:
@@ -118,14 +133,14 @@ def ablate_value(s: Session) -> tuple[Ablation, ...] | None:
 
 def at_value(s: Session) -> int | None:
     """The ``at``: the position the model pages predict from, counted from 1, when it is not the text's default."""
-    here = _travelling(s)
+    here = _on_text(s)
     moved = here is not None and here.position != inside.default_position(here.model, here.ids)
     return here.position + 1 if moved else None
 
 
 def token_value(s: Session) -> int | None:
     """The ``tok``: the token the Logit lens and Attribution pages follow, when one was chosen."""
-    here = _travelling(s)
+    here = _on_text(s)
     return here.token if here is not None else None
 
 
@@ -157,6 +172,13 @@ def _travelling(s: Session) -> Inside | None:
     return s.inside if s.inside is not None and models.travels(s.inside.model) else None
 
 
+def _on_text(s: Session) -> Inside | None:
+    """The model pages' state when its text travels too: a position or a token read on a text the address leaves
+    out would land on another text."""
+    here = _travelling(s)
+    return here if here is not None and fits(here.ids) else None
+
+
 def restore(qp: Mapping[str, str], s: Session) -> list[str]:
     """Put the model pages' model, text and ablations from the address into their state (in ``s``); notices for
     what could not be (each value quoted). Nothing is restored from a value that cannot be read."""
@@ -171,7 +193,8 @@ def restore(qp: Mapping[str, str], s: Session) -> list[str]:
     ids = read_ids(qp[IDS]) if IDS in qp else None
     ablations = read_ablations(qp.get(ABLATE, ""))
     if IDS in qp and ids is None:
-        return [f"The link's token ids {quoted(qp[IDS], 80)} are not whole numbers separated by dots; ignored."]
+        problem = ids_problem(qp[IDS])
+        return [f"{problem[0].upper()}{problem[1:]}; ignored."]
     if ablations is None:
         return [f"The link's ablations {quoted(qp[ABLATE], 80)} are not such as 2.1z-1.2m; ignored."]
     problem = inside.restore(s, model_id, ids, ablations)
@@ -200,7 +223,7 @@ def _pair(s: Session) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """The Patching page's pair, when it is for the model pages' model, that model travels, and it is not the
     model's first ready-made pair (where the page starts)."""
     here, p = _travelling(s), s.patching
-    if here is None or p is None or p.model != here.model:
+    if here is None or p is None or p.model != here.model or not (fits(p.clean) and fits(p.corrupt)):
         return None
     try:
         first = next(iter(models.pairs(p.model).values()), None)

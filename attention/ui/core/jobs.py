@@ -37,6 +37,7 @@ from ...model import Estimate, Sweep, eviction, induction, restored, sweep
 from ...model import estimate as atp_estimate
 from ...model import patch as patch_heads
 from ...model import train as train_model
+from ...model.atp import STEPS as ATP_STEPS
 from ...model.readout import run_cost, sweep_costs
 from . import models
 from .cache import Registry, TraceCache, nothing
@@ -271,9 +272,26 @@ def _estimated(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], 
     """The estimate itself, its arrays made read-only (it is shared by every session asking for the same pair)."""
     m = models.get(model_id)
     with models.LOCK:
-        made = atp_estimate(m, list(clean), list(corrupt), -1, answer, wrong)
+        made = atp_estimate(m, list(clean), list(corrupt), -1, answer, wrong, path_steps(m, len(clean)))
     made.heads.flags.writeable = made.streams.flags.writeable = False
     return made
+
+
+PATH_BYTES = 1 << 30  # the most the estimate's runs on the path may keep of every head's weights
+
+
+def path_bytes(m: models.Model, n: int) -> int:
+    """What the estimate's runs on the path keep of every head's weights on an n-token pair (the path's runs are one
+    hooked batch of STEPS texts, which keeps its scores, scaled scores and weights whole): bytes."""
+    c = m.config
+    return ATP_STEPS * c.n_layers * c.n_heads * n * n * 3 * m.dtype.itemsize
+
+
+def path_steps(m: models.Model, n: int) -> int:
+    """The estimate's steps on the path for an n-token pair: the engine's, unless their runs would keep more than
+    PATH_BYTES (SmolLM2 past about 280 tokens); then 0, the gradient at the corrupted run alone, one layer's
+    weights at a time."""
+    return ATP_STEPS if path_bytes(m, n) <= PATH_BYTES else 0
 
 
 def default_tokens(clean: np.ndarray, corrupt: np.ndarray, answer: int | None, wrong: int | None) -> tuple[int, int]:

@@ -335,6 +335,7 @@ READOUT_POSITION, READOUT_TOKEN = "inside.w.readout.position", "inside.w.readout
 READOUT_PICK, READOUT_OPEN = "inside.w.readout.pick", "inside.readout.open"  # a head to open, without the mouse
 READOUT_HEADS, READOUT_MLPS, LENS_LINE = "inside.readout.heads", "inside.readout.mlps", "inside.lens.line"
 ACROSS_KEY, ACROSS_QUERY = "inside.w.across.key", "inside.w.across.query"  # one token across layers: its choices
+FIND_TEXT, FIND_PICK = "inside.w.find.text", "inside.w.find.pick"  # a position found by its token
 INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step
 INSIDE_HEAD_SHOWN = "inside.w.head_shown"  # Every head's chosen head, whose controls are drawn
 INSIDE_ONE_LAYER = "inside.one_layer"  # Every head's fragment of a wide model's layer (its chooser and chart)

@@ -41,7 +41,7 @@ from .cache import Registry, kept
 _LOG = logging.getLogger(__name__)
 BUILTIN = "induction"
 SERVER, UPLOAD, TRAINED = "server:", "upload:", "trained:"
-MAX_TOKENS = 256  # a tokenizer's text is cut off here for the pages' speed (every head's heatmap is n × n)
+MAX_TOKENS = 2048  # the most tokens of a tokenizer's text the pages read (issue 47): within the model's context
 DEFAULT_TEXT = "The cat sat on the mat."  # a model without ready-made texts starts on its tokens, repeated
 HELD_MAX = 6  # uploaded or trained models held by this process at once
 MAX_NAME = models_folder.MAX_NAME  # a server model's name, as listed

@@ -14,16 +14,18 @@ is the first-token score at j = 0 (the page's default choice), and A_lh[i, j] fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from ... import charts
 from ...model import roles
-from ...model.interventions import ablate
 from ...names import token_labels
 from ..core import keys, models, session
-from ..core.cache import kept
+from ..core.cache import TraceCache, kept
 from ..core.text import esc
 from ..modelpages import choose, runs
 from ..state import inside
@@ -46,7 +48,7 @@ def sinks() -> None:
     """Every head's share on token 1, then the head with the most, its rows, and what its output is made of."""
     choose.whole_page_if_banner_went()
     ids, _, ablations = inside.current()
-    now = runs.measure(ids, ablations)
+    now = measured(inside.model_id(), ids, ablations)
     share = now.scores["first-token sink"]  # (L, H): mean over t ≥ 1 of A[t, 0]
     L, H = share.shape
     chance = roles.uniform_scores(ids)["first-token sink"]
@@ -76,14 +78,64 @@ def sinks() -> None:
         "**Every head's weight on one token.** Token 1 with the mean over the queries after it is the share above; "
         "choose another key token, or one query, to follow any token across the layers."
     )
-    across(now.weights, tokens, keys.SINK_GRID)
+    across(now.after, lambda query: query_rows(inside.model_id(), ids, ablations, query), tokens, keys.SINK_GRID)
     strongest(ids, ablations, layer, head, tokens)
+
+
+@dataclass(frozen=True)
+class Sinks:
+    """What the page shows of a run, measured layer by layer (one layer's n × n weights at a time, none kept):
+    ``scores`` each kind's (layers, heads) (:func:`attention.model.roles.head_scores`), ``roles`` (layers, heads),
+    ``after`` (layers, heads, n) each head's mean weight on key j over the queries after it (the module's
+    w_lh(j), for every key at once)."""
+
+    scores: dict[str, np.ndarray]
+    roles: np.ndarray
+    after: np.ndarray
+
+
+def mean_after(weights: np.ndarray) -> np.ndarray:
+    """Each head's mean weight on every key j over the queries after it, from one layer's weights (H, n, n): (H, n);
+    the last key, which no query follows, its own row's. Causal: the rows above key j hold 0 there."""
+    n = weights.shape[-1]
+    diagonal = np.diagonal(weights, axis1=-2, axis2=-1)  # (H, n)
+    below = weights.sum(axis=-2, dtype=np.float64) - diagonal  # (H, n): Σ_{i > j} A[i, j]
+    return np.concatenate([below[:, :-1] / np.arange(n - 1, 0, -1), diagonal[:, -1:]], axis=-1)  # (H, n)
+
+
+def _sinks(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Sinks:
+    run = runs.run(model_id, ids, ablations)
+    parts, after = [], []
+    for layer in range(len(run.traces)):
+        weights = run.traces.rows(layer, slice(None))  # (H, n, n): this layer's only, let go after it
+        parts.append(roles.head_scores(weights[None], ids))  # each (1, H)
+        after.append(mean_after(weights))  # (H, n)
+    scores = {kind: np.concatenate([p[kind] for p in parts]) for kind in parts[0]}  # each (L, H)
+    return Sinks(scores, roles.roles(scores), np.stack(after))
+
+
+_SINKS = TraceCache(max_bytes=64 << 20, max_entries=16, ttl=3600, measure=lambda s: int(s.after.nbytes))
+_ROWS = TraceCache(max_bytes=64 << 20, max_entries=32, ttl=3600, measure=lambda a: int(a.nbytes))
+
+
+def measured(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Sinks:
+    """The run's :class:`Sinks`, made once per content (a 2,048-token text's layers one at a time)."""
+    return _SINKS.get(("sinks", model_id, ids, ablations), lambda: _sinks(model_id, ids, ablations))
+
+
+def query_rows(model_id: str, ids: tuple[int, ...], ablations: tuple, query: int) -> np.ndarray:
+    """Every head's weights from one query: (layers, heads, n), made for that row only, once per content."""
+
+    def made() -> np.ndarray:
+        run = runs.run(model_id, ids, ablations)
+        return np.stack([run.traces.rows(layer, [query])[:, 0] for layer in range(len(run.traces))])
+
+    return _ROWS.get(("rows", model_id, ids, ablations, query), made)
 
 
 def strongest(ids: tuple[int, ...], ablations: tuple, layer: int, head: int, tokens: list[str]) -> None:
     """The head with the most weight on token 1: its weights, each row's share on token 1, its value vectors."""
-    now = runs.measure(ids, ablations)
-    A = now.weights[layer, head]  # (n, n)
+    A = runs.run(inside.model_id(), ids, ablations).head(layer, head).weights  # (n, n): this head's only
     labels = token_labels(tokens)
     n = len(ids)
     st.subheader(f"Inside {runs.name(layer, head)}")
@@ -160,9 +212,7 @@ def value_norms(
     """(‖v_j‖, ‖v_j W_o,h‖) for every token j (n,) each: the head's value vectors (bias included) and what they
     write into the stream through the head's rows of W_o."""
     m = models.get(model_id)
-    with models.LOCK:
-        run = m.run(list(ids), [ablate(*a) for a in ablations])
-    V = run.traces[layer].head(head).V  # (n, d_head)
+    V = runs.run(model_id, ids, ablations).head(layer, head).V  # (n, d_head)
     dh = m.config.d_head
     W_o = m.layer_weights(layer)[3][head * dh : (head + 1) * dh]  # (d_head, d)
     return np.linalg.norm(V, axis=-1), np.linalg.norm(V @ W_o, axis=-1)  # (n,), (n,)
@@ -171,16 +221,6 @@ def value_norms(
 # One token across layers: every head's weight on a chosen key token
 
 AFTER = -1  # the query choice "the queries after the key", averaged
-
-
-def weights_on(weights: np.ndarray, key: int, query: int = AFTER) -> np.ndarray:
-    """Every head's weight on ``key`` (L, H) from ``weights`` (L, H, n, n): at ``query`` (≥ key), or averaged over
-    the queries after the key (its own row when it is the last token)."""
-    n = weights.shape[-1]
-    if query != AFTER:
-        return weights[:, :, query, key]  # (L, H)
-    rows = slice(key + 1, n) if key < n - 1 else slice(key, n)
-    return weights[:, :, rows, key].mean(axis=-1)  # (L, H)
 
 
 def chosen(n: int) -> tuple[int, int]:
@@ -222,11 +262,14 @@ def choose_key(n: int, tokens: list[str]) -> tuple[int, int]:
     return key, query
 
 
-def across(weights: np.ndarray, tokens: list[str], grid_key: str) -> np.ndarray:
-    """Choose a key and a query; every layer × head's weight on that key as a heatmap and a table. The values (L, H)."""
-    n = weights.shape[-1]
+def across(
+    after: np.ndarray, rows_of: Callable[[int], np.ndarray], tokens: list[str], grid_key: str
+) -> np.ndarray:
+    """Choose a key and a query; every layer × head's weight on that key as a heatmap and a table: the mean over the
+    queries after it from ``after`` (L, H, n), or one query's from ``rows_of(query)`` (L, H, n). The values (L, H)."""
+    n = after.shape[-1]
     key, query = choose_key(n, tokens)
-    values = weights_on(weights, key, query)  # (L, H)
+    values = after[:, :, key] if query == AFTER else rows_of(query)[:, :, key]  # (L, H)
     L, H = values.shape
     left, right = st.columns([3, 2], gap="medium")
     with left:

@@ -7,7 +7,7 @@ import streamlit as st
 from ... import kvcache
 from ..core import keys, session
 from ..core.text import esc
-from ..modelpages import choose, runs, walks
+from ..modelpages import choose, find, runs, walks
 from ..state import generation as gen
 from ..state import inside
 from ..widgets.common import bind
@@ -66,6 +66,7 @@ def controls(ids: tuple[int, ...]) -> None:
             help="The prompt runs through the model in one forward pass; its keys and values fill the cache. "
             "Every token generated after it runs alone, attending the cache.",
         )
+        find.control(gen.now().keep - 1, gen.on_found_prompt, "the prompt's last token")
     with b:
         bind(keys.GEN_MANY, gen.now().many, once=True)
         st.number_input(

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ...model import checkpoint, upload
 from ...model.vocab import WordVocab
+from ..address import inside as inside_address
 from ..core import keys, models
 from ..core.text import esc
 from ..state import inside
@@ -62,7 +63,21 @@ def chooser() -> models.Model:
     st.caption(precision(m))  # ours: the dtype, and the loader's notes escaped
     for note in vocabulary(m):  # a tokenizer that does not match the embedding: where the eye is
         st.warning(esc(note, 400), icon=":material/warning:")
+    if address_note():
+        st.caption(address_note())  # ours: numbers
     return m
+
+
+def address_note() -> str:
+    """What the address leaves out of a text too long for it ("" when the text fits, or the model cannot travel)."""
+    ids = inside.now().ids
+    if not models.travels(inside.model_id()) or inside_address.fits(ids):
+        return ""
+    return (
+        f"This text's {len(ids):,} tokens are more than an address holds ({inside_address.LIMITS[inside_address.IDS]:,}"
+        " characters of token ids): the address keeps the model but not the text, its position or its token, so a "
+        "reload or a shared link opens the model's first text. Keep the text to paste it again."
+    )
 
 
 def vocabulary(m: models.Model) -> list[str]:

@@ -19,15 +19,14 @@ from ... import charts
 from ...errors import AttentionError
 from ...model import Attribution, attribute, lens, pushes
 from ...model.config import Config
-from ...model.interventions import ablate
 from ...model.layers import probabilities, ranks
 from ..address import url
-from ..core import keys, models, session
+from ..core import keys, session
 from ..core.cache import kept
 from ..core.text import esc
 from ..state import inside
 from ..widgets.common import bind
-from . import choose, runs
+from . import choose, find, runs
 
 TOP = 5  # the lens's tokens shown per layer
 SHOWN = 10  # tokens promoted and suppressed written out per part (what a part pushes toward, below)
@@ -119,9 +118,7 @@ class Lensed:
 
 
 def _run(model_id: str, ids: tuple[int, ...], ablations: tuple[runs.Ablation, ...]):  # noqa: ANN202 - a model Run
-    m = models.get(model_id)
-    with models.LOCK:  # the model's run cache holds the layers: a second reading of the same text runs nothing again
-        return m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
+    return runs.run(model_id, ids, ablations)
 
 
 @kept(8)  # a GPT-2 small lens is 13 × 50,257 probabilities (5 MB), SmolLM2's 12 MB
@@ -172,7 +169,8 @@ def piece(token: int) -> str:
 
 
 def controls() -> None:
-    """The position (shared with Every head) and the token, with the message of a refused value under them."""
+    """The position (shared with Every head: by number, or found by its token) and the token, with the message of
+    a refused value under them."""
     ids, position, _ = inside.current()
     tokens = runs.pieces(ids)
     left, right = st.columns(2, gap="medium")
@@ -185,6 +183,7 @@ def controls() -> None:
             key=keys.READOUT_POSITION,
             on_change=inside.on_readout_position,
         )
+        find.control(position, inside.on_found)
     with right:
         token = inside.now().token
         bind(keys.READOUT_TOKEN, "" if token is None else piece(token), once=True)

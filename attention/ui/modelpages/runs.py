@@ -69,6 +69,21 @@ class Measured:
     logits: np.ndarray
 
 
+def run(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...] = ()) -> Run:
+    """The model's run on ``ids`` with these ablations: what it keeps (the streams, the heads' outputs, the logits;
+    no n × n weights, which its traces make when read). The model's run cache holds it: a second reading of the same
+    text runs nothing again."""
+    m = models.get(model_id)
+    with models.LOCK:
+        return m.run(list(ids), [ablate(layer, head, how) for layer, head, how in ablations])
+
+
+def last_logits(ids: tuple[int, ...], model_id: str | None = None) -> np.ndarray:
+    """The chosen model's (or ``model_id``'s) logits after the last token of ``ids``, nothing ablated: (V,), without
+    measuring every head's weights (which :func:`measure` does)."""
+    return run(model_id or inside.model_id(), ids).logits[-1]
+
+
 def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (), model_id: str | None = None) -> Measured:
     """The chosen model's (or ``model_id``'s) run on ``ids`` with these ablations, measured; cached by content."""
     return _measure(model_id or inside.model_id(), ids, ablations)

@@ -39,8 +39,7 @@ def body(s: session.Session) -> None:
     p = inside.pair()
     texts(m, p)
     p = inside.pair()
-    clean, corrupt = runs.measure(p.clean), runs.measure(p.corrupt)
-    answer, wrong = tokens(p, clean.logits[-1], corrupt.logits[-1])
+    answer, wrong = tokens(p, runs.last_logits(p.clean), runs.last_logits(p.corrupt))
     try:
         est = jobs.estimate(p.model, p.clean, p.corrupt, answer, wrong)
     except AttentionError as e:
@@ -55,12 +54,32 @@ def body(s: session.Session) -> None:
         key=keys.PATCH_RUN,
         on_click=inside.start_patching,
         args=(answer, wrong),
-        disabled=running,
+        disabled=running or bool(too_many(m, p)),
         type="primary",
     )
+    if too_many(m, p):
+        st.caption(too_many(m, p))  # ours: numbers
     st.fragment(progress, run_every=POLL if running else None)(p.job, key, running)
     done = jobs.finished(key)
     result(est, done.result if done is not None else None, p)
+
+
+LONG_PAIR = 256  # tokens: past this, an exact patching of more than PATCHES_MAX patches does not start
+PATCHES_MAX = 2_500  # SmolLM2 at 2,048 tokens: every head (270), or one layer's heads and stream rows (2,057)
+
+
+def too_many(m: models.Model, p: session.Patching) -> str:
+    """Why the exact patching does not start yet ("" when it can): on a long pair, more than PATCHES_MAX patches
+    (each one the corrupted run again from its layer on), so fewer layers or only the heads are chosen first."""
+    n, c = len(p.clean), m.config
+    count = jobs.plan_count(c.n_layers, c.n_heads, n, p.scope, p.layers)
+    if n <= LONG_PAIR or count <= PATCHES_MAX:
+        return ""
+    return (
+        f"At {n:,} tokens this is {count:,} exact patches, each a run of the corrupted text from its layer on: at "
+        f"most {PATCHES_MAX:,} are made at this length. Choose the heads only, or fewer layers, above (the estimate "
+        "below covers every patch and ranks them). The time left is shown as it runs."
+    )
 
 
 def _scope_text(p: session.Patching, L: int) -> str:
@@ -125,12 +144,11 @@ def texts(m: models.Model, p: session.Patching) -> None:
     if words:
         st.caption("The vocabulary: " + " ".join(esc(w) for w in m.vocab.words))
     shown = runs.pieces(p.clean), runs.pieces(p.corrupt)
-    changed = [k for k in range(len(p.clean)) if p.clean[k] != p.corrupt[k]]
-    cells = [
-        f"{k + 1} {esc(a)}" + (f" → **{esc(b)}**" if k in changed else "")
-        for k, (a, b) in enumerate(zip(*shown, strict=True))
-    ]
-    st.markdown(f"**{len(p.clean)} tokens, clean → corrupted:** " + " · ".join(cells))  # ours: tokens escaped
+    changed = {k for k in range(len(p.clean)) if p.clean[k] != p.corrupt[k]}
+    listed = range(len(p.clean)) if len(p.clean) <= LONG_PAIR else sorted(changed)  # a long pair: its changes only
+    cells = [f"{k + 1} {esc(shown[0][k])}" + (f" → **{esc(shown[1][k])}**" if k in changed else "") for k in listed]
+    said = "clean → corrupted" if len(p.clean) <= LONG_PAIR else "the positions that differ, clean → corrupted"
+    st.markdown(f"**{len(p.clean):,} tokens, {said}:** " + " · ".join(cells))  # ours: tokens escaped
 
 
 def _labels(options: list[int], clean: np.ndarray, corrupt: np.ndarray) -> dict[int, str]:
@@ -271,7 +289,12 @@ def side_by_side(refined: jobs.Refined, ready: bool) -> None:
 def what_estimate(est: Estimate) -> str:
     """What the estimate is and how it can err, in words (the engine's :func:`attention.model.estimate`)."""
     if est.steps == 0:
-        how = "the gradient of D at the corrupted run"
+        how = "the gradient of D at the corrupted run" + (
+            f" (at {len(inside.pair().clean):,} tokens the runs on the path would keep every head's weights, "
+            f"{jobs.path_bytes(runs.model(), len(inside.pair().clean)) / 2**30:.1f} GB, so the path is left out)"
+            if jobs.path_steps(runs.model(), len(inside.pair().clean)) == 0
+            else ""
+        )
     else:
         how = (
             f"the gradient of D averaged over {est.steps} runs whose embeddings lie between the corrupted text's and "

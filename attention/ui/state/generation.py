@@ -122,6 +122,18 @@ def on_gen_keep() -> None:
         _set(keep=value, steps=0, message=None)
 
 
+def on_found_prompt() -> None:
+    """A position found by its token was chosen on the Generate page: the prompt ends there (the text's tokens up to
+    and including it, within the longest prompt); a new prompt starts the generation again."""
+    value, ids = st.session_state.get(keys.FIND_PICK), inside_now().ids
+    most = gen_keep_most(ids, model().config.n_ctx)
+    if not (isinstance(value, int) and 0 <= value < most):
+        return
+    st.session_state[keys.GEN_KEEP] = value + 1  # the box shows it (bound once: set here, not dropped)
+    if value + 1 != now().keep:
+        _set(keep=value + 1, steps=0, message=None)
+
+
 def on_gen_many() -> None:
     """How many tokens "Generate" makes: 1 to press_max(); else a message, nothing changes."""
     value, most = st.session_state.get(keys.GEN_MANY), press_max()

@@ -24,8 +24,9 @@ from ..core.session import KEY, Inside, KvCache, Patching, Session, Training, ge
 from ..core.text import esc
 from .presets import open_head
 
-# longer typed text is refused before it is split or tokenized: 16 characters a token for the most tokens read
-MAX_CHARS = 16 * models.MAX_TOKENS  # 4,096
+# longer typed text is refused before it is split or tokenized: 6 characters a token for the most tokens read (2,048
+# tokens of English prose are about 9,700 characters: the project's long text, attention/data/long_text.txt)
+MAX_CHARS = 6 * models.MAX_TOKENS  # 12,288
 HOWS = ("zero", "mean")
 TYPED_LABEL = "Your own words (typed below)"
 MAX_TOKEN_CHARS = 100  # a token's text is at most this long here (GPT-2's longest is 128 bytes of spaces)
@@ -77,14 +78,12 @@ def start() -> tuple[str, tuple[int, ...]]:
 
 
 def restore(s: Session, model_id: str, ids: tuple[int, ...] | None, ablations: tuple[Ablation, ...]) -> str:
-    """Put in ``s`` the model, text (None: the model's first ready-made one) and ablations an address names, when the
-    model opens and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
+    """Put in ``s`` the model, text (None: the model's first, :func:`models.first_text`) and ablations an address
+    names, when the model opens and they fit it; else what is wrong (Markdown, escaped) and nothing changes."""
     try:
         m = models.get(model_id)
-        if ids is None:
-            ids = next(iter(models.ready_made(model_id).values()), None)
-        if ids is None:
-            return "the link names no text for that model"
+        if ids is None:  # the model's first text: a link leaves out a text longer than it holds
+            ids = models.first_text(model_id)[1]
         ids = tuple(m.check_ids(list(ids)))
     except AttentionError as exc:
         return esc(exc.message, 300)
@@ -168,17 +167,32 @@ def read_text(m: models.Model, text: object, which: str = "text") -> tuple[int, 
     if not isinstance(text, str) or not text.strip():
         raise AttentionError(f"The {which} is empty")
     if size > MAX_CHARS:
-        raise AttentionError(f"The {which} has {size:,} characters; at most {MAX_CHARS:,} are read")
+        raise AttentionError(
+            f"The {which} has {size:,} characters; the pages read at most {MAX_CHARS:,} (about "
+            f"{models.MAX_TOKENS:,} tokens)"
+        )
     try:
         ids = tuple(m.encode(text))
     except AttentionError as e:
         raise AttentionError(f"The {which}: {e}") from None
-    most, unit = models.longest(m), "word" if isinstance(m.vocab, WordVocab) else "token"
-    if not 2 <= len(ids) <= most:
-        cap = f" (it reads up to {m.config.n_ctx}; longer texts make the charts slow)" if most < m.config.n_ctx else ""
-        count = f"{len(ids)} {unit}" + ("" if len(ids) == 1 else "s")
-        raise AttentionError(f"The {which} has {count}; the model reads 2 to {most} here{cap}")
+    problem = length_problem(m, len(ids), which)
+    if problem:
+        raise AttentionError(problem)
     return ids
+
+
+def length_problem(m: models.Model, n: int, which: str = "text") -> str:
+    """Why an ``n``-token text is not read by the model's pages ("" when it is): under 2, or over the pages' most
+    (:func:`attention.ui.core.models.longest`, said with its reason: the model's context, or the pages' cap)."""
+    most, unit = models.longest(m), "word" if isinstance(m.vocab, WordVocab) else "token"
+    count = f"{n:,} {unit}" + ("" if n == 1 else "s")
+    if n < 2:
+        return f"The {which} has {count}; the pages need at least 2"
+    if n <= most:
+        return ""
+    n_ctx = m.config.n_ctx
+    why = f"its context is {most:,}" if most == n_ctx else f"the model itself reads {n_ctx:,} from Python"
+    return f"The {which} has {count}; this model's pages read at most {most:,} ({why})"
 
 
 def on_typed() -> None:
@@ -388,6 +402,35 @@ def on_readout_position() -> None:
     else:
         _set(readout_message=f"There is no position {esc(str(value), 20)}: the text has {n} tokens. Nothing changed.")
         st.session_state[keys.READOUT_POSITION] = now().position
+
+
+MAX_FIND = MAX_TOKEN_CHARS  # the token searched for: at most this many characters (checked before any search)
+
+
+def on_find() -> None:
+    """A token's text was typed to find positions by (any part of a token's text, ␣ for a space; empty: none);
+    a longer value is refused with a message, and nothing changes."""
+    text = st.session_state.get(keys.FIND_TEXT)
+    if not isinstance(text, str) or len(text) > MAX_FIND:
+        size = len(text) if isinstance(text, str) else 0
+        _set(readout_message=f"The text to find has {size:,} characters; at most {MAX_FIND}. Nothing changed.")
+        st.session_state[keys.FIND_TEXT] = now().find
+        return
+    _set(find=text, readout_message="")
+
+
+def searched(text: str) -> str:
+    """What a search matches: the text with the pages' marks for whitespace read back as it, case folded."""
+    return "".join(UNSHOWN.get(ch, ch) for ch in text).casefold()
+
+
+def on_found() -> None:
+    """A position found by its token was chosen for the Logit lens, Attribution and Routes (and Every head): it
+    becomes the position, as if chosen by number."""
+    value, n = st.session_state.get(keys.FIND_PICK), len(now().ids)
+    if is_whole(value) and 0 <= value < n:
+        _set(position=int(value), readout_message="")
+        st.session_state.update({keys.READOUT_POSITION: int(value), keys.INSIDE_POSITION: int(value)})
 
 
 def on_token() -> None:
