@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from attention.errors import AttentionError
-from attention.model import Config, Model, ablate, init_params, replace_matrix
-from attention.model import atp, flow, layertraces, readout
+from attention.model import Config, Model, ablate, atp, flow, init_params, layertraces, readout, replace_matrix
 from attention.model import attend as attend_module
 from attention.model.interventions import hook_names
 from attention.model.vocab import WordVocab
