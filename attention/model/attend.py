@@ -178,7 +178,7 @@ def window(config: Config, layer: int) -> int:
     return config.sliding_window if config.layer_type(layer) == "sliding" else 0
 
 
-BLOCK_CELLS = 1 << 22  # a block of query rows holds about this many scores per array (32 MB in float64)
+BLOCK_CELLS = 1 << 24  # a block of query rows holds about this many scores (64 MB in float32): few, large products
 
 
 def weigh(
