@@ -80,6 +80,7 @@ class Traces(Sequence):
                  key: bytes, eager: tuple[Trace, ...] | None = None):
         self.model, self.residuals, self.concats, self.interventions = model, residuals, concats, interventions
         self.tokens, self.key, self.eager = tuple(tokens), key, eager
+        self._last: tuple[int, Attended] | None = None  # the layer light() made last (a reader asks it again soon)
 
     def __len__(self) -> int:
         return len(self.eager) if self.eager is not None else len(self.concats)
@@ -107,12 +108,17 @@ class Traces(Sequence):
         layer = self._layer(layer)
         if self.eager is not None:
             return _attended(self.eager[layer], self.model.config.n_heads, self.model.config.kv_heads)
+        last = self._last
+        if last is not None and last[0] == layer:
+            return last[1]
         ivs = [iv for iv in self.interventions if iv.layer == layer]
         params, X, W, _ = self.model.attention_inputs(layer, self.residuals[layer], ivs)
         q_raw, k_raw, q, K, V, allowed, scale = attend.project(self.model.config, params, layer, X, W)
         concat = self.concats[layer]  # (..., n, H·dₕ): the pass's, after any ablation or patch
         output = attend.linear(concat, W[3])  # (..., n, d)
-        return Attended(X, W, q_raw, k_raw, q, K, V, None, None, None, concat, output, allowed, scale)
+        made = Attended(X, W, q_raw, k_raw, q, K, V, None, None, None, concat, output, allowed, scale)
+        self._last = (layer, made)
+        return made
 
     def output(self, layer: int, rows: slice | Sequence[int] = slice(None)) -> np.ndarray:
         """Layer ``layer``'s attention output at ``rows``, (..., m, d), as the pass made it: the kept heads' outputs
@@ -121,6 +127,9 @@ class Traces(Sequence):
         layer = self._layer(layer)
         if self.eager is not None:
             return self.eager[layer].output[..., rows, :]
+        last = self._last
+        if last is not None and last[0] == layer:
+            return last[1].output[..., rows, :]
         return attend.linear(self.concats[layer][..., rows, :], self.W_o(layer))  # (..., m, d)
 
     def W_o(self, layer: int) -> np.ndarray:
