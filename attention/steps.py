@@ -43,14 +43,26 @@ def default_scale(d_k: int) -> float:
     return 1.0 / float(np.sqrt(d_k))
 
 
-def scale(S: np.ndarray, factor: float) -> np.ndarray:
-    """Multiply every score by ``factor`` (1/√d_k by default; 1 means no scaling)."""
-    return S * factor  # (..., n, n)
+def scale(S: np.ndarray, factor: float, out: np.ndarray | None = None) -> np.ndarray:
+    """Multiply every score by ``factor`` (1/√d_k by default; 1 means no scaling); into ``out`` when given (S
+    itself: in place)."""
+    return np.multiply(S, factor, out=out)  # (..., n, n)
 
 
-def mask(S: np.ndarray, allowed: np.ndarray | None = None, additive: np.ndarray | None = None) -> np.ndarray:
+def mask(
+    S: np.ndarray, allowed: np.ndarray | None = None, additive: np.ndarray | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Apply masks to scaled scores: a boolean ``allowed`` sets forbidden cells to -inf; a float
-    ``additive`` mask is added (PyTorch's float attn_mask). Returns ``S`` itself when there is no mask."""
+    ``additive`` mask is added (PyTorch's float attn_mask). Returns ``S`` itself when there is no mask; with
+    ``out`` (S itself: in place), the masked scores are written there and it is returned."""
+    if out is not None:
+        if additive is not None:
+            np.add(S, additive, out=out)  # (..., n, n)
+        elif out is not S:
+            np.copyto(out, S)
+        if allowed is not None:
+            np.copyto(out, -np.inf, where=~allowed)  # (..., n, n)
+        return out
     if additive is not None:
         S = S + additive  # (..., n, n)
     if allowed is not None:
@@ -58,7 +70,9 @@ def mask(S: np.ndarray, allowed: np.ndarray | None = None, additive: np.ndarray 
     return S
 
 
-def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] | None = None) -> np.ndarray:
+def softmax(
+    x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Row-wise softmax over the last axis: ``exp(x - m) / sum(exp(x - m))``.
 
     ``variant`` chooses m: ``"row_max"`` (each row's own max; never overflows, the default and what the
@@ -69,6 +83,9 @@ def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] 
 
     A row whose entries are all -inf (fully masked) gets all-zero weights, not NaN, as PyTorch's
     safe softmax does; its output row is then 0.
+
+    ``out`` (x itself: in place) receives the weights when nothing can fail (the row max subtracted, every row's
+    max finite: each row then sums to at least 1); otherwise a new array is returned as without it.
     """
     if variant == "row_max":
         m = x.max(axis=-1, keepdims=True)  # (..., n, 1)
@@ -78,9 +95,11 @@ def softmax(x: np.ndarray, variant: SoftmaxVariant = "row_max", rows: list[str] 
         m = np.zeros((1,) * x.ndim)
     else:
         raise AttentionError(f"softmax variant must be 'row_max', 'global_max' or 'none'; got {variant!r}")
-    m = np.where(np.isfinite(m), m, 0.0)  # a fully masked row has max -inf: use 0 so exp(-inf) = 0
+    finite = np.isfinite(m)  # (..., n, 1)
+    safe = out is not None and variant == "row_max" and bool(finite.all())  # then no row can fail: x may be overwritten
+    m = m if safe else np.where(finite, m, 0.0)  # a fully masked row has max -inf: use 0 so exp(-inf) = 0
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        e = np.subtract(x, m)  # (..., n, n), a new array: exp and the division then work in place
+        e = np.subtract(x, m, out=out if safe else None)  # (..., n, n): exp and the division then work in place
         np.exp(e, out=e)
     total = e.sum(axis=-1, keepdims=True)  # (..., n, 1)
     ok = (total > 0) & np.isfinite(total)

@@ -39,7 +39,6 @@ from .. import positions
 from ..backward import softmax_backward
 from ..errors import AttentionError
 from ..heads import merge_heads, split_heads
-from ..trace import Trace
 from .attend import frequencies
 from .config import Config
 from .layers import _ERF, ACTIVATION
@@ -140,15 +139,15 @@ def mlp_backward(model: Model, layer: int, x: np.ndarray, g: np.ndarray) -> np.n
 
 def attention_backward(model: Model, run: Run, layer: int, d_concat: np.ndarray) -> np.ndarray:
     """∂/∂x (n, d) of the stream entering layer l through its attention, given ∂concat (n, H·dₕ)."""
-    c, p, tr = model.config, model.params, run.traces[layer]
+    c, p, a = model.config, model.params, run.traces.light(layer)  # q, K, V, W as the pass made them
     H, G = c.n_heads, c.kv_heads
     n = d_concat.shape[0]
-    A = tr.weights.reshape(G, H // G, n, n)  # (G, H/G, n, n)
-    q = split_heads(tr.Q, H).reshape(G, H // G, n, -1)  # (G, H/G, n, dₕ): after QK-norm and the rotation
-    K, V = split_heads(tr.K, G)[:, None], split_heads(tr.V, G)[:, None]  # (G, 1, n, dₕ) each
+    A = run.traces.rows(layer, slice(None)).reshape(G, H // G, n, n)  # (G, H/G, n, n): the weights alone
+    q = a.q.reshape(G, H // G, n, -1)  # (G, H/G, n, dₕ): after QK-norm and the rotation
+    K, V = a.K[:, None], a.V[:, None]  # (G, 1, n, dₕ) each
     d_heads = split_heads(d_concat, H).reshape(G, H // G, n, -1)  # (G, H/G, n, dₕ)
     d_V = (A.swapaxes(-1, -2) @ d_heads).sum(axis=1)  # (G, n, dₕ)
-    d_S = softmax_backward(A, d_heads @ V.swapaxes(-1, -2)) * tr.scale  # (G, H/G, n, n); 0 where masked
+    d_S = softmax_backward(A, d_heads @ V.swapaxes(-1, -2)) * a.scale  # (G, H/G, n, n); 0 where masked
     d_q = (d_S @ K).reshape(H, n, -1)  # (H, n, dₕ)
     d_k = (d_S.swapaxes(-1, -2) @ q).sum(axis=1)  # (G, n, dₕ)
     omega = frequencies(c, layer)
@@ -156,8 +155,9 @@ def attention_backward(model: Model, run: Run, layer: int, d_concat: np.ndarray)
         d_q = positions.rotate(d_q, omega, 0, c.rotary_layout, inverse=True)
         d_k = positions.rotate(d_k, omega, 0, c.rotary_layout, inverse=True)
     if c.qk_norm:
-        d_q, d_k = qk_norm_backward(c, p, layer, tr, d_q, d_k)
-    d_X = merge_heads(d_q) @ tr.W_q.T + merge_heads(d_k) @ tr.W_k.T + merge_heads(d_V) @ tr.W_v.T  # (n, d [+1])
+        d_q, d_k = qk_norm_backward(c, p, layer, a.X, a.W, d_q, d_k)
+    W_q, W_k, W_v, _ = a.W
+    d_X = merge_heads(d_q) @ W_q.T + merge_heads(d_k) @ W_k.T + merge_heads(d_V) @ W_v.T  # (n, d [+1])
     d_X = d_X[:, : c.d_model]  # the column of ones carries no gradient on
     if c.attention_only or not c.pre_norms:  # no norm before the attention: X is the stream itself
         return d_X
@@ -165,14 +165,14 @@ def attention_backward(model: Model, run: Run, layer: int, d_concat: np.ndarray)
 
 
 def qk_norm_backward(
-    config: Config, params: Params, layer: int, tr: Trace, d_q: np.ndarray, d_k: np.ndarray
+    config: Config, params: Params, layer: int, X: np.ndarray, W: tuple, d_q: np.ndarray, d_k: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """∂/∂(X·W_q) and ∂/∂(X·W_k), per head (H, n, dₕ) and (G, n, dₕ), given ∂ of the QK-normed q and k: through each
     head's norm ("head": Qwen3, Gemma 3), or through one norm over every head's columns before the split ("all":
-    OLMo-2)."""
+    OLMo-2), from the layer's input X and its W_q, W_k, W_v, W_o ``W``."""
     c, H, G = config, config.n_heads, config.kv_heads
     gq, gk = params[f"{layer}.q_norm.g"], params[f"{layer}.k_norm.g"]
-    q_in, k_in = tr.X @ tr.W_q, tr.X @ tr.W_k  # (n, H·dₕ), (n, G·dₕ): before the norm
+    q_in, k_in = X @ W[0], X @ W[1]  # (n, H·dₕ), (n, G·dₕ): before the norm
     if c.qk_norm_scope == "head":
         d_q = rms_backward(split_heads(q_in, H), d_q, gq, c.ln_eps, c.norm_offset)  # (H, n, dₕ)
         d_k = rms_backward(split_heads(k_in, G), d_k, gk, c.ln_eps, c.norm_offset)  # (G, n, dₕ)
@@ -185,15 +185,15 @@ def qk_norm_backward(
 def block_backward(model: Model, run: Run, layer: int, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Layer l backward: given g = ∂D/∂(the stream after it) (n, d), (∂concat (n, H·dₕ), ∂D/∂(the stream entering
     it) (n, d))."""
-    c, p, tr = model.config, model.params, run.traces[layer]
+    c, p = model.config, model.params
     x = run.residuals[layer]  # (n, d)
 
     def through_attention(g_after: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g_a = g_after
         if c.post_norms:
-            a = tr.output + (p[f"{layer}.b_o"] if c.bias else 0.0)  # (n, d): before the post-norm
+            a = run.traces.output(layer) + (p[f"{layer}.b_o"] if c.bias else 0.0)  # (n, d): before the post-norm
             g_a = norm_backward(c, p, f"{layer}.ln_post_attn", a, g_after)
-        d_concat = g_a @ tr.W_o.T  # (n, H·dₕ)
+        d_concat = g_a @ run.traces.W_o(layer).T  # (n, H·dₕ)
         return d_concat, attention_backward(model, run, layer, d_concat)
 
     if c.attention_only:
@@ -210,8 +210,8 @@ def block_backward(model: Model, run: Run, layer: int, g: np.ndarray) -> tuple[n
 
 def _mlp_write(model: Model, layer: int, run: Run) -> np.ndarray:
     """What layer l's MLP added to the stream in a sequential block: x_{l+1} − x_l − P(attention) (n, d)."""
-    c, p, tr = model.config, model.params, run.traces[layer]
-    a = tr.output + (p[f"{layer}.b_o"] if c.bias else 0.0)  # (n, d)
+    c, p = model.config, model.params
+    a = run.traces.output(layer) + (p[f"{layer}.b_o"] if c.bias else 0.0)  # (n, d)
     if c.post_norms:
         a = normed(c, p, f"{layer}.ln_post_attn", a)
     return run.residuals[layer + 1] - run.residuals[layer] - a
@@ -273,7 +273,7 @@ def estimate(
     c = model.config
     heads = np.stack(
         [
-            ((clean.traces[la].concat - corrupt.traces[la].concat) * concat[la])
+            ((clean.traces.concats[la] - corrupt.traces.concats[la]) * concat[la])
             .reshape(len(clean_ids), c.n_heads, c.d_head)
             .sum(axis=(0, 2))
             for la in range(c.n_layers)
@@ -300,7 +300,7 @@ def _path_gradients(
     x0 = start + alphas[:, None, None] * (end - start)  # (K, n, d)
     ids = np.tile(np.asarray(corrupt.ids), (steps, 1))  # (K, n): one batch, its embeddings replaced by the path's
     path = model.run(ids, hooks={"blocks.0.hook_resid_pre": lambda _v, _n: x0.astype(start.dtype)})
-    concat = [np.zeros_like(tr.concat) for tr in corrupt.traces]
+    concat = [np.zeros_like(c) for c in corrupt.traces.concats]
     streams = [np.zeros_like(x) for x in corrupt.residuals[:-1]]
     for k in range(steps):
         g = gradients(path.row(k), t, answer, wrong)

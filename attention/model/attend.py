@@ -178,7 +178,7 @@ def window(config: Config, layer: int) -> int:
     return config.sliding_window if config.layer_type(layer) == "sliding" else 0
 
 
-BLOCK_CELLS = 1 << 22  # a block of query rows holds about this many scores per array (32 MB in float64)
+BLOCK_CELLS = 1 << 24  # a block of query rows holds about this many scores (64 MB in float32): few, large products
 
 
 def weigh(
@@ -194,33 +194,62 @@ def weigh(
     """The attention of queries q (..., H, m, dₕ) on keys K and values V (..., G, s, dₕ): the scores S, the scaled
     and masked scores, the weights A (each (..., H, m, s), or None unless ``keep``) and the heads' outputs A V
     (..., H, m, dₕ). A long text runs in blocks of query rows (about BLOCK_CELLS scores each), each block only over
-    the keys up to its last row's last visible one, so the n × n arrays of every head never exist at once unless
-    kept; the rows of a block are computed exactly as the whole would compute them (the same steps on the same
-    numbers). A hook on the scores or the pattern sees the whole array: then one block."""
-    *lead, H, m, dh = q.shape
-    G, s = K.shape[-3], K.shape[-2]
+    the keys from the first any of its rows sees to the last (:func:`_span`), so the n × n arrays of every head never
+    exist at once unless kept; the rows of a block are computed exactly as the whole would compute them (the same
+    steps on the same numbers; the mask only where some row of the block may not see a key; without ``keep``, in
+    place in the block's own array unless a hook sees it). A hook on the scores or the pattern sees the whole array:
+    then one block."""
+    *lead, H, m, _ = q.shape
+    s = K.shape[-2]
     whole = at + "hook_attn_scores" in hooks or at + "hook_pattern" in hooks
     rows = m if whole else max(1, BLOCK_CELLS // (H * s * int(np.prod(lead, dtype=np.int64))))
-    grouped = q.reshape(*lead, G, H // G, m, dh)  # (..., G, H/G, m, dₕ): the query heads of each key/value head
     heads = np.empty((*lead, H, m, V.shape[-1]), dtype=np.result_type(q, V))  # (..., H, m, dₕ)
     kept = [np.empty((*lead, H, m, s), dtype=heads.dtype) for _ in range(3)] if keep else None
+    here = not (keep or whole)  # nothing kept and no hook sees them: each block's scores become its weights in place
     for r in range(0, m, rows):
         b = slice(r, min(r + rows, m))
-        seen = allowed[..., b, :].reshape(-1, s).any(axis=0)  # (s,): the keys any row of the block may see
-        reach = max(int(np.flatnonzero(seen).max(initial=0)) + 1, 1) if rows < m else s
-        S = steps.scores(grouped[..., b, :], K[..., None, :reach, :]).reshape(*lead, H, b.stop - r, reach)
-        scaled = hooks(at + "hook_attn_scores", steps.mask(steps.scale(S, factor), allowed[..., b, :reach]))
-        A = hooks(at + "hook_pattern", steps.softmax(scaled))  # (..., H, rows, reach)
-        mixed = steps.weighted_sum(A.reshape(*lead, G, H // G, -1, reach), V[..., None, :reach, :])
-        heads[..., b, :] = mixed.reshape(*lead, H, b.stop - r, -1)  # (..., H, rows, dₕ)
+        sees = allowed[..., b, :]  # (rows, s) or (H, rows, s)
+        keys, band = _span(sees, whole=rows >= m)  # the keys computed; among them, those to mask
+        S = _grouped(steps.scores, q[..., b, :], K[..., keys, :])  # (..., H, rows, k): head i on key head i // (H/G)
+        scaled = steps.scale(S, factor, out=S if here else None)  # (..., H, rows, k)
+        near = scaled[..., band]  # (..., H, rows, k'): the keys some row of the block may not see
+        steps.mask(near, sees[..., keys][..., band], out=near)  # in place: −inf where not seen
+        scaled = hooks(at + "hook_attn_scores", scaled)  # (..., H, rows, k)
+        A = hooks(at + "hook_pattern", steps.softmax(scaled, out=scaled if here else None))  # (..., H, rows, k)
+        heads[..., b, :] = _grouped(steps.weighted_sum, A, V[..., keys, :])  # (..., H, rows, dₕ)
         if kept is None:
             continue
         if rows >= m:  # one block: the arrays themselves (a hook's replacement included)
             return S, scaled, A, heads
-        past = steps.scores(grouped[..., b, :], K[..., None, reach:, :]).reshape(*lead, H, b.stop - r, s - reach)
-        for whole_array, part, rest in zip(kept, (S, scaled, A), (past, -np.inf, 0.0), strict=True):
-            whole_array[..., b, :reach], whole_array[..., b, reach:] = part, rest  # masked keys: −inf, weight 0
+        for whole_array, part in zip(kept, (S, scaled, A), strict=True):
+            whole_array[..., b, keys] = part
+        rest = np.ones(s, dtype=bool)
+        rest[keys] = False  # (s,): the keys no row of the block sees
+        kept[0][..., b, rest] = _grouped(steps.scores, q[..., b, :], K[..., rest, :])  # their raw scores
+        kept[1][..., b, rest], kept[2][..., b, rest] = -np.inf, 0.0  # masked keys: −inf, weight 0
     return (*kept, heads) if kept is not None else (None, None, None, heads)
+
+
+def _span(sees: np.ndarray, whole: bool = False) -> tuple[slice, slice]:
+    """For a block's visible keys ``sees`` (rows, s) or (H, rows, s): the keys from the first any row sees to the
+    last (at least one; every key when ``whole``), and, counted from the first, the span of those some row may not
+    see (the only ones masking changes: a key every row sees, below the diagonal, is left as it is)."""
+    seen = sees.reshape(-1, sees.shape[-1])  # (rows·[H], s)
+    some = np.flatnonzero(seen.any(axis=0))  # the keys any row sees
+    first, last = int(some.min(initial=0)), max(int(some.max(initial=0)) + 1, 1)
+    first, last = (0, seen.shape[-1]) if whole else (first, last)
+    partly = np.flatnonzero(~seen[:, first:last].all(axis=0))  # among them, the keys a row may not see
+    return slice(first, last), slice(int(partly.min(initial=0)), int(partly.max(initial=-1)) + 1)
+
+
+def _grouped(step, x: np.ndarray, kv: np.ndarray) -> np.ndarray:
+    """``step`` (scores or weighted_sum) of each query head's rows x (..., H, rows, w) with the keys or values
+    kv (..., G, k, e) of the group it reads: the H/G heads of a group stacked as one matrix (one product per group,
+    as BLAS runs it fastest): (..., H, rows, ·)."""
+    *lead, H, rows, w = x.shape
+    G = kv.shape[-3]
+    stacked = x.reshape(*lead, G, H // G * rows, w)  # (..., G, H/G·rows, w)
+    return step(stacked, kv).reshape(*lead, H, rows, -1)  # (..., H, rows, k or e)
 
 
 def linear(x: np.ndarray, W: np.ndarray) -> np.ndarray:

@@ -35,7 +35,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import AttentionError
-from ..heads import split_heads
 from .model import Run
 from .readout import _model, _position
 
@@ -144,7 +143,7 @@ def _held_scale(run: Run, layer: int, rows: np.ndarray) -> np.ndarray | None:
     c, p = model.config, model.params
     if not c.post_norms:
         return None
-    a = run.traces[layer].output[rows] + (p[f"{layer}.b_o"] if c.bias else 0.0)  # (m, d)
+    a = run.traces.output(layer, rows) + (p[f"{layer}.b_o"] if c.bias else 0.0)  # (m, d)
     rms = np.sqrt(np.mean(a * a, axis=-1, keepdims=True) + c.ln_eps)  # (m, 1)
     return (c.norm_offset + p[f"{layer}.ln_post_attn.g"]) / rms  # (m, d)
 
@@ -152,7 +151,7 @@ def _held_scale(run: Run, layer: int, rows: np.ndarray) -> np.ndarray | None:
 def _attention_write(run: Run, layer: int, rows: np.ndarray) -> np.ndarray:
     """What the attention adds to the stream at ``rows``: concat W_o + b_o, through a held post-norm: (m, d)."""
     model = _model(run)
-    a = run.traces[layer].output[rows] + (model.params[f"{layer}.b_o"] if model.config.bias else 0.0)  # (m, d)
+    a = run.traces.output(layer, rows) + (model.params[f"{layer}.b_o"] if model.config.bias else 0.0)  # (m, d)
     scale = _held_scale(run, layer, rows)
     return a if scale is None else a * scale
 
@@ -162,7 +161,7 @@ def _attention_parts(run: Run, layer: int, rows: np.ndarray) -> tuple[np.ndarray
     model = _model(run)
     c = model.config
     written = _written(run, layer)  # (H, n, d): v_h[s] W_o^h
-    A = run.traces[layer].weights.reshape(c.n_heads, len(run.ids), len(run.ids))[:, rows]  # (H, m, n)
+    A = run.traces.rows(layer, rows).reshape(c.n_heads, len(rows), len(run.ids))  # (H, m, n): those rows only
     heads = A[..., None] * written[:, None]  # (H, m, n, d)
     scale = _held_scale(run, layer, rows)  # (m, d) or None
     if scale is not None:
@@ -176,9 +175,9 @@ def _attention_parts(run: Run, layer: int, rows: np.ndarray) -> tuple[np.ndarray
 def _written(run: Run, layer: int) -> np.ndarray:
     """Each head's value at each source through its own rows of W_o: v_h[s] W_o^h, (H, n, d)."""
     c = _model(run).config
-    tr, H, G, dh = run.traces[layer], c.n_heads, c.kv_heads, c.d_head
-    V = split_heads(tr.V, G)  # (G, n, dₕ)
-    W_o = tr.W_o.reshape(H, dh, c.d_model)  # (H, dₕ, d)
+    H, G, dh = c.n_heads, c.kv_heads, c.d_head
+    V = run.traces.light(layer).V  # (G, n, dₕ)
+    W_o = run.traces.W_o(layer).reshape(H, dh, c.d_model)  # (H, dₕ, d)
     # one product per head: numpy's stacked matmul runs ~100× slower here than H plain ones through BLAS
     return np.stack([V[h // (H // G)] @ W_o[h] for h in range(H)])  # (H, n, d)
 

@@ -52,9 +52,13 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 
 def silu(x: np.ndarray) -> np.ndarray:
-    """x · σ(x), elementwise (written with exp(−|x|), so it never overflows)."""
-    e = np.exp(-np.abs(x))  # (...): in (0, 1]
-    return x * np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    """x · σ(x) = x / (1 + exp(−x)), elementwise, in one new array. Far below 0, exp(−x) overflows to inf and the
+    quotient is its limit, 0 (−0.0: within the float's smallest step of the true value)."""
+    e = np.negative(x)  # (...): the one new array
+    with np.errstate(over="ignore"):
+        np.exp(e, out=e)  # exp(−x), inf below about −88 in float32 (−709 in float64)
+    e += 1.0
+    return np.divide(x, e, out=e)  # (...)
 
 
 ACTIVATION = {"gelu_new": gelu_new, "gelu": gelu, "relu": relu, "silu": silu}

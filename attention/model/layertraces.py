@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ..errors import AttentionError
-from ..heads import kv_block
+from ..heads import kv_block, split_heads
 from ..trace import Trace
 from . import attend
 from .attend import Attended
@@ -80,6 +80,7 @@ class Traces(Sequence):
                  key: bytes, eager: tuple[Trace, ...] | None = None):
         self.model, self.residuals, self.concats, self.interventions = model, residuals, concats, interventions
         self.tokens, self.key, self.eager = tuple(tokens), key, eager
+        self._last: tuple[int, Attended] | None = None  # the layer light() made last (a reader asks it again soon)
 
     def __len__(self) -> int:
         return len(self.eager) if self.eager is not None else len(self.concats)
@@ -103,16 +104,40 @@ class Traces(Sequence):
 
     def light(self, layer: int) -> Attended:
         """Layer ``layer``'s attention without its n × n arrays (None): X, q, K, V, the kept concatenation and
-        the output, remade from the layer's input as the pass made them."""
+        the output, remade from the layer's input as the pass made them (a run with hooks: its trace's own)."""
         layer = self._layer(layer)
         if self.eager is not None:
-            raise AttentionError("a run with hooks keeps its traces whole: read traces[layer]", field="layer")
+            return _attended(self.eager[layer], self.model.config.n_heads, self.model.config.kv_heads)
+        last = self._last
+        if last is not None and last[0] == layer:
+            return last[1]
         ivs = [iv for iv in self.interventions if iv.layer == layer]
         params, X, W, _ = self.model.attention_inputs(layer, self.residuals[layer], ivs)
         q_raw, k_raw, q, K, V, allowed, scale = attend.project(self.model.config, params, layer, X, W)
         concat = self.concats[layer]  # (..., n, H·dₕ): the pass's, after any ablation or patch
         output = attend.linear(concat, W[3])  # (..., n, d)
-        return Attended(X, W, q_raw, k_raw, q, K, V, None, None, None, concat, output, allowed, scale)
+        made = Attended(X, W, q_raw, k_raw, q, K, V, None, None, None, concat, output, allowed, scale)
+        self._last = (layer, made)
+        return made
+
+    def output(self, layer: int, rows: slice | Sequence[int] = slice(None)) -> np.ndarray:
+        """Layer ``layer``'s attention output at ``rows``, (..., m, d), as the pass made it: the kept heads' outputs
+        there times W_o as the layer ran (a replaced block included), with no q, K, V or n × n array (a run with
+        hooks: its trace's own, a hook on the heads' results included)."""
+        layer = self._layer(layer)
+        if self.eager is not None:
+            return self.eager[layer].output[..., rows, :]
+        last = self._last
+        if last is not None and last[0] == layer:
+            return last[1].output[..., rows, :]
+        return attend.linear(self.concats[layer][..., rows, :], self.W_o(layer))  # (..., m, d)
+
+    def W_o(self, layer: int) -> np.ndarray:
+        """W_o (H·dₕ, d) as layer ``layer`` ran with it (a replaced block of rows included)."""
+        layer = self._layer(layer)
+        mine = [iv for iv in self.interventions if iv.layer == layer and iv.kind == "replace"]
+        return attend.replaced(self.model.config, self.model.layer_weights(layer), [iv for iv in mine
+                                                                                    if iv.matrix == "W_o"])[3]
 
     def head(self, layer: int, head: int) -> Trace:
         """Query head ``head`` of layer ``layer`` as a single-head trace (:meth:`~attention.Trace.head`), making
@@ -168,6 +193,14 @@ class Traces(Sequence):
     def _trace(self, layer: int, a: Attended) -> Trace:
         """The layer's Trace from its attention's arrays."""
         return attend.to_trace(a, self.model.layer_options_for(layer, a.q.shape[-2], self.interventions), self.tokens)
+
+
+def _attended(t: Trace, H: int, G: int) -> Attended:
+    """A layer's trace (a run with hooks) as :func:`Traces.light` gives it: its heads split, (..., H, n, dₕ) and
+    (..., G, n, dₕ), without its n × n arrays."""
+    q_raw, k_raw = (None, None) if t.Q_raw is None else (split_heads(t.Q_raw, H), split_heads(t.K_raw, G))
+    return Attended(t.X, (t.W_q, t.W_k, t.W_v, t.W_o), q_raw, k_raw, split_heads(t.Q, H), split_heads(t.K, G),
+                    split_heads(t.V, G), None, None, None, t.concat, t.output, t.allowed, t.scale)
 
 
 BATCHED_ARRAYS = ("X", "Q", "K", "V", "scores", "scaled", "weights", "output", "Q_raw", "K_raw", "concat")

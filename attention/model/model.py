@@ -430,7 +430,7 @@ class ActivationCache(Mapping):
         if what == "hook_resid_pre":
             return x
         if what == "hook_attn_out":
-            a = _light(run, layer).output
+            a = run.traces.output(layer)  # (..., n, d)
             a = a + p[f"{layer}.b_o"] if c.bias else a
             return normed(c, p, f"{layer}.ln_post_attn", a) if c.post_norms else a
         if what == "hook_resid_mid":

@@ -61,7 +61,7 @@ class QKSteps:
 def qk_steps(run: Run, layer: int, head: int) -> QKSteps:
     """Head ``head`` of layer ``layer`` in ``run``: from the layer's input X (n, d [+1]: after its norm, a column of
     ones when the model has biases), q and k after each step, then the scores and weights they make."""
-    model, X = run.model, run.traces[layer].X
+    model, X = run.model, run.traces.light(layer).X
     if model is None:
         raise AttentionError("this run does not name the model that made it; run the model again", field="model")
     c, p = model.config, model.params

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AttentionError
-from ..heads import split_heads
 from ..names import is_whole
 from .attend import linear
 from .interventions import patch_head
@@ -118,9 +117,8 @@ def _parts(run: Run, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     L, H, dh = c.n_layers, c.n_heads, c.d_head
     heads, mlps, bias = np.zeros((L, H, c.d_model)), np.zeros((L, c.d_model)), np.zeros(c.d_model)
     for layer in range(L):
-        tr = run.traces[layer]
-        W_o = tr.W_o  # (H·dₕ, d): as this run used it (a replaced block included)
-        concat = tr.concat[t]  # (H·dₕ,): as this run had it (ablated or patched heads included)
+        W_o = run.traces.W_o(layer)  # (H·dₕ, d): as this run used it (a replaced block included)
+        concat = run.traces.concats[layer][t]  # (H·dₕ,): as this run had it (ablated or patched heads included)
         b_o = p[f"{layer}.b_o"] if c.bias else np.zeros(c.d_model)
         into = _held(model, layer, concat @ W_o + b_o)
         for h in range(H):
@@ -164,7 +162,9 @@ def patch(model: Model, clean_ids: Sequence[int], corrupt_ids: Sequence[int], he
     wrote and what the MLPs made of it)."""
     clean_ids, corrupt_ids = _same_length(model, clean_ids, corrupt_ids)
     clean = model.run(clean_ids)
-    ivs = [patch_head(layer, head, clean.traces[layer].head(head).concat) for layer, head in _pairs(model, heads)]
+    dh = model.config.d_head
+    ivs = [patch_head(layer, head, clean.traces.concats[layer][:, head * dh : (head + 1) * dh])  # (n, dₕ)
+           for layer, head in _pairs(model, heads)]
     return model.run(corrupt_ids, ivs)
 
 
@@ -384,7 +384,8 @@ class _Onward:
         self.model, self.clean_run, self.corrupt_run, self.t, self.wanted = model, clean, corrupt, t, wanted
         self.columns = unembedding(c, model.params)[:, [answer, wrong]]  # (d, 2)
         self.first = next(i for i, (a, b) in enumerate(zip(clean.ids, corrupt.ids, strict=True)) if a != b)
-        self.kv = [(split_heads(tr.K, c.kv_heads), split_heads(tr.V, c.kv_heads)) for tr in corrupt.traces]
+        lights = (corrupt.traces.light(layer) for layer in range(c.n_layers))  # no n × n array
+        self.kv = [(a.K, a.V) for a in lights]  # (G, n, dₕ) each
         self.clean, self.corrupt = float(self.read(clean.residuals[-1][t])), float(self.read(corrupt.residuals[-1][t]))
         self._done: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -430,8 +431,8 @@ class _Onward:
         element: (len(heads), m, d)."""
         c, f, t = self.model.config, self.first, self.t
         dh = c.d_head
-        concat = np.repeat(self.corrupt_run.traces[layer].concat[None, f : t + 1], len(heads), axis=0)  # (k, m, H·dₕ)
-        clean = self.clean_run.traces[layer].concat[f : t + 1]  # (m, H·dₕ)
+        concat = np.repeat(self.corrupt_run.traces.concats[layer][None, f : t + 1], len(heads), axis=0)  # (k, m, H·dₕ)
+        clean = self.clean_run.traces.concats[layer][f : t + 1]  # (m, H·dₕ)
         for j, h in enumerate(heads):
             concat[j, :, h * dh : (h + 1) * dh] = clean[:, h * dh : (h + 1) * dh]
         W_o = self.model.layer_weights(layer)[3]  # (H·dₕ, d)
@@ -456,7 +457,7 @@ class _Onward:
             y = x[lo : lo + piece]  # (b, m, d)
             for at in range(start_layer, end):
                 past = (self.kv[at][0][:, :start], self.kv[at][1][:, :start]) if start else None  # (G, start, dₕ) each
-                _, y = self.model.layer(at, y, start, past)  # (b, m, d)
+                _, y = self.model.layer(at, y, start, past, keep=False)  # (b, m, d): no n × n array kept
             out.append(y if through is not None else self.read(y[:, -1]))
         return np.concatenate(out)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attention.errors import AttentionError
-from attention.model import Config, Model, ablate, init_params, replace_matrix
+from attention.model import Config, Model, ablate, atp, flow, init_params, layertraces, readout, replace_matrix
 from attention.model import attend as attend_module
 from attention.model.interventions import hook_names
 from attention.model.vocab import WordVocab
@@ -229,3 +229,36 @@ def test_a_padded_batchs_hooked_activations_are_each_texts_own() -> None:
         row, single = batch.row(b), m.run(ids)
         for name in names:
             _close(row.cache[name], single.cache[name])
+
+
+READERS = {
+    "lens": lambda m, run, other: readout.lens(run, N - 1),
+    "attribution": lambda m, run, other: readout.attribute(run, N - 1),
+    "routes": lambda m, run, other: flow.routes(run, N - 1),
+    "patch": lambda m, run, other: readout.patch(m, run.ids, other, [(0, 1), (1, 0)]).logits,
+    "sweep": lambda m, run, other: readout.sweep(m, run.ids, other, answer=1, wrong=2,
+                                                      only=[("head", 1, 1), ("stream", 0, 20)]),
+    "estimate": lambda m, run, other: atp.estimate(m, run.ids, other, answer=1, wrong=2),
+    "activations": lambda m, run, other: [run.cache[h] for h in hook_names(m.config) if "hook_attn_scores" not in h
+                                          and "hook_pattern" not in h],
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_readers_of_cheap_arrays_never_make_a_layers_squares(name: str, reader: str, monkeypatch) -> None:
+    """The lens, attribution, routes, patching, the sweep, the estimate and every activation but the scores and the
+    pattern read a run's streams, its heads' outputs, q, K, V and chosen rows of weights: never a whole layer's
+    n × n arrays of every head (the memory of 3 · H · n² numbers a layer at long texts)."""
+    m = _model(name)
+    rs = np.random.RandomState(3)
+    ids = list(rs.randint(0, 30, N))
+    other = ids[:20] + [(ids[20] + 1) % 30] + ids[21:]  # one token changed, near the end: a corrupted text
+    run = m.run(ids)
+
+    def refused(self, layer):  # noqa: ANN001, ANN202
+        raise AssertionError(f"{reader} made layer {layer}'s whole trace")
+
+    monkeypatch.setattr(layertraces.Traces, "__getitem__", refused)
+    READERS[reader](m, run, other)
+    assert not any(len(key) == 2 for key in m._memo._items)  # no layer's trace was made and kept
