@@ -42,14 +42,31 @@ def head_scores(weights: np.ndarray, ids: Sequence[int]) -> dict[str, np.ndarray
     n = weights.shape[-1]
     if weights.ndim != 4 or weights.shape[-2] != n or len(ids) != n:
         raise AttentionError(f"weights must be (layers, heads, n, n) for {len(ids)} tokens; got {weights.shape}")
-    t = np.arange(1, n)
-    nan = np.full(weights.shape[:2], np.nan)
-    prev = weights[..., t, t - 1].mean(axis=-1) if n > 1 else nan  # (L, H)
-    sink = weights[..., t, 0].mean(axis=-1) if n > 1 else nan  # (L, H)
-    targets = induction_targets(ids)
-    per_position = [weights[..., q, to].sum(axis=-1) for q, to in enumerate(targets) if to]  # each (L, H)
-    induction = np.mean(per_position, axis=0) if per_position else nan  # (L, H)
-    return {"previous-token": prev, "induction": induction, "first-token sink": sink}
+    return scores_from_sums(score_sums(weights, 0, ids), ids)
+
+
+def score_sums(rows: np.ndarray, start: int, ids: Sequence[int]) -> np.ndarray:
+    """What the query rows ``start`` .. ``start`` + m − 1 of every head add to each score, (3, ...) in the order of
+    ROLES, from their weights ``rows`` (..., m, n): a text's heads can be scored a block of rows at a time (the sums
+    of its blocks are the sums of the whole; :func:`scores_from_sums` makes them means)."""
+    m = rows.shape[-2]
+    t = np.arange(max(start, 1), start + m)  # (k,): the rows after the first, as the text counts them
+    prev = rows[..., t - start, t - 1].sum(axis=-1, dtype=np.float64)  # (...,)
+    sink = rows[..., t - start, 0].sum(axis=-1, dtype=np.float64)  # (...,)
+    pairs = [(q - start, j) for q, to in enumerate(induction_targets(ids)[: start + m]) if q >= start for j in to]
+    at, to = (np.array(p, dtype=np.int64) for p in zip(*pairs, strict=True)) if pairs else ([], [])
+    induction = rows[..., at, to].sum(axis=-1, dtype=np.float64)  # (...,): every target's weight
+    return np.stack([prev, induction, sink])
+
+
+def scores_from_sums(sums: np.ndarray, ids: Sequence[int]) -> dict[str, np.ndarray]:
+    """The scores from the sums of every row (:func:`score_sums`), by kind: the previous-token and first-token sums
+    over the n − 1 rows after the first, the induction sum over the positions whose token occurred before (NaN
+    where there are none)."""
+    n, nan = len(ids), np.full(sums.shape[1:], np.nan)
+    counted = sum(1 for to in induction_targets(ids) if to)  # positions with an earlier copy of their token
+    prev, sink = (sums[0] / (n - 1), sums[2] / (n - 1)) if n > 1 else (nan, nan)
+    return {"previous-token": prev, "induction": sums[1] / counted if counted else nan, "first-token sink": sink}
 
 
 def roles(scores: dict[str, np.ndarray]) -> np.ndarray:
