@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ... import charts
 from ...model import roles
-from ...model.attend import visible
+from ...model.attend import visible, weigh
 from ...model.interventions import ablate
 from ...model.model import Run
 from ..core import models
@@ -147,9 +147,21 @@ def summary(run: Run, ids: tuple[int, ...]) -> tuple[dict[str, np.ndarray], np.n
     pictures = np.empty((c.n_layers, c.n_heads, -(-n // f), -(-n // f)), run.logits.dtype)
     for layer in range(c.n_layers):
         seen = visible(0, n, n, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (n, n)
-        for r in range(0, n, step):
-            A = run.traces.rows(layer, slice(r, r + step))  # (H, m, n)
+        for r, A in _row_blocks(run, layer, n, step):  # A: (H, m, n)
             sums[:, layer] += roles.score_sums(A, r, ids)
             shown = np.where(seen[r : r + step], A, np.nan)  # (H, m, n): masked keys left out
             pictures[layer, :, r // f : -(-(r + step) // f)] = shown if f == 1 else charts.pool_blocks(shown, f, "max")
     return roles.scores_from_sums(sums, ids), pictures, f
+
+
+def _row_blocks(run: Run, layer: int, n: int, step: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Layer ``layer``'s weights of every head, ``step`` query rows at a time: (first row, (H, m, n)), as
+    ``run.traces.rows`` makes them (the pass's own :func:`~attention.model.attend.weigh` on the layer's q, K and V),
+    the layer's q, K and V made once (not once a block: they cost more than a block's weights)."""
+    if run.traces.eager is not None:  # a run with hooks keeps its traces whole
+        yield from ((r, run.traces.rows(layer, slice(r, r + step))) for r in range(0, n, step))
+        return
+    a = run.traces.light(layer)
+    for r in range(0, n, step):
+        rows = slice(r, r + step)
+        yield r, weigh(a.q[..., rows, :], a.K, a.V, a.allowed[rows], a.scale)[2]
