@@ -104,3 +104,18 @@ def test_a_bad_window_is_named_and_nothing_changes() -> None:
     at = at.text_input(key=keys.INSIDE_ZOOM_ROWS).set_value("21-30").run()
     assert session(at).inside.zoom == (20, 30, 0, 30) and not [e for e in at.error if "positions" in e.value]
     assert inside.ZOOM_MOST == 64 and shown("1") == "1"
+
+
+def test_every_heads_files_too_large_to_make_are_said_not_made(monkeypatch) -> None:
+    """Every head's weights as files at 2,046 tokens on SmolLM2 would be 1.1 billion numbers (9 GB as float64): past
+    the bound the page says what they would hold and how to read a head in Python, and offers no button."""
+    from attention.ui.widgets import downloads
+
+    monkeypatch.setattr(downloads, "HEADS_MOST", 2 * 2 * N * N - 1)  # this text's 360,000 weights: one too many
+    at = _opened()
+    said = [c for c in texts(at.caption) if "these files would hold" in c]
+    assert said and f"{2 * 2 * N * N:,} weights" in said[0] and "run.head(layer, head)" in said[0], said
+    assert not [b for b in at.get("download_button") if "every head" in str(b.proto.label).lower()]
+    monkeypatch.setattr(downloads, "HEADS_MOST", 2 * 2 * N * N)  # at the bound: offered
+    at = _opened()
+    assert [b for b in at.get("download_button") if "every head" in str(b.proto.label).lower()]

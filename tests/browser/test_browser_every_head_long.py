@@ -61,7 +61,7 @@ def _typed(pg, url: str) -> None:
     box.click()
     with rerun(pg, timeout=SLOW):  # the GGUF read, then a run on its first text
         pg.get_by_role("option").filter(has_text="SmolLM2-135M-Instruct").first.click()
-    box = pg.get_by_label("Type a text", exact=False)
+    box = pg.get_by_role("textbox", name="Type a text")
     box.fill(long_text())
     with rerun(pg, timeout=SLOW):
         box.press("Enter")
@@ -104,7 +104,7 @@ def test_every_head_at_2046_tokens_on_the_real_model(browser, served, axe_script
 def _zoomed(pg, viewport: tuple[int, int]) -> None:
     """The chosen head's last 40 rows × their last 40 keys, typed: drawn cell by cell, named by their tokens."""
     for label, span in (("Query positions", "2007-2046"), ("Key positions", "2007-2046")):
-        box = pg.get_by_label(label, exact=False)
+        box = pg.get_by_role("textbox", name=label)
         box.scroll_into_view_if_needed()
         box.fill(span)
         with rerun(pg, timeout=120_000):
