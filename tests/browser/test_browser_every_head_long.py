@@ -40,7 +40,7 @@ from attention.ui.app.nav import navigation
 
 navigation()
 """
-SLOW = 900_000  # ms: the run at 2,046 tokens and its pictures, on a busy 2-core machine
+SLOW = 1_500_000  # ms: the run at 2,046 tokens and its pictures, on a busy 2-core machine
 CHART = "[data-testid='stVegaLiteChart']"
 
 

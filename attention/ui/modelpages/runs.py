@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import charts
 from ...model import roles
-from ...model.attend import visible, weigh
+from ...model.attend import BLOCK_CELLS, visible, weigh
 from ...model.interventions import ablate
 from ...model.model import Run
 from ..core import models
@@ -133,35 +133,41 @@ def measured(ids: tuple[int, ...], ablations: tuple[Ablation, ...], run: Run) ->
                     pictures, block)  # fmt: skip
 
 
-CHUNK_CELLS = 1 << 23  # weights of one block of query rows, every head (32 MB in float32)
+CHUNK_CELLS = BLOCK_CELLS  # weights of one block of query rows, every head: weigh's own block, so it makes no more
 
 
 def summary(run: Run, ids: tuple[int, ...]) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
     """Every head's scores (each kind's (layers, heads)) and its picture (layers, heads, b, b: blocks of ``block``
     tokens a side, each its largest weight, NaN where every key is masked), read a layer at a time in blocks of
-    query rows: no layer's n × n weights exist at once (at 2,048 tokens on SmolLM2 a block is 448 rows)."""
+    query rows: no layer's n × n weights exist at once (at 2,046 tokens on SmolLM2 a block is 224 rows)."""
     n, c = len(ids), run.model.config
     f = charts.panel_block(n)
     step = max(f, CHUNK_CELLS // (c.n_heads * n) // f * f)  # query rows a block: a multiple of f
     sums = np.zeros((3, c.n_layers, c.n_heads))
-    pictures = np.empty((c.n_layers, c.n_heads, -(-n // f), -(-n // f)), run.logits.dtype)
+    pictures = np.full((c.n_layers, c.n_heads, -(-n // f), -(-n // f)), np.nan, run.logits.dtype)
     for layer in range(c.n_layers):
         seen = visible(0, n, n, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (n, n)
-        for r, A in _row_blocks(run, layer, n, step):  # A: (H, m, n)
+        for r, A in _row_blocks(run, layer, n, step):  # A: (H, m, e), the keys up to the block's last row
             sums[:, layer] += roles.score_sums(A, r, ids)
-            shown = np.where(seen[r : r + step], A, np.nan)  # (H, m, n): masked keys left out
-            pictures[layer, :, r // f : -(-(r + step) // f)] = shown if f == 1 else charts.pool_blocks(shown, f, "max")
+            m, e = A.shape[-2:]
+            if f == 1:
+                pictures[layer, :, r : r + m, :e] = np.where(seen[r : r + m, :e], A, np.nan)
+                continue
+            live = charts.pool_blocks(seen[r : r + m, :e].astype(np.float32), f, "max") > 0  # a key to see
+            pooled = charts.pool_blocks(A, f, "max")  # (H, m/f, e/f): a masked key's weight is 0, never the max
+            pictures[layer, :, r // f : r // f + pooled.shape[-2], : pooled.shape[-1]] = np.where(live, pooled, np.nan)
     return roles.scores_from_sums(sums, ids), pictures, f
 
 
 def _row_blocks(run: Run, layer: int, n: int, step: int) -> Iterator[tuple[int, np.ndarray]]:
-    """Layer ``layer``'s weights of every head, ``step`` query rows at a time: (first row, (H, m, n)), as
-    ``run.traces.rows`` makes them (the pass's own :func:`~attention.model.attend.weigh` on the layer's q, K and V),
-    the layer's q, K and V made once (not once a block: they cost more than a block's weights)."""
+    """Layer ``layer``'s weights of every head, ``step`` query rows at a time, over the keys up to the block's last
+    row (a causal row sees no later key): (first row, (H, m, e)), as ``run.traces.rows`` makes them (the pass's own
+    :func:`~attention.model.attend.weigh`), the layer's q, K and V made once (not once a block: they cost more than
+    a block's weights)."""
     if run.traces.eager is not None:  # a run with hooks keeps its traces whole
-        yield from ((r, run.traces.rows(layer, slice(r, r + step))) for r in range(0, n, step))
+        yield from ((r, run.traces.rows(layer, slice(r, r + step))[..., : r + step]) for r in range(0, n, step))
         return
     a = run.traces.light(layer)
     for r in range(0, n, step):
-        rows = slice(r, r + step)
-        yield r, weigh(a.q[..., rows, :], a.K, a.V, a.allowed[rows], a.scale)[2]
+        rows, keys = slice(r, r + step), slice(0, min(n, r + step))
+        yield r, weigh(a.q[..., rows, :], a.K[..., keys, :], a.V[..., keys, :], a.allowed[rows, keys], a.scale)[2]
