@@ -84,10 +84,18 @@ def uniform_scores(ids: Sequence[int]) -> dict[str, float]:
     return {k: float(v[0, 0]) for k, v in head_scores(A[None, None], ids).items()}
 
 
+LOSS_ROWS = 256  # positions whose log-probabilities are made at once (a 49,152-token vocabulary: 50 MB in float32)
+
+
 def position_losses(logits: np.ndarray, ids: Sequence[int]) -> np.ndarray:
-    """The next-token loss at each position t < n − 1: −log p(ids[t + 1] | tokens 0 .. t), (n − 1,), in nats."""
-    logp = log_softmax(np.asarray(logits)[:-1])  # (n - 1, V)
-    return -logp[np.arange(len(ids) - 1), np.asarray(ids[1:], dtype=np.int64)]  # (n - 1,)
+    """The next-token loss at each position t < n − 1: −log p(ids[t + 1] | tokens 0 .. t), (n − 1,), in nats; made
+    LOSS_ROWS positions at a time (at 2,046 tokens the whole log-softmax would be 400 MB in float32)."""
+    logits, targets = np.asarray(logits), np.asarray(ids[1:], dtype=np.int64)  # (n, V), (n − 1,)
+    out = np.empty(len(targets), dtype=np.result_type(logits.dtype, np.float32))
+    for r in range(0, len(targets), LOSS_ROWS):
+        logp = log_softmax(logits[r : min(r + LOSS_ROWS, len(targets))])  # (m, V)
+        out[r : r + len(logp)] = -logp[np.arange(len(logp)), targets[r : r + len(logp)]]  # (m,)
+    return out
 
 
 def half_split(ids: Sequence[int]) -> tuple[int, bool]:

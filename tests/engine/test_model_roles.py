@@ -88,3 +88,15 @@ def test_top_next_and_position_losses_against_softmax_by_hand() -> None:
     ids = [3, 1, 6, 0]
     want = [-np.log(np.exp(logits[t, ids[t + 1]]) / np.exp(logits[t]).sum()) for t in range(3)]
     np.testing.assert_allclose(roles.position_losses(logits, ids), want, rtol=1e-12)
+
+
+def test_position_losses_made_a_block_of_positions_at_a_time_are_the_hand_loop(monkeypatch) -> None:
+    """A long text's losses are made LOSS_ROWS positions at a time (never the whole n × V log-softmax): uneven
+    blocks give the hand-written loss at every position."""
+    rs = np.random.RandomState(1)
+    logits = rs.normal(size=(8, 5))
+    ids = [int(i) for i in rs.randint(0, 5, size=8)]
+    want = [-np.log(np.exp(logits[t, ids[t + 1]]) / np.exp(logits[t]).sum()) for t in range(7)]
+    for rows in (1, 3, 7, 100):
+        monkeypatch.setattr(roles, "LOSS_ROWS", rows)
+        np.testing.assert_allclose(roles.position_losses(logits, ids), want, rtol=1e-12)
