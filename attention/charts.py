@@ -28,6 +28,7 @@ from .names import squeeze_batch, token_labels
 RECT_MAX = 64  # rows/cols drawn cell by cell as rect marks with tooltips
 TEXT_MAX = 12  # rows/cols that also get the value written in each cell
 BLOCK_GRID = 32  # larger matrices are pooled into at most this many blocks per side (1,024 rects)
+PANEL_CELLS = 128  # a head's picture in a chart of several (:func:`_panels`): at most this many cells a side
 MASKED_COLOR = "#d9d9d9"
 
 # Viridis anchors (as Vega's "viridis" scheme), used by both paths so colours mean the same at every size.
@@ -97,7 +98,8 @@ class Style:
     cells as one picture (:func:`_image`) instead of a mark each, beyond TEXT_MAX rows or columns (up to it the
     numbers are written in the cells): for pages that show many heatmaps at once. ``panels`` draws a stack
     (heads, n_r, n_c) as one chart (:func:`_panels`): one (title, subtitle) a heatmap, ``columns`` a row, each plot
-    ``panel_px`` wide, every picture on one colour scale."""
+    ``panel_px`` wide, every picture on one colour scale; ``block`` > 1 says the stack is already reduced, each cell
+    the largest weight (weights; else the mean) of a ``block`` × ``block`` block of tokens (:func:`panel_block`)."""
 
     kind: str = "weights"
     title: str = ""
@@ -107,11 +109,12 @@ class Style:
     digits: int | None = 3
     select: bool = False
     colour: Colour | None = None
-    row_height: int | None = None
+    row_height: float | None = None
     image: bool = False
     panels: tuple[tuple[str, str], ...] = ()
     columns: int = 4
-    panel_px: int = 200
+    panel_px: float = 200
+    block: int = 1
 
     def but(self, **changes: object) -> Style:
         """This style with ``changes`` (``dataclasses.replace``)."""
@@ -138,6 +141,7 @@ def heatmap(
     style: Style = Style(),  # noqa: B008 (frozen: one shared default is safe)
     allowed: np.ndarray | None = None,
     window: Window | None = None,
+    offset: tuple[int, int] = (0, 0),
 ) -> dict:
     """The heatmap the app draws, as a Vega-Lite spec (a plain dict): a 2-D matrix (n_rows, n_cols), queries on rows
     and keys on columns, drawn as ``style`` says. ``allowed`` (same shape, True = may attend) marks masked cells,
@@ -146,7 +150,9 @@ def heatmap(
     Up to RECT_MAX rows and columns every cell is a rect with a tooltip; beyond, blocks of tokens (at most BLOCK_GRID
     a side), unless ``window`` asks for a part of it cell by cell. The width is its container's, the height follows
     the rows. In a notebook: ``alt.LayerChart.from_dict(charts.heatmap(trace.weights, tokens, tokens))``.
-    With ``style.panels``, ``values`` is a stack (heads, n_rows, n_cols) drawn as one chart (:func:`_panels`)."""
+    With ``style.panels``, ``values`` is a stack (heads, n_rows, n_cols) drawn as one chart (:func:`_panels`).
+    ``offset``: the values are a part of a larger matrix from this row and column (0-based): the tooltips count
+    rows and columns as the whole does."""
     if style.panels:
         return _panels(np.asarray(values, dtype=np.float64), token_labels(rows), token_labels(cols), style, allowed)
     values = squeeze_batch(np.asarray(values, dtype=np.float64))
@@ -159,7 +165,7 @@ def heatmap(
     if style.image and TEXT_MAX < max(values.shape) <= RECT_MAX:  # small ones keep their numbers in the cells
         return _image(values, rows, cols, style, allowed)
     if max(values.shape) <= RECT_MAX:
-        return _cells(values, rows, cols, style, allowed)
+        return _cells(values, rows, cols, style, allowed, offset)
     return _blocks(values, style, allowed)
 
 
@@ -356,7 +362,7 @@ def _rect_frame(
     n_c: int,
     title: str,
     subtitle: str,
-    row_height: int | None,
+    row_height: float | None,
     fits: str | None = None,
 ) -> dict:
     """The spec around the layers: the data inline, the font signal, the title, the size. Sized to its column: the
@@ -379,7 +385,7 @@ def _rect_frame(
         "width": "container",
         # the whole chart's height (autosize "fit": a fullscreen view then fits the screen): the rows, plus about
         # 190 px of title, key labels, axis title and legend
-        "height": n_r * row_px + 190 + (20 if subtitle else 0),
+        "height": round(n_r * row_px) + 190 + (20 if subtitle else 0),
         "autosize": {"type": "fit", "contains": "padding"},
         "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
     }
@@ -392,19 +398,19 @@ def _records(columns: dict[str, list]) -> list[dict]:
 
 
 def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarray:
-    """Shrink a matrix by ``factor`` in both directions: each output cell is its block's ``pool``
-    ("mean", or "max" so one strong weight stays visible); the last blocks may be smaller. Non-finite
-    cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn grey).
+    """Shrink a matrix (..., r, c), or a stack of them, by ``factor`` in both directions: each output cell is its
+    block's ``pool`` ("mean", or "max" so one strong weight stays visible); the last blocks may be smaller.
+    Non-finite cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn grey).
     Works with ``reduceat``, so no full-size copy is made when every cell is finite."""
-    edges_r, edges_c = np.arange(0, values.shape[0], factor), np.arange(0, values.shape[1], factor)
+    edges_r, edges_c = np.arange(0, values.shape[-2], factor), np.arange(0, values.shape[-1], factor)
     finite = np.isfinite(values)
     all_finite = bool(finite.all())
 
     def reduce(ufunc: np.ufunc, a: np.ndarray) -> np.ndarray:
-        return ufunc.reduceat(ufunc.reduceat(a, edges_r, axis=0), edges_c, axis=1)  # (n_r/f, n_c/f)
+        return ufunc.reduceat(ufunc.reduceat(a, edges_r, axis=-2), edges_c, axis=-1)  # (..., r/f, c/f)
 
     if all_finite:
-        count = np.outer(np.diff(np.append(edges_r, values.shape[0])), np.diff(np.append(edges_c, values.shape[1])))
+        count = np.outer(np.diff(np.append(edges_r, values.shape[-2])), np.diff(np.append(edges_c, values.shape[-1])))
     else:
         count = reduce(np.add, finite.astype(np.int32))
     if pool == "max":
@@ -412,6 +418,23 @@ def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarr
     else:
         out = reduce(np.add, values if all_finite else np.where(finite, values, 0.0)) / np.maximum(count, 1)
     return np.where(count > 0, out, np.nan)
+
+
+def panel_block(n: int) -> int:
+    """The side of the blocks a head's n × n picture is reduced by in a chart of several (:func:`_panels`): 1 (every
+    cell) up to PANEL_CELLS tokens, else the smallest that leaves at most PANEL_CELLS blocks a side (16 at 2,048)."""
+    return 1 if n <= PANEL_CELLS else -(-n // PANEL_CELLS)
+
+
+def block_labels(n: int, block: int) -> list[str]:
+    """The labels of n tokens' blocks of ``block``: "1–16", "17–32", ... (1-based, the last one cut at n)."""
+    return [f"{i + 1}–{min(n, i + block)}" for i in range(0, n, block)]
+
+
+def reduced_note(block: int, kind: str = "weights") -> str:
+    """What a reduced picture's cell is, in words: "each cell is the largest weight of a 16 × 16 block"."""
+    what = "the largest weight" if kind == "weights" else "the mean"
+    return f"each cell is {what} of a {block} × {block} block of tokens"
 
 
 def _blocks(values: np.ndarray, style: Style, allowed: np.ndarray | None) -> dict:
@@ -584,14 +607,15 @@ def _image(
 # Every head of a layer as ONE chart. Nine heads as nine charts cost the browser nine Vega views (a layer switch took
 # 4.5 times the floor app's edit); one chart holds them all: a picture a head (its cells one PNG), each titled, one
 # colour scale and one legend, the cells of every head as one table sent once (their tooltips made only for the head
-# the pointer comes over). A text longer than RECT_MAX is reduced by blocks, by the maximum for weights, so a sharp
+# the pointer comes over). A text longer than PANEL_CELLS is reduced by blocks, by the maximum for weights, so a sharp
 # stripe or a sink stays visible.
 
 
 def _panels(values: np.ndarray, rows: list[str], cols: list[str], style: Style, allowed: np.ndarray | None) -> dict:
     """A stack (heads, n_r, n_c) as one Vega-Lite chart: :func:`_image` a head, titled ``style.panels``, in rows of
     ``style.columns``, each plot ``style.panel_px`` wide and ``style.row_height`` a drawn row; one colour scale;
-    a cell's tooltip names its head. ``allowed`` (n_r, n_c) or a stack of them."""
+    a cell's tooltip names its head. ``allowed`` (n_r, n_c) or a stack of them. Masked cells are grey in the
+    pictures and sent no row (half of a causal head's cells)."""
     if values.ndim != 3 or values.shape[0] != len(style.panels):
         raise AttentionError(f"{len(style.panels)} panels need a stack of as many matrices; got shape {values.shape}")
     stack = np.broadcast_to(allowed, values.shape) if allowed is not None else None  # (H, n_r, n_c)
@@ -603,8 +627,8 @@ def _panels(values: np.ndarray, rows: list[str], cols: list[str], style: Style, 
     for k, (title, subtitle) in enumerate(style.panels):
         head_style = style.but(title=title, subtitle=" · ".join(p for p in (subtitle, note) if p), colour=colour)
         spec = _image(values[k], rows, cols, head_style, None if stack is None else stack[k], near=f"{NEAR}{k}")
-        data += [{**row, "panel": k, "head": title} for row in spec["data"]["values"]]
-        children.append(_panel(spec, k, style.panel_px, n_r * row_px))
+        data += [{**row, "panel": k, "head": title} for row in spec["data"]["values"] if not row["masked"]]
+        children.append(_panel(spec, k, style.panel_px, round(n_r * row_px)))
     names, cols = ", ".join(title for title, _ in style.panels), max(1, style.columns)
     return {
         "data": {"values": data},
@@ -621,21 +645,22 @@ def _panels(values: np.ndarray, rows: list[str], cols: list[str], style: Style, 
 def _reduced(
     values: np.ndarray, rows: list[str], cols: list[str], style: Style, stack: np.ndarray | None
 ) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None, str]:
-    """The stack as drawn: itself up to RECT_MAX a side, else each matrix pooled into blocks (the maximum for
-    weights, so one strong cell shows; the mean for signed values), labelled by token ranges; and what was done."""
+    """The stack as drawn, and what was done: as given when ``style.block`` says it is reduced already (its labels
+    the blocks'); itself up to PANEL_CELLS a side; else each matrix pooled into blocks (:func:`panel_block`: the
+    maximum for weights, so one strong cell shows; the mean for signed values), labelled by token ranges."""
+    if style.block > 1:
+        return values, rows, cols, stack, reduced_note(style.block, style.kind)
     n_r, n_c = values.shape[1:]
-    if max(n_r, n_c) <= RECT_MAX:
+    if max(n_r, n_c) <= PANEL_CELLS:
         return values, rows, cols, stack, ""
-    factor = -(-max(n_r, n_c) // RECT_MAX)
+    factor = panel_block(max(n_r, n_c))
     pool = "max" if style.kind == "weights" else "mean"
-    pooled = np.stack([pool_blocks(_unmasked(v, None if stack is None else stack[k]), factor, pool)
-                       for k, v in enumerate(values)])  # fmt: skip
-    r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[1])]
-    c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[2])]
-    return pooled, r_lbl, c_lbl, (np.isfinite(pooled) if stack is not None else None), f"blocks of {factor}: {pool}"
+    pooled = pool_blocks(_unmasked(values, stack), factor, pool)  # (H, n_r/f, n_c/f)
+    kept = np.isfinite(pooled) if stack is not None else None
+    return pooled, block_labels(n_r, factor), block_labels(n_c, factor), kept, reduced_note(factor, style.kind)
 
 
-def _panel(spec: dict, k: int, width: int, height: int) -> dict:
+def _panel(spec: dict, k: int, width: float, height: int) -> dict:
     """One head's :func:`_image` as a plot of a concatenated chart: its layers and title, a fixed size (a plot of
     several has no container width), its cells read from the chart's table (``panel`` k), a cell's head named."""
     picture, scale, cells = spec["layer"]

@@ -42,14 +42,31 @@ def head_scores(weights: np.ndarray, ids: Sequence[int]) -> dict[str, np.ndarray
     n = weights.shape[-1]
     if weights.ndim != 4 or weights.shape[-2] != n or len(ids) != n:
         raise AttentionError(f"weights must be (layers, heads, n, n) for {len(ids)} tokens; got {weights.shape}")
-    t = np.arange(1, n)
-    nan = np.full(weights.shape[:2], np.nan)
-    prev = weights[..., t, t - 1].mean(axis=-1) if n > 1 else nan  # (L, H)
-    sink = weights[..., t, 0].mean(axis=-1) if n > 1 else nan  # (L, H)
-    targets = induction_targets(ids)
-    per_position = [weights[..., q, to].sum(axis=-1) for q, to in enumerate(targets) if to]  # each (L, H)
-    induction = np.mean(per_position, axis=0) if per_position else nan  # (L, H)
-    return {"previous-token": prev, "induction": induction, "first-token sink": sink}
+    return scores_from_sums(score_sums(weights, 0, ids), ids)
+
+
+def score_sums(rows: np.ndarray, start: int, ids: Sequence[int]) -> np.ndarray:
+    """What the query rows ``start`` .. ``start`` + m − 1 of every head add to each score, (3, ...) in the order of
+    ROLES, from their weights ``rows`` (..., m, n): a text's heads can be scored a block of rows at a time (the sums
+    of its blocks are the sums of the whole; :func:`scores_from_sums` makes them means)."""
+    m = rows.shape[-2]
+    t = np.arange(max(start, 1), start + m)  # (k,): the rows after the first, as the text counts them
+    prev = rows[..., t - start, t - 1].sum(axis=-1, dtype=np.float64)  # (...,)
+    sink = rows[..., t - start, 0].sum(axis=-1, dtype=np.float64)  # (...,)
+    pairs = [(q - start, j) for q, to in enumerate(induction_targets(ids)[: start + m]) if q >= start for j in to]
+    at, to = (np.array(p, dtype=np.int64) for p in zip(*pairs, strict=True)) if pairs else ([], [])
+    induction = rows[..., at, to].sum(axis=-1, dtype=np.float64)  # (...,): every target's weight
+    return np.stack([prev, induction, sink])
+
+
+def scores_from_sums(sums: np.ndarray, ids: Sequence[int]) -> dict[str, np.ndarray]:
+    """The scores from the sums of every row (:func:`score_sums`), by kind: the previous-token and first-token sums
+    over the n − 1 rows after the first, the induction sum over the positions whose token occurred before (NaN
+    where there are none)."""
+    n, nan = len(ids), np.full(sums.shape[1:], np.nan)
+    counted = sum(1 for to in induction_targets(ids) if to)  # positions with an earlier copy of their token
+    prev, sink = (sums[0] / (n - 1), sums[2] / (n - 1)) if n > 1 else (nan, nan)
+    return {"previous-token": prev, "induction": sums[1] / counted if counted else nan, "first-token sink": sink}
 
 
 def roles(scores: dict[str, np.ndarray]) -> np.ndarray:
@@ -67,10 +84,18 @@ def uniform_scores(ids: Sequence[int]) -> dict[str, float]:
     return {k: float(v[0, 0]) for k, v in head_scores(A[None, None], ids).items()}
 
 
+LOSS_ROWS = 256  # positions whose log-probabilities are made at once (a 49,152-token vocabulary: 50 MB in float32)
+
+
 def position_losses(logits: np.ndarray, ids: Sequence[int]) -> np.ndarray:
-    """The next-token loss at each position t < n − 1: −log p(ids[t + 1] | tokens 0 .. t), (n − 1,), in nats."""
-    logp = log_softmax(np.asarray(logits)[:-1])  # (n - 1, V)
-    return -logp[np.arange(len(ids) - 1), np.asarray(ids[1:], dtype=np.int64)]  # (n - 1,)
+    """The next-token loss at each position t < n − 1: −log p(ids[t + 1] | tokens 0 .. t), (n − 1,), in nats; made
+    LOSS_ROWS positions at a time (at 2,046 tokens the whole log-softmax would be 400 MB in float32)."""
+    logits, targets = np.asarray(logits), np.asarray(ids[1:], dtype=np.int64)  # (n, V), (n − 1,)
+    out = np.empty(len(targets), dtype=np.result_type(logits.dtype, np.float32))
+    for r in range(0, len(targets), LOSS_ROWS):
+        logp = log_softmax(logits[r : min(r + LOSS_ROWS, len(targets))])  # (m, V)
+        out[r : r + len(logp)] = -logp[np.arange(len(logp)), targets[r : r + len(logp)]]  # (m,)
+    return out
 
 
 def half_split(ids: Sequence[int]) -> tuple[int, bool]:

@@ -71,11 +71,12 @@ def test_a_wide_models_layer_draws_its_heads_with_readable_cells() -> None:
 
 
 def test_a_long_text_is_one_picture_a_head_of_blocks_by_their_maximum() -> None:
-    """2,048 tokens: each head's picture holds 64 × 64 blocks of 32 tokens, each its largest weight, so a sink on
-    the first token and a stripe one token wide stay visible (a block's mean would dilute the stripe 32 times)."""
+    """2,048 tokens: each head's picture holds 128 × 128 blocks of 16 tokens, each its largest weight (a loop over
+    the blocks is the oracle), so a sink on the first token and a stripe one token wide stay visible (a block's mean
+    would dilute the stripe 16 times); a block whose every key is masked is sent no cell."""
     from attention import charts
 
-    n, H = 2048, 3
+    n, H, f = 2048, 3, 16
     weights = np.full((H, n, n), 1e-4)
     weights[:, :, 0] = 0.9  # a sink: every row's first key
     weights[1, 1000, 700] = 0.8  # one sharp cell
@@ -85,8 +86,12 @@ def test_a_long_text_is_one_picture_a_head_of_blocks_by_their_maximum() -> None:
     plots = [p for row in spec["vconcat"] for p in row["hconcat"]]
     assert len(plots) == H and all(len(p["layer"][0]["data"]["values"]) == 1 for p in plots)  # a picture a head
     cells = [r for r in spec["data"]["values"] if r["head"] == "head 2"]
-    assert len(cells) == 64 * 64
+    assert len(cells) == 128 * 129 // 2  # the blocks with a key to see: on and below the diagonal
     block = {(r["row"], r["col"]): r["value"] for r in cells}
-    assert block[(1000 // 32 + 1, 700 // 32 + 1)] == 0.8 and block[(64, 1)] == 0.9  # the loop's own blocks
-    assert block[(64, 2)] == 1e-4 and block[(1, 2)] is None  # a plain block; a block wholly masked (future keys)
-    assert "blocks of 32: max" in plots[1]["title"]["subtitle"]
+    for i in range(128):
+        for j in range(128):
+            live = allowed[i * f : (i + 1) * f, j * f : (j + 1) * f]
+            want = weights[1, i * f : (i + 1) * f, j * f : (j + 1) * f][live].max() if live.any() else None
+            assert block.get((i + 1, j + 1)) == want, (i, j)
+    assert block[(1000 // f + 1, 700 // f + 1)] == 0.8 and block[(128, 1)] == 0.9
+    assert "each cell is the largest weight of a 16 × 16 block" in plots[1]["title"]["subtitle"]

@@ -30,6 +30,20 @@ def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], fac
     np.testing.assert_allclose(charts.pool_blocks(a, factor, pool), _naive_pool(a, factor, pool))
 
 
+def test_pool_blocks_reduces_a_stack_of_heads_each_by_the_naive_loop() -> None:
+    """A layer's heads (H, n, n) at once, as Every head reduces a long text: each head's blocks are its own loop's,
+    a masked cell (NaN) left out and a wholly masked block NaN."""
+    rs = np.random.RandomState(7)
+    a = rs.random_sample((3, 37, 37))
+    a[np.broadcast_to(np.triu(np.ones((37, 37), bool), 1), a.shape)] = np.nan  # causal: future keys masked
+    got = charts.pool_blocks(a, 5, "max")  # (3, 8, 8)
+    assert got.shape == (3, 8, 8)
+    for k in range(3):
+        np.testing.assert_array_equal(got[k], _naive_pool(a[k], 5, "max"))
+    assert charts.panel_block(128) == 1 and charts.panel_block(129) == 2 and charts.panel_block(2046) == 16
+    assert charts.block_labels(35, 16) == ["1–16", "17–32", "33–35"]
+
+
 def test_colour_scales_fit_each_step() -> None:
     assert charts.colour_for("weights", np.array([[0.2, 0.8]])).domain == (0.0, 1.0)
     # signed values: diverging, centred at 0 and symmetric, so white is 0 whatever the range

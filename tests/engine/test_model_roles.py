@@ -32,6 +32,23 @@ def test_scores_match_naive_loops_on_any_text(seed: int) -> None:
         np.testing.assert_allclose(got[r], want[r], rtol=1e-12)
 
 
+@pytest.mark.parametrize("block", [1, 3, 4, 13])
+def test_scores_summed_a_block_of_rows_at_a_time_are_the_naive_loops(block: int) -> None:
+    """A long text's heads are scored a block of query rows at a time (never a layer's n × n at once): the blocks'
+    sums, made means, are the naive loop's scores, whatever the block (one row, uneven, the whole text)."""
+    rs = np.random.RandomState(block)
+    n = 13
+    ids = [int(i) for i in rs.randint(0, 4, size=n)]
+    w = rs.random_sample((2, 3, n, n))
+    w = np.tril(w) / np.tril(w).sum(-1, keepdims=True)
+    sums = sum(roles.score_sums(w[..., r : r + block, :], r, ids) for r in range(0, n, block))  # (3, 2, 3)
+    got, want = roles.scores_from_sums(sums, ids), _naive(w, ids)
+    for r in roles.ROLES:
+        np.testing.assert_allclose(got[r], want[r], rtol=1e-12)
+    distinct = list(range(n))  # no token twice: no induction score, and no division by zero
+    assert np.isnan(roles.scores_from_sums(roles.score_sums(w, 0, distinct), distinct)["induction"]).all()
+
+
 def test_on_a_repeated_sequence_they_are_the_induction_tasks_scores() -> None:
     m = builtin("induction")
     ids = induction.sequences(np.random.RandomState(3), 1, 32, 12)[0]
@@ -71,3 +88,15 @@ def test_top_next_and_position_losses_against_softmax_by_hand() -> None:
     ids = [3, 1, 6, 0]
     want = [-np.log(np.exp(logits[t, ids[t + 1]]) / np.exp(logits[t]).sum()) for t in range(3)]
     np.testing.assert_allclose(roles.position_losses(logits, ids), want, rtol=1e-12)
+
+
+def test_position_losses_made_a_block_of_positions_at_a_time_are_the_hand_loop(monkeypatch) -> None:
+    """A long text's losses are made LOSS_ROWS positions at a time (never the whole n × V log-softmax): uneven
+    blocks give the hand-written loss at every position."""
+    rs = np.random.RandomState(1)
+    logits = rs.normal(size=(8, 5))
+    ids = [int(i) for i in rs.randint(0, 5, size=8)]
+    want = [-np.log(np.exp(logits[t, ids[t + 1]]) / np.exp(logits[t]).sum()) for t in range(7)]
+    for rows in (1, 3, 7, 100):
+        monkeypatch.setattr(roles, "LOSS_ROWS", rows)
+        np.testing.assert_allclose(roles.position_losses(logits, ids), want, rtol=1e-12)

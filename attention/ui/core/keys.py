@@ -339,6 +339,8 @@ FIND_TEXT, FIND_PICK = "inside.w.find.text", "inside.w.find.pick"  # a position 
 INSIDE_QK_HEAD = "inside.w.qk_head"  # the head whose q and k are shown step by step
 INSIDE_HEAD_SHOWN = "inside.w.head_shown"  # Every head's chosen head, whose controls are drawn
 INSIDE_ONE_LAYER = "inside.one_layer"  # Every head's fragment of a wide model's layer (its chooser and chart)
+INSIDE_ZOOM_ROWS, INSIDE_ZOOM_KEYS = "inside.w.zoom_rows", "inside.w.zoom_keys"  # Every head's window, as typed
+INSIDE_ZOOM_CHART, INSIDE_ZOOM_PART = "inside.zoom_chart", "inside.zoom"  # the window's cells; its fragment
 
 
 def inside_layer(what: str, layer: int) -> str:

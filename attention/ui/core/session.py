@@ -99,8 +99,10 @@ class Inside:
     for this session (id, label); the layer drawn large; the uploader's count; the snapshot shown on "Watch it learn"
     (1-based); the token whose logit the Logit lens and Attribution pages follow (None: the model's prediction) and
     their message; the key token and query whose weight every head shows on First token; the head whose q and k
-    Every head shows step by step; the Routes page's threshold; the head whose controls Every head draws; the text
-    searched for among the tokens to choose a position (:mod:`attention.ui.modelpages.find`)."""
+    Every head shows step by step; the Routes page's threshold; the head whose controls Every head draws; the window
+    of its weights Every head draws cell by cell (query rows a .. b − 1, key columns c .. d − 1, 0-based; None: the
+    first ones) and why a window typed was refused; the text searched for among the tokens to choose a position
+    (:mod:`attention.ui.modelpages.find`)."""
 
     model: str
     sequence: str
@@ -123,6 +125,8 @@ class Inside:
     across: tuple[int, int] = (0, -1)  # one token across layers: (key, query), 0-based; query -1 the queries after it
     qk_head: tuple[int, int] = (0, 0)  # the head whose q and k are shown step by step (a QK-norm model), 0-based
     head_shown: tuple[int, int] = (0, 0)  # Every head's chosen head (layer, head), 0-based: its controls are drawn
+    zoom: tuple[int, int, int, int] | None = None  # Every head's window of the chosen head: (a, b, c, d), 0-based
+    zoom_message: str = ""
     threshold: float = 0.04  # the Routes page's: an edge is kept when its share of its update is above it
     find: str = ""  # the token searched for to choose a position (Logit lens, Attribution, Routes, Generate)
 

@@ -11,6 +11,7 @@ import streamlit as st
 from ... import charts
 from ...io import heads_files
 from ...model import Config, roles
+from ...model.attend import visible
 from ...model.qk_steps import WHAT
 from ...model.vocab import WordVocab
 from ...names import token_labels
@@ -75,8 +76,11 @@ def answering() -> None:
     answers.predicting()
     with heads_box:
         heads(now)
-    downloads.every_head(files_of(runs.model_id(), ids, ablations), now.weights.shape, runs.model_id())
-    rotation.qk_norm_steps(now.ids, now.ablations, now.weights, token_labels(runs.pieces(ids)))
+    L, H, n = now.shape
+    downloads.every_head(files_of(runs.model_id(), ids, ablations), (L, H, n, n), runs.model_id())
+    whole = (slice(None), slice(None))  # a head's every row and column
+    labels = token_labels(runs.pieces(ids))
+    rotation.qk_norm_steps(now.ids, now.ablations, lambda la, h: now.window(la, h, *whole), labels)
 
 
 def files_of(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Callable[[], heads_files.Measured]:
@@ -150,7 +154,7 @@ def show_tokens(ids: tuple[int, ...]) -> None:
 def heads(now: runs.Measured) -> None:
     """Every layer × head's attention, a layer as one chart (a picture a head, each titled with its role, one colour
     scale); then the chosen head's role, scores and buttons to ablate or restore it and to open it on the steps."""
-    L, H = now.weights.shape[:2]
+    L, H = now.shape[:2]
     st.subheader("Every head")
     heads_intro(now)
     labels = token_labels(runs.pieces(now.ids))
@@ -171,16 +175,23 @@ def heads(now: runs.Measured) -> None:
 def one_layer(now: runs.Measured, labels: list[str]) -> None:
     """A wide model's layer chooser and the layer's chart: choosing a layer reruns only this (not the predictions,
     the grids or the chosen head's controls, which hold every head of the model)."""
-    layer_chart(now, overview.layer_chooser(now.weights.shape[0]), labels, overview.per_row(len(labels)))
+    layer_chart(now, overview.layer_chooser(now.shape[0]), labels, overview.per_row(len(labels)))
 
 
 def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int) -> None:
     """One layer's heads as one chart: each head's weights (causal, on the 0–1 scale) titled with its role and score,
-    ``per_row`` side by side; pointing at a cell names it and its head."""
-    H, n = now.weights.shape[1], len(labels)
+    ``per_row`` side by side; pointing at a cell names it and its head. A long text's heads are pictures reduced by
+    blocks, each block's largest weight (``now.pictures``), and the page says so."""
+    H, n, f = now.shape[1], len(labels), now.block
     shared = groups(runs.model().config)
     if shared:
         st.caption(f"Layer {layer + 1}: {shared}")  # ours: numbers
+    if f > 1:
+        st.caption(
+            f"Each head's {n:,} × {n:,} weights are drawn reduced to {-(-n // f)} × {-(-n // f)}: "
+            f"{charts.reduced_note(f)} (queries × keys), so a sharp stripe or a sink stays visible. "
+            "Zoom below to read the cells themselves."
+        )  # ours: numbers
     widgets.chart_gap()
     panel_px = (overview.MAIN_PX + overview.GAP_PX) // per_row - overview.GAP_PX - overview.LABELS_PX
     w = runs.window(layer)
@@ -189,7 +200,9 @@ def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int)
     style = charts.HEAD.but(
         panels=panels, columns=per_row, panel_px=panel_px, row_height=row_height(n, panel_px), image=True
     )
-    spec = heatmap(now.weights[layer], labels, labels, style, runs.allowed(layer, n))  # (H, n, n): one chart
+    values = now.pictures[layer]  # (H, b, b): NaN where masked
+    ticks = labels if f == 1 else charts.block_labels(n, f)
+    spec = heatmap(values, ticks, ticks, style.but(block=f), np.isfinite(values))  # one chart
     widgets.vega_chart(spec, width="content", key=keys.inside_layer("chart", layer))
     prefix = "induction" if runs.model_id() == "induction" else "model"
     chart_files(spec, f"{prefix}_layer{layer + 1}", keys.inside_layer("files", layer))
@@ -203,7 +216,7 @@ def subtitle(now: runs.Measured, layer: int, head: int) -> str:
 
 def chosen_head(now: runs.Measured, layers: int) -> None:
     """The head chosen, of any layer (on a wide model, typed to find), and its controls."""
-    H = now.weights.shape[1]
+    H = now.shape[1]
     options = [(layer, head) for layer in range(layers) for head in range(H)]
     was = inside.now().head_shown
     layer, head = was if was in options else options[0]
@@ -216,6 +229,40 @@ def chosen_head(now: runs.Measured, layers: int) -> None:
         on_change=widgets.on_value(inside.on_head_shown, keys.INSIDE_HEAD_SHOWN),
     )
     head_controls(now, layer, head)
+    if len(now.ids) > charts.RECT_MAX:  # up to it, every cell is drawn above
+        zoom(now, layer, head)
+
+
+@st.fragment(key=keys.INSIDE_ZOOM_PART)
+def zoom(now: runs.Measured, layer: int, head: int) -> None:
+    """The chosen head's weights in a window of query rows and key columns (at most ZOOM_MOST a side), cell by cell,
+    each named by its position and token; the window typed as positions (a bad one is named, nothing changes)."""
+    n, pieces = len(now.ids), runs.pieces(now.ids)
+    a, b, c, d = inside.zoom(n)
+    st.markdown(
+        f"**Zoom into {runs.name(layer, head)}**: its weights cell by cell, at most {inside.ZOOM_MOST} × "
+        f"{inside.ZOOM_MOST}, each row and column named by its position and token."
+    )  # ours: names, numbers
+    left, right = st.columns(2, gap="medium")
+    kept = bool(inside.now().zoom_message)  # a refused window stays as typed, to be corrected
+    for where, key, span, which in ((left, keys.INSIDE_ZOOM_ROWS, (a, b), "Query"), (right, keys.INSIDE_ZOOM_KEYS,
+                                                                                 (c, d), "Key")):  # fmt: skip
+        widgets.bind(key, f"{span[0] + 1}-{span[1]}", once=kept)
+        where.text_input(f"{which} positions (from-to, 1 to {n:,}), then press Enter", key=key,
+                         on_change=inside.on_zoom, args=(n,))  # fmt: skip
+    if inside.now().zoom_message:
+        st.error(esc(inside.now().zoom_message, 300))
+    values = now.window(layer, head, slice(a, b), slice(c, d))  # (b − a, d − c)
+    seen = visible(a, b - a, d, runs.window(layer))[:, c:]  # (b − a, d − c): True = may attend
+    rows = [f"{k + 1} {pieces[k]}" for k in range(a, b)]
+    cols = [f"{k + 1} {pieces[k]}" for k in range(c, d)]
+    title = f"{runs.name(layer, head)}: queries {a + 1}–{b} × keys {c + 1}–{d}"
+    spec = charts.heatmap(values, rows, cols, charts.HEAD.but(title=title), seen, offset=(a, c))
+    widgets.vega_chart(spec, width="stretch", key=keys.INSIDE_ZOOM_CHART)
+    st.caption(
+        f"Rows {a + 1}–{b}: {esc(pieces[a], 40)} … {esc(pieces[b - 1], 40)}; columns {c + 1}–{d}: "
+        f"{esc(pieces[c], 40)} … {esc(pieces[d - 1], 40)}. Grey cells are keys the query cannot see."
+    )  # tokens escaped
 
 
 def head_controls(now: runs.Measured, layer: int, head: int) -> None:
@@ -303,12 +350,13 @@ def opened(layer: int, head: int) -> None:
         st.page_link(page, label=f"→ {label} of {runs.name(layer, head)}")
 
 
-def row_height(n: int, panel_px: int | None = None) -> int:
+def row_height(n: int, panel_px: int | None = None) -> float:
     """Each drawn row of a head's n × n heatmap, in px: ROW_PX, smaller for long texts (64 tokens stay 256 px tall;
     a longer text is drawn in blocks, :func:`charts.drawn_rows`); with the plot's width ``panel_px``, rows as tall as
-    its columns are wide, within 4 and 12 px."""
+    its columns are wide, within 4 and 12 px (beyond RECT_MAX drawn rows, a square picture)."""
     if panel_px is not None:
-        return max(4, min(overview.ROW_PX, panel_px // min(n, charts.RECT_MAX)))
+        drawn = -(-n // charts.panel_block(n))  # the picture's rows
+        return max(4, min(overview.ROW_PX, panel_px // drawn)) if drawn <= charts.RECT_MAX else panel_px / drawn
     return max(4, min(ROW_PX, 216 // charts.drawn_rows(n)))
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ... import charts
 from ...model import roles
-from ...model.attend import visible
+from ...model.attend import BLOCK_CELLS, visible, weigh
 from ...model.interventions import ablate
 from ...model.model import Run
 from ..core import models
@@ -54,19 +55,45 @@ def ready_made() -> dict[str, tuple[int, ...]]:
 
 @dataclass(frozen=True)
 class Measured:
-    """What the page shows of one run: ``weights`` (layers, heads, n, n); ``scores`` each kind's (layers, heads);
-    ``roles`` (layers, heads); ``losses`` (n − 1,) per position; ``first`` and ``second`` the halves' mean losses;
-    ``logits`` (n, V)."""
+    """What the page shows of one run: ``scores`` each kind's (layers, heads); ``roles`` (layers, heads); ``losses``
+    (n − 1,) per position; ``first`` and ``second`` the halves' mean losses; ``logits`` (n, V); ``pictures``
+    (layers, heads, b, b) each head's weights as drawn (NaN where masked), reduced by blocks of ``block`` tokens a
+    side, each the largest weight in it (:func:`attention.charts.panel_block`: 1, every cell, up to 128 tokens).
+    Every head's weights (layers, heads, n, n), ``weights``, are ``held`` when given, else made from ``run`` when
+    first read (4.5 GB at 2,048 tokens on SmolLM2: a long text's page reads ``pictures`` and :meth:`window`)."""
 
     ids: tuple[int, ...]
     ablations: tuple[Ablation, ...]
-    weights: np.ndarray
+    held: np.ndarray | None
     scores: dict[str, np.ndarray]
     roles: np.ndarray
     losses: np.ndarray
     first: float
     second: float
     logits: np.ndarray
+    run: Run | None = None
+    pictures: np.ndarray | None = None
+    block: int = 1
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Every head's weights (layers, heads, n, n), read-only (made from the run when first read)."""
+        if self.held is not None:
+            return self.held
+        w = self.run.weights  # the run keeps it once made
+        w.flags.writeable = False
+        return w
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(layers, heads, n)."""
+        return (*self.roles.shape, len(self.ids))
+
+    def window(self, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
+        """One head's weights at query rows ``rows`` and key columns ``cols`` (m_r, m_c), made for those rows only."""
+        if self.held is not None or self.run is None:
+            return np.asarray(self.weights[layer, head, rows, cols])
+        return self.run.traces.rows(layer, rows)[head, :, cols]  # (m_r, n) → (m_r, m_c)
 
 
 def run(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...] = ()) -> Run:
@@ -90,7 +117,9 @@ def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (), model_id
 
 
 def _bytes(m: Measured) -> int:
-    return int(m.logits.nbytes + m.weights.nbytes + m.losses.nbytes)
+    held = [*m.run.residuals, *m.run.traces.concats] if m.run is not None else [m.weights]
+    pictures = m.pictures.nbytes if m.pictures is not None else 0
+    return int(m.logits.nbytes + m.losses.nbytes + sum(a.nbytes for a in held) + pictures)
 
 
 # Runs by content, bounded by bytes: a GPT-2 run's logits alone are n × 50,257 float64 (26 MB at 64 tokens)
@@ -108,10 +137,52 @@ def _measure(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...
 
 
 def measured(ids: tuple[int, ...], ablations: tuple[Ablation, ...], run: Run) -> Measured:
-    """What the page shows of a run of the model on ``ids`` (its roles, losses by half and logits); read-only."""
-    scores = roles.head_scores(run.weights, ids)
+    """What the page shows of a run of the model on ``ids`` (its roles, pictures, losses by half and logits), every
+    head's weights read layer by layer in blocks of query rows (:func:`summary`); read-only."""
+    scores, pictures, block = summary(run, ids)
     losses = roles.position_losses(run.logits, ids)
     first, second = roles.half_losses(losses, roles.half_split(ids)[0])
-    for a in (*scores.values(), losses, run.weights):
+    for a in (*scores.values(), losses, pictures):
         a.flags.writeable = False  # shared by every session that shows this content
-    return Measured(ids, ablations, run.weights, scores, roles.roles(scores), losses, first, second, run.logits)
+    return Measured(ids, ablations, None, scores, roles.roles(scores), losses, first, second, run.logits, run,
+                    pictures, block)  # fmt: skip
+
+
+CHUNK_CELLS = BLOCK_CELLS  # weights of one block of query rows, every head: weigh's own block, so it makes no more
+
+
+def summary(run: Run, ids: tuple[int, ...]) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+    """Every head's scores (each kind's (layers, heads)) and its picture (layers, heads, b, b: blocks of ``block``
+    tokens a side, each its largest weight, NaN where every key is masked), read a layer at a time in blocks of
+    query rows: no layer's n × n weights exist at once (at 2,046 tokens on SmolLM2 a block is 224 rows)."""
+    n, c = len(ids), run.model.config
+    f = charts.panel_block(n)
+    step = max(f, CHUNK_CELLS // (c.n_heads * n) // f * f)  # query rows a block: a multiple of f
+    sums = np.zeros((3, c.n_layers, c.n_heads))
+    pictures = np.full((c.n_layers, c.n_heads, -(-n // f), -(-n // f)), np.nan, run.logits.dtype)
+    for layer in range(c.n_layers):
+        seen = visible(0, n, n, c.sliding_window if c.layer_type(layer) == "sliding" else 0)  # (n, n)
+        for r, A in _row_blocks(run, layer, n, step):  # A: (H, m, e), the keys up to the block's last row
+            sums[:, layer] += roles.score_sums(A, r, ids)
+            m, e = A.shape[-2:]
+            if f == 1:
+                pictures[layer, :, r : r + m, :e] = np.where(seen[r : r + m, :e], A, np.nan)
+                continue
+            live = charts.pool_blocks(seen[r : r + m, :e].astype(np.float32), f, "max") > 0  # a key to see
+            pooled = charts.pool_blocks(A, f, "max")  # (H, m/f, e/f): a masked key's weight is 0, never the max
+            pictures[layer, :, r // f : r // f + pooled.shape[-2], : pooled.shape[-1]] = np.where(live, pooled, np.nan)
+    return roles.scores_from_sums(sums, ids), pictures, f
+
+
+def _row_blocks(run: Run, layer: int, n: int, step: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Layer ``layer``'s weights of every head, ``step`` query rows at a time, over the keys up to the block's last
+    row (a causal row sees no later key): (first row, (H, m, e)), as ``run.traces.rows`` makes them (the pass's own
+    :func:`~attention.model.attend.weigh`), the layer's q, K and V made once (not once a block: they cost more than
+    a block's weights)."""
+    if run.traces.eager is not None:  # a run with hooks keeps its traces whole
+        yield from ((r, run.traces.rows(layer, slice(r, r + step))[..., : r + step]) for r in range(0, n, step))
+        return
+    a = run.traces.light(layer)
+    for r in range(0, n, step):
+        rows, keys = slice(r, r + step), slice(0, min(n, r + step))
+        yield r, weigh(a.q[..., rows, :], a.K[..., keys, :], a.V[..., keys, :], a.allowed[rows, keys], a.scale)[2]

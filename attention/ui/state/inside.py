@@ -315,6 +315,50 @@ def on_head_shown(head: object) -> None:
         _set(head_shown=(int(head[0]), int(head[1])))
 
 
+ZOOM_MOST = 64  # rows and columns of a head's weights drawn cell by cell at once
+ZOOM_CHARS = 40  # a window's text is read only up to this long
+
+
+def zoom(n: int) -> tuple[int, int, int, int]:
+    """Every head's window of the chosen head on an n-token text: query rows a .. b − 1 and key columns c .. d − 1
+    (0-based), as chosen, or the first ZOOM_MOST // 2 of each when none was (or it no longer fits the text)."""
+    z = now().zoom
+    if z is not None and z[1] <= n and z[3] <= n:
+        return z
+    first = min(n, ZOOM_MOST // 2)
+    return (0, first, 0, first)
+
+
+def read_span(text: object, n: int, which: str) -> tuple[int, int]:
+    """A span of positions typed as "a-b" (or "a–b", "a..b", or one position "a"), counted from 1, into (a − 1, b):
+    within 1 .. n, a ≤ b, at most ZOOM_MOST positions. Anything else raises an AttentionError naming ``which``
+    positions and what is wrong."""
+    raw = text.strip() if isinstance(text, str) else ""
+    if len(raw) > ZOOM_CHARS:
+        raise AttentionError(f"The {which} positions are {len(raw):,} characters long; write them as 100-163")
+    parts = raw.replace("–", "-").replace("..", "-").replace(" ", "").split("-")
+    if not 1 <= len(parts) <= 2 or not all(p.isascii() and p.isdigit() and len(p) <= 7 for p in parts):
+        raise AttentionError(f"The {which} positions “{raw}” are not two whole numbers such as 100-163")
+    a, b = int(parts[0]), int(parts[-1])
+    if not 1 <= a <= b <= n:
+        raise AttentionError(f"The {which} positions {a}-{b} are not within 1 to {n:,}, the first not after the last")
+    if b - a + 1 > ZOOM_MOST:
+        raise AttentionError(f"The {which} positions {a}-{b} are {b - a + 1} positions; at most {ZOOM_MOST} are drawn")
+    return a - 1, b
+
+
+def on_zoom(n: int) -> None:
+    """The window's query or key positions were typed: both read by :func:`read_span`; else its message, and the
+    window stays as it was."""
+    try:
+        a, b = read_span(st.session_state.get(keys.INSIDE_ZOOM_ROWS), n, "query")
+        c, d = read_span(st.session_state.get(keys.INSIDE_ZOOM_KEYS), n, "key")
+    except AttentionError as e:
+        _set(zoom_message=f"{e}. The window stays as it was.")
+        return
+    _set(zoom=(a, b, c, d), zoom_message="")
+
+
 def recover() -> None:
     """When the chosen model can no longer be opened (let go, or its folder gone), open the shipped one and say so."""
     try:

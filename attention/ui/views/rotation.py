@@ -16,6 +16,8 @@ from the head's blocks and gains), read-only, and checks the weights they give a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -71,10 +73,12 @@ def rotation(s: session.Session, trace: Trace, page_key: str) -> None:
         number_tables.number_table(frame, charts.decimals_for(m, s.digits))
 
 
-def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, rows: list[str]) -> None:
+def qk_norm_steps(
+    ids: tuple[int, ...], ablations: tuple, weights: Callable[[int, int], np.ndarray], rows: list[str]
+) -> None:
     """For a QK-norm model (the one chosen on the model pages): a head chosen, its q and k after each step, side by
-    side, on the text ``ids`` (labels ``rows``) with these ablations; the weights (L, H, n, n) the page shows are the
-    check. Nothing for another model."""
+    side, on the text ``ids`` (labels ``rows``) with these ablations; the weights the page shows (``weights(layer,
+    head)``, (n, n)) are the check. Nothing for another model."""
     m = inside.model()
     c = m.config
     if not c.qk_norm:
@@ -101,7 +105,7 @@ def qk_norm_steps(ids: tuple[int, ...], ablations: tuple, weights: np.ndarray, r
             where.caption(f"{which} {step} · first {cols} of {c.d_head} columns")  # ours: fixed names, numbers
             frame = pd.DataFrame(x[:, :cols], index=rows, columns=dimension_labels("c", cols))
             number_tables.number_table(frame, charts.decimals_for(x[:, :cols], 4), where=where)
-    gap = float(np.max(np.abs(s.weights - weights[layer, head])))
+    gap = float(np.max(np.abs(s.weights - weights(layer, head))))
     turned = "every column" if s.rotated_columns >= c.d_head else f"the first {s.rotated_columns} columns"
     st.caption(
         f"The rotation turns {turned} of q and k. The weights softmax(q kᵀ · {c.scale(layer):.4g}) made from the last "

@@ -70,6 +70,7 @@ def everything(s: session.Session, page_key: str) -> None:
 
 
 HEADS_EAGER = 65_536  # every head's weights made into files with the page up to this many (the shipped model: 2·2·24²)
+HEADS_MOST = 1 << 26  # ... and made at all (67 million: 537 MB as float64; SmolLM2 at 2,046 tokens holds 1.1 billion)
 
 
 def every_head(measure: Callable[[], heads_files.Measured], shape: tuple[int, ...], model_id: str) -> None:
@@ -82,6 +83,13 @@ def every_head(measure: Callable[[], heads_files.Measured], shape: tuple[int, ..
         f"**Every head at once:** the weights of all {L * H} heads on these {n} tokens in one file, with the model, "
         "the text and the ablations recorded in it (about.json)."
     )
+    if L * H * n * n > HEADS_MOST:  # a long text's files would be gigabytes: said, not made
+        st.caption(
+            f"At {n:,} tokens these files would hold {L * H * n * n:,} weights ({L * H * n * n * 8 / 1e9:.1f} GB as "
+            f"float64), more than the {HEADS_MOST:,} made here. In Python, `run.head(layer, head)` makes one head's "
+            "weights, and `run.traces.rows(layer, rows)` every head's at chosen rows."
+        )
+        return
     stem = f"{model_id.split(':')[-1][:40]}_every_head"
     files = (
         ("npz", "Download every head's weights (.npz)", heads_files.heads_npz, ".npz", "application/octet-stream",
