@@ -166,7 +166,7 @@ def heatmap(
         return _image(values, rows, cols, style, allowed)
     if max(values.shape) <= RECT_MAX:
         return _cells(values, rows, cols, style, allowed, offset)
-    return _blocks(values, style, allowed)
+    return _blocks(values, rows, cols, style, allowed)
 
 
 def drawn_rows(n: int) -> int:
@@ -397,12 +397,13 @@ def _records(columns: dict[str, list]) -> list[dict]:
     return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
-def pool_blocks(values: np.ndarray, factor: int, pool: str = "mean") -> np.ndarray:
-    """Shrink a matrix (..., r, c), or a stack of them, by ``factor`` in both directions: each output cell is its
-    block's ``pool`` ("mean", or "max" so one strong weight stays visible); the last blocks may be smaller.
-    Non-finite cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn grey).
-    Works with ``reduceat``, so no full-size copy is made when every cell is finite."""
-    edges_r, edges_c = np.arange(0, values.shape[-2], factor), np.arange(0, values.shape[-1], factor)
+def pool_blocks(values: np.ndarray, factor: int | tuple[int, int], pool: str = "mean") -> np.ndarray:
+    """Shrink a matrix (..., r, c), or a stack of them, by ``factor`` in both directions (or (rows, columns)): each
+    output cell is its block's ``pool`` ("mean", or "max" so one strong weight stays visible); the last blocks may be
+    smaller. Non-finite cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn
+    grey). Works with ``reduceat``, so no full-size copy is made when every cell is finite."""
+    f_r, f_c = (factor, factor) if isinstance(factor, int) else factor
+    edges_r, edges_c = np.arange(0, values.shape[-2], f_r), np.arange(0, values.shape[-1], f_c)
     finite = np.isfinite(values)
     all_finite = bool(finite.all())
 
@@ -437,22 +438,23 @@ def reduced_note(block: int, kind: str = "weights") -> str:
     return f"each cell is {what} of a {block} × {block} block of tokens"
 
 
-def _blocks(values: np.ndarray, style: Style, allowed: np.ndarray | None) -> dict:
+def _blocks(values: np.ndarray, rows: list[str], cols: list[str], style: Style, allowed: np.ndarray | None) -> dict:
     """Large matrices: cells pooled into blocks so at most BLOCK_GRID × BLOCK_GRID rects are drawn
     (rect marks cost ~40 µs each in the browser: 1024² cells took ~20 s, 32² blocks take a few tenths of a
-    second). Each block's tooltip names its token range and pooled value. The spec goes once through Altair (its
-    data as a named dataset)."""
+    second). Each axis is pooled by its own factor, so a few rows (one query row per head) over 2,048 keys keep
+    their rows and labels. Each block's tooltip names its token range and pooled value. The spec goes once through
+    Altair (its data as a named dataset)."""
     n_r, n_c = values.shape
-    factor = -(-max(n_r, n_c) // BLOCK_GRID)
+    f_r, f_c = -(-n_r // BLOCK_GRID), -(-n_c // BLOCK_GRID)  # 1 on an axis that fits
     masked_values = _unmasked(values, allowed)
     pool = "max" if style.kind == "weights" else "mean"
-    pooled = pool_blocks(masked_values, factor, pool)
-    r_lbl = [f"{i * factor + 1}–{min(n_r, (i + 1) * factor)}" for i in range(pooled.shape[0])]
-    c_lbl = [f"{j * factor + 1}–{min(n_c, (j + 1) * factor)}" for j in range(pooled.shape[1])]
+    pooled = pool_blocks(masked_values, (f_r, f_c), pool)
+    r_lbl = rows if f_r == 1 else [f"{i * f_r + 1}–{min(n_r, (i + 1) * f_r)}" for i in range(pooled.shape[0])]
+    c_lbl = cols if f_c == 1 else [f"{j * f_c + 1}–{min(n_c, (j + 1) * f_c)}" for j in range(pooled.shape[1])]
     block_style = style.but(
-        subtitle=f"blocks of {factor}×{factor}: each its {pool}",  # short: a head's chart is narrow
-        row_title=f"{style.row_title}, tokens",
-        col_title=f"{style.col_title}, tokens",
+        subtitle=f"blocks of {f_r}×{f_c}: each its {pool}",  # short: a head's chart is narrow
+        row_title=style.row_title if f_r == 1 else f"{style.row_title}, tokens",
+        col_title=style.col_title if f_c == 1 else f"{style.col_title}, tokens",
         colour=style.colour or colour_for(style.kind, masked_values),
         select=False,
     )

@@ -44,6 +44,25 @@ def test_pool_blocks_reduces_a_stack_of_heads_each_by_the_naive_loop() -> None:
     assert charts.block_labels(35, 16) == ["1–16", "17–32", "33–35"]
 
 
+def test_a_few_rows_over_many_keys_keep_their_rows_and_pool_only_the_keys() -> None:
+    """Generate's chart at 2,047 cached keys: one weight row per head (9 rows) over the keys. Only the key axis is
+    pooled (blocks of 1 × 64, each its max against a loop over each row's slices); the rows keep the heads' names."""
+    rs = np.random.RandomState(11)
+    w = rs.random_sample((9, 2047))
+    w /= w.sum(axis=1, keepdims=True)
+    heads = [f"layer 1 · head {h + 1}" for h in range(9)]
+    keys = [f"k{j}" for j in range(2047)]
+    spec = charts.heatmap(w, heads, keys, charts.Style(kind="weights", title="t", row_title="head", col_title="key"))
+    cells = next(iter(spec["datasets"].values()))
+    f = -(-2047 // charts.BLOCK_GRID)  # 64
+    assert spec["title"]["subtitle"] == f"blocks of 1×{f}: each its max"
+    assert len(cells) == 9 * -(-2047 // f)
+    rows = sorted({c["query"] for c in cells})
+    assert rows == sorted(heads)
+    naive = [[w[i, j * f : (j + 1) * f].max() for j in range(-(-2047 // f))] for i in range(9)]
+    np.testing.assert_array_equal(charts.pool_blocks(w, (1, f), "max"), np.array(naive))
+
+
 def test_colour_scales_fit_each_step() -> None:
     assert charts.colour_for("weights", np.array([[0.2, 0.8]])).domain == (0.0, 1.0)
     # signed values: diverging, centred at 0 and symmetric, so white is 0 whatever the range
