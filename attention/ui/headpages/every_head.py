@@ -320,7 +320,7 @@ def groups(c: Config) -> str:
 def heads_intro(now: runs.Measured) -> None:
     """What the charts show and what each role means, with the scores of a head spreading its weight evenly; the
     strongest head of each kind on this text."""
-    L, H = now.weights.shape[:2]
+    L, H = now.roles.shape  # (layers, heads): no head's weights are made for this
     chance = roles.uniform_scores(now.ids)
     st.markdown(
         "Each head's weights on this text (rows: the query token, columns: the key it attends to; all on the same "
@@ -418,7 +418,8 @@ def first_layer_note(now: runs.Measured, head: int) -> str:
     """Why a first-layer head that scores as induction is no induction head: where it looks, measured."""
     n = len(now.ids)
     half, repeats = roles.half_split(now.ids)
-    back = np.arange(half, n) - np.argmax(now.weights[0, head, half:], axis=-1)  # (n - half,): how far back it looks
+    rows = now.window(0, head, slice(half, n), slice(None))  # (n - half, n): this head's rows only
+    back = np.arange(half, n) - np.argmax(rows, axis=-1)  # (n - half,): how far back it looks
     values, counts = np.unique(back, return_counts=True)
     k, c = int(values[np.argmax(counts)]), int(counts.max())
     return (
