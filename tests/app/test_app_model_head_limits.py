@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from attention.ui.core import models
-from tests.helpers.apptest import app, head_button, no_exception, put_inside, session, texts
+from tests.helpers.apptest import app, errors, head_button, no_exception, put_inside, session, texts
+from tests.helpers.drawn import rows_of, subtitle_of, title_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -115,3 +116,27 @@ def test_a_typed_text_of_up_to_2048_tokens_is_read_and_its_characters_are_bounde
     said = session(at).inside.message
     assert f"{2 * inside.MAX_CHARS:,} characters" in said and "Nothing changed" in said, said
     assert session(at).inside.ids == tuple(ids[:2048])
+
+
+def test_generate_reads_a_prompt_of_2048_tokens_and_draws_each_head_over_every_cached_key(long_ctx, monkeypatch) -> None:
+    """Generate at the pages' limit: a prompt of 2,047 tokens prefilled, its last token's attention row drawn one row
+    per head over the 2,047 cached keys (the keys pooled in blocks, the heads kept: the chart's rows are the heads'
+    names), the cache's rows counted, and no error anywhere on the page."""
+    from attention.model import load
+    from attention.ui.core import keys
+
+    monkeypatch.setenv("ATTENTION_MODELS", f"long={long_ctx}")
+    m = load(long_ctx)
+    ids = m.encode(" ".join(["the cat sat on the mat and the dog sat on the log"] * 170))[:2047]
+    at = app("generate")
+    at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:long").run()
+    at = at.text_input(key=keys.INSIDE_TYPED).input(m.decode(ids)).run()
+    no_exception(at)
+    assert not errors(at), errors(at)
+    n = len(session(at).inside.ids)
+    assert 2040 <= n <= 2048, n
+    charts = [c for c in at.get("vega_lite_chart") if f"over the {n} cached keys" in title_of(c)]
+    assert len(charts) == 1, [title_of(c) for c in at.get("vega_lite_chart")]
+    heads = {r["query"] for r in rows_of(charts[0])}
+    assert heads == {f"layer 1 · head {h}" for h in (1, 2)}, heads
+    assert subtitle_of(charts[0]).startswith("blocks of 1×"), subtitle_of(charts[0])
