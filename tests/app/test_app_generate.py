@@ -247,3 +247,30 @@ def test_a_value_refused_as_a_button_is_pressed_is_still_said(key: str, value: i
     assert session(at).generation.steps == before.many and session(at).generation.many == before.many
     at = _press(at, "inside.gen.b.next")  # the next action: the refusal has been answered and goes
     assert not [t for t in texts(at.warning) if words in t]
+
+
+def test_a_grouped_query_model_shows_its_cache_by_key_value_head(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A Llama with grouped-query attention (4 query heads sharing 2 key/value heads) keeps 2 K and 2 V rows per
+    layer, not 4: the new row's numbers name each key/value head with the query heads sharing it, and equal the
+    engine's own cache (prefill's K and V), and the caption counts the key/value heads."""
+    from attention.model import load
+    from attention.ui.core import keys
+    from tests.helpers.families import tiny_llama
+
+    folder = tiny_llama(tmp_path / "llama")
+    monkeypatch.setenv("ATTENTION_MODELS", f"tiny={folder}")
+    at = journey("generate")
+    at = at.selectbox(key=keys.INSIDE_MODEL).set_value("server:tiny").run()
+    no_exception(at)
+    ids = list(session(at).inside.ids)[: session(at).generation.keep]  # the prompt: the text's first tokens
+    _, cache = load(folder).prefill(ids)
+    tables = [d.value for d in at.dataframe if any("K/V head" in str(r) for r in d.value.index)]
+    assert len(tables) == 1, [list(d.value.index)[:3] for d in at.dataframe]
+    table = tables[0]
+    assert len(table) % 4 == 0 and not any("· head 3" in str(r) for r in table.index), table.index  # 2 K/V heads
+    K, V = cache[0]  # (2, n, d_head) each
+    for g in range(2):
+        name = f"layer 1 · K/V head {g + 1} (heads {2 * g + 1}–{2 * g + 2})"
+        np.testing.assert_allclose(table.loc[f"{name} · K"].to_numpy(float), K[g, -1], atol=6e-5)  # shown to 4 places
+        np.testing.assert_allclose(table.loc[f"{name} · V"].to_numpy(float), V[g, -1], atol=6e-5)
+    assert any("2 key/value heads (each shared by 2 query heads)" in c for c in texts(at.caption)), texts(at.caption)

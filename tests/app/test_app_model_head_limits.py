@@ -118,7 +118,7 @@ def test_a_typed_text_of_up_to_2048_tokens_is_read_and_its_characters_are_bounde
     assert session(at).inside.ids == tuple(ids[:2048])
 
 
-def test_generate_reads_a_prompt_of_2048_tokens_and_draws_each_head_over_every_cached_key(long_ctx, monkeypatch) -> None:
+def test_generate_reads_a_prompt_of_2048_tokens_and_draws_each_head_over_all_cached_keys(long_ctx, monkeypatch) -> None:
     """Generate at the pages' limit: a prompt of 2,047 tokens prefilled, its last token's attention row drawn one row
     per head over the 2,047 cached keys (the keys pooled in blocks, the heads kept: the chart's rows are the heads'
     names), the cache's rows counted, and no error anywhere on the page."""

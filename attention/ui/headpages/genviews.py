@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from ... import charts
+from ...model import Config
 from ...names import token_labels
 from ..core import keys
 from ..core.text import esc
@@ -143,7 +144,7 @@ def cache_rows(w: walks.Walk) -> None:
     widgets.chart_gap()
     widgets.vega_chart(spec, width="stretch", key=keys.gen_chart("cache"))
     st.caption(
-        f"Each layer's K and V have {t} rows of {c.n_heads} heads × {c.d_head} numbers: "
+        f"Each layer's K and V have {t} rows of {c.kv_heads} {_kv_heads(c)} × {c.d_head} numbers: "
         + (
             f"the prompt's {P} from one forward pass and {w.steps} fed one at a time."
             if w.steps
@@ -153,12 +154,26 @@ def cache_rows(w: walks.Walk) -> None:
     with st.expander(f"The new row's numbers (token {t}, {'every layer' if len(_layers(w)) > 1 else 'this layer'})"):
         table = {}
         for layer in _layers(w):
-            K, V = w.cache[layer]  # (H, t, d_head) each
-            for h in range(c.n_heads):
-                table[f"{runs.name(layer, h)} · K"] = K[h, -1]
-                table[f"{runs.name(layer, h)} · V"] = V[h, -1]
+            K, V = w.cache[layer]  # (G, t, d_head) each: one per key/value head
+            for g in range(c.kv_heads):
+                table[f"{_kv_name(c, layer, g)} · K"] = K[g, -1]
+                table[f"{_kv_name(c, layer, g)} · V"] = V[g, -1]
         frame = pd.DataFrame(table, index=[f"{k + 1}" for k in range(c.d_head)]).T
         st.dataframe(frame.round(4), width="stretch", key=keys.GEN_NEWROW)
+
+
+def _kv_heads(c: Config) -> str:
+    """What one of the cache's heads is: a head, or a key/value head its group of query heads shares (GQA)."""
+    group = c.n_heads // c.kv_heads
+    return "heads" if group == 1 else f"key/value heads (each shared by {group} query heads)"
+
+
+def _kv_name(c: Config, layer: int, g: int) -> str:
+    """Key/value head ``g`` of ``layer`` as a person counts it: its query head, or the query heads sharing it."""
+    group = c.n_heads // c.kv_heads
+    if group == 1:
+        return runs.name(layer, g)
+    return f"layer {layer + 1} · K/V head {g + 1} (heads {g * group + 1}–{(g + 1) * group})"
 
 
 def history(w: walks.Walk) -> None:
