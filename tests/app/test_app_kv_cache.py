@@ -23,8 +23,8 @@ M = 6  # the tokens scored on a 24-token text (a quarter)
 def _fresh() -> None:
     """Each test measures its own: the KV cache jobs this process remembers are forgotten first."""
     with jobs._LOCK:
-        for k in [k for k, j in jobs._JOBS.items() if j.kind == "kvcache"]:
-            del jobs._JOBS[k]
+        for job in [j for j in jobs._JOBS.values() if j.kind == "kvcache"]:
+            jobs._JOBS.pop(job.id)
 
 
 def _measured(at):
