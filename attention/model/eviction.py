@@ -285,9 +285,13 @@ class Study:
         raise KeyError((policy, budget))
 
 
+STUDY_LEAST = 8  # tokens a study needs: a prefix of 6 keys to evict from and 2 scored tokens (one next-token loss)
+
+
 def scored(n: int) -> int:
-    """The tokens a study of an n-token text scores: :data:`SCORED`, or a quarter of a short text (at least 1)."""
-    return max(1, min(SCORED, n // 4))
+    """The tokens a study of an n-token text scores: :data:`SCORED`, or a quarter of a short text (at least 2, so
+    at least one next-token loss is scored)."""
+    return max(2, min(SCORED, n // 4))
 
 
 def curve_budgets(p: int) -> tuple[int, ...]:
@@ -309,6 +313,9 @@ def study(model: Model, ids: Sequence[int], budgets: Sequence[int] = (),
     stop)."""
     ids = model.check_ids(ids)
     n = len(ids)
+    if n < STUDY_LEAST:
+        raise AttentionError(f"the text has {n} tokens; a study of the KV cache needs at least {STUDY_LEAST} (a "
+                             "prefix to evict keys from, and tokens to score against it)", field="ids")
     m = scored(n)
     chosen = tuple(sorted(set(budgets or curve_budgets(n - m))))
     runs = [(policy, b) for policy in POLICIES for b in chosen]

@@ -132,3 +132,33 @@ def test_a_budget_off_the_curve_is_one_more_job_and_the_choices_survive_a_page_s
     no_exception(at)
     assert at.selectbox(key=keys.KV_POLICY).value == "heavy" and at.text_input(key=keys.KV_BUDGET).value == "3"
     assert "At 3 keys per head" in " ".join(texts(at.markdown))
+
+
+def test_a_study_counts_its_layers_as_the_other_jobs_do_so_its_time_left_is_never_negative() -> None:
+    """Each layer of a KV cache study is counted through Job.step_to (the pace measured up to the last step made):
+    after a step the time left is a number ≥ 0, and about the pace times the steps left (on a clock of its own)."""
+    job = jobs.Job("kv-test", "kvcache", total=4)
+    on_layer = jobs._layer_counter(job, ENGINE)
+    assert on_layer(0) and job.done == 1 and job.at >= job.started
+    left = job.left_at(job.at)  # read at the moment of the step: three more steps at the pace of the first
+    assert left is not None and left >= 0
+    np.testing.assert_allclose(left, 3 * (job.at - job.started), rtol=1e-9, atol=1e-9)
+    job.cancel.set()
+    assert not on_layer(1) and job.done == 2  # cancelled: the study stops at its next layer
+
+
+def test_a_budget_typed_for_a_longer_text_gives_way_on_a_shorter_one_and_says_so() -> None:
+    """18 keys typed on the 24-token text (its prefix holds 18), then a 12-word text typed on Every head (a shorter
+    prefix): the KV cache page opens with no exception, shows the curve's middle budget, and says why."""
+    at, _ = _measured(journey("kv_cache"))
+    at = at.text_input(key=keys.KV_BUDGET).input("18").run()
+    assert session(at).kvcache.budget == "18" and not errors(at), errors(at)
+    at = goto(at, "every_head")
+    words = ENGINE.decode(list(session(at).inside.ids)).split()[:12]
+    at = at.text_input(key=keys.INSIDE_TYPED).set_value(" ".join(words)).run()
+    no_exception(at)
+    at, _ = _measured(goto(at, "kv_cache"))
+    no_exception(at)
+    said = " ".join(errors(at))
+    assert "'18' is not a whole number of keys" in said and "the curve's middle budget" in said, said
+    assert at.text_input(key=keys.KV_BUDGET).value != "18"

@@ -251,3 +251,15 @@ def test_a_study_stops_when_its_progress_says_so() -> None:
     with pytest.raises(Stopped):
         study(_model({}), IDS, budgets=(4,), on_layer=on_layer)
     assert seen == [0, 1]
+
+
+def test_a_study_of_too_short_a_text_is_refused_by_name_and_a_short_one_scores_a_loss() -> None:
+    """Below STUDY_LEAST tokens there is no prefix and no next-token loss to score: refused, naming the count; at
+    STUDY_LEAST every policy scores at least one finite loss (never a mean of nothing)."""
+    from attention.model import builtin, eviction
+
+    m = builtin("induction")
+    with pytest.raises(AttentionError, match="the text has 5 tokens; a study of the KV cache needs at least 8"):
+        eviction.study(m, [1, 2, 3, 4, 5])
+    made = eviction.study(m, list(range(1, eviction.STUDY_LEAST + 1)))
+    assert made.results and all(len(r.loss) >= 1 and np.isfinite(r.mean_loss) for r in made.results)

@@ -458,6 +458,7 @@ class Needle:
 
 
 KV_TOKENS = 2048  # the KV cache page's text is cut off here (no n × n is kept: the eviction engine runs in blocks)
+NEEDLE_CTX = 512  # the least context a model needs for the needle case (a haystack of 412 tokens around it)
 _RETRIEVAL = TraceCache(max_bytes=0, max_entries=8, ttl=3600, measure=nothing)  # by model: its needle case's scores
 
 
@@ -472,21 +473,34 @@ def kv_study(model_id: str, ids: tuple[int, ...], needle: bool) -> Job:
     or finished job of the same text is shared."""
     m = models.get(model_id)
     L = m.config.n_layers
+    needle = needle and m.config.n_ctx >= NEEDLE_CTX  # a short context holds no haystack
 
     def work(job: Job) -> KvStudy | None:
-        def on_layer(_: int) -> bool:
-            job.done += 1
-            return not job.cancel.is_set()
-
+        on_layer = _layer_counter(job, m)
         try:
             made = eviction.study(m, list(ids), on_layer=on_layer)
             found = _RETRIEVAL.get(model_id, lambda: _retrieval(m, on_layer)) if needle else None
         except eviction.Stopped:
             return None
-        job.done = job.total
+        job.step_to(job.total)
         return KvStudy(made, found)
 
     return _start("kvcache", L * (2 if needle else 1), work, kv_key(model_id, ids))
+
+
+def _layer_counter(job: Job, m: object) -> Callable[[int], bool]:
+    """A KV cache job's step a layer: counted as the other jobs count theirs (:meth:`Job.step_to`, so its time left
+    is measured from its pace), False once cancelled. The model's layer weights are made first under the lock every
+    run takes (they are made once and shared: the study reads them outside it)."""
+    with models.LOCK:
+        for layer in range(m.config.n_layers):
+            m.layer_weights(layer)
+
+    def on_layer(_: int) -> bool:
+        job.step_to(job.done + 1)
+        return not job.cancel.is_set()
+
+    return on_layer
 
 
 def _retrieval(m: object, on_layer: Callable[[int], bool]) -> Needle:
@@ -502,12 +516,8 @@ def kv_budget(model_id: str, ids: tuple[int, ...], budget: int) -> Job:
     m = models.get(model_id)
 
     def work(job: Job) -> eviction.Study | None:
-        def on_layer(_: int) -> bool:
-            job.done += 1
-            return not job.cancel.is_set()
-
         try:
-            return eviction.study(m, list(ids), budgets=(budget,), on_layer=on_layer)
+            return eviction.study(m, list(ids), budgets=(budget,), on_layer=_layer_counter(job, m))
         except eviction.Stopped:
             return None
 

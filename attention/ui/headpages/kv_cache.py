@@ -83,9 +83,9 @@ def measure_button(model_id: str, ids: tuple[int, ...], running: bool) -> None:
     """What measuring costs, and the button that starts it; a refusal said under it."""
     st.markdown(
         f"**Measure it once.** The page runs the model over the {len(ids):,} tokens layer by layer, keeps every "
-        "layer's keys and values, and scores the last tokens against each policy's cache at 8 budgets, then finds "
-        "the model's retrieval heads. At 2,048 tokens on SmolLM2 that takes minutes on a small server; it runs in "
-        "the background, and what it measures is kept for every visitor."
+        "layer's keys and values, and scores the last tokens against each policy's cache at up to 8 budgets, then "
+        "finds the model's retrieval heads. At 2,048 tokens on SmolLM2 that takes minutes on a small server; it runs "
+        "in the background, and what it measures is kept for every visitor."
     )
     st.button("Measure this text", key=keys.KV_RUN, on_click=inside.start_kv, args=(model_id, ids),
               disabled=running, type="primary")
@@ -137,7 +137,8 @@ def retrieval(found: jobs.Needle | None) -> None:
     st.subheader("Retrieval heads")
     if found is None:
         st.info("Retrieval heads are measured on a needle sentence put into the long text: this model reads a word "
-                "list, not text, so it has none to measure. Choose a model with a tokenizer above.")
+                f"list, not text, or its context is under {jobs.NEEDLE_CTX:,} tokens, so it has none to measure. "
+                "Choose a model with a tokenizer and a longer context above.")
         return
     scores, copied = found.scores, found.copied
     st.markdown(
@@ -195,6 +196,7 @@ def controls(p: int, budgets: tuple[int, ...]) -> int | None:
     mid.radio("Budget as", list(inside.KV_UNITS), format_func=inside.KV_UNITS.get, key=keys.KV_UNIT,
               on_change=inside.on_kv_unit, horizontal=True)
     budget = inside.kv_budget(p, budgets)
+    k = inside.kv_now()  # a budget typed for a longer text is let go, and said
     shown = k.budget or (str(budget) if k.unit == "keys" else f"{budget / p:.3g}")
     bind(keys.KV_BUDGET, shown, once=bool(k.message))
     right.text_input(

@@ -307,10 +307,10 @@ RANKED = 3  # the heads with the largest attribution (and patching) shares check
 
 def patched(r: Routes) -> np.ndarray | None:
     """Patching's exact shares of the heads, (layers, heads), when this session's sweep on the Patching page finished
-    on this model with this text as its clean text, and the routes read its last position (the one patching reads);
-    None otherwise."""
+    on this model with this text as its clean text, and the routes read its last position (the one patching reads)
+    with no head ablated (the sweep's runs ablate none); None otherwise."""
     i, p = inside.now(), session.get().patching
-    if p is None or p.model != i.model or tuple(p.clean) != tuple(i.ids) or r.position != len(i.ids) - 1:
+    if p is None or p.model != i.model or tuple(p.clean) != tuple(i.ids) or r.position != len(i.ids) - 1 or i.ablations:
         return None
     job = jobs.get(p.job)
     done = job is not None and job.state == "done" and isinstance(job.result, jobs.Refined)
@@ -323,6 +323,11 @@ def _top(shares: np.ndarray | None) -> list[tuple[int, int]]:
         return []
     order = np.argsort(-np.nan_to_num(np.abs(shares), nan=-np.inf), axis=None)[:RANKED]
     return [divmod(int(k), shares.shape[1]) for k in order]
+
+
+def _patching_share(share: float) -> str:
+    """A head's exact patching share as the note says it: a number, or that the sweep's chosen scope left it out."""
+    return "not in the patching sweep's scope" if np.isnan(share) else f"its patching share {share:.3f}"
 
 
 def off_routes(r: Routes) -> str:
@@ -339,7 +344,7 @@ def off_routes(r: Routes) -> str:
         return ""
     named = ", ".join(
         f"{runs.name(la, h)} (its attribution share {att.heads[la, h]:.3f}"
-        + ("" if exact is None else f"; its patching share {exact[la, h]:.3f}")
+        + ("" if exact is None else f"; {_patching_share(exact[la, h])}")
         + ")"
         for la, h in off
     )

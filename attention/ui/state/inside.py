@@ -798,9 +798,17 @@ def on_kv_budget(p: int) -> None:
 
 
 def kv_budget(p: int, budgets: tuple[int, ...]) -> int:
-    """The budget in force, in keys: the one typed, else the curve's middle one."""
+    """The budget in force, in keys: the one typed, else the curve's middle one. A number of keys typed for a longer
+    text (more than this text's p) is not in force here: the curve's middle one is, and the page says so."""
     k = kv_now()
-    return read_budget(k.budget, k.unit, p) if k.budget else budgets[(len(budgets) - 1) // 2]
+    middle = budgets[(len(budgets) - 1) // 2]
+    if not k.budget:
+        return middle
+    try:
+        return read_budget(k.budget, k.unit, p)
+    except AttentionError as e:
+        _kv(budget="", message=f"{e} on this text, so the curve's middle budget, {middle:,} keys, is shown")
+        return middle
 
 
 def start_kv(model_id: str, ids: tuple[int, ...]) -> None:
