@@ -142,7 +142,7 @@ def test_the_model_pages_state_is_declared_in_the_model_and_generation_parts() -
     assert {f.name for f in dataclasses.fields(session_mod.Inside)} == {
         "model", "sequence", "ids", "position", "ablations", "how", "before", "change", "where", "message", "opened",
         "held", "model_message", "layer_shown", "uploads", "snapshot", "token", "readout_message", "across", "qk_head",
-        "threshold", "head_shown", "zoom", "zoom_message",
+        "threshold", "head_shown", "zoom", "zoom_message", "find",
     }  # fmt: skip
     assert d["training"].part == parts.BOOKKEEPING and d["training"].survives is True
     assert {f.name for f in dataclasses.fields(session_mod.Training)} == {"job", "learn_message", "train_message"}
