@@ -69,7 +69,7 @@ def test_every_part_is_drawn_with_the_oracles_numbers() -> None:
     assert job.key == jobs.kv_key("induction", ids) and len(ids) == 24
     run = ENGINE.run(list(ids))
     charts = _charts(at)
-    sink = drawn_cells(charts["Weight on token 1 from position 24"])[0]
+    sink = drawn_cells(charts["From position 24"])[0]
     got = {(c["query"], c["key"]): c["value"] for c in sink}
     for la in range(2):
         for h in range(2):

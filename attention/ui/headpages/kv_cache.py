@@ -22,7 +22,7 @@ from ..core import jobs, keys, session
 from ..core.text import esc
 from ..modelpages import choose, runs
 from ..state import inside
-from ..widgets.common import bind, vega_chart
+from ..widgets.common import bind, chart_gap, vega_chart
 from . import every_head, overview
 
 POLL = 1.0  # s between redraws of a running job's progress
@@ -119,7 +119,7 @@ def sinks(made: Study) -> None:
     beyond = "" if last in SINK_AT else f" (the text ends before 2,048: its last token, {last:,}, stands for it)"
     st.markdown(
         "Each query's weights add up to 1, and many heads park what they do not need on token 1: the **attention "
-        "sink** StreamingLLM keeps. Below, every layer × head's weight on token 1 from the query at each position"
+        "sink** StreamingLLM keeps. Below, every layer × head's **weight on token 1** from the query at each position"
         f"{beyond}. A head spreading its weight evenly would put "
         + ", ".join(f"1/{p:,}" for p in made.positions) + " there."
     )
@@ -127,7 +127,8 @@ def sinks(made: Study) -> None:
     for k, (col, pos) in enumerate(zip(columns, made.positions, strict=True)):
         share = made.shares[..., k]  # (L, H)
         with col:
-            spec = overview.grid_spec(share, f"Weight on token 1 from position {pos:,}",
+            chart_gap()  # room for the chart's toolbar above it
+            spec = overview.grid_spec(share, f"From position {pos:,}",
                                       f"mean {share.mean():.2f}; {int((share > 0.5).sum())} heads above 0.5")
             vega_chart(spec, width="stretch", key=keys.kv_sinks(k))
 
@@ -150,6 +151,7 @@ def retrieval(found: jobs.Needle | None) -> None:
     order = [divmod(int(i), scores.shape[1]) for i in np.argsort(-scores, axis=None)[:TOP]]
     left, right = st.columns([3, 2], gap="medium")
     with left:
+        chart_gap()
         vega_chart(overview.grid_spec(scores, "Retrieval score", "the needle's tokens each head copies"),
                    width="stretch", key=keys.KV_RETRIEVAL)
     with right:
@@ -182,6 +184,7 @@ def eviction(model_id: str, ids: tuple[int, ...], made: Study, polling: bool) ->
     chosen = inside.kv_now().policy
     table(results, chosen)
     kept(next(r for r in results if r.policy == chosen))
+    chart_gap()
     st.altair_chart(curve(made, budget), width="stretch", key=keys.KV_CURVE)
 
 
@@ -260,10 +263,11 @@ def kept(result: EvictionResult) -> None:
     cols = [f"{s + 1}" if size == 1 else f"{s + 1}–{min(p, s + size)}" for s in starts]
     style = charts.Style(kind="weights", row_title="key/value head", col_title="keys (tokens)", digits=2,
                          panels=tuple((f"layer {la + 1}", "") for la in range(L)), columns=3, panel_px=200,
-                         row_height=18)
+                         row_height=max(18, -(-80 // G)))  # a panel at least 80 px tall: its axis title fits
     st.markdown(f"**The keys each head keeps** under {POLICY_NAMES[result.policy]} at {result.budget:,} keys: one "
                 f"picture a layer, a row a key/value head, the share of each block of {size} tokens kept (1: all).")
     spec = charts.heatmap(shares, [f"kv head {g + 1}" for g in range(G)], cols, style)
+    chart_gap()
     vega_chart(spec, key=keys.KV_KEPT)
 
 
