@@ -113,7 +113,7 @@ def test_every_heads_files_too_large_to_make_are_said_not_made(monkeypatch) -> N
 
     monkeypatch.setattr(downloads, "HEADS_MOST", 2 * 2 * N * N - 1)  # this text's 360,000 weights: one too many
     at = _opened()
-    said = [c for c in texts(at.caption) if "these files would hold" in c]
+    said = [c for c in texts(at.markdown) if "these files would hold" in c]
     assert said and f"{2 * 2 * N * N:,} weights" in said[0] and "run.head(layer, head)" in said[0], said
     assert not [b for b in at.get("download_button") if "every head" in str(b.proto.label).lower()]
     monkeypatch.setattr(downloads, "HEADS_MOST", 2 * 2 * N * N)  # at the bound: offered
