@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from attention.model import eviction, models_folder
-from tests.helpers.browser import CHARTS, SHOTS, error_texts, nav_link, rerun, settle, wait_readable
+from tests.helpers.browser import CHARTS, SHOTS, choose_model, error_texts, nav_link, rerun, settle, wait_readable
 
 NAME = "SmolLM2-135M-Instruct"
 LONG = 1_800_000  # ms a page may take on a busy 2-core machine (a 2,048-token pass there takes minutes)
@@ -41,22 +41,6 @@ def _nav(pg, label: str) -> None:
     """To another page through the navigation, waiting as long as a 2,048-token page may take here."""
     with rerun(pg, timeout=LONG):
         nav_link(pg, label).click()
-
-
-def _choose_model(pg) -> None:
-    """The real model in the chooser (it loads once: slow on a busy machine)."""
-    box = pg.get_by_test_id("stSelectbox").filter(has_text="Model").first.locator("input").first
-    option = pg.get_by_role("option").filter(has_text=NAME).first
-    for _ in range(10):  # a list opened while the page still scrolls closes again: open it until it stays
-        box.click()
-        try:
-            option.wait_for(state="visible", timeout=2_000)
-            break
-        except Exception:  # noqa: BLE001 - not open yet: close what opened and try again
-            pg.keyboard.press("Escape")
-    with rerun(pg, timeout=LONG):
-        option.click()
-    assert not error_texts(pg), error_texts(pg)
 
 
 def _drawn(pg, index: int, share: float) -> str | None:
@@ -99,7 +83,7 @@ def test_every_model_page_at_2047_tokens_of_real_text_on_the_real_model(browser)
         pg.set_default_timeout(LONG)
         pg.goto(f"{url}/logit_lens")
         settle(pg, timeout=LONG)
-        _choose_model(pg)
+        choose_model(pg, NAME, timeout=LONG)
         box = pg.get_by_label(re.compile("^Type a text"))
         box.fill(text)
         with rerun(pg, timeout=LONG):

@@ -499,8 +499,9 @@ def check(pg, axe_script: str, where: str) -> None:
     assert not bad, "\n".join(f"{v['id']} ({v['impact']}): {v['target']}\n    {v['html']}" for v in bad)
 
 
-def choose_model(pg, label: str) -> None:
-    """Choose the model labelled ``label`` in a model page's chooser, the way a person does, and wait for the run."""
+def choose_model(pg, label: str, timeout: float = 60_000) -> None:
+    """Choose the model labelled ``label`` in a model page's chooser, the way a person does, and wait for the run
+    (``timeout`` ms: a real model's first load on a busy machine takes longer)."""
     box = pg.get_by_test_id("stSelectbox").filter(has_text="Model").first.locator("input").first
     box.scroll_into_view_if_needed()
     option = pg.get_by_role("option").filter(has_text=label).first
@@ -511,6 +512,6 @@ def choose_model(pg, label: str) -> None:
             break
         except Exception:  # noqa: BLE001 - not open yet: close what opened and try again
             pg.keyboard.press("Escape")
-    with rerun(pg):
+    with rerun(pg, timeout=timeout):
         option.click()
     assert not error_texts(pg), error_texts(pg)
