@@ -399,9 +399,10 @@ def _records(columns: dict[str, list]) -> list[dict]:
 
 def pool_blocks(values: np.ndarray, factor: int | tuple[int, int], pool: str = "mean") -> np.ndarray:
     """Shrink a matrix (..., r, c), or a stack of them, by ``factor`` in both directions (or (rows, columns)): each
-    output cell is its block's ``pool`` ("mean", or "max" so one strong weight stays visible); the last blocks may be
-    smaller. Non-finite cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn
-    grey). Works with ``reduceat``, so no full-size copy is made when every cell is finite."""
+    output cell is its block's ``pool``: "max" (so one strong weight stays visible), "extreme" (the value farthest
+    from 0, its sign kept, so one strong signed cell stays visible) or "mean"; the last blocks may be smaller.
+    Non-finite cells (masked, -inf) are left out of their block; a block with no finite cell is NaN (drawn grey).
+    Works with ``reduceat``, so no full-size copy is made when every cell is finite."""
     f_r, f_c = (factor, factor) if isinstance(factor, int) else factor
     edges_r, edges_c = np.arange(0, values.shape[-2], f_r), np.arange(0, values.shape[-1], f_c)
     finite = np.isfinite(values)
@@ -414,11 +415,23 @@ def pool_blocks(values: np.ndarray, factor: int | tuple[int, int], pool: str = "
         count = np.outer(np.diff(np.append(edges_r, values.shape[-2])), np.diff(np.append(edges_c, values.shape[-1])))
     else:
         count = reduce(np.add, finite.astype(np.int32))
-    if pool == "max":
+    if pool in ("max", "extreme"):
         out = reduce(np.maximum, values if all_finite else np.where(finite, values, -np.inf))
-    else:
+    if pool == "extreme":
+        low = reduce(np.minimum, values if all_finite else np.where(finite, values, np.inf))
+        out = np.where(np.abs(low) > np.abs(out), low, out)  # the signed value farthest from 0
+    elif pool != "max":
         out = reduce(np.add, values if all_finite else np.where(finite, values, 0.0)) / np.maximum(count, 1)
     return np.where(count > 0, out, np.nan)
+
+
+POOL_WORDS = {"max": "its max", "extreme": "farthest from 0", "mean": "its mean"}  # a reduced chart's subtitle
+
+
+def block_pool(kind: str) -> str:
+    """How a block of a reduced chart is drawn: the largest weight, or for signed values the value farthest from 0
+    (a mean would fade one strong cell among many near 0: one changed token's effect at 2,048 tokens)."""
+    return "max" if kind == "weights" else "extreme"
 
 
 def panel_block(n: int) -> int:
@@ -434,7 +447,7 @@ def block_labels(n: int, block: int) -> list[str]:
 
 def reduced_note(block: int, kind: str = "weights") -> str:
     """What a reduced picture's cell is, in words: "each cell is the largest weight of a 16 × 16 block"."""
-    what = "the largest weight" if kind == "weights" else "the mean"
+    what = "the largest weight" if kind == "weights" else "the value farthest from 0"
     return f"each cell is {what} of a {block} × {block} block of tokens"
 
 
@@ -447,12 +460,12 @@ def _blocks(values: np.ndarray, rows: list[str], cols: list[str], style: Style, 
     n_r, n_c = values.shape
     f_r, f_c = -(-n_r // BLOCK_GRID), -(-n_c // BLOCK_GRID)  # 1 on an axis that fits
     masked_values = _unmasked(values, allowed)
-    pool = "max" if style.kind == "weights" else "mean"
+    pool = block_pool(style.kind)
     pooled = pool_blocks(masked_values, (f_r, f_c), pool)
     r_lbl = rows if f_r == 1 else [f"{i * f_r + 1}–{min(n_r, (i + 1) * f_r)}" for i in range(pooled.shape[0])]
     c_lbl = cols if f_c == 1 else [f"{j * f_c + 1}–{min(n_c, (j + 1) * f_c)}" for j in range(pooled.shape[1])]
     block_style = style.but(
-        subtitle=f"blocks of {f_r}×{f_c}: each its {pool}",  # short: a head's chart is narrow
+        subtitle=f"blocks of {f_r}×{f_c}: each {POOL_WORDS[pool]}",  # short: a head's chart is narrow
         row_title=style.row_title if f_r == 1 else f"{style.row_title}, tokens",
         col_title=style.col_title if f_c == 1 else f"{style.col_title}, tokens",
         colour=style.colour or colour_for(style.kind, masked_values),
@@ -649,15 +662,15 @@ def _reduced(
 ) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None, str]:
     """The stack as drawn, and what was done: as given when ``style.block`` says it is reduced already (its labels
     the blocks'); itself up to PANEL_CELLS a side; else each matrix pooled into blocks (:func:`panel_block`: the
-    maximum for weights, so one strong cell shows; the mean for signed values), labelled by token ranges."""
+    maximum for weights, so one strong cell shows; for signed values the one farthest from 0),
+    labelled by token ranges."""
     if style.block > 1:
         return values, rows, cols, stack, reduced_note(style.block, style.kind)
     n_r, n_c = values.shape[1:]
     if max(n_r, n_c) <= PANEL_CELLS:
         return values, rows, cols, stack, ""
     factor = panel_block(max(n_r, n_c))
-    pool = "max" if style.kind == "weights" else "mean"
-    pooled = pool_blocks(_unmasked(values, stack), factor, pool)  # (H, n_r/f, n_c/f)
+    pooled = pool_blocks(_unmasked(values, stack), factor, block_pool(style.kind))  # (H, n_r/f, n_c/f)
     kept = np.isfinite(pooled) if stack is not None else None
     return pooled, block_labels(n_r, factor), block_labels(n_c, factor), kept, reduced_note(factor, style.kind)
 

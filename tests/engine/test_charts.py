@@ -16,11 +16,12 @@ def _naive_pool(a: np.ndarray, f: int, pool: str) -> np.ndarray:
             block = a[i * f : (i + 1) * f, j * f : (j + 1) * f]
             block = block[np.isfinite(block)]
             if block.size:
-                out[i, j] = block.max() if pool == "max" else block.mean()
+                extreme = block[np.argmax(np.abs(block))]  # the value farthest from 0, its sign kept
+                out[i, j] = {"max": block.max(), "mean": block.mean(), "extreme": extreme}[pool]
     return out
 
 
-@pytest.mark.parametrize("pool", ["max", "mean"])
+@pytest.mark.parametrize("pool", ["max", "mean", "extreme"])
 @pytest.mark.parametrize("shape,factor", [((10, 7), 3), ((64, 64), 8), ((5, 5), 5), ((9, 4), 2)])
 def test_pool_blocks_matches_a_naive_loop(pool: str, shape: tuple[int, int], factor: int) -> None:
     a = np.random.RandomState(sum(shape)).randn(*shape)
