@@ -28,21 +28,37 @@ def chart_gap(where=st) -> None:
 
 def vega_chart(spec: dict, where=st, **kwargs: Any) -> Any:
     """``st.vega_lite_chart`` of ``spec``; the rows of its inline data (``spec["data"]["values"]``, JSON-ready dicts
-    with the same keys, as :func:`attention.charts.heatmap` writes them) reach Streamlit as one Arrow table of
-    their columns. Streamlit takes inline rows out of the spec and converts them to Arrow through a pandas frame, which
-    was most of a heatmap's cost on the server (~1 ms for 3 × 3); the browser gets the same columns, names and values
-    (None as null). Any other spec is passed on as it is."""
-    values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
-    if not values or not isinstance(values, list) or not all(isinstance(row, dict) for row in values):
-        return where.vega_lite_chart(spec, **kwargs)
-    keys = list(values[0])
-    if len(spec["data"]) > 1 or any(list(row) != keys for row in values):  # named data or ragged rows: as it is
+    with the same keys, as :func:`attention.charts.heatmap` writes them) and of each named dataset
+    (``spec["datasets"]``) reach Streamlit as Arrow tables of their columns. Streamlit takes inline rows out of the
+    spec and converts them to Arrow through a pandas frame, which was most of a heatmap's cost on the server (~1 ms
+    for 3 × 3); the browser gets the same columns, names and values (None as null). Any other spec is passed on as
+    it is."""
+    data = spec.get("data")
+    values = data.get("values") if isinstance(data, dict) and len(data) == 1 else None
+    rows = [values] if values is not None else []
+    rows += list(spec.get("datasets", {}).values())
+    if not rows or not all(_rows(r) for r in rows):  # not JSON-ready rows: Streamlit's own conversion decides
         return where.vega_lite_chart(spec, **kwargs)
     try:
-        table = pa.table({k: [row[k] for row in values] for k in keys})
+        table = _arrow(values) if values is not None else None
+        named = {name: _arrow(r) for name, r in spec.get("datasets", {}).items()}  # each sent as its own
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of mixed kinds: Streamlit's own conversion decides
         return where.vega_lite_chart(spec, **kwargs)
-    return where.vega_lite_chart(table, {k: v for k, v in spec.items() if k != "data"}, **kwargs)
+    rest = {k: v for k, v in spec.items() if k != "datasets" and (k != "data" or table is None)}
+    return where.vega_lite_chart(table, {**rest, **({"datasets": named} if named else {})}, **kwargs)
+
+
+def _rows(rows: object) -> bool:
+    """Whether ``rows`` is a non-empty list of dicts with the same keys in the same order."""
+    if not rows or not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        return False
+    keys = list(rows[0])
+    return all(list(row) == keys for row in rows)
+
+
+def _arrow(rows: list[dict]) -> pa.Table:
+    """JSON-ready rows with the same keys as one Arrow table of their columns."""
+    return pa.table({k: [row[k] for row in rows] for k in rows[0]})
 
 
 def formula(latex: str, where=st) -> None:
