@@ -20,8 +20,7 @@ from ..core import jobs, keys, session
 from ..core.text import esc
 from ..modelpages import choose, runs
 from ..state import inside
-from ..widgets.common import bind, chart_gap, vega_chart
-from ..widgets.progress import job_progress
+from ..widgets.common import bind, chart_gap, job_progress, vega_chart
 from . import every_head, overview
 
 POLL = 1.0  # s between redraws of a running job's progress
@@ -93,7 +92,7 @@ def measure_button(model_id: str, ids: tuple[int, ...], running: bool) -> None:
 
 
 def progress(job_id: str | None, key: tuple, polling: bool) -> None:
-    """The study's progress, a layer a step (:func:`widgets.progress.job_progress`)."""
+    """The study's progress, a layer a step (:func:`widgets.common.job_progress`)."""
     job_progress(job_id, key, polling, ("layer", "layers"), (keys.KV_CANCEL, inside.cancel_kv))
 
 

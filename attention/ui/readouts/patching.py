@@ -24,7 +24,6 @@ from ..core.text import esc
 from ..modelpages import answers, choose, runs
 from ..state import inside
 from ..widgets import common as widgets
-from ..widgets.progress import job_progress
 
 POLL = 0.5  # s between redraws of a running sweep's progress
 CANDIDATES = 8  # each run's most likely next tokens offered as the answer and the wrong token
@@ -187,9 +186,9 @@ def tokens(p: session.Patching, clean: np.ndarray, corrupt: np.ndarray) -> tuple
 
 
 def progress(job_id: str | None, key: tuple, polling: bool) -> None:
-    """The sweep's progress (:func:`widgets.progress.job_progress`), redrawn every :data:`POLL` s, with the top heads
+    """The sweep's progress (:func:`widgets.common.job_progress`), redrawn every :data:`POLL` s, with the top heads
     as soon as they are patched."""
-    job_progress(
+    widgets.job_progress(
         job_id, key, polling, ("patch", "patches"), (keys.PATCH_CANCEL, inside.cancel_patching),
         after_cancel="and the page is as it was. Press the button to patch again.", while_running=top_so_far,
     )  # fmt: skip
