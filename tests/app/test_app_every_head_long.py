@@ -119,3 +119,26 @@ def test_every_heads_files_too_large_to_make_are_said_not_made(monkeypatch) -> N
     monkeypatch.setattr(downloads, "HEADS_MOST", 2 * 2 * N * N)  # at the bound: offered
     at = _opened()
     assert [b for b in at.get("download_button") if "every head" in str(b.proto.label).lower()]
+
+
+def _measured_bytes(layers: int, heads: int, d: int, d_heads: int, vocab: int, n: int, item: int) -> int:
+    """What a measurement holds, counted from a model's sizes: the streams entering each layer and the last
+    ((layers + 1) × n × d), the heads' outputs (layers × n × heads·d_head), the logits (n × V), the losses by
+    position (n − 1, float64) and every head's picture (blocks of charts.panel_block(n) a side)."""
+    from attention import charts
+
+    b = -(-n // charts.panel_block(n))
+    return item * ((layers + 1) * n * d + layers * n * d_heads + n * vocab + layers * heads * b * b) + 8 * (n - 1)
+
+
+def test_two_measurements_of_the_longest_text_fit_the_run_bound() -> None:
+    """With an ablation Every head reads two measurements on every run (the ablated and the one without); at 2,048
+    tokens on SmolLM2-135M (30 layers, 9 heads of 64, d 576, 49,152 tokens, float32) both must stay kept, or each
+    rerun makes one again (a forward of seconds). The count is checked against a measurement made here."""
+    from attention.ui.core.models import MAX_TOKENS
+    from attention.ui.modelpages import runs
+
+    made = runs.measured(IDS, (), _model().run(list(IDS)))
+    assert runs._bytes(made) == _measured_bytes(2, 2, 16, 16, 40, N, 8)  # float64, 300 tokens
+    smol = _measured_bytes(30, 9, 576, 576, 49_152, MAX_TOKENS, 4)
+    assert smol > 600 * 1024**2 and 2 * smol <= runs.RUNS_BYTES, (smol, runs.RUNS_BYTES)

@@ -122,8 +122,12 @@ def _bytes(m: Measured) -> int:
     return int(m.logits.nbytes + m.losses.nbytes + sum(a.nbytes for a in held) + pictures)
 
 
-# Runs by content, bounded by bytes: a GPT-2 run's logits alone are n × 50,257 float64 (26 MB at 64 tokens)
-_RUNS = TraceCache(max_bytes=256 * 1024**2, max_entries=64, ttl=3600, measure=_bytes)
+# Runs by content, bounded by bytes: a GPT-2 run's logits alone are n × 50,257 float64 (26 MB at 64 tokens). With
+# an ablation Every head reads two measurements on each run (the ablated one and the one without), and at 2,048
+# tokens on SmolLM2-135M each holds about 0.7 GB (its logits 0.4 GB, its streams and heads' outputs 0.29 GB, most of
+# them the same arrays the model's run cache holds): the bound keeps two, so a rerun recomputes neither.
+RUNS_BYTES = 3 * 1024**3 // 2
+_RUNS = TraceCache(max_bytes=RUNS_BYTES, max_entries=64, ttl=3600, measure=_bytes)
 
 
 def _measure(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...]) -> Measured:
