@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from attention.model import Config, Model, init_params
 from attention.model.vocab import WordVocab
@@ -142,3 +143,21 @@ def test_two_measurements_of_the_longest_text_fit_the_run_bound() -> None:
     assert runs._bytes(made) == _measured_bytes(2, 2, 16, 16, 40, N, 8)  # float64, 300 tokens
     smol = _measured_bytes(30, 9, 576, 576, 49_152, MAX_TOKENS, 4)
     assert smol > 600 * 1024**2 and 2 * smol <= runs.RUNS_BYTES, (smol, runs.RUNS_BYTES)
+
+
+@pytest.mark.parametrize("rows", [3, 12, 300])  # query rows a block (a multiple of the picture's block, 3)
+def test_each_heads_mean_weight_on_each_key_after_it_is_the_naive_loops(monkeypatch, rows: int) -> None:
+    """The First token page's w(j) = mean over the queries after key j of A[i, j] (the last key: its own row's),
+    summed block by block of query rows, against loops over the model's own weights."""
+    from attention.ui.modelpages import runs
+
+    monkeypatch.setattr(runs, "CHUNK_CELLS", CFG.n_heads * N * rows)
+    run = _model().run(list(IDS))
+    after = runs.measured(IDS, (), run).after  # (L, H, n)
+    weights = run.weights  # (L, H, n, n): the oracle's
+    for layer in range(CFG.n_layers):
+        for head in range(CFG.n_heads):
+            for j in (0, 1, 2, 150, N - 2, N - 1):
+                below = [weights[layer, head, i, j] for i in range(j + 1, N)]
+                want = sum(below) / len(below) if below else weights[layer, head, j, j]
+                assert after[layer, head, j] == pytest.approx(want, rel=1e-12, abs=1e-15), (layer, head, j)
