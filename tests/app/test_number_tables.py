@@ -147,7 +147,7 @@ def test_st_dataframe_sends_the_same_table_for_pandas_styler_and_the_given_one(c
     """The whole of st.dataframe: the numbers (bytes), the display texts and the CSS (its table id aside)."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_function(_two_tables, args=(case,)).run()
+    at = AppTest.from_function(_two_tables, args=(case,), default_timeout=60).run()
     assert not at.exception
     theirs, ours = (el.proto.arrow_data for el in at.dataframe)
     assert ours.data == theirs.data  # the numbers

@@ -44,7 +44,7 @@ def _table(data: bytes) -> pa.Table:
 
 @pytest.mark.parametrize("case", ["masked scores", "weights", "diff, nothing written", "blocks"])
 def test_vega_chart_sends_what_streamlit_makes_of_the_spec(case: str) -> None:
-    at = AppTest.from_function(_page, args=(case,)).run()
+    at = AppTest.from_function(_page, args=(case,), default_timeout=60).run()  # a busy machine
     assert not at.exception
     theirs, ours = (el.proto for el in at.get("vega_lite_chart"))
     assert json.loads(ours.spec) == json.loads(theirs.spec)

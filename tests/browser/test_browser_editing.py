@@ -107,7 +107,7 @@ def _cut_selects(pg) -> list[tuple[str, float, float]]:
             box.click()
             options = pg.get_by_role("option")
             try:
-                options.first.wait_for(timeout=3000)
+                options.first.wait_for(timeout=20_000)  # a busy machine draws the list late
                 labels = options.all_inner_texts()
             except Exception:  # noqa: BLE001 - a box with no options
                 labels = []

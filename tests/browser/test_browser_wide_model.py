@@ -118,7 +118,7 @@ def _tooltip_at(pg, index: int, head: int, row: int, col: int) -> str:
     pg.mouse.move(x, y)  # the pointer comes over the picture: its cells' tooltip marks are made (charts.NEAR) …
     pg.mouse.move(x + 1, y + 1)  # … and rests on the cell, as a hand's pointer does, moving by a pixel
     tip = pg.locator("#vg-tooltip-element")
-    tip.wait_for(state="visible", timeout=5000)
+    tip.wait_for(state="visible", timeout=20_000)
     return tip.inner_text()
 
 

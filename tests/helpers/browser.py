@@ -264,11 +264,11 @@ def why_not_readable(page, index: int) -> str | None:
     box = el.bounding_box()
     if box is None or box["width"] < 120 or box["height"] < 60:
         return f"chart {index}: box {box}"
-    blank = blank_pixels(el.screenshot(timeout=10_000))
+    blank = blank_pixels(el.screenshot(timeout=30_000))
     return f"chart {index}: {blank}" if blank else None
 
 
-def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 20) -> None:
+def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 60) -> None:
     """Wait (up to ``seconds``) until ``count`` charts (at least ``count`` when not ``exact``) are drawn and the first
     ``count`` are readable (:func:`why_not_readable`); else fail saying why."""
     why: list[str | None] = []

@@ -163,7 +163,7 @@ def _blank(pg, index: int) -> str | None:
     """Why the chart's pixels look blank, or None: a screenshot of the element, its grey levels' spread."""
     el = pg.locator("[data-testid='stVegaLiteChart']").nth(index)
     try:
-        png = el.screenshot(timeout=10_000)
+        png = el.screenshot(timeout=30_000)
     except Exception as exc:  # noqa: BLE001 - a 0 px element cannot be screenshotted: that is the finding
         return f"no screenshot ({str(exc).splitlines()[0][:80]})"
     return blank_pixels(png)
