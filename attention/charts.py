@@ -699,7 +699,10 @@ def _panel(spec: dict, k: int, width: float, height: int) -> dict:
     no container width), its cells read from the chart's table (``panel`` k), a cell's head named; its picture,
     title, subtitle and description read from the PICTURES table's row k (:func:`_picture_row`)."""
     picture, scale, cells = spec["layer"]
-    cells = {**cells, "transform": [cells["transform"][0], {"filter": f"datum.panel == {k}"}, *cells["transform"][1:]]}
+    row, near = f"data('{PICTURES}')[{k}]", picture["params"][0]
+    store = f"data('{near['name']}_store')"  # the picture the pointer came over: its title (layer and head) kept
+    seen = f"length({store}) > 0 && {store}[0].values[0] === datum.head"  # this layer's picture, not an earlier one
+    cells = {**cells, "transform": [{"filter": seen}, {"filter": f"datum.panel == {k}"}, *cells["transform"][1:]]}
     cells["encoding"] = {**cells["encoding"], "tooltip": [{"field": "head", "type": "nominal"},
                                                            *cells["encoding"]["tooltip"]]}  # fmt: skip
     legend = scale["encoding"]["color"]["legend"]
@@ -707,9 +710,9 @@ def _panel(spec: dict, k: int, width: float, height: int) -> dict:
     for axis in (cells, scale):
         x = axis["encoding"]["x"]
         axis["encoding"]["x"] = {**x, "axis": {**x["axis"], "labelAngle": -90}}
-    row = f"data('{PICTURES}')[{k}]"
     picture = {
         **picture,
+        "params": [{**near, "select": {**near["select"], "fields": ["title"]}}],
         "data": {"name": PICTURES},
         "transform": [{"filter": f"datum.panel == {k}"}],
         "mark": {**picture["mark"], "width": width, "height": height},  # the plot's, in px

@@ -125,11 +125,13 @@ def test_every_heads_files_too_large_to_make_are_said_not_made(monkeypatch) -> N
 def _measured_bytes(layers: int, heads: int, d: int, d_heads: int, vocab: int, n: int, item: int) -> int:
     """What a measurement holds, counted from a model's sizes: the streams entering each layer and the last
     ((layers + 1) × n × d), the heads' outputs (layers × n × heads·d_head), the logits (n × V), the losses by
-    position (n − 1, float64) and every head's picture (blocks of charts.panel_block(n) a side)."""
+    position (n − 1, float64), every head's picture (blocks of charts.panel_block(n) a side) and its mean weight on
+    each key over the queries after it (layers × heads × n, float64)."""
     from attention import charts
 
     b = -(-n // charts.panel_block(n))
-    return item * ((layers + 1) * n * d + layers * n * d_heads + n * vocab + layers * heads * b * b) + 8 * (n - 1)
+    pictures, after = layers * heads * b * b, layers * heads * n
+    return item * ((layers + 1) * n * d + layers * n * d_heads + n * vocab + pictures) + 8 * (n - 1 + after)
 
 
 def test_two_measurements_of_the_longest_text_fit_the_run_bound() -> None:

@@ -84,7 +84,8 @@ def sinks() -> None:
 
 @dataclass(frozen=True)
 class Sinks:
-    """What the page shows of a run, measured layer by layer (one layer's n × n weights at a time, none kept):
+    """What the page shows of a run, from Every head's measurement of it (:func:`runs.measure`: a layer at a time in
+    blocks of query rows, no layer's n × n weights kept):
     ``scores`` each kind's (layers, heads) (:func:`attention.model.roles.head_scores`), ``roles`` (layers, heads),
     ``after`` (layers, heads, n) each head's mean weight on key j over the queries after it (the module's
     w_lh(j), for every key at once)."""

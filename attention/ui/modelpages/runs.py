@@ -122,7 +122,8 @@ def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (), model_id
 def _bytes(m: Measured) -> int:
     held = [*m.run.residuals, *m.run.traces.concats] if m.run is not None else [m.weights]
     pictures = m.pictures.nbytes if m.pictures is not None else 0
-    return int(m.logits.nbytes + m.losses.nbytes + sum(a.nbytes for a in held) + pictures)
+    after = m.after.nbytes if m.after is not None else 0
+    return int(m.logits.nbytes + m.losses.nbytes + sum(a.nbytes for a in held) + pictures + after)
 
 
 # Runs by content, bounded by bytes: a GPT-2 run's logits alone are n × 50,257 float64 (26 MB at 64 tokens). With
