@@ -688,7 +688,7 @@ def _picture_row(spec: dict, k: int) -> dict:
     return {
         "panel": k,
         "url": spec["layer"][0]["data"]["values"][0]["url"],
-        "title": title["text"],
+        "head": title["text"],  # the plot's title; named as the cells name their plot, so a selection reads both
         "subtitle": title.get("subtitle", ""),
         "description": spec["description"],
     }
@@ -700,8 +700,8 @@ def _panel(spec: dict, k: int, width: float, height: int) -> dict:
     title, subtitle and description read from the PICTURES table's row k (:func:`_picture_row`)."""
     picture, scale, cells = spec["layer"]
     row, near = f"data('{PICTURES}')[{k}]", picture["params"][0]
-    store = f"data('{near['name']}_store')"  # the picture the pointer came over: its title (layer and head) kept
-    seen = f"length({store}) > 0 && {store}[0].values[0] === datum.head"  # this layer's picture, not an earlier one
+    store = f"data('{near['name']}_store')"  # the plot the pointer came over: its title (layer and head) kept
+    seen = f"length({store}) > 0 && {store}[0].values[0] === datum.head"  # this layer's plot, not an earlier one
     cells = {**cells, "transform": [{"filter": seen}, {"filter": f"datum.panel == {k}"}, *cells["transform"][1:]]}
     cells["encoding"] = {**cells["encoding"], "tooltip": [{"field": "head", "type": "nominal"},
                                                            *cells["encoding"]["tooltip"]]}  # fmt: skip
@@ -712,13 +712,13 @@ def _panel(spec: dict, k: int, width: float, height: int) -> dict:
         axis["encoding"]["x"] = {**x, "axis": {**x["axis"], "labelAngle": -90}}
     picture = {
         **picture,
-        "params": [{**near, "select": {**near["select"], "fields": ["title"]}}],
+        "params": [{**near, "select": {**near["select"], "fields": ["head"]}}],  # the picture's or a cell's
         "data": {"name": PICTURES},
         "transform": [{"filter": f"datum.panel == {k}"}],
         "mark": {**picture["mark"], "width": width, "height": height},  # the plot's, in px
         "encoding": {**picture["encoding"], "description": {"field": "description", "type": "nominal"}},
     }
-    title = {**spec["title"], "text": {"expr": f"{row} ? {row}.title : ''"}}
+    title = {**spec["title"], "text": {"expr": f"{row} ? {row}.head : ''"}}
     if "subtitle" in title:  # a signal: Vega takes one for a subtitle, and Vega-Lite hands it on as it is
         title["subtitle"] = {"signal": f"{row} ? {row}.subtitle : ''"}
     return {"layer": [picture, scale, cells], "title": title, "width": width, "height": height}

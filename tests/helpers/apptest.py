@@ -282,7 +282,7 @@ def head_plots(at: AppTest) -> list[tuple[str, str, np.ndarray]]:
         pictures = named[charts.PICTURES].set_index("panel")  # each plot's title and subtitle: data, not spec
         for k, plot in enumerate(p for row in spec["vconcat"] for p in row["hconcat"]):
             assert f"data('{charts.PICTURES}')[{k}]" in plot["title"]["text"]["expr"]  # the title: the table's
-            title = pictures.loc[k, "title"]
+            title = pictures.loc[k, "head"]
             mine = cells[cells["head"] == title]
             n = int(mine["row"].max())
             values = np.full((n, n), np.nan)
