@@ -57,6 +57,8 @@ def test_a_wide_models_grids_and_one_layers_heads_are_readable(browser, served, 
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.locator("[data-testid='stVegaLiteChart']").nth(3).scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"wide_model_heads_{viewport[0]}.png"))
+        rects = "(el) => el.querySelectorAll('g.mark-rect path').length"  # the cells' marks: made on pointing only
+        unpointed = pg.locator("[data-testid='stVegaLiteChart']").nth(3).evaluate(rects)
         tip = _tooltip_at(pg, 3, 4, row=N - 1, col=N // 2)
         # the cell under the pointer, named: its head, its row and column (1-based) and its weight
         assert "layer 1 · head 5" in tip and re.search(rf"\brow\s+{N - 1}\b", tip), tip
@@ -78,6 +80,7 @@ def test_a_wide_models_grids_and_one_layers_heads_are_readable(browser, served, 
         assert titles.all_text_contents() == [f"layer 7 · head {k}" for k in range(1, 10)], titles.all_text_contents()
         # the same Vega view took the layer's data: its spec is the same for every layer (charts.PICTURES)
         assert chart.locator("svg.marks[data-before='layer 1']").count() == 1, "the chart was built again"
+        assert chart.evaluate(rects) == unpointed  # head 5 was pointed at on layer 1; layer 7: no cells until pointed
         problems = [p for k in range(9) if (p := _image_problem(pg, 3, k, layer=7))]
         assert not problems, "\n".join(problems)
 
