@@ -619,6 +619,9 @@ def _image(
     return spec
 
 
+PICTURES = "pictures"  # a chart of heads' table of what changes with the layer: each head's picture, titles, words
+CELLS = "cells"  # a chart of heads' table of every head's cells (their tooltips)
+
 # Every head of a layer as ONE chart. Nine heads as nine charts cost the browser nine Vega views (a layer switch took
 # 4.5 times the floor app's edit); one chart holds them all: a picture a head (its cells one PNG), each titled, one
 # colour scale and one legend, the cells of every head as one table sent once (their tooltips made only for the head
@@ -638,20 +641,22 @@ def _panels(values: np.ndarray, rows: list[str], cols: list[str], style: Style, 
     values, rows, cols, stack, note = _reduced(values, rows, cols, style, stack)
     n_r, n_c = values.shape[1:]
     row_px = style.row_height or max(4, min(12, 216 // n_r))
-    children, data = [], []
+    children, data, pictures = [], [], []
     for k, (title, subtitle) in enumerate(style.panels):
         head_style = style.but(title=title, subtitle=" · ".join(p for p in (subtitle, note) if p), colour=colour)
         spec = _image(values[k], rows, cols, head_style, None if stack is None else stack[k], near=f"{NEAR}{k}")
         data += [{**row, "panel": k, "head": title} for row in spec["data"]["values"] if not row["masked"]]
+        pictures.append(_picture_row(spec, k))
         children.append(_panel(spec, k, style.panel_px, round(n_r * row_px)))
-    names, cols = ", ".join(title for title, _ in style.panels), max(1, style.columns)
+    cols = max(1, style.columns)
     return {
-        "data": {"values": data},
+        "data": {"name": CELLS},
+        "datasets": {CELLS: data, PICTURES: pictures},  # both named: Streamlit pours unnamed data into a lone one
         "params": [{"name": "fs", "value": 12}],  # one font size: a chart of several plots has no one width
         "vconcat": [{"hconcat": children[k : k + cols], "spacing": 32} for k in range(0, len(children), cols)],
         "spacing": 24,  # a row of ``cols`` plots each (Streamlit draws a "concat" with "columns" as nothing)
         "resolve": {"scale": {"color": "shared"}, "legend": {"color": "shared"}},
-        "description": f"{len(children)} heatmaps on one colour scale ({names}); each picture says what it shows.",
+        "description": f"{len(children)} heatmaps on one colour scale, one a head; each picture says what it shows.",
         "padding": {"left": 5, "right": 5, "top": 5, "bottom": 16},
         "autosize": {"type": "pad", "contains": "padding"},  # its plots' own size: "fit" draws a concat as nothing
     }
@@ -675,11 +680,29 @@ def _reduced(
     return pooled, block_labels(n_r, factor), block_labels(n_c, factor), kept, reduced_note(factor, style.kind)
 
 
+def _picture_row(spec: dict, k: int) -> dict:
+    """Head k's row of the chart's PICTURES table: what its plot shows that changes with the head's layer (its
+    picture, title, subtitle and description). The spec itself then stays the same for every layer of a model and
+    text, so choosing another layer hands the browser new data, not a new chart to build."""
+    title = spec["title"]
+    return {
+        "panel": k,
+        "url": spec["layer"][0]["data"]["values"][0]["url"],
+        "head": title["text"],  # the plot's title; named as the cells name their plot, so a selection reads both
+        "subtitle": title.get("subtitle", ""),
+        "description": spec["description"],
+    }
+
+
 def _panel(spec: dict, k: int, width: float, height: int) -> dict:
-    """One head's :func:`_image` as a plot of a concatenated chart: its layers and title, a fixed size (a plot of
-    several has no container width), its cells read from the chart's table (``panel`` k), a cell's head named."""
+    """One head's :func:`_image` as a plot of a concatenated chart: its layers, a fixed size (a plot of several has
+    no container width), its cells read from the chart's table (``panel`` k), a cell's head named; its picture,
+    title, subtitle and description read from the PICTURES table's row k (:func:`_picture_row`)."""
     picture, scale, cells = spec["layer"]
-    cells = {**cells, "transform": [cells["transform"][0], {"filter": f"datum.panel == {k}"}, *cells["transform"][1:]]}
+    row, near = f"data('{PICTURES}')[{k}]", picture["params"][0]
+    store = f"data('{near['name']}_store')"  # the plot the pointer came over: its title (layer and head) kept
+    seen = f"length({store}) > 0 && {store}[0].values[0] === datum.head"  # this layer's plot, not an earlier one
+    cells = {**cells, "transform": [{"filter": seen}, {"filter": f"datum.panel == {k}"}, *cells["transform"][1:]]}
     cells["encoding"] = {**cells["encoding"], "tooltip": [{"field": "head", "type": "nominal"},
                                                            *cells["encoding"]["tooltip"]]}  # fmt: skip
     legend = scale["encoding"]["color"]["legend"]
@@ -687,8 +710,18 @@ def _panel(spec: dict, k: int, width: float, height: int) -> dict:
     for axis in (cells, scale):
         x = axis["encoding"]["x"]
         axis["encoding"]["x"] = {**x, "axis": {**x["axis"], "labelAngle": -90}}
-    picture = {**picture, "mark": {**picture["mark"], "width": width, "height": height}}  # the plot's, in px
-    return {"layer": [picture, scale, cells], "title": spec["title"], "width": width, "height": height}
+    picture = {
+        **picture,
+        "params": [{**near, "select": {**near["select"], "fields": ["head"]}}],  # the picture's or a cell's
+        "data": {"name": PICTURES},
+        "transform": [{"filter": f"datum.panel == {k}"}],
+        "mark": {**picture["mark"], "width": width, "height": height},  # the plot's, in px
+        "encoding": {**picture["encoding"], "description": {"field": "description", "type": "nominal"}},
+    }
+    title = {**spec["title"], "text": {"expr": f"{row} ? {row}.head : ''"}}
+    if "subtitle" in title:  # a signal: Vega takes one for a subtitle, and Vega-Lite hands it on as it is
+        title["subtitle"] = {"signal": f"{row} ? {row}.subtitle : ''"}
+    return {"layer": [picture, scale, cells], "title": title, "width": width, "height": height}
 
 
 def _scale_layer(position: dict, colour: Colour) -> dict:

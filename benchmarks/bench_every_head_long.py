@@ -76,7 +76,8 @@ def main() -> None:
     values = now.pictures[0]
     spec = timed("one layer's chart (Vega-Lite spec)", lambda: charts.heatmap(values, ticks, ticks, style,
                                                                               np.isfinite(values)))  # fmt: skip
-    print(f"  the spec: {len(json.dumps(spec)) / 1e6:.1f} MB of JSON, {len(spec['data']['values']):,} tooltip rows")
+    rows = len(spec["datasets"][charts.CELLS])
+    print(f"  the spec: {len(json.dumps(spec)) / 1e6:.1f} MB of JSON, {rows:,} tooltip rows")
     timed("zoom: one head's 64 × 64 window", lambda: now.window(14, 4, slice(n - 64, n), slice(n - 64, n)))
     print(f"pictures held: {now.pictures.nbytes / 1e6:.1f} MB; every head's weights at once would be "
           f"{c.n_layers * c.n_heads * n * n * 4 / 1e9:.2f} GB (float32)")  # fmt: skip

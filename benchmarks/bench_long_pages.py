@@ -189,10 +189,11 @@ def engine() -> None:
     t0 = time.perf_counter()
     routes(run, at, 0.04)
     said("routes at one position (threshold 0.04)", t0)
+    from attention.ui.modelpages.runs import summary
+
     t0 = time.perf_counter()
-    for layer in range(len(run.traces)):
-        run.traces.rows(layer, slice(None))  # First token: each layer's weights in turn, none kept
-    said("every layer's weights in turn (First token)", t0)
+    summary(run, tuple(ids))  # Every head and First token: a layer at a time in blocks of query rows, none kept
+    said("every head's scores, pictures, weight after each key", t0)
     t0 = time.perf_counter()
     m.prefill(ids[:1500])
     said("prefill of a 1,500-token prompt (Generate)", t0)

@@ -62,7 +62,7 @@ def test_a_wide_models_layer_draws_its_heads_with_readable_cells() -> None:
     assert len(charts) == 3 + 1, len(charts)  # the three score grids, then the layer's heads as one chart
     (spec,) = [json.loads(c.proto.spec) for c in layer_charts(at)]
     plots = [p for row in spec["vconcat"] for p in row["hconcat"]]
-    assert [h["title"]["text"] for h in plots] == [f"layer 1 · head {k}" for k in range(1, 10)]
+    assert [title for title, _, _ in head_plots(at)] == [f"layer 1 · head {k}" for k in range(1, 10)]
     assert [len(row["hconcat"]) for row in spec["vconcat"]] == [2, 2, 2, 2, 1]  # two a row
     assert spec["resolve"]["scale"]["color"] == "shared"  # one colour scale
     assert all(h["width"] >= 30 * 10 and h["height"] >= 30 * 10 for h in plots)  # cells of 10 px or more
@@ -84,8 +84,13 @@ def test_a_long_text_is_one_picture_a_head_of_blocks_by_their_maximum() -> None:
     style = charts.HEAD.but(panels=tuple((f"head {k + 1}", "") for k in range(H)), columns=2, image=True)
     spec = charts.heatmap(weights, [str(k) for k in range(n)], [str(k) for k in range(n)], style, allowed)
     plots = [p for row in spec["vconcat"] for p in row["hconcat"]]
-    assert len(plots) == H and all(len(p["layer"][0]["data"]["values"]) == 1 for p in plots)  # a picture a head
-    cells = [r for r in spec["data"]["values"] if r["head"] == "head 2"]
+    pictures = spec["datasets"][charts.PICTURES]  # a picture a head, each plot's own row
+    assert len(plots) == H and [p["layer"][0]["transform"] for p in plots] == [
+        [{"filter": f"datum.panel == {k}"}] for k in range(H)
+    ]
+    assert [r["panel"] for r in pictures] == list(range(H))
+    assert all(r["url"].startswith("data:image/png") for r in pictures)
+    cells = [r for r in spec["datasets"][charts.CELLS] if r["head"] == "head 2"]
     assert len(cells) == 128 * 129 // 2  # the blocks with a key to see: on and below the diagonal
     block = {(r["row"], r["col"]): r["value"] for r in cells}
     for i in range(128):
@@ -94,4 +99,4 @@ def test_a_long_text_is_one_picture_a_head_of_blocks_by_their_maximum() -> None:
             want = weights[1, i * f : (i + 1) * f, j * f : (j + 1) * f][live].max() if live.any() else None
             assert block.get((i + 1, j + 1)) == want, (i, j)
     assert block[(1000 // f + 1, 700 // f + 1)] == 0.8 and block[(128, 1)] == 0.9
-    assert "each cell is the largest weight of a 16 × 16 block" in plots[1]["title"]["subtitle"]
+    assert "each cell is the largest weight of a 16 × 16 block" in pictures[1]["subtitle"]

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from attention.model import Config, Model, init_params
 from attention.model.vocab import WordVocab
@@ -119,3 +120,46 @@ def test_every_heads_files_too_large_to_make_are_said_not_made(monkeypatch) -> N
     monkeypatch.setattr(downloads, "HEADS_MOST", 2 * 2 * N * N)  # at the bound: offered
     at = _opened()
     assert [b for b in at.get("download_button") if "every head" in str(b.proto.label).lower()]
+
+
+def _measured_bytes(layers: int, heads: int, d: int, d_heads: int, vocab: int, n: int, item: int) -> int:
+    """What a measurement holds, counted from a model's sizes: the streams entering each layer and the last
+    ((layers + 1) × n × d), the heads' outputs (layers × n × heads·d_head), the logits (n × V), the losses by
+    position (n − 1, float64), every head's picture (blocks of charts.panel_block(n) a side) and its mean weight on
+    each key over the queries after it (layers × heads × n, float64)."""
+    from attention import charts
+
+    b = -(-n // charts.panel_block(n))
+    pictures, after = layers * heads * b * b, layers * heads * n
+    return item * ((layers + 1) * n * d + layers * n * d_heads + n * vocab + pictures) + 8 * (n - 1 + after)
+
+
+def test_two_measurements_of_the_longest_text_fit_the_run_bound() -> None:
+    """With an ablation Every head reads two measurements on every run (the ablated and the one without); at 2,048
+    tokens on SmolLM2-135M (30 layers, 9 heads of 64, d 576, 49,152 tokens, float32) both must stay kept, or each
+    rerun makes one again (a forward of seconds). The count is checked against a measurement made here."""
+    from attention.ui.core.models import MAX_TOKENS
+    from attention.ui.modelpages import runs
+
+    made = runs.measured(IDS, (), _model().run(list(IDS)))
+    assert runs._bytes(made) == _measured_bytes(2, 2, 16, 16, 40, N, 8)  # float64, 300 tokens
+    smol = _measured_bytes(30, 9, 576, 576, 49_152, MAX_TOKENS, 4)
+    assert smol > 600 * 1024**2 and 2 * smol <= runs.RUNS_BYTES, (smol, runs.RUNS_BYTES)
+
+
+@pytest.mark.parametrize("rows", [3, 12, 300])  # query rows a block (a multiple of the picture's block, 3)
+def test_each_heads_mean_weight_on_each_key_after_it_is_the_naive_loops(monkeypatch, rows: int) -> None:
+    """The First token page's w(j) = mean over the queries after key j of A[i, j] (the last key: its own row's),
+    summed block by block of query rows, against loops over the model's own weights."""
+    from attention.ui.modelpages import runs
+
+    monkeypatch.setattr(runs, "CHUNK_CELLS", CFG.n_heads * N * rows)
+    run = _model().run(list(IDS))
+    after = runs.measured(IDS, (), run).after  # (L, H, n)
+    weights = run.weights  # (L, H, n, n): the oracle's
+    for layer in range(CFG.n_layers):
+        for head in range(CFG.n_heads):
+            for j in (0, 1, 2, 150, N - 2, N - 1):
+                below = [weights[layer, head, i, j] for i in range(j + 1, N)]
+                want = sum(below) / len(below) if below else weights[layer, head, j, j]
+                assert after[layer, head, j] == pytest.approx(want, rel=1e-12, abs=1e-15), (layer, head, j)

@@ -180,6 +180,8 @@ def test_the_strongest_routes_say_a_run_of_the_streams_hops_once() -> None:
     lines = [line for line in shown(block).split("\n") if line[:1].isdigit() and "⟶" in line]
     found = r.strongest(8)
     assert len(lines) == len(found) and found
+    if len(found) > 5:  # the list says which of its routes are the lines drawn (the 5 strongest)
+        assert block.startswith("**The strongest routes** (the first 5 are the lines drawn above; "), block[:120]
     for line, (_, path) in zip(lines, found, strict=True):
         assert "residual" not in line and "⟶ *stream to" not in line.split("*stream to", 1)[-1].split("⟶", 1)[0]
         kinds = [e.kind for e in path]

@@ -57,25 +57,38 @@ def test_a_wide_models_grids_and_one_layers_heads_are_readable(browser, served, 
         SHOTS.mkdir(parents=True, exist_ok=True)
         pg.locator("[data-testid='stVegaLiteChart']").nth(3).scroll_into_view_if_needed()
         pg.screenshot(path=str(SHOTS / f"wide_model_heads_{viewport[0]}.png"))
+        rects = "(el) => el.querySelectorAll('g.mark-rect path').length"  # the cells' marks: made on pointing only
+        unpointed = pg.locator("[data-testid='stVegaLiteChart']").nth(3).evaluate(rects)
         tip = _tooltip_at(pg, 3, 4, row=N - 1, col=N // 2)
         # the cell under the pointer, named: its head, its row and column (1-based) and its weight
         assert "layer 1 · head 5" in tip and re.search(rf"\brow\s+{N - 1}\b", tip), tip
         assert re.search(rf"\bcol\s+{N // 2}\b", tip) and "weight (full precision)" in tip, tip
         check(pg, axe_script, f"every_head on a 30 × 9-head model at {viewport[0]}")
+        chart = pg.locator("[data-testid='stVegaLiteChart']").nth(3)
+        chart.locator("svg.marks").evaluate("(svg) => { svg.dataset.before = 'layer 1'; }")  # this view, marked
         box = pg.get_by_role("combobox", name="Layer whose heads are drawn below")
         box.scroll_into_view_if_needed()
         box.click()
         with rerun(pg):
             pg.get_by_role("option", name="layer 7", exact=True).click()
         wait_readable(pg, 3 + 1, seconds=60)
-        titles = pg.locator("[data-testid='stVegaLiteChart']").nth(3).locator("svg.marks .role-title-text")
+        titles = chart.locator("svg.marks .role-title-text")
+        titles.first.wait_for()
+        pg.wait_for_function(
+            "(el) => el.textContent === 'layer 7 · head 1'", arg=titles.first.element_handle(), timeout=60_000
+        )
         assert titles.all_text_contents() == [f"layer 7 · head {k}" for k in range(1, 10)], titles.all_text_contents()
+        # the same Vega view took the layer's data: its spec is the same for every layer (charts.PICTURES)
+        assert chart.locator("svg.marks[data-before='layer 1']").count() == 1, "the chart was built again"
+        assert chart.evaluate(rects) == unpointed  # head 5 was pointed at on layer 1; layer 7: no cells until pointed
+        problems = [p for k in range(9) if (p := _image_problem(pg, 3, k, layer=7))]
+        assert not problems, "\n".join(problems)
 
 
 IMAGE = "svg.marks image"  # a head's cells, drawn as one picture
 
 
-def _image_problem(pg, index: int, head: int) -> str | None:
+def _image_problem(pg, index: int, head: int, layer: int = 1) -> str | None:
     """Why picture ``head`` (0-based) of chart ``index`` is not readable, or None: at least CELL_PX a cell each way,
     its pixels not blank, and a description naming the head and its pattern."""
     chart = pg.locator("[data-testid='stVegaLiteChart']").nth(index)
@@ -92,7 +105,8 @@ def _image_problem(pg, index: int, head: int) -> str | None:
     if blank:
         return f"chart {index} head {head + 1}: image {blank}"
     label = image.evaluate("(e) => e.closest('[aria-label]')?.getAttribute('aria-label') || ''")
-    if not label.startswith(f"Heatmap: layer 1 · head {head + 1}.") or "rows put their largest value on" not in label:
+    named = label.startswith(f"Heatmap: layer {layer} · head {head + 1}.")
+    if not named or "rows put their largest value on" not in label:
         return f"chart {index} head {head + 1}: description {label!r}"
     return None
 

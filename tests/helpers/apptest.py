@@ -11,6 +11,7 @@ from streamlit.components.v2.bidi_component.main import _make_trigger_id as make
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
+from attention import charts
 from attention.ui.app.specs import INSIDE, LABS, OVERVIEW, STEPS
 from attention.ui.core import keys
 from attention.ui.inputs.editors import editor_key
@@ -276,9 +277,12 @@ def head_plots(at: AppTest) -> list[tuple[str, str, np.ndarray]]:
     out = []
     for chart in layer_charts(at):
         spec = json.loads(chart.proto.spec)
-        cells = pa.ipc.open_stream(chart.proto.data.data).read_pandas()  # Streamlit sends inline data as Arrow
-        for plot in (p for row in spec["vconcat"] for p in row["hconcat"]):
-            title = plot["title"]["text"]
+        named = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets}  # Arrow
+        cells = named[charts.CELLS]
+        pictures = named[charts.PICTURES].set_index("panel")  # each plot's title and subtitle: data, not spec
+        for k, plot in enumerate(p for row in spec["vconcat"] for p in row["hconcat"]):
+            assert f"data('{charts.PICTURES}')[{k}]" in plot["title"]["text"]["expr"]  # the title: the table's
+            title = pictures.loc[k, "head"]
             mine = cells[cells["head"] == title]
             n = int(mine["row"].max())
             values = np.full((n, n), np.nan)
@@ -286,7 +290,7 @@ def head_plots(at: AppTest) -> list[tuple[str, str, np.ndarray]]:
             values[mine["row"].to_numpy()[live] - 1, mine["col"].to_numpy()[live] - 1] = mine["value"].to_numpy(
                 dtype=float
             )[live]
-            out.append((title, plot["title"].get("subtitle", ""), values))
+            out.append((title, pictures.loc[k, "subtitle"] if "subtitle" in plot["title"] else "", values))
     return out
 
 

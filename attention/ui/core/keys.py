@@ -343,6 +343,9 @@ INSIDE_ZOOM_ROWS, INSIDE_ZOOM_KEYS = "inside.w.zoom_rows", "inside.w.zoom_keys" 
 INSIDE_ZOOM_CHART, INSIDE_ZOOM_PART = "inside.zoom_chart", "inside.zoom"  # the window's cells; its fragment
 
 
+INSIDE_LAYER = "inside.layer.chart"  # the chosen layer's chart on a wide model: one key for every layer
+
+
 def inside_layer(what: str, layer: int) -> str:
     """A layer's "chart" (every head of it, one picture) or its chart's "files" on Every head."""
     return f"inside.layer.{what}.{layer}"

@@ -160,7 +160,7 @@ def heads(now: runs.Measured) -> None:
     labels = token_labels(runs.pieces(now.ids))
     if overview.draws_all(L, H):
         for layer in range(L):
-            layer_chart(now, layer, labels, min(H, overview.PER_ROW))
+            layer_chart(now, layer, labels, min(H, overview.PER_ROW), keys.inside_layer("chart", layer))
     else:
         st.markdown(
             f"**All {L * H} heads at once**: each score of every head (point at a cell for its number, or open the "
@@ -174,14 +174,16 @@ def heads(now: runs.Measured) -> None:
 @st.fragment(key=keys.INSIDE_ONE_LAYER)
 def one_layer(now: runs.Measured, labels: list[str]) -> None:
     """A wide model's layer chooser and the layer's chart: choosing a layer reruns only this (not the predictions,
-    the grids or the chosen head's controls, which hold every head of the model)."""
-    layer_chart(now, overview.layer_chooser(now.shape[0]), labels, overview.per_row(len(labels)))
+    the grids or the chosen head's controls, which hold every head of the model). The chart keeps one key whatever
+    the layer: its spec is the same for every layer (what a layer changes is its data), so the browser keeps its
+    chart and takes the new layer's data, instead of building a chart of nine plots again."""
+    layer_chart(now, overview.layer_chooser(now.shape[0]), labels, overview.per_row(len(labels)), keys.INSIDE_LAYER)
 
 
-def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int) -> None:
-    """One layer's heads as one chart: each head's weights (causal, on the 0–1 scale) titled with its role and score,
-    ``per_row`` side by side; pointing at a cell names it and its head. A long text's heads are pictures reduced by
-    blocks, each block's largest weight (``now.pictures``), and the page says so."""
+def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int, key: str) -> None:
+    """One layer's heads as one chart (widget ``key``): each head's weights (causal, on the 0–1 scale) titled with its
+    role and score, ``per_row`` side by side; pointing at a cell names it and its head. A long text's heads are
+    pictures reduced by blocks, each block's largest weight (``now.pictures``), and the page says so."""
     H, n, f = now.shape[1], len(labels), now.block
     shared = groups(runs.model().config)
     if shared:
@@ -203,7 +205,7 @@ def layer_chart(now: runs.Measured, layer: int, labels: list[str], per_row: int)
     values = now.pictures[layer]  # (H, b, b): NaN where masked
     ticks = labels if f == 1 else charts.block_labels(n, f)
     spec = heatmap(values, ticks, ticks, style.but(block=f), np.isfinite(values))  # one chart
-    widgets.vega_chart(spec, width="content", key=keys.inside_layer("chart", layer))
+    widgets.vega_chart(spec, width="content", key=key)
     prefix = "induction" if runs.model_id() == "induction" else "model"
     chart_files(spec, f"{prefix}_layer{layer + 1}", keys.inside_layer("files", layer))
 

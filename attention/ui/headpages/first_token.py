@@ -84,7 +84,8 @@ def sinks() -> None:
 
 @dataclass(frozen=True)
 class Sinks:
-    """What the page shows of a run, measured layer by layer (one layer's n × n weights at a time, none kept):
+    """What the page shows of a run, from Every head's measurement of it (:func:`runs.measure`: a layer at a time in
+    blocks of query rows, no layer's n × n weights kept):
     ``scores`` each kind's (layers, heads) (:func:`attention.model.roles.head_scores`), ``roles`` (layers, heads),
     ``after`` (layers, heads, n) each head's mean weight on key j over the queries after it (the module's
     w_lh(j), for every key at once)."""
@@ -94,33 +95,15 @@ class Sinks:
     after: np.ndarray
 
 
-def mean_after(weights: np.ndarray) -> np.ndarray:
-    """Each head's mean weight on every key j over the queries after it, from one layer's weights (H, n, n): (H, n);
-    the last key, which no query follows, its own row's. Causal: the rows above key j hold 0 there."""
-    n = weights.shape[-1]
-    diagonal = np.diagonal(weights, axis1=-2, axis2=-1)  # (H, n)
-    below = weights.sum(axis=-2, dtype=np.float64) - diagonal  # (H, n): Σ_{i > j} A[i, j]
-    return np.concatenate([below[:, :-1] / np.arange(n - 1, 0, -1), diagonal[:, -1:]], axis=-1)  # (H, n)
-
-
-def _sinks(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Sinks:
-    run = runs.run(model_id, ids, ablations)
-    parts, after = [], []
-    for layer in range(len(run.traces)):
-        weights = run.traces.rows(layer, slice(None))  # (H, n, n): this layer's only, let go after it
-        parts.append(roles.head_scores(weights[None], ids))  # each (1, H)
-        after.append(mean_after(weights))  # (H, n)
-    scores = {kind: np.concatenate([p[kind] for p in parts]) for kind in parts[0]}  # each (L, H)
-    return Sinks(scores, roles.roles(scores), np.stack(after))
-
-
-_SINKS = TraceCache(max_bytes=64 << 20, max_entries=16, ttl=3600, measure=lambda s: int(s.after.nbytes))
 _ROWS = TraceCache(max_bytes=64 << 20, max_entries=32, ttl=3600, measure=lambda a: int(a.nbytes))
 
 
 def measured(model_id: str, ids: tuple[int, ...], ablations: tuple) -> Sinks:
-    """The run's :class:`Sinks`, made once per content (a 2,048-token text's layers one at a time)."""
-    return _SINKS.get(("sinks", model_id, ids, ablations), lambda: _sinks(model_id, ids, ablations))
+    """The run's :class:`Sinks`: the Every head page's measurement of it (:func:`runs.measure`, made once per
+    content, a layer at a time in blocks of query rows), so opening one page after the other measures nothing
+    again."""
+    now = runs.measure(ids, ablations, model_id)
+    return Sinks(now.scores, now.roles, now.after)
 
 
 def query_rows(model_id: str, ids: tuple[int, ...], ablations: tuple, query: int) -> np.ndarray:

@@ -9,8 +9,6 @@ policy at that budget).
 
 from __future__ import annotations
 
-import time
-
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -22,7 +20,7 @@ from ..core import jobs, keys, session
 from ..core.text import esc
 from ..modelpages import choose, runs
 from ..state import inside
-from ..widgets.common import bind, chart_gap, vega_chart
+from ..widgets.common import bind, chart_gap, job_progress, vega_chart
 from . import every_head, overview
 
 POLL = 1.0  # s between redraws of a running job's progress
@@ -94,22 +92,8 @@ def measure_button(model_id: str, ids: tuple[int, ...], running: bool) -> None:
 
 
 def progress(job_id: str | None, key: tuple, polling: bool) -> None:
-    """A running job's progress bar with the time left, and Cancel; what a cancelled or failed one left."""
-    job = jobs.get(job_id)
-    if job is None or job.key != key:
-        return
-    if polling and job.state != "running":
-        st.rerun()  # it ended: the whole page again, without the timer, with what it made
-    seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
-    if job.state == "running":
-        left = job.seconds_left
-        more = "estimating the time left" if left is None else f"about {left:,.0f} s left"
-        st.progress(min(job.done / job.total, 1.0), text=f"Layer {job.done} of {job.total} · {seconds:.0f} s · {more}")
-        st.button("Cancel", key=keys.KV_CANCEL, on_click=inside.cancel_kv)
-    elif job.state == "cancelled":
-        st.info(f"Cancelled after {job.done} of {job.total} layers ({seconds:.0f} s); nothing of it was kept.")
-    elif job.state == "failed":
-        st.error(esc(job.message, 400) + ". Nothing was kept.")
+    """The study's progress, a layer a step (:func:`widgets.common.job_progress`)."""
+    job_progress(job_id, key, polling, ("layer", "layers"), (keys.KV_CANCEL, inside.cancel_kv))
 
 
 def sinks(made: Study) -> None:

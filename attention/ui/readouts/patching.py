@@ -10,8 +10,6 @@ D_corrupted): 0 changes nothing, 1 is the clean run's difference. The sweep runs
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -188,36 +186,18 @@ def tokens(p: session.Patching, clean: np.ndarray, corrupt: np.ndarray) -> tuple
 
 
 def progress(job_id: str | None, key: tuple, polling: bool) -> None:
-    """A running job's progress bar with the time left, and Cancel, redrawn every :data:`POLL` s (with the top heads
-    as soon as they are patched); what a cancelled or failed one left."""
-    job = jobs.get(job_id)
-    if job is None or job.key != key:
-        return
-    if polling and job.state != "running":
-        st.rerun()  # it ended: the whole page again, without the timer, with what it made
-    seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
-    if job.state == "running":
-        left = job.seconds_left
-        more = "estimating the time left" if left is None else f"about {_duration(left)} left"
-        st.progress(
-            min(job.done / job.total, 1.0), text=f"Patch {job.done:,} of {job.total:,} · {seconds:.1f} s · {more}"
-        )
-        st.button("Cancel", key=keys.PATCH_CANCEL, on_click=inside.cancel_patching)
-        if isinstance(job.partial, jobs.Refined):
-            side_by_side(job.partial, ready=False)
-    elif job.state == "cancelled":
-        st.info(
-            f"Cancelled after {job.done:,} of {job.total:,} patches ({seconds:.1f} s); nothing of it was kept and the "
-            "page is as it was. Press the button to patch again."
-        )
-    elif job.state == "failed":
-        st.error(esc(job.message, 400) + ". Nothing was kept.")
+    """The sweep's progress (:func:`widgets.common.job_progress`), redrawn every :data:`POLL` s, with the top heads
+    as soon as they are patched."""
+    widgets.job_progress(
+        job_id, key, polling, ("patch", "patches"), (keys.PATCH_CANCEL, inside.cancel_patching),
+        after_cancel="and the page is as it was. Press the button to patch again.", while_running=top_so_far,
+    )  # fmt: skip
 
 
-def _duration(seconds: float) -> str:
-    """A time left as a person reads it: "8 s", "2 min 05 s"."""
-    s = int(round(seconds))
-    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+def top_so_far(job: jobs.Job) -> None:
+    """A running sweep's top heads, as soon as they are patched (its partial result)."""
+    if isinstance(job.partial, jobs.Refined):
+        side_by_side(job.partial, ready=False)
 
 
 def restored_scale(*arrays: np.ndarray) -> charts.Colour:

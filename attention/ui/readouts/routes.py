@@ -268,9 +268,11 @@ def strongest(r: Routes) -> str:
     if not found_routes:
         return "No route reaches the embeddings above this threshold: lower it."
     lines = [f"{k}. **{w:.3f}**: " + route_text(path, r.levels) for k, (w, path) in enumerate(found_routes, 1)]
+    drawn = min(AS_LINES, len(found_routes))
+    lined = f"the first {drawn} are the lines drawn above; " if len(found_routes) > drawn else ""
     return (
-        "**The strongest routes** (a route's strength is the product of its edges' shares: how much of each sum it "
-        "joins flows on along it):\n\n" + "\n".join(lines)
+        f"**The strongest routes** ({lined}a route's strength is the product of its edges' shares: how much of each "
+        "sum it joins flows on along it):\n\n" + "\n".join(lines)
     )
 
 

@@ -1,4 +1,4 @@
-"""Small shared widget helpers: messages left for a place, whole numbers read back, lazy tabs and expanders, charts.
+"""Small shared widget helpers: messages, whole numbers read back, lazy tabs, charts, a background job's progress.
 
 The tab and expander labels are always the dashboard's own names (matrix names, step names), never user text."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ import pyarrow as pa  # Streamlit's own table format (a dependency of streamlit)
 import streamlit as st
 
 from ... import names
-from ..core import keys, session
+from ..core import jobs, keys, session
 from ..core.text import esc
 from ..state import core as state_core
 from ..state import pins
@@ -28,21 +29,37 @@ def chart_gap(where=st) -> None:
 
 def vega_chart(spec: dict, where=st, **kwargs: Any) -> Any:
     """``st.vega_lite_chart`` of ``spec``; the rows of its inline data (``spec["data"]["values"]``, JSON-ready dicts
-    with the same keys, as :func:`attention.charts.heatmap` writes them) reach Streamlit as one Arrow table of
-    their columns. Streamlit takes inline rows out of the spec and converts them to Arrow through a pandas frame, which
-    was most of a heatmap's cost on the server (~1 ms for 3 × 3); the browser gets the same columns, names and values
-    (None as null). Any other spec is passed on as it is."""
-    values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
-    if not values or not isinstance(values, list) or not all(isinstance(row, dict) for row in values):
-        return where.vega_lite_chart(spec, **kwargs)
-    keys = list(values[0])
-    if len(spec["data"]) > 1 or any(list(row) != keys for row in values):  # named data or ragged rows: as it is
+    with the same keys, as :func:`attention.charts.heatmap` writes them) and of each named dataset
+    (``spec["datasets"]``) reach Streamlit as Arrow tables of their columns. Streamlit takes inline rows out of the
+    spec and converts them to Arrow through a pandas frame, which was most of a heatmap's cost on the server (~1 ms
+    for 3 × 3); the browser gets the same columns, names and values (None as null). Any other spec is passed on as
+    it is."""
+    data = spec.get("data")
+    values = data.get("values") if isinstance(data, dict) and len(data) == 1 else None
+    rows = [values] if values is not None else []
+    rows += list(spec.get("datasets", {}).values())
+    if not rows or not all(_rows(r) for r in rows):  # not JSON-ready rows: Streamlit's own conversion decides
         return where.vega_lite_chart(spec, **kwargs)
     try:
-        table = pa.table({k: [row[k] for row in values] for k in keys})
+        table = _arrow(values) if values is not None else None
+        named = {name: _arrow(r) for name, r in spec.get("datasets", {}).items()}  # each sent as its own
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of mixed kinds: Streamlit's own conversion decides
         return where.vega_lite_chart(spec, **kwargs)
-    return where.vega_lite_chart(table, {k: v for k, v in spec.items() if k != "data"}, **kwargs)
+    rest = {k: v for k, v in spec.items() if k != "datasets" and (k != "data" or table is None)}
+    return where.vega_lite_chart(table, {**rest, **({"datasets": named} if named else {})}, **kwargs)
+
+
+def _rows(rows: object) -> bool:
+    """Whether ``rows`` is a non-empty list of dicts with the same keys in the same order."""
+    if not rows or not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        return False
+    keys = list(rows[0])
+    return all(list(row) == keys for row in rows)
+
+
+def _arrow(rows: list[dict]) -> pa.Table:
+    """JSON-ready rows with the same keys as one Arrow table of their columns."""
+    return pa.table({k: [row[k] for row in rows] for k in rows[0]})
 
 
 def formula(latex: str, where=st) -> None:
@@ -164,3 +181,47 @@ def open_expander(place: str, label: str, s: session.Session, where=st):
 def open_view(place: str) -> None:
     """Open the lazy expander at ``place`` from a callback (it is drawn open in the run that follows)."""
     pins.set_tab(place, "open")
+
+
+def duration(seconds: float) -> str:
+    """A time as a person reads it: "8 s", "2 min 05 s"."""
+    s = int(round(seconds))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
+def job_progress(
+    job_id: str | None,
+    key: tuple,
+    polling: bool,
+    steps: tuple[str, str],
+    cancel: tuple[str, Callable[[], None]],
+    *,
+    after_cancel: str = "",
+    while_running: Callable[[jobs.Job], None] | None = None,
+) -> None:
+    """The job ``job_id`` if it is the one for ``key``: running, a bar "Patch 40 of 270 · 3.1 s · about 18 s left"
+    (``steps``: a step's name and its plural) and Cancel (``cancel``: its widget key and callback), then
+    ``while_running(job)`` (what it made so far); cancelled, how far it got (and ``after_cancel``); failed, its
+    message. ``polling`` (the caller redraws it on a timer): once the job has ended, the whole page runs again."""
+    job = jobs.get(job_id)
+    if job is None or job.key != key:
+        return
+    if polling and job.state != "running":
+        st.rerun()  # it ended: the whole page again, without the timer, with what it made
+    seconds = job.seconds if job.state != "running" else time.perf_counter() - job.started
+    one, many = steps
+    if job.state == "running":
+        left = job.seconds_left
+        more = "estimating the time left" if left is None else f"about {duration(left)} left"
+        text = f"{one.capitalize()} {job.done:,} of {job.total:,} · {seconds:.1f} s · {more}"
+        st.progress(min(job.done / job.total, 1.0), text=text)
+        st.button("Cancel", key=cancel[0], on_click=cancel[1])
+        if while_running is not None:
+            while_running(job)
+    elif job.state == "cancelled":
+        st.info(
+            f"Cancelled after {job.done:,} of {job.total:,} {many} ({seconds:.1f} s); nothing of it was kept"
+            + (f" {after_cancel}" if after_cancel else ".")
+        )
+    elif job.state == "failed":
+        st.error(esc(job.message, 400) + ". Nothing was kept.")
