@@ -67,7 +67,8 @@ def main() -> None:
 
 
 CHARTS = 6  # the page's: three sinks, the retrieval scores, the keys kept, the curve
-PICKS = ("window", "SnapKV", "heavy hitters (H2O)", "random (a floor)")  # a policy chosen each repeat, by its label
+# a policy chosen each repeat, by its label on the page
+PICKS = ("window (the last keys)", "SnapKV", "heavy hitters (H2O)", "random (a floor)")
 
 
 def _page_once(browser, url: str, rep: int) -> tuple[float, float]:
