@@ -93,8 +93,14 @@ def _choose(page, box: str, said: str) -> float:
     found.fill(WORD)
     with rerun(page, timeout=LONG):
         found.press("Enter")
-    page.get_by_role("combobox", name=re.compile("holds? it: choose one")).click()
     option = page.get_by_role("option", name=re.compile(f"^pos [0-9,]+ · “␣{WORD}”")).first
+    for _ in range(5):  # a list opened while the page still redraws closes with it: open it again
+        page.get_by_role("combobox", name=re.compile("holds? it: choose one")).click()
+        try:
+            option.wait_for(timeout=10_000)
+            break
+        except Exception:  # noqa: BLE001 - not open yet
+            page.keyboard.press("Escape")
     position = int(re.search(r"pos ([0-9,]+)", option.inner_text()).group(1).replace(",", ""))
     mark = len(page.script_runs)
     t0 = time.perf_counter()
