@@ -425,7 +425,7 @@ def pool_blocks(values: np.ndarray, factor: int | tuple[int, int], pool: str = "
     return np.where(count > 0, out, np.nan)
 
 
-POOL_WORDS = {"max": "its max", "extreme": "farthest from 0", "mean": "its mean"}  # a reduced chart's subtitle
+POOL_WORDS = {"max": "its max", "extreme": "its ±max", "mean": "its mean"}  # a reduced chart's subtitle: short
 
 
 def block_pool(kind: str) -> str:
