@@ -88,18 +88,26 @@ def test_a_finished_result_is_shown_again_without_recomputing() -> None:
     assert session(at).patching.job == job.id and len(jobs._JOBS) == before
 
 
+@pytest.mark.parametrize("typed", [None, ("fa bi de ga fa bi de", "fa bi ko ga fa bi de")], ids=["ready-made", "typed"])
 def test_a_rerun_and_a_page_opened_again_run_neither_text_when_the_run_cache_keeps_one(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, typed: tuple[str, str] | None
 ) -> None:
     """At 2,047 tokens on SmolLM2 a run holds 0.7 GB and the model's run cache 1 GiB: it keeps one text of a pair,
-    so reading the two in turn ran both again on every rerun. The page reads only each text's last logits, kept by
-    content: made here with a run cache that keeps one run, a rerun and the page opened again run nothing."""
+    so reading the two in turn ran both again on every rerun (the page's tokens, and the intro's top heads for a
+    typed pair). Each text's last logits are kept by content: made here with a run cache that keeps one run, a
+    rerun and the page opened again run nothing."""
     from attention.model import runcache
     from attention.model.model import Model
 
     monkeypatch.setattr(runcache, "CACHE_BYTES", 1)  # every run but the newest let go, as at length
     at = journey("patching")
+    if typed is not None:
+        at.text_area(key="inside.w.patch.clean").input(typed[0])
+        at.text_area(key="inside.w.patch.corrupt").input(typed[1])
+        at = at.button(key="inside.patch.use").click().run()
     no_exception(at)
+    p = session(at).patching
+    assert p.clean != p.corrupt and (p.pair == "") == (typed is not None)  # two texts, as chosen
     runs, real = [], Model.run
     monkeypatch.setattr(Model, "run", lambda self, *a, **k: (runs.append(len(a[0])), real(self, *a, **k))[1])
     at.run()
@@ -107,8 +115,6 @@ def test_a_rerun_and_a_page_opened_again_run_neither_text_when_the_run_cache_kee
     no_exception(at)
     assert runs == [], f"runs of {runs} tokens"
     assert at.selectbox(key="inside.w.patch.answer").value is not None and at.get("vega_lite_chart")  # drawn
-    clean, corrupt = session(at).patching.clean, session(at).patching.corrupt
-    assert clean != corrupt  # two texts: with one run kept, reading both in turn would run one again each time
 
 
 def _slow(monkeypatch: pytest.MonkeyPatch) -> None:

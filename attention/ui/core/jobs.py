@@ -40,7 +40,7 @@ from ...model import train as train_model
 from ...model.atp import STEPS as ATP_STEPS
 from ...model.readout import run_cost, sweep_costs
 from . import models
-from .cache import Registry, TraceCache, nothing
+from .cache import Registry, TraceCache, kept, nothing
 
 _LOG = logging.getLogger(__name__)
 RUNNING_MAX = 2  # jobs of one kind running at once in this process
@@ -302,12 +302,22 @@ def default_tokens(clean: np.ndarray, corrupt: np.ndarray, answer: int | None, w
     return answer, wrong
 
 
+@kept(64)  # (V,) each, SmolLM2's 0.2 MB: a pair of 2,047-token runs (0.7 GB each) does not fit the run cache's 1 GiB
+def last_logits(model_id: str, ids: tuple[int, ...]) -> np.ndarray:
+    """The model's logits after the last token of ``ids``, nothing ablated: (V,), copied from its run (the run may
+    go, the row stays), read-only, kept by content. Patching reads a pair's two texts in turn on every rerun: with
+    only their runs kept, at length each would run again each time."""
+    m = models.get(model_id)
+    with models.LOCK:
+        row = m.run(list(ids)).logits[-1].copy()  # (V,)
+    row.flags.writeable = False
+    return row
+
+
 def pair_estimate(model_id: str, clean: tuple[int, ...], corrupt: tuple[int, ...], answer: int | None,
                   wrong: int | None) -> Estimate | None:
     """The estimate for a pair with its tokens as the page chooses them (None when there is nothing to restore)."""
-    m = models.get(model_id)
-    with models.LOCK:
-        a, b = m.run(list(clean)).logits[-1], m.run(list(corrupt)).logits[-1]
+    a, b = last_logits(model_id, tuple(clean)), last_logits(model_id, tuple(corrupt))
     try:
         return estimate(model_id, clean, corrupt, *default_tokens(a, b, answer, wrong))
     except AttentionError:

@@ -12,8 +12,8 @@ from ...model import roles
 from ...model.attend import BLOCK_CELLS, visible, weigh
 from ...model.interventions import ablate
 from ...model.model import Run
-from ..core import models
-from ..core.cache import TraceCache, kept
+from ..core import jobs, models
+from ..core.cache import TraceCache
 from ..state import inside
 from ..state.inside import Ablation, name
 
@@ -110,16 +110,9 @@ def run(model_id: str, ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (
 
 def last_logits(ids: tuple[int, ...], model_id: str | None = None) -> np.ndarray:
     """The chosen model's (or ``model_id``'s) logits after the last token of ``ids``, nothing ablated: (V,), without
-    measuring every head's weights (which :func:`measure` does); read-only."""
-    return _last_logits(model_id or inside.model_id(), tuple(ids))
-
-
-@kept(64)  # (V,) each, SmolLM2's 0.2 MB: a pair of 2,047-token runs (0.7 GB each) does not fit the run cache's 1 GiB
-def _last_logits(model_id: str, ids: tuple[int, ...]) -> np.ndarray:
-    """The last row of the run's logits, copied (the run may go; the row stays), kept by content."""
-    row = run(model_id, ids).logits[-1].copy()  # (V,)
-    row.flags.writeable = False
-    return row
+    measuring every head's weights (which :func:`measure` does); read-only, kept by content
+    (:func:`attention.ui.core.jobs.last_logits`)."""
+    return jobs.last_logits(model_id or inside.model_id(), tuple(ids))
 
 
 def measure(ids: tuple[int, ...], ablations: tuple[Ablation, ...] = (), model_id: str | None = None) -> Measured:
