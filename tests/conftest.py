@@ -34,6 +34,7 @@ LONGEST_FIRST = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before stepwise and the like choose among the items, so they see this order
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest files first, the rest in their usual order (the sort keeps the order of equal keys)."""
     rank = {path: k for k, path in enumerate(LONGEST_FIRST)}

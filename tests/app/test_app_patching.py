@@ -95,7 +95,7 @@ def test_a_rerun_and_a_page_opened_again_run_neither_text_when_the_run_cache_kee
     """At 2,047 tokens on SmolLM2 a run holds 0.7 GB and the model's run cache 1 GiB: it keeps one text of a pair,
     so reading the two in turn ran both again on every rerun (the page's tokens, and the intro's top heads for a
     typed pair). Each text's last logits are kept by content: made here with a run cache that keeps one run, a
-    rerun and the page opened again run nothing."""
+    rerun and the page opened again compute no layer (a run the cache holds computes none either)."""
     from attention.model import runcache
     from attention.model.model import Model
 
@@ -108,12 +108,12 @@ def test_a_rerun_and_a_page_opened_again_run_neither_text_when_the_run_cache_kee
     no_exception(at)
     p = session(at).patching
     assert p.clean != p.corrupt and (p.pair == "") == (typed is not None)  # two texts, as chosen
-    runs, real = [], Model.run
-    monkeypatch.setattr(Model, "run", lambda self, *a, **k: (runs.append(len(a[0])), real(self, *a, **k))[1])
+    layers, real = [], Model.layer
+    monkeypatch.setattr(Model, "layer", lambda self, *a, **k: (layers.append(1), real(self, *a, **k))[1])
     at.run()
     at = goto(goto(at, "overview"), "patching")
     no_exception(at)
-    assert runs == [], f"runs of {runs} tokens"
+    assert layers == [], f"{len(layers)} layers computed"
     assert at.selectbox(key="inside.w.patch.answer").value is not None and at.get("vega_lite_chart")  # drawn
 
 

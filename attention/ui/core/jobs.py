@@ -10,6 +10,8 @@ are remembered, so a page polls a job by its id and a finished result is shown a
   trained model, held (:func:`attention.ui.core.models.hold`, kind "trained"), by id.
 - :func:`estimate`: the gradients' estimate of every patch (:func:`attention.model.estimate`), made at
   once in the page's own thread and kept by content.
+- :func:`last_logits`: a text's logits after its last token, kept by content (Patching reads a pair's two texts
+  in turn on every rerun, and a long pair's two runs do not both fit the model's run cache).
 - :func:`patch`: exact patching (:func:`attention.model.sweep`) of a clean and a corrupted text on a model, within
   a scope (the heads, the stream, or both; chosen layers), all asked as one :class:`PatchRequest` (which
   :func:`patch_key` turns into the job's key), the heads the estimate ranks highest first, made alone: its
@@ -302,7 +304,7 @@ def default_tokens(clean: np.ndarray, corrupt: np.ndarray, answer: int | None, w
     return answer, wrong
 
 
-@kept(64)  # (V,) each, SmolLM2's 0.2 MB: a pair of 2,047-token runs (0.7 GB each) does not fit the run cache's 1 GiB
+@kept(64, ttl=3600)  # (V,) each, SmolLM2's 0.2 MB; a pair of 2,047-token runs (0.7 GB each) overfills the run cache
 def last_logits(model_id: str, ids: tuple[int, ...]) -> np.ndarray:
     """The model's logits after the last token of ``ids``, nothing ablated: (V,), copied from its run (the run may
     go, the row stays), read-only, kept by content. Patching reads a pair's two texts in turn on every rerun: with
