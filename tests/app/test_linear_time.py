@@ -30,7 +30,7 @@ from attention.labs import challenges as ch
 from attention.names import MAX_LINK_CHARS, MAX_NUMBER_CHARS
 from attention.ui.address import url
 
-SMALL, LARGE, MAX_RATIO = 10_000, 100_000, 15.0
+SMALL, LARGE, MAX_RATIO = 10_000, 100_000, 20.0
 
 
 def _attempt(handle: Callable[[str], object], text: str) -> None:
@@ -64,16 +64,16 @@ def growth(handle: Callable[[str], object], make: Callable[[int], str], small: i
 
 
 def assert_linear(handle: Callable[[str], object], make: Callable[[int], str], **sizes: int) -> None:
-    """At most MAX_RATIO times as long for ten times the text, in one of three measurements: a burst of load on one
-    side of a ratio can push one over (memory and caches make even linear work cost 10 to 15 times), while
-    quadratic work gives about 100 every time."""
+    """At most MAX_RATIO times as long for ten times the text, in one of five measurements: a burst of load on one
+    side of a ratio can push one over (memory and caches make even linear work cost 10 to 15 times; with the tests
+    on three processes, 15.5 to 27 was seen), while quadratic work gives about 100 every time."""
     tries = []
-    for _ in range(3):
+    for _ in range(5):
         ratio, t_small, t_large = growth(handle, make, **sizes)
         tries.append(f"{ratio:.1f}x ({t_small:.2e} s -> {t_large:.2e} s)")
         if ratio <= MAX_RATIO:
             return
-    raise AssertionError(f"more than {MAX_RATIO:g}x the time for 10x the text, three times: " + "; ".join(tries))
+    raise AssertionError(f"more than {MAX_RATIO:g}x the time for 10x the text, five times: " + "; ".join(tries))
 
 
 # ----------------------------------------------------------------------------------------- hostile texts

@@ -14,9 +14,11 @@ session. Failures are collected over a whole state and reported together, page b
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention.ui.app.specs import LABS, STEPS
 from tests.helpers.browser import SHOTS, error_texts, nav_link, settle
@@ -94,9 +96,16 @@ def test_fullscreen_enlarges_the_heatmap_and_its_text_and_fits_the_screen(page, 
     (before,) = stable_charts(page)
     chart = page.get_by_test_id("stVegaLiteChart").first
     chart.scroll_into_view_if_needed()
-    chart.hover()
     box = chart.locator("xpath=ancestor::*[@data-testid='stElementContainer'][1]")
-    box.get_by_role("button", name="Fullscreen").click()
+    button = box.get_by_role("button", name="Fullscreen")
+    for _ in range(10):  # the toolbar shows while the pointer is over the chart: on a busy machine a hover can miss it
+        page.mouse.move(0, 0)
+        chart.hover()
+        with contextlib.suppress(PlaywrightTimeout):
+            button.click(timeout=3_000)
+            break
+    else:
+        raise AssertionError("no Fullscreen button came after 10 hovers over the chart")
     for _ in range(50):
         (after,) = page.evaluate(MEASURE)
         if after["w"] > 2 * before["w"]:
