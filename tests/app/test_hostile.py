@@ -113,10 +113,11 @@ def test_a_bad_grid_cell_is_named_and_changes_nothing(weights_page, case: str) -
 
 def test_a_100k_hostile_cell_is_refused_as_fast_as_a_normal_edit(weights_page) -> None:
     """The whole round trip (the grid's payload, the callback, the page) for a 100,000-character cell against a
-    normal edit, least of three each, side by side: the old number pattern made it about 100 times slower."""
+    normal edit, least of five each, side by side: the old number pattern made it about 100 times slower (3.4 times
+    was seen once with the tests on three processes, so the bound is 5)."""
     at, _ = weights_page
     normal, hostile = [], []
-    for k in range(3):
+    for k in range(5):
         start = time.perf_counter()
         at = edit_cells(at, "W_q", {0: {"q1": str(0.5**k)}}, raw=True)
         normal.append(time.perf_counter() - start)
@@ -126,7 +127,7 @@ def test_a_100k_hostile_cell_is_refused_as_fast_as_a_normal_edit(weights_page) -
         at = edit_cells(at, "W_q", {1: {"q2": HOSTILE_CELL}}, raw=True)
         hostile.append(time.perf_counter() - start)
         refused(at, before, "W_q row 2", "100,000 characters long", "a number has at most 1,000")
-    assert min(hostile) <= 3 * min(normal), (hostile, normal)
+    assert min(hostile) <= 5 * min(normal), (hostile, normal)
 
 
 def test_markdown_in_a_cell_is_shown_as_text(weights_page) -> None:
