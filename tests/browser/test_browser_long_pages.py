@@ -16,7 +16,17 @@ import pytest
 from PIL import Image
 
 from attention.model import eviction, models_folder
-from tests.helpers.browser import CHARTS, SHOTS, choose_model, error_texts, nav_link, rerun, settle, wait_readable
+from tests.helpers.browser import (
+    CHARTS,
+    SHOTS,
+    choose_model,
+    error_texts,
+    nav_link,
+    rerun,
+    seen_png,
+    settle,
+    wait_readable,
+)
 
 NAME = "SmolLM2-135M-Instruct"
 LONG = 1_800_000  # ms a page may take on a busy 2-core machine (a 2,048-token pass there takes minutes)
@@ -45,12 +55,13 @@ def _nav(pg, label: str) -> None:
 
 def _drawn(pg, index: int, share: float) -> str | None:
     """Why chart ``index`` is not readable: a box under 120 × 60 px, grey levels that barely spread, or under
-    ``share`` of its pixels off the background (the helpers' rule, with the share given); else None."""
+    ``share`` of its pixels as seen (:func:`seen_png`) off the background (the helpers' rule, with the share given);
+    else None."""
     el = pg.locator(CHARTS).nth(index)
     box = el.bounding_box()
     if box is None or box["width"] < 120 or box["height"] < 60:
         return f"chart {index}: box {box}"
-    grey = np.asarray(Image.open(io.BytesIO(el.screenshot(timeout=60_000))).convert("L"), dtype=float)
+    grey = np.asarray(Image.open(io.BytesIO(seen_png(el))).convert("L"), dtype=float)
     background = np.bincount(grey.astype(int).ravel()).argmax()
     drawn = float(np.mean(np.abs(grey - background) > 16))
     return None if grey.std() >= 8 and drawn >= share else f"chart {index}: std {grey.std():.1f}, {drawn:.1%} drawn"

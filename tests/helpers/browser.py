@@ -258,13 +258,33 @@ def blank_pixels(png: bytes) -> str | None:
     return None
 
 
+HEADER_BOTTOM = """() => document.querySelector("[data-testid='stHeader']")?.getBoundingClientRect().bottom ?? 0"""
+
+
+def seen_png(el) -> bytes:  # noqa: ANN001 - a Playwright locator
+    """The pixels of ``el`` a person sees once scrolled to it. An element that fits the view below the header: its
+    screenshot. A taller one (a bar per layer's K and V at 1280 × 720): Chromium paints the app's scrolled container
+    only where it is on screen, so the rest of an element screenshot is blank (1.9% drawn, where the chart in view
+    draws 8-11%); so the part on screen with the element centred, below the header."""
+    page = el.page
+    box, view, top = el.bounding_box(), page.viewport_size, page.evaluate(HEADER_BOTTOM)
+    if box is None or box["height"] <= view["height"] - top:
+        return el.screenshot(timeout=60_000)
+    el.evaluate("e => e.scrollIntoView({block: 'center', inline: 'nearest'})")
+    box = el.bounding_box()
+    x, y = max(box["x"], 0), max(box["y"], top)
+    right, bottom = min(box["x"] + box["width"], view["width"]), min(box["y"] + box["height"], view["height"])
+    return page.screenshot(clip={"x": x, "y": y, "width": right - x, "height": bottom - y}, timeout=60_000)
+
+
 def why_not_readable(page, index: int) -> str | None:
-    """None when chart ``index``'s box is at least 120 × 60 px and its pixels are not blank; else why."""
+    """None when chart ``index``'s box is at least 120 × 60 px and its pixels, as seen (:func:`seen_png`), are not
+    blank; else why."""
     el = page.locator(CHARTS).nth(index)
     box = el.bounding_box()
     if box is None or box["width"] < 120 or box["height"] < 60:
         return f"chart {index}: box {box}"
-    blank = blank_pixels(el.screenshot(timeout=30_000))
+    blank = blank_pixels(seen_png(el))
     return f"chart {index}: {blank}" if blank else None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.helpers.browser import blank_pixels, error_texts, guarded_context, settle
+from tests.helpers.browser import blank_pixels, error_texts, guarded_context, seen_png, settle
 
 MIN_W, MIN_H = 120, 60  # a readable chart box, px
 MIN_FONT = 12.0  # px, any text written in a chart
@@ -160,10 +160,10 @@ def stable_charts(pg, timeout_ms: int = 20_000) -> list[dict]:
 
 
 def _blank(pg, index: int) -> str | None:
-    """Why the chart's pixels look blank, or None: a screenshot of the element, its grey levels' spread."""
+    """Why the chart's pixels look blank, or None: its pixels as seen (:func:`seen_png`), their grey levels' spread."""
     el = pg.locator("[data-testid='stVegaLiteChart']").nth(index)
     try:
-        png = el.screenshot(timeout=30_000)
+        png = seen_png(el)
     except Exception as exc:  # noqa: BLE001 - a 0 px element cannot be screenshotted: that is the finding
         return f"no screenshot ({str(exc).splitlines()[0][:80]})"
     return blank_pixels(png)
