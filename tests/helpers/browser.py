@@ -258,7 +258,8 @@ def blank_pixels(png: bytes) -> str | None:
     return None
 
 
-HEADER_BOTTOM = """() => document.querySelector("[data-testid='stHeader']")?.getBoundingClientRect().bottom ?? 0"""
+HEADER_BOTTOM = """() => Math.max(0,
+    document.querySelector("[data-testid='stHeader']")?.getBoundingClientRect().bottom ?? 0)"""
 
 
 def seen_png(el) -> bytes:  # noqa: ANN001 - a Playwright locator
@@ -274,6 +275,8 @@ def seen_png(el) -> bytes:  # noqa: ANN001 - a Playwright locator
     box = el.bounding_box()
     x, y = max(box["x"], 0), max(box["y"], top)
     right, bottom = min(box["x"] + box["width"], view["width"]), min(box["y"] + box["height"], view["height"])
+    if right <= x or bottom <= y:  # nothing on screen: the element's screenshot says what it can
+        return el.screenshot(timeout=60_000)
     return page.screenshot(clip={"x": x, "y": y, "width": right - x, "height": bottom - y}, timeout=60_000)
 
 

@@ -22,7 +22,7 @@ SCRIPT = """<script>
   if (window.__attentionHistory) return;
   window.__attentionHistory = true;
   const push = history.pushState.bind(history);
-  const top = () => {  // the view, whichever element scrolls it
+  const toTop = () => {  // the view, whichever element scrolls it
     window.scrollTo(0, 0);
     for (const el of document.querySelectorAll("[data-testid='stMain'], [data-testid='stAppViewContainer']")) {
       el.scrollTop = 0;
@@ -30,7 +30,7 @@ SCRIPT = """<script>
   };
   let path = location.pathname;
   const moved = () => {  // another page: at its top, before its elements replace the last page's
-    if (location.pathname !== path) top();
+    if (location.pathname !== path) toTop();
     path = location.pathname;
   };
   history.pushState = (state, title, url) => {
