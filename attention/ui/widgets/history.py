@@ -1,5 +1,4 @@
-"""One entry in the browser's history per page visited, so Back leaves a page in one press; a page visited opens at
-its top.
+"""One browser-history entry per page visited (Back leaves it in one press), and the page visited opens at its top.
 
 Streamlit writes every change of the address's parameters (``st.query_params``) with ``history.pushState``: each
 change a person makes on a page (the app keeps the whole state in the address) added an entry, and Back stepped
