@@ -247,13 +247,13 @@ def error_texts(page) -> list[str]:
     return out
 
 
-def blank_pixels(png: bytes) -> str | None:
-    """Why a chart's screenshot looks blank (its grey levels barely spread, or under 2% of its pixels differ from
-    the most common grey), or None."""
+def blank_pixels(png: bytes, share: float = 0.02) -> str | None:
+    """Why a chart's screenshot looks blank (its grey levels barely spread, or under ``share`` of its pixels differ
+    from the most common grey), or None."""
     grey = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
     background = np.bincount(grey.astype(int).ravel()).argmax()
     drawn = float(np.mean(np.abs(grey - background) > 16))
-    if grey.std() < 8 or drawn < 0.02:
+    if grey.std() < 8 or drawn < share:
         return f"blank pixels (std {grey.std():.1f}, {drawn:.1%} drawn)"
     return None
 
@@ -280,25 +280,25 @@ def seen_png(el) -> bytes:  # noqa: ANN001 - a Playwright locator
     return page.screenshot(clip={"x": x, "y": y, "width": right - x, "height": bottom - y}, timeout=60_000)
 
 
-def why_not_readable(page, index: int) -> str | None:
+def why_not_readable(page, index: int, share: float = 0.02) -> str | None:
     """None when chart ``index``'s box is at least 120 × 60 px and its pixels, as seen (:func:`seen_png`), are not
-    blank; else why."""
+    blank (:func:`blank_pixels`, with ``share``); else why."""
     el = page.locator(CHARTS).nth(index)
     box = el.bounding_box()
     if box is None or box["width"] < 120 or box["height"] < 60:
         return f"chart {index}: box {box}"
-    blank = blank_pixels(seen_png(el))
+    blank = blank_pixels(seen_png(el), share)
     return f"chart {index}: {blank}" if blank else None
 
 
-def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 60) -> None:
+def wait_readable(page, count: int, *, exact: bool = True, seconds: float = 60, share: float = 0.02) -> None:
     """Wait (up to ``seconds``) until ``count`` charts (at least ``count`` when not ``exact``) are drawn and the first
-    ``count`` are readable (:func:`why_not_readable`); else fail saying why."""
+    ``count`` are readable (:func:`why_not_readable`, with ``share``); else fail saying why."""
     why: list[str | None] = []
     for _ in range(int(seconds * 2)):
         n = page.locator(CHARTS).count()
         if (n == count if exact else n >= count) and page.locator(f"{CHARTS} svg, {CHARTS} canvas").count() >= count:
-            why = [why_not_readable(page, k) for k in range(count)]
+            why = [why_not_readable(page, k, share) for k in range(count)]
             if not any(why):
                 return
         page.wait_for_timeout(500)
