@@ -267,9 +267,10 @@ def _default_signals() -> None:
 
 
 class Replicas:
-    """``deploy/run_replicas.sh``: ``k`` replicas on free ports behind nginx on a free port of 127.0.0.1."""
+    """``deploy/run_replicas.sh``: ``k`` replicas on free ports behind nginx on a free port of 127.0.0.1 (``python``
+    runs them: this Python, or a stand-in for it)."""
 
-    def __init__(self, k: int, run_dir: Path, show_upstream: bool = True) -> None:
+    def __init__(self, k: int, run_dir: Path, show_upstream: bool = True, python: str = sys.executable) -> None:
         self.port = free_port()
         self.replica_ports = [free_port() for _ in range(k)]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -277,7 +278,7 @@ class Replicas:
         env = os.environ | {
             "RUN_DIR": str(run_dir),
             "REPLICA_PORTS": " ".join(map(str, self.replica_ports)),
-            "PYTHON": sys.executable,
+            "PYTHON": python,
             "SHOW_UPSTREAM": "1" if show_upstream else "0",  # X-Upstream names the replica that answered
         }
         run_dir.mkdir(parents=True, exist_ok=True)

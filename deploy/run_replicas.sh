@@ -77,10 +77,12 @@ too_many_restarts() {  # too_many_restarts I: true when replica I has started 6 
 }
 
 SERVERS=""
+UPLOAD_SERVERS=""
 for i in "${!PORTS[@]}"; do
   : > "$RUN_DIR/replica-$i.log"
   start_replica "$i"
   SERVERS+="server 127.0.0.1:${PORTS[$i]}; "
+  UPLOAD_SERVERS+="server 127.0.0.1:${PORTS[$i]} max_fails=0; "
 done
 # nginx starts once every replica answers its health check (a request sent earlier would find no server).
 "$PYTHON" - "${PORTS[@]}" <<'PY'
@@ -114,7 +116,8 @@ for i in "${!PORTS[@]}"; do
   fi
   UPLOAD_RETRIES+="$UPSTREAM_HEADER } "
 done
-sed -e "s|@LISTEN@|$LISTEN|" -e "s|@SERVERS@|$SERVERS|" -e "s|@RUN_DIR@|$RUN_DIR|g" \
+sed -e "s|@LISTEN@|$LISTEN|" -e "s|@SERVERS@|$SERVERS|" -e "s|@UPLOAD_SERVERS@|$UPLOAD_SERVERS|" \
+  -e "s|@RUN_DIR@|$RUN_DIR|g" \
   -e "s|@UPSTREAM_HEADER@|$UPSTREAM_HEADER|" -e "s|@UPLOAD_RETRIES@|$UPLOAD_RETRIES|" \
   deploy/nginx.conf > "$RUN_DIR/nginx.conf"
 "$NGINX" -t -q -e "$RUN_DIR/nginx-error.log" -c "$RUN_DIR/nginx.conf"
