@@ -292,7 +292,11 @@ class Replicas:
                 start_new_session=True,  # its own process group, as in a terminal: see stop()
                 preexec_fn=_default_signals,  # a terminal's shell starts it able to take Ctrl+C
             )
-        wait_healthy(self.url, proc=self.proc)
+        try:
+            wait_healthy(self.url, proc=self.proc)
+        except BaseException:  # not started in time: stop what did start (nginx, replicas) before saying so
+            self.stop()
+            raise
 
     @property
     def pid(self) -> int:
