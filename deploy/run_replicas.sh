@@ -77,13 +77,13 @@ too_many_restarts() {  # too_many_restarts I: true when replica I has started 6 
 }
 
 SERVERS=""
-UPLOAD_SERVERS=""
 for i in "${!PORTS[@]}"; do
   : > "$RUN_DIR/replica-$i.log"
   start_replica "$i"
   SERVERS+="server 127.0.0.1:${PORTS[$i]}; "
-  UPLOAD_SERVERS+="server 127.0.0.1:${PORTS[$i]} max_fails=0; "
 done
+# the uploads' upstream: the same server lines, each never taken out of service (deploy/nginx.conf says why)
+UPLOAD_SERVERS="${SERVERS//;/ max_fails=0;}"
 # nginx starts once every replica answers its health check (a request sent earlier would find no server).
 "$PYTHON" - "${PORTS[@]}" <<'PY'
 import sys, time, urllib.request
